@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Build a cella image with mmdebstrap into IMAGES_DIR/NAME/rootfs.
+# Usage: build-image.sh IMAGES_DIR [NAME] [--force]
+# The image is built in a temporary directory next to the target and renamed
+# into place only when complete, so a half-built image is never used.
+set -euo pipefail
+images=${1:?usage: build-image.sh IMAGES_DIR [NAME] [--force]}
+name=${2:-default}
+force=${3:-}
+dest="$images/$name"
+if [ -f "$dest/.complete" ] && [ "$force" != "--force" ]; then
+        echo "image '$name' present at $dest"
+        exit 0
+fi
+case "$name" in
+default) pkgs="bash,coreutils,procps,python3,nodejs,git,curl,ca-certificates,jq,less,findutils,grep,sed,tar,gzip,xz-utils,iproute2,netbase" ;;
+*) echo "unknown image '$name' (known: default)" >&2; exit 2 ;;
+esac
+command -v mmdebstrap >/dev/null || { echo "mmdebstrap missing: run scripts/deps.sh" >&2; exit 2; }
+mkdir -p "$images"
+tmp=$(mktemp -d "$images/.build-$name.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+echo "building image '$name' with mmdebstrap (bookworm; a few minutes, once)..."
+mmdebstrap --mode=root --variant=minbase --include="$pkgs" \
+        --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/doc/*' \
+        --dpkgopt='path-exclude=/usr/share/locale/*' \
+        --customize-hook='mkdir -p "$1/workspace" && chmod 0755 "$1/workspace"' \
+        --customize-hook='rm -f "$1/etc/resolv.conf" "$1/etc/hostname"' \
+        --customize-hook='apt-get clean -o RootDir="$1" || true' \
+        bookworm "$tmp/rootfs" \
+        "deb http://deb.debian.org/debian bookworm main" \
+        "deb http://deb.debian.org/debian bookworm-updates main" \
+        "deb http://deb.debian.org/debian-security bookworm-security main"
+date -u +%Y-%m-%dT%H:%M:%SZ > "$tmp/.complete"
+rm -rf "$dest"
+mv "$tmp" "$dest"
+trap - EXIT
+echo "image '$name' ready at $dest ($(du -sh "$dest/rootfs" | cut -f1))"

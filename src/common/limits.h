@@ -1,0 +1,39 @@
+/* Every quantity a user or a sandbox controls has its limit here, and only here. */
+#ifndef CELLA_LIMITS_H
+#define CELLA_LIMITS_H
+
+/* HTTP */
+#define CELLA_HTTP_MAX_HEADER_BYTES (64 * 1024)     /* request line + all headers: 431 beyond */
+#define CELLA_HTTP_MAX_HEADERS 100                  /* header count: 431 beyond */
+#define CELLA_HTTP_MAX_URL 8192                     /* request target: 414 beyond */
+#define CELLA_HTTP_MAX_JSON_BODY (16 * 1024 * 1024) /* JSON request bodies: 413 beyond */
+#define CELLA_HTTP_MAX_CONNECTIONS 4096
+#define CELLA_HTTP_WRITE_HIGH_WATER (1024 * 1024) /* pause the producer above this */
+#define CELLA_HTTP_IDLE_TIMEOUT_MS (120 * 1000)
+
+/* Agent protocol */
+#define CELLA_FRAME_HEADER 12
+#define CELLA_FRAME_MAX (1024 * 1024)      /* payload bytes per frame */
+#define CELLA_FRAME_DATA_CHUNK (64 * 1024) /* preferred DATA/STDOUT chunk */
+#define CELLA_STREAM_WINDOW (1024 * 1024)  /* initial per-stream credit, each direction */
+#define CELLA_AGENT_MAX_STREAMS 1024       /* concurrent streams per connection */
+
+/* Exec */
+#define CELLA_EXEC_MAX_BUFFERED (64 * 1024 * 1024) /* buffered (non-SSE) output per stream */
+#define CELLA_EXEC_MAX_COMMAND (1024 * 1024)
+#define CELLA_EXEC_MAX_ENV 1024
+#define CELLA_EXEC_DEFAULT_TIMEOUT_MS 0 /* 0: none */
+
+/* Paths and names */
+#define CELLA_NAME_MAX 63
+#define CELLA_PATH_MAX 4096
+
+/* Sandboxes */
+#define CELLA_DEFAULT_MAX_SANDBOXES 1000
+#define CELLA_UID_BASE 0x10000000u /* first host uid handed to sandboxes */
+#define CELLA_UID_RANGE 65536u     /* uids per sandbox */
+#define CELLA_UID_SLOTS 4096u      /* slots: CELLA_UID_BASE + slot * CELLA_UID_RANGE */
+#define CELLA_DEFAULT_PIDS_MAX 1024
+#define CELLA_TMP_SIZE_MB 512
+
+#endif

@@ -1,0 +1,17 @@
+/* Sandbox names: 1-63 chars of [a-z0-9-], not starting or ending with '-', not reserved. */
+#ifndef CELLA_NAME_H
+#define CELLA_NAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/error.h"
+
+/* Validate name (len bytes, may contain NULs, which are invalid). With normalize, upper
+ * case ASCII is lowered into out. out must hold CELLA_NAME_MAX + 1 bytes; written only on
+ * success. Returns 0 or -1 with err set to INVALID_SANDBOX_NAME. */
+int sandbox_name_check(const char *name, size_t len, bool normalize, char *out,
+                       struct cella_error *err);
+bool sandbox_name_is_reserved(const char *name);
+
+#endif

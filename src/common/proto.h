@@ -1,0 +1,74 @@
+/* The agent wire protocol: framed, multiplexed streams over one unix stream socket
+ * between cellad (the client) and cella-init (the server). Specified in docs/protocol.md.
+ *
+ * Frame = 12-byte header + payload:
+ *   u32 length    payload bytes, big endian, <= CELLA_FRAME_MAX
+ *   u8  type      enum frame_type
+ *   u8  flags     0 (reserved; non-zero is a protocol error)
+ *   u16 reserved  0
+ *   u32 stream    big endian; 0 is the connection itself (HELLO, PING/PONG)
+ *
+ * Only cellad opens streams, with a new non-zero id, by sending EXEC, FILE_READ,
+ * FILE_WRITE or FILE_OP. A stream ends when the agent sends EXIT, RESULT or ERROR.
+ * Control payloads are JSON objects (jansson); data payloads (STDOUT, STDERR, DATA) are
+ * raw bytes. Data frames are flow-controlled per stream and direction: a sender may have at
+ * most CELLA_STREAM_WINDOW bytes unacknowledged; the receiver returns credit with WINDOW
+ * frames (payload: u32 big endian increment) as it consumes the bytes. */
+#ifndef CELLA_PROTO_H
+#define CELLA_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/buf.h"
+
+enum frame_type {
+        FRAME_HELLO = 1,       /* a->d, stream 0: {"version":1,"pid":N} on accept */
+        FRAME_EXEC = 2,        /* d->a: {"command":s,"cwd"?:s,"env"?:{k:s},"timeoutMs"?:n} */
+        FRAME_STARTED = 3,     /* a->d: {"pid":n} once the command runs */
+        FRAME_STDOUT = 4,      /* a->d: raw bytes */
+        FRAME_STDERR = 5,      /* a->d: raw bytes */
+        FRAME_EXIT = 6,        /* a->d, ends: {"exitCode":n,"signal"?:n,"timedOut":b} */
+        FRAME_ERROR = 7,       /* a->d, ends: {"code":"FILE_NOT_FOUND","message":s} */
+        FRAME_CANCEL = 8,      /* d->a: abandon the stream (kill its command tree) */
+        FRAME_WINDOW = 9,      /* both: u32 credit increment for the stream's data */
+        FRAME_FILE_READ = 10,  /* d->a: {"path":s} -> FILE_INFO, DATA..., END then RESULT */
+        FRAME_FILE_WRITE = 11, /* d->a: {"path":s,"mode"?:n} then DATA..., END -> RESULT */
+        FRAME_FILE_OP = 12,    /* d->a: {"op":s,...} -> RESULT (see docs/protocol.md) */
+        FRAME_DATA = 13,       /* both: raw file bytes */
+        FRAME_END = 14,        /* both: end of DATA in this direction */
+        FRAME_RESULT = 15,     /* a->d, ends: JSON object */
+        FRAME_FILE_INFO = 16,  /* a->d: {"size":n,"mode":n,"mtime":n} before file DATA */
+        FRAME_PING = 17,       /* both, stream 0: payload echoed in PONG */
+        FRAME_PONG = 18,
+        _FRAME_TYPE_MAX
+};
+
+struct frame {
+        uint8_t type;
+        uint8_t flags;
+        uint32_t stream;
+        uint32_t len;
+        const uint8_t *payload; /* borrowed from the decode input */
+};
+
+const char *frame_type_name(uint8_t type);
+bool frame_type_is_data(uint8_t type); /* STDOUT, STDERR, DATA: flow-controlled */
+
+/* Decode one frame from the front of in[0..len). Returns the number of bytes consumed
+ * (> 0) with *ret filled, 0 when more bytes are needed, or -EPROTO for a malformed header
+ * (bad type, non-zero flags/reserved, length > CELLA_FRAME_MAX). Pure; never allocates. */
+int frame_decode(const uint8_t *in, size_t len, struct frame *ret);
+
+/* Write the 12-byte header for a frame into out. */
+void frame_header_pack(uint8_t out[12], uint8_t type, uint32_t stream, uint32_t len);
+
+/* Append a whole frame (header + payload) to b. -EINVAL if len > CELLA_FRAME_MAX. */
+int frame_append(struct buf *b, uint8_t type, uint32_t stream, const void *payload, uint32_t len);
+
+/* WINDOW payload helpers. */
+void frame_window_pack(uint8_t out[4], uint32_t credit);
+int frame_window_unpack(const struct frame *f, uint32_t *ret_credit); /* -EPROTO if len!=4 */
+
+#endif

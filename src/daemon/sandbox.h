@@ -1,0 +1,70 @@
+/* The sandbox table: names to running sandboxes, lazy creation, destroy.
+ *
+ * A struct sandbox is owned by the table; handlers borrow it for the duration of a
+ * callback and keep it across callbacks only with sandbox_ref()/sandbox_unref().
+ * This is the one interface the HTTP handlers use to reach sandboxes, so that a
+ * multi-node directory can later stand behind it. */
+#ifndef CELLA_DAEMON_SANDBOX_H
+#define CELLA_DAEMON_SANDBOX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/error.h"
+#include "daemon/agent-conn.h"
+
+struct sandbox_table;
+struct sandbox;
+
+struct sandbox_options {
+        const char *image;         /* NULL: daemon default */
+        const char *instance_type; /* NULL: default (see docs/decisions) */
+        json_t *env;               /* object of strings, or NULL; borrowed */
+        json_t *labels;            /* object of strings, or NULL; borrowed */
+};
+
+struct sandbox_table_config {
+        const char *data_dir;   /* sandboxes/<name>/ below it, cella.db */
+        const char *images_dir; /* <images_dir>/<image>/rootfs */
+        const char *default_image;
+        const char *agent_path; /* cella-init binary */
+        unsigned max_sandboxes;
+};
+
+int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
+                      struct sandbox_table **ret, struct cella_error *err);
+void sandbox_table_free(struct sandbox_table *t); /* stops every sandbox's agent link */
+
+/* Find the sandbox named name (already validated). With create, make it (with opts, or
+ * defaults when opts is NULL) if it does not exist; *ret_created says whether it did.
+ * Without create: SANDBOX_NOT_FOUND. A created sandbox is running when this returns. */
+int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
+                      const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
+                      struct cella_error *err);
+/* PUT semantics: create with opts, or update env/labels of an existing one. */
+int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sandbox_options *opts,
+                      struct sandbox **ret, bool *ret_created, struct cella_error *err);
+/* Destroy: kill every process, remove cgroups, files and the record. *ret_existed says
+ * whether there was one. */
+int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_existed,
+                          struct cella_error *err);
+/* JSON array of sandbox_info() for every sandbox; new reference. */
+json_t *sandbox_table_list(struct sandbox_table *t);
+unsigned sandbox_table_count(const struct sandbox_table *t);
+
+/* SandboxInfo: {id, state, image, instanceType, createdAt, lastActiveAt, labels, env};
+ * new reference. */
+json_t *sandbox_info(const struct sandbox *s);
+const char *sandbox_name(const struct sandbox *s);
+/* Merged environment for commands (sandbox env); borrowed. */
+json_t *sandbox_env(const struct sandbox *s);
+/* Mark activity (every request and stream does this). */
+void sandbox_touch(struct sandbox *s);
+/* The sandbox's agent connection (NULL if it is not running). */
+struct agent_conn *sandbox_agent(struct sandbox *s);
+void sandbox_ref(struct sandbox *s);
+void sandbox_unref(struct sandbox *s);
+
+#endif

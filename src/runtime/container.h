@@ -1,0 +1,71 @@
+/* Building and tearing down a sandbox's container (see docs/architecture.md, "runtime").
+ *
+ * struct runtime holds what is computed once per daemon: the cgroup layout of the host
+ * (v2 controllers, or the v1 + unified hybrid), the seccomp BPF program, the capability
+ * set, and a sealed memfd copy of cella-init that every sandbox execs as PID 1.
+ *
+ * runtime_container_start() plans (pure data) and then applies: a listening unix socket at
+ * <dir>/agent.sock handed to the agent as fd 3, clone3 into new user, pid, mount, uts, ipc,
+ * net (and then cgroup) namespaces, uid/gid map of the sandbox's 65536-uid host range,
+ * cgroup placement and limits, an idmapped mount of the image rootfs as overlay lower
+ * layer, upper/work in <dir>, fresh /proc, minimal /dev, /tmp, /workspace, pivot_root,
+ * capabilities, no_new_privs, seccomp, exec of cella-init. Mounts live only in the
+ * sandbox's mount namespace, so nothing is left on the host when it dies. */
+#ifndef CELLA_RUNTIME_CONTAINER_H
+#define CELLA_RUNTIME_CONTAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+
+struct runtime;
+
+struct runtime_config {
+        const char *agent_path;  /* path of the (static) cella-init binary */
+        const char *cgroup_name; /* sub-directory used in each hierarchy, e.g. "cella" */
+};
+
+int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err);
+void runtime_free(struct runtime *rt);
+/* Human-readable description of what the host offers (cgroup mode, idmap, seccomp...). */
+const char *runtime_describe(const struct runtime *rt);
+
+struct container_limits {
+        uint64_t memory_bytes; /* 0: none */
+        uint32_t cpu_millis;   /* 1000 = one CPU; 0: none */
+        uint32_t pids_max;     /* 0: none */
+};
+
+struct container_spec {
+        const char *id;       /* cgroup directory name; [a-z0-9-] */
+        const char *hostname; /* sandbox name */
+        const char *rootfs;   /* image rootfs (read-only lower layer) */
+        const char *dir;      /* sandbox dir: upper/, work/, agent.sock are made in it */
+        uid_t uid_base;       /* first host uid/gid of the sandbox's range */
+        uint32_t uid_count;   /* CELLA_UID_RANGE */
+        struct container_limits limits;
+};
+
+struct container {
+        pid_t pid; /* host pid of the sandbox's PID 1 */
+        int pidfd; /* pidfd of it, close-on-exec; -EBADF when not running */
+};
+
+/* Start a container. On success *ret has the pid and a pidfd; the agent is listening on
+ * <dir>/agent.sock when this returns (the socket is bound before the child starts). */
+int runtime_container_start(struct runtime *rt, const struct container_spec *spec,
+                            struct container *ret, struct cella_error *err);
+
+/* Kill every process of the container (cgroup.kill where the kernel has it, else SIGKILL
+ * to every pid of its cgroups), wait for PID 1 to be gone, close the pidfd, remove its
+ * cgroup directories. Idempotent; works from the id alone after a daemon restart (c may be
+ * NULL). */
+int runtime_container_destroy(struct runtime *rt, const char *id, struct container *c,
+                              struct cella_error *err);
+
+/* Is the process behind the pidfd still alive? */
+bool runtime_container_is_alive(const struct container *c);
+
+#endif
