@@ -17,6 +17,7 @@
 
 struct sandbox_table;
 struct sandbox;
+struct runtime;
 
 struct sandbox_options {
         const char *image;         /* NULL: daemon default */
@@ -36,6 +37,8 @@ struct sandbox_table_config {
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err);
 void sandbox_table_free(struct sandbox_table *t); /* stops every sandbox's agent link */
+/* The runtime the table builds sandboxes with (for cellad --check). */
+struct runtime *sandbox_table_runtime(struct sandbox_table *t);
 
 /* Find the sandbox named name (already validated). With create, make it (with opts, or
  * defaults when opts is NULL) if it does not exist; *ret_created says whether it did.

@@ -65,6 +65,11 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
 int runtime_container_destroy(struct runtime *rt, const char *id, struct container *c,
                               struct cella_error *err);
 
+/* Reap PID 1 if it has exited: waitid(P_PIDFD, WEXITED|WNOHANG). Returns 1 when reaped
+ * (*ret_status, if not NULL, gets the wait status; the pidfd is closed), 0 while it still
+ * runs, -errno on error. */
+int runtime_container_reap(struct container *c, int *ret_status);
+
 /* Is the process behind the pidfd still alive? */
 bool runtime_container_is_alive(const struct container *c);
 

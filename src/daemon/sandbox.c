@@ -1,0 +1,703 @@
+/* The sandbox table (sandbox.h): names to sandboxes, lazy creation, restart of a stopped
+ * sandbox with its files in place, destroy. The registry (store.c) holds what must survive
+ * a daemon restart; the runtime (runtime/container.h) builds the containers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/name.h"
+#include "common/timeutil.h"
+#include "daemon/instance-type.h"
+#include "daemon/sandbox.h"
+#include "daemon/store.h"
+#include "runtime/container.h"
+
+#define TABLE_BUCKETS 1024
+
+struct sandbox {
+        int refs;
+        struct sandbox_table *table;
+        struct sandbox *next; /* hash chain */
+        char name[CELLA_NAME_MAX + 1];
+        unsigned slot;
+        char *image;
+        char *instance_type;
+        json_t *env;
+        json_t *labels;
+        int64_t created_ms;
+        int64_t last_active_ms;
+        int64_t persisted_active_ms;
+        bool running;   /* container started and not seen exiting */
+        bool destroyed; /* removed from the table; memory lives while referenced */
+        struct container ct;
+        uv_poll_t *exit_watch; /* readable when PID 1 exits; heap: closed asynchronously */
+        struct agent_conn *agent;
+};
+
+struct sandbox_table {
+        uv_loop_t *loop;
+        char *data_dir;
+        char *images_dir;
+        char *default_image;
+        unsigned max_sandboxes;
+        struct runtime *rt;
+        struct store *store;
+        unsigned count;
+        struct sandbox *buckets[TABLE_BUCKETS];
+        uint8_t slot_used[CELLA_UID_SLOTS];
+};
+
+static unsigned hash_name(const char *s)
+{
+        unsigned h = 5381;
+        while (*s)
+                h = h * 33 + (unsigned char)*s++;
+        return h % TABLE_BUCKETS;
+}
+
+static struct sandbox *table_find(struct sandbox_table *t, const char *name)
+{
+        for (struct sandbox *s = t->buckets[hash_name(name)]; s; s = s->next)
+                if (strcmp(s->name, name) == 0)
+                        return s;
+        return NULL;
+}
+
+static void table_insert(struct sandbox_table *t, struct sandbox *s)
+{
+        unsigned h = hash_name(s->name);
+        s->next = t->buckets[h];
+        t->buckets[h] = s;
+        t->count++;
+        t->slot_used[s->slot] = 1;
+}
+
+static void table_remove(struct sandbox_table *t, struct sandbox *s)
+{
+        for (struct sandbox **pp = &t->buckets[hash_name(s->name)]; *pp; pp = &(*pp)->next)
+                if (*pp == s) {
+                        *pp = s->next;
+                        s->next = NULL;
+                        t->count--;
+                        t->slot_used[s->slot] = 0;
+                        return;
+                }
+}
+
+static int sandbox_dir(const struct sandbox_table *t, const char *name, char *out, size_t outsz)
+{
+        int n = snprintf(out, outsz, "%s/sandboxes/%s", t->data_dir, name);
+        return (n < 0 || (size_t)n >= outsz) ? -ENAMETOOLONG : 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+        char tmp[CELLA_PATH_MAX];
+        size_t len = strlen(path);
+
+        if (len >= sizeof(tmp))
+                return -ENAMETOOLONG;
+        memcpy(tmp, path, len + 1);
+        for (char *p = tmp + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+                        return -errno;
+                *p = '/';
+        }
+        if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        if (remove(path) < 0 && errno != ENOENT)
+                log_warn("remove %s: %s", path, strerror(errno));
+        return 0;
+}
+
+/* Remove a directory tree without following symlinks or crossing mounts. */
+static int rm_rf(const char *path)
+{
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
+                return -errno;
+        return 0;
+}
+
+static void sandbox_free(struct sandbox *s)
+{
+        free(s->image);
+        free(s->instance_type);
+        json_decref(s->env);
+        json_decref(s->labels);
+        free(s);
+}
+
+void sandbox_ref(struct sandbox *s)
+{
+        s->refs++;
+}
+
+void sandbox_unref(struct sandbox *s)
+{
+        if (s && --s->refs == 0)
+                sandbox_free(s);
+}
+
+static void on_watch_closed(uv_handle_t *h)
+{
+        free(h);
+}
+
+static void stop_exit_watch(struct sandbox *s)
+{
+        if (!s->exit_watch)
+                return;
+        uv_poll_stop(s->exit_watch);
+        uv_close((uv_handle_t *)s->exit_watch, on_watch_closed);
+        s->exit_watch = NULL;
+}
+
+static void on_agent_lost(struct agent_conn *c, int err, void *userdata)
+{
+        struct sandbox *s = userdata;
+        if (s->agent == c)
+                s->agent = NULL;
+        log_info("sandbox '%s': agent connection closed (%s)", s->name,
+                 err ? strerror(-err) : "ok");
+}
+
+/* PID 1 of the sandbox exited (the agent crashed or was killed): reap it, mark the sandbox
+ * stopped. Its files stay; the next operation starts it again. */
+static void on_container_exit(uv_poll_t *w, int status, int events)
+{
+        struct sandbox *s = w->data;
+        int wstatus = 0;
+        int r = runtime_container_reap(&s->ct, &wstatus);
+
+        if (r == 0)
+                return; /* spurious */
+        log_warn("sandbox '%s': PID 1 exited (status 0x%x)", s->name, (unsigned)wstatus);
+        stop_exit_watch(s);
+        s->running = false;
+        if (s->agent) {
+                struct agent_conn *c = s->agent;
+                s->agent = NULL;
+                agent_conn_close(c);
+        }
+        /* Sweep what may be left in its cgroups. */
+        runtime_container_destroy(s->table->rt, s->name, NULL, NULL);
+}
+
+static int connect_agent(struct sandbox *s, struct cella_error *err)
+{
+        char dir[CELLA_PATH_MAX], sock[CELLA_PATH_MAX + 16];
+
+        if (sandbox_dir(s->table, s->name, dir, sizeof(dir)) < 0)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+        snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
+        return agent_conn_new(s->table->loop, sock, on_agent_lost, s, &s->agent, err);
+}
+
+/* Build and start the container of s (its upper layer is reused if present). */
+static int sandbox_start(struct sandbox *s, struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+        const struct instance_type *it = instance_type_find(s->instance_type);
+        char dir[CELLA_PATH_MAX], rootfs[CELLA_PATH_MAX], marker[CELLA_PATH_MAX + 16];
+        struct container_spec spec;
+        struct stat st;
+        int r;
+
+        if (!it)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "unknown instance type '%s' (known: %s)", s->instance_type,
+                                       instance_type_names());
+        if (sandbox_dir(t, s->name, dir, sizeof(dir)) < 0 ||
+            snprintf(rootfs, sizeof(rootfs), "%s/%s/rootfs", t->images_dir, s->image) >=
+                    (int)sizeof(rootfs))
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+        snprintf(marker, sizeof(marker), "%s/%s/.complete", t->images_dir, s->image);
+        if (stat(rootfs, &st) < 0 || !S_ISDIR(st.st_mode) || access(marker, F_OK) < 0)
+                return cella_error_set(err, CELLA_E_IMAGE_NOT_FOUND,
+                                       "image '%s' is not built (run: cella image build %s)",
+                                       s->image, s->image);
+        r = mkdir_p(dir, 0700);
+        if (r < 0)
+                return cella_error_errno(err, r, "create sandbox directory %s", dir);
+
+        spec = (struct container_spec){
+                .id = s->name,
+                .hostname = s->name,
+                .rootfs = rootfs,
+                .dir = dir,
+                .uid_base = CELLA_UID_BASE + s->slot * CELLA_UID_RANGE,
+                .uid_count = CELLA_UID_RANGE,
+                .limits =
+                        {
+                                .memory_bytes = it->memory_bytes,
+                                .cpu_millis = it->cpu_millis,
+                                .pids_max = CELLA_DEFAULT_PIDS_MAX,
+                        },
+        };
+        /* Leftovers of an earlier run (a daemon that died, a crashed agent) go first. */
+        runtime_container_destroy(t->rt, s->name, NULL, NULL);
+        if (runtime_container_start(t->rt, &spec, &s->ct, err) < 0)
+                return -1;
+
+        s->exit_watch = malloc(sizeof(*s->exit_watch));
+        if (!s->exit_watch || uv_poll_init(t->loop, s->exit_watch, s->ct.pidfd) < 0) {
+                free(s->exit_watch);
+                s->exit_watch = NULL;
+                runtime_container_destroy(t->rt, s->name, &s->ct, NULL);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "watch sandbox process");
+        }
+        s->exit_watch->data = s;
+        uv_poll_start(s->exit_watch, UV_READABLE, on_container_exit);
+        s->running = true;
+
+        if (connect_agent(s, err) < 0) {
+                stop_exit_watch(s);
+                runtime_container_destroy(t->rt, s->name, &s->ct, NULL);
+                s->running = false;
+                return -1;
+        }
+        log_info("sandbox '%s' started (pid %d, image %s, %s)", s->name, (int)s->ct.pid, s->image,
+                 s->instance_type);
+        return 0;
+}
+
+/* Make sure s runs and has an agent connection. */
+static int sandbox_ensure_running(struct sandbox *s, struct cella_error *err)
+{
+        if (s->running && runtime_container_is_alive(&s->ct)) {
+                if (!s->agent)
+                        return connect_agent(s, err);
+                return 0;
+        }
+        if (s->running) {
+                /* Died and not yet noticed by the exit watch. */
+                stop_exit_watch(s);
+                runtime_container_reap(&s->ct, NULL);
+                s->running = false;
+        }
+        if (s->agent) {
+                struct agent_conn *c = s->agent;
+                s->agent = NULL;
+                agent_conn_close(c);
+        }
+        return sandbox_start(s, err);
+}
+
+static char *json_text(json_t *j)
+{
+        return j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+}
+
+static int sandbox_persist(struct sandbox *s, struct cella_error *err)
+{
+        _cleanup_free_ char *env = json_text(s->env);
+        _cleanup_free_ char *labels = json_text(s->labels);
+        struct store_sandbox rec = {
+                .name = s->name,
+                .slot = s->slot,
+                .image = s->image,
+                .instance_type = s->instance_type,
+                .env_json = env,
+                .labels_json = labels,
+                .created_ms = s->created_ms,
+                .last_active_ms = s->last_active_ms,
+        };
+        s->persisted_active_ms = s->last_active_ms;
+        return store_sandbox_save(s->table->store, &rec, err);
+}
+
+static int alloc_slot(struct sandbox_table *t, unsigned *ret)
+{
+        for (unsigned i = 0; i < CELLA_UID_SLOTS; i++)
+                if (!t->slot_used[i]) {
+                        *ret = i;
+                        return 0;
+                }
+        return -ENOSPC;
+}
+
+static struct sandbox *sandbox_alloc(struct sandbox_table *t, const char *name)
+{
+        struct sandbox *s = calloc(1, sizeof(*s));
+        if (!s)
+                return NULL;
+        s->refs = 1; /* the table's */
+        s->table = t;
+        snprintf(s->name, sizeof(s->name), "%s", name);
+        s->ct.pid = -1;
+        s->ct.pidfd = -EBADF;
+        return s;
+}
+
+static int validate_string_object(json_t *o, const char *what, struct cella_error *err)
+{
+        const char *k;
+        json_t *v;
+        if (!o)
+                return 0;
+        if (!json_is_object(o))
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "%s must be an object",
+                                       what);
+        json_object_foreach(o, k, v)
+        {
+                if (!json_is_string(v))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "%s.%s must be a string", what, k);
+        }
+        return 0;
+}
+
+static int sandbox_create(struct sandbox_table *t, const char *name,
+                          const struct sandbox_options *opts, struct sandbox **ret,
+                          struct cella_error *err)
+{
+        const char *image = opts && opts->image ? opts->image : t->default_image;
+        const char *itype =
+                opts && opts->instance_type ? opts->instance_type : INSTANCE_TYPE_DEFAULT;
+        struct sandbox *s;
+        unsigned slot;
+
+        if (t->count >= t->max_sandboxes)
+                return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED,
+                                       "this daemon runs at most %u sandboxes", t->max_sandboxes);
+        if (!instance_type_find(itype))
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "unknown instanceType '%s' (known: %s)", itype,
+                                       instance_type_names());
+        for (const char *p = image; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                      *p == '_' || *p == '.') ||
+                    p - image >= 64 || image[0] == '.')
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "invalid image name '%.64s'", image);
+        if (!*image)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "empty image name");
+        if (opts && (validate_string_object(opts->env, "env", err) < 0 ||
+                     validate_string_object(opts->labels, "labels", err) < 0))
+                return -1;
+        if (alloc_slot(t, &slot) < 0)
+                return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED,
+                                       "no free uid range for a new sandbox");
+
+        s = sandbox_alloc(t, name);
+        if (!s)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        s->slot = slot;
+        s->image = strdup(image);
+        s->instance_type = strdup(itype);
+        s->env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
+        s->labels = opts && opts->labels ? json_deep_copy(opts->labels) : json_object();
+        s->created_ms = s->last_active_ms = time_now_ms();
+        if (!s->image || !s->instance_type || !s->env || !s->labels) {
+                sandbox_free(s);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        table_insert(t, s);
+        if (sandbox_start(s, err) < 0 || sandbox_persist(s, err) < 0) {
+                bool existed;
+                /* Undo everything, files included: the sandbox never existed. */
+                sandbox_table_destroy(t, name, &existed, NULL);
+                return -1;
+        }
+        *ret = s;
+        return 0;
+}
+
+int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
+                      const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
+                      struct cella_error *err)
+{
+        struct sandbox *s = table_find(t, name);
+
+        if (s) {
+                if (sandbox_ensure_running(s, err) < 0)
+                        return -1;
+                sandbox_touch(s);
+                if (ret_created)
+                        *ret_created = false;
+                *ret = s;
+                return 0;
+        }
+        if (!create)
+                return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND,
+                                       "sandbox '%s' does not exist", name);
+        if (sandbox_create(t, name, opts, ret, err) < 0)
+                return -1;
+        if (ret_created)
+                *ret_created = true;
+        return 0;
+}
+
+int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sandbox_options *opts,
+                      struct sandbox **ret, bool *ret_created, struct cella_error *err)
+{
+        struct sandbox *s = table_find(t, name);
+
+        if (!s)
+                return sandbox_table_get(t, name, true, opts, ret, ret_created, err);
+        if (opts) {
+                if (validate_string_object(opts->env, "env", err) < 0 ||
+                    validate_string_object(opts->labels, "labels", err) < 0)
+                        return -1;
+                if (opts->image && strcmp(opts->image, s->image) != 0)
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "sandbox '%s' exists with image '%s'; destroy "
+                                               "it to change the image",
+                                               name, s->image);
+                if (opts->instance_type && strcmp(opts->instance_type, s->instance_type) != 0)
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "sandbox '%s' exists with instanceType '%s'; "
+                                               "destroy it to change the instance type",
+                                               name, s->instance_type);
+                if (opts->env)
+                        json_object_update(s->env, opts->env);
+                if (opts->labels)
+                        json_object_update(s->labels, opts->labels);
+        }
+        if (sandbox_ensure_running(s, err) < 0)
+                return -1;
+        sandbox_touch(s);
+        if (sandbox_persist(s, err) < 0)
+                return -1;
+        if (ret_created)
+                *ret_created = false;
+        *ret = s;
+        return 0;
+}
+
+int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_existed,
+                          struct cella_error *err)
+{
+        struct sandbox *s = table_find(t, name);
+        char dir[CELLA_PATH_MAX];
+        int r;
+
+        if (ret_existed)
+                *ret_existed = s != NULL;
+        if (!s)
+                return 0;
+        if (s->agent) {
+                struct agent_conn *c = s->agent;
+                s->agent = NULL;
+                agent_conn_close(c);
+        }
+        stop_exit_watch(s);
+        r = runtime_container_destroy(t->rt, s->name, s->running ? &s->ct : NULL, err);
+        if (r < 0)
+                return r;
+        s->running = false;
+        if (sandbox_dir(t, s->name, dir, sizeof(dir)) == 0) {
+                r = rm_rf(dir);
+                if (r < 0)
+                        log_warn("sandbox '%s': remove %s: %s", s->name, dir, strerror(-r));
+        }
+        store_sandbox_delete(t->store, s->name, NULL);
+        table_remove(t, s);
+        s->destroyed = true;
+        log_info("sandbox '%s' destroyed", s->name);
+        sandbox_unref(s);
+        return 0;
+}
+
+static void iso(int64_t ms, char *out, unsigned n)
+{
+        time_format_iso(ms, out, n);
+}
+
+json_t *sandbox_info(const struct sandbox *s)
+{
+        char created[32], active[32];
+        iso(s->created_ms, created, sizeof(created));
+        iso(s->last_active_ms, active, sizeof(active));
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:O}", "id", s->name, "state",
+                         s->destroyed ? "destroyed"
+                         : s->running ? "running"
+                                      : "stopped",
+                         "image", s->image, "instanceType", s->instance_type, "createdAt", created,
+                         "lastActiveAt", active, "labels", s->labels, "env", s->env);
+}
+
+json_t *sandbox_table_list(struct sandbox_table *t)
+{
+        json_t *a = json_array();
+        if (!a)
+                return NULL;
+        for (unsigned i = 0; i < TABLE_BUCKETS; i++)
+                for (struct sandbox *s = t->buckets[i]; s; s = s->next)
+                        json_array_append_new(a, sandbox_info(s));
+        return a;
+}
+
+unsigned sandbox_table_count(const struct sandbox_table *t)
+{
+        return t->count;
+}
+
+const char *sandbox_name(const struct sandbox *s)
+{
+        return s->name;
+}
+
+json_t *sandbox_env(const struct sandbox *s)
+{
+        return s->env;
+}
+
+void sandbox_touch(struct sandbox *s)
+{
+        s->last_active_ms = time_now_ms();
+        /* Persist at most every few seconds: the registry is not a hot path. */
+        if (!s->destroyed && s->last_active_ms - s->persisted_active_ms > 5000) {
+                s->persisted_active_ms = s->last_active_ms;
+                store_sandbox_touch(s->table->store, s->name, s->last_active_ms);
+        }
+}
+
+struct agent_conn *sandbox_agent(struct sandbox *s)
+{
+        return s->running ? s->agent : NULL;
+}
+
+/* Registry records of an earlier daemon: the sandboxes come back as stopped, keep their
+ * files, and start on their next use. */
+static int load_record(const struct store_sandbox *rec, void *userdata)
+{
+        struct sandbox_table *t = userdata;
+        struct cella_error e = {0};
+        char name[CELLA_NAME_MAX + 1];
+        struct sandbox *s;
+
+        if (rec->slot < 0 || rec->slot >= CELLA_UID_SLOTS || t->slot_used[rec->slot] ||
+            sandbox_name_check(rec->name, strlen(rec->name), false, name, NULL) < 0 ||
+            table_find(t, rec->name)) {
+                log_warn("registry: skipping invalid record '%s'", rec->name);
+                return 0;
+        }
+        s = sandbox_alloc(t, rec->name);
+        if (!s)
+                return -ENOMEM;
+        s->slot = (unsigned)rec->slot;
+        s->image = strdup(rec->image);
+        s->instance_type = strdup(rec->instance_type);
+        s->env = json_loads(rec->env_json, 0, NULL);
+        s->labels = json_loads(rec->labels_json, 0, NULL);
+        if (!json_is_object(s->env)) {
+                json_decref(s->env);
+                s->env = json_object();
+        }
+        if (!json_is_object(s->labels)) {
+                json_decref(s->labels);
+                s->labels = json_object();
+        }
+        s->created_ms = rec->created_ms;
+        s->last_active_ms = s->persisted_active_ms = rec->last_active_ms;
+        if (!s->image || !s->instance_type || !s->env || !s->labels) {
+                sandbox_free(s);
+                return -ENOMEM;
+        }
+        /* Whatever still runs from before is stopped; it restarts cleanly on next use. */
+        runtime_container_destroy(t->rt, s->name, NULL, &e);
+        table_insert(t, s);
+        return 0;
+}
+
+int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
+                      struct sandbox_table **ret, struct cella_error *err)
+{
+        struct runtime_config rcfg = {.agent_path = cfg->agent_path, .cgroup_name = "cella"};
+        char path[CELLA_PATH_MAX];
+        struct sandbox_table *t;
+        int r;
+
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        t->loop = loop;
+        t->data_dir = strdup(cfg->data_dir);
+        t->images_dir = strdup(cfg->images_dir);
+        t->default_image = strdup(cfg->default_image ? cfg->default_image : "default");
+        t->max_sandboxes = cfg->max_sandboxes ? cfg->max_sandboxes : CELLA_DEFAULT_MAX_SANDBOXES;
+        if (t->max_sandboxes > CELLA_UID_SLOTS)
+                t->max_sandboxes = CELLA_UID_SLOTS;
+        if (!t->data_dir || !t->images_dir || !t->default_image) {
+                sandbox_table_free(t);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        snprintf(path, sizeof(path), "%s/sandboxes", t->data_dir);
+        r = mkdir_p(path, 0700);
+        if (r < 0) {
+                cella_error_errno(err, r, "create %s", path);
+                sandbox_table_free(t);
+                return -1;
+        }
+        if (runtime_new(&rcfg, &t->rt, err) < 0) {
+                sandbox_table_free(t);
+                return -1;
+        }
+        snprintf(path, sizeof(path), "%s/cella.db", t->data_dir);
+        if (store_open(path, &t->store, err) < 0) {
+                sandbox_table_free(t);
+                return -1;
+        }
+        if (store_sandbox_foreach(t->store, load_record, t, err) < 0) {
+                sandbox_table_free(t);
+                return -1;
+        }
+        if (t->count)
+                log_info("registry: %u sandboxes (stopped until used)", t->count);
+        *ret = t;
+        return 0;
+}
+
+void sandbox_table_free(struct sandbox_table *t)
+{
+        if (!t)
+                return;
+        /* Sandboxes keep running without the daemon; only our links to them go. */
+        for (unsigned i = 0; i < TABLE_BUCKETS; i++) {
+                struct sandbox *s = t->buckets[i];
+                while (s) {
+                        struct sandbox *next = s->next;
+                        if (s->agent) {
+                                struct agent_conn *c = s->agent;
+                                s->agent = NULL;
+                                agent_conn_close(c);
+                        }
+                        stop_exit_watch(s);
+                        if (s->ct.pidfd >= 0)
+                                close(s->ct.pidfd);
+                        s->destroyed = true;
+                        sandbox_unref(s);
+                        s = next;
+                }
+                t->buckets[i] = NULL;
+        }
+        store_close(t->store);
+        runtime_free(t->rt);
+        free(t->data_dir);
+        free(t->images_dir);
+        free(t->default_image);
+        free(t);
+}
+
+struct runtime *sandbox_table_runtime(struct sandbox_table *t)
+{
+        return t->rt;
+}

@@ -1,0 +1,170 @@
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "daemon/store.h"
+
+struct store {
+        sqlite3 *db;
+        sqlite3_stmt *save;
+        sqlite3_stmt *del;
+        sqlite3_stmt *touch;
+        sqlite3_stmt *all;
+};
+
+static const char schema[] =
+        "PRAGMA journal_mode=WAL;"
+        "PRAGMA synchronous=NORMAL;"
+        "PRAGMA foreign_keys=ON;"
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT OR IGNORE INTO meta VALUES ('schema', '1');"
+        "CREATE TABLE IF NOT EXISTS sandboxes ("
+        "  name TEXT PRIMARY KEY,"
+        "  slot INTEGER NOT NULL UNIQUE,"
+        "  image TEXT NOT NULL,"
+        "  instance_type TEXT NOT NULL,"
+        "  env TEXT NOT NULL DEFAULT '{}',"
+        "  labels TEXT NOT NULL DEFAULT '{}',"
+        "  created_ms INTEGER NOT NULL,"
+        "  last_active_ms INTEGER NOT NULL);";
+
+static int prepare(struct store *s, const char *sql, sqlite3_stmt **ret, struct cella_error *err)
+{
+        if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, ret, NULL) != SQLITE_OK)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}
+
+int store_open(const char *path, struct store **ret, struct cella_error *err)
+{
+        struct store *s;
+        char *msg = NULL;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (sqlite3_open_v2(path, &s->db,
+                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                            NULL) != SQLITE_OK) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry %s: %s", path,
+                                s->db ? sqlite3_errmsg(s->db) : "out of memory");
+                store_close(s);
+                return -1;
+        }
+        sqlite3_busy_timeout(s->db, 5000);
+        if (sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry %s: schema: %s", path,
+                                msg ? msg : "?");
+                sqlite3_free(msg);
+                store_close(s);
+                return -1;
+        }
+        if (prepare(s,
+                    /* An upsert on the name: REPLACE would silently delete another
+                     * sandbox's row on a slot conflict. */
+                    "INSERT INTO sandboxes (name, slot, image, instance_type, env,"
+                    " labels, created_ms, last_active_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"
+                    " ON CONFLICT(name) DO UPDATE SET slot=?2, image=?3, instance_type=?4,"
+                    " env=?5, labels=?6, created_ms=?7, last_active_ms=?8",
+                    &s->save, err) < 0 ||
+            prepare(s, "DELETE FROM sandboxes WHERE name = ?1", &s->del, err) < 0 ||
+            prepare(s, "UPDATE sandboxes SET last_active_ms = ?2 WHERE name = ?1", &s->touch, err) <
+                    0 ||
+            prepare(s,
+                    "SELECT name, slot, image, instance_type, env, labels, created_ms,"
+                    " last_active_ms FROM sandboxes ORDER BY created_ms",
+                    &s->all, err) < 0) {
+                store_close(s);
+                return -1;
+        }
+        *ret = s;
+        return 0;
+}
+
+void store_close(struct store *s)
+{
+        if (!s)
+                return;
+        sqlite3_finalize(s->save);
+        sqlite3_finalize(s->del);
+        sqlite3_finalize(s->touch);
+        sqlite3_finalize(s->all);
+        sqlite3_close(s->db);
+        free(s);
+}
+
+static int step_done(struct store *s, sqlite3_stmt *st, const char *what, struct cella_error *err)
+{
+        int rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        if (rc != SQLITE_DONE)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: %s: %s", what,
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}
+
+int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct cella_error *err)
+{
+        sqlite3_bind_text(s->save, 1, sb->name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->save, 2, sb->slot);
+        sqlite3_bind_text(s->save, 3, sb->image, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->save, 4, sb->instance_type, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->save, 5, sb->env_json ? sb->env_json : "{}", -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->save, 6, sb->labels_json ? sb->labels_json : "{}", -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->save, 7, sb->created_ms);
+        sqlite3_bind_int64(s->save, 8, sb->last_active_ms);
+        return step_done(s, s->save, "save sandbox", err);
+}
+
+int store_sandbox_delete(struct store *s, const char *name, struct cella_error *err)
+{
+        sqlite3_bind_text(s->del, 1, name, -1, SQLITE_STATIC);
+        return step_done(s, s->del, "delete sandbox", err);
+}
+
+int store_sandbox_touch(struct store *s, const char *name, int64_t last_active_ms)
+{
+        sqlite3_bind_text(s->touch, 1, name, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->touch, 2, last_active_ms);
+        return step_done(s, s->touch, "touch sandbox", NULL);
+}
+
+static const char *col_text(sqlite3_stmt *st, int i)
+{
+        const unsigned char *t = sqlite3_column_text(st, i);
+        return t ? (const char *)t : "";
+}
+
+int store_sandbox_foreach(struct store *s,
+                          int (*fn)(const struct store_sandbox *sb, void *userdata), void *userdata,
+                          struct cella_error *err)
+{
+        int rc, r = 0;
+
+        while ((rc = sqlite3_step(s->all)) == SQLITE_ROW) {
+                struct store_sandbox sb = {
+                        .name = col_text(s->all, 0),
+                        .slot = sqlite3_column_int64(s->all, 1),
+                        .image = col_text(s->all, 2),
+                        .instance_type = col_text(s->all, 3),
+                        .env_json = col_text(s->all, 4),
+                        .labels_json = col_text(s->all, 5),
+                        .created_ms = sqlite3_column_int64(s->all, 6),
+                        .last_active_ms = sqlite3_column_int64(s->all, 7),
+                };
+                r = fn(&sb, userdata);
+                if (r < 0)
+                        break;
+        }
+        sqlite3_reset(s->all);
+        if (r < 0)
+                return r;
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: list: %s",
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}

@@ -1,0 +1,37 @@
+/* The registry: sandboxes and their options in SQLite (WAL), <data-dir>/cella.db.
+ *
+ * Calls are synchronous on the loop thread; with WAL and synchronous=NORMAL a write costs
+ * tens of microseconds. Statements are prepared once. */
+#ifndef CELLA_DAEMON_STORE_H
+#define CELLA_DAEMON_STORE_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+
+struct store;
+
+struct store_sandbox {
+        const char *name;
+        int64_t slot; /* uid range slot */
+        const char *image;
+        const char *instance_type;
+        const char *env_json;    /* JSON object text */
+        const char *labels_json; /* JSON object text */
+        int64_t created_ms;
+        int64_t last_active_ms;
+};
+
+int store_open(const char *path, struct store **ret, struct cella_error *err);
+void store_close(struct store *s);
+
+/* Insert or update the record of sb->name; a slot taken by another name is an error. */
+int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct cella_error *err);
+int store_sandbox_delete(struct store *s, const char *name, struct cella_error *err);
+int store_sandbox_touch(struct store *s, const char *name, int64_t last_active_ms);
+/* Call fn for every record (fields borrowed for the call). fn returning < 0 stops. */
+int store_sandbox_foreach(struct store *s,
+                          int (*fn)(const struct store_sandbox *sb, void *userdata), void *userdata,
+                          struct cella_error *err);
+
+#endif
