@@ -56,7 +56,11 @@ static inline void closedirp(DIR **d)
                 _tf;            \
         })
 
+#ifndef MIN
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+#endif
+#ifndef MAX
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
+#endif
 
 #endif
