@@ -1,0 +1,371 @@
+#!/usr/bin/env python3
+"""Write the seed corpora tests/fuzz/corpus/<target>/ for the fuzz targets.
+
+Each seed is a meaningful input, named after what it exercises: valid messages of every
+kind the parser accepts, and the edge cases and malformations it must reject. libFuzzer
+mutates from these; the replay tests (ctest fuzz/<name>) run exactly these files.
+
+Usage: tests/fuzz/make-corpus.py [TARGET...]   (default: all). Deterministic: running it
+again rewrites the same files; stale seeds of a target are removed.
+"""
+import json
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FRAME_MAX = 1024 * 1024
+
+# enum frame_type (src/common/proto.h)
+HELLO, EXEC, STARTED, STDOUT, STDERR, EXIT, ERROR, CANCEL, WINDOW = range(1, 10)
+FILE_READ, FILE_WRITE, FILE_OP, DATA, END, RESULT, FILE_INFO, PING, PONG = range(10, 19)
+
+
+def frame(ftype, stream, payload=b"", flags=0, reserved=0, length=None):
+    if isinstance(payload, (dict, list)):
+        payload = js(payload)
+    n = len(payload) if length is None else length
+    return struct.pack(">IBBHI", n, ftype, flags, reserved, stream) + payload
+
+
+def js(obj):
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def window(stream, credit):
+    return frame(WINDOW, stream, struct.pack(">I", credit))
+
+
+def proto():
+    fileinfo = {"name": "a.txt", "absolutePath": "/workspace/a.txt", "relativePath": "a.txt",
+                "type": "file", "size": 5, "modifiedAt": "2026-11-23T01:02:03.456Z",
+                "mode": "rw-r--r--",
+                "permissions": {"readable": True, "writable": True, "executable": False}}
+    return {
+        "hello": frame(HELLO, 0, {"version": 1, "pid": 1}),
+        "exec": frame(EXEC, 1, {"command": "echo hi", "cwd": "/workspace",
+                                "env": {"K": "V"}, "timeoutMs": 0}),
+        "exec-session": (frame(EXEC, 1, {"command": "ls -la"}) + frame(STARTED, 1, {"pid": 7})
+                         + frame(STDOUT, 1, b"total 0\n") + frame(STDERR, 1, b"warn\n")
+                         + window(1, 8) + frame(EXIT, 1, {"exitCode": 0, "timedOut": False})),
+        "exit-signal": frame(EXIT, 3, {"exitCode": 137, "signal": 9, "timedOut": True}),
+        "error": frame(ERROR, 2, {"code": "FILE_NOT_FOUND", "message": "no such file"}),
+        "cancel": frame(CANCEL, 5),
+        "window": window(1, 65536),
+        "window-max": window(0xFFFFFFFF, 0xFFFFFFFF),
+        "window-short": frame(WINDOW, 1, b"\x00\x01\x00"),
+        "window-long": frame(WINDOW, 1, b"\x00\x00\x01\x00\x00"),
+        "file-read": (frame(FILE_READ, 4, {"path": "/workspace/a.txt"})
+                      + frame(FILE_INFO, 4, fileinfo) + frame(DATA, 4, b"hello")
+                      + frame(RESULT, 4, {"size": 5})),
+        "file-write": (frame(FILE_WRITE, 6, {"path": "/workspace/b", "mode": 420})
+                       + frame(DATA, 6, bytes(range(256))) + frame(END, 6)
+                       + frame(RESULT, 6, {"size": 256})),
+        "file-op-list": frame(FILE_OP, 8, {"op": "list", "path": "/workspace",
+                                           "recursive": True, "includeHidden": False}),
+        "ping-pong": frame(PING, 0, b"12345678") + frame(PONG, 0, b"12345678"),
+        "empty-payload": frame(END, 9),
+        "stream-max": frame(DATA, 0xFFFFFFFF, b"x"),
+        "truncated-header": frame(HELLO, 0, {"version": 1})[:7],
+        "truncated-payload": frame(STDOUT, 1, b"0123456789")[:16],
+        "bad-type-0": frame(0, 1, b"x"),
+        "bad-type-19": frame(19, 1, b"x"),
+        "bad-type-255": frame(255, 1),
+        "bad-flags": frame(DATA, 1, b"x", flags=1),
+        "bad-reserved": frame(DATA, 1, b"x", reserved=0x8000),
+        "too-long": frame(DATA, 1, b"", length=FRAME_MAX + 1),
+        "length-max-header-only": frame(DATA, 1, b"", length=FRAME_MAX),
+        "valid-then-garbage": frame(PING, 0, b"a") + b"\xff" * 12,
+    }
+
+
+def name():
+    return {
+        "simple": b"my-sandbox",
+        "one-char": b"a",
+        "digits": b"0123456789",
+        "max-63": b"a" * 63,
+        "too-long-64": b"a" * 64,
+        "leading-dash": b"-abc",
+        "trailing-dash": b"abc-",
+        "double-dash": b"a--b",
+        "upper": b"MySandbox",
+        "upper-dash": b"PROD-01",
+        "reserved-default": b"default",
+        "reserved-api": b"api",
+        "reserved-pool-prefix": b"pool-1",
+        "pool-no-dash": b"pool1",
+        "underscore": b"a_b",
+        "dot": b"a.b",
+        "slash": b"a/b",
+        "dotdot": b"..",
+        "space": b"a b",
+        "nul-inside": b"ab\x00cd",
+        "utf8": "caf\u00e9".encode(),
+        "high-byte": b"a\xffb",
+        "empty": b"",
+    }
+
+
+def path():
+    return {
+        "root": b"/",
+        "abs": b"/workspace/src/main.c",
+        "relative": b"src/main.c",
+        "dot": b".",
+        "dotdot-escape": b"../../../etc/passwd",
+        "abs-dotdot": b"/workspace/../etc/shadow",
+        "root-dotdot": b"/..",
+        "dots-and-slashes": b"./a/./b//c/",
+        "many-slashes": b"//a///b////",
+        "relative-pop": b"a/..",
+        "deep-pop": b"a/b/../../../c",
+        "three-dots": b"...",
+        "dot-names": b"/.hidden/..x/x..",
+        "trailing-dot": b"/a/b/.",
+        "space": b"/a b/ c",
+        "tilde": b"~/x",
+        "proc": b"/proc/self/root/etc",
+        "nul-inside": b"/a\x00b",
+        "empty": b"",
+        "component-255": b"/" + b"c" * 255,
+        "component-256": b"/" + b"c" * 256,
+        "max-length": b"/" + b"/".join([b"d" * 99] * 40) + b"/" + b"e" * 95,
+        "over-max-length": b"/" + b"f" * 100 + b"/g" * 2000,
+        "utf8": "/workspace/\u00fcber/\u65e5\u672c".encode(),
+    }
+
+
+def base64():
+    return {
+        "empty": b"",
+        "one-byte": b"QQ==",
+        "two-bytes": b"QUI=",
+        "three-bytes": b"QUJD",
+        "text": b"aGVsbG8gd29ybGQ=",
+        "binary": b"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        "all-symbols": b"+/+/++//",
+        "noncanonical-bits": b"QR==",
+        "three-pad": b"Q===",
+        "only-pad": b"====",
+        "pad-inside": b"QU=D",
+        "pad-first": b"=QUI",
+        "short": b"QUJ",
+        "newline": b"QUJD\n",
+        "space": b"QU JD",
+        "url-safe": b"-_-_",
+        "nul": b"QU\x00D",
+        "raw-bytes": bytes(range(256)),
+    }
+
+
+REQ_HEADERS = b"Host: 127.0.0.1:7070\r\nUser-Agent: cella-fuzz\r\n"
+
+
+def req(method, target, body=b"", headers=b"", ctype=b"application/json"):
+    h = method + b" " + target + b" HTTP/1.1\r\n" + REQ_HEADERS + headers
+    if body:
+        h += b"Content-Type: " + ctype + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n"
+    return h + b"\r\n" + body
+
+
+def chunked(parts):
+    out = b""
+    for p in parts:
+        out += b"%x\r\n" % len(p) + p + b"\r\n"
+    return out + b"0\r\n\r\n"
+
+
+def http():
+    exec_body = js({"command": "echo hi", "timeout": 5000, "env": {"A": "1"}})
+    return {
+        "health": req(b"GET", b"/v1/health"),
+        "list": req(b"GET", b"/v1/sandboxes", headers=b"Authorization: Bearer s3cret\r\n"),
+        "put-sandbox": req(b"PUT", b"/v1/sandboxes/my-box",
+                           js({"image": "default", "instanceType": "standard",
+                               "labels": {"team": "a"}})),
+        "delete-sandbox": req(b"DELETE", b"/v1/sandboxes/my-box"),
+        "exec": req(b"POST", b"/v1/sandboxes/my-box/exec", exec_body),
+        "exec-sse": req(b"POST", b"/v1/sandboxes/my-box/exec", exec_body,
+                        headers=b"Accept: text/event-stream\r\n"),
+        "file-get-query": req(b"GET", b"/v1/sandboxes/b/files?path=%2Fworkspace%2Fa%20b.txt"),
+        "file-put-raw": req(b"PUT", b"/v1/sandboxes/b/files?path=x.bin&mode=0755",
+                            bytes(range(64)), ctype=b"application/octet-stream"),
+        "file-put-chunked": (b"PUT /v1/sandboxes/b/files?path=big HTTP/1.1\r\n" + REQ_HEADERS
+                             + b"Transfer-Encoding: chunked\r\n\r\n"
+                             + chunked([b"hello ", b"world", b"\x00\xff"])),
+        "files-list": req(b"GET", b"/v1/sandboxes/b/files/list?path=/&recursive=true&includeHidden=0"),
+        "pipelined": req(b"GET", b"/v1/health") + req(b"GET", b"/v1/sandboxes"),
+        "keepalive-close": req(b"GET", b"/v1/health", headers=b"Connection: close\r\n"),
+        "http10": b"GET /v1/health HTTP/1.0\r\n\r\n",
+        "expect-continue": req(b"POST", b"/v1/sandboxes/b/files/write",
+                               js({"path": "a", "content": "x"}),
+                               headers=b"Expect: 100-continue\r\n"),
+        "websocket-upgrade": req(b"GET", b"/v1/sandboxes/b/ws",
+                                 headers=b"Connection: Upgrade\r\nUpgrade: websocket\r\n"
+                                 b"Sec-WebSocket-Version: 13\r\n"
+                                 b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"),
+        "cl-and-te": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\n" + REQ_HEADERS
+                      + b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      + chunked([b"{}"])),
+        "huge-content-length": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\n" + REQ_HEADERS
+                                + b"Content-Length: 99999999999999999999\r\n\r\n{}"),
+        "negative-content-length": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\n" + REQ_HEADERS
+                                    + b"Content-Length: -1\r\n\r\n"),
+        "bad-method": b"BREW /v1/health HTTP/1.1\r\n\r\n",
+        "bad-version": b"GET /v1/health HTTP/9.9\r\n\r\n",
+        "no-crlf": b"GET /v1/health HTTP/1.1\nHost: x\n\n",
+        "header-no-colon": b"GET /v1/health HTTP/1.1\r\nHost\r\n\r\n",
+        "many-headers": b"GET /v1/health HTTP/1.1\r\n" + b"X-A: b\r\n" * 120 + b"\r\n",
+        "long-url": b"GET /v1/sandboxes/" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n",
+        "long-header": b"GET /v1/health HTTP/1.1\r\nX-Big: " + b"v" * 70000 + b"\r\n\r\n",
+        "dotdot-url": req(b"GET", b"/v1/sandboxes/../../etc/passwd"),
+        "percent-bad": req(b"GET", b"/v1/sandboxes/b/files?path=%zz%2"),
+        "absolute-form": b"GET http://127.0.0.1:7070/v1/health HTTP/1.1\r\n\r\n",
+        "truncated": req(b"PUT", b"/v1/sandboxes/b", js({"image": "default"}))[:-5],
+    }
+
+
+JSON_DECODERS = ["put_sandbox", "exec", "file_read", "file_write", "mkdir", "move"]
+
+
+def jsonseeds():
+    """fuzz-json: first byte selects the decoder (index into JSON_DECODERS, modulo)."""
+    bodies = {
+        "put_sandbox": {
+            "full": {"image": "default", "instanceType": "standard", "env": {"A": "1"},
+                     "labels": {"team": "x"}},
+            "empty": {},
+            "bad-type": {"image": 5, "env": []},
+            "env-nonstring": {"env": {"A": 1}},
+        },
+        "exec": {
+            "full": {"command": "echo hi", "timeout": 1000, "env": {"K": "V"},
+                     "cwd": "/workspace", "sessionId": "s1"},
+            "minimal": {"command": "true"},
+            "missing-command": {"cwd": "/"},
+            "negative-timeout": {"command": "x", "timeout": -1},
+            "huge-timeout": {"command": "x", "timeout": 1e300},
+            "nul-command": {"command": "a\u0000b"},
+        },
+        "file_read": {
+            "utf8": {"path": "/workspace/a.txt", "encoding": "utf-8"},
+            "base64": {"path": "a", "encoding": "base64"},
+            "bad-encoding": {"path": "a", "encoding": "latin1"},
+        },
+        "file_write": {
+            "utf8": {"path": "a.txt", "content": "hello\n"},
+            "base64": {"path": "b.bin", "content": "AAEC/w==", "encoding": "base64"},
+            "bad-base64": {"path": "b", "content": "!!!", "encoding": "base64"},
+            "no-content": {"path": "b"},
+        },
+        "mkdir": {
+            "recursive": {"path": "/workspace/a/b/c", "recursive": True},
+            "plain": {"path": "d"},
+            "bad-recursive": {"path": "d", "recursive": "yes"},
+        },
+        "move": {
+            "ok": {"from": "a", "to": "/workspace/b"},
+            "missing-to": {"from": "a"},
+            "same": {"from": "a", "to": "a"},
+        },
+    }
+    out = {}
+    for i, dec in enumerate(JSON_DECODERS):
+        for label, body in bodies[dec].items():
+            out[dec + "-" + label] = bytes([i]) + js(body)
+        out[dec + "-not-object"] = bytes([i]) + b"[1,2,3]"
+        out[dec + "-malformed"] = bytes([i]) + b'{"path":'
+    out["exec-duplicate-key"] = bytes([1]) + b'{"command":"a","command":"b"}'
+    out["exec-deep-nesting"] = bytes([1]) + b'{"command":' + b"[" * 2000 + b"]" * 2000 + b"}"
+    out["file_write-bad-utf8"] = bytes([3]) + b'{"path":"a","content":"\xff\xfe"}'
+    out["empty"] = b""
+    return out
+
+
+def agent():
+    """fuzz-agent: a frame stream as the agent reads it from cellad."""
+    return {
+        "exec": frame(EXEC, 1, {"command": "echo hi", "cwd": "/workspace",
+                                "env": {"K": "V"}, "timeoutMs": 1000}),
+        "exec-minimal": frame(EXEC, 1, {"command": "true"}),
+        "exec-no-command": frame(EXEC, 1, {"cwd": "/"}),
+        "exec-env-nonstring": frame(EXEC, 1, {"command": "x", "env": {"A": 1}}),
+        "exec-bad-json": frame(EXEC, 1, b'{"command":'),
+        "exec-not-object": frame(EXEC, 1, b'"echo"'),
+        "file-read": frame(FILE_READ, 2, {"path": "/workspace/a.txt"}),
+        "file-read-relative": frame(FILE_READ, 2, {"path": "a.txt"}),
+        "file-write": (frame(FILE_WRITE, 3, {"path": "/workspace/b", "mode": 420})
+                       + frame(DATA, 3, b"payload") + frame(END, 3)),
+        "file-write-bad-mode": frame(FILE_WRITE, 3, {"path": "/b", "mode": -1}),
+        "op-stat": frame(FILE_OP, 4, {"op": "stat", "path": "/etc/hostname"}),
+        "op-exists": frame(FILE_OP, 4, {"op": "exists", "path": "/workspace"}),
+        "op-delete": frame(FILE_OP, 4, {"op": "delete", "path": "/workspace/x",
+                                        "recursive": True}),
+        "op-mkdir": frame(FILE_OP, 4, {"op": "mkdir", "path": "/workspace/d",
+                                       "recursive": False}),
+        "op-move": frame(FILE_OP, 4, {"op": "move", "from": "/workspace/a",
+                                      "to": "/workspace/b"}),
+        "op-list": frame(FILE_OP, 4, {"op": "list", "path": "/", "recursive": True,
+                                      "includeHidden": True}),
+        "op-unknown": frame(FILE_OP, 4, {"op": "chmod", "path": "/"}),
+        "cancel-window-ping": frame(CANCEL, 1) + window(1, 4096) + frame(PING, 0, b"p"),
+        "unexpected-types": frame(STDOUT, 1, b"x") + frame(RESULT, 1, {}) + frame(HELLO, 0, {}),
+        "many-streams": b"".join(frame(EXEC, i, {"command": "true"}) for i in range(1, 40)),
+    }
+
+
+def sse():
+    start = js({"type": "start", "command": "echo hi", "pid": 7,
+                "timestamp": "2026-11-23T01:02:03.456Z"})
+    return {
+        "exec-stream": (b"data: " + start + b"\n\n"
+                        + b'data: {"type":"stdout","data":"hi\\n","timestamp":"t"}\n\n'
+                        + b'data: {"type":"complete","exitCode":0,"duration":3,"timestamp":"t"}\n\n'),
+        "base64-chunk": b'data: {"type":"stdout","data":"/w==","encoding":"base64"}\n\n',
+        "error-event": (b'data: {"type":"error","error":"timed out",'
+                        b'"code":"COMMAND_TIMEOUT","timestamp":"t"}\n\n'),
+        "crlf": b"data: a\r\n\r\ndata: b\r\n\r\n",
+        "cr-only": b"data: a\r\rdata: b\r\r",
+        "multiline-data": b"data: line1\ndata: line2\ndata: line3\n\n",
+        "comment-keepalive": b": keepalive\n\n:\n\ndata: x\n\n",
+        "fields": b"event: output\nid: 42\nretry: 1000\ndata: x\n\n",
+        "no-space": b"data:x\n\n",
+        "field-only": b"data\n\n",
+        "unknown-field": b"foo: bar\ndata: y\n\n",
+        "no-terminator": b"data: incomplete",
+        "empty-data": b"data:\n\n",
+        "bom": b"\xef\xbb\xbfdata: x\n\n",
+        "long-line": b"data: " + b"z" * 100000 + b"\n\n",
+        "nul-bytes": b"data: a\x00b\n\n",
+        "many-events": b"data: e\n\n" * 500,
+    }
+
+
+TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
+           "json": jsonseeds, "agent": agent, "sse": sse}
+
+
+def write(target):
+    seeds = TARGETS[target]()
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    for old in os.listdir(d):
+        if old not in seeds:
+            os.unlink(os.path.join(d, old))
+    for label, data in seeds.items():
+        with open(os.path.join(d, label), "wb") as f:
+            f.write(data)
+    print("%s: %d seeds" % (target, len(seeds)))
+
+
+def main():
+    wanted = sys.argv[1:] or list(TARGETS)
+    for t in wanted:
+        if t not in TARGETS:
+            sys.exit("unknown target %r (known: %s)" % (t, " ".join(TARGETS)))
+        write(t)
+
+
+if __name__ == "__main__":
+    main()
