@@ -1,0 +1,96 @@
+# A thin front end over CMake and ctest. Every target installs what is missing first
+# (scripts/deps.sh: a no-op when all is there). Build directories are configured once;
+# afterwards cmake re-runs by itself when a CMakeLists.txt changes.
+#
+#   make / make build   build into build/
+#   make image          the default sandbox image into $(IMAGES) (mmdebstrap, once)
+#   make run            build, image, then run cellad on $(LISTEN)
+#   make test           unit + integration + fuzz-corpus replay in build/, then the
+#                       ASan+UBSan pass in build-asan/ (make test-asan alone)
+#   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS per target
+#   make bench          the benchmarks (bench/)
+#   make format         clang-format every C file
+#   make clean          remove the build directories
+SHELL := /bin/bash
+
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+IMAGES ?= /var/lib/cella/images
+LISTEN ?= 127.0.0.1:7070
+CELLAD_ARGS ?=
+FUZZ_SECONDS ?= 60
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# Tests run one at a time by default: integration tests own real daemons and sandboxes.
+CTEST_JOBS ?= 1
+CTEST_ARGS ?=
+ASAN_LABELS ?= unit|fuzz|asan
+
+export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
+export DEBIAN_FRONTEND := noninteractive
+
+.PHONY: all build deps image run test test-unit test-asan build-asan fuzz bench format clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+$(ASAN_BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCELLA_SANITIZE=ON
+
+$(FUZZ_BUILD)/CMakeCache.txt: | deps
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLA_FUZZ=ON
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+image: deps
+	scripts/build-image.sh $(IMAGES) default
+
+run: build image
+	exec $(BUILD)/cellad --listen $(LISTEN) --images $(IMAGES) $(CELLAD_ARGS)
+
+# Both passes run even if the first fails, so one run reports everything; the exit status
+# is non-zero if either failed.
+test: build image
+	@rc=0; \
+	echo "=== ctest $(BUILD): unit, integration, fuzz corpus replay"; \
+	ctest --test-dir $(BUILD) --output-on-failure -j $(CTEST_JOBS) $(CTEST_ARGS) || rc=1; \
+	echo "=== ASan+UBSan pass"; \
+	$(MAKE) --no-print-directory test-asan || rc=1; \
+	if [ $$rc -ne 0 ]; then echo "make test: FAILED"; else echo "make test: all passed"; fi; \
+	exit $$rc
+
+test-unit: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(CTEST_JOBS) -L 'unit|fuzz' $(CTEST_ARGS)
+
+build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+test-asan: build-asan image
+	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(CTEST_JOBS) \
+		-L '$(ASAN_LABELS)' $(CTEST_ARGS)
+
+fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_BUILD)
+
+bench: build image
+	@if [ -x $(BUILD)/bench/cella-bench ]; then \
+		exec env IMAGES=$(IMAGES) $(BUILD)/bench/cella-bench; \
+	elif [ -x bench/run.sh ]; then \
+		exec env BUILD=$(BUILD) IMAGES=$(IMAGES) bench/run.sh; \
+	else \
+		echo "make bench: no bench/run.sh and no $(BUILD)/bench/cella-bench yet" >&2; exit 1; \
+	fi
+
+format:
+	git ls-files -z -- '*.c' '*.h' | xargs -0 -r clang-format -i
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install what cella needs to build, test and fuzz on Debian 12, with apt-get, and only what
+# is missing: a machine that has everything is left alone (no apt-get update, no network).
+# Idempotent and non-interactive. Needs root for the install step (or sudo if present).
+set -euo pipefail
+
+packages=(
+        # toolchain
+        build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
+        # libraries (headers + static archives for the static agent)
+        libuv1-dev libhttp-parser-dev libwslay-dev libjansson-dev libsqlite3-dev
+        libseccomp-dev libcap-dev libmnl-dev libcurl4-openssl-dev libcmocka-dev
+        # images and sandboxes
+        mmdebstrap bubblewrap uidmap iproute2 procps util-linux
+        # tests, scripts and the README tour
+        curl jq ca-certificates python3 git
+)
+
+missing=()
+for p in "${packages[@]}"; do
+        status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+        [ "$status" = installed ] || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+        exit 0
+fi
+
+echo "deps.sh: installing ${missing[*]}"
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || {
+                echo "deps.sh: missing packages and not root: ${missing[*]}" >&2
+                exit 1
+        }
+        sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q "${missing[@]}" </dev/null
