@@ -1,2 +1,273 @@
-int main(void);
-int main(void) { return 1; }
+/* cellad: the daemon. Parses options, builds the sandbox table and the HTTP API, runs the
+ * loop until SIGINT/SIGTERM. Sandboxes are not stopped on exit (they are not our
+ * children's children to kill: the registry and the agent sockets outlive the daemon). */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "daemon/api.h"
+#include "daemon/http.h"
+#include "daemon/sandbox.h"
+#include "runtime/container.h"
+
+static void usage(FILE *f)
+{
+        fprintf(f,
+                "usage: cellad [--listen HOST:PORT] [--data-dir DIR] [--images DIR] [--image "
+                "NAME]\n"
+                "              [--max-sandboxes N] [--image-builder PATH] [--log-level L]\n"
+                "              [--check] [--help]\n"
+                "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
+                "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
+                "  --images DIR         images (default DATA-DIR/images)\n"
+                "  --image NAME         default image (default \"default\")\n"
+                "  --max-sandboxes N    sandboxes at most (default %d)\n"
+                "  --image-builder PATH build-image.sh (default "
+                "DIR-OF-CELLAD/../scripts/build-image.sh)\n"
+                "  --log-level L        debug, info, warn, error (default info)\n"
+                "  --check              print what the kernel offers and exit\n"
+                "The API token is CELLA_TOKEN from the environment; without one cellad\n"
+                "listens on loopback addresses only.\n",
+                CELLA_DEFAULT_MAX_SANDBOXES);
+}
+
+/* "HOST:PORT", "[v6]:PORT". */
+static int parse_listen(const char *s, char *host, size_t hostsz, int *port)
+{
+        const char *colon = strrchr(s, ':');
+        const char *h = s;
+        size_t hl;
+        char *end;
+        long p;
+
+        if (!colon)
+                return -EINVAL;
+        hl = (size_t)(colon - s);
+        if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+                h = s + 1;
+                hl -= 2;
+        }
+        if (hl == 0 || hl >= hostsz)
+                return -EINVAL;
+        memcpy(host, h, hl);
+        host[hl] = '\0';
+        errno = 0;
+        p = strtol(colon + 1, &end, 10);
+        if (errno || end == colon + 1 || *end || p < 0 || p > 65535)
+                return -EINVAL;
+        *port = (int)p;
+        return 0;
+}
+
+static bool is_loopback(const char *host)
+{
+        return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+               strcmp(host, "localhost") == 0;
+}
+
+static uv_loop_t *g_loop;
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+        log_info("signal %d: stopping", signum);
+        uv_stop(h->loop);
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+        (void)arg;
+        if (!uv_is_closing(h))
+                uv_close(h, NULL);
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                {"listen", required_argument, NULL, 'l'},
+                {"data-dir", required_argument, NULL, 'd'},
+                {"images", required_argument, NULL, 'i'},
+                {"image", required_argument, NULL, 'I'},
+                {"max-sandboxes", required_argument, NULL, 'm'},
+                {"image-builder", required_argument, NULL, 'b'},
+                {"log-level", required_argument, NULL, 'L'},
+                {"check", no_argument, NULL, 'c'},
+                {"help", no_argument, NULL, 'h'},
+                {},
+        };
+        const char *listen = "127.0.0.1:7070", *data_dir = "/var/lib/cella", *images = NULL;
+        const char *image = "default", *builder = NULL, *token = getenv("CELLA_TOKEN");
+        unsigned long max_sandboxes = CELLA_DEFAULT_MAX_SANDBOXES;
+        bool check = false;
+        char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
+        char agent_path[PATH_MAX];
+        int port, c, r;
+        ssize_t n;
+        struct cella_error err = {0};
+        struct sandbox_table *table = NULL;
+        struct http_server *srv = NULL;
+        struct api *api = NULL;
+        uv_signal_t sigint, sigterm;
+
+        log_set_prefix("cellad");
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'l':
+                        listen = optarg;
+                        break;
+                case 'd':
+                        data_dir = optarg;
+                        break;
+                case 'i':
+                        images = optarg;
+                        break;
+                case 'I':
+                        image = optarg;
+                        break;
+                case 'm': {
+                        char *end;
+
+                        errno = 0;
+                        max_sandboxes = strtoul(optarg, &end, 10);
+                        if (errno || end == optarg || *end || max_sandboxes == 0 ||
+                            max_sandboxes > 1000000) {
+                                fprintf(stderr, "cellad: bad --max-sandboxes '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                }
+                case 'b':
+                        builder = optarg;
+                        break;
+                case 'L':
+                        if (strcmp(optarg, "debug") == 0)
+                                log_set_level(LOG_LEVEL_DEBUG);
+                        else if (strcmp(optarg, "info") == 0)
+                                log_set_level(LOG_LEVEL_INFO);
+                        else if (strcmp(optarg, "warn") == 0)
+                                log_set_level(LOG_LEVEL_WARN);
+                        else if (strcmp(optarg, "error") == 0)
+                                log_set_level(LOG_LEVEL_ERROR);
+                        else {
+                                fprintf(stderr, "cellad: bad --log-level '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'c':
+                        check = true;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                usage(stderr);
+                return 2;
+        }
+        if (parse_listen(listen, host, sizeof(host), &port) < 0) {
+                fprintf(stderr, "cellad: bad --listen '%s' (HOST:PORT)\n", listen);
+                return 2;
+        }
+        if (strcmp(host, "localhost") == 0)
+                snprintf(host, sizeof(host), "127.0.0.1");
+        if ((!token || !token[0]) && !is_loopback(host)) {
+                fprintf(stderr, "cellad: refusing to listen on %s without CELLA_TOKEN set\n", host);
+                return 2;
+        }
+
+        n = readlink("/proc/self/exe", exe_dir, sizeof(exe_dir) - 1);
+        if (n < 0) {
+                fprintf(stderr, "cellad: /proc/self/exe: %s\n", strerror(errno));
+                return 1;
+        }
+        exe_dir[n] = '\0';
+        if (strrchr(exe_dir, '/'))
+                *strrchr(exe_dir, '/') = '\0';
+        snprintf(agent_path, sizeof(agent_path), "%s/cella-init", exe_dir);
+        if (!images) {
+                snprintf(images_buf, sizeof(images_buf), "%s/images", data_dir);
+                images = images_buf;
+        }
+        if (!builder) {
+                snprintf(builder_buf, sizeof(builder_buf), "%s/../scripts/build-image.sh", exe_dir);
+                builder = builder_buf;
+        }
+
+        signal(SIGPIPE, SIG_IGN);
+        if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+                log_warn("PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+
+        g_loop = uv_default_loop();
+        {
+                struct sandbox_table_config cfg = {
+                        .data_dir = data_dir,
+                        .images_dir = images,
+                        .default_image = image,
+                        .agent_path = agent_path,
+                        .max_sandboxes = (unsigned)max_sandboxes,
+                };
+
+                if (sandbox_table_new(g_loop, &cfg, &table, &err) < 0) {
+                        fprintf(stderr, "cellad: %s\n", err.msg);
+                        return 1;
+                }
+        }
+        if (check) {
+                printf("%s\n", runtime_describe(sandbox_table_runtime(table)));
+                sandbox_table_free(table);
+                uv_walk(g_loop, close_walk, NULL);
+                uv_run(g_loop, UV_RUN_DEFAULT);
+                uv_loop_close(g_loop);
+                return 0;
+        }
+        {
+                struct api_config acfg = {g_loop, table, token, images, builder};
+
+                if (api_new(&acfg, &api) < 0) {
+                        fprintf(stderr, "cellad: out of memory\n");
+                        return 1;
+                }
+        }
+        {
+                struct http_server_config hcfg = {host, port, api_handle, api, api_log_request};
+
+                r = http_server_new(g_loop, &hcfg, &srv, &err);
+                if (r < 0) {
+                        fprintf(stderr, "cellad: %s\n", err.msg);
+                        sandbox_table_free(table);
+                        api_free(api);
+                        return 1;
+                }
+        }
+        uv_signal_init(g_loop, &sigint);
+        uv_signal_init(g_loop, &sigterm);
+        uv_signal_start(&sigint, on_signal, SIGINT);
+        uv_signal_start(&sigterm, on_signal, SIGTERM);
+
+        printf(strchr(host, ':') ? "cellad listening on http://[%s]:%d\n"
+                                 : "cellad listening on http://%s:%d\n",
+               host, http_server_port(srv));
+        fflush(stdout);
+        log_info("data-dir=%s images=%s image=%s auth=%s", data_dir, images, image,
+                 token && token[0] ? "bearer" : "none");
+
+        uv_run(g_loop, UV_RUN_DEFAULT);
+
+        http_server_free(srv);
+        sandbox_table_free(table);
+        uv_close((uv_handle_t *)&sigint, NULL);
+        uv_close((uv_handle_t *)&sigterm, NULL);
+        uv_walk(g_loop, close_walk, NULL);
+        uv_run(g_loop, UV_RUN_DEFAULT);
+        api_free(api);
+        uv_loop_close(g_loop);
+        return 0;
+}

@@ -1,0 +1,77 @@
+/* UTF-8 validation; see utf8.h. */
+#include "common/utf8.h"
+
+int utf8_char_len(const unsigned char *s, size_t len)
+{
+        unsigned char c = s[0];
+        size_t need;
+        unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+
+        if (len == 0)
+                return 0;
+        if (c < 0x80)
+                return 1;
+        if (c < 0xc2)
+                return -1; /* continuation byte or overlong 2-byte form */
+        if (c < 0xe0) {
+                need = 2;
+        } else if (c < 0xf0) {
+                need = 3;
+                if (c == 0xe0)
+                        lo = 0xa0; /* overlong */
+                else if (c == 0xed)
+                        hi = 0x9f; /* surrogates */
+        } else if (c < 0xf5) {
+                need = 4;
+                if (c == 0xf0)
+                        lo = 0x90; /* overlong */
+                else if (c == 0xf4)
+                        hi = 0x8f; /* above U+10FFFF */
+        } else {
+                return -1;
+        }
+        for (size_t i = 1; i < need; i++) {
+                if (i >= len)
+                        return 0;
+                if (i == 1 ? (s[i] < lo || s[i] > hi) : (s[i] & 0xc0) != 0x80)
+                        return -1;
+        }
+        return (int)need;
+}
+
+bool utf8_is_valid(const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        size_t i = 0;
+
+        while (i < len) {
+                int n;
+
+                if (p[i] < 0x80) {
+                        i++;
+                        continue;
+                }
+                n = utf8_char_len(p + i, len - i);
+                if (n <= 0)
+                        return false;
+                i += (size_t)n;
+        }
+        return true;
+}
+
+size_t utf8_complete_prefix(const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+
+        /* A character is at most 4 bytes: only the last 3 can start an incomplete one. */
+        for (size_t back = 1; back <= 3 && back <= len; back++) {
+                unsigned char c = p[len - back];
+
+                if ((c & 0xc0) == 0x80)
+                        continue; /* continuation: look further back for the lead byte */
+                if (c >= 0xc2 && utf8_char_len(p + len - back, back) == 0)
+                        return len - back;
+                break;
+        }
+        return len;
+}

@@ -1,0 +1,468 @@
+/* Strict decoding of the API's JSON request bodies; see api-decode.h. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/base64.h"
+#include "common/path.h"
+#include "daemon/api-decode.h"
+#include "daemon/instance-type.h"
+
+/* Parse body as a JSON object. JSON_ALLOW_NUL keeps \u0000 in file contents; every string
+ * that names something is checked for NULs separately. */
+static json_t *load_object(const char *body, size_t len, struct cella_error *err)
+{
+        json_error_t je;
+        json_t *j;
+
+        if (len > CELLA_HTTP_MAX_JSON_BODY) {
+                cella_error_set(err, CELLA_E_PAYLOAD_TOO_LARGE, "body over %d bytes",
+                                CELLA_HTTP_MAX_JSON_BODY);
+                return NULL;
+        }
+        j = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+        if (!j) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "malformed JSON: %s", je.text);
+                return NULL;
+        }
+        if (!json_is_object(j)) {
+                json_decref(j);
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "body must be a JSON object");
+                return NULL;
+        }
+        return j;
+}
+
+static int unpack_fail(const json_error_t *je, struct cella_error *err)
+{
+        cella_error_set(err, CELLA_E_VALIDATION_FAILED, "invalid request: %s", je->text);
+        return -EINVAL;
+}
+
+static bool has_nul(json_t *s)
+{
+        return strlen(json_string_value(s)) != json_string_length(s);
+}
+
+static int str_field(json_t *s, const char *what, size_t max, char **ret, struct cella_error *err)
+{
+        if (!s) {
+                *ret = NULL;
+                return 0;
+        }
+        if (has_nul(s))
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "%s contains a NUL byte",
+                                       what),
+                       -EINVAL;
+        if (json_string_length(s) > max)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "%s is longer than %zu bytes", what, max),
+                       -EINVAL;
+        *ret = strdup(json_string_value(s));
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int path_field(json_t *s, const char *what, char out[CELLA_PATH_MAX + 1],
+                      struct cella_error *err)
+{
+        struct cella_error e = {0};
+
+        if (sandbox_path_normalize(json_string_value(s), json_string_length(s), out,
+                                   CELLA_PATH_MAX + 1, &e) < 0)
+                return cella_error_set(err, e.code, "%s: %s", what, e.msg), -EINVAL;
+        return 0;
+}
+
+int api_check_string_object(json_t *o, const char *what, size_t max, struct cella_error *err)
+{
+        const char *k;
+        json_t *v;
+
+        if (!json_is_object(o))
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "%s must be an object",
+                                       what),
+                       -EINVAL;
+        if (json_object_size(o) > max)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "%s has more than %zu entries", what, max),
+                       -EINVAL;
+        json_object_foreach(o, k, v)
+        {
+                if (k[0] == '\0' || strchr(k, '='))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "%s: invalid key '%.64s'", what, k),
+                               -EINVAL;
+                if (!json_is_string(v))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "%s: value of '%.64s' must be a string", what, k),
+                               -EINVAL;
+                if (has_nul(v))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "%s: value of '%.64s' contains a NUL byte", what, k),
+                               -EINVAL;
+        }
+        /* keys: jansson keys are NUL-terminated; a \u0000 inside one makes it shorter than
+         * its JSON text, which json_object_foreach cannot see; JSON_ALLOW_NUL does not
+         * apply to keys (jansson refuses them), so nothing more to check. */
+        return 0;
+}
+
+int api_parse_bool(const char *s, bool dflt, bool *ret)
+{
+        if (!s) {
+                *ret = dflt;
+                return 0;
+        }
+        if (strcmp(s, "true") == 0 || strcmp(s, "1") == 0) {
+                *ret = true;
+                return 0;
+        }
+        if (strcmp(s, "false") == 0 || strcmp(s, "0") == 0) {
+                *ret = false;
+                return 0;
+        }
+        return -1;
+}
+
+/* Image names are directory names under --images: 1-63 of [a-z0-9._-], not starting with
+ * '.' or '-'. */
+static bool image_name_ok(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > CELLA_NAME_MAX || s[0] == '.' || s[0] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+                      s[i] == '_' || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+void api_put_sandbox_done(struct api_put_sandbox *p)
+{
+        free(p->image);
+        free(p->instance_type);
+        json_decref(p->env);
+        json_decref(p->labels);
+        memset(p, 0, sizeof(*p));
+}
+
+int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox *ret,
+                           struct cella_error *err)
+{
+        struct api_put_sandbox p = {0};
+        json_t *j, *image = NULL, *type = NULL, *env = NULL, *labels = NULL;
+        int norm = 0;
+        json_error_t je;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        if (len == 0)
+                return 0; /* an empty body is all defaults */
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o, s?o, s?o, s?o, s?b}", "image", &image,
+                           "instanceType", &type, "env", &env, "labels", &labels, "normalizeId",
+                           &norm) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (image && (!json_is_string(image) || has_nul(image) ||
+                      !image_name_ok(json_string_value(image)))) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "image must be a name of [a-z0-9._-], 1-%d characters",
+                                CELLA_NAME_MAX);
+                goto out;
+        }
+        if (type && (!json_is_string(type) || !instance_type_find(json_string_value(type)))) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "instanceType must be one of: %s",
+                                instance_type_names());
+                goto out;
+        }
+        if (env && api_check_string_object(env, "env", CELLA_EXEC_MAX_ENV, err) < 0)
+                goto out;
+        if (labels && api_check_string_object(labels, "labels", CELLA_LABELS_MAX, err) < 0)
+                goto out;
+        r = -ENOMEM;
+        if (image && !(p.image = strdup(json_string_value(image))))
+                goto out;
+        if (type && !(p.instance_type = strdup(json_string_value(type))))
+                goto out;
+        p.env = json_incref(env);
+        p.labels = json_incref(labels);
+        p.normalize_id = norm;
+        *ret = p;
+        memset(&p, 0, sizeof(p));
+        r = 0;
+out:
+        api_put_sandbox_done(&p);
+        json_decref(j);
+        return r;
+}
+
+void api_exec_done(struct api_exec *p)
+{
+        free(p->command);
+        json_decref(p->env);
+        free(p->cwd);
+        free(p->session_id);
+        memset(p, 0, sizeof(*p));
+}
+
+int api_decode_exec(const char *body, size_t len, struct api_exec *ret, struct cella_error *err)
+{
+        struct api_exec p = {0};
+        json_t *j, *command = NULL, *timeout = NULL, *env = NULL, *cwd = NULL, *sid = NULL;
+        char path[CELLA_PATH_MAX + 1];
+        json_error_t je;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o, s?o, s?o, s?o}", "command", &command,
+                           "timeout", &timeout, "env", &env, "cwd", &cwd, "sessionId", &sid) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (!json_is_string(command) || json_string_length(command) == 0) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "command must be a non-empty string");
+                goto out;
+        }
+        if ((r = str_field(command, "command", CELLA_EXEC_MAX_COMMAND, &p.command, err)) < 0)
+                goto out;
+        r = -EINVAL;
+        if (timeout && !json_is_null(timeout)) {
+                json_int_t t;
+
+                if (json_is_integer(timeout))
+                        t = json_integer_value(timeout);
+                else if (json_is_real(timeout) && json_real_value(timeout) >= 0 &&
+                         json_real_value(timeout) <= (double)CELLA_EXEC_MAX_TIMEOUT_MS)
+                        t = (json_int_t)json_real_value(timeout);
+                else
+                        t = -1;
+                if (t < 0 || t > CELLA_EXEC_MAX_TIMEOUT_MS) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "timeout must be milliseconds between 0 and %lld",
+                                        (long long)CELLA_EXEC_MAX_TIMEOUT_MS);
+                        goto out;
+                }
+                p.timeout_ms = t;
+        }
+        if (env && !json_is_null(env)) {
+                if (api_check_string_object(env, "env", CELLA_EXEC_MAX_ENV, err) < 0)
+                        goto out;
+                p.env = json_incref(env);
+        }
+        if (cwd && !json_is_null(cwd)) {
+                if (!json_is_string(cwd)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED, "cwd must be a string");
+                        goto out;
+                }
+                if (path_field(cwd, "cwd", path, err) < 0)
+                        goto out;
+                r = -ENOMEM;
+                if (!(p.cwd = strdup(path)))
+                        goto out;
+                r = -EINVAL;
+        }
+        if (sid && !json_is_null(sid)) {
+                if (!json_is_string(sid) || json_string_length(sid) == 0) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "sessionId must be a non-empty string");
+                        goto out;
+                }
+                if ((r = str_field(sid, "sessionId", CELLA_NAME_MAX, &p.session_id, err)) < 0)
+                        goto out;
+        }
+        *ret = p;
+        memset(&p, 0, sizeof(p));
+        r = 0;
+out:
+        api_exec_done(&p);
+        json_decref(j);
+        return r;
+}
+
+void api_file_read_done(struct api_file_read *p)
+{
+        memset(p, 0, sizeof(*p));
+}
+
+/* "utf-8" (also "utf8"), "base64"; NULL means utf-8. -1 if unknown. */
+static int parse_encoding(json_t *enc, bool *ret_base64, struct cella_error *err)
+{
+        const char *s;
+
+        *ret_base64 = false;
+        if (!enc || json_is_null(enc))
+                return 0;
+        s = json_is_string(enc) ? json_string_value(enc) : "";
+        if (strcmp(s, "utf-8") == 0 || strcmp(s, "utf8") == 0)
+                return 0;
+        if (strcmp(s, "base64") == 0) {
+                *ret_base64 = true;
+                return 0;
+        }
+        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                               "encoding must be \"utf-8\" or \"base64\"");
+}
+
+int api_decode_file_read(const char *body, size_t len, struct api_file_read *ret,
+                         struct cella_error *err)
+{
+        json_t *j, *path = NULL, *enc = NULL;
+        json_error_t je;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o}", "path", &path, "encoding", &enc) <
+            0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (!json_is_string(path)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "path must be a string");
+                goto out;
+        }
+        if (path_field(path, "path", ret->path, err) < 0 ||
+            parse_encoding(enc, &ret->base64, err) < 0) {
+                memset(ret, 0, sizeof(*ret));
+                goto out;
+        }
+        r = 0;
+out:
+        json_decref(j);
+        return r;
+}
+
+void api_file_write_done(struct api_file_write *p)
+{
+        buf_free(&p->content);
+        memset(p, 0, sizeof(*p));
+}
+
+int api_decode_file_write(const char *body, size_t len, struct api_file_write *ret,
+                          struct cella_error *err)
+{
+        json_t *j, *path = NULL, *content = NULL, *enc = NULL;
+        json_error_t je;
+        bool b64;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s:o, s?o}", "path", &path, "content",
+                           &content, "encoding", &enc) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (!json_is_string(path) || !json_is_string(content)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "path and content must be strings");
+                goto out;
+        }
+        if (path_field(path, "path", ret->path, err) < 0 || parse_encoding(enc, &b64, err) < 0)
+                goto fail;
+        if (b64) {
+                r = base64_decode(&ret->content, json_string_value(content),
+                                  json_string_length(content));
+                if (r == -EINVAL)
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "content is not valid base64");
+                if (r < 0)
+                        goto fail;
+        } else {
+                r = buf_append(&ret->content, json_string_value(content),
+                               json_string_length(content));
+                if (r < 0)
+                        goto fail;
+        }
+        r = 0;
+        goto out;
+fail:
+        if (r >= 0)
+                r = -EINVAL;
+        api_file_write_done(ret);
+out:
+        json_decref(j);
+        return r;
+}
+
+void api_mkdir_done(struct api_mkdir *p)
+{
+        memset(p, 0, sizeof(*p));
+}
+
+int api_decode_mkdir(const char *body, size_t len, struct api_mkdir *ret, struct cella_error *err)
+{
+        json_t *j, *path = NULL;
+        int recursive = 0;
+        json_error_t je;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?b}", "path", &path, "recursive",
+                           &recursive) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (!json_is_string(path)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "path must be a string");
+                goto out;
+        }
+        if (path_field(path, "path", ret->path, err) < 0) {
+                memset(ret, 0, sizeof(*ret));
+                goto out;
+        }
+        ret->recursive = recursive;
+        r = 0;
+out:
+        json_decref(j);
+        return r;
+}
+
+void api_move_done(struct api_move *p)
+{
+        memset(p, 0, sizeof(*p));
+}
+
+int api_decode_move(const char *body, size_t len, struct api_move *ret, struct cella_error *err)
+{
+        json_t *j, *from = NULL, *to = NULL;
+        json_error_t je;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s:o}", "from", &from, "to", &to) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (!json_is_string(from) || !json_is_string(to)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "from and to must be strings");
+                goto out;
+        }
+        if (path_field(from, "from", ret->from, err) < 0 ||
+            path_field(to, "to", ret->to, err) < 0) {
+                memset(ret, 0, sizeof(*ret));
+                goto out;
+        }
+        r = 0;
+out:
+        json_decref(j);
+        return r;
+}

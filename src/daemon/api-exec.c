@@ -1,0 +1,422 @@
+/* POST /v1/sandboxes/{id}/exec: one EXEC agent stream per request, answered as one
+ * ExecResult (buffered) or as SSE events while output arrives.
+ *
+ * struct exec_op is refcounted: one reference for the agent stream (dropped in on_close),
+ * one per SSE write in flight (credit is returned to the agent when the client took the
+ * bytes), one while the request body is read. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/base64.h"
+#include "common/limits.h"
+#include "common/timeutil.h"
+#include "common/utf8.h"
+#include "daemon/api-decode.h"
+#include "daemon/api-internal.h"
+
+struct exec_op {
+        unsigned refs;
+        struct http_request *req; /* referenced until the response ended or the client left */
+        struct sandbox *sb;       /* referenced */
+        struct agent_stream *stream;
+        bool sse;
+        bool finished; /* response given */
+        struct api_exec in;
+        uint64_t start_us;
+        int pid;
+        struct buf out[2]; /* stdout, stderr (buffered mode) */
+        bool truncated[2];
+        struct buf carry[2]; /* SSE: incomplete UTF-8 tail of each stream */
+};
+
+static void op_unref(struct exec_op *op)
+{
+        if (--op->refs > 0)
+                return;
+        if (op->req) {
+                http_request_on_abort(op->req, NULL, NULL);
+                http_request_unref(op->req);
+        }
+        sandbox_unref(op->sb);
+        api_exec_done(&op->in);
+        for (int i = 0; i < 2; i++) {
+                buf_free(&op->out[i]);
+                buf_free(&op->carry[i]);
+        }
+        free(op);
+}
+
+static int64_t duration_ms(const struct exec_op *op)
+{
+        return (int64_t)((time_mono_us() - op->start_us) / 1000);
+}
+
+/* Output as a JSON string when it is UTF-8, else base64 (*ret_b64 set). New reference. */
+static json_t *output_json(const struct buf *b, bool *ret_b64)
+{
+        const char *d = b->data ? b->data : "";
+
+        *ret_b64 = false;
+        if (utf8_is_valid(d, b->len))
+                return json_stringn(d, b->len);
+        {
+                _cleanup_buf_ struct buf e = BUF_INIT;
+
+                if (base64_encode(&e, d, b->len) < 0)
+                        return NULL;
+                *ret_b64 = true;
+                return json_stringn(e.data ? e.data : "", e.len);
+        }
+}
+
+static void finish(struct exec_op *op)
+{
+        op->finished = true;
+        if (op->req) {
+                http_request_on_abort(op->req, NULL, NULL);
+                http_request_unref(op->req);
+                op->req = NULL;
+        }
+}
+
+/* ---- SSE ---- */
+
+struct sse_write {
+        struct exec_op *op;
+        size_t ack;
+};
+
+static void sse_written(struct http_request *req, int status, size_t len, void *ud)
+{
+        struct sse_write *w = ud;
+
+        (void)req;
+        (void)len;
+        if (status == 0 && w->op->stream && w->ack)
+                agent_stream_ack(w->op->stream, w->ack);
+        op_unref(w->op);
+        free(w);
+}
+
+/* Send event; ack agent credit for `ack` data bytes once the client took it. */
+static void sse_event(struct exec_op *op, json_t *ev, size_t ack)
+{
+        struct sse_write *w;
+        char ts[32];
+
+        if (!ev)
+                return;
+        api_timestamp(ts);
+        json_object_set_new(ev, "timestamp", json_string(ts));
+        w = calloc(1, sizeof(*w));
+        if (!op->req || !w || http_sse_send(op->req, ev, sse_written, w) < 0) {
+                free(w);
+                if (op->stream && ack)
+                        agent_stream_ack(op->stream, ack);
+                json_decref(ev);
+                return;
+        }
+        w->op = op;
+        w->ack = ack;
+        op->refs++;
+        json_decref(ev);
+}
+
+static void sse_output(struct exec_op *op, int which, const uint8_t *data, size_t len, bool flush)
+{
+        static const char *const types[] = {"stdout", "stderr"};
+        struct buf *c = &op->carry[which];
+        size_t n;
+
+        if (buf_append(c, data, len) < 0) {
+                if (op->stream)
+                        agent_stream_ack(op->stream, len);
+                return;
+        }
+        if (c->len == 0)
+                return;
+        n = flush ? c->len : utf8_complete_prefix(c->data, c->len);
+        if (n == 0) {
+                if (op->stream && len)
+                        agent_stream_ack(op->stream, len);
+                return;
+        }
+        if (utf8_is_valid(c->data, n)) {
+                sse_event(op, json_pack("{s:s, s:s%}", "type", types[which], "data", c->data, n),
+                          len);
+        } else {
+                /* not text: this piece (with any held tail) goes as base64 */
+                _cleanup_buf_ struct buf e = BUF_INIT;
+
+                n = c->len;
+                if (base64_encode(&e, c->data, n) < 0) {
+                        buf_consume(c, n);
+                        return;
+                }
+                sse_event(op,
+                          json_pack("{s:s, s:s%, s:s}", "type", types[which], "data",
+                                    e.data ? e.data : "", e.len, "encoding", "base64"),
+                          len);
+        }
+        buf_consume(c, n);
+}
+
+/* ---- frames ---- */
+
+static void on_exit_frame(struct exec_op *op, const struct frame *f)
+{
+        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        json_int_t code = -1;
+        int timed_out = 0;
+        char ts[32];
+
+        if (j)
+                json_unpack(j, "{s?I, s?b}", "exitCode", &code, "timedOut", &timed_out);
+        json_decref(j);
+        api_timestamp(ts);
+        if (op->sse) {
+                sse_output(op, 0, NULL, 0, true);
+                sse_output(op, 1, NULL, 0, true);
+                if (timed_out)
+                        sse_event(op,
+                                  json_pack("{s:s, s:s, s:s}", "type", "error", "error",
+                                            "command timed out; its process tree was killed",
+                                            "code", "COMMAND_TIMEOUT"),
+                                  0);
+                else
+                        sse_event(op,
+                                  json_pack("{s:s, s:I, s:I}", "type", "complete", "exitCode", code,
+                                            "duration", (json_int_t)duration_ms(op)),
+                                  0);
+                if (op->req)
+                        http_response_end(op->req);
+                finish(op);
+                return;
+        }
+        {
+                bool b64o, b64e;
+                json_t *so = output_json(&op->out[0], &b64o);
+                json_t *se = output_json(&op->out[1], &b64e);
+                json_t *r;
+
+                if (timed_out) {
+                        struct cella_error e = {0};
+                        json_t *ctx = json_pack("{s:I, s:o, s:o}", "timeout",
+                                                (json_int_t)op->in.timeout_ms, "stdout",
+                                                so ? so : json_string(""), "stderr",
+                                                se ? se : json_string(""));
+
+                        cella_error_set(&e, CELLA_E_COMMAND_TIMEOUT,
+                                        "command timed out after %lld ms; its process tree was "
+                                        "killed",
+                                        (long long)op->in.timeout_ms);
+                        if (op->req)
+                                http_respond_error(op->req, &e, ctx);
+                        json_decref(ctx);
+                        finish(op);
+                        return;
+                }
+                r = json_pack("{s:b, s:I, s:o, s:o, s:s, s:I, s:s}", "success", code == 0,
+                              "exitCode", code, "stdout", so ? so : json_string(""), "stderr",
+                              se ? se : json_string(""), "command", op->in.command, "duration",
+                              (json_int_t)duration_ms(op), "timestamp", ts);
+                if (r) {
+                        if (b64o)
+                                json_object_set_new(r, "stdoutEncoding", json_string("base64"));
+                        if (b64e)
+                                json_object_set_new(r, "stderrEncoding", json_string("base64"));
+                        if (op->truncated[0] || op->truncated[1])
+                                json_object_set_new(r, "truncated", json_true());
+                        if (op->in.session_id)
+                                json_object_set_new(r, "sessionId", json_string(op->in.session_id));
+                        if (op->pid > 0)
+                                json_object_set_new(r, "pid", json_integer(op->pid));
+                }
+                if (op->req) {
+                        if (r)
+                                http_respond_json(op->req, 200, r);
+                        else
+                                http_respond_code(op->req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                }
+                json_decref(r);
+                finish(op);
+        }
+}
+
+static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
+{
+        struct exec_op *op = userdata;
+
+        sandbox_touch(op->sb);
+        switch (f->type) {
+        case FRAME_STARTED: {
+                json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+                json_int_t pid = 0;
+
+                if (j)
+                        json_unpack(j, "{s?I}", "pid", &pid);
+                json_decref(j);
+                op->pid = (int)pid;
+                if (op->sse)
+                        sse_event(op,
+                                  json_pack("{s:s, s:s, s:I}", "type", "start", "command",
+                                            op->in.command, "pid", pid),
+                                  0);
+                break;
+        }
+        case FRAME_STDOUT:
+        case FRAME_STDERR: {
+                int which = f->type == FRAME_STDERR;
+
+                if (op->sse && !op->finished) {
+                        sse_output(op, which, f->payload, f->len, false);
+                        break;
+                }
+                if (!op->finished) {
+                        size_t room = CELLA_EXEC_MAX_BUFFERED -
+                                      MIN(op->out[which].len, CELLA_EXEC_MAX_BUFFERED);
+                        size_t n = MIN(room, (size_t)f->len);
+
+                        if (n < f->len)
+                                op->truncated[which] = true;
+                        if (n && buf_append(&op->out[which], f->payload, n) < 0)
+                                op->truncated[which] = true;
+                }
+                agent_stream_ack(s, f->len);
+                break;
+        }
+        case FRAME_EXIT:
+                if (!op->finished)
+                        on_exit_frame(op, f);
+                break;
+        case FRAME_ERROR:
+                if (op->finished)
+                        break;
+                if (op->sse) {
+                        struct cella_error e = {0};
+
+                        api_agent_error(f, &e);
+                        sse_event(op,
+                                  json_pack("{s:s, s:s, s:s}", "type", "error", "error", e.msg,
+                                            "code", cella_code_name(e.code)),
+                                  0);
+                        if (op->req)
+                                http_response_end(op->req);
+                } else if (op->req) {
+                        api_respond_agent_error(op->req, f);
+                }
+                finish(op);
+                break;
+        default:
+                break;
+        }
+}
+
+static void on_close(struct agent_stream *s, int err, void *userdata)
+{
+        struct exec_op *op = userdata;
+
+        (void)s;
+        op->stream = NULL;
+        if (!op->finished && op->req) {
+                if (op->sse) {
+                        sse_event(op,
+                                  json_pack("{s:s, s:s, s:s}", "type", "error", "error",
+                                            "the sandbox's agent went away", "code",
+                                            "SANDBOX_UNAVAILABLE"),
+                                  0);
+                        http_response_end(op->req);
+                } else {
+                        http_respond_code(op->req, CELLA_E_SANDBOX_UNAVAILABLE,
+                                          "the sandbox's agent went away (%s)", strerror(-err));
+                }
+        }
+        finish(op);
+        op_unref(op);
+}
+
+static const struct agent_stream_ops exec_ops = {on_frame, NULL, on_close};
+
+/* The client went away: cancel the command (its process tree is killed). */
+static void on_abort(struct http_request *req, void *ud)
+{
+        struct exec_op *op = ud;
+
+        (void)req;
+        finish(op);
+        if (op->stream)
+                agent_stream_cancel(op->stream);
+}
+
+static void exec_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct exec_op *op = ud;
+        struct cella_error err = {0};
+        json_t *env, *payload;
+        struct agent_conn *conn;
+
+        http_request_on_abort(req, NULL, NULL);
+        if (api_decode_exec(body, len, &op->in, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                goto out;
+        }
+        conn = sandbox_agent(op->sb);
+        if (!conn) {
+                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE, "sandbox '%s' is not running",
+                                  sandbox_name(op->sb));
+                goto out;
+        }
+        env = sandbox_env(op->sb) ? json_deep_copy(sandbox_env(op->sb)) : json_object();
+        if (env && op->in.env)
+                json_object_update(env, op->in.env);
+        payload = json_pack("{s:s, s:s, s:o, s:I}", "command", op->in.command, "cwd",
+                            op->in.cwd ? op->in.cwd : "/workspace", "env",
+                            env ? env : json_object(), "timeoutMs", (json_int_t)op->in.timeout_ms);
+        if (!payload) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto out;
+        }
+        op->sse = api_wants_sse(req);
+        op->start_us = time_mono_us();
+        op->refs++; /* the stream's */
+        if (agent_conn_open(conn, FRAME_EXEC, payload, &exec_ops, op, &op->stream, &err) < 0) {
+                op->refs--;
+                json_decref(payload);
+                http_respond_error(req, &err, NULL);
+                goto out;
+        }
+        json_decref(payload);
+        op->req = req;
+        http_request_ref(req);
+        http_request_on_abort(req, on_abort, op);
+        if (op->sse)
+                http_response_begin_sse(req);
+out:
+        op_unref(op); /* the body read's */
+}
+
+static void body_abort(struct http_request *req, void *ud)
+{
+        (void)req;
+        op_unref(ud);
+}
+
+void api_exec(struct api *a, struct http_request *req, struct sandbox *sb)
+{
+        struct exec_op *op = calloc(1, sizeof(*op));
+
+        (void)a;
+        if (!op) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        op->refs = 1;
+        op->sb = sb;
+        sandbox_ref(sb);
+        http_request_on_abort(req, body_abort, op);
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, exec_body, op) < 0) {
+                http_request_on_abort(req, NULL, NULL);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the request body");
+                op_unref(op);
+        }
+}

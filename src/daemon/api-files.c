@@ -1,0 +1,690 @@
+/* The file routes under /v1/sandboxes/{id}/files (docs/api.md): raw streamed GET and PUT,
+ * DELETE, and the JSON read/write/mkdir/move/list/exists, each one agent stream.
+ *
+ * struct file_op is refcounted: one reference for the agent stream (dropped in on_close),
+ * one per response write in flight (agent credit is returned when the client took the
+ * bytes), one while the request body is read. */
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/base64.h"
+#include "common/limits.h"
+#include "common/path.h"
+#include "common/utf8.h"
+#include "daemon/api-decode.h"
+#include "daemon/api-internal.h"
+
+enum fkind { F_GET, F_PUT, F_DELETE, F_READ, F_WRITE, F_MKDIR, F_MOVE, F_LIST, F_EXISTS };
+
+struct file_op {
+        unsigned refs;
+        enum fkind kind;
+        struct http_request *req; /* referenced until answered or the client left */
+        struct sandbox *sb;       /* referenced */
+        struct agent_stream *stream;
+        bool finished;
+        char path[CELLA_PATH_MAX + 1];
+        char to[CELLA_PATH_MAX + 1];
+        bool recursive;
+        bool include_hidden;
+        bool base64;
+        long mode;       /* -1: keep */
+        struct buf data; /* JSON read: file bytes; JSON write: bytes to send */
+        size_t sent;
+        bool end_sent;
+        uint64_t size;
+        json_t *files;
+        size_t info_bytes;
+};
+
+static const struct {
+        const char *ext;
+        const char *type;
+} mime_types[] = {
+        {"txt", "text/plain; charset=utf-8"},
+        {"md", "text/markdown; charset=utf-8"},
+        {"html", "text/html; charset=utf-8"},
+        {"htm", "text/html; charset=utf-8"},
+        {"css", "text/css; charset=utf-8"},
+        {"csv", "text/csv; charset=utf-8"},
+        {"js", "text/javascript; charset=utf-8"},
+        {"mjs", "text/javascript; charset=utf-8"},
+        {"ts", "text/plain; charset=utf-8"},
+        {"py", "text/x-python; charset=utf-8"},
+        {"sh", "text/x-shellscript; charset=utf-8"},
+        {"c", "text/x-c; charset=utf-8"},
+        {"h", "text/x-c; charset=utf-8"},
+        {"json", "application/json"},
+        {"xml", "application/xml"},
+        {"yaml", "application/yaml"},
+        {"yml", "application/yaml"},
+        {"pdf", "application/pdf"},
+        {"zip", "application/zip"},
+        {"gz", "application/gzip"},
+        {"tar", "application/x-tar"},
+        {"wasm", "application/wasm"},
+        {"png", "image/png"},
+        {"jpg", "image/jpeg"},
+        {"jpeg", "image/jpeg"},
+        {"gif", "image/gif"},
+        {"svg", "image/svg+xml"},
+        {"webp", "image/webp"},
+        {"ico", "image/x-icon"},
+        {"mp3", "audio/mpeg"},
+        {"wav", "audio/wav"},
+        {"mp4", "video/mp4"},
+        {"webm", "video/webm"},
+};
+
+/* Content-Type from the file name's extension; application/octet-stream by default. */
+static const char *mime_type(const char *path)
+{
+        const char *slash = strrchr(path, '/');
+        const char *dot = strrchr(slash ? slash : path, '.');
+
+        if (dot && dot[1])
+                for (size_t i = 0; i < ARRAY_SIZE(mime_types); i++)
+                        if (strcasecmp(dot + 1, mime_types[i].ext) == 0)
+                                return mime_types[i].type;
+        return "application/octet-stream";
+}
+
+static void op_unref(struct file_op *op)
+{
+        if (--op->refs > 0)
+                return;
+        if (op->req) {
+                http_request_on_abort(op->req, NULL, NULL);
+                http_request_unref(op->req);
+        }
+        sandbox_unref(op->sb);
+        buf_free(&op->data);
+        json_decref(op->files);
+        free(op);
+}
+
+static void finish(struct file_op *op)
+{
+        op->finished = true;
+        if (op->req) {
+                http_request_on_abort(op->req, NULL, NULL);
+                http_request_unref(op->req);
+                op->req = NULL;
+        }
+}
+
+static void respond(struct file_op *op, json_t *j)
+{
+        char ts[32];
+
+        if (op->req && j) {
+                api_timestamp(ts);
+                json_object_set_new(j, "success", json_true());
+                json_object_set_new(j, "timestamp", json_string(ts));
+                http_respond_json(op->req, 200, j);
+        } else if (op->req) {
+                http_respond_code(op->req, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        json_decref(j);
+        finish(op);
+}
+
+static void fail_code(struct file_op *op, int code, const char *msg)
+{
+        if (op->req)
+                http_respond_code(op->req, code, "%s", msg);
+        finish(op);
+        if (op->stream)
+                agent_stream_cancel(op->stream);
+}
+
+/* ---- raw GET: DATA frames become the body ---- */
+
+struct data_write {
+        struct file_op *op;
+        size_t ack;
+};
+
+static void data_written(struct http_request *req, int status, size_t len, void *ud)
+{
+        struct data_write *w = ud;
+
+        (void)req;
+        (void)len;
+        if (status == 0 && w->op->stream)
+                agent_stream_ack(w->op->stream, w->ack);
+        op_unref(w->op);
+        free(w);
+}
+
+static void get_frame(struct file_op *op, const struct frame *f)
+{
+        switch (f->type) {
+        case FRAME_FILE_INFO: {
+                json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+                json_int_t size = -1;
+                const char *type = NULL;
+
+                if (j)
+                        json_unpack(j, "{s?I, s?s}", "size", &size, "type", &type);
+                if (type && strcmp(type, "directory") == 0) {
+                        json_decref(j);
+                        fail_code(op, CELLA_E_IS_DIRECTORY, "path is a directory");
+                        return;
+                }
+                json_decref(j);
+                if (size < 0) {
+                        fail_code(op, CELLA_E_INTERNAL_ERROR, "agent sent no file size");
+                        return;
+                }
+                op->size = (uint64_t)size;
+                if (http_response_begin(op->req, 200, mime_type(op->path), size, NULL) < 0) {
+                        finish(op);
+                        agent_stream_cancel(op->stream);
+                        return;
+                }
+                if (http_request_is_head(op->req)) {
+                        http_response_end(op->req);
+                        finish(op);
+                        agent_stream_cancel(op->stream);
+                }
+                return;
+        }
+        case FRAME_DATA: {
+                struct data_write *w = calloc(1, sizeof(*w));
+
+                if (!w || !op->req ||
+                    http_response_write(op->req, f->payload, f->len, data_written, w) < 0) {
+                        free(w);
+                        agent_stream_ack(op->stream, f->len);
+                        return;
+                }
+                w->op = op;
+                w->ack = f->len;
+                op->refs++;
+                return;
+        }
+        case FRAME_RESULT:
+                if (op->req)
+                        http_response_end(op->req);
+                finish(op);
+                return;
+        default:
+                return;
+        }
+}
+
+/* ---- frames ---- */
+
+static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
+{
+        struct file_op *op = userdata;
+        json_t *res;
+
+        (void)s;
+        sandbox_touch(op->sb);
+        if (op->finished) {
+                if (frame_type_is_data(f->type))
+                        agent_stream_ack(s, f->len);
+                return;
+        }
+        if (f->type == FRAME_ERROR) {
+                if (op->req && http_request_status(op->req) == 0) {
+                        api_respond_agent_error(op->req, f);
+                } else if (op->req) {
+                        /* mid-body: the client must not take a short file for a whole one */
+                        http_request_close(op->req);
+                }
+                finish(op);
+                return;
+        }
+        if (op->kind == F_GET) {
+                get_frame(op, f);
+                return;
+        }
+        switch (f->type) {
+        case FRAME_DATA: /* JSON read */
+                if (op->data.len + f->len > CELLA_HTTP_MAX_JSON_BODY) {
+                        agent_stream_ack(s, f->len);
+                        fail_code(op, CELLA_E_FILE_TOO_LARGE,
+                                  "file too large for the JSON read; use GET /files");
+                        return;
+                }
+                if (buf_append(&op->data, f->payload, f->len) < 0) {
+                        agent_stream_ack(s, f->len);
+                        fail_code(op, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return;
+                }
+                agent_stream_ack(s, f->len);
+                return;
+        case FRAME_FILE_INFO:
+                if (op->kind == F_LIST) {
+                        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+
+                        op->info_bytes += f->len;
+                        if (op->info_bytes > CELLA_HTTP_MAX_JSON_BODY) {
+                                json_decref(j);
+                                fail_code(op, CELLA_E_FILE_TOO_LARGE,
+                                          "listing too large; list a smaller directory");
+                                return;
+                        }
+                        if (json_is_object(j))
+                                json_array_append(op->files, j);
+                        json_decref(j);
+                } else if (op->kind == F_READ) {
+                        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+                        json_int_t size = 0;
+                        const char *type = NULL;
+
+                        if (j)
+                                json_unpack(j, "{s?I, s?s}", "size", &size, "type", &type);
+                        if (type && strcmp(type, "directory") == 0) {
+                                json_decref(j);
+                                fail_code(op, CELLA_E_IS_DIRECTORY, "path is a directory");
+                                return;
+                        }
+                        json_decref(j);
+                        if (size > CELLA_HTTP_MAX_JSON_BODY) {
+                                fail_code(op, CELLA_E_FILE_TOO_LARGE,
+                                          "file too large for the JSON read; use GET /files");
+                                return;
+                        }
+                }
+                return;
+        case FRAME_RESULT:
+                break;
+        default:
+                return;
+        }
+
+        /* RESULT */
+        {
+                json_t *r = json_loadb((const char *)f->payload, f->len, 0, NULL);
+                json_int_t size = 0;
+
+                if (r)
+                        json_unpack(r, "{s?I}", "size", &size);
+                switch (op->kind) {
+                case F_PUT:
+                        res = json_pack("{s:s, s:I}", "path", op->path, "size",
+                                        (json_int_t)(size ? (uint64_t)size : op->size));
+                        break;
+                case F_WRITE:
+                        res = json_pack("{s:s, s:I}", "path", op->path, "size",
+                                        (json_int_t)op->data.len);
+                        break;
+                case F_DELETE:
+                        res = json_pack("{s:s}", "path", op->path);
+                        break;
+                case F_MKDIR:
+                        res = json_pack("{s:s, s:b}", "path", op->path, "recursive", op->recursive);
+                        break;
+                case F_MOVE:
+                        res = json_pack("{s:s, s:s}", "from", op->path, "to", op->to);
+                        break;
+                case F_EXISTS: {
+                        json_t *e = r ? json_object_get(r, "exists") : NULL;
+
+                        res = json_pack("{s:s, s:b}", "path", op->path, "exists", json_is_true(e));
+                        break;
+                }
+                case F_LIST:
+                        res = json_pack("{s:s, s:O, s:I}", "path", op->path, "files", op->files,
+                                        "count", (json_int_t)json_array_size(op->files));
+                        break;
+                case F_READ: {
+                        const char *d = op->data.data ? op->data.data : "";
+                        bool text = utf8_is_valid(d, op->data.len);
+                        json_t *content;
+
+                        if (text && !op->base64) {
+                                content = json_stringn(d, op->data.len);
+                        } else {
+                                _cleanup_buf_ struct buf e = BUF_INIT;
+
+                                content = base64_encode(&e, d, op->data.len) < 0
+                                                  ? NULL
+                                                  : json_stringn(e.data ? e.data : "", e.len);
+                        }
+                        res = content ? json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path",
+                                                  op->path, "content", content, "encoding",
+                                                  text && !op->base64 ? "utf-8" : "base64",
+                                                  "isBinary", !text, "mimeType",
+                                                  mime_type(op->path), "size",
+                                                  (json_int_t)op->data.len)
+                                      : NULL;
+                        break;
+                }
+                default:
+                        res = NULL;
+                        break;
+                }
+                json_decref(r);
+                respond(op, res);
+        }
+}
+
+/* JSON write: send the decoded content as the agent's credit allows. */
+static void pump(struct file_op *op)
+{
+        while (op->stream && op->sent < op->data.len) {
+                size_t n = MIN(op->data.len - op->sent, agent_stream_send_credit(op->stream));
+
+                n = MIN(n, (size_t)CELLA_FRAME_DATA_CHUNK);
+                if (n == 0 || agent_stream_send_data(op->stream, op->data.data + op->sent, n) < 0)
+                        return;
+                op->sent += n;
+        }
+        if (op->stream && !op->end_sent) {
+                op->end_sent = true;
+                agent_stream_send_end(op->stream);
+        }
+}
+
+static void on_writable(struct agent_stream *s, void *userdata)
+{
+        struct file_op *op = userdata;
+
+        (void)s;
+        if (op->kind == F_WRITE)
+                pump(op);
+        else if (op->kind == F_PUT && op->req)
+                http_request_resume_body(op->req);
+}
+
+static void on_close(struct agent_stream *s, int err, void *userdata)
+{
+        struct file_op *op = userdata;
+
+        (void)s;
+        op->stream = NULL;
+        if (!op->finished && op->req) {
+                if (http_request_status(op->req) == 0)
+                        http_respond_code(op->req, CELLA_E_SANDBOX_UNAVAILABLE,
+                                          "the sandbox's agent went away (%s)", strerror(-err));
+                else
+                        http_request_close(op->req);
+        }
+        finish(op);
+        op_unref(op);
+}
+
+static const struct agent_stream_ops file_ops = {on_frame, on_writable, on_close};
+
+static void on_abort(struct http_request *req, void *ud)
+{
+        struct file_op *op = ud;
+
+        (void)req;
+        finish(op);
+        if (op->stream)
+                agent_stream_cancel(op->stream);
+}
+
+/* ---- raw PUT body ---- */
+
+static size_t put_data(struct http_request *req, const char *data, size_t len, void *ud)
+{
+        struct file_op *op = ud;
+        size_t n;
+
+        (void)req;
+        if (!op->stream || op->finished)
+                return len; /* answered already: the rest is discarded */
+        n = MIN(len, agent_stream_send_credit(op->stream));
+        n = MIN(n, (size_t)CELLA_FRAME_MAX);
+        if (n == 0 || agent_stream_send_data(op->stream, data, n) < 0)
+                return 0; /* paused until on_writable */
+        op->size += n;
+        return n;
+}
+
+static void put_end(struct http_request *req, void *ud)
+{
+        struct file_op *op = ud;
+
+        (void)req;
+        if (op->stream && !op->end_sent) {
+                op->end_sent = true;
+                agent_stream_send_end(op->stream);
+        }
+}
+
+static const struct http_body_ops put_body_ops = {put_data, put_end};
+
+/* Open the agent stream for op and bind it to req. Consumes nothing; on failure req is
+ * answered. */
+static int start(struct file_op *op, struct http_request *req, uint8_t type, json_t *payload)
+{
+        struct cella_error err = {0};
+        struct agent_conn *conn = sandbox_agent(op->sb);
+
+        if (!payload) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -ENOMEM;
+        }
+        if (!conn) {
+                json_decref(payload);
+                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE, "sandbox '%s' is not running",
+                                  sandbox_name(op->sb));
+                return -ENOTCONN;
+        }
+        op->refs++;
+        if (agent_conn_open(conn, type, payload, &file_ops, op, &op->stream, &err) < 0) {
+                op->refs--;
+                json_decref(payload);
+                http_respond_error(req, &err, NULL);
+                return -EIO;
+        }
+        json_decref(payload);
+        op->req = req;
+        http_request_ref(req);
+        http_request_on_abort(req, on_abort, op);
+        return 0;
+}
+
+static void json_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct file_op *op = ud;
+        struct cella_error err = {0};
+        json_t *payload = NULL;
+
+        http_request_on_abort(req, NULL, NULL);
+        switch (op->kind) {
+        case F_READ: {
+                struct api_file_read p;
+
+                if (api_decode_file_read(body, len, &p, &err) < 0)
+                        break;
+                snprintf(op->path, sizeof(op->path), "%s", p.path);
+                op->base64 = p.base64;
+                start(op, req, FRAME_FILE_READ, json_pack("{s:s}", "path", op->path));
+                api_file_read_done(&p);
+                op_unref(op);
+                return;
+        }
+        case F_WRITE: {
+                struct api_file_write p;
+
+                if (api_decode_file_write(body, len, &p, &err) < 0)
+                        break;
+                snprintf(op->path, sizeof(op->path), "%s", p.path);
+                op->data = p.content;
+                p.content = (struct buf)BUF_INIT;
+                api_file_write_done(&p);
+                if (start(op, req, FRAME_FILE_WRITE, json_pack("{s:s}", "path", op->path)) == 0)
+                        pump(op);
+                op_unref(op);
+                return;
+        }
+        case F_MKDIR: {
+                struct api_mkdir p;
+
+                if (api_decode_mkdir(body, len, &p, &err) < 0)
+                        break;
+                snprintf(op->path, sizeof(op->path), "%s", p.path);
+                op->recursive = p.recursive;
+                payload = json_pack("{s:s, s:s, s:b}", "op", "mkdir", "path", op->path, "recursive",
+                                    op->recursive);
+                start(op, req, FRAME_FILE_OP, payload);
+                op_unref(op);
+                return;
+        }
+        case F_MOVE: {
+                struct api_move p;
+
+                if (api_decode_move(body, len, &p, &err) < 0)
+                        break;
+                snprintf(op->path, sizeof(op->path), "%s", p.from);
+                snprintf(op->to, sizeof(op->to), "%s", p.to);
+                payload =
+                        json_pack("{s:s, s:s, s:s}", "op", "move", "from", op->path, "to", op->to);
+                start(op, req, FRAME_FILE_OP, payload);
+                op_unref(op);
+                return;
+        }
+        default:
+                cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "bad file route");
+                break;
+        }
+        http_respond_error(req, &err, NULL);
+        op_unref(op);
+}
+
+static void body_abort(struct http_request *req, void *ud)
+{
+        (void)req;
+        op_unref(ud);
+}
+
+/* path (and the booleans) from the query string; answers and returns -1 on error. */
+static int query_path(struct http_request *req, struct file_op *op, bool dflt_workspace)
+{
+        struct cella_error err = {0};
+        const char *p = http_request_query(req, "path");
+
+        if (!p && dflt_workspace)
+                p = CELLA_WORKSPACE;
+        if (!p) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "query parameter path is "
+                                  "required");
+                return -1;
+        }
+        if (sandbox_path_normalize(p, strlen(p), op->path, sizeof(op->path), &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return -1;
+        }
+        if (api_parse_bool(http_request_query(req, "recursive"), false, &op->recursive) < 0 ||
+            api_parse_bool(http_request_query(req, "includeHidden"), false, &op->include_hidden) <
+                    0) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "booleans in the query are true, false, 1 or 0");
+                return -1;
+        }
+        return 0;
+}
+
+void api_files(struct api *a, struct http_request *req, struct sandbox *sb, const char *sub)
+{
+        struct file_op *op = calloc(1, sizeof(*op));
+        const char *m = http_request_method(req);
+
+        (void)a;
+        if (!op) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        op->refs = 1;
+        op->sb = sb;
+        op->mode = -1;
+        sandbox_ref(sb);
+
+        if (*sub) {
+                static const struct {
+                        const char *name;
+                        enum fkind kind;
+                } subs[] = {{"read", F_READ}, {"write", F_WRITE}, {"mkdir", F_MKDIR},
+                            {"move", F_MOVE}, {"list", F_LIST},   {"exists", F_EXISTS}};
+
+                for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
+                        if (strcmp(sub, subs[i].name) == 0)
+                                op->kind = subs[i].kind;
+        } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
+                op->kind = F_GET;
+        } else if (strcmp(m, "PUT") == 0) {
+                op->kind = F_PUT;
+        } else {
+                op->kind = F_DELETE;
+        }
+
+        switch (op->kind) {
+        case F_READ:
+        case F_WRITE:
+        case F_MKDIR:
+        case F_MOVE:
+                http_request_on_abort(req, body_abort, op);
+                if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, json_body, op) < 0) {
+                        http_request_on_abort(req, NULL, NULL);
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the body");
+                        break;
+                }
+                return; /* the body read holds the first reference */
+        case F_LIST:
+                if (query_path(req, op, true) < 0)
+                        break;
+                op->files = json_array();
+                start(op, req, FRAME_FILE_OP,
+                      json_pack("{s:s, s:s, s:b, s:b}", "op", "list", "path", op->path, "recursive",
+                                op->recursive, "includeHidden", op->include_hidden));
+                break;
+        case F_EXISTS:
+                if (query_path(req, op, false) < 0)
+                        break;
+                start(op, req, FRAME_FILE_OP,
+                      json_pack("{s:s, s:s}", "op", "exists", "path", op->path));
+                break;
+        case F_DELETE:
+                if (query_path(req, op, false) < 0)
+                        break;
+                start(op, req, FRAME_FILE_OP,
+                      json_pack("{s:s, s:s, s:b}", "op", "delete", "path", op->path, "recursive",
+                                op->recursive));
+                break;
+        case F_GET:
+                if (query_path(req, op, false) < 0)
+                        break;
+                start(op, req, FRAME_FILE_READ, json_pack("{s:s}", "path", op->path));
+                break;
+        case F_PUT: {
+                const char *mode = http_request_query(req, "mode");
+                json_t *payload;
+
+                if (query_path(req, op, false) < 0)
+                        break;
+                if (mode) {
+                        char *end;
+
+                        errno = 0;
+                        op->mode = strtol(mode, &end, 8);
+                        if (errno || end == mode || *end || op->mode < 0 || op->mode > 07777) {
+                                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                                  "mode must be octal, 0 to 7777");
+                                break;
+                        }
+                }
+                payload = json_pack("{s:s}", "path", op->path);
+                if (payload && op->mode >= 0)
+                        json_object_set_new(payload, "mode", json_integer(op->mode));
+                if (start(op, req, FRAME_FILE_WRITE, payload) < 0)
+                        break;
+                if (http_request_stream_body(req, &put_body_ops, op) < 0) {
+                        fail_code(op, CELLA_E_INTERNAL_ERROR, "cannot read the body");
+                        break;
+                }
+                break;
+        }
+        }
+        op_unref(op);
+}

@@ -1,0 +1,27 @@
+/* Shared between the API's route files (api.c, api-exec.c, api-files.c, api-images.c). */
+#ifndef CELLA_DAEMON_API_INTERNAL_H
+#define CELLA_DAEMON_API_INTERNAL_H
+
+#include "daemon/api.h"
+
+struct api {
+        struct api_config cfg;
+};
+
+/* Routes under /v1/sandboxes/{id}/: sb is referenced for the call (take a ref to keep). */
+void api_exec(struct api *a, struct http_request *req, struct sandbox *sb);
+/* sub: "" (raw /files), "read", "write", "mkdir", "move", "list", "exists" */
+void api_files(struct api *a, struct http_request *req, struct sandbox *sb, const char *sub);
+void api_images_list(struct api *a, struct http_request *req);
+void api_images_build(struct api *a, struct http_request *req, const char *name);
+
+/* Helpers */
+void api_timestamp(char out[32]);
+/* Answer from an agent ERROR frame payload. */
+void api_respond_agent_error(struct http_request *req, const struct frame *f);
+/* Fill err from an agent ERROR frame payload. */
+void api_agent_error(const struct frame *f, struct cella_error *err);
+bool api_wants_sse(const struct http_request *req);
+bool api_image_name_ok(const char *s);
+
+#endif

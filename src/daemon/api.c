@@ -1,0 +1,394 @@
+/* Routing, auth, and the sandbox/health routes of the API (docs/api.md). */
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/log.h"
+#include "common/name.h"
+#include "common/timeutil.h"
+#include "daemon/api-decode.h"
+#include "daemon/api-internal.h"
+
+#define CELLA_VERSION "0.1.0"
+
+int api_new(const struct api_config *cfg, struct api **ret)
+{
+        struct api *a = calloc(1, sizeof(*a));
+
+        if (!a)
+                return -ENOMEM;
+        a->cfg = *cfg;
+        *ret = a;
+        return 0;
+}
+
+void api_free(struct api *a)
+{
+        free(a);
+}
+
+void api_timestamp(char out[32])
+{
+        time_format_iso(time_now_ms(), out, 32);
+}
+
+bool api_token_equal(const char *given, const char *want)
+{
+        size_t gl = strlen(given), wl = strlen(want);
+        unsigned char diff = gl != wl;
+
+        /* Time depends on the length of the presented token only, never on where the
+         * first difference is. */
+        for (size_t i = 0; i < gl; i++)
+                diff |= (unsigned char)(given[i] ^ want[wl ? i % wl : 0]);
+        return wl > 0 && diff == 0;
+}
+
+void api_agent_error(const struct frame *f, struct cella_error *err)
+{
+        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        const char *code = NULL, *msg = NULL;
+        int c;
+
+        if (j)
+                json_unpack(j, "{s?s, s?s}", "code", &code, "message", &msg);
+        c = code ? cella_code_from_name(code) : -1;
+        if (c < 0 || c == CELLA_E_OK)
+                c = CELLA_E_INTERNAL_ERROR;
+        cella_error_set(err, c, "%s", msg ? msg : cella_code_name(c));
+        json_decref(j);
+}
+
+void api_respond_agent_error(struct http_request *req, const struct frame *f)
+{
+        struct cella_error e = {0};
+
+        api_agent_error(f, &e);
+        http_respond_error(req, &e, NULL);
+}
+
+bool api_wants_sse(const struct http_request *req)
+{
+        const char *acc = http_request_header(req, "Accept");
+
+        return acc && strstr(acc, "text/event-stream");
+}
+
+bool api_image_name_ok(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > CELLA_NAME_MAX || s[0] == '.' || s[0] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+                      s[i] == '_' || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+void api_log_request(struct http_request *req, void *userdata)
+{
+        uint64_t us = time_mono_us() - http_request_start_us(req);
+
+        (void)userdata;
+        log_info("request method=%s path=%s status=%d duration_ms=%llu.%03llu",
+                 http_request_method(req), http_request_path(req), http_request_status(req),
+                 (unsigned long long)(us / 1000), (unsigned long long)(us % 1000));
+}
+
+static bool is(const struct http_request *req, const char *m)
+{
+        return strcmp(http_request_method(req), m) == 0;
+}
+
+static void method_not_allowed(struct http_request *req)
+{
+        http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s",
+                          http_request_method(req), http_request_path(req));
+}
+
+static void health(struct api *a, struct http_request *req)
+{
+        json_t *j = json_pack("{s:s, s:s, s:I}", "status", "ok", "version", CELLA_VERSION,
+                              "sandboxes", (json_int_t)sandbox_table_count(a->cfg.table));
+
+        http_respond_json(req, 200, j);
+        json_decref(j);
+}
+
+static void list_sandboxes(struct api *a, struct http_request *req)
+{
+        json_t *j = json_pack("{s:o}", "sandboxes", sandbox_table_list(a->cfg.table));
+
+        if (!j) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        http_respond_json(req, 200, j);
+        json_decref(j);
+}
+
+/* PUT /v1/sandboxes/{id}: the body is read first; the name is checked again with the
+ * body's normalizeId. */
+struct put_ctx {
+        struct api *a;
+        char raw[CELLA_NAME_MAX * 4 + 1]; /* the name as given (checked again) */
+        bool query_normalize;
+};
+
+static void put_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct put_ctx *ctx = ud;
+        struct api_put_sandbox p;
+        struct cella_error err = {0};
+        char name[CELLA_NAME_MAX + 1];
+        struct sandbox *sb = NULL;
+        bool created = false;
+
+        if (api_decode_put_sandbox(body, len, &p, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                goto out;
+        }
+        if (sandbox_name_check(ctx->raw, strlen(ctx->raw), ctx->query_normalize || p.normalize_id,
+                               name, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                goto done;
+        }
+        {
+                struct sandbox_options o = {p.image, p.instance_type, p.env, p.labels};
+
+                if (sandbox_table_put(ctx->a->cfg.table, name, &o, &sb, &created, &err) < 0) {
+                        http_respond_error(req, &err, NULL);
+                        goto done;
+                }
+        }
+        {
+                json_t *info = sandbox_info(sb);
+
+                sandbox_touch(sb);
+                http_respond_json(req, created ? 201 : 200, info);
+                json_decref(info);
+        }
+done:
+        api_put_sandbox_done(&p);
+out:
+        http_request_set_userdata(req, NULL);
+        free(ctx);
+}
+
+static void put_abort(struct http_request *req, void *ud)
+{
+        (void)ud;
+        free(http_request_get_userdata(req));
+        http_request_set_userdata(req, NULL);
+}
+
+static void sandbox_route(struct api *a, struct http_request *req, const char *id, size_t idlen,
+                          const char *rest)
+{
+        struct cella_error err = {0};
+        char name[CELLA_NAME_MAX + 1];
+        bool normalize = false;
+        struct sandbox *sb = NULL;
+        bool created = false;
+
+        if (api_parse_bool(http_request_query(req, "normalizeId"), false, &normalize) < 0) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "normalizeId must be true, false, 1 or 0");
+                return;
+        }
+        if (!*rest && is(req, "PUT")) {
+                struct put_ctx *ctx;
+
+                if (idlen >= sizeof(ctx->raw)) {
+                        http_respond_code(req, CELLA_E_INVALID_SANDBOX_NAME,
+                                          "sandbox name is too long");
+                        return;
+                }
+                ctx = calloc(1, sizeof(*ctx));
+                if (!ctx) {
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return;
+                }
+                ctx->a = a;
+                memcpy(ctx->raw, id, idlen);
+                ctx->query_normalize = normalize;
+                http_request_set_userdata(req, ctx);
+                http_request_on_abort(req, put_abort, NULL);
+                if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, put_body, ctx) < 0) {
+                        http_request_set_userdata(req, NULL);
+                        free(ctx);
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
+                }
+                return;
+        }
+        if (sandbox_name_check(id, idlen, normalize, name, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        if (!*rest) {
+                if (is(req, "GET") || is(req, "HEAD")) {
+                        json_t *info;
+
+                        if (sandbox_table_get(a->cfg.table, name, false, NULL, &sb, NULL, &err) <
+                            0) {
+                                http_respond_error(req, &err, NULL);
+                                return;
+                        }
+                        info = sandbox_info(sb);
+                        http_respond_json(req, 200, info);
+                        json_decref(info);
+                } else if (is(req, "DELETE")) {
+                        bool existed = false;
+                        json_t *j;
+
+                        if (sandbox_table_destroy(a->cfg.table, name, &existed, &err) < 0) {
+                                http_respond_error(req, &err, NULL);
+                                return;
+                        }
+                        j = json_pack("{s:s, s:b}", "id", name, "destroyed", existed);
+                        http_respond_json(req, 200, j);
+                        json_decref(j);
+                } else {
+                        method_not_allowed(req);
+                }
+                return;
+        }
+
+        /* sub-routes: check the route and method before creating anything */
+        enum { R_EXEC, R_FILES } kind;
+        const char *sub = "";
+
+        if (strcmp(rest, "/exec") == 0) {
+                if (!is(req, "POST"))
+                        return method_not_allowed(req);
+                kind = R_EXEC;
+        } else if (strcmp(rest, "/files") == 0) {
+                if (!is(req, "GET") && !is(req, "HEAD") && !is(req, "PUT") && !is(req, "DELETE"))
+                        return method_not_allowed(req);
+                kind = R_FILES;
+        } else if (strncmp(rest, "/files/", 7) == 0) {
+                static const char *const posts[] = {"read", "write", "mkdir", "move"};
+                static const char *const gets[] = {"list", "exists"};
+                bool found = false;
+
+                sub = rest + 7;
+                for (size_t i = 0; i < ARRAY_SIZE(posts); i++)
+                        if (strcmp(sub, posts[i]) == 0) {
+                                if (!is(req, "POST"))
+                                        return method_not_allowed(req);
+                                found = true;
+                        }
+                for (size_t i = 0; i < ARRAY_SIZE(gets); i++)
+                        if (strcmp(sub, gets[i]) == 0) {
+                                if (!is(req, "GET"))
+                                        return method_not_allowed(req);
+                                found = true;
+                        }
+                if (!found) {
+                        http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s",
+                                          http_request_path(req));
+                        return;
+                }
+                kind = R_FILES;
+        } else {
+                http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
+                return;
+        }
+
+        if (sandbox_table_get(a->cfg.table, name, true, NULL, &sb, &created, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        if (!sandbox_agent(sb)) {
+                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
+                                  "sandbox '%s' has no agent connection", name);
+                return;
+        }
+        sandbox_touch(sb);
+        sandbox_ref(sb);
+        if (kind == R_EXEC)
+                api_exec(a, req, sb);
+        else
+                api_files(a, req, sb, sub);
+        sandbox_unref(sb);
+}
+
+static bool authorized(struct api *a, struct http_request *req)
+{
+        const char *h;
+
+        if (!a->cfg.token || !a->cfg.token[0])
+                return true;
+        h = http_request_header(req, "Authorization");
+        if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+                return false;
+        h += 7;
+        while (*h == ' ')
+                h++;
+        return api_token_equal(h, a->cfg.token);
+}
+
+void api_handle(struct http_request *req, void *userdata)
+{
+        struct api *a = userdata;
+        const char *path = http_request_path(req);
+
+        if (strcmp(path, "/v1/health") == 0) {
+                if (is(req, "GET") || is(req, "HEAD"))
+                        health(a, req);
+                else
+                        method_not_allowed(req);
+                return;
+        }
+        if (!authorized(a, req)) {
+                http_respond_code(req, CELLA_E_UNAUTHORIZED,
+                                  "missing or invalid bearer token (Authorization: Bearer ...)");
+                return;
+        }
+        if (strcmp(path, "/v1/sandboxes") == 0) {
+                if (is(req, "GET") || is(req, "HEAD"))
+                        list_sandboxes(a, req);
+                else
+                        method_not_allowed(req);
+                return;
+        }
+        if (strncmp(path, "/v1/sandboxes/", 14) == 0) {
+                const char *id = path + 14;
+                const char *slash = strchr(id, '/');
+                size_t idlen = slash ? (size_t)(slash - id) : strlen(id);
+
+                sandbox_route(a, req, id, idlen, id + idlen);
+                return;
+        }
+        if (strcmp(path, "/v1/images") == 0) {
+                if (is(req, "GET") || is(req, "HEAD"))
+                        api_images_list(a, req);
+                else
+                        method_not_allowed(req);
+                return;
+        }
+        if (strncmp(path, "/v1/images/", 11) == 0) {
+                const char *name = path + 11;
+                const char *slash = strchr(name, '/');
+
+                if (slash && strcmp(slash, "/build") == 0) {
+                        char n[CELLA_NAME_MAX + 1];
+                        size_t len = (size_t)(slash - name);
+
+                        if (!is(req, "POST"))
+                                return method_not_allowed(req);
+                        if (len > CELLA_NAME_MAX) {
+                                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                                  "image name too long");
+                                return;
+                        }
+                        memcpy(n, name, len);
+                        n[len] = '\0';
+                        api_images_build(a, req, n);
+                        return;
+                }
+        }
+        http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", path);
+}

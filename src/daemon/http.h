@@ -1,0 +1,134 @@
+/* cellad's HTTP/1.1 server: libuv TCP + http-parser, one loop, nothing blocks.
+ *
+ * A connection parses requests strictly in order: while a request's response is not ended
+ * the parser is paused at the end of that request, so pipelined requests wait in the input
+ * buffer (and the socket is not read once one of them is buffered). Limits come from
+ * common/limits.h: header bytes/count (431), URL (414), JSON body (413), connections, idle
+ * timeout. Malformed HTTP is answered 400 and the connection closed.
+ *
+ * Requests: the server calls on_request once the headers of a request are parsed. The
+ * handler then, synchronously or later, answers with one of the http_respond_*() calls or
+ * a streamed response (http_response_begin/_write/_end, SSE). To see the body it calls,
+ * synchronously in on_request, http_request_read_body() (whole body, with a limit) or
+ * http_request_stream_body() (chunks with backpressure). A body nobody asked for is
+ * discarded. "Expect: 100-continue" is answered when the handler asks for the body.
+ *
+ * Ownership: a request is refcounted. The server holds one reference from on_request until
+ * the response is ended and the request's body is fully parsed (or the connection is gone);
+ * a handler that keeps the pointer across loop iterations takes its own with
+ * http_request_ref(). Callbacks are never invoked on a request whose memory is gone, and a
+ * request is never freed inside one of its own callbacks. When the client disconnects
+ * before the response ended, the on_abort callback (http_request_on_abort) is called once;
+ * every later response call is a no-op returning -EPIPE. */
+#ifndef CELLA_DAEMON_HTTP_H
+#define CELLA_DAEMON_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/error.h"
+
+struct http_server;
+struct http_request;
+
+struct http_server_config {
+        const char *host; /* IPv4 or IPv6 literal */
+        int port;         /* 0: ephemeral */
+        /* Called once per request when its headers are parsed (the request is borrowed for
+         * the call; take a reference to keep it). */
+        void (*on_request)(struct http_request *req, void *userdata);
+        void *userdata;
+        /* Optional: called when a request is finished (response ended), for access logs. */
+        void (*on_done)(struct http_request *req, void *userdata);
+};
+
+int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struct http_server **ret,
+                    struct cella_error *err);
+/* The bound port (the real one when 0 was asked). */
+int http_server_port(const struct http_server *s);
+/* Stop listening and close every connection (active requests get on_abort); the memory is
+ * released once the loop has closed the handles. */
+void http_server_free(struct http_server *s);
+
+/* ---- request ---- */
+void http_request_ref(struct http_request *req);
+void http_request_unref(struct http_request *req);
+
+const char *http_request_method(const struct http_request *req); /* "GET" */
+bool http_request_is_head(const struct http_request *req);
+/* The percent-decoded path (NUL-free: %00 is refused with 400 before dispatch). */
+const char *http_request_path(const struct http_request *req);
+/* Query parameter by name (percent-decoded, '+' is a space, NUL-free), or NULL. The first
+ * occurrence wins. */
+const char *http_request_query(const struct http_request *req, const char *name);
+/* Header value by name (case-insensitive), or NULL. */
+const char *http_request_header(const struct http_request *req, const char *name);
+/* Monotonic start time in microseconds (for logs). */
+uint64_t http_request_start_us(const struct http_request *req);
+/* Status of the response (0 before it began). */
+int http_request_status(const struct http_request *req);
+/* Opaque per-request pointer for the handler. */
+void http_request_set_userdata(struct http_request *req, void *userdata);
+void *http_request_get_userdata(const struct http_request *req);
+/* Called once if the client goes away before the response is ended. */
+void http_request_on_abort(struct http_request *req, void (*cb)(struct http_request *req, void *ud),
+                           void *ud);
+
+/* Whole body, up to limit bytes (413 PAYLOAD_TOO_LARGE is answered by the server beyond
+ * it, and the callback is not called). cb gets the body (NUL-terminated, borrowed for the
+ * call). Call from on_request only. */
+typedef void (*http_body_cb)(struct http_request *req, const char *body, size_t len, void *ud);
+int http_request_read_body(struct http_request *req, size_t limit, http_body_cb cb, void *ud);
+
+/* Streamed body. on_data returns how many of the len bytes it took; taking fewer pauses
+ * the body (the rest is kept and handed again after http_request_resume_body). on_end is
+ * called once after the last byte. Call from on_request only. */
+struct http_body_ops {
+        size_t (*on_data)(struct http_request *req, const char *data, size_t len, void *ud);
+        void (*on_end)(struct http_request *req, void *ud);
+};
+int http_request_stream_body(struct http_request *req, const struct http_body_ops *ops, void *ud);
+void http_request_resume_body(struct http_request *req);
+
+/* ---- responses (each returns 0 or -EPIPE when the client is gone, -EALREADY when a
+ * response was already begun) ---- */
+
+/* JSON body (borrowed, serialised here). */
+int http_respond_json(struct http_request *req, int status, json_t *body);
+/* The error shape of docs/api.md: {code, message, context, httpStatus, timestamp}; status
+ * from cella_code_status(err->code). context is borrowed, may be NULL. */
+int http_respond_error(struct http_request *req, const struct cella_error *err, json_t *context);
+int http_respond_code(struct http_request *req, int code, const char *fmt, ...) _printf_(3, 4);
+int http_respond_bytes(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len);
+
+/* Streamed response: content_length >= 0 sends exactly that many bytes, < 0 is chunked.
+ * extra_headers, if not NULL, is a block of "Name: value\r\n" lines. */
+int http_response_begin(struct http_request *req, int status, const char *content_type,
+                        int64_t content_length, const char *extra_headers);
+/* Queue bytes (copied). done, if not NULL, is called once the socket took them (status 0)
+ * or the connection failed (status < 0); it is how a handler returns agent credit only
+ * when the client took the bytes. For a HEAD request the bytes are discarded and done is
+ * not called. */
+typedef void (*http_write_cb)(struct http_request *req, int status, size_t len, void *ud);
+int http_response_write(struct http_request *req, const void *data, size_t len, http_write_cb done,
+                        void *ud);
+/* Bytes queued and not yet taken by the socket. */
+size_t http_response_queued(const struct http_request *req);
+int http_response_end(struct http_request *req);
+/* Close the connection at once (e.g. a streamed response cannot be completed: the client
+ * sees a short body). on_abort is not called for this request. */
+void http_request_close(struct http_request *req);
+
+/* SSE: 200, text/event-stream, no-cache, chunked. Each event is `data: <json>\n\n`. */
+int http_response_begin_sse(struct http_request *req);
+int http_sse_send(struct http_request *req, json_t *event, http_write_cb done, void *ud);
+
+/* For the fuzz target: run bytes through the parser and limit code of a connection (no
+ * socket). Returns the number of requests parsed. Never crashes, never leaks. */
+int http_parse_fuzz(const uint8_t *data, size_t len);
+
+#endif
