@@ -223,6 +223,13 @@ def http():
         "percent-bad": req(b"GET", b"/v1/sandboxes/b/files?path=%zz%2"),
         "absolute-form": b"GET http://127.0.0.1:7070/v1/health HTTP/1.1\r\n\r\n",
         "truncated": req(b"PUT", b"/v1/sandboxes/b", js({"image": "default"}))[:-5],
+        "chunked-trailer": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\n" + REQ_HEADERS
+                            + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n"
+                            + b"X-Trailer: 1\r\n\r\n"),
+        # Found by fuzz-http: a bad chunk size followed by header-like bytes reached the
+        # header callback after the request had been failed (NULL request).
+        "chunked-bad-size-then-header": (b"GET / HTTP/1.0\nTransfer-Encoding:chunked\n\n"
+                                         b"\xff\r/.:\nt"),
     }
 
 

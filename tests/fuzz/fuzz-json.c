@@ -1,0 +1,187 @@
+/* Fuzz the API's JSON request decoders (src/daemon/api-decode.h). The first input byte
+ * picks the decoder (modulo 8: put_sandbox, exec, file_read, file_write, mkdir, move, and
+ * the shared helpers api_parse_bool and api_check_string_object), the rest is the body, in
+ * an exact-size heap copy without a terminating NUL, as the HTTP server hands it over.
+ *
+ * Invariants, from the header's contract: success is 0 with err unset and the result
+ * well-formed (commands and strings NUL-free, paths absolute and normalised, timeouts
+ * non-negative, env/labels objects of strings); failure is -EINVAL with err set, or -ENOMEM,
+ * and *ret left all zero, so that the _done() call the handlers always make is a no-op. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include "common/limits.h"
+#include "common/path.h"
+#include "daemon/api-decode.h"
+#include "fuzz.h"
+
+static bool is_zero(const void *p, size_t n)
+{
+        const unsigned char *c = p;
+        for (size_t i = 0; i < n; i++)
+                if (c[i])
+                        return false;
+        return true;
+}
+
+static void check_path(const char *p)
+{
+        char again[CELLA_PATH_MAX + 1];
+        struct cella_error err = {0};
+        size_t n = strnlen(p, CELLA_PATH_MAX + 1);
+        int r;
+
+        FUZZ_CHECK(n >= 1 && n <= CELLA_PATH_MAX);
+        FUZZ_CHECK(p[0] == '/');
+        r = sandbox_path_normalize(p, n, again, sizeof(again), &err);
+        FUZZ_CHECK(r == (int)n && strcmp(again, p) == 0);
+}
+
+static void check_strings(json_t *o)
+{
+        const char *k;
+        json_t *v;
+
+        if (!o)
+                return;
+        FUZZ_CHECK(json_is_object(o));
+        json_object_foreach(o, k, v)
+        {
+                FUZZ_CHECK(k[0] != '\0');
+                FUZZ_CHECK(json_is_string(v));
+                FUZZ_CHECK(strlen(json_string_value(v)) == json_string_length(v));
+        }
+}
+
+/* r, err and the struct after a decode: either a valid success or a clean failure. */
+#define CHECK_OUTCOME(r, err, x, valid)                                           \
+        do {                                                                      \
+                if ((r) == 0) {                                                   \
+                        FUZZ_CHECK(!cella_error_is_set(&(err)));                  \
+                        valid;                                                    \
+                } else {                                                          \
+                        FUZZ_CHECK((r) == -EINVAL || (r) == -ENOMEM);             \
+                        FUZZ_CHECK((r) == -ENOMEM || cella_error_is_set(&(err))); \
+                        FUZZ_CHECK(is_zero(&(x), sizeof(x)));                     \
+                }                                                                 \
+        } while (0)
+
+static void fuzz_decoder(unsigned which, const char *body, size_t len)
+{
+        struct cella_error err = {0};
+        int r;
+
+        switch (which) {
+        case 0: {
+                struct api_put_sandbox x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_put_sandbox(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        check_strings(x.env);
+                        check_strings(x.labels);
+                });
+                api_put_sandbox_done(&x);
+                break;
+        }
+        case 1: {
+                struct api_exec x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_exec(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        FUZZ_CHECK(x.command != NULL);
+                        FUZZ_CHECK(strlen(x.command) <= CELLA_EXEC_MAX_COMMAND);
+                        FUZZ_CHECK(x.timeout_ms >= 0);
+                        check_strings(x.env);
+                        if (x.cwd)
+                                check_path(x.cwd);
+                });
+                api_exec_done(&x);
+                break;
+        }
+        case 2: {
+                struct api_file_read x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_file_read(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, check_path(x.path));
+                api_file_read_done(&x);
+                break;
+        }
+        case 3: {
+                struct api_file_write x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_file_write(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        check_path(x.path);
+                        FUZZ_CHECK(x.content.len <= len);
+                        FUZZ_CHECK(x.content.len == 0 || x.content.data != NULL);
+                });
+                api_file_write_done(&x);
+                break;
+        }
+        case 4: {
+                struct api_mkdir x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_mkdir(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, check_path(x.path));
+                api_mkdir_done(&x);
+                break;
+        }
+        case 5: {
+                struct api_move x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_move(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        check_path(x.from);
+                        check_path(x.to);
+                });
+                api_move_done(&x);
+                break;
+        }
+        case 6: {
+                /* A query-string boolean (NUL-terminated there). */
+                char *s = strndup(body, len);
+                bool b = false;
+                if (!s)
+                        return;
+                r = api_parse_bool(s, true, &b);
+                FUZZ_CHECK(r == 0 || r == -1);
+                if (r == 0 && strlen(s) == len)
+                        FUZZ_CHECK(b == (strcmp(s, "true") == 0 || strcmp(s, "1") == 0));
+                free(s);
+                break;
+        }
+        default: {
+                json_t *j = json_loadb(body, len, JSON_ALLOW_NUL, NULL);
+                if (!j)
+                        return;
+                if (json_is_object(j)) {
+                        r = api_check_string_object(j, "env", 16, &err);
+                        if (r == 0) {
+                                FUZZ_CHECK(json_object_size(j) <= 16);
+                                check_strings(j);
+                        } else {
+                                FUZZ_CHECK(r < 0 && cella_error_is_set(&err));
+                        }
+                }
+                json_decref(j);
+                break;
+        }
+        }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        char *body;
+
+        if (size == 0)
+                return 0;
+        body = malloc(size - 1 ? size - 1 : 1);
+        if (!body)
+                return 0;
+        memcpy(body, data + 1, size - 1);
+        fuzz_decoder(data[0] % 8, body, size - 1);
+        free(body);
+        return 0;
+}
