@@ -1,0 +1,171 @@
+/* The JSON request decoders: accepted shapes, and every rejection with its code. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "daemon/api-decode.h"
+
+#define BODY(s) s, sizeof(s) - 1
+
+static void test_put_sandbox(void **state)
+{
+        struct api_put_sandbox p;
+        struct cella_error err = {0};
+
+        (void)state;
+        assert_int_equal(api_decode_put_sandbox("", 0, &p, &err), 0);
+        assert_null(p.image);
+        api_put_sandbox_done(&p);
+        assert_int_equal(api_decode_put_sandbox(BODY("{\"image\":\"default\",\"instanceType\":"
+                                                     "\"lite\",\"env\":{\"A\":\"1\"},\"labels\":"
+                                                     "{\"t\":\"x\"},\"normalizeId\":true}"),
+                                                &p, &err),
+                         0);
+        assert_string_equal(p.image, "default");
+        assert_string_equal(p.instance_type, "lite");
+        assert_string_equal(json_string_value(json_object_get(p.env, "A")), "1");
+        assert_true(p.normalize_id);
+        api_put_sandbox_done(&p);
+
+        static const char *const bad[] = {
+                "[]",
+                "{\"image\":1}",
+                "{\"image\":\"../x\"}",
+                "{\"instanceType\":\"huge\"}",
+                "{\"env\":{\"A\":1}}",
+                "{\"env\":{\"A=B\":\"1\"}}",
+                "{\"unknown\":1}",
+                "{",
+                "{\"image\":\"a\",\"image\":\"b\"}",
+                "{\"env\":{\"A\":\"x\\u0000y\"}}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                memset(&err, 0, sizeof(err));
+                if (api_decode_put_sandbox(bad[i], strlen(bad[i]), &p, &err) >= 0)
+                        fail_msg("accepted %s", bad[i]);
+                assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+                api_put_sandbox_done(&p); /* no-op on the zeroed struct */
+        }
+}
+
+static void test_exec(void **state)
+{
+        struct api_exec p;
+        struct cella_error err = {0};
+
+        (void)state;
+        assert_int_equal(api_decode_exec(BODY("{\"command\":\"echo hi\",\"timeout\":1000,\"env\":"
+                                              "{\"K\":\"V\"},\"cwd\":\"sub/../dir\","
+                                              "\"sessionId\":\"s1\"}"),
+                                         &p, &err),
+                         0);
+        assert_string_equal(p.command, "echo hi");
+        assert_int_equal(p.timeout_ms, 1000);
+        assert_string_equal(p.cwd, "/workspace/dir");
+        assert_string_equal(p.session_id, "s1");
+        api_exec_done(&p);
+        assert_int_equal(api_decode_exec(BODY("{\"command\":\"true\"}"), &p, &err), 0);
+        assert_null(p.cwd);
+        assert_int_equal(p.timeout_ms, 0);
+        api_exec_done(&p);
+
+        static const char *const bad[] = {
+                "{}",
+                "{\"command\":\"\"}",
+                "{\"command\":1}",
+                "{\"command\":\"a\\u0000b\"}",
+                "{\"command\":\"x\",\"timeout\":-1}",
+                "{\"command\":\"x\",\"timeout\":\"5\"}",
+                "{\"command\":\"x\",\"timeout\":99999999999999}",
+                "{\"command\":\"x\",\"cwd\":\"\"}",
+                "{\"command\":\"x\",\"extra\":true}",
+                "null",
+                "{\"command\":\"x\",\"env\":[]}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                memset(&err, 0, sizeof(err));
+                if (api_decode_exec(bad[i], strlen(bad[i]), &p, &err) >= 0)
+                        fail_msg("accepted %s", bad[i]);
+                assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+                assert_null(p.command);
+        }
+}
+
+static void test_files(void **state)
+{
+        struct api_file_read r;
+        struct api_file_write w;
+        struct api_mkdir m;
+        struct api_move mv;
+        struct cella_error err = {0};
+
+        (void)state;
+        assert_int_equal(api_decode_file_read(BODY("{\"path\":\"a.txt\",\"encoding\":\"base64\"}"),
+                                              &r, &err),
+                         0);
+        assert_string_equal(r.path, "/workspace/a.txt");
+        assert_true(r.base64);
+        assert_int_equal(api_decode_file_write(BODY("{\"path\":\"/b\",\"content\":\"AAEC/w==\","
+                                                    "\"encoding\":\"base64\"}"),
+                                               &w, &err),
+                         0);
+        assert_int_equal(w.content.len, 4);
+        assert_memory_equal(w.content.data, "\x00\x01\x02\xff", 4);
+        api_file_write_done(&w);
+        assert_int_equal(api_decode_file_write(BODY("{\"path\":\"/b\",\"content\":\"x\\u0000y\"}"),
+                                               &w, &err),
+                         0);
+        assert_int_equal(w.content.len, 3); /* NUL kept in utf-8 content */
+        api_file_write_done(&w);
+        assert_int_equal(
+                api_decode_mkdir(BODY("{\"path\":\"/w/a/b\",\"recursive\":true}"), &m, &err), 0);
+        assert_true(m.recursive);
+        assert_int_equal(api_decode_move(BODY("{\"from\":\"a\",\"to\":\"/b\"}"), &mv, &err), 0);
+        assert_string_equal(mv.from, "/workspace/a");
+        assert_string_equal(mv.to, "/b");
+
+        memset(&err, 0, sizeof(err));
+        assert_true(api_decode_file_write(BODY("{\"path\":\"/b\",\"content\":\"!!\","
+                                               "\"encoding\":\"base64\"}"),
+                                          &w, &err) < 0);
+        assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+        assert_null(w.content.data);
+        memset(&err, 0, sizeof(err));
+        assert_true(api_decode_file_read(BODY("{\"path\":\"\"}"), &r, &err) < 0);
+        assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+        memset(&err, 0, sizeof(err));
+        assert_true(api_decode_file_read(BODY("{\"path\":\"a\",\"encoding\":\"latin1\"}"), &r,
+                                         &err) < 0);
+        memset(&err, 0, sizeof(err));
+        assert_true(api_decode_mkdir(BODY("{\"path\":\"a\",\"recursive\":\"yes\"}"), &m, &err) < 0);
+        memset(&err, 0, sizeof(err));
+        assert_true(api_decode_move(BODY("{\"from\":\"a\"}"), &mv, &err) < 0);
+        assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+}
+
+static void test_helpers(void **state)
+{
+        bool b;
+
+        (void)state;
+        assert_int_equal(api_parse_bool(NULL, true, &b), 0);
+        assert_true(b);
+        assert_int_equal(api_parse_bool("0", true, &b), 0);
+        assert_false(b);
+        assert_int_equal(api_parse_bool("yes", true, &b), -1);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_put_sandbox),
+                cmocka_unit_test(test_exec),
+                cmocka_unit_test(test_files),
+                cmocka_unit_test(test_helpers),
+        };
+
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
