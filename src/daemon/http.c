@@ -624,6 +624,17 @@ static struct conn *pconn(http_parser *p)
         return p->data;
 }
 
+/* Nothing more is parsed on a connection that is closing or answered an error, and no
+ * callback runs without a current request (parsing stops at once). */
+static bool stopped(struct conn *c)
+{
+        if (c->dead_input || c->closing || !c->cur) {
+                http_parser_pause(&c->parser, 1);
+                return true;
+        }
+        return false;
+}
+
 static int fail(struct conn *c, int code)
 {
         if (!c->perr)
@@ -636,6 +647,10 @@ static int on_message_begin(http_parser *p)
 {
         struct conn *c = pconn(p);
 
+        if (c->dead_input || c->closing) {
+                http_parser_pause(p, 1);
+                return 0;
+        }
         if (c->cur) /* a request is still current: cannot happen, parser is paused then */
                 return fail(c, CELLA_E_INTERNAL_ERROR);
         c->cur = req_new(c);
@@ -660,6 +675,9 @@ static int count_header_bytes(struct conn *c, size_t n)
 static int on_url(http_parser *p, const char *at, size_t len)
 {
         struct conn *c = pconn(p);
+
+        if (stopped(c))
+                return 0;
 
         if (c->url.len + len > CELLA_HTTP_MAX_URL)
                 return fail(c, CELLA_E_URI_TOO_LONG);
@@ -700,6 +718,9 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 {
         struct conn *c = pconn(p);
 
+        if (stopped(c))
+                return 0;
+
         if (c->in_value && (commit_header(c) < 0 || c->perr))
                 return 0;
         if (count_header_bytes(c, len + (c->field.len == 0 ? 4 : 0)) < 0 || c->perr)
@@ -712,6 +733,9 @@ static int on_header_field(http_parser *p, const char *at, size_t len)
 static int on_header_value(http_parser *p, const char *at, size_t len)
 {
         struct conn *c = pconn(p);
+
+        if (stopped(c))
+                return 0;
 
         c->in_value = true;
         if (count_header_bytes(c, len) < 0 || c->perr)
@@ -839,6 +863,9 @@ static int on_headers_complete(http_parser *p)
         struct http_request *req = c->cur;
         const char *expect;
 
+        if (stopped(c))
+                return 0;
+
         if (commit_header(c) < 0 || c->perr)
                 return 0;
         if (p->http_major != 1)
@@ -869,6 +896,9 @@ static int on_body(http_parser *p, const char *at, size_t len)
         struct conn *c = pconn(p);
         struct http_request *req = c->cur;
         size_t took;
+
+        if (stopped(c))
+                return 0;
 
         if (!req)
                 return 0;
@@ -915,6 +945,9 @@ static int on_message_complete(http_parser *p)
 {
         struct conn *c = pconn(p);
         struct http_request *req = c->cur;
+
+        if (stopped(c))
+                return 0;
 
         if (!req)
                 return 0;
