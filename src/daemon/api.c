@@ -261,12 +261,16 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
         const char *sub = "";
 
         if (strcmp(rest, "/exec") == 0) {
-                if (!is(req, "POST"))
-                        return method_not_allowed(req);
+                if (!is(req, "POST")) {
+                        method_not_allowed(req);
+                        return;
+                }
                 kind = R_EXEC;
         } else if (strcmp(rest, "/files") == 0) {
-                if (!is(req, "GET") && !is(req, "HEAD") && !is(req, "PUT") && !is(req, "DELETE"))
-                        return method_not_allowed(req);
+                if (!is(req, "GET") && !is(req, "HEAD") && !is(req, "PUT") && !is(req, "DELETE")) {
+                        method_not_allowed(req);
+                        return;
+                }
                 kind = R_FILES;
         } else if (strncmp(rest, "/files/", 7) == 0) {
                 static const char *const posts[] = {"read", "write", "mkdir", "move"};
@@ -276,14 +280,18 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                 sub = rest + 7;
                 for (size_t i = 0; i < ARRAY_SIZE(posts); i++)
                         if (strcmp(sub, posts[i]) == 0) {
-                                if (!is(req, "POST"))
-                                        return method_not_allowed(req);
+                                if (!is(req, "POST")) {
+                                        method_not_allowed(req);
+                                        return;
+                                }
                                 found = true;
                         }
                 for (size_t i = 0; i < ARRAY_SIZE(gets); i++)
                         if (strcmp(sub, gets[i]) == 0) {
-                                if (!is(req, "GET"))
-                                        return method_not_allowed(req);
+                                if (!is(req, "GET")) {
+                                        method_not_allowed(req);
+                                        return;
+                                }
                                 found = true;
                         }
                 if (!found) {
@@ -377,8 +385,10 @@ void api_handle(struct http_request *req, void *userdata)
                         char n[CELLA_NAME_MAX + 1];
                         size_t len = (size_t)(slash - name);
 
-                        if (!is(req, "POST"))
-                                return method_not_allowed(req);
+                        if (!is(req, "POST")) {
+                                method_not_allowed(req);
+                                return;
+                        }
                         if (len > CELLA_NAME_MAX) {
                                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
                                                   "image name too long");

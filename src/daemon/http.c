@@ -229,8 +229,8 @@ static void conn_detach(struct conn *c, bool abort)
                 return;
         c->cur = NULL;
         req->conn = NULL;
-        if (req->dispatched && c->srv && c->srv->cfg.on_done && req->ended)
-                c->srv->cfg.on_done(req, c->srv->cfg.userdata);
+        if (req->dispatched && c->srv && c->srv->cfg.on_done)
+                c->srv->cfg.on_done(req, c->srv->cfg.userdata); /* status 0: never answered */
         if (abort && req->dispatched && !req->ended && !req->aborted) {
                 req->aborted = true;
                 if (req->abort_cb)
