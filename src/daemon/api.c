@@ -288,7 +288,7 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                         }
                 for (size_t i = 0; i < ARRAY_SIZE(gets); i++)
                         if (strcmp(sub, gets[i]) == 0) {
-                                if (!is(req, "GET")) {
+                                if (!is(req, "GET") && !is(req, "HEAD")) {
                                         method_not_allowed(req);
                                         return;
                                 }
