@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
@@ -156,6 +157,7 @@ static void *loop_thread(void *arg)
 static int setup(void **state)
 {
         (void)state;
+        signal(SIGPIPE, SIG_IGN); /* as cellad does: a gone client is an EPIPE */
         pthread_create(&thread, NULL, loop_thread, NULL);
         pthread_mutex_lock(&mu);
         while (!port)

@@ -1,0 +1,823 @@
+/* The API handlers (api.c, api-exec.c, api-files.c) end to end over HTTP, against a
+ * scripted agent speaking the real protocol on a unix socket (a forked child), with a
+ * one-sandbox stand-in for the sandbox table (the real one needs the runtime; the
+ * integration tests cover it). Checks: routing and 404/405, auth, ExecResult, SSE events
+ * with a UTF-8 character split across frames and with non-UTF-8 bytes, timeout -> 408
+ * with context, agent ERROR -> API error, 3 MiB of output through the credit window,
+ * raw file GET (Content-Length, Content-Type) and PUT (streamed), JSON read/write, list,
+ * exists, mkdir, move, delete. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#include "common/base64.h"
+#include "common/buf.h"
+#include "common/limits.h"
+#include "daemon/api.h"
+
+#define BIG (3 * 1024 * 1024)
+
+/* ---- the stand-in sandbox table (loop thread) ---- */
+
+struct sandbox {
+        char name[CELLA_NAME_MAX + 1];
+        bool exists;
+        struct agent_conn *conn;
+        json_t *env;
+};
+
+static struct sandbox the_sandbox;
+static uv_loop_t loop;
+static char sock_path[100];
+
+static void on_lost(struct agent_conn *c, int err, void *ud)
+{
+        (void)c;
+        (void)err;
+        (void)ud;
+        the_sandbox.conn = NULL;
+}
+
+static json_t *info(const struct sandbox *s)
+{
+        return json_pack("{s:s, s:s}", "id", s->name, "state", "running");
+}
+
+int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
+                      const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
+                      struct cella_error *err)
+{
+        (void)t;
+        (void)opts;
+        if (!the_sandbox.exists || strcmp(the_sandbox.name, name) != 0) {
+                if (!create)
+                        return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'",
+                                               name);
+                if (the_sandbox.conn)
+                        agent_conn_close(the_sandbox.conn);
+                the_sandbox.conn = NULL;
+                snprintf(the_sandbox.name, sizeof(the_sandbox.name), "%s", name);
+                the_sandbox.exists = true;
+                if (ret_created)
+                        *ret_created = true;
+        } else if (ret_created) {
+                *ret_created = false;
+        }
+        if (!the_sandbox.conn &&
+            agent_conn_new(&loop, sock_path, on_lost, NULL, &the_sandbox.conn, err) < 0)
+                return -1;
+        *ret = &the_sandbox;
+        return 0;
+}
+
+int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sandbox_options *opts,
+                      struct sandbox **ret, bool *ret_created, struct cella_error *err)
+{
+        return sandbox_table_get(t, name, true, opts, ret, ret_created, err);
+}
+
+int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_existed,
+                          struct cella_error *err)
+{
+        (void)t;
+        (void)err;
+        *ret_existed = the_sandbox.exists && strcmp(the_sandbox.name, name) == 0;
+        if (*ret_existed) {
+                the_sandbox.exists = false;
+                if (the_sandbox.conn)
+                        agent_conn_close(the_sandbox.conn);
+                the_sandbox.conn = NULL;
+        }
+        return 0;
+}
+
+json_t *sandbox_table_list(struct sandbox_table *t)
+{
+        json_t *a = json_array();
+
+        (void)t;
+        if (the_sandbox.exists)
+                json_array_append_new(a, info(&the_sandbox));
+        return a;
+}
+
+unsigned sandbox_table_count(const struct sandbox_table *t)
+{
+        (void)t;
+        return the_sandbox.exists;
+}
+
+json_t *sandbox_info(const struct sandbox *s)
+{
+        return info(s);
+}
+
+const char *sandbox_name(const struct sandbox *s)
+{
+        return s->name;
+}
+
+json_t *sandbox_env(const struct sandbox *s)
+{
+        return s->env;
+}
+
+void sandbox_touch(struct sandbox *s)
+{
+        (void)s;
+}
+
+struct agent_conn *sandbox_agent(struct sandbox *s)
+{
+        return s->conn;
+}
+
+void sandbox_ref(struct sandbox *s)
+{
+        (void)s;
+}
+
+void sandbox_unref(struct sandbox *s)
+{
+        (void)s;
+}
+
+/* ---- the scripted agent (child process) ---- */
+
+static int read_full(int fd, void *p, size_t n)
+{
+        size_t got = 0;
+
+        while (got < n) {
+                ssize_t r = read(fd, (char *)p + got, n - got);
+
+                if (r <= 0)
+                        return -1;
+                got += (size_t)r;
+        }
+        return 0;
+}
+
+static void send_frame(int fd, uint8_t type, uint32_t stream, const void *p, size_t len)
+{
+        struct buf b = BUF_INIT;
+
+        if (frame_append(&b, type, stream, p, (uint32_t)len) == 0 &&
+            write(fd, b.data, b.len) != (ssize_t)b.len)
+                _exit(3);
+        buf_free(&b);
+}
+
+static void send_json(int fd, uint8_t type, uint32_t stream, const char *s)
+{
+        send_frame(fd, type, stream, s, strlen(s));
+}
+
+static int recv_frame(int fd, struct frame *f)
+{
+        static uint8_t in[CELLA_FRAME_HEADER + CELLA_FRAME_MAX];
+        uint32_t len;
+
+        if (read_full(fd, in, CELLA_FRAME_HEADER) < 0)
+                return -1;
+        len = (uint32_t)in[0] << 24 | (uint32_t)in[1] << 16 | (uint32_t)in[2] << 8 | in[3];
+        if (len > CELLA_FRAME_MAX || read_full(fd, in + CELLA_FRAME_HEADER, len) < 0)
+                return -1;
+        return frame_decode(in, CELLA_FRAME_HEADER + len, f) > 0 ? 0 : -1;
+}
+
+static bool payload_has(const struct frame *f, const char *s)
+{
+        return memmem(f->payload, f->len, s, strlen(s)) != NULL;
+}
+
+/* Big output on one stream, sent as the credit allows (type STDOUT or DATA). */
+struct big {
+        uint32_t stream;
+        uint8_t type;
+        uint64_t credit, sent;
+        const char *end_type_json; /* EXIT or RESULT payload */
+};
+
+static void big_pump(int fd, struct big *b)
+{
+        static char chunk[64 * 1024];
+
+        memset(chunk, 'z', sizeof(chunk));
+        while (b->stream && b->sent < BIG && b->credit >= sizeof(chunk)) {
+                send_frame(fd, b->type, b->stream, chunk, sizeof(chunk));
+                b->credit -= sizeof(chunk);
+                b->sent += sizeof(chunk);
+        }
+        if (b->stream && b->sent == BIG) {
+                send_json(fd, b->type == FRAME_DATA ? FRAME_RESULT : FRAME_EXIT, b->stream,
+                          b->end_type_json);
+                b->stream = 0;
+        }
+}
+
+static void agent_conn_loop(int fd)
+{
+        struct frame f;
+        struct big big = {0};
+        uint32_t write_stream = 0;
+        uint64_t received = 0;
+        struct buf written = BUF_INIT;
+        char msg[256];
+        static int cancels;
+
+        send_json(fd, FRAME_HELLO, 0, "{\"version\":1,\"pid\":1}");
+        while (recv_frame(fd, &f) == 0) {
+                uint32_t s = f.stream;
+
+                switch (f.type) {
+                case FRAME_EXEC:
+                        send_json(fd, FRAME_STARTED, s, "{\"pid\":42}");
+                        if (payload_has(&f, "\"command\":\"echo\"")) {
+                                if (!payload_has(&f, "\"MYVAR\":\"v1\"") ||
+                                    !payload_has(&f, "\"cwd\":\"/workspace/sub\""))
+                                        send_json(fd, FRAME_STDERR, s, "bad env or cwd");
+                                send_json(fd, FRAME_STDOUT, s, "hello\n");
+                                send_frame(fd, FRAME_STDERR, s, "w\0rn", 4);
+                                send_json(fd, FRAME_EXIT, s, "{\"exitCode\":0,\"timedOut\":false}");
+                        } else if (payload_has(&f, "\"command\":\"split\"")) {
+                                send_frame(fd, FRAME_STDOUT, s, "caf\xc3", 4);
+                                send_frame(fd, FRAME_STDOUT, s, "\xa9!", 2);
+                                send_frame(fd, FRAME_STDOUT, s, "\xff\xfe", 2);
+                                send_json(fd, FRAME_EXIT, s, "{\"exitCode\":3,\"timedOut\":false}");
+                        } else if (payload_has(&f, "\"command\":\"binary\"")) {
+                                send_frame(fd, FRAME_STDOUT, s, "\xff\x00\x01", 3);
+                                send_json(fd, FRAME_EXIT, s, "{\"exitCode\":0,\"timedOut\":false}");
+                        } else if (payload_has(&f, "\"command\":\"slow\"")) {
+                                if (!payload_has(&f, "\"timeoutMs\":50"))
+                                        send_json(fd, FRAME_STDERR, s, "no timeout passed");
+                                send_json(fd, FRAME_STDOUT, s, "partial");
+                                send_json(fd, FRAME_EXIT, s,
+                                          "{\"exitCode\":137,\"signal\":9,\"timedOut\":true}");
+                        } else if (payload_has(&f, "\"command\":\"cancels\"")) {
+                                snprintf(msg, sizeof(msg), "%d", cancels);
+                                send_json(fd, FRAME_STDOUT, s, msg);
+                                send_json(fd, FRAME_EXIT, s, "{\"exitCode\":0,\"timedOut\":false}");
+                        } else if (payload_has(&f, "\"command\":\"big\"")) {
+                                big = (struct big){s, FRAME_STDOUT, CELLA_STREAM_WINDOW, 0,
+                                                   "{\"exitCode\":0,\"timedOut\":false}"};
+                        } else {
+                                send_json(fd, FRAME_ERROR, s,
+                                          "{\"code\":\"NOT_DIRECTORY\",\"message\":\"cwd is not "
+                                          "a directory\"}");
+                        }
+                        break;
+                case FRAME_CANCEL:
+                        if (s == big.stream) {
+                                cancels++;
+                                send_json(fd, FRAME_EXIT, s,
+                                          "{\"exitCode\":137,\"signal\":9,\"timedOut\":false}");
+                                big.stream = 0;
+                        }
+                        break;
+                case FRAME_WINDOW:
+                        if (s == big.stream) {
+                                uint32_t c;
+
+                                frame_window_unpack(&f, &c);
+                                big.credit += c;
+                        }
+                        break;
+                case FRAME_FILE_READ:
+                        if (payload_has(&f, "\"/workspace/a.txt\"")) {
+                                send_json(fd, FRAME_FILE_INFO, s,
+                                          "{\"size\":5,\"type\":\"file\",\"name\":\"a.txt\"}");
+                                send_json(fd, FRAME_DATA, s, "hello");
+                                send_json(fd, FRAME_RESULT, s, "{\"size\":5}");
+                        } else if (payload_has(&f, "\"/workspace/bin.dat\"")) {
+                                send_json(fd, FRAME_FILE_INFO, s, "{\"size\":3,\"type\":\"file\"}");
+                                send_frame(fd, FRAME_DATA, s, "\x00\xff\x01", 3);
+                                send_json(fd, FRAME_RESULT, s, "{\"size\":3}");
+                        } else if (payload_has(&f, "\"/workspace/big.bin\"")) {
+                                snprintf(msg, sizeof(msg), "{\"size\":%d,\"type\":\"file\"}", BIG);
+                                send_json(fd, FRAME_FILE_INFO, s, msg);
+                                big = (struct big){s, FRAME_DATA, CELLA_STREAM_WINDOW, 0,
+                                                   "{\"size\":3145728}"};
+                        } else {
+                                send_json(fd, FRAME_ERROR, s,
+                                          "{\"code\":\"FILE_NOT_FOUND\",\"message\":\"no such "
+                                          "file\"}");
+                        }
+                        break;
+                case FRAME_FILE_WRITE:
+                        write_stream = s;
+                        received = 0;
+                        buf_reset(&written);
+                        break;
+                case FRAME_DATA:
+                        if (s == write_stream) {
+                                uint8_t w[4];
+
+                                received += f.len;
+                                if (written.len < 64)
+                                        buf_append(&written, f.payload, MIN(f.len, 64));
+                                frame_window_pack(w, f.len);
+                                send_frame(fd, FRAME_WINDOW, s, w, 4);
+                        }
+                        break;
+                case FRAME_END:
+                        if (s == write_stream) {
+                                snprintf(msg, sizeof(msg), "{\"size\":%llu}",
+                                         (unsigned long long)received);
+                                send_json(fd, FRAME_RESULT, s, msg);
+                                write_stream = 0;
+                        }
+                        break;
+                case FRAME_FILE_OP:
+                        if (payload_has(&f, "\"op\":\"list\"")) {
+                                send_json(fd, FRAME_FILE_INFO, s,
+                                          "{\"name\":\"a\",\"type\":\"file\",\"size\":1}");
+                                send_json(fd, FRAME_FILE_INFO, s,
+                                          "{\"name\":\"d\",\"type\":\"directory\",\"size\":0}");
+                                send_json(fd, FRAME_RESULT, s, "{\"count\":2}");
+                        } else if (payload_has(&f, "\"op\":\"exists\"")) {
+                                send_json(fd, FRAME_RESULT, s,
+                                          payload_has(&f, "/workspace/a.txt")
+                                                  ? "{\"exists\":true,\"type\":\"file\"}"
+                                                  : "{\"exists\":false}");
+                        } else if (payload_has(&f, "\"op\":\"delete\"") &&
+                                   !payload_has(&f, "\"recursive\":true")) {
+                                send_json(fd, FRAME_ERROR, s,
+                                          "{\"code\":\"IS_DIRECTORY\",\"message\":\"is a "
+                                          "directory\"}");
+                        } else {
+                                send_json(fd, FRAME_RESULT, s, "{}");
+                        }
+                        break;
+                default:
+                        break;
+                }
+                big_pump(fd, &big);
+        }
+        buf_free(&written);
+}
+
+static void fake_agent(int lfd)
+{
+        for (;;) {
+                int fd = accept(lfd, NULL, NULL);
+
+                if (fd < 0)
+                        _exit(0);
+                agent_conn_loop(fd);
+                close(fd);
+        }
+}
+
+/* ---- server (loop thread) ---- */
+
+static struct http_server *server;
+static struct api *api;
+static uv_async_t stop_async;
+static int port;
+static pthread_t thread;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pid_t agent_pid;
+static char tmpdir[] = "/tmp/cella-api-XXXXXX";
+
+static void on_stop(uv_async_t *a)
+{
+        (void)a;
+        http_server_free(server);
+        if (the_sandbox.conn)
+                agent_conn_close(the_sandbox.conn);
+        the_sandbox.conn = NULL;
+        uv_close((uv_handle_t *)&stop_async, NULL);
+}
+
+static void *loop_thread(void *arg)
+{
+        struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false"};
+        struct http_server_config cfg = {"127.0.0.1", 0, api_handle, NULL, NULL};
+        struct cella_error err = {0};
+
+        (void)arg;
+        uv_loop_init(&loop);
+        uv_async_init(&loop, &stop_async, on_stop);
+        if (api_new(&acfg, &api) < 0)
+                abort();
+        cfg.userdata = api;
+        if (http_server_new(&loop, &cfg, &server, &err) < 0)
+                abort();
+        pthread_mutex_lock(&mu);
+        port = http_server_port(server);
+        pthread_cond_signal(&cv);
+        pthread_mutex_unlock(&mu);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_loop_close(&loop);
+        api_free(api);
+        return NULL;
+}
+
+static int setup(void **state)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int lfd;
+
+        (void)state;
+        signal(SIGPIPE, SIG_IGN); /* as cellad does: a gone client is an EPIPE */
+        if (!mkdtemp(tmpdir))
+                return -1;
+        snprintf(sock_path, sizeof(sock_path), "%s/agent.sock", tmpdir);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+        lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 4) < 0)
+                return -1;
+        the_sandbox.env = json_pack("{s:s}", "MYVAR", "v0");
+        agent_pid = fork();
+        if (agent_pid == 0)
+                fake_agent(lfd);
+        close(lfd);
+        pthread_create(&thread, NULL, loop_thread, NULL);
+        pthread_mutex_lock(&mu);
+        while (!port)
+                pthread_cond_wait(&cv, &mu);
+        pthread_mutex_unlock(&mu);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        char p[256];
+
+        (void)state;
+        uv_async_send(&stop_async);
+        pthread_join(thread, NULL);
+        kill(agent_pid, SIGKILL);
+        waitpid(agent_pid, NULL, 0);
+        json_decref(the_sandbox.env);
+        snprintf(p, sizeof(p), "%s/agent.sock", tmpdir);
+        unlink(p);
+        rmdir(tmpdir);
+        return 0;
+}
+
+/* ---- client ---- */
+
+static char *exchange_bytes(const char *head, const void *body, size_t blen)
+{
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        struct timeval tv = {.tv_sec = 60}; /* hang guard only */
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct buf b = BUF_INIT;
+        char tmp[65536];
+        ssize_t n;
+
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+        for (size_t off = 0; off < blen;) {
+                n = send(fd, (const char *)body + off, blen - off, MSG_NOSIGNAL);
+                assert_true(n > 0);
+                off += (size_t)n;
+        }
+        while ((n = recv(fd, tmp, sizeof(tmp), 0)) > 0)
+                buf_append(&b, tmp, (size_t)n);
+        assert_true(n == 0);
+        close(fd);
+        buf_append(&b, "", 0);
+        return buf_steal(&b);
+}
+
+/* method path body -> whole response text (authorized, Connection: close). */
+static char *call(const char *method, const char *path, const char *extra, const char *body)
+{
+        char head[2048];
+
+        snprintf(head, sizeof(head),
+                 "%s %s HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer s3cret\r\n%s"
+                 "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                 method, path, extra ? extra : "", body ? strlen(body) : 0);
+        return exchange_bytes(head, body, body ? strlen(body) : 0);
+}
+
+static json_t *body_json(const char *r)
+{
+        const char *b = strstr(r, "\r\n\r\n");
+        json_t *j;
+
+        assert_non_null(b);
+        j = json_loads(b + 4, JSON_ALLOW_NUL, NULL);
+        if (!j)
+                fail_msg("not JSON: %s", b + 4);
+        return j;
+}
+
+static const char *jstr(json_t *j, const char *k)
+{
+        return json_string_value(json_object_get(j, k));
+}
+
+static void test_routing_and_auth(void **state)
+{
+        char *r;
+        json_t *j;
+
+        (void)state;
+        r = exchange_bytes("GET /v1/health HTTP/1.1\r\nConnection: close\r\n\r\n", NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        assert_non_null(strstr(r, "\"status\":\"ok\""));
+        free(r);
+        r = exchange_bytes("GET /v1/sandboxes HTTP/1.1\r\nConnection: close\r\n\r\n", NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 401"));
+        assert_non_null(strstr(r, "UNAUTHORIZED"));
+        free(r);
+        r = exchange_bytes("GET /v1/sandboxes HTTP/1.1\r\nAuthorization: Bearer s3creT\r\n"
+                           "Connection: close\r\n\r\n",
+                           NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 401"));
+        free(r);
+        r = call("GET", "/v1/nope", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 404"));
+        free(r);
+        r = call("DELETE", "/v1/sandboxes/box1/exec", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 405"));
+        assert_non_null(strstr(r, "METHOD_NOT_ALLOWED"));
+        free(r);
+        r = call("GET", "/v1/sandboxes/Bad_Name/files/list", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        assert_non_null(strstr(r, "INVALID_SANDBOX_NAME"));
+        free(r);
+        r = call("GET", "/v1/sandboxes/ghost", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 404"));
+        assert_non_null(strstr(r, "SANDBOX_NOT_FOUND"));
+        free(r);
+        r = call("PUT", "/v1/sandboxes/BOX1", NULL,
+                 "{\"normalizeId\":true,\"labels\":{\"a\":\"b\"}}");
+        assert_non_null(strstr(r, "HTTP/1.1 201"));
+        j = body_json(r);
+        assert_string_equal(jstr(j, "id"), "box1");
+        json_decref(j);
+        free(r);
+        r = call("PUT", "/v1/sandboxes/box1", NULL, "{\"instanceType\":\"enormous\"}");
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        free(r);
+        r = call("GET", "/v1/sandboxes", NULL, NULL);
+        assert_non_null(strstr(r, "\"sandboxes\":[{"));
+        free(r);
+}
+
+static void test_exec_buffered(void **state)
+{
+        char *r;
+        json_t *j;
+
+        (void)state;
+        r = call("POST", "/v1/sandboxes/box1/exec", NULL,
+                 "{\"command\":\"echo\",\"env\":{\"MYVAR\":\"v1\"},\"cwd\":\"sub\"}");
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        j = body_json(r);
+        assert_true(json_is_true(json_object_get(j, "success")));
+        assert_int_equal(json_integer_value(json_object_get(j, "exitCode")), 0);
+        assert_string_equal(jstr(j, "stdout"), "hello\n");
+        assert_int_equal(json_string_length(json_object_get(j, "stderr")), 4); /* "w\0rn" */
+        assert_memory_equal(jstr(j, "stderr"), "w\0rn", 4);
+        assert_string_equal(jstr(j, "command"), "echo");
+        assert_null(json_object_get(j, "stdoutEncoding"));
+        json_decref(j);
+        free(r);
+
+        r = call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":\"binary\"}");
+        j = body_json(r);
+        assert_string_equal(jstr(j, "stdoutEncoding"), "base64");
+        assert_string_equal(jstr(j, "stdout"), "/wAB");
+        json_decref(j);
+        free(r);
+
+        r = call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":\"slow\",\"timeout\":50}");
+        assert_non_null(strstr(r, "HTTP/1.1 408"));
+        j = body_json(r);
+        assert_string_equal(jstr(j, "code"), "COMMAND_TIMEOUT");
+        assert_string_equal(jstr(json_object_get(j, "context"), "stdout"), "partial");
+        assert_int_equal(
+                json_integer_value(json_object_get(json_object_get(j, "context"), "timeout")), 50);
+        json_decref(j);
+        free(r);
+
+        r = call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":\"nodir\"}");
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        assert_non_null(strstr(r, "\"code\":\"NOT_DIRECTORY\""));
+        free(r);
+
+        r = call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":");
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        assert_non_null(strstr(r, "VALIDATION_FAILED"));
+        free(r);
+
+        r = call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":\"big\"}");
+        j = body_json(r);
+        assert_int_equal(json_string_length(json_object_get(j, "stdout")), BIG);
+        json_decref(j);
+        free(r);
+}
+
+static void test_exec_sse(void **state)
+{
+        char *r;
+
+        (void)state;
+        r = call("POST", "/v1/sandboxes/box1/exec", "Accept: text/event-stream\r\n",
+                 "{\"command\":\"split\"}");
+        assert_non_null(strstr(r, "Content-Type: text/event-stream"));
+        assert_non_null(strstr(r, "data: {\"type\":\"start\",\"command\":\"split\",\"pid\":42"));
+        /* the é split across two frames arrives whole, never split */
+        assert_non_null(strstr(r, "\"data\":\"caf\""));
+        assert_non_null(strstr(r, "\"data\":\"\xc3\xa9!\""));
+        /* invalid bytes as base64: ff fe -> "//4=" */
+        assert_non_null(strstr(r, "\"data\":\"//4=\",\"encoding\":\"base64\""));
+        assert_non_null(strstr(r, "data: {\"type\":\"complete\",\"exitCode\":3"));
+        free(r);
+
+        r = call("POST", "/v1/sandboxes/box1/exec", "Accept: text/event-stream\r\n",
+                 "{\"command\":\"slow\",\"timeout\":50}");
+        assert_non_null(strstr(r, "\"type\":\"error\""));
+        assert_non_null(strstr(r, "\"code\":\"COMMAND_TIMEOUT\""));
+        free(r);
+
+        /* 3 MiB through the window: credit only comes back as the socket takes events */
+        r = call("POST", "/v1/sandboxes/box1/exec", "Accept: text/event-stream\r\n",
+                 "{\"command\":\"big\"}");
+        assert_non_null(strstr(r, "\"type\":\"complete\",\"exitCode\":0"));
+        free(r);
+}
+
+static void test_files_raw(void **state)
+{
+        char *r;
+        struct buf up = BUF_INIT;
+        char head[512];
+        json_t *j;
+
+        (void)state;
+        r = call("GET", "/v1/sandboxes/box1/files?path=a.txt", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        assert_non_null(strstr(r, "Content-Type: text/plain"));
+        assert_non_null(strstr(r, "Content-Length: 5\r\n"));
+        assert_non_null(strstr(r, "\r\n\r\nhello"));
+        free(r);
+        r = call("HEAD", "/v1/sandboxes/box1/files?path=a.txt", NULL, NULL);
+        assert_non_null(strstr(r, "Content-Length: 5\r\n"));
+        assert_null(strstr(r, "hello"));
+        free(r);
+        r = call("GET", "/v1/sandboxes/box1/files?path=missing", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 404"));
+        assert_non_null(strstr(r, "FILE_NOT_FOUND"));
+        free(r);
+        r = call("GET", "/v1/sandboxes/box1/files?path=big.bin", NULL, NULL);
+        assert_non_null(strstr(r, "Content-Length: 3145728\r\n"));
+        assert_non_null(strstr(r, "application/octet-stream"));
+        assert_int_equal(strlen(strstr(r, "\r\n\r\n") + 4), BIG);
+        free(r);
+        r = call("GET", "/v1/sandboxes/box1/files", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        free(r);
+
+        /* raw upload, 2 MiB: more than one window */
+        for (int i = 0; i < 2 * 1024 * 1024; i++)
+                buf_append(&up, "q", 1);
+        snprintf(head, sizeof(head),
+                 "PUT /v1/sandboxes/box1/files?path=up.bin&mode=0755 HTTP/1.1\r\n"
+                 "Authorization: Bearer s3cret\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                 up.len);
+        r = exchange_bytes(head, up.data, up.len);
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        j = body_json(r);
+        assert_int_equal(json_integer_value(json_object_get(j, "size")), 2 * 1024 * 1024);
+        assert_string_equal(jstr(j, "path"), "/workspace/up.bin");
+        json_decref(j);
+        free(r);
+        buf_free(&up);
+        r = call("PUT", "/v1/sandboxes/box1/files?path=x&mode=999", NULL, "");
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        free(r);
+        r = call("DELETE", "/v1/sandboxes/box1/files?path=dir", NULL, NULL);
+        assert_non_null(strstr(r, "IS_DIRECTORY"));
+        free(r);
+        r = call("DELETE", "/v1/sandboxes/box1/files?path=dir&recursive=true", NULL, NULL);
+        assert_non_null(strstr(r, "\"success\":true"));
+        free(r);
+}
+
+static void test_files_json(void **state)
+{
+        char *r;
+        json_t *j;
+
+        (void)state;
+        r = call("POST", "/v1/sandboxes/box1/files/read", NULL, "{\"path\":\"a.txt\"}");
+        j = body_json(r);
+        assert_string_equal(jstr(j, "content"), "hello");
+        assert_string_equal(jstr(j, "encoding"), "utf-8");
+        assert_true(json_is_false(json_object_get(j, "isBinary")));
+        json_decref(j);
+        free(r);
+        r = call("POST", "/v1/sandboxes/box1/files/read", NULL, "{\"path\":\"bin.dat\"}");
+        j = body_json(r);
+        assert_string_equal(jstr(j, "content"), "AP8B");
+        assert_string_equal(jstr(j, "encoding"), "base64");
+        assert_true(json_is_true(json_object_get(j, "isBinary")));
+        json_decref(j);
+        free(r);
+        r = call("POST", "/v1/sandboxes/box1/files/write", NULL,
+                 "{\"path\":\"w.bin\",\"content\":\"AAEC/w==\",\"encoding\":\"base64\"}");
+        j = body_json(r);
+        assert_int_equal(json_integer_value(json_object_get(j, "size")), 4);
+        json_decref(j);
+        free(r);
+        r = call("POST", "/v1/sandboxes/box1/files/mkdir", NULL,
+                 "{\"path\":\"d/e\",\"recursive\":true}");
+        assert_non_null(strstr(r, "\"recursive\":true"));
+        free(r);
+        r = call("POST", "/v1/sandboxes/box1/files/move", NULL, "{\"from\":\"a\",\"to\":\"b\"}");
+        assert_non_null(strstr(r, "\"from\":\"/workspace/a\""));
+        free(r);
+        r = call("GET", "/v1/sandboxes/box1/files/list?path=%2Fworkspace", NULL, NULL);
+        j = body_json(r);
+        assert_int_equal(json_integer_value(json_object_get(j, "count")), 2);
+        assert_string_equal(jstr(json_array_get(json_object_get(j, "files"), 1), "name"), "d");
+        json_decref(j);
+        free(r);
+        r = call("GET", "/v1/sandboxes/box1/files/exists?path=a.txt", NULL, NULL);
+        assert_non_null(strstr(r, "\"exists\":true"));
+        free(r);
+        r = call("GET", "/v1/sandboxes/box1/files/exists?path=zzz", NULL, NULL);
+        assert_non_null(strstr(r, "\"exists\":false"));
+        free(r);
+        r = call("DELETE", "/v1/sandboxes/box1", NULL, NULL);
+        assert_non_null(strstr(r, "\"destroyed\":true"));
+        free(r);
+        r = call("DELETE", "/v1/sandboxes/box1", NULL, NULL);
+        assert_non_null(strstr(r, "\"destroyed\":false"));
+        free(r);
+}
+
+/* A client that leaves in the middle of a streamed command cancels it. */
+static void test_disconnect_cancels(void **state)
+{
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        static const char req[] = "POST /v1/sandboxes/box1/exec HTTP/1.1\r\nAuthorization: "
+                                  "Bearer s3cret\r\nAccept: text/event-stream\r\n"
+                                  "Content-Length: 17\r\n\r\n{\"command\":\"big\"}";
+        char tmp[4096];
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool cancelled = false;
+
+        (void)state;
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), sizeof(req) - 1);
+        /* take a little of the output, then leave without reading the rest */
+        assert_true(recv(fd, tmp, sizeof(tmp), MSG_WAITALL) > 0);
+        close(fd);
+        /* the agent sees CANCEL: poll its count (bounded; no timing is asserted) */
+        for (int i = 0; i < 600 && !cancelled; i++) {
+                char *r =
+                        call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":\"cancels\"}");
+
+                cancelled = strstr(r, "\"stdout\":\"1\"") != NULL;
+                free(r);
+                if (!cancelled)
+                        usleep(100 * 1000);
+        }
+        assert_true(cancelled);
+}
+
+static void test_token_compare(void **state)
+{
+        (void)state;
+        assert_true(api_token_equal("abc", "abc"));
+        assert_false(api_token_equal("abd", "abc"));
+        assert_false(api_token_equal("ab", "abc"));
+        assert_false(api_token_equal("abcd", "abc"));
+        assert_false(api_token_equal("", ""));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_token_compare),      cmocka_unit_test(test_routing_and_auth),
+                cmocka_unit_test(test_exec_buffered),      cmocka_unit_test(test_exec_sse),
+                cmocka_unit_test(test_files_raw),          cmocka_unit_test(test_files_json),
+                cmocka_unit_test(test_disconnect_cancels),
+        };
+
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
