@@ -205,6 +205,20 @@ int main(int argc, char **argv)
         if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
                 log_warn("PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
 
+        if (check) {
+                /* Only the runtime: --check must not touch the registry or sandboxes. */
+                struct runtime_config rcfg = {.agent_path = agent_path, .cgroup_name = "cella"};
+                struct runtime *rt = NULL;
+
+                if (runtime_new(&rcfg, &rt, &err) < 0) {
+                        fprintf(stderr, "cellad: %s\n", err.msg);
+                        return 1;
+                }
+                printf("%s\n", runtime_describe(rt));
+                runtime_free(rt);
+                return 0;
+        }
+
         g_loop = uv_default_loop();
         {
                 struct sandbox_table_config cfg = {
@@ -219,14 +233,6 @@ int main(int argc, char **argv)
                         fprintf(stderr, "cellad: %s\n", err.msg);
                         return 1;
                 }
-        }
-        if (check) {
-                printf("%s\n", runtime_describe(sandbox_table_runtime(table)));
-                sandbox_table_free(table);
-                uv_walk(g_loop, close_walk, NULL);
-                uv_run(g_loop, UV_RUN_DEFAULT);
-                uv_loop_close(g_loop);
-                return 0;
         }
         {
                 struct api_config acfg = {g_loop, table, token, images, builder};
