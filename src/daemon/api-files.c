@@ -31,7 +31,7 @@ struct file_op {
         bool base64;
         long mode;       /* -1: keep */
         struct buf data; /* JSON read: file bytes; JSON write: bytes to send */
-        size_t sent;
+        size_t sent;     /* JSON write: bytes sent to the agent; raw GET: body bytes written */
         bool end_sent;
         uint64_t size;
         json_t *files;
@@ -192,8 +192,21 @@ static void get_frame(struct file_op *op, const struct frame *f)
                 return;
         }
         case FRAME_DATA: {
-                struct data_write *w = calloc(1, sizeof(*w));
+                struct data_write *w;
 
+                if (op->sent + f->len > op->size) {
+                        /* more bytes than the Content-Length we promised (the file grew):
+                         * a short, closed response is honest, a longer one corrupts the
+                         * connection */
+                        agent_stream_ack(op->stream, f->len);
+                        if (op->req)
+                                http_request_close(op->req);
+                        finish(op);
+                        agent_stream_cancel(op->stream);
+                        return;
+                }
+                op->sent += f->len;
+                w = calloc(1, sizeof(*w));
                 if (!w || !op->req ||
                     http_response_write(op->req, f->payload, f->len, data_written, w) < 0) {
                         free(w);
@@ -206,8 +219,10 @@ static void get_frame(struct file_op *op, const struct frame *f)
                 return;
         }
         case FRAME_RESULT:
-                if (op->req)
+                if (op->req && op->sent == op->size)
                         http_response_end(op->req);
+                else if (op->req)
+                        http_request_close(op->req); /* the file shrank: short body */
                 finish(op);
                 return;
         default:
