@@ -16,8 +16,10 @@
 
 struct exec_op {
         unsigned refs;
+        struct api *api;
+        char name[CELLA_NAME_MAX + 1];
         struct http_request *req; /* referenced until the response ended or the client left */
-        struct sandbox *sb;       /* referenced */
+        struct sandbox *sb;       /* referenced once found */
         struct agent_stream *stream;
         bool sse;
         bool finished; /* response given */
@@ -247,7 +249,8 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 {
         struct exec_op *op = userdata;
 
-        sandbox_touch(op->sb);
+        if (op->sb)
+                sandbox_touch(op->sb);
         switch (f->type) {
         case FRAME_STARTED: {
                 json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
@@ -360,12 +363,11 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        conn = sandbox_agent(op->sb);
-        if (!conn) {
-                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE, "sandbox '%s' is not running",
-                                  sandbox_name(op->sb));
+        op->sb = api_sandbox_for(op->api, req, op->name);
+        if (!op->sb)
                 goto out;
-        }
+        sandbox_ref(op->sb);
+        conn = sandbox_agent(op->sb);
         env = sandbox_env(op->sb) ? json_deep_copy(sandbox_env(op->sb)) : json_object();
         if (env && op->in.env)
                 json_object_update(env, op->in.env);
@@ -401,18 +403,17 @@ static void body_abort(struct http_request *req, void *ud)
         op_unref(ud);
 }
 
-void api_exec(struct api *a, struct http_request *req, struct sandbox *sb)
+void api_exec(struct api *a, struct http_request *req, const char *name)
 {
         struct exec_op *op = calloc(1, sizeof(*op));
 
-        (void)a;
         if (!op) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }
         op->refs = 1;
-        op->sb = sb;
-        sandbox_ref(sb);
+        op->api = a;
+        snprintf(op->name, sizeof(op->name), "%s", name);
         http_request_on_abort(req, body_abort, op);
         if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, exec_body, op) < 0) {
                 http_request_on_abort(req, NULL, NULL);

@@ -19,9 +19,11 @@ enum fkind { F_GET, F_PUT, F_DELETE, F_READ, F_WRITE, F_MKDIR, F_MOVE, F_LIST, F
 
 struct file_op {
         unsigned refs;
+        struct api *api;
+        char name[CELLA_NAME_MAX + 1];
         enum fkind kind;
         struct http_request *req; /* referenced until answered or the client left */
-        struct sandbox *sb;       /* referenced */
+        struct sandbox *sb;       /* referenced once found */
         struct agent_stream *stream;
         bool finished;
         char path[CELLA_PATH_MAX + 1];
@@ -238,7 +240,8 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
         json_t *res;
 
         (void)s;
-        sandbox_touch(op->sb);
+        if (op->sb)
+                sandbox_touch(op->sb);
         if (op->finished) {
                 if (frame_type_is_data(f->type))
                         agent_stream_ack(s, f->len);
@@ -473,18 +476,19 @@ static const struct http_body_ops put_body_ops = {put_data, put_end};
 static int start(struct file_op *op, struct http_request *req, uint8_t type, json_t *payload)
 {
         struct cella_error err = {0};
-        struct agent_conn *conn = sandbox_agent(op->sb);
+        struct agent_conn *conn;
 
         if (!payload) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return -ENOMEM;
         }
-        if (!conn) {
+        op->sb = api_sandbox_for(op->api, req, op->name);
+        if (!op->sb) {
                 json_decref(payload);
-                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE, "sandbox '%s' is not running",
-                                  sandbox_name(op->sb));
                 return -ENOTCONN;
         }
+        sandbox_ref(op->sb);
+        conn = sandbox_agent(op->sb);
         op->refs++;
         if (agent_conn_open(conn, type, payload, &file_ops, op, &op->stream, &err) < 0) {
                 op->refs--;
@@ -601,20 +605,19 @@ static int query_path(struct http_request *req, struct file_op *op, bool dflt_wo
         return 0;
 }
 
-void api_files(struct api *a, struct http_request *req, struct sandbox *sb, const char *sub)
+void api_files(struct api *a, struct http_request *req, const char *name, const char *sub)
 {
         struct file_op *op = calloc(1, sizeof(*op));
         const char *m = http_request_method(req);
 
-        (void)a;
         if (!op) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }
         op->refs = 1;
-        op->sb = sb;
+        op->api = a;
+        snprintf(op->name, sizeof(op->name), "%s", name);
         op->mode = -1;
-        sandbox_ref(sb);
 
         if (*sub) {
                 static const struct {

@@ -8,10 +8,15 @@ struct api {
         struct api_config cfg;
 };
 
-/* Routes under /v1/sandboxes/{id}/: sb is referenced for the call (take a ref to keep). */
-void api_exec(struct api *a, struct http_request *req, struct sandbox *sb);
+/* Routes under /v1/sandboxes/{name}/ (name already validated). They validate the request
+ * first and only then reach the sandbox with api_sandbox_for(), so a malformed request
+ * creates nothing. */
+void api_exec(struct api *a, struct http_request *req, const char *name);
 /* sub: "" (raw /files), "read", "write", "mkdir", "move", "list", "exists" */
-void api_files(struct api *a, struct http_request *req, struct sandbox *sb, const char *sub);
+void api_files(struct api *a, struct http_request *req, const char *name, const char *sub);
+/* The sandbox named name, created if needed, running, with an agent link, marked active;
+ * borrowed (sandbox_ref() to keep it). NULL after answering req with the error. */
+struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name);
 void api_images_list(struct api *a, struct http_request *req);
 void api_images_build(struct api *a, struct http_request *req, const char *name);
 

@@ -191,7 +191,6 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
         char name[CELLA_NAME_MAX + 1];
         bool normalize = false;
         struct sandbox *sb = NULL;
-        bool created = false;
 
         if (api_parse_bool(http_request_query(req, "normalizeId"), false, &normalize) < 0) {
                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
@@ -305,22 +304,29 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                 return;
         }
 
+        if (kind == R_EXEC)
+                api_exec(a, req, name);
+        else
+                api_files(a, req, name, sub);
+}
+
+struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name)
+{
+        struct cella_error err = {0};
+        struct sandbox *sb = NULL;
+        bool created = false;
+
         if (sandbox_table_get(a->cfg.table, name, true, NULL, &sb, &created, &err) < 0) {
                 http_respond_error(req, &err, NULL);
-                return;
+                return NULL;
         }
         if (!sandbox_agent(sb)) {
                 http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
                                   "sandbox '%s' has no agent connection", name);
-                return;
+                return NULL;
         }
         sandbox_touch(sb);
-        sandbox_ref(sb);
-        if (kind == R_EXEC)
-                api_exec(a, req, sb);
-        else
-                api_files(a, req, sb, sub);
-        sandbox_unref(sb);
+        return sb;
 }
 
 static bool authorized(struct api *a, struct http_request *req)

@@ -617,6 +617,17 @@ static void test_exec_buffered(void **state)
         assert_non_null(strstr(r, "\"code\":\"NOT_DIRECTORY\""));
         free(r);
 
+        /* an invalid request creates nothing */
+        r = call("POST", "/v1/sandboxes/fresh1/exec", NULL, "{\"command\":1}");
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        free(r);
+        r = call("GET", "/v1/sandboxes/fresh1/files/list?recursive=maybe", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        free(r);
+        r = call("GET", "/v1/sandboxes/fresh1", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 404"));
+        free(r);
+
         r = call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":");
         assert_non_null(strstr(r, "HTTP/1.1 400"));
         assert_non_null(strstr(r, "VALIDATION_FAILED"));
