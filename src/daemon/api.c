@@ -329,6 +329,53 @@ struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const c
         return sb;
 }
 
+/* host[:port] of a Host header or an origin's authority is a loopback name. */
+static bool host_is_loopback(const char *h, size_t n)
+{
+        static const char lh[] = ".localhost";
+        size_t hl = n;
+
+        if (n > 0 && h[0] == '[') /* [v6]:port */
+                return n >= 5 && strncmp(h, "[::1]", 5) == 0 && (n == 5 || h[5] == ':');
+        for (size_t i = 0; i < n; i++)
+                if (h[i] == ':') {
+                        hl = i;
+                        break;
+                }
+        if (hl == 9 && strncasecmp(h, "localhost", 9) == 0)
+                return true;
+        if (hl > sizeof(lh) - 1 && strncasecmp(h + hl - (sizeof(lh) - 1), lh, sizeof(lh) - 1) == 0)
+                return true;
+        if (hl >= 4 && strncmp(h, "127.", 4) == 0) {
+                for (size_t i = 4; i < hl; i++)
+                        if (!((h[i] >= '0' && h[i] <= '9') || h[i] == '.'))
+                                return false;
+                return true;
+        }
+        return false;
+}
+
+/* Browsers let any web page send "simple" cross-origin POSTs (no preflight) and DNS
+ * rebinding lets a page reach a loopback port under its own name. So: a request that says
+ * it comes from a web origin must come from the API's own origin, and without a token
+ * (loopback-only mode) the Host must be a loopback name. Non-browser clients send no
+ * Origin and a loopback Host, and are not affected. */
+static bool request_from_allowed_origin(struct api *a, struct http_request *req)
+{
+        const char *host = http_request_header(req, "Host");
+        const char *origin = http_request_header(req, "Origin");
+
+        if (origin) {
+                const char *auth = strstr(origin, "://");
+
+                if (!host || !auth || strcasecmp(auth + 3, host) != 0)
+                        return false;
+        }
+        if ((!a->cfg.token || !a->cfg.token[0]) && host && !host_is_loopback(host, strlen(host)))
+                return false;
+        return true;
+}
+
 static bool authorized(struct api *a, struct http_request *req)
 {
         const char *h;
@@ -354,6 +401,12 @@ void api_handle(struct http_request *req, void *userdata)
                         health(a, req);
                 else
                         method_not_allowed(req);
+                return;
+        }
+        if (!request_from_allowed_origin(a, req)) {
+                http_respond_code(req, CELLA_E_PERMISSION_DENIED,
+                                  "cross-origin request refused (Origin or Host is not this "
+                                  "API's)");
                 return;
         }
         if (!authorized(a, req)) {

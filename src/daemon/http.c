@@ -1122,7 +1122,10 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
                 return;
         c->in.len += (size_t)nread;
         c->in.data[c->in.len] = '\0';
-        uv_timer_again(&c->timer);
+        /* A request's head must arrive within one idle period however slowly it drips
+         * (slowloris); bytes between requests and body bytes count as activity. */
+        if (!c->cur || c->cur->dispatched)
+                uv_timer_again(&c->timer);
         conn_process(c);
 }
 

@@ -382,8 +382,9 @@ static void fake_agent(int lfd)
 
 /* ---- server (loop thread) ---- */
 
-static struct http_server *server;
-static struct api *api;
+static struct http_server *server, *server_open; /* with a token; without one */
+static struct api *api, *api_open;
+static int port_open;
 static uv_async_t stop_async;
 static int port;
 static pthread_t thread;
@@ -396,6 +397,7 @@ static void on_stop(uv_async_t *a)
 {
         (void)a;
         http_server_free(server);
+        http_server_free(server_open);
         if (the_sandbox.conn)
                 agent_conn_close(the_sandbox.conn);
         the_sandbox.conn = NULL;
@@ -416,6 +418,13 @@ static void *loop_thread(void *arg)
         cfg.userdata = api;
         if (http_server_new(&loop, &cfg, &server, &err) < 0)
                 abort();
+        acfg.token = NULL;
+        if (api_new(&acfg, &api_open) < 0)
+                abort();
+        cfg.userdata = api_open;
+        if (http_server_new(&loop, &cfg, &server_open, &err) < 0)
+                abort();
+        port_open = http_server_port(server_open);
         pthread_mutex_lock(&mu);
         port = http_server_port(server);
         pthread_cond_signal(&cv);
@@ -423,6 +432,7 @@ static void *loop_thread(void *arg)
         uv_run(&loop, UV_RUN_DEFAULT);
         uv_loop_close(&loop);
         api_free(api);
+        api_free(api_open);
         return NULL;
 }
 
@@ -471,9 +481,9 @@ static int teardown(void **state)
 
 /* ---- client ---- */
 
-static char *exchange_bytes(const char *head, const void *body, size_t blen)
+static char *exchange_port(int p, const char *head, const void *body, size_t blen)
 {
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
         struct timeval tv = {.tv_sec = 60}; /* hang guard only */
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct buf b = BUF_INIT;
@@ -495,6 +505,11 @@ static char *exchange_bytes(const char *head, const void *body, size_t blen)
         close(fd);
         buf_append(&b, "", 0);
         return buf_steal(&b);
+}
+
+static char *exchange_bytes(const char *head, const void *body, size_t blen)
+{
+        return exchange_port(port, head, body, blen);
 }
 
 /* method path body -> whole response text (authorized, Connection: close). */
@@ -811,6 +826,51 @@ static void test_disconnect_cancels(void **state)
         assert_true(cancelled);
 }
 
+/* Browser pages cannot drive the API: cross-origin requests and foreign Host names (DNS
+ * rebinding) are refused. */
+static void test_origin_and_host(void **state)
+{
+        char *r;
+
+        (void)state;
+        r = exchange_bytes(
+                "GET /v1/sandboxes HTTP/1.1\r\nHost: t\r\nOrigin: http://evil.example\r\n"
+                "Authorization: Bearer s3cret\r\nConnection: close\r\n\r\n",
+                NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 403"));
+        free(r);
+        r = exchange_bytes("GET /v1/sandboxes HTTP/1.1\r\nHost: t\r\nOrigin: http://t\r\n"
+                           "Authorization: Bearer s3cret\r\nConnection: close\r\n\r\n",
+                           NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        free(r);
+        /* no token: loopback Host names only */
+        static const char *const ok[] = {"127.0.0.1:7070", "localhost", "LOCALHOST:1", "[::1]:7070",
+                                         "8080-box-tok.localhost:7070"};
+        static const char *const bad[] = {"evil.example", "127.0.0.1.evil.example",
+                                          "localhost.evil.example", "[::2]:1", "10.0.0.1"};
+        char head[256];
+
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+                snprintf(head, sizeof(head),
+                         "GET /v1/sandboxes HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                         ok[i]);
+                r = exchange_port(port_open, head, NULL, 0);
+                if (!strstr(r, "HTTP/1.1 200"))
+                        fail_msg("Host %s refused", ok[i]);
+                free(r);
+        }
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                snprintf(head, sizeof(head),
+                         "GET /v1/sandboxes HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                         bad[i]);
+                r = exchange_port(port_open, head, NULL, 0);
+                if (!strstr(r, "HTTP/1.1 403"))
+                        fail_msg("Host %s accepted", bad[i]);
+                free(r);
+        }
+}
+
 static void test_token_compare(void **state)
 {
         (void)state;
@@ -827,7 +887,7 @@ int main(void)
                 cmocka_unit_test(test_token_compare),      cmocka_unit_test(test_routing_and_auth),
                 cmocka_unit_test(test_exec_buffered),      cmocka_unit_test(test_exec_sse),
                 cmocka_unit_test(test_files_raw),          cmocka_unit_test(test_files_json),
-                cmocka_unit_test(test_disconnect_cancels),
+                cmocka_unit_test(test_disconnect_cancels), cmocka_unit_test(test_origin_and_host),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);
