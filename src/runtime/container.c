@@ -1,1 +1,807 @@
-/* placeholder */
+/* Container start and teardown (see container.h and docs/runtime.md).
+ *
+ * Parent (cellad):  plan -> dirs, agent socket, cgroups -> clone3 -> uid/gid maps, v1
+ *                   cgroups, oom_score_adj, idmapped lower mount -> "go" + fd -> wait for
+ *                   exec (EOF on the sync socket) or a {step, errno} report.
+ * Child:            ids, cgroupns, hostname, overlay, mounts, pivot_root, lo, caps,
+ *                   no_new_privs, seccomp, fds, execveat(agent memfd).
+ *
+ * The child between clone3 and exec only uses data computed before the clone (its copy
+ * of our memory), raw syscalls and stack buffers: cellad may have threads, so no malloc
+ * and no locks there. */
+#include "runtime/container.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <grp.h>
+#include <linux/seccomp.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/limits.h"
+#include "common/macros.h"
+#include "runtime/caps.h"
+#include "runtime/cgroup.h"
+#include "runtime/filter.h"
+#include "runtime/mounts.h"
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+struct runtime {
+        struct cgroup_layout cg;
+        struct filter_prog filter;
+        struct caps caps;
+        struct mount_plan mounts;
+        int agent_fd;     /* sealed memfd with cella-init */
+        bool oom_protect; /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
+        char cgroup_name[64];
+        char description[CELLA_PATH_MAX + 512];
+};
+
+/* ---- the child ---- */
+
+enum child_step {
+        STEP_SYNC,
+        STEP_SETGROUPS,
+        STEP_SETGID,
+        STEP_SETUID,
+        STEP_CGROUPNS,
+        STEP_HOSTNAME,
+        STEP_PRIVATE,
+        STEP_DIRS,
+        STEP_LOWER,
+        STEP_OVERLAY,
+        STEP_ROOT,
+        STEP_MOUNTS,
+        STEP_PIVOT,
+        STEP_OLDROOT,
+        STEP_WORKSPACE,
+        STEP_LOOPBACK,
+        STEP_CAPS,
+        STEP_NNP,
+        STEP_SECCOMP,
+        STEP_FDS,
+        STEP_EXEC,
+        _STEP_MAX,
+};
+
+static const char *const step_names[_STEP_MAX] = {
+        [STEP_SYNC] = "wait for parent",
+        [STEP_SETGROUPS] = "setgroups",
+        [STEP_SETGID] = "setresgid",
+        [STEP_SETUID] = "setresuid",
+        [STEP_CGROUPNS] = "unshare cgroup namespace",
+        [STEP_HOSTNAME] = "sethostname",
+        [STEP_PRIVATE] = "make / private",
+        [STEP_DIRS] = "open sandbox dir",
+        [STEP_LOWER] = "attach idmapped image",
+        [STEP_OVERLAY] = "mount overlay",
+        [STEP_ROOT] = "enter new root",
+        [STEP_MOUNTS] = "mount",
+        [STEP_PIVOT] = "pivot_root",
+        [STEP_OLDROOT] = "detach old root",
+        [STEP_WORKSPACE] = "chdir /workspace",
+        [STEP_LOOPBACK] = "bring up lo",
+        [STEP_CAPS] = "set capabilities",
+        [STEP_NNP] = "set no_new_privs",
+        [STEP_SECCOMP] = "install seccomp filter",
+        [STEP_FDS] = "set up file descriptors",
+        [STEP_EXEC] = "exec agent",
+};
+
+struct child_report {
+        int32_t step;
+        int32_t err;   /* positive errno */
+        int32_t index; /* mount step index for STEP_MOUNTS */
+};
+
+/* Everything the child needs, prepared by the parent. */
+struct child_args {
+        const struct runtime *rt;
+        const char *hostname;
+        int sync_fd;     /* child's end */
+        int psync_fd;    /* parent's end (closed in the child) */
+        const char *dir; /* the sandbox dir: overlay mount point */
+        int listen_fd;   /* agent socket -> fd 3 */
+        int log_fd;      /* -> fd 1, 2 */
+        int null_fd;     /* -> fd 0 */
+};
+
+_Noreturn static void child_fail(int fd, int step, int err, int index)
+{
+        struct child_report rep = {.step = step, .err = err < 0 ? -err : err, .index = index};
+        ssize_t _unused_ w = write(fd, &rep, sizeof(rep));
+        _exit(127);
+}
+
+#define CHECK(step, expr)                                         \
+        do {                                                      \
+                if ((expr) < 0)                                   \
+                        child_fail(a->sync_fd, (step), errno, 0); \
+        } while (0)
+
+static int recv_fd(int sock)
+{
+        char byte;
+        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } cm;
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = cm.buf,
+                             .msg_controllen = sizeof(cm.buf)};
+        ssize_t n;
+        do
+                n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return -1;
+        if (n == 0) {
+                errno = ECONNRESET;
+                return -1;
+        }
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+            c->cmsg_len != CMSG_LEN(sizeof(int))) {
+                errno = EPROTO;
+                return -1;
+        }
+        int fd;
+        memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+        return fd;
+}
+
+static int loopback_up(void)
+{
+        int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (s < 0)
+                return -1;
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        memcpy(ifr.ifr_name, "lo", 3);
+        int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+        if (r == 0) {
+                ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+                r = ioctl(s, SIOCSIFFLAGS, &ifr);
+        }
+        int e = errno;
+        close(s);
+        errno = e;
+        return r;
+}
+
+/* Put fd at target, without close-on-exec unless cloexec. */
+static int place_fd(int fd, int target, bool cloexec)
+{
+        return dup3(fd, target, cloexec ? O_CLOEXEC : 0);
+}
+
+_Noreturn static void child_main(const struct child_args *a)
+{
+        const struct runtime *rt = a->rt;
+        int lower, r;
+        size_t idx = 0;
+
+        close(a->psync_fd);
+        lower = recv_fd(a->sync_fd);
+        if (lower < 0)
+                child_fail(a->sync_fd, STEP_SYNC, errno, 0);
+
+        CHECK(STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+        /* Descriptors from before the clone point into the parent's mount namespace, so
+         * the sandbox dir is opened again here. Our fsuid is still host root (the owner
+         * of the daemon's 0700 directories) until setresuid below. */
+        int dir_fd = open(a->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        CHECK(STEP_DIRS, dir_fd);
+        int upper_fd = openat(dir_fd, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        CHECK(STEP_DIRS, upper_fd);
+        int work_fd = openat(dir_fd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        CHECK(STEP_DIRS, work_fd);
+
+        /* The parent wrote our uid/gid maps: become the namespace's root. */
+        CHECK(STEP_SETGID, setresgid(0, 0, 0));
+        CHECK(STEP_SETUID, setresuid(0, 0, 0));
+        CHECK(STEP_SETGROUPS, setgroups(0, NULL));
+        /* After clone3 put us into our cgroup: that cgroup becomes our cgroupns root. */
+        CHECK(STEP_CGROUPNS, unshare(CLONE_NEWCGROUP));
+        CHECK(STEP_HOSTNAME, sethostname(a->hostname, strlen(a->hostname)));
+
+        /* The idmapped image goes over the sandbox dir (in our namespace only), the
+         * overlay on top of it; lower/upper/work are given by descriptor, so no host
+         * path is resolved with the sandbox's credentials. */
+        CHECK(STEP_LOWER,
+              move_mount(lower, "", dir_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+        int ofs = fsopen("overlay", FSOPEN_CLOEXEC);
+        CHECK(STEP_OVERLAY, ofs);
+        CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "lowerdir+", NULL, lower));
+        CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "upperdir", NULL, upper_fd));
+        CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "workdir", NULL, work_fd));
+        CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0));
+        CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_CMD_CREATE, NULL, NULL, 0));
+        int root = fsmount(ofs, FSMOUNT_CLOEXEC, 0);
+        CHECK(STEP_OVERLAY, root);
+        CHECK(STEP_ROOT,
+              move_mount(root, "", dir_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+        CHECK(STEP_ROOT, fchdir(root));
+        close(lower);
+        close(ofs);
+
+        r = mounts_apply(&rt->mounts, &idx);
+        if (r < 0)
+                child_fail(a->sync_fd, STEP_MOUNTS, r, (int)idx);
+
+        CHECK(STEP_PIVOT, syscall(SYS_pivot_root, ".", "."));
+        CHECK(STEP_OLDROOT, umount2(".", MNT_DETACH));
+        CHECK(STEP_OLDROOT, chdir("/"));
+        close(root);
+        CHECK(STEP_WORKSPACE, chdir("/workspace"));
+        CHECK(STEP_LOOPBACK, loopback_up());
+
+        r = caps_apply(&rt->caps);
+        if (r < 0)
+                child_fail(a->sync_fd, STEP_CAPS, r, 0);
+        CHECK(STEP_NNP, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+
+        /* fds: 0 null, 1-2 log, 3 agent socket, 4 agent memfd (cloexec), 5 sync
+         * (cloexec); everything else closed. Sources move above 5 first so that no
+         * placement clobbers another source. */
+        int nul = fcntl(a->null_fd, F_DUPFD_CLOEXEC, 6);
+        int log = fcntl(a->log_fd, F_DUPFD_CLOEXEC, 6);
+        int lis = fcntl(a->listen_fd, F_DUPFD_CLOEXEC, 6);
+        int mem = fcntl(rt->agent_fd, F_DUPFD_CLOEXEC, 6);
+        int syn = fcntl(a->sync_fd, F_DUPFD_CLOEXEC, 6);
+        if (nul < 0 || log < 0 || lis < 0 || mem < 0 || syn < 0)
+                child_fail(a->sync_fd, STEP_FDS, errno, 0);
+        if (place_fd(syn, 5, true) < 0)
+                child_fail(a->sync_fd, STEP_FDS, errno, 0);
+        if (place_fd(nul, 0, false) < 0 || place_fd(log, 1, false) < 0 ||
+            place_fd(log, 2, false) < 0 || place_fd(lis, 3, false) < 0 ||
+            place_fd(mem, 4, true) < 0)
+                child_fail(5, STEP_FDS, errno, 0);
+        if (close_range(6, ~0U, 0) < 0)
+                child_fail(5, STEP_FDS, errno, 0);
+
+        struct sock_fprog prog = {.len = rt->filter.len, .filter = rt->filter.insns};
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+                child_fail(5, STEP_SECCOMP, errno, 0);
+
+        static char *const argv[] = {"cella-init", NULL};
+        static char *const envp[] = {NULL};
+        syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
+        child_fail(5, STEP_EXEC, errno, 0);
+}
+
+/* ---- the parent ---- */
+
+static int write_at(int dirfd, const char *name, const char *content, uid_t owner)
+{
+        if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+                return -errno;
+        _cleanup_close_ int fd =
+                openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return -errno;
+        size_t len = strlen(content);
+        if (write(fd, content, len) != (ssize_t)len)
+                return -EIO;
+        if (fchown(fd, owner, owner) < 0)
+                return -errno;
+        return 0;
+}
+
+/* mkdir name in dirfd if missing, owned by owner, 0755; returns an O_PATH fd to it that
+ * never follows a symlink the sandbox may have planted in its upper layer. */
+static int ensure_dir(int dirfd, const char *name, uid_t owner, int flags)
+{
+        if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        int fd = openat(dirfd, name, flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (fchownat(fd, "", owner, owner, AT_EMPTY_PATH) < 0 ||
+            fchmodat(dirfd, name, 0755, 0) < 0) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        return fd;
+}
+
+static int write_proc(pid_t pid, const char *file, const char *content)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        size_t len = strlen(content);
+        ssize_t w = write(fd, content, len);
+        if (w < 0)
+                return -errno;
+        return (size_t)w == len ? 0 : -EIO;
+}
+
+static int send_fd(int sock, int fd)
+{
+        char byte = 'g';
+        struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } cm;
+        memset(&cm, 0, sizeof(cm));
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = cm.buf,
+                             .msg_controllen = sizeof(cm.buf)};
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        ssize_t n;
+        do
+                n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? -errno : 0;
+}
+
+/* The idmapped, read-only, detached copy of the image for the child's user namespace. */
+static int make_lower(const char *rootfs, pid_t pid)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+        _cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
+        if (userns < 0)
+                return -errno;
+        _cleanup_close_ int tree =
+                open_tree(AT_FDCWD, rootfs, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0)
+                return -errno;
+        struct mount_attr attr = {
+                .attr_set =
+                        MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                .userns_fd = (uint64_t)userns,
+        };
+        if (mount_setattr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+                return -errno;
+        return TAKE_FD(tree);
+}
+
+static pid_t do_clone3(int cgroup_fd, int *ret_pidfd)
+{
+        struct clone_args ca;
+        memset(&ca, 0, sizeof(ca));
+        ca.flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC |
+                   CLONE_NEWNET | CLONE_PIDFD | CLONE_INTO_CGROUP;
+        ca.pidfd = (uint64_t)(uintptr_t)ret_pidfd;
+        ca.exit_signal = SIGCHLD;
+        ca.cgroup = (uint64_t)cgroup_fd;
+        return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+}
+
+static void kill_and_reap(int pidfd)
+{
+        siginfo_t si;
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+        while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
+                ;
+}
+
+/* Parent side after clone3: maps, v1 cgroups, oom_score_adj, lower mount, go; then wait
+ * for exec. Returns 0 or -1 with *err set. */
+static int parent_setup(const struct runtime *rt, const struct container_spec *spec,
+                        const struct cgroup_plan *plan, pid_t pid, int psync,
+                        struct cella_error *err)
+{
+        const char *name = spec->hostname;
+        const char *what = "uid_map";
+        char buf[64];
+        int r;
+
+        snprintf(buf, sizeof(buf), "0 %u %u\n", (unsigned)spec->uid_base,
+                 (unsigned)spec->uid_count);
+        r = write_proc(pid, "uid_map", buf);
+        if (r >= 0) {
+                what = "gid_map";
+                r = write_proc(pid, "gid_map", buf);
+        }
+        if (r >= 0) {
+                what = "v1 cgroups";
+                r = cgroup_plan_attach_v1(plan, pid);
+        }
+        if (r >= 0 && rt->oom_protect) {
+                /* The agent must not be the OOM victim; it resets this for what it runs. */
+                what = "oom_score_adj";
+                r = write_proc(pid, "oom_score_adj", "-1000");
+        }
+        _cleanup_close_ int lower = -EBADF;
+        if (r >= 0) {
+                what = "idmapped mount of the image";
+                lower = make_lower(spec->rootfs, pid);
+                r = lower < 0 ? lower : 0;
+        }
+        if (r >= 0) {
+                what = "start child";
+                r = send_fd(psync, lower);
+        }
+        if (r < 0)
+                return cella_error_errno(err, -r, "create sandbox '%s': %s", name, what);
+
+        /* EOF: the child exec'd (the sync socket is close-on-exec). */
+        struct child_report rep;
+        ssize_t got;
+        do
+                got = recv(psync, &rep, sizeof(rep), 0);
+        while (got < 0 && errno == EINTR);
+        if (got == 0)
+                return 0;
+        if (got != (ssize_t)sizeof(rep) || rep.step < 0 || rep.step >= _STEP_MAX)
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "create sandbox '%s': child failed", name);
+        if (rep.step == STEP_MOUNTS && rep.index >= 0 && (size_t)rep.index < rt->mounts.n)
+                return cella_error_errno(err, rep.err, "create sandbox '%s': mount /%s", name,
+                                         rt->mounts.steps[rep.index].target);
+        return cella_error_errno(err, rep.err, "create sandbox '%s': %s", name,
+                                 step_names[rep.step]);
+}
+
+static int spawn(const struct runtime *rt, const struct container_spec *spec,
+                 const struct cgroup_plan *plan, struct child_args *args, struct container *ret,
+                 struct cella_error *err)
+{
+        const char *name = spec->hostname;
+        int sv[2];
+
+        _cleanup_close_ int cgroup_fd = open(plan->v2_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cgroup_fd < 0)
+                return cella_error_errno(err, errno, "create sandbox '%s': open cgroup", name);
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+                return cella_error_errno(err, errno, "create sandbox '%s': socketpair", name);
+        _cleanup_close_ int psync = sv[0];
+        _cleanup_close_ int csync = sv[1];
+        args->sync_fd = csync;
+        args->psync_fd = psync;
+
+        int pidfd = -EBADF;
+        pid_t pid = do_clone3(cgroup_fd, &pidfd);
+        if (pid < 0)
+                return cella_error_errno(err, errno, "create sandbox '%s': clone3", name);
+        if (pid == 0)
+                child_main(args);
+        close(TAKE_FD(csync));
+
+        if (parent_setup(rt, spec, plan, pid, psync, err) < 0) {
+                kill_and_reap(pidfd);
+                close(pidfd);
+                if (err)
+                        err->code = CELLA_E_SANDBOX_UNAVAILABLE;
+                return -1;
+        }
+        ret->pid = pid;
+        ret->pidfd = pidfd;
+        return 0;
+}
+
+int runtime_container_start(struct runtime *rt, const struct container_spec *spec,
+                            struct container *ret, struct cella_error *err)
+{
+        const char *name = spec->hostname;
+        char buf[512];
+        uid_t owner = spec->uid_base;
+        int r;
+
+        if (spec->uid_count == 0 || (uint64_t)spec->uid_base + spec->uid_count > UINT32_MAX)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                       "create sandbox '%s': bad uid range", name);
+        if (strlen(spec->hostname) > 64)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                       "create sandbox '%s': hostname too long", name);
+
+        _cleanup_close_ int dir_fd = open(spec->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return cella_error_errno(err, errno, "create sandbox '%s': open %s", name,
+                                         spec->dir);
+
+        /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace. */
+        _cleanup_close_ int upper_fd = ensure_dir(dir_fd, "upper", owner, O_RDONLY);
+        if (upper_fd < 0)
+                return cella_error_errno(err, -upper_fd, "create sandbox '%s': upper dir", name);
+        _cleanup_close_ int work_fd = ensure_dir(dir_fd, "work", owner, O_PATH);
+        if (work_fd < 0)
+                return cella_error_errno(err, -work_fd, "create sandbox '%s': work dir", name);
+        {
+                _cleanup_close_ int etc_fd = ensure_dir(upper_fd, "etc", owner, O_RDONLY);
+                if (etc_fd < 0)
+                        return cella_error_errno(err, -etc_fd, "create sandbox '%s': /etc", name);
+                snprintf(buf, sizeof(buf), "%s\n", spec->hostname);
+                r = write_at(etc_fd, "hostname", buf, owner);
+                if (r >= 0) {
+                        snprintf(buf, sizeof(buf), "127.0.0.1 localhost %s\n::1 localhost\n",
+                                 spec->hostname);
+                        r = write_at(etc_fd, "hosts", buf, owner);
+                }
+                if (r < 0)
+                        return cella_error_errno(err, -r, "create sandbox '%s': /etc/hosts", name);
+                snprintf(buf, sizeof(buf), "%s/workspace", spec->rootfs);
+                struct stat st;
+                if (stat(buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                        _cleanup_close_ int ws = ensure_dir(upper_fd, "workspace", owner, O_PATH);
+                        if (ws < 0)
+                                return cella_error_errno(err, -ws,
+                                                         "create sandbox '%s': /workspace", name);
+                }
+        }
+
+        /* 2. The agent's listening socket, bound before the child exists. */
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/agent.sock", spec->dir);
+        if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                       "create sandbox '%s': socket path too long", name);
+        _cleanup_close_ int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (listen_fd < 0)
+                return cella_error_errno(err, errno, "create sandbox '%s': socket", name);
+        if (unlink(sa.sun_path) < 0 && errno != ENOENT)
+                return cella_error_errno(err, errno, "create sandbox '%s': unlink %s", name,
+                                         sa.sun_path);
+        if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+            chmod(sa.sun_path, 0600) < 0 || listen(listen_fd, 16) < 0)
+                return cella_error_errno(err, errno, "create sandbox '%s': agent socket", name);
+
+        snprintf(buf, sizeof(buf), "%s/agent.log", spec->dir);
+        _cleanup_close_ int log_fd =
+                open(buf, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (log_fd < 0)
+                return cella_error_errno(err, errno, "create sandbox '%s': open %s", name, buf);
+        _cleanup_close_ int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0)
+                return cella_error_errno(err, errno, "create sandbox '%s': /dev/null", name);
+
+        /* 3. cgroups. */
+        _cleanup_free_ struct cgroup_plan *plan = calloc(1, sizeof(*plan));
+        if (!plan)
+                return cella_error_errno(err, ENOMEM, "create sandbox '%s'", name);
+        struct cgroup_limits lim = {.memory_bytes = spec->limits.memory_bytes,
+                                    .cpu_millis = spec->limits.cpu_millis,
+                                    .pids_max = spec->limits.pids_max};
+        r = cgroup_plan_make(&rt->cg, rt->cgroup_name, spec->id, &lim, owner, plan);
+        if (r < 0)
+                return cella_error_errno(err, -r, "create sandbox '%s': cgroup plan", name);
+        size_t failed = 0;
+        r = cgroup_plan_apply(plan, &failed);
+        if (r < 0)
+                cella_error_errno(err, -r, "create sandbox '%s': cgroup %s", name,
+                                  plan->steps[failed].path);
+        else {
+                struct child_args args = {
+                        .rt = rt,
+                        .hostname = spec->hostname,
+                        .dir = spec->dir,
+                        .listen_fd = listen_fd,
+                        .log_fd = log_fd,
+                        .null_fd = null_fd,
+                };
+                r = spawn(rt, spec, plan, &args, ret, err);
+        }
+        if (r < 0) {
+                cgroup_destroy(&rt->cg, rt->cgroup_name, spec->id);
+                return -1;
+        }
+        return 0;
+}
+
+int runtime_container_reap(struct container *c, int *ret_status)
+{
+        siginfo_t si;
+        if (!c || c->pidfd < 0)
+                return -EBADF;
+        memset(&si, 0, sizeof(si));
+        if (waitid((idtype_t)P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG) < 0)
+                return -errno;
+        if (si.si_pid == 0)
+                return 0;
+        if (ret_status) {
+                if (si.si_code == CLD_EXITED)
+                        *ret_status = (si.si_status & 0xff) << 8;
+                else
+                        *ret_status = (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+        }
+        close(c->pidfd);
+        c->pidfd = -EBADF;
+        return 1;
+}
+
+bool runtime_oom_protected(const struct runtime *rt)
+{
+        return rt->oom_protect;
+}
+
+bool runtime_container_is_alive(const struct container *c)
+{
+        if (!c || c->pidfd < 0)
+                return false;
+        struct pollfd p = {.fd = c->pidfd, .events = POLLIN};
+        int r = poll(&p, 1, 0);
+        return r == 0;
+}
+
+int runtime_container_destroy(struct runtime *rt, const char *id, struct container *c,
+                              struct cella_error *err)
+{
+        if (c && c->pidfd >= 0) {
+                /* PID 1 of a pid namespace takes every process of it along. */
+                kill_and_reap(c->pidfd);
+                close(c->pidfd);
+                c->pidfd = -EBADF;
+        }
+        int r = cgroup_destroy(&rt->cg, rt->cgroup_name, id);
+        if (r < 0)
+                return cella_error_errno(err, -r, "destroy sandbox '%s': remove cgroup", id);
+        return 0;
+}
+
+/* ---- the runtime ---- */
+
+static int load_agent(const char *path)
+{
+        _cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
+        if (src < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(src, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        _cleanup_close_ int fd =
+                memfd_create("cella-init", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+        if (fd < 0 && errno == EINVAL)
+                fd = memfd_create("cella-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return -errno;
+        off_t left = st.st_size;
+        while (left > 0) {
+                ssize_t n = sendfile(fd, src, NULL, (size_t)left);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        return -EIO;
+                left -= n;
+        }
+        if (fchmod(fd, 0555) < 0)
+                return -errno;
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+static bool has_filesystem(const char *fs)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/filesystems", "re");
+        char line[128];
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f)) {
+                char *t = strrchr(line, '\t');
+                t = t ? t + 1 : line;
+                t[strcspn(t, "\n")] = '\0';
+                if (strcmp(t, fs) == 0)
+                        return true;
+        }
+        return false;
+}
+
+int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err)
+{
+        struct runtime *rt = calloc(1, sizeof(*rt));
+        size_t skipped = 0;
+        int r;
+
+        if (!rt)
+                return cella_error_errno(err, ENOMEM, "runtime");
+        rt->agent_fd = -EBADF;
+        snprintf(rt->cgroup_name, sizeof(rt->cgroup_name), "%s",
+                 cfg->cgroup_name ? cfg->cgroup_name : "cella");
+
+        r = cgroup_detect_host(&rt->cg);
+        if (r < 0) {
+                cella_error_errno(err, -r,
+                                  "runtime: no usable cgroups (need cgroup2, with memory, pids "
+                                  "and cpu in v2 or v1)");
+                goto fail;
+        }
+        if (!has_filesystem("overlay")) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                "runtime: the kernel has no overlay filesystem");
+                goto fail;
+        }
+        /* open_tree/mount_setattr exist (the real idmap test is the first start). */
+        if (mount_setattr(-1, "", 0, NULL, 0) < 0 && errno == ENOSYS) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                "runtime: kernel lacks mount_setattr (idmapped mounts)");
+                goto fail;
+        }
+        r = filter_build(&rt->filter, &skipped);
+        if (r < 0) {
+                cella_error_errno(err, -r, "runtime: build seccomp filter");
+                goto fail;
+        }
+        r = caps_init(&rt->caps);
+        if (r < 0) {
+                cella_error_errno(err, -r, "runtime: capabilities");
+                goto fail;
+        }
+        r = mounts_plan(CELLA_TMP_SIZE_MB, &rt->mounts);
+        if (r < 0) {
+                cella_error_errno(err, -r, "runtime: mount plan");
+                goto fail;
+        }
+        r = load_agent(cfg->agent_path);
+        if (r < 0) {
+                cella_error_errno(err, -r, "runtime: load agent %s", cfg->agent_path);
+                goto fail;
+        }
+        rt->agent_fd = r;
+        {
+                cap_t cur = cap_get_proc();
+                cap_flag_value_t v = CAP_CLEAR;
+                if (cur && cap_get_flag(cur, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &v) == 0)
+                        rt->oom_protect = v == CAP_SET;
+                if (cur)
+                        cap_free(cur);
+        }
+        snprintf(rt->description, sizeof(rt->description),
+                 "cgroups %s at %s; idmapped overlay lower (userxattr); seccomp deny list "
+                 "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s",
+                 cgroup_mode_name(rt->cg.mode), rt->cg.v2_root, (unsigned)rt->filter.len, skipped,
+                 rt->oom_protect ? "agent oom_score_adj -1000"
+                                 : "no CAP_SYS_RESOURCE: agent oom_score_adj left at 0");
+        *ret = rt;
+        return 0;
+fail:
+        runtime_free(rt);
+        return -1;
+}
+
+void runtime_free(struct runtime *rt)
+{
+        if (!rt)
+                return;
+        filter_prog_done(&rt->filter);
+        caps_done(&rt->caps);
+        if (rt->agent_fd >= 0)
+                close(rt->agent_fd);
+        free(rt);
+}
+
+const char *runtime_describe(const struct runtime *rt)
+{
+        return rt->description;
+}

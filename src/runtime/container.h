@@ -29,6 +29,8 @@ struct runtime_config {
 
 int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err);
 void runtime_free(struct runtime *rt);
+/* Does the runtime set the agent's oom_score_adj to -1000? (needs CAP_SYS_RESOURCE) */
+bool runtime_oom_protected(const struct runtime *rt);
 /* Human-readable description of what the host offers (cgroup mode, idmap, seccomp...). */
 const char *runtime_describe(const struct runtime *rt);
 

@@ -1,0 +1,140 @@
+/* Mount plan of the new root (see mounts.h). */
+#include "runtime/mounts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+
+#define NSN (MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+static int push(struct mount_plan *p, struct mount_step s)
+{
+        if (p->n >= MOUNTS_MAX)
+                return -E2BIG;
+        p->steps[p->n++] = s;
+        return 0;
+}
+
+#define PUSH(...)                                                   \
+        do {                                                        \
+                int _r = push(p, (struct mount_step){__VA_ARGS__}); \
+                if (_r < 0)                                         \
+                        return _r;                                  \
+        } while (0)
+
+static const char *const dev_nodes[][2] = {
+        {"/dev/null", "dev/null"},     {"/dev/zero", "dev/zero"},       {"/dev/full", "dev/full"},
+        {"/dev/random", "dev/random"}, {"/dev/urandom", "dev/urandom"}, {"/dev/tty", "dev/tty"},
+};
+
+static const char *const masked_files[] = {"proc/kcore", "proc/keys", "proc/timer_list",
+                                           "proc/sched_debug"};
+static const char *const ro_paths[] = {"proc/sys", "proc/sysrq-trigger", "proc/irq", "proc/bus"};
+
+int mounts_plan(unsigned tmp_size_mb, struct mount_plan *p)
+{
+        memset(p, 0, sizeof(*p));
+        snprintf(p->tmp_data, sizeof(p->tmp_data), "size=%um,mode=1777", tmp_size_mb);
+
+        /* proc first: the kernel allows a fresh proc only while a fully visible one is in
+         * the namespace, i.e. before the old root is detached. */
+        PUSH(.kind = MOUNT_FS, .source = "proc", .target = "proc", .fstype = "proc", .flags = NSN);
+        PUSH(.kind = MOUNT_FS, .source = "tmpfs", .target = "dev", .fstype = "tmpfs",
+             .flags = MS_NOSUID | MS_NOEXEC, .data = "mode=755,size=65536k");
+        for (size_t i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
+                PUSH(.kind = MOUNT_FILE, .target = dev_nodes[i][1], .mode = 0666);
+                PUSH(.kind = MOUNT_BIND, .source = dev_nodes[i][0], .target = dev_nodes[i][1],
+                     .flags = MS_BIND);
+        }
+        PUSH(.kind = MOUNT_MKDIR, .target = "dev/pts", .mode = 0755);
+        PUSH(.kind = MOUNT_FS, .source = "devpts", .target = "dev/pts", .fstype = "devpts",
+             .flags = MS_NOSUID | MS_NOEXEC, .data = "newinstance,ptmxmode=0666,mode=0620,gid=5");
+        PUSH(.kind = MOUNT_SYMLINK, .source = "pts/ptmx", .target = "dev/ptmx");
+        PUSH(.kind = MOUNT_SYMLINK, .source = "/proc/self/fd", .target = "dev/fd");
+        PUSH(.kind = MOUNT_SYMLINK, .source = "/proc/self/fd/0", .target = "dev/stdin");
+        PUSH(.kind = MOUNT_SYMLINK, .source = "/proc/self/fd/1", .target = "dev/stdout");
+        PUSH(.kind = MOUNT_SYMLINK, .source = "/proc/self/fd/2", .target = "dev/stderr");
+        PUSH(.kind = MOUNT_MKDIR, .target = "dev/shm", .mode = 01777);
+        PUSH(.kind = MOUNT_FS, .source = "shm", .target = "dev/shm", .fstype = "tmpfs",
+             .flags = MS_NOSUID | MS_NODEV, .data = "mode=1777,size=65536k");
+        PUSH(.kind = MOUNT_FS, .source = "tmpfs", .target = "tmp", .fstype = "tmpfs",
+             .flags = MS_NOSUID | MS_NODEV, .data = p->tmp_data);
+        PUSH(.kind = MOUNT_FS, .source = "sysfs", .target = "sys", .fstype = "sysfs",
+             .flags = NSN | MS_RDONLY, .optional = true);
+        PUSH(.kind = MOUNT_FS, .source = "cgroup2", .target = "sys/fs/cgroup", .fstype = "cgroup2",
+             .flags = NSN, .optional = true);
+        for (size_t i = 0; i < ARRAY_SIZE(masked_files); i++)
+                PUSH(.kind = MOUNT_BIND, .source = "dev/null", .target = masked_files[i],
+                     .flags = MS_BIND, .optional = true);
+        for (size_t i = 0; i < ARRAY_SIZE(ro_paths); i++)
+                PUSH(.kind = MOUNT_RO_BIND, .target = ro_paths[i], .flags = NSN, .optional = true);
+        return 0;
+}
+
+static int apply_one(const struct mount_step *s)
+{
+        switch (s->kind) {
+        case MOUNT_FS:
+                if (mount(s->source, s->target, s->fstype, s->flags, s->data) < 0)
+                        return -errno;
+                return 0;
+        case MOUNT_BIND:
+                if (mount(s->source, s->target, NULL, s->flags | MS_BIND, NULL) < 0)
+                        return -errno;
+                return 0;
+        case MOUNT_RO_BIND:
+                if (mount(s->target, s->target, NULL, MS_BIND | MS_REC, NULL) < 0)
+                        return -errno;
+                /* The remount keeps the flags the kernel locked on the original. */
+                if (mount(NULL, s->target, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | s->flags,
+                          NULL) < 0)
+                        return -errno;
+                return 0;
+        case MOUNT_MKDIR:
+                if (mkdir(s->target, s->mode) < 0 && errno != EEXIST)
+                        return -errno;
+                /* mkdir is subject to the umask; set the exact mode. */
+                if (chmod(s->target, s->mode) < 0)
+                        return -errno;
+                return 0;
+        case MOUNT_FILE: {
+                int fd = open(s->target, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, s->mode);
+                if (fd < 0)
+                        return -errno;
+                close(fd);
+                return 0;
+        }
+        case MOUNT_SYMLINK:
+                if (symlink(s->source, s->target) < 0 && errno != EEXIST)
+                        return -errno;
+                return 0;
+        }
+        return -EINVAL;
+}
+
+int mounts_apply(const struct mount_plan *plan, size_t *ret_step)
+{
+        bool skip_children_of_sys = false;
+        for (size_t i = 0; i < plan->n; i++) {
+                const struct mount_step *s = &plan->steps[i];
+                if (skip_children_of_sys && strncmp(s->target, "sys/", 4) == 0)
+                        continue;
+                int r = apply_one(s);
+                if (r < 0 && s->optional) {
+                        if (strcmp(s->target, "sys") == 0)
+                                skip_children_of_sys = true;
+                        continue;
+                }
+                if (r < 0) {
+                        *ret_step = i;
+                        return r;
+                }
+        }
+        return 0;
+}

@@ -1,0 +1,487 @@
+/* Live tests of the runtime: real containers (user/pid/mount/net/uts/ipc/cgroup
+ * namespaces, idmapped overlay, cgroups, seccomp) running tests/helpers/probe-init as PID 1
+ * on the default image. Needs root and the image; skips with a message otherwise. Uses uid
+ * slots above 4000 and the cgroup name "cella-test" so it never meets a running daemon. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/limits.h"
+#include "common/macros.h"
+#include "runtime/caps.h"
+#include "runtime/cgroup.h"
+#include "runtime/container.h"
+
+#define ROOTFS "/var/lib/cella/images/default/rootfs"
+#define PROBE CELLA_BUILD_DIR "/tests/probe-init"
+#define CG_NAME "cella-test"
+
+static struct runtime *rt;
+static struct cgroup_layout layout;
+static char tmpdir[] = "/tmp/cella-runtime-test-XXXXXX";
+
+static const char *const test_ids[] = {"iso", "mem", "pids", "sep-a", "sep-b", "again", "bad"};
+/* Containers started (static storage: a failed assertion leaves the test function), so
+ * the group teardown can destroy what a failing test left running. */
+struct tracked {
+        const char *id;
+        struct container *c;
+};
+static struct tracked live[16];
+
+static void track(const char *id, struct container *c)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(live); i++)
+                if (!live[i].c || live[i].c == c) {
+                        live[i] = (struct tracked){id, c};
+                        return;
+                }
+}
+
+static uid_t slot_base(unsigned slot)
+{
+        return CELLA_UID_BASE + (4000u + slot) * CELLA_UID_RANGE;
+}
+
+static void make_dir(char *out, size_t size, const char *name)
+{
+        snprintf(out, size, "%s/%s", tmpdir, name);
+        assert_true(mkdir(out, 0700) == 0 || errno == EEXIST);
+}
+
+static int start(const char *name, unsigned slot, const char *rootfs, uint64_t mem, uint32_t pids,
+                 struct container *c, struct cella_error *err)
+{
+        char dir[256];
+        make_dir(dir, sizeof(dir), name);
+        struct container_spec spec = {
+                .id = name,
+                .hostname = name,
+                .rootfs = rootfs,
+                .dir = dir,
+                .uid_base = slot_base(slot),
+                .uid_count = CELLA_UID_RANGE,
+                .limits = {.memory_bytes = mem, .cpu_millis = 1000, .pids_max = pids},
+        };
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        int r = runtime_container_start(rt, &spec, c, err);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        if (r == 0)
+                track(name, c);
+        if (r == 0)
+                print_message("start '%s': %.2f ms\n", name,
+                              (double)(b.tv_sec - a.tv_sec) * 1e3 +
+                                      (double)(b.tv_nsec - a.tv_nsec) / 1e6);
+        return r;
+}
+
+/* Send one command to the probe, return its JSON answer. */
+static json_t *ask(const char *name, const char *cmd)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/agent.sock", tmpdir, name);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(write(fd, cmd, strlen(cmd)), (ssize_t)strlen(cmd));
+        static char buf[1 << 20];
+        size_t n = 0;
+        for (;;) {
+                ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+                assert_true(r >= 0);
+                if (r == 0)
+                        break;
+                n += (size_t)r;
+        }
+        close(fd);
+        buf[n] = '\0';
+        json_error_t je;
+        json_t *j = json_loads(buf, 0, &je);
+        if (!j)
+                fail_msg("probe answered '%s' to '%s'", buf, cmd);
+        return j;
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+        json_t *v = json_object_get(o, k);
+        if (!json_is_string(v))
+                fail_msg("probe fact %s missing", k);
+        return json_string_value(v);
+}
+
+static json_int_t jint(json_t *o, const char *k)
+{
+        json_t *v = json_object_get(o, k);
+        if (!json_is_integer(v))
+                fail_msg("probe fact %s missing", k);
+        return json_integer_value(v);
+}
+
+static bool jbool(json_t *o, const char *k)
+{
+        json_t *v = json_object_get(o, k);
+        if (!json_is_boolean(v))
+                fail_msg("probe fact %s missing", k);
+        return json_is_true(v);
+}
+
+/* Is there a read-only mount at mountpoint in this mountinfo text? */
+static bool mount_is_ro(const char *mountinfo, const char *mountpoint)
+{
+        char needle[256];
+        snprintf(needle, sizeof(needle), " %s ro,", mountpoint);
+        for (const char *line = mountinfo; line && *line;) {
+                const char *eol = strchr(line, '\n');
+                size_t len = eol ? (size_t)(eol - line) : strlen(line);
+                const char *hit = strstr(line, needle);
+                if (hit && hit < line + len)
+                        return true;
+                line = eol ? eol + 1 : NULL;
+        }
+        return false;
+}
+
+static bool host_mountinfo_mentions(const char *s)
+{
+        FILE *f = fopen("/proc/self/mountinfo", "re");
+        char line[4096];
+        bool found = false;
+        assert_non_null(f);
+        while (fgets(line, sizeof(line), f))
+                if (strstr(line, s))
+                        found = true;
+        fclose(f);
+        return found;
+}
+
+static bool cgroup_dirs_exist(const char *id)
+{
+        char p[CELLA_PATH_MAX + 64];
+        struct stat st;
+        cgroup_v2_dir(&layout, CG_NAME, id, p, sizeof(p));
+        if (stat(p, &st) == 0)
+                return true;
+        for (int c = 0; c < _CGROUP_V1_MAX; c++) {
+                if (layout.mode != CGROUP_MODE_HYBRID || !layout.v1_root[c][0])
+                        continue;
+                snprintf(p, sizeof(p), "%s/%s/%s", layout.v1_root[c], CG_NAME, id);
+                if (stat(p, &st) == 0)
+                        return true;
+        }
+        return false;
+}
+
+static void destroy_and_check(const char *id, struct container *c)
+{
+        struct cella_error err = {0};
+        pid_t pid = c->pid;
+        assert_int_equal(runtime_container_destroy(rt, id, c, &err), 0);
+        assert_int_equal(c->pidfd, -EBADF);
+        assert_int_equal(kill(pid, 0), -1);
+        assert_int_equal(errno, ESRCH);
+        assert_false(cgroup_dirs_exist(id));
+        assert_false(host_mountinfo_mentions(tmpdir));
+}
+
+static int group_setup(void **state)
+{
+        if (geteuid() != 0) {
+                print_message("SKIP: runtime live tests need root\n");
+                return 0;
+        }
+        if (access(ROOTFS "/usr/bin", F_OK) < 0) {
+                print_message("SKIP: default image missing at " ROOTFS "\n");
+                return 0;
+        }
+        if (access(PROBE, X_OK) < 0) {
+                print_message("SKIP: %s not built\n", PROBE);
+                return 0;
+        }
+        struct runtime_config cfg = {.agent_path = PROBE, .cgroup_name = CG_NAME};
+        struct cella_error err = {0};
+        if (runtime_new(&cfg, &rt, &err) < 0) {
+                print_message("runtime_new: %s\n", err.msg);
+                return -1;
+        }
+        print_message("runtime: %s\n", runtime_describe(rt));
+        assert_int_equal(cgroup_detect_host(&layout), 0);
+        /* Leftovers of an interrupted earlier run: the after-restart path (no pidfd). */
+        for (size_t i = 0; i < ARRAY_SIZE(test_ids); i++)
+                if (runtime_container_destroy(rt, test_ids[i], NULL, &err) < 0)
+                        print_message("cleanup %s: %s\n", test_ids[i], err.msg);
+        if (!mkdtemp(tmpdir))
+                return -1;
+        return 0;
+}
+
+static int group_teardown(void **state)
+{
+        if (rt) {
+                char p[CELLA_PATH_MAX + 64];
+                for (size_t i = 0; i < ARRAY_SIZE(live); i++)
+                        if (live[i].c && live[i].c->pidfd >= 0)
+                                runtime_container_destroy(rt, live[i].id, live[i].c, NULL);
+                for (size_t i = 0; i < ARRAY_SIZE(test_ids); i++)
+                        runtime_container_destroy(rt, test_ids[i], NULL, NULL);
+                /* Plain removal of the temp tree: files are owned by the test's uid ranges. */
+                pid_t pid = fork();
+                if (pid == 0) {
+                        execl("/bin/rm", "rm", "-rf", "--", tmpdir, (char *)NULL);
+                        _exit(127);
+                }
+                waitpid(pid, NULL, 0);
+                /* The shared parents of the test cgroups. */
+                snprintf(p, sizeof(p), "%s/%s", layout.v2_root, CG_NAME);
+                rmdir(p);
+                for (int c = 0; c < _CGROUP_V1_MAX; c++) {
+                        if (layout.mode != CGROUP_MODE_HYBRID || !layout.v1_root[c][0])
+                                continue;
+                        snprintf(p, sizeof(p), "%s/%s", layout.v1_root[c], CG_NAME);
+                        rmdir(p);
+                }
+                runtime_free(rt);
+        }
+        return 0;
+}
+
+#define REQUIRE_RUNTIME()       \
+        do {                    \
+                if (!rt)        \
+                        skip(); \
+        } while (0)
+
+static void test_isolation(void **state)
+{
+        REQUIRE_RUNTIME();
+        static struct container c;
+        struct cella_error err = {0};
+        char expect[256], path[512];
+        struct stat st;
+
+        if (start("iso", 1, ROOTFS, 256u << 20, 128, &c, &err) < 0)
+                fail_msg("start: %s", err.msg);
+        assert_true(c.pid > 0);
+        assert_true(c.pidfd >= 0);
+        assert_true(runtime_container_is_alive(&c));
+        assert_int_equal(runtime_container_reap(&c, NULL), 0);
+
+        json_t *f = ask("iso", "facts");
+        assert_int_equal(jint(f, "pid"), 1);
+        assert_int_equal(jint(f, "uid"), 0);
+        assert_int_equal(jint(f, "gid"), 0);
+        snprintf(expect, sizeof(expect), "%u", (unsigned)slot_base(1));
+        assert_non_null(strstr(jstr(f, "uid_map"), expect));
+        assert_non_null(strstr(jstr(f, "gid_map"), expect));
+        assert_string_equal(jstr(f, "hostname"), "iso");
+        assert_string_equal(jstr(f, "etc_hostname"), "iso\n");
+        assert_non_null(strstr(jstr(f, "etc_hosts"), "127.0.0.1 localhost iso"));
+        json_t *ifs = json_object_get(f, "interfaces");
+        assert_int_equal(json_array_size(ifs), 1);
+        assert_string_equal(json_string_value(json_array_get(ifs, 0)), "lo");
+        assert_true(jbool(f, "lo_up"));
+        assert_false(jbool(f, "host_work_visible"));
+        assert_false(jbool(f, "host_images_visible"));
+        assert_int_equal(jint(f, "mount_errno"), EPERM);
+        assert_int_equal(jint(f, "unshare_user_errno"), EPERM);
+        assert_int_equal(jint(f, "personality_set_errno"), EPERM);
+        assert_true(jint(f, "personality_query") >= 0);
+        snprintf(expect, sizeof(expect), "%016llx", (unsigned long long)caps_default_mask());
+        assert_string_equal(jstr(f, "cap_eff"), expect);
+        assert_string_equal(jstr(f, "cap_bnd"), expect);
+        assert_string_equal(jstr(f, "cap_amb"), "0000000000000000");
+        assert_string_equal(jstr(f, "seccomp"), "2");
+        assert_string_equal(jstr(f, "no_new_privs"), "1");
+        assert_string_equal(jstr(f, "oom_score_adj"),
+                            runtime_oom_protected(rt) ? "-1000\n" : "0\n");
+        assert_non_null(strstr(jstr(f, "cgroup"), "0::/\n"));
+        assert_true(jbool(f, "lower_root_owned"));
+        assert_true(jbool(f, "workspace_writable"));
+        assert_true(jbool(f, "etc_writable"));
+        assert_true(jbool(f, "copy_up"));
+        assert_true(jbool(f, "tmp_writable"));
+        assert_string_equal(jstr(f, "cwd"), "/workspace");
+        assert_true(jbool(f, "keys_masked"));
+        assert_true(jbool(f, "kcore_masked")); /* or absent on this kernel */
+        assert_true(jint(f, "proc_sys_write_errno") != 0);
+        assert_true(mount_is_ro(jstr(f, "mountinfo"), "/proc/sys"));
+        assert_true(mount_is_ro(jstr(f, "mountinfo"), "/proc/bus"));
+        assert_true(mount_is_ro(jstr(f, "mountinfo"), "/sys"));
+        assert_true(jbool(f, "dev_null"));
+        assert_true(jbool(f, "dev_ptmx"));
+        assert_true(jbool(f, "devpts"));
+        assert_true(jbool(f, "cgroup_delegated"));
+        /* Only 0-3 and the accepted connection. */
+        json_t *fds = json_object_get(f, "fds");
+        for (size_t i = 0; i < json_array_size(fds); i++)
+                assert_true(json_integer_value(json_array_get(fds, i)) <= 4);
+        json_decref(f);
+
+        /* Host side: writes landed in upper/, owned by the sandbox's root. */
+        snprintf(path, sizeof(path), "%s/iso/upper/workspace/probe.txt", tmpdir);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_uid, slot_base(1));
+        snprintf(path, sizeof(path), "%s/iso/upper/etc/debian_version", tmpdir);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_uid, slot_base(1));
+        snprintf(path, sizeof(path), "%s/iso/agent.sock", tmpdir);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0600);
+        /* The image itself is untouched. */
+        assert_int_equal(access(ROOTFS "/etc/probe-copy-up", F_OK), -1);
+        /* Nothing mounted on the host. */
+        assert_false(host_mountinfo_mentions(tmpdir));
+
+        destroy_and_check("iso", &c);
+        /* Idempotent. */
+        assert_int_equal(runtime_container_destroy(rt, "iso", NULL, &err), 0);
+}
+
+static void test_memory_limit(void **state)
+{
+        REQUIRE_RUNTIME();
+        static struct container c;
+        struct cella_error err = {0};
+        if (start("mem", 2, ROOTFS, 64u << 20, 128, &c, &err) < 0)
+                fail_msg("start: %s", err.msg);
+        json_t *r = ask("mem", "oom 256");
+        assert_int_equal(jint(r, "killed_by"), 9);
+        json_decref(r);
+        /* PID 1 survived (oom_score_adj -1000). */
+        assert_true(runtime_container_is_alive(&c));
+        r = ask("mem", "oom 8");
+        assert_int_equal(jint(r, "exit"), 0);
+        json_decref(r);
+        destroy_and_check("mem", &c);
+}
+
+static void test_pids_limit(void **state)
+{
+        REQUIRE_RUNTIME();
+        static struct container c;
+        struct cella_error err = {0};
+        if (start("pids", 3, ROOTFS, 0, 16, &c, &err) < 0)
+                fail_msg("start: %s", err.msg);
+        json_t *r = ask("pids", "pids 100");
+        assert_true(jint(r, "forked") < 16);
+        assert_int_equal(jint(r, "errno"), EAGAIN);
+        json_decref(r);
+        destroy_and_check("pids", &c);
+}
+
+static void test_uid_ranges_separate(void **state)
+{
+        REQUIRE_RUNTIME();
+        static struct container a, b;
+        struct cella_error err = {0};
+        char path[512];
+        if (start("sep-a", 4, ROOTFS, 0, 64, &a, &err) < 0)
+                fail_msg("start a: %s", err.msg);
+        /* A file owned by A's root, placed where B can see it. */
+        /* Before B starts (the overlay caches what it looked up). */
+        make_dir(path, sizeof(path), "sep-b");
+        snprintf(path, sizeof(path), "%s/sep-b/upper", tmpdir);
+        assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+        snprintf(path, sizeof(path), "%s/sep-b/upper/workspace", tmpdir);
+        assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
+        assert_int_equal(chown(path, slot_base(5), slot_base(5)), 0);
+        snprintf(path, sizeof(path), "%s/sep-b/upper/workspace/a-secret", tmpdir);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(fchown(fd, slot_base(4), slot_base(4)), 0);
+        close(fd);
+        if (start("sep-b", 5, ROOTFS, 0, 64, &b, &err) < 0)
+                fail_msg("start b: %s", err.msg);
+        json_t *r = ask("sep-b", "read /workspace/a-secret");
+        assert_int_equal(jint(r, "stat_errno"), 0);
+        assert_int_equal(jint(r, "uid"), 65534); /* unmapped */
+        assert_int_equal(jint(r, "open_errno"), EACCES);
+        json_decref(r);
+        /* A's files are not in B's view at all, and the reverse. */
+        json_decref(ask("sep-a", "facts"));
+        r = ask("sep-b", "read /workspace/probe.txt");
+        assert_int_equal(jint(r, "stat_errno"), ENOENT);
+        json_decref(r);
+        destroy_and_check("sep-a", &a);
+        destroy_and_check("sep-b", &b);
+}
+
+static void test_restart_keeps_upper_and_reaps(void **state)
+{
+        REQUIRE_RUNTIME();
+        static struct container c;
+        struct cella_error err = {0};
+        int status = 0;
+        if (start("again", 6, ROOTFS, 0, 64, &c, &err) < 0)
+                fail_msg("start: %s", err.msg);
+        json_decref(ask("again", "facts")); /* writes /workspace/probe.txt */
+        /* PID 1 exits by itself: reap reports its status. */
+        int sfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/again/agent.sock", tmpdir);
+        assert_int_equal(connect(sfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(write(sfd, "exit 7", 6), 6);
+        char byte;
+        assert_int_equal(read(sfd, &byte, 1), 0);
+        close(sfd);
+        int r;
+        while ((r = runtime_container_reap(&c, &status)) == 0) {
+                struct timespec ts = {0, 1000000};
+                nanosleep(&ts, NULL);
+        }
+        assert_int_equal(r, 1);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 7);
+        assert_int_equal(c.pidfd, -EBADF);
+        assert_int_equal(runtime_container_destroy(rt, "again", &c, &err), 0);
+        assert_false(cgroup_dirs_exist("again"));
+
+        if (start("again", 6, ROOTFS, 0, 64, &c, &err) < 0)
+                fail_msg("restart: %s", err.msg);
+        json_t *j = ask("again", "read /workspace/probe.txt");
+        assert_int_equal(jint(j, "stat_errno"), 0);
+        assert_int_equal(jint(j, "uid"), 0);
+        json_decref(j);
+        destroy_and_check("again", &c);
+}
+
+static void test_start_failure_is_reported(void **state)
+{
+        REQUIRE_RUNTIME();
+        struct container c = {.pid = 0, .pidfd = -EBADF};
+        struct cella_error err = {0};
+        assert_int_equal(start("bad", 7, "/nonexistent-rootfs", 0, 64, &c, &err), -1);
+        assert_true(cella_error_is_set(&err));
+        assert_non_null(strstr(err.msg, "create sandbox 'bad': "));
+        print_message("expected failure: %s\n", err.msg);
+        assert_false(cgroup_dirs_exist("bad"));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_isolation),
+                cmocka_unit_test(test_memory_limit),
+                cmocka_unit_test(test_pids_limit),
+                cmocka_unit_test(test_uid_ranges_separate),
+                cmocka_unit_test(test_restart_keeps_upper_and_reaps),
+                cmocka_unit_test(test_start_failure_is_reported),
+        };
+        return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
