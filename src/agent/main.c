@@ -1,2 +1,121 @@
-int main(void);
-int main(void) { return 1; }
+/* cella-init: PID 1 of a sandbox and the agent cellad talks to (docs/protocol.md).
+ *
+ * fd 3 is the listening socket cellad bound for us; stdin/stdout/stderr go to a log file.
+ * As PID 1 we reap every child (the agent's SIGCHLD handler waits for any pid), cannot be
+ * killed by the signals a process in the sandbox could send, and are not dumpable. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "agent/agent.h"
+#include "common/log.h"
+
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+static void usage(FILE *f)
+{
+        fprintf(f, "usage: cella-init [--no-cgroup] [--log-level debug|info|warn|error]\n"
+                   "  Serves the cella agent protocol on the listening socket at fd 3.\n"
+                   "  --no-cgroup     never create per-command cgroups (host-mode tests)\n"
+                   "  --log-level L   log verbosity on stderr (default info)\n");
+}
+
+/* Every inherited descriptor from 3 up becomes close-on-exec, so commands get none. */
+static void cloexec_inherited(void)
+{
+        if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
+                return;
+        for (int fd = 3; fd < 4096; fd++) {
+                int flags = fcntl(fd, F_GETFD);
+
+                if (flags >= 0)
+                        fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+        }
+}
+
+int main(int argc, char **argv)
+{
+        static const struct option opts[] = {
+                { "no-cgroup", no_argument, NULL, 'C' },
+                { "log-level", required_argument, NULL, 'L' },
+                { "help", no_argument, NULL, 'h' },
+                {},
+        };
+        struct agent_options ao = { .listen_fd = 3 };
+        struct sigaction sa;
+        struct agent *agent = NULL;
+        uv_loop_t loop;
+        int c, r;
+
+        log_set_prefix("cella-init");
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+                switch (c) {
+                case 'C':
+                        ao.no_cgroup = true;
+                        break;
+                case 'L':
+                        if (strcmp(optarg, "debug") == 0)
+                                log_set_level(LOG_LEVEL_DEBUG);
+                        else if (strcmp(optarg, "info") == 0)
+                                log_set_level(LOG_LEVEL_INFO);
+                        else if (strcmp(optarg, "warn") == 0)
+                                log_set_level(LOG_LEVEL_WARN);
+                        else if (strcmp(optarg, "error") == 0)
+                                log_set_level(LOG_LEVEL_ERROR);
+                        else {
+                                fprintf(stderr, "cella-init: bad --log-level '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                default:
+                        usage(stderr);
+                        return 2;
+                }
+        }
+        if (optind < argc) {
+                usage(stderr);
+                return 2;
+        }
+
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        /* Outside a pid namespace (host-mode tests) orphans still come back to us. */
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = SIG_IGN;
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        sigaction(SIGPIPE, &sa, NULL);
+        setvbuf(stderr, NULL, _IOLBF, 0);
+        cloexec_inherited();
+
+        r = uv_loop_init(&loop);
+        if (r < 0) {
+                log_error("event loop: %s", uv_strerror(r));
+                return 1;
+        }
+        r = agent_new(&loop, &ao, &agent);
+        if (r < 0) {
+                log_error("listen on fd %d: %s", ao.listen_fd, uv_strerror(r));
+                return 1;
+        }
+        log_info("ready (pid %d)", (int)getpid());
+        uv_run(&loop, UV_RUN_DEFAULT);
+        /* Only reached if every handle closed, which does not happen while we listen. */
+        agent_free(agent);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        uv_loop_close(&loop);
+        return 0;
+}

@@ -1,0 +1,101 @@
+/* cella-init's server side of the agent protocol (docs/protocol.md).
+ *
+ * One struct agent per process: the listening socket (fd 3 in a sandbox), at most one
+ * active connection, the SIGCHLD reaper and every command still running. A connection owns
+ * the streams opened on it; when it goes away (peer closed, protocol error, replaced by a
+ * new connection) every stream is cancelled: command trees are killed, partial uploads are
+ * removed. Commands whose tree is still dying stay in the agent's exec list, detached from
+ * any connection, until they are reaped.
+ *
+ * Streams are kept in a list per connection (at most CELLA_AGENT_MAX_STREAMS). A stream's
+ * object starts with struct stream; its kind says which module (exec.c, files.c) owns it. */
+#ifndef CELLA_AGENT_AGENT_H
+#define CELLA_AGENT_AGENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "agent/request.h"
+#include "common/buf.h"
+#include "common/error.h"
+
+struct agent;
+struct conn;
+struct exec;
+
+struct agent_options {
+        int listen_fd;  /* listening unix stream socket (3) */
+        bool no_cgroup; /* never create per-command cgroups */
+};
+
+/* Set up the agent on loop. Returns 0 or -errno. */
+int agent_new(uv_loop_t *loop, const struct agent_options *opts, struct agent **ret);
+void agent_free(struct agent *a);
+
+/* ---- internal to src/agent/ ---- */
+
+enum stream_kind { STREAM_EXEC, STREAM_FILE_READ, STREAM_FILE_WRITE };
+
+struct stream {
+        struct stream *prev, *next; /* in conn->streams */
+        struct conn *conn;          /* NULL once ended or detached */
+        uint32_t id;
+        enum stream_kind kind;
+        uint64_t send_credit; /* data bytes we may still send (STDOUT/STDERR/DATA) */
+        int64_t recv_credit;  /* data bytes the daemon may still send us (uploads) */
+};
+
+struct agent {
+        uv_loop_t *loop;
+        uv_pipe_t listener;
+        uv_signal_t sigchld;
+        struct conn *conn;
+        bool use_cgroup; /* /sys/fs/cgroup is a writable cgroup2 mount */
+        struct exec *execs; /* every command not yet reaped and cleaned up */
+        char **dead_cgroups; /* cmd cgroups left to remove once their processes die */
+        size_t n_dead_cgroups;
+        uint64_t seq;
+};
+
+/* Send one frame on the stream's connection (copied). -EPIPE if the stream has none. */
+int stream_send(struct stream *s, uint8_t type, const void *payload, size_t len);
+/* Send a JSON frame (j is consumed). */
+int stream_send_json(struct stream *s, uint8_t type, json_t *j);
+/* End the stream: send the final frame (EXIT, RESULT or ERROR) and unlink it from its
+ * connection. The owner frees the object when it is done with it. */
+void stream_end_json(struct stream *s, uint8_t type, json_t *j);
+void stream_end_error(struct stream *s, int code, const char *fmt, ...) _printf_(3, 4);
+/* True while the connection's write queue is above its high-water mark: producers pause
+ * and are resumed (exec_resume / file_read_pump) once it drains. */
+bool stream_congested(const struct stream *s);
+
+/* exec.c */
+void exec_start(struct agent *a, struct conn *c, struct agent_request *req);
+void exec_on_window(struct exec *e);
+void exec_cancel(struct exec *e, bool detach); /* kill the tree; detach: connection gone */
+void exec_on_child(struct agent *a, pid_t pid, int status);
+void exec_reap_cgroups(struct agent *a);
+void agent_add_dead_cgroup(struct agent *a, const char *path);
+
+/* files.c */
+struct file_read;
+struct file_write;
+void file_read_start(struct conn *c, struct agent_request *req);
+void file_read_pump(struct file_read *r);
+void file_read_cancel(struct file_read *r); /* connection gone or CANCEL: free it */
+void file_write_start(struct conn *c, struct agent_request *req);
+int file_write_data(struct file_write *w, const uint8_t *data, size_t len);
+void file_write_end(struct file_write *w);
+void file_write_cancel(struct file_write *w, bool detach);
+void file_op_run(struct conn *c, struct agent_request *req);
+
+/* Register a new stream on c (used by exec.c and files.c). -EEXIST if the id is in use,
+ * -EMFILE beyond CELLA_AGENT_MAX_STREAMS. */
+int conn_add_stream(struct conn *c, struct stream *s, uint32_t id, enum stream_kind kind);
+/* Send an ERROR on a stream id that has no object (request rejected up front). */
+void conn_send_error(struct conn *c, uint32_t id, const struct cella_error *err);
+void conn_send_json(struct conn *c, uint8_t type, uint32_t id, json_t *j);
+
+#endif

@@ -1,0 +1,361 @@
+/* Frame -> typed request for the agent; see request.h. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/request.h"
+#include "common/limits.h"
+#include "common/path.h"
+
+bool agent_request_opens_stream(uint8_t type)
+{
+        return type == FRAME_EXEC || type == FRAME_FILE_READ || type == FRAME_FILE_WRITE ||
+               type == FRAME_FILE_OP;
+}
+
+void agent_request_done(struct agent_request *r)
+{
+        if (!r)
+                return;
+        free(r->command);
+        free(r->cwd);
+        for (size_t i = 0; i < r->n_env; i++)
+                free(r->env[i]);
+        free(r->env);
+        free(r->path);
+        free(r->to);
+        r->command = r->cwd = r->path = r->to = NULL;
+        r->env = NULL;
+        r->n_env = 0;
+}
+
+/* A JSON string without NUL bytes, at most max bytes, copied into *ret. */
+static int get_string(json_t *v, const char *field, size_t max, bool nonempty, char **ret,
+                      struct cella_error *err)
+{
+        const char *s;
+        size_t n;
+
+        if (!json_is_string(v)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be a string", field);
+                return -EINVAL;
+        }
+        s = json_string_value(v);
+        n = json_string_length(v);
+        if (strlen(s) != n) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' contains a NUL byte",
+                                field);
+                return -EINVAL;
+        }
+        if (nonempty && n == 0) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must not be empty",
+                                field);
+                return -EINVAL;
+        }
+        if (n > max) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' is longer than %zu bytes",
+                                field, max);
+                return -EINVAL;
+        }
+        *ret = strndup(s, n);
+        if (!*ret) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* An absolute path, normalised (common/path.h). */
+static int get_path(json_t *v, const char *field, char **ret, struct cella_error *err)
+{
+        char out[CELLA_PATH_MAX + 1];
+        const char *s;
+        size_t n;
+        int r;
+
+        if (!json_is_string(v)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be a string", field);
+                return -EINVAL;
+        }
+        s = json_string_value(v);
+        n = json_string_length(v);
+        if (n == 0 || s[0] != '/') {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be an absolute path",
+                                field);
+                return -EINVAL;
+        }
+        r = sandbox_path_normalize(s, n, out, sizeof(out), err);
+        if (r < 0)
+                return -EINVAL;
+        *ret = strndup(out, (size_t)r);
+        if (!*ret) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int get_bool(json_t *v, const char *field, bool *ret, struct cella_error *err)
+{
+        if (!v)
+                return 0;
+        if (!json_is_boolean(v)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be a boolean",
+                                field);
+                return -EINVAL;
+        }
+        *ret = json_is_true(v);
+        return 0;
+}
+
+static bool is_identifier(const char *s)
+{
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+                return false;
+        for (s++; *s; s++)
+                if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+                      (*s >= '0' && *s <= '9') || *s == '_'))
+                        return false;
+        return true;
+}
+
+static int decode_env(json_t *env, struct agent_request *r, struct cella_error *err)
+{
+        const char *key;
+        json_t *val;
+        size_t n;
+
+        if (!env || json_is_null(env))
+                return 0;
+        if (!json_is_object(env)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'env' must be an object");
+                return -EINVAL;
+        }
+        n = json_object_size(env);
+        if (n > CELLA_EXEC_MAX_ENV) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "'env' has more than %d variables", CELLA_EXEC_MAX_ENV);
+                return -EINVAL;
+        }
+        if (n == 0)
+                return 0;
+        r->env = calloc(n, sizeof(char *));
+        if (!r->env) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        json_object_foreach(env, key, val)
+        {
+                const char *s;
+                size_t klen = strlen(key), vlen;
+                char *kv;
+
+                if (!is_identifier(key) || klen > 1024) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "env key '%.64s' is not an identifier", key);
+                        return -EINVAL;
+                }
+                if (!json_is_string(val)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "env value of '%.64s' must be a string", key);
+                        return -EINVAL;
+                }
+                s = json_string_value(val);
+                vlen = json_string_length(val);
+                if (strlen(s) != vlen) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "env value of '%.64s' contains a NUL byte", key);
+                        return -EINVAL;
+                }
+                kv = malloc(klen + 1 + vlen + 1);
+                if (!kv) {
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return -EINVAL;
+                }
+                memcpy(kv, key, klen);
+                kv[klen] = '=';
+                memcpy(kv + klen + 1, s, vlen + 1);
+                r->env[r->n_env++] = kv;
+        }
+        return 0;
+}
+
+static int decode_exec(json_t *j, struct agent_request *r, struct cella_error *err)
+{
+        json_t *v;
+        int k;
+
+        k = get_string(json_object_get(j, "command"), "command", CELLA_EXEC_MAX_COMMAND, true,
+                       &r->command, err);
+        if (k < 0)
+                return k;
+        v = json_object_get(j, "cwd");
+        if (v && !json_is_null(v)) {
+                k = get_path(v, "cwd", &r->cwd, err);
+                if (k < 0)
+                        return k;
+        } else {
+                r->cwd = strdup(CELLA_WORKSPACE);
+                if (!r->cwd) {
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return -EINVAL;
+                }
+        }
+        k = decode_env(json_object_get(j, "env"), r, err);
+        if (k < 0)
+                return k;
+        v = json_object_get(j, "timeoutMs");
+        if (v && !json_is_null(v)) {
+                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                    json_integer_value(v) > CELLA_EXEC_MAX_TIMEOUT_MS) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "'timeoutMs' must be an integer in 0..%lld",
+                                        (long long)CELLA_EXEC_MAX_TIMEOUT_MS);
+                        return -EINVAL;
+                }
+                r->timeout_ms = json_integer_value(v);
+        }
+        return 0;
+}
+
+static int decode_file_write(json_t *j, struct agent_request *r, struct cella_error *err)
+{
+        json_t *v;
+        int k;
+
+        k = get_path(json_object_get(j, "path"), "path", &r->path, err);
+        if (k < 0)
+                return k;
+        v = json_object_get(j, "mode");
+        if (v && !json_is_null(v)) {
+                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                    json_integer_value(v) > 07777) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "'mode' must be an integer in 0..07777");
+                        return -EINVAL;
+                }
+                r->mode = (int)json_integer_value(v);
+        }
+        return 0;
+}
+
+static int decode_file_op(json_t *j, struct agent_request *r, struct cella_error *err)
+{
+        static const struct {
+                const char *name;
+                enum agent_file_op op;
+        } ops[] = {
+                { "stat", AGENT_OP_STAT },   { "exists", AGENT_OP_EXISTS },
+                { "delete", AGENT_OP_DELETE }, { "mkdir", AGENT_OP_MKDIR },
+                { "move", AGENT_OP_MOVE },   { "list", AGENT_OP_LIST },
+        };
+        json_t *v = json_object_get(j, "op");
+        const char *name;
+        size_t i;
+        int k;
+
+        if (!json_is_string(v)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'op' must be a string");
+                return -EINVAL;
+        }
+        name = json_string_value(v);
+        for (i = 0; i < ARRAY_SIZE(ops); i++)
+                if (strcmp(name, ops[i].name) == 0)
+                        break;
+        if (i == ARRAY_SIZE(ops)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown file operation '%.32s'",
+                                name);
+                return -EINVAL;
+        }
+        r->op = ops[i].op;
+        if (r->op == AGENT_OP_MOVE) {
+                k = get_path(json_object_get(j, "from"), "from", &r->path, err);
+                if (k < 0)
+                        return k;
+                return get_path(json_object_get(j, "to"), "to", &r->to, err);
+        }
+        k = get_path(json_object_get(j, "path"), "path", &r->path, err);
+        if (k < 0)
+                return k;
+        k = get_bool(json_object_get(j, "recursive"), "recursive", &r->recursive, err);
+        if (k < 0)
+                return k;
+        return get_bool(json_object_get(j, "includeHidden"), "includeHidden",
+                        &r->include_hidden, err);
+}
+
+static int decode_json(const struct frame *f, struct agent_request *r, struct cella_error *err)
+{
+        json_t *j _cleanup_(json_decrefp) = NULL;
+        json_error_t je;
+
+        j = json_loadb((const char *)f->payload, f->len, JSON_REJECT_DUPLICATES, &je);
+        if (!j) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "malformed JSON in %s: %s",
+                                frame_type_name(f->type), je.text);
+                return -EINVAL;
+        }
+        if (!json_is_object(j)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "%s payload must be an object",
+                                frame_type_name(f->type));
+                return -EINVAL;
+        }
+        switch (f->type) {
+        case FRAME_EXEC:
+                return decode_exec(j, r, err);
+        case FRAME_FILE_READ:
+                return get_path(json_object_get(j, "path"), "path", &r->path, err);
+        case FRAME_FILE_WRITE:
+                return decode_file_write(j, r, err);
+        default:
+                return decode_file_op(j, r, err);
+        }
+}
+
+int agent_request_decode(const struct frame *f, struct agent_request *ret,
+                         struct cella_error *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        ret->type = f->type;
+        ret->stream = f->stream;
+        ret->mode = -1;
+
+        switch (f->type) {
+        case FRAME_PING:
+        case FRAME_PONG:
+                if (f->stream != 0)
+                        goto proto;
+                ret->data = f->payload;
+                ret->len = f->len;
+                return 0;
+        case FRAME_EXEC:
+        case FRAME_FILE_READ:
+        case FRAME_FILE_WRITE:
+        case FRAME_FILE_OP:
+                if (f->stream == 0)
+                        goto proto;
+                return decode_json(f, ret, err);
+        case FRAME_WINDOW:
+                if (f->stream == 0 || frame_window_unpack(f, &ret->credit) < 0)
+                        goto proto;
+                return 0;
+        case FRAME_DATA:
+                if (f->stream == 0)
+                        goto proto;
+                ret->data = f->payload;
+                ret->len = f->len;
+                return 0;
+        case FRAME_END:
+        case FRAME_CANCEL:
+                if (f->stream == 0 || f->len != 0)
+                        goto proto;
+                return 0;
+        default:
+                break;
+        }
+proto:
+        cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unexpected %s frame on stream %u",
+                        frame_type_name(f->type), f->stream);
+        return -EPROTO;
+}

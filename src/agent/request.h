@@ -1,0 +1,66 @@
+/* Decoding of the frames cellad sends to the agent into typed requests (docs/protocol.md).
+ *
+ * Pure: no I/O, no global state; everything a request owns is released by
+ * agent_request_done(), also after a failed decode. This is the agent's parser of hostile
+ * input and has a fuzz target (tests/fuzz/fuzz-agent.c). */
+#ifndef CELLA_AGENT_REQUEST_H
+#define CELLA_AGENT_REQUEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/proto.h"
+
+enum agent_file_op {
+        AGENT_OP_STAT,
+        AGENT_OP_EXISTS,
+        AGENT_OP_DELETE,
+        AGENT_OP_MKDIR,
+        AGENT_OP_MOVE,
+        AGENT_OP_LIST,
+};
+
+/* One decoded frame. type is the frame type; which fields are meaningful depends on it:
+ *   EXEC        command, cwd (default /workspace), env ("K=V" strings), timeout_ms
+ *   FILE_READ   path
+ *   FILE_WRITE  path, mode (-1: keep / default)
+ *   FILE_OP     op, path, to (move; from is in path), recursive, include_hidden
+ *   WINDOW      credit
+ *   DATA, PING  data/len (borrowed from the frame)
+ *   END, CANCEL, PONG  nothing
+ * Strings are owned (NUL-free, NUL-terminated); paths are absolute and normalised. */
+struct agent_request {
+        uint8_t type;
+        uint32_t stream;
+        char *command;
+        char *cwd;
+        char **env; /* n_env "KEY=value" strings */
+        size_t n_env;
+        int64_t timeout_ms;
+        char *path;
+        char *to;
+        int mode;
+        enum agent_file_op op;
+        bool recursive;
+        bool include_hidden;
+        uint32_t credit;
+        const uint8_t *data;
+        size_t len;
+};
+
+/* Decode f into *ret (which is always initialised, so agent_request_done() on it is
+ * always valid). Returns 0 on success; -EPROTO for a frame that breaks the protocol (a
+ * type the daemon never sends, a stream-0 frame on a stream or the reverse, a bad WINDOW
+ * length): the connection must be closed; -EINVAL for a well-formed frame whose request is
+ * invalid (bad JSON, wrong types, relative path, limits exceeded): the stream ends with
+ * ERROR. Both set err (VALIDATION_FAILED, or NAME_TOO_LONG for long paths). */
+int agent_request_decode(const struct frame *f, struct agent_request *ret,
+                         struct cella_error *err);
+void agent_request_done(struct agent_request *r);
+
+/* True for the frames that open a stream (EXEC, FILE_READ, FILE_WRITE, FILE_OP). */
+bool agent_request_opens_stream(uint8_t type);
+
+#endif
