@@ -90,10 +90,22 @@ bool api_image_name_ok(const char *s)
 void api_log_request(struct http_request *req, void *userdata)
 {
         uint64_t us = time_mono_us() - http_request_start_us(req);
+        const char *p = http_request_path(req);
+        char path[256];
+        size_t i;
 
         (void)userdata;
+        /* The decoded path is the client's: no control bytes reach the log (one line per
+         * request, no forged lines), and it is cut to a sane length. */
+        for (i = 0; p[i] && i < sizeof(path) - 4; i++)
+                path[i] = (unsigned char)p[i] < 0x20 || p[i] == 0x7f || p[i] == ' ' ? '?' : p[i];
+        if (p[i]) {
+                memcpy(path + i, "...", 3);
+                i += 3;
+        }
+        path[i] = '\0';
         log_info("request method=%s path=%s status=%d duration_ms=%llu.%03llu",
-                 http_request_method(req), http_request_path(req), http_request_status(req),
+                 http_request_method(req), path, http_request_status(req),
                  (unsigned long long)(us / 1000), (unsigned long long)(us % 1000));
 }
 
