@@ -1,0 +1,111 @@
+/* Fuzz the agent's request decoder (src/agent/request.h) as the agent meets it: a byte
+ * stream from the daemon's socket, split into frames by frame_decode(), each frame fed to
+ * agent_request_decode() and released with agent_request_done().
+ *
+ * Invariants: *ret is initialised whatever the input (it starts as garbage here, and done()
+ * must still be safe); failure is -EPROTO or -EINVAL with err set (or -ENOMEM); success
+ * echoes the frame's type and stream, a stream-opening request is never on stream 0 and a
+ * PING always is, and the fields the type uses are well-formed: strings NUL-free, paths
+ * absolute and normalised, env entries "KEY=value" with a non-empty key within
+ * CELLA_EXEC_MAX_ENV, a non-negative timeout, a mode of -1 or permission bits, WINDOW
+ * credit as on the wire, DATA/PING bytes borrowed from the frame. */
+#include <errno.h>
+#include <string.h>
+
+#include "agent/request.h"
+#include "common/limits.h"
+#include "common/path.h"
+#include "common/proto.h"
+#include "fuzz.h"
+
+static void check_path(const char *p)
+{
+        char again[CELLA_PATH_MAX + 1];
+        struct cella_error err = {0};
+        size_t n;
+
+        FUZZ_CHECK(p != NULL);
+        n = strnlen(p, CELLA_PATH_MAX + 1);
+        FUZZ_CHECK(n >= 1 && n <= CELLA_PATH_MAX && p[0] == '/');
+        FUZZ_CHECK(sandbox_path_normalize(p, n, again, sizeof(again), &err) == (int)n);
+        FUZZ_CHECK(strcmp(again, p) == 0);
+}
+
+static void check_success(const struct frame *f, const struct agent_request *r)
+{
+        FUZZ_CHECK(r->type == f->type);
+        FUZZ_CHECK(r->stream == f->stream);
+        if (agent_request_opens_stream(r->type))
+                FUZZ_CHECK(r->stream != 0);
+
+        switch (r->type) {
+        case FRAME_EXEC:
+                FUZZ_CHECK(r->command != NULL);
+                FUZZ_CHECK(strlen(r->command) <= CELLA_EXEC_MAX_COMMAND);
+                if (r->cwd)
+                        check_path(r->cwd);
+                FUZZ_CHECK(r->n_env <= CELLA_EXEC_MAX_ENV);
+                FUZZ_CHECK(r->n_env == 0 || r->env != NULL);
+                for (size_t i = 0; i < r->n_env; i++) {
+                        const char *eq = strchr(r->env[i], '=');
+                        FUZZ_CHECK(eq != NULL && eq != r->env[i]);
+                }
+                FUZZ_CHECK(r->timeout_ms >= 0);
+                break;
+        case FRAME_FILE_READ:
+                check_path(r->path);
+                break;
+        case FRAME_FILE_WRITE:
+                check_path(r->path);
+                FUZZ_CHECK(r->mode == -1 || (r->mode >= 0 && r->mode <= 07777));
+                break;
+        case FRAME_FILE_OP:
+                FUZZ_CHECK(r->op >= AGENT_OP_STAT && r->op <= AGENT_OP_LIST);
+                check_path(r->path);
+                if (r->op == AGENT_OP_MOVE)
+                        check_path(r->to);
+                break;
+        case FRAME_WINDOW: {
+                uint32_t credit = 0;
+                FUZZ_CHECK(frame_window_unpack(f, &credit) == 0 && credit == r->credit);
+                break;
+        }
+        case FRAME_PING:
+                FUZZ_CHECK(r->stream == 0);
+                /* fall through */
+        case FRAME_DATA:
+                FUZZ_CHECK(r->len == f->len);
+                FUZZ_CHECK(r->len == 0 || r->data == f->payload);
+                break;
+        default:
+                break;
+        }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        size_t off = 0;
+
+        while (off < size) {
+                struct agent_request req;
+                struct cella_error err = {0};
+                struct frame f;
+                int n, r;
+
+                n = frame_decode(data + off, size - off, &f);
+                if (n <= 0)
+                        break;
+                memset(&req, 0xa5, sizeof(req));
+                r = agent_request_decode(&f, &req, &err);
+                if (r == 0) {
+                        FUZZ_CHECK(!cella_error_is_set(&err));
+                        check_success(&f, &req);
+                } else {
+                        FUZZ_CHECK(r == -EPROTO || r == -EINVAL || r == -ENOMEM);
+                        FUZZ_CHECK(r == -ENOMEM || cella_error_is_set(&err));
+                }
+                agent_request_done(&req);
+                off += (size_t)n;
+        }
+        return 0;
+}
