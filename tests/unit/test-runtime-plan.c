@@ -1,0 +1,332 @@
+/* The runtime's pure parts: cgroup layout detection from mountinfo text, the cgroup plan,
+ * the mount plan, the seccomp rule table and the capability set. */
+#include <errno.h>
+#include <linux/capability.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "runtime/caps.h"
+#include "runtime/cgroup.h"
+#include "runtime/filter.h"
+#include "runtime/mounts.h"
+
+static const char hybrid_mountinfo[] =
+        "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+        "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+        "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+        "33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct\n"
+        "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+        "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+        "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
+        "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+
+static const char v2_mountinfo[] =
+        "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+        "30 22 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 "
+        "cgroup2 rw,nsdelegate,memory_recursiveprot\n";
+
+static void test_detect_hybrid(void **state)
+{
+        struct cgroup_layout l;
+        assert_int_equal(cgroup_detect(hybrid_mountinfo, "", &l), 0);
+        assert_int_equal(l.mode, CGROUP_MODE_HYBRID);
+        assert_string_equal(l.v2_root, "/sys/fs/cgroup/unified");
+        assert_string_equal(l.v1_root[CGROUP_V1_MEMORY], "/sys/fs/cgroup/memory");
+        assert_string_equal(l.v1_root[CGROUP_V1_PIDS], "/sys/fs/cgroup/pids");
+        /* "cpu", not "cpuacct" (whole words of the option list). */
+        assert_string_equal(l.v1_root[CGROUP_V1_CPU], "/sys/fs/cgroup/cpu");
+}
+
+static void test_detect_v2(void **state)
+{
+        struct cgroup_layout l;
+        assert_int_equal(
+                cgroup_detect(v2_mountinfo, "cpuset cpu io memory hugetlb pids rdma\n", &l), 0);
+        assert_int_equal(l.mode, CGROUP_MODE_V2);
+        assert_string_equal(l.v2_root, "/sys/fs/cgroup");
+        assert_string_equal(l.v1_root[CGROUP_V1_MEMORY], "");
+        /* v2 without the controllers and no v1: refused. */
+        assert_int_equal(cgroup_detect(v2_mountinfo, "cpuset io\n", &l), -EOPNOTSUPP);
+        /* Hybrid wins over a v2 root lacking controllers. */
+        assert_int_equal(cgroup_detect(hybrid_mountinfo, "cpuset", &l), 0);
+        assert_int_equal(l.mode, CGROUP_MODE_HYBRID);
+}
+
+static void test_detect_none_and_escapes(void **state)
+{
+        struct cgroup_layout l;
+        assert_int_equal(cgroup_detect("22 1 254:0 / / rw - ext4 /dev/vda rw\n", "", &l), -ENOENT);
+        assert_int_equal(cgroup_detect("", NULL, &l), -ENOENT);
+        assert_int_equal(cgroup_detect("garbage\n\n - \n", NULL, &l), -ENOENT);
+        assert_int_equal(cgroup_detect("30 22 0:26 / /my\\040cgroup rw - cgroup2 cgroup2 rw\n",
+                                       "memory pids cpu", &l),
+                         0);
+        assert_string_equal(l.v2_root, "/my cgroup");
+}
+
+static const struct cgroup_step *find_step(const struct cgroup_plan *p, enum cgroup_op op,
+                                           const char *path)
+{
+        for (size_t i = 0; i < p->n; i++)
+                if (p->steps[i].op == op && strcmp(p->steps[i].path, path) == 0)
+                        return &p->steps[i];
+        return NULL;
+}
+
+static size_t index_of(const struct cgroup_plan *p, const struct cgroup_step *s)
+{
+        return (size_t)(s - p->steps);
+}
+
+static void test_plan_v2(void **state)
+{
+        struct cgroup_layout l;
+        static struct cgroup_plan p;
+        struct cgroup_limits lim = {
+                .memory_bytes = 512u << 20, .cpu_millis = 1500, .pids_max = 100};
+        assert_int_equal(cgroup_detect(v2_mountinfo, "memory pids cpu", &l), 0);
+        assert_int_equal(cgroup_plan_make(&l, "cella", "box-1", &lim, 1000, &p), 0);
+        assert_string_equal(p.v2_dir, "/sys/fs/cgroup/cella/box-1");
+        const struct cgroup_step *s;
+        s = find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/cgroup.subtree_control");
+        assert_non_null(s);
+        assert_string_equal(s->value, "+memory +pids +cpu");
+        assert_non_null(
+                find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/cella/cgroup.subtree_control"));
+        s = find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/cella/box-1/memory.max");
+        assert_non_null(s);
+        assert_string_equal(s->value, "536870912");
+        s = find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/cella/box-1/memory.swap.max");
+        assert_non_null(s);
+        assert_string_equal(s->value, "0");
+        assert_true(s->optional);
+        s = find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/cella/box-1/pids.max");
+        assert_string_equal(s->value, "100");
+        s = find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/cella/box-1/cpu.max");
+        assert_string_equal(s->value, "150000 100000");
+        /* max.descendants is written before the directory is delegated. */
+        const struct cgroup_step *desc =
+                find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/cella/box-1/cgroup.max.descendants");
+        const struct cgroup_step *own =
+                find_step(&p, CGROUP_OP_CHOWN, "/sys/fs/cgroup/cella/box-1");
+        assert_non_null(desc);
+        assert_non_null(own);
+        assert_true(index_of(&p, desc) < index_of(&p, own));
+        assert_string_equal(own->value, "1000");
+        assert_non_null(find_step(&p, CGROUP_OP_CHOWN, "/sys/fs/cgroup/cella/box-1/cgroup.procs"));
+        assert_non_null(
+                find_step(&p, CGROUP_OP_CHOWN, "/sys/fs/cgroup/cella/box-1/cgroup.threads"));
+        assert_non_null(find_step(&p, CGROUP_OP_CHOWN,
+                                  "/sys/fs/cgroup/cella/box-1/cgroup.subtree_control"));
+        /* The limit files themselves are never handed to the sandbox. */
+        assert_null(find_step(&p, CGROUP_OP_CHOWN, "/sys/fs/cgroup/cella/box-1/memory.max"));
+        assert_string_equal(p.v1_dir[CGROUP_V1_MEMORY], "");
+}
+
+static void test_plan_hybrid(void **state)
+{
+        struct cgroup_layout l;
+        static struct cgroup_plan p;
+        struct cgroup_limits lim = {.memory_bytes = 1u << 30, .cpu_millis = 500, .pids_max = 64};
+        assert_int_equal(cgroup_detect(hybrid_mountinfo, "", &l), 0);
+        assert_int_equal(cgroup_plan_make(&l, "cella", "b", &lim, 4242, &p), 0);
+        assert_string_equal(p.v2_dir, "/sys/fs/cgroup/unified/cella/b");
+        assert_string_equal(p.v1_dir[CGROUP_V1_MEMORY], "/sys/fs/cgroup/memory/cella/b");
+        assert_null(
+                find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/unified/cgroup.subtree_control"));
+        const struct cgroup_step *s = find_step(
+                &p, CGROUP_OP_WRITE, "/sys/fs/cgroup/memory/cella/b/memory.limit_in_bytes");
+        assert_string_equal(s->value, "1073741824");
+        s = find_step(&p, CGROUP_OP_WRITE,
+                      "/sys/fs/cgroup/memory/cella/b/memory.memsw.limit_in_bytes");
+        assert_true(s->optional);
+        s = find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/pids/cella/b/pids.max");
+        assert_string_equal(s->value, "64");
+        s = find_step(&p, CGROUP_OP_WRITE, "/sys/fs/cgroup/cpu/cella/b/cpu.cfs_quota_us");
+        assert_string_equal(s->value, "50000");
+        assert_non_null(find_step(&p, CGROUP_OP_MKDIR, "/sys/fs/cgroup/cpu/cella"));
+        assert_non_null(find_step(&p, CGROUP_OP_CHOWN, "/sys/fs/cgroup/unified/cella/b"));
+        /* No limits: no limit writes. */
+        struct cgroup_limits none = {0};
+        assert_int_equal(cgroup_plan_make(&l, "cella", "b", &none, 4242, &p), 0);
+        assert_null(find_step(&p, CGROUP_OP_WRITE,
+                              "/sys/fs/cgroup/memory/cella/b/memory.limit_in_bytes"));
+}
+
+static void test_plan_too_long(void **state)
+{
+        struct cgroup_layout l;
+        static struct cgroup_plan p;
+        static char id[CELLA_PATH_MAX];
+        struct cgroup_limits lim = {0};
+        memset(id, 'a', sizeof(id) - 1);
+        assert_int_equal(cgroup_detect(v2_mountinfo, "memory pids cpu", &l), 0);
+        assert_int_equal(cgroup_plan_make(&l, "cella", id, &lim, 1, &p), -ENAMETOOLONG);
+}
+
+static void test_mount_plan(void **state)
+{
+        static struct mount_plan p;
+        assert_int_equal(mounts_plan(512, &p), 0);
+        assert_true(p.n > 10);
+        /* proc first, while the host's proc is still visible. */
+        assert_int_equal(p.steps[0].kind, MOUNT_FS);
+        assert_string_equal(p.steps[0].fstype, "proc");
+        assert_true(p.steps[0].flags & MS_NOSUID);
+        assert_true(p.steps[0].flags & MS_NOEXEC);
+        bool tmp = false, devpts = false, cg = false, kcore = false, sys_ro = false;
+        bool sysfs_seen = false;
+        for (size_t i = 0; i < p.n; i++) {
+                const struct mount_step *s = &p.steps[i];
+                /* All targets are relative to the new root, never host paths. */
+                assert_true(s->target[0] != '/');
+                assert_null(strstr(s->target, ".."));
+                if (s->kind == MOUNT_FS && strcmp(s->target, "tmp") == 0) {
+                        tmp = true;
+                        assert_non_null(strstr(s->data, "size=512m"));
+                        assert_non_null(strstr(s->data, "mode=1777"));
+                }
+                if (s->kind == MOUNT_FS && strcmp(s->fstype, "devpts") == 0) {
+                        devpts = true;
+                        assert_non_null(strstr(s->data, "newinstance"));
+                        assert_non_null(strstr(s->data, "ptmxmode=0666"));
+                }
+                if (s->kind == MOUNT_FS && strcmp(s->fstype, "sysfs") == 0) {
+                        sysfs_seen = true;
+                        assert_true(s->flags & MS_RDONLY);
+                }
+                if (s->kind == MOUNT_FS && strcmp(s->fstype, "cgroup2") == 0) {
+                        cg = true;
+                        assert_true(sysfs_seen);
+                        assert_string_equal(s->target, "sys/fs/cgroup");
+                        assert_false(s->flags & MS_RDONLY);
+                }
+                if (s->kind == MOUNT_BIND && strcmp(s->target, "proc/kcore") == 0) {
+                        kcore = true;
+                        assert_string_equal(s->source, "dev/null");
+                }
+                if (s->kind == MOUNT_RO_BIND && strcmp(s->target, "proc/sys") == 0)
+                        sys_ro = true;
+                if (s->kind == MOUNT_BIND && s->source[0] == '/')
+                        assert_true(strncmp(s->source, "/dev/", 5) == 0);
+        }
+        assert_true(tmp && devpts && cg && kcore && sys_ro);
+}
+
+static bool has_rule(const char *name, int err, enum filter_match m)
+{
+        size_t n;
+        const struct filter_rule *r = filter_rules(&n);
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(r[i].syscall, name) == 0)
+                        return r[i].err == err && r[i].match == m;
+        return false;
+}
+
+static void test_filter_rules(void **state)
+{
+        static const char *const always[] = {
+                "kexec_load",
+                "kexec_file_load",
+                "init_module",
+                "finit_module",
+                "delete_module",
+                "bpf",
+                "keyctl",
+                "add_key",
+                "request_key",
+                "mount",
+                "umount2",
+                "pivot_root",
+                "move_mount",
+                "open_tree",
+                "fsopen",
+                "fsmount",
+                "fsconfig",
+                "fspick",
+                "mount_setattr",
+                "setns",
+                "swapon",
+                "swapoff",
+                "reboot",
+                "acct",
+                "quotactl",
+                "perf_event_open",
+                "userfaultfd",
+                "open_by_handle_at",
+                "syslog",
+                "lookup_dcookie",
+                "iopl",
+                "ioperm",
+                "vhangup",
+                "uselib",
+                "settimeofday",
+                "clock_settime",
+                "clock_adjtime",
+                "adjtimex",
+                "io_uring_setup",
+                "io_uring_enter",
+                "io_uring_register",
+                "nfsservctl",
+        };
+        for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
+                if (!has_rule(always[i], EPERM, FILTER_ALWAYS))
+                        fail_msg("no EPERM rule for %s", always[i]);
+        assert_true(has_rule("clone3", ENOSYS, FILTER_ALWAYS));
+        assert_true(has_rule("unshare", EPERM, FILTER_A0_HAS_FLAG));
+        assert_true(has_rule("clone", EPERM, FILTER_A0_HAS_FLAG));
+        assert_true(has_rule("personality", EPERM, FILTER_PERSONALITY));
+        /* Never the basics. */
+        assert_false(has_rule("execve", EPERM, FILTER_ALWAYS));
+        assert_false(has_rule("read", EPERM, FILTER_ALWAYS));
+
+        struct filter_prog prog = {0};
+        size_t skipped = 99;
+        assert_int_equal(filter_build(&prog, &skipped), 0);
+        assert_non_null(prog.insns);
+        assert_true(prog.len > 20);
+        assert_int_equal(skipped, 0);
+        filter_prog_done(&prog);
+        assert_null(prog.insns);
+}
+
+static void test_caps(void **state)
+{
+        uint64_t m = caps_default_mask();
+        assert_true(m & (1ull << CAP_CHOWN));
+        assert_true(m & (1ull << CAP_NET_BIND_SERVICE));
+        assert_true(m & (1ull << CAP_AUDIT_WRITE));
+        assert_false(m & (1ull << CAP_SYS_ADMIN));
+        assert_false(m & (1ull << CAP_NET_ADMIN));
+        assert_false(m & (1ull << CAP_SYS_PTRACE));
+        assert_false(m & (1ull << CAP_SYS_MODULE));
+        assert_int_equal(__builtin_popcountll(m), 14);
+        struct caps c;
+        assert_int_equal(caps_init(&c), 0);
+        assert_int_equal(c.keep, m);
+        caps_done(&c);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_detect_hybrid),
+                cmocka_unit_test(test_detect_v2),
+                cmocka_unit_test(test_detect_none_and_escapes),
+                cmocka_unit_test(test_plan_v2),
+                cmocka_unit_test(test_plan_hybrid),
+                cmocka_unit_test(test_plan_too_long),
+                cmocka_unit_test(test_mount_plan),
+                cmocka_unit_test(test_filter_rules),
+                cmocka_unit_test(test_caps),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
