@@ -322,8 +322,10 @@ static int ensure_dir(int dirfd, const char *name, uid_t owner, int flags)
         int fd = openat(dirfd, name, flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        if (fchownat(fd, "", owner, owner, AT_EMPTY_PATH) < 0 ||
-            fchmodat(dirfd, name, 0755, 0) < 0) {
+        char self[64];
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+        /* chmod through the descriptor: the name could be swapped for a symlink. */
+        if (fchownat(fd, "", owner, owner, AT_EMPTY_PATH) < 0 || chmod(self, 0755) < 0) {
                 int e = -errno;
                 close(fd);
                 return e;
