@@ -24,7 +24,9 @@
 #include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/sched.h>
 #include <unistd.h>
 
 static char *slurp(const char *path)
@@ -124,6 +126,30 @@ static json_t *facts(void)
                             json_integer(errno_of(mount("tmpfs", "/mnt", "tmpfs", 0, NULL))));
         json_object_set_new(o, "unshare_user_errno",
                             json_integer(errno_of(unshare(CLONE_NEWUSER))));
+        {
+                /* Raw clone with CLONE_NEWUSER, and clone3 (flags in memory). */
+                long r = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+                if (r == 0)
+                        _exit(0);
+                if (r > 0)
+                        waitpid((pid_t)r, NULL, 0);
+                json_object_set_new(o, "clone_newuser_errno", json_integer(r < 0 ? errno : 0));
+                struct clone_args ca = {.exit_signal = SIGCHLD};
+                r = syscall(SYS_clone3, &ca, sizeof(ca));
+                if (r == 0)
+                        _exit(0);
+                if (r > 0)
+                        waitpid((pid_t)r, NULL, 0);
+                json_object_set_new(o, "clone3_errno", json_integer(r < 0 ? errno : 0));
+                char exe[256] = "";
+                ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+                exe[n > 0 ? n : 0] = '\0';
+                json_object_set_new(o, "exe", json_string(exe));
+                int fd = open("/proc/self/exe", O_WRONLY | O_CLOEXEC);
+                json_object_set_new(o, "exe_write_errno", json_integer(fd < 0 ? errno : 0));
+                if (fd >= 0)
+                        close(fd);
+        }
         json_object_set_new(o, "personality_query", json_integer(personality(0xffffffff)));
         json_object_set_new(o, "personality_set_errno",
                             json_integer(errno_of(personality(PER_LINUX32))));

@@ -35,7 +35,8 @@ static struct runtime *rt;
 static struct cgroup_layout layout;
 static char tmpdir[] = "/tmp/cella-runtime-test-XXXXXX";
 
-static const char *const test_ids[] = {"iso", "mem", "pids", "sep-a", "sep-b", "again", "bad"};
+static const char *const test_ids[] = {"iso",   "mem",   "pids", "sep-a",
+                                       "sep-b", "again", "bad",  "planted"};
 /* Containers started (static storage: a failed assertion leaves the test function), so
  * the group teardown can destroy what a failing test left running. */
 struct tracked {
@@ -302,6 +303,11 @@ static void test_isolation(void **state)
         assert_int_equal(jint(f, "unshare_user_errno"), EPERM);
         assert_int_equal(jint(f, "personality_set_errno"), EPERM);
         assert_true(jint(f, "personality_query") >= 0);
+        assert_int_equal(jint(f, "clone_newuser_errno"), EPERM);
+        assert_int_equal(jint(f, "clone3_errno"), ENOSYS);
+        /* PID 1 runs from the sealed memfd, not from a host path. */
+        assert_non_null(strstr(jstr(f, "exe"), "memfd:"));
+        assert_true(jint(f, "exe_write_errno") != 0);
         snprintf(expect, sizeof(expect), "%016llx", (unsigned long long)caps_default_mask());
         assert_string_equal(jstr(f, "cap_eff"), expect);
         assert_string_equal(jstr(f, "cap_bnd"), expect);
@@ -461,6 +467,30 @@ static void test_restart_keeps_upper_and_reaps(void **state)
         destroy_and_check("again", &c);
 }
 
+/* A sandbox may leave anything in its upper layer, e.g. /etc as a symlink to a host path:
+ * the next start must not write through it. */
+static void test_planted_symlink_not_followed(void **state)
+{
+        REQUIRE_RUNTIME();
+        static struct container c;
+        struct cella_error err = {0};
+        char path[600], target[256];
+        make_dir(path, sizeof(path), "planted");
+        snprintf(path, sizeof(path), "%s/planted/upper", tmpdir);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(target, sizeof(target), "%s/host-target", tmpdir);
+        assert_int_equal(mkdir(target, 0700), 0);
+        snprintf(path, sizeof(path), "%s/planted/upper/etc", tmpdir);
+        assert_int_equal(symlink(target, path), 0);
+        assert_int_equal(start("planted", 8, ROOTFS, 0, 64, &c, &err), -1);
+        print_message("expected failure: %s\n", err.msg);
+        snprintf(path, sizeof(path), "%s/hosts", target);
+        assert_int_equal(access(path, F_OK), -1);
+        snprintf(path, sizeof(path), "%s/hostname", target);
+        assert_int_equal(access(path, F_OK), -1);
+        assert_false(cgroup_dirs_exist("planted"));
+}
+
 static void test_start_failure_is_reported(void **state)
 {
         REQUIRE_RUNTIME();
@@ -482,6 +512,7 @@ int main(void)
                 cmocka_unit_test(test_uid_ranges_separate),
                 cmocka_unit_test(test_restart_keeps_upper_and_reaps),
                 cmocka_unit_test(test_start_failure_is_reported),
+                cmocka_unit_test(test_planted_symlink_not_followed),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
