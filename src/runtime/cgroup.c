@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -177,12 +178,15 @@ static int read_file(const char *path, char *buf, size_t size)
 
 int cgroup_detect_host(struct cgroup_layout *ret)
 {
-        static char mountinfo[256 * 1024];
+        const size_t size = 1024 * 1024;
+        _cleanup_free_ char *mountinfo = malloc(size);
         char ctl[512] = "";
         char path[CELLA_PATH_MAX + 32];
         struct cgroup_layout probe;
 
-        int r = read_file("/proc/self/mountinfo", mountinfo, sizeof(mountinfo));
+        if (!mountinfo)
+                return -ENOMEM;
+        int r = read_file("/proc/self/mountinfo", mountinfo, size);
         if (r < 0)
                 return r;
         /* First pass without controllers to learn where cgroup2 is mounted. */

@@ -49,6 +49,9 @@
 #define P_PIDFD 3
 #endif
 
+/* How long the child may take from clone to exec. */
+#define START_TIMEOUT_MS 30000
+
 struct runtime {
         struct cgroup_layout cg;
         struct filter_prog filter;
@@ -454,7 +457,16 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
         if (r < 0)
                 return cella_error_errno(err, -r, "create sandbox '%s': %s", name, what);
 
-        /* EOF: the child exec'd (the sync socket is close-on-exec). */
+        /* EOF: the child exec'd (the sync socket is close-on-exec). A child stuck in the
+         * kernel (e.g. a hung filesystem) must not hang the daemon forever. */
+        struct pollfd pfd = {.fd = psync, .events = POLLIN};
+        int pr;
+        do
+                pr = poll(&pfd, 1, START_TIMEOUT_MS);
+        while (pr < 0 && errno == EINTR);
+        if (pr == 0)
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "create sandbox '%s': timed out setting up", name);
         struct child_report rep;
         ssize_t got;
         do

@@ -2,6 +2,7 @@
  * namespaces, idmapped overlay, cgroups, seccomp) running tests/helpers/probe-init as PID 1
  * on the default image. Needs root and the image; skips with a message otherwise. Uses uid
  * slots above 4000 and the cgroup name "cella-test" so it never meets a running daemon. */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -28,7 +29,14 @@
 #include "runtime/container.h"
 
 #define ROOTFS "/var/lib/cella/images/default/rootfs"
-#define PROBE CELLA_BUILD_DIR "/tests/probe-init"
+#define PROBE_DEFAULT CELLA_BUILD_DIR "/tests/probe-init"
+/* CELLA_TEST_PROBE overrides it, e.g. a static probe for a sanitizer build. */
+static const char *probe_path(void)
+{
+        const char *p = getenv("CELLA_TEST_PROBE");
+        return p && *p ? p : PROBE_DEFAULT;
+}
+#define PROBE probe_path()
 #define CG_NAME "cella-test"
 
 static struct runtime *rt;
@@ -201,6 +209,33 @@ static void destroy_and_check(const char *id, struct container *c)
         assert_false(host_mountinfo_mentions(tmpdir));
 }
 
+/* The probe runs inside the image, which has none of the build's shared libraries (a
+ * sanitizer build links helpers dynamically): only a static probe can run there. */
+static bool is_static_elf(const char *path)
+{
+        Elf64_Ehdr eh;
+        Elf64_Phdr ph;
+        bool ok = true;
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return false;
+        if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
+            memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) {
+                close(fd);
+                return false;
+        }
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+                off_t off = (off_t)eh.e_phoff + (off_t)i * eh.e_phentsize;
+                if (pread(fd, &ph, sizeof(ph), off) != (ssize_t)sizeof(ph) ||
+                    ph.p_type == PT_INTERP) {
+                        ok = false;
+                        break;
+                }
+        }
+        close(fd);
+        return ok;
+}
+
 static int group_setup(void **state)
 {
         if (geteuid() != 0) {
@@ -213,6 +248,10 @@ static int group_setup(void **state)
         }
         if (access(PROBE, X_OK) < 0) {
                 print_message("SKIP: %s not built\n", PROBE);
+                return 0;
+        }
+        if (!is_static_elf(PROBE)) {
+                print_message("SKIP: %s is not a static executable (sanitizer build?)\n", PROBE);
                 return 0;
         }
         struct runtime_config cfg = {.agent_path = PROBE, .cgroup_name = CG_NAME};
