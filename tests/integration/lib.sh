@@ -1,0 +1,326 @@
+# Integration test library: sourced by tests/integration/test-*.sh.
+#
+# Starts a real cellad on an ephemeral loopback port with a fresh temp data dir and the
+# shared image dir, exports CELLA_URL, and installs an EXIT trap that destroys every
+# sandbox of this daemon, stops it, removes the temp dir and verifies that nothing of this
+# run is left: no process in a cgroup of this run's sandboxes, no process whose uid is in
+# the sandbox ranges (>= 0x10000000) under this daemon, no cgroup directory
+# /sys/fs/cgroup/*/cella*/<sandbox>, no mount below the temp dir.
+#
+# Environment: CELLA_BUILD (build dir, set by CMake), CELLA_IMAGES (default
+# /var/lib/cella/images). Exit code 77 means "skipped" (ctest SKIP_RETURN_CODE).
+#
+# Sandbox names made with `sbx NAME` carry a per-run prefix, so that runs never collide
+# with each other or with other users of the machine, and the leak check can tell which
+# cgroups and processes are this run's.
+
+set -eu
+
+IT_NAME=$(basename "$0" .sh)
+CELLA_BUILD=${CELLA_BUILD:-$(cd "$(dirname "$0")/../../build" 2>/dev/null && pwd || echo build)}
+CELLA_IMAGES=${CELLA_IMAGES:-/var/lib/cella/images}
+SANDBOX_UID_MIN=268435456 # 0x10000000
+
+skip() {
+        echo "SKIP: $*" >&2
+        exit 77
+}
+
+fail() {
+        echo "FAIL: $*" >&2
+        exit 1
+}
+
+info() {
+        echo "-- $*" >&2
+}
+
+[ -x "$CELLA_BUILD/cellad" ] || skip "no cellad in $CELLA_BUILD"
+[ -d "$CELLA_IMAGES/default/rootfs" ] || skip "no default image in $CELLA_IMAGES"
+[ "$(id -u)" = 0 ] || skip "needs root"
+command -v curl >/dev/null || skip "needs curl"
+command -v jq >/dev/null || skip "needs jq"
+
+IT_TMP=$(mktemp -d /tmp/cella-it.XXXXXX)
+# Per-run sandbox name prefix: lower case letters and digits only.
+IT_RUN=$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 6)
+[ ${#IT_RUN} -eq 6 ] || IT_RUN=r$$
+CELLAD_PID=
+CELLAD_LOG=$IT_TMP/cellad.log
+IT_FAILED_CLEANUP=0
+
+sbx() {
+        echo "it-$IT_RUN-$1"
+}
+
+# ---- assertions ----
+assert_eq() { # expected actual [message]
+        if [ "$1" != "$2" ]; then
+                fail "${3:-assert_eq}: expected [$1], got [$2]"
+        fi
+}
+
+assert_ne() { # unexpected actual [message]
+        if [ "$1" = "$2" ]; then
+                fail "${3:-assert_ne}: got [$2]"
+        fi
+}
+
+assert_contains() { # haystack needle [message]
+        case "$1" in
+        *"$2"*) ;;
+        *) fail "${3:-assert_contains}: [$2] not in [$1]" ;;
+        esac
+}
+
+assert_not_contains() { # haystack needle [message]
+        case "$1" in
+        *"$2"*) fail "${3:-assert_not_contains}: [$2] found in [$1]" ;;
+        *) ;;
+        esac
+}
+
+# ---- HTTP ----
+# api METHOD PATH [curl args...]: prints the body, then sets API_STATUS. Writes the body to
+# $IT_TMP/body too. PATH is relative to CELLA_URL (e.g. /v1/health).
+API_STATUS=
+api() {
+        local method=$1 path=$2
+        shift 2
+        local auth=()
+        if [ -n "${CELLA_TOKEN:-}" ]; then
+                auth=(-H "Authorization: Bearer $CELLA_TOKEN")
+        fi
+        API_STATUS=$(curl -sS -o "$IT_TMP/body" -w '%{http_code}' -X "$method" \
+                "${auth[@]}" "$@" "$CELLA_URL$path") || API_STATUS=000
+        cat "$IT_TMP/body"
+}
+
+# api_json METHOD PATH JSON: api with a JSON body; body in $IT_TMP/body, status in
+# API_STATUS (call it without a command substitution to keep API_STATUS).
+api_json() {
+        api "$1" "$2" -H 'Content-Type: application/json' --data-binary "$3" >/dev/null
+}
+
+# body [jq filter]: the last answer's body, or a field of it.
+body() {
+        if [ $# -eq 0 ]; then
+                cat "$IT_TMP/body"
+        else
+                jq -r "$1" <"$IT_TMP/body"
+        fi
+}
+
+# expect_status STATUS [CODE]: the last answer had this status (and error code).
+expect_status() {
+        if [ "$API_STATUS" != "$1" ]; then
+                fail "expected HTTP $1, got $API_STATUS: $(head -c 600 "$IT_TMP/body")"
+        fi
+        if [ $# -ge 2 ]; then
+                local code
+                code=$(jq -r .code <"$IT_TMP/body" 2>/dev/null || echo "(not JSON)")
+                assert_eq "$2" "$code" "error code"
+                assert_eq "$1" "$(jq -r .httpStatus <"$IT_TMP/body")" "httpStatus field"
+        fi
+}
+
+# sx NAME COMMAND [TIMEOUT_MS]: exec COMMAND (a shell command line) in sandbox NAME, JSON
+# answer in $IT_TMP/body; status in API_STATUS.
+sx() {
+        local req
+        if [ $# -ge 3 ]; then
+                req=$(jq -cn --arg c "$2" --argjson t "$3" '{command:$c, timeout:$t}')
+        else
+                req=$(jq -cn --arg c "$2" '{command:$c}')
+        fi
+        api_json POST "/v1/sandboxes/$1/exec" "$req"
+}
+
+# run_in NAME COMMAND: exec, require HTTP 200, print stdout (decoded).
+run_in() {
+        sx "$1" "$2"
+        expect_status 200
+        if [ "$(body '.stdoutEncoding // ""')" = base64 ]; then
+                body .stdout | base64 -d
+        else
+                jq -j .stdout <"$IT_TMP/body"
+        fi
+}
+
+# exit_code: exitCode of the last exec.
+exit_code() {
+        body .exitCode
+}
+
+# ---- leak checks ----
+# Pids of processes that belong to this run: in a cgroup of a sandbox named it-$IT_RUN-*,
+# or with a sandbox-range uid and a descendant of our cellad.
+run_pids() {
+        local p uid
+        for p in /proc/[0-9]*; do
+                p=${p#/proc/}
+                if grep -qs "/it-$IT_RUN-" "/proc/$p/cgroup"; then
+                        echo "$p"
+                        continue
+                fi
+                uid=$(awk '/^Uid:/ {print $2}' "/proc/$p/status" 2>/dev/null) || continue
+                [ -n "$uid" ] || continue
+                if [ "$uid" -ge "$SANDBOX_UID_MIN" ] && descends_from_cellad "$p"; then
+                        echo "$p"
+                fi
+        done
+}
+
+descends_from_cellad() {
+        local p=$1 n=0
+        [ -n "$CELLAD_PID" ] || return 1
+        while [ "$p" -gt 1 ] && [ $n -lt 64 ]; do
+                [ "$p" = "$CELLAD_PID" ] && return 0
+                p=$(awk '/^PPid:/ {print $2}' "/proc/$p/status" 2>/dev/null) || return 1
+                [ -n "$p" ] || return 1
+                n=$((n + 1))
+        done
+        return 1
+}
+
+# cgroup directories of this run's sandboxes (any hierarchy, v1 or v2).
+run_cgroups() {
+        find /sys/fs/cgroup -maxdepth 4 -type d -name "it-$IT_RUN-*" 2>/dev/null || true
+}
+
+# cgroup directories of one sandbox
+sandbox_cgroups() {
+        find /sys/fs/cgroup -maxdepth 4 -type d -path "*cella*" -name "$1" 2>/dev/null || true
+}
+
+# pids of one sandbox (by cgroup membership)
+sandbox_pids() {
+        local p
+        for p in /proc/[0-9]*; do
+                p=${p#/proc/}
+                if grep -qs "/$1\(/\|\$\)" "/proc/$p/cgroup"; then
+                        echo "$p"
+                fi
+        done
+}
+
+run_mounts() {
+        grep -F "$IT_TMP" /proc/self/mountinfo || true
+}
+
+# ---- daemon ----
+# start_cellad [extra cellad args]: starts cellad, waits for its ready line (30 s at most),
+# exports CELLA_URL. The environment (e.g. CELLA_TOKEN) is passed on.
+start_cellad() {
+        mkdir -p "$IT_TMP/data"
+        : >"$CELLAD_LOG"
+        "$CELLA_BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$IT_TMP/data" \
+                --images "$CELLA_IMAGES" "$@" >>"$CELLAD_LOG" 2>&1 &
+        CELLAD_PID=$!
+        local i url=
+        for i in $(seq 1 300); do
+                url=$(grep -o 'cellad listening on http://127\.0\.0\.1:[0-9]*' "$CELLAD_LOG" |
+                        head -n 1 | sed 's/^cellad listening on //') || true
+                [ -n "$url" ] && break
+                if ! kill -0 "$CELLAD_PID" 2>/dev/null; then
+                        cat "$CELLAD_LOG" >&2
+                        CELLAD_PID=
+                        fail "cellad exited before it was ready"
+                fi
+                sleep 0.1
+        done
+        [ -n "$url" ] || fail "cellad not ready after 30 s: $(cat "$CELLAD_LOG")"
+        export CELLA_URL=$url
+        info "cellad $CELLAD_PID at $CELLA_URL (run $IT_RUN)"
+}
+
+# stop_cellad: destroy every sandbox of this daemon, then SIGTERM it (SIGKILL after 20 s).
+stop_cellad() {
+        [ -n "$CELLAD_PID" ] || return 0
+        local ids id
+        ids=$(api GET /v1/sandboxes 2>/dev/null | jq -r '.sandboxes[].id' 2>/dev/null) || true
+        for id in $ids; do
+                api DELETE "/v1/sandboxes/$id" >/dev/null 2>&1 || true
+        done
+        kill -TERM "$CELLAD_PID" 2>/dev/null || true
+        local i
+        for i in $(seq 1 200); do
+                kill -0 "$CELLAD_PID" 2>/dev/null || break
+                sleep 0.1
+        done
+        if kill -0 "$CELLAD_PID" 2>/dev/null; then
+                echo "cellad did not stop on SIGTERM within 20 s" >&2
+                IT_FAILED_CLEANUP=1
+                kill -KILL "$CELLAD_PID" 2>/dev/null || true
+        fi
+        wait "$CELLAD_PID" 2>/dev/null || true
+        CELLAD_PID_OLD=$CELLAD_PID
+        CELLAD_PID=
+}
+
+# Poll (up to 10 s) until CMD prints nothing; prints what is left on failure.
+wait_empty() {
+        local i out=
+        for i in $(seq 1 100); do
+                out=$("$@")
+                [ -z "$out" ] && return 0
+                sleep 0.1
+        done
+        echo "$out"
+        return 1
+}
+
+it_cleanup() {
+        local rc=$? left
+        set +e
+        trap - EXIT INT TERM
+        # Our own background jobs (curl streams, etc.)
+        local j
+        for j in $(jobs -p); do
+                [ "$j" = "$CELLAD_PID" ] || kill "$j" 2>/dev/null
+        done
+        local cellad=$CELLAD_PID
+        stop_cellad
+        CELLAD_PID=$cellad # for descends_from_cellad while the pids are still there
+        if left=$(wait_empty run_pids); then :; else
+                echo "LEAK: processes of this run left after cellad stopped:" >&2
+                for j in $left; do
+                        ps -o pid,ppid,uid,args -p "$j" >&2
+                        kill -KILL "$j" 2>/dev/null
+                done
+                IT_FAILED_CLEANUP=1
+        fi
+        CELLAD_PID=
+        if left=$(wait_empty run_cgroups); then :; else
+                echo "LEAK: cgroups of this run left: $left" >&2
+                for j in $left; do
+                        find "$j" -depth -type d -exec rmdir {} \; 2>/dev/null
+                done
+                IT_FAILED_CLEANUP=1
+        fi
+        left=$(run_mounts)
+        if [ -n "$left" ]; then
+                echo "LEAK: mounts left below $IT_TMP: $left" >&2
+                IT_FAILED_CLEANUP=1
+                grep -F "$IT_TMP" /proc/self/mountinfo | awk '{print $5}' | sort -r |
+                        while read -r m; do umount -l "$m"; done
+        fi
+        if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -s "$CELLAD_LOG" ]; then
+                echo "---- cellad log (last 60 lines) ----" >&2
+                tail -n 60 "$CELLAD_LOG" >&2
+        fi
+        rm -rf "$IT_TMP"
+        if [ -e "$IT_TMP" ]; then
+                echo "LEAK: could not remove $IT_TMP" >&2
+                IT_FAILED_CLEANUP=1
+        fi
+        if [ $rc -eq 0 ] && [ $IT_FAILED_CLEANUP -ne 0 ]; then
+                rc=1
+        fi
+        if [ $rc -eq 0 ]; then
+                echo "PASS: $IT_NAME" >&2
+        fi
+        exit $rc
+}
+trap it_cleanup EXIT
+trap 'exit 130' INT TERM
