@@ -184,7 +184,7 @@ void stream_end_json(struct stream *s, uint8_t type, json_t *j)
 
 void stream_end_error(struct stream *s, int code, const char *fmt, ...)
 {
-        struct cella_error err = { 0 };
+        struct cella_error err = {0};
         va_list ap;
 
         va_start(ap, fmt);
@@ -321,7 +321,7 @@ static void dispatch_stream_frame(struct conn *c, struct agent_request *req)
 static void dispatch(struct conn *c, const struct frame *f)
 {
         struct agent_request req;
-        struct cella_error err = { 0 };
+        struct cella_error err = {0};
         int r;
 
         r = agent_request_decode(f, &req, &err);

@@ -52,8 +52,8 @@ struct agent {
         uv_pipe_t listener;
         uv_signal_t sigchld;
         struct conn *conn;
-        bool use_cgroup; /* /sys/fs/cgroup is a writable cgroup2 mount */
-        struct exec *execs; /* every command not yet reaped and cleaned up */
+        bool use_cgroup;     /* /sys/fs/cgroup is a writable cgroup2 mount */
+        struct exec *execs;  /* every command not yet reaped and cleaned up */
         char **dead_cgroups; /* cmd cgroups left to remove once their processes die */
         size_t n_dead_cgroups;
         uint64_t seq;

@@ -44,10 +44,10 @@ struct exec {
         bool reaped;
         int status;
         bool timed_out;
-        bool finished; /* EXIT sent, or detached: nothing more to send */
+        bool finished;              /* EXIT sent, or detached: nothing more to send */
         bool grace_expired_waiting; /* grace ran out while paused for credit */
-        uv_pipe_t out[2];       /* stdout, stderr */
-        bool out_eof[2];        /* at EOF and closed (or being closed) */
+        uv_pipe_t out[2];           /* stdout, stderr */
+        bool out_eof[2];            /* at EOF and closed (or being closed) */
         bool reading[2];
         uv_timer_t timeout;
         uv_timer_t grace;
@@ -121,8 +121,7 @@ static char *cgroup_make(struct agent *a, uint32_t id)
         if (errno == EEXIST && rmdir(path) == 0 && mkdir(path, 0755) == 0)
                 return strdup(path);
         /* An earlier command with this stream id still has processes in its cgroup. */
-        snprintf(path, sizeof(path), CGROUP_ROOT "/cmd-%u-%llu", id,
-                 (unsigned long long)++a->seq);
+        snprintf(path, sizeof(path), CGROUP_ROOT "/cmd-%u-%llu", id, (unsigned long long)++a->seq);
         if (mkdir(path, 0755) == 0)
                 return strdup(path);
         log_warn("mkdir %s: %s", path, strerror(errno));
@@ -417,7 +416,7 @@ _Noreturn static void run_child(int errfd, int nullfd, int outfd, int errout, in
                                 const char *cwd, const char *shell, char *const argv[],
                                 char *const envp[])
 {
-        struct child_failure f = { STEP_SETUP, 0 };
+        struct child_failure f = {STEP_SETUP, 0};
         struct sigaction sa;
         sigset_t none;
         int fd;
@@ -456,11 +455,10 @@ fail:
         _exit(127);
 }
 
-static void reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...)
-        _printf_(4, 5);
+static void reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...) _printf_(4, 5);
 static void reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...)
 {
-        struct cella_error err = { 0 };
+        struct cella_error err = {0};
         va_list ap;
 
         va_start(ap, fmt);
@@ -478,11 +476,11 @@ static void close_fd(int *fd)
 
 void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
 {
-        int outp[2] = { -EBADF, -EBADF }, errp[2] = { -EBADF, -EBADF };
-        int failp[2] = { -EBADF, -EBADF };
+        int outp[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF};
+        int failp[2] = {-EBADF, -EBADF};
         _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF;
         char hostname[256] = "localhost";
-        char *base[5] = { NULL };
+        char *base[5] = {NULL};
         char **envp = NULL;
         const char *shell = "/bin/bash";
         char *argv[4];
@@ -526,8 +524,7 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
         nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (nullfd < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
             pipe2(failp, O_CLOEXEC) < 0) {
-                reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "pipes: %s",
-                            strerror(errno));
+                reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "pipes: %s", strerror(errno));
                 goto out;
         }
         if (a->use_cgroup) {
@@ -547,13 +544,11 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
         if (pid != 0)
                 sigprocmask(SIG_SETMASK, &saved, NULL);
         if (pid < 0) {
-                reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "fork: %s",
-                            strerror(errno));
+                reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "fork: %s", strerror(errno));
                 goto out;
         }
         if (pid == 0)
-                run_child(failp[1], nullfd, outp[1], errp[1], procsfd, req->cwd, shell, argv,
-                          envp);
+                run_child(failp[1], nullfd, outp[1], errp[1], procsfd, req->cwd, shell, argv, envp);
         close_fd(&failp[1]);
         close_fd(&outp[1]);
         close_fd(&errp[1]);
@@ -567,8 +562,8 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
                 while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                         ;
                 if (f.step == STEP_CHDIR)
-                        reply_error(c, req->stream, cella_code_from_errno(f.err),
-                                    "cwd '%s': %s", req->cwd, strerror(f.err));
+                        reply_error(c, req->stream, cella_code_from_errno(f.err), "cwd '%s': %s",
+                                    req->cwd, strerror(f.err));
                 else
                         reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "%s %s: %s",
                                     f.step == STEP_EXEC ? "exec" : "set up", shell,

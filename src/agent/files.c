@@ -59,8 +59,7 @@ static const char *type_name(mode_t m)
         return "other";
 }
 
-static json_t *file_info(const char *name, const char *abs, const char *rel,
-                         const struct stat *st)
+static json_t *file_info(const char *name, const char *abs, const char *rel, const struct stat *st)
 {
         static const char rwx[] = "rwxrwxrwx";
         char mode[10], when[48];
@@ -91,7 +90,7 @@ static const char *base_name(const char *path)
 
 static void reply_errno(struct conn *c, uint32_t id, int err, const char *what, const char *path)
 {
-        struct cella_error e = { 0 };
+        struct cella_error e = {0};
 
         cella_error_errno(&e, err < 0 ? -err : err, "%s '%s'", what, path);
         conn_send_error(c, id, &e);
@@ -99,7 +98,7 @@ static void reply_errno(struct conn *c, uint32_t id, int err, const char *what, 
 
 static void reply_code(struct conn *c, uint32_t id, int code, const char *msg, const char *path)
 {
-        struct cella_error e = { 0 };
+        struct cella_error e = {0};
 
         cella_error_set(&e, code, "%s: '%s'", msg, path);
         conn_send_error(c, id, &e);
@@ -172,8 +171,8 @@ void file_read_pump(struct file_read *r)
                         continue;
                 if (got <= 0) {
                         if (got < 0)
-                                stream_end_error(&r->s, cella_code_from_errno(errno),
-                                                 "read: %s", strerror(errno));
+                                stream_end_error(&r->s, cella_code_from_errno(errno), "read: %s",
+                                                 strerror(errno));
                         else
                                 stream_end_error(&r->s, CELLA_E_INTERNAL_ERROR,
                                                  "file shrank while being read");
@@ -204,8 +203,7 @@ void file_read_start(struct conn *c, struct agent_request *req)
         }
         if (S_ISDIR(st.st_mode) || !S_ISREG(st.st_mode)) {
                 reply_code(c, req->stream,
-                           S_ISDIR(st.st_mode) ? CELLA_E_IS_DIRECTORY
-                                               : CELLA_E_VALIDATION_FAILED,
+                           S_ISDIR(st.st_mode) ? CELLA_E_IS_DIRECTORY : CELLA_E_VALIDATION_FAILED,
                            S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file",
                            req->path);
                 close(fd);
@@ -282,8 +280,8 @@ void file_write_end(struct file_write *w)
         int fd = w->fd;
 
         w->fd = -EBADF;
-        if (fchmod(fd, (mode_t)w->mode) < 0 || (w->chown && fchown(fd, w->uid, w->gid) < 0 &&
-                                               errno != EPERM && errno != EINVAL)) {
+        if (fchmod(fd, (mode_t)w->mode) < 0 ||
+            (w->chown && fchown(fd, w->uid, w->gid) < 0 && errno != EPERM && errno != EINVAL)) {
                 /* mode errors are reported; an owner we cannot keep is not fatal */
                 int err = errno;
 
@@ -352,8 +350,7 @@ void file_write_start(struct conn *c, struct agent_request *req)
                 return;
         }
         w->path = strdup(req->path);
-        if (asprintf(&w->tmp, "%s/.cella-upload-XXXXXX", strcmp(dir, "/") == 0 ? "" : dir) <
-            0)
+        if (asprintf(&w->tmp, "%s/.cella-upload-XXXXXX", strcmp(dir, "/") == 0 ? "" : dir) < 0)
                 w->tmp = NULL;
         if (!w->path || !w->tmp) {
                 reply_code(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory", req->path);
@@ -639,9 +636,9 @@ void file_op_run(struct conn *c, struct agent_request *req)
                         reply_errno(c, req->stream, errno, "stat", req->path);
                         return;
                 }
-                conn_send_json(c, FRAME_RESULT, req->stream,
-                               file_info(base_name(req->path), req->path, base_name(req->path),
-                                         &st));
+                conn_send_json(
+                        c, FRAME_RESULT, req->stream,
+                        file_info(base_name(req->path), req->path, base_name(req->path), &st));
                 return;
         case AGENT_OP_EXISTS:
                 if (lstat(req->path, &st) < 0) {
@@ -653,8 +650,7 @@ void file_op_run(struct conn *c, struct agent_request *req)
                         return;
                 }
                 conn_send_json(c, FRAME_RESULT, req->stream,
-                               json_pack("{s:b, s:s}", "exists", 1, "type",
-                                         type_name(st.st_mode)));
+                               json_pack("{s:b, s:s}", "exists", 1, "type", type_name(st.st_mode)));
                 return;
         case AGENT_OP_DELETE:
                 if (strcmp(req->path, "/") == 0) {

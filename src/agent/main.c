@@ -45,12 +45,12 @@ static void cloexec_inherited(void)
 int main(int argc, char **argv)
 {
         static const struct option opts[] = {
-                { "no-cgroup", no_argument, NULL, 'C' },
-                { "log-level", required_argument, NULL, 'L' },
-                { "help", no_argument, NULL, 'h' },
+                {"no-cgroup", no_argument, NULL, 'C'},
+                {"log-level", required_argument, NULL, 'L'},
+                {"help", no_argument, NULL, 'h'},
                 {},
         };
-        struct agent_options ao = { .listen_fd = 3 };
+        struct agent_options ao = {.listen_fd = 3};
         struct sigaction sa;
         struct agent *agent = NULL;
         uv_loop_t loop;

@@ -44,13 +44,11 @@ static int get_string(json_t *v, const char *field, size_t max, bool nonempty, c
         s = json_string_value(v);
         n = json_string_length(v);
         if (strlen(s) != n) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' contains a NUL byte",
-                                field);
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' contains a NUL byte", field);
                 return -EINVAL;
         }
         if (nonempty && n == 0) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must not be empty",
-                                field);
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must not be empty", field);
                 return -EINVAL;
         }
         if (n > max) {
@@ -101,8 +99,7 @@ static int get_bool(json_t *v, const char *field, bool *ret, struct cella_error 
         if (!v)
                 return 0;
         if (!json_is_boolean(v)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be a boolean",
-                                field);
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be a boolean", field);
                 return -EINVAL;
         }
         *ret = json_is_true(v);
@@ -134,8 +131,8 @@ static int decode_env(json_t *env, struct agent_request *r, struct cella_error *
         }
         n = json_object_size(env);
         if (n > CELLA_EXEC_MAX_ENV) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                "'env' has more than %d variables", CELLA_EXEC_MAX_ENV);
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'env' has more than %d variables",
+                                CELLA_EXEC_MAX_ENV);
                 return -EINVAL;
         }
         if (n == 0)
@@ -246,9 +243,8 @@ static int decode_file_op(json_t *j, struct agent_request *r, struct cella_error
                 const char *name;
                 enum agent_file_op op;
         } ops[] = {
-                { "stat", AGENT_OP_STAT },   { "exists", AGENT_OP_EXISTS },
-                { "delete", AGENT_OP_DELETE }, { "mkdir", AGENT_OP_MKDIR },
-                { "move", AGENT_OP_MOVE },   { "list", AGENT_OP_LIST },
+                {"stat", AGENT_OP_STAT},   {"exists", AGENT_OP_EXISTS}, {"delete", AGENT_OP_DELETE},
+                {"mkdir", AGENT_OP_MKDIR}, {"move", AGENT_OP_MOVE},     {"list", AGENT_OP_LIST},
         };
         json_t *v = json_object_get(j, "op");
         const char *name;
@@ -281,8 +277,8 @@ static int decode_file_op(json_t *j, struct agent_request *r, struct cella_error
         k = get_bool(json_object_get(j, "recursive"), "recursive", &r->recursive, err);
         if (k < 0)
                 return k;
-        return get_bool(json_object_get(j, "includeHidden"), "includeHidden",
-                        &r->include_hidden, err);
+        return get_bool(json_object_get(j, "includeHidden"), "includeHidden", &r->include_hidden,
+                        err);
 }
 
 static int decode_json(const struct frame *f, struct agent_request *r, struct cella_error *err)
@@ -313,8 +309,7 @@ static int decode_json(const struct frame *f, struct agent_request *r, struct ce
         }
 }
 
-int agent_request_decode(const struct frame *f, struct agent_request *ret,
-                         struct cella_error *err)
+int agent_request_decode(const struct frame *f, struct agent_request *ret, struct cella_error *err)
 {
         memset(ret, 0, sizeof(*ret));
         ret->type = f->type;

@@ -56,8 +56,7 @@ struct agent_request {
  * length): the connection must be closed; -EINVAL for a well-formed frame whose request is
  * invalid (bad JSON, wrong types, relative path, limits exceeded): the stream ends with
  * ERROR. Both set err (VALIDATION_FAILED, or NAME_TOO_LONG for long paths). */
-int agent_request_decode(const struct frame *f, struct agent_request *ret,
-                         struct cella_error *err);
+int agent_request_decode(const struct frame *f, struct agent_request *ret, struct cella_error *err);
 void agent_request_done(struct agent_request *r);
 
 /* True for the frames that open a stream (EXEC, FILE_READ, FILE_WRITE, FILE_OP). */

@@ -1,0 +1,953 @@
+/* Runs the real cella-init as an ordinary child process (not in a sandbox): the test binds
+ * a listening unix socket in a temp dir, hands it to the agent as fd 3 and speaks the
+ * agent protocol to it (docs/protocol.md). Paths are host paths under the temp dir; the
+ * agent runs with --no-cgroup, so trees are killed through their process group. */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "common/limits.h"
+#include "common/proto.h"
+
+#define IO_TIMEOUT_MS 60000 /* only to turn a hang into a failure, never asserted on */
+
+static char tmpdir[64];
+static char sockpath[100];
+static pid_t agent_pid = -1;
+static int conn = -1;
+
+struct rframe {
+        uint8_t type;
+        uint32_t stream;
+        uint32_t len;
+        uint8_t *payload; /* malloc'd, NUL-terminated */
+};
+
+/* ---- plumbing ---- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st;
+        (void)flag;
+        (void)ftw;
+        remove(path);
+        return 0;
+}
+
+static void write_all(int fd, const void *p, size_t n)
+{
+        const char *c = p;
+
+        while (n > 0) {
+                ssize_t k = write(fd, c, n);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                assert_true(k > 0);
+                c += k;
+                n -= (size_t)k;
+        }
+}
+
+static void send_frame(int fd, uint8_t type, uint32_t stream, const void *p, size_t len)
+{
+        uint8_t hdr[CELLA_FRAME_HEADER];
+
+        frame_header_pack(hdr, type, stream, (uint32_t)len);
+        write_all(fd, hdr, sizeof(hdr));
+        if (len)
+                write_all(fd, p, len);
+}
+
+static void send_json(int fd, uint8_t type, uint32_t stream, const char *fmt, ...)
+{
+        char text[8192];
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        assert_true(n > 0 && (size_t)n < sizeof(text));
+        send_frame(fd, type, stream, text, (size_t)n);
+}
+
+/* EXEC with the temp dir as default cwd (/workspace does not exist on the host). */
+static void send_exec(int fd, uint32_t stream, const char *fmt, ...)
+{
+        char text[8192], full[8400];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        if (strstr(text, "\"cwd\"") || text[0] != '{')
+                snprintf(full, sizeof(full), "%s", text);
+        else
+                snprintf(full, sizeof(full), "{\"cwd\":\"%s\",%s", tmpdir, text + 1);
+        send_frame(fd, FRAME_EXEC, stream, full, strlen(full));
+}
+
+static void send_window(int fd, uint32_t stream, uint32_t credit)
+{
+        uint8_t w[4];
+
+        frame_window_pack(w, credit);
+        send_frame(fd, FRAME_WINDOW, stream, w, 4);
+}
+
+/* Read exactly n bytes; returns false on EOF before any byte. */
+static bool read_exact(int fd, void *p, size_t n)
+{
+        char *c = p;
+        size_t got = 0;
+
+        while (got < n) {
+                struct pollfd pfd = {.fd = fd, .events = POLLIN};
+                ssize_t k;
+
+                assert_int_equal(poll(&pfd, 1, IO_TIMEOUT_MS), 1);
+                k = read(fd, c + got, n - got);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0 && got == 0 && (k == 0 || errno == ECONNRESET))
+                        return false;
+                assert_true(k > 0);
+                got += (size_t)k;
+        }
+        return true;
+}
+
+/* Next frame; false when the agent closed the connection. */
+static bool recv_frame(int fd, struct rframe *f)
+{
+        uint8_t hdr[CELLA_FRAME_HEADER];
+        struct frame dec;
+
+        if (!read_exact(fd, hdr, sizeof(hdr)))
+                return false;
+        assert_int_equal(frame_decode(hdr, sizeof(hdr), &dec) == 0 ||
+                                 frame_decode(hdr, sizeof(hdr), &dec) == CELLA_FRAME_HEADER,
+                         1);
+        f->len = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
+        assert_true(f->len <= CELLA_FRAME_MAX);
+        f->type = hdr[4];
+        f->stream =
+                (uint32_t)hdr[8] << 24 | (uint32_t)hdr[9] << 16 | (uint32_t)hdr[10] << 8 | hdr[11];
+        f->payload = malloc(f->len + 1);
+        assert_non_null(f->payload);
+        if (f->len)
+                assert_true(read_exact(fd, f->payload, f->len));
+        f->payload[f->len] = '\0';
+        return true;
+}
+
+static json_t *frame_json(const struct rframe *f)
+{
+        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+
+        assert_non_null(j);
+        return j;
+}
+
+static int connect_agent(void)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        struct rframe f;
+        json_t *j;
+        int fd;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sockpath);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_true(recv_frame(fd, &f));
+        assert_int_equal(f.type, FRAME_HELLO);
+        assert_int_equal(f.stream, 0);
+        j = frame_json(&f);
+        assert_int_equal(json_integer_value(json_object_get(j, "version")), 1);
+        assert_int_equal(json_integer_value(json_object_get(j, "pid")), agent_pid);
+        json_decref(j);
+        free(f.payload);
+        return fd;
+}
+
+static int setup(void **state)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        char logpath[160];
+        int lfd;
+
+        (void)state;
+        snprintf(tmpdir, sizeof(tmpdir), "/tmp/cella-agent-test-XXXXXX");
+        if (!mkdtemp(tmpdir))
+                return -1;
+        snprintf(sockpath, sizeof(sockpath), "%s/agent.sock", tmpdir);
+        snprintf(logpath, sizeof(logpath), "%s/agent.log", tmpdir);
+        lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sockpath);
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 8) < 0)
+                return -1;
+        agent_pid = fork();
+        if (agent_pid < 0)
+                return -1;
+        if (agent_pid == 0) {
+                int logfd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0644);
+
+                if (logfd < 0 || dup2(lfd, 3) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
+                        _exit(127);
+                execl(CELLA_BUILD_DIR "/cella-init", "cella-init", "--no-cgroup", "--log-level",
+                      "debug", (char *)NULL);
+                _exit(127);
+        }
+        close(lfd);
+        conn = connect_agent();
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        if (conn >= 0)
+                close(conn);
+        if (agent_pid > 0) {
+                kill(agent_pid, SIGKILL);
+                waitpid(agent_pid, NULL, 0);
+        }
+        if (getenv("CELLA_TEST_KEEP") == NULL)
+                nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        return 0;
+}
+
+/* ---- exec helper ---- */
+
+struct exec_result {
+        bool started;
+        int pid;
+        char *out, *err;
+        size_t out_len, err_len;
+        json_t *end; /* EXIT or ERROR payload */
+        uint8_t end_type;
+        bool hit_window; /* unacknowledged output reached the full window once */
+};
+
+static void exec_result_free(struct exec_result *r)
+{
+        free(r->out);
+        free(r->err);
+        json_decref(r->end);
+}
+
+static void append(char **buf, size_t *len, const uint8_t *p, size_t n)
+{
+        *buf = realloc(*buf, *len + n + 1);
+        assert_non_null(*buf);
+        memcpy(*buf + *len, p, n);
+        *len += n;
+        (*buf)[*len] = '\0';
+}
+
+/* Collect a stream's frames until it ends. Output is acknowledged only when the whole
+ * window is outstanding, which makes the agent stop and wait at the window's edge. */
+static void collect(int fd, uint32_t stream, struct exec_result *r)
+{
+        uint64_t unacked = 0;
+
+        for (;;) {
+                struct rframe f;
+
+                assert_true(recv_frame(fd, &f));
+                assert_int_equal(f.stream, stream);
+                switch (f.type) {
+                case FRAME_STARTED: {
+                        json_t *j = frame_json(&f);
+
+                        assert_false(r->started);
+                        r->started = true;
+                        r->pid = (int)json_integer_value(json_object_get(j, "pid"));
+                        json_decref(j);
+                        break;
+                }
+                case FRAME_STDOUT:
+                case FRAME_STDERR:
+                        assert_true(r->started);
+                        if (f.type == FRAME_STDOUT)
+                                append(&r->out, &r->out_len, f.payload, f.len);
+                        else
+                                append(&r->err, &r->err_len, f.payload, f.len);
+                        unacked += f.len;
+                        assert_true(unacked <= CELLA_STREAM_WINDOW);
+                        if (unacked == CELLA_STREAM_WINDOW) {
+                                r->hit_window = true;
+                                send_window(fd, stream, (uint32_t)unacked);
+                                unacked = 0;
+                        }
+                        break;
+                case FRAME_EXIT:
+                case FRAME_ERROR:
+                        r->end_type = f.type;
+                        r->end = frame_json(&f);
+                        free(f.payload);
+                        return;
+                default:
+                        fail_msg("unexpected frame type %d", f.type);
+                }
+                free(f.payload);
+        }
+}
+
+static void run(uint32_t stream, struct exec_result *r, const char *fmt, ...)
+{
+        char text[8192];
+        va_list ap;
+
+        memset(r, 0, sizeof(*r));
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        send_exec(conn, stream, "%s", text);
+        collect(conn, stream, r);
+}
+
+static int exit_code(const struct exec_result *r)
+{
+        if (r->end_type != FRAME_EXIT)
+                fail_msg("ERROR %s: %s", json_string_value(json_object_get(r->end, "code")),
+                         json_string_value(json_object_get(r->end, "message")));
+        return (int)json_integer_value(json_object_get(r->end, "exitCode"));
+}
+
+static const char *error_code(const json_t *end)
+{
+        return json_string_value(json_object_get(end, "code"));
+}
+
+/* ---- tests ---- */
+
+static void test_exec_bytes(void **state)
+{
+        struct exec_result r;
+
+        (void)state;
+        run(1, &r, "{\"command\":\"printf 'a\\\\0b\\\\n'; echo err >&2; exit 3\",\"cwd\":\"%s\"}",
+            tmpdir);
+        assert_true(r.started);
+        assert_true(r.pid > 0);
+        assert_int_equal(r.out_len, 4);
+        assert_memory_equal(r.out, "a\0b\n", 4);
+        assert_int_equal(r.err_len, 4);
+        assert_memory_equal(r.err, "err\n", 4);
+        assert_int_equal(exit_code(&r), 3);
+        assert_false(json_is_true(json_object_get(r.end, "timedOut")));
+        assert_null(json_object_get(r.end, "signal"));
+        exec_result_free(&r);
+}
+
+static void test_exec_cwd_env(void **state)
+{
+        struct exec_result r;
+        char want[512];
+
+        (void)state;
+        run(2, &r,
+            "{\"command\":\"pwd; echo \\\"$FOO|$HOME|$LANG|$PWD\\\"; test -t 0 || cat\","
+            "\"cwd\":\"%s\",\"env\":{\"FOO\":\"b a r\",\"LANG\":\"C\"}}",
+            tmpdir);
+        snprintf(want, sizeof(want), "%s\nb a r|/root|C|%s\n", tmpdir, tmpdir);
+        assert_non_null(r.out);
+        assert_string_equal(r.out, want);
+        assert_int_equal(exit_code(&r), 0);
+        exec_result_free(&r);
+
+        /* a cwd that does not exist: ERROR and nothing runs */
+        run(3, &r, "{\"command\":\"touch %s/ran\",\"cwd\":\"%s/missing\"}", tmpdir, tmpdir);
+        assert_int_equal(r.end_type, FRAME_ERROR);
+        assert_false(r.started);
+        assert_string_equal(error_code(r.end), "FILE_NOT_FOUND");
+        exec_result_free(&r);
+        snprintf(want, sizeof(want), "%s/ran", tmpdir);
+        assert_int_equal(access(want, F_OK), -1);
+
+        /* a cwd that is a file */
+        run(3, &r, "{\"command\":\"true\",\"cwd\":\"%s/agent.log\"}", tmpdir);
+        assert_int_equal(r.end_type, FRAME_ERROR);
+        assert_string_equal(error_code(r.end), "NOT_DIRECTORY");
+        exec_result_free(&r);
+
+        /* invalid requests */
+        run(4, &r, "{\"command\":\"true\",\"env\":{\"A-B\":\"x\"}}");
+        assert_string_equal(error_code(r.end), "VALIDATION_FAILED");
+        exec_result_free(&r);
+        run(4, &r, "{\"command\":\"\"}");
+        assert_string_equal(error_code(r.end), "VALIDATION_FAILED");
+        exec_result_free(&r);
+        run(4, &r, "{\"command\":\"true\",\"cwd\":\"relative\"}");
+        assert_string_equal(error_code(r.end), "VALIDATION_FAILED");
+        exec_result_free(&r);
+}
+
+/* A process is gone when it no longer exists or is a zombie nobody reaped yet. */
+static bool process_gone(int pid)
+{
+        char path[64], buf[512];
+        char *p;
+        FILE *f;
+        size_t n;
+
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+                return true;
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        f = fopen(path, "re");
+        if (!f)
+                return true;
+        n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        p = strrchr(buf, ')');
+        return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+static void test_exec_timeout_kills_tree(void **state)
+{
+        struct exec_result r;
+        int pids[2];
+
+        (void)state;
+        run(5, &r,
+            "{\"command\":\"sleep 1000 & echo $!; sleep 1000 & echo $!; wait\","
+            "\"timeoutMs\":300}");
+        assert_int_equal(exit_code(&r), 128 + SIGKILL);
+        assert_int_equal(json_integer_value(json_object_get(r.end, "signal")), SIGKILL);
+        assert_true(json_is_true(json_object_get(r.end, "timedOut")));
+        assert_non_null(r.out);
+        assert_int_equal(sscanf(r.out, "%d\n%d\n", &pids[0], &pids[1]), 2);
+        /* EXIT comes after both pipes reached EOF, so both sleeps have died. */
+        assert_true(process_gone(pids[0]));
+        assert_true(process_gone(pids[1]));
+        exec_result_free(&r);
+}
+
+static void test_exec_cancel(void **state)
+{
+        struct exec_result r;
+        struct rframe f;
+
+        (void)state;
+        memset(&r, 0, sizeof(r));
+        send_exec(conn, 6, "{\"command\":\"echo go; exec sleep 1000\"}");
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.type, FRAME_STARTED);
+        free(f.payload);
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.type, FRAME_STDOUT);
+        free(f.payload);
+        send_frame(conn, FRAME_CANCEL, 6, NULL, 0);
+        r.started = true;
+        collect(conn, 6, &r);
+        assert_int_equal(exit_code(&r), 128 + SIGKILL);
+        assert_false(json_is_true(json_object_get(r.end, "timedOut")));
+        exec_result_free(&r);
+}
+
+static void test_exec_background_leftover(void **state)
+{
+        struct exec_result r;
+        int pid;
+
+        (void)state;
+        /* The shell exits at once while a background process keeps the pipes open: EXIT
+         * still comes (after the grace period), with the shell's status. */
+        run(7, &r, "{\"command\":\"sleep 1000 & echo $!; exit 4\"}");
+        assert_int_equal(exit_code(&r), 4);
+        assert_int_equal(sscanf(r.out, "%d", &pid), 1);
+        assert_false(process_gone(pid));
+        kill(pid, SIGKILL);
+        exec_result_free(&r);
+}
+
+static void test_exec_window(void **state)
+{
+        struct exec_result r;
+
+        (void)state;
+        run(8, &r, "{\"command\":\"yes abcdefg | head -c 5242880; echo done >&2\"}");
+        assert_int_equal(exit_code(&r), 0);
+        assert_int_equal(r.out_len, 5 * 1024 * 1024);
+        for (size_t i = 0; i < r.out_len; i++)
+                if (r.out[i] != "abcdefg\n"[i % 8])
+                        fail_msg("byte %zu differs", i);
+        assert_string_equal(r.err, "done\n");
+        assert_true(r.hit_window);
+        exec_result_free(&r);
+}
+
+static void test_many_concurrent(void **state)
+{
+        unsigned ended = 0;
+
+        (void)state;
+        for (uint32_t id = 100; id < 120; id++)
+                send_exec(conn, id, "{\"command\":\"echo %u\"}", id);
+        while (ended < 20) {
+                struct rframe f;
+
+                assert_true(recv_frame(conn, &f));
+                assert_true(f.stream >= 100 && f.stream < 120);
+                if (f.type == FRAME_STDOUT) {
+                        char want[16];
+
+                        snprintf(want, sizeof(want), "%u\n", f.stream);
+                        assert_string_equal((char *)f.payload, want);
+                }
+                if (f.type == FRAME_EXIT)
+                        ended++;
+                free(f.payload);
+        }
+}
+
+/* ---- files ---- */
+
+static json_t *file_op(uint32_t stream, uint8_t *ret_type, const char *fmt, ...)
+{
+        char text[8192];
+        struct rframe f;
+        va_list ap;
+        json_t *j;
+
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        send_frame(conn, FRAME_FILE_OP, stream, text, strlen(text));
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.stream, stream);
+        assert_true(f.type == FRAME_RESULT || f.type == FRAME_ERROR);
+        *ret_type = f.type;
+        j = frame_json(&f);
+        free(f.payload);
+        return j;
+}
+
+static void expect_ok(uint32_t stream, const char *fmt, const char *a, const char *b)
+{
+        uint8_t type;
+        json_t *j = file_op(stream, &type, fmt, a, b);
+
+        if (type != FRAME_RESULT)
+                fail_msg("%s: %s", fmt, json_string_value(json_object_get(j, "message")));
+        json_decref(j);
+}
+
+static void expect_error(uint32_t stream, const char *code, const char *fmt, const char *a,
+                         const char *b)
+{
+        uint8_t type;
+        json_t *j = file_op(stream, &type, fmt, a, b);
+
+        assert_int_equal(type, FRAME_ERROR);
+        assert_string_equal(error_code(j), code);
+        json_decref(j);
+}
+
+/* Upload data with FILE_WRITE, honouring the agent's window. Returns the RESULT size. */
+static json_t *upload(uint32_t stream, const char *path, int mode, const uint8_t *data, size_t len,
+                      uint8_t *ret_type)
+{
+        uint64_t credit = CELLA_STREAM_WINDOW;
+        size_t sent = 0;
+        struct rframe f;
+        json_t *j;
+
+        if (mode >= 0)
+                send_json(conn, FRAME_FILE_WRITE, stream, "{\"path\":\"%s\",\"mode\":%d}", path,
+                          mode);
+        else
+                send_json(conn, FRAME_FILE_WRITE, stream, "{\"path\":\"%s\"}", path);
+        while (sent < len) {
+                size_t n =
+                        len - sent < CELLA_FRAME_DATA_CHUNK ? len - sent : CELLA_FRAME_DATA_CHUNK;
+                uint32_t w;
+
+                if (credit >= n) {
+                        send_frame(conn, FRAME_DATA, stream, data + sent, n);
+                        credit -= n;
+                        sent += n;
+                        continue;
+                }
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, stream);
+                assert_int_equal(f.type, FRAME_WINDOW);
+                assert_int_equal(f.len, 4);
+                w = (uint32_t)f.payload[0] << 24 | (uint32_t)f.payload[1] << 16 |
+                    (uint32_t)f.payload[2] << 8 | f.payload[3];
+                credit += w;
+                free(f.payload);
+        }
+        send_frame(conn, FRAME_END, stream, NULL, 0);
+        for (;;) {
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, stream);
+                if (f.type != FRAME_WINDOW)
+                        break;
+                free(f.payload);
+        }
+        assert_true(f.type == FRAME_RESULT || f.type == FRAME_ERROR);
+        *ret_type = f.type;
+        j = frame_json(&f);
+        free(f.payload);
+        return j;
+}
+
+/* FILE_READ path; returns the bytes (malloc'd) or NULL with *ret_err set to the ERROR. */
+static uint8_t *download(uint32_t stream, const char *path, size_t *ret_len, json_t **ret_err)
+{
+        uint8_t *data = NULL;
+        size_t len = 0;
+        int64_t size = -1;
+        struct rframe f;
+
+        *ret_err = NULL;
+        send_json(conn, FRAME_FILE_READ, stream, "{\"path\":\"%s\"}", path);
+        for (;;) {
+                json_t *j;
+
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, stream);
+                switch (f.type) {
+                case FRAME_FILE_INFO:
+                        j = frame_json(&f);
+                        assert_string_equal(json_string_value(json_object_get(j, "type")), "file");
+                        size = json_integer_value(json_object_get(j, "size"));
+                        json_decref(j);
+                        break;
+                case FRAME_DATA:
+                        assert_true(size >= 0);
+                        data = realloc(data, len + f.len + 1);
+                        assert_non_null(data);
+                        memcpy(data + len, f.payload, f.len);
+                        len += f.len;
+                        send_window(conn, stream, f.len);
+                        break;
+                case FRAME_RESULT:
+                        j = frame_json(&f);
+                        assert_int_equal(json_integer_value(json_object_get(j, "size")), len);
+                        assert_int_equal(size, (int64_t)len);
+                        json_decref(j);
+                        free(f.payload);
+                        *ret_len = len;
+                        return data ? data : calloc(1, 1);
+                case FRAME_ERROR:
+                        *ret_err = frame_json(&f);
+                        free(f.payload);
+                        free(data);
+                        return NULL;
+                default:
+                        fail_msg("unexpected frame %d", f.type);
+                }
+                free(f.payload);
+        }
+}
+
+static void test_file_write_read(void **state)
+{
+        const size_t size = 5 * 1024 * 1024;
+        char path[256], dir[128];
+        uint8_t *data, *back, type;
+        json_t *j, *err;
+        struct stat st;
+        size_t len;
+        DIR *d;
+        struct dirent *de;
+
+        (void)state;
+        data = malloc(size);
+        assert_non_null(data);
+        for (size_t i = 0; i < size; i++)
+                data[i] = (uint8_t)((i * 2654435761u) >> 13);
+        snprintf(dir, sizeof(dir), "%s/up/nested", tmpdir);
+        snprintf(path, sizeof(path), "%s/big.bin", dir);
+        j = upload(20, path, -1, data, size, &type);
+        assert_int_equal(type, FRAME_RESULT);
+        assert_int_equal(json_integer_value(json_object_get(j, "size")), size);
+        json_decref(j);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, size);
+        assert_int_equal(st.st_mode & 07777, 0644);
+        assert_int_equal(stat(dir, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0755);
+
+        back = download(21, path, &len, &err);
+        assert_non_null(back);
+        assert_int_equal(len, size);
+        assert_memory_equal(back, data, size);
+        free(back);
+
+        /* overwrite keeps the mode; an explicit mode wins */
+        assert_int_equal(chmod(path, 0600), 0);
+        j = upload(22, path, -1, (const uint8_t *)"short", 5, &type);
+        assert_int_equal(type, FRAME_RESULT);
+        json_decref(j);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 5);
+        assert_int_equal(st.st_mode & 07777, 0600);
+        j = upload(23, path, 0751, (const uint8_t *)"", 0, &type);
+        assert_int_equal(type, FRAME_RESULT);
+        json_decref(j);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        assert_int_equal(st.st_mode & 07777, 0751);
+
+        /* a cancelled upload leaves the old file and no temporary file */
+        send_json(conn, FRAME_FILE_WRITE, 24, "{\"path\":\"%s\"}", path);
+        send_frame(conn, FRAME_DATA, 24, "partial", 7);
+        send_frame(conn, FRAME_CANCEL, 24, NULL, 0);
+        for (;;) {
+                struct rframe f;
+
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, 24);
+                free(f.payload);
+                if (f.type == FRAME_ERROR)
+                        break;
+                assert_int_equal(f.type, FRAME_WINDOW);
+        }
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        d = opendir(dir);
+        assert_non_null(d);
+        while ((de = readdir(d)))
+                assert_null(strstr(de->d_name, "cella-upload"));
+        closedir(d);
+
+        /* errors */
+        j = upload(25, dir, -1, (const uint8_t *)"x", 1, &type);
+        assert_int_equal(type, FRAME_ERROR);
+        assert_string_equal(error_code(j), "IS_DIRECTORY");
+        json_decref(j);
+        back = download(26, dir, &len, &err);
+        assert_null(back);
+        assert_string_equal(error_code(err), "IS_DIRECTORY");
+        json_decref(err);
+        snprintf(path, sizeof(path), "%s/nope", tmpdir);
+        back = download(27, path, &len, &err);
+        assert_null(back);
+        assert_string_equal(error_code(err), "FILE_NOT_FOUND");
+        json_decref(err);
+        free(data);
+}
+
+static void touch(const char *dir, const char *name)
+{
+        char p[512];
+        int fd;
+
+        snprintf(p, sizeof(p), "%s/%s", dir, name);
+        fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        write_all(fd, "hello", 5);
+        close(fd);
+}
+
+/* List dir; returns the RESULT count and checks each FILE_INFO's relativePath against
+ * the '|'-separated set in want (any order). */
+static int list(uint32_t stream, const char *dir, bool recursive, bool hidden, const char *want)
+{
+        struct rframe f;
+        int count = 0;
+
+        send_json(conn, FRAME_FILE_OP, stream,
+                  "{\"op\":\"list\",\"path\":\"%s\",\"recursive\":%s,\"includeHidden\":%s}", dir,
+                  recursive ? "true" : "false", hidden ? "true" : "false");
+        for (;;) {
+                json_t *j;
+                char needle[300], abs[600];
+                const char *rel;
+
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, stream);
+                j = frame_json(&f);
+                if (f.type != FRAME_FILE_INFO) {
+                        int n;
+
+                        assert_int_equal(f.type, FRAME_RESULT);
+                        n = (int)json_integer_value(json_object_get(j, "count"));
+                        assert_int_equal(n, count);
+                        json_decref(j);
+                        free(f.payload);
+                        return n;
+                }
+                rel = json_string_value(json_object_get(j, "relativePath"));
+                assert_non_null(rel);
+                snprintf(needle, sizeof(needle), "|%s|", rel);
+                if (!strstr(want, needle))
+                        fail_msg("unexpected entry %s", rel);
+                snprintf(abs, sizeof(abs), "%s/%s", dir, rel);
+                assert_string_equal(json_string_value(json_object_get(j, "absolutePath")), abs);
+                assert_non_null(json_object_get(j, "modifiedAt"));
+                assert_non_null(json_object_get(j, "permissions"));
+                count++;
+                json_decref(j);
+                free(f.payload);
+        }
+}
+
+static void test_file_ops(void **state)
+{
+        char d[128], p[256], q[256];
+        uint8_t type;
+        json_t *j;
+
+        (void)state;
+        snprintf(d, sizeof(d), "%s/ops", tmpdir);
+        expect_ok(30, "{\"op\":\"mkdir\",\"path\":\"%s\",\"recursive\":false}", d, NULL);
+        expect_error(30, "FILE_EXISTS", "{\"op\":\"mkdir\",\"path\":\"%s\"}", d, NULL);
+        expect_ok(30, "{\"op\":\"mkdir\",\"path\":\"%s\",\"recursive\":true}", d, NULL);
+        snprintf(p, sizeof(p), "%s/x/y", d);
+        expect_error(30, "FILE_NOT_FOUND", "{\"op\":\"mkdir\",\"path\":\"%s\"}", p, NULL);
+        expect_ok(30, "{\"op\":\"mkdir\",\"path\":\"%s\",\"recursive\":true}", p, NULL);
+
+        touch(d, "a.txt");
+        touch(d, ".hidden");
+        touch(p, "deep.txt");
+        snprintf(q, sizeof(q), "%s/link", d);
+        assert_int_equal(symlink("/", q), 0);
+
+        j = file_op(31, &type, "{\"op\":\"exists\",\"path\":\"%s/a.txt\"}", d);
+        assert_int_equal(type, FRAME_RESULT);
+        assert_true(json_is_true(json_object_get(j, "exists")));
+        assert_string_equal(json_string_value(json_object_get(j, "type")), "file");
+        json_decref(j);
+        j = file_op(31, &type, "{\"op\":\"exists\",\"path\":\"%s/none\"}", d);
+        assert_int_equal(type, FRAME_RESULT);
+        assert_true(json_is_false(json_object_get(j, "exists")));
+        json_decref(j);
+
+        j = file_op(32, &type, "{\"op\":\"stat\",\"path\":\"%s/a.txt\"}", d);
+        assert_int_equal(type, FRAME_RESULT);
+        assert_string_equal(json_string_value(json_object_get(j, "name")), "a.txt");
+        assert_int_equal(json_integer_value(json_object_get(j, "size")), 5);
+        assert_string_equal(json_string_value(json_object_get(j, "mode")), "rw-r--r--");
+        json_decref(j);
+        expect_error(32, "FILE_NOT_FOUND", "{\"op\":\"stat\",\"path\":\"%s/none\"}", d, NULL);
+
+        assert_int_equal(list(33, d, false, false, "|a.txt|x|link|"), 3);
+        assert_int_equal(list(33, d, false, true, "|a.txt|x|link|.hidden|"), 4);
+        /* recursive, and the symlink to / is not followed */
+        assert_int_equal(list(33, d, true, false, "|a.txt|x|link|x/y|x/y/deep.txt|"), 5);
+        snprintf(q, sizeof(q), "%s/a.txt", d);
+        expect_error(33, "NOT_DIRECTORY", "{\"op\":\"list\",\"path\":\"%s\"}", q, NULL);
+        expect_error(33, "FILE_NOT_FOUND", "{\"op\":\"list\",\"path\":\"%s/none\"}", d, NULL);
+
+        snprintf(q, sizeof(q), "%s/b.txt", d);
+        expect_ok(34, "{\"op\":\"move\",\"from\":\"%s/a.txt\",\"to\":\"%s\"}", d, q);
+        assert_int_equal(access(q, F_OK), 0);
+        expect_error(34, "FILE_NOT_FOUND", "{\"op\":\"move\",\"from\":\"%s/a.txt\",\"to\":\"%s\"}",
+                     d, q);
+
+        /* deleting the symlink removes the link, not what it points to */
+        expect_ok(35, "{\"op\":\"delete\",\"path\":\"%s/link\"}", d, NULL);
+        assert_int_equal(access("/", F_OK), 0);
+        expect_ok(35, "{\"op\":\"delete\",\"path\":\"%s\"}", q, NULL);
+        assert_int_equal(access(q, F_OK), -1);
+        snprintf(q, sizeof(q), "%s/x", d);
+        expect_error(35, "IS_DIRECTORY", "{\"op\":\"delete\",\"path\":\"%s\"}", q, NULL);
+        expect_ok(35, "{\"op\":\"delete\",\"path\":\"%s\",\"recursive\":true}", q, NULL);
+        assert_int_equal(access(q, F_OK), -1);
+        expect_error(35, "FILE_NOT_FOUND", "{\"op\":\"delete\",\"path\":\"%s\"}", q, NULL);
+        expect_error(36, "VALIDATION_FAILED", "{\"op\":\"chmod\",\"path\":\"%s\"}", q, NULL);
+        expect_error(36, "VALIDATION_FAILED", "{\"op\":\"stat\",\"path\":\"rel%s\"}", q, NULL);
+}
+
+static void test_ping(void **state)
+{
+        struct rframe f;
+
+        (void)state;
+        send_frame(conn, FRAME_PING, 0, "abc", 3);
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.type, FRAME_PONG);
+        assert_int_equal(f.len, 3);
+        assert_memory_equal(f.payload, "abc", 3);
+        free(f.payload);
+}
+
+static void test_malformed_and_reconnect(void **state)
+{
+        uint8_t hdr[CELLA_FRAME_HEADER];
+        struct exec_result r;
+        struct rframe f;
+        int old;
+
+        (void)state;
+        /* non-zero flags: protocol error, the connection is closed */
+        frame_header_pack(hdr, FRAME_PING, 0, 0);
+        hdr[5] = 1;
+        write_all(conn, hdr, sizeof(hdr));
+        assert_false(recv_frame(conn, &f));
+        close(conn);
+
+        /* the agent keeps running and serves a new connection */
+        conn = connect_agent();
+        run(40, &r, "{\"command\":\"echo again\"}");
+        assert_string_equal(r.out, "again\n");
+        exec_result_free(&r);
+
+        /* a frame the daemon never sends closes the connection too */
+        send_json(conn, FRAME_RESULT, 41, "{}");
+        assert_false(recv_frame(conn, &f));
+        close(conn);
+
+        /* a new connection replaces the old one, whose running command is killed */
+        conn = connect_agent();
+        send_exec(conn, 42, "{\"command\":\"echo $$; exec sleep 1000\"}");
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.type, FRAME_STARTED);
+        free(f.payload);
+        old = conn;
+        conn = connect_agent();
+        for (;;) {
+                if (!recv_frame(old, &f))
+                        break;
+                free(f.payload);
+        }
+        close(old);
+        run(43, &r, "{\"command\":\"echo fine\"}");
+        assert_string_equal(r.out, "fine\n");
+        exec_result_free(&r);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_exec_bytes),
+                cmocka_unit_test(test_exec_cwd_env),
+                cmocka_unit_test(test_exec_timeout_kills_tree),
+                cmocka_unit_test(test_exec_cancel),
+                cmocka_unit_test(test_exec_background_leftover),
+                cmocka_unit_test(test_exec_window),
+                cmocka_unit_test(test_many_concurrent),
+                cmocka_unit_test(test_file_write_read),
+                cmocka_unit_test(test_file_ops),
+                cmocka_unit_test(test_ping),
+                cmocka_unit_test(test_malformed_and_reconnect),
+        };
+
+        signal(SIGPIPE, SIG_IGN);
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
