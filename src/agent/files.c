@@ -228,19 +228,29 @@ void file_read_start(struct conn *c, struct agent_request *req)
 
 /* ---- FILE_WRITE ---- */
 
-static void file_write_free(struct file_write *w)
+/* Close and remove the temporary file; done before the stream's final frame is sent, so
+ * that cellad never sees the end of an upload while its temporary file still exists. */
+static void file_write_discard(struct file_write *w)
 {
         if (w->fd >= 0)
                 close(w->fd);
+        w->fd = -EBADF;
         if (w->tmp)
                 unlink(w->tmp);
         free(w->tmp);
+        w->tmp = NULL;
+}
+
+static void file_write_free(struct file_write *w)
+{
+        file_write_discard(w);
         free(w->path);
         free(w);
 }
 
 void file_write_cancel(struct file_write *w, bool detach)
 {
+        file_write_discard(w);
         if (!detach)
                 stream_end_error(&w->s, CELLA_E_INTERNAL_ERROR, "upload of '%s' cancelled",
                                  w->path);
@@ -260,6 +270,7 @@ int file_write_data(struct file_write *w, const uint8_t *data, size_t len)
                 if (n < 0) {
                         int err = errno;
 
+                        file_write_discard(w);
                         stream_end_error(&w->s, cella_code_from_errno(err), "write '%s': %s",
                                          w->path, strerror(err));
                         file_write_free(w);
@@ -286,6 +297,7 @@ void file_write_end(struct file_write *w)
                 int err = errno;
 
                 close(fd);
+                file_write_discard(w);
                 stream_end_error(&w->s, cella_code_from_errno(err), "chmod '%s': %s", w->path,
                                  strerror(err));
                 file_write_free(w);
@@ -294,6 +306,7 @@ void file_write_end(struct file_write *w)
         if (close(fd) < 0 || rename(w->tmp, w->path) < 0) {
                 int err = errno;
 
+                file_write_discard(w);
                 stream_end_error(&w->s, cella_code_from_errno(err), "write '%s': %s", w->path,
                                  strerror(err));
                 file_write_free(w);
