@@ -267,6 +267,14 @@ static void conn_kick(struct conn *c)
         uv_idle_start(&c->kick, kick_cb);
 }
 
+/* A client that pipelines requests and does not read the answers: no new request is
+ * started while more than the high water of answers waits in the socket's queue. */
+static bool conn_write_backlogged(const struct conn *c)
+{
+        return !c->fuzz && uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp) >
+                                   CELLA_HTTP_WRITE_HIGH_WATER;
+}
+
 static void write_cb(uv_write_t *w, int status)
 {
         struct wreq *wr = (struct wreq *)w;
@@ -279,6 +287,8 @@ static void write_cb(uv_write_t *w, int status)
                 conn_close(c);
         else if (!c->closing)
                 uv_timer_again(&c->timer);
+        if (!c->closing && !c->cur && c->in.len > 0 && !conn_write_backlogged(c))
+                conn_kick(c); /* parsing may have waited for the queue to drain */
         if (wr->cb)
                 wr->cb(req, status < 0 ? -EPIPE : 0, wr->counted, wr->ud);
         http_request_unref(req);
@@ -1031,7 +1041,7 @@ static bool conn_blocked(const struct conn *c)
         if (c->dead_input || c->closing)
                 return true;
         if (!req)
-                return false;
+                return conn_write_backlogged(c);
         return req->body_paused || (req->body_complete && !req->ended);
 }
 
@@ -1114,8 +1124,10 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
                         return;
                 if (c->cur && !c->cur->ended)
                         conn_close(c);
-                else
+                else if (c->in.len == 0 || c->dead_input)
                         conn_shutdown(c);
+                /* else: pipelined requests wait for the write queue; conn_process
+                 * shuts down once they are answered */
                 return;
         }
         if (nread == 0)

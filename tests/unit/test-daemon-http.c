@@ -182,7 +182,9 @@ static int teardown(void **state)
 
 /* ---- client side (test thread) ---- */
 
-static int connect_server(void)
+/* rcvbuf > 0: a small receive buffer, set before connecting (a window shrunk on an
+ * established connection stalls in zero-window probes) */
+static int connect_server_rcvbuf(int rcvbuf)
 {
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
         struct timeval tv = {.tv_sec = 60}; /* a hang guard, not a timing assertion */
@@ -190,9 +192,16 @@ static int connect_server(void)
 
         assert_true(fd >= 0);
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (rcvbuf > 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         return fd;
+}
+
+static int connect_server(void)
+{
+        return connect_server_rcvbuf(0);
 }
 
 static void send_all(int fd, const void *p, size_t n)
@@ -321,6 +330,48 @@ static void test_pipelining_in_order(void **state)
         assert_non_null(b);
         assert_non_null(c);
         assert_true(a < b && b < c);
+        free(r);
+}
+
+#define PIPELINED 20000
+
+static void *pipeline_sender(void *arg)
+{
+        int fd = *(int *)arg;
+        struct buf q = BUF_INIT;
+
+        for (int i = 0; i < PIPELINED; i++)
+                buf_printf(&q, "GET /hello?q=%d HTTP/1.1\r\n%s\r\n", i,
+                           i == PIPELINED - 1 ? "Connection: close\r\n" : "");
+        send_all(fd, q.data, q.len);
+        buf_free(&q);
+        return NULL;
+}
+
+/* Many pipelined requests from a client that reads slowly: the server stops taking new
+ * requests while answers pile up (write high water) and still answers every one, in
+ * order. */
+static void test_pipelining_backlog(void **state)
+{
+        int fd = connect_server_rcvbuf(4096);
+        pthread_t t;
+        char *r, *p;
+        int n = 0;
+
+        (void)state;
+        pthread_create(&t, NULL, pipeline_sender, &fd);
+        r = read_all(fd);
+        pthread_join(t, NULL);
+        close(fd);
+        for (p = r; (p = strstr(p, "\"q\":\"")); p++) {
+                char want[32];
+
+                snprintf(want, sizeof(want), "\"q\":\"%d\"", n);
+                if (strncmp(p, want, strlen(want)) != 0)
+                        fail_msg("answer %d out of order: %.20s", n, p);
+                n++;
+        }
+        assert_int_equal(n, PIPELINED);
         free(r);
 }
 
@@ -513,11 +564,17 @@ static void test_fuzz_entry(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_keepalive_and_query), cmocka_unit_test(test_headers),
-                cmocka_unit_test(test_pipelining_in_order), cmocka_unit_test(test_limits),
-                cmocka_unit_test(test_malformed),           cmocka_unit_test(test_error_shape),
-                cmocka_unit_test(test_sse_framing),         cmocka_unit_test(test_expect_continue),
-                cmocka_unit_test(test_upload_backpressure), cmocka_unit_test(test_head_and_http10),
+                cmocka_unit_test(test_keepalive_and_query),
+                cmocka_unit_test(test_headers),
+                cmocka_unit_test(test_pipelining_in_order),
+                cmocka_unit_test(test_pipelining_backlog),
+                cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_malformed),
+                cmocka_unit_test(test_error_shape),
+                cmocka_unit_test(test_sse_framing),
+                cmocka_unit_test(test_expect_continue),
+                cmocka_unit_test(test_upload_backpressure),
+                cmocka_unit_test(test_head_and_http10),
                 cmocka_unit_test(test_fuzz_entry),
         };
 
