@@ -5,6 +5,7 @@
  *   facts            isolation facts (ids, maps, hostname, interfaces, mounts, caps...)
  *   oom <MB>         fork a child that allocates and touches MB; report how it ended
  *   pids <N>         try to fork N sleeping children; report how many forks succeeded
+ *   subcgroup        make /sys/fs/cgroup/cmd/1 and move a sleeping child into it
  *   read <path>      try to open and read a file; report errno and owner
  *   exit <code>      exit PID 1
  */
@@ -270,6 +271,33 @@ static json_t *pids(long n)
         return o;
 }
 
+/* Like the agent: a nested sub-cgroup holding a forked, sleeping process. */
+static json_t *subcgroup(void)
+{
+        json_t *o = json_object();
+        int ok = mkdir("/sys/fs/cgroup/cmd", 0755) == 0 && mkdir("/sys/fs/cgroup/cmd/1", 0755) == 0;
+        pid_t pid = fork();
+        if (pid == 0) {
+                /* Not holding the connection open. */
+                close_range(3, ~0U, 0);
+                for (;;)
+                        pause();
+        }
+        if (ok && pid > 0) {
+                char v[32];
+                int fd = open("/sys/fs/cgroup/cmd/1/cgroup.procs", O_WRONLY | O_CLOEXEC);
+                int n = snprintf(v, sizeof(v), "%d", (int)pid);
+                ok = fd >= 0 && write(fd, v, (size_t)n) == n;
+                if (fd >= 0)
+                        close(fd);
+        }
+        json_object_set_new(o, "ok", json_boolean(ok && pid > 0));
+        json_object_set_new(o, "errno", json_integer(ok ? 0 : errno));
+        json_object_set_new(o, "cgroup_procs",
+                            str_or_null(slurp("/sys/fs/cgroup/cmd/1/cgroup.procs")));
+        return o;
+}
+
 static json_t *read_path(const char *path)
 {
         json_t *o = json_object();
@@ -309,6 +337,8 @@ int main(void)
                         ans = oom(strtol(line + 4, NULL, 10));
                 else if (strncmp(line, "pids ", 5) == 0)
                         ans = pids(strtol(line + 5, NULL, 10));
+                else if (strcmp(line, "subcgroup") == 0)
+                        ans = subcgroup();
                 else if (strncmp(line, "read ", 5) == 0)
                         ans = read_path(line + 5);
                 else if (strncmp(line, "exit ", 5) == 0)

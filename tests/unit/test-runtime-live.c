@@ -43,8 +43,8 @@ static struct runtime *rt;
 static struct cgroup_layout layout;
 static char tmpdir[] = "/tmp/cella-runtime-test-XXXXXX";
 
-static const char *const test_ids[] = {"iso",   "mem",   "pids", "sep-a",
-                                       "sep-b", "again", "bad",  "planted"};
+static const char *const test_ids[] = {"iso",   "mem", "pids",    "sep-a", "sep-b",
+                                       "again", "bad", "planted", "nest"};
 /* Containers started (static storage: a failed assertion leaves the test function), so
  * the group teardown can destroy what a failing test left running. */
 struct tracked {
@@ -416,6 +416,27 @@ static void test_memory_limit(void **state)
         destroy_and_check("mem", &c);
 }
 
+/* Sub-cgroups the sandbox made (as the agent does per command), with processes in them,
+ * are killed and removed depth-first. */
+static void test_destroy_removes_sub_cgroups(void **state)
+{
+        REQUIRE_RUNTIME();
+        static struct container c;
+        struct cella_error err = {0};
+        char path[CELLA_PATH_MAX + 64];
+        if (start("nest", 9, ROOTFS, 0, 64, &c, &err) < 0)
+                fail_msg("start: %s", err.msg);
+        json_t *r = ask("nest", "subcgroup");
+        if (!jbool(r, "ok"))
+                fail_msg("subcgroup failed: errno %d", (int)jint(r, "errno"));
+        assert_true(strlen(jstr(r, "cgroup_procs")) > 0);
+        json_decref(r);
+        cgroup_v2_dir(&layout, CG_NAME, "nest", path, sizeof(path));
+        strncat(path, "/cmd/1/cgroup.procs", sizeof(path) - strlen(path) - 1);
+        assert_int_equal(access(path, F_OK), 0);
+        destroy_and_check("nest", &c);
+}
+
 static void test_pids_limit(void **state)
 {
         REQUIRE_RUNTIME();
@@ -548,6 +569,7 @@ int main(void)
                 cmocka_unit_test(test_isolation),
                 cmocka_unit_test(test_memory_limit),
                 cmocka_unit_test(test_pids_limit),
+                cmocka_unit_test(test_destroy_removes_sub_cgroups),
                 cmocka_unit_test(test_uid_ranges_separate),
                 cmocka_unit_test(test_restart_keeps_upper_and_reaps),
                 cmocka_unit_test(test_start_failure_is_reported),
