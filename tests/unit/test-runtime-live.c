@@ -44,7 +44,7 @@ static struct cgroup_layout layout;
 static char tmpdir[] = "/tmp/cella-runtime-test-XXXXXX";
 
 static const char *const test_ids[] = {"iso",   "mem", "pids",    "sep-a", "sep-b",
-                                       "again", "bad", "planted", "nest"};
+                                       "again", "bad", "planted", "nest",  "orphan"};
 /* Containers started (static storage: a failed assertion leaves the test function), so
  * the group teardown can destroy what a failing test left running. */
 struct tracked {
@@ -437,6 +437,40 @@ static void test_destroy_removes_sub_cgroups(void **state)
         destroy_and_check("nest", &c);
 }
 
+/* After a daemon restart PID 1 is not our child: destroy works from the id alone. A
+ * forked process starts the container and exits without tearing it down. */
+static void test_destroy_after_restart(void **state)
+{
+        REQUIRE_RUNTIME();
+        struct cella_error err = {0};
+        char path[CELLA_PATH_MAX + 64];
+        int status = 0;
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct container c;
+                _exit(start("orphan", 10, ROOTFS, 0, 64, &c, &err) == 0 ? 0 : 1);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+        json_t *f = ask("orphan", "facts");
+        assert_int_equal(jint(f, "pid"), 1);
+        json_decref(f);
+        assert_true(cgroup_dirs_exist("orphan"));
+        assert_int_equal(runtime_container_destroy(rt, "orphan", NULL, &err), 0);
+        assert_false(cgroup_dirs_exist("orphan"));
+        /* Nobody listens any more. */
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/orphan/agent.sock", tmpdir);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), -1);
+        assert_int_equal(errno, ECONNREFUSED);
+        close(fd);
+        cgroup_v2_dir(&layout, CG_NAME, "orphan", path, sizeof(path));
+        assert_int_equal(access(path, F_OK), -1);
+}
+
 static void test_pids_limit(void **state)
 {
         REQUIRE_RUNTIME();
@@ -570,6 +604,7 @@ int main(void)
                 cmocka_unit_test(test_memory_limit),
                 cmocka_unit_test(test_pids_limit),
                 cmocka_unit_test(test_destroy_removes_sub_cgroups),
+                cmocka_unit_test(test_destroy_after_restart),
                 cmocka_unit_test(test_uid_ranges_separate),
                 cmocka_unit_test(test_restart_keeps_upper_and_reaps),
                 cmocka_unit_test(test_start_failure_is_reported),
