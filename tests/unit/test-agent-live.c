@@ -360,6 +360,19 @@ static void test_exec_bytes(void **state)
         exec_result_free(&r);
 }
 
+static void test_exec_no_leaked_fds(void **state)
+{
+        struct exec_result r;
+
+        (void)state;
+        /* the command sees stdin, stdout, stderr and nothing of the agent's; ls itself
+         * holds the directory open as fd 3 */
+        run(9, &r, "{\"command\":\"ls /proc/self/fd | tr '\\\\n' ' '; cat\"}");
+        assert_int_equal(exit_code(&r), 0);
+        assert_string_equal(r.out, "0 1 2 3 ");
+        exec_result_free(&r);
+}
+
 static void test_exec_cwd_env(void **state)
 {
         struct exec_result r;
@@ -936,6 +949,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_bytes),
+                cmocka_unit_test(test_exec_no_leaked_fds),
                 cmocka_unit_test(test_exec_cwd_env),
                 cmocka_unit_test(test_exec_timeout_kills_tree),
                 cmocka_unit_test(test_exec_cancel),
