@@ -287,7 +287,8 @@ static void write_cb(uv_write_t *w, int status)
                 conn_close(c);
         else if (!c->closing)
                 uv_timer_again(&c->timer);
-        if (!c->closing && !c->cur && c->in.len > 0 && !conn_write_backlogged(c))
+        if (!c->closing && (!c->cur || !c->cur->dispatched) && c->in.len > 0 &&
+            !conn_write_backlogged(c))
                 conn_kick(c); /* parsing may have waited for the queue to drain */
         if (wr->cb)
                 wr->cb(req, status < 0 ? -EPIPE : 0, wr->counted, wr->ud);
@@ -1040,7 +1041,7 @@ static bool conn_blocked(const struct conn *c)
 
         if (c->dead_input || c->closing)
                 return true;
-        if (!req)
+        if (!req || !req->dispatched) /* between requests, or inside the next one's head */
                 return conn_write_backlogged(c);
         return req->body_paused || (req->body_complete && !req->ended);
 }
