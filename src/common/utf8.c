@@ -39,6 +39,21 @@ int utf8_char_len(const unsigned char *s, size_t len)
         return (int)need;
 }
 
+size_t utf8_valid_prefix(const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        size_t i = 0;
+
+        while (i < len) {
+                int n = p[i] < 0x80 ? 1 : utf8_char_len(p + i, len - i);
+
+                if (n <= 0)
+                        break;
+                i += (size_t)n;
+        }
+        return i;
+}
+
 bool utf8_is_valid(const char *s, size_t len)
 {
         const unsigned char *p = (const unsigned char *)s;

@@ -13,6 +13,10 @@ bool utf8_is_valid(const char *s, size_t len);
  * 0 when s is a valid but incomplete start (more bytes needed), -1 when invalid. */
 int utf8_char_len(const unsigned char *s, size_t len);
 
+/* Length of the longest prefix of s[0..len) that is valid UTF-8 (an incomplete sequence
+ * at the end counts as invalid). */
+size_t utf8_valid_prefix(const char *s, size_t len);
+
 /* Length of the longest prefix of s[0..len) that does not end inside a character: a
  * trailing incomplete (but so far valid) sequence of 1-3 bytes is left out, so a stream
  * can be cut into pieces without splitting a character. Invalid bytes are not looked at

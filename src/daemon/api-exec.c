@@ -147,9 +147,18 @@ static void sse_output(struct exec_op *op, int which, const uint8_t *data, size_
                 sse_event(op, json_pack("{s:s, s:s%}", "type", types[which], "data", c->data, n),
                           len);
         } else {
-                /* not text: this piece (with any held tail) goes as base64 */
+                /* the text up to the first invalid byte as text, the rest of this piece
+                 * (with any held tail) as base64 */
                 _cleanup_buf_ struct buf e = BUF_INIT;
+                size_t v = utf8_valid_prefix(c->data, n);
 
+                if (v > 0) {
+                        sse_event(
+                                op,
+                                json_pack("{s:s, s:s%}", "type", types[which], "data", c->data, v),
+                                0);
+                        buf_consume(c, v);
+                }
                 n = c->len;
                 if (base64_encode(&e, c->data, n) < 0) {
                         buf_consume(c, n);

@@ -39,6 +39,16 @@ static void test_invalid(void **state)
         assert_false(V("\xe2\x82x")); /* bad continuation */
 }
 
+static void test_valid_prefix(void **state)
+{
+        (void)state;
+        assert_int_equal(utf8_valid_prefix("", 0), 0);
+        assert_int_equal(utf8_valid_prefix("abc", 3), 3);
+        assert_int_equal(utf8_valid_prefix("1\n2\n\xff", 5), 4);
+        assert_int_equal(utf8_valid_prefix("caf\xc3\xa9\xc3", 6), 5); /* incomplete tail */
+        assert_int_equal(utf8_valid_prefix("\xed\xa0\x80x", 4), 0);   /* surrogate */
+}
+
 static void test_complete_prefix(void **state)
 {
         const char euro[] = "ab\xe2\x82\xac";
@@ -91,6 +101,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_valid),
                 cmocka_unit_test(test_invalid),
+                cmocka_unit_test(test_valid_prefix),
                 cmocka_unit_test(test_complete_prefix),
         };
 

@@ -256,6 +256,9 @@ static void agent_conn_loop(int fd)
                                 send_frame(fd, FRAME_STDOUT, s, "\xa9!", 2);
                                 send_frame(fd, FRAME_STDOUT, s, "\xff\xfe", 2);
                                 send_json(fd, FRAME_EXIT, s, "{\"exitCode\":3,\"timedOut\":false}");
+                        } else if (payload_has(&f, "\"command\":\"mixed\"")) {
+                                send_frame(fd, FRAME_STDOUT, s, "ok\n\xff", 4);
+                                send_json(fd, FRAME_EXIT, s, "{\"exitCode\":0,\"timedOut\":false}");
                         } else if (payload_has(&f, "\"command\":\"binary\"")) {
                                 send_frame(fd, FRAME_STDOUT, s, "\xff\x00\x01", 3);
                                 send_json(fd, FRAME_EXIT, s, "{\"exitCode\":0,\"timedOut\":false}");
@@ -670,6 +673,13 @@ static void test_exec_sse(void **state)
         /* invalid bytes as base64: ff fe -> "//4=" */
         assert_non_null(strstr(r, "\"data\":\"//4=\",\"encoding\":\"base64\""));
         assert_non_null(strstr(r, "data: {\"type\":\"complete\",\"exitCode\":3"));
+        free(r);
+
+        /* text then an invalid byte in one frame: the text stays text */
+        r = call("POST", "/v1/sandboxes/box1/exec", "Accept: text/event-stream\r\n",
+                 "{\"command\":\"mixed\"}");
+        assert_non_null(strstr(r, "\"type\":\"stdout\",\"data\":\"ok\\n\""));
+        assert_non_null(strstr(r, "\"data\":\"/w==\",\"encoding\":\"base64\""));
         free(r);
 
         r = call("POST", "/v1/sandboxes/box1/exec", "Accept: text/event-stream\r\n",
