@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -618,11 +619,27 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         return 0;
 }
 
+/* "cella" for the default data directory, "cella-<hash>" for any other. */
+static void cgroup_parent_name(const char *data_dir, char *out, size_t outsz)
+{
+        char real[PATH_MAX];
+        uint64_t h = 1469598103934665603ull; /* FNV-1a */
+        const char *p = realpath(data_dir, real) ? real : data_dir;
+
+        if (strcmp(p, "/var/lib/cella") == 0) {
+                snprintf(out, outsz, "cella");
+                return;
+        }
+        for (; *p; p++)
+                h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        snprintf(out, outsz, "cella-%08x", (unsigned)(h ^ (h >> 32)));
+}
+
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err)
 {
-        struct runtime_config rcfg = {.agent_path = cfg->agent_path, .cgroup_name = "cella"};
-        char path[CELLA_PATH_MAX];
+        struct runtime_config rcfg = {.agent_path = cfg->agent_path};
+        char path[CELLA_PATH_MAX], cgname[32];
         struct sandbox_table *t;
         int r;
 
@@ -647,6 +664,10 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 sandbox_table_free(t);
                 return -1;
         }
+        /* Each data directory owns its own cgroup parent, so that two daemons on one host
+         * (tests, CI) never reach each other's sandboxes by name. */
+        cgroup_parent_name(t->data_dir, cgname, sizeof(cgname));
+        rcfg.cgroup_name = cgname;
         if (runtime_new(&rcfg, &t->rt, err) < 0) {
                 sandbox_table_free(t);
                 return -1;
