@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -411,10 +412,47 @@ static char **build_env(const struct agent_request *req, char *base[], size_t nb
         return env;
 }
 
+/* Commands longer than one execve argument may be (MAX_ARG_STRLEN, 128 KiB) are written
+ * to a memfd that the child gets as SCRIPT_FD and bash sources. bash reads a sourced file
+ * completely before running it, so the script's first line closes the descriptor and the
+ * command's processes do not inherit it. */
+#define MAX_ARG_BYTES (120 * 1024)
+#define SCRIPT_FD 9
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+
+static int command_memfd(const char *command)
+{
+        static const char head[] = "exec " STRINGIFY(SCRIPT_FD) "<&-\n";
+        size_t len = strlen(command), off = 0;
+        int fd = memfd_create("cella-command", MFD_CLOEXEC), err;
+
+        if (fd < 0)
+                return -errno;
+        if (write(fd, head, sizeof(head) - 1) != (ssize_t)(sizeof(head) - 1))
+                goto fail;
+        while (off < len) {
+                ssize_t n = write(fd, command + off, len - off);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        goto fail;
+                off += (size_t)n;
+        }
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                goto fail;
+        return fd;
+fail:
+        err = errno ? errno : EIO;
+        close(fd);
+        return -err;
+}
+
 /* The child between fork and exec: async-signal-safe calls only. */
 _Noreturn static void run_child(int errfd, int nullfd, int outfd, int errout, int procsfd,
-                                const char *cwd, const char *shell, char *const argv[],
-                                char *const envp[])
+                                int scriptfd, const char *cwd, const char *shell,
+                                char *const argv[], char *const envp[])
 {
         struct child_failure f = {STEP_SETUP, 0};
         struct sigaction sa;
@@ -439,7 +477,8 @@ _Noreturn static void run_child(int errfd, int nullfd, int outfd, int errout, in
         if (procsfd >= 0 && write(procsfd, "0", 1) < 0) {
                 /* not fatal: the process group still lets us kill the tree */
         }
-        if (dup2(nullfd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errout, 2) < 0)
+        if (dup2(nullfd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errout, 2) < 0 ||
+            (scriptfd >= 0 && dup2(scriptfd, SCRIPT_FD) < 0))
                 goto fail;
         if (chdir(cwd) < 0) {
                 f.step = STEP_CHDIR;
@@ -478,7 +517,7 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
 {
         int outp[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF};
         int failp[2] = {-EBADF, -EBADF};
-        _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF;
+        _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF, scriptfd = -EBADF;
         char hostname[256] = "localhost";
         char *base[5] = {NULL};
         char **envp = NULL;
@@ -502,6 +541,16 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
         argv[0] = (char *)(strcmp(shell, "/bin/sh") == 0 ? "sh" : "bash");
         argv[1] = (char *)"-c";
         argv[2] = req->command;
+        if (strlen(req->command) > MAX_ARG_BYTES && strcmp(argv[0], "bash") == 0) {
+                /* Too long for one execve argument: bash sources it from a memfd. */
+                scriptfd = command_memfd(req->command);
+                if (scriptfd < 0) {
+                        reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "pass the command: %s",
+                                    strerror(-scriptfd));
+                        goto out;
+                }
+                argv[2] = (char *)". /dev/fd/" STRINGIFY(SCRIPT_FD);
+        }
         argv[3] = NULL;
         if (gethostname(hostname, sizeof(hostname) - 1) < 0)
                 snprintf(hostname, sizeof(hostname), "localhost");
@@ -548,7 +597,8 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
                 goto out;
         }
         if (pid == 0)
-                run_child(failp[1], nullfd, outp[1], errp[1], procsfd, req->cwd, shell, argv, envp);
+                run_child(failp[1], nullfd, outp[1], errp[1], procsfd, scriptfd, req->cwd, shell,
+                          argv, envp);
         close_fd(&failp[1]);
         close_fd(&outp[1]);
         close_fd(&errp[1]);

@@ -373,6 +373,34 @@ static void test_exec_no_leaked_fds(void **state)
         exec_result_free(&r);
 }
 
+static void test_exec_long_command(void **state)
+{
+        const size_t pad = 600 * 1024; /* longer than one execve argument may be */
+        struct exec_result r;
+        char *cmd, *text;
+        json_t *j;
+        size_t n;
+
+        (void)state;
+        cmd = malloc(pad + 256);
+        assert_non_null(cmd);
+        n = (size_t)snprintf(cmd, 256, "echo start; : ");
+        memset(cmd + n, 'a', pad);
+        snprintf(cmd + n + pad, 256, "\necho end $#; ls /proc/self/fd | tr '\\n' ' '; exit 5");
+        j = json_pack("{s:s, s:s}", "command", cmd, "cwd", tmpdir);
+        text = json_dumps(j, JSON_COMPACT);
+        assert_non_null(text);
+        memset(&r, 0, sizeof(r));
+        send_frame(conn, FRAME_EXEC, 10, text, strlen(text));
+        collect(conn, 10, &r);
+        assert_int_equal(exit_code(&r), 5);
+        assert_string_equal(r.out, "start\nend 0\n0 1 2 3 ");
+        exec_result_free(&r);
+        free(text);
+        json_decref(j);
+        free(cmd);
+}
+
 static void test_exec_cwd_env(void **state)
 {
         struct exec_result r;
@@ -962,6 +990,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_bytes),
                 cmocka_unit_test(test_exec_no_leaked_fds),
+                cmocka_unit_test(test_exec_long_command),
                 cmocka_unit_test(test_exec_cwd_env),
                 cmocka_unit_test(test_exec_timeout_kills_tree),
                 cmocka_unit_test(test_exec_cancel),
