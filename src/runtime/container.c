@@ -84,6 +84,7 @@ enum child_step {
         STEP_LOOPBACK,
         STEP_CAPS,
         STEP_NNP,
+        STEP_SIGNALS,
         STEP_SECCOMP,
         STEP_FDS,
         STEP_EXEC,
@@ -109,6 +110,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_LOOPBACK] = "bring up lo",
         [STEP_CAPS] = "set capabilities",
         [STEP_NNP] = "set no_new_privs",
+        [STEP_SIGNALS] = "reset signals",
         [STEP_SECCOMP] = "install seccomp filter",
         [STEP_FDS] = "set up file descriptors",
         [STEP_EXEC] = "exec agent",
@@ -268,6 +270,18 @@ _Noreturn static void child_main(const struct child_args *a)
         if (r < 0)
                 child_fail(a->sync_fd, STEP_CAPS, r, 0);
         CHECK(STEP_NNP, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+
+        /* Dispositions set to ignore and the signal mask survive exec: the agent (and
+         * everything it runs) starts with defaults, whatever cellad's thread had. */
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof(dfl));
+        dfl.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        sigaction(sig, &dfl, NULL); /* EINVAL for glibc-reserved ones */
+        sigset_t none;
+        sigemptyset(&none);
+        CHECK(STEP_SIGNALS, sigprocmask(SIG_SETMASK, &none, NULL));
 
         /* fds: 0 null, 1-2 log, 3 agent socket, 4 agent memfd (cloexec), 5 sync
          * (cloexec); everything else closed. Sources move above 5 first so that no

@@ -159,6 +159,8 @@ static json_t *facts(void)
         json_object_set_new(o, "cap_amb", status_field("CapAmb"));
         json_object_set_new(o, "cap_inh", status_field("CapInh"));
         json_object_set_new(o, "seccomp", status_field("Seccomp"));
+        json_object_set_new(o, "sig_ign", status_field("SigIgn"));
+        json_object_set_new(o, "sig_blk", status_field("SigBlk"));
         json_object_set_new(o, "no_new_privs", status_field("NoNewPrivs"));
         json_object_set_new(o, "oom_score_adj", str_or_null(slurp("/proc/self/oom_score_adj")));
         json_object_set_new(o, "cgroup", str_or_null(slurp("/proc/self/cgroup")));

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -315,7 +316,18 @@ static void test_isolation(void **state)
         char expect[256], path[512];
         struct stat st;
 
-        if (start("iso", 1, ROOTFS, 256u << 20, 128, &c, &err) < 0)
+        /* What cellad's thread may have: ignored and blocked signals. The sandbox must
+         * not inherit them. */
+        sigset_t blk, old;
+        sigemptyset(&blk);
+        sigaddset(&blk, SIGUSR1);
+        sigaddset(&blk, SIGTERM);
+        void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+        sigprocmask(SIG_BLOCK, &blk, &old);
+        int started = start("iso", 1, ROOTFS, 256u << 20, 128, &c, &err);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        signal(SIGPIPE, old_pipe);
+        if (started < 0)
                 fail_msg("start: %s", err.msg);
         assert_true(c.pid > 0);
         assert_true(c.pidfd >= 0);
@@ -352,6 +364,8 @@ static void test_isolation(void **state)
         assert_string_equal(jstr(f, "cap_bnd"), expect);
         assert_string_equal(jstr(f, "cap_amb"), "0000000000000000");
         assert_string_equal(jstr(f, "seccomp"), "2");
+        assert_string_equal(jstr(f, "sig_ign"), "0000000000000000");
+        assert_string_equal(jstr(f, "sig_blk"), "0000000000000000");
         assert_string_equal(jstr(f, "no_new_privs"), "1");
         assert_string_equal(jstr(f, "oom_score_adj"),
                             runtime_oom_protected(rt) ? "-1000\n" : "0\n");
