@@ -503,7 +503,7 @@ close_listener:
         uv_close((uv_handle_t *)&a->listener, NULL);
 close_signal:
         uv_close((uv_handle_t *)&a->sigchld, NULL);
-        uv_run(loop, UV_RUN_NOWAIT);
+        uv_run(loop, UV_RUN_NOWAIT); /* finish the closes before the memory goes */
 free_agent:
         free(a);
         return r;

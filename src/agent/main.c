@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <uv.h>
@@ -52,6 +53,7 @@ int main(int argc, char **argv)
         };
         struct agent_options ao = {.listen_fd = 3};
         struct sigaction sa;
+        struct stat st;
         struct agent *agent = NULL;
         uv_loop_t loop;
         int c, r;
@@ -101,6 +103,11 @@ int main(int argc, char **argv)
         setvbuf(stderr, NULL, _IOLBF, 0);
         cloexec_inherited();
 
+        /* Check fd 3 before the loop opens descriptors that could take its number. */
+        if (fstat(ao.listen_fd, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+                log_error("fd %d is not the listening socket cellad hands us", ao.listen_fd);
+                return 1;
+        }
         r = uv_loop_init(&loop);
         if (r < 0) {
                 log_error("event loop: %s", uv_strerror(r));
