@@ -478,7 +478,8 @@ _Noreturn static void run_child(int errfd, int nullfd, int outfd, int errout, in
                 /* not fatal: the process group still lets us kill the tree */
         }
         if (dup2(nullfd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errout, 2) < 0 ||
-            (scriptfd >= 0 && dup2(scriptfd, SCRIPT_FD) < 0))
+            (scriptfd >= 0 && scriptfd != SCRIPT_FD && dup2(scriptfd, SCRIPT_FD) < 0) ||
+            (scriptfd == SCRIPT_FD && fcntl(SCRIPT_FD, F_SETFD, 0) < 0))
                 goto fail;
         if (chdir(cwd) < 0) {
                 f.step = STEP_CHDIR;
