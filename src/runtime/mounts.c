@@ -80,10 +80,23 @@ int mounts_plan(unsigned tmp_size_mb, struct mount_plan *p)
 static int apply_one(const struct mount_step *s)
 {
         switch (s->kind) {
-        case MOUNT_FS:
+        case MOUNT_FS: {
+                /* The overlay's top-level directories come from the sandbox's upper layer,
+                 * which may hold a symlink planted by an earlier run; mount() would follow
+                 * it (to the host's root: the old root is still ours). Replace it. */
+                struct stat st;
+                if (lstat(s->target, &st) < 0 || S_ISLNK(st.st_mode)) {
+                        if (unlink(s->target) < 0 && errno != ENOENT)
+                                return -errno;
+                        if (mkdir(s->target, 0755) < 0)
+                                return -errno;
+                } else if (!S_ISDIR(st.st_mode)) {
+                        return -ENOTDIR;
+                }
                 if (mount(s->source, s->target, s->fstype, s->flags, s->data) < 0)
                         return -errno;
                 return 0;
+        }
         case MOUNT_BIND:
                 if (mount(s->source, s->target, NULL, s->flags | MS_BIND, NULL) < 0)
                         return -errno;

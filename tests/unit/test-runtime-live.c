@@ -44,8 +44,8 @@ static struct runtime *rt;
 static struct cgroup_layout layout;
 static char tmpdir[] = "/tmp/cella-runtime-test-XXXXXX";
 
-static const char *const test_ids[] = {"iso",   "mem", "pids",    "sep-a", "sep-b",
-                                       "again", "bad", "planted", "nest",  "orphan"};
+static const char *const test_ids[] = {"iso", "mem",     "pids", "sep-a",  "sep-b",   "again",
+                                       "bad", "planted", "nest", "orphan", "planted2"};
 /* Containers started (static storage: a failed assertion leaves the test function), so
  * the group teardown can destroy what a failing test left running. */
 struct tracked {
@@ -597,6 +597,23 @@ static void test_planted_symlink_not_followed(void **state)
         snprintf(path, sizeof(path), "%s/hostname", target);
         assert_int_equal(access(path, F_OK), -1);
         assert_false(cgroup_dirs_exist("planted"));
+
+        /* /tmp planted as a symlink to a host path: replaced by a directory, the tmpfs
+         * lands inside the sandbox. */
+        make_dir(path, sizeof(path), "planted2");
+        snprintf(path, sizeof(path), "%s/planted2/upper", tmpdir);
+        assert_int_equal(mkdir(path, 0755), 0);
+        snprintf(path, sizeof(path), "%s/planted2/upper/tmp", tmpdir);
+        assert_int_equal(symlink(target, path), 0);
+        if (start("planted2", 11, ROOTFS, 0, 64, &c, &err) < 0)
+                fail_msg("start: %s", err.msg);
+        json_t *f = ask("planted2", "facts");
+        assert_true(jbool(f, "tmp_writable"));
+        assert_non_null(strstr(jstr(f, "mountinfo"), " /tmp rw,nosuid,nodev"));
+        json_decref(f);
+        snprintf(path, sizeof(path), "%s/probe", target);
+        assert_int_equal(access(path, F_OK), -1);
+        destroy_and_check("planted2", &c);
 }
 
 static void test_start_failure_is_reported(void **state)
