@@ -33,13 +33,13 @@ enum frame_type {
         FRAME_ERROR = 7,       /* a->d, ends: {"code":"FILE_NOT_FOUND","message":s} */
         FRAME_CANCEL = 8,      /* d->a: abandon the stream (kill its command tree) */
         FRAME_WINDOW = 9,      /* both: u32 credit increment for the stream's data */
-        FRAME_FILE_READ = 10,  /* d->a: {"path":s} -> FILE_INFO, DATA..., END then RESULT */
+        FRAME_FILE_READ = 10,  /* d->a: {"path":s} -> FILE_INFO, DATA..., RESULT {"size":n} */
         FRAME_FILE_WRITE = 11, /* d->a: {"path":s,"mode"?:n} then DATA..., END -> RESULT */
         FRAME_FILE_OP = 12,    /* d->a: {"op":s,...} -> RESULT (see docs/protocol.md) */
         FRAME_DATA = 13,       /* both: raw file bytes */
-        FRAME_END = 14,        /* both: end of DATA in this direction */
+        FRAME_END = 14,        /* d->a: end of an upload's DATA */
         FRAME_RESULT = 15,     /* a->d, ends: JSON object */
-        FRAME_FILE_INFO = 16,  /* a->d: {"size":n,"mode":n,"mtime":n} before file DATA */
+        FRAME_FILE_INFO = 16,  /* a->d: a FileInfo object (docs/protocol.md) */
         FRAME_PING = 17,       /* both, stream 0: payload echoed in PONG */
         FRAME_PONG = 18,
         _FRAME_TYPE_MAX
