@@ -1,2 +1,334 @@
-int main(void);
-int main(void) { return 1; }
+/* cella: the command-line tool, on libcella. Exit status: the command's own for exec, 0 on
+ * success, 1 for an API or transport error, 2 for a usage error, 124 for an exec timeout. */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cella/cella.h"
+#include "cli/args.h"
+#include "common/buf.h"
+
+static const char usage_text[] =
+        "usage: cella [--url URL] [--token TOKEN] COMMAND [ARGS]\n"
+        "\n"
+        "commands:\n"
+        "  exec NAME [--timeout MS] [--cwd DIR] [--env K=V]... [--] COMMAND...\n"
+        "                      run a shell command line, streaming its output\n"
+        "  write NAME PATH     write stdin to a file\n"
+        "  read NAME PATH      write a file to stdout\n"
+        "  ls NAME [PATH] [-r] [-a] [--json]\n"
+        "  rm NAME PATH [-r]   mkdir NAME PATH [-p]   mv NAME FROM TO\n"
+        "  create NAME [--image I] [--instance-type T] [--env K=V]... [--label K=V]...\n"
+        "  info NAME [--json]  list [--json]  destroy NAME\n"
+        "  image build [NAME]  image ls [--json]\n"
+        "  health\n"
+        "\n"
+        "environment: CELLA_URL (default http://127.0.0.1:7070), CELLA_TOKEN\n";
+
+static int usage_error(const char *msg)
+{
+        fprintf(stderr, "cella: %s\n(see cella --help)\n", msg);
+        return 2;
+}
+
+static int api_fail(cella_client *c, int r)
+{
+        const char *code = cella_client_error_code(c);
+        const char *msg = cella_client_error_message(c);
+        if (r == CELLA_ERR_NOMEM)
+                fprintf(stderr, "cella: out of memory\n");
+        else
+                fprintf(stderr, "cella: %s: %s\n", *code ? code : "ERROR",
+                        *msg ? msg : "request failed");
+        return 1;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+        const char *s = p;
+        while (n > 0) {
+                ssize_t w = write(fd, s, n);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return -1;
+                s += w;
+                n -= (size_t)w;
+        }
+        return 0;
+}
+
+static int on_out(const void *d, size_t n, void *ud)
+{
+        return write_all(1, d, n);
+}
+
+static int on_err(const void *d, size_t n, void *ud)
+{
+        return write_all(2, d, n);
+}
+
+static void print_json(const char *text)
+{
+        json_t *j = json_loads(text, 0, NULL);
+        char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        printf("%s\n", s ? s : text);
+        free(s);
+        json_decref(j);
+}
+
+static const char *str(json_t *o, const char *k)
+{
+        const char *s = json_string_value(json_object_get(o, k));
+        return s ? s : "";
+}
+
+static int cmd_exec(cella_client *c, struct cli_args *a, int argc, char **argv)
+{
+        struct cella_exec_options o = {.cwd = a->cwd, .timeout_ms = a->timeout_ms};
+        struct cella_exec_callbacks cb = {.on_stdout = on_out, .on_stderr = on_err};
+        struct buf cmd = BUF_INIT;
+        int code = 0, r;
+
+        if (a->npos < 3)
+                return usage_error("usage: cella exec NAME COMMAND...");
+        if (a->nenv)
+                o.env = a->env;
+        if (cli_join((char **)a->pos + 2, a->npos - 2, &cmd) < 0)
+                return api_fail(c, CELLA_ERR_NOMEM);
+        r = cella_exec_stream(c, a->pos[1], cmd.data, &o, &cb, &code);
+        buf_free(&cmd);
+        if (r < 0) {
+                api_fail(c, r);
+                return strcmp(cella_client_error_code(c), "COMMAND_TIMEOUT") == 0 ? 124 : 1;
+        }
+        return code;
+}
+
+static int cmd_list(cella_client *c, struct cli_args *a)
+{
+        char *text = NULL;
+        int r = cella_sandbox_list(c, &text);
+        if (r < 0)
+                return api_fail(c, r);
+        if (a->json) {
+                print_json(text);
+        } else {
+                json_t *j = json_loads(text, 0, NULL), *s;
+                size_t i;
+                printf("%-32s %-9s %-12s %-12s %s\n", "NAME", "STATE", "IMAGE", "TYPE",
+                       "LAST ACTIVE");
+                json_array_foreach(json_object_get(j, "sandboxes"), i, s)
+                        printf("%-32s %-9s %-12s %-12s %s\n", str(s, "id"), str(s, "state"),
+                               str(s, "image"), str(s, "instanceType"), str(s, "lastActiveAt"));
+                json_decref(j);
+        }
+        free(text);
+        return 0;
+}
+
+static int print_info(const char *text, bool json)
+{
+        json_t *j, *v;
+        const char *k;
+        if (json) {
+                print_json(text);
+                return 0;
+        }
+        j = json_loads(text, 0, NULL);
+        printf("name:          %s\nstate:         %s\nimage:         %s\ninstance type: %s\n"
+               "created:       %s\nlast active:   %s\n",
+               str(j, "id"), str(j, "state"), str(j, "image"), str(j, "instanceType"),
+               str(j, "createdAt"), str(j, "lastActiveAt"));
+        json_object_foreach(json_object_get(j, "labels"), k, v)
+                printf("label:         %s=%s\n", k, json_string_value(v));
+        json_object_foreach(json_object_get(j, "env"), k, v)
+                printf("env:           %s=%s\n", k, json_string_value(v));
+        json_decref(j);
+        return 0;
+}
+
+static int cmd_ls(cella_client *c, struct cli_args *a)
+{
+        const char *path = a->npos >= 3 ? a->pos[2] : "/workspace";
+        char *text = NULL;
+        json_t *j, *f;
+        size_t i;
+        int r = cella_file_list(c, a->pos[1], path, a->recursive, a->all, &text);
+
+        if (r < 0)
+                return api_fail(c, r);
+        if (a->json) {
+                print_json(text);
+                free(text);
+                return 0;
+        }
+        j = json_loads(text, 0, NULL);
+        json_array_foreach(json_object_get(j, "files"), i, f)
+        {
+                const char *type = str(f, "type");
+                printf("%c%s %12lld %s %s%s\n",
+                       type[0] == 'd'   ? 'd'
+                       : type[0] == 's' ? 'l'
+                                        : '-',
+                       str(f, "mode"), (long long)json_integer_value(json_object_get(f, "size")),
+                       str(f, "modifiedAt"), str(f, "relativePath"), type[0] == 'd' ? "/" : "");
+        }
+        json_decref(j);
+        free(text);
+        return 0;
+}
+
+static void on_build_line(const char *line, size_t len, void *ud)
+{
+        fwrite(line, 1, len, stderr);
+        if (len == 0 || line[len - 1] != '\n')
+                fputc('\n', stderr);
+}
+
+static int cmd_image(cella_client *c, struct cli_args *a)
+{
+        char *text = NULL;
+        int r;
+        if (a->npos < 2)
+                return usage_error("usage: cella image build [NAME] | cella image ls");
+        if (strcmp(a->pos[1], "build") == 0) {
+                const char *name = a->npos >= 3 ? a->pos[2] : "default";
+                r = cella_image_build(c, name, on_build_line, NULL);
+                if (r < 0)
+                        return api_fail(c, r);
+                fprintf(stderr, "image '%s' built\n", name);
+                return 0;
+        }
+        if (strcmp(a->pos[1], "ls") != 0)
+                return usage_error("usage: cella image build [NAME] | cella image ls");
+        r = cella_image_list(c, &text);
+        if (r < 0)
+                return api_fail(c, r);
+        if (a->json) {
+                print_json(text);
+        } else {
+                json_t *j = json_loads(text, 0, NULL), *im;
+                size_t i;
+                printf("%-24s %s\n", "NAME", "CREATED");
+                json_array_foreach(json_object_get(j, "images"), i, im)
+                        printf("%-24s %s\n", str(im, "name"), str(im, "createdAt"));
+                json_decref(j);
+        }
+        free(text);
+        return 0;
+}
+
+static int need(struct cli_args *a, int n, const char *usage)
+{
+        if (a->npos != n) {
+                fprintf(stderr, "cella: usage: %s\n", usage);
+                return -1;
+        }
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        struct cli_args a;
+        cella_client *c = NULL;
+        const char *cmd;
+        char *text = NULL;
+        int r, rc = 0;
+
+        signal(SIGPIPE, SIG_IGN);
+        if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+                printf("cella %s\n", CELLA_VERSION);
+                return 0;
+        }
+        if (cli_parse(argc, argv, &a) < 0)
+                return usage_error(a.error);
+        if (a.help || a.npos == 0) {
+                fputs(usage_text, a.help ? stdout : stderr);
+                return a.help ? 0 : 2;
+        }
+        if (cella_client_new(a.url, a.token, &c) < 0) {
+                fprintf(stderr, "cella: cannot initialise the client\n");
+                return 1;
+        }
+        cmd = a.pos[0];
+        if (strcmp(cmd, "exec") == 0) {
+                rc = cmd_exec(c, &a, argc, argv);
+        } else if (strcmp(cmd, "write") == 0) {
+                if (need(&a, 3, "cella write NAME PATH < data") < 0)
+                        rc = 2;
+                else if ((r = cella_file_write_fd(c, a.pos[1], a.pos[2], 0)) < 0)
+                        rc = api_fail(c, r);
+        } else if (strcmp(cmd, "read") == 0) {
+                if (need(&a, 3, "cella read NAME PATH > data") < 0)
+                        rc = 2;
+                else if ((r = cella_file_read_fd(c, a.pos[1], a.pos[2], 1)) < 0)
+                        rc = api_fail(c, r);
+        } else if (strcmp(cmd, "ls") == 0) {
+                if (a.npos != 2 && need(&a, 3, "cella ls NAME [PATH] [-r] [-a] [--json]") < 0)
+                        rc = 2;
+                else
+                        rc = cmd_ls(c, &a);
+        } else if (strcmp(cmd, "rm") == 0) {
+                if (need(&a, 3, "cella rm NAME PATH [-r]") < 0)
+                        rc = 2;
+                else if ((r = cella_file_delete(c, a.pos[1], a.pos[2], a.recursive)) < 0)
+                        rc = api_fail(c, r);
+        } else if (strcmp(cmd, "mkdir") == 0) {
+                if (need(&a, 3, "cella mkdir NAME PATH [-p]") < 0)
+                        rc = 2;
+                else if ((r = cella_file_mkdir(c, a.pos[1], a.pos[2], a.recursive)) < 0)
+                        rc = api_fail(c, r);
+        } else if (strcmp(cmd, "mv") == 0) {
+                if (need(&a, 4, "cella mv NAME FROM TO") < 0)
+                        rc = 2;
+                else if ((r = cella_file_move(c, a.pos[1], a.pos[2], a.pos[3])) < 0)
+                        rc = api_fail(c, r);
+        } else if (strcmp(cmd, "create") == 0) {
+                struct cella_sandbox_options o = {.image = a.image,
+                                                  .instance_type = a.instance_type,
+                                                  .env = a.nenv ? a.env : NULL,
+                                                  .labels = a.nlabels ? a.labels : NULL};
+                if (need(&a, 2,
+                         "cella create NAME [--image I] [--instance-type T] "
+                         "[--env K=V]... [--label K=V]...") < 0)
+                        rc = 2;
+                else if ((r = cella_sandbox_create(c, a.pos[1], &o, &text)) < 0)
+                        rc = api_fail(c, r);
+                else
+                        print_info(text, a.json);
+        } else if (strcmp(cmd, "info") == 0) {
+                if (need(&a, 2, "cella info NAME [--json]") < 0)
+                        rc = 2;
+                else if ((r = cella_sandbox_info(c, a.pos[1], &text)) < 0)
+                        rc = api_fail(c, r);
+                else
+                        print_info(text, a.json);
+        } else if (strcmp(cmd, "list") == 0) {
+                rc = need(&a, 1, "cella list [--json]") < 0 ? 2 : cmd_list(c, &a);
+        } else if (strcmp(cmd, "destroy") == 0) {
+                bool existed = false;
+                if (need(&a, 2, "cella destroy NAME") < 0)
+                        rc = 2;
+                else if ((r = cella_sandbox_destroy(c, a.pos[1], &existed)) < 0)
+                        rc = api_fail(c, r);
+                else if (!existed)
+                        fprintf(stderr, "cella: sandbox '%s' did not exist\n", a.pos[1]);
+        } else if (strcmp(cmd, "image") == 0) {
+                rc = cmd_image(c, &a);
+        } else if (strcmp(cmd, "health") == 0) {
+                if ((r = cella_health(c, &text)) < 0)
+                        rc = api_fail(c, r);
+                else
+                        print_json(text);
+        } else {
+                fprintf(stderr, "cella: unknown command '%s'\n(see cella --help)\n", cmd);
+                rc = 2;
+        }
+        free(text);
+        cella_client_free(c);
+        return rc;
+}

@@ -1,0 +1,108 @@
+/* libcella: the C client of the cella HTTP API (docs/api.md).
+ *
+ * One cella_client per thread; it keeps one HTTP connection alive between calls. Every
+ * function returns CELLA_OK (0) or a negative CELLA_ERR_*; after CELLA_ERR_API the server's
+ * error code ("FILE_NOT_FOUND"), message and HTTP status are readable from the client
+ * until the next call. Strings returned through ret_ parameters are the caller's, freed
+ * with cella_free(). */
+#ifndef CELLA_CELLA_H
+#define CELLA_CELLA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CELLA_VERSION "0.1.0"
+
+enum {
+        CELLA_OK = 0,
+        CELLA_ERR_API = -1,       /* the server answered with an error */
+        CELLA_ERR_TRANSPORT = -2, /* no answer: connection refused, reset, timeout */
+        CELLA_ERR_NOMEM = -3,
+        CELLA_ERR_INVALID = -4,  /* bad argument, or an answer that is not what the API says */
+        CELLA_ERR_CALLBACK = -5, /* a callback asked to stop */
+        CELLA_ERR_IO = -6,       /* local read or write failed (errno is kept) */
+};
+
+typedef struct cella_client cella_client;
+typedef struct cella_exec_result cella_exec_result;
+
+/* url NULL: $CELLA_URL, else http://127.0.0.1:7070. token NULL: $CELLA_TOKEN (may be unset). */
+int cella_client_new(const char *url, const char *token, cella_client **ret);
+void cella_client_free(cella_client *c);
+const char *cella_client_error_code(const cella_client *c);    /* "" when none */
+const char *cella_client_error_message(const cella_client *c); /* "" when none */
+long cella_client_http_status(const cella_client *c);
+void cella_free(void *p);
+
+/* Any route: method, path below the base URL ("/v1/health"), optional JSON body. The
+ * answer body (JSON text) goes to *ret_body when ret_body is not NULL. */
+int cella_request(cella_client *c, const char *method, const char *path, const char *json_body,
+                  char **ret_body);
+
+/* ---- sandboxes ---- */
+struct cella_sandbox_options {
+        const char *image;         /* NULL: the daemon's default */
+        const char *instance_type; /* NULL: default */
+        const char *const *env;    /* "K=V" strings, NULL-terminated, or NULL */
+        const char *const *labels; /* "K=V" strings, NULL-terminated, or NULL */
+};
+int cella_sandbox_create(cella_client *c, const char *name, const struct cella_sandbox_options *o,
+                         char **ret_json);
+int cella_sandbox_info(cella_client *c, const char *name, char **ret_json);
+int cella_sandbox_list(cella_client *c, char **ret_json);
+int cella_sandbox_destroy(cella_client *c, const char *name, bool *ret_existed);
+int cella_health(cella_client *c, char **ret_json);
+
+/* ---- commands ---- */
+struct cella_exec_options {
+        const char *cwd;        /* NULL: /workspace */
+        const char *const *env; /* "K=V", NULL-terminated, or NULL */
+        long timeout_ms;        /* 0: none */
+};
+struct cella_exec_callbacks {
+        void (*on_start)(int pid, void *userdata);
+        /* Return non-zero to stop (the command is then killed). */
+        int (*on_stdout)(const void *data, size_t len, void *userdata);
+        int (*on_stderr)(const void *data, size_t len, void *userdata);
+        void *userdata;
+};
+/* Run and stream output as it arrives (SSE). *ret_exit_code gets the exit code. A timeout
+ * is CELLA_ERR_API with code COMMAND_TIMEOUT. */
+int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
+                      const struct cella_exec_options *o, const struct cella_exec_callbacks *cb,
+                      int *ret_exit_code);
+/* Run and collect everything (byte-exact). */
+int cella_exec(cella_client *c, const char *sandbox, const char *command,
+               const struct cella_exec_options *o, cella_exec_result **ret);
+int cella_exec_result_exit_code(const cella_exec_result *r);
+const void *cella_exec_result_stdout(const cella_exec_result *r, size_t *ret_len);
+const void *cella_exec_result_stderr(const cella_exec_result *r, size_t *ret_len);
+void cella_exec_result_free(cella_exec_result *r);
+
+/* ---- files (paths absolute or relative to /workspace) ---- */
+int cella_file_write(cella_client *c, const char *sandbox, const char *path, const void *data,
+                     size_t len);
+int cella_file_write_fd(cella_client *c, const char *sandbox, const char *path, int fd);
+int cella_file_read_fd(cella_client *c, const char *sandbox, const char *path, int fd);
+int cella_file_list(cella_client *c, const char *sandbox, const char *path, bool recursive,
+                    bool include_hidden, char **ret_json);
+int cella_file_exists(cella_client *c, const char *sandbox, const char *path, bool *ret);
+int cella_file_mkdir(cella_client *c, const char *sandbox, const char *path, bool recursive);
+int cella_file_move(cella_client *c, const char *sandbox, const char *from, const char *to);
+int cella_file_delete(cella_client *c, const char *sandbox, const char *path, bool recursive);
+
+/* ---- images ---- */
+int cella_image_list(cella_client *c, char **ret_json);
+/* Build (or rebuild) an image; on_line gets each log line as it arrives. */
+int cella_image_build(cella_client *c, const char *name,
+                      void (*on_line)(const char *line, size_t len, void *userdata),
+                      void *userdata);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,132 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "common/macros.h"
+
+int cli_join(char **words, int n, struct buf *out)
+{
+        for (int i = 0; i < n; i++) {
+                int r = buf_append_str(out, words[i]);
+                if (r < 0)
+                        return r;
+                if (i + 1 < n && (r = buf_append(out, " ", 1)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int fail(struct cli_args *a, const char *fmt, ...) _printf_(2, 3);
+static int fail(struct cli_args *a, const char *fmt, ...)
+{
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(a->error, sizeof(a->error), fmt, ap);
+        va_end(ap);
+        return -1;
+}
+
+static int need_value(struct cli_args *a, int argc, char **argv, int *i, const char **ret)
+{
+        const char *opt = argv[*i];
+        const char *eq = strchr(opt, '=');
+        if (opt[0] == '-' && opt[1] == '-' && eq) {
+                *ret = eq + 1;
+                return 0;
+        }
+        if (*i + 1 >= argc)
+                return fail(a, "option %s needs a value", opt);
+        *ret = argv[++*i];
+        return 0;
+}
+
+static bool opt_is(const char *arg, const char *name)
+{
+        size_t n = strlen(name);
+        return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+static int kv_ok(struct cli_args *a, const char *kv, const char *what)
+{
+        const char *eq = strchr(kv, '=');
+        if (!eq || eq == kv)
+                return fail(a, "%s must be KEY=VALUE", what);
+        return 0;
+}
+
+int cli_parse(int argc, char **argv, struct cli_args *a)
+{
+        bool is_exec = false;
+
+        memset(a, 0, sizeof(*a));
+        for (int i = 1; i < argc; i++) {
+                const char *s = argv[i], *v;
+
+                if (a->rest_is_command || (s[0] != '-' || s[1] == '\0')) {
+                        if (a->npos >= (int)(sizeof(a->pos) / sizeof(a->pos[0])))
+                                return fail(a, "too many arguments");
+                        a->pos[a->npos++] = s;
+                        if (a->npos == 1 && strcmp(s, "exec") == 0)
+                                is_exec = true;
+                        /* exec NAME WORD...: the command starts at the first word. */
+                        if (is_exec && a->npos == 3)
+                                a->rest_is_command = true;
+                        continue;
+                }
+                if (strcmp(s, "--") == 0) {
+                        a->rest_is_command = true;
+                        continue;
+                }
+                if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+                        a->help = true;
+                } else if (strcmp(s, "--json") == 0) {
+                        a->json = true;
+                } else if (strcmp(s, "-r") == 0 || strcmp(s, "-p") == 0 ||
+                           strcmp(s, "--recursive") == 0 || strcmp(s, "--parents") == 0) {
+                        a->recursive = true;
+                } else if (strcmp(s, "-a") == 0 || strcmp(s, "--all") == 0) {
+                        a->all = true;
+                } else if (opt_is(s, "--url")) {
+                        if (need_value(a, argc, argv, &i, &a->url) < 0)
+                                return -1;
+                } else if (opt_is(s, "--token")) {
+                        if (need_value(a, argc, argv, &i, &a->token) < 0)
+                                return -1;
+                } else if (opt_is(s, "--cwd")) {
+                        if (need_value(a, argc, argv, &i, &a->cwd) < 0)
+                                return -1;
+                } else if (opt_is(s, "--image")) {
+                        if (need_value(a, argc, argv, &i, &a->image) < 0)
+                                return -1;
+                } else if (opt_is(s, "--instance-type")) {
+                        if (need_value(a, argc, argv, &i, &a->instance_type) < 0)
+                                return -1;
+                } else if (opt_is(s, "--timeout")) {
+                        char *end;
+                        if (need_value(a, argc, argv, &i, &v) < 0)
+                                return -1;
+                        errno = 0;
+                        a->timeout_ms = strtol(v, &end, 10);
+                        if (errno || end == v || *end || a->timeout_ms <= 0)
+                                return fail(a, "--timeout takes milliseconds > 0, not '%s'", v);
+                } else if (opt_is(s, "--env") || strcmp(s, "-e") == 0) {
+                        if (need_value(a, argc, argv, &i, &v) < 0 || kv_ok(a, v, "--env") < 0)
+                                return -1;
+                        if (a->nenv >= CLI_MAX_KV)
+                                return fail(a, "too many %s options", "--env");
+                        a->env[a->nenv++] = v;
+                } else if (opt_is(s, "--label")) {
+                        if (need_value(a, argc, argv, &i, &v) < 0 || kv_ok(a, v, "--label") < 0)
+                                return -1;
+                        if (a->nlabels >= CLI_MAX_KV)
+                                return fail(a, "too many %s options", "--label");
+                        a->labels[a->nlabels++] = v;
+                } else {
+                        return fail(a, "unknown option '%s'", s);
+                }
+        }
+        return 0;
+}

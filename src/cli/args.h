@@ -1,0 +1,40 @@
+/* The cella CLI's argument handling, as pure functions (unit-tested). */
+#ifndef CELLA_CLI_ARGS_H
+#define CELLA_CLI_ARGS_H
+
+#include <stdbool.h>
+
+#include "common/buf.h"
+
+#define CLI_MAX_KV 256
+
+/* Options every command may take, and what the command line said. */
+struct cli_args {
+        const char *url;   /* --url */
+        const char *token; /* --token */
+        bool json;         /* --json */
+        bool recursive;    /* -r / -p */
+        bool all;          /* -a */
+        bool help;
+        const char *cwd;           /* --cwd */
+        long timeout_ms;           /* --timeout */
+        const char *image;         /* --image */
+        const char *instance_type; /* --instance-type */
+        const char *env[CLI_MAX_KV + 1];
+        int nenv;
+        const char *labels[CLI_MAX_KV + 1];
+        int nlabels;
+        const char *pos[64]; /* positional words (command name first) */
+        int npos;
+        bool rest_is_command; /* after "--" or the first command word of exec */
+        char error[256];      /* usage error, when parse returns -1 */
+};
+
+/* Parse argv[1..argc). For "exec", everything from the first word after NAME on (or after
+ * "--") is the command, taken verbatim. Returns 0 or -1 (args->error says why). */
+int cli_parse(int argc, char **argv, struct cli_args *args);
+
+/* Join words with single spaces into one shell command line, as ssh does. */
+int cli_join(char **words, int n, struct buf *out);
+
+#endif
