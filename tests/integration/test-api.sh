@@ -1,0 +1,132 @@
+#!/bin/bash
+# Sandbox lifecycle and HTTP contract: lazy creation, list, info, destroy leaves nothing
+# behind, invalid names, malformed JSON, unknown routes, huge headers, auth.
+. "$(dirname "$0")/lib.sh"
+start_cellad
+
+S=$(sbx life)
+
+info "health"
+api GET /v1/health >/dev/null
+expect_status 200
+assert_eq ok "$(body .status)" "health status"
+assert_eq 0 "$(body .sandboxes)" "no sandboxes yet"
+
+info "lazy creation, info, list"
+api GET "/v1/sandboxes/$S" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+assert_eq "" "$(sandbox_cgroups "$S")" "cgroup before creation"
+assert_eq hi "$(run_in "$S" 'echo hi')" "exec creates the sandbox"
+api GET "/v1/sandboxes/$S" >/dev/null
+expect_status 200
+assert_eq "$S" "$(body .id)" "info id"
+assert_eq running "$(body .state)" "info state"
+assert_eq default "$(body .image)" "info image"
+api GET /v1/sandboxes >/dev/null
+expect_status 200
+assert_eq "$S" "$(body '[.sandboxes[].id] | join(",")')" "list"
+api_json PUT "/v1/sandboxes/$(sbx put)" '{"labels":{"team":"x"},"instanceType":"lite"}'
+expect_status 201
+assert_eq x "$(body .labels.team)" "labels"
+api_json PUT "/v1/sandboxes/$(sbx put)" '{"labels":{"team":"y"}}'
+expect_status 200
+api GET /v1/health >/dev/null
+assert_eq 2 "$(body .sandboxes)" "health counts sandboxes"
+assert_eq "$S" "$(run_in "$S" hostname)" "hostname"
+
+info "destroy leaves no process, mount or cgroup"
+run_in "$S" '(sleep 600 >/dev/null 2>&1 &); echo' >/dev/null
+[ -n "$(sandbox_pids "$S")" ] || fail "no processes found for $S before destroy"
+[ -n "$(sandbox_cgroups "$S")" ] || fail "no cgroup found for $S before destroy"
+mounts_before=$(grep -c "$IT_TMP" /proc/self/mountinfo || true)
+api DELETE "/v1/sandboxes/$S" >/dev/null
+expect_status 200
+assert_eq true "$(body .destroyed)" "destroyed"
+left=$(wait_empty sandbox_pids "$S") || fail "processes left: $left"
+left=$(wait_empty sandbox_cgroups "$S") || fail "cgroups left: $left"
+grep -F "$IT_TMP" /proc/*/mountinfo 2>/dev/null | grep -F "$S" &&
+        fail "mounts of $S left (before: $mounts_before)"
+api GET "/v1/sandboxes/$S" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+api DELETE "/v1/sandboxes/$S" >/dev/null
+expect_status 200
+assert_eq false "$(body .destroyed)" "destroy is idempotent"
+# The name can be used again: a fresh sandbox, without the old one's files.
+run_in "$S" 'echo x > /workspace/old' >/dev/null
+api DELETE "/v1/sandboxes/$S" >/dev/null
+assert_eq new "$(run_in "$S" 'test -e /workspace/old || echo new')" "recreated sandbox is fresh"
+
+info "invalid names"
+for n in UPPER 'a_b' '-lead' "$(printf 'x%.0s' $(seq 1 100))" 'a.b' '..'; do
+        api_json POST "/v1/sandboxes/$n/exec" '{"command":"true"}'
+        case "$API_STATUS" in
+        400) assert_eq INVALID_SANDBOX_NAME "$(body .code)" "code for name [$n]" ;;
+        404) ;; # a name with a dot-segment may not even route
+        *) fail "name [$n]: HTTP $API_STATUS $(body)" ;;
+        esac
+done
+api GET /v1/sandboxes >/dev/null
+assert_eq 2 "$(body '.sandboxes | length')" "invalid names created sandboxes"
+
+info "malformed requests"
+E=/v1/sandboxes/$(sbx e)/exec
+api_json POST "$E" '{"command":'
+expect_status 400 VALIDATION_FAILED
+api_json POST "$E" '[1,2]'
+expect_status 400 VALIDATION_FAILED
+api_json POST "$E" '{"command":42}'
+expect_status 400 VALIDATION_FAILED
+api_json POST "$E" '{"command":"true","bogus":1}'
+expect_status 400 VALIDATION_FAILED
+api_json POST "$E" '{"command":"true","command":"false"}'
+expect_status 400 VALIDATION_FAILED
+api_json POST "$E" '{"command":"true","timeout":-1}'
+expect_status 400 VALIDATION_FAILED
+# Validation happens before lazy creation: no sandbox was made by the bad requests.
+api GET "/v1/sandboxes/$(sbx e)" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+api GET /v1/nope >/dev/null
+expect_status 404 NOT_FOUND
+api GET /nope >/dev/null
+expect_status 404 NOT_FOUND
+api PATCH /v1/health >/dev/null
+expect_status 405 METHOD_NOT_ALLOWED
+# Huge headers: 70 KiB in one header.
+big=$(head -c 70000 /dev/zero | tr '\0' a)
+api GET /v1/health -H "X-Big: $big" >/dev/null
+expect_status 431
+# Over 100 headers
+hdrs=()
+for i in $(seq 1 120); do hdrs+=(-H "X-H$i: v"); done
+api GET /v1/health "${hdrs[@]}" >/dev/null
+expect_status 431
+# URL over 8 KiB
+api GET "/v1/sandboxes/$(sbx u)/files?path=$(head -c 9000 /dev/zero | tr '\0' a)" >/dev/null
+expect_status 414
+# Cross-origin request refused
+api_json POST "$E" '{"command":"true"}' 2>/dev/null
+api POST "$E" -H 'Origin: http://evil.example' -H 'Content-Type: application/json' \
+        --data-binary '{"command":"true"}' >/dev/null
+expect_status 403 PERMISSION_DENIED
+# The daemon still works after all of that
+api GET /v1/health >/dev/null
+expect_status 200
+
+info "auth with CELLA_TOKEN"
+stop_cellad
+token=tok-$IT_RUN-$RANDOM$RANDOM
+CELLA_TOKEN=$token start_cellad
+unset CELLA_TOKEN
+api GET /v1/health >/dev/null
+expect_status 200
+api GET /v1/sandboxes >/dev/null
+expect_status 401 UNAUTHORIZED
+api_json POST "/v1/sandboxes/$(sbx auth)/exec" '{"command":"true"}'
+expect_status 401 UNAUTHORIZED
+api GET /v1/sandboxes -H "Authorization: Bearer wrong-$token" >/dev/null
+expect_status 401 UNAUTHORIZED
+api GET "/v1/sandboxes/$(sbx auth)" -H "Authorization: Bearer $token" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+export CELLA_TOKEN=$token
+assert_eq hi "$(run_in "$(sbx auth)" 'echo hi')" "exec with the token"
+# The cellad listening here is the one with the token; the trap stops it (with the token).
