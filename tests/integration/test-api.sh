@@ -46,6 +46,11 @@ left=$(wait_empty sandbox_pids "$S") || fail "processes left: $left"
 left=$(wait_empty sandbox_cgroups "$S") || fail "cgroups left: $left"
 grep -F "$IT_TMP" /proc/*/mountinfo 2>/dev/null | grep -F "$S" &&
         fail "mounts of $S left (before: $mounts_before)"
+# cellad reaps the sandbox's PID 1: no zombie child is left behind.
+zombies() {
+        ps -eo pid=,ppid=,stat=,args= | awk -v p="$CELLAD_PID" '$2 == p && $3 ~ /^Z/'
+}
+left=$(wait_empty zombies) || fail "cellad did not reap destroyed sandbox processes: $left"
 api GET "/v1/sandboxes/$S" >/dev/null
 expect_status 404 SANDBOX_NOT_FOUND
 api DELETE "/v1/sandboxes/$S" >/dev/null
