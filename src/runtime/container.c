@@ -423,12 +423,24 @@ static pid_t do_clone3(int cgroup_fd, int *ret_pidfd)
         return (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 }
 
+/* SIGKILL PID 1 and reap it. The pidfd may be non-blocking (cellad watches it with
+ * uv_poll, which sets O_NONBLOCK): then waitid answers EAGAIN until the process is gone,
+ * so wait for the pidfd to become readable (= exited) first. */
 static void kill_and_reap(int pidfd)
 {
+        struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
         siginfo_t si;
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-        while (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
-                ;
+        for (;;) {
+                if (waitid((idtype_t)P_PIDFD, (id_t)pidfd, &si, WEXITED) == 0)
+                        return;
+                if (errno == EINTR)
+                        continue;
+                if (errno != EAGAIN)
+                        return;
+                if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+                        return;
+        }
 }
 
 /* Parent side after clone3: maps, v1 cgroups, oom_score_adj, lower mount, go; then wait
