@@ -1,4 +1,5 @@
-/* The CLI's argument parsing: exec's command words, flags before and after NAME, errors. */
+/* The cella CLI's argument parsing: exec's command-word joining, flags before and after the
+ * sandbox name, "--", KEY=VALUE checks and usage errors. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,63 +11,133 @@
 
 #define ARGV(...) ((char *[]){"cella", __VA_ARGS__, NULL})
 #define ARGC(...) ((int)(sizeof((char *[]){"cella", __VA_ARGS__}) / sizeof(char *)))
-#define PARSE(a, ...) cli_parse(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), a)
+#define PARSE(a, ...) cli_parse(ARGC(__VA_ARGS__), ARGV(__VA_ARGS__), (a))
 
-static void test_exec(void **state)
+static void assert_joined(struct cli_args *a, int from, const char *want)
 {
-        struct cli_args a;
         struct buf b = BUF_INIT;
-
-        assert_int_equal(PARSE(&a, "exec", "--timeout", "500", "box", "ls", "-la", "--json"), 0);
-        assert_int_equal(a.timeout_ms, 500);
-        assert_int_equal(a.npos, 5);
-        assert_false(a.json); /* after the command started, options are the command's */
-        assert_int_equal(cli_join((char **)a.pos + 2, a.npos - 2, &b), 0);
-        assert_string_equal(b.data, "ls -la --json");
+        assert_int_equal(cli_join((char **)a->pos + from, a->npos - from, &b), 0);
+        assert_string_equal(b.data ? b.data : "", want);
         buf_free(&b);
-
-        assert_int_equal(PARSE(&a, "exec", "box", "--env", "A=1", "--cwd=/tmp", "--", "-x"), 0);
-        assert_int_equal(a.nenv, 1);
-        assert_string_equal(a.env[0], "A=1");
-        assert_string_equal(a.cwd, "/tmp");
-        assert_int_equal(a.npos, 3);
-        assert_string_equal(a.pos[2], "-x");
-
-        assert_int_equal(PARSE(&a, "exec", "box", "python3 -c 'print(1)'"), 0);
-        assert_int_equal(a.npos, 3);
-        assert_string_equal(a.pos[2], "python3 -c 'print(1)'");
 }
 
-static void test_flags_and_errors(void **state)
+static void exec_words_joined(void **state)
 {
         struct cli_args a;
-        assert_int_equal(PARSE(&a, "ls", "box", "/w", "-r", "-a", "--json"), 0);
-        assert_true(a.recursive && a.all && a.json);
-        assert_int_equal(a.npos, 3);
-        assert_int_equal(PARSE(&a, "create", "box", "--label", "team=ml", "--image", "default",
-                               "--instance-type", "lite"),
-                         0);
-        assert_string_equal(a.labels[0], "team=ml");
-        assert_string_equal(a.image, "default");
-        assert_string_equal(a.instance_type, "lite");
+        (void)state;
+        assert_int_equal(PARSE(&a, "exec", "box", "echo", "hello", "world"), 0);
+        assert_int_equal(a.npos, 5);
+        assert_string_equal(a.pos[1], "box");
+        assert_joined(&a, 2, "echo hello world");
+}
 
-        assert_int_equal(PARSE(&a, "exec", "--timeout", "abc", "box", "true"), -1);
-        assert_non_null(strstr(a.error, "--timeout"));
+static void exec_options_after_command_are_command(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "exec", "--timeout", "500", "box", "ls", "-la", "--json"), 0);
+        assert_int_equal(a.timeout_ms, 500);
+        assert_false(a.json);
+        assert_joined(&a, 2, "ls -la --json");
+}
+
+static void exec_double_dash(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "exec", "box", "--cwd", "/tmp", "--env", "A=1", "-e", "B=x=y",
+                               "--", "--help", "me"),
+                         0);
+        assert_false(a.help);
+        assert_string_equal(a.cwd, "/tmp");
+        assert_int_equal(a.nenv, 2);
+        assert_string_equal(a.env[0], "A=1");
+        assert_string_equal(a.env[1], "B=x=y");
+        assert_joined(&a, 2, "--help me");
+}
+
+static void single_word_command_kept_verbatim(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "exec", "box", "echo 'a  b' | wc -c"), 0);
+        assert_joined(&a, 2, "echo 'a  b' | wc -c");
+}
+
+static void flags_and_equals_form(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "--url=http://127.0.0.1:1", "ls", "box", "/w", "-r", "-a",
+                               "--json", "--token", "t0k"),
+                         0);
+        assert_string_equal(a.url, "http://127.0.0.1:1");
+        assert_string_equal(a.token, "t0k");
+        assert_true(a.recursive);
+        assert_true(a.all);
+        assert_true(a.json);
+        assert_int_equal(a.npos, 3);
+        assert_string_equal(a.pos[0], "ls");
+        assert_string_equal(a.pos[2], "/w");
+}
+
+static void create_options(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "create", "box", "--image", "default", "--instance-type",
+                               "small", "--label", "team=a", "--label=x=", "--env", "K=V"),
+                         0);
+        assert_string_equal(a.image, "default");
+        assert_string_equal(a.instance_type, "small");
+        assert_int_equal(a.nlabels, 2);
+        assert_string_equal(a.labels[1], "x=");
+        assert_int_equal(a.nenv, 1);
+        assert_false(a.rest_is_command);
+}
+
+static void usage_errors(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "exec", "box", "--timeout"), -1); /* option, no value */
         assert_int_equal(PARSE(&a, "exec", "--timeout"), -1);
         assert_non_null(strstr(a.error, "needs a value"));
-        assert_int_equal(PARSE(&a, "create", "box", "--env", "novalue"), -1);
-        assert_non_null(strstr(a.error, "KEY=VALUE"));
+        assert_int_equal(PARSE(&a, "exec", "--timeout", "0", "box", "x"), -1);
+        assert_int_equal(PARSE(&a, "exec", "--timeout", "12ms", "box", "x"), -1);
+        assert_non_null(strstr(a.error, "12ms"));
+        assert_int_equal(PARSE(&a, "create", "box", "--env", "NOEQUALS"), -1);
+        assert_int_equal(PARSE(&a, "create", "box", "--label", "=v"), -1);
         assert_int_equal(PARSE(&a, "list", "--bogus"), -1);
-        assert_non_null(strstr(a.error, "unknown option"));
+        assert_non_null(strstr(a.error, "--bogus"));
         assert_int_equal(PARSE(&a, "--help"), 0);
         assert_true(a.help);
+        assert_int_equal(a.npos, 0);
+}
+
+static void join_edge_cases(void **state)
+{
+        struct buf b = BUF_INIT;
+        char *w[] = {"a", "", "b"};
+        (void)state;
+        assert_int_equal(cli_join(w, 0, &b), 0);
+        assert_true(b.len == 0);
+        assert_int_equal(cli_join(w, 3, &b), 0);
+        assert_string_equal(b.data, "a  b");
+        buf_free(&b);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_exec),
-                cmocka_unit_test(test_flags_and_errors),
+                cmocka_unit_test(exec_words_joined),
+                cmocka_unit_test(exec_options_after_command_are_command),
+                cmocka_unit_test(exec_double_dash),
+                cmocka_unit_test(single_word_command_kept_verbatim),
+                cmocka_unit_test(flags_and_equals_form),
+                cmocka_unit_test(create_options),
+                cmocka_unit_test(usage_errors),
+                cmocka_unit_test(join_edge_cases),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
