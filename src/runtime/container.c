@@ -272,16 +272,20 @@ _Noreturn static void child_main(const struct child_args *a)
         CHECK(STEP_NNP, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 
         /* Dispositions set to ignore and the signal mask survive exec: the agent (and
-         * everything it runs) starts with defaults, whatever cellad's thread had. */
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof(dfl));
-        dfl.sa_handler = SIG_DFL;
-        for (int sig = 1; sig < NSIG; sig++)
+         * everything it runs) starts with defaults, whatever cellad's thread had.
+         * The raw system calls reach the signals glibc reserves (32, 33) as well, which
+         * sigaction() refuses: an ignored SIGRTMIN would otherwise leak into the sandbox. */
+        struct {
+                void (*handler)(int);
+                unsigned long flags;
+                void (*restorer)(void);
+                uint64_t mask;
+        } dfl = {SIG_DFL, 0, NULL, 0};
+        uint64_t none = 0;
+        for (int sig = 1; sig <= 64; sig++)
                 if (sig != SIGKILL && sig != SIGSTOP)
-                        sigaction(sig, &dfl, NULL); /* EINVAL for glibc-reserved ones */
-        sigset_t none;
-        sigemptyset(&none);
-        CHECK(STEP_SIGNALS, sigprocmask(SIG_SETMASK, &none, NULL));
+                        syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
+        CHECK(STEP_SIGNALS, syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none)));
 
         /* fds: 0 null, 1-2 log, 3 agent socket, 4 agent memfd (cloexec), 5 sync
          * (cloexec); everything else closed. Sources move above 5 first so that no
