@@ -1,0 +1,477 @@
+/* libcella against a tiny canned HTTP/1.1 server on a loopback ephemeral port (a forked
+ * process, one connection at a time): chunked SSE split at odd places, base64 and NUL bytes,
+ * error JSON, streamed uploads (Content-Length and chunked), streamed downloads, keep-alive,
+ * transport errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cella/cella.h"
+#include "common/buf.h"
+
+static pid_t server_pid = -1;
+static char server_url[64];
+
+/* ---- the server (child process) ---- */
+
+struct conn {
+        int fd;
+        char in[1 << 16];
+        size_t len;
+};
+
+static int fill(struct conn *c)
+{
+        ssize_t n;
+        if (c->len == sizeof(c->in))
+                return -1;
+        n = read(c->fd, c->in + c->len, sizeof(c->in) - c->len);
+        if (n <= 0)
+                return -1;
+        c->len += (size_t)n;
+        return 0;
+}
+
+static void consume(struct conn *c, size_t n)
+{
+        memmove(c->in, c->in + n, c->len - n);
+        c->len -= n;
+}
+
+static int read_line(struct conn *c, char *out, size_t size)
+{
+        char *nl;
+        while (!(nl = memmem(c->in, c->len, "\r\n", 2)))
+                if (fill(c) < 0)
+                        return -1;
+        size_t n = (size_t)(nl - c->in);
+        if (n >= size)
+                return -1;
+        memcpy(out, c->in, n);
+        out[n] = '\0';
+        consume(c, n + 2);
+        return 0;
+}
+
+static int read_exact(struct conn *c, struct buf *body, size_t n)
+{
+        while (n > 0) {
+                if (c->len == 0 && fill(c) < 0)
+                        return -1;
+                size_t k = n < c->len ? n : c->len;
+                if (buf_append(body, c->in, k) < 0)
+                        return -1;
+                consume(c, k);
+                n -= k;
+        }
+        return 0;
+}
+
+static void put_all(int fd, const void *p, size_t n)
+{
+        const char *s = p;
+        while (n > 0) {
+                ssize_t w = write(fd, s, n);
+                if (w <= 0)
+                        _exit(1);
+                s += w;
+                n -= (size_t)w;
+        }
+}
+
+static void respond(int fd, int status, const char *type, const void *body, size_t len)
+{
+        char head[256];
+        int n = snprintf(head, sizeof(head),
+                         "HTTP/1.1 %d X\r\nContent-Type: %s\r\nContent-Length: %zu\r\n\r\n", status,
+                         type, len);
+        put_all(fd, head, (size_t)n);
+        put_all(fd, body, len);
+}
+
+static void respond_json(int fd, int status, const char *json)
+{
+        respond(fd, status, "application/json", json, strlen(json));
+}
+
+/* Send an SSE stream as HTTP chunks of 7 bytes, so events and lines split anywhere. */
+static void respond_sse(int fd, const char *stream)
+{
+        const char *head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n";
+        size_t len = strlen(stream);
+        put_all(fd, head, strlen(head));
+        for (size_t off = 0; off < len; off += 7) {
+                char size[16];
+                size_t k = len - off < 7 ? len - off : 7;
+                int n = snprintf(size, sizeof(size), "%zx\r\n", k);
+                put_all(fd, size, (size_t)n);
+                put_all(fd, stream + off, k);
+                put_all(fd, "\r\n", 2);
+        }
+        put_all(fd, "0\r\n\r\n", 5);
+}
+
+static unsigned char pattern(size_t i)
+{
+        return (unsigned char)((i * 7) % 251);
+}
+
+static bool body_is_pattern(const struct buf *b)
+{
+        for (size_t i = 0; i < b->len; i++)
+                if ((unsigned char)b->data[i] != pattern(i))
+                        return false;
+        return true;
+}
+
+static const char exec_sse[] =
+        "data: {\"type\":\"start\",\"command\":\"x\",\"pid\":42}\n\n"
+        ": a comment\n\n"
+        "data: {\"type\":\"stdout\",\"data\":\"hello\\n\"}\r\n\r\n"
+        "data: {\"type\":\"stdout\",\"data\":\"AP8B\",\"encoding\":\"base64\"}\n\n"
+        "data: {\"type\":\"stderr\",\r\ndata: \"data\":\"err\\u0000\"}\r\n\r\n"
+        "data: {\"type\":\"complete\",\"exitCode\":3,\"duration\":1}\n\n";
+
+static const char timeout_sse[] =
+        "data: {\"type\":\"start\",\"command\":\"x\",\"pid\":7}\n\n"
+        "data: {\"type\":\"stdout\",\"data\":\"partial\"}\n\n"
+        "data: {\"type\":\"error\",\"error\":\"timed out after 100 ms\",\"code\":"
+        "\"COMMAND_TIMEOUT\"}\n\n";
+
+static int serve_one(struct conn *c, int nconns)
+{
+        char line[8192], method[16], target[4096];
+        long clen = 0;
+        bool chunked = false, sse = false;
+        struct buf body = BUF_INIT;
+
+        if (read_line(c, line, sizeof(line)) < 0)
+                return -1;
+        if (sscanf(line, "%15s %4095s", method, target) != 2)
+                return -1;
+        for (;;) {
+                if (read_line(c, line, sizeof(line)) < 0)
+                        return -1;
+                if (!line[0])
+                        break;
+                if (strncasecmp(line, "Content-Length:", 15) == 0)
+                        clen = strtol(line + 15, NULL, 10);
+                else if (strncasecmp(line, "Transfer-Encoding: chunked", 26) == 0)
+                        chunked = true;
+                else if (strncasecmp(line, "Accept: text/event-stream", 25) == 0)
+                        sse = true;
+        }
+        if (chunked) {
+                for (;;) {
+                        long k;
+                        if (read_line(c, line, sizeof(line)) < 0)
+                                return -1;
+                        k = strtol(line, NULL, 16);
+                        if (k == 0) {
+                                if (read_line(c, line, sizeof(line)) < 0)
+                                        return -1;
+                                break;
+                        }
+                        if (read_exact(c, &body, (size_t)k) < 0 ||
+                            read_line(c, line, sizeof(line)) < 0)
+                                return -1;
+                }
+        } else if (read_exact(c, &body, (size_t)clen) < 0) {
+                return -1;
+        }
+
+        if (strcmp(method, "GET") == 0 && strcmp(target, "/v1/health") == 0) {
+                char j[64];
+                snprintf(j, sizeof(j), "{\"status\":\"ok\",\"connections\":%d}", nconns);
+                respond_json(c->fd, 200, j);
+        } else if (strcmp(method, "GET") == 0 &&
+                   strcmp(target, "/v1/sandboxes/box/files?path=%2Fbin.dat") == 0) {
+                respond(c->fd, 200, "application/octet-stream", "a\0b\xff\r\n", 6);
+        } else if (strcmp(method, "PUT") == 0 &&
+                   strncmp(target, "/v1/sandboxes/box/files?path=", 29) == 0) {
+                char j[96];
+                if (!body_is_pattern(&body) || body.len == 0) {
+                        respond_json(c->fd, 400, "{\"code\":\"BAD_BODY\",\"message\":\"wrong\"}");
+                } else {
+                        snprintf(j, sizeof(j), "{\"success\":true,\"size\":%zu,\"chunked\":%s}",
+                                 body.len, chunked ? "true" : "false");
+                        respond_json(c->fd, 200, j);
+                }
+        } else if (strcmp(method, "POST") == 0 && strcmp(target, "/v1/sandboxes/box/exec") == 0) {
+                if (sse)
+                        respond_sse(c->fd, exec_sse);
+                else
+                        respond_json(c->fd, 200,
+                                     "{\"success\":true,\"exitCode\":0,\"stdout\":\"a\\u0000b\","
+                                     "\"stderr\":\"AP8=\",\"stderrEncoding\":\"base64\"}");
+        } else if (strcmp(method, "POST") == 0 && strcmp(target, "/v1/sandboxes/slow/exec") == 0 &&
+                   sse) {
+                respond_sse(c->fd, timeout_sse);
+        } else {
+                respond_json(c->fd, 404,
+                             "{\"code\":\"FILE_NOT_FOUND\",\"message\":\"no such file: /x\","
+                             "\"httpStatus\":404}");
+        }
+        buf_free(&body);
+        return 0;
+}
+
+static void serve(int lfd)
+{
+        static struct conn c;
+        int nconns = 0;
+        for (;;) {
+                c.fd = accept(lfd, NULL, NULL);
+                if (c.fd < 0)
+                        _exit(1);
+                c.len = 0;
+                nconns++;
+                while (serve_one(&c, nconns) == 0) {
+                }
+                close(c.fd);
+        }
+}
+
+static int setup(void **state)
+{
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        socklen_t alen = sizeof(a);
+        int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        (void)state;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lfd, 8) < 0 ||
+            getsockname(lfd, (struct sockaddr *)&a, &alen) < 0)
+                return -1;
+        snprintf(server_url, sizeof(server_url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+        server_pid = fork();
+        if (server_pid < 0)
+                return -1;
+        if (server_pid == 0) {
+                signal(SIGPIPE, SIG_IGN);
+                serve(lfd);
+                _exit(0);
+        }
+        close(lfd);
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        if (server_pid > 0) {
+                kill(server_pid, SIGKILL);
+                waitpid(server_pid, NULL, 0);
+        }
+        return 0;
+}
+
+/* ---- the tests ---- */
+
+static int health_connections(cella_client *c)
+{
+        char *body = NULL;
+        int n = -1;
+        assert_int_equal(cella_health(c, &body), CELLA_OK);
+        assert_non_null(strstr(body, "\"status\":\"ok\""));
+        assert_int_equal(sscanf(strstr(body, "connections"), "connections\":%d", &n), 1);
+        cella_free(body);
+        return n;
+}
+
+struct seen {
+        int pid;
+        struct buf out, err;
+        int stop_after;
+};
+
+static void on_start(int pid, void *ud)
+{
+        ((struct seen *)ud)->pid = pid;
+}
+
+static int on_stdout(const void *p, size_t n, void *ud)
+{
+        struct seen *s = ud;
+        buf_append(&s->out, p, n);
+        return s->stop_after && s->out.len >= (size_t)s->stop_after;
+}
+
+static int on_stderr(const void *p, size_t n, void *ud)
+{
+        buf_append(&((struct seen *)ud)->err, p, n);
+        return 0;
+}
+
+static void exec_stream_and_keepalive(void **state)
+{
+        cella_client *c;
+        struct seen s = {.out = BUF_INIT, .err = BUF_INIT};
+        struct cella_exec_callbacks cb = {on_start, on_stdout, on_stderr, &s};
+        int code = -1, first;
+        (void)state;
+
+        assert_int_equal(cella_client_new(server_url, "tok", &c), CELLA_OK);
+        first = health_connections(c);
+        assert_int_equal(cella_exec_stream(c, "box", "x", NULL, &cb, &code), CELLA_OK);
+        assert_int_equal(code, 3);
+        assert_int_equal(s.pid, 42);
+        assert_int_equal(s.out.len, 9);
+        assert_memory_equal(s.out.data, "hello\n\0\xff\x01", 9);
+        assert_int_equal(s.err.len, 4);
+        assert_memory_equal(s.err.data, "err\0", 4);
+
+        /* An API error leaves the connection usable. */
+        assert_int_equal(cella_request(c, "GET", "/v1/nope", NULL, NULL), CELLA_ERR_API);
+        assert_string_equal(cella_client_error_code(c), "FILE_NOT_FOUND");
+        assert_string_equal(cella_client_error_message(c), "no such file: /x");
+        assert_int_equal(cella_client_http_status(c), 404);
+
+        /* One connection for all of it. */
+        assert_int_equal(health_connections(c), first);
+        assert_string_equal(cella_client_error_code(c), "");
+        cella_client_free(c);
+        buf_free(&s.out);
+        buf_free(&s.err);
+}
+
+static void exec_stream_timeout_and_stop(void **state)
+{
+        cella_client *c;
+        struct seen s = {.out = BUF_INIT, .err = BUF_INIT};
+        struct cella_exec_callbacks cb = {on_start, on_stdout, on_stderr, &s};
+        int code = -1;
+        (void)state;
+
+        assert_int_equal(cella_client_new(server_url, NULL, &c), CELLA_OK);
+        assert_int_equal(cella_exec_stream(c, "slow", "x", NULL, &cb, &code), CELLA_ERR_API);
+        assert_string_equal(cella_client_error_code(c), "COMMAND_TIMEOUT");
+        assert_string_equal(cella_client_error_message(c), "timed out after 100 ms");
+        assert_int_equal(code, -1);
+        assert_int_equal(s.out.len, 7);
+
+        buf_free(&s.out);
+        s.stop_after = 1;
+        assert_int_equal(cella_exec_stream(c, "box", "x", NULL, &cb, &code), CELLA_ERR_CALLBACK);
+        /* The client recovers (a new connection) after an aborted transfer. */
+        assert_true(health_connections(c) > 0);
+        cella_client_free(c);
+        buf_free(&s.out);
+        buf_free(&s.err);
+}
+
+static void exec_buffered_bytes(void **state)
+{
+        cella_client *c;
+        cella_exec_result *r;
+        const char *p;
+        size_t n;
+        (void)state;
+
+        assert_int_equal(cella_client_new(server_url, NULL, &c), CELLA_OK);
+        assert_int_equal(cella_exec(c, "box", "x", NULL, &r), CELLA_OK);
+        assert_int_equal(cella_exec_result_exit_code(r), 0);
+        p = cella_exec_result_stdout(r, &n);
+        assert_int_equal(n, 3);
+        assert_memory_equal(p, "a\0b", 3);
+        p = cella_exec_result_stderr(r, &n);
+        assert_int_equal(n, 2);
+        assert_memory_equal(p, "\0\xff", 2);
+        cella_exec_result_free(r);
+        cella_client_free(c);
+}
+
+static void files_streamed(void **state)
+{
+        cella_client *c;
+        int pfd[2], mfd;
+        size_t big = 1 << 20, small = 60000;
+        char *data = malloc(big), got[16];
+        (void)state;
+
+        assert_non_null(data);
+        for (size_t i = 0; i < big; i++)
+                data[i] = (char)pattern(i);
+        assert_int_equal(cella_client_new(server_url, NULL, &c), CELLA_OK);
+
+        /* From memory (Content-Length). */
+        assert_int_equal(cella_file_write(c, "box", "/f", data, big), CELLA_OK);
+        /* A corrupted body is noticed by the server: the check is real. */
+        data[5] ^= 1;
+        assert_int_equal(cella_file_write(c, "box", "/f", data, big), CELLA_ERR_API);
+        assert_string_equal(cella_client_error_code(c), "BAD_BODY");
+        assert_int_equal(cella_client_http_status(c), 400);
+        data[5] ^= 1;
+
+        /* From a pipe (chunked). */
+        assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+        assert_int_equal(write(pfd[1], data, small), (ssize_t)small);
+        close(pfd[1]);
+        assert_int_equal(cella_file_write_fd(c, "box", "/f", pfd[0]), CELLA_OK);
+        close(pfd[0]);
+
+        /* Download to a descriptor, byte-exact. */
+        mfd = memfd_create("read", MFD_CLOEXEC);
+        assert_true(mfd >= 0);
+        assert_int_equal(cella_file_read_fd(c, "box", "/bin.dat", mfd), CELLA_OK);
+        assert_int_equal(pread(mfd, got, sizeof(got), 0), 6);
+        assert_memory_equal(got, "a\0b\xff\r\n", 6);
+
+        /* A missing file writes nothing and reports the API error. */
+        assert_int_equal(ftruncate(mfd, 0), 0);
+        assert_int_equal(cella_file_read_fd(c, "box", "/missing", mfd), CELLA_ERR_API);
+        assert_string_equal(cella_client_error_code(c), "FILE_NOT_FOUND");
+        assert_int_equal(pread(mfd, got, sizeof(got), 0), 0);
+        close(mfd);
+        cella_client_free(c);
+        free(data);
+}
+
+static void transport_error(void **state)
+{
+        cella_client *c;
+        int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        socklen_t alen = sizeof(a);
+        char url[64];
+        (void)state;
+
+        /* A port that was just free and has no listener. */
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+        assert_int_equal(cella_client_new(url, NULL, &c), CELLA_OK);
+        assert_int_equal(cella_health(c, NULL), CELLA_ERR_TRANSPORT);
+        assert_true(strlen(cella_client_error_message(c)) > 0);
+        cella_client_free(c);
+        close(lfd);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(exec_stream_and_keepalive),
+                cmocka_unit_test(exec_stream_timeout_and_stop),
+                cmocka_unit_test(exec_buffered_bytes),
+                cmocka_unit_test(files_streamed),
+                cmocka_unit_test(transport_error),
+        };
+        signal(SIGPIPE, SIG_IGN);
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
