@@ -253,9 +253,12 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                         },
         };
         /* Leftovers of an earlier run (a daemon that died, a crashed agent) go first. */
+        uint64_t t0 = time_mono_us();
         runtime_container_destroy(t->rt, s->name, NULL, NULL);
+        uint64_t t1 = time_mono_us();
         if (runtime_container_start(t->rt, &spec, &s->ct, err) < 0)
                 return -1;
+        uint64_t t2 = time_mono_us();
 
         s->exit_watch = malloc(sizeof(*s->exit_watch));
         if (!s->exit_watch || uv_poll_init(t->loop, s->exit_watch, s->ct.pidfd) < 0) {
@@ -274,8 +277,11 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                 s->running = false;
                 return -1;
         }
-        log_info("sandbox '%s' started (pid %d, image %s, %s)", s->name, (int)s->ct.pid, s->image,
-                 s->instance_type);
+        log_info("sandbox '%s' started (pid %d, image %s, %s) in %.2f ms (sweep %.2f ms, "
+                 "container %.2f ms)",
+                 s->name, (int)s->ct.pid, s->image, s->instance_type,
+                 (double)(time_mono_us() - t0) / 1000.0, (double)(t1 - t0) / 1000.0,
+                 (double)(t2 - t1) / 1000.0);
         return 0;
 }
 
