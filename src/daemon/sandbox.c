@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include "common/limits.h"
 #include "common/log.h"
@@ -37,6 +38,7 @@ struct sandbox {
         bool running;   /* container started and not seen exiting */
         bool destroyed; /* removed from the table; memory lives while referenced */
         struct container ct;
+        int64_t pid_start;     /* start time of ct.pid (/proc/PID/stat), to recognise it later */
         uv_poll_t *exit_watch; /* readable when PID 1 exits; heap: closed asynchronously */
         struct agent_conn *agent;
 };
@@ -189,6 +191,13 @@ static void on_container_exit(uv_poll_t *w, int status, int events)
 
         if (r == 0)
                 return; /* spurious */
+        if (r < 0) {
+                /* Not our child (reattached after a daemon restart): the readable pidfd
+                 * says it exited; its parent reaps it. */
+                if (s->ct.pidfd >= 0)
+                        close(s->ct.pidfd);
+                s->ct.pidfd = -EBADF;
+        }
         log_warn("sandbox '%s': PID 1 exited (status 0x%x)", s->name, (unsigned)wstatus);
         stop_exit_watch(s);
         s->running = false;
@@ -199,6 +208,48 @@ static void on_container_exit(uv_poll_t *w, int status, int events)
         }
         /* Sweep what may be left in its cgroups. */
         runtime_container_destroy(s->table->rt, s->name, NULL, NULL);
+}
+
+static int sandbox_persist(struct sandbox *s, struct cella_error *err);
+
+/* Watch the pidfd of PID 1: readable once it has exited. */
+static int watch_exit(struct sandbox *s)
+{
+        s->exit_watch = malloc(sizeof(*s->exit_watch));
+        if (!s->exit_watch || uv_poll_init(s->table->loop, s->exit_watch, s->ct.pidfd) < 0) {
+                free(s->exit_watch);
+                s->exit_watch = NULL;
+                return -ENOMEM;
+        }
+        s->exit_watch->data = s;
+        uv_poll_start(s->exit_watch, UV_READABLE, on_container_exit);
+        return 0;
+}
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks since boot), or -1. Together with
+ * the pid it names one process for the life of the machine. */
+static int64_t proc_start_time(pid_t pid)
+{
+        char path[64], buf[1024];
+        const char *p;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+        if (!p)
+                return -1;
+        for (int field = 2; field < 22 && p; field++)
+                p = strchr(p + 1, ' ');
+        return p ? strtoll(p + 1, NULL, 10) : -1;
 }
 
 static int connect_agent(struct sandbox *s, struct cella_error *err)
@@ -260,16 +311,12 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                 return -1;
         uint64_t t2 = time_mono_us();
 
-        s->exit_watch = malloc(sizeof(*s->exit_watch));
-        if (!s->exit_watch || uv_poll_init(t->loop, s->exit_watch, s->ct.pidfd) < 0) {
-                free(s->exit_watch);
-                s->exit_watch = NULL;
+        if (watch_exit(s) < 0) {
                 runtime_container_destroy(t->rt, s->name, &s->ct, NULL);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "watch sandbox process");
         }
-        s->exit_watch->data = s;
-        uv_poll_start(s->exit_watch, UV_READABLE, on_container_exit);
         s->running = true;
+        s->pid_start = proc_start_time(s->ct.pid);
 
         if (connect_agent(s, err) < 0) {
                 stop_exit_watch(s);
@@ -282,6 +329,12 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                  s->name, (int)s->ct.pid, s->image, s->instance_type,
                  (double)(time_mono_us() - t0) / 1000.0, (double)(t1 - t0) / 1000.0,
                  (double)(t2 - t1) / 1000.0);
+        {
+                /* The pid goes into the registry so that a restarted daemon finds it. */
+                struct cella_error e = {0};
+                if (sandbox_persist(s, &e) < 0)
+                        log_warn("sandbox '%s': %s", s->name, e.msg);
+        }
         return 0;
 }
 
@@ -325,6 +378,8 @@ static int sandbox_persist(struct sandbox *s, struct cella_error *err)
                 .labels_json = labels,
                 .created_ms = s->created_ms,
                 .last_active_ms = s->last_active_ms,
+                .pid = s->running ? s->ct.pid : 0,
+                .pid_start = s->running ? s->pid_start : 0,
         };
         s->persisted_active_ms = s->last_active_ms;
         return store_sandbox_save(s->table->store, &rec, err);
@@ -434,9 +489,12 @@ int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
         struct sandbox *s = table_find(t, name);
 
         if (s) {
-                if (sandbox_ensure_running(s, err) < 0)
-                        return -1;
-                sandbox_touch(s);
+                /* Looking a sandbox up (create = false) neither wakes nor touches it. */
+                if (create) {
+                        if (sandbox_ensure_running(s, err) < 0)
+                                return -1;
+                        sandbox_touch(s);
+                }
                 if (ret_created)
                         *ret_created = false;
                 *ret = s;
@@ -582,8 +640,39 @@ struct agent_conn *sandbox_agent(struct sandbox *s)
         return s->running ? s->agent : NULL;
 }
 
-/* Registry records of an earlier daemon: the sandboxes come back as stopped, keep their
- * files, and start on their next use. */
+/* A sandbox of an earlier daemon whose PID 1 still runs (the same process: pid and start
+ * time match) is taken over: its pidfd watched, its agent connected. Returns 0 when it
+ * is running again under this daemon, -1 when it has to be started afresh. */
+static int reattach(struct sandbox *s)
+{
+        struct cella_error e = {0};
+        int fd;
+
+        if (s->ct.pid <= 0 || s->pid_start <= 0 || proc_start_time(s->ct.pid) != s->pid_start)
+                return -1;
+        fd = (int)syscall(SYS_pidfd_open, s->ct.pid, 0);
+        if (fd < 0)
+                return -1;
+        fcntl(fd, F_SETFD, FD_CLOEXEC);
+        /* The pid could have been reused between the check and pidfd_open: check again. */
+        if (proc_start_time(s->ct.pid) != s->pid_start) {
+                close(fd);
+                return -1;
+        }
+        s->ct.pidfd = fd;
+        if (watch_exit(s) < 0 || connect_agent(s, &e) < 0) {
+                stop_exit_watch(s);
+                close(fd);
+                s->ct.pidfd = -EBADF;
+                return -1;
+        }
+        s->running = true;
+        log_info("sandbox '%s' reattached (pid %d)", s->name, (int)s->ct.pid);
+        return 0;
+}
+
+/* Registry records of an earlier daemon: running sandboxes are reattached; the others
+ * come back as stopped, keep their files, and start on their next use. */
 static int load_record(const struct store_sandbox *rec, void *userdata)
 {
         struct sandbox_table *t = userdata;
@@ -615,13 +704,17 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         }
         s->created_ms = rec->created_ms;
         s->last_active_ms = s->persisted_active_ms = rec->last_active_ms;
+        s->ct.pid = (pid_t)rec->pid;
+        s->pid_start = rec->pid_start;
         if (!s->image || !s->instance_type || !s->env || !s->labels) {
                 sandbox_free(s);
                 return -ENOMEM;
         }
-        /* Whatever still runs from before is stopped; it restarts cleanly on next use. */
-        runtime_container_destroy(t->rt, s->name, NULL, &e);
         table_insert(t, s);
+        if (reattach(s) == 0)
+                return 0;
+        /* Whatever is left of it is stopped; it restarts cleanly on next use. */
+        runtime_container_destroy(t->rt, s->name, NULL, &e);
         return 0;
 }
 

@@ -41,8 +41,9 @@ void sandbox_table_free(struct sandbox_table *t); /* stops every sandbox's agent
 struct runtime *sandbox_table_runtime(struct sandbox_table *t);
 
 /* Find the sandbox named name (already validated). With create, make it (with opts, or
- * defaults when opts is NULL) if it does not exist; *ret_created says whether it did.
- * Without create: SANDBOX_NOT_FOUND. A created sandbox is running when this returns. */
+ * defaults when opts is NULL) if it does not exist, or start it again if it is stopped;
+ * it is running when this returns; *ret_created says whether it was made. Without create
+ * it is only looked up (a stopped sandbox stays stopped): SANDBOX_NOT_FOUND if absent. */
 int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
                       const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
                       struct cella_error *err);

@@ -28,7 +28,15 @@ static const char schema[] =
         "  env TEXT NOT NULL DEFAULT '{}',"
         "  labels TEXT NOT NULL DEFAULT '{}',"
         "  created_ms INTEGER NOT NULL,"
-        "  last_active_ms INTEGER NOT NULL);";
+        "  last_active_ms INTEGER NOT NULL,"
+        "  pid INTEGER NOT NULL DEFAULT 0,"
+        "  pid_start INTEGER NOT NULL DEFAULT 0);";
+
+/* Columns added after schema 1; adding one that exists fails harmlessly. */
+static const char *const migrations[] = {
+        "ALTER TABLE sandboxes ADD COLUMN pid INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE sandboxes ADD COLUMN pid_start INTEGER NOT NULL DEFAULT 0",
+};
 
 static int prepare(struct store *s, const char *sql, sqlite3_stmt **ret, struct cella_error *err)
 {
@@ -62,20 +70,24 @@ int store_open(const char *path, struct store **ret, struct cella_error *err)
                 store_close(s);
                 return -1;
         }
+        for (size_t i = 0; i < sizeof(migrations) / sizeof(migrations[0]); i++)
+                sqlite3_exec(s->db, migrations[i], NULL, NULL, NULL);
         if (prepare(s,
                     /* An upsert on the name: REPLACE would silently delete another
                      * sandbox's row on a slot conflict. */
                     "INSERT INTO sandboxes (name, slot, image, instance_type, env,"
-                    " labels, created_ms, last_active_ms) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)"
+                    " labels, created_ms, last_active_ms, pid, pid_start)"
+                    " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"
                     " ON CONFLICT(name) DO UPDATE SET slot=?2, image=?3, instance_type=?4,"
-                    " env=?5, labels=?6, created_ms=?7, last_active_ms=?8",
+                    " env=?5, labels=?6, created_ms=?7, last_active_ms=?8, pid=?9,"
+                    " pid_start=?10",
                     &s->save, err) < 0 ||
             prepare(s, "DELETE FROM sandboxes WHERE name = ?1", &s->del, err) < 0 ||
             prepare(s, "UPDATE sandboxes SET last_active_ms = ?2 WHERE name = ?1", &s->touch, err) <
                     0 ||
             prepare(s,
                     "SELECT name, slot, image, instance_type, env, labels, created_ms,"
-                    " last_active_ms FROM sandboxes ORDER BY created_ms",
+                    " last_active_ms, pid, pid_start FROM sandboxes ORDER BY created_ms",
                     &s->all, err) < 0) {
                 store_close(s);
                 return -1;
@@ -117,6 +129,8 @@ int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct c
         sqlite3_bind_text(s->save, 6, sb->labels_json ? sb->labels_json : "{}", -1, SQLITE_STATIC);
         sqlite3_bind_int64(s->save, 7, sb->created_ms);
         sqlite3_bind_int64(s->save, 8, sb->last_active_ms);
+        sqlite3_bind_int64(s->save, 9, sb->pid);
+        sqlite3_bind_int64(s->save, 10, sb->pid_start);
         return step_done(s, s->save, "save sandbox", err);
 }
 
@@ -155,6 +169,8 @@ int store_sandbox_foreach(struct store *s,
                         .labels_json = col_text(s->all, 5),
                         .created_ms = sqlite3_column_int64(s->all, 6),
                         .last_active_ms = sqlite3_column_int64(s->all, 7),
+                        .pid = sqlite3_column_int64(s->all, 8),
+                        .pid_start = sqlite3_column_int64(s->all, 9),
                 };
                 r = fn(&sb, userdata);
                 if (r < 0)

@@ -20,6 +20,8 @@ struct store_sandbox {
         const char *labels_json; /* JSON object text */
         int64_t created_ms;
         int64_t last_active_ms;
+        int64_t pid;       /* host pid of the sandbox's PID 1 when it last started; 0: none */
+        int64_t pid_start; /* its start time (clock ticks after boot, /proc/PID/stat) */
 };
 
 int store_open(const char *path, struct store **ret, struct cella_error *err);

@@ -838,6 +838,18 @@ void runtime_free(struct runtime *rt)
 {
         if (!rt)
                 return;
+        /* The daemon's cgroup parents go with it when no sandbox is left in them (rmdir
+         * refuses a non-empty cgroup, so running sandboxes keep theirs). */
+        char path[CELLA_PATH_MAX + 80];
+        if (rt->cg.v2_root[0]) {
+                snprintf(path, sizeof(path), "%s/%s", rt->cg.v2_root, rt->cgroup_name);
+                rmdir(path);
+        }
+        for (int i = 0; i < _CGROUP_V1_MAX; i++)
+                if (rt->cg.v1_root[i][0]) {
+                        snprintf(path, sizeof(path), "%s/%s", rt->cg.v1_root[i], rt->cgroup_name);
+                        rmdir(path);
+                }
         filter_prog_done(&rt->filter);
         caps_done(&rt->caps);
         if (rt->agent_fd >= 0)

@@ -13,6 +13,7 @@ struct seen {
         char names[4][64];
         int64_t slot[4];
         int64_t active[4];
+        int64_t pid[4], pid_start[4];
         char env[4][64];
 };
 
@@ -24,6 +25,8 @@ static int collect(const struct store_sandbox *sb, void *userdata)
                 snprintf(s->env[s->n], 64, "%s", sb->env_json);
                 s->slot[s->n] = sb->slot;
                 s->active[s->n] = sb->last_active_ms;
+                s->pid[s->n] = sb->pid;
+                s->pid_start[s->n] = sb->pid_start;
         }
         s->n++;
         return 0;
@@ -40,12 +43,13 @@ static void test_store_roundtrip(void **state)
         snprintf(path, sizeof(path), "%s/cella.db", dir);
         assert_int_equal(store_open(path, &st, &err), 0);
 
-        struct store_sandbox a = {"alpha", 0, "default", "lite", "{\"K\":\"V\"}", "{}", 10, 10};
-        struct store_sandbox b = {"beta", 1, "default", "basic", NULL, NULL, 20, 20};
+        struct store_sandbox a = {"alpha", 0,  "default", "lite", "{\"K\":\"V\"}",
+                                  "{}",    10, 10,        4321,   777};
+        struct store_sandbox b = {"beta", 1, "default", "basic", NULL, NULL, 20, 20, 0, 0};
         assert_int_equal(store_sandbox_save(st, &a, &err), 0);
         assert_int_equal(store_sandbox_save(st, &b, &err), 0);
         /* The slot is unique: another name on slot 1 is refused and reported. */
-        struct store_sandbox c = {"gamma", 1, "default", "lite", NULL, NULL, 30, 30};
+        struct store_sandbox c = {"gamma", 1, "default", "lite", NULL, NULL, 30, 30, 0, 0};
         assert_int_equal(store_sandbox_save(st, &c, &err), -1);
         assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
         assert_non_null(strstr(err.msg, "UNIQUE"));
@@ -58,6 +62,8 @@ static void test_store_roundtrip(void **state)
         assert_int_equal(seen.n, 2);
         assert_string_equal(seen.names[0], "alpha");
         assert_string_equal(seen.env[0], "{\"K\":\"V\"}");
+        assert_int_equal(seen.pid[0], 4321);
+        assert_int_equal(seen.pid_start[0], 777);
         assert_string_equal(seen.names[1], "beta");
         assert_int_equal(seen.slot[1], 1);
         assert_int_equal(seen.active[1], 99);
