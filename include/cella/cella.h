@@ -49,6 +49,8 @@ struct cella_sandbox_options {
         const char *instance_type; /* NULL: default */
         const char *const *env;    /* "K=V" strings, NULL-terminated, or NULL */
         const char *const *labels; /* "K=V" strings, NULL-terminated, or NULL */
+        const char *sleep_after; /* idle time before sleeping: "30s", "10m", "2h"; NULL: default */
+        bool keep_alive;         /* never sleep */
 };
 int cella_sandbox_create(cella_client *c, const char *name, const struct cella_sandbox_options *o,
                          char **ret_json);

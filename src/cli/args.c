@@ -101,6 +101,11 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                 } else if (opt_is(s, "--image")) {
                         if (need_value(a, argc, argv, &i, &a->image) < 0)
                                 return -1;
+                } else if (strcmp(s, "--keep-alive") == 0) {
+                        a->keep_alive = true;
+                } else if (opt_is(s, "--sleep-after")) {
+                        if (need_value(a, argc, argv, &i, &a->sleep_after) < 0)
+                                return -1;
                 } else if (opt_is(s, "--instance-type")) {
                         if (need_value(a, argc, argv, &i, &a->instance_type) < 0)
                                 return -1;

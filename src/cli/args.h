@@ -20,6 +20,8 @@ struct cli_args {
         long timeout_ms;           /* --timeout */
         const char *image;         /* --image */
         const char *instance_type; /* --instance-type */
+        const char *sleep_after;   /* --sleep-after */
+        bool keep_alive;           /* --keep-alive */
         const char *env[CLI_MAX_KV + 1];
         int nenv;
         const char *labels[CLI_MAX_KV + 1];

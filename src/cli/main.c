@@ -21,7 +21,8 @@ static const char usage_text[] =
         "  read NAME PATH      write a file to stdout\n"
         "  ls NAME [PATH] [-r] [-a] [--json]\n"
         "  rm NAME PATH [-r]   mkdir NAME PATH [-p]   mv NAME FROM TO\n"
-        "  create NAME [--image I] [--instance-type T] [--env K=V]... [--label K=V]...\n"
+        "  create NAME [--image I] [--instance-type T] [--sleep-after D] [--keep-alive]\n"
+        "              [--env K=V]... [--label K=V]...\n"
         "  info NAME [--json]  list [--json]  destroy NAME\n"
         "  image build [NAME]  image ls [--json]\n"
         "  health\n"
@@ -140,9 +141,11 @@ static int print_info(const char *text, bool json)
         }
         j = json_loads(text, 0, NULL);
         printf("name:          %s\nstate:         %s\nimage:         %s\ninstance type: %s\n"
-               "created:       %s\nlast active:   %s\n",
+               "created:       %s\nlast active:   %s\nsleep after:   %llds%s\n",
                str(j, "id"), str(j, "state"), str(j, "image"), str(j, "instanceType"),
-               str(j, "createdAt"), str(j, "lastActiveAt"));
+               str(j, "createdAt"), str(j, "lastActiveAt"),
+               (long long)json_integer_value(json_object_get(j, "sleepAfter")),
+               json_is_true(json_object_get(j, "keepAlive")) ? " (keepAlive: never)" : "");
         json_object_foreach(json_object_get(j, "labels"), k, v)
                 printf("label:         %s=%s\n", k, json_string_value(v));
         json_object_foreach(json_object_get(j, "env"), k, v)
@@ -291,10 +294,12 @@ int main(int argc, char **argv)
                 struct cella_sandbox_options o = {.image = a.image,
                                                   .instance_type = a.instance_type,
                                                   .env = a.nenv ? a.env : NULL,
-                                                  .labels = a.nlabels ? a.labels : NULL};
+                                                  .labels = a.nlabels ? a.labels : NULL,
+                                                  .sleep_after = a.sleep_after,
+                                                  .keep_alive = a.keep_alive};
                 if (need(&a, 2,
                          "cella create NAME [--image I] [--instance-type T] "
-                         "[--env K=V]... [--label K=V]...") < 0)
+                         "[--sleep-after D] [--keep-alive] [--env K=V]... [--label K=V]...") < 0)
                         rc = 2;
                 else if ((r = cella_sandbox_create(c, a.pos[1], &o, &text)) < 0)
                         rc = api_fail(c, r);

@@ -37,5 +37,7 @@
 #define CELLA_UID_SLOTS 4096u      /* slots: CELLA_UID_BASE + slot * CELLA_UID_RANGE */
 #define CELLA_DEFAULT_PIDS_MAX 1024
 #define CELLA_TMP_SIZE_MB 512
+#define CELLA_DEFAULT_SLEEP_AFTER_MS (10 * 60 * 1000) /* idle time before a sandbox sleeps */
+#define CELLA_IDLE_CHECK_MS 1000                      /* how often idleness is checked */
 
 #endif

@@ -336,6 +336,11 @@ bool agent_conn_is_ready(const struct agent_conn *c)
         return c && c->ready && !c->closing;
 }
 
+unsigned agent_conn_stream_count(const struct agent_conn *c)
+{
+        return c ? c->nstreams : 0;
+}
+
 int agent_conn_agent_pid(const struct agent_conn *c)
 {
         return c ? c->agent_pid : -1;

@@ -147,12 +147,49 @@ void api_put_sandbox_done(struct api_put_sandbox *p)
         memset(p, 0, sizeof(*p));
 }
 
+int api_parse_duration(json_t *v, int64_t *ret_ms, struct cella_error *err)
+{
+        static const int64_t max_ms = 30LL * 24 * 3600 * 1000;
+        int64_t ms = -1;
+
+        if (json_is_integer(v)) {
+                json_int_t n = json_integer_value(v);
+                if (n >= 1 && n <= max_ms / 1000)
+                        ms = (int64_t)n * 1000;
+        } else if (json_is_string(v)) {
+                const char *s = json_string_value(v);
+                size_t len = json_string_length(v), i = 0;
+                int64_t n = 0, unit = 1000;
+
+                while (i < len && s[i] >= '0' && s[i] <= '9' && n <= max_ms) {
+                        n = n * 10 + (s[i] - '0');
+                        i++;
+                }
+                if (i > 0 && i + 1 >= len) {
+                        char u = i < len ? s[i] : 's';
+                        unit = u == 's'   ? 1000
+                               : u == 'm' ? 60000
+                               : u == 'h' ? 3600000
+                               : u == 'd' ? 86400000
+                                          : 0;
+                        if (unit && n >= 1 && n <= max_ms / unit)
+                                ms = n * unit;
+                }
+        }
+        if (ms < 0)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "sleepAfter must be seconds (a number) or a duration "
+                                       "like \"30s\", \"10m\", \"2h\", from 1s to 30d");
+        *ret_ms = ms;
+        return 0;
+}
+
 int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox *ret,
                            struct cella_error *err)
 {
         struct api_put_sandbox p = {0};
-        json_t *j, *image = NULL, *type = NULL, *env = NULL, *labels = NULL;
-        int norm = 0;
+        json_t *j, *image = NULL, *type = NULL, *env = NULL, *labels = NULL, *sleep = NULL;
+        int norm = 0, keep = -1;
         json_error_t je;
         int r = -EINVAL;
 
@@ -162,9 +199,9 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
         j = load_object(body, len, err);
         if (!j)
                 return -EINVAL;
-        if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o, s?o, s?o, s?o, s?b}", "image", &image,
-                           "instanceType", &type, "env", &env, "labels", &labels, "normalizeId",
-                           &norm) < 0) {
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o, s?o, s?o, s?o, s?b, s?o, s?b}", "image",
+                           &image, "instanceType", &type, "env", &env, "labels", &labels,
+                           "normalizeId", &norm, "sleepAfter", &sleep, "keepAlive", &keep) < 0) {
                 unpack_fail(&je, err);
                 goto out;
         }
@@ -184,6 +221,12 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
                 goto out;
         if (labels && api_check_string_object(labels, "labels", CELLA_LABELS_MAX, err) < 0)
                 goto out;
+        if (sleep && api_parse_duration(sleep, &p.sleep_after_ms, err) < 0)
+                goto out;
+        if (keep >= 0) {
+                p.has_keep_alive = true;
+                p.keep_alive = keep;
+        }
         r = -ENOMEM;
         if (image && !(p.image = strdup(json_string_value(image))))
                 goto out;

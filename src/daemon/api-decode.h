@@ -26,7 +26,14 @@ struct api_put_sandbox {
         json_t *env;         /* object of strings or NULL (owned) */
         json_t *labels;      /* object of strings or NULL (owned) */
         bool normalize_id;
+        int64_t sleep_after_ms; /* 0: not given */
+        bool has_keep_alive;
+        bool keep_alive;
 };
+
+/* A sleepAfter value: a number of seconds, or a string "90", "30s", "10m", "2h", "1d".
+ * 1 s to 30 days. Returns 0 with *ret_ms, or -1 with err (VALIDATION_FAILED). */
+int api_parse_duration(json_t *v, int64_t *ret_ms, struct cella_error *err);
 int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox *ret,
                            struct cella_error *err);
 void api_put_sandbox_done(struct api_put_sandbox *p);

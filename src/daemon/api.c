@@ -168,7 +168,15 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                 goto done;
         }
         {
-                struct sandbox_options o = {p.image, p.instance_type, p.env, p.labels};
+                struct sandbox_options o = {
+                        .image = p.image,
+                        .instance_type = p.instance_type,
+                        .env = p.env,
+                        .labels = p.labels,
+                        .sleep_after_ms = p.sleep_after_ms,
+                        .has_keep_alive = p.has_keep_alive,
+                        .keep_alive = p.keep_alive,
+                };
 
                 if (sandbox_table_put(ctx->a->cfg.table, name, &o, &sb, &created, &err) < 0) {
                         http_respond_error(req, &err, NULL);

@@ -35,7 +35,10 @@ struct sandbox {
         int64_t created_ms;
         int64_t last_active_ms;
         int64_t persisted_active_ms;
+        int64_t sleep_after_ms;
+        bool keep_alive;
         bool running;   /* container started and not seen exiting */
+        bool sleeping;  /* stopped for idleness; wakes on the next operation */
         bool destroyed; /* removed from the table; memory lives while referenced */
         struct container ct;
         int64_t pid_start;     /* start time of ct.pid (/proc/PID/stat), to recognise it later */
@@ -52,6 +55,7 @@ struct sandbox_table {
         struct runtime *rt;
         struct store *store;
         unsigned count;
+        uv_timer_t *idle_timer; /* heap: closed asynchronously */
         struct sandbox *buckets[TABLE_BUCKETS];
         uint8_t slot_used[CELLA_UID_SLOTS];
 };
@@ -316,6 +320,7 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "watch sandbox process");
         }
         s->running = true;
+        s->sleeping = false;
         s->pid_start = proc_start_time(s->ct.pid);
 
         if (connect_agent(s, err) < 0) {
@@ -380,6 +385,8 @@ static int sandbox_persist(struct sandbox *s, struct cella_error *err)
                 .last_active_ms = s->last_active_ms,
                 .pid = s->running ? s->ct.pid : 0,
                 .pid_start = s->running ? s->pid_start : 0,
+                .sleep_after_ms = s->sleep_after_ms,
+                .keep_alive = s->keep_alive,
         };
         s->persisted_active_ms = s->last_active_ms;
         return store_sandbox_save(s->table->store, &rec, err);
@@ -467,6 +474,9 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         s->env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
         s->labels = opts && opts->labels ? json_deep_copy(opts->labels) : json_object();
         s->created_ms = s->last_active_ms = time_now_ms();
+        s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
+                                                             : CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
         if (!s->image || !s->instance_type || !s->env || !s->labels) {
                 sandbox_free(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
@@ -480,6 +490,51 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         }
         *ret = s;
         return 0;
+}
+
+/* Put an idle sandbox to sleep: every process stops and its memory is freed; its files
+ * (the upper layer, /workspace included) stay on disk. The next operation wakes it. */
+static void sandbox_sleep(struct sandbox *s)
+{
+        struct cella_error e = {0};
+
+        if (s->agent) {
+                struct agent_conn *c = s->agent;
+                s->agent = NULL;
+                agent_conn_close(c);
+        }
+        stop_exit_watch(s);
+        if (runtime_container_destroy(s->table->rt, s->name, &s->ct, &e) < 0)
+                log_warn("sandbox '%s': sleep: %s", s->name, e.msg);
+        s->running = false;
+        s->sleeping = true;
+        memset(&e, 0, sizeof(e));
+        if (sandbox_persist(s, &e) < 0)
+                log_warn("sandbox '%s': %s", s->name, e.msg);
+        log_info("sandbox '%s' sleeping after %lld s idle", s->name,
+                 (long long)(s->sleep_after_ms / 1000));
+}
+
+/* Idleness: no request for sleep_after_ms and no open stream (a running exec, a file
+ * transfer, an SSE client) in that time. An open stream counts as activity now. */
+static void on_idle_check(uv_timer_t *timer)
+{
+        struct sandbox_table *t = timer->data;
+        int64_t now = time_now_ms();
+
+        for (unsigned i = 0; i < TABLE_BUCKETS; i++) {
+                struct sandbox *s = t->buckets[i];
+                while (s) {
+                        struct sandbox *next = s->next;
+                        if (s->running && !s->keep_alive) {
+                                if (agent_conn_stream_count(s->agent) > 0)
+                                        s->last_active_ms = now;
+                                else if (now - s->last_active_ms >= s->sleep_after_ms)
+                                        sandbox_sleep(s);
+                        }
+                        s = next;
+                }
+        }
 }
 
 int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
@@ -535,6 +590,10 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
                         json_object_update(s->env, opts->env);
                 if (opts->labels)
                         json_object_update(s->labels, opts->labels);
+                if (opts->sleep_after_ms > 0)
+                        s->sleep_after_ms = opts->sleep_after_ms;
+                if (opts->has_keep_alive)
+                        s->keep_alive = opts->keep_alive;
         }
         if (sandbox_ensure_running(s, err) < 0)
                 return -1;
@@ -591,12 +650,15 @@ json_t *sandbox_info(const struct sandbox *s)
         char created[32], active[32];
         iso(s->created_ms, created, sizeof(created));
         iso(s->last_active_ms, active, sizeof(active));
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:O}", "id", s->name, "state",
-                         s->destroyed ? "destroyed"
-                         : s->running ? "running"
-                                      : "stopped",
-                         "image", s->image, "instanceType", s->instance_type, "createdAt", created,
-                         "lastActiveAt", active, "labels", s->labels, "env", s->env);
+        const char *state = s->destroyed  ? "destroyed"
+                            : s->running  ? "running"
+                            : s->sleeping ? "sleeping"
+                                          : "stopped";
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:I, s:b}", "id", s->name,
+                         "state", state, "image", s->image, "instanceType", s->instance_type,
+                         "createdAt", created, "lastActiveAt", active, "labels", s->labels, "env",
+                         s->env, "sleepAfter", (json_int_t)(s->sleep_after_ms / 1000), "keepAlive",
+                         s->keep_alive);
 }
 
 json_t *sandbox_table_list(struct sandbox_table *t)
@@ -706,6 +768,9 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         s->last_active_ms = s->persisted_active_ms = rec->last_active_ms;
         s->ct.pid = (pid_t)rec->pid;
         s->pid_start = rec->pid_start;
+        s->sleep_after_ms =
+                rec->sleep_after_ms > 0 ? rec->sleep_after_ms : CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->keep_alive = rec->keep_alive != 0;
         if (!s->image || !s->instance_type || !s->env || !s->labels) {
                 sandbox_free(s);
                 return -ENOMEM;
@@ -780,8 +845,18 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 sandbox_table_free(t);
                 return -1;
         }
+        t->idle_timer = malloc(sizeof(*t->idle_timer));
+        if (!t->idle_timer || uv_timer_init(loop, t->idle_timer) < 0) {
+                free(t->idle_timer);
+                t->idle_timer = NULL;
+                sandbox_table_free(t);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "idle timer");
+        }
+        t->idle_timer->data = t;
+        uv_timer_start(t->idle_timer, on_idle_check, CELLA_IDLE_CHECK_MS, CELLA_IDLE_CHECK_MS);
+        uv_unref((uv_handle_t *)t->idle_timer);
         if (t->count)
-                log_info("registry: %u sandboxes (stopped until used)", t->count);
+                log_info("registry: %u sandboxes", t->count);
         *ret = t;
         return 0;
 }
@@ -790,6 +865,10 @@ void sandbox_table_free(struct sandbox_table *t)
 {
         if (!t)
                 return;
+        if (t->idle_timer) {
+                uv_timer_stop(t->idle_timer);
+                uv_close((uv_handle_t *)t->idle_timer, on_watch_closed);
+        }
         /* Sandboxes keep running without the daemon; only our links to them go. */
         for (unsigned i = 0; i < TABLE_BUCKETS; i++) {
                 struct sandbox *s = t->buckets[i];

@@ -24,6 +24,9 @@ struct sandbox_options {
         const char *instance_type; /* NULL: default (see docs/decisions) */
         json_t *env;               /* object of strings, or NULL; borrowed */
         json_t *labels;            /* object of strings, or NULL; borrowed */
+        int64_t sleep_after_ms;    /* idle time before the sandbox sleeps; 0: default */
+        bool has_keep_alive;       /* keep_alive given */
+        bool keep_alive;           /* never sleep */
 };
 
 struct sandbox_table_config {

@@ -245,6 +245,9 @@ def jsonseeds():
             "empty": {},
             "bad-type": {"image": 5, "env": []},
             "env-nonstring": {"env": {"A": 1}},
+            "sleep": {"sleepAfter": "10m", "keepAlive": True},
+            "sleep-seconds": {"sleepAfter": 90},
+            "sleep-bad": {"sleepAfter": "99999999999999999999h"},
         },
         "exec": {
             "full": {"command": "echo hi", "timeout": 1000, "env": {"K": "V"},

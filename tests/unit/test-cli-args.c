@@ -127,6 +127,19 @@ static void join_edge_cases(void **state)
         buf_free(&b);
 }
 
+static void sleep_options(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after", "10m", "--keep-alive"), 0);
+        assert_string_equal(a.sleep_after, "10m");
+        assert_true(a.keep_alive);
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after=30s"), 0);
+        assert_string_equal(a.sleep_after, "30s");
+        assert_false(a.keep_alive);
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after"), -1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -138,6 +151,7 @@ int main(void)
                 cmocka_unit_test(create_options),
                 cmocka_unit_test(usage_errors),
                 cmocka_unit_test(join_edge_cases),
+                cmocka_unit_test(sleep_options),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

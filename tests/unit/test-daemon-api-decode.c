@@ -158,13 +158,64 @@ static void test_helpers(void **state)
         assert_int_equal(api_parse_bool("yes", true, &b), -1);
 }
 
+static void duration_ok(const char *json, int64_t want)
+{
+        struct api_put_sandbox p;
+        struct cella_error err = {0};
+        char body[128];
+        int n = snprintf(body, sizeof(body), "{\"sleepAfter\":%s}", json);
+        assert_int_equal(api_decode_put_sandbox(body, (size_t)n, &p, &err), 0);
+        assert_int_equal(p.sleep_after_ms, want);
+        api_put_sandbox_done(&p);
+}
+
+static void duration_bad(const char *json)
+{
+        struct api_put_sandbox p;
+        struct cella_error err = {0};
+        char body[128];
+        int n = snprintf(body, sizeof(body), "{\"sleepAfter\":%s}", json);
+        assert_true(api_decode_put_sandbox(body, (size_t)n, &p, &err) < 0);
+        assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+        assert_non_null(strstr(err.msg, "sleepAfter"));
+}
+
+static void test_sleep_after(void **state)
+{
+        struct api_put_sandbox p;
+        struct cella_error err = {0};
+
+        (void)state;
+        duration_ok("90", 90000);
+        duration_ok("\"90\"", 90000);
+        duration_ok("\"30s\"", 30000);
+        duration_ok("\"10m\"", 600000);
+        duration_ok("\"2h\"", 7200000);
+        duration_ok("\"30d\"", 30LL * 86400000);
+        duration_bad("0");
+        duration_bad("-5");
+        duration_bad("1.5");
+        duration_bad("\"\"");
+        duration_bad("\"s\"");
+        duration_bad("\"10ms\"");
+        duration_bad("\"31d\"");
+        duration_bad("\"99999999999999999999s\"");
+        duration_bad("true");
+        assert_int_equal(api_decode_put_sandbox("{\"keepAlive\":true}", 18, &p, &err), 0);
+        assert_true(p.has_keep_alive && p.keep_alive);
+        assert_int_equal(p.sleep_after_ms, 0);
+        api_put_sandbox_done(&p);
+        assert_int_equal(api_decode_put_sandbox("{}", 2, &p, &err), 0);
+        assert_false(p.has_keep_alive);
+        api_put_sandbox_done(&p);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_put_sandbox),
-                cmocka_unit_test(test_exec),
-                cmocka_unit_test(test_files),
-                cmocka_unit_test(test_helpers),
+                cmocka_unit_test(test_put_sandbox), cmocka_unit_test(test_exec),
+                cmocka_unit_test(test_files),       cmocka_unit_test(test_helpers),
+                cmocka_unit_test(test_sleep_after),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,13 +43,26 @@ static void test_store_roundtrip(void **state)
         snprintf(path, sizeof(path), "%s/cella.db", dir);
         assert_int_equal(store_open(path, &st, &err), 0);
 
-        struct store_sandbox a = {"alpha", 0,  "default", "lite", "{\"K\":\"V\"}",
-                                  "{}",    10, 10,        4321,   777};
-        struct store_sandbox b = {"beta", 1, "default", "basic", NULL, NULL, 20, 20, 0, 0};
+        struct store_sandbox a = {
+                .name = "alpha",
+                .slot = 0,
+                .image = "default",
+                .instance_type = "lite",
+                .env_json = "{\"K\":\"V\"}",
+                .labels_json = "{}",
+                .created_ms = 10,
+                .last_active_ms = 10,
+                .pid = 4321,
+                .pid_start = 777,
+                .sleep_after_ms = 600000,
+        };
+        struct store_sandbox b = {"beta", 1,  "default", "basic", NULL,   NULL,
+                                  20,     20, 0,         0,       600000, 1};
         assert_int_equal(store_sandbox_save(st, &a, &err), 0);
         assert_int_equal(store_sandbox_save(st, &b, &err), 0);
         /* The slot is unique: another name on slot 1 is refused and reported. */
-        struct store_sandbox c = {"gamma", 1, "default", "lite", NULL, NULL, 30, 30, 0, 0};
+        struct store_sandbox c = {"gamma", 1,  "default", "lite", NULL,   NULL,
+                                  30,      30, 0,         0,      600000, 0};
         assert_int_equal(store_sandbox_save(st, &c, &err), -1);
         assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
         assert_non_null(strstr(err.msg, "UNIQUE"));
