@@ -1,0 +1,24 @@
+#!/bin/bash
+# --max-sandboxes: beyond it creating fails with SANDBOX_LIMIT_REACHED and nothing else
+# breaks; a destroy makes room again.
+. "$(dirname "$0")/lib.sh"
+start_cellad --max-sandboxes 2
+
+A=$(sbx one)
+B=$(sbx two)
+C=$(sbx three)
+assert_eq a "$(run_in "$A" 'echo a')" "first sandbox"
+assert_eq b "$(run_in "$B" 'echo b')" "second sandbox"
+sx "$C" 'echo c'
+expect_status 429 SANDBOX_LIMIT_REACHED
+api_json PUT "/v1/sandboxes/$C" '{}'
+expect_status 429 SANDBOX_LIMIT_REACHED
+api GET "/v1/sandboxes" >/dev/null
+assert_eq 2 "$(body '.sandboxes | length')" "only two sandboxes exist"
+[ ! -e "$IT_TMP/data/sandboxes/$C" ] || fail "a refused sandbox left its directory"
+assert_eq a "$(run_in "$A" 'echo a')" "the others keep working"
+
+api DELETE "/v1/sandboxes/$B" >/dev/null
+expect_status 200
+assert_eq c "$(run_in "$C" 'echo c')" "room again after a destroy"
+info "max-sandboxes: ok"
