@@ -57,6 +57,8 @@ int cella_sandbox_create(cella_client *c, const char *name, const struct cella_s
 int cella_sandbox_info(cella_client *c, const char *name, char **ret_json);
 int cella_sandbox_list(cella_client *c, char **ret_json);
 int cella_sandbox_destroy(cella_client *c, const char *name, bool *ret_existed);
+/* setEnvVars: "K=V" sets, a bare "K" unsets; NULL-terminated. */
+int cella_sandbox_set_env(cella_client *c, const char *name, const char *const *vars);
 int cella_health(cella_client *c, char **ret_json);
 
 /* ---- commands ---- */

@@ -66,7 +66,8 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                 const char *s = argv[i], *v;
 
                 if (a->rest_is_command || (s[0] != '-' || s[1] == '\0')) {
-                        if (a->npos >= (int)(sizeof(a->pos) / sizeof(a->pos[0])))
+                        if (a->npos >=
+                            (int)(sizeof(a->pos) / sizeof(a->pos[0])) - 1) /* keep a NULL last */
                                 return fail(a, "too many arguments");
                         a->pos[a->npos++] = s;
                         if (a->npos == 1 && strcmp(s, "exec") == 0)

@@ -23,6 +23,7 @@ static const char usage_text[] =
         "  rm NAME PATH [-r]   mkdir NAME PATH [-p]   mv NAME FROM TO\n"
         "  create NAME [--image I] [--instance-type T] [--sleep-after D] [--keep-alive]\n"
         "              [--env K=V]... [--label K=V]...\n"
+        "  env set NAME K=V|K...  set (K=V) or unset (K) sandbox environment variables\n"
         "  info NAME [--json]  list [--json]  destroy NAME\n"
         "  image build [NAME]  image ls [--json]\n"
         "  health\n"
@@ -322,6 +323,13 @@ int main(int argc, char **argv)
                         rc = api_fail(c, r);
                 else if (!existed)
                         fprintf(stderr, "cella: sandbox '%s' did not exist\n", a.pos[1]);
+        } else if (strcmp(cmd, "env") == 0) {
+                if (a.npos < 4 || strcmp(a.pos[1], "set") != 0) {
+                        fprintf(stderr, "cella: usage: cella env set NAME K=V|K...\n");
+                        rc = 2;
+                } else if ((r = cella_sandbox_set_env(c, a.pos[2], a.pos + 3)) < 0) {
+                        rc = api_fail(c, r);
+                }
         } else if (strcmp(cmd, "image") == 0) {
                 rc = cmd_image(c, &a);
         } else if (strcmp(cmd, "health") == 0) {

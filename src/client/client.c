@@ -422,6 +422,28 @@ int cella_sandbox_destroy(cella_client *c, const char *name, bool *ret_existed)
         return r;
 }
 
+int cella_sandbox_set_env(cella_client *c, const char *name, const char *const *vars)
+{
+        json_t *o = json_object();
+        for (; o && vars && *vars; vars++) {
+                const char *eq = strchr(*vars, '=');
+                size_t klen = eq ? (size_t)(eq - *vars) : strlen(*vars);
+                char key[256];
+                if (klen == 0 || klen >= sizeof(key)) {
+                        json_decref(o);
+                        set_error(c, "VALIDATION_FAILED", "variables are K=V (set) or K (unset)");
+                        return CELLA_ERR_INVALID;
+                }
+                memcpy(key, *vars, klen);
+                key[klen] = '\0';
+                json_object_set_new(o, key, eq ? json_string(eq + 1) : json_null());
+        }
+        if (!o)
+                return CELLA_ERR_NOMEM;
+        return request_json(c, "POST", sandbox_url(c, name, "/env", NULL, NULL, NULL),
+                            json_pack("{s:o}", "vars", o), NULL);
+}
+
 static json_t *exec_body(const char *command, const struct cella_exec_options *o)
 {
         json_t *b = json_pack("{s:s}", "command", command);

@@ -244,6 +244,68 @@ out:
         return r;
 }
 
+void api_env_done(struct api_env *p)
+{
+        json_decref(p->vars);
+        memset(p, 0, sizeof(*p));
+}
+
+static bool is_identifier(const char *k)
+{
+        size_t n = 0;
+        if (!((k[0] >= 'A' && k[0] <= 'Z') || (k[0] >= 'a' && k[0] <= 'z') || k[0] == '_'))
+                return false;
+        for (; k[n]; n++)
+                if (!((k[n] >= 'A' && k[n] <= 'Z') || (k[n] >= 'a' && k[n] <= 'z') ||
+                      (k[n] >= '0' && k[n] <= '9') || k[n] == '_'))
+                        return false;
+        return n <= 255;
+}
+
+int api_decode_env(const char *body, size_t len, struct api_env *ret, struct cella_error *err)
+{
+        json_t *j, *vars = NULL, *v;
+        json_error_t je;
+        const char *k;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o}", "vars", &vars) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (!json_is_object(vars)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "vars must be an object");
+                goto out;
+        }
+        if (json_object_size(vars) > CELLA_EXEC_MAX_ENV) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "vars has more than %d entries",
+                                CELLA_EXEC_MAX_ENV);
+                goto out;
+        }
+        json_object_foreach(vars, k, v)
+        {
+                if (!is_identifier(k)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "vars: '%.64s' is not a valid variable name", k);
+                        goto out;
+                }
+                if (!json_is_null(v) && (!json_is_string(v) || has_nul(v))) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "vars: '%.64s' must be a string (NUL-free) or null", k);
+                        goto out;
+                }
+        }
+        ret->vars = json_incref(vars);
+        r = 0;
+out:
+        json_decref(j);
+        return r;
+}
+
 void api_exec_done(struct api_exec *p)
 {
         free(p->command);

@@ -38,6 +38,14 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
                            struct cella_error *err);
 void api_put_sandbox_done(struct api_put_sandbox *p);
 
+/* POST .../env (setEnvVars): {vars: {NAME: "value" | null}}; names are identifiers
+ * ([A-Za-z_][A-Za-z0-9_]*, at most 255 bytes), null unsets. */
+struct api_env {
+        json_t *vars; /* owned */
+};
+int api_decode_env(const char *body, size_t len, struct api_env *ret, struct cella_error *err);
+void api_env_done(struct api_env *p);
+
 /* POST .../exec: {command, timeout?, env?, cwd?, sessionId?} */
 struct api_exec {
         char *command;

@@ -687,6 +687,31 @@ json_t *sandbox_env(const struct sandbox *s)
         return s->env;
 }
 
+int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err)
+{
+        json_t *env = json_deep_copy(s->env), *v;
+        const char *k;
+
+        if (!env)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        json_object_foreach(vars, k, v)
+        {
+                if (json_is_null(v))
+                        json_object_del(env, k);
+                else
+                        json_object_set(env, k, v);
+        }
+        if (json_object_size(env) > CELLA_EXEC_MAX_ENV) {
+                json_decref(env);
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "a sandbox has at most %d environment variables",
+                                       CELLA_EXEC_MAX_ENV);
+        }
+        json_decref(s->env);
+        s->env = env;
+        return sandbox_persist(s, err);
+}
+
 void sandbox_touch(struct sandbox *s)
 {
         s->last_active_ms = time_now_ms();

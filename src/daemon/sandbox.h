@@ -67,6 +67,8 @@ json_t *sandbox_info(const struct sandbox *s);
 const char *sandbox_name(const struct sandbox *s);
 /* Merged environment for commands (sandbox env); borrowed. */
 json_t *sandbox_env(const struct sandbox *s);
+/* setEnvVars: strings set, nulls unset (vars validated by the caller); persisted. */
+int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err);
 /* Mark activity (every request and stream does this). */
 void sandbox_touch(struct sandbox *s);
 /* The sandbox's agent connection (NULL if it is not running). */

@@ -157,6 +157,13 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 break;
         }
         default: {
+                /* setEnvVars bodies share this selector with the string-object check. */
+                struct api_env e;
+                struct cella_error eerr = {0};
+                int er = api_decode_env(body, len, &e, &eerr);
+                FUZZ_CHECK(er == 0 ? (json_is_object(e.vars) && !cella_error_is_set(&eerr))
+                                   : (e.vars == NULL && cella_error_is_set(&eerr)));
+                api_env_done(&e);
                 json_t *j = json_loadb(body, len, JSON_ALLOW_NUL, NULL);
                 if (!j)
                         return;

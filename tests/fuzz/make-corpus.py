@@ -289,6 +289,10 @@ def jsonseeds():
     out["exec-duplicate-key"] = bytes([1]) + b'{"command":"a","command":"b"}'
     out["exec-deep-nesting"] = bytes([1]) + b'{"command":' + b"[" * 2000 + b"]" * 2000 + b"}"
     out["file_write-bad-utf8"] = bytes([3]) + b'{"path":"a","content":"\xff\xfe"}'
+    # Selector 7 (and anything past the decoders): setEnvVars bodies and string objects.
+    out["env-set-unset"] = bytes([7]) + js({"vars": {"A": "1", "_B": "", "GONE": None}})
+    out["env-bad-name"] = bytes([7]) + js({"vars": {"1A": "x", "A-B": "y"}})
+    out["env-bad-value"] = bytes([7]) + js({"vars": {"A": 5}})
     out["empty"] = b""
     return out
 

@@ -210,12 +210,41 @@ static void test_sleep_after(void **state)
         api_put_sandbox_done(&p);
 }
 
+static void test_env(void **state)
+{
+        struct api_env e;
+        struct cella_error err = {0};
+        const char *ok = "{\"vars\":{\"A\":\"1\",\"_b2\":\"\",\"GONE\":null}}";
+
+        (void)state;
+        assert_int_equal(api_decode_env(ok, strlen(ok), &e, &err), 0);
+        assert_int_equal(json_object_size(e.vars), 3);
+        assert_true(json_is_null(json_object_get(e.vars, "GONE")));
+        api_env_done(&e);
+        static const char *const bad[] = {
+                "{}",
+                "{\"vars\":[]}",
+                "{\"vars\":{\"1A\":\"x\"}}",
+                "{\"vars\":{\"A-B\":\"x\"}}",
+                "{\"vars\":{\"A\":1}}",
+                "{\"vars\":{\"A\":\"x\\u0000y\"}}",
+                "{\"vars\":{},\"extra\":1}",
+                "[",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                memset(&err, 0, sizeof(err));
+                assert_true(api_decode_env(bad[i], strlen(bad[i]), &e, &err) < 0);
+                assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+                assert_null(e.vars);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_put_sandbox), cmocka_unit_test(test_exec),
                 cmocka_unit_test(test_files),       cmocka_unit_test(test_helpers),
-                cmocka_unit_test(test_sleep_after),
+                cmocka_unit_test(test_sleep_after), cmocka_unit_test(test_env),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
