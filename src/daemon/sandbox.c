@@ -334,11 +334,16 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                  s->name, (int)s->ct.pid, s->image, s->instance_type,
                  (double)(time_mono_us() - t0) / 1000.0, (double)(t1 - t0) / 1000.0,
                  (double)(t2 - t1) / 1000.0);
-        {
-                /* The pid goes into the registry so that a restarted daemon finds it. */
-                struct cella_error e = {0};
-                if (sandbox_persist(s, &e) < 0)
-                        log_warn("sandbox '%s': %s", s->name, e.msg);
+        /* The record (with the pid, so that a restarted daemon finds it) is written here
+         * once per start; a sandbox the registry does not know must not run. */
+        if (sandbox_persist(s, err) < 0) {
+                struct agent_conn *c = s->agent;
+                s->agent = NULL;
+                agent_conn_close(c);
+                stop_exit_watch(s);
+                runtime_container_destroy(t->rt, s->name, &s->ct, NULL);
+                s->running = false;
+                return -1;
         }
         return 0;
 }
@@ -482,7 +487,7 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
         table_insert(t, s);
-        if (sandbox_start(s, err) < 0 || sandbox_persist(s, err) < 0) {
+        if (sandbox_start(s, err) < 0) {
                 bool existed;
                 /* Undo everything, files included: the sandbox never existed. */
                 sandbox_table_destroy(t, name, &existed, NULL);
