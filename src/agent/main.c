@@ -56,6 +56,7 @@ int main(int argc, char **argv)
         struct stat st;
         struct agent *agent = NULL;
         uv_loop_t loop;
+        enum log_level level;
         int c, r;
 
         log_set_prefix("cella-init");
@@ -65,18 +66,11 @@ int main(int argc, char **argv)
                         ao.no_cgroup = true;
                         break;
                 case 'L':
-                        if (strcmp(optarg, "debug") == 0)
-                                log_set_level(LOG_LEVEL_DEBUG);
-                        else if (strcmp(optarg, "info") == 0)
-                                log_set_level(LOG_LEVEL_INFO);
-                        else if (strcmp(optarg, "warn") == 0)
-                                log_set_level(LOG_LEVEL_WARN);
-                        else if (strcmp(optarg, "error") == 0)
-                                log_set_level(LOG_LEVEL_ERROR);
-                        else {
+                        if (log_level_from_name(optarg, &level) < 0) {
                                 fprintf(stderr, "cella-init: bad --log-level '%s'\n", optarg);
                                 return 2;
                         }
+                        log_set_level(level);
                         break;
                 case 'h':
                         usage(stdout);

@@ -22,7 +22,6 @@
 #define CELLA_EXEC_MAX_BUFFERED (64 * 1024 * 1024) /* buffered (non-SSE) output per stream */
 #define CELLA_EXEC_MAX_COMMAND (1024 * 1024)
 #define CELLA_EXEC_MAX_ENV 1024
-#define CELLA_EXEC_DEFAULT_TIMEOUT_MS 0                    /* 0: none */
 #define CELLA_EXEC_MAX_TIMEOUT_MS (7LL * 24 * 3600 * 1000) /* per-command timeout: 7 days */
 #define CELLA_LABELS_MAX 64                                /* labels per sandbox */
 

@@ -14,6 +14,17 @@ void log_set_level(enum log_level lvl)
         min_level = lvl;
 }
 
+int log_level_from_name(const char *name, enum log_level *ret)
+{
+        static const char *const names[] = {"debug", "info", "warn", "error"};
+        for (int i = 0; i < 4; i++)
+                if (strcmp(name, names[i]) == 0) {
+                        *ret = (enum log_level)i;
+                        return 0;
+                }
+        return -1;
+}
+
 void log_set_prefix(const char *prefix)
 {
         log_prefix = prefix;

@@ -40,10 +40,8 @@ struct agent_conn {
         uv_loop_t *loop;
         uv_pipe_t pipe;
         uv_connect_t connect_req;
-        bool ready;   /* HELLO received */
         bool closing; /* agent_conn_close called or connection lost */
         bool lost_reported;
-        int agent_pid;
         unsigned in_dispatch; /* > 0 while callbacks run from the read path */
         unsigned pending_writes;
         struct buf in;
@@ -125,17 +123,10 @@ static int conn_send(struct agent_conn *c, uint8_t type, uint32_t stream, const 
 
 static void dispatch_conn_frame(struct agent_conn *c, const struct frame *f)
 {
-        json_t *j;
         switch (f->type) {
         case FRAME_HELLO:
-                j = json_loadb((const char *)f->payload, f->len, 0, NULL);
-                if (j) {
-                        json_t *pid = json_object_get(j, "pid");
-                        if (json_is_integer(pid))
-                                c->agent_pid = (int)json_integer_value(pid);
-                        json_decref(j);
-                }
-                c->ready = true;
+                /* The agent greets every connection; what was sent before the greeting
+                 * waited in the socket, so there is nothing to wait for here. */
                 break;
         case FRAME_PING:
                 conn_send(c, FRAME_PONG, 0, f->payload, f->len);
@@ -309,7 +300,6 @@ int agent_conn_new(uv_loop_t *loop, const char *path,
         c->loop = loop;
         c->on_lost = on_lost;
         c->userdata = userdata;
-        c->agent_pid = -1;
         r = uv_pipe_init(loop, &c->pipe, 0);
         if (r < 0) {
                 free(c);
@@ -331,19 +321,9 @@ void agent_conn_close(struct agent_conn *c)
         conn_fail(c, -ECONNRESET);
 }
 
-bool agent_conn_is_ready(const struct agent_conn *c)
-{
-        return c && c->ready && !c->closing;
-}
-
 unsigned agent_conn_stream_count(const struct agent_conn *c)
 {
         return c ? c->nstreams : 0;
-}
-
-int agent_conn_agent_pid(const struct agent_conn *c)
-{
-        return c ? c->agent_pid : -1;
 }
 
 int agent_conn_open(struct agent_conn *c, uint8_t type, json_t *payload,

@@ -45,8 +45,6 @@ int agent_conn_new(uv_loop_t *loop, const char *path,
 /* Close: all streams get on_close(-ECONNRESET), then the memory is freed after the loop
  * has released the handle. Safe to call from inside a callback. */
 void agent_conn_close(struct agent_conn *c);
-bool agent_conn_is_ready(const struct agent_conn *c);         /* HELLO received */
-int agent_conn_agent_pid(const struct agent_conn *c);         /* agent's pid as it sees it (1) */
 unsigned agent_conn_stream_count(const struct agent_conn *c); /* streams not yet ended */
 
 /* Open a stream with a first frame of type (EXEC, FILE_READ, FILE_WRITE, FILE_OP) and a

@@ -160,26 +160,39 @@ static void data_written(struct http_request *req, int status, size_t len, void 
         free(w);
 }
 
+/* The size in a FILE_INFO frame of a file about to be read. A directory is IS_DIRECTORY, a
+ * missing size an agent fault; both fail the operation and return -1. */
+static int file_info_size(struct file_op *op, const struct frame *f, json_int_t *ret_size)
+{
+        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        json_int_t size = -1;
+        const char *type = NULL;
+        bool dir;
+
+        if (j)
+                json_unpack(j, "{s?I, s?s}", "size", &size, "type", &type);
+        dir = type && strcmp(type, "directory") == 0;
+        json_decref(j);
+        if (dir) {
+                fail_code(op, CELLA_E_IS_DIRECTORY, "path is a directory");
+                return -1;
+        }
+        if (size < 0) {
+                fail_code(op, CELLA_E_INTERNAL_ERROR, "agent sent no file size");
+                return -1;
+        }
+        *ret_size = size;
+        return 0;
+}
+
 static void get_frame(struct file_op *op, const struct frame *f)
 {
         switch (f->type) {
         case FRAME_FILE_INFO: {
-                json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
-                json_int_t size = -1;
-                const char *type = NULL;
+                json_int_t size;
 
-                if (j)
-                        json_unpack(j, "{s?I, s?s}", "size", &size, "type", &type);
-                if (type && strcmp(type, "directory") == 0) {
-                        json_decref(j);
-                        fail_code(op, CELLA_E_IS_DIRECTORY, "path is a directory");
+                if (file_info_size(op, f, &size) < 0)
                         return;
-                }
-                json_decref(j);
-                if (size < 0) {
-                        fail_code(op, CELLA_E_INTERNAL_ERROR, "agent sent no file size");
-                        return;
-                }
                 op->size = (uint64_t)size;
                 if (http_response_begin(op->req, 200, mime_type(op->path), size, NULL) < 0) {
                         finish(op);
@@ -291,18 +304,10 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                                 json_array_append(op->files, j);
                         json_decref(j);
                 } else if (op->kind == F_READ) {
-                        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
-                        json_int_t size = 0;
-                        const char *type = NULL;
+                        json_int_t size;
 
-                        if (j)
-                                json_unpack(j, "{s?I, s?s}", "size", &size, "type", &type);
-                        if (type && strcmp(type, "directory") == 0) {
-                                json_decref(j);
-                                fail_code(op, CELLA_E_IS_DIRECTORY, "path is a directory");
+                        if (file_info_size(op, f, &size) < 0)
                                 return;
-                        }
-                        json_decref(j);
                         if (size > CELLA_HTTP_MAX_JSON_BODY) {
                                 fail_code(op, CELLA_E_FILE_TOO_LARGE,
                                           "file too large for the JSON read; use GET /files");

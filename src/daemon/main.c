@@ -105,6 +105,7 @@ int main(int argc, char **argv)
         bool check = false;
         char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
         char agent_path[PATH_MAX];
+        enum log_level level;
         int port, c, r;
         ssize_t n;
         struct cella_error err = {0};
@@ -144,18 +145,11 @@ int main(int argc, char **argv)
                         builder = optarg;
                         break;
                 case 'L':
-                        if (strcmp(optarg, "debug") == 0)
-                                log_set_level(LOG_LEVEL_DEBUG);
-                        else if (strcmp(optarg, "info") == 0)
-                                log_set_level(LOG_LEVEL_INFO);
-                        else if (strcmp(optarg, "warn") == 0)
-                                log_set_level(LOG_LEVEL_WARN);
-                        else if (strcmp(optarg, "error") == 0)
-                                log_set_level(LOG_LEVEL_ERROR);
-                        else {
+                        if (log_level_from_name(optarg, &level) < 0) {
                                 fprintf(stderr, "cellad: bad --log-level '%s'\n", optarg);
                                 return 2;
                         }
+                        log_set_level(level);
                         break;
                 case 'c':
                         check = true;

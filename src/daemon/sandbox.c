@@ -645,16 +645,11 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
         return 0;
 }
 
-static void iso(int64_t ms, char *out, unsigned n)
-{
-        time_format_iso(ms, out, n);
-}
-
 json_t *sandbox_info(const struct sandbox *s)
 {
         char created[32], active[32];
-        iso(s->created_ms, created, sizeof(created));
-        iso(s->last_active_ms, active, sizeof(active));
+        time_format_iso(s->created_ms, created, sizeof(created));
+        time_format_iso(s->last_active_ms, active, sizeof(active));
         const char *state = s->destroyed  ? "destroyed"
                             : s->running  ? "running"
                             : s->sleeping ? "sleeping"
@@ -924,9 +919,4 @@ void sandbox_table_free(struct sandbox_table *t)
         free(t->images_dir);
         free(t->default_image);
         free(t);
-}
-
-struct runtime *sandbox_table_runtime(struct sandbox_table *t)
-{
-        return t->rt;
 }

@@ -40,8 +40,6 @@ struct sandbox_table_config {
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err);
 void sandbox_table_free(struct sandbox_table *t); /* stops every sandbox's agent link */
-/* The runtime the table builds sandboxes with (for cellad --check). */
-struct runtime *sandbox_table_runtime(struct sandbox_table *t);
 
 /* Find the sandbox named name (already validated). With create, make it (with opts, or
  * defaults when opts is NULL) if it does not exist, or start it again if it is stopped;

@@ -10,6 +10,7 @@
 #include "common/buf.h"
 #include "common/error.h"
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/name.h"
 #include "common/path.h"
 
@@ -169,12 +170,24 @@ static void test_errors(void **state)
         assert_string_equal(err.msg, "open /x: No such file or directory");
 }
 
+static void test_log_levels(void **state)
+{
+        enum log_level l = LOG_LEVEL_ERROR;
+        assert_int_equal(log_level_from_name("debug", &l), 0);
+        assert_int_equal(l, LOG_LEVEL_DEBUG);
+        assert_int_equal(log_level_from_name("warn", &l), 0);
+        assert_int_equal(l, LOG_LEVEL_WARN);
+        assert_int_equal(log_level_from_name("WARN", &l), -1);
+        assert_int_equal(log_level_from_name("", &l), -1);
+        assert_int_equal(l, LOG_LEVEL_WARN); /* untouched on failure */
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_names),  cmocka_unit_test(test_paths),
                 cmocka_unit_test(test_base64), cmocka_unit_test(test_buf),
-                cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_errors), cmocka_unit_test(test_log_levels),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
