@@ -52,10 +52,8 @@ static void resume_streams(struct conn *c)
 
         for (s = c->streams; s && !c->closing && !c->congested; s = next) {
                 next = s->next;
-                if (s->kind == STREAM_EXEC)
-                        exec_on_window((struct exec *)s);
-                else if (s->kind == STREAM_FILE_READ)
-                        file_read_pump((struct file_read *)s);
+                if (s->ops->on_window)
+                        s->ops->on_window(s);
         }
 }
 
@@ -203,14 +201,14 @@ static struct stream *conn_find(struct conn *c, uint32_t id)
         return NULL;
 }
 
-int conn_add_stream(struct conn *c, struct stream *s, uint32_t id, enum stream_kind kind)
+int conn_add_stream(struct conn *c, struct stream *s, uint32_t id, const struct stream_ops *ops)
 {
         if (conn_find(c, id))
                 return -EEXIST;
         if (c->nstreams >= CELLA_AGENT_MAX_STREAMS)
                 return -EMFILE;
         s->id = id;
-        s->kind = kind;
+        s->ops = ops;
         s->send_credit = CELLA_STREAM_WINDOW;
         s->recv_credit = CELLA_STREAM_WINDOW;
         s->conn = c;
@@ -244,17 +242,8 @@ static void conn_fail(struct conn *c, const char *why)
                 struct stream *s = c->streams;
 
                 stream_unlink(s);
-                switch (s->kind) {
-                case STREAM_EXEC:
-                        exec_cancel((struct exec *)s, true);
-                        break;
-                case STREAM_FILE_READ:
-                        file_read_cancel((struct file_read *)s);
-                        break;
-                case STREAM_FILE_WRITE:
-                        file_write_cancel((struct file_write *)s, true);
-                        break;
-                }
+                if (s->ops->on_cancel)
+                        s->ops->on_cancel(s, true);
         }
         if (c->a->conn == c)
                 c->a->conn = NULL;
@@ -278,23 +267,15 @@ static void dispatch_stream_frame(struct conn *c, struct agent_request *req)
                 s->send_credit += req->credit;
                 if (s->send_credit > (uint64_t)1 << 40)
                         s->send_credit = (uint64_t)1 << 40;
-                if (s->kind == STREAM_EXEC)
-                        exec_on_window((struct exec *)s);
-                else if (s->kind == STREAM_FILE_READ)
-                        file_read_pump((struct file_read *)s);
+                if (s->ops->on_window)
+                        s->ops->on_window(s);
                 return;
         case FRAME_CANCEL:
-                if (s->kind == STREAM_EXEC) {
-                        exec_cancel((struct exec *)s, false);
-                } else if (s->kind == STREAM_FILE_READ) {
-                        stream_end_error(s, CELLA_E_INTERNAL_ERROR, "cancelled");
-                        file_read_cancel((struct file_read *)s);
-                } else {
-                        file_write_cancel((struct file_write *)s, false);
-                }
+                if (s->ops->on_cancel)
+                        s->ops->on_cancel(s, false);
                 return;
         case FRAME_DATA:
-                if (s->kind != STREAM_FILE_WRITE) {
+                if (!s->ops->on_data) {
                         conn_fail(c, "DATA on a stream that is not an upload");
                         return;
                 }
@@ -303,14 +284,14 @@ static void dispatch_stream_frame(struct conn *c, struct agent_request *req)
                         conn_fail(c, "cellad overran an upload window");
                         return;
                 }
-                file_write_data((struct file_write *)s, req->data, req->len);
+                s->ops->on_data(s, req->data, req->len);
                 return;
         case FRAME_END:
-                if (s->kind != STREAM_FILE_WRITE) {
+                if (!s->ops->on_end) {
                         conn_fail(c, "END on a stream that is not an upload");
                         return;
                 }
-                file_write_end((struct file_write *)s);
+                s->ops->on_end(s);
                 return;
         default:
                 conn_fail(c, "unexpected frame");
@@ -352,6 +333,10 @@ static void dispatch(struct conn *c, const struct frame *f)
                         file_read_start(c, &req);
                 } else if (f->type == FRAME_FILE_WRITE) {
                         file_write_start(c, &req);
+                } else if (f->type == FRAME_SESSION || f->type == FRAME_PROC) {
+                        cella_error_set(&err, CELLA_E_VALIDATION_FAILED, "%s is not supported",
+                                        frame_type_name(f->type));
+                        conn_send_error(c, f->stream, &err);
                 } else {
                         file_op_run(c, &req);
                 }
@@ -445,6 +430,55 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ---- children ---- */
 
+struct child_watch {
+        struct child_watch *next;
+        pid_t pid;
+        void (*cb)(void *ud, pid_t pid, int status);
+        void *ud;
+};
+
+int agent_watch_child(struct agent *a, pid_t pid, void (*cb)(void *ud, pid_t pid, int status),
+                      void *ud)
+{
+        struct child_watch *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return -ENOMEM;
+        w->pid = pid;
+        w->cb = cb;
+        w->ud = ud;
+        w->next = a->watches;
+        a->watches = w;
+        return 0;
+}
+
+void agent_unwatch_child(struct agent *a, pid_t pid)
+{
+        for (struct child_watch **p = &a->watches; *p; p = &(*p)->next)
+                if ((*p)->pid == pid) {
+                        struct child_watch *w = *p;
+
+                        *p = w->next;
+                        free(w);
+                        return;
+                }
+}
+
+/* A reaped child: its watch (if any) fires and is removed; otherwise the command list. */
+static void child_exited(struct agent *a, pid_t pid, int status)
+{
+        for (struct child_watch **p = &a->watches; *p; p = &(*p)->next)
+                if ((*p)->pid == pid) {
+                        struct child_watch *w = *p;
+
+                        *p = w->next;
+                        w->cb(w->ud, pid, status);
+                        free(w);
+                        return;
+                }
+        exec_on_child(a, pid, status);
+}
+
 static void on_sigchld(uv_signal_t *h, int signum)
 {
         struct agent *a = h->data;
@@ -453,7 +487,7 @@ static void on_sigchld(uv_signal_t *h, int signum)
 
         (void)signum;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-                exec_on_child(a, pid, status);
+                child_exited(a, pid, status);
         exec_reap_cgroups(a);
 }
 
@@ -519,6 +553,12 @@ void agent_free(struct agent *a)
         uv_close((uv_handle_t *)&a->sigchld, NULL);
         for (size_t i = 0; i < a->n_dead_cgroups; i++)
                 free(a->dead_cgroups[i]);
+        while (a->watches) {
+                struct child_watch *w = a->watches;
+
+                a->watches = w->next;
+                free(w);
+        }
         free(a->dead_cgroups);
         free(a);
 }

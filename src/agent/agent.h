@@ -8,7 +8,8 @@
  * any connection, until they are reaped.
  *
  * Streams are kept in a list per connection (at most CELLA_AGENT_MAX_STREAMS). A stream's
- * object starts with struct stream; its kind says which module (exec.c, files.c) owns it. */
+ * object starts with struct stream; its ops are the owning module's (exec.c, files.c,
+ * session.c, proc.c). */
 #ifndef CELLA_AGENT_AGENT_H
 #define CELLA_AGENT_AGENT_H
 
@@ -36,13 +37,28 @@ void agent_free(struct agent *a);
 
 /* ---- internal to src/agent/ ---- */
 
-enum stream_kind { STREAM_EXEC, STREAM_FILE_READ, STREAM_FILE_WRITE };
+struct stream;
+
+/* What a stream's owner module does with the frames and events the connection routes to
+ * it. Every member may be NULL where it does not apply. */
+struct stream_ops {
+        /* Credit arrived (WINDOW) or the connection's write queue drained: produce more. */
+        void (*on_window)(struct stream *s);
+        /* CANCEL from cellad (detach false: the stream is still linked and must be ended
+         * by the owner) or the connection is gone (detach true: already unlinked, nothing
+         * may be sent; the owner frees or keeps the object as its lifetime rules say). */
+        void (*on_cancel)(struct stream *s, bool detach);
+        /* DATA and END of an upload; a stream without on_data refuses DATA and END as
+         * protocol errors. on_data is called after the receive window was checked. */
+        void (*on_data)(struct stream *s, const uint8_t *data, size_t len);
+        void (*on_end)(struct stream *s);
+};
 
 struct stream {
         struct stream *prev, *next; /* in conn->streams */
         struct conn *conn;          /* NULL once ended or detached */
         uint32_t id;
-        enum stream_kind kind;
+        const struct stream_ops *ops;
         uint64_t send_credit; /* data bytes we may still send (STDOUT/STDERR/DATA) */
         int64_t recv_credit;  /* data bytes the daemon may still send us (uploads) */
 };
@@ -52,9 +68,10 @@ struct agent {
         uv_pipe_t listener;
         uv_signal_t sigchld;
         struct conn *conn;
-        bool use_cgroup;     /* /sys/fs/cgroup is a writable cgroup2 mount */
-        struct exec *execs;  /* every command not yet reaped and cleaned up */
-        char **dead_cgroups; /* cmd cgroups left to remove once their processes die */
+        bool use_cgroup;             /* /sys/fs/cgroup is a writable cgroup2 mount */
+        struct exec *execs;          /* every command not yet reaped and cleaned up */
+        struct child_watch *watches; /* see agent_watch_child */
+        char **dead_cgroups;         /* cmd cgroups left to remove once their processes die */
         size_t n_dead_cgroups;
         uint64_t seq;
 };
@@ -73,8 +90,6 @@ bool stream_congested(const struct stream *s);
 
 /* exec.c */
 void exec_start(struct agent *a, struct conn *c, struct agent_request *req);
-void exec_on_window(struct exec *e);
-void exec_cancel(struct exec *e, bool detach); /* kill the tree; detach: connection gone */
 void exec_on_child(struct agent *a, pid_t pid, int status);
 void exec_reap_cgroups(struct agent *a);
 void agent_add_dead_cgroup(struct agent *a, const char *path);
@@ -83,17 +98,20 @@ void agent_add_dead_cgroup(struct agent *a, const char *path);
 struct file_read;
 struct file_write;
 void file_read_start(struct conn *c, struct agent_request *req);
-void file_read_pump(struct file_read *r);
-void file_read_cancel(struct file_read *r); /* connection gone or CANCEL: free it */
 void file_write_start(struct conn *c, struct agent_request *req);
-int file_write_data(struct file_write *w, const uint8_t *data, size_t len);
-void file_write_end(struct file_write *w);
-void file_write_cancel(struct file_write *w, bool detach);
 void file_op_run(struct conn *c, struct agent_request *req);
 
 /* Register a new stream on c (used by exec.c and files.c). -EEXIST if the id is in use,
  * -EMFILE beyond CELLA_AGENT_MAX_STREAMS. */
-int conn_add_stream(struct conn *c, struct stream *s, uint32_t id, enum stream_kind kind);
+int conn_add_stream(struct conn *c, struct stream *s, uint32_t id, const struct stream_ops *ops);
+
+/* Children that are not EXEC commands (session shells, background processes) are watched
+ * through this registry: cb runs once, from the SIGCHLD handler, with the wait status,
+ * after which the watch is gone. Returns 0 or -ENOMEM. */
+int agent_watch_child(struct agent *a, pid_t pid, void (*cb)(void *ud, pid_t pid, int status),
+                      void *ud);
+/* Forget a watch (its owner is being freed before the child was reaped). */
+void agent_unwatch_child(struct agent *a, pid_t pid);
 /* Send an ERROR on a stream id that has no object (request rejected up front). */
 void conn_send_error(struct conn *c, uint32_t id, const struct cella_error *err);
 void conn_send_json(struct conn *c, uint8_t type, uint32_t id, json_t *j);

@@ -330,7 +330,7 @@ static void on_grace(uv_timer_t *t)
         send_exit(e);
 }
 
-void exec_on_window(struct exec *e)
+static void exec_on_window(struct exec *e)
 {
         if (!may_read(e))
                 return;
@@ -353,7 +353,7 @@ static void on_timeout(uv_timer_t *t)
         kill_tree(e);
 }
 
-void exec_cancel(struct exec *e, bool detach)
+static void exec_cancel(struct exec *e, bool detach)
 {
         kill_tree(e);
         if (detach) {
@@ -383,6 +383,21 @@ void exec_on_child(struct agent *a, pid_t pid, int status)
         }
         exec_maybe_free(e);
 }
+
+static void exec_stream_window(struct stream *s)
+{
+        exec_on_window((struct exec *)s);
+}
+
+static void exec_stream_cancel(struct stream *s, bool detach)
+{
+        exec_cancel((struct exec *)s, detach);
+}
+
+static const struct stream_ops exec_ops = {
+        .on_window = exec_stream_window,
+        .on_cancel = exec_stream_cancel,
+};
 
 /* ---- starting ---- */
 
@@ -624,7 +639,7 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
 
         /* Running. From here on the exec object owns everything. */
         e->pid = pid;
-        conn_add_stream(c, &e->s, req->stream, STREAM_EXEC);
+        conn_add_stream(c, &e->s, req->stream, &exec_ops);
         e->next_all = a->execs;
         if (a->execs)
                 a->execs->prev_all = e;

@@ -142,12 +142,7 @@ static void file_read_free(struct file_read *r)
         free(r);
 }
 
-void file_read_cancel(struct file_read *r)
-{
-        file_read_free(r);
-}
-
-void file_read_pump(struct file_read *r)
+static void file_read_pump(struct file_read *r)
 {
         while (r->s.conn) {
                 uint64_t left = r->size - r->sent;
@@ -185,6 +180,23 @@ void file_read_pump(struct file_read *r)
         }
 }
 
+static void file_read_on_window(struct stream *s)
+{
+        file_read_pump((struct file_read *)s);
+}
+
+static void file_read_on_cancel(struct stream *s, bool detach)
+{
+        if (!detach)
+                stream_end_error(s, CELLA_E_INTERNAL_ERROR, "cancelled");
+        file_read_free((struct file_read *)s);
+}
+
+static const struct stream_ops file_read_ops = {
+        .on_window = file_read_on_window,
+        .on_cancel = file_read_on_cancel,
+};
+
 void file_read_start(struct conn *c, struct agent_request *req)
 {
         struct file_read *r;
@@ -217,7 +229,7 @@ void file_read_start(struct conn *c, struct agent_request *req)
         }
         r->fd = fd;
         r->size = (uint64_t)st.st_size;
-        if (conn_add_stream(c, &r->s, req->stream, STREAM_FILE_READ) < 0) {
+        if (conn_add_stream(c, &r->s, req->stream, &file_read_ops) < 0) {
                 file_read_free(r);
                 return;
         }
@@ -248,7 +260,7 @@ static void file_write_free(struct file_write *w)
         free(w);
 }
 
-void file_write_cancel(struct file_write *w, bool detach)
+static void file_write_cancel(struct file_write *w, bool detach)
 {
         file_write_discard(w);
         if (!detach)
@@ -257,7 +269,7 @@ void file_write_cancel(struct file_write *w, bool detach)
         file_write_free(w);
 }
 
-int file_write_data(struct file_write *w, const uint8_t *data, size_t len)
+static int file_write_data(struct file_write *w, const uint8_t *data, size_t len)
 {
         size_t done = 0;
         uint8_t credit[4];
@@ -286,7 +298,7 @@ int file_write_data(struct file_write *w, const uint8_t *data, size_t len)
         return 0;
 }
 
-void file_write_end(struct file_write *w)
+static void file_write_end(struct file_write *w)
 {
         int fd = w->fd;
 
@@ -317,6 +329,27 @@ void file_write_end(struct file_write *w)
         stream_end_json(&w->s, FRAME_RESULT, json_pack("{s:I}", "size", (json_int_t)w->size));
         file_write_free(w);
 }
+
+static void file_write_on_cancel(struct stream *s, bool detach)
+{
+        file_write_cancel((struct file_write *)s, detach);
+}
+
+static void file_write_on_data(struct stream *s, const uint8_t *data, size_t len)
+{
+        file_write_data((struct file_write *)s, data, len);
+}
+
+static void file_write_on_end(struct stream *s)
+{
+        file_write_end((struct file_write *)s);
+}
+
+static const struct stream_ops file_write_ops = {
+        .on_cancel = file_write_on_cancel,
+        .on_data = file_write_on_data,
+        .on_end = file_write_on_end,
+};
 
 void file_write_start(struct conn *c, struct agent_request *req)
 {
@@ -378,7 +411,7 @@ void file_write_start(struct conn *c, struct agent_request *req)
                 file_write_free(w);
                 return;
         }
-        if (conn_add_stream(c, &w->s, req->stream, STREAM_FILE_WRITE) < 0)
+        if (conn_add_stream(c, &w->s, req->stream, &file_write_ops) < 0)
                 file_write_free(w);
 }
 

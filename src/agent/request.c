@@ -11,7 +11,7 @@
 bool agent_request_opens_stream(uint8_t type)
 {
         return type == FRAME_EXEC || type == FRAME_FILE_READ || type == FRAME_FILE_WRITE ||
-               type == FRAME_FILE_OP;
+               type == FRAME_FILE_OP || type == FRAME_SESSION || type == FRAME_PROC;
 }
 
 void agent_request_done(struct agent_request *r)
@@ -20,19 +20,41 @@ void agent_request_done(struct agent_request *r)
                 return;
         free(r->command);
         free(r->cwd);
-        for (size_t i = 0; i < r->n_env; i++)
-                free(r->env[i]);
-        free(r->env);
+        agent_env_free(r->env, r->n_env);
+        agent_env_free(r->base_env, r->n_base_env);
         free(r->path);
         free(r->to);
-        r->command = r->cwd = r->path = r->to = NULL;
-        r->env = NULL;
-        r->n_env = 0;
+        free(r->session);
+        json_decref(r->body);
+        r->command = r->cwd = r->path = r->to = r->session = NULL;
+        r->env = r->base_env = NULL;
+        r->n_env = r->n_base_env = 0;
+        r->body = NULL;
+}
+
+void agent_env_free(char **env, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(env[i]);
+        free(env);
+}
+
+bool agent_id_is_valid(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > CELLA_ID_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
+                        return false;
+        return true;
 }
 
 /* A JSON string without NUL bytes, at most max bytes, copied into *ret. */
-static int get_string(json_t *v, const char *field, size_t max, bool nonempty, char **ret,
-                      struct cella_error *err)
+int agent_decode_string(json_t *v, const char *field, size_t max, bool nonempty, char **ret,
+                        struct cella_error *err)
 {
         const char *s;
         size_t n;
@@ -65,7 +87,7 @@ static int get_string(json_t *v, const char *field, size_t max, bool nonempty, c
 }
 
 /* An absolute path, normalised (common/path.h). */
-static int get_path(json_t *v, const char *field, char **ret, struct cella_error *err)
+int agent_decode_path(json_t *v, const char *field, char **ret, struct cella_error *err)
 {
         char out[CELLA_PATH_MAX + 1];
         const char *s;
@@ -117,28 +139,32 @@ static bool is_identifier(const char *s)
         return true;
 }
 
-static int decode_env(json_t *env, struct agent_request *r, struct cella_error *err)
+int agent_decode_env(json_t *env, const char *field, char ***ret, size_t *ret_n,
+                     struct cella_error *err)
 {
         const char *key;
         json_t *val;
-        size_t n;
+        char **out;
+        size_t n, count = 0;
 
+        *ret = NULL;
+        *ret_n = 0;
         if (!env || json_is_null(env))
                 return 0;
         if (!json_is_object(env)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'env' must be an object");
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be an object", field);
                 return -EINVAL;
         }
         n = json_object_size(env);
         if (n > CELLA_EXEC_MAX_ENV) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'env' has more than %d variables",
-                                CELLA_EXEC_MAX_ENV);
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' has more than %d variables",
+                                field, CELLA_EXEC_MAX_ENV);
                 return -EINVAL;
         }
         if (n == 0)
                 return 0;
-        r->env = calloc(n, sizeof(char *));
-        if (!r->env) {
+        out = calloc(n, sizeof(char *));
+        if (!out) {
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return -EINVAL;
         }
@@ -150,32 +176,37 @@ static int decode_env(json_t *env, struct agent_request *r, struct cella_error *
 
                 if (!is_identifier(key) || klen > 1024) {
                         cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "env key '%.64s' is not an identifier", key);
-                        return -EINVAL;
+                                        "%s key '%.64s' is not an identifier", field, key);
+                        goto fail;
                 }
                 if (!json_is_string(val)) {
                         cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "env value of '%.64s' must be a string", key);
-                        return -EINVAL;
+                                        "%s value of '%.64s' must be a string", field, key);
+                        goto fail;
                 }
                 s = json_string_value(val);
                 vlen = json_string_length(val);
                 if (strlen(s) != vlen) {
                         cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "env value of '%.64s' contains a NUL byte", key);
-                        return -EINVAL;
+                                        "%s value of '%.64s' contains a NUL byte", field, key);
+                        goto fail;
                 }
                 kv = malloc(klen + 1 + vlen + 1);
                 if (!kv) {
                         cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                        return -EINVAL;
+                        goto fail;
                 }
                 memcpy(kv, key, klen);
                 kv[klen] = '=';
                 memcpy(kv + klen + 1, s, vlen + 1);
-                r->env[r->n_env++] = kv;
+                out[count++] = kv;
         }
+        *ret = out;
+        *ret_n = count;
         return 0;
+fail:
+        agent_env_free(out, count);
+        return -EINVAL;
 }
 
 static int decode_exec(json_t *j, struct agent_request *r, struct cella_error *err)
@@ -183,13 +214,13 @@ static int decode_exec(json_t *j, struct agent_request *r, struct cella_error *e
         json_t *v;
         int k;
 
-        k = get_string(json_object_get(j, "command"), "command", CELLA_EXEC_MAX_COMMAND, true,
-                       &r->command, err);
+        k = agent_decode_string(json_object_get(j, "command"), "command", CELLA_EXEC_MAX_COMMAND,
+                                true, &r->command, err);
         if (k < 0)
                 return k;
         v = json_object_get(j, "cwd");
         if (v && !json_is_null(v)) {
-                k = get_path(v, "cwd", &r->cwd, err);
+                k = agent_decode_path(v, "cwd", &r->cwd, err);
                 if (k < 0)
                         return k;
         } else {
@@ -199,9 +230,24 @@ static int decode_exec(json_t *j, struct agent_request *r, struct cella_error *e
                         return -EINVAL;
                 }
         }
-        k = decode_env(json_object_get(j, "env"), r, err);
+        k = agent_decode_env(json_object_get(j, "env"), "env", &r->env, &r->n_env, err);
         if (k < 0)
                 return k;
+        k = agent_decode_env(json_object_get(j, "baseEnv"), "baseEnv", &r->base_env, &r->n_base_env,
+                             err);
+        if (k < 0)
+                return k;
+        v = json_object_get(j, "session");
+        if (v && !json_is_null(v)) {
+                k = agent_decode_string(v, "session", CELLA_ID_MAX, true, &r->session, err);
+                if (k < 0)
+                        return k;
+                if (!agent_id_is_valid(r->session)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "'session' must be 1..%d of [A-Za-z0-9_.-]", CELLA_ID_MAX);
+                        return -EINVAL;
+                }
+        }
         v = json_object_get(j, "timeoutMs");
         if (v && !json_is_null(v)) {
                 if (!json_is_integer(v) || json_integer_value(v) < 0 ||
@@ -221,7 +267,7 @@ static int decode_file_write(json_t *j, struct agent_request *r, struct cella_er
         json_t *v;
         int k;
 
-        k = get_path(json_object_get(j, "path"), "path", &r->path, err);
+        k = agent_decode_path(json_object_get(j, "path"), "path", &r->path, err);
         if (k < 0)
                 return k;
         v = json_object_get(j, "mode");
@@ -266,12 +312,12 @@ static int decode_file_op(json_t *j, struct agent_request *r, struct cella_error
         }
         r->op = ops[i].op;
         if (r->op == AGENT_OP_MOVE) {
-                k = get_path(json_object_get(j, "from"), "from", &r->path, err);
+                k = agent_decode_path(json_object_get(j, "from"), "from", &r->path, err);
                 if (k < 0)
                         return k;
-                return get_path(json_object_get(j, "to"), "to", &r->to, err);
+                return agent_decode_path(json_object_get(j, "to"), "to", &r->to, err);
         }
-        k = get_path(json_object_get(j, "path"), "path", &r->path, err);
+        k = agent_decode_path(json_object_get(j, "path"), "path", &r->path, err);
         if (k < 0)
                 return k;
         k = get_bool(json_object_get(j, "recursive"), "recursive", &r->recursive, err);
@@ -301,9 +347,13 @@ static int decode_json(const struct frame *f, struct agent_request *r, struct ce
         case FRAME_EXEC:
                 return decode_exec(j, r, err);
         case FRAME_FILE_READ:
-                return get_path(json_object_get(j, "path"), "path", &r->path, err);
+                return agent_decode_path(json_object_get(j, "path"), "path", &r->path, err);
         case FRAME_FILE_WRITE:
                 return decode_file_write(j, r, err);
+        case FRAME_SESSION:
+        case FRAME_PROC:
+                r->body = TAKE_PTR(j);
+                return 0;
         default:
                 return decode_file_op(j, r, err);
         }
@@ -328,6 +378,8 @@ int agent_request_decode(const struct frame *f, struct agent_request *ret, struc
         case FRAME_FILE_READ:
         case FRAME_FILE_WRITE:
         case FRAME_FILE_OP:
+        case FRAME_SESSION:
+        case FRAME_PROC:
                 if (f->stream == 0)
                         goto proto;
                 return decode_json(f, ret, err);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 
 #include "common/error.h"
 #include "common/proto.h"
@@ -26,7 +27,10 @@ enum agent_file_op {
  *   EXEC        command, cwd (default /workspace), env ("K=V" strings), timeout_ms
  *   FILE_READ   path
  *   FILE_WRITE  path, mode (-1: keep / default)
+ *   EXEC        also session (NULL: sessionless) and base_env ("K=V", the sandbox's env)
  *   FILE_OP     op, path, to (move; from is in path), recursive, include_hidden
+ *   SESSION, PROC  body: the payload object, validated further by the module's own decoder
+ *               (session_request_decode, proc_request_decode)
  *   WINDOW      credit
  *   DATA, PING  data/len (borrowed from the frame)
  *   END, CANCEL, PONG  nothing
@@ -38,6 +42,10 @@ struct agent_request {
         char *cwd;
         char **env; /* n_env "KEY=value" strings */
         size_t n_env;
+        char *session;
+        char **base_env; /* n_base_env "KEY=value" strings */
+        size_t n_base_env;
+        json_t *body; /* SESSION, PROC: owned reference */
         int64_t timeout_ms;
         char *path;
         char *to;
@@ -59,7 +67,22 @@ struct agent_request {
 int agent_request_decode(const struct frame *f, struct agent_request *ret, struct cella_error *err);
 void agent_request_done(struct agent_request *r);
 
-/* True for the frames that open a stream (EXEC, FILE_READ, FILE_WRITE, FILE_OP). */
+/* Shared field decoders for the modules' own request decoders (session.c, proc.c). Each
+ * returns 0 or -EINVAL with err set (VALIDATION_FAILED, NAME_TOO_LONG for long paths).
+ * agent_decode_env: an object of identifier keys and string values (NULL or null: none)
+ * into a new array of "K=V" strings; agent_env_free releases it. */
+int agent_decode_string(json_t *v, const char *field, size_t max, bool nonempty, char **ret,
+                        struct cella_error *err);
+int agent_decode_path(json_t *v, const char *field, char **ret, struct cella_error *err);
+int agent_decode_env(json_t *env, const char *field, char ***ret, size_t *ret_n,
+                     struct cella_error *err);
+void agent_env_free(char **env, size_t n);
+/* An identifier for sessions and processes: 1..CELLA_ID_MAX of [A-Za-z0-9_.-], not "."
+ * or "..". */
+bool agent_id_is_valid(const char *s);
+
+/* True for the frames that open a stream (EXEC, FILE_READ, FILE_WRITE, FILE_OP, SESSION,
+ * PROC). */
 bool agent_request_opens_stream(uint8_t type);
 
 #endif

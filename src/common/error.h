@@ -10,45 +10,46 @@
 
 #include "common/macros.h"
 
-#define CELLA_ERROR_CODES(X)           \
-        X(OK, 200)                     \
-        X(FILE_NOT_FOUND, 404)         \
-        X(PERMISSION_DENIED, 403)      \
-        X(FILE_EXISTS, 409)            \
-        X(IS_DIRECTORY, 400)           \
-        X(NOT_DIRECTORY, 400)          \
-        X(DIRECTORY_NOT_EMPTY, 409)    \
-        X(FILE_TOO_LARGE, 413)         \
-        X(NO_SPACE, 507)               \
-        X(NAME_TOO_LONG, 400)          \
-        X(READ_ONLY, 403)              \
-        X(COMMAND_NOT_FOUND, 404)      \
-        X(INVALID_COMMAND, 400)        \
-        X(COMMAND_TIMEOUT, 408)        \
-        X(PROCESS_NOT_FOUND, 404)      \
-        X(SESSION_NOT_FOUND, 404)      \
-        X(SESSION_ALREADY_EXISTS, 409) \
-        X(SESSION_DESTROYED, 410)      \
-        X(SESSION_TERMINATED, 410)     \
-        X(PORT_ALREADY_EXPOSED, 409)   \
-        X(PORT_NOT_EXPOSED, 404)       \
-        X(INVALID_PORT, 400)           \
-        X(CONTEXT_NOT_FOUND, 404)      \
-        X(PROCESS_READY_TIMEOUT, 408)  \
-        X(VALIDATION_FAILED, 400)      \
-        X(INVALID_SANDBOX_NAME, 400)   \
-        X(SANDBOX_NOT_FOUND, 404)      \
-        X(SANDBOX_LIMIT_REACHED, 429)  \
-        X(IMAGE_NOT_FOUND, 404)        \
-        X(UNAUTHORIZED, 401)           \
-        X(NOT_FOUND, 404)              \
-        X(METHOD_NOT_ALLOWED, 405)     \
-        X(UNSUPPORTED_MEDIA_TYPE, 415) \
-        X(PAYLOAD_TOO_LARGE, 413)      \
-        X(URI_TOO_LONG, 414)           \
-        X(HEADERS_TOO_LARGE, 431)      \
-        X(BAD_REQUEST, 400)            \
-        X(SANDBOX_UNAVAILABLE, 503)    \
+#define CELLA_ERROR_CODES(X)                \
+        X(OK, 200)                          \
+        X(FILE_NOT_FOUND, 404)              \
+        X(PERMISSION_DENIED, 403)           \
+        X(FILE_EXISTS, 409)                 \
+        X(IS_DIRECTORY, 400)                \
+        X(NOT_DIRECTORY, 400)               \
+        X(DIRECTORY_NOT_EMPTY, 409)         \
+        X(FILE_TOO_LARGE, 413)              \
+        X(NO_SPACE, 507)                    \
+        X(NAME_TOO_LONG, 400)               \
+        X(READ_ONLY, 403)                   \
+        X(COMMAND_NOT_FOUND, 404)           \
+        X(INVALID_COMMAND, 400)             \
+        X(COMMAND_TIMEOUT, 408)             \
+        X(PROCESS_NOT_FOUND, 404)           \
+        X(SESSION_NOT_FOUND, 404)           \
+        X(SESSION_ALREADY_EXISTS, 409)      \
+        X(SESSION_DESTROYED, 410)           \
+        X(SESSION_TERMINATED, 410)          \
+        X(PORT_ALREADY_EXPOSED, 409)        \
+        X(PORT_NOT_EXPOSED, 404)            \
+        X(INVALID_PORT, 400)                \
+        X(CONTEXT_NOT_FOUND, 404)           \
+        X(PROCESS_READY_TIMEOUT, 408)       \
+        X(PROCESS_EXITED_BEFORE_READY, 409) \
+        X(VALIDATION_FAILED, 400)           \
+        X(INVALID_SANDBOX_NAME, 400)        \
+        X(SANDBOX_NOT_FOUND, 404)           \
+        X(SANDBOX_LIMIT_REACHED, 429)       \
+        X(IMAGE_NOT_FOUND, 404)             \
+        X(UNAUTHORIZED, 401)                \
+        X(NOT_FOUND, 404)                   \
+        X(METHOD_NOT_ALLOWED, 405)          \
+        X(UNSUPPORTED_MEDIA_TYPE, 415)      \
+        X(PAYLOAD_TOO_LARGE, 413)           \
+        X(URI_TOO_LONG, 414)                \
+        X(HEADERS_TOO_LARGE, 431)           \
+        X(BAD_REQUEST, 400)                 \
+        X(SANDBOX_UNAVAILABLE, 503)         \
         X(INTERNAL_ERROR, 500)
 
 enum cella_code {

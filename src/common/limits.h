@@ -25,6 +25,9 @@
 #define CELLA_EXEC_MAX_TIMEOUT_MS (7LL * 24 * 3600 * 1000) /* per-command timeout: 7 days */
 #define CELLA_LABELS_MAX 64                                /* labels per sandbox */
 
+/* Sessions and background processes (agent) */
+#define CELLA_ID_MAX 64 /* session and process ids */
+
 /* Paths and names */
 #define CELLA_NAME_MAX 63
 #define CELLA_PATH_MAX 4096

@@ -23,6 +23,8 @@ static const char *const names[_FRAME_TYPE_MAX] = {
         [FRAME_FILE_INFO] = "FILE_INFO",
         [FRAME_PING] = "PING",
         [FRAME_PONG] = "PONG",
+        [FRAME_SESSION] = "SESSION",
+        [FRAME_PROC] = "PROC",
 };
 
 const char *frame_type_name(uint8_t type)

@@ -9,7 +9,7 @@
  *   u32 stream    big endian; 0 is the connection itself (HELLO, PING/PONG)
  *
  * Only cellad opens streams, with a new non-zero id, by sending EXEC, FILE_READ,
- * FILE_WRITE or FILE_OP. A stream ends when the agent sends EXIT, RESULT or ERROR.
+ * FILE_WRITE, FILE_OP, SESSION or PROC. A stream ends when the agent sends EXIT, RESULT or ERROR.
  * Control payloads are JSON objects (jansson); data payloads (STDOUT, STDERR, DATA) are
  * raw bytes. Data frames are flow-controlled per stream and direction: a sender may have at
  * most CELLA_STREAM_WINDOW bytes unacknowledged; the receiver returns credit with WINDOW
@@ -42,6 +42,8 @@ enum frame_type {
         FRAME_FILE_INFO = 16,  /* a->d: a FileInfo object (docs/protocol.md) */
         FRAME_PING = 17,       /* both, stream 0: payload echoed in PONG */
         FRAME_PONG = 18,
+        FRAME_SESSION = 19, /* d->a: {"op":s,...} sessions (docs/protocol.md) -> RESULT */
+        FRAME_PROC = 20,    /* d->a: {"op":s,...} background processes -> ... RESULT */
         _FRAME_TYPE_MAX
 };
 
