@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/session.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/proto.h"
@@ -327,13 +328,17 @@ static void dispatch(struct conn *c, const struct frame *f)
                         conn_send_error(c, f->stream, &err);
                 } else if (r < 0) {
                         conn_send_error(c, f->stream, &err);
+                } else if (f->type == FRAME_EXEC && req.session) {
+                        session_exec(c->a, c, &req);
                 } else if (f->type == FRAME_EXEC) {
                         exec_start(c->a, c, &req);
                 } else if (f->type == FRAME_FILE_READ) {
                         file_read_start(c, &req);
                 } else if (f->type == FRAME_FILE_WRITE) {
                         file_write_start(c, &req);
-                } else if (f->type == FRAME_SESSION || f->type == FRAME_PROC) {
+                } else if (f->type == FRAME_SESSION) {
+                        session_request(c->a, c, &req);
+                } else if (f->type == FRAME_PROC) {
                         cella_error_set(&err, CELLA_E_VALIDATION_FAILED, "%s is not supported",
                                         frame_type_name(f->type));
                         conn_send_error(c, f->stream, &err);
@@ -511,6 +516,7 @@ int agent_new(uv_loop_t *loop, const struct agent_options *opts, struct agent **
         a->loop = loop;
         a->use_cgroup = !opts->no_cgroup && cgroup_is_usable();
         log_info("per-command cgroups: %s", a->use_cgroup ? "yes" : "no");
+        session_init(a);
 
         r = uv_signal_init(loop, &a->sigchld);
         if (r < 0)
@@ -549,6 +555,7 @@ void agent_free(struct agent *a)
                 return;
         if (a->conn)
                 conn_fail(a->conn, "agent shutting down");
+        session_free_all(a);
         uv_close((uv_handle_t *)&a->listener, NULL);
         uv_close((uv_handle_t *)&a->sigchld, NULL);
         for (size_t i = 0; i < a->n_dead_cgroups; i++)

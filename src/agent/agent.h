@@ -25,6 +25,7 @@
 struct agent;
 struct conn;
 struct exec;
+struct session;
 
 struct agent_options {
         int listen_fd;  /* listening unix stream socket (3) */
@@ -71,7 +72,9 @@ struct agent {
         bool use_cgroup;             /* /sys/fs/cgroup is a writable cgroup2 mount */
         struct exec *execs;          /* every command not yet reaped and cleaned up */
         struct child_watch *watches; /* see agent_watch_child */
-        char **dead_cgroups;         /* cmd cgroups left to remove once their processes die */
+        struct session *sessions;    /* session.c */
+        unsigned session_seq;
+        char **dead_cgroups; /* cmd cgroups left to remove once their processes die */
         size_t n_dead_cgroups;
         uint64_t seq;
 };

@@ -6,6 +6,7 @@
 
 #include "agent/request.h"
 #include "common/limits.h"
+#include "common/name.h"
 #include "common/path.h"
 
 bool agent_request_opens_stream(uint8_t type)
@@ -41,15 +42,7 @@ void agent_env_free(char **env, size_t n)
 
 bool agent_id_is_valid(const char *s)
 {
-        size_t n = strlen(s);
-
-        if (n == 0 || n > CELLA_ID_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-                      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
-                        return false;
-        return true;
+        return object_id_is_valid(s);
 }
 
 /* A JSON string without NUL bytes, at most max bytes, copied into *ret. */
@@ -223,6 +216,7 @@ static int decode_exec(json_t *j, struct agent_request *r, struct cella_error *e
                 k = agent_decode_path(v, "cwd", &r->cwd, err);
                 if (k < 0)
                         return k;
+                r->cwd_given = true;
         } else {
                 r->cwd = strdup(CELLA_WORKSPACE);
                 if (!r->cwd) {

@@ -40,7 +40,8 @@ struct agent_request {
         uint32_t stream;
         char *command;
         char *cwd;
-        char **env; /* n_env "KEY=value" strings */
+        bool cwd_given; /* EXEC: cwd was in the request (not the /workspace default) */
+        char **env;     /* n_env "KEY=value" strings */
         size_t n_env;
         char *session;
         char **base_env; /* n_base_env "KEY=value" strings */

@@ -26,7 +26,8 @@
 #define CELLA_LABELS_MAX 64                                /* labels per sandbox */
 
 /* Sessions and background processes (agent) */
-#define CELLA_ID_MAX 64 /* session and process ids */
+#define CELLA_ID_MAX 64              /* session and process ids */
+#define CELLA_AGENT_MAX_SESSIONS 256 /* sessions (shells) per sandbox */
 
 /* Paths and names */
 #define CELLA_NAME_MAX 63

@@ -14,4 +14,8 @@ int sandbox_name_check(const char *name, size_t len, bool normalize, char *out,
                        struct cella_error *err);
 bool sandbox_name_is_reserved(const char *name);
 
+/* Ids of sessions and background processes: 1..CELLA_ID_MAX of [A-Za-z0-9_.-], not "."
+ * or ".." (they may appear in paths inside the sandbox). */
+bool object_id_is_valid(const char *s);
+
 #endif

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "common/base64.h"
+#include "common/name.h"
 #include "common/path.h"
 #include "daemon/api-decode.h"
 #include "daemon/instance-type.h"
@@ -189,7 +190,7 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
 {
         struct api_put_sandbox p = {0};
         json_t *j, *image = NULL, *type = NULL, *env = NULL, *labels = NULL, *sleep = NULL;
-        int norm = 0, keep = -1;
+        int norm = 0, keep = -1, defsess = -1;
         json_error_t je;
         int r = -EINVAL;
 
@@ -199,9 +200,10 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
         j = load_object(body, len, err);
         if (!j)
                 return -EINVAL;
-        if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o, s?o, s?o, s?o, s?b, s?o, s?b}", "image",
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o, s?o, s?o, s?o, s?b, s?o, s?b, s?b}", "image",
                            &image, "instanceType", &type, "env", &env, "labels", &labels,
-                           "normalizeId", &norm, "sleepAfter", &sleep, "keepAlive", &keep) < 0) {
+                           "normalizeId", &norm, "sleepAfter", &sleep, "keepAlive", &keep,
+                           "enableDefaultSession", &defsess) < 0) {
                 unpack_fail(&je, err);
                 goto out;
         }
@@ -227,6 +229,10 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
                 p.has_keep_alive = true;
                 p.keep_alive = keep;
         }
+        if (defsess >= 0) {
+                p.has_default_session = true;
+                p.default_session = defsess;
+        }
         r = -ENOMEM;
         if (image && !(p.image = strdup(json_string_value(image))))
                 goto out;
@@ -247,7 +253,22 @@ out:
 void api_env_done(struct api_env *p)
 {
         json_decref(p->vars);
+        free(p->session_id);
         memset(p, 0, sizeof(*p));
+}
+
+/* An optional session id (null or absent: none) into *ret. */
+static int id_field(json_t *v, const char *what, char **ret, struct cella_error *err)
+{
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_string(v) || has_nul(v) || !object_id_is_valid(json_string_value(v))) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "%s must be 1-%d characters of [A-Za-z0-9_.-]", what, CELLA_ID_MAX);
+                return -EINVAL;
+        }
+        *ret = strdup(json_string_value(v));
+        return *ret ? 0 : -ENOMEM;
 }
 
 static bool is_identifier(const char *k)
@@ -264,7 +285,7 @@ static bool is_identifier(const char *k)
 
 int api_decode_env(const char *body, size_t len, struct api_env *ret, struct cella_error *err)
 {
-        json_t *j, *vars = NULL, *v;
+        json_t *j, *vars = NULL, *v, *sid = NULL;
         json_error_t je;
         const char *k;
         int r = -EINVAL;
@@ -273,10 +294,13 @@ int api_decode_env(const char *body, size_t len, struct api_env *ret, struct cel
         j = load_object(body, len, err);
         if (!j)
                 return -EINVAL;
-        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o}", "vars", &vars) < 0) {
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o}", "vars", &vars, "sessionId", &sid) <
+            0) {
                 unpack_fail(&je, err);
                 goto out;
         }
+        if (id_field(sid, "sessionId", &ret->session_id, err) < 0)
+                goto out;
         if (!json_is_object(vars)) {
                 cella_error_set(err, CELLA_E_VALIDATION_FAILED, "vars must be an object");
                 goto out;
@@ -302,6 +326,80 @@ int api_decode_env(const char *body, size_t len, struct api_env *ret, struct cel
         ret->vars = json_incref(vars);
         r = 0;
 out:
+        if (r < 0)
+                api_env_done(ret);
+        json_decref(j);
+        return r;
+}
+
+void api_session_done(struct api_session *p)
+{
+        free(p->id);
+        json_decref(p->env);
+        free(p->cwd);
+        memset(p, 0, sizeof(*p));
+}
+
+int api_decode_session(const char *body, size_t len, struct api_session *ret,
+                       struct cella_error *err)
+{
+        struct api_session p = {0};
+        json_t *j, *id = NULL, *env = NULL, *cwd = NULL, *timeout = NULL, *v;
+        char path[CELLA_PATH_MAX + 1];
+        const char *k;
+        json_error_t je;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        if (len == 0)
+                return 0; /* all defaults */
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o, s?o, s?o, s?o}", "id", &id, "env", &env,
+                           "cwd", &cwd, "commandTimeoutMs", &timeout) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if ((r = id_field(id, "id", &p.id, err)) < 0)
+                goto out;
+        r = -EINVAL;
+        if (env && !json_is_null(env)) {
+                if (api_check_string_object(env, "env", CELLA_EXEC_MAX_ENV, err) < 0)
+                        goto out;
+                json_object_foreach(env, k, v)
+                {
+                        if (!is_identifier(k)) {
+                                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                                "env: '%.64s' is not a valid variable name", k);
+                                goto out;
+                        }
+                }
+                p.env = json_incref(env);
+        }
+        if (cwd && !json_is_null(cwd)) {
+                if (path_field(cwd, "cwd", path, err) < 0)
+                        goto out;
+                r = -ENOMEM;
+                if (!(p.cwd = strdup(path)))
+                        goto out;
+                r = -EINVAL;
+        }
+        if (timeout && !json_is_null(timeout)) {
+                if (!json_is_integer(timeout) || json_integer_value(timeout) < 0 ||
+                    json_integer_value(timeout) > CELLA_EXEC_MAX_TIMEOUT_MS) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "commandTimeoutMs must be an integer in 0..%lld",
+                                        (long long)CELLA_EXEC_MAX_TIMEOUT_MS);
+                        goto out;
+                }
+                p.timeout_ms = json_integer_value(timeout);
+        }
+        *ret = p;
+        memset(&p, 0, sizeof(p));
+        r = 0;
+out:
+        api_session_done(&p);
         json_decref(j);
         return r;
 }
@@ -375,15 +473,8 @@ int api_decode_exec(const char *body, size_t len, struct api_exec *ret, struct c
                         goto out;
                 r = -EINVAL;
         }
-        if (sid && !json_is_null(sid)) {
-                if (!json_is_string(sid) || json_string_length(sid) == 0) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "sessionId must be a non-empty string");
-                        goto out;
-                }
-                if ((r = str_field(sid, "sessionId", CELLA_NAME_MAX, &p.session_id, err)) < 0)
-                        goto out;
-        }
+        if ((r = id_field(sid, "sessionId", &p.session_id, err)) < 0)
+                goto out;
         *ret = p;
         memset(&p, 0, sizeof(p));
         r = 0;

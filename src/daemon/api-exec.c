@@ -174,15 +174,32 @@ static void sse_output(struct exec_op *op, int which, const uint8_t *data, size_
 
 /* ---- frames ---- */
 
+/* The exitCode an agent ERROR carries (SESSION_TERMINATED); false if it has none. */
+static bool agent_error_exit_code(const struct frame *f, json_int_t *ret)
+{
+        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        json_t *v = json_object_get(j, "exitCode");
+        bool ok = json_is_integer(v);
+
+        if (ok)
+                *ret = json_integer_value(v);
+        json_decref(j);
+        return ok;
+}
+
 static void on_exit_frame(struct exec_op *op, const struct frame *f)
 {
         json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
-        json_int_t code = -1;
+        json_int_t code = -1, timeout_ms = -1;
         int timed_out = 0;
         char ts[32];
 
         if (j)
-                json_unpack(j, "{s?I, s?b}", "exitCode", &code, "timedOut", &timed_out);
+                json_unpack(j, "{s?I, s?b, s?I}", "exitCode", &code, "timedOut", &timed_out,
+                            "timeoutMs", &timeout_ms);
+        /* a session's commandTimeoutMs is the agent's to apply: it says which it was */
+        if (timeout_ms > 0)
+                op->in.timeout_ms = timeout_ms;
         json_decref(j);
         api_timestamp(ts);
         if (op->sse) {
@@ -306,16 +323,42 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         break;
                 if (op->sse) {
                         struct cella_error e = {0};
+                        json_int_t code = -1;
+                        json_t *ev;
 
                         api_agent_error(f, &e);
-                        sse_event(op,
-                                  json_pack("{s:s, s:s, s:s}", "type", "error", "error", e.msg,
-                                            "code", cella_code_name(e.code)),
-                                  0);
+                        ev = json_pack("{s:s, s:s, s:s}", "type", "error", "error", e.msg, "code",
+                                       cella_code_name(e.code));
+                        if (ev && agent_error_exit_code(f, &code))
+                                json_object_set_new(ev, "exitCode", json_integer(code));
+                        sse_output(op, 0, NULL, 0, true);
+                        sse_output(op, 1, NULL, 0, true);
+                        sse_event(op, ev, 0);
                         if (op->req)
                                 http_response_end(op->req);
                 } else if (op->req) {
-                        api_respond_agent_error(op->req, f);
+                        struct cella_error e = {0};
+                        json_int_t code = -1;
+
+                        api_agent_error(f, &e);
+                        if (agent_error_exit_code(f, &code)) {
+                                /* SESSION_TERMINATED: the shell's exit code and the output
+                                 * the command wrote before it exited. */
+                                bool b64o, b64e;
+                                json_t *so = output_json(&op->out[0], &b64o);
+                                json_t *se = output_json(&op->out[1], &b64e);
+                                json_t *ctx = json_pack("{s:I, s:o, s:o}", "exitCode", code,
+                                                        "stdout", so ? so : json_string(""),
+                                                        "stderr", se ? se : json_string(""));
+
+                                if (ctx && op->in.session_id)
+                                        json_object_set_new(ctx, "sessionId",
+                                                            json_string(op->in.session_id));
+                                http_respond_error(op->req, &e, ctx);
+                                json_decref(ctx);
+                        } else {
+                                http_respond_error(op->req, &e, NULL);
+                        }
                 }
                 finish(op);
                 break;
@@ -366,6 +409,7 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
         struct cella_error err = {0};
         json_t *env, *payload;
         struct agent_conn *conn;
+        const char *session;
 
         http_request_on_abort(req, NULL, NULL);
         if (api_decode_exec(body, len, &op->in, &err) < 0) {
@@ -377,12 +421,30 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
                 goto out;
         sandbox_ref(op->sb);
         conn = sandbox_agent(op->sb);
-        env = sandbox_env(op->sb) ? json_deep_copy(sandbox_env(op->sb)) : json_object();
-        if (env && op->in.env)
-                json_object_update(env, op->in.env);
-        payload = json_pack("{s:s, s:s, s:o, s:I}", "command", op->in.command, "cwd",
-                            op->in.cwd ? op->in.cwd : "/workspace", "env",
-                            env ? env : json_object(), "timeoutMs", (json_int_t)op->in.timeout_ms);
+        session = op->in.session_id                 ? op->in.session_id
+                  : sandbox_default_session(op->sb) ? "default"
+                                                    : NULL;
+        if (session) {
+                /* The session's shell has the sandbox's env; the command's own env and cwd
+                 * apply to it alone (the agent runs it in a subshell). */
+                json_t *base = sandbox_env(op->sb);
+
+                payload = json_pack("{s:s, s:s, s:O, s:I}", "command", op->in.command, "session",
+                                    session, "baseEnv", base ? base : json_object(), "timeoutMs",
+                                    (json_int_t)op->in.timeout_ms);
+                if (payload && op->in.env)
+                        json_object_set(payload, "env", op->in.env);
+                if (payload && op->in.cwd)
+                        json_object_set_new(payload, "cwd", json_string(op->in.cwd));
+        } else {
+                env = sandbox_env(op->sb) ? json_deep_copy(sandbox_env(op->sb)) : json_object();
+                if (env && op->in.env)
+                        json_object_update(env, op->in.env);
+                payload = json_pack("{s:s, s:s, s:o, s:I}", "command", op->in.command, "cwd",
+                                    op->in.cwd ? op->in.cwd : "/workspace", "env",
+                                    env ? env : json_object(), "timeoutMs",
+                                    (json_int_t)op->in.timeout_ms);
+        }
         if (!payload) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 goto out;

@@ -18,6 +18,20 @@ void api_files(struct api *a, struct http_request *req, const char *name, const 
  * borrowed (sandbox_ref() to keep it). NULL after answering req with the error. */
 struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name);
 void api_images_list(struct api *a, struct http_request *req);
+/* /sessions, /sessions/{sid}, /sessions/{sid}/env (rest starts with "/sessions"). */
+void api_sessions(struct api *a, struct http_request *req, const char *name, const char *rest);
+/* POST /env: setEnvVars for the sandbox or (sessionId) one session. */
+void api_env(struct api *a, struct http_request *req, const char *name);
+
+/* One call on the sandbox's agent: open a stream of type with payload (borrowed), and when
+ * it ends call done with the RESULT object (borrowed) or the error (err, and the agent's
+ * ERROR payload when it sent one, both borrowed). req is NULL when the client went away
+ * (done must then only release ud). Returns 0, or -1 after answering req with the error
+ * (done is then not called). */
+typedef void (*api_call_done)(struct http_request *req, json_t *result,
+                              const struct cella_error *err, json_t *error_payload, void *ud);
+int api_agent_call(struct http_request *req, struct sandbox *sb, uint8_t type, json_t *payload,
+                   api_call_done done, void *ud);
 void api_images_build(struct api *a, struct http_request *req, const char *name);
 
 /* Helpers */

@@ -143,53 +143,6 @@ static void list_sandboxes(struct api *a, struct http_request *req)
 
 static void put_abort(struct http_request *req, void *ud);
 
-/* POST /v1/sandboxes/{id}/env (setEnvVars). */
-struct env_ctx {
-        struct api *a;
-        char name[CELLA_NAME_MAX + 1];
-};
-
-static void env_body(struct http_request *req, const char *body, size_t len, void *ud)
-{
-        struct env_ctx *ctx = ud;
-        struct cella_error err = {0};
-        struct api_env p;
-        struct sandbox *sb = NULL;
-
-        http_request_set_userdata(req, NULL);
-        if (api_decode_env(body, len, &p, &err) < 0 ||
-            sandbox_table_get(ctx->a->cfg.table, ctx->name, true, NULL, &sb, NULL, &err) < 0 ||
-            sandbox_set_env(sb, p.vars, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-        } else {
-                json_t *j = json_pack("{s:b, s:I}", "success", 1, "count",
-                                      (json_int_t)json_object_size(sandbox_env(sb)));
-                http_respond_json(req, 200, j);
-                json_decref(j);
-        }
-        api_env_done(&p);
-        free(ctx);
-}
-
-static void env_route(struct api *a, struct http_request *req, const char *name)
-{
-        struct env_ctx *ctx = calloc(1, sizeof(*ctx));
-
-        if (!ctx) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return;
-        }
-        ctx->a = a;
-        snprintf(ctx->name, sizeof(ctx->name), "%s", name);
-        http_request_set_userdata(req, ctx);
-        http_request_on_abort(req, put_abort, NULL);
-        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, env_body, ctx) < 0) {
-                http_request_set_userdata(req, NULL);
-                free(ctx);
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
-        }
-}
-
 /* PUT /v1/sandboxes/{id}: the body is read first; the name is checked again with the
  * body's normalizeId. */
 struct put_ctx {
@@ -225,6 +178,8 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                         .sleep_after_ms = p.sleep_after_ms,
                         .has_keep_alive = p.has_keep_alive,
                         .keep_alive = p.keep_alive,
+                        .has_default_session = p.has_default_session,
+                        .default_session = p.default_session,
                 };
 
                 if (sandbox_table_put(ctx->a->cfg.table, name, &o, &sb, &created, &err) < 0) {
@@ -332,7 +287,11 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                 if (!is(req, "POST"))
                         method_not_allowed(req);
                 else
-                        env_route(a, req, name);
+                        api_env(a, req, name);
+                return;
+        }
+        if (strncmp(rest, "/sessions", 9) == 0 && (rest[9] == '\0' || rest[9] == '/')) {
+                api_sessions(a, req, name, rest);
                 return;
         }
         if (strcmp(rest, "/exec") == 0) {

@@ -37,6 +37,7 @@ struct sandbox {
         int64_t persisted_active_ms;
         int64_t sleep_after_ms;
         bool keep_alive;
+        bool default_session;
         bool running;   /* container started and not seen exiting */
         bool sleeping;  /* stopped for idleness; wakes on the next operation */
         bool destroyed; /* removed from the table; memory lives while referenced */
@@ -392,6 +393,7 @@ static int sandbox_persist(struct sandbox *s, struct cella_error *err)
                 .pid_start = s->running ? s->pid_start : 0,
                 .sleep_after_ms = s->sleep_after_ms,
                 .keep_alive = s->keep_alive,
+                .default_session = s->default_session,
         };
         s->persisted_active_ms = s->last_active_ms;
         return store_sandbox_save(s->table->store, &rec, err);
@@ -482,6 +484,7 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
                                                              : CELLA_DEFAULT_SLEEP_AFTER_MS;
         s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
+        s->default_session = !(opts && opts->has_default_session && !opts->default_session);
         if (!s->image || !s->instance_type || !s->env || !s->labels) {
                 sandbox_free(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
@@ -599,6 +602,8 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
                         s->sleep_after_ms = opts->sleep_after_ms;
                 if (opts->has_keep_alive)
                         s->keep_alive = opts->keep_alive;
+                if (opts->has_default_session)
+                        s->default_session = opts->default_session;
         }
         if (sandbox_ensure_running(s, err) < 0)
                 return -1;
@@ -654,11 +659,11 @@ json_t *sandbox_info(const struct sandbox *s)
                             : s->running  ? "running"
                             : s->sleeping ? "sleeping"
                                           : "stopped";
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:I, s:b}", "id", s->name,
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:I, s:b, s:b}", "id", s->name,
                          "state", state, "image", s->image, "instanceType", s->instance_type,
                          "createdAt", created, "lastActiveAt", active, "labels", s->labels, "env",
                          s->env, "sleepAfter", (json_int_t)(s->sleep_after_ms / 1000), "keepAlive",
-                         s->keep_alive);
+                         s->keep_alive, "enableDefaultSession", s->default_session);
 }
 
 json_t *sandbox_table_list(struct sandbox_table *t)
@@ -680,6 +685,11 @@ unsigned sandbox_table_count(const struct sandbox_table *t)
 const char *sandbox_name(const struct sandbox *s)
 {
         return s->name;
+}
+
+bool sandbox_default_session(const struct sandbox *s)
+{
+        return s->default_session;
 }
 
 json_t *sandbox_env(const struct sandbox *s)
@@ -796,6 +806,7 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         s->sleep_after_ms =
                 rec->sleep_after_ms > 0 ? rec->sleep_after_ms : CELLA_DEFAULT_SLEEP_AFTER_MS;
         s->keep_alive = rec->keep_alive != 0;
+        s->default_session = rec->default_session != 0;
         if (!s->image || !s->instance_type || !s->env || !s->labels) {
                 sandbox_free(s);
                 return -ENOMEM;

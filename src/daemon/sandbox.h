@@ -27,6 +27,8 @@ struct sandbox_options {
         int64_t sleep_after_ms;    /* idle time before the sandbox sleeps; 0: default */
         bool has_keep_alive;       /* keep_alive given */
         bool keep_alive;           /* never sleep */
+        bool has_default_session;  /* default_session given */
+        bool default_session;      /* calls without a sessionId use the session "default" */
 };
 
 struct sandbox_table_config {
@@ -67,6 +69,8 @@ const char *sandbox_name(const struct sandbox *s);
 json_t *sandbox_env(const struct sandbox *s);
 /* setEnvVars: strings set, nulls unset (vars validated by the caller); persisted. */
 int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err);
+/* Do calls without a sessionId go to the session "default" (else sessionless)? */
+bool sandbox_default_session(const struct sandbox *s);
 /* Mark activity (every request and stream does this). */
 void sandbox_touch(struct sandbox *s);
 /* The sandbox's agent connection (NULL if it is not running). */

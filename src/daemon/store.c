@@ -32,7 +32,8 @@ static const char schema[] =
         "  pid INTEGER NOT NULL DEFAULT 0,"
         "  pid_start INTEGER NOT NULL DEFAULT 0,"
         "  sleep_after_ms INTEGER NOT NULL DEFAULT 600000,"
-        "  keep_alive INTEGER NOT NULL DEFAULT 0);";
+        "  keep_alive INTEGER NOT NULL DEFAULT 0,"
+        "  default_session INTEGER NOT NULL DEFAULT 1);";
 
 /* Columns added after schema 1; adding one that exists fails harmlessly. */
 static const char *const migrations[] = {
@@ -40,6 +41,7 @@ static const char *const migrations[] = {
         "ALTER TABLE sandboxes ADD COLUMN pid_start INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE sandboxes ADD COLUMN sleep_after_ms INTEGER NOT NULL DEFAULT 600000",
         "ALTER TABLE sandboxes ADD COLUMN keep_alive INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE sandboxes ADD COLUMN default_session INTEGER NOT NULL DEFAULT 1",
 };
 
 static int prepare(struct store *s, const char *sql, sqlite3_stmt **ret, struct cella_error *err)
@@ -81,17 +83,19 @@ int store_open(const char *path, struct store **ret, struct cella_error *err)
                      * sandbox's row on a slot conflict. */
                     "INSERT INTO sandboxes (name, slot, image, instance_type, env,"
                     " labels, created_ms, last_active_ms, pid, pid_start, sleep_after_ms,"
-                    " keep_alive) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)"
+                    " keep_alive, default_session) VALUES"
+                    " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
                     " ON CONFLICT(name) DO UPDATE SET slot=?2, image=?3, instance_type=?4,"
                     " env=?5, labels=?6, created_ms=?7, last_active_ms=?8, pid=?9,"
-                    " pid_start=?10, sleep_after_ms=?11, keep_alive=?12",
+                    " pid_start=?10, sleep_after_ms=?11, keep_alive=?12, default_session=?13",
                     &s->save, err) < 0 ||
             prepare(s, "DELETE FROM sandboxes WHERE name = ?1", &s->del, err) < 0 ||
             prepare(s, "UPDATE sandboxes SET last_active_ms = ?2 WHERE name = ?1", &s->touch, err) <
                     0 ||
             prepare(s,
                     "SELECT name, slot, image, instance_type, env, labels, created_ms,"
-                    " last_active_ms, pid, pid_start, sleep_after_ms, keep_alive FROM sandboxes"
+                    " last_active_ms, pid, pid_start, sleep_after_ms, keep_alive, default_session"
+                    " FROM sandboxes"
                     " ORDER BY created_ms",
                     &s->all, err) < 0) {
                 store_close(s);
@@ -138,6 +142,7 @@ int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct c
         sqlite3_bind_int64(s->save, 10, sb->pid_start);
         sqlite3_bind_int64(s->save, 11, sb->sleep_after_ms);
         sqlite3_bind_int64(s->save, 12, sb->keep_alive);
+        sqlite3_bind_int64(s->save, 13, sb->default_session);
         return step_done(s, s->save, "save sandbox", err);
 }
 
@@ -180,6 +185,7 @@ int store_sandbox_foreach(struct store *s,
                         .pid_start = sqlite3_column_int64(s->all, 9),
                         .sleep_after_ms = sqlite3_column_int64(s->all, 10),
                         .keep_alive = sqlite3_column_int64(s->all, 11),
+                        .default_session = sqlite3_column_int64(s->all, 12),
                 };
                 r = fn(&sb, userdata);
                 if (r < 0)

@@ -23,7 +23,8 @@ struct store_sandbox {
         int64_t pid;       /* host pid of the sandbox's PID 1 when it last started; 0: none */
         int64_t pid_start; /* its start time (clock ticks after boot, /proc/PID/stat) */
         int64_t sleep_after_ms;
-        int64_t keep_alive; /* 0 or 1 */
+        int64_t keep_alive;      /* 0 or 1 */
+        int64_t default_session; /* 0 or 1: calls without a sessionId use the session "default" */
 };
 
 int store_open(const char *path, struct store **ret, struct cella_error *err);

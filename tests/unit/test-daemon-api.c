@@ -155,6 +155,14 @@ int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err)
         return 0;
 }
 
+/* The scripted agent speaks sessionless EXEC; sessions are covered by the integration
+ * tests against a real agent. */
+bool sandbox_default_session(const struct sandbox *s)
+{
+        (void)s;
+        return false;
+}
+
 struct agent_conn *sandbox_agent(struct sandbox *s)
 {
         return s->conn;

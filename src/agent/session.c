@@ -1,0 +1,1472 @@
+/* Sessions: persistent shells (see session.h for the model).
+ *
+ * Files of session n live in SESSIONS_DIR/s<n>/: per command k the script c<k> the shell
+ * sources and the FIFOs o<k> and e<k> its output goes to. The agent opens each FIFO's read
+ * end and also a write end of its own before the shell gets the command, so that the read
+ * end does not see EOF before the shell has opened it; the agent's write ends are closed
+ * when the command's status arrives, and EOF then means every writer is done.
+ *
+ * The line written to the shell's stdin for command k of a session with nonce N is
+ *     { . DIR/ck; } </dev/null >DIR/ok 2>DIR/ek; builtin printf '%s\n' "N:k $?"
+ * (for a command with its own cwd or env, `( . DIR/ck )` so that nothing persists), and the
+ * shell's stdout is the agent's status pipe. A status line with another nonce or sequence
+ * number is ignored, so output a command forces onto the shell's saved descriptors cannot
+ * desynchronise the session. A shell that exits before the status (`exit 3`) ends the
+ * command with SESSION_TERMINATED and the next command starts a fresh shell.
+ *
+ * Lifetimes: a struct session is in the agent's list until deleted; a deleted one whose
+ * shell still runs stays allocated (off the list) until the shell is reaped. A struct job
+ * is in its session's queue until it runs; it is freed once it has finished, its stream
+ * has ended or been detached, and its libuv handles are closed. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/session.h"
+#include "common/buf.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/path.h"
+#include "common/timeutil.h"
+
+#define SESSIONS_DIR "/run/cella/sessions"
+#define CGROUP_ROOT "/sys/fs/cgroup"
+#define OUTPUT_GRACE_MS 100   /* output still held open after the status came */
+#define KILL_SHELL_GRACE_MS 1000 /* after a timeout's kill, wait this long for the status */
+#define DEFAULT_SESSION "default"
+/* Sent to a session's shell to stop the command it runs: its trap (SHELL_INIT) returns
+ * from the sourced script. */
+#define INTERRUPT_SIGNAL SIGUSR2
+#define SHELL_INIT "trap 'return 124 2>/dev/null' USR2\n"
+
+struct session;
+
+struct job {
+        struct stream s; /* first: the agent casts stream pointers */
+        struct job *next;
+        struct session *sess; /* NULL once its session is gone */
+        bool streamed;        /* an EXEC; otherwise internal (setenv): output discarded */
+        char *script;
+        bool subshell;
+        int64_t timeout_ms;
+        unsigned seq;
+        bool started;
+        bool got_status;
+        int status; /* from the status line */
+        bool shell_exited;
+        int shell_status; /* wait status of a shell that ended during the command */
+        bool timed_out;
+        bool cancelled; /* CANCEL, or the connection went away */
+        bool destroyed; /* its session was deleted */
+        bool finished;  /* final frame sent (or nobody to send it to) */
+        bool kill_phase2;
+        uv_pipe_t out[2];
+        bool out_eof[2];
+        bool reading[2];
+        int hold[2]; /* the agent's own write ends of the FIFOs */
+        uv_timer_t timer; /* timeout, then the grace before the shell is killed */
+        uv_timer_t grace; /* output after the status */
+        unsigned open_handles;
+        char rbuf[CELLA_FRAME_DATA_CHUNK];
+};
+
+struct session {
+        struct session *next;
+        struct agent *a;
+        char id[CELLA_ID_MAX + 1];
+        unsigned n;
+        char dir[64];
+        char *cwd;
+        char **env; /* "K=V": the sandbox's base env, then the session's own */
+        size_t n_env;
+        int64_t timeout_ms;
+        int64_t created_ms;
+        char nonce[17];
+        unsigned seq;
+        bool deleted;
+        /* the shell */
+        pid_t pid; /* -1: none */
+        bool is_bash;
+        int in_fd;
+        uv_pipe_t ctl;
+        bool ctl_open;
+        bool ctl_closing;
+        struct buf ctl_buf;
+        char *cgroup;
+        /* commands */
+        struct job *queue, *queue_tail;
+        struct job *running;
+};
+
+static void pump(struct session *sess);
+static void job_check_done(struct job *j);
+
+/* ---- small helpers ---- */
+
+static int write_all(int fd, const char *p, size_t n)
+{
+        while (n > 0) {
+                ssize_t w = write(fd, p, n);
+
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return -errno;
+                p += w;
+                n -= (size_t)w;
+        }
+        return 0;
+}
+
+/* 'text' quoted for the shell: single quotes, each ' as '\''. */
+static int sh_quote(struct buf *b, const char *text)
+{
+        if (buf_append_str(b, "'") < 0)
+                return -ENOMEM;
+        for (const char *p = text; *p; p++) {
+                if (*p == '\'') {
+                        if (buf_append_str(b, "'\\''") < 0)
+                                return -ENOMEM;
+                } else if (buf_append(b, p, 1) < 0) {
+                        return -ENOMEM;
+                }
+        }
+        return buf_append_str(b, "'");
+}
+
+/* Set K=V in an env array (replacing K), or with value NULL remove K. */
+static int env_apply(char ***env, size_t *n, const char *kv_or_key, bool unset)
+{
+        size_t klen = unset ? strlen(kv_or_key) : (size_t)(strchr(kv_or_key, '=') - kv_or_key);
+        char *copy = NULL;
+        size_t i;
+
+        for (i = 0; i < *n; i++)
+                if (strncmp((*env)[i], kv_or_key, klen) == 0 && (*env)[i][klen] == '=')
+                        break;
+        if (unset) {
+                if (i < *n) {
+                        free((*env)[i]);
+                        (*env)[i] = (*env)[--*n];
+                }
+                return 0;
+        }
+        copy = strdup(kv_or_key);
+        if (!copy)
+                return -ENOMEM;
+        if (i < *n) {
+                free((*env)[i]);
+                (*env)[i] = copy;
+                return 0;
+        }
+        {
+                char **grown = realloc(*env, (*n + 1) * sizeof(char *));
+
+                if (!grown) {
+                        free(copy);
+                        return -ENOMEM;
+                }
+                *env = grown;
+                (*env)[(*n)++] = copy;
+        }
+        return 0;
+}
+
+static void reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...) _printf_(4, 5);
+static void reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...)
+{
+        struct cella_error err = {0};
+        va_list ap;
+
+        va_start(ap, fmt);
+        cella_error_setv(&err, code, fmt, ap);
+        va_end(ap);
+        conn_send_error(c, id, &err);
+}
+
+static void rm_tree(const char *path)
+{
+        DIR *d = opendir(path);
+        struct dirent *de;
+
+        if (d) {
+                while ((de = readdir(d))) {
+                        char p[CELLA_PATH_MAX];
+
+                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                                continue;
+                        snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+                        if (unlink(p) < 0 && errno == EISDIR)
+                                rm_tree(p);
+                }
+                closedir(d);
+        }
+        rmdir(path);
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+        char tmp[CELLA_PATH_MAX];
+        size_t n = strlen(path);
+
+        if (n >= sizeof(tmp))
+                return -ENAMETOOLONG;
+        memcpy(tmp, path, n + 1);
+        for (char *p = tmp + 1; *p; p++)
+                if (*p == '/') {
+                        *p = '\0';
+                        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+                                return -errno;
+                        *p = '/';
+                }
+        if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+/* ---- killing ---- */
+
+/* SIGKILL every process of the session except its shell: the cgroup's members and, where
+ * there is no cgroup (or a process left it), the shell's descendants found in /proc. A few
+ * rounds catch children forked while the previous round ran. */
+static void kill_children(struct session *sess)
+{
+        for (int round = 0; round < 3; round++) {
+                pid_t pids[1024], ppids[1024];
+                size_t n = 0;
+                bool killed = false;
+                DIR *d;
+                struct dirent *de;
+
+                if (sess->cgroup) {
+                        char path[160], line[32];
+                        FILE *f;
+
+                        snprintf(path, sizeof(path), "%s/cgroup.procs", sess->cgroup);
+                        f = fopen(path, "re");
+                        if (f) {
+                                while (fgets(line, sizeof(line), f)) {
+                                        long pid = strtol(line, NULL, 10);
+
+                                        if (pid > 1 && pid != sess->pid) {
+                                                kill((pid_t)pid, SIGKILL);
+                                                killed = true;
+                                        }
+                                }
+                                fclose(f);
+                        }
+                }
+                d = opendir("/proc");
+                if (!d)
+                        return;
+                while ((de = readdir(d)) && n < ARRAY_SIZE(pids)) {
+                        char path[64], stat[512], *close_paren;
+                        long pid = strtol(de->d_name, NULL, 10), ppid;
+                        int fd;
+                        ssize_t len;
+
+                        if (pid <= 1)
+                                continue;
+                        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+                        fd = open(path, O_RDONLY | O_CLOEXEC);
+                        if (fd < 0)
+                                continue;
+                        len = read(fd, stat, sizeof(stat) - 1);
+                        close(fd);
+                        if (len <= 0)
+                                continue;
+                        stat[len] = '\0';
+                        /* pid (comm) state ppid ...: comm may contain anything, so the
+                         * fields after it are found from the last ')'. */
+                        close_paren = strrchr(stat, ')');
+                        if (!close_paren || sscanf(close_paren + 1, " %*c %ld", &ppid) != 1)
+                                continue;
+                        pids[n] = (pid_t)pid;
+                        ppids[n] = (pid_t)ppid;
+                        n++;
+                }
+                closedir(d);
+                /* descendants of the shell: repeated passes over the (pid, ppid) table */
+                {
+                        bool mark[ARRAY_SIZE(pids)] = {false};
+                        bool grew = true;
+
+                        while (grew) {
+                                grew = false;
+                                for (size_t i = 0; i < n; i++) {
+                                        if (mark[i])
+                                                continue;
+                                        bool parent_marked = ppids[i] == sess->pid;
+
+                                        for (size_t k = 0; k < n && !parent_marked; k++)
+                                                parent_marked = mark[k] && pids[k] == ppids[i];
+                                        if (parent_marked) {
+                                                mark[i] = true;
+                                                grew = true;
+                                        }
+                                }
+                        }
+                        for (size_t i = 0; i < n; i++)
+                                if (mark[i]) {
+                                        kill(pids[i], SIGKILL);
+                                        killed = true;
+                                }
+                }
+                if (!killed)
+                        return;
+        }
+}
+
+static void kill_shell(struct session *sess)
+{
+        if (sess->cgroup) {
+                char path[160];
+                int fd;
+
+                snprintf(path, sizeof(path), "%s/cgroup.kill", sess->cgroup);
+                fd = open(path, O_WRONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        if (write(fd, "1", 1) < 0) {
+                                /* older kernel: the loop below and the shell's kill do it */
+                        }
+                        close(fd);
+                }
+        }
+        kill_children(sess);
+        if (sess->pid > 0)
+                kill(sess->pid, SIGKILL);
+}
+
+/* ---- the shell ---- */
+
+static void on_ctl_closed(uv_handle_t *h)
+{
+        struct session *sess = h->data;
+
+        sess->ctl_closing = false;
+        sess->ctl_open = false;
+        if (sess->deleted && sess->pid < 0) {
+                buf_free(&sess->ctl_buf);
+                free(sess);
+        }
+}
+
+static void close_ctl(struct session *sess)
+{
+        if (sess->ctl_open && !sess->ctl_closing) {
+                sess->ctl_closing = true;
+                uv_close((uv_handle_t *)&sess->ctl, on_ctl_closed);
+        }
+}
+
+static void session_release(struct session *sess)
+{
+        if (sess->cgroup) {
+                if (rmdir(sess->cgroup) < 0 && errno != ENOENT)
+                        agent_add_dead_cgroup(sess->a, sess->cgroup);
+                free(sess->cgroup);
+                sess->cgroup = NULL;
+        }
+        free(sess->cwd);
+        sess->cwd = NULL;
+        agent_env_free(sess->env, sess->n_env);
+        sess->env = NULL;
+        sess->n_env = 0;
+        rm_tree(sess->dir);
+        if (!sess->ctl_open) {
+                buf_free(&sess->ctl_buf);
+                free(sess);
+        }
+}
+
+static void on_shell_exit(void *ud, pid_t pid, int status)
+{
+        struct session *sess = ud;
+        struct job *j = sess->running;
+
+        (void)pid;
+        log_debug("session %s: shell %d ended (status 0x%x)", sess->id, (int)pid, status);
+        sess->pid = -1;
+        if (sess->in_fd >= 0)
+                close(sess->in_fd);
+        sess->in_fd = -EBADF;
+        close_ctl(sess);
+        buf_reset(&sess->ctl_buf);
+        if (sess->cgroup) {
+                /* anything the shell left behind in its cgroup goes with it */
+                kill_children(sess);
+                if (rmdir(sess->cgroup) < 0 && errno != ENOENT)
+                        agent_add_dead_cgroup(sess->a, sess->cgroup);
+                free(sess->cgroup);
+                sess->cgroup = NULL;
+        }
+        if (j && !j->got_status) {
+                j->shell_exited = true;
+                j->shell_status = status;
+                job_check_done(j);
+        }
+        if (sess->deleted) {
+                session_release(sess);
+                return;
+        }
+        pump(sess);
+}
+
+static void on_ctl_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
+{
+        struct session *sess = h->data;
+
+        (void)suggested;
+        if (buf_reserve(&sess->ctl_buf, 256) < 0) {
+                *ret = uv_buf_init(NULL, 0);
+                return;
+        }
+        *ret = uv_buf_init(sess->ctl_buf.data + sess->ctl_buf.len,
+                           (unsigned)(sess->ctl_buf.cap - sess->ctl_buf.len - 1));
+}
+
+static void on_status_line(struct session *sess, const char *line)
+{
+        struct job *j = sess->running;
+        size_t nl = strlen(sess->nonce);
+        unsigned long seq;
+        char *end;
+        long rc;
+
+        if (strncmp(line, sess->nonce, nl) != 0 || line[nl] != ':')
+                return;
+        seq = strtoul(line + nl + 1, &end, 10);
+        if (*end != ' ')
+                return;
+        rc = strtol(end + 1, &end, 10);
+        if (*end != '\0' || !j || j->seq != seq || j->got_status)
+                return;
+        j->got_status = true;
+        j->status = (int)rc;
+        job_check_done(j);
+}
+
+static void on_ctl_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+        struct session *sess = st->data;
+        char *nl;
+
+        (void)b;
+        if (n < 0) {
+                /* The shell closed its stdout: it is exiting; SIGCHLD finishes the job. */
+                close_ctl(sess);
+                return;
+        }
+        sess->ctl_buf.len += (size_t)n;
+        sess->ctl_buf.data[sess->ctl_buf.len] = '\0';
+        while ((nl = memchr(sess->ctl_buf.data, '\n', sess->ctl_buf.len))) {
+                *nl = '\0';
+                on_status_line(sess, sess->ctl_buf.data);
+                buf_consume(&sess->ctl_buf, (size_t)(nl - sess->ctl_buf.data) + 1);
+        }
+        if (sess->ctl_buf.len > 4096)
+                buf_reset(&sess->ctl_buf); /* no status line is this long */
+}
+
+enum { STEP_SETUP = 1, STEP_CHDIR, STEP_EXEC };
+
+struct child_failure {
+        int step;
+        int err;
+};
+
+/* Between fork and exec: async-signal-safe calls only. */
+_Noreturn static void shell_child(int failfd, int infd, int outfd, int nullfd, int procsfd,
+                                  const char *cwd, const char *shell, char *const argv[],
+                                  char *const envp[])
+{
+        struct child_failure f = {STEP_SETUP, 0};
+        struct sigaction sa;
+        sigset_t none;
+        int fd;
+
+        setsid();
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; sig++)
+                sigaction(sig, &sa, NULL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                if (write(fd, "0", 1) < 0) {
+                        /* not fatal */
+                }
+                close(fd);
+        }
+        if (procsfd >= 0 && write(procsfd, "0", 1) < 0) {
+                /* not fatal: the /proc walk still finds the shell's children */
+        }
+        if (dup2(infd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(nullfd, 2) < 0)
+                goto fail;
+        if (chdir(cwd) < 0) {
+                f.step = STEP_CHDIR;
+                goto fail;
+        }
+        execve(shell, argv, envp);
+        f.step = STEP_EXEC;
+fail:
+        f.err = errno;
+        if (write(failfd, &f, sizeof(f)) < 0) {
+                /* nothing left to do */
+        }
+        _exit(127);
+}
+
+static char *cgroup_make(struct session *sess)
+{
+        char path[128];
+
+        snprintf(path, sizeof(path), CGROUP_ROOT "/sess-%u", sess->n);
+        if (mkdir(path, 0755) == 0 || (errno == EEXIST && rmdir(path) == 0 && mkdir(path, 0755) == 0))
+                return strdup(path);
+        log_warn("mkdir %s: %s", path, strerror(errno));
+        return NULL;
+}
+
+/* Start the session's shell. 0, or -1 with err set. */
+static int shell_spawn(struct session *sess, struct cella_error *err)
+{
+        struct agent *a = sess->a;
+        int inp[2] = {-EBADF, -EBADF}, outp[2] = {-EBADF, -EBADF}, failp[2] = {-EBADF, -EBADF};
+        _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF;
+        const char *shell = "/bin/bash";
+        char hostname[256] = "localhost";
+        char *argv[6];
+        char **envp = NULL;
+        _cleanup_buf_ struct buf base = BUF_INIT;
+        char *base_vars[5] = {NULL};
+        struct child_failure f;
+        sigset_t all, saved;
+        size_t n = 0;
+        ssize_t got;
+        pid_t pid;
+        int r = -1;
+
+        if (access(shell, X_OK) < 0)
+                shell = "/bin/sh";
+        if (strcmp(shell, "/bin/bash") == 0) {
+                argv[0] = (char *)"bash";
+                argv[1] = (char *)"--noprofile";
+                argv[2] = (char *)"--norc";
+                argv[3] = (char *)"-O";
+                argv[4] = (char *)"expand_aliases";
+                argv[5] = NULL;
+        } else {
+                argv[0] = (char *)"sh";
+                argv[1] = NULL;
+        }
+        if (gethostname(hostname, sizeof(hostname) - 1) < 0)
+                snprintf(hostname, sizeof(hostname), "localhost");
+        if (asprintf(&base_vars[0], "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") < 0 ||
+            asprintf(&base_vars[1], "HOME=/root") < 0 ||
+            asprintf(&base_vars[2], "HOSTNAME=%s", hostname) < 0 ||
+            asprintf(&base_vars[3], "LANG=C.UTF-8") < 0 ||
+            asprintf(&base_vars[4], "PWD=%s", sess->cwd) < 0) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto out;
+        }
+        envp = calloc(ARRAY_SIZE(base_vars) + sess->n_env + 1, sizeof(char *));
+        if (!envp) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto out;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(base_vars); i++)
+                envp[n++] = base_vars[i];
+        for (size_t i = 0; i < sess->n_env; i++) {
+                size_t klen = (size_t)(strchr(sess->env[i], '=') - sess->env[i]), k;
+
+                for (k = 0; k < n; k++)
+                        if (strncmp(envp[k], sess->env[i], klen + 1) == 0)
+                                break;
+                envp[k] = sess->env[i];
+                if (k == n)
+                        n++;
+        }
+        envp[n] = NULL;
+
+        nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (nullfd < 0 || pipe2(inp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 ||
+            pipe2(failp, O_CLOEXEC) < 0) {
+                cella_error_errno(err, errno, "session '%s': pipes", sess->id);
+                goto out;
+        }
+        if (a->use_cgroup && !sess->cgroup) {
+                sess->cgroup = cgroup_make(sess);
+                if (sess->cgroup) {
+                        char path[160];
+
+                        snprintf(path, sizeof(path), "%s/cgroup.procs", sess->cgroup);
+                        procsfd = open(path, O_WRONLY | O_CLOEXEC);
+                }
+        }
+        sigfillset(&all);
+        sigprocmask(SIG_SETMASK, &all, &saved);
+        pid = fork();
+        if (pid != 0)
+                sigprocmask(SIG_SETMASK, &saved, NULL);
+        if (pid < 0) {
+                cella_error_errno(err, errno, "session '%s': fork", sess->id);
+                goto out;
+        }
+        if (pid == 0)
+                shell_child(failp[1], inp[0], outp[1], nullfd, procsfd, sess->cwd, shell, argv,
+                            envp);
+        close(failp[1]);
+        failp[1] = -EBADF;
+        do
+                got = read(failp[0], &f, sizeof(f));
+        while (got < 0 && errno == EINTR);
+        if (got == (ssize_t)sizeof(f)) {
+                int st;
+
+                while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                        ;
+                if (f.step == STEP_CHDIR)
+                        cella_error_set(err, cella_code_from_errno(f.err), "cwd '%s': %s",
+                                        sess->cwd, strerror(f.err));
+                else
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "start %s: %s", shell,
+                                        strerror(f.err));
+                goto out;
+        }
+        if (agent_watch_child(a, pid, on_shell_exit, sess) < 0) {
+                kill(pid, SIGKILL);
+                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto out;
+        }
+        sess->pid = pid;
+        sess->is_bash = strcmp(argv[0], "bash") == 0;
+        sess->in_fd = inp[1];
+        inp[1] = -EBADF;
+        fcntl(sess->in_fd, F_SETFL, O_NONBLOCK);
+        uv_pipe_init(a->loop, &sess->ctl, 0);
+        sess->ctl.data = sess;
+        sess->ctl_open = true;
+        if (uv_pipe_open(&sess->ctl, outp[0]) == 0) {
+                outp[0] = -EBADF;
+                uv_read_start((uv_stream_t *)&sess->ctl, on_ctl_alloc, on_ctl_read);
+        } else {
+                close_ctl(sess);
+        }
+        if (write_all(sess->in_fd, SHELL_INIT, sizeof(SHELL_INIT) - 1) < 0)
+                log_warn("session %s: cannot set up the shell", sess->id);
+        log_debug("session %s: shell %d started", sess->id, (int)pid);
+        r = 0;
+out:
+        for (int i = 0; i < 2; i++) {
+                if (inp[i] >= 0)
+                        close(inp[i]);
+                if (outp[i] >= 0)
+                        close(outp[i]);
+                if (failp[i] >= 0)
+                        close(failp[i]);
+        }
+        free(envp);
+        for (size_t i = 0; i < ARRAY_SIZE(base_vars); i++)
+                free(base_vars[i]);
+        return r;
+}
+
+/* ---- jobs ---- */
+
+static void job_free(struct job *j)
+{
+        free(j->script);
+        free(j);
+}
+
+static void job_maybe_free(struct job *j)
+{
+        if (j->finished && j->open_handles == 0 && !j->s.conn)
+                job_free(j);
+}
+
+static void on_job_handle_closed(uv_handle_t *h)
+{
+        struct job *j = h->data;
+
+        j->open_handles--;
+        job_maybe_free(j);
+}
+
+static void job_close_handle(struct job *j, uv_handle_t *h)
+{
+        if (!uv_is_closing(h))
+                uv_close(h, on_job_handle_closed);
+}
+
+static void job_close_pipe(struct job *j, int i)
+{
+        if (j->out_eof[i])
+                return;
+        j->out_eof[i] = true;
+        j->reading[i] = false;
+        job_close_handle(j, (uv_handle_t *)&j->out[i]);
+}
+
+static void job_drop_holds(struct job *j)
+{
+        for (int i = 0; i < 2; i++)
+                if (j->hold[i] >= 0) {
+                        close(j->hold[i]);
+                        j->hold[i] = -EBADF;
+                }
+}
+
+static void job_unlink_files(struct job *j)
+{
+        static const char kinds[] = {'c', 'o', 'e'};
+        char path[96];
+
+        if (!j->sess)
+                return;
+        for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+                snprintf(path, sizeof(path), "%s/%c%u", j->sess->dir, kinds[i], j->seq);
+                unlink(path);
+        }
+}
+
+/* Send the final frame and let go of everything; the session moves on. */
+static void job_finish(struct job *j)
+{
+        struct session *sess = j->sess;
+
+        if (j->finished)
+                return;
+        j->finished = true;
+        if (j->s.conn) {
+                if (j->destroyed) {
+                        stream_end_error(&j->s, CELLA_E_SESSION_DESTROYED,
+                                         "session '%s' was deleted while the command ran",
+                                         sess ? sess->id : "?");
+                } else if (j->got_status || j->timed_out) {
+                        int code = j->got_status ? j->status : 128 + SIGKILL;
+
+                        stream_end_json(&j->s, FRAME_EXIT,
+                                        json_pack("{s:i, s:b, s:I}", "exitCode", code,
+                                                  "timedOut", j->timed_out, "timeoutMs",
+                                                  (json_int_t)j->timeout_ms));
+                } else {
+                        int st = j->shell_status;
+                        int code = WIFEXITED(st) ? WEXITSTATUS(st)
+                                   : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
+                                                     : -1;
+                        char msg[160];
+
+                        snprintf(msg, sizeof(msg),
+                                 "the session's shell exited with code %d; the next command "
+                                 "starts a new shell",
+                                 code);
+                        stream_end_json(&j->s, FRAME_ERROR,
+                                        json_pack("{s:s, s:s, s:i}", "code",
+                                                  cella_code_name(CELLA_E_SESSION_TERMINATED),
+                                                  "message", msg, "exitCode", code));
+                }
+        }
+        job_drop_holds(j);
+        job_unlink_files(j);
+        if (j->started) {
+                job_close_pipe(j, 0);
+                job_close_pipe(j, 1);
+                job_close_handle(j, (uv_handle_t *)&j->timer);
+                job_close_handle(j, (uv_handle_t *)&j->grace);
+        }
+        if (sess && sess->running == j) {
+                sess->running = NULL;
+                j->sess = NULL;
+                if (!sess->deleted)
+                        pump(sess);
+        }
+        job_maybe_free(j);
+}
+
+static void on_output_grace(uv_timer_t *t)
+{
+        struct job *j = t->data;
+
+        if (!j->finished)
+                job_finish(j);
+}
+
+static void job_check_done(struct job *j)
+{
+        if (j->finished)
+                return;
+        if (!j->got_status && !j->shell_exited)
+                return;
+        /* The command is over: our write ends go, so EOF means its writers are done. */
+        job_drop_holds(j);
+        uv_timer_stop(&j->timer);
+        if (!j->streamed || (j->out_eof[0] && j->out_eof[1])) {
+                job_finish(j);
+                return;
+        }
+        if (!uv_is_active((uv_handle_t *)&j->grace))
+                uv_timer_start(&j->grace, on_output_grace, OUTPUT_GRACE_MS, 0);
+}
+
+static bool job_may_read(struct job *j)
+{
+        if (j->finished)
+                return false;
+        if (!j->s.conn)
+                return true; /* detached: drain and discard */
+        return j->s.send_credit > 0 && !stream_congested(&j->s);
+}
+
+static void job_pause(struct job *j)
+{
+        for (int i = 0; i < 2; i++)
+                if (j->reading[i]) {
+                        uv_read_stop((uv_stream_t *)&j->out[i]);
+                        j->reading[i] = false;
+                }
+}
+
+static void on_out_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
+{
+        struct job *j = h->data;
+        size_t n = sizeof(j->rbuf);
+
+        (void)suggested;
+        if (j->s.conn && j->s.send_credit < n)
+                n = (size_t)j->s.send_credit;
+        *ret = uv_buf_init(j->rbuf, (unsigned)n);
+}
+
+static void on_out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+        struct job *j = st->data;
+        int i = st == (uv_stream_t *)&j->out[0] ? 0 : 1;
+
+        if (n == UV_ENOBUFS) {
+                job_pause(j);
+                return;
+        }
+        if (n < 0) {
+                job_close_pipe(j, i);
+                if ((j->got_status || j->shell_exited) && j->out_eof[0] && j->out_eof[1])
+                        job_finish(j);
+                return;
+        }
+        if (n == 0)
+                return;
+        if (j->s.conn) {
+                stream_send(&j->s, i == 0 ? FRAME_STDOUT : FRAME_STDERR, b->base, (size_t)n);
+                j->s.send_credit -= (uint64_t)n;
+        }
+        if (!job_may_read(j))
+                job_pause(j);
+}
+
+static void job_start_reading(struct job *j)
+{
+        for (int i = 0; i < 2; i++) {
+                if (j->out_eof[i] || j->reading[i])
+                        continue;
+                if (uv_read_start((uv_stream_t *)&j->out[i], on_out_alloc, on_out_read) < 0) {
+                        job_close_pipe(j, i);
+                        continue;
+                }
+                j->reading[i] = true;
+        }
+}
+
+static void on_job_timer(uv_timer_t *t)
+{
+        struct job *j = t->data;
+        struct session *sess = j->sess;
+
+        if (j->finished || !sess)
+                return;
+        if (!j->kill_phase2) {
+                /* The shell's INTERRUPT_SIGNAL trap makes it return from the command's
+                 * script as soon as it runs again, and what the command started is killed
+                 * (which lets the shell run again); the shell stays and reports the status. */
+                if (!j->cancelled)
+                        j->timed_out = true;
+                log_info("session %s: command %u %s; stopping it", sess->id, j->seq,
+                         j->cancelled ? "cancelled" : "timed out");
+                if (sess->pid > 0)
+                        kill(sess->pid, INTERRUPT_SIGNAL);
+                kill_children(sess);
+                j->kill_phase2 = true;
+                uv_timer_start(&j->timer, on_job_timer, KILL_SHELL_GRACE_MS, 0);
+                return;
+        }
+        /* No status: the shell itself is busy (a builtin loop). It goes; the session
+         * starts a new shell for its next command. */
+        log_info("session %s: shell does not answer after the kill; restarting it", sess->id);
+        kill_shell(sess);
+}
+
+static void job_stream_window(struct stream *s)
+{
+        struct job *j = (struct job *)s;
+
+        if (j->started && job_may_read(j))
+                job_start_reading(j);
+}
+
+static void job_remove_from_queue(struct job *j)
+{
+        struct session *sess = j->sess;
+        struct job *prev = NULL;
+
+        if (!sess)
+                return;
+        for (struct job *q = sess->queue; q; prev = q, q = q->next)
+                if (q == j) {
+                        if (prev)
+                                prev->next = q->next;
+                        else
+                                sess->queue = q->next;
+                        if (sess->queue_tail == q)
+                                sess->queue_tail = prev;
+                        break;
+                }
+        j->next = NULL;
+        j->sess = NULL;
+}
+
+static void job_stream_cancel(struct stream *s, bool detach)
+{
+        struct job *j = (struct job *)s;
+
+        if (!j->started) {
+                job_remove_from_queue(j);
+                if (!detach)
+                        stream_end_error(s, CELLA_E_INTERNAL_ERROR, "cancelled");
+                s->conn = NULL;
+                j->finished = true;
+                job_maybe_free(j);
+                return;
+        }
+        if (detach)
+                s->conn = NULL; /* already unlinked: output is drained and discarded */
+        if (!j->finished && j->sess && !j->kill_phase2 && !j->got_status) {
+                j->cancelled = true;
+                uv_timer_stop(&j->timer);
+                on_job_timer(&j->timer); /* kill what it started, then wait for the status */
+        }
+        job_maybe_free(j);
+}
+
+static const struct stream_ops job_ops = {
+        .on_window = job_stream_window,
+        .on_cancel = job_stream_cancel,
+};
+
+/* Open the FIFOs of j (read ends, then the agent's write ends). */
+static int job_open_fifos(struct job *j, struct cella_error *err)
+{
+        struct session *sess = j->sess;
+
+        for (int i = 0; i < 2; i++) {
+                char path[96];
+                int fd;
+
+                snprintf(path, sizeof(path), "%s/%c%u", sess->dir, i == 0 ? 'o' : 'e', j->seq);
+                unlink(path);
+                if (mkfifo(path, 0600) < 0)
+                        return cella_error_errno(err, errno, "session '%s': mkfifo", sess->id);
+                fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                if (fd < 0)
+                        return cella_error_errno(err, errno, "session '%s': open fifo", sess->id);
+                uv_pipe_init(sess->a->loop, &j->out[i], 0);
+                j->out[i].data = j;
+                j->open_handles++;
+                j->out_eof[i] = false;
+                if (uv_pipe_open(&j->out[i], fd) < 0) {
+                        close(fd);
+                        job_close_pipe(j, i);
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                               "session '%s': watch fifo", sess->id);
+                }
+                j->hold[i] = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+                if (j->hold[i] < 0)
+                        return cella_error_errno(err, errno, "session '%s': open fifo", sess->id);
+        }
+        return 0;
+}
+
+/* Run j in its session's shell (starting the shell if needed). */
+static void job_start(struct job *j)
+{
+        struct session *sess = j->sess;
+        struct agent *a = sess->a;
+        struct cella_error err = {0};
+        _cleanup_buf_ struct buf line = BUF_INIT;
+        char path[96];
+        int fd, r;
+
+        j->started = true;
+        sess->running = j;
+        uv_timer_init(a->loop, &j->timer);
+        uv_timer_init(a->loop, &j->grace);
+        j->timer.data = j->grace.data = j;
+        j->open_handles = 2;
+        /* set back to false as each FIFO's handle is made (job_open_fifos) */
+        j->out_eof[0] = j->out_eof[1] = true;
+
+        if (sess->pid < 0 && shell_spawn(sess, &err) < 0)
+                goto fail;
+        if (mkdir_p(sess->dir, 0700) < 0) {
+                cella_error_errno(&err, errno, "session '%s': directory", sess->id);
+                goto fail;
+        }
+        if (j->streamed && job_open_fifos(j, &err) < 0)
+                goto fail;
+        snprintf(path, sizeof(path), "%s/c%u", sess->dir, j->seq);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0) {
+                cella_error_errno(&err, errno, "session '%s': write the command", sess->id);
+                goto fail;
+        }
+        r = write_all(fd, j->script, strlen(j->script));
+        close(fd);
+        if (r < 0) {
+                cella_error_errno(&err, -r, "session '%s': write the command", sess->id);
+                goto fail;
+        }
+        if (j->streamed)
+                r = buf_printf(&line, "%s . %s/c%u %s </dev/null >%s/o%u 2>%s/e%u; ",
+                               j->subshell ? "(" : "{", sess->dir, j->seq,
+                               j->subshell ? ")" : "; }", sess->dir, j->seq, sess->dir, j->seq);
+        else
+                r = buf_printf(&line, "{ . %s/c%u; } </dev/null >/dev/null 2>&1; ", sess->dir,
+                               j->seq);
+        if (r < 0 || buf_printf(&line, "%sprintf '%%s\\n' \"%s:%u $?\"\n",
+                                sess->is_bash ? "builtin " : "", sess->nonce, j->seq) < 0) {
+                cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto fail;
+        }
+        r = write_all(sess->in_fd, line.data, line.len);
+        if (r < 0) {
+                /* The shell is gone or wedged: it is replaced and this command fails. */
+                kill_shell(sess);
+                cella_error_errno(&err, -r, "session '%s': the shell did not take the command",
+                                  sess->id);
+                goto fail;
+        }
+        if (j->s.conn)
+                stream_send_json(&j->s, FRAME_STARTED, json_pack("{s:i}", "pid", (int)sess->pid));
+        if (j->timeout_ms > 0)
+                uv_timer_start(&j->timer, on_job_timer, (uint64_t)j->timeout_ms, 0);
+        if (j->streamed)
+                job_start_reading(j);
+        return;
+fail:
+        log_info("%s", err.msg);
+        if (j->s.conn)
+                stream_end_error(&j->s, err.code, "%s", err.msg);
+        j->got_status = true; /* nothing runs; finish without a frame */
+        j->s.conn = NULL;
+        job_finish(j);
+}
+
+static void pump(struct session *sess)
+{
+        struct job *j;
+
+        while (!sess->running && sess->queue && !sess->deleted) {
+                j = sess->queue;
+                sess->queue = j->next;
+                if (!sess->queue)
+                        sess->queue_tail = NULL;
+                j->next = NULL;
+                job_start(j);
+        }
+}
+
+static void enqueue(struct session *sess, struct job *j)
+{
+        j->sess = sess;
+        j->seq = ++sess->seq;
+        j->hold[0] = j->hold[1] = -EBADF;
+        if (sess->queue_tail)
+                sess->queue_tail->next = j;
+        else
+                sess->queue = j;
+        sess->queue_tail = j;
+        pump(sess);
+}
+
+/* ---- sessions ---- */
+
+static struct session *session_find(struct agent *a, const char *id)
+{
+        for (struct session *s = a->sessions; s; s = s->next)
+                if (strcmp(s->id, id) == 0)
+                        return s;
+        return NULL;
+}
+
+static unsigned session_count(struct agent *a)
+{
+        unsigned n = 0;
+
+        for (struct session *s = a->sessions; s; s = s->next)
+                n++;
+        return n;
+}
+
+/* Make a session (its shell starts now, so a bad cwd is reported here). */
+static struct session *session_create(struct agent *a, const char *id, const char *cwd,
+                                      char **base_env, size_t n_base, char **env, size_t n_env,
+                                      int64_t timeout_ms, struct cella_error *err)
+{
+        struct session *sess;
+        uint64_t nonce = 0;
+
+        if (session_count(a) >= CELLA_AGENT_MAX_SESSIONS) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "a sandbox has at most %d sessions", CELLA_AGENT_MAX_SESSIONS);
+                return NULL;
+        }
+        sess = calloc(1, sizeof(*sess));
+        if (!sess) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return NULL;
+        }
+        sess->a = a;
+        sess->pid = -1;
+        sess->in_fd = -EBADF;
+        sess->n = ++a->session_seq;
+        snprintf(sess->id, sizeof(sess->id), "%s", id);
+        snprintf(sess->dir, sizeof(sess->dir), SESSIONS_DIR "/s%u", sess->n);
+        if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
+                nonce = time_mono_us() ^ ((uint64_t)sess->n << 32);
+        snprintf(sess->nonce, sizeof(sess->nonce), "%016llx", (unsigned long long)nonce);
+        sess->cwd = strdup(cwd ? cwd : CELLA_WORKSPACE);
+        sess->timeout_ms = timeout_ms;
+        sess->created_ms = time_now_ms();
+        if (!sess->cwd)
+                goto oom;
+        for (size_t i = 0; i < n_base; i++)
+                if (env_apply(&sess->env, &sess->n_env, base_env[i], false) < 0)
+                        goto oom;
+        for (size_t i = 0; i < n_env; i++)
+                if (env_apply(&sess->env, &sess->n_env, env[i], false) < 0)
+                        goto oom;
+        if (mkdir_p(sess->dir, 0700) < 0) {
+                cella_error_errno(err, errno, "session '%s': directory", id);
+                goto fail;
+        }
+        if (shell_spawn(sess, err) < 0)
+                goto fail;
+        sess->next = a->sessions;
+        a->sessions = sess;
+        return sess;
+oom:
+        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+fail:
+        sess->deleted = true;
+        session_release(sess);
+        return NULL;
+}
+
+static json_t *session_info(struct session *sess)
+{
+        char ts[32], link[64], cwd[CELLA_PATH_MAX];
+        ssize_t n = -1;
+        json_t *j;
+
+        time_format_iso(sess->created_ms, ts, sizeof(ts));
+        if (sess->pid > 0) {
+                snprintf(link, sizeof(link), "/proc/%d/cwd", (int)sess->pid);
+                n = readlink(link, cwd, sizeof(cwd) - 1);
+        }
+        if (n > 0)
+                cwd[n] = '\0';
+        j = json_pack("{s:s, s:s, s:s, s:b, s:b}", "id", sess->id, "cwd",
+                      n > 0 ? cwd : sess->cwd, "createdAt", ts, "running", sess->pid > 0, "busy",
+                      sess->running != NULL);
+        if (j && sess->timeout_ms > 0)
+                json_object_set_new(j, "commandTimeoutMs", json_integer(sess->timeout_ms));
+        return j;
+}
+
+/* Delete: the shell and everything in its cgroup are killed, waiting and running commands
+ * end with SESSION_DESTROYED. */
+static void session_delete(struct session *sess)
+{
+        struct agent *a = sess->a;
+
+        for (struct session **p = &a->sessions; *p; p = &(*p)->next)
+                if (*p == sess) {
+                        *p = sess->next;
+                        break;
+                }
+        sess->deleted = true;
+        while (sess->queue) {
+                struct job *j = sess->queue;
+
+                sess->queue = j->next;
+                j->next = NULL;
+                j->sess = NULL;
+                j->destroyed = true;
+                j->finished = true;
+                if (j->s.conn)
+                        stream_end_error(&j->s, CELLA_E_SESSION_DESTROYED,
+                                         "session '%s' was deleted", sess->id);
+                job_maybe_free(j);
+        }
+        sess->queue_tail = NULL;
+        if (sess->running) {
+                sess->running->destroyed = true;
+                sess->running->shell_exited = true;
+                job_finish(sess->running);
+        }
+        if (sess->pid > 0) {
+                kill_shell(sess); /* released when the shell is reaped */
+                return;
+        }
+        session_release(sess);
+}
+
+/* ---- requests ---- */
+
+static struct job *job_new(const char *script_head, const char *command)
+{
+        struct job *j = calloc(1, sizeof(*j));
+        size_t hl = script_head ? strlen(script_head) : 0, cl = strlen(command);
+
+        if (!j)
+                return NULL;
+        j->hold[0] = j->hold[1] = -EBADF;
+        j->script = malloc(hl + cl + 2);
+        if (!j->script) {
+                free(j);
+                return NULL;
+        }
+        if (hl)
+                memcpy(j->script, script_head, hl);
+        memcpy(j->script + hl, command, cl);
+        /* a final newline so that a trailing comment or heredoc ends inside the file */
+        j->script[hl + cl] = '\n';
+        j->script[hl + cl + 1] = '\0';
+        return j;
+}
+
+void session_exec(struct agent *a, struct conn *c, struct agent_request *req)
+{
+        struct cella_error err = {0};
+        _cleanup_buf_ struct buf head = BUF_INIT;
+        struct session *sess = session_find(a, req->session);
+        struct job *j;
+        struct stat st;
+        bool subshell = req->cwd_given || req->n_env > 0;
+
+        if (!sess && strcmp(req->session, DEFAULT_SESSION) != 0) {
+                reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND, "no session '%s'",
+                            req->session);
+                return;
+        }
+        if (req->cwd_given) {
+                /* checked here, like a sessionless command's cwd, for a clear error */
+                if (stat(req->cwd, &st) < 0) {
+                        reply_error(c, req->stream, cella_code_from_errno(errno), "cwd '%s': %s",
+                                    req->cwd, strerror(errno));
+                        return;
+                }
+                if (!S_ISDIR(st.st_mode)) {
+                        reply_error(c, req->stream, CELLA_E_NOT_DIRECTORY,
+                                    "cwd '%s': Not a directory", req->cwd);
+                        return;
+                }
+        }
+        if (!sess) {
+                sess = session_create(a, DEFAULT_SESSION, NULL, req->base_env, req->n_base_env,
+                                      NULL, 0, 0, &err);
+                if (!sess) {
+                        conn_send_error(c, req->stream, &err);
+                        return;
+                }
+        }
+        if (subshell) {
+                if ((req->cwd_given && (buf_append_str(&head, "cd -- ") < 0 ||
+                                        sh_quote(&head, req->cwd) < 0 ||
+                                        buf_append_str(&head, " || exit\n") < 0))) {
+                        reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return;
+                }
+                for (size_t i = 0; i < req->n_env; i++) {
+                        const char *eq = strchr(req->env[i], '=');
+
+                        if (buf_append_str(&head, "export ") < 0 ||
+                            buf_append(&head, req->env[i], (size_t)(eq - req->env[i])) < 0 ||
+                            buf_append_str(&head, "=") < 0 || sh_quote(&head, eq + 1) < 0 ||
+                            buf_append_str(&head, "\n") < 0) {
+                                reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR,
+                                            "out of memory");
+                                return;
+                        }
+                }
+        }
+        j = job_new(head.data, req->command);
+        if (!j) {
+                reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        j->streamed = true;
+        j->subshell = subshell;
+        j->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : sess->timeout_ms;
+        if (conn_add_stream(c, &j->s, req->stream, &job_ops) < 0) {
+                job_free(j);
+                reply_error(c, req->stream, CELLA_E_SANDBOX_UNAVAILABLE, "too many operations");
+                return;
+        }
+        enqueue(sess, j);
+}
+
+/* setenv: the sessions' stored env changes (a new shell gets it) and a live shell runs
+ * the matching export/unset lines in order with its commands. */
+static int session_setenv(struct session *sess, const struct session_request *r)
+{
+        _cleanup_buf_ struct buf script = BUF_INIT;
+        struct job *j;
+
+        for (size_t i = 0; i < r->n_set; i++) {
+                const char *eq = strchr(r->set[i], '=');
+
+                if (env_apply(&sess->env, &sess->n_env, r->set[i], false) < 0 ||
+                    buf_append_str(&script, "export ") < 0 ||
+                    buf_append(&script, r->set[i], (size_t)(eq - r->set[i])) < 0 ||
+                    buf_append_str(&script, "=") < 0 || sh_quote(&script, eq + 1) < 0 ||
+                    buf_append_str(&script, "\n") < 0)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < r->n_unset; i++)
+                if (env_apply(&sess->env, &sess->n_env, r->unset[i], true) < 0 ||
+                    buf_printf(&script, "unset %s\n", r->unset[i]) < 0)
+                        return -ENOMEM;
+        if (sess->pid < 0 || !script.data)
+                return 0;
+        j = job_new(NULL, script.data);
+        if (!j)
+                return -ENOMEM;
+        enqueue(sess, j);
+        return 0;
+}
+
+void session_request(struct agent *a, struct conn *c, struct agent_request *req)
+{
+        struct session_request r;
+        struct cella_error err = {0};
+        struct session *sess;
+        char gen[CELLA_ID_MAX + 1];
+
+        if (session_request_decode(req->body, &r, &err) < 0) {
+                conn_send_error(c, req->stream, &err);
+                session_request_done(&r);
+                return;
+        }
+        switch (r.op) {
+        case SESSION_OP_CREATE:
+                if (!r.id) {
+                        uint32_t rnd = 0;
+
+                        if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+                                rnd = (uint32_t)time_mono_us();
+                        snprintf(gen, sizeof(gen), "session-%08x", rnd);
+                }
+                if (session_find(a, r.id ? r.id : gen)) {
+                        reply_error(c, req->stream, CELLA_E_SESSION_ALREADY_EXISTS,
+                                    "session '%s' already exists", r.id ? r.id : gen);
+                        break;
+                }
+                sess = session_create(a, r.id ? r.id : gen, r.cwd, r.base_env, r.n_base_env, r.env,
+                                      r.n_env, r.timeout_ms, &err);
+                if (!sess)
+                        conn_send_error(c, req->stream, &err);
+                else
+                        conn_send_json(c, FRAME_RESULT, req->stream, session_info(sess));
+                break;
+        case SESSION_OP_DELETE:
+                sess = session_find(a, r.id);
+                if (!sess) {
+                        reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND, "no session '%s'",
+                                    r.id);
+                        break;
+                }
+                session_delete(sess);
+                conn_send_json(c, FRAME_RESULT, req->stream, json_pack("{s:s}", "id", r.id));
+                break;
+        case SESSION_OP_LIST: {
+                json_t *list = json_array();
+
+                for (sess = a->sessions; sess && list; sess = sess->next)
+                        json_array_append_new(list, session_info(sess));
+                conn_send_json(c, FRAME_RESULT, req->stream,
+                               list ? json_pack("{s:o}", "sessions", list) : NULL);
+                break;
+        }
+        case SESSION_OP_SETENV: {
+                int k = 0;
+
+                if (r.id) {
+                        sess = session_find(a, r.id);
+                        if (!sess) {
+                                reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND,
+                                            "no session '%s'", r.id);
+                                break;
+                        }
+                        k = session_setenv(sess, &r);
+                } else {
+                        for (sess = a->sessions; sess && k == 0; sess = sess->next)
+                                k = session_setenv(sess, &r);
+                }
+                if (k < 0)
+                        reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
+                else
+                        conn_send_json(c, FRAME_RESULT, req->stream, json_object());
+                break;
+        }
+        }
+        session_request_done(&r);
+}
+
+void session_init(struct agent *a)
+{
+        (void)a;
+        rm_tree(SESSIONS_DIR);
+        if (mkdir_p(SESSIONS_DIR, 0700) < 0)
+                log_warn("mkdir %s: %s", SESSIONS_DIR, strerror(errno));
+}
+
+void session_free_all(struct agent *a)
+{
+        while (a->sessions) {
+                struct session *sess = a->sessions;
+                pid_t pid = sess->pid;
+
+                session_delete(sess);
+                if (pid > 0) {
+                        /* Shutting down: no SIGCHLD will come; reap it here. */
+                        int st;
+
+                        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                                ;
+                        agent_unwatch_child(a, pid);
+                        on_shell_exit(sess, pid, st);
+                }
+        }
+}

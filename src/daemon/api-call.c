@@ -1,0 +1,126 @@
+/* One request/answer call on a sandbox's agent (api-internal.h: api_agent_call). */
+#include <errno.h>
+#include <string.h>
+
+#include "daemon/api-internal.h"
+
+struct agent_call {
+        struct http_request *req; /* referenced; NULL once the client left */
+        struct sandbox *sb;       /* referenced */
+        struct agent_stream *stream;
+        api_call_done done;
+        void *ud;
+        bool answered;
+};
+
+static void call_free(struct agent_call *c)
+{
+        if (c->req) {
+                http_request_on_abort(c->req, NULL, NULL);
+                http_request_unref(c->req);
+        }
+        sandbox_unref(c->sb);
+        free(c);
+}
+
+static void call_answer(struct agent_call *c, json_t *result, const struct cella_error *err,
+                        json_t *error_payload)
+{
+        if (c->answered)
+                return;
+        c->answered = true;
+        if (c->req)
+                c->done(c->req, result, err, error_payload, c->ud);
+        else
+                c->done(NULL, NULL, NULL, NULL, c->ud); /* the client left: release ud */
+}
+
+static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
+{
+        struct agent_call *c = userdata;
+
+        (void)s;
+        if (c->sb)
+                sandbox_touch(c->sb);
+        if (f->type == FRAME_RESULT) {
+                json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+
+                if (json_is_object(j)) {
+                        call_answer(c, j, NULL, NULL);
+                } else {
+                        struct cella_error e = {0};
+
+                        cella_error_set(&e, CELLA_E_INTERNAL_ERROR,
+                                        "the sandbox's agent sent a malformed answer");
+                        call_answer(c, NULL, &e, NULL);
+                }
+                json_decref(j);
+        } else if (f->type == FRAME_ERROR) {
+                struct cella_error e = {0};
+                json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+
+                api_agent_error(f, &e);
+                call_answer(c, NULL, &e, json_is_object(j) ? j : NULL);
+                json_decref(j);
+        }
+}
+
+static void on_close(struct agent_stream *s, int err, void *userdata)
+{
+        struct agent_call *c = userdata;
+
+        (void)s;
+        c->stream = NULL;
+        if (!c->answered) {
+                struct cella_error e = {0};
+
+                cella_error_set(&e, CELLA_E_SANDBOX_UNAVAILABLE,
+                                "the sandbox's agent went away (%s)", strerror(-err));
+                call_answer(c, NULL, &e, NULL);
+        }
+        call_free(c);
+}
+
+static const struct agent_stream_ops call_ops = {on_frame, NULL, on_close};
+
+static void on_abort(struct http_request *req, void *ud)
+{
+        struct agent_call *c = ud;
+
+        http_request_unref(req);
+        c->req = NULL;
+        if (c->stream)
+                agent_stream_cancel(c->stream);
+}
+
+int api_agent_call(struct http_request *req, struct sandbox *sb, uint8_t type, json_t *payload,
+                   api_call_done done, void *ud)
+{
+        struct cella_error err = {0};
+        struct agent_call *c = calloc(1, sizeof(*c));
+        struct agent_conn *conn = sandbox_agent(sb);
+
+        if (!c || !payload || !conn) {
+                free(c);
+                if (!conn)
+                        http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
+                                          "sandbox '%s' has no agent connection", sandbox_name(sb));
+                else
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -1;
+        }
+        c->done = done;
+        c->ud = ud;
+        c->sb = sb;
+        sandbox_ref(sb);
+        if (agent_conn_open(conn, type, payload, &call_ops, c, &c->stream, &err) < 0) {
+                sandbox_unref(sb);
+                free(c);
+                http_respond_error(req, &err, NULL);
+                return -1;
+        }
+        c->req = req;
+        http_request_ref(req);
+        http_request_on_abort(req, on_abort, c);
+        return 0;
+}

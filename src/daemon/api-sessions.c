@@ -1,0 +1,325 @@
+/* Sessions and setEnvVars (docs/api.md "Sessions"): each call is one SESSION request on
+ * the sandbox's agent, which owns the sessions (docs/decisions/0012). */
+#include <errno.h>
+#include <string.h>
+
+#include "common/name.h"
+#include "daemon/api-decode.h"
+#include "daemon/api-internal.h"
+
+struct sess_ctx {
+        struct api *a;
+        char name[CELLA_NAME_MAX + 1];
+        char sid[CELLA_ID_MAX + 1]; /* from the path, or "" */
+        int kind;                   /* enum below */
+        int status;                 /* HTTP status of success */
+        json_t *env;                /* setenv: the sandbox-level vars applied (for the count) */
+        struct sandbox *sb;
+};
+
+enum { K_CREATE, K_LIST, K_GET, K_DELETE, K_ENV };
+
+static void ctx_free(struct sess_ctx *c)
+{
+        json_decref(c->env);
+        sandbox_unref(c->sb);
+        free(c);
+}
+
+static void body_abort(struct http_request *req, void *ud)
+{
+        (void)req;
+        ctx_free(ud);
+}
+
+static void answer(struct http_request *req, json_t *result, const struct cella_error *err,
+                   json_t *error_payload, void *ud)
+{
+        struct sess_ctx *c = ud;
+
+        (void)error_payload;
+        if (!req) {
+                ctx_free(c);
+                return;
+        }
+        if (err) {
+                http_respond_error(req, err, NULL);
+        } else if (c->kind == K_GET) {
+                json_t *list = json_object_get(result, "sessions"), *s;
+                size_t i;
+                bool found = false;
+
+                json_array_foreach(list, i, s)
+                {
+                        const char *id = json_string_value(json_object_get(s, "id"));
+
+                        if (id && strcmp(id, c->sid) == 0) {
+                                http_respond_json(req, 200, s);
+                                found = true;
+                                break;
+                        }
+                }
+                if (!found)
+                        http_respond_code(req, CELLA_E_SESSION_NOT_FOUND, "no session '%s'",
+                                          c->sid);
+        } else if (c->kind == K_DELETE) {
+                json_t *j = json_pack("{s:b, s:s}", "success", 1, "id", c->sid);
+
+                http_respond_json(req, 200, j);
+                json_decref(j);
+        } else if (c->kind == K_ENV) {
+                json_t *j = json_pack("{s:b}", "success", 1);
+
+                if (j && c->env)
+                        json_object_set_new(j, "count", json_integer((json_int_t)json_object_size(
+                                                                c->env)));
+                if (j && c->sid[0])
+                        json_object_set_new(j, "sessionId", json_string(c->sid));
+                http_respond_json(req, 200, j);
+                json_decref(j);
+        } else {
+                if (c->kind == K_CREATE)
+                        json_object_set_new(result, "success", json_true());
+                http_respond_json(req, c->status, result);
+        }
+        ctx_free(c);
+}
+
+/* Call the agent with payload (consumed) for c (consumed). */
+static void call(struct http_request *req, struct sess_ctx *c, json_t *payload)
+{
+        c->sb = api_sandbox_for(c->a, req, c->name);
+        if (!c->sb) {
+                json_decref(payload);
+                ctx_free(c);
+                return;
+        }
+        sandbox_ref(c->sb);
+        if (!payload) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                ctx_free(c);
+                return;
+        }
+        if (api_agent_call(req, c->sb, FRAME_SESSION, payload, answer, c) < 0)
+                ctx_free(c);
+        json_decref(payload);
+}
+
+static void create_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct sess_ctx *c = ud;
+        struct cella_error err = {0};
+        struct api_session p;
+        json_t *payload, *base;
+
+        http_request_on_abort(req, NULL, NULL);
+        if (api_decode_session(body, len, &p, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                ctx_free(c);
+                return;
+        }
+        c->sb = api_sandbox_for(c->a, req, c->name);
+        if (!c->sb) {
+                api_session_done(&p);
+                ctx_free(c);
+                return;
+        }
+        sandbox_ref(c->sb);
+        base = sandbox_env(c->sb);
+        payload = json_pack("{s:s, s:O, s:I}", "op", "create", "baseEnv",
+                            base ? base : json_object(), "commandTimeoutMs",
+                            (json_int_t)p.timeout_ms);
+        if (payload && p.id)
+                json_object_set_new(payload, "id", json_string(p.id));
+        if (payload && p.cwd)
+                json_object_set_new(payload, "cwd", json_string(p.cwd));
+        if (payload && p.env)
+                json_object_set(payload, "env", p.env);
+        api_session_done(&p);
+        if (!payload) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                ctx_free(c);
+                return;
+        }
+        if (api_agent_call(req, c->sb, FRAME_SESSION, payload, answer, c) < 0)
+                ctx_free(c);
+        json_decref(payload);
+}
+
+static void env_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct sess_ctx *c = ud;
+        struct cella_error err = {0};
+        struct api_env p;
+        json_t *payload;
+
+        http_request_on_abort(req, NULL, NULL);
+        if (api_decode_env(body, len, &p, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                ctx_free(c);
+                return;
+        }
+        if (p.session_id) {
+                if (c->sid[0] && strcmp(c->sid, p.session_id) != 0) {
+                        http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                          "sessionId '%s' differs from the path's session '%s'",
+                                          p.session_id, c->sid);
+                        api_env_done(&p);
+                        ctx_free(c);
+                        return;
+                }
+                snprintf(c->sid, sizeof(c->sid), "%s", p.session_id);
+        }
+        c->sb = api_sandbox_for(c->a, req, c->name);
+        if (!c->sb) {
+                api_env_done(&p);
+                ctx_free(c);
+                return;
+        }
+        sandbox_ref(c->sb);
+        if (!c->sid[0]) {
+                /* The sandbox's env: kept in the registry (a new shell and every
+                 * sessionless command get it), and applied to the live sessions. */
+                if (sandbox_set_env(c->sb, p.vars, &err) < 0) {
+                        http_respond_error(req, &err, NULL);
+                        api_env_done(&p);
+                        ctx_free(c);
+                        return;
+                }
+                c->env = json_incref(sandbox_env(c->sb));
+        }
+        payload = json_pack("{s:s, s:O}", "op", "setenv", "env", p.vars);
+        if (payload && c->sid[0])
+                json_object_set_new(payload, "id", json_string(c->sid));
+        api_env_done(&p);
+        if (!payload) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                ctx_free(c);
+                return;
+        }
+        if (api_agent_call(req, c->sb, FRAME_SESSION, payload, answer, c) < 0)
+                ctx_free(c);
+        json_decref(payload);
+}
+
+static void read_body(struct http_request *req, struct sess_ctx *c, http_body_cb cb)
+{
+        http_request_on_abort(req, body_abort, c);
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, cb, c) < 0) {
+                http_request_on_abort(req, NULL, NULL);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the request body");
+                ctx_free(c);
+        }
+}
+
+static struct sess_ctx *ctx_new(struct api *a, struct http_request *req, const char *name,
+                                int kind)
+{
+        struct sess_ctx *c = calloc(1, sizeof(*c));
+
+        if (!c) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return NULL;
+        }
+        c->a = a;
+        c->kind = kind;
+        c->status = 200;
+        snprintf(c->name, sizeof(c->name), "%s", name);
+        return c;
+}
+
+void api_env(struct api *a, struct http_request *req, const char *name)
+{
+        struct sess_ctx *c = ctx_new(a, req, name, K_ENV);
+
+        if (c)
+                read_body(req, c, env_body);
+}
+
+static bool is(const struct http_request *req, const char *m)
+{
+        return strcmp(http_request_method(req), m) == 0;
+}
+
+void api_sessions(struct api *a, struct http_request *req, const char *name, const char *rest)
+{
+        const char *sub = rest + strlen("/sessions");
+        char sid[CELLA_ID_MAX + 1];
+        const char *slash;
+        size_t n;
+        struct sess_ctx *c;
+
+        if (*sub == '\0') {
+                if (is(req, "POST")) {
+                        c = ctx_new(a, req, name, K_CREATE);
+                        if (c) {
+                                c->status = 201;
+                                read_body(req, c, create_body);
+                        }
+                } else if (is(req, "GET") || is(req, "HEAD")) {
+                        c = ctx_new(a, req, name, K_LIST);
+                        if (c)
+                                call(req, c, json_pack("{s:s}", "op", "list"));
+                } else {
+                        http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED,
+                                          "method %s not allowed on %s", http_request_method(req),
+                                          http_request_path(req));
+                }
+                return;
+        }
+        if (*sub != '/') {
+                http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
+                return;
+        }
+        sub++;
+        slash = strchr(sub, '/');
+        n = slash ? (size_t)(slash - sub) : strlen(sub);
+        if (n == 0 || n > CELLA_ID_MAX) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "session id must be 1-%d characters of [A-Za-z0-9_.-]",
+                                  CELLA_ID_MAX);
+                return;
+        }
+        memcpy(sid, sub, n);
+        sid[n] = '\0';
+        if (!object_id_is_valid(sid)) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "session id must be 1-%d characters of [A-Za-z0-9_.-]",
+                                  CELLA_ID_MAX);
+                return;
+        }
+        if (slash && strcmp(slash, "/env") == 0) {
+                if (!is(req, "POST")) {
+                        http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED,
+                                          "method %s not allowed on %s", http_request_method(req),
+                                          http_request_path(req));
+                        return;
+                }
+                c = ctx_new(a, req, name, K_ENV);
+                if (c) {
+                        snprintf(c->sid, sizeof(c->sid), "%s", sid);
+                        read_body(req, c, env_body);
+                }
+                return;
+        }
+        if (slash) {
+                http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
+                return;
+        }
+        if (is(req, "GET") || is(req, "HEAD")) {
+                c = ctx_new(a, req, name, K_GET);
+                if (c) {
+                        snprintf(c->sid, sizeof(c->sid), "%s", sid);
+                        call(req, c, json_pack("{s:s}", "op", "list"));
+                }
+        } else if (is(req, "DELETE")) {
+                c = ctx_new(a, req, name, K_DELETE);
+                if (c) {
+                        snprintf(c->sid, sizeof(c->sid), "%s", sid);
+                        call(req, c, json_pack("{s:s, s:s}", "op", "delete", "id", sid));
+                }
+        } else {
+                http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s",
+                                  http_request_method(req), http_request_path(req));
+        }
+}
