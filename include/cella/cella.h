@@ -51,6 +51,7 @@ struct cella_sandbox_options {
         const char *const *labels; /* "K=V" strings, NULL-terminated, or NULL */
         const char *sleep_after; /* idle time before sleeping: "30s", "10m", "2h"; NULL: default */
         bool keep_alive;         /* never sleep */
+        bool no_default_session; /* calls without a session run sessionless (fresh shell) */
 };
 int cella_sandbox_create(cella_client *c, const char *name, const struct cella_sandbox_options *o,
                          char **ret_json);
@@ -59,6 +60,22 @@ int cella_sandbox_list(cella_client *c, char **ret_json);
 int cella_sandbox_destroy(cella_client *c, const char *name, bool *ret_existed);
 /* setEnvVars: "K=V" sets, a bare "K" unsets; NULL-terminated. */
 int cella_sandbox_set_env(cella_client *c, const char *name, const char *const *vars);
+
+/* ---- sessions (persistent shells) ---- */
+struct cella_session_options {
+        const char *id;          /* NULL: generated */
+        const char *cwd;         /* NULL: /workspace */
+        const char *const *env;  /* "K=V", NULL-terminated, or NULL */
+        long command_timeout_ms; /* default timeout of its commands; 0: none */
+};
+/* *ret_json: the SessionInfo ({id, cwd, createdAt, ...}); free with cella_free. */
+int cella_session_create(cella_client *c, const char *sandbox,
+                         const struct cella_session_options *o, char **ret_json);
+int cella_session_list(cella_client *c, const char *sandbox, char **ret_json);
+int cella_session_delete(cella_client *c, const char *sandbox, const char *id);
+/* setEnvVars for one session ("K=V" sets, "K" unsets). */
+int cella_session_set_env(cella_client *c, const char *sandbox, const char *id,
+                          const char *const *vars);
 int cella_health(cella_client *c, char **ret_json);
 
 /* ---- commands ---- */
@@ -66,6 +83,7 @@ struct cella_exec_options {
         const char *cwd;        /* NULL: /workspace */
         const char *const *env; /* "K=V", NULL-terminated, or NULL */
         long timeout_ms;        /* 0: none */
+        const char *session_id; /* NULL: the default session (or sessionless) */
 };
 struct cella_exec_callbacks {
         void (*on_start)(int pid, void *userdata);
@@ -75,7 +93,9 @@ struct cella_exec_callbacks {
         void *userdata;
 };
 /* Run and stream output as it arrives (SSE). *ret_exit_code gets the exit code. A timeout
- * is CELLA_ERR_API with code COMMAND_TIMEOUT. */
+ * is CELLA_ERR_API with code COMMAND_TIMEOUT; a command that ended its session's shell
+ * (`exit 3`) is CELLA_ERR_API with code SESSION_TERMINATED, and *ret_exit_code still gets
+ * the shell's exit code. */
 int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
                       const struct cella_exec_options *o, const struct cella_exec_callbacks *cb,
                       int *ret_exit_code);

@@ -104,6 +104,14 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                                 return -1;
                 } else if (strcmp(s, "--keep-alive") == 0) {
                         a->keep_alive = true;
+                } else if (strcmp(s, "--no-default-session") == 0) {
+                        a->no_default_session = true;
+                } else if (opt_is(s, "--session")) {
+                        if (need_value(a, argc, argv, &i, &a->session) < 0)
+                                return -1;
+                } else if (opt_is(s, "--id")) {
+                        if (need_value(a, argc, argv, &i, &a->id) < 0)
+                                return -1;
                 } else if (opt_is(s, "--sleep-after")) {
                         if (need_value(a, argc, argv, &i, &a->sleep_after) < 0)
                                 return -1;

@@ -22,6 +22,9 @@ struct cli_args {
         const char *instance_type; /* --instance-type */
         const char *sleep_after;   /* --sleep-after */
         bool keep_alive;           /* --keep-alive */
+        bool no_default_session;   /* --no-default-session */
+        const char *session;       /* --session */
+        const char *id;            /* --id */
         const char *env[CLI_MAX_KV + 1];
         int nenv;
         const char *labels[CLI_MAX_KV + 1];

@@ -15,15 +15,19 @@ static const char usage_text[] =
         "usage: cella [--url URL] [--token TOKEN] COMMAND [ARGS]\n"
         "\n"
         "commands:\n"
-        "  exec NAME [--timeout MS] [--cwd DIR] [--env K=V]... [--] COMMAND...\n"
-        "                      run a shell command line, streaming its output\n"
+        "  exec NAME [--session S] [--timeout MS] [--cwd DIR] [--env K=V]... [--] COMMAND...\n"
+        "                      run a shell command line (in the default session, or S),\n"
+        "                      streaming its output\n"
         "  write NAME PATH     write stdin to a file\n"
         "  read NAME PATH      write a file to stdout\n"
         "  ls NAME [PATH] [-r] [-a] [--json]\n"
         "  rm NAME PATH [-r]   mkdir NAME PATH [-p]   mv NAME FROM TO\n"
         "  create NAME [--image I] [--instance-type T] [--sleep-after D] [--keep-alive]\n"
-        "              [--env K=V]... [--label K=V]...\n"
-        "  env set NAME K=V|K...  set (K=V) or unset (K) sandbox environment variables\n"
+        "              [--no-default-session] [--env K=V]... [--label K=V]...\n"
+        "  env set NAME K=V|K... [--session S]\n"
+        "                      set (K=V) or unset (K) sandbox (or session) variables\n"
+        "  session create NAME [--id S] [--cwd DIR] [--env K=V]... [--timeout MS]\n"
+        "  session ls NAME [--json]   session rm NAME S\n"
         "  info NAME [--json]  list [--json]  destroy NAME\n"
         "  image build [NAME]  image ls [--json]\n"
         "  health\n"
@@ -90,7 +94,8 @@ static const char *str(json_t *o, const char *k)
 
 static int cmd_exec(cella_client *c, struct cli_args *a, int argc, char **argv)
 {
-        struct cella_exec_options o = {.cwd = a->cwd, .timeout_ms = a->timeout_ms};
+        struct cella_exec_options o = {
+                .cwd = a->cwd, .timeout_ms = a->timeout_ms, .session_id = a->session};
         struct cella_exec_callbacks cb = {.on_stdout = on_out, .on_stderr = on_err};
         struct buf cmd = BUF_INIT;
         int code = 0, r;
@@ -104,10 +109,70 @@ static int cmd_exec(cella_client *c, struct cli_args *a, int argc, char **argv)
         r = cella_exec_stream(c, a->pos[1], cmd.data, &o, &cb, &code);
         buf_free(&cmd);
         if (r < 0) {
+                /* `exit 3` ended the session's shell: that is the command's exit status, as
+                 * it would be for a shell of one's own. */
+                if (strcmp(cella_client_error_code(c), "SESSION_TERMINATED") == 0)
+                        return code;
                 api_fail(c, r);
                 return strcmp(cella_client_error_code(c), "COMMAND_TIMEOUT") == 0 ? 124 : 1;
         }
         return code;
+}
+
+static int cmd_session(cella_client *c, struct cli_args *a)
+{
+        static const char usage[] =
+                "usage: cella session create NAME [--id S] [--cwd DIR] [--env K=V]... "
+                "[--timeout MS] | cella session ls NAME [--json] | cella session rm NAME S";
+        char *text = NULL;
+        int r;
+
+        if (a->npos < 3)
+                return usage_error(usage);
+        if (strcmp(a->pos[1], "create") == 0 && a->npos == 3) {
+                struct cella_session_options o = {.id = a->id,
+                                                  .cwd = a->cwd,
+                                                  .env = a->nenv ? a->env : NULL,
+                                                  .command_timeout_ms = a->timeout_ms};
+                json_t *j;
+
+                r = cella_session_create(c, a->pos[2], &o, &text);
+                if (r < 0)
+                        return api_fail(c, r);
+                if (a->json) {
+                        print_json(text);
+                } else {
+                        j = json_loads(text, 0, NULL);
+                        printf("%s\n", str(j, "id"));
+                        json_decref(j);
+                }
+        } else if (strcmp(a->pos[1], "ls") == 0 && a->npos == 3) {
+                json_t *j, *s;
+                size_t i;
+
+                r = cella_session_list(c, a->pos[2], &text);
+                if (r < 0)
+                        return api_fail(c, r);
+                if (a->json) {
+                        print_json(text);
+                } else {
+                        j = json_loads(text, 0, NULL);
+                        printf("%-24s %-5s %-24s %s\n", "ID", "BUSY", "CREATED", "CWD");
+                        json_array_foreach(json_object_get(j, "sessions"), i, s)
+                                printf("%-24s %-5s %-24s %s\n", str(s, "id"),
+                                       json_is_true(json_object_get(s, "busy")) ? "yes" : "no",
+                                       str(s, "createdAt"), str(s, "cwd"));
+                        json_decref(j);
+                }
+        } else if (strcmp(a->pos[1], "rm") == 0 && a->npos == 4) {
+                r = cella_session_delete(c, a->pos[2], a->pos[3]);
+                if (r < 0)
+                        return api_fail(c, r);
+        } else {
+                return usage_error(usage);
+        }
+        free(text);
+        return 0;
 }
 
 static int cmd_list(cella_client *c, struct cli_args *a)
@@ -297,10 +362,12 @@ int main(int argc, char **argv)
                                                   .env = a.nenv ? a.env : NULL,
                                                   .labels = a.nlabels ? a.labels : NULL,
                                                   .sleep_after = a.sleep_after,
-                                                  .keep_alive = a.keep_alive};
+                                                  .keep_alive = a.keep_alive,
+                                                  .no_default_session = a.no_default_session};
                 if (need(&a, 2,
                          "cella create NAME [--image I] [--instance-type T] "
-                         "[--sleep-after D] [--keep-alive] [--env K=V]... [--label K=V]...") < 0)
+                         "[--sleep-after D] [--keep-alive] [--no-default-session] [--env K=V]... "
+                         "[--label K=V]...") < 0)
                         rc = 2;
                 else if ((r = cella_sandbox_create(c, a.pos[1], &o, &text)) < 0)
                         rc = api_fail(c, r);
@@ -325,11 +392,16 @@ int main(int argc, char **argv)
                         fprintf(stderr, "cella: sandbox '%s' did not exist\n", a.pos[1]);
         } else if (strcmp(cmd, "env") == 0) {
                 if (a.npos < 4 || strcmp(a.pos[1], "set") != 0) {
-                        fprintf(stderr, "cella: usage: cella env set NAME K=V|K...\n");
+                        fprintf(stderr,
+                                "cella: usage: cella env set NAME K=V|K... [--session S]\n");
                         rc = 2;
-                } else if ((r = cella_sandbox_set_env(c, a.pos[2], a.pos + 3)) < 0) {
+                } else if ((r = a.session ? cella_session_set_env(c, a.pos[2], a.session,
+                                                                  a.pos + 3)
+                                          : cella_sandbox_set_env(c, a.pos[2], a.pos + 3)) < 0) {
                         rc = api_fail(c, r);
                 }
+        } else if (strcmp(cmd, "session") == 0) {
+                rc = cmd_session(c, &a);
         } else if (strcmp(cmd, "image") == 0) {
                 rc = cmd_image(c, &a);
         } else if (strcmp(cmd, "health") == 0) {

@@ -378,6 +378,8 @@ int cella_sandbox_create(cella_client *c, const char *name, const struct cella_s
                 json_object_set_new(body, "sleepAfter", json_string(o->sleep_after));
         if (o && o->keep_alive)
                 json_object_set_new(body, "keepAlive", json_true());
+        if (o && o->no_default_session)
+                json_object_set_new(body, "enableDefaultSession", json_false());
         if (o && o->env) {
                 json_t *e = kv_object(o->env);
                 if (!e) {
@@ -422,26 +424,99 @@ int cella_sandbox_destroy(cella_client *c, const char *name, bool *ret_existed)
         return r;
 }
 
-int cella_sandbox_set_env(cella_client *c, const char *name, const char *const *vars)
+/* {"K": "V" | null} from "K=V" / "K" strings; NULL (error set) if one is malformed. */
+static json_t *env_vars_object(cella_client *c, const char *const *vars)
 {
         json_t *o = json_object();
+
         for (; o && vars && *vars; vars++) {
                 const char *eq = strchr(*vars, '=');
                 size_t klen = eq ? (size_t)(eq - *vars) : strlen(*vars);
                 char key[256];
+
                 if (klen == 0 || klen >= sizeof(key)) {
                         json_decref(o);
                         set_error(c, "VALIDATION_FAILED", "variables are K=V (set) or K (unset)");
-                        return CELLA_ERR_INVALID;
+                        return NULL;
                 }
                 memcpy(key, *vars, klen);
                 key[klen] = '\0';
                 json_object_set_new(o, key, eq ? json_string(eq + 1) : json_null());
         }
         if (!o)
-                return CELLA_ERR_NOMEM;
+                set_error(c, "INTERNAL_ERROR", "out of memory");
+        return o;
+}
+
+int cella_sandbox_set_env(cella_client *c, const char *name, const char *const *vars)
+{
+        json_t *o = env_vars_object(c, vars);
+
+        if (!o)
+                return CELLA_ERR_INVALID;
         return request_json(c, "POST", sandbox_url(c, name, "/env", NULL, NULL, NULL),
                             json_pack("{s:o}", "vars", o), NULL);
+}
+
+int cella_session_set_env(cella_client *c, const char *sandbox, const char *id,
+                          const char *const *vars)
+{
+        json_t *o = env_vars_object(c, vars);
+
+        if (!o)
+                return CELLA_ERR_INVALID;
+        return request_json(c, "POST", sandbox_url(c, sandbox, "/env", NULL, NULL, NULL),
+                            json_pack("{s:o, s:s}", "vars", o, "sessionId", id), NULL);
+}
+
+int cella_session_create(cella_client *c, const char *sandbox,
+                         const struct cella_session_options *o, char **ret_json)
+{
+        json_t *b = json_object();
+
+        if (b && o && o->id)
+                json_object_set_new(b, "id", json_string(o->id));
+        if (b && o && o->cwd)
+                json_object_set_new(b, "cwd", json_string(o->cwd));
+        if (b && o && o->command_timeout_ms > 0)
+                json_object_set_new(b, "commandTimeoutMs", json_integer(o->command_timeout_ms));
+        if (b && o && o->env) {
+                json_t *e = kv_object(o->env);
+
+                if (!e) {
+                        json_decref(b);
+                        set_error(c, "VALIDATION_FAILED", "env must be K=V");
+                        return CELLA_ERR_INVALID;
+                }
+                json_object_set_new(b, "env", e);
+        }
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        return request_json(c, "POST", sandbox_url(c, sandbox, "/sessions", NULL, NULL, NULL), b,
+                            ret_json);
+}
+
+int cella_session_list(cella_client *c, const char *sandbox, char **ret_json)
+{
+        return request_json(c, "GET", sandbox_url(c, sandbox, "/sessions", NULL, NULL, NULL),
+                            NULL, ret_json);
+}
+
+int cella_session_delete(cella_client *c, const char *sandbox, const char *id)
+{
+        struct buf sub = BUF_INIT;
+        char *eid = curl_easy_escape(c->curl, id, 0);
+        int r;
+
+        if (!eid || buf_printf(&sub, "/sessions/%s", eid) < 0) {
+                curl_free(eid);
+                return CELLA_ERR_NOMEM;
+        }
+        curl_free(eid);
+        r = request_json(c, "DELETE", sandbox_url(c, sandbox, sub.data, NULL, NULL, NULL), NULL,
+                         NULL);
+        buf_free(&sub);
+        return r;
 }
 
 static json_t *exec_body(const char *command, const struct cella_exec_options *o)
@@ -453,6 +528,8 @@ static json_t *exec_body(const char *command, const struct cella_exec_options *o
                 json_object_set_new(b, "cwd", json_string(o->cwd));
         if (o && o->timeout_ms > 0)
                 json_object_set_new(b, "timeout", json_integer(o->timeout_ms));
+        if (o && o->session_id)
+                json_object_set_new(b, "sessionId", json_string(o->session_id));
         if (o && o->env) {
                 json_t *e = kv_object(o->env);
                 if (!e) {
@@ -586,6 +663,8 @@ static int on_exec_event(const char *event, const char *data, size_t len, void *
                 const char *msg = json_string_value(json_object_get(j, "error"));
                 set_error(x->c, code ? code : "INTERNAL_ERROR", "%s", msg ? msg : "");
                 x->failed = true;
+                if (json_is_integer(json_object_get(j, "exitCode")))
+                        x->exit_code = (int)json_integer_value(json_object_get(j, "exitCode"));
         }
         json_decref(j);
         return r;
@@ -632,8 +711,11 @@ int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
         buf_free(&s.body);
         if (r < 0)
                 return r;
-        if (x.failed)
+        if (x.failed) {
+                if (ret_exit_code)
+                        *ret_exit_code = x.exit_code;
                 return CELLA_ERR_API;
+        }
         if (!x.completed) {
                 set_error(c, "INCOMPLETE", "the event stream ended before the command did");
                 return CELLA_ERR_TRANSPORT;

@@ -29,19 +29,42 @@ assert_eq "héllo ☃" "$(run_in "$S" "printf 'héllo ☃'")" "utf-8"
 
 info "exit codes and stderr"
 for code in 0 1 2 42 255; do
-        sx "$S" "exit $code"
+        sx "$S" "(exit $code)"
         expect_status 200
         assert_eq "$code" "$(exit_code)" "exit $code"
         [ "$code" = 0 ] && want=true || want=false
         assert_eq "$want" "$(body .success)" "success for exit $code"
 done
-sx "$S" 'echo out; echo err >&2; exit 3'
-assert_eq 3 "$(exit_code)"
+sx "$S" 'echo out; echo err >&2; false'
+assert_eq 1 "$(exit_code)"
 assert_eq out "$(body .stdout)" "stdout"
 assert_eq err "$(body .stderr)" "stderr"
-sx "$S" 'kill -9 $$'
+sx "$S" 'sh -c "kill -9 \$\$"'
 expect_status 200
-assert_ne 0 "$(exit_code)" "killed by a signal"
+assert_eq 137 "$(exit_code)" "killed by a signal"
+# In the default session `exit` ends the shell: 410 with its code and the output so far.
+sx "$S" 'echo out; echo err >&2; exit 3'
+expect_status 410 SESSION_TERMINATED
+assert_eq 3 "$(body .context.exitCode)" "exit code of the ended shell"
+assert_eq out "$(body .context.stdout)" "stdout before exit"
+assert_eq err "$(body .context.stderr)" "stderr before exit"
+assert_eq /workspace "$(run_in "$S" pwd)" "a fresh shell after exit"
+
+info "sessionless sandbox (enableDefaultSession: false): each command a fresh shell"
+L=$(sbx nosession)
+api_json PUT "/v1/sandboxes/$L" '{"enableDefaultSession":false}'
+expect_status 201
+assert_eq false "$(body .enableDefaultSession)" "reported"
+for code in 0 42 255; do
+        sx "$L" "exit $code"
+        expect_status 200
+        assert_eq "$code" "$(exit_code)" "sessionless exit $code"
+done
+sx "$L" 'kill -9 $$'
+expect_status 200
+assert_eq 137 "$(exit_code)" "sessionless shell killed by a signal"
+sx "$L" 'cd /tmp; export X=1'
+assert_eq "/workspace|" "$(run_in "$L" 'printf "%s|%s" "$PWD" "$X"')" "nothing persists"
 
 info "env and cwd"
 api_json POST "/v1/sandboxes/$S/exec" '{"command":"echo $FOO; pwd","env":{"FOO":"bar baz"},"cwd":"/tmp"}'
@@ -60,7 +83,7 @@ assert_eq 3000000 "$(jq -j .stdout <"$IT_TMP/body" | wc -c)" "3 MB of output"
 
 info "SSE: start, stdout..., complete, in order"
 curl -sS -N -X POST -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
-        --data-binary '{"command":"echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three; exit 7"}' \
+        --data-binary '{"command":"echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three; (exit 7)"}' \
         "$CELLA_URL/v1/sandboxes/$S/exec" >"$IT_TMP/sse" || fail "SSE request failed"
 grep '^data: ' "$IT_TMP/sse" | sed 's/^data: //' >"$IT_TMP/events"
 types=$(jq -r .type <"$IT_TMP/events" | tr '\n' ' ')
@@ -73,6 +96,15 @@ three
 ." "$(jq -j 'select(.type=="stdout") | .data' <"$IT_TMP/events"; echo .)" "SSE stdout"
 assert_eq "two" "$(jq -j 'select(.type=="stderr") | .data' <"$IT_TMP/events")" "SSE stderr"
 assert_eq 7 "$(jq -r 'select(.type=="complete") | .exitCode' <"$IT_TMP/events")" "SSE exitCode"
+# SESSION_TERMINATED as an SSE error event with the shell's exit code.
+curl -sS -N -X POST -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
+        --data-binary '{"command":"echo bye; exit 9"}' \
+        "$CELLA_URL/v1/sandboxes/$S/exec" >"$IT_TMP/sse" || fail "SSE request failed"
+last=$(grep '^data: ' "$IT_TMP/sse" | tail -n 1 | sed 's/^data: //')
+assert_eq "error SESSION_TERMINATED 9" "$(echo "$last" | jq -r '"\(.type) \(.code) \(.exitCode)"')" \
+        "SSE session end"
+assert_eq bye "$(grep '^data: ' "$IT_TMP/sse" | sed 's/^data: //' | jq -j 'select(.type=="stdout") | .data' | tr -d '\n')" \
+        "SSE output before the shell ended"
 # "one" was sent before "three" (order of output is kept)
 assert_eq "one three" "$(jq -r 'select(.type=="stdout") | .data' <"$IT_TMP/events" | tr -s '\n' ' ' | sed 's/ $//')" \
         "SSE stdout order"

@@ -55,7 +55,7 @@ done
 # /root exists in the image: it must be the image's, not the host's.
 assert_eq "$(ls -A "$CELLA_IMAGES/default/rootfs/root" | sort | tr '\n' ' ')" \
         "$(run_in "$A" 'ls -A /root | sort | tr "\n" " "')" "/root is not the image's"
-out=$(run_in "$A" "grep -rl 'host-secret-$IT_RUN' / --exclude-dir=proc --exclude-dir=sys 2>/dev/null | head -n 3; true")
+out=$(run_in "$A" "grep -rl 'host-secret-$IT_RUN' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=sessions 2>/dev/null | head -n 3; true")
 assert_eq "" "$out" "host file content found inside"
 
 info "only lo"
@@ -128,7 +128,8 @@ info "one sandbox cannot see another's files or processes"
 secret="secret-$IT_RUN-$RANDOM$RANDOM"
 run_in "$A" "mkdir -p /workspace/s && echo $secret > /workspace/s/file-$IT_RUN && echo $secret > /tmp/t && \
         (sleep 300 >/dev/null 2>&1 &) ; echo ok" >/dev/null
-out=$(run_in "$B" "grep -rl '$secret' / --exclude-dir=proc --exclude-dir=sys 2>/dev/null | head; \
+# (sessions/ holds the sandbox's own session scripts, this very command among them)
+out=$(run_in "$B" "grep -rl '$secret' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=sessions 2>/dev/null | head; \
         find / -xdev -name 'file-$IT_RUN' 2>/dev/null | head; true")
 assert_eq "" "$out" "B found A's secret"
 out=$(run_in "$B" 'ps -eo args=')
