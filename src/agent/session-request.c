@@ -120,7 +120,8 @@ int session_request_decode(json_t *body, struct session_request *r, struct cella
 
         memset(r, 0, sizeof(*r));
         if (!json_is_object(body)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "SESSION payload must be an object");
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "SESSION payload must be an object");
                 return -EINVAL;
         }
         v = json_object_get(body, "op");

@@ -40,7 +40,7 @@
 
 #define SESSIONS_DIR "/run/cella/sessions"
 #define CGROUP_ROOT "/sys/fs/cgroup"
-#define OUTPUT_GRACE_MS 100   /* output still held open after the status came */
+#define OUTPUT_GRACE_MS 100      /* output still held open after the status came */
 #define KILL_SHELL_GRACE_MS 1000 /* after a timeout's kill, wait this long for the status */
 #define DEFAULT_SESSION "default"
 /* Sent to a session's shell to stop the command it runs: its trap (SHELL_INIT) returns
@@ -72,7 +72,7 @@ struct job {
         uv_pipe_t out[2];
         bool out_eof[2];
         bool reading[2];
-        int hold[2]; /* the agent's own write ends of the FIFOs */
+        int hold[2];      /* the agent's own write ends of the FIFOs */
         uv_timer_t timer; /* timeout, then the grace before the shell is killed */
         uv_timer_t grace; /* output after the status */
         unsigned open_handles;
@@ -532,7 +532,8 @@ static char *cgroup_make(struct session *sess)
         char path[128];
 
         snprintf(path, sizeof(path), CGROUP_ROOT "/sess-%u", sess->n);
-        if (mkdir(path, 0755) == 0 || (errno == EEXIST && rmdir(path) == 0 && mkdir(path, 0755) == 0))
+        if (mkdir(path, 0755) == 0 ||
+            (errno == EEXIST && rmdir(path) == 0 && mkdir(path, 0755) == 0))
                 return strdup(path);
         log_warn("mkdir %s: %s", path, strerror(errno));
         return NULL;
@@ -572,7 +573,8 @@ static int shell_spawn(struct session *sess, struct cella_error *err)
         }
         if (gethostname(hostname, sizeof(hostname) - 1) < 0)
                 snprintf(hostname, sizeof(hostname), "localhost");
-        if (asprintf(&base_vars[0], "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") < 0 ||
+        if (asprintf(&base_vars[0],
+                     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") < 0 ||
             asprintf(&base_vars[1], "HOME=/root") < 0 ||
             asprintf(&base_vars[2], "HOSTNAME=%s", hostname) < 0 ||
             asprintf(&base_vars[3], "LANG=C.UTF-8") < 0 ||
@@ -760,12 +762,12 @@ static void job_finish(struct job *j)
                         int code = j->got_status ? j->status : 128 + SIGKILL;
 
                         stream_end_json(&j->s, FRAME_EXIT,
-                                        json_pack("{s:i, s:b, s:I}", "exitCode", code,
-                                                  "timedOut", j->timed_out, "timeoutMs",
+                                        json_pack("{s:i, s:b, s:I}", "exitCode", code, "timedOut",
+                                                  j->timed_out, "timeoutMs",
                                                   (json_int_t)j->timeout_ms));
                 } else {
                         int st = j->shell_status;
-                        int code = WIFEXITED(st) ? WEXITSTATUS(st)
+                        int code = WIFEXITED(st)     ? WEXITSTATUS(st)
                                    : WIFSIGNALED(st) ? 128 + WTERMSIG(st)
                                                      : -1;
                         char msg[160];
@@ -1137,8 +1139,8 @@ static struct session *session_create(struct agent *a, const char *id, const cha
         uint64_t nonce = 0;
 
         if (session_count(a) >= CELLA_AGENT_MAX_SESSIONS) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                "a sandbox has at most %d sessions", CELLA_AGENT_MAX_SESSIONS);
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "a sandbox has at most %d sessions",
+                                CELLA_AGENT_MAX_SESSIONS);
                 return NULL;
         }
         sess = calloc(1, sizeof(*sess));
@@ -1196,9 +1198,8 @@ static json_t *session_info(struct session *sess)
         }
         if (n > 0)
                 cwd[n] = '\0';
-        j = json_pack("{s:s, s:s, s:s, s:b, s:b}", "id", sess->id, "cwd",
-                      n > 0 ? cwd : sess->cwd, "createdAt", ts, "running", sess->pid > 0, "busy",
-                      sess->running != NULL);
+        j = json_pack("{s:s, s:s, s:s, s:b, s:b}", "id", sess->id, "cwd", n > 0 ? cwd : sess->cwd,
+                      "createdAt", ts, "running", sess->pid > 0, "busy", sess->running != NULL);
         if (j && sess->timeout_ms > 0)
                 json_object_set_new(j, "commandTimeoutMs", json_integer(sess->timeout_ms));
         return j;
@@ -1302,9 +1303,9 @@ void session_exec(struct agent *a, struct conn *c, struct agent_request *req)
                 }
         }
         if (subshell) {
-                if ((req->cwd_given && (buf_append_str(&head, "cd -- ") < 0 ||
-                                        sh_quote(&head, req->cwd) < 0 ||
-                                        buf_append_str(&head, " || exit\n") < 0))) {
+                if ((req->cwd_given &&
+                     (buf_append_str(&head, "cd -- ") < 0 || sh_quote(&head, req->cwd) < 0 ||
+                      buf_append_str(&head, " || exit\n") < 0))) {
                         reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
                         return;
                 }

@@ -395,8 +395,7 @@ int main(int argc, char **argv)
                         fprintf(stderr,
                                 "cella: usage: cella env set NAME K=V|K... [--session S]\n");
                         rc = 2;
-                } else if ((r = a.session ? cella_session_set_env(c, a.pos[2], a.session,
-                                                                  a.pos + 3)
+                } else if ((r = a.session ? cella_session_set_env(c, a.pos[2], a.session, a.pos + 3)
                                           : cella_sandbox_set_env(c, a.pos[2], a.pos + 3)) < 0) {
                         rc = api_fail(c, r);
                 }

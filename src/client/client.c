@@ -498,8 +498,8 @@ int cella_session_create(cella_client *c, const char *sandbox,
 
 int cella_session_list(cella_client *c, const char *sandbox, char **ret_json)
 {
-        return request_json(c, "GET", sandbox_url(c, sandbox, "/sessions", NULL, NULL, NULL),
-                            NULL, ret_json);
+        return request_json(c, "GET", sandbox_url(c, sandbox, "/sessions", NULL, NULL, NULL), NULL,
+                            ret_json);
 }
 
 int cella_session_delete(cella_client *c, const char *sandbox, const char *id)

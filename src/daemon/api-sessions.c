@@ -71,8 +71,8 @@ static void answer(struct http_request *req, json_t *result, const struct cella_
                 json_t *j = json_pack("{s:b}", "success", 1);
 
                 if (j && c->env)
-                        json_object_set_new(j, "count", json_integer((json_int_t)json_object_size(
-                                                                c->env)));
+                        json_object_set_new(j, "count",
+                                            json_integer((json_int_t)json_object_size(c->env)));
                 if (j && c->sid[0])
                         json_object_set_new(j, "sessionId", json_string(c->sid));
                 http_respond_json(req, 200, j);
@@ -126,9 +126,9 @@ static void create_body(struct http_request *req, const char *body, size_t len, 
         }
         sandbox_ref(c->sb);
         base = sandbox_env(c->sb);
-        payload = json_pack("{s:s, s:O, s:I}", "op", "create", "baseEnv",
-                            base ? base : json_object(), "commandTimeoutMs",
-                            (json_int_t)p.timeout_ms);
+        payload =
+                json_pack("{s:s, s:O, s:I}", "op", "create", "baseEnv", base ? base : json_object(),
+                          "commandTimeoutMs", (json_int_t)p.timeout_ms);
         if (payload && p.id)
                 json_object_set_new(payload, "id", json_string(p.id));
         if (payload && p.cwd)
@@ -212,8 +212,7 @@ static void read_body(struct http_request *req, struct sess_ctx *c, http_body_cb
         }
 }
 
-static struct sess_ctx *ctx_new(struct api *a, struct http_request *req, const char *name,
-                                int kind)
+static struct sess_ctx *ctx_new(struct api *a, struct http_request *req, const char *name, int kind)
 {
         struct sess_ctx *c = calloc(1, sizeof(*c));
 
