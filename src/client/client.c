@@ -624,6 +624,7 @@ struct exec_stream {
         int exit_code;
         bool completed;
         bool failed;
+        bool error_has_exit_code; /* SESSION_TERMINATED carries the shell's code */
 };
 
 static int on_exec_event(const char *event, const char *data, size_t len, void *ud)
@@ -663,8 +664,10 @@ static int on_exec_event(const char *event, const char *data, size_t len, void *
                 const char *msg = json_string_value(json_object_get(j, "error"));
                 set_error(x->c, code ? code : "INTERNAL_ERROR", "%s", msg ? msg : "");
                 x->failed = true;
-                if (json_is_integer(json_object_get(j, "exitCode")))
+                if (json_is_integer(json_object_get(j, "exitCode"))) {
                         x->exit_code = (int)json_integer_value(json_object_get(j, "exitCode"));
+                        x->error_has_exit_code = true;
+                }
         }
         json_decref(j);
         return r;
@@ -712,7 +715,7 @@ int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
         if (r < 0)
                 return r;
         if (x.failed) {
-                if (ret_exit_code)
+                if (ret_exit_code && x.error_has_exit_code)
                         *ret_exit_code = x.exit_code;
                 return CELLA_ERR_API;
         }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "agent/request.h"
+#include "agent/session.h"
 #include "common/limits.h"
 #include "common/path.h"
 #include "common/proto.h"
@@ -51,6 +52,9 @@ static void check_success(const struct frame *f, const struct agent_request *r)
                         FUZZ_CHECK(eq != NULL && eq != r->env[i]);
                 }
                 FUZZ_CHECK(r->timeout_ms >= 0);
+                FUZZ_CHECK(r->session == NULL || agent_id_is_valid(r->session));
+                for (size_t i = 0; i < r->n_base_env; i++)
+                        FUZZ_CHECK(strchr(r->base_env[i], '=') > r->base_env[i]);
                 break;
         case FRAME_FILE_READ:
                 check_path(r->path);
@@ -65,6 +69,31 @@ static void check_success(const struct frame *f, const struct agent_request *r)
                 if (r->op == AGENT_OP_MOVE)
                         check_path(r->to);
                 break;
+        case FRAME_SESSION: {
+                /* The module's own decoder runs on the body, as session_request() does. */
+                struct session_request sr;
+                struct cella_error err = {0};
+                int k;
+
+                FUZZ_CHECK(json_is_object(r->body));
+                k = session_request_decode(r->body, &sr, &err);
+                if (k == 0) {
+                        FUZZ_CHECK(sr.op >= SESSION_OP_CREATE && sr.op <= SESSION_OP_SETENV);
+                        FUZZ_CHECK(sr.id == NULL || agent_id_is_valid(sr.id));
+                        FUZZ_CHECK(sr.op != SESSION_OP_DELETE || sr.id != NULL);
+                        if (sr.cwd)
+                                check_path(sr.cwd);
+                        FUZZ_CHECK(sr.timeout_ms >= 0);
+                        for (size_t i = 0; i < sr.n_set; i++)
+                                FUZZ_CHECK(strchr(sr.set[i], '=') > sr.set[i]);
+                        for (size_t i = 0; i < sr.n_unset; i++)
+                                FUZZ_CHECK(strchr(sr.unset[i], '=') == NULL);
+                } else {
+                        FUZZ_CHECK(k == -EINVAL && cella_error_is_set(&err));
+                }
+                session_request_done(&sr);
+                break;
+        }
         case FRAME_WINDOW: {
                 uint32_t credit = 0;
                 FUZZ_CHECK(frame_window_unpack(f, &credit) == 0 && credit == r->credit);

@@ -14,6 +14,7 @@
 
 #include "common/limits.h"
 #include "common/path.h"
+#include "common/name.h"
 #include "daemon/api-decode.h"
 #include "fuzz.h"
 
@@ -156,6 +157,20 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 free(s);
                 break;
         }
+        case 8: {
+                struct api_session x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_session(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        FUZZ_CHECK(x.timeout_ms >= 0 && x.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+                        FUZZ_CHECK(x.id == NULL || object_id_is_valid(x.id));
+                        check_strings(x.env);
+                        if (x.cwd)
+                                check_path(x.cwd);
+                });
+                api_session_done(&x);
+                break;
+        }
         default: {
                 /* setEnvVars bodies share this selector with the string-object check. */
                 struct api_env e;
@@ -163,6 +178,7 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 int er = api_decode_env(body, len, &e, &eerr);
                 FUZZ_CHECK(er == 0 ? (json_is_object(e.vars) && !cella_error_is_set(&eerr))
                                    : (e.vars == NULL && cella_error_is_set(&eerr)));
+                FUZZ_CHECK(er != 0 || e.session_id == NULL || object_id_is_valid(e.session_id));
                 api_env_done(&e);
                 json_t *j = json_loadb(body, len, JSON_ALLOW_NUL, NULL);
                 if (!j)
@@ -192,7 +208,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!body)
                 return 0;
         memcpy(body, data + 1, size - 1);
-        fuzz_decoder(data[0] % 8, body, size - 1);
+        fuzz_decoder(data[0] % 9, body, size - 1);
         free(body);
         return 0;
 }

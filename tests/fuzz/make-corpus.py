@@ -19,6 +19,7 @@ FRAME_MAX = 1024 * 1024
 # enum frame_type (src/common/proto.h)
 HELLO, EXEC, STARTED, STDOUT, STDERR, EXIT, ERROR, CANCEL, WINDOW = range(1, 10)
 FILE_READ, FILE_WRITE, FILE_OP, DATA, END, RESULT, FILE_INFO, PING, PONG = range(10, 19)
+SESSION = 19
 
 
 def frame(ftype, stream, payload=b"", flags=0, reserved=0, length=None):
@@ -293,6 +294,16 @@ def jsonseeds():
     out["env-set-unset"] = bytes([7]) + js({"vars": {"A": "1", "_B": "", "GONE": None}})
     out["env-bad-name"] = bytes([7]) + js({"vars": {"1A": "x", "A-B": "y"}})
     out["env-bad-value"] = bytes([7]) + js({"vars": {"A": 5}})
+    out["env-session"] = bytes([7]) + js({"vars": {"A": "1"}, "sessionId": "s-1"})
+    out["env-bad-session"] = bytes([7]) + js({"vars": {}, "sessionId": "../x"})
+    # Selector 8: POST .../sessions bodies.
+    out["session-full"] = bytes([8]) + js({"id": "build.1", "cwd": "/workspace/app",
+                                           "env": {"A": "1"}, "commandTimeoutMs": 5000})
+    out["session-empty"] = bytes([8])
+    out["session-bad-id"] = bytes([8]) + js({"id": ".."})
+    out["session-bad-env"] = bytes([8]) + js({"env": {"A-B": "x"}})
+    out["session-bad-timeout"] = bytes([8]) + js({"commandTimeoutMs": -5})
+    out["session-unknown-key"] = bytes([8]) + js({"name": "x"})
     out["empty"] = b""
     return out
 
@@ -326,6 +337,22 @@ def agent():
         "cancel-window-ping": frame(CANCEL, 1) + window(1, 4096) + frame(PING, 0, b"p"),
         "unexpected-types": frame(STDOUT, 1, b"x") + frame(RESULT, 1, {}) + frame(HELLO, 0, {}),
         "many-streams": b"".join(frame(EXEC, i, {"command": "true"}) for i in range(1, 40)),
+        "exec-session": frame(EXEC, 5, {"command": "cd /tmp", "session": "default",
+                                        "baseEnv": {"A": "1"}, "env": {"B": "2"},
+                                        "cwd": "/etc", "timeoutMs": 10}),
+        "exec-session-bad-id": frame(EXEC, 5, {"command": "x", "session": "a/b"}),
+        "session-create": frame(SESSION, 6, {"op": "create", "id": "s1", "cwd": "/workspace",
+                                             "env": {"A": "1"}, "baseEnv": {"B": "2"},
+                                             "commandTimeoutMs": 1000}),
+        "session-delete": frame(SESSION, 6, {"op": "delete", "id": "s1"}),
+        "session-delete-no-id": frame(SESSION, 6, {"op": "delete"}),
+        "session-list": frame(SESSION, 6, {"op": "list"}),
+        "session-setenv": frame(SESSION, 6, {"op": "setenv", "id": "s1",
+                                             "env": {"A": "x", "B": None}}),
+        "session-setenv-all": frame(SESSION, 6, {"op": "setenv", "env": {"A": ""}}),
+        "session-setenv-bad": frame(SESSION, 6, {"op": "setenv", "env": {"1A": None}}),
+        "session-unknown-op": frame(SESSION, 6, {"op": "fork"}),
+        "session-stream-0": frame(SESSION, 0, {"op": "list"}),
     }
 
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "agent/request.h"
+#include "agent/session.h"
 #include "common/limits.h"
 #include "common/proto.h"
 
@@ -265,13 +266,94 @@ static void test_control(void **state)
         assert_false(agent_request_opens_stream(FRAME_DATA));
 }
 
+/* session_request_decode on the body of a SESSION frame; EXEC's session fields. */
+static int session_decode(const char *payload, struct session_request *sr, struct cella_error *err)
+{
+        struct agent_request req;
+        int r = decode(FRAME_SESSION, 9, payload, &req, err);
+
+        if (r == 0)
+                r = session_request_decode(req.body, sr, err);
+        else
+                memset(sr, 0, sizeof(*sr));
+        agent_request_done(&req);
+        return r;
+}
+
+static void test_session(void **state)
+{
+        struct session_request sr;
+        struct agent_request req;
+        struct cella_error err;
+
+        (void)state;
+        assert_int_equal(session_decode("{\"op\":\"create\",\"id\":\"s1\",\"cwd\":\"/a/./b\","
+                                        "\"env\":{\"A\":\"1\"},\"baseEnv\":{\"B\":\"2\"},"
+                                        "\"commandTimeoutMs\":7}",
+                                        &sr, &err),
+                         0);
+        assert_int_equal(sr.op, SESSION_OP_CREATE);
+        assert_string_equal(sr.id, "s1");
+        assert_string_equal(sr.cwd, "/a/b");
+        assert_int_equal(sr.n_env, 1);
+        assert_string_equal(sr.env[0], "A=1");
+        assert_string_equal(sr.base_env[0], "B=2");
+        assert_int_equal(sr.timeout_ms, 7);
+        session_request_done(&sr);
+
+        assert_int_equal(
+                session_decode("{\"op\":\"setenv\",\"env\":{\"A\":\"x\",\"B\":null}}", &sr, &err),
+                0);
+        assert_null(sr.id);
+        assert_int_equal(sr.n_set, 1);
+        assert_string_equal(sr.set[0], "A=x");
+        assert_int_equal(sr.n_unset, 1);
+        assert_string_equal(sr.unset[0], "B");
+        session_request_done(&sr);
+
+        assert_int_equal(session_decode("{\"op\":\"list\"}", &sr, &err), 0);
+        session_request_done(&sr);
+
+        static const char *const bad[] = {
+                "{\"op\":\"delete\"}",
+                "{\"op\":\"create\",\"id\":\"..\"}",
+                "{\"op\":\"create\",\"id\":\"a b\"}",
+                "{\"op\":\"create\",\"cwd\":\"rel\"}",
+                "{\"op\":\"create\",\"commandTimeoutMs\":-1}",
+                "{\"op\":\"setenv\",\"env\":{\"1A\":null}}",
+                "{\"op\":\"setenv\",\"env\":{\"A\":5}}",
+                "{\"op\":\"setenv\"}",
+                "{\"op\":\"spawn\"}",
+                "{\"op\":5}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                memset(&err, 0, sizeof(err));
+                if (session_decode(bad[i], &sr, &err) != -EINVAL)
+                        fail_msg("accepted %s", bad[i]);
+                assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+                session_request_done(&sr);
+        }
+        /* EXEC with a session */
+        assert_int_equal(
+                decode(FRAME_EXEC, 3,
+                       "{\"command\":\"x\",\"session\":\"default\",\"baseEnv\":{\"K\":\"v\"}}",
+                       &req, &err),
+                0);
+        assert_string_equal(req.session, "default");
+        assert_false(req.cwd_given);
+        assert_string_equal(req.base_env[0], "K=v");
+        agent_request_done(&req);
+        expect_invalid(FRAME_EXEC, "{\"command\":\"x\",\"session\":\"a/b\"}");
+        expect_proto(FRAME_SESSION, 0, "{\"op\":\"list\"}");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_valid),  cmocka_unit_test(test_exec_invalid),
                 cmocka_unit_test(test_exec_limits), cmocka_unit_test(test_env_count_limit),
                 cmocka_unit_test(test_files),       cmocka_unit_test(test_long_path),
-                cmocka_unit_test(test_control),
+                cmocka_unit_test(test_control),     cmocka_unit_test(test_session),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -239,12 +239,62 @@ static void test_env(void **state)
         }
 }
 
+static void test_session(void **state)
+{
+        struct api_session p;
+        struct api_env e;
+        struct cella_error err = {0};
+        const char *ok = "{\"id\":\"build.1\",\"cwd\":\"/workspace/../tmp\",\"env\":{\"A\":\"1\"},"
+                         "\"commandTimeoutMs\":5000}";
+        const char *env = "{\"vars\":{\"A\":null},\"sessionId\":\"s-1\"}";
+
+        (void)state;
+        assert_int_equal(api_decode_session(ok, strlen(ok), &p, &err), 0);
+        assert_string_equal(p.id, "build.1");
+        assert_string_equal(p.cwd, "/tmp");
+        assert_int_equal(p.timeout_ms, 5000);
+        assert_string_equal(json_string_value(json_object_get(p.env, "A")), "1");
+        api_session_done(&p);
+        assert_int_equal(api_decode_session("", 0, &p, &err), 0); /* all defaults */
+        assert_null(p.id);
+        api_session_done(&p);
+        assert_int_equal(api_decode_env(env, strlen(env), &e, &err), 0);
+        assert_string_equal(e.session_id, "s-1");
+        api_env_done(&e);
+        static const char *const bad[] = {
+                "{\"id\":\"..\"}",
+                "{\"id\":\"a/b\"}",
+                "{\"id\":\"\"}",
+                "{\"id\":5}",
+                "{\"env\":{\"A-B\":\"x\"}}",
+                "{\"env\":{\"A\":1}}",
+                "{\"cwd\":\"/a\\u0000b\"}",
+                "{\"commandTimeoutMs\":-1}",
+                "{\"commandTimeoutMs\":1.5}",
+                "{\"other\":1}",
+                "[]",
+                "{\"id\":",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                memset(&err, 0, sizeof(err));
+                if (api_decode_session(bad[i], strlen(bad[i]), &p, &err) >= 0)
+                        fail_msg("accepted %s", bad[i]);
+                assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+                assert_null(p.id);
+        }
+        const char *badenv = "{\"vars\":{},\"sessionId\":\"../x\"}";
+        memset(&err, 0, sizeof(err));
+        assert_true(api_decode_env(badenv, strlen(badenv), &e, &err) < 0);
+        assert_null(e.session_id);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_put_sandbox), cmocka_unit_test(test_exec),
                 cmocka_unit_test(test_files),       cmocka_unit_test(test_helpers),
                 cmocka_unit_test(test_sleep_after), cmocka_unit_test(test_env),
+                cmocka_unit_test(test_session),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
