@@ -514,6 +514,11 @@ int agent_new(uv_loop_t *loop, const struct agent_options *opts, struct agent **
         if (!a)
                 return -ENOMEM;
         a->loop = loop;
+        if (snprintf(a->run_dir, sizeof(a->run_dir), "%s",
+                     opts->run_dir ? opts->run_dir : "/run/cella") >= (int)sizeof(a->run_dir)) {
+                free(a);
+                return -ENAMETOOLONG;
+        }
         a->use_cgroup = !opts->no_cgroup && cgroup_is_usable();
         log_info("per-command cgroups: %s", a->use_cgroup ? "yes" : "no");
         session_init(a);

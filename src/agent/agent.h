@@ -28,8 +28,9 @@ struct exec;
 struct session;
 
 struct agent_options {
-        int listen_fd;  /* listening unix stream socket (3) */
-        bool no_cgroup; /* never create per-command cgroups */
+        int listen_fd;       /* listening unix stream socket (3) */
+        bool no_cgroup;      /* never create per-command cgroups */
+        const char *run_dir; /* the agent's own files (sessions/); NULL: /run/cella */
 };
 
 /* Set up the agent on loop. Returns 0 or -errno. */
@@ -72,6 +73,7 @@ struct agent {
         bool use_cgroup;             /* /sys/fs/cgroup is a writable cgroup2 mount */
         struct exec *execs;          /* every command not yet reaped and cleaned up */
         struct child_watch *watches; /* see agent_watch_child */
+        char run_dir[128];           /* agent_options.run_dir */
         struct session *sessions;    /* session.c */
         unsigned session_seq;
         char **dead_cgroups; /* cmd cgroups left to remove once their processes die */

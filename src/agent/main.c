@@ -27,7 +27,9 @@ static void usage(FILE *f)
         fprintf(f, "usage: cella-init [--no-cgroup] [--log-level debug|info|warn|error]\n"
                    "  Serves the cella agent protocol on the listening socket at fd 3.\n"
                    "  --no-cgroup     never create per-command cgroups (host-mode tests)\n"
-                   "  --log-level L   log verbosity on stderr (default info)\n");
+                   "  --log-level L   log verbosity on stderr (default info)\n"
+                   "  --run-dir DIR   the agent's own files, session scripts and FIFOs\n"
+                   "                  (default /run/cella)\n");
 }
 
 /* Every inherited descriptor from 3 up becomes close-on-exec, so commands get none. */
@@ -48,6 +50,7 @@ int main(int argc, char **argv)
         static const struct option opts[] = {
                 {"no-cgroup", no_argument, NULL, 'C'},
                 {"log-level", required_argument, NULL, 'L'},
+                {"run-dir", required_argument, NULL, 'R'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -64,6 +67,9 @@ int main(int argc, char **argv)
                 switch (c) {
                 case 'C':
                         ao.no_cgroup = true;
+                        break;
+                case 'R':
+                        ao.run_dir = optarg;
                         break;
                 case 'L':
                         if (log_level_from_name(optarg, &level) < 0) {

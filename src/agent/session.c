@@ -1,6 +1,6 @@
 /* Sessions: persistent shells (see session.h for the model).
  *
- * Files of session n live in SESSIONS_DIR/s<n>/: per command k the script c<k> the shell
+ * Files of session n live in RUN_DIR/sessions/s<n>/ (cella-init --run-dir, default /run/cella): per command k the script c<k> the shell
  * sources and the FIFOs o<k> and e<k> its output goes to. The agent opens each FIFO's read
  * end and also a write end of its own before the shell gets the command, so that the read
  * end does not see EOF before the shell has opened it; the agent's write ends are closed
@@ -38,7 +38,6 @@
 #include "common/path.h"
 #include "common/timeutil.h"
 
-#define SESSIONS_DIR "/run/cella/sessions"
 #define CGROUP_ROOT "/sys/fs/cgroup"
 #define OUTPUT_GRACE_MS 100      /* output still held open after the status came */
 #define KILL_SHELL_GRACE_MS 1000 /* after a timeout's kill, wait this long for the status */
@@ -84,7 +83,7 @@ struct session {
         struct agent *a;
         char id[CELLA_ID_MAX + 1];
         unsigned n;
-        char dir[64];
+        char dir[192];
         char *cwd;
         char **env; /* "K=V": the sandbox's base env, then the session's own */
         size_t n_env;
@@ -735,7 +734,7 @@ static void job_drop_holds(struct job *j)
 static void job_unlink_files(struct job *j)
 {
         static const char kinds[] = {'c', 'o', 'e'};
-        char path[96];
+        char path[224];
 
         if (!j->sess)
                 return;
@@ -982,7 +981,7 @@ static int job_open_fifos(struct job *j, struct cella_error *err)
         struct session *sess = j->sess;
 
         for (int i = 0; i < 2; i++) {
-                char path[96];
+                char path[224];
                 int fd;
 
                 snprintf(path, sizeof(path), "%s/%c%u", sess->dir, i == 0 ? 'o' : 'e', j->seq);
@@ -1016,7 +1015,7 @@ static void job_start(struct job *j)
         struct agent *a = sess->a;
         struct cella_error err = {0};
         _cleanup_buf_ struct buf line = BUF_INIT;
-        char path[96];
+        char path[224];
         int fd, r;
 
         j->started = true;
@@ -1153,7 +1152,7 @@ static struct session *session_create(struct agent *a, const char *id, const cha
         sess->in_fd = -EBADF;
         sess->n = ++a->session_seq;
         snprintf(sess->id, sizeof(sess->id), "%s", id);
-        snprintf(sess->dir, sizeof(sess->dir), SESSIONS_DIR "/s%u", sess->n);
+        snprintf(sess->dir, sizeof(sess->dir), "%s/sessions/s%u", a->run_dir, sess->n);
         if (getrandom(&nonce, sizeof(nonce), GRND_NONBLOCK) != sizeof(nonce))
                 nonce = time_mono_us() ^ ((uint64_t)sess->n << 32);
         snprintf(sess->nonce, sizeof(sess->nonce), "%016llx", (unsigned long long)nonce);
@@ -1447,10 +1446,12 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
 
 void session_init(struct agent *a)
 {
-        (void)a;
-        rm_tree(SESSIONS_DIR);
-        if (mkdir_p(SESSIONS_DIR, 0700) < 0)
-                log_warn("mkdir %s: %s", SESSIONS_DIR, strerror(errno));
+        char dir[192];
+
+        snprintf(dir, sizeof(dir), "%s/sessions", a->run_dir);
+        rm_tree(dir);
+        if (mkdir_p(dir, 0700) < 0)
+                log_warn("mkdir %s: %s", dir, strerror(errno));
 }
 
 void session_free_all(struct agent *a)

@@ -213,8 +213,11 @@ static int setup(void **state)
 
                 if (logfd < 0 || dup2(lfd, 3) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
                         _exit(127);
+                char rundir[100];
+
+                snprintf(rundir, sizeof(rundir), "%s/run", tmpdir);
                 execl(CELLA_BUILD_DIR "/cella-init", "cella-init", "--no-cgroup", "--log-level",
-                      "debug", (char *)NULL);
+                      "debug", "--run-dir", rundir, (char *)NULL);
                 _exit(127);
         }
         close(lfd);
@@ -927,6 +930,140 @@ static void test_file_ops(void **state)
         expect_error(36, "VALIDATION_FAILED", "{\"op\":\"stat\",\"path\":\"rel%s\"}", q, NULL);
 }
 
+/* ---- sessions ---- */
+
+/* A SESSION request; returns its final frame's payload (RESULT or ERROR) and type. */
+static json_t *session_call(uint32_t stream, uint8_t *ret_type, const char *fmt, ...)
+{
+        char text[4096];
+        struct rframe f;
+        va_list ap;
+        json_t *j;
+
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        send_frame(conn, FRAME_SESSION, stream, text, strlen(text));
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.stream, stream);
+        *ret_type = f.type;
+        j = frame_json(&f);
+        free(f.payload);
+        return j;
+}
+
+/* EXEC in a session; fields is the rest of the JSON object (no cwd: nothing is added). */
+static void run_in_session(uint32_t stream, struct exec_result *r, const char *session,
+                           const char *fields)
+{
+        char text[4096];
+
+        memset(r, 0, sizeof(r[0]));
+        snprintf(text, sizeof(text), "{\"session\":\"%s\",%s}", session, fields);
+        send_frame(conn, FRAME_EXEC, stream, text, strlen(text));
+        collect(conn, stream, r);
+}
+
+static void test_sessions(void **state)
+{
+        struct exec_result r;
+        uint8_t type;
+        json_t *j;
+        int pid;
+
+        (void)state;
+        /* the default session's cwd, /workspace, does not exist outside a sandbox */
+        run_in_session(40, &r, "default", "\"command\":\"true\"");
+        assert_int_equal(r.end_type, FRAME_ERROR);
+        assert_string_equal(error_code(r.end), "FILE_NOT_FOUND");
+        exec_result_free(&r);
+
+        j = session_call(41, &type,
+                         "{\"op\":\"create\",\"id\":\"s1\",\"cwd\":\"%s\",\"env\":{\"A\":\"1\"},"
+                         "\"baseEnv\":{\"B\":\"2\"}}",
+                         tmpdir);
+        assert_int_equal(type, FRAME_RESULT);
+        assert_string_equal(json_string_value(json_object_get(j, "id")), "s1");
+        json_decref(j);
+        j = session_call(42, &type, "{\"op\":\"create\",\"id\":\"s1\"}");
+        assert_int_equal(type, FRAME_ERROR);
+        assert_string_equal(error_code(j), "SESSION_ALREADY_EXISTS");
+        json_decref(j);
+
+        /* state persists; output is byte-exact */
+        run_in_session(43, &r, "s1", "\"command\":\"cd /; export C=3; f() { printf 'x\\\\0y'; }\"");
+        assert_int_equal(exit_code(&r), 0);
+        exec_result_free(&r);
+        run_in_session(44, &r, "s1", "\"command\":\"echo $PWD $A $B $C; f\"");
+        assert_int_equal(exit_code(&r), 0);
+        assert_int_equal(r.out_len, 11);
+        assert_memory_equal(r.out, "/ 1 2 3\nx\0y", 11);
+        exec_result_free(&r);
+
+        /* a timeout kills what the command started and keeps the shell and its state */
+        run_in_session(45, &r, "s1",
+                       "\"command\":\"sleep 1000 & echo $!; sleep 1000\",\"timeoutMs\":300");
+        assert_int_equal(r.end_type, FRAME_EXIT);
+        assert_true(json_is_true(json_object_get(r.end, "timedOut")));
+        assert_int_equal(json_integer_value(json_object_get(r.end, "timeoutMs")), 300);
+        assert_int_equal(sscanf(r.out, "%d", &pid), 1);
+        assert_true(wait_gone(pid));
+        exec_result_free(&r);
+        run_in_session(46, &r, "s1", "\"command\":\"echo $PWD $C\"");
+        assert_string_equal(r.out, "/ 3\n");
+        exec_result_free(&r);
+
+        /* CANCEL stops the command the same way */
+        send_frame(conn, FRAME_EXEC, 47, "{\"session\":\"s1\",\"command\":\"sleep 1001\"}",
+                   strlen("{\"session\":\"s1\",\"command\":\"sleep 1001\"}"));
+        {
+                struct rframe f;
+
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.type, FRAME_STARTED);
+                free(f.payload);
+        }
+        send_frame(conn, FRAME_CANCEL, 47, NULL, 0);
+        memset(&r, 0, sizeof(r));
+        r.started = true;
+        collect(conn, 47, &r);
+        assert_int_equal(r.end_type, FRAME_EXIT);
+        assert_false(json_is_true(json_object_get(r.end, "timedOut")));
+        exec_result_free(&r);
+
+        /* setenv applies between commands */
+        j = session_call(48, &type,
+                         "{\"op\":\"setenv\",\"id\":\"s1\",\"env\":{\"A\":\"9\",\"C\":null}}");
+        assert_int_equal(type, FRAME_RESULT);
+        json_decref(j);
+        run_in_session(49, &r, "s1", "\"command\":\"echo $A ${C-unset}\"");
+        assert_string_equal(r.out, "9 unset\n");
+        exec_result_free(&r);
+
+        /* exit ends the shell: SESSION_TERMINATED, then a fresh shell with the session's env */
+        run_in_session(50, &r, "s1", "\"command\":\"echo bye; exit 3\"");
+        assert_int_equal(r.end_type, FRAME_ERROR);
+        assert_string_equal(error_code(r.end), "SESSION_TERMINATED");
+        assert_int_equal(json_integer_value(json_object_get(r.end, "exitCode")), 3);
+        assert_string_equal(r.out, "bye\n");
+        exec_result_free(&r);
+        run_in_session(51, &r, "s1", "\"command\":\"echo $A ${C-unset}\"");
+        assert_string_equal(r.out, "9 unset\n");
+        exec_result_free(&r);
+
+        j = session_call(52, &type, "{\"op\":\"list\"}");
+        assert_int_equal(type, FRAME_RESULT);
+        assert_int_equal(json_array_size(json_object_get(j, "sessions")), 1);
+        json_decref(j);
+        j = session_call(53, &type, "{\"op\":\"delete\",\"id\":\"s1\"}");
+        assert_int_equal(type, FRAME_RESULT);
+        json_decref(j);
+        run_in_session(54, &r, "s1", "\"command\":\"true\"");
+        assert_int_equal(r.end_type, FRAME_ERROR);
+        assert_string_equal(error_code(r.end), "SESSION_NOT_FOUND");
+        exec_result_free(&r);
+}
+
 static void test_ping(void **state)
 {
         struct rframe f;
@@ -999,6 +1136,7 @@ int main(void)
                 cmocka_unit_test(test_many_concurrent),
                 cmocka_unit_test(test_file_write_read),
                 cmocka_unit_test(test_file_ops),
+                cmocka_unit_test(test_sessions),
                 cmocka_unit_test(test_ping),
                 cmocka_unit_test(test_malformed_and_reconnect),
         };
