@@ -1444,6 +1444,44 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
         session_request_done(&r);
 }
 
+int session_spawn_context(struct agent *a, const char *sid, char **base_env, size_t n_base,
+                          char **ret_cwd, char ***ret_env, size_t *ret_n,
+                          struct cella_error *err)
+{
+        struct session *sess = session_find(a, sid);
+        char link[64], cwd[CELLA_PATH_MAX];
+        ssize_t n = -1;
+        char **env = NULL;
+        size_t count = 0;
+
+        if (!sess && strcmp(sid, DEFAULT_SESSION) == 0)
+                sess = session_create(a, DEFAULT_SESSION, NULL, base_env, n_base, NULL, 0, 0, err);
+        if (!sess) {
+                if (!cella_error_is_set(err))
+                        cella_error_set(err, CELLA_E_SESSION_NOT_FOUND, "no session '%s'", sid);
+                return -ENOENT;
+        }
+        if (sess->pid > 0) {
+                snprintf(link, sizeof(link), "/proc/%d/cwd", (int)sess->pid);
+                n = readlink(link, cwd, sizeof(cwd) - 1);
+        }
+        if (n > 0)
+                cwd[n] = '\0';
+        for (size_t i = 0; i < sess->n_env; i++)
+                if (env_apply(&env, &count, sess->env[i], false) < 0)
+                        goto oom;
+        *ret_cwd = strdup(n > 0 ? cwd : sess->cwd);
+        if (!*ret_cwd)
+                goto oom;
+        *ret_env = env;
+        *ret_n = count;
+        return 0;
+oom:
+        agent_env_free(env, count);
+        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        return -ENOMEM;
+}
+
 void session_init(struct agent *a)
 {
         char dir[192];

@@ -62,6 +62,15 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
 /* An EXEC frame with a session id: queue the command in that session (the session
  * `default` is created on first use). */
 void session_exec(struct agent *a, struct conn *c, struct agent_request *req);
+/* Where and with what a background process started "in" session sid runs: the shell's
+ * current directory (its initial cwd when no shell runs) and the session's environment as
+ * the agent knows it (the sandbox's base env, the session's own, setEnvVars changes; not
+ * variables a command exported inside the shell). *ret_cwd and *ret_env (n "K=V"
+ * strings) are new copies (free / agent_env_free). -ENOENT if there is no such session
+ * (the session "default" is created on first use with base_env), -ENOMEM. */
+int session_spawn_context(struct agent *a, const char *sid, char **base_env, size_t n_base,
+                          char **ret_cwd, char ***ret_env, size_t *ret_n,
+                          struct cella_error *err);
 /* Remove what earlier agents of this sandbox left in the sessions directory. */
 void session_init(struct agent *a);
 /* Kill every session's shell (agent shutdown). */
