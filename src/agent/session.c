@@ -1445,8 +1445,7 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
 }
 
 int session_spawn_context(struct agent *a, const char *sid, char **base_env, size_t n_base,
-                          char **ret_cwd, char ***ret_env, size_t *ret_n,
-                          struct cella_error *err)
+                          char **ret_cwd, char ***ret_env, size_t *ret_n, struct cella_error *err)
 {
         struct session *sess = session_find(a, sid);
         char link[64], cwd[CELLA_PATH_MAX];

@@ -69,8 +69,7 @@ void session_exec(struct agent *a, struct conn *c, struct agent_request *req);
  * strings) are new copies (free / agent_env_free). -ENOENT if there is no such session
  * (the session "default" is created on first use with base_env), -ENOMEM. */
 int session_spawn_context(struct agent *a, const char *sid, char **base_env, size_t n_base,
-                          char **ret_cwd, char ***ret_env, size_t *ret_n,
-                          struct cella_error *err);
+                          char **ret_cwd, char ***ret_env, size_t *ret_n, struct cella_error *err);
 /* Remove what earlier agents of this sandbox left in the sessions directory. */
 void session_init(struct agent *a);
 /* Kill every session's shell (agent shutdown). */

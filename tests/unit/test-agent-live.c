@@ -216,8 +216,8 @@ static int setup(void **state)
                 char rundir[100];
 
                 snprintf(rundir, sizeof(rundir), "%s/run", tmpdir);
-                execl(CELLA_BUILD_DIR "/cella-init", "cella-init", "--no-cgroup", "--log-level",
-                      "debug", "--run-dir", rundir, (char *)NULL);
+                execl(CELLA_BUILD_DIR "/" CELLA_AGENT_HOST_BIN, "cella-init", "--no-cgroup",
+                      "--log-level", "debug", "--run-dir", rundir, (char *)NULL);
                 _exit(127);
         }
         close(lfd);
