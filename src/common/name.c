@@ -1,3 +1,5 @@
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/limits.h"
@@ -46,5 +48,29 @@ int sandbox_name_check(const char *name, size_t len, bool normalize, char *out,
                 return cella_error_set(err, CELLA_E_INVALID_SANDBOX_NAME,
                                        "sandbox name '%s' is reserved", tmp);
         memcpy(out, tmp, len + 1);
+        return 0;
+}
+
+int slot_id_format(unsigned slot, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "s%u", slot);
+        return (n < 0 || (size_t)n >= size) ? -ENAMETOOLONG : 0;
+}
+
+int slot_id_parse(const char *id, size_t len, unsigned max, unsigned *ret)
+{
+        unsigned v = 0;
+
+        /* "s", then a decimal without leading zeros: one spelling per slot. */
+        if (len < 2 || len > 11 || id[0] != 's' || (id[1] == '0' && len > 2))
+                return -EINVAL;
+        for (size_t i = 1; i < len; i++) {
+                if (id[i] < '0' || id[i] > '9')
+                        return -EINVAL;
+                v = v * 10 + (unsigned)(id[i] - '0');
+                if (v >= max)
+                        return -ERANGE;
+        }
+        *ret = v;
         return 0;
 }

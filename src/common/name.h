@@ -14,4 +14,11 @@ int sandbox_name_check(const char *name, size_t len, bool normalize, char *out,
                        struct cella_error *err);
 bool sandbox_name_is_reserved(const char *name);
 
+/* A sandbox's slot id, "s<slot>": the name of its cgroup directories and its data
+ * directory, which never change while it lives (a warm-pool claim renames nothing). */
+int slot_id_format(unsigned slot, char *buf, size_t size);
+/* Parse id (len bytes) as "s<slot>" with slot < max, in its one spelling (no leading
+ * zeros). Returns 0 with *ret set, or -EINVAL / -ERANGE. */
+int slot_id_parse(const char *id, size_t len, unsigned max, unsigned *ret);
+
 #endif
