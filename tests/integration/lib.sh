@@ -223,6 +223,17 @@ sandbox_pids() {
         done
 }
 
+# wait_pool_ready N: poll /v1/health (10 s at most) until the warm pool holds N sandboxes.
+wait_pool_ready() {
+        local i ready=
+        for i in $(seq 1 100); do
+                ready=$(api GET /v1/health | jq -r '.pool.ready' 2>/dev/null) || true
+                [ "$ready" = "$1" ] && return 0
+                sleep 0.1
+        done
+        fail "warm pool: expected $1 ready, have [$ready]"
+}
+
 run_mounts() {
         grep -F "$IT_TMP" /proc/self/mountinfo || true
 }
