@@ -1,6 +1,9 @@
 /* The sandbox table (sandbox.h): names to sandboxes, lazy creation, restart of a stopped
- * sandbox with its files in place, destroy. The registry (store.c) holds what must survive
- * a daemon restart; the runtime (runtime/container.h) builds the containers. */
+ * sandbox with its files in place, destroy, and the warm pool of sandboxes built ahead. The
+ * registry (store.c) holds what must survive a daemon restart, the name-to-slot mapping
+ * included; the runtime (runtime/container.h) builds the containers. A sandbox's cgroups
+ * and data directory are named by its uid slot, "s<slot>", never by its name (see
+ * docs/decisions/0015-warm-pool.md). */
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
@@ -74,6 +77,7 @@ struct sandbox_table {
         uint64_t pool_claims;
         uint64_t pool_builds;
         int64_t pool_last_claim_ms;
+        uint64_t pool_retry_ms; /* back-off after failed builds; 0 after a success */
 };
 
 static unsigned hash_name(const char *s)
@@ -611,22 +615,29 @@ static void on_pool_timer(uv_timer_t *timer)
         if (t->pool_len == target)
                 return;
         if (pool_build(t, &e) < 0) {
-                log_warn("pool: build: %s", e.msg);
-                pool_schedule(t, CELLA_POOL_RETRY_MS);
+                /* E.g. the default image is not built yet: try again, less and less often. */
+                t->pool_retry_ms = t->pool_retry_ms ? t->pool_retry_ms * 2 : CELLA_POOL_RETRY_MS;
+                if (t->pool_retry_ms > CELLA_POOL_RETRY_MAX_MS)
+                        t->pool_retry_ms = CELLA_POOL_RETRY_MAX_MS;
+                log_warn("pool: build: %s (next try in %u s)", e.msg,
+                         (unsigned)(t->pool_retry_ms / 1000));
+                pool_schedule(t, t->pool_retry_ms);
                 return;
         }
+        t->pool_retry_ms = 0;
         if (t->pool_len < target)
                 pool_schedule(t, 0);
         else
                 log_debug("pool: %u ready", t->pool_len);
 }
 
-/* Take a live pool sandbox out of the pool, or NULL when there is none. */
+/* Take a live pool sandbox with its agent connected out of the pool, or NULL when there is
+ * none; the dead ones found on the way are discarded. */
 static struct sandbox *pool_take(struct sandbox_table *t)
 {
         while (t->pool) {
                 struct sandbox *s = t->pool;
-                if (s->running && runtime_container_is_alive(&s->ct)) {
+                if (s->running && s->agent && runtime_container_is_alive(&s->ct)) {
                         pool_unlink(s);
                         return s;
                 }
