@@ -762,7 +762,8 @@ int runtime_container_rename(struct runtime *rt, const struct container *c, cons
                 r = rewrite_at(etc_fd, "hosts", buf);
         }
         if (r < 0)
-                return cella_error_errno(err, -r, "name sandbox '%s': /etc/hosts", hostname);
+                return cella_error_errno(
+                        err, -r, "name sandbox '%s': rewrite /etc/hostname, /etc/hosts", hostname);
 
         /* The kernel hostname: this thread visits the sandbox's UTS namespace and comes
          * back. We are root of the namespace that owns the sandbox's user namespace, so
