@@ -734,14 +734,14 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                      validate_string_object(opts->labels, "labels", err) < 0))
                 return -1;
         if (strcmp(image, t->default_image) == 0 && strcmp(itype, INSTANCE_TYPE_DEFAULT) == 0) {
+                struct cella_error ce = {0};
                 s = pool_take(t);
-                if (s && pool_claim(s, name, opts, err) == 0) {
+                if (s && pool_claim(s, name, opts, &ce) == 0) {
                         *ret = s;
                         return 0;
                 }
                 if (s)
-                        log_warn("sandbox '%s': claim failed (%s); building it", name,
-                                 err ? err->msg : "?");
+                        log_warn("sandbox '%s': claim failed (%s); building it", name, ce.msg);
         }
         if (alloc_slot(t, &slot) < 0)
                 return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED,

@@ -42,6 +42,7 @@ assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$A' claimed from the pool" "cla
 # ---- named at claim ----
 assert_eq "$A" "$(run_in "$A" 'hostname')" "hostname"
 assert_eq "$A" "$(run_in "$A" 'cat /proc/sys/kernel/hostname')" "kernel hostname"
+assert_eq "$A" "$(run_in "$A" 'printf %s "$HOSTNAME"')" "HOSTNAME of a command"
 assert_eq "$A" "$(run_in "$A" 'cat /etc/hostname')" "/etc/hostname"
 assert_contains "$(run_in "$A" 'cat /etc/hosts')" "127.0.0.1 localhost $A" "/etc/hosts"
 assert_not_contains "$(run_in "$A" 'cat /etc/hosts /etc/hostname')" "pool-" "no pool name left"
