@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -62,6 +63,7 @@ struct sandbox_table {
         unsigned max_sandboxes;
         struct runtime *rt;
         struct store *store;
+        int lock_fd; /* <data-dir>/cellad.lock, flock()ed for the daemon's life */
         unsigned count;
         uv_timer_t *idle_timer; /* heap: closed asynchronously */
         struct sandbox *buckets[TABLE_BUCKETS];
@@ -1226,6 +1228,7 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         if (!t)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         t->loop = loop;
+        t->lock_fd = -EBADF;
         t->data_dir = strdup(cfg->data_dir);
         t->images_dir = strdup(cfg->images_dir);
         t->default_image = strdup(cfg->default_image ? cfg->default_image : "default");
@@ -1240,6 +1243,20 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         r = mkdir_p(path, 0700);
         if (r < 0) {
                 cella_error_errno(err, r, "create %s", path);
+                sandbox_table_free(t);
+                return -1;
+        }
+        /* One daemon per data directory: a second one would take the first one's sandboxes
+         * for leftovers (pool sandboxes have no record) and remove them. The lock goes
+         * with the process, however it ends. */
+        snprintf(path, sizeof(path), "%s/cellad.lock", t->data_dir);
+        t->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (t->lock_fd < 0 || flock(t->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                if (errno == EWOULDBLOCK)
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                        "another cellad uses the data directory %s", t->data_dir);
+                else
+                        cella_error_errno(err, errno, "lock %s", path);
                 sandbox_table_free(t);
                 return -1;
         }
@@ -1330,6 +1347,8 @@ void sandbox_table_free(struct sandbox_table *t)
         }
         store_close(t->store);
         runtime_free(t->rt);
+        if (t->lock_fd >= 0)
+                close(t->lock_fd);
         free(t->data_dir);
         free(t->images_dir);
         free(t->default_image);

@@ -99,6 +99,15 @@ left=$(wait_empty sandbox_pids "$B") || fail "processes of $B left: $left"
 left=$(wait_empty sandbox_cgroups "$B") || fail "cgroups of $B left: $left"
 [ ! -e "$IT_TMP/data/sandboxes/s$slot_b" ] || fail "directory of $B left"
 
+# ---- a second daemon on the same data dir refuses to start (it would sweep the pool) ----
+if "$CELLA_BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$IT_TMP/data" --images "$CELLA_IMAGES" \
+        >"$IT_TMP/second.log" 2>&1; then
+        fail "a second cellad started on the same data dir"
+fi
+assert_contains "$(cat "$IT_TMP/second.log")" "another cellad uses the data directory" "refused"
+assert_eq 2 "$(health .pool.ready)" "the first daemon's pool is intact"
+assert_eq "$A" "$(run_in "$A" 'hostname')" "the first daemon's sandbox is intact"
+
 # ---- SIGKILL with pool sandboxes present; the next daemon removes them ----
 wait_pool_ready 2
 pool_pids=
