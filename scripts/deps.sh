@@ -13,7 +13,7 @@ packages=(
         # images and sandboxes
         mmdebstrap bubblewrap uidmap iproute2 procps util-linux
         # tests, scripts and the README tour
-        curl jq ca-certificates python3 git
+        curl jq ca-certificates python3 git sqlite3
 )
 
 missing=()

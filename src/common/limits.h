@@ -35,6 +35,13 @@
 
 /* Sandboxes */
 #define CELLA_DEFAULT_MAX_SANDBOXES 1000
+#define CELLA_DEFAULT_POOL_SIZE 4     /* warm pool: running sandboxes built ahead */
+#define CELLA_POOL_MAX 1024           /* --pool at most */
+#define CELLA_POOL_REFILL_DELAY_MS 20 /* refill starts this long after the last claim */
+#define CELLA_POOL_RETRY_MS 2000      /* after a failed pool build, doubling up to: */
+#define CELLA_POOL_RETRY_MAX_MS 60000
+/* A refill waits for the first commands of sandboxes claimed this recently. */
+#define CELLA_POOL_QUIET_MS 2000
 #define CELLA_UID_BASE 0x10000000u /* first host uid handed to sandboxes */
 #define CELLA_UID_RANGE 65536u     /* uids per sandbox */
 #define CELLA_UID_SLOTS 4096u      /* slots: CELLA_UID_BASE + slot * CELLA_UID_RANGE */

@@ -1,3 +1,5 @@
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/limits.h"
@@ -60,4 +62,28 @@ bool object_id_is_valid(const char *s)
                       (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
                         return false;
         return true;
+}
+
+int slot_id_format(unsigned slot, char *buf, size_t size)
+{
+        int n = snprintf(buf, size, "s%u", slot);
+        return (n < 0 || (size_t)n >= size) ? -ENAMETOOLONG : 0;
+}
+
+int slot_id_parse(const char *id, size_t len, unsigned max, unsigned *ret)
+{
+        unsigned v = 0;
+
+        /* "s", then a decimal without leading zeros: one spelling per slot. */
+        if (len < 2 || len > 11 || id[0] != 's' || (id[1] == '0' && len > 2))
+                return -EINVAL;
+        for (size_t i = 1; i < len; i++) {
+                if (id[i] < '0' || id[i] > '9')
+                        return -EINVAL;
+                v = v * 10 + (unsigned)(id[i] - '0');
+                if (v >= max)
+                        return -ERANGE;
+        }
+        *ret = v;
+        return 0;
 }

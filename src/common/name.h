@@ -18,4 +18,11 @@ bool sandbox_name_is_reserved(const char *name);
  * or ".." (they may appear in paths inside the sandbox). */
 bool object_id_is_valid(const char *s);
 
+/* A sandbox's slot id, "s<slot>": the name of its cgroup directories and its data
+ * directory, which never change while it lives (a warm-pool claim renames nothing). */
+int slot_id_format(unsigned slot, char *buf, size_t size);
+/* Parse id (len bytes) as "s<slot>" with slot < max, in its one spelling (no leading
+ * zeros). Returns 0 with *ret set, or -EINVAL / -ERANGE. */
+int slot_id_parse(const char *id, size_t len, unsigned max, unsigned *ret);
+
 #endif

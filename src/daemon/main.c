@@ -20,20 +20,24 @@ static void usage(FILE *f)
         fprintf(f,
                 "usage: cellad [--listen HOST:PORT] [--data-dir DIR] [--images DIR] [--image "
                 "NAME]\n"
-                "              [--max-sandboxes N] [--image-builder PATH] [--log-level L]\n"
+                "              [--max-sandboxes N] [--pool N] [--image-builder PATH]\n"
+                "              [--log-level L]\n"
                 "              [--check] [--help]\n"
                 "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
                 "  --images DIR         images (default DATA-DIR/images)\n"
                 "  --image NAME         default image (default \"default\")\n"
                 "  --max-sandboxes N    sandboxes at most (default %d)\n"
+                "  --pool N             warm pool: sandboxes of the default image built\n"
+                "                       ahead, so a new name is a claim (default %d, max %d;\n"
+                "                       0: none)\n"
                 "  --image-builder PATH build-image.sh (default "
                 "DIR-OF-CELLAD/../scripts/build-image.sh)\n"
                 "  --log-level L        debug, info, warn, error (default info)\n"
                 "  --check              print what the kernel offers and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
                 "listens on loopback addresses only.\n",
-                CELLA_DEFAULT_MAX_SANDBOXES);
+                CELLA_DEFAULT_MAX_SANDBOXES, CELLA_DEFAULT_POOL_SIZE, CELLA_POOL_MAX);
 }
 
 /* "HOST:PORT", "[v6]:PORT". */
@@ -93,6 +97,7 @@ int main(int argc, char **argv)
                 {"images", required_argument, NULL, 'i'},
                 {"image", required_argument, NULL, 'I'},
                 {"max-sandboxes", required_argument, NULL, 'm'},
+                {"pool", required_argument, NULL, 'p'},
                 {"image-builder", required_argument, NULL, 'b'},
                 {"log-level", required_argument, NULL, 'L'},
                 {"check", no_argument, NULL, 'c'},
@@ -102,6 +107,7 @@ int main(int argc, char **argv)
         const char *listen = "127.0.0.1:7070", *data_dir = "/var/lib/cella", *images = NULL;
         const char *image = "default", *builder = NULL, *token = getenv("CELLA_TOKEN");
         unsigned long max_sandboxes = CELLA_DEFAULT_MAX_SANDBOXES;
+        unsigned long pool_size = CELLA_DEFAULT_POOL_SIZE;
         bool check = false;
         char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
         char agent_path[PATH_MAX];
@@ -137,6 +143,19 @@ int main(int argc, char **argv)
                         if (errno || end == optarg || *end || max_sandboxes == 0 ||
                             max_sandboxes > 1000000) {
                                 fprintf(stderr, "cellad: bad --max-sandboxes '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                }
+                case 'p': {
+                        char *end;
+
+                        errno = 0;
+                        pool_size = strtoul(optarg, &end, 10);
+                        if (errno || end == optarg || *end || optarg[0] == '-' ||
+                            pool_size > CELLA_POOL_MAX) {
+                                fprintf(stderr, "cellad: bad --pool '%s' (0 to %d)\n", optarg,
+                                        CELLA_POOL_MAX);
                                 return 2;
                         }
                         break;
@@ -221,6 +240,7 @@ int main(int argc, char **argv)
                         .default_image = image,
                         .agent_path = agent_path,
                         .max_sandboxes = (unsigned)max_sandboxes,
+                        .pool_size = (unsigned)pool_size,
                 };
 
                 if (sandbox_table_new(g_loop, &cfg, &table, &err) < 0) {

@@ -1,13 +1,18 @@
 /* The sandbox table (sandbox.h): names to sandboxes, lazy creation, restart of a stopped
- * sandbox with its files in place, destroy. The registry (store.c) holds what must survive
- * a daemon restart; the runtime (runtime/container.h) builds the containers. */
+ * sandbox with its files in place, destroy, and the warm pool of sandboxes built ahead. The
+ * registry (store.c) holds what must survive a daemon restart, the name-to-slot mapping
+ * included; the runtime (runtime/container.h) builds the containers. A sandbox's cgroups
+ * and data directory are named by its uid slot, "s<slot>", never by its name (see
+ * docs/decisions/0015-warm-pool.md). */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -28,6 +33,10 @@ struct sandbox {
         struct sandbox *next; /* hash chain */
         char name[CELLA_NAME_MAX + 1];
         unsigned slot;
+        char id[16];  /* "s<slot>": cgroup and data directory name, fixed for life */
+        bool pooled;  /* a warm-pool sandbox: not in the table, no registry record */
+        bool claimed; /* taken from the pool by this daemon */
+        struct sandbox *pool_next;
         char *image;
         char *instance_type;
         json_t *env;
@@ -55,10 +64,23 @@ struct sandbox_table {
         unsigned max_sandboxes;
         struct runtime *rt;
         struct store *store;
+        int lock_fd; /* <data-dir>/cellad.lock, flock()ed for the daemon's life */
         unsigned count;
         uv_timer_t *idle_timer; /* heap: closed asynchronously */
         struct sandbox *buckets[TABLE_BUCKETS];
+        unsigned next_slot; /* slots are handed out round robin from here */
         uint8_t slot_used[CELLA_UID_SLOTS];
+        /* The warm pool: running sandboxes of the default image and instance type, built
+         * ahead by pool_timer (one per callback), taken by sandbox_create. At most
+         * pool_target() of them; pool_len counts the list. */
+        unsigned pool_size;
+        unsigned pool_len;
+        struct sandbox *pool;
+        uv_timer_t *pool_timer; /* heap: closed asynchronously */
+        uint64_t pool_claims;
+        uint64_t pool_builds;
+        int64_t pool_last_claim_ms;
+        uint64_t pool_retry_ms; /* back-off after failed builds; 0 after a success */
 };
 
 static unsigned hash_name(const char *s)
@@ -83,7 +105,6 @@ static void table_insert(struct sandbox_table *t, struct sandbox *s)
         s->next = t->buckets[h];
         t->buckets[h] = s;
         t->count++;
-        t->slot_used[s->slot] = 1;
 }
 
 static void table_remove(struct sandbox_table *t, struct sandbox *s)
@@ -93,14 +114,15 @@ static void table_remove(struct sandbox_table *t, struct sandbox *s)
                         *pp = s->next;
                         s->next = NULL;
                         t->count--;
-                        t->slot_used[s->slot] = 0;
                         return;
                 }
 }
 
-static int sandbox_dir(const struct sandbox_table *t, const char *name, char *out, size_t outsz)
+/* <data-dir>/sandboxes/s<slot>: named by slot, like the cgroups, so that nothing on disk
+ * is renamed when a pool sandbox gets its name. */
+static int sandbox_dir(const struct sandbox *s, char *out, size_t outsz)
 {
-        int n = snprintf(out, outsz, "%s/sandboxes/%s", t->data_dir, name);
+        int n = snprintf(out, outsz, "%s/sandboxes/%s", s->table->data_dir, s->id);
         return (n < 0 || (size_t)n >= outsz) ? -ENAMETOOLONG : 0;
 }
 
@@ -186,6 +208,9 @@ static void on_agent_lost(struct agent_conn *c, int err, void *userdata)
                  err ? strerror(-err) : "ok");
 }
 
+static void pool_discard(struct sandbox *s);
+static void on_pool_timer(uv_timer_t *timer);
+
 /* PID 1 of the sandbox exited (the agent crashed or was killed): reap it, mark the sandbox
  * stopped. Its files stay; the next operation starts it again. */
 static void on_container_exit(uv_poll_t *w, int status, int events)
@@ -204,6 +229,10 @@ static void on_container_exit(uv_poll_t *w, int status, int events)
                 s->ct.pidfd = -EBADF;
         }
         log_warn("sandbox '%s': PID 1 exited (status 0x%x)", s->name, (unsigned)wstatus);
+        if (s->pooled) {
+                pool_discard(s);
+                return;
+        }
         stop_exit_watch(s);
         s->running = false;
         if (s->agent) {
@@ -212,7 +241,7 @@ static void on_container_exit(uv_poll_t *w, int status, int events)
                 agent_conn_close(c);
         }
         /* Sweep what may be left in its cgroups. */
-        runtime_container_destroy(s->table->rt, s->name, NULL, NULL);
+        runtime_container_destroy(s->table->rt, s->id, NULL, NULL);
 }
 
 static int sandbox_persist(struct sandbox *s, struct cella_error *err);
@@ -261,7 +290,7 @@ static int connect_agent(struct sandbox *s, struct cella_error *err)
 {
         char dir[CELLA_PATH_MAX], sock[CELLA_PATH_MAX + 16];
 
-        if (sandbox_dir(s->table, s->name, dir, sizeof(dir)) < 0)
+        if (sandbox_dir(s, dir, sizeof(dir)) < 0)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
         snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
         return agent_conn_new(s->table->loop, sock, on_agent_lost, s, &s->agent, err);
@@ -281,7 +310,7 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "unknown instance type '%s' (known: %s)", s->instance_type,
                                        instance_type_names());
-        if (sandbox_dir(t, s->name, dir, sizeof(dir)) < 0 ||
+        if (sandbox_dir(s, dir, sizeof(dir)) < 0 ||
             snprintf(rootfs, sizeof(rootfs), "%s/%s/rootfs", t->images_dir, s->image) >=
                     (int)sizeof(rootfs))
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
@@ -295,7 +324,7 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                 return cella_error_errno(err, r, "create sandbox directory %s", dir);
 
         spec = (struct container_spec){
-                .id = s->name,
+                .id = s->id,
                 .hostname = s->name,
                 .rootfs = rootfs,
                 .dir = dir,
@@ -310,14 +339,14 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
         };
         /* Leftovers of an earlier run (a daemon that died, a crashed agent) go first. */
         uint64_t t0 = time_mono_us();
-        runtime_container_destroy(t->rt, s->name, NULL, NULL);
+        runtime_container_destroy(t->rt, s->id, NULL, NULL);
         uint64_t t1 = time_mono_us();
         if (runtime_container_start(t->rt, &spec, &s->ct, err) < 0)
                 return -1;
         uint64_t t2 = time_mono_us();
 
         if (watch_exit(s) < 0) {
-                runtime_container_destroy(t->rt, s->name, &s->ct, NULL);
+                runtime_container_destroy(t->rt, s->id, &s->ct, NULL);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "watch sandbox process");
         }
         s->running = true;
@@ -326,23 +355,24 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
 
         if (connect_agent(s, err) < 0) {
                 stop_exit_watch(s);
-                runtime_container_destroy(t->rt, s->name, &s->ct, NULL);
+                runtime_container_destroy(t->rt, s->id, &s->ct, NULL);
                 s->running = false;
                 return -1;
         }
-        log_info("sandbox '%s' started (pid %d, image %s, %s) in %.2f ms (sweep %.2f ms, "
-                 "container %.2f ms)",
-                 s->name, (int)s->ct.pid, s->image, s->instance_type,
+        log_info("sandbox '%s' started (slot %u, pid %d, image %s, %s) in %.2f ms (sweep %.2f "
+                 "ms, container %.2f ms)",
+                 s->name, s->slot, (int)s->ct.pid, s->image, s->instance_type,
                  (double)(time_mono_us() - t0) / 1000.0, (double)(t1 - t0) / 1000.0,
                  (double)(t2 - t1) / 1000.0);
         /* The record (with the pid, so that a restarted daemon finds it) is written here
-         * once per start; a sandbox the registry does not know must not run. */
-        if (sandbox_persist(s, err) < 0) {
+         * once per start; a sandbox the registry does not know must not run (a pool
+         * sandbox has no record: a restarted daemon removes it). */
+        if (!s->pooled && sandbox_persist(s, err) < 0) {
                 struct agent_conn *c = s->agent;
                 s->agent = NULL;
                 agent_conn_close(c);
                 stop_exit_watch(s);
-                runtime_container_destroy(t->rt, s->name, &s->ct, NULL);
+                runtime_container_destroy(t->rt, s->id, &s->ct, NULL);
                 s->running = false;
                 return -1;
         }
@@ -399,26 +429,40 @@ static int sandbox_persist(struct sandbox *s, struct cella_error *err)
         return store_sandbox_save(s->table->store, &rec, err);
 }
 
+/* Take a free slot, round robin: a slot just released (its cgroups and files just
+ * removed) is the last to be handed out again. */
 static int alloc_slot(struct sandbox_table *t, unsigned *ret)
 {
-        for (unsigned i = 0; i < CELLA_UID_SLOTS; i++)
+        for (unsigned n = 0; n < CELLA_UID_SLOTS; n++) {
+                unsigned i = (t->next_slot + n) % CELLA_UID_SLOTS;
                 if (!t->slot_used[i]) {
+                        t->slot_used[i] = 1;
+                        t->next_slot = (i + 1) % CELLA_UID_SLOTS;
                         *ret = i;
                         return 0;
                 }
+        }
         return -ENOSPC;
 }
 
-static struct sandbox *sandbox_alloc(struct sandbox_table *t, const char *name)
+static void release_slot(struct sandbox_table *t, unsigned slot)
+{
+        t->slot_used[slot] = 0;
+}
+
+static struct sandbox *sandbox_alloc(struct sandbox_table *t, const char *name, unsigned slot)
 {
         struct sandbox *s = calloc(1, sizeof(*s));
         if (!s)
                 return NULL;
         s->refs = 1; /* the table's */
         s->table = t;
+        s->slot = slot;
+        slot_id_format(slot, s->id, sizeof(s->id));
         snprintf(s->name, sizeof(s->name), "%s", name);
         s->ct.pid = -1;
         s->ct.pidfd = -EBADF;
+        s->default_session = true;
         return s;
 }
 
@@ -438,6 +482,233 @@ static int validate_string_object(json_t *o, const char *what, struct cella_erro
                                                "%s.%s must be a string", what, k);
         }
         return 0;
+}
+
+/* ---- the warm pool ----
+ *
+ * A pool sandbox is a struct sandbox with pooled set, named "pool-<slot>" (a reserved
+ * name), running, its agent connected, outside the table and without a registry record.
+ * A claim gives it its name and options, its hostname and /etc files, and then writes
+ * its record: that write is the commit point. A daemon that dies before it leaves a pool
+ * sandbox that the next daemon removes (see sweep_leftovers); after it, a sandbox like any
+ * other, reattached by its record. */
+
+/* How many pool sandboxes to keep: the pool size, but never more than the user sandboxes
+ * still allowed, so that user and pool sandboxes together stay within --max-sandboxes. */
+static unsigned pool_target(const struct sandbox_table *t)
+{
+        unsigned room = t->max_sandboxes > t->count ? t->max_sandboxes - t->count : 0;
+        return t->pool_size < room ? t->pool_size : room;
+}
+
+static void pool_schedule(struct sandbox_table *t, uint64_t delay_ms)
+{
+        if (t->pool_timer)
+                uv_timer_start(t->pool_timer, on_pool_timer, delay_ms, 0);
+}
+
+static void pool_unlink(struct sandbox *s)
+{
+        struct sandbox_table *t = s->table;
+        for (struct sandbox **pp = &t->pool; *pp; pp = &(*pp)->pool_next)
+                if (*pp == s) {
+                        *pp = s->pool_next;
+                        s->pool_next = NULL;
+                        t->pool_len--;
+                        return;
+                }
+}
+
+/* Kill a pool sandbox (or one whose claim failed) and remove everything of it: cgroups,
+ * files, slot. s is not in the table. */
+static void pool_discard(struct sandbox *s)
+{
+        struct sandbox_table *t = s->table;
+        struct cella_error e = {0};
+        char dir[CELLA_PATH_MAX];
+
+        pool_unlink(s);
+        if (s->agent) {
+                struct agent_conn *c = s->agent;
+                s->agent = NULL;
+                agent_conn_close(c);
+        }
+        stop_exit_watch(s);
+        if (runtime_container_destroy(t->rt, s->id, s->running ? &s->ct : NULL, &e) < 0)
+                log_warn("pool: %s", e.msg);
+        s->running = false;
+        if (sandbox_dir(s, dir, sizeof(dir)) == 0 && rm_rf(dir) < 0)
+                log_warn("pool: remove %s failed", dir);
+        release_slot(t, s->slot);
+        s->destroyed = true;
+        sandbox_unref(s);
+        pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);
+}
+
+/* Build one pool sandbox and add it to the pool. */
+static int pool_build(struct sandbox_table *t, struct cella_error *err)
+{
+        char name[CELLA_NAME_MAX + 1];
+        struct sandbox *s;
+        unsigned slot;
+
+        if (alloc_slot(t, &slot) < 0)
+                return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED, "no free uid range");
+        snprintf(name, sizeof(name), "pool-%u", slot);
+        s = sandbox_alloc(t, name, slot);
+        if (!s) {
+                release_slot(t, slot);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        s->pooled = true;
+        s->image = strdup(t->default_image);
+        s->instance_type = strdup(INSTANCE_TYPE_DEFAULT);
+        s->env = json_object();
+        s->labels = json_object();
+        s->sleep_after_ms = CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->created_ms = s->last_active_ms = time_now_ms();
+        if (!s->image || !s->instance_type || !s->env || !s->labels) {
+                pool_discard(s);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        if (sandbox_start(s, err) < 0) {
+                pool_discard(s);
+                return -1;
+        }
+        s->pool_next = t->pool;
+        t->pool = s;
+        t->pool_len++;
+        t->pool_builds++;
+        return 0;
+}
+
+/* Is a request that claimed a sandbox still being served? (a sandbox claimed in the last
+ * CELLA_POOL_QUIET_MS with an open agent stream: the exec that came with the name) */
+static bool pool_claim_in_flight(const struct sandbox_table *t)
+{
+        int64_t since = time_now_ms() - CELLA_POOL_QUIET_MS;
+
+        if (t->pool_last_claim_ms < since)
+                return false;
+        for (unsigned i = 0; i < TABLE_BUCKETS; i++)
+                for (const struct sandbox *s = t->buckets[i]; s; s = s->next)
+                        if (s->claimed && s->created_ms >= since &&
+                            agent_conn_stream_count(s->agent) > 0)
+                                return true;
+        return false;
+}
+
+/* Refill (or trim) the pool by one sandbox per callback, so that the event loop serves
+ * requests between two builds. A build (a few ms of synchronous work on the loop) waits
+ * until the requests that claimed are answered: claims push it back by
+ * CELLA_POOL_REFILL_DELAY_MS, and so does a claimed sandbox's first command still
+ * running, so that a burst of new names is served before the pool builds again. */
+static void on_pool_timer(uv_timer_t *timer)
+{
+        struct sandbox_table *t = timer->data;
+        struct cella_error e = {0};
+        unsigned target = pool_target(t);
+
+        if (t->pool_len < target && pool_claim_in_flight(t)) {
+                pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);
+                return;
+        }
+        if (t->pool_len > target) {
+                pool_discard(t->pool); /* reschedules */
+                return;
+        }
+        if (t->pool_len == target)
+                return;
+        if (pool_build(t, &e) < 0) {
+                /* E.g. the default image is not built yet: try again, less and less often. */
+                t->pool_retry_ms = t->pool_retry_ms ? t->pool_retry_ms * 2 : CELLA_POOL_RETRY_MS;
+                if (t->pool_retry_ms > CELLA_POOL_RETRY_MAX_MS)
+                        t->pool_retry_ms = CELLA_POOL_RETRY_MAX_MS;
+                log_warn("pool: build: %s (next try in %u s)", e.msg,
+                         (unsigned)(t->pool_retry_ms / 1000));
+                pool_schedule(t, t->pool_retry_ms);
+                return;
+        }
+        t->pool_retry_ms = 0;
+        if (t->pool_len < target)
+                pool_schedule(t, 0);
+        else
+                log_debug("pool: %u ready", t->pool_len);
+}
+
+/* Take a live pool sandbox with its agent connected out of the pool, or NULL when there is
+ * none; the dead ones found on the way are discarded. */
+static struct sandbox *pool_take(struct sandbox_table *t)
+{
+        while (t->pool) {
+                struct sandbox *s = t->pool;
+                if (s->running && s->agent && runtime_container_is_alive(&s->ct)) {
+                        pool_unlink(s);
+                        return s;
+                }
+                pool_discard(s);
+        }
+        return NULL;
+}
+
+/* Give pool sandbox s (taken out of the pool) the name and options of a new sandbox;
+ * opts are validated. On failure s is discarded. */
+static int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options *opts,
+                      struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+        uint64_t t0 = time_mono_us();
+        char dir[CELLA_PATH_MAX];
+        json_t *env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
+        json_t *labels = opts && opts->labels ? json_deep_copy(opts->labels) : json_object();
+
+        if (!env || !labels) {
+                json_decref(env);
+                json_decref(labels);
+                pool_discard(s);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        json_decref(s->env);
+        json_decref(s->labels);
+        s->env = env;
+        s->labels = labels;
+        snprintf(s->name, sizeof(s->name), "%s", name);
+        /* The sandbox, as its user sees it, is made now. */
+        s->created_ms = s->last_active_ms = time_now_ms();
+        s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
+                                                             : CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
+        s->default_session = !(opts && opts->has_default_session && !opts->default_session);
+        if (sandbox_dir(s, dir, sizeof(dir)) < 0 ||
+            runtime_container_rename(t->rt, &s->ct, dir, name, err) < 0) {
+                pool_discard(s);
+                return -1;
+        }
+        uint64_t t1 = time_mono_us();
+        s->pooled = false;
+        s->claimed = true;
+        table_insert(t, s);
+        /* The commit point: from here on a restarted daemon reattaches it by this record. */
+        if (sandbox_persist(s, err) < 0) {
+                table_remove(t, s);
+                pool_discard(s);
+                return -1;
+        }
+        t->pool_claims++;
+        t->pool_last_claim_ms = s->created_ms;
+        log_info("sandbox '%s' claimed from the pool (slot %u, pid %d) in %.2f ms (name %.2f "
+                 "ms, registry %.2f ms)",
+                 s->name, s->slot, (int)s->ct.pid, (double)(time_mono_us() - t0) / 1000.0,
+                 (double)(t1 - t0) / 1000.0, (double)(time_mono_us() - t1) / 1000.0);
+        pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);
+        return 0;
+}
+
+json_t *sandbox_table_pool_info(const struct sandbox_table *t)
+{
+        return json_pack("{s:I, s:I, s:I, s:I}", "size", (json_int_t)t->pool_size, "ready",
+                         (json_int_t)t->pool_len, "claims", (json_int_t)t->pool_claims, "builds",
+                         (json_int_t)t->pool_builds);
 }
 
 static int sandbox_create(struct sandbox_table *t, const char *name,
@@ -468,14 +739,25 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         if (opts && (validate_string_object(opts->env, "env", err) < 0 ||
                      validate_string_object(opts->labels, "labels", err) < 0))
                 return -1;
+        if (strcmp(image, t->default_image) == 0 && strcmp(itype, INSTANCE_TYPE_DEFAULT) == 0) {
+                struct cella_error ce = {0};
+                s = pool_take(t);
+                if (s && pool_claim(s, name, opts, &ce) == 0) {
+                        *ret = s;
+                        return 0;
+                }
+                if (s)
+                        log_warn("sandbox '%s': claim failed (%s); building it", name, ce.msg);
+        }
         if (alloc_slot(t, &slot) < 0)
                 return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED,
                                        "no free uid range for a new sandbox");
 
-        s = sandbox_alloc(t, name);
-        if (!s)
+        s = sandbox_alloc(t, name, slot);
+        if (!s) {
+                release_slot(t, slot);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-        s->slot = slot;
+        }
         s->image = strdup(image);
         s->instance_type = strdup(itype);
         s->env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
@@ -486,6 +768,7 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
         s->default_session = !(opts && opts->has_default_session && !opts->default_session);
         if (!s->image || !s->instance_type || !s->env || !s->labels) {
+                release_slot(t, slot);
                 sandbox_free(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
@@ -496,6 +779,7 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                 sandbox_table_destroy(t, name, &existed, NULL);
                 return -1;
         }
+        pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS); /* one user sandbox more: trim */
         *ret = s;
         return 0;
 }
@@ -512,7 +796,7 @@ static void sandbox_sleep(struct sandbox *s)
                 agent_conn_close(c);
         }
         stop_exit_watch(s);
-        if (runtime_container_destroy(s->table->rt, s->name, &s->ct, &e) < 0)
+        if (runtime_container_destroy(s->table->rt, s->id, &s->ct, &e) < 0)
                 log_warn("sandbox '%s': sleep: %s", s->name, e.msg);
         s->running = false;
         s->sleeping = true;
@@ -633,20 +917,22 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
                 agent_conn_close(c);
         }
         stop_exit_watch(s);
-        r = runtime_container_destroy(t->rt, s->name, s->running ? &s->ct : NULL, err);
+        r = runtime_container_destroy(t->rt, s->id, s->running ? &s->ct : NULL, err);
         if (r < 0)
                 return r;
         s->running = false;
-        if (sandbox_dir(t, s->name, dir, sizeof(dir)) == 0) {
+        if (sandbox_dir(s, dir, sizeof(dir)) == 0) {
                 r = rm_rf(dir);
                 if (r < 0)
                         log_warn("sandbox '%s': remove %s: %s", s->name, dir, strerror(-r));
         }
         store_sandbox_delete(t->store, s->name, NULL);
         table_remove(t, s);
+        release_slot(t, s->slot);
         s->destroyed = true;
-        log_info("sandbox '%s' destroyed", s->name);
+        log_info("sandbox '%s' destroyed (slot %u)", s->name, s->slot);
         sandbox_unref(s);
+        pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);
         return 0;
 }
 
@@ -764,7 +1050,7 @@ static int reattach(struct sandbox *s)
                 return -1;
         }
         s->running = true;
-        log_info("sandbox '%s' reattached (pid %d)", s->name, (int)s->ct.pid);
+        log_info("sandbox '%s' reattached (slot %u, pid %d)", s->name, s->slot, (int)s->ct.pid);
         return 0;
 }
 
@@ -783,10 +1069,9 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
                 log_warn("registry: skipping invalid record '%s'", rec->name);
                 return 0;
         }
-        s = sandbox_alloc(t, rec->name);
+        s = sandbox_alloc(t, rec->name, (unsigned)rec->slot);
         if (!s)
                 return -ENOMEM;
-        s->slot = (unsigned)rec->slot;
         s->image = strdup(rec->image);
         s->instance_type = strdup(rec->instance_type);
         s->env = json_loads(rec->env_json, 0, NULL);
@@ -812,11 +1097,120 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
                 return -ENOMEM;
         }
         table_insert(t, s);
+        t->slot_used[s->slot] = 1;
         if (reattach(s) == 0)
                 return 0;
         /* Whatever is left of it is stopped; it restarts cleanly on next use. */
-        runtime_container_destroy(t->rt, s->name, NULL, &e);
+        runtime_container_destroy(t->rt, s->id, NULL, &e);
+        log_info("sandbox '%s' stopped (slot %u)", s->name, s->slot);
         return 0;
+}
+
+/* ---- start-up: layout migration and leftovers ---- */
+
+struct migrate_ctx {
+        struct sandbox_table *t;
+        int pass;
+        int err;
+};
+
+/* Registries written before slot naming had sandboxes/<name>/ and cgroups named by the
+ * sandbox's name. Pass 1 stops each such sandbox (its cgroups are named by the old scheme)
+ * and moves its directory aside to sandboxes/.m-<slot>; pass 2 moves those to s<slot>. Two
+ * passes, because an old name may itself look like a slot id. Its files are kept; it
+ * starts again on its next use. Re-running after a crash in between is safe. */
+static int migrate_record(const struct store_sandbox *rec, void *userdata)
+{
+        struct migrate_ctx *m = userdata;
+        struct sandbox_table *t = m->t;
+        char name[CELLA_NAME_MAX + 1], from[CELLA_PATH_MAX], to[CELLA_PATH_MAX + 16];
+        struct cella_error e = {0};
+        struct stat st;
+
+        if (rec->slot < 0 || rec->slot >= CELLA_UID_SLOTS ||
+            sandbox_name_check(rec->name, strlen(rec->name), false, name, NULL) < 0)
+                return 0; /* load_record skips it */
+        if (m->pass == 1) {
+                runtime_container_destroy(t->rt, rec->name, NULL, &e);
+                snprintf(from, sizeof(from), "%s/sandboxes/%s", t->data_dir, rec->name);
+                snprintf(to, sizeof(to), "%s/sandboxes/.m-%lld", t->data_dir, (long long)rec->slot);
+        } else {
+                snprintf(from, sizeof(from), "%s/sandboxes/.m-%lld", t->data_dir,
+                         (long long)rec->slot);
+                snprintf(to, sizeof(to), "%s/sandboxes/s%lld", t->data_dir, (long long)rec->slot);
+                if (lstat(from, &st) == 0)
+                        rm_rf(to); /* no record owns it: every old directory is in .m-* now */
+        }
+        if (lstat(from, &st) < 0)
+                return 0;
+        if (rename(from, to) < 0) {
+                m->err = -errno;
+                log_error("registry: move %s to %s: %s", from, to, strerror(errno));
+                return m->err;
+        }
+        return 0;
+}
+
+static int migrate_layout(struct sandbox_table *t, struct cella_error *err)
+{
+        struct migrate_ctx m = {.t = t};
+        char layout[32] = "";
+
+        if (store_meta_get(t->store, "layout", layout, sizeof(layout)) == 0 &&
+            strcmp(layout, "slot") == 0)
+                return 0;
+        for (m.pass = 1; m.pass <= 2; m.pass++)
+                if (store_sandbox_foreach(t->store, migrate_record, &m, err) < 0)
+                        return m.err ? cella_error_errno(err, -m.err,
+                                                         "registry: move sandbox directories")
+                                     : -1;
+        log_info("registry: sandboxes are named by slot from now on");
+        return store_meta_set(t->store, "layout", "slot", err);
+}
+
+static bool is_owned_slot_id(const struct sandbox_table *t, const char *id)
+{
+        unsigned slot;
+        return slot_id_parse(id, strlen(id), CELLA_UID_SLOTS, &slot) == 0 && t->slot_used[slot];
+}
+
+static int sweep_cgroup(const char *id, void *userdata)
+{
+        struct sandbox_table *t = userdata;
+        struct cella_error e = {0};
+
+        if (is_owned_slot_id(t, id))
+                return 0;
+        log_info("removing leftover sandbox '%s' (no registry record)", id);
+        if (runtime_container_destroy(t->rt, id, NULL, &e) < 0)
+                log_warn("%s", e.msg);
+        return 0;
+}
+
+/* What no registry record owns goes: pool sandboxes of an earlier daemon (never claimed,
+ * or claimed but not committed) and anything else below our cgroup parent and in
+ * sandboxes/. Runs after the records are loaded and after the layout migration. */
+static void sweep_leftovers(struct sandbox_table *t)
+{
+        char path[CELLA_PATH_MAX], entry[CELLA_PATH_MAX + 256];
+        struct dirent *de;
+        DIR *d;
+
+        runtime_foreach_id(t->rt, sweep_cgroup, t);
+        snprintf(path, sizeof(path), "%s/sandboxes", t->data_dir);
+        d = opendir(path);
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                    is_owned_slot_id(t, de->d_name))
+                        continue;
+                snprintf(entry, sizeof(entry), "%s/%s", path, de->d_name);
+                log_info("removing leftover %s (no registry record)", entry);
+                if (rm_rf(entry) < 0)
+                        log_warn("remove %s failed", entry);
+        }
+        closedir(d);
 }
 
 /* "cella" for the default data directory, "cella-<hash>" for any other. */
@@ -847,6 +1241,7 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         if (!t)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         t->loop = loop;
+        t->lock_fd = -EBADF;
         t->data_dir = strdup(cfg->data_dir);
         t->images_dir = strdup(cfg->images_dir);
         t->default_image = strdup(cfg->default_image ? cfg->default_image : "default");
@@ -864,6 +1259,20 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 sandbox_table_free(t);
                 return -1;
         }
+        /* One daemon per data directory: a second one would take the first one's sandboxes
+         * for leftovers (pool sandboxes have no record) and remove them. The lock goes
+         * with the process, however it ends. */
+        snprintf(path, sizeof(path), "%s/cellad.lock", t->data_dir);
+        t->lock_fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (t->lock_fd < 0 || flock(t->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                if (errno == EWOULDBLOCK)
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                        "another cellad uses the data directory %s", t->data_dir);
+                else
+                        cella_error_errno(err, errno, "lock %s", path);
+                sandbox_table_free(t);
+                return -1;
+        }
         /* Each data directory owns its own cgroup parent, so that two daemons on one host
          * (tests, CI) never reach each other's sandboxes by name. */
         cgroup_parent_name(t->data_dir, cgname, sizeof(cgname));
@@ -877,10 +1286,12 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 sandbox_table_free(t);
                 return -1;
         }
-        if (store_sandbox_foreach(t->store, load_record, t, err) < 0) {
+        if (migrate_layout(t, err) < 0 ||
+            store_sandbox_foreach(t->store, load_record, t, err) < 0) {
                 sandbox_table_free(t);
                 return -1;
         }
+        sweep_leftovers(t);
         t->idle_timer = malloc(sizeof(*t->idle_timer));
         if (!t->idle_timer || uv_timer_init(loop, t->idle_timer) < 0) {
                 free(t->idle_timer);
@@ -891,6 +1302,20 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         t->idle_timer->data = t;
         uv_timer_start(t->idle_timer, on_idle_check, CELLA_IDLE_CHECK_MS, CELLA_IDLE_CHECK_MS);
         uv_unref((uv_handle_t *)t->idle_timer);
+        t->pool_size = cfg->pool_size;
+        if (t->pool_size) {
+                t->pool_timer = malloc(sizeof(*t->pool_timer));
+                if (!t->pool_timer || uv_timer_init(loop, t->pool_timer) < 0) {
+                        free(t->pool_timer);
+                        t->pool_timer = NULL;
+                        sandbox_table_free(t);
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "pool timer");
+                }
+                t->pool_timer->data = t;
+                uv_unref((uv_handle_t *)t->pool_timer);
+                pool_schedule(t, 0);
+        }
+        log_info("sandbox cgroups under '%s'; warm pool of %u", cgname, t->pool_size);
         if (t->count)
                 log_info("registry: %u sandboxes", t->count);
         *ret = t;
@@ -905,6 +1330,15 @@ void sandbox_table_free(struct sandbox_table *t)
                 uv_timer_stop(t->idle_timer);
                 uv_close((uv_handle_t *)t->idle_timer, on_watch_closed);
         }
+        if (t->pool_timer) {
+                uv_timer_stop(t->pool_timer);
+                uv_close((uv_handle_t *)t->pool_timer, on_watch_closed);
+                t->pool_timer = NULL;
+        }
+        /* Pool sandboxes are the daemon's own: they go with it (a restarted daemon would
+         * remove them anyway). */
+        while (t->pool)
+                pool_discard(t->pool);
         /* Sandboxes keep running without the daemon; only our links to them go. */
         for (unsigned i = 0; i < TABLE_BUCKETS; i++) {
                 struct sandbox *s = t->buckets[i];
@@ -926,6 +1360,8 @@ void sandbox_table_free(struct sandbox_table *t)
         }
         store_close(t->store);
         runtime_free(t->rt);
+        if (t->lock_fd >= 0)
+                close(t->lock_fd);
         free(t->data_dir);
         free(t->images_dir);
         free(t->default_image);

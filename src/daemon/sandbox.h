@@ -32,11 +32,12 @@ struct sandbox_options {
 };
 
 struct sandbox_table_config {
-        const char *data_dir;   /* sandboxes/<name>/ below it, cella.db */
+        const char *data_dir;   /* sandboxes/s<slot>/ below it, cella.db */
         const char *images_dir; /* <images_dir>/<image>/rootfs */
         const char *default_image;
         const char *agent_path; /* cella-init binary */
         unsigned max_sandboxes;
+        unsigned pool_size; /* warm pool: sandboxes built ahead; 0: none */
 };
 
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
@@ -60,6 +61,8 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
 /* JSON array of sandbox_info() for every sandbox; new reference. */
 json_t *sandbox_table_list(struct sandbox_table *t);
 unsigned sandbox_table_count(const struct sandbox_table *t);
+/* The warm pool for /v1/health: {size, ready, claims, builds}; new reference. */
+json_t *sandbox_table_pool_info(const struct sandbox_table *t);
 
 /* SandboxInfo: {id, state, image, instanceType, createdAt, lastActiveAt, labels, env};
  * new reference. */

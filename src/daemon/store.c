@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,6 +197,41 @@ int store_sandbox_foreach(struct store *s,
                 return r;
         if (rc != SQLITE_DONE && rc != SQLITE_ROW)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: list: %s",
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}
+
+int store_meta_get(struct store *s, const char *key, char *buf, size_t size)
+{
+        sqlite3_stmt *st = NULL;
+        int r = -ENOENT;
+
+        if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) !=
+            SQLITE_OK)
+                return -EIO;
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        if (sqlite3_step(st) == SQLITE_ROW) {
+                snprintf(buf, size, "%s", col_text(st, 0));
+                r = 0;
+        }
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_meta_set(struct store *s, const char *key, const char *value, struct cella_error *err)
+{
+        sqlite3_stmt *st = NULL;
+
+        if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO meta VALUES (?1, ?2)", -1, &st,
+                               NULL) != SQLITE_OK)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: meta: %s",
+                                       sqlite3_errmsg(s->db));
+        sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: meta %s: %s", key,
                                        sqlite3_errmsg(s->db));
         return 0;
 }

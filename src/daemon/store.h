@@ -35,6 +35,9 @@ int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct c
 int store_sandbox_delete(struct store *s, const char *name, struct cella_error *err);
 int store_sandbox_touch(struct store *s, const char *name, int64_t last_active_ms);
 /* Call fn for every record (fields borrowed for the call). fn returning < 0 stops. */
+/* meta table: key/value text. get: 0, or -ENOENT when absent, -EIO. */
+int store_meta_get(struct store *s, const char *key, char *buf, size_t size);
+int store_meta_set(struct store *s, const char *key, const char *value, struct cella_error *err);
 int store_sandbox_foreach(struct store *s,
                           int (*fn)(const struct store_sandbox *sb, void *userdata), void *userdata,
                           struct cella_error *err);

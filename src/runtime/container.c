@@ -33,6 +33,7 @@
 #include <grp.h>
 #include <linux/seccomp.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <unistd.h>
 
 #include "common/limits.h"
@@ -58,6 +59,7 @@ struct runtime {
         struct caps caps;
         struct mount_plan mounts;
         int agent_fd;     /* sealed memfd with cella-init */
+        int uts_fd;       /* our own UTS namespace, to come back to after a rename */
         bool oom_protect; /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
         char cgroup_name[64];
         char description[CELLA_PATH_MAX + 512];
@@ -334,6 +336,30 @@ static int write_at(int dirfd, const char *name, const char *content, uid_t owne
         return 0;
 }
 
+/* The runtime's own /etc/hostname and /etc/hosts of a sandbox named hostname. */
+static void etc_hostname_text(const char *hostname, char *buf, size_t size)
+{
+        snprintf(buf, size, "%s\n", hostname);
+}
+
+static void etc_hosts_text(const char *hostname, char *buf, size_t size)
+{
+        snprintf(buf, size, "127.0.0.1 localhost %s\n::1 localhost\n", hostname);
+}
+
+/* Replace the content of an existing regular file in place (same inode: an overlay that
+ * has it as its upper file sees the new content), never following a symlink. */
+static int rewrite_at(int dirfd, const char *name, const char *content)
+{
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        size_t len = strlen(content);
+        if (write(fd, content, len) != (ssize_t)len)
+                return -EIO;
+        return 0;
+}
+
 /* mkdir name in dirfd if missing, owned by owner, 0755; returns an O_PATH fd to it that
  * never follows a symlink the sandbox may have planted in its upper layer. */
 static int ensure_dir(int dirfd, const char *name, uid_t owner, int flags)
@@ -582,11 +608,10 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
                 _cleanup_close_ int etc_fd = ensure_dir(upper_fd, "etc", owner, O_RDONLY);
                 if (etc_fd < 0)
                         return cella_error_errno(err, -etc_fd, "create sandbox '%s': /etc", name);
-                snprintf(buf, sizeof(buf), "%s\n", spec->hostname);
+                etc_hostname_text(spec->hostname, buf, sizeof(buf));
                 r = write_at(etc_fd, "hostname", buf, owner);
                 if (r >= 0) {
-                        snprintf(buf, sizeof(buf), "127.0.0.1 localhost %s\n::1 localhost\n",
-                                 spec->hostname);
+                        etc_hosts_text(spec->hostname, buf, sizeof(buf));
                         r = write_at(etc_fd, "hosts", buf, owner);
                 }
                 if (r < 0)
@@ -709,6 +734,87 @@ int runtime_container_destroy(struct runtime *rt, const char *id, struct contain
         return 0;
 }
 
+int runtime_container_rename(struct runtime *rt, const struct container *c, const char *dir,
+                             const char *hostname, struct cella_error *err)
+{
+        char buf[512];
+        size_t len = strlen(hostname);
+        int r;
+
+        if (!c || c->pidfd < 0)
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "name sandbox '%s': not running", hostname);
+        if (len > 64)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                       "name sandbox '%s': hostname too long", hostname);
+        /* Files first: a failure here leaves the kernel hostname as it was. */
+        _cleanup_close_ int dir_fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir_fd < 0)
+                return cella_error_errno(err, errno, "name sandbox '%s': open %s", hostname, dir);
+        _cleanup_close_ int etc_fd =
+                openat(dir_fd, "upper/etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (etc_fd < 0)
+                return cella_error_errno(err, errno, "name sandbox '%s': upper /etc", hostname);
+        etc_hostname_text(hostname, buf, sizeof(buf));
+        r = rewrite_at(etc_fd, "hostname", buf);
+        if (r >= 0) {
+                etc_hosts_text(hostname, buf, sizeof(buf));
+                r = rewrite_at(etc_fd, "hosts", buf);
+        }
+        if (r < 0)
+                return cella_error_errno(
+                        err, -r, "name sandbox '%s': rewrite /etc/hostname, /etc/hosts", hostname);
+
+        /* The kernel hostname: this thread visits the sandbox's UTS namespace and comes
+         * back. We are root of the namespace that owns the sandbox's user namespace, so
+         * both setns and sethostname are ours to do; namespaces are per thread, so the
+         * rest of the daemon never sees the visit. */
+        if (setns(c->pidfd, CLONE_NEWUTS) < 0)
+                return cella_error_errno(err, errno, "name sandbox '%s': enter UTS namespace",
+                                         hostname);
+        int e = sethostname(hostname, len) < 0 ? errno : 0;
+        if (setns(rt->uts_fd, CLONE_NEWUTS) < 0) {
+                /* Cannot happen short of a kernel bug; our hostname is not used for
+                 * anything, but say so loudly. */
+                cella_error_errno(err, errno, "name sandbox '%s': leave UTS namespace", hostname);
+                return -1;
+        }
+        if (e)
+                return cella_error_errno(err, e, "name sandbox '%s': sethostname", hostname);
+        return 0;
+}
+
+int runtime_foreach_id(struct runtime *rt, int (*fn)(const char *id, void *userdata),
+                       void *userdata)
+{
+        char path[CELLA_PATH_MAX + 80];
+        const char *roots[1 + _CGROUP_V1_MAX];
+        int n = 0, r = 0;
+
+        if (rt->cg.v2_root[0])
+                roots[n++] = rt->cg.v2_root;
+        for (int i = 0; i < _CGROUP_V1_MAX; i++)
+                if (rt->cg.mode == CGROUP_MODE_HYBRID && rt->cg.v1_root[i][0])
+                        roots[n++] = rt->cg.v1_root[i];
+        for (int i = 0; i < n && r >= 0; i++) {
+                snprintf(path, sizeof(path), "%s/%s", roots[i], rt->cgroup_name);
+                DIR *d = opendir(path);
+                if (!d)
+                        continue;
+                struct dirent *de;
+                while (r >= 0 && (de = readdir(d)))
+                        if (de->d_type == DT_DIR && de->d_name[0] != '.')
+                                r = fn(de->d_name, userdata);
+                closedir(d);
+        }
+        return r;
+}
+
+const char *runtime_cgroup_name(const struct runtime *rt)
+{
+        return rt->cgroup_name;
+}
+
 /* ---- the runtime ---- */
 
 static int load_agent(const char *path)
@@ -771,6 +877,11 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         if (!rt)
                 return cella_error_errno(err, ENOMEM, "runtime");
         rt->agent_fd = -EBADF;
+        rt->uts_fd = open("/proc/thread-self/ns/uts", O_RDONLY | O_CLOEXEC);
+        if (rt->uts_fd < 0) {
+                cella_error_errno(err, errno, "runtime: open own UTS namespace");
+                goto fail;
+        }
         snprintf(rt->cgroup_name, sizeof(rt->cgroup_name), "%s",
                  cfg->cgroup_name ? cfg->cgroup_name : "cella");
 
@@ -854,6 +965,8 @@ void runtime_free(struct runtime *rt)
         caps_done(&rt->caps);
         if (rt->agent_fd >= 0)
                 close(rt->agent_fd);
+        if (rt->uts_fd >= 0)
+                close(rt->uts_fd);
         free(rt);
 }
 

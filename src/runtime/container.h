@@ -75,4 +75,20 @@ int runtime_container_reap(struct container *c, int *ret_status);
 /* Is the process behind the pidfd still alive? */
 bool runtime_container_is_alive(const struct container *c);
 
+/* Give a running container a new hostname (a warm-pool claim): rewrite the runtime's own
+ * /etc/hostname and /etc/hosts in place in <dir>/upper/etc, then set the kernel hostname
+ * in the container's UTS namespace. The container's files must still be the runtime's
+ * (nothing has run in it yet). */
+int runtime_container_rename(struct runtime *rt, const struct container *c, const char *dir,
+                             const char *hostname, struct cella_error *err);
+
+/* Call fn for the id of every container directory under this runtime's cgroup parent, in
+ * the v2 hierarchy and in every v1 one (an id may come more than once). Stops at, and
+ * returns, the first negative return of fn. */
+int runtime_foreach_id(struct runtime *rt, int (*fn)(const char *id, void *userdata),
+                       void *userdata);
+
+/* The cgroup parent's directory name in every hierarchy (e.g. "cella"). */
+const char *runtime_cgroup_name(const struct runtime *rt);
+
 #endif

@@ -3,7 +3,11 @@
  * Invariants: an accepted name is 1..CELLA_NAME_MAX bytes of [a-z0-9-], does not start or
  * end with '-', is not reserved, and is a fixed point (checking the output again, without
  * normalization, accepts it unchanged). A rejected name sets INVALID_SANDBOX_NAME and a
- * message. A name accepted strictly is accepted identically when normalizing. */
+ * message. A name accepted strictly is accepted identically when normalizing.
+ *
+ * Slot ids (the names of sandbox cgroup and data directories): an accepted id is below
+ * the bound and formats back to exactly the input (one spelling per slot). */
+#include <stdio.h>
 #include <string.h>
 
 #include "common/limits.h"
@@ -50,6 +54,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 check_accepted(norm);
         } else {
                 FUZZ_CHECK(e2.code == CELLA_E_INVALID_SANDBOX_NAME && e2.msg[0] != '\0');
+        }
+
+        unsigned slot = 0;
+        if (slot_id_parse((const char *)data, size, CELLA_UID_SLOTS, &slot) == 0) {
+                char id[16];
+                FUZZ_CHECK(slot < CELLA_UID_SLOTS);
+                FUZZ_CHECK(slot_id_format(slot, id, sizeof(id)) == 0);
+                FUZZ_CHECK(strlen(id) == size && memcmp(id, data, size) == 0);
         }
         return 0;
 }

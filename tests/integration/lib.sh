@@ -3,16 +3,20 @@
 # Starts a real cellad on an ephemeral loopback port with a fresh temp data dir and the
 # shared image dir, exports CELLA_URL, and installs an EXIT trap that destroys every
 # sandbox of this daemon, stops it, removes the temp dir and verifies that nothing of this
-# run is left: no process in a cgroup of this run's sandboxes, no process whose uid is in
-# the sandbox ranges (>= 0x10000000) under this daemon, no cgroup directory
-# /sys/fs/cgroup/*/cella*/<sandbox>, no mount below the temp dir.
+# run is left: no process in a cgroup below this daemon's cgroup parent, no process whose
+# uid is in the sandbox ranges (>= 0x10000000) under this daemon, no cgroup directory
+# /sys/fs/cgroup/*/<parent> or below it (warm-pool sandboxes included), no mount below the
+# temp dir.
+#
+# Sandboxes' cgroups are named by uid slot (s<slot>) below a cgroup parent that belongs to
+# the daemon's data dir (cellad logs it at start: "sandbox cgroups under 'NAME'"); a
+# sandbox's slot is found in the daemon's log ("sandbox 'NAME' ... (slot N").
 #
 # Environment: CELLA_BUILD (build dir, set by CMake), CELLA_IMAGES (default
 # /var/lib/cella/images). Exit code 77 means "skipped" (ctest SKIP_RETURN_CODE).
 #
 # Sandbox names made with `sbx NAME` carry a per-run prefix, so that runs never collide
-# with each other or with other users of the machine, and the leak check can tell which
-# cgroups and processes are this run's.
+# with each other or with other users of the machine.
 
 set -eu
 
@@ -47,6 +51,7 @@ IT_RUN=$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 6)
 [ ${#IT_RUN} -eq 6 ] || IT_RUN=r$$
 CELLAD_PID=
 CELLAD_LOG=$IT_TMP/cellad.log
+IT_CGPARENT= # this daemon's cgroup parent directory name, from its log
 IT_FAILED_CLEANUP=0
 
 sbx() {
@@ -153,13 +158,13 @@ exit_code() {
 }
 
 # ---- leak checks ----
-# Pids of processes that belong to this run: in a cgroup of a sandbox named it-$IT_RUN-*,
-# or with a sandbox-range uid and a descendant of our cellad.
+# Pids of processes that belong to this run: in a cgroup below this daemon's cgroup
+# parent, or with a sandbox-range uid and a descendant of our cellad.
 run_pids() {
         local p uid
         for p in /proc/[0-9]*; do
                 p=${p#/proc/}
-                if grep -qs "/it-$IT_RUN-" "/proc/$p/cgroup"; then
+                if [ -n "$IT_CGPARENT" ] && grep -qs "/$IT_CGPARENT/" "/proc/$p/cgroup"; then
                         echo "$p"
                         continue
                 fi
@@ -183,25 +188,50 @@ descends_from_cellad() {
         return 1
 }
 
-# cgroup directories of this run's sandboxes (any hierarchy, v1 or v2).
+# cgroup directories of this run (any hierarchy, v1 or v2): the daemon's cgroup parent,
+# which a cleanly stopped daemon removes, and anything below it.
 run_cgroups() {
-        find /sys/fs/cgroup -maxdepth 4 -type d -name "it-$IT_RUN-*" 2>/dev/null || true
+        [ -n "$IT_CGPARENT" ] || return 0
+        find /sys/fs/cgroup -maxdepth 5 -type d \( -name "$IT_CGPARENT" -o \
+                -path "*/$IT_CGPARENT/*" \) 2>/dev/null || true
 }
 
-# cgroup directories of one sandbox
+# sandbox_slot NAME: the uid slot the daemon last logged for sandbox NAME (empty if none).
+sandbox_slot() {
+        grep -o "sandbox '$1' [a-z ]*(slot [0-9]*" "$CELLAD_LOG" 2>/dev/null | tail -n 1 |
+                grep -o '[0-9]*$' || true
+}
+
+# cgroup directories of one sandbox (by its slot)
 sandbox_cgroups() {
-        find /sys/fs/cgroup -maxdepth 4 -type d -path "*cella*" -name "$1" 2>/dev/null || true
+        local slot
+        slot=$(sandbox_slot "$1")
+        [ -n "$slot" ] && [ -n "$IT_CGPARENT" ] || return 0
+        find /sys/fs/cgroup -maxdepth 5 -type d -path "*/$IT_CGPARENT/s$slot" 2>/dev/null || true
 }
 
 # pids of one sandbox (by cgroup membership)
 sandbox_pids() {
-        local p
+        local p slot
+        slot=$(sandbox_slot "$1")
+        [ -n "$slot" ] && [ -n "$IT_CGPARENT" ] || return 0
         for p in /proc/[0-9]*; do
                 p=${p#/proc/}
-                if grep -qs "/$1\(/\|\$\)" "/proc/$p/cgroup"; then
+                if grep -qs "/$IT_CGPARENT/s$slot\(/\|\$\)" "/proc/$p/cgroup"; then
                         echo "$p"
                 fi
         done
+}
+
+# wait_pool_ready N: poll /v1/health (10 s at most) until the warm pool holds N sandboxes.
+wait_pool_ready() {
+        local i ready=
+        for i in $(seq 1 100); do
+                ready=$(api GET /v1/health | jq -r '.pool.ready' 2>/dev/null) || true
+                [ "$ready" = "$1" ] && return 0
+                sleep 0.1
+        done
+        fail "warm pool: expected $1 ready, have [$ready]"
 }
 
 run_mounts() {
@@ -230,6 +260,9 @@ start_cellad() {
                 sleep 0.1
         done
         [ -n "$url" ] || fail "cellad not ready after 30 s: $(cat "$CELLAD_LOG")"
+        IT_CGPARENT=$(grep -o "sandbox cgroups under '[^']*'" "$CELLAD_LOG" | tail -n 1 |
+                sed "s/^sandbox cgroups under '//; s/'\$//")
+        [ -n "$IT_CGPARENT" ] || fail "cellad did not log its cgroup parent"
         export CELLA_URL=$url
         info "cellad $CELLAD_PID at $CELLA_URL (run $IT_RUN)"
 }

@@ -15,7 +15,11 @@ api_json PUT "/v1/sandboxes/$C" '{}'
 expect_status 429 SANDBOX_LIMIT_REACHED
 api GET "/v1/sandboxes" >/dev/null
 assert_eq 2 "$(body '.sandboxes | length')" "only two sandboxes exist"
-[ ! -e "$IT_TMP/data/sandboxes/$C" ] || fail "a refused sandbox left its directory"
+# Pool sandboxes count against the limit too: with two user sandboxes the pool is empty,
+# and the only directories are the two sandboxes' own.
+wait_pool_ready 0
+assert_eq "$(printf 's%s\n' "$(sandbox_slot "$A")" "$(sandbox_slot "$B")" | sort | xargs)" \
+        "$(cd "$IT_TMP/data/sandboxes" && ls | sort | xargs)" "a refused sandbox left no directory"
 assert_eq a "$(run_in "$A" 'echo a')" "the others keep working"
 
 api DELETE "/v1/sandboxes/$B" >/dev/null

@@ -67,6 +67,37 @@ static void path_ok(const char *in, const char *want)
         assert_string_equal(out, want);
 }
 
+static void test_slot_ids(void **state)
+{
+        char id[16];
+        unsigned slot = 99;
+
+        (void)state;
+        assert_int_equal(slot_id_format(0, id, sizeof(id)), 0);
+        assert_string_equal(id, "s0");
+        assert_int_equal(slot_id_format(4095, id, sizeof(id)), 0);
+        assert_string_equal(id, "s4095");
+        assert_int_equal(slot_id_format(4095, id, 5), -ENAMETOOLONG);
+        assert_int_equal(slot_id_parse("s0", 2, 4096, &slot), 0);
+        assert_int_equal(slot, 0);
+        assert_int_equal(slot_id_parse("s4095", 5, 4096, &slot), 0);
+        assert_int_equal(slot, 4095);
+        assert_int_equal(slot_id_parse("s17x", 3, 4096, &slot), 0); /* len bounds it */
+        assert_int_equal(slot, 17);
+        slot = 99;
+        assert_int_equal(slot_id_parse("s4096", 5, 4096, &slot), -ERANGE);
+        assert_int_equal(slot_id_parse("s99999999999", 12, 4096, &slot), -EINVAL);
+        assert_int_equal(slot_id_parse("s", 1, 4096, &slot), -EINVAL);
+        assert_int_equal(slot_id_parse("s01", 3, 4096, &slot), -EINVAL);
+        assert_int_equal(slot_id_parse("s00", 3, 4096, &slot), -EINVAL);
+        assert_int_equal(slot_id_parse("S1", 2, 4096, &slot), -EINVAL);
+        assert_int_equal(slot_id_parse("s-1", 3, 4096, &slot), -EINVAL);
+        assert_int_equal(slot_id_parse("s1 ", 3, 4096, &slot), -EINVAL);
+        assert_int_equal(slot_id_parse("pool-1", 6, 4096, &slot), -EINVAL);
+        assert_int_equal(slot_id_parse(".m-1", 4, 4096, &slot), -EINVAL);
+        assert_int_equal(slot, 99); /* written only on success */
+}
+
 static void test_paths(void **state)
 {
         char out[CELLA_PATH_MAX + 1];
@@ -185,9 +216,10 @@ static void test_log_levels(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_names),  cmocka_unit_test(test_paths),
-                cmocka_unit_test(test_base64), cmocka_unit_test(test_buf),
-                cmocka_unit_test(test_errors), cmocka_unit_test(test_log_levels),
+                cmocka_unit_test(test_names),      cmocka_unit_test(test_slot_ids),
+                cmocka_unit_test(test_paths),      cmocka_unit_test(test_base64),
+                cmocka_unit_test(test_buf),        cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_log_levels),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -44,8 +44,8 @@ static struct runtime *rt;
 static struct cgroup_layout layout;
 static char tmpdir[] = "/tmp/cella-runtime-test-XXXXXX";
 
-static const char *const test_ids[] = {"iso", "mem",     "pids", "sep-a",  "sep-b",   "again",
-                                       "bad", "planted", "nest", "orphan", "planted2"};
+static const char *const test_ids[] = {"iso", "mem",     "pids", "sep-a",  "sep-b",    "again",
+                                       "bad", "planted", "nest", "orphan", "planted2", "rename"};
 /* Containers started (static storage: a failed assertion leaves the test function), so
  * the group teardown can destroy what a failing test left running. */
 struct tracked {
@@ -616,6 +616,48 @@ static void test_planted_symlink_not_followed(void **state)
         destroy_and_check("planted2", &c);
 }
 
+/* A warm-pool claim names a running container: kernel hostname, /etc/hostname and
+ * /etc/hosts change, the daemon's own hostname does not; a symlink planted over
+ * /etc/hostname in the upper layer is not written through. */
+static void test_rename(void **state)
+{
+        REQUIRE_RUNTIME();
+        static struct container c;
+        struct cella_error err = {0};
+        char dir[300], path[600], target[300], before[128], after[128];
+        if (start("rename", 12, ROOTFS, 0, 64, &c, &err) < 0)
+                fail_msg("start: %s", err.msg);
+        assert_int_equal(gethostname(before, sizeof(before)), 0);
+        snprintf(dir, sizeof(dir), "%s/rename", tmpdir);
+        if (runtime_container_rename(rt, &c, dir, "claimed-name", &err) < 0)
+                fail_msg("rename: %s", err.msg);
+        assert_int_equal(gethostname(after, sizeof(after)), 0);
+        assert_string_equal(before, after);
+        json_t *f = ask("rename", "facts");
+        assert_string_equal(jstr(f, "hostname"), "claimed-name");
+        assert_string_equal(jstr(f, "etc_hostname"), "claimed-name\n");
+        assert_non_null(strstr(jstr(f, "etc_hosts"), "127.0.0.1 localhost claimed-name\n"));
+        json_decref(f);
+
+        snprintf(target, sizeof(target), "%s/rename-target", tmpdir);
+        int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "host\n", 5), 5);
+        close(fd);
+        snprintf(path, sizeof(path), "%s/upper/etc/hostname", dir);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(symlink(target, path), 0);
+        assert_int_equal(runtime_container_rename(rt, &c, dir, "other", &err), -1);
+        print_message("expected failure: %s\n", err.msg);
+        char buf[16] = "";
+        fd = open(target, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(read(fd, buf, sizeof(buf) - 1), 5);
+        close(fd);
+        assert_string_equal(buf, "host\n");
+        destroy_and_check("rename", &c);
+}
+
 static void test_start_failure_is_reported(void **state)
 {
         REQUIRE_RUNTIME();
@@ -640,6 +682,7 @@ int main(void)
                 cmocka_unit_test(test_restart_keeps_upper_and_reaps),
                 cmocka_unit_test(test_start_failure_is_reported),
                 cmocka_unit_test(test_planted_symlink_not_followed),
+                cmocka_unit_test(test_rename),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
