@@ -68,6 +68,7 @@ struct job {
         bool destroyed; /* its session was deleted */
         bool finished;  /* final frame sent (or nobody to send it to) */
         bool kill_phase2;
+        unsigned fifo_id; /* its FIFOs are o<fifo_id> and e<fifo_id> */
         uv_pipe_t out[2];
         bool out_eof[2];
         bool reading[2];
@@ -101,6 +102,15 @@ struct session {
         bool ctl_closing;
         struct buf ctl_buf;
         char *cgroup;
+        /* The FIFOs of the next command, made while the previous one runs (off the
+         * request path): read ends and the agent's write ends, or ready false. */
+        struct {
+                bool ready;
+                unsigned id;
+                int rd[2];
+                int hold[2];
+        } prep;
+        unsigned fifo_seq;
         /* commands */
         struct job *queue, *queue_tail;
         struct job *running;
@@ -367,8 +377,20 @@ static void close_ctl(struct session *sess)
         }
 }
 
+static void prep_close(struct session *sess)
+{
+        for (int i = 0; i < 2; i++) {
+                if (sess->prep.ready && sess->prep.rd[i] >= 0)
+                        close(sess->prep.rd[i]);
+                if (sess->prep.ready && sess->prep.hold[i] >= 0)
+                        close(sess->prep.hold[i]);
+        }
+        sess->prep.ready = false;
+}
+
 static void session_release(struct session *sess)
 {
+        prep_close(sess);
         if (sess->cgroup) {
                 if (rmdir(sess->cgroup) < 0 && errno != ENOENT)
                         agent_add_dead_cgroup(sess->a, sess->cgroup);
@@ -739,7 +761,10 @@ static void job_unlink_files(struct job *j)
         if (!j->sess)
                 return;
         for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
-                snprintf(path, sizeof(path), "%s/%c%u", j->sess->dir, kinds[i], j->seq);
+                snprintf(path, sizeof(path), "%s/%c%u", j->sess->dir, kinds[i],
+                         kinds[i] == 'c' ? j->seq : j->fifo_id);
+                if (kinds[i] != 'c' && !j->streamed)
+                        continue;
                 unlink(path);
         }
 }
@@ -975,36 +1000,66 @@ static const struct stream_ops job_ops = {
         .on_cancel = job_stream_cancel,
 };
 
-/* Open the FIFOs of j (read ends, then the agent's write ends). */
+/* Make the FIFO pair of the session's next command: o<id>, e<id>, their read ends and
+ * the agent's write ends. */
+static int prep_fifos(struct session *sess, struct cella_error *err)
+{
+        unsigned id;
+
+        if (sess->prep.ready)
+                return 0;
+        id = ++sess->fifo_seq;
+        sess->prep.rd[0] = sess->prep.rd[1] = sess->prep.hold[0] = sess->prep.hold[1] = -EBADF;
+        sess->prep.id = id;
+        sess->prep.ready = true; /* from here on prep_close() releases what is open */
+        for (int i = 0; i < 2; i++) {
+                char path[224];
+
+                snprintf(path, sizeof(path), "%s/%c%u", sess->dir, i == 0 ? 'o' : 'e', id);
+                unlink(path);
+                if (mkfifo(path, 0600) < 0 && errno == ENOENT) {
+                        /* the directory went (a command removed it): make it again */
+                        if (mkdir_p(sess->dir, 0700) == 0)
+                                (void)mkfifo(path, 0600);
+                }
+                sess->prep.rd[i] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                if (sess->prep.rd[i] < 0)
+                        goto fail;
+                sess->prep.hold[i] = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+                if (sess->prep.hold[i] < 0)
+                        goto fail;
+        }
+        return 0;
+fail:
+        cella_error_errno(err, errno, "session '%s': fifo", sess->id);
+        prep_close(sess);
+        return -1;
+}
+
+/* Give j the prepared FIFO pair (made now if there is none). */
 static int job_open_fifos(struct job *j, struct cella_error *err)
 {
         struct session *sess = j->sess;
 
+        if (prep_fifos(sess, err) < 0)
+                return -1;
+        j->fifo_id = sess->prep.id;
         for (int i = 0; i < 2; i++) {
-                char path[224];
-                int fd;
-
-                snprintf(path, sizeof(path), "%s/%c%u", sess->dir, i == 0 ? 'o' : 'e', j->seq);
-                unlink(path);
-                if (mkfifo(path, 0600) < 0)
-                        return cella_error_errno(err, errno, "session '%s': mkfifo", sess->id);
-                fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-                if (fd < 0)
-                        return cella_error_errno(err, errno, "session '%s': open fifo", sess->id);
+                j->hold[i] = sess->prep.hold[i];
+                sess->prep.hold[i] = -EBADF;
                 uv_pipe_init(sess->a->loop, &j->out[i], 0);
                 j->out[i].data = j;
                 j->open_handles++;
                 j->out_eof[i] = false;
-                if (uv_pipe_open(&j->out[i], fd) < 0) {
-                        close(fd);
+                if (uv_pipe_open(&j->out[i], sess->prep.rd[i]) < 0) {
                         job_close_pipe(j, i);
+                        prep_close(sess);
                         return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
                                                "session '%s': watch fifo", sess->id);
                 }
-                j->hold[i] = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-                if (j->hold[i] < 0)
-                        return cella_error_errno(err, errno, "session '%s': open fifo", sess->id);
+                sess->prep.rd[i] = -EBADF;
         }
+        sess->prep.ready = false;
         return 0;
 }
 
@@ -1029,14 +1084,12 @@ static void job_start(struct job *j)
 
         if (sess->pid < 0 && shell_spawn(sess, &err) < 0)
                 goto fail;
-        if (mkdir_p(sess->dir, 0700) < 0) {
-                cella_error_errno(&err, errno, "session '%s': directory", sess->id);
-                goto fail;
-        }
         if (j->streamed && job_open_fifos(j, &err) < 0)
                 goto fail;
         snprintf(path, sizeof(path), "%s/c%u", sess->dir, j->seq);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == ENOENT && mkdir_p(sess->dir, 0700) == 0)
+                fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) {
                 cella_error_errno(&err, errno, "session '%s': write the command", sess->id);
                 goto fail;
@@ -1050,7 +1103,8 @@ static void job_start(struct job *j)
         if (j->streamed)
                 r = buf_printf(&line, "%s . %s/c%u %s </dev/null >%s/o%u 2>%s/e%u; ",
                                j->subshell ? "(" : "{", sess->dir, j->seq,
-                               j->subshell ? ")" : "; }", sess->dir, j->seq, sess->dir, j->seq);
+                               j->subshell ? ")" : "; }", sess->dir, j->fifo_id, sess->dir,
+                               j->fifo_id);
         else
                 r = buf_printf(&line, "{ . %s/c%u; } </dev/null >/dev/null 2>&1; ", sess->dir,
                                j->seq);
@@ -1073,6 +1127,12 @@ static void job_start(struct job *j)
                 uv_timer_start(&j->timer, on_job_timer, (uint64_t)j->timeout_ms, 0);
         if (j->streamed)
                 job_start_reading(j);
+        {
+                /* The next command's FIFOs, made while this one runs. */
+                struct cella_error ignored = {0};
+
+                (void)prep_fifos(sess, &ignored);
+        }
         return;
 fail:
         log_info("%s", err.msg);
