@@ -178,15 +178,17 @@ static void stop_cellad(void)
         }
 }
 
-/* Start a cellad with a warm pool of pool sandboxes on a fresh data dir. */
-static int start_cellad(const char *cellad, const char *images, int pool)
+/* Start a cellad with a warm pool of pool sandboxes (and at most max sandboxes) on a
+ * fresh data dir. */
+static int start_cellad(const char *cellad, const char *images, int pool, int max)
 {
         int pfd[2];
         FILE *f;
         char line[512];
-        char datasub[256], pool_arg[16];
+        char datasub[256], pool_arg[16], max_arg[16];
 
         snprintf(pool_arg, sizeof(pool_arg), "%d", pool);
+        snprintf(max_arg, sizeof(max_arg), "%d", max);
         if (!mkdtemp(data_dir)) {
                 perror("mkdtemp");
                 return -1;
@@ -205,7 +207,7 @@ static int start_cellad(const char *cellad, const char *images, int pool)
                 dup2(null >= 0 ? null : pfd[1], 2);
                 execl(cellad, cellad, "--listen", "127.0.0.1:0", "--data-dir", datasub, "--images",
                       images, "--log-level", cellad_log ? "info" : "warn", "--pool", pool_arg,
-                      (char *)NULL);
+                      "--max-sandboxes", max_arg, (char *)NULL);
                 _exit(127);
         }
         close(pfd[1]);
@@ -348,6 +350,108 @@ static long long sandboxes_memory(int *ret_n)
         }
         globfree(&g);
         return sum;
+}
+
+/* MemAvailable of /proc/meminfo in bytes, or -1. */
+static long long mem_available(void)
+{
+        char line[256];
+        long long kb = -1;
+        FILE *f = fopen("/proc/meminfo", "r");
+
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+                        break;
+        if (f)
+                fclose(f);
+        return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Baseline for the session round trip: `echo hi` written to a bash already running on the
+ * host, its answer read back through a pipe, n times. 0, or -1. */
+static int host_shell_builtin(double *out, int n)
+{
+        int in[2], outp[2];
+        pid_t pid;
+        char buf[64];
+
+        if (pipe2(in, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0)
+                return -1;
+        pid = fork();
+        if (pid < 0)
+                return -1;
+        if (pid == 0) {
+                dup2(in[0], 0);
+                dup2(outp[1], 1);
+                execl("/bin/bash", "bash", "--noprofile", "--norc", (char *)NULL);
+                _exit(127);
+        }
+        close(in[0]);
+        close(outp[1]);
+        for (int i = 0; i < n; i++) {
+                double t0 = now_ms();
+                size_t got = 0;
+
+                if (write(in[1], "echo hi\n", 8) != 8)
+                        break;
+                while (got < 3) {
+                        ssize_t k = read(outp[0], buf + got, sizeof(buf) - got);
+
+                        if (k <= 0)
+                                break;
+                        got += (size_t)k;
+                }
+                if (got != 3 || memcmp(buf, "hi\n", 3) != 0) {
+                        n = -1;
+                        break;
+                }
+                out[i] = now_ms() - t0;
+        }
+        close(in[1]);
+        close(outp[0]);
+        waitpid(pid, NULL, 0);
+        return n < 0 ? -1 : 0;
+}
+
+/* exec COMMAND in session SESSION of sandbox NAME; true when 200 and stdout is want. */
+static bool exec_in_session(const char *name, const char *session, const char *command,
+                            const char *want)
+{
+        char path[160], body[512];
+        struct resp r;
+        long status;
+        bool ok;
+
+        snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", name);
+        snprintf(body, sizeof(body), "{\"command\":\"%s\",\"sessionId\":\"%s\"}", command, session);
+        status = request("POST", path, body, &r);
+        ok = status == 200 && r.data && strstr(r.data, want);
+        if (!ok)
+                fprintf(stderr, "exec in %s/%s: %ld %.300s\n", name, session, status,
+                        r.data ? r.data : "");
+        free(r.data);
+        return ok;
+}
+
+/* Idle density: sandboxes name-0..n-1 that each ran `true` in their default session (so
+ * each has its agent and an idle bash), then sat for 2 s. *ret_cgroup: mean memory charged
+ * to their cgroups; *ret_host: the host's MemAvailable drop per sandbox since mem0. */
+static int measure_density(int from, int n, long long mem0, double *ret_cgroup, double *ret_host)
+{
+        char name[64];
+        long long sum;
+        int got = 0;
+
+        for (int i = from; i < n; i++) {
+                snprintf(name, sizeof(name), "bench-%d-dense-%d", (int)getpid(), i);
+                if (!exec_in(name, "true", ""))
+                        return -1;
+        }
+        sleep(2);
+        sum = sandboxes_memory(&got);
+        *ret_cgroup = got > 0 ? (double)sum / got : -1;
+        *ret_host = mem0 > 0 ? (double)(mem0 - mem_available()) / n : -1;
+        return 0;
 }
 
 /* Poll /v1/health until the warm pool holds want sandboxes (30 s at most). */
@@ -501,7 +605,9 @@ int main(int argc, char **argv)
         const char *image = "default";
         int n_tti = 50, n_warm = 200, n_mem = 5, n_burst = 100;
         char rootfs[512], name[64];
-        double *tti, *tti_pool, *burst, *burst_pool, *warm, *bw, *host, *hostsh;
+        double *tti, *tti_pool, *burst, *burst_pool, *warm, *bw, *host, *hostsh, *sess, *hostb;
+        double dense_cg[2] = {-1, -1}, dense_host[2] = {-1, -1};
+        int n_dense[2] = {100, 1000};
         double t0, cpu_burst_pool = 0, cpu_burst = 0;
         long long mem_sum = 0;
         int mem_n = 0, rc = 1;
@@ -542,6 +648,8 @@ int main(int argc, char **argv)
                         n_burst = parse_count(argv[i + 1]);
                 else if (strcmp(argv[i], "--cellad-log") == 0)
                         cellad_log = argv[i + 1];
+                else if (strcmp(argv[i], "--dense") == 0)
+                        n_dense[1] = parse_count(argv[i + 1]);
         }
         if (n_tti < 1 || n_tti > 10000 || n_warm < 1 || n_warm > 100000 || n_burst < 1 ||
             n_burst > 1000) {
@@ -557,13 +665,16 @@ int main(int argc, char **argv)
         warm = calloc((size_t)n_warm, sizeof(double));
         host = calloc((size_t)n_warm, sizeof(double));
         hostsh = calloc((size_t)n_warm, sizeof(double));
-        if (!tti || !tti_pool || !burst || !burst_pool || !bw || !warm || !host || !hostsh)
+        sess = calloc((size_t)n_warm, sizeof(double));
+        hostb = calloc((size_t)n_warm, sizeof(double));
+        if (!tti || !tti_pool || !burst || !burst_pool || !bw || !warm || !host || !hostsh ||
+            !sess || !hostb)
                 return 1;
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT);
         curl = curl_easy_init();
         /* The daemon with a warm pool as large as the burst. */
-        if (!curl || start_cellad(cellad, images, n_burst) < 0)
+        if (!curl || start_cellad(cellad, images, n_burst, 1000) < 0)
                 goto out;
         fprintf(stderr, "cellad --pool %d at %s\n", n_burst, base_url);
         if (measure_tti(tti_pool, n_tti, "pool", n_burst) < 0 || wait_pool(n_burst) < 0 ||
@@ -575,7 +686,7 @@ int main(int argc, char **argv)
         curl = curl_easy_init(); /* no connection to the old daemon is reused */
 
         /* The daemon without a pool, for everything else. */
-        if (!curl || start_cellad(cellad, images, 0) < 0)
+        if (!curl || start_cellad(cellad, images, 0, 1000) < 0)
                 goto out;
         fprintf(stderr, "cellad --pool 0 at %s\n", base_url);
         if (measure_tti(tti, n_tti, "tti", 0) < 0 || measure_burst(burst, n_burst, "burst") < 0)
@@ -605,7 +716,30 @@ int main(int argc, char **argv)
                         goto out;
                 warm[i] = now_ms() - t0;
         }
+        /* Session builtin round trip: `echo hi` in a named session. */
+        {
+                char path[128];
+                struct resp r = {0};
+
+                snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions", name);
+                if (request("POST", path, "{\"id\":\"bench\"}", &r) != 201) {
+                        fprintf(stderr, "session: %.300s\n", r.data ? r.data : "");
+                        free(r.data);
+                        goto out;
+                }
+                free(r.data);
+        }
+        for (int i = 0; i < n_warm; i++) {
+                t0 = now_ms();
+                if (!exec_in_session(name, "bench", "echo hi", "hi"))
+                        goto out;
+                sess[i] = now_ms() - t0;
+        }
         destroy(name);
+        if (host_shell_builtin(hostb, n_warm) < 0) {
+                fprintf(stderr, "host bash builtin baseline failed\n");
+                goto out;
+        }
         /* Baseline: bwrap running the same echo in the same rootfs. */
         for (int i = 0; i < n_tti; i++) {
                 char *bargv[] = {"/usr/bin/bwrap", "--unshare-all", "--ro-bind", rootfs, "/",
@@ -649,6 +783,26 @@ int main(int argc, char **argv)
                 snprintf(name, sizeof(name), "bench-%d-idle-%d", (int)getpid(), i);
                 destroy(name);
         }
+        stop_cellad();
+        curl_easy_cleanup(curl);
+        curl = curl_easy_init();
+
+        /* Idle density, on a daemon allowed that many sandboxes. */
+        if (n_dense[1] < n_dense[0])
+                n_dense[1] = n_dense[0];
+        if (!curl || start_cellad(cellad, images, 0, n_dense[1] + 10) < 0)
+                goto out;
+        {
+                long long mem0 = mem_available();
+
+                if (measure_density(0, n_dense[0], mem0, &dense_cg[0], &dense_host[0]) < 0 ||
+                    measure_density(n_dense[0], n_dense[1], mem0, &dense_cg[1], &dense_host[1]) < 0)
+                        fprintf(stderr, "density: stopped early\n");
+                for (int i = 0; i < n_dense[1]; i++) {
+                        snprintf(name, sizeof(name), "bench-%d-dense-%d", (int)getpid(), i);
+                        destroy(name);
+                }
+        }
 
         {
                 double tti50 = pct(tti, n_tti, 0.5), tti95 = pct(tti, n_tti, 0.95);
@@ -673,8 +827,14 @@ int main(int argc, char **argv)
                        w50, w95);
                 printf("| host fork+exec of /bin/true (baseline) | %d | %.3f | %.3f |\n", n_warm,
                        h50, h95);
-                printf("| host fork+exec of `bash -c true` (baseline) | %d | %.3f | %.3f |\n\n",
+                printf("| host fork+exec of `bash -c true` (baseline) | %d | %.3f | %.3f |\n",
                        n_warm, s50, s95);
+                printf("| cella session round trip (`echo hi` in a named session) | %d | %.3f | "
+                       "%.3f |\n",
+                       n_warm, pct(sess, n_warm, 0.5), pct(sess, n_warm, 0.95));
+                printf("| host: `echo hi` to a running bash through pipes (baseline) | %d | %.3f | "
+                       "%.3f |\n\n",
+                       n_warm, pct(hostb, n_warm, 0.5), pct(hostb, n_warm, 0.95));
                 printf("| burst of %d new names at once | p50 (ms) | p99 (ms) |\n|---|---|---|\n",
                        n_burst);
                 printf("| warm pool (`--pool %d`) | %.2f | %.2f |\n", n_burst, bp50, bp99);
@@ -689,8 +849,16 @@ int main(int argc, char **argv)
                 printf("| TTI (no pool) / bwrap | %.2fx | <= 1.5x |\n", tti50 / bw50);
                 printf("| warm exec / host fork+exec of /bin/true | %.2fx | <= 1.2x |\n",
                        w50 / h50);
-                printf("| warm exec / host fork+exec of `bash -c true` | %.2fx | (same work) |\n\n",
+                printf("| warm exec / host fork+exec of `bash -c true` | %.2fx | (same work) |\n",
                        w50 / s50);
+                printf("| session round trip, p50 | %.3f ms | <= 0.5 ms |\n",
+                       pct(sess, n_warm, 0.5));
+                for (int k = 0; k < 2; k++)
+                        printf("| idle memory per sandbox with its default session, %d "
+                               "sandboxes | %.2f MiB (cgroup) / %.2f MiB (host MemAvailable) | "
+                               "<= 2 MiB |\n",
+                               n_dense[k], dense_cg[k] / 1048576.0, dense_host[k] / 1048576.0);
+                printf("\n");
                 if (mem_n > 0)
                         printf("Idle memory per sandbox (cgroup memory usage, mean of %d): "
                                "%.1f MiB\n",
@@ -712,5 +880,7 @@ out:
         free(warm);
         free(host);
         free(hostsh);
+        free(sess);
+        free(hostb);
         return rc;
 }
