@@ -39,6 +39,7 @@
 #include "common/macros.h"
 #include "runtime/caps.h"
 #include "runtime/cgroup.h"
+#include "runtime/disk.h"
 #include "runtime/filter.h"
 #include "runtime/mounts.h"
 
@@ -57,8 +58,11 @@ struct runtime {
         struct filter_prog filter;
         struct caps caps;
         struct mount_plan mounts;
-        int agent_fd;     /* sealed memfd with cella-init */
-        bool oom_protect; /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
+        int agent_fd;         /* sealed memfd with cella-init */
+        bool oom_protect;     /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
+        bool disk_enforced;   /* new sandboxes get a disk image */
+        char mkfs[64];        /* mkfs.ext4 (when disk_enforced) */
+        char disk_state[256]; /* for runtime_describe and the startup log */
         char cgroup_name[64];
         char description[CELLA_PATH_MAX + 512];
 };
@@ -73,6 +77,7 @@ enum child_step {
         STEP_CGROUPNS,
         STEP_HOSTNAME,
         STEP_PRIVATE,
+        STEP_DISK,
         STEP_DIRS,
         STEP_LOWER,
         STEP_OVERLAY,
@@ -99,6 +104,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_CGROUPNS] = "unshare cgroup namespace",
         [STEP_HOSTNAME] = "sethostname",
         [STEP_PRIVATE] = "make / private",
+        [STEP_DISK] = "attach disk",
         [STEP_DIRS] = "open sandbox dir",
         [STEP_LOWER] = "attach idmapped image",
         [STEP_OVERLAY] = "mount overlay",
@@ -129,6 +135,7 @@ struct child_args {
         int sync_fd;     /* child's end */
         int psync_fd;    /* parent's end (closed in the child) */
         const char *dir; /* the sandbox dir: overlay mount point */
+        int disk_fd;     /* detached mount of the sandbox's disk (upper, work), or -EBADF */
         int listen_fd;   /* agent socket -> fd 3 */
         int log_fd;      /* -> fd 1, 2 */
         int null_fd;     /* -> fd 0 */
@@ -217,6 +224,12 @@ _Noreturn static void child_main(const struct child_args *a)
                 child_fail(a->sync_fd, STEP_SYNC, errno, 0);
 
         CHECK(STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+        /* The sandbox's disk (upper and work inside) goes over the sandbox dir, in this
+         * namespace only: overlay takes its upper layer from a mount of our namespace.
+         * Only this namespace holds the filesystem; it is unmounted when it dies. */
+        if (a->disk_fd >= 0)
+                CHECK(STEP_DISK,
+                      move_mount(a->disk_fd, "", AT_FDCWD, a->dir, MOVE_MOUNT_F_EMPTY_PATH));
         /* Descriptors from before the clone point into the parent's mount namespace, so
          * the sandbox dir is opened again here. Our fsuid is still host root (the owner
          * of the daemon's 0700 directories) until setresuid below. */
@@ -551,6 +564,35 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
         return 0;
 }
 
+/* The sandbox's disk, as a detached mount in *ret (left -EBADF when the sandbox has no
+ * image and gets none: disk limits not enforced here, no limit in the spec, or a sandbox
+ * made before they were, whose upper layer is still in its directory). A sandbox that has
+ * an image always uses it, enforcement or not. Returns 0 or -1 with *err set. */
+static int open_disk(const struct runtime *rt, const struct container_spec *spec, int dir_fd,
+                     int *ret, struct cella_error *err)
+{
+        const char *name = spec->hostname, *what = "disk";
+        bool has_image = disk_exists(spec->dir), created = false;
+        struct disk_plan plan;
+        struct stat st;
+        int r;
+
+        if (!has_image) {
+                bool legacy = fstatat(dir_fd, "upper", &st, AT_SYMLINK_NOFOLLOW) == 0;
+                if (legacy || !rt->disk_enforced || spec->disk_bytes == 0)
+                        return 0;
+        }
+        /* An existing image keeps the size it was made with. */
+        r = disk_plan_make(spec->dir, has_image ? CELLA_DISK_MIN_BYTES : spec->disk_bytes, &plan);
+        if (r < 0)
+                return cella_error_errno(err, -r, "create sandbox '%s': disk limit of %llu bytes",
+                                         name, (unsigned long long)spec->disk_bytes);
+        r = disk_open(&plan, rt->disk_enforced ? rt->mkfs : NULL, ret, &created, &what);
+        if (r < 0)
+                return cella_error_errno(err, -r, "create sandbox '%s': %s", name, what);
+        return 0;
+}
+
 int runtime_container_start(struct runtime *rt, const struct container_spec *spec,
                             struct container *ret, struct cella_error *err)
 {
@@ -571,11 +613,18 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
                 return cella_error_errno(err, errno, "create sandbox '%s': open %s", name,
                                          spec->dir);
 
+        /* 0. The disk: upper and work live in the sandbox's image when it has one. */
+        _cleanup_close_ int disk_fd = -EBADF;
+        r = open_disk(rt, spec, dir_fd, &disk_fd, err);
+        if (r < 0)
+                return -1;
+        int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
+
         /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace. */
-        _cleanup_close_ int upper_fd = ensure_dir(dir_fd, "upper", owner, O_RDONLY);
+        _cleanup_close_ int upper_fd = ensure_dir(root_fd, "upper", owner, O_RDONLY);
         if (upper_fd < 0)
                 return cella_error_errno(err, -upper_fd, "create sandbox '%s': upper dir", name);
-        _cleanup_close_ int work_fd = ensure_dir(dir_fd, "work", owner, O_PATH);
+        _cleanup_close_ int work_fd = ensure_dir(root_fd, "work", owner, O_PATH);
         if (work_fd < 0)
                 return cella_error_errno(err, -work_fd, "create sandbox '%s': work dir", name);
         {
@@ -646,6 +695,7 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
                         .rt = rt,
                         .hostname = spec->hostname,
                         .dir = spec->dir,
+                        .disk_fd = disk_fd,
                         .listen_fd = listen_fd,
                         .log_fd = log_fd,
                         .null_fd = null_fd,
@@ -771,6 +821,7 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         if (!rt)
                 return cella_error_errno(err, ENOMEM, "runtime");
         rt->agent_fd = -EBADF;
+        rt->disk_enforced = false;
         snprintf(rt->cgroup_name, sizeof(rt->cgroup_name), "%s",
                  cfg->cgroup_name ? cfg->cgroup_name : "cella");
 
@@ -813,6 +864,28 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                 goto fail;
         }
         rt->agent_fd = r;
+        if (cfg->disk_mode == DISK_MODE_OFF) {
+                snprintf(rt->disk_state, sizeof(rt->disk_state),
+                         "disk limits off (--disk-quota=off)");
+        } else {
+                char why[200] = "";
+                r = disk_probe(rt->mkfs, sizeof(rt->mkfs), why, sizeof(why));
+                if (r < 0 && cfg->disk_mode == DISK_MODE_REQUIRED) {
+                        cella_error_errno(err, -r,
+                                          "runtime: disk limits required but not enforceable: %s",
+                                          why);
+                        goto fail;
+                }
+                rt->disk_enforced = r >= 0;
+                if (rt->disk_enforced)
+                        snprintf(rt->disk_state, sizeof(rt->disk_state),
+                                 "disk limits enforced (one sparse ext4 image per sandbox on a "
+                                 "loop device, %s)",
+                                 rt->mkfs);
+                else
+                        snprintf(rt->disk_state, sizeof(rt->disk_state),
+                                 "disk limits NOT enforced: %s", why);
+        }
         {
                 cap_t cur = cap_get_proc();
                 cap_flag_value_t v = CAP_CLEAR;
@@ -823,10 +896,11 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         }
         snprintf(rt->description, sizeof(rt->description),
                  "cgroups %s at %s; idmapped overlay lower (userxattr); seccomp deny list "
-                 "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s",
+                 "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s; %s",
                  cgroup_mode_name(rt->cg.mode), rt->cg.v2_root, (unsigned)rt->filter.len, skipped,
                  rt->oom_protect ? "agent oom_score_adj -1000"
-                                 : "no CAP_SYS_RESOURCE: agent oom_score_adj left at 0");
+                                 : "no CAP_SYS_RESOURCE: agent oom_score_adj left at 0",
+                 rt->disk_state);
         *ret = rt;
         return 0;
 fail:
@@ -860,4 +934,14 @@ void runtime_free(struct runtime *rt)
 const char *runtime_describe(const struct runtime *rt)
 {
         return rt->description;
+}
+
+bool runtime_disk_enforced(const struct runtime *rt)
+{
+        return rt->disk_enforced;
+}
+
+const char *runtime_disk_state(const struct runtime *rt)
+{
+        return rt->disk_state;
 }

@@ -19,12 +19,14 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "runtime/disk.h"
 
 struct runtime;
 
 struct runtime_config {
-        const char *agent_path;  /* path of the (static) cella-init binary */
-        const char *cgroup_name; /* sub-directory used in each hierarchy, e.g. "cella" */
+        const char *agent_path;   /* path of the (static) cella-init binary */
+        const char *cgroup_name;  /* sub-directory used in each hierarchy, e.g. "cella" */
+        enum disk_mode disk_mode; /* --disk-quota (disk.h) */
 };
 
 int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err);
@@ -33,6 +35,10 @@ void runtime_free(struct runtime *rt);
 bool runtime_oom_protected(const struct runtime *rt);
 /* Human-readable description of what the host offers (cgroup mode, idmap, seccomp...). */
 const char *runtime_describe(const struct runtime *rt);
+/* Do new sandboxes get a disk image (a kernel-enforced disk limit)? And the one-line state
+ * of disk limits on this host, for the startup log. */
+bool runtime_disk_enforced(const struct runtime *rt);
+const char *runtime_disk_state(const struct runtime *rt);
 
 struct container_limits {
         uint64_t memory_bytes; /* 0: none */
@@ -48,6 +54,9 @@ struct container_spec {
         uid_t uid_base;       /* first host uid/gid of the sandbox's range */
         uint32_t uid_count;   /* CELLA_UID_RANGE */
         struct container_limits limits;
+        /* Disk limit (bytes) of a sandbox that gets a new disk image; 0: none. A sandbox
+         * whose dir already holds an image keeps it (and its size) regardless. */
+        uint64_t disk_bytes;
 };
 
 struct container {

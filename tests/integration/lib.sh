@@ -5,7 +5,8 @@
 # sandbox of this daemon, stops it, removes the temp dir and verifies that nothing of this
 # run is left: no process in a cgroup of this run's sandboxes, no process whose uid is in
 # the sandbox ranges (>= 0x10000000) under this daemon, no cgroup directory
-# /sys/fs/cgroup/*/cella*/<sandbox>, no mount below the temp dir.
+# /sys/fs/cgroup/*/cella*/<sandbox>, no mount below the temp dir, no loop device bound to
+# a file below it (a sandbox's disk image).
 #
 # Environment: CELLA_BUILD (build dir, set by CMake), CELLA_IMAGES (default
 # /var/lib/cella/images). Exit code 77 means "skipped" (ctest SKIP_RETURN_CODE).
@@ -208,6 +209,17 @@ run_mounts() {
         grep -F "$IT_TMP" /proc/self/mountinfo || true
 }
 
+# Loop devices bound to a file below the temp dir (sandbox disk images).
+run_loops() {
+        local f
+        for f in /sys/block/loop*/loop/backing_file; do
+                [ -r "$f" ] || continue
+                if grep -qF "$IT_TMP/" "$f" 2>/dev/null; then
+                        echo "${f%/loop/backing_file}: $(cat "$f")"
+                fi
+        done
+}
+
 # ---- daemon ----
 # start_cellad [extra cellad args]: starts cellad, waits for its ready line (30 s at most),
 # exports CELLA_URL. The environment (e.g. CELLA_TOKEN) is passed on.
@@ -296,6 +308,10 @@ it_cleanup() {
                 for j in $left; do
                         find "$j" -depth -type d -exec rmdir {} \; 2>/dev/null
                 done
+                IT_FAILED_CLEANUP=1
+        fi
+        if left=$(wait_empty run_loops); then :; else
+                echo "LEAK: loop devices bound below $IT_TMP: $left" >&2
                 IT_FAILED_CLEANUP=1
         fi
         left=$(run_mounts)

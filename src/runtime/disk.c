@@ -1,0 +1,416 @@
+/* A sandbox's disk image (see disk.h). */
+#include "runtime/disk.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/macros.h"
+
+extern char **environ;
+
+/* Attempts at binding a free loop device (another process may take the one
+ * LOOP_CTL_GET_FREE named before we bind it). */
+#define LOOP_ATTACH_TRIES 16
+
+int disk_mode_from_name(const char *name, enum disk_mode *ret)
+{
+        static const char *const names[] = {[DISK_MODE_AUTO] = "auto",
+                                            [DISK_MODE_REQUIRED] = "required",
+                                            [DISK_MODE_OFF] = "off"};
+        for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+                if (name && strcmp(name, names[i]) == 0) {
+                        *ret = (enum disk_mode)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+const char *disk_mode_name(enum disk_mode m)
+{
+        switch (m) {
+        case DISK_MODE_AUTO:
+                return "auto";
+        case DISK_MODE_REQUIRED:
+                return "required";
+        case DISK_MODE_OFF:
+                return "off";
+        }
+        return "?";
+}
+
+int disk_size_parse(const char *s, size_t len, uint64_t *ret)
+{
+        uint64_t v = 0, mul = 1;
+        size_t i = 0;
+
+        if (!s || len == 0)
+                return -EINVAL;
+        for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+                unsigned d = (unsigned)(s[i] - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return -ERANGE;
+                v = v * 10 + d;
+        }
+        if (i == 0)
+                return -EINVAL;
+        if (i < len) {
+                switch (s[i]) {
+                case 'k':
+                case 'K':
+                        mul = 1ull << 10;
+                        break;
+                case 'm':
+                case 'M':
+                        mul = 1ull << 20;
+                        break;
+                case 'g':
+                case 'G':
+                        mul = 1ull << 30;
+                        break;
+                case 't':
+                case 'T':
+                        mul = 1ull << 40;
+                        break;
+                case 'b':
+                case 'B':
+                        break;
+                default:
+                        return -EINVAL;
+                }
+                if (mul == 1) {
+                        i++; /* a bare "B" */
+                } else {
+                        i++;
+                        if (i < len && s[i] == 'i')
+                                i++;
+                        if (i < len && (s[i] == 'B' || s[i] == 'b'))
+                                i++;
+                }
+                if (i != len)
+                        return -EINVAL;
+        }
+        if (v == 0)
+                return -EINVAL;
+        if (v > (UINT64_MAX >> 1) / mul)
+                return -ERANGE;
+        *ret = v * mul;
+        return 0;
+}
+
+int disk_plan_make(const char *dir, uint64_t limit_bytes, struct disk_plan *ret)
+{
+        struct disk_plan p;
+        int n;
+
+        memset(&p, 0, sizeof(p));
+        if (!dir || limit_bytes < CELLA_DISK_MIN_BYTES || limit_bytes > CELLA_DISK_MAX_BYTES)
+                return -EINVAL;
+        n = snprintf(p.image, sizeof(p.image), "%s/disk.img", dir);
+        if (n < 0 || (size_t)n >= sizeof(p.image))
+                return -ENAMETOOLONG;
+        n = snprintf(p.loop_note, sizeof(p.loop_note), "%s/disk.loop", dir);
+        if (n < 0 || (size_t)n >= sizeof(p.loop_note))
+                return -ENAMETOOLONG;
+        p.size_bytes = limit_bytes & ~(uint64_t)4095;
+        p.inodes = p.size_bytes / CELLA_DISK_BYTES_PER_INODE;
+        *ret = p;
+        return 0;
+}
+
+void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, struct disk_mkfs_argv *ret)
+{
+        size_t i = 0;
+
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->inodes, sizeof(ret->inodes), "%llu", (unsigned long long)plan->inodes);
+        /* Lazy inode tables and journal: mkfs writes about a megabyte, the image stays
+         * sparse. nodiscard: there is nothing to discard in a new sparse file. */
+        snprintf(ret->ext_opts, sizeof(ret->ext_opts),
+                 "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0");
+        snprintf(ret->journal, sizeof(ret->journal), "size=%u", CELLA_DISK_JOURNAL_MB);
+        ret->argv[i++] = (char *)mkfs;
+        ret->argv[i++] = "-q";
+        ret->argv[i++] = "-F";           /* a regular file, not a block device */
+        ret->argv[i++] = "-b";           /* 4 KiB blocks whatever the size ("small" */
+        ret->argv[i++] = "4096";         /* filesystems would get 1 KiB) */
+        ret->argv[i++] = "-I";           /* 256-byte inodes: timestamps past 2038 */
+        ret->argv[i++] = "256";
+        ret->argv[i++] = "-m";           /* no blocks reserved for host root: the */
+        ret->argv[i++] = "0";            /* sandbox gets the whole limit */
+        ret->argv[i++] = "-N";           /* inode limit proportional to the size */
+        ret->argv[i++] = ret->inodes;
+        ret->argv[i++] = "-J";
+        ret->argv[i++] = ret->journal;
+        ret->argv[i++] = "-E";
+        ret->argv[i++] = ret->ext_opts;
+        ret->argv[i++] = "--";
+        ret->argv[i++] = (char *)plan->image;
+        ret->argv[i] = NULL;
+}
+
+static bool has_filesystem(const char *fs)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/filesystems", "re");
+        char line[128];
+        if (!f)
+                return false;
+        while (fgets(line, sizeof(line), f)) {
+                char *t = strrchr(line, '\t');
+                t = t ? t + 1 : line;
+                t[strcspn(t, "\n")] = '\0';
+                if (strcmp(t, fs) == 0)
+                        return true;
+        }
+        return false;
+}
+
+int disk_probe(char *mkfs, size_t mkfs_sz, char *why, size_t why_sz)
+{
+        static const char *const mkfs_paths[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"};
+        const char *found = NULL;
+
+        if (!has_filesystem("ext4")) {
+                snprintf(why, why_sz, "the kernel has no ext4");
+                return -ENODEV;
+        }
+        _cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+        if (ctl < 0) {
+                int e = errno;
+                snprintf(why, why_sz, "/dev/loop-control: %s", strerror(e));
+                return -e;
+        }
+        if (ioctl(ctl, LOOP_CTL_GET_FREE) < 0) {
+                int e = errno;
+                snprintf(why, why_sz, "no free loop device: %s", strerror(e));
+                return -e;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(mkfs_paths) && !found; i++)
+                if (access(mkfs_paths[i], X_OK) == 0)
+                        found = mkfs_paths[i];
+        if (!found) {
+                snprintf(why, why_sz, "no mkfs.ext4 (install e2fsprogs)");
+                return -ENOENT;
+        }
+        snprintf(mkfs, mkfs_sz, "%s", found);
+        return 0;
+}
+
+/* Run mkfs.ext4 on the new image; its output goes to /dev/null (-q keeps it short). */
+static int run_mkfs(const struct disk_plan *plan, const char *mkfs)
+{
+        struct disk_mkfs_argv a;
+        posix_spawn_file_actions_t fa;
+        pid_t pid;
+        int status, r;
+
+        disk_mkfs_argv(plan, mkfs, &a);
+        if (posix_spawn_file_actions_init(&fa) != 0)
+                return -ENOMEM;
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+        r = posix_spawn(&pid, mkfs, &fa, NULL, a.argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (r != 0)
+                return -r;
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return -EIO;
+        return 0;
+}
+
+static int create_image(const struct disk_plan *plan, const char *mkfs)
+{
+        _cleanup_close_ int fd =
+                open(plan->image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int r;
+
+        if (fd < 0)
+                return -errno;
+        if (ftruncate(fd, (off_t)plan->size_bytes) < 0) {
+                r = -errno;
+                unlink(plan->image);
+                return r;
+        }
+        close(TAKE_FD(fd));
+        r = run_mkfs(plan, mkfs);
+        if (r < 0)
+                unlink(plan->image);
+        return r;
+}
+
+/* The loop device whose number is in the note, if it is still bound to the image
+ * (dev/ino of the open image fd): an open fd of it, else -ENOENT. */
+static int find_bound_loop(const struct disk_plan *plan, const struct stat *img, char *dev,
+                           size_t dev_sz)
+{
+        char buf[32];
+        struct loop_info64 info;
+        _cleanup_close_ int note = open(plan->loop_note, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        ssize_t n;
+        char *end;
+        long num;
+
+        if (note < 0)
+                return -ENOENT;
+        n = read(note, buf, sizeof(buf) - 1);
+        if (n <= 0)
+                return -ENOENT;
+        buf[n] = '\0';
+        errno = 0;
+        num = strtol(buf, &end, 10);
+        if (errno || end == buf || num < 0 || num > (1 << 20))
+                return -ENOENT;
+        snprintf(dev, dev_sz, "/dev/loop%ld", num);
+        _cleanup_close_ int fd = open(dev, O_RDWR | O_CLOEXEC);
+        if (fd < 0 || ioctl(fd, LOOP_GET_STATUS64, &info) < 0)
+                return -ENOENT;
+        /* lo_device is the kernel's new_encode_dev() of the backing file's device. */
+        unsigned maj = (unsigned)((info.lo_device & 0xfff00) >> 8);
+        unsigned min = (unsigned)((info.lo_device & 0xff) | ((info.lo_device >> 12) & 0xfff00));
+        if (info.lo_inode != img->st_ino || maj != major(img->st_dev) ||
+            min != minor(img->st_dev))
+                return -ENOENT;
+        return TAKE_FD(fd);
+}
+
+static int attach_loop(const struct disk_plan *plan, int img_fd, char *dev, size_t dev_sz)
+{
+        _cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+        int r = -EBUSY;
+
+        if (ctl < 0)
+                return -errno;
+        for (int i = 0; i < LOOP_ATTACH_TRIES; i++) {
+                struct loop_config cfg;
+                int num = ioctl(ctl, LOOP_CTL_GET_FREE);
+                if (num < 0)
+                        return -errno;
+                snprintf(dev, dev_sz, "/dev/loop%d", num);
+                _cleanup_close_ int fd = open(dev, O_RDWR | O_CLOEXEC);
+                if (fd < 0)
+                        return -errno;
+                memset(&cfg, 0, sizeof(cfg));
+                cfg.fd = (uint32_t)img_fd;
+                cfg.block_size = 4096;
+                /* Autoclear: the device is released with the filesystem's last user. */
+                cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+                if (ioctl(fd, LOOP_CONFIGURE, &cfg) < 0) {
+                        r = -errno;
+                        if (r == -EBUSY)
+                                continue; /* taken meanwhile */
+                        return r;
+                }
+                /* Remember the device, so that the next start finds it if the previous
+                 * mount of this image is still alive. */
+                _cleanup_close_ int note =
+                        open(plan->loop_note, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                             0600);
+                if (note >= 0) {
+                        char buf[32];
+                        int n = snprintf(buf, sizeof(buf), "%d\n", num);
+                        ssize_t _unused_ w = write(note, buf, (size_t)n);
+                }
+                return TAKE_FD(fd);
+        }
+        return r;
+}
+
+static int mount_image(const char *dev)
+{
+        _cleanup_close_ int fs = fsopen("ext4", FSOPEN_CLOEXEC);
+        if (fs < 0)
+                return -errno;
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
+            /* deleted files give their blocks back to the host (the loop device punches
+             * holes in the image) */
+            fsconfig(fs, FSCONFIG_SET_FLAG, "discard", NULL, 0) < 0 ||
+            /* inode tables stay unwritten (and the image sparse) */
+            fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
+            fsconfig(fs, FSCONFIG_SET_STRING, "errors", "remount-ro", 0) < 0 ||
+            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        int m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        return m < 0 ? -errno : m;
+}
+
+int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
+              bool *ret_created, const char **what)
+{
+        char dev[64];
+        struct stat st;
+        bool created = false;
+        int r;
+
+        *what = "disk image";
+        if (lstat(plan->image, &st) < 0) {
+                if (errno != ENOENT)
+                        return -errno;
+                if (!mkfs)
+                        return -ENOENT;
+                *what = "make disk image";
+                r = create_image(plan, mkfs);
+                if (r < 0)
+                        return r;
+                created = true;
+        } else if (!S_ISREG(st.st_mode)) {
+                return -EINVAL;
+        }
+        *what = "disk image";
+        _cleanup_close_ int img = open(plan->image, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (img < 0 || fstat(img, &st) < 0)
+                return -errno;
+        *what = "attach disk image to a loop device";
+        _cleanup_close_ int loop = find_bound_loop(plan, &st, dev, sizeof(dev));
+        if (loop < 0)
+                loop = attach_loop(plan, img, dev, sizeof(dev));
+        if (loop < 0)
+                return loop;
+        *what = "mount disk image";
+        r = mount_image(dev);
+        if (r < 0)
+                return r;
+        /* From here the filesystem holds the loop device, which holds the image: closing
+         * loop and img leaves both to the mount. */
+        *ret_mount_fd = r;
+        *ret_created = created;
+        return 0;
+}
+
+bool disk_exists(const char *dir)
+{
+        char path[CELLA_PATH_MAX];
+        struct stat st;
+        int n = snprintf(path, sizeof(path), "%s/disk.img", dir);
+        return n > 0 && (size_t)n < sizeof(path) && lstat(path, &st) == 0;
+}
+
+int disk_usage(const char *dir, uint64_t *ret_limit, uint64_t *ret_used)
+{
+        char path[CELLA_PATH_MAX];
+        struct stat st;
+        int n = snprintf(path, sizeof(path), "%s/disk.img", dir);
+
+        if (n < 0 || (size_t)n >= sizeof(path))
+                return -ENAMETOOLONG;
+        if (lstat(path, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        *ret_limit = (uint64_t)st.st_size;
+        *ret_used = (uint64_t)st.st_blocks * 512;
+        return 0;
+}

@@ -1,0 +1,82 @@
+/* A sandbox's disk: a sparse ext4 image per sandbox, <dir>/disk.img, whose size is the
+ * sandbox's disk limit (see docs/runtime.md, "Disk limits", and
+ * docs/decisions/0014-disk-limits.md).
+ *
+ * The overlay's upper and work directories live inside the image, so everything the
+ * sandbox writes (its root filesystem changes, /workspace) is bounded by the image's size
+ * and inode count: the kernel answers ENOSPC, nothing polls. The image is attached to a
+ * loop device (autoclear) and mounted by cellad as a detached mount (fsmount) that only
+ * the sandbox's mount namespace ever holds: when the sandbox's last process is gone the
+ * filesystem is unmounted and the loop device released by the kernel, so nothing is left
+ * on the host, and a restarted cellad has nothing to remount.
+ *
+ * disk_plan_make() and disk_mkfs_argv() are pure (unit tests); disk_probe(), disk_open()
+ * and disk_usage() do the system calls. */
+#ifndef CELLA_RUNTIME_DISK_H
+#define CELLA_RUNTIME_DISK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/limits.h"
+
+/* --disk-quota: required (refuse to start without enforcement), auto (enforce where the
+ * host can), off (never make images; sandboxes that already have one still use it). */
+enum disk_mode {
+        DISK_MODE_AUTO,
+        DISK_MODE_REQUIRED,
+        DISK_MODE_OFF,
+};
+
+int disk_mode_from_name(const char *name, enum disk_mode *ret);
+const char *disk_mode_name(enum disk_mode m);
+
+/* "64M", "2G", "1536m", "4096", "10GiB"... (K, M, G, T: powers of 1024; a trailing "B"
+ * or "iB" is accepted; no suffix: bytes). len bytes of s, which need not be
+ * NUL-terminated. Returns 0 or -EINVAL (empty, junk, zero) / -ERANGE (over 2^63). */
+int disk_size_parse(const char *s, size_t len, uint64_t *ret);
+
+struct disk_plan {
+        char image[CELLA_PATH_MAX]; /* <dir>/disk.img */
+        char loop_note[CELLA_PATH_MAX]; /* <dir>/disk.loop: loop device the image had */
+        uint64_t size_bytes;            /* image size: limit rounded down to 4 KiB */
+        uint64_t inodes;                /* size_bytes / CELLA_DISK_BYTES_PER_INODE */
+};
+
+/* The image path and its size for a sandbox dir and a disk limit (bytes; at least
+ * CELLA_DISK_MIN_BYTES, else -EINVAL). Returns 0, -EINVAL or -ENAMETOOLONG. */
+int disk_plan_make(const char *dir, uint64_t limit_bytes, struct disk_plan *ret);
+
+#define DISK_MKFS_ARGS 24
+struct disk_mkfs_argv {
+        char *argv[DISK_MKFS_ARGS]; /* NULL-terminated; points into the buffers below */
+        char inodes[32];
+        char ext_opts[128];
+        char journal[32];
+};
+
+/* The mkfs.ext4 command line for plan (program path mkfs, image plan->image). */
+void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, struct disk_mkfs_argv *ret);
+
+/* Can this host enforce disk limits (loop devices, ext4, mkfs.ext4)? On success 0 and the
+ * mkfs.ext4 path in mkfs; else -errno with a reason in why. */
+int disk_probe(char *mkfs, size_t mkfs_sz, char *why, size_t why_sz);
+
+/* Make the sandbox's disk ready and return a detached mount of its filesystem (an fsmount
+ * fd, nosuid+nodev, close-on-exec) in *ret_mount_fd. The image is created (sparse, then
+ * mkfs with mkfs, which may be NULL when creating is not allowed: -ENOENT then) when it
+ * does not exist; *ret_created says so. A loop device that is still bound to the image
+ * (its previous mount not yet released) is reused, never a second one: one image, one
+ * filesystem instance. what names the failing step for messages. Returns 0 or -errno. */
+int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
+              bool *ret_created, const char **what);
+
+/* Does <dir> hold a disk image? */
+bool disk_exists(const char *dir);
+
+/* The image's size (= the limit) and the bytes it occupies on the host (its allocated
+ * blocks: files plus filesystem metadata). Returns 0, or -ENOENT without an image. */
+int disk_usage(const char *dir, uint64_t *ret_limit, uint64_t *ret_used);
+
+#endif
