@@ -141,14 +141,14 @@ void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, struct disk_
         snprintf(ret->journal, sizeof(ret->journal), "size=%u", CELLA_DISK_JOURNAL_MB);
         ret->argv[i++] = (char *)mkfs;
         ret->argv[i++] = "-q";
-        ret->argv[i++] = "-F";           /* a regular file, not a block device */
-        ret->argv[i++] = "-b";           /* 4 KiB blocks whatever the size ("small" */
-        ret->argv[i++] = "4096";         /* filesystems would get 1 KiB) */
-        ret->argv[i++] = "-I";           /* 256-byte inodes: timestamps past 2038 */
+        ret->argv[i++] = "-F";   /* a regular file, not a block device */
+        ret->argv[i++] = "-b";   /* 4 KiB blocks whatever the size ("small" */
+        ret->argv[i++] = "4096"; /* filesystems would get 1 KiB) */
+        ret->argv[i++] = "-I";   /* 256-byte inodes: timestamps past 2038 */
         ret->argv[i++] = "256";
-        ret->argv[i++] = "-m";           /* no blocks reserved for host root: the */
-        ret->argv[i++] = "0";            /* sandbox gets the whole limit */
-        ret->argv[i++] = "-N";           /* inode limit proportional to the size */
+        ret->argv[i++] = "-m"; /* no blocks reserved for host root: the */
+        ret->argv[i++] = "0";  /* sandbox gets the whole limit */
+        ret->argv[i++] = "-N"; /* inode limit proportional to the size */
         ret->argv[i++] = ret->inodes;
         ret->argv[i++] = "-J";
         ret->argv[i++] = ret->journal;
@@ -281,8 +281,7 @@ static int find_bound_loop(const struct disk_plan *plan, const struct stat *img,
         /* lo_device is the kernel's new_encode_dev() of the backing file's device. */
         unsigned maj = (unsigned)((info.lo_device & 0xfff00) >> 8);
         unsigned min = (unsigned)((info.lo_device & 0xff) | ((info.lo_device >> 12) & 0xfff00));
-        if (info.lo_inode != img->st_ino || maj != major(img->st_dev) ||
-            min != minor(img->st_dev))
+        if (info.lo_inode != img->st_ino || maj != major(img->st_dev) || min != minor(img->st_dev))
                 return -ENOENT;
         return TAKE_FD(fd);
 }
@@ -347,8 +346,8 @@ static int mount_image(const char *dev)
         return m < 0 ? -errno : m;
 }
 
-int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
-              bool *ret_created, const char **what)
+int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd, bool *ret_created,
+              const char **what)
 {
         char dev[64];
         struct stat st;

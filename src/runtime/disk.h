@@ -38,7 +38,7 @@ const char *disk_mode_name(enum disk_mode m);
 int disk_size_parse(const char *s, size_t len, uint64_t *ret);
 
 struct disk_plan {
-        char image[CELLA_PATH_MAX]; /* <dir>/disk.img */
+        char image[CELLA_PATH_MAX];     /* <dir>/disk.img */
         char loop_note[CELLA_PATH_MAX]; /* <dir>/disk.loop: loop device the image had */
         uint64_t size_bytes;            /* image size: limit rounded down to 4 KiB */
         uint64_t inodes;                /* size_bytes / CELLA_DISK_BYTES_PER_INODE */
@@ -69,8 +69,8 @@ int disk_probe(char *mkfs, size_t mkfs_sz, char *why, size_t why_sz);
  * does not exist; *ret_created says so. A loop device that is still bound to the image
  * (its previous mount not yet released) is reused, never a second one: one image, one
  * filesystem instance. what names the failing step for messages. Returns 0 or -errno. */
-int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
-              bool *ret_created, const char **what);
+int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd, bool *ret_created,
+              const char **what);
 
 /* Does <dir> hold a disk image? */
 bool disk_exists(const char *dir);
