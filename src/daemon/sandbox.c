@@ -840,7 +840,7 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err)
 {
         struct runtime_config rcfg = {.agent_path = cfg->agent_path, .disk_mode = cfg->disk_mode};
-        char path[CELLA_PATH_MAX], cgname[32];
+        char path[CELLA_PATH_MAX], cgname[32], templates[CELLA_PATH_MAX];
         struct sandbox_table *t;
         int r;
 
@@ -870,6 +870,8 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
          * (tests, CI) never reach each other's sandboxes by name. */
         cgroup_parent_name(t->data_dir, cgname, sizeof(cgname));
         rcfg.cgroup_name = cgname;
+        snprintf(templates, sizeof(templates), "%s/disk-templates", t->data_dir);
+        rcfg.disk_template_dir = templates;
         if (runtime_new(&rcfg, &t->rt, err) < 0) {
                 sandbox_table_free(t);
                 return -1;

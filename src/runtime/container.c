@@ -58,11 +58,12 @@ struct runtime {
         struct filter_prog filter;
         struct caps caps;
         struct mount_plan mounts;
-        int agent_fd;         /* sealed memfd with cella-init */
-        bool oom_protect;     /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
-        bool disk_enforced;   /* new sandboxes get a disk image */
-        char mkfs[64];        /* mkfs.ext4 (when disk_enforced) */
-        char disk_state[256]; /* for runtime_describe and the startup log */
+        int agent_fd;                           /* sealed memfd with cella-init */
+        bool oom_protect;                       /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
+        bool disk_enforced;                     /* new sandboxes get a disk image */
+        char mkfs[64];                          /* mkfs.ext4 (when disk_enforced) */
+        char disk_template_dir[CELLA_PATH_MAX]; /* empty filesystems per size, or "" */
+        char disk_state[256];                   /* for runtime_describe and the startup log */
         char cgroup_name[64];
         char description[CELLA_PATH_MAX + 512];
 };
@@ -583,7 +584,8 @@ static int open_disk(const struct runtime *rt, const struct container_spec *spec
                         return 0;
         }
         /* An existing image keeps the size it was made with. */
-        r = disk_plan_make(spec->dir, has_image ? CELLA_DISK_MIN_BYTES : spec->disk_bytes, &plan);
+        r = disk_plan_make(spec->dir, rt->disk_template_dir[0] ? rt->disk_template_dir : NULL,
+                           has_image ? CELLA_DISK_MIN_BYTES : spec->disk_bytes, &plan);
         if (r < 0)
                 return cella_error_errno(err, -r, "create sandbox '%s': disk limit of %llu bytes",
                                          name, (unsigned long long)spec->disk_bytes);
@@ -822,6 +824,9 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                 return cella_error_errno(err, ENOMEM, "runtime");
         rt->agent_fd = -EBADF;
         rt->disk_enforced = false;
+        if (cfg->disk_template_dir)
+                snprintf(rt->disk_template_dir, sizeof(rt->disk_template_dir), "%s",
+                         cfg->disk_template_dir);
         snprintf(rt->cgroup_name, sizeof(rt->cgroup_name), "%s",
                  cfg->cgroup_name ? cfg->cgroup_name : "cella");
 

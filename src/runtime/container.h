@@ -24,9 +24,10 @@
 struct runtime;
 
 struct runtime_config {
-        const char *agent_path;   /* path of the (static) cella-init binary */
-        const char *cgroup_name;  /* sub-directory used in each hierarchy, e.g. "cella" */
-        enum disk_mode disk_mode; /* --disk-quota (disk.h) */
+        const char *agent_path;        /* path of the (static) cella-init binary */
+        const char *cgroup_name;       /* sub-directory used in each hierarchy, e.g. "cella" */
+        enum disk_mode disk_mode;      /* --disk-quota (disk.h) */
+        const char *disk_template_dir; /* a dir of cellad\'s for disk templates; NULL: none */
 };
 
 int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err);

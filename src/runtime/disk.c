@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/loop.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -108,7 +109,8 @@ int disk_size_parse(const char *s, size_t len, uint64_t *ret)
         return 0;
 }
 
-int disk_plan_make(const char *dir, uint64_t limit_bytes, struct disk_plan *ret)
+int disk_plan_make(const char *dir, const char *template_dir, uint64_t limit_bytes,
+                   struct disk_plan *ret)
 {
         struct disk_plan p;
         int n;
@@ -124,11 +126,19 @@ int disk_plan_make(const char *dir, uint64_t limit_bytes, struct disk_plan *ret)
                 return -ENAMETOOLONG;
         p.size_bytes = limit_bytes & ~(uint64_t)4095;
         p.inodes = p.size_bytes / CELLA_DISK_BYTES_PER_INODE;
+        if (template_dir) {
+                /* v1: the mkfs options of disk_mkfs_argv(); a change of them is a new name. */
+                n = snprintf(p.template, sizeof(p.template), "%s/ext4-v1-%llu.img", template_dir,
+                             (unsigned long long)p.size_bytes);
+                if (n < 0 || (size_t)n >= sizeof(p.template))
+                        return -ENAMETOOLONG;
+        }
         *ret = p;
         return 0;
 }
 
-void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, struct disk_mkfs_argv *ret)
+void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, const char *path,
+                    struct disk_mkfs_argv *ret)
 {
         size_t i = 0;
 
@@ -150,12 +160,14 @@ void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, struct disk_
         ret->argv[i++] = "0";  /* sandbox gets the whole limit */
         ret->argv[i++] = "-N"; /* inode limit proportional to the size */
         ret->argv[i++] = ret->inodes;
+        ret->argv[i++] = "-O";            /* no blocks reserved for online growth: a new image */
+        ret->argv[i++] = "^resize_inode"; /* then holds about 200 KiB instead of 1.1 MiB */
         ret->argv[i++] = "-J";
         ret->argv[i++] = ret->journal;
         ret->argv[i++] = "-E";
         ret->argv[i++] = ret->ext_opts;
         ret->argv[i++] = "--";
-        ret->argv[i++] = (char *)plan->image;
+        ret->argv[i++] = (char *)path;
         ret->argv[i] = NULL;
 }
 
@@ -206,15 +218,15 @@ int disk_probe(char *mkfs, size_t mkfs_sz, char *why, size_t why_sz)
         return 0;
 }
 
-/* Run mkfs.ext4 on the new image; its output goes to /dev/null (-q keeps it short). */
-static int run_mkfs(const struct disk_plan *plan, const char *mkfs)
+/* Run mkfs.ext4 on path; its output goes to /dev/null (-q keeps it short). */
+static int run_mkfs(const struct disk_plan *plan, const char *mkfs, const char *path)
 {
         struct disk_mkfs_argv a;
         posix_spawn_file_actions_t fa;
         pid_t pid;
         int status, r;
 
-        disk_mkfs_argv(plan, mkfs, &a);
+        disk_mkfs_argv(plan, mkfs, path, &a);
         if (posix_spawn_file_actions_init(&fa) != 0)
                 return -ENOMEM;
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
@@ -232,21 +244,109 @@ static int run_mkfs(const struct disk_plan *plan, const char *mkfs)
         return 0;
 }
 
-static int create_image(const struct disk_plan *plan, const char *mkfs)
+/* A new sparse file of plan's size at path, made with mkfs. */
+static int mkfs_file(const struct disk_plan *plan, const char *mkfs, const char *path)
 {
         _cleanup_close_ int fd =
-                open(plan->image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         int r;
 
         if (fd < 0)
                 return -errno;
         if (ftruncate(fd, (off_t)plan->size_bytes) < 0) {
                 r = -errno;
-                unlink(plan->image);
+                unlink(path);
                 return r;
         }
         close(TAKE_FD(fd));
-        r = run_mkfs(plan, mkfs);
+        r = run_mkfs(plan, mkfs, path);
+        if (r < 0)
+                unlink(path);
+        return r;
+}
+
+/* Copy the data regions of src to dst (same size), leaving the holes holes. */
+static int copy_sparse(int src, int dst, off_t size)
+{
+        off_t off = 0;
+
+        if (ftruncate(dst, size) < 0)
+                return -errno;
+        while (off < size) {
+                off_t data = lseek(src, off, SEEK_DATA);
+                if (data < 0)
+                        return errno == ENXIO ? 0 : -errno;
+                off_t hole = lseek(src, data, SEEK_HOLE);
+                if (hole < 0)
+                        return -errno;
+                loff_t in = data, out = data;
+                while (in < hole) {
+                        ssize_t n = copy_file_range(src, &in, dst, &out, (size_t)(hole - in), 0);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0)
+                                return -errno;
+                        if (n == 0)
+                                return -EIO;
+                }
+                off = hole;
+        }
+        return 0;
+}
+
+/* The template of plan's size: made once (mkfs into a temporary name, then renamed, so a
+ * template is always complete). */
+static int ensure_template(const struct disk_plan *plan, const char *mkfs)
+{
+        char tmp[CELLA_PATH_MAX + 8], dir[CELLA_PATH_MAX];
+        struct stat st;
+        int r;
+
+        if (lstat(plan->template, &st) == 0)
+                return S_ISREG(st.st_mode) && (uint64_t)st.st_size == plan->size_bytes ? 0
+                                                                                       : -EINVAL;
+        if (errno != ENOENT)
+                return -errno;
+        snprintf(dir, sizeof(dir), "%s", plan->template);
+        if (strrchr(dir, '/'))
+                *strrchr(dir, '/') = '\0';
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        snprintf(tmp, sizeof(tmp), "%s.tmp", plan->template);
+        unlink(tmp); /* of an earlier daemon that died in mkfs */
+        r = mkfs_file(plan, mkfs, tmp);
+        if (r < 0)
+                return r;
+        if (rename(tmp, plan->template) < 0) {
+                r = -errno;
+                unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+/* A new image: a sparse copy of the template of its size (made first if missing), or,
+ * without a template dir, mkfs on the image itself. */
+static int create_image(const struct disk_plan *plan, const char *mkfs)
+{
+        int r;
+
+        if (!plan->template[0])
+                return mkfs_file(plan, mkfs, plan->image);
+        r = ensure_template(plan, mkfs);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int src = open(plan->template, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (src < 0)
+                return -errno;
+        _cleanup_close_ int dst =
+                open(plan->image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (dst < 0)
+                return -errno;
+        /* A reflink where the host's filesystem has them (btrfs, xfs), else a copy. */
+        if (ioctl(dst, FICLONE, src) == 0)
+                return 0;
+        r = copy_sparse(src, dst, (off_t)plan->size_bytes);
         if (r < 0)
                 unlink(plan->image);
         return r;

@@ -39,14 +39,18 @@ int disk_size_parse(const char *s, size_t len, uint64_t *ret);
 
 struct disk_plan {
         char image[CELLA_PATH_MAX];     /* <dir>/disk.img */
+        char template[CELLA_PATH_MAX];  /* <template_dir>/ext4-v1-<size>.img, or "" */
         char loop_note[CELLA_PATH_MAX]; /* <dir>/disk.loop: loop device the image had */
         uint64_t size_bytes;            /* image size: limit rounded down to 4 KiB */
         uint64_t inodes;                /* size_bytes / CELLA_DISK_BYTES_PER_INODE */
 };
 
 /* The image path and its size for a sandbox dir and a disk limit (bytes; at least
- * CELLA_DISK_MIN_BYTES, else -EINVAL). Returns 0, -EINVAL or -ENAMETOOLONG. */
-int disk_plan_make(const char *dir, uint64_t limit_bytes, struct disk_plan *ret);
+ * CELLA_DISK_MIN_BYTES, else -EINVAL). template_dir (may be NULL: none) holds one empty,
+ * freshly made filesystem per size, which new images are sparse copies of: mkfs runs once
+ * per size, not once per sandbox. Returns 0, -EINVAL or -ENAMETOOLONG. */
+int disk_plan_make(const char *dir, const char *template_dir, uint64_t limit_bytes,
+                   struct disk_plan *ret);
 
 #define DISK_MKFS_ARGS 24
 struct disk_mkfs_argv {
@@ -56,17 +60,19 @@ struct disk_mkfs_argv {
         char journal[32];
 };
 
-/* The mkfs.ext4 command line for plan (program path mkfs, image plan->image). */
-void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, struct disk_mkfs_argv *ret);
+/* The mkfs.ext4 command line for plan's size (program path mkfs, image file path). */
+void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, const char *path,
+                    struct disk_mkfs_argv *ret);
 
 /* Can this host enforce disk limits (loop devices, ext4, mkfs.ext4)? On success 0 and the
  * mkfs.ext4 path in mkfs; else -errno with a reason in why. */
 int disk_probe(char *mkfs, size_t mkfs_sz, char *why, size_t why_sz);
 
 /* Make the sandbox's disk ready and return a detached mount of its filesystem (an fsmount
- * fd, nosuid+nodev, close-on-exec) in *ret_mount_fd. The image is created (sparse, then
- * mkfs with mkfs, which may be NULL when creating is not allowed: -ENOENT then) when it
- * does not exist; *ret_created says so. A loop device that is still bound to the image
+ * fd, nosuid+nodev, close-on-exec) in *ret_mount_fd. The image is created when it does
+ * not exist (*ret_created says so): a sparse copy of the template of its size, which is
+ * made with mkfs first if missing (or, without a template dir, mkfs on the image itself);
+ * mkfs NULL means creating is not allowed: -ENOENT then. A loop device that is still bound to the image
  * (its previous mount not yet released) is reused, never a second one: one image, one
  * filesystem instance. what names the failing step for messages. Returns 0 or -errno. */
 int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd, bool *ret_created,

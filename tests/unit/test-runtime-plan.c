@@ -336,12 +336,15 @@ static void test_disk_plan_instance_types(void **state)
         struct disk_plan p;
 
         for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-                assert_int_equal(disk_plan_make("/d/sandboxes/box", want[i].disk, &p), 0);
+                assert_int_equal(disk_plan_make("/d/sandboxes/box", "/d/t", want[i].disk, &p), 0);
                 assert_int_equal(p.size_bytes, want[i].size);
                 assert_int_equal(p.size_bytes % 4096, 0);
                 assert_int_equal(p.inodes, want[i].inodes);
                 assert_string_equal(p.image, "/d/sandboxes/box/disk.img");
                 assert_string_equal(p.loop_note, "/d/sandboxes/box/disk.loop");
+                char t[64];
+                snprintf(t, sizeof(t), "/d/t/ext4-v1-%llu.img", (unsigned long long)want[i].size);
+                assert_string_equal(p.template, t);
         }
 }
 
@@ -350,16 +353,19 @@ static void test_disk_plan_errors(void **state)
         struct disk_plan p;
         char dir[CELLA_PATH_MAX];
 
-        assert_int_equal(disk_plan_make("/d", 0, &p), -EINVAL);
-        assert_int_equal(disk_plan_make("/d", CELLA_DISK_MIN_BYTES - 1, &p), -EINVAL);
-        assert_int_equal(disk_plan_make("/d", CELLA_DISK_MIN_BYTES, &p), 0);
-        assert_int_equal(disk_plan_make("/d", CELLA_DISK_MAX_BYTES, &p), 0);
-        assert_int_equal(disk_plan_make("/d", CELLA_DISK_MAX_BYTES + 1, &p), -EINVAL);
-        assert_int_equal(disk_plan_make(NULL, CELLA_DISK_MIN_BYTES, &p), -EINVAL);
+        assert_int_equal(disk_plan_make("/d", NULL, 0, &p), -EINVAL);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MIN_BYTES - 1, &p), -EINVAL);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MIN_BYTES, &p), 0);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MAX_BYTES, &p), 0);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MAX_BYTES + 1, &p), -EINVAL);
+        assert_int_equal(disk_plan_make(NULL, NULL, CELLA_DISK_MIN_BYTES, &p), -EINVAL);
         memset(dir, 'a', sizeof(dir) - 8);
         dir[0] = '/';
         dir[sizeof(dir) - 8] = '\0';
-        assert_int_equal(disk_plan_make(dir, CELLA_DISK_MIN_BYTES, &p), -ENAMETOOLONG);
+        assert_int_equal(disk_plan_make(dir, NULL, CELLA_DISK_MIN_BYTES, &p), -ENAMETOOLONG);
+        assert_int_equal(disk_plan_make("/d", dir, CELLA_DISK_MIN_BYTES, &p), -ENAMETOOLONG);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MIN_BYTES, &p), 0);
+        assert_string_equal(p.template, "");
 }
 
 static void test_disk_mkfs_argv(void **state)
@@ -368,17 +374,18 @@ static void test_disk_mkfs_argv(void **state)
         struct disk_mkfs_argv a;
         char line[1024] = "";
 
-        assert_int_equal(disk_plan_make("/d/s/x", 2000000000ull, &p), 0);
-        disk_mkfs_argv(&p, "/usr/sbin/mkfs.ext4", &a);
+        assert_int_equal(disk_plan_make("/d/s/x", NULL, 2000000000ull, &p), 0);
+        disk_mkfs_argv(&p, "/usr/sbin/mkfs.ext4", p.image, &a);
         for (size_t i = 0; a.argv[i]; i++) {
                 assert_true(i < DISK_MKFS_ARGS - 1);
                 if (i)
                         strncat(line, " ", sizeof(line) - strlen(line) - 1);
                 strncat(line, a.argv[i], sizeof(line) - strlen(line) - 1);
         }
-        assert_string_equal(line, "/usr/sbin/mkfs.ext4 -q -F -b 4096 -I 256 -m 0 -N 122070 "
-                                  "-J size=4 -E lazy_itable_init=1,lazy_journal_init=1,"
-                                  "nodiscard,root_owner=0:0 -- /d/s/x/disk.img");
+        assert_string_equal(line,
+                            "/usr/sbin/mkfs.ext4 -q -F -b 4096 -I 256 -m 0 -N 122070 "
+                            "-O ^resize_inode -J size=4 -E lazy_itable_init=1,lazy_journal_init=1,"
+                            "nodiscard,root_owner=0:0 -- /d/s/x/disk.img");
 }
 
 static void test_disk_size_parse(void **state)
