@@ -38,6 +38,7 @@ assert_eq "$LIMIT" "$(body .disk.limitBytes)" "disk.limitBytes"
 [ "$(body .disk.usedBytes)" -lt $((8 * 1024 * 1024)) ] || fail "new disk uses $(body .disk.usedBytes) bytes"
 size=$(run_in "$A" 'df -B1 --output=size / | tail -1 | tr -d " "')
 [ "$size" -le "$LIMIT" ] && [ "$size" -gt $((LIMIT / 2)) ] || fail "df size of / is $size"
+assert_contains "$("$CELLA_BUILD/cella" info "$A")" "of 64.0 MiB used" "cella info"
 assert_eq "$(run_in "$A" 'df -B1 --output=size / | tail -1')" \
         "$(run_in "$A" 'df -B1 --output=size /workspace | tail -1')" "/ and /workspace: one disk"
 
