@@ -8,7 +8,8 @@
  * <dir>/agent.sock handed to the agent as fd 3, clone3 into new user, pid, mount, uts, ipc,
  * net (and then cgroup) namespaces, uid/gid map of the sandbox's 65536-uid host range,
  * cgroup placement and limits, an idmapped mount of the image rootfs as overlay lower
- * layer, upper/work in <dir>, fresh /proc, minimal /dev, /tmp, /workspace, pivot_root,
+ * layer, upper/work in the sandbox's disk image <dir>/disk.img (disk.h: the kernel
+ * enforces its size; without one, in <dir>), fresh /proc, minimal /dev, /tmp, /workspace, pivot_root,
  * capabilities, no_new_privs, seccomp, exec of cella-init. Mounts live only in the
  * sandbox's mount namespace, so nothing is left on the host when it dies. */
 #ifndef CELLA_RUNTIME_CONTAINER_H
@@ -51,7 +52,7 @@ struct container_spec {
         const char *id;       /* cgroup directory name; [a-z0-9-] */
         const char *hostname; /* sandbox name */
         const char *rootfs;   /* image rootfs (read-only lower layer) */
-        const char *dir;      /* sandbox dir: upper/, work/, agent.sock are made in it */
+        const char *dir;      /* sandbox dir: disk.img (or upper/, work/), agent.sock */
         uid_t uid_base;       /* first host uid/gid of the sandbox's range */
         uint32_t uid_count;   /* CELLA_UID_RANGE */
         struct container_limits limits;
