@@ -165,13 +165,16 @@ static void stop_cellad(void)
         }
 }
 
-static int start_cellad(const char *cellad, const char *images)
+/* Start cellad on a fresh temp data dir; extra (NULL-terminated, may be NULL) are more
+ * options for it. */
+static int start_cellad(const char *cellad, const char *images, char *const extra[])
 {
         int pfd[2];
         FILE *f;
         char line[512];
         char datasub[256];
 
+        snprintf(data_dir, sizeof(data_dir), "/tmp/cella-bench.XXXXXX");
         if (!mkdtemp(data_dir)) {
                 perror("mkdtemp");
                 return -1;
@@ -187,8 +190,12 @@ static int start_cellad(const char *cellad, const char *images)
 
                 dup2(pfd[1], 1);
                 dup2(null >= 0 ? null : pfd[1], 2);
-                execl(cellad, cellad, "--listen", "127.0.0.1:0", "--data-dir", datasub, "--images",
-                      images, "--log-level", "warn", (char *)NULL);
+                char *argv[16] = {(char *)cellad, "--listen",    "127.0.0.1:0",
+                                  "--data-dir",   datasub,       "--images",
+                                  (char *)images, "--log-level", "warn"};
+                for (int i = 0; extra && extra[i] && i < 6; i++)
+                        argv[9 + i] = extra[i];
+                execv(cellad, argv);
                 _exit(127);
         }
         close(pfd[1]);
@@ -287,7 +294,7 @@ int main(int argc, char **argv)
         const char *image = "default";
         int n_tti = 50, n_warm = 200, n_mem = 5;
         char rootfs[512], name[64];
-        double *tti, *warm, *bw, *host, *hostsh;
+        double *tti, *tti_nodisk, *warm, *bw, *host, *hostsh;
         double t0;
         long long mem_sum = 0;
         int mem_n = 0, rc = 1;
@@ -331,16 +338,17 @@ int main(int argc, char **argv)
         }
         snprintf(rootfs, sizeof(rootfs), "%s/%s/rootfs", images, image);
         tti = calloc((size_t)n_tti, sizeof(double));
+        tti_nodisk = calloc((size_t)n_tti, sizeof(double));
         bw = calloc((size_t)n_tti, sizeof(double));
         warm = calloc((size_t)n_warm, sizeof(double));
         host = calloc((size_t)n_warm, sizeof(double));
         hostsh = calloc((size_t)n_warm, sizeof(double));
-        if (!tti || !bw || !warm || !host || !hostsh)
+        if (!tti || !tti_nodisk || !bw || !warm || !host || !hostsh)
                 return 1;
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT);
         curl = curl_easy_init();
-        if (!curl || start_cellad(cellad, images) < 0)
+        if (!curl || start_cellad(cellad, images, NULL) < 0)
                 goto out;
         fprintf(stderr, "cellad at %s\n", base_url);
 
@@ -428,8 +436,26 @@ int main(int argc, char **argv)
                 destroy(name);
         }
 
+        /* Time to interactive again, with a cellad whose sandboxes get no disk image: what
+         * the kernel-enforced disk limit adds to a start (docs/decisions/0014). */
+        stop_cellad();
+        {
+                char *off[] = {"--disk-quota", "off", NULL};
+                if (start_cellad(cellad, images, off) < 0)
+                        goto out;
+        }
+        for (int i = 0; i < n_tti; i++) {
+                snprintf(name, sizeof(name), "bench-%d-nodisk-%d", (int)getpid(), i);
+                t0 = now_ms();
+                if (!exec_in(name, "echo hi", "hi\n"))
+                        goto out;
+                tti_nodisk[i] = now_ms() - t0;
+                destroy(name);
+        }
+
         {
                 double tti50 = pct(tti, n_tti, 0.5), tti95 = pct(tti, n_tti, 0.95);
+                double nd50 = pct(tti_nodisk, n_tti, 0.5), nd95 = pct(tti_nodisk, n_tti, 0.95);
                 double bw50 = pct(bw, n_tti, 0.5), bw95 = pct(bw, n_tti, 0.95);
                 double w50 = pct(warm, n_warm, 0.5), w95 = pct(warm, n_warm, 0.95);
                 double h50 = pct(host, n_warm, 0.5), h95 = pct(host, n_warm, 0.95);
@@ -439,6 +465,9 @@ int main(int argc, char **argv)
                 printf("| cella time-to-interactive (new sandbox, `echo hi`) | %d | %.2f | "
                        "%.2f |\n",
                        n_tti, tti50, tti95);
+                printf("| cella time-to-interactive without disk limits (`--disk-quota off`) | "
+                       "%d | %.2f | %.2f |\n",
+                       n_tti, nd50, nd95);
                 printf("| bwrap `echo hi` in the same rootfs (baseline) | %d | %.2f | %.2f |\n",
                        n_tti, bw50, bw95);
                 printf("| cella warm exec (`true`, HTTP round trip) | %d | %.2f | %.2f |\n", n_warm,
@@ -449,6 +478,8 @@ int main(int argc, char **argv)
                        n_warm, s50, s95);
                 printf("| ratio | p50 | target |\n|---|---|---|\n");
                 printf("| TTI / bwrap | %.2fx | <= 1.5x |\n", tti50 / bw50);
+                printf("| TTI / TTI without disk limits | %.2fx | (cost of the disk) |\n",
+                       tti50 / nd50);
                 printf("| warm exec / host fork+exec of /bin/true | %.2fx | <= 1.2x |\n",
                        w50 / h50);
                 printf("| warm exec / host fork+exec of `bash -c true` | %.2fx | (same work) |\n\n",
@@ -466,6 +497,7 @@ out:
         curl_easy_cleanup(curl);
         curl_global_cleanup();
         free(tti);
+        free(tti_nodisk);
         free(bw);
         free(warm);
         free(host);

@@ -5,7 +5,8 @@
 # answers 507 NO_SPACE, the inode limit holds, the sandbox keeps working once a file is
 # deleted, another sandbox is unaffected, the limit survives a SIGKILLed cellad (for a
 # reattached sandbox and for one restarted from its image), and destroy releases the loop
-# device and the image.
+# device and the image. With --disk-quota off, a sandbox that has an image keeps using it
+# and a new one gets none.
 . "$(dirname "$0")/lib.sh"
 
 "$CELLA_BUILD/cellad" --check >"$IT_TMP/check" 2>&1 || fail "cellad --check: $(cat "$IT_TMP/check")"
@@ -107,5 +108,19 @@ expect_status 200
 [ ! -e "$(image_of "$A")" ] || fail "image of $A left after destroy"
 wait_empty sh -c "grep -lF '$(image_of "$A")' /sys/block/loop*/loop/backing_file 2>/dev/null" >/dev/null ||
         fail "loop device of $A left after destroy"
+
+info "--disk-quota off: a sandbox with an image keeps it, a new one gets none"
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+start_cellad --disk-quota off
+grep -q "disk limits off" "$CELLAD_LOG" || fail "no startup line about disk limits being off"
+sx "$B" 'dd if=/dev/zero of=/workspace/big bs=1M count=100 2>&1; rm -f /workspace/big'
+assert_contains "$(body .stdout)" "No space left on device" "dd in $B with disk limits off"
+C=$(sbx nolimit)
+api_json PUT "/v1/sandboxes/$C" '{"instanceType":"lite"}'
+expect_status 201
+assert_eq null "$(body .disk)" "disk of a sandbox made with disk limits off"
+[ ! -e "$(image_of "$C")" ] || fail "image made with disk limits off"
 
 info "disk: ok"
