@@ -63,6 +63,7 @@ struct runtime {
         bool disk_enforced;                     /* new sandboxes get a disk image */
         char mkfs[64];                          /* mkfs.ext4 (when disk_enforced) */
         char disk_template_dir[CELLA_PATH_MAX]; /* empty filesystems per size, or "" */
+        struct disk_spares *spares;             /* new disks made ahead (disk.h); NULL: none */
         char disk_state[256];                   /* for runtime_describe and the startup log */
         char cgroup_name[64];
         char description[CELLA_PATH_MAX + 512];
@@ -569,8 +570,8 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
  * image and gets none: disk limits not enforced here, no limit in the spec, or a sandbox
  * made before they were, whose upper layer is still in its directory). A sandbox that has
  * an image always uses it, enforcement or not. Returns 0 or -1 with *err set. */
-static int open_disk(const struct runtime *rt, const struct container_spec *spec, int dir_fd,
-                     int *ret, struct cella_error *err)
+static int open_disk(struct runtime *rt, const struct container_spec *spec, int dir_fd, int *ret,
+                     struct cella_error *err)
 {
         const char *name = spec->hostname, *what = "disk";
         bool has_image = disk_exists(spec->dir), created = false;
@@ -589,6 +590,9 @@ static int open_disk(const struct runtime *rt, const struct container_spec *spec
         if (r < 0)
                 return cella_error_errno(err, -r, "create sandbox '%s': disk limit of %llu bytes",
                                          name, (unsigned long long)spec->disk_bytes);
+        /* A new disk made ahead of time, if one of this size is ready. */
+        if (!has_image && rt->spares && disk_spares_take(rt->spares, &plan, ret) == 0)
+                return 0;
         r = disk_open(&plan, rt->disk_enforced ? rt->mkfs : NULL, ret, &created, &what);
         if (r < 0)
                 return cella_error_errno(err, -r, "create sandbox '%s': %s", name, what);
@@ -882,6 +886,14 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                         goto fail;
                 }
                 rt->disk_enforced = r >= 0;
+                /* Spares need the templates; without them (cellad --check) there are none. */
+                if (rt->disk_enforced && rt->disk_template_dir[0]) {
+                        r = disk_spares_new(rt->disk_template_dir, rt->mkfs, &rt->spares);
+                        if (r < 0) {
+                                cella_error_errno(err, -r, "runtime: disk spares");
+                                goto fail;
+                        }
+                }
                 if (rt->disk_enforced)
                         snprintf(rt->disk_state, sizeof(rt->disk_state),
                                  "disk limits enforced (one sparse ext4 image per sandbox on a "
@@ -929,6 +941,7 @@ void runtime_free(struct runtime *rt)
                         snprintf(path, sizeof(path), "%s/%s", rt->cg.v1_root[i], rt->cgroup_name);
                         rmdir(path);
                 }
+        disk_spares_free(rt->spares);
         filter_prog_done(&rt->filter);
         caps_done(&rt->caps);
         if (rt->agent_fd >= 0)

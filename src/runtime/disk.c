@@ -1,7 +1,12 @@
 /* A sandbox's disk image (see disk.h). */
 #include "runtime/disk.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
@@ -131,6 +136,10 @@ int disk_plan_make(const char *dir, const char *template_dir, uint64_t limit_byt
                 n = snprintf(p.template, sizeof(p.template), "%s/ext4-v1-%llu.img", template_dir,
                              (unsigned long long)p.size_bytes);
                 if (n < 0 || (size_t)n >= sizeof(p.template))
+                        return -ENAMETOOLONG;
+                n = snprintf(p.spare, sizeof(p.spare), "%s/spare-%llu.img", template_dir,
+                             (unsigned long long)p.size_bytes);
+                if (n < 0 || (size_t)n >= sizeof(p.spare))
                         return -ENAMETOOLONG;
         }
         *ret = p;
@@ -298,7 +307,7 @@ static int copy_sparse(int src, int dst, off_t size)
  * template is always complete). */
 static int ensure_template(const struct disk_plan *plan, const char *mkfs)
 {
-        char tmp[CELLA_PATH_MAX + 8], dir[CELLA_PATH_MAX];
+        char tmp[CELLA_PATH_MAX + 24], dir[CELLA_PATH_MAX];
         struct stat st;
         int r;
 
@@ -312,7 +321,8 @@ static int ensure_template(const struct disk_plan *plan, const char *mkfs)
                 *strrchr(dir, '/') = '\0';
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return -errno;
-        snprintf(tmp, sizeof(tmp), "%s.tmp", plan->template);
+        /* Per thread: the spares' worker may be making the same template. */
+        snprintf(tmp, sizeof(tmp), "%s.tmp%d", plan->template, (int)gettid());
         unlink(tmp); /* of an earlier daemon that died in mkfs */
         r = mkfs_file(plan, mkfs, tmp);
         if (r < 0)
@@ -325,14 +335,14 @@ static int ensure_template(const struct disk_plan *plan, const char *mkfs)
         return 0;
 }
 
-/* A new image: a sparse copy of the template of its size (made first if missing), or,
- * without a template dir, mkfs on the image itself. */
-static int create_image(const struct disk_plan *plan, const char *mkfs)
+/* A new image at path: a sparse copy of the template of its size (made first if
+ * missing), or, without a template dir, mkfs on path itself. */
+static int create_image(const struct disk_plan *plan, const char *mkfs, const char *path)
 {
         int r;
 
         if (!plan->template[0])
-                return mkfs_file(plan, mkfs, plan->image);
+                return mkfs_file(plan, mkfs, path);
         r = ensure_template(plan, mkfs);
         if (r < 0)
                 return r;
@@ -340,7 +350,7 @@ static int create_image(const struct disk_plan *plan, const char *mkfs)
         if (src < 0)
                 return -errno;
         _cleanup_close_ int dst =
-                open(plan->image, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (dst < 0)
                 return -errno;
         /* A reflink where the host's filesystem has them (btrfs, xfs), else a copy. */
@@ -348,7 +358,7 @@ static int create_image(const struct disk_plan *plan, const char *mkfs)
                 return 0;
         r = copy_sparse(src, dst, (off_t)plan->size_bytes);
         if (r < 0)
-                unlink(plan->image);
+                unlink(path);
         return r;
 }
 
@@ -386,7 +396,20 @@ static int find_bound_loop(const struct disk_plan *plan, const struct stat *img,
         return TAKE_FD(fd);
 }
 
-static int attach_loop(const struct disk_plan *plan, int img_fd, char *dev, size_t dev_sz)
+/* Write the loop device number to the note next to an image. */
+static void write_note(const char *path, int num)
+{
+        char buf[32];
+        int n = snprintf(buf, sizeof(buf), "%d\n", num);
+        _cleanup_close_ int note =
+                open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (note >= 0) {
+                ssize_t _unused_ w = write(note, buf, (size_t)n);
+        }
+}
+
+/* Bind a free loop device to img_fd (autoclear); its fd, and its number in *ret_num. */
+static int attach_loop(int img_fd, char *dev, size_t dev_sz, int *ret_num)
 {
         _cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
         int r = -EBUSY;
@@ -413,16 +436,7 @@ static int attach_loop(const struct disk_plan *plan, int img_fd, char *dev, size
                                 continue; /* taken meanwhile */
                         return r;
                 }
-                /* Remember the device, so that the next start finds it if the previous
-                 * mount of this image is still alive. */
-                _cleanup_close_ int note =
-                        open(plan->loop_note, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                             0600);
-                if (note >= 0) {
-                        char buf[32];
-                        int n = snprintf(buf, sizeof(buf), "%d\n", num);
-                        ssize_t _unused_ w = write(note, buf, (size_t)n);
-                }
+                *ret_num = num;
                 return TAKE_FD(fd);
         }
         return r;
@@ -461,7 +475,7 @@ int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
                 if (!mkfs)
                         return -ENOENT;
                 *what = "make disk image";
-                r = create_image(plan, mkfs);
+                r = create_image(plan, mkfs, plan->image);
                 if (r < 0)
                         return r;
                 created = true;
@@ -474,10 +488,15 @@ int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
                 return -errno;
         *what = "attach disk image to a loop device";
         _cleanup_close_ int loop = find_bound_loop(plan, &st, dev, sizeof(dev));
-        if (loop < 0)
-                loop = attach_loop(plan, img, dev, sizeof(dev));
-        if (loop < 0)
-                return loop;
+        if (loop < 0) {
+                int num;
+                loop = attach_loop(img, dev, sizeof(dev), &num);
+                if (loop < 0)
+                        return loop;
+                /* Remember the device, so that the next start finds it if the previous
+                 * mount of this image is still alive. */
+                write_note(plan->loop_note, num);
+        }
         *what = "mount disk image";
         r = mount_image(dev);
         if (r < 0)
@@ -487,6 +506,205 @@ int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
         *ret_mount_fd = r;
         *ret_created = created;
         return 0;
+}
+
+/* One spare slot. size_bytes 0: free. wanted: the worker should make one; filling: the
+ * worker is making it (outside the lock; the slot is not reassigned meanwhile). */
+struct spare {
+        uint64_t size_bytes;
+        bool wanted;
+        bool filling;
+        int mount_fd; /* ready when >= 0 */
+        int loop_num;
+        char path[CELLA_PATH_MAX];
+};
+
+struct disk_spares {
+        pthread_mutex_t lock;
+        pthread_cond_t wake;
+        pthread_t worker;
+        bool stop;
+        unsigned next; /* round robin when every slot has another size */
+        char template_dir[CELLA_PATH_MAX];
+        char mkfs[64];
+        struct spare slots[CELLA_DISK_SPARES];
+};
+
+static void spare_drop(struct spare *s)
+{
+        /* Unlinked while mounted: the loop device keeps the file until the mount goes. */
+        if (s->mount_fd >= 0) {
+                unlink(s->path);
+                close(s->mount_fd);
+        }
+        s->mount_fd = -EBADF;
+        s->loop_num = -1;
+}
+
+/* Make a ready disk of plan's size at plan->spare: copy, attach, mount. */
+static int spare_make(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
+                      int *ret_loop_num)
+{
+        char dev[64];
+        int r;
+
+        unlink(plan->spare);
+        r = create_image(plan, mkfs, plan->spare);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int img = open(plan->spare, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (img < 0) {
+                r = -errno;
+                unlink(plan->spare);
+                return r;
+        }
+        _cleanup_close_ int loop = attach_loop(img, dev, sizeof(dev), ret_loop_num);
+        r = loop < 0 ? loop : mount_image(dev);
+        if (r < 0) {
+                unlink(plan->spare);
+                return r;
+        }
+        *ret_mount_fd = r;
+        return 0;
+}
+
+static void *spares_worker(void *arg)
+{
+        struct disk_spares *sp = arg;
+        struct sched_param idle = {.sched_priority = 0};
+
+        /* Spares are made with CPU nobody else wants: never in competition with the start
+         * that took the last one (or anything else). If the CPUs stay busy, starts make
+         * their own disks, as without spares. */
+        pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+
+        pthread_mutex_lock(&sp->lock);
+        for (;;) {
+                struct spare *s = NULL;
+                for (size_t i = 0; i < ARRAY_SIZE(sp->slots) && !s; i++)
+                        if (sp->slots[i].size_bytes && sp->slots[i].wanted &&
+                            sp->slots[i].mount_fd < 0)
+                                s = &sp->slots[i];
+                if (sp->stop)
+                        break;
+                if (!s) {
+                        pthread_cond_wait(&sp->wake, &sp->lock);
+                        continue;
+                }
+                struct disk_plan plan;
+                int fd = -EBADF, num = -1, r;
+                s->filling = true;
+                s->wanted = false;
+                r = disk_plan_make(sp->template_dir, sp->template_dir, s->size_bytes, &plan);
+                pthread_mutex_unlock(&sp->lock);
+                if (r >= 0)
+                        r = spare_make(&plan, sp->mkfs, &fd, &num);
+                pthread_mutex_lock(&sp->lock);
+                s->filling = false;
+                if (r >= 0) {
+                        s->mount_fd = fd;
+                        s->loop_num = num;
+                        snprintf(s->path, sizeof(s->path), "%s", plan.spare);
+                }
+                /* On failure the slot stays empty and unwanted: the next take asks again. */
+        }
+        pthread_mutex_unlock(&sp->lock);
+        return NULL;
+}
+
+int disk_spares_new(const char *template_dir, const char *mkfs, struct disk_spares **ret)
+{
+        struct disk_spares *sp = calloc(1, sizeof(*sp));
+        int r;
+
+        if (!sp)
+                return -ENOMEM;
+        snprintf(sp->template_dir, sizeof(sp->template_dir), "%s", template_dir);
+        snprintf(sp->mkfs, sizeof(sp->mkfs), "%s", mkfs);
+        for (size_t i = 0; i < ARRAY_SIZE(sp->slots); i++) {
+                sp->slots[i].mount_fd = -EBADF;
+                sp->slots[i].loop_num = -1;
+        }
+        {
+                _cleanup_closedir_ DIR *d = opendir(template_dir);
+                struct dirent *e;
+                while (d && (e = readdir(d)))
+                        if (strncmp(e->d_name, "spare-", 6) == 0 || strstr(e->d_name, ".tmp"))
+                                unlinkat(dirfd(d), e->d_name, 0);
+        }
+        pthread_mutex_init(&sp->lock, NULL);
+        pthread_cond_init(&sp->wake, NULL);
+        /* The worker blocks every signal: they are the daemon's main thread's. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        r = -pthread_create(&sp->worker, NULL, spares_worker, sp);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (r < 0) {
+                pthread_cond_destroy(&sp->wake);
+                pthread_mutex_destroy(&sp->lock);
+                free(sp);
+                return r;
+        }
+        *ret = sp;
+        return 0;
+}
+
+void disk_spares_free(struct disk_spares *sp)
+{
+        if (!sp)
+                return;
+        pthread_mutex_lock(&sp->lock);
+        sp->stop = true;
+        pthread_cond_signal(&sp->wake);
+        pthread_mutex_unlock(&sp->lock);
+        pthread_join(sp->worker, NULL);
+        for (size_t i = 0; i < ARRAY_SIZE(sp->slots); i++)
+                spare_drop(&sp->slots[i]);
+        pthread_cond_destroy(&sp->wake);
+        pthread_mutex_destroy(&sp->lock);
+        free(sp);
+}
+
+int disk_spares_take(struct disk_spares *sp, const struct disk_plan *plan, int *ret_mount_fd)
+{
+        struct spare *s = NULL;
+        int r = -ENOENT;
+
+        pthread_mutex_lock(&sp->lock);
+        for (size_t i = 0; i < ARRAY_SIZE(sp->slots) && !s; i++)
+                if (sp->slots[i].size_bytes == plan->size_bytes)
+                        s = &sp->slots[i];
+        if (!s) /* a slot for this size: a free one, else one in turn that is not filling */
+                for (size_t i = 0; i < ARRAY_SIZE(sp->slots) && !s; i++)
+                        if (sp->slots[i].size_bytes == 0)
+                                s = &sp->slots[i];
+        for (size_t i = 0; i < ARRAY_SIZE(sp->slots) && !s; i++) {
+                struct spare *c = &sp->slots[sp->next++ % ARRAY_SIZE(sp->slots)];
+                if (!c->filling) {
+                        spare_drop(c);
+                        s = c;
+                }
+        }
+        if (s && s->mount_fd >= 0 && s->size_bytes == plan->size_bytes) {
+                if (renameat2(AT_FDCWD, s->path, AT_FDCWD, plan->image, RENAME_NOREPLACE) == 0) {
+                        write_note(plan->loop_note, s->loop_num);
+                        *ret_mount_fd = s->mount_fd;
+                        s->mount_fd = -EBADF;
+                        s->loop_num = -1;
+                        r = 0;
+                } else {
+                        r = -errno;
+                        spare_drop(s);
+                }
+        }
+        if (s) {
+                s->size_bytes = plan->size_bytes;
+                s->wanted = true;
+                pthread_cond_signal(&sp->wake);
+        }
+        pthread_mutex_unlock(&sp->lock);
+        return r;
 }
 
 bool disk_exists(const char *dir)

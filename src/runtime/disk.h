@@ -40,6 +40,7 @@ int disk_size_parse(const char *s, size_t len, uint64_t *ret);
 struct disk_plan {
         char image[CELLA_PATH_MAX];     /* <dir>/disk.img */
         char template[CELLA_PATH_MAX];  /* <template_dir>/ext4-v1-<size>.img, or "" */
+        char spare[CELLA_PATH_MAX];     /* <template_dir>/spare-<size>.img, or "" */
         char loop_note[CELLA_PATH_MAX]; /* <dir>/disk.loop: loop device the image had */
         uint64_t size_bytes;            /* image size: limit rounded down to 4 KiB */
         uint64_t inodes;                /* size_bytes / CELLA_DISK_BYTES_PER_INODE */
@@ -77,6 +78,26 @@ int disk_probe(char *mkfs, size_t mkfs_sz, char *why, size_t why_sz);
  * filesystem instance. what names the failing step for messages. Returns 0 or -errno. */
 int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd, bool *ret_created,
               const char **what);
+
+/* Spares: new disks made ahead of time by a worker thread, one per recently used size
+ * (up to CELLA_DISK_SPARES sizes): image copied from the template, attached, mounted,
+ * held as a detached mount. A new sandbox of that size takes one (a rename into its dir
+ * and the mount fd: no copy, no loop attach, no mount on its start), and the worker
+ * makes the next one meanwhile. Dropping a spare (or cellad exiting) releases its mount
+ * and loop device and unlinks its file. Thread-safe; the worker never touches anything
+ * but <template_dir>/spare-*.img and its own mounts. */
+struct disk_spares;
+
+/* template_dir: where the templates are (plan->template's dir); mkfs for missing
+ * templates. Removes spare files an earlier cellad left (unmounted: its fds are gone)
+ * and unfinished templates.
+ * Returns 0 or -errno. */
+int disk_spares_new(const char *template_dir, const char *mkfs, struct disk_spares **ret);
+void disk_spares_free(struct disk_spares *sp); /* stops the worker, drops every spare */
+/* Take the ready spare of plan's size: moved to plan->image (never over an existing file),
+ * its loop device noted, its mount in *ret_mount_fd. -ENOENT when none is ready. In any
+ * case the worker is asked to have one of that size ready for the next start. */
+int disk_spares_take(struct disk_spares *sp, const struct disk_plan *plan, int *ret_mount_fd);
 
 /* Does <dir> hold a disk image? */
 bool disk_exists(const char *dir);

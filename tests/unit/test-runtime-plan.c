@@ -345,6 +345,8 @@ static void test_disk_plan_instance_types(void **state)
                 char t[64];
                 snprintf(t, sizeof(t), "/d/t/ext4-v1-%llu.img", (unsigned long long)want[i].size);
                 assert_string_equal(p.template, t);
+                snprintf(t, sizeof(t), "/d/t/spare-%llu.img", (unsigned long long)want[i].size);
+                assert_string_equal(p.spare, t);
         }
 }
 
@@ -366,6 +368,7 @@ static void test_disk_plan_errors(void **state)
         assert_int_equal(disk_plan_make("/d", dir, CELLA_DISK_MIN_BYTES, &p), -ENAMETOOLONG);
         assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MIN_BYTES, &p), 0);
         assert_string_equal(p.template, "");
+        assert_string_equal(p.spare, "");
 }
 
 static void test_disk_mkfs_argv(void **state)
