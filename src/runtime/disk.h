@@ -10,8 +10,11 @@
  * filesystem is unmounted and the loop device released by the kernel, so nothing is left
  * on the host, and a restarted cellad has nothing to remount.
  *
- * disk_plan_make() and disk_mkfs_argv() are pure (unit tests); disk_probe(), disk_open()
- * and disk_usage() do the system calls. */
+ * New disks are sparse copies of one template per size, and usually made ahead of time
+ * by a worker thread (disk_spares_*), so that a start only renames one into place.
+ *
+ * disk_plan_make() and disk_mkfs_argv() are pure (unit tests); disk_probe(), disk_open(),
+ * the spares and disk_usage() do the system calls. */
 #ifndef CELLA_RUNTIME_DISK_H
 #define CELLA_RUNTIME_DISK_H
 
