@@ -3,17 +3,16 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdlib.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
