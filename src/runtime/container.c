@@ -878,7 +878,7 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                          "disk limits off (--disk-quota=off)");
         } else {
                 char why[200] = "";
-                r = disk_probe(rt->mkfs, sizeof(rt->mkfs), why, sizeof(why));
+                r = disk_probe(NULL, rt->mkfs, sizeof(rt->mkfs), why, sizeof(why));
                 if (r < 0 && cfg->disk_mode == DISK_MODE_REQUIRED) {
                         cella_error_errno(err, -r,
                                           "runtime: disk limits required but not enforceable: %s",

@@ -179,9 +179,9 @@ void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, const char *
         ret->argv[i] = NULL;
 }
 
-static bool has_filesystem(const char *fs)
+static bool has_filesystem(const char *table, const char *fs)
 {
-        _cleanup_fclose_ FILE *f = fopen("/proc/filesystems", "re");
+        _cleanup_fclose_ FILE *f = fopen(table, "re");
         char line[128];
         if (!f)
                 return false;
@@ -195,19 +195,24 @@ static bool has_filesystem(const char *fs)
         return false;
 }
 
-int disk_probe(char *mkfs, size_t mkfs_sz, char *why, size_t why_sz)
+int disk_probe(const struct disk_host *host, char *mkfs, size_t mkfs_sz, char *why, size_t why_sz)
 {
-        static const char *const mkfs_paths[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4"};
+        static const char *const host_mkfs[] = {"/usr/sbin/mkfs.ext4", "/sbin/mkfs.ext4", NULL};
+        const char *filesystems =
+                host && host->filesystems ? host->filesystems : "/proc/filesystems";
+        const char *loop_control =
+                host && host->loop_control ? host->loop_control : "/dev/loop-control";
+        const char *const *mkfs_paths = host && host->mkfs ? host->mkfs : host_mkfs;
         const char *found = NULL;
 
-        if (!has_filesystem("ext4")) {
+        if (!has_filesystem(filesystems, "ext4")) {
                 snprintf(why, why_sz, "the kernel has no ext4");
                 return -ENODEV;
         }
-        _cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+        _cleanup_close_ int ctl = open(loop_control, O_RDWR | O_CLOEXEC);
         if (ctl < 0) {
                 int e = errno;
-                snprintf(why, why_sz, "/dev/loop-control: %s", strerror(e));
+                snprintf(why, why_sz, "%s: %s", loop_control, strerror(e));
                 return -e;
         }
         if (ioctl(ctl, LOOP_CTL_GET_FREE) < 0) {
@@ -215,7 +220,7 @@ int disk_probe(char *mkfs, size_t mkfs_sz, char *why, size_t why_sz)
                 snprintf(why, why_sz, "no free loop device: %s", strerror(e));
                 return -e;
         }
-        for (size_t i = 0; i < ARRAY_SIZE(mkfs_paths) && !found; i++)
+        for (size_t i = 0; mkfs_paths[i] && !found; i++)
                 if (access(mkfs_paths[i], X_OK) == 0)
                         found = mkfs_paths[i];
         if (!found) {

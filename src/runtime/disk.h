@@ -70,7 +70,13 @@ void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, const char *
 
 /* Can this host enforce disk limits (loop devices, ext4, mkfs.ext4)? On success 0 and the
  * mkfs.ext4 path in mkfs; else -errno with a reason in why. */
-int disk_probe(char *mkfs, size_t mkfs_sz, char *why, size_t why_sz);
+struct disk_host {
+        const char *filesystems;  /* NULL: /proc/filesystems */
+        const char *loop_control; /* NULL: /dev/loop-control */
+        const char *const *mkfs;  /* NULL-terminated candidates; NULL: /usr/sbin, /sbin */
+};
+/* host: where to look (tests point it at fakes); NULL: this host. */
+int disk_probe(const struct disk_host *host, char *mkfs, size_t mkfs_sz, char *why, size_t why_sz);
 
 /* Make the sandbox's disk ready and return a detached mount of its filesystem (an fsmount
  * fd, nosuid+nodev, close-on-exec) in *ret_mount_fd. The image is created when it does
