@@ -954,11 +954,6 @@ const char *runtime_describe(const struct runtime *rt)
         return rt->description;
 }
 
-bool runtime_disk_enforced(const struct runtime *rt)
-{
-        return rt->disk_enforced;
-}
-
 const char *runtime_disk_state(const struct runtime *rt)
 {
         return rt->disk_state;

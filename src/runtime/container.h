@@ -9,8 +9,8 @@
  * net (and then cgroup) namespaces, uid/gid map of the sandbox's 65536-uid host range,
  * cgroup placement and limits, an idmapped mount of the image rootfs as overlay lower
  * layer, upper/work in the sandbox's disk image <dir>/disk.img (disk.h: the kernel
- * enforces its size; without one, in <dir>), fresh /proc, minimal /dev, /tmp, /workspace, pivot_root,
- * capabilities, no_new_privs, seccomp, exec of cella-init. Mounts live only in the
+ * enforces its size; without one, in <dir>), fresh /proc, minimal /dev, /tmp, /workspace,
+ * pivot_root, capabilities, no_new_privs, seccomp, exec of cella-init. Mounts live only in the
  * sandbox's mount namespace, so nothing is left on the host when it dies. */
 #ifndef CELLA_RUNTIME_CONTAINER_H
 #define CELLA_RUNTIME_CONTAINER_H
@@ -28,7 +28,7 @@ struct runtime_config {
         const char *agent_path;        /* path of the (static) cella-init binary */
         const char *cgroup_name;       /* sub-directory used in each hierarchy, e.g. "cella" */
         enum disk_mode disk_mode;      /* --disk-quota (disk.h) */
-        const char *disk_template_dir; /* a dir of cellad\'s for disk templates; NULL: none */
+        const char *disk_template_dir; /* a dir of cellad's for disk templates; NULL: none */
 };
 
 int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err);
@@ -37,9 +37,7 @@ void runtime_free(struct runtime *rt);
 bool runtime_oom_protected(const struct runtime *rt);
 /* Human-readable description of what the host offers (cgroup mode, idmap, seccomp...). */
 const char *runtime_describe(const struct runtime *rt);
-/* Do new sandboxes get a disk image (a kernel-enforced disk limit)? And the one-line state
- * of disk limits on this host, for the startup log. */
-bool runtime_disk_enforced(const struct runtime *rt);
+/* One line on disk limits here (enforced, off, or not enforceable and why), for the log. */
 const char *runtime_disk_state(const struct runtime *rt);
 
 struct container_limits {
