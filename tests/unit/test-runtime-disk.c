@@ -5,7 +5,7 @@
  * otherwise): a 32 MiB disk is made from a template, mounted detached; writes through the
  * mount fd stop at ENOSPC near the limit, the inode limit holds, files survive a release
  * and a reopen (which attaches a fresh loop device), a second open while the first mount
- * lives reuses its loop device, a spare is taken by rename and replaced by the worker,
+ * lives reuses its loop device (also after a rename of the sandbox dir), a spare is taken by rename and replaced by the worker,
  * usage follows the image; nothing stays bound to a loop device afterwards. */
 #include <errno.h>
 #include <fcntl.h>
@@ -189,6 +189,20 @@ static void test_live_disk(void **state)
         assert_int_equal(faccessat(m2, "kept", F_OK, 0), 0);
         assert_int_equal(loops_bound(plan.image), 1);
         close(m2);
+
+        /* The sandbox dir renamed while mounted (a warm pool's claim): the image, its note
+         * and its loop device follow; opening under the new name reuses that device. */
+        char dir2[300];
+        struct disk_plan plan2;
+        snprintf(dir2, sizeof(dir2), "%s-renamed", dir);
+        assert_int_equal(rename(dir, dir2), 0);
+        assert_int_equal(disk_plan_make(dir2, tdir, CELLA_DISK_MIN_BYTES, &plan2), 0);
+        assert_int_equal(disk_open(&plan2, mkfs, &m2, &created, &what), 0);
+        assert_false(created);
+        assert_int_equal(faccessat(m2, "kept", F_OK, 0), 0);
+        assert_int_equal(loops_bound(tmpdir), 1);
+        close(m2);
+        assert_int_equal(rename(dir2, dir), 0);
         close(m);
 
         /* Released: the loop device goes with the last mount. */
