@@ -178,17 +178,16 @@ static void stop_cellad(void)
         }
 }
 
-/* Start a cellad with a warm pool of pool sandboxes (and at most max sandboxes) on a
- * fresh data dir. */
-static int start_cellad(const char *cellad, const char *images, int pool, int max)
+/* Start cellad on a fresh temp data dir; extra (NULL-terminated, may be NULL) are more
+ * options for it. */
+static int start_cellad(const char *cellad, const char *images, char *const extra[])
 {
         int pfd[2];
         FILE *f;
         char line[512];
-        char datasub[256], pool_arg[16], max_arg[16];
+        char datasub[256];
 
-        snprintf(pool_arg, sizeof(pool_arg), "%d", pool);
-        snprintf(max_arg, sizeof(max_arg), "%d", max);
+        snprintf(data_dir, sizeof(data_dir), "/tmp/cella-bench.XXXXXX");
         if (!mkdtemp(data_dir)) {
                 perror("mkdtemp");
                 return -1;
@@ -205,9 +204,12 @@ static int start_cellad(const char *cellad, const char *images, int pool, int ma
 
                 dup2(pfd[1], 1);
                 dup2(null >= 0 ? null : pfd[1], 2);
-                execl(cellad, cellad, "--listen", "127.0.0.1:0", "--data-dir", datasub, "--images",
-                      images, "--log-level", cellad_log ? "info" : "warn", "--pool", pool_arg,
-                      "--max-sandboxes", max_arg, (char *)NULL);
+                char *argv[24] = {(char *)cellad, "--listen",    "127.0.0.1:0",
+                                  "--data-dir",   datasub,       "--images",
+                                  (char *)images, "--log-level", cellad_log ? "info" : "warn"};
+                for (int i = 0; extra && extra[i] && i < 14; i++)
+                        argv[9 + i] = extra[i];
+                execv(cellad, argv);
                 _exit(127);
         }
         close(pfd[1]);
@@ -605,7 +607,8 @@ int main(int argc, char **argv)
         const char *image = "default";
         int n_tti = 50, n_warm = 200, n_mem = 5, n_burst = 100;
         char rootfs[512], name[64];
-        double *tti, *tti_pool, *burst, *burst_pool, *warm, *bw, *host, *hostsh, *sess, *hostb;
+        double *tti, *tti_pool, *tti_nodisk, *burst, *burst_pool, *warm, *bw, *host, *hostsh, *sess,
+                *hostb;
         double dense_cg[2] = {-1, -1}, dense_host[2] = {-1, -1};
         int n_dense[2] = {100, 1000};
         double t0, cpu_burst_pool = 0, cpu_burst = 0;
@@ -661,21 +664,28 @@ int main(int argc, char **argv)
         tti_pool = calloc((size_t)n_tti, sizeof(double));
         burst = calloc((size_t)n_burst, sizeof(double));
         burst_pool = calloc((size_t)n_burst, sizeof(double));
+        tti_nodisk = calloc((size_t)n_tti, sizeof(double));
         bw = calloc((size_t)n_tti, sizeof(double));
         warm = calloc((size_t)n_warm, sizeof(double));
         host = calloc((size_t)n_warm, sizeof(double));
         hostsh = calloc((size_t)n_warm, sizeof(double));
         sess = calloc((size_t)n_warm, sizeof(double));
         hostb = calloc((size_t)n_warm, sizeof(double));
-        if (!tti || !tti_pool || !burst || !burst_pool || !bw || !warm || !host || !hostsh ||
-            !sess || !hostb)
+        if (!tti || !tti_pool || !tti_nodisk || !burst || !burst_pool || !bw || !warm || !host ||
+            !hostsh || !sess || !hostb)
                 return 1;
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT);
         curl = curl_easy_init();
         /* The daemon with a warm pool as large as the burst. */
-        if (!curl || start_cellad(cellad, images, n_burst, 1000) < 0)
-                goto out;
+        {
+                char pool_arg[16];
+                char *extra[] = {"--pool", pool_arg, "--max-sandboxes", "1000", NULL};
+
+                snprintf(pool_arg, sizeof(pool_arg), "%d", n_burst);
+                if (!curl || start_cellad(cellad, images, extra) < 0)
+                        goto out;
+        }
         fprintf(stderr, "cellad --pool %d at %s\n", n_burst, base_url);
         if (measure_tti(tti_pool, n_tti, "pool", n_burst) < 0 || wait_pool(n_burst) < 0 ||
             measure_burst(burst_pool, n_burst, "pburst") < 0)
@@ -686,8 +696,12 @@ int main(int argc, char **argv)
         curl = curl_easy_init(); /* no connection to the old daemon is reused */
 
         /* The daemon without a pool, for everything else. */
-        if (!curl || start_cellad(cellad, images, 0, 1000) < 0)
-                goto out;
+        {
+                char *extra[] = {"--pool", "0", NULL};
+
+                if (!curl || start_cellad(cellad, images, extra) < 0)
+                        goto out;
+        }
         fprintf(stderr, "cellad --pool 0 at %s\n", base_url);
         if (measure_tti(tti, n_tti, "tti", 0) < 0 || measure_burst(burst, n_burst, "burst") < 0)
                 goto out;
@@ -790,8 +804,14 @@ int main(int argc, char **argv)
         /* Idle density, on a daemon allowed that many sandboxes. */
         if (n_dense[1] < n_dense[0])
                 n_dense[1] = n_dense[0];
-        if (!curl || start_cellad(cellad, images, 0, n_dense[1] + 10) < 0)
-                goto out;
+        {
+                char max_arg[16];
+                char *extra[] = {"--pool", "0", "--max-sandboxes", max_arg, NULL};
+
+                snprintf(max_arg, sizeof(max_arg), "%d", n_dense[1] + 10);
+                if (!curl || start_cellad(cellad, images, extra) < 0)
+                        goto out;
+        }
         {
                 long long mem0 = mem_available();
 
@@ -804,11 +824,29 @@ int main(int argc, char **argv)
                 }
         }
 
+        /* Time to interactive again, with a cellad whose sandboxes get no disk image: what
+         * the kernel-enforced disk limit adds to a start (docs/decisions/0014). */
+        stop_cellad();
+        {
+                char *off[] = {"--disk-quota", "off", "--pool", "0", NULL};
+                if (start_cellad(cellad, images, off) < 0)
+                        goto out;
+        }
+        for (int i = 0; i < n_tti; i++) {
+                snprintf(name, sizeof(name), "bench-%d-nodisk-%d", (int)getpid(), i);
+                t0 = now_ms();
+                if (!exec_in(name, "echo hi", "hi\n"))
+                        goto out;
+                tti_nodisk[i] = now_ms() - t0;
+                destroy(name);
+        }
+
         {
                 double tti50 = pct(tti, n_tti, 0.5), tti95 = pct(tti, n_tti, 0.95);
                 double tp50 = pct(tti_pool, n_tti, 0.5), tp95 = pct(tti_pool, n_tti, 0.95);
                 double b50 = pct(burst, n_burst, 0.5), b99 = pct(burst, n_burst, 0.99);
                 double bp50 = pct(burst_pool, n_burst, 0.5), bp99 = pct(burst_pool, n_burst, 0.99);
+                double nd50 = pct(tti_nodisk, n_tti, 0.5), nd95 = pct(tti_nodisk, n_tti, 0.95);
                 double bw50 = pct(bw, n_tti, 0.5), bw95 = pct(bw, n_tti, 0.95);
                 double w50 = pct(warm, n_warm, 0.5), w95 = pct(warm, n_warm, 0.95);
                 double h50 = pct(host, n_warm, 0.5), h95 = pct(host, n_warm, 0.95);
@@ -821,6 +859,9 @@ int main(int argc, char **argv)
                 printf("| cella time-to-interactive, no pool (`--pool 0`) | %d | %.2f | "
                        "%.2f |\n",
                        n_tti, tti50, tti95);
+                printf("| cella time-to-interactive without disk limits (`--disk-quota off`) | "
+                       "%d | %.2f | %.2f |\n",
+                       n_tti, nd50, nd95);
                 printf("| bwrap `echo hi` in the same rootfs (baseline) | %d | %.2f | %.2f |\n",
                        n_tti, bw50, bw95);
                 printf("| cella warm exec (`true`, HTTP round trip) | %d | %.2f | %.2f |\n", n_warm,
@@ -847,6 +888,8 @@ int main(int argc, char **argv)
                 printf("| burst with warm pool, p99 | %.2f ms | <= 150 ms |\n", bp99);
                 printf("| TTI (warm pool) / bwrap | %.2fx | <= 1.5x |\n", tp50 / bw50);
                 printf("| TTI (no pool) / bwrap | %.2fx | <= 1.5x |\n", tti50 / bw50);
+                printf("| TTI / TTI without disk limits | %.2fx | (cost of the disk) |\n",
+                       tti50 / nd50);
                 printf("| warm exec / host fork+exec of /bin/true | %.2fx | <= 1.2x |\n",
                        w50 / h50);
                 printf("| warm exec / host fork+exec of `bash -c true` | %.2fx | (same work) |\n",
@@ -876,6 +919,7 @@ out:
         free(tti_pool);
         free(burst);
         free(burst_pool);
+        free(tti_nodisk);
         free(bw);
         free(warm);
         free(host);

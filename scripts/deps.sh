@@ -12,6 +12,8 @@ packages=(
         libseccomp-dev libcap-dev libmnl-dev libcurl4-openssl-dev libcmocka-dev
         # images and sandboxes
         mmdebstrap bubblewrap uidmap iproute2 procps util-linux
+        # disk limits: mkfs.ext4 for the per-sandbox disk images
+        e2fsprogs
         # tests, scripts and the README tour
         curl jq ca-certificates python3 git sqlite3
 )

@@ -212,6 +212,11 @@ static int print_info(const char *text, bool json)
                str(j, "createdAt"), str(j, "lastActiveAt"),
                (long long)json_integer_value(json_object_get(j, "sleepAfter")),
                json_is_true(json_object_get(j, "keepAlive")) ? " (keepAlive: never)" : "");
+        v = json_object_get(j, "disk");
+        if (json_is_object(v))
+                printf("disk:          %.1f of %.1f MiB used\n",
+                       (double)json_integer_value(json_object_get(v, "usedBytes")) / 1048576.0,
+                       (double)json_integer_value(json_object_get(v, "limitBytes")) / 1048576.0);
         json_object_foreach(json_object_get(j, "labels"), k, v)
                 printf("label:         %s=%s\n", k, json_string_value(v));
         json_object_foreach(json_object_get(j, "env"), k, v)

@@ -47,6 +47,13 @@
 #define CELLA_UID_SLOTS 4096u      /* slots: CELLA_UID_BASE + slot * CELLA_UID_RANGE */
 #define CELLA_DEFAULT_PIDS_MAX 1024
 #define CELLA_TMP_SIZE_MB 512
+
+/* Disk (per-sandbox ext4 image, src/runtime/disk.h; the limit is the instance type's) */
+#define CELLA_DISK_MIN_BYTES (32ull << 20)     /* smallest disk limit (and override) */
+#define CELLA_DISK_MAX_BYTES (16ull << 40)     /* largest */
+#define CELLA_DISK_BYTES_PER_INODE (16 * 1024) /* inode limit = disk limit / this */
+#define CELLA_DISK_JOURNAL_MB 4                /* ext4 journal inside the image */
+#define CELLA_DISK_SPARES 4 /* disk sizes with a new disk made ahead (one each) */
 #define CELLA_DEFAULT_SLEEP_AFTER_MS (10 * 60 * 1000) /* idle time before a sandbox sleeps */
 #define CELLA_IDLE_CHECK_MS 1000                      /* how often idleness is checked */
 

@@ -22,6 +22,7 @@ static void usage(FILE *f)
                 "NAME]\n"
                 "              [--max-sandboxes N] [--pool N] [--image-builder PATH]\n"
                 "              [--log-level L]\n"
+                "              [--disk-quota required|auto|off] [--disk-limit-override SIZE]\n"
                 "              [--check] [--help]\n"
                 "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
@@ -34,6 +35,10 @@ static void usage(FILE *f)
                 "  --image-builder PATH build-image.sh (default "
                 "DIR-OF-CELLAD/../scripts/build-image.sh)\n"
                 "  --log-level L        debug, info, warn, error (default info)\n"
+                "  --disk-quota MODE    disk limits by the kernel: required, auto (where the\n"
+                "                       host can; default) or off\n"
+                "  --disk-limit-override SIZE  every new sandbox's disk limit (e.g. 64M),\n"
+                "                       instead of its instance type's (tests, small hosts)\n"
                 "  --check              print what the kernel offers and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
                 "listens on loopback addresses only.\n",
@@ -100,6 +105,8 @@ int main(int argc, char **argv)
                 {"pool", required_argument, NULL, 'p'},
                 {"image-builder", required_argument, NULL, 'b'},
                 {"log-level", required_argument, NULL, 'L'},
+                {"disk-quota", required_argument, NULL, 'Q'},
+                {"disk-limit-override", required_argument, NULL, 'O'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -108,6 +115,8 @@ int main(int argc, char **argv)
         const char *image = "default", *builder = NULL, *token = getenv("CELLA_TOKEN");
         unsigned long max_sandboxes = CELLA_DEFAULT_MAX_SANDBOXES;
         unsigned long pool_size = CELLA_DEFAULT_POOL_SIZE;
+        enum disk_mode disk_mode = DISK_MODE_AUTO;
+        uint64_t disk_override = 0;
         bool check = false;
         char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
         char agent_path[PATH_MAX];
@@ -170,6 +179,26 @@ int main(int argc, char **argv)
                         }
                         log_set_level(level);
                         break;
+                case 'Q':
+                        if (disk_mode_from_name(optarg, &disk_mode) < 0) {
+                                fprintf(stderr,
+                                        "cellad: bad --disk-quota '%s' (required, auto, "
+                                        "off)\n",
+                                        optarg);
+                                return 2;
+                        }
+                        break;
+                case 'O':
+                        if (disk_size_parse(optarg, strlen(optarg), &disk_override) < 0 ||
+                            disk_override < CELLA_DISK_MIN_BYTES ||
+                            disk_override > CELLA_DISK_MAX_BYTES) {
+                                fprintf(stderr,
+                                        "cellad: bad --disk-limit-override '%s' (a size from "
+                                        "%lluM, e.g. 64M or 2G)\n",
+                                        optarg, CELLA_DISK_MIN_BYTES >> 20);
+                                return 2;
+                        }
+                        break;
                 case 'c':
                         check = true;
                         break;
@@ -220,7 +249,8 @@ int main(int argc, char **argv)
 
         if (check) {
                 /* Only the runtime: --check must not touch the registry or sandboxes. */
-                struct runtime_config rcfg = {.agent_path = agent_path, .cgroup_name = "cella"};
+                struct runtime_config rcfg = {
+                        .agent_path = agent_path, .cgroup_name = "cella", .disk_mode = disk_mode};
                 struct runtime *rt = NULL;
 
                 if (runtime_new(&rcfg, &rt, &err) < 0) {
@@ -241,6 +271,8 @@ int main(int argc, char **argv)
                         .agent_path = agent_path,
                         .max_sandboxes = (unsigned)max_sandboxes,
                         .pool_size = (unsigned)pool_size,
+                        .disk_mode = disk_mode,
+                        .disk_limit_override = disk_override,
                 };
 
                 if (sandbox_table_new(g_loop, &cfg, &table, &err) < 0) {

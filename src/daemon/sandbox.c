@@ -24,6 +24,7 @@
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
 #include "runtime/container.h"
+#include "runtime/disk.h"
 
 #define TABLE_BUCKETS 1024
 
@@ -62,6 +63,7 @@ struct sandbox_table {
         char *images_dir;
         char *default_image;
         unsigned max_sandboxes;
+        uint64_t disk_limit_override; /* every sandbox's disk limit, 0: the instance type's */
         struct runtime *rt;
         struct store *store;
         int lock_fd; /* <data-dir>/cellad.lock, flock()ed for the daemon's life */
@@ -336,6 +338,7 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                                 .cpu_millis = it->cpu_millis,
                                 .pids_max = CELLA_DEFAULT_PIDS_MAX,
                         },
+                .disk_bytes = t->disk_limit_override ? t->disk_limit_override : it->disk_bytes,
         };
         /* Leftovers of an earlier run (a daemon that died, a crashed agent) go first. */
         uint64_t t0 = time_mono_us();
@@ -938,18 +941,27 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
 
 json_t *sandbox_info(const struct sandbox *s)
 {
-        char created[32], active[32];
+        char created[32], active[32], dir[CELLA_PATH_MAX];
+        uint64_t limit, used;
+        json_t *info;
         time_format_iso(s->created_ms, created, sizeof(created));
         time_format_iso(s->last_active_ms, active, sizeof(active));
         const char *state = s->destroyed  ? "destroyed"
                             : s->running  ? "running"
                             : s->sleeping ? "sleeping"
                                           : "stopped";
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:I, s:b, s:b}", "id", s->name,
+        info = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:I, s:b, s:b}", "id", s->name,
                          "state", state, "image", s->image, "instanceType", s->instance_type,
                          "createdAt", created, "lastActiveAt", active, "labels", s->labels, "env",
                          s->env, "sleepAfter", (json_int_t)(s->sleep_after_ms / 1000), "keepAlive",
                          s->keep_alive, "enableDefaultSession", s->default_session);
+        /* The kernel-enforced disk limit, when the sandbox has a disk image. */
+        if (info && !s->destroyed && sandbox_dir(s, dir, sizeof(dir)) == 0 &&
+            disk_usage(dir, &limit, &used) == 0)
+                json_object_set_new(info, "disk",
+                                    json_pack("{s:I, s:I}", "limitBytes", (json_int_t)limit,
+                                              "usedBytes", (json_int_t)used));
+        return info;
 }
 
 json_t *sandbox_table_list(struct sandbox_table *t)
@@ -1232,8 +1244,8 @@ static void cgroup_parent_name(const char *data_dir, char *out, size_t outsz)
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err)
 {
-        struct runtime_config rcfg = {.agent_path = cfg->agent_path};
-        char path[CELLA_PATH_MAX], cgname[32];
+        struct runtime_config rcfg = {.agent_path = cfg->agent_path, .disk_mode = cfg->disk_mode};
+        char path[CELLA_PATH_MAX], cgname[32], templates[CELLA_PATH_MAX];
         struct sandbox_table *t;
         int r;
 
@@ -1246,6 +1258,7 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         t->images_dir = strdup(cfg->images_dir);
         t->default_image = strdup(cfg->default_image ? cfg->default_image : "default");
         t->max_sandboxes = cfg->max_sandboxes ? cfg->max_sandboxes : CELLA_DEFAULT_MAX_SANDBOXES;
+        t->disk_limit_override = cfg->disk_limit_override;
         if (t->max_sandboxes > CELLA_UID_SLOTS)
                 t->max_sandboxes = CELLA_UID_SLOTS;
         if (!t->data_dir || !t->images_dir || !t->default_image) {
@@ -1277,10 +1290,13 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
          * (tests, CI) never reach each other's sandboxes by name. */
         cgroup_parent_name(t->data_dir, cgname, sizeof(cgname));
         rcfg.cgroup_name = cgname;
+        snprintf(templates, sizeof(templates), "%s/disk-templates", t->data_dir);
+        rcfg.disk_template_dir = templates;
         if (runtime_new(&rcfg, &t->rt, err) < 0) {
                 sandbox_table_free(t);
                 return -1;
         }
+        log_info("%s", runtime_disk_state(t->rt));
         snprintf(path, sizeof(path), "%s/cella.db", t->data_dir);
         if (store_open(path, &t->store, err) < 0) {
                 sandbox_table_free(t);

@@ -14,6 +14,7 @@
 
 #include "common/error.h"
 #include "daemon/agent-conn.h"
+#include "runtime/disk.h"
 
 struct sandbox_table;
 struct sandbox;
@@ -37,7 +38,9 @@ struct sandbox_table_config {
         const char *default_image;
         const char *agent_path; /* cella-init binary */
         unsigned max_sandboxes;
-        unsigned pool_size; /* warm pool: sandboxes built ahead; 0: none */
+        unsigned pool_size;           /* warm pool: sandboxes built ahead; 0: none */
+        enum disk_mode disk_mode;     /* --disk-quota */
+        uint64_t disk_limit_override; /* --disk-limit-override: every sandbox's disk limit */
 };
 
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
@@ -64,7 +67,8 @@ unsigned sandbox_table_count(const struct sandbox_table *t);
 /* The warm pool for /v1/health: {size, ready, claims, builds}; new reference. */
 json_t *sandbox_table_pool_info(const struct sandbox_table *t);
 
-/* SandboxInfo: {id, state, image, instanceType, createdAt, lastActiveAt, labels, env};
+/* SandboxInfo: {id, state, image, instanceType, createdAt, lastActiveAt, labels, env,
+ * sleepAfter, keepAlive, disk: {limitBytes, usedBytes} (with a disk image)};
  * new reference. */
 json_t *sandbox_info(const struct sandbox *s);
 const char *sandbox_name(const struct sandbox *s);

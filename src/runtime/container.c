@@ -31,6 +31,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -40,6 +41,7 @@
 #include "common/macros.h"
 #include "runtime/caps.h"
 #include "runtime/cgroup.h"
+#include "runtime/disk.h"
 #include "runtime/filter.h"
 #include "runtime/mounts.h"
 
@@ -58,9 +60,14 @@ struct runtime {
         struct filter_prog filter;
         struct caps caps;
         struct mount_plan mounts;
-        int agent_fd;     /* sealed memfd with cella-init */
-        int uts_fd;       /* our own UTS namespace, to come back to after a rename */
-        bool oom_protect; /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
+        int agent_fd;                           /* sealed memfd with cella-init */
+        int uts_fd;                             /* our own UTS namespace (after a rename) */
+        bool oom_protect;                       /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
+        bool disk_enforced;                     /* new sandboxes get a disk image */
+        char mkfs[64];                          /* mkfs.ext4 (when disk_enforced) */
+        char disk_template_dir[CELLA_PATH_MAX]; /* empty filesystems per size, or "" */
+        struct disk_spares *spares;             /* new disks made ahead (disk.h); NULL: none */
+        char disk_state[256];                   /* for runtime_describe and the startup log */
         char cgroup_name[64];
         char description[CELLA_PATH_MAX + 512];
 };
@@ -75,6 +82,7 @@ enum child_step {
         STEP_CGROUPNS,
         STEP_HOSTNAME,
         STEP_PRIVATE,
+        STEP_DISK,
         STEP_DIRS,
         STEP_LOWER,
         STEP_OVERLAY,
@@ -101,6 +109,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_CGROUPNS] = "unshare cgroup namespace",
         [STEP_HOSTNAME] = "sethostname",
         [STEP_PRIVATE] = "make / private",
+        [STEP_DISK] = "attach disk",
         [STEP_DIRS] = "open sandbox dir",
         [STEP_LOWER] = "attach idmapped image",
         [STEP_OVERLAY] = "mount overlay",
@@ -131,6 +140,7 @@ struct child_args {
         int sync_fd;     /* child's end */
         int psync_fd;    /* parent's end (closed in the child) */
         const char *dir; /* the sandbox dir: overlay mount point */
+        int disk_fd;     /* detached mount of the sandbox's disk (upper, work), or -EBADF */
         int listen_fd;   /* agent socket -> fd 3 */
         int log_fd;      /* -> fd 1, 2 */
         int null_fd;     /* -> fd 0 */
@@ -219,6 +229,12 @@ _Noreturn static void child_main(const struct child_args *a)
                 child_fail(a->sync_fd, STEP_SYNC, errno, 0);
 
         CHECK(STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+        /* The sandbox's disk (upper and work inside) goes over the sandbox dir, in this
+         * namespace only: overlay takes its upper layer from a mount of our namespace.
+         * Only this namespace holds the filesystem; it is unmounted when it dies. */
+        if (a->disk_fd >= 0)
+                CHECK(STEP_DISK,
+                      move_mount(a->disk_fd, "", AT_FDCWD, a->dir, MOVE_MOUNT_F_EMPTY_PATH));
         /* Descriptors from before the clone point into the parent's mount namespace, so
          * the sandbox dir is opened again here. Our fsuid is still host root (the owner
          * of the daemon's 0700 directories) until setresuid below. */
@@ -577,6 +593,39 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
         return 0;
 }
 
+/* The sandbox's disk, as a detached mount in *ret (left -EBADF when the sandbox has no
+ * image and gets none: disk limits not enforced here, no limit in the spec, or a sandbox
+ * made before they were, whose upper layer is still in its directory). A sandbox that has
+ * an image always uses it, enforcement or not. Returns 0 or -1 with *err set. */
+static int open_disk(struct runtime *rt, const struct container_spec *spec, int dir_fd, int *ret,
+                     struct cella_error *err)
+{
+        const char *name = spec->hostname, *what = "disk";
+        bool has_image = disk_exists(spec->dir), created = false;
+        struct disk_plan plan;
+        struct stat st;
+        int r;
+
+        if (!has_image) {
+                bool legacy = fstatat(dir_fd, "upper", &st, AT_SYMLINK_NOFOLLOW) == 0;
+                if (legacy || !rt->disk_enforced || spec->disk_bytes == 0)
+                        return 0;
+        }
+        /* An existing image keeps the size it was made with. */
+        r = disk_plan_make(spec->dir, rt->disk_template_dir[0] ? rt->disk_template_dir : NULL,
+                           has_image ? CELLA_DISK_MIN_BYTES : spec->disk_bytes, &plan);
+        if (r < 0)
+                return cella_error_errno(err, -r, "create sandbox '%s': disk limit of %llu bytes",
+                                         name, (unsigned long long)spec->disk_bytes);
+        /* A new disk made ahead of time, if one of this size is ready. */
+        if (!has_image && rt->spares && disk_spares_take(rt->spares, &plan, ret) == 0)
+                return 0;
+        r = disk_open(&plan, rt->disk_enforced ? rt->mkfs : NULL, ret, &created, &what);
+        if (r < 0)
+                return cella_error_errno(err, -r, "create sandbox '%s': %s", name, what);
+        return 0;
+}
+
 int runtime_container_start(struct runtime *rt, const struct container_spec *spec,
                             struct container *ret, struct cella_error *err)
 {
@@ -597,11 +646,18 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
                 return cella_error_errno(err, errno, "create sandbox '%s': open %s", name,
                                          spec->dir);
 
+        /* 0. The disk: upper and work live in the sandbox's image when it has one. */
+        _cleanup_close_ int disk_fd = -EBADF;
+        r = open_disk(rt, spec, dir_fd, &disk_fd, err);
+        if (r < 0)
+                return -1;
+        int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
+
         /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace. */
-        _cleanup_close_ int upper_fd = ensure_dir(dir_fd, "upper", owner, O_RDONLY);
+        _cleanup_close_ int upper_fd = ensure_dir(root_fd, "upper", owner, O_RDONLY);
         if (upper_fd < 0)
                 return cella_error_errno(err, -upper_fd, "create sandbox '%s': upper dir", name);
-        _cleanup_close_ int work_fd = ensure_dir(dir_fd, "work", owner, O_PATH);
+        _cleanup_close_ int work_fd = ensure_dir(root_fd, "work", owner, O_PATH);
         if (work_fd < 0)
                 return cella_error_errno(err, -work_fd, "create sandbox '%s': work dir", name);
         {
@@ -671,6 +727,7 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
                         .rt = rt,
                         .hostname = spec->hostname,
                         .dir = spec->dir,
+                        .disk_fd = disk_fd,
                         .listen_fd = listen_fd,
                         .log_fd = log_fd,
                         .null_fd = null_fd,
@@ -747,14 +804,29 @@ int runtime_container_rename(struct runtime *rt, const struct container *c, cons
         if (len > 64)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
                                        "name sandbox '%s': hostname too long", hostname);
-        /* Files first: a failure here leaves the kernel hostname as it was. */
-        _cleanup_close_ int dir_fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dir_fd < 0)
-                return cella_error_errno(err, errno, "name sandbox '%s': open %s", hostname, dir);
-        _cleanup_close_ int etc_fd =
-                openat(dir_fd, "upper/etc", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* Files first: a failure here leaves the kernel hostname as it was. They are
+         * rewritten through the sandbox's own root (its upper layer may be inside its disk
+         * image, mounted nowhere but in the sandbox), resolved in that root with no
+         * symlink followed; the files exist (the start wrote them), so their owner stays
+         * the sandbox's root. */
+        char root_path[64];
+        (void)dir;
+        snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)c->pid);
+        _cleanup_close_ int root_fd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return cella_error_errno(err, errno, "name sandbox '%s': open its root", hostname);
+        /* The pid was the sandbox's when the root was opened if the pidfd still lives. */
+        if (!runtime_container_is_alive(c))
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "name sandbox '%s': not running", hostname);
+        struct open_how how = {
+                .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                           RESOLVE_NO_XDEV,
+        };
+        _cleanup_close_ int etc_fd = (int)syscall(SYS_openat2, root_fd, "etc", &how, sizeof(how));
         if (etc_fd < 0)
-                return cella_error_errno(err, errno, "name sandbox '%s': upper /etc", hostname);
+                return cella_error_errno(err, errno, "name sandbox '%s': its /etc", hostname);
         etc_hostname_text(hostname, buf, sizeof(buf));
         r = rewrite_at(etc_fd, "hostname", buf);
         if (r >= 0) {
@@ -882,6 +954,10 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                 cella_error_errno(err, errno, "runtime: open own UTS namespace");
                 goto fail;
         }
+        rt->disk_enforced = false;
+        if (cfg->disk_template_dir)
+                snprintf(rt->disk_template_dir, sizeof(rt->disk_template_dir), "%s",
+                         cfg->disk_template_dir);
         snprintf(rt->cgroup_name, sizeof(rt->cgroup_name), "%s",
                  cfg->cgroup_name ? cfg->cgroup_name : "cella");
 
@@ -924,6 +1000,36 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                 goto fail;
         }
         rt->agent_fd = r;
+        if (cfg->disk_mode == DISK_MODE_OFF) {
+                snprintf(rt->disk_state, sizeof(rt->disk_state),
+                         "disk limits off (--disk-quota=off)");
+        } else {
+                char why[200] = "";
+                r = disk_probe(NULL, rt->mkfs, sizeof(rt->mkfs), why, sizeof(why));
+                if (r < 0 && cfg->disk_mode == DISK_MODE_REQUIRED) {
+                        cella_error_errno(err, -r,
+                                          "runtime: disk limits required but not enforceable: %s",
+                                          why);
+                        goto fail;
+                }
+                rt->disk_enforced = r >= 0;
+                /* Spares need the templates; without them (cellad --check) there are none. */
+                if (rt->disk_enforced && rt->disk_template_dir[0]) {
+                        r = disk_spares_new(rt->disk_template_dir, rt->mkfs, &rt->spares);
+                        if (r < 0) {
+                                cella_error_errno(err, -r, "runtime: disk spares");
+                                goto fail;
+                        }
+                }
+                if (rt->disk_enforced)
+                        snprintf(rt->disk_state, sizeof(rt->disk_state),
+                                 "disk limits enforced (one sparse ext4 image per sandbox on a "
+                                 "loop device, %s)",
+                                 rt->mkfs);
+                else
+                        snprintf(rt->disk_state, sizeof(rt->disk_state),
+                                 "disk limits NOT enforced: %s", why);
+        }
         {
                 cap_t cur = cap_get_proc();
                 cap_flag_value_t v = CAP_CLEAR;
@@ -934,10 +1040,11 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         }
         snprintf(rt->description, sizeof(rt->description),
                  "cgroups %s at %s; idmapped overlay lower (userxattr); seccomp deny list "
-                 "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s",
+                 "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s; %s",
                  cgroup_mode_name(rt->cg.mode), rt->cg.v2_root, (unsigned)rt->filter.len, skipped,
                  rt->oom_protect ? "agent oom_score_adj -1000"
-                                 : "no CAP_SYS_RESOURCE: agent oom_score_adj left at 0");
+                                 : "no CAP_SYS_RESOURCE: agent oom_score_adj left at 0",
+                 rt->disk_state);
         *ret = rt;
         return 0;
 fail:
@@ -961,6 +1068,7 @@ void runtime_free(struct runtime *rt)
                         snprintf(path, sizeof(path), "%s/%s", rt->cg.v1_root[i], rt->cgroup_name);
                         rmdir(path);
                 }
+        disk_spares_free(rt->spares);
         filter_prog_done(&rt->filter);
         caps_done(&rt->caps);
         if (rt->agent_fd >= 0)
@@ -973,4 +1081,9 @@ void runtime_free(struct runtime *rt)
 const char *runtime_describe(const struct runtime *rt)
 {
         return rt->description;
+}
+
+const char *runtime_disk_state(const struct runtime *rt)
+{
+        return rt->disk_state;
 }

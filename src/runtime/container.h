@@ -8,8 +8,9 @@
  * <dir>/agent.sock handed to the agent as fd 3, clone3 into new user, pid, mount, uts, ipc,
  * net (and then cgroup) namespaces, uid/gid map of the sandbox's 65536-uid host range,
  * cgroup placement and limits, an idmapped mount of the image rootfs as overlay lower
- * layer, upper/work in <dir>, fresh /proc, minimal /dev, /tmp, /workspace, pivot_root,
- * capabilities, no_new_privs, seccomp, exec of cella-init. Mounts live only in the
+ * layer, upper/work in the sandbox's disk image <dir>/disk.img (disk.h: the kernel
+ * enforces its size; without one, in <dir>), fresh /proc, minimal /dev, /tmp, /workspace,
+ * pivot_root, capabilities, no_new_privs, seccomp, exec of cella-init. Mounts live only in the
  * sandbox's mount namespace, so nothing is left on the host when it dies. */
 #ifndef CELLA_RUNTIME_CONTAINER_H
 #define CELLA_RUNTIME_CONTAINER_H
@@ -19,12 +20,15 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "runtime/disk.h"
 
 struct runtime;
 
 struct runtime_config {
-        const char *agent_path;  /* path of the (static) cella-init binary */
-        const char *cgroup_name; /* sub-directory used in each hierarchy, e.g. "cella" */
+        const char *agent_path;        /* path of the (static) cella-init binary */
+        const char *cgroup_name;       /* sub-directory used in each hierarchy, e.g. "cella" */
+        enum disk_mode disk_mode;      /* --disk-quota (disk.h) */
+        const char *disk_template_dir; /* a dir of cellad's for disk templates; NULL: none */
 };
 
 int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err);
@@ -33,6 +37,8 @@ void runtime_free(struct runtime *rt);
 bool runtime_oom_protected(const struct runtime *rt);
 /* Human-readable description of what the host offers (cgroup mode, idmap, seccomp...). */
 const char *runtime_describe(const struct runtime *rt);
+/* One line on disk limits here (enforced, off, or not enforceable and why), for the log. */
+const char *runtime_disk_state(const struct runtime *rt);
 
 struct container_limits {
         uint64_t memory_bytes; /* 0: none */
@@ -44,10 +50,13 @@ struct container_spec {
         const char *id;       /* cgroup directory name; [a-z0-9-] */
         const char *hostname; /* sandbox name */
         const char *rootfs;   /* image rootfs (read-only lower layer) */
-        const char *dir;      /* sandbox dir: upper/, work/, agent.sock are made in it */
+        const char *dir;      /* sandbox dir: disk.img (or upper/, work/), agent.sock */
         uid_t uid_base;       /* first host uid/gid of the sandbox's range */
         uint32_t uid_count;   /* CELLA_UID_RANGE */
         struct container_limits limits;
+        /* Disk limit (bytes) of a sandbox that gets a new disk image; 0: none. A sandbox
+         * whose dir already holds an image keeps it (and its size) regardless. */
+        uint64_t disk_bytes;
 };
 
 struct container {

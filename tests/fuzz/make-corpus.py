@@ -383,8 +383,32 @@ def sse():
     }
 
 
+def size():
+    return {
+        "mib": b"64M",
+        "mib-long": b"64MiB",
+        "mb": b"64MB",
+        "gib-lower": b"2g",
+        "tib": b"1T",
+        "kib": b"512k",
+        "bytes": b"4096",
+        "bytes-b": b"4096B",
+        "zero": b"0",
+        "empty": b"",
+        "suffix-only": b"M",
+        "negative": b"-1M",
+        "fraction": b"1.5G",
+        "space": b"64 M",
+        "junk-after": b"64MiBx",
+        "nul-inside": b"64\x00M",
+        "overflow-digits": b"9" * 25,
+        "overflow-mul": b"9999999999T",
+        "max-ok": b"9223372036854775807",
+    }
+
+
 TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
-           "json": jsonseeds, "agent": agent, "sse": sse}
+           "json": jsonseeds, "agent": agent, "sse": sse, "size": size}
 
 
 def write(target):

@@ -6,7 +6,7 @@
 # run is left: no process in a cgroup below this daemon's cgroup parent, no process whose
 # uid is in the sandbox ranges (>= 0x10000000) under this daemon, no cgroup directory
 # /sys/fs/cgroup/*/<parent> or below it (warm-pool sandboxes included), no mount below the
-# temp dir.
+# temp dir, no loop device bound to a file below it (a sandbox's disk image).
 #
 # Sandboxes' cgroups are named by uid slot (s<slot>) below a cgroup parent that belongs to
 # the daemon's data dir (cellad logs it at start: "sandbox cgroups under 'NAME'"); a
@@ -238,6 +238,17 @@ run_mounts() {
         grep -F "$IT_TMP" /proc/self/mountinfo || true
 }
 
+# Loop devices bound to a file below the temp dir (sandbox disk images).
+run_loops() {
+        local f
+        for f in /sys/block/loop*/loop/backing_file; do
+                [ -r "$f" ] || continue
+                if grep -qF "$IT_TMP/" "$f" 2>/dev/null; then
+                        echo "${f%/loop/backing_file}: $(cat "$f")"
+                fi
+        done
+}
+
 # ---- daemon ----
 # start_cellad [extra cellad args]: starts cellad, waits for its ready line (30 s at most),
 # exports CELLA_URL. The environment (e.g. CELLA_TOKEN) is passed on.
@@ -329,6 +340,10 @@ it_cleanup() {
                 for j in $left; do
                         find "$j" -depth -type d -exec rmdir {} \; 2>/dev/null
                 done
+                IT_FAILED_CLEANUP=1
+        fi
+        if left=$(wait_empty run_loops); then :; else
+                echo "LEAK: loop devices bound below $IT_TMP: $left" >&2
                 IT_FAILED_CLEANUP=1
         fi
         left=$(run_mounts)

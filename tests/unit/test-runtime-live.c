@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -624,7 +625,7 @@ static void test_rename(void **state)
         REQUIRE_RUNTIME();
         static struct container c;
         struct cella_error err = {0};
-        char dir[300], path[600], target[300], before[128], after[128];
+        char dir[300], target[300], before[128], after[128];
         if (start("rename", 12, ROOTFS, 0, 64, &c, &err) < 0)
                 fail_msg("start: %s", err.msg);
         assert_int_equal(gethostname(before, sizeof(before)), 0);
@@ -644,9 +645,39 @@ static void test_rename(void **state)
         assert_true(fd >= 0);
         assert_int_equal(write(fd, "host\n", 5), 5);
         close(fd);
-        snprintf(path, sizeof(path), "%s/upper/etc/hostname", dir);
-        assert_int_equal(unlink(path), 0);
-        assert_int_equal(symlink(target, path), 0);
+        /* A symlink planted at /etc/hostname inside the sandbox (through its own root, as
+         * its processes would) pointing at a host path: the rename refuses it and writes
+         * nothing anywhere. */
+        {
+                pid_t child = fork();
+                int st = -1;
+
+                assert_true(child >= 0);
+                if (child == 0) {
+                        char ns[64];
+                        int ufd, mfd;
+
+                        snprintf(ns, sizeof(ns), "/proc/%d/ns/user", (int)c.pid);
+                        ufd = open(ns, O_RDONLY | O_CLOEXEC);
+                        snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)c.pid);
+                        mfd = open(ns, O_RDONLY | O_CLOEXEC);
+                        if (ufd < 0 || mfd < 0)
+                                _exit(10);
+                        if (setns(ufd, CLONE_NEWUSER) < 0 || setresgid(0, 0, 0) < 0 ||
+                            setresuid(0, 0, 0) < 0)
+                                _exit(20 + (errno & 15));
+                        if (setns(mfd, CLONE_NEWNS) < 0)
+                                _exit(40 + (errno & 15));
+                        if (unlink("/etc/hostname") < 0)
+                                _exit(60 + (errno & 15));
+                        if (symlink(target, "/etc/hostname") < 0)
+                                _exit(80 + (errno & 15));
+                        _exit(0);
+                }
+                assert_int_equal(waitpid(child, &st, 0), child);
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                        fail_msg("plant a symlink in the sandbox: step %d", WEXITSTATUS(st));
+        }
         assert_int_equal(runtime_container_rename(rt, &c, dir, "other", &err), -1);
         print_message("expected failure: %s\n", err.msg);
         char buf[16] = "";

@@ -1,5 +1,5 @@
 /* The runtime's pure parts: cgroup layout detection from mountinfo text, the cgroup plan,
- * the mount plan, the seccomp rule table and the capability set. */
+ * the mount plan, the seccomp rule table, the capability set and the disk plan. */
 #include <errno.h>
 #include <linux/capability.h>
 #include <setjmp.h>
@@ -15,6 +15,7 @@
 
 #include "runtime/caps.h"
 #include "runtime/cgroup.h"
+#include "runtime/disk.h"
 #include "runtime/filter.h"
 #include "runtime/mounts.h"
 
@@ -315,6 +316,138 @@ static void test_caps(void **state)
         caps_done(&c);
 }
 
+/* The instance types' disk sizes (src/daemon/instance-type.c) become image sizes (4 KiB
+ * multiples) and inode limits (one per 16 KiB). */
+static void test_disk_plan_instance_types(void **state)
+{
+        static const struct {
+                uint64_t disk;
+                uint64_t size;
+                uint64_t inodes;
+        } want[] = {
+                {2000000000ull, 1999998976ull, 122070},    /* lite */
+                {4000000000ull, 3999997952ull, 244140},    /* basic */
+                {8000000000ull, 8000000000ull, 488281},    /* standard-1 */
+                {12000000000ull, 11999997952ull, 732421},  /* standard-2 */
+                {16000000000ull, 16000000000ull, 976562},  /* standard-3 */
+                {20000000000ull, 19999997952ull, 1220703}, /* standard-4 */
+                {64ull << 20, 64ull << 20, 4096},          /* --disk-limit-override 64M */
+        };
+        struct disk_plan p;
+
+        for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+                assert_int_equal(disk_plan_make("/d/sandboxes/box", "/d/t", want[i].disk, &p), 0);
+                assert_int_equal(p.size_bytes, want[i].size);
+                assert_int_equal(p.size_bytes % 4096, 0);
+                assert_int_equal(p.inodes, want[i].inodes);
+                assert_string_equal(p.image, "/d/sandboxes/box/disk.img");
+                assert_string_equal(p.loop_note, "/d/sandboxes/box/disk.loop");
+                char t[64];
+                snprintf(t, sizeof(t), "/d/t/ext4-v1-%llu.img", (unsigned long long)want[i].size);
+                assert_string_equal(p.template, t);
+                snprintf(t, sizeof(t), "/d/t/spare-%llu.img", (unsigned long long)want[i].size);
+                assert_string_equal(p.spare, t);
+        }
+}
+
+static void test_disk_plan_errors(void **state)
+{
+        struct disk_plan p;
+        char dir[CELLA_PATH_MAX];
+
+        assert_int_equal(disk_plan_make("/d", NULL, 0, &p), -EINVAL);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MIN_BYTES - 1, &p), -EINVAL);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MIN_BYTES, &p), 0);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MAX_BYTES, &p), 0);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MAX_BYTES + 1, &p), -EINVAL);
+        assert_int_equal(disk_plan_make(NULL, NULL, CELLA_DISK_MIN_BYTES, &p), -EINVAL);
+        memset(dir, 'a', sizeof(dir) - 8);
+        dir[0] = '/';
+        dir[sizeof(dir) - 8] = '\0';
+        assert_int_equal(disk_plan_make(dir, NULL, CELLA_DISK_MIN_BYTES, &p), -ENAMETOOLONG);
+        assert_int_equal(disk_plan_make("/d", dir, CELLA_DISK_MIN_BYTES, &p), -ENAMETOOLONG);
+        assert_int_equal(disk_plan_make("/d", NULL, CELLA_DISK_MIN_BYTES, &p), 0);
+        assert_string_equal(p.template, "");
+        assert_string_equal(p.spare, "");
+}
+
+static void test_disk_mkfs_argv(void **state)
+{
+        struct disk_plan p;
+        struct disk_mkfs_argv a;
+        char line[1024] = "";
+
+        assert_int_equal(disk_plan_make("/d/s/x", NULL, 2000000000ull, &p), 0);
+        disk_mkfs_argv(&p, "/usr/sbin/mkfs.ext4", p.image, &a);
+        for (size_t i = 0; a.argv[i]; i++) {
+                assert_true(i < DISK_MKFS_ARGS - 1);
+                if (i)
+                        strncat(line, " ", sizeof(line) - strlen(line) - 1);
+                strncat(line, a.argv[i], sizeof(line) - strlen(line) - 1);
+        }
+        assert_string_equal(line,
+                            "/usr/sbin/mkfs.ext4 -q -F -b 4096 -I 256 -m 0 -N 122070 "
+                            "-O ^resize_inode -J size=4 -E lazy_itable_init=1,lazy_journal_init=1,"
+                            "nodiscard,root_owner=0:0 -- /d/s/x/disk.img");
+}
+
+static void test_disk_size_parse(void **state)
+{
+        static const struct {
+                const char *s;
+                int r;
+                uint64_t v;
+        } cases[] = {
+                {"64M", 0, 64ull << 20},
+                {"64m", 0, 64ull << 20},
+                {"64MiB", 0, 64ull << 20},
+                {"64MB", 0, 64ull << 20},
+                {"2G", 0, 2ull << 30},
+                {"1T", 0, 1ull << 40},
+                {"512k", 0, 512ull << 10},
+                {"4096", 0, 4096},
+                {"4096B", 0, 4096},
+                {"0", -EINVAL, 0},
+                {"0M", -EINVAL, 0},
+                {"", -EINVAL, 0},
+                {"M", -EINVAL, 0},
+                {"-1M", -EINVAL, 0},
+                {"64X", -EINVAL, 0},
+                {"64MiBx", -EINVAL, 0},
+                {"64 M", -EINVAL, 0},
+                {"1.5G", -EINVAL, 0},
+                {"99999999999999999999", -ERANGE, 0},
+                {"9999999999T", -ERANGE, 0},
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                uint64_t v = 0;
+                int r = disk_size_parse(cases[i].s, strlen(cases[i].s), &v);
+                if (r != cases[i].r)
+                        fail_msg("'%s': %d, want %d", cases[i].s, r, cases[i].r);
+                if (r == 0)
+                        assert_int_equal(v, cases[i].v);
+        }
+        /* Not NUL-terminated: only len bytes count. */
+        uint64_t v = 0;
+        assert_int_equal(disk_size_parse("64Mjunk", 3, &v), 0);
+        assert_int_equal(v, 64ull << 20);
+}
+
+static void test_disk_mode(void **state)
+{
+        enum disk_mode m;
+        assert_int_equal(disk_mode_from_name("required", &m), 0);
+        assert_int_equal(m, DISK_MODE_REQUIRED);
+        assert_string_equal(disk_mode_name(m), "required");
+        assert_int_equal(disk_mode_from_name("auto", &m), 0);
+        assert_int_equal(m, DISK_MODE_AUTO);
+        assert_int_equal(disk_mode_from_name("off", &m), 0);
+        assert_int_equal(m, DISK_MODE_OFF);
+        assert_string_equal(disk_mode_name(m), "off");
+        assert_int_equal(disk_mode_from_name("on", &m), -EINVAL);
+        assert_int_equal(disk_mode_from_name(NULL, &m), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -327,6 +460,11 @@ int main(void)
                 cmocka_unit_test(test_mount_plan),
                 cmocka_unit_test(test_filter_rules),
                 cmocka_unit_test(test_caps),
+                cmocka_unit_test(test_disk_plan_instance_types),
+                cmocka_unit_test(test_disk_plan_errors),
+                cmocka_unit_test(test_disk_mkfs_argv),
+                cmocka_unit_test(test_disk_size_parse),
+                cmocka_unit_test(test_disk_mode),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
