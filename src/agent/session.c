@@ -25,7 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h>
 #include <sys/random.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -565,7 +567,7 @@ static int shell_spawn(struct session *sess, struct cella_error *err)
 {
         struct agent *a = sess->a;
         int inp[2] = {-EBADF, -EBADF}, outp[2] = {-EBADF, -EBADF}, failp[2] = {-EBADF, -EBADF};
-        _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF;
+        _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF, cgfd = -EBADF;
         const char *shell = "/bin/bash";
         char hostname[256] = "localhost";
         char *argv[6];
@@ -628,18 +630,36 @@ static int shell_spawn(struct session *sess, struct cella_error *err)
                 cella_error_errno(err, errno, "session '%s': pipes", sess->id);
                 goto out;
         }
-        if (a->use_cgroup && !sess->cgroup) {
+        if (a->use_cgroup && !sess->cgroup)
                 sess->cgroup = cgroup_make(sess);
-                if (sess->cgroup) {
-                        char path[160];
+        if (sess->cgroup) {
+                char path[160];
 
-                        snprintf(path, sizeof(path), "%s/cgroup.procs", sess->cgroup);
-                        procsfd = open(path, O_WRONLY | O_CLOEXEC);
-                }
+                cgfd = open(sess->cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                snprintf(path, sizeof(path), "%s/cgroup.procs", sess->cgroup);
+                procsfd = open(path, O_WRONLY | O_CLOEXEC);
         }
         sigfillset(&all);
         sigprocmask(SIG_SETMASK, &all, &saved);
-        pid = fork();
+        /* The shell is born in its cgroup (CLONE_INTO_CGROUP): moving a process later,
+         * through cgroup.procs, waits for an RCU grace period, milliseconds on a quiet
+         * host. fork and a cgroup.procs write where the kernel lacks clone3. */
+        pid = -1;
+        if (cgfd >= 0) {
+                struct clone_args ca;
+
+                memset(&ca, 0, sizeof(ca));
+                ca.flags = CLONE_INTO_CGROUP;
+                ca.exit_signal = SIGCHLD;
+                ca.cgroup = (uint64_t)cgfd;
+                pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+                if (pid == 0) {
+                        close(procsfd);
+                        procsfd = -EBADF; /* already there */
+                }
+        }
+        if (pid < 0)
+                pid = fork();
         if (pid != 0)
                 sigprocmask(SIG_SETMASK, &saved, NULL);
         if (pid < 0) {
