@@ -374,7 +374,8 @@ int agent_conn_open(struct agent_conn *c, uint8_t type, json_t *payload,
         }
         c->streams[slot] = s;
         c->nstreams++;
-        *ret = s;
+        if (ret)
+                *ret = s;
         return 0;
 }
 

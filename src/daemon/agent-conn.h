@@ -47,8 +47,9 @@ int agent_conn_new(uv_loop_t *loop, const char *path,
 void agent_conn_close(struct agent_conn *c);
 unsigned agent_conn_stream_count(const struct agent_conn *c); /* streams not yet ended */
 
-/* Open a stream with a first frame of type (EXEC, FILE_READ, FILE_WRITE, FILE_OP) and a
- * JSON payload (borrowed, serialised here). Frames sent before HELLO are queued. */
+/* Open a stream with a first frame of type (EXEC, FILE_READ, FILE_WRITE, FILE_OP, SESSION,
+ * PROC) and a JSON payload (borrowed, serialised here). Frames sent before HELLO are
+ * queued. ret may be NULL for a request whose answer is not awaited (ops all NULL). */
 int agent_conn_open(struct agent_conn *c, uint8_t type, json_t *payload,
                     const struct agent_stream_ops *ops, void *userdata, struct agent_stream **ret,
                     struct cella_error *err);

@@ -549,6 +549,21 @@ static void pool_discard(struct sandbox *s)
 }
 
 /* Build one pool sandbox and add it to the pool. */
+/* A SESSION request whose answer nobody waits for (the warm pool's default session). The
+ * agent handles the frames of one connection in order, so a later request sees its
+ * effect. Failures only cost the head start: the first exec makes the session itself. */
+static const struct agent_stream_ops oneway_ops = {NULL, NULL, NULL};
+
+static void session_oneway(struct sandbox *s, json_t *payload)
+{
+        struct cella_error e = {0};
+
+        if (payload && s->agent &&
+            agent_conn_open(s->agent, FRAME_SESSION, payload, &oneway_ops, NULL, NULL, &e) < 0)
+                log_debug("sandbox '%s': session request: %s", s->name, e.msg);
+        json_decref(payload);
+}
+
 static int pool_build(struct sandbox_table *t, struct cella_error *err)
 {
         char name[CELLA_NAME_MAX + 1];
@@ -578,6 +593,10 @@ static int pool_build(struct sandbox_table *t, struct cella_error *err)
                 pool_discard(s);
                 return -1;
         }
+        /* Its default session's shell starts now, so a claim's first command is a builtin
+         * in a running shell, not a shell start. */
+        session_oneway(s,
+                       json_pack("{s:s, s:s, s:{}}", "op", "create", "id", "default", "baseEnv"));
         s->pool_next = t->pool;
         t->pool = s;
         t->pool_len++;
@@ -696,6 +715,18 @@ static int pool_claim(struct sandbox *s, const char *name, const struct sandbox_
                 table_remove(t, s);
                 pool_discard(s);
                 return -1;
+        }
+        /* The default session started before the name and env were known. */
+        if (!s->default_session) {
+                session_oneway(s, json_pack("{s:s, s:s}", "op", "delete", "id", "default"));
+        } else {
+                json_t *vars = json_deep_copy(s->env);
+
+                if (vars)
+                        json_object_set_new(vars, "HOSTNAME", json_string(s->name));
+                session_oneway(s, vars ? json_pack("{s:s, s:s, s:o}", "op", "setenv", "id",
+                                                   "default", "env", vars)
+                                       : NULL);
         }
         t->pool_claims++;
         t->pool_last_claim_ms = s->created_ms;
