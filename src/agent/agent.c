@@ -333,7 +333,9 @@ static void dispatch(struct conn *c, const struct frame *f)
                         file_read_start(c, &req);
                 } else if (f->type == FRAME_FILE_WRITE) {
                         file_write_start(c, &req);
-                } else if (f->type == FRAME_SESSION || f->type == FRAME_PROC) {
+                } else if (f->type == FRAME_PROC) {
+                        proc_request(c->a, c, &req);
+                } else if (f->type == FRAME_SESSION) {
                         cella_error_set(&err, CELLA_E_VALIDATION_FAILED, "%s is not supported",
                                         frame_type_name(f->type));
                         conn_send_error(c, f->stream, &err);
@@ -510,6 +512,7 @@ int agent_new(uv_loop_t *loop, const struct agent_options *opts, struct agent **
                 return -ENOMEM;
         a->loop = loop;
         a->use_cgroup = !opts->no_cgroup && cgroup_is_usable();
+        a->proc_log_dir = opts->proc_log_dir;
         log_info("per-command cgroups: %s", a->use_cgroup ? "yes" : "no");
 
         r = uv_signal_init(loop, &a->sigchld);
@@ -549,6 +552,7 @@ void agent_free(struct agent *a)
                 return;
         if (a->conn)
                 conn_fail(a->conn, "agent shutting down");
+        proc_shutdown(a);
         uv_close((uv_handle_t *)&a->listener, NULL);
         uv_close((uv_handle_t *)&a->sigchld, NULL);
         for (size_t i = 0; i < a->n_dead_cgroups; i++)

@@ -48,3 +48,16 @@ int sandbox_name_check(const char *name, size_t len, bool normalize, char *out,
         memcpy(out, tmp, len + 1);
         return 0;
 }
+
+bool cella_id_is_valid(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > CELLA_ID_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+                      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
+                        return false;
+        return true;
+}

@@ -13,5 +13,7 @@
 int sandbox_name_check(const char *name, size_t len, bool normalize, char *out,
                        struct cella_error *err);
 bool sandbox_name_is_reserved(const char *name);
+/* A session or process id: 1..CELLA_ID_MAX of [A-Za-z0-9_.-], not "." or "..". */
+bool cella_id_is_valid(const char *s);
 
 #endif

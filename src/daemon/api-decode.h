@@ -91,6 +91,25 @@ struct api_move {
 int api_decode_move(const char *body, size_t len, struct api_move *ret, struct cella_error *err);
 void api_move_done(struct api_move *p);
 
+/* Background processes: each call's body into the PROC frame body the agent takes
+ * (docs/protocol.md), without the process id (from the path) and baseEnv (the sandbox's).
+ *   START      {command, processId?, sessionId?, env?, cwd?}
+ *   KILL       {signal?} or ?signal= (query_signal), body may be empty
+ *   WAIT_LOG   {pattern, regex?, timeout?}
+ *   WAIT_PORT  {port, mode?: "tcp"|"http", path?, status?: n | {min?, max?}, interval?,
+ *              timeout?}
+ *   WAIT_EXIT  {timeout?}, body may be empty
+ * *ret is a new object on success, NULL on failure. */
+enum api_proc_call {
+        API_PROC_START,
+        API_PROC_KILL,
+        API_PROC_WAIT_LOG,
+        API_PROC_WAIT_PORT,
+        API_PROC_WAIT_EXIT,
+};
+int api_decode_process(enum api_proc_call call, const char *body, size_t len,
+                       const char *query_signal, json_t **ret, struct cella_error *err);
+
 /* Shared checks, also used for query parameters. */
 /* An object of NUL-free strings with non-empty keys without '=', at most max entries. */
 int api_check_string_object(json_t *o, const char *what, size_t max, struct cella_error *err);
