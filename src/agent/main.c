@@ -25,9 +25,12 @@
 static void usage(FILE *f)
 {
         fprintf(f, "usage: cella-init [--no-cgroup] [--log-level debug|info|warn|error]\n"
+                   "                  [--proc-log-dir DIR]\n"
                    "  Serves the cella agent protocol on the listening socket at fd 3.\n"
-                   "  --no-cgroup     never create per-command cgroups (host-mode tests)\n"
-                   "  --log-level L   log verbosity on stderr (default info)\n");
+                   "  --no-cgroup        never create per-command cgroups (host-mode tests)\n"
+                   "  --log-level L      log verbosity on stderr (default info)\n"
+                   "  --proc-log-dir DIR background process logs (default\n"
+                   "                     /var/log/cella/processes)\n");
 }
 
 /* Every inherited descriptor from 3 up becomes close-on-exec, so commands get none. */
@@ -48,6 +51,7 @@ int main(int argc, char **argv)
         static const struct option opts[] = {
                 {"no-cgroup", no_argument, NULL, 'C'},
                 {"log-level", required_argument, NULL, 'L'},
+                {"proc-log-dir", required_argument, NULL, 'P'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -64,6 +68,9 @@ int main(int argc, char **argv)
                 switch (c) {
                 case 'C':
                         ao.no_cgroup = true;
+                        break;
+                case 'P':
+                        ao.proc_log_dir = optarg;
                         break;
                 case 'L':
                         if (log_level_from_name(optarg, &level) < 0) {

@@ -15,9 +15,9 @@
 #define MAX_HTTP_PATH 2048
 
 static const char *const op_names[] = {
-        [PROC_START] = "start",         [PROC_LIST] = "list",          [PROC_GET] = "get",
-        [PROC_KILL] = "kill",           [PROC_KILLALL] = "killall",    [PROC_LOGS] = "logs",
-        [PROC_STREAM] = "stream",       [PROC_WAIT_LOG] = "waitLog",   [PROC_WAIT_PORT] = "waitPort",
+        [PROC_START] = "start",        [PROC_LIST] = "list",        [PROC_GET] = "get",
+        [PROC_KILL] = "kill",          [PROC_KILLALL] = "killall",  [PROC_LOGS] = "logs",
+        [PROC_STREAM] = "stream",      [PROC_WAIT_LOG] = "waitLog", [PROC_WAIT_PORT] = "waitPort",
         [PROC_WAIT_EXIT] = "waitExit",
 };
 
@@ -116,8 +116,8 @@ static int decode_start(json_t *body, struct proc_request *r, struct cella_error
         json_t *v;
         int k;
 
-        k = agent_decode_string(json_object_get(body, "command"), "command",
-                                CELLA_EXEC_MAX_COMMAND, true, &r->command, err);
+        k = agent_decode_string(json_object_get(body, "command"), "command", CELLA_EXEC_MAX_COMMAND,
+                                true, &r->command, err);
         if (k < 0)
                 return k;
         k = get_id(body, false, &r->id, err);
@@ -162,7 +162,7 @@ static int decode_wait_port(json_t *body, struct proc_request *r, struct cella_e
         v = json_object_get(body, "mode");
         if (v && !json_is_null(v)) {
                 if (!json_is_string(v) || (strcmp(json_string_value(v), "tcp") != 0 &&
-                                            strcmp(json_string_value(v), "http") != 0)) {
+                                           strcmp(json_string_value(v), "http") != 0)) {
                         cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                         "'mode' must be \"tcp\" or \"http\"");
                         return -EINVAL;

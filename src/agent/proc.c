@@ -48,8 +48,8 @@
 #include "common/utf8.h"
 
 #define DEFAULT_LOG_DIR "/var/log/cella/processes"
-#define SETTLE_MS 100      /* after the shell exits, output still held open ends followers then */
-#define KILL_POLL_MS 50    /* a kill answers once the tree is gone; checked this often */
+#define SETTLE_MS 100       /* after the shell exits, output still held open ends followers then */
+#define KILL_POLL_MS 50     /* a kill answers once the tree is gone; checked this often */
 #define ATTEMPT_MIN_MS 1000 /* a waitPort attempt may take at least this long */
 #define REC_HEADER 5
 #define TRUNCATED_NOTE "\n[cella: output beyond the log limit was not kept]\n"
@@ -85,10 +85,10 @@ struct proc {
         bool kill_requested;
         bool forgotten;
         struct proc_io *io;
-        char *cgroup;          /* kept after release: a kill still reaches what is left */
-        bool cgroup_released;  /* handed to agent_cgroup_remove */
-        char *log_path; /* NULL: rings */
-        int log_fd;     /* open while output can still come */
+        char *cgroup;         /* kept after release: a kill still reaches what is left */
+        bool cgroup_released; /* handed to agent_cgroup_remove */
+        char *log_path;       /* NULL: rings */
+        int log_fd;           /* open while output can still come */
         uint64_t log_size;
         bool log_truncated;
         struct buf ring[2];
@@ -631,7 +631,8 @@ static void follower_pump(struct follower *f)
                 }
                 n = follower_next(f, max, &which);
                 if (n < 0) {
-                        follower_error(f, CELLA_E_INTERNAL_ERROR, "the process's log is unreadable");
+                        follower_error(f, CELLA_E_INTERNAL_ERROR,
+                                       "the process's log is unreadable");
                         return;
                 }
                 if (n == 0)
@@ -709,7 +710,8 @@ static void proc_output(struct proc *p, int which, const char *data, size_t n)
         if (p->log_path) {
                 if (p->log_truncated)
                         return;
-                if (p->log_size + 2 * REC_HEADER + n + sizeof(TRUNCATED_NOTE) > CELLA_PROC_MAX_LOG) {
+                if (p->log_size + 2 * REC_HEADER + n + sizeof(TRUNCATED_NOTE) >
+                    CELLA_PROC_MAX_LOG) {
                         log_write(p, 1, TRUNCATED_NOTE, sizeof(TRUNCATED_NOTE) - 1);
                         p->log_truncated = true;
                 } else {
@@ -1314,8 +1316,8 @@ static void on_port_poll(uv_timer_t *t)
 static void op_follow(struct proc_table *t, struct conn *c, uint32_t sid, struct proc_request *r)
 {
         static const enum follower_kind kinds[] = {
-                [PROC_KILL] = F_KILL,         [PROC_LOGS] = F_LOGS,
-                [PROC_STREAM] = F_STREAM,     [PROC_WAIT_LOG] = F_WAIT_LOG,
+                [PROC_KILL] = F_KILL,           [PROC_LOGS] = F_LOGS,
+                [PROC_STREAM] = F_STREAM,       [PROC_WAIT_LOG] = F_WAIT_LOG,
                 [PROC_WAIT_PORT] = F_WAIT_PORT, [PROC_WAIT_EXIT] = F_WAIT_EXIT,
         };
         struct proc *p = proc_find(t, r->id);

@@ -13,8 +13,18 @@
 #include "daemon/api-decode.h"
 #include "daemon/api-internal.h"
 
-enum pkind { K_START, K_LIST, K_GET, K_LOGS, K_STREAM, K_KILL, K_KILLALL, K_WAIT_LOG,
-             K_WAIT_PORT, K_WAIT_EXIT };
+enum pkind {
+        K_START,
+        K_LIST,
+        K_GET,
+        K_LOGS,
+        K_STREAM,
+        K_KILL,
+        K_KILLALL,
+        K_WAIT_LOG,
+        K_WAIT_PORT,
+        K_WAIT_EXIT
+};
 
 struct proc_call {
         unsigned refs;
@@ -22,7 +32,7 @@ struct proc_call {
         char name[CELLA_NAME_MAX + 1];
         char pid[CELLA_ID_MAX + 1]; /* the process id or pid from the path ("" for none) */
         enum pkind kind;
-        struct api_sse io; /* io.req referenced until answered or the client left */
+        struct api_sse io;  /* io.req referenced until answered or the client left */
         struct sandbox *sb; /* referenced once found */
         bool finished;
         bool sse_begun;
@@ -116,8 +126,7 @@ static void on_result(struct proc_call *pc, const struct frame *f)
                 api_sse_output(&pc->io, 1, NULL, 0, true);
                 ev = json_pack("{s:s, s:O?, s:O?, s:O?}", "type", "exit", "exitCode",
                                json_object_get(j, "exitCode"), "status",
-                               json_object_get(j, "status"), "processId",
-                               json_object_get(j, "id"));
+                               json_object_get(j, "status"), "processId", json_object_get(j, "id"));
                 if (ev && json_object_get(j, "signal"))
                         json_object_set(ev, "signal", json_object_get(j, "signal"));
                 api_sse_event(&pc->io, ev, 0);
@@ -216,8 +225,8 @@ static void on_abort(struct http_request *req, void *ud)
 static json_t *payload_for(struct proc_call *pc, struct http_request *req, const char *body,
                            size_t len, struct cella_error *err)
 {
-        static const char *const plain[] = {[K_LIST] = "list", [K_GET] = "get",
-                                            [K_LOGS] = "logs", [K_STREAM] = "stream"};
+        static const char *const plain[] = {
+                [K_LIST] = "list", [K_GET] = "get", [K_LOGS] = "logs", [K_STREAM] = "stream"};
         const char *qsig = http_request_query(req, "signal");
         json_t *p = NULL;
 

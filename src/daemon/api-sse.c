@@ -101,10 +101,10 @@ void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t le
                 size_t v = utf8_valid_prefix(c->data, n);
 
                 if (v > 0) {
-                        api_sse_event(o,
-                                      json_pack("{s:s, s:s%}", "type", types[which], "data",
-                                                c->data, v),
-                                      0);
+                        api_sse_event(
+                                o,
+                                json_pack("{s:s, s:s%}", "type", types[which], "data", c->data, v),
+                                0);
                         buf_consume(c, v);
                 }
                 n = c->len;
