@@ -223,6 +223,44 @@ api_json POST "/v1/sandboxes/$B/processes" '{"command":'
 api GET "/v1/sandboxes/$B" >/dev/null
 expect_status 404 SANDBOX_NOT_FOUND
 
+info "CLI"
+CLI=$CELLA_BUILD/cella
+id=$("$CLI" start "$S" --id cli-web --env GREETING=hi -- 'echo $GREETING from cli; sleep 0.3; echo done >&2; exit 5')
+assert_eq cli-web "$id" "cella start prints the id"
+"$CLI" ps "$S" | grep -q '^cli-web ' || fail "cella ps does not list cli-web"
+[ "$("$CLI" ps "$S" --json | jq -r '.processes[] | select(.id == "cli-web") | .command')" != "" ] ||
+        fail "cella ps --json"
+assert_eq "hi from cli" "$("$CLI" wait "$S" cli-web --log 'from c[l]i' --regex)" "cella wait --log"
+set +e
+"$CLI" wait "$S" cli-web --exit
+rc=$?
+"$CLI" wait "$S" cli-web --log never --timeout 300 2>/dev/null
+rc_log=$?
+set -e
+assert_eq 5 "$rc" "cella wait --exit gives the exit code"
+assert_eq 1 "$rc_log" "wait on an ended process"
+assert_eq "hi from cli" "$("$CLI" logs "$S" cli-web 2>/dev/null)" "cella logs stdout"
+assert_eq "done" "$("$CLI" logs "$S" cli-web 2>&1 >/dev/null)" "cella logs stderr"
+"$CLI" start "$S" --id cli-follow 'for i in 1 2 3; do echo line $i; sleep 0.1; done' >/dev/null
+assert_eq "line 1
+line 2
+line 3" "$("$CLI" logs "$S" cli-follow -f)" "cella logs -f"
+"$CLI" start "$S" --id cli-sleep sleep 1000 >/dev/null
+set +e
+"$CLI" wait "$S" cli-sleep --port 8200 --timeout 300 2>/dev/null
+rc=$?
+set -e
+assert_eq 124 "$rc" "cella wait timeout exit status"
+assert_eq "cli-sleep killed" "$("$CLI" kill "$S" cli-sleep --signal KILL)" "cella kill"
+"$CLI" start "$S" sleep 1000 >/dev/null
+"$CLI" start "$S" sleep 1001 >/dev/null
+assert_eq 2 "$("$CLI" kill "$S" --all)" "cella kill --all"
+set +e
+"$CLI" kill "$S" nope 2>/dev/null
+rc=$?
+set -e
+assert_eq 1 "$rc" "unknown process"
+
 info "processes survive a SIGKILLed cellad"
 id=$(pstart '{"command":"i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.1; done","processId":"survivor"}')
 api_json POST "$P/survivor/waitForLog" '{"pattern":"tick 3"}'
