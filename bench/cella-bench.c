@@ -3,9 +3,11 @@
  * asserts on timing.
  *
  * usage: cella-bench [--cellad PATH] [--images DIR] [--image NAME] [--tti N] [--warm N]
+ *                    [--procs N]
  */
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -280,12 +282,91 @@ static long long sandbox_memory(const char *name)
         return v;
 }
 
+/* Host pid of the sandbox's PID 1: a process in a cgroup named after the sandbox whose
+ * NSpid ends in 1. -1 if not found. */
+static pid_t sandbox_init_pid(const char *name)
+{
+        char path[300], line[512], needle[80];
+        struct dirent *de;
+        pid_t found = -1;
+        DIR *d = opendir("/proc");
+
+        snprintf(needle, sizeof(needle), "/%s", name);
+        while (d && found < 0 && (de = readdir(d))) {
+                bool in_cgroup = false;
+                FILE *f;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/cgroup", de->d_name);
+                f = fopen(path, "r");
+                while (f && fgets(line, sizeof(line), f))
+                        if (strstr(line, needle))
+                                in_cgroup = true;
+                if (f)
+                        fclose(f);
+                if (!in_cgroup)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/status", de->d_name);
+                f = fopen(path, "r");
+                while (f && fgets(line, sizeof(line), f)) {
+                        size_t n = strlen(line);
+
+                        if (strncmp(line, "NSpid:", 6) == 0 && n >= 3 && line[n - 2] == '1' &&
+                            (line[n - 3] == '\t' || line[n - 3] == ' '))
+                                found = (pid_t)strtol(de->d_name, NULL, 10);
+                }
+                if (f)
+                        fclose(f);
+        }
+        if (d)
+                closedir(d);
+        return found;
+}
+
+/* VmRSS of pid in KiB, or -1. */
+static long long rss_kib(pid_t pid)
+{
+        char path[64], line[256];
+        long long v = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "r");
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmRSS: %lld kB", &v) == 1)
+                        break;
+        if (f)
+                fclose(f);
+        return v;
+}
+
+/* Start a background `true` in name; its time in ms, or < 0 on failure. */
+static double start_true(const char *name)
+{
+        char path[256];
+        struct resp r;
+        double t0 = now_ms(), t;
+        long status;
+
+        snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", name);
+        status = request("POST", path, "{\"command\":\"true\"}", &r);
+        t = now_ms() - t0;
+        if (status != 200)
+                fprintf(stderr, "start in %s: HTTP %ld: %.300s\n", name, status,
+                        r.data ? r.data : "");
+        free(r.data);
+        return status == 200 ? t : -1;
+}
+
 int main(int argc, char **argv)
 {
         static char cellad_buf[4096];
         const char *cellad = "cellad", *images = "/var/lib/cella/images";
         const char *image = "default";
-        int n_tti = 50, n_warm = 200, n_mem = 5;
+        int n_tti = 50, n_warm = 200, n_mem = 5, n_procs = 10000;
+        long long rss_base = -1, rss_cap = -1, rss_end = -1;
+        double *pstart = NULL;
         char rootfs[512], name[64];
         double *tti, *warm, *bw, *host, *hostsh;
         double t0;
@@ -324,8 +405,10 @@ int main(int argc, char **argv)
                         n_tti = parse_count(argv[i + 1]);
                 else if (strcmp(argv[i], "--warm") == 0)
                         n_warm = parse_count(argv[i + 1]);
+                else if (strcmp(argv[i], "--procs") == 0)
+                        n_procs = parse_count(argv[i + 1]);
         }
-        if (n_tti < 1 || n_tti > 10000 || n_warm < 1 || n_warm > 100000) {
+        if (n_tti < 1 || n_tti > 10000 || n_warm < 1 || n_warm > 100000 || n_procs < 200) {
                 fprintf(stderr, "bad counts\n");
                 return 2;
         }
@@ -335,7 +418,8 @@ int main(int argc, char **argv)
         warm = calloc((size_t)n_warm, sizeof(double));
         host = calloc((size_t)n_warm, sizeof(double));
         hostsh = calloc((size_t)n_warm, sizeof(double));
-        if (!tti || !bw || !warm || !host || !hostsh)
+        pstart = calloc((size_t)n_procs, sizeof(double));
+        if (!tti || !bw || !warm || !host || !hostsh || !pstart)
                 return 1;
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -409,6 +493,33 @@ int main(int argc, char **argv)
                         goto out;
                 hostsh[i] = now_ms() - t0;
         }
+        /* Background processes: n_procs short `true` processes started through the API
+         * in one sandbox; the agent's (PID 1's) VmRSS after the first 100 (baseline),
+         * just past the table's 1024 (where forgetting starts) and at the end. */
+        snprintf(name, sizeof(name), "bench-%d-procs", (int)getpid());
+        if (!exec_in(name, "true", ""))
+                goto out;
+        {
+                pid_t init = sandbox_init_pid(name);
+
+                for (int i = 0; i < n_procs; i++) {
+                        pstart[i] = start_true(name);
+                        if (pstart[i] < 0)
+                                goto out;
+                        if (i + 1 == 100 || i + 1 == 1100) {
+                                usleep(200 * 1000); /* let them finish */
+                                if (i + 1 == 100)
+                                        rss_base = rss_kib(init);
+                                else
+                                        rss_cap = rss_kib(init);
+                        }
+                }
+                usleep(200 * 1000);
+                rss_end = rss_kib(init);
+                if (init < 0)
+                        fprintf(stderr, "PID 1 of %s not found: no agent memory figures\n", name);
+        }
+        destroy(name);
         /* Idle memory: n_mem sandboxes that ran `true`, then sat idle for a second. */
         for (int i = 0; i < n_mem; i++) {
                 snprintf(name, sizeof(name), "bench-%d-idle-%d", (int)getpid(), i);
@@ -445,8 +556,11 @@ int main(int argc, char **argv)
                        w50, w95);
                 printf("| host fork+exec of /bin/true (baseline) | %d | %.3f | %.3f |\n", n_warm,
                        h50, h95);
-                printf("| host fork+exec of `bash -c true` (baseline) | %d | %.3f | %.3f |\n\n",
+                printf("| host fork+exec of `bash -c true` (baseline) | %d | %.3f | %.3f |\n",
                        n_warm, s50, s95);
+                printf("| cella background process start (`true`, HTTP round trip) | %d | %.2f "
+                       "| %.2f |\n\n",
+                       n_procs, pct(pstart, n_procs, 0.5), pct(pstart, n_procs, 0.95));
                 printf("| ratio | p50 | target |\n|---|---|---|\n");
                 printf("| TTI / bwrap | %.2fx | <= 1.5x |\n", tti50 / bw50);
                 printf("| warm exec / host fork+exec of /bin/true | %.2fx | <= 1.2x |\n",
@@ -459,6 +573,13 @@ int main(int argc, char **argv)
                                mem_n, (double)mem_sum / mem_n / 1048576.0);
                 else
                         printf("Idle memory per sandbox: not available (no memory cgroup)\n");
+                if (rss_base > 0 && rss_end > 0)
+                        printf("\nAgent memory (VmRSS of the sandbox's PID 1) with background "
+                               "processes: %.2f MiB after 100 `true` processes (baseline), "
+                               "%.2f MiB after 1100 (past the 1024 kept), %.2f MiB after %d "
+                               "(%+.2f MiB from the baseline)\n",
+                               rss_base / 1024.0, rss_cap / 1024.0, rss_end / 1024.0, n_procs,
+                               (rss_end - rss_base) / 1024.0);
         }
         rc = 0;
 out:
@@ -470,5 +591,6 @@ out:
         free(warm);
         free(host);
         free(hostsh);
+        free(pstart);
         return rc;
 }

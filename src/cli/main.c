@@ -1,5 +1,6 @@
-/* cella: the command-line tool, on libcella. Exit status: the command's own for exec, 0 on
- * success, 1 for an API or transport error, 2 for a usage error, 124 for an exec timeout. */
+/* cella: the command-line tool, on libcella. Exit status: the command's own for exec (and
+ * the process's for wait --exit), 0 on success, 1 for an API or transport error, 2 for a
+ * usage error, 124 for an exec timeout or a wait that timed out. */
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
