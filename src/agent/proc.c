@@ -99,7 +99,8 @@ struct proc {
 struct proc_table {
         struct agent *a;
         struct proc *head, *tail;
-        unsigned count;
+        unsigned count;   /* in the list */
+        unsigned objects; /* allocated: in the list, or forgotten and still in use */
         uint64_t seq;
         char *log_dir;
         bool log_dir_ready;
@@ -959,7 +960,7 @@ static void proc_maybe_free(struct proc *p)
         free(p->session);
         free(p->error);
         free(p);
-        if (t->shutdown && !t->head) {
+        if (--t->objects == 0 && t->shutdown) {
                 free(t->log_dir);
                 free(t);
         }
@@ -998,12 +999,13 @@ void proc_shutdown(struct agent *a)
                 return;
         a->procs = NULL;
         t->shutdown = true;
-        if (!t->head) {
+        if (t->objects == 0) {
                 free(t->log_dir);
                 free(t);
                 return;
         }
-        /* Freeing the last one frees the table; then next is NULL. */
+        /* Freeing the last object frees the table: then next is NULL (forgotten ones are
+         * not in the list and go when their followers do). */
         for (p = t->head; p; p = next) {
                 next = p->next;
                 if (!p->reaped)
@@ -1061,6 +1063,7 @@ static void op_start(struct proc_table *t, struct conn *c, uint32_t sid, struct 
                 return;
         }
         p->t = t;
+        t->objects++;
         p->log_fd = -EBADF;
         p->pid = -1;
         t->seq++;
