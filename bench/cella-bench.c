@@ -8,13 +8,14 @@
  * requests on as many connections, libcurl multi).
  *
  * usage: cella-bench [--cellad PATH] [--images DIR] [--image NAME] [--tti N] [--warm N]
- *                    [--burst N] [--cellad-log FILE]
+ *                    [--burst N] [--cellad-log FILE] [--dense N] [--procs N]
  *
  * --cellad-log appends the daemons' own log (level info: per-request and per-start times)
  * to FILE, to see where the time of a figure goes.
  */
 
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -600,12 +601,88 @@ out:
         return rc;
 }
 
+/* Host pid of the sandbox's PID 1: a child of our cellad whose hostname (its UTS
+ * namespace's, read through /proc/PID/root/etc/hostname) is the sandbox's name. Cgroups
+ * are named by slot, so the name is not in them. -1 if not found. */
+static pid_t sandbox_init_pid(const char *name)
+{
+        char path[300], line[512], want[96];
+        struct dirent *de;
+        pid_t found = -1;
+        DIR *d = opendir("/proc");
+
+        snprintf(want, sizeof(want), "%s\n", name);
+        while (d && found < 0 && (de = readdir(d))) {
+                int ppid = 0;
+                char *p;
+                FILE *f;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+                f = fopen(path, "r");
+                p = f ? fgets(line, sizeof(line), f) : NULL;
+                if (f)
+                        fclose(f);
+                if (!p || !(p = strrchr(line, ')')) || sscanf(p + 1, " %*c %d", &ppid) != 1 ||
+                    ppid != cellad_pid)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%s/root/etc/hostname", de->d_name);
+                f = fopen(path, "r");
+                p = f ? fgets(line, sizeof(line), f) : NULL;
+                if (f)
+                        fclose(f);
+                if (p && strcmp(line, want) == 0)
+                        found = (pid_t)strtol(de->d_name, NULL, 10);
+        }
+        if (d)
+                closedir(d);
+        return found;
+}
+
+/* VmRSS of pid in KiB, or -1. */
+static long long rss_kib(pid_t pid)
+{
+        char path[64], line[256];
+        long long v = -1;
+        FILE *f;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        f = fopen(path, "r");
+        while (f && fgets(line, sizeof(line), f))
+                if (sscanf(line, "VmRSS: %lld kB", &v) == 1)
+                        break;
+        if (f)
+                fclose(f);
+        return v;
+}
+
+/* Start a background `true` in name; its time in ms, or < 0 on failure. */
+static double start_true(const char *name)
+{
+        char path[256];
+        struct resp r;
+        double t0 = now_ms(), t;
+        long status;
+
+        snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", name);
+        status = request("POST", path, "{\"command\":\"true\"}", &r);
+        t = now_ms() - t0;
+        if (status != 200)
+                fprintf(stderr, "start in %s: HTTP %ld: %.300s\n", name, status,
+                        r.data ? r.data : "");
+        free(r.data);
+        return status == 200 ? t : -1;
+}
+
 int main(int argc, char **argv)
 {
         static char cellad_buf[4096];
         const char *cellad = "cellad", *images = "/var/lib/cella/images";
         const char *image = "default";
-        int n_tti = 50, n_warm = 200, n_mem = 5, n_burst = 100;
+        int n_tti = 50, n_warm = 200, n_mem = 5, n_burst = 100, n_procs = 10000;
+        long long rss_base = -1, rss_cap = -1, rss_end = -1;
+        double *pstart = NULL;
         char rootfs[512], name[64];
         double *tti, *tti_pool, *tti_nodisk, *burst, *burst_pool, *warm, *bw, *host, *hostsh, *sess,
                 *hostb;
@@ -653,9 +730,11 @@ int main(int argc, char **argv)
                         cellad_log = argv[i + 1];
                 else if (strcmp(argv[i], "--dense") == 0)
                         n_dense[1] = parse_count(argv[i + 1]);
+                else if (strcmp(argv[i], "--procs") == 0)
+                        n_procs = parse_count(argv[i + 1]);
         }
         if (n_tti < 1 || n_tti > 10000 || n_warm < 1 || n_warm > 100000 || n_burst < 1 ||
-            n_burst > 1000) {
+            n_burst > 1000 || n_procs < 200) {
                 fprintf(stderr, "bad counts\n");
                 return 2;
         }
@@ -671,8 +750,9 @@ int main(int argc, char **argv)
         hostsh = calloc((size_t)n_warm, sizeof(double));
         sess = calloc((size_t)n_warm, sizeof(double));
         hostb = calloc((size_t)n_warm, sizeof(double));
+        pstart = calloc((size_t)n_procs, sizeof(double));
         if (!tti || !tti_pool || !tti_nodisk || !burst || !burst_pool || !bw || !warm || !host ||
-            !hostsh || !sess || !hostb)
+            !hostsh || !sess || !hostb || !pstart)
                 return 1;
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -785,6 +865,33 @@ int main(int argc, char **argv)
                         goto out;
                 hostsh[i] = now_ms() - t0;
         }
+        /* Background processes: n_procs short `true` processes started through the API
+         * in one sandbox; the agent's (PID 1's) VmRSS after the first 100 (baseline),
+         * just past the table's 1024 (where forgetting starts) and at the end. */
+        snprintf(name, sizeof(name), "bench-%d-procs", (int)getpid());
+        if (!exec_in(name, "true", ""))
+                goto out;
+        {
+                pid_t init = sandbox_init_pid(name);
+
+                for (int i = 0; i < n_procs; i++) {
+                        pstart[i] = start_true(name);
+                        if (pstart[i] < 0)
+                                goto out;
+                        if (i + 1 == 100 || i + 1 == 1100) {
+                                usleep(200 * 1000); /* let them finish */
+                                if (i + 1 == 100)
+                                        rss_base = rss_kib(init);
+                                else
+                                        rss_cap = rss_kib(init);
+                        }
+                }
+                usleep(200 * 1000);
+                rss_end = rss_kib(init);
+                if (init < 0)
+                        fprintf(stderr, "PID 1 of %s not found: no agent memory figures\n", name);
+        }
+        destroy(name);
         /* Idle memory: n_mem sandboxes that ran `true`, then sat idle for a second. */
         for (int i = 0; i < n_mem; i++) {
                 snprintf(name, sizeof(name), "bench-%d-idle-%d", (int)getpid(), i);
@@ -874,8 +981,11 @@ int main(int argc, char **argv)
                        "%.3f |\n",
                        n_warm, pct(sess, n_warm, 0.5), pct(sess, n_warm, 0.95));
                 printf("| host: `echo hi` to a running bash through pipes (baseline) | %d | %.3f | "
-                       "%.3f |\n\n",
+                       "%.3f |\n",
                        n_warm, pct(hostb, n_warm, 0.5), pct(hostb, n_warm, 0.95));
+                printf("| cella background process start (`true`, HTTP round trip) | %d | %.2f "
+                       "| %.2f |\n\n",
+                       n_procs, pct(pstart, n_procs, 0.5), pct(pstart, n_procs, 0.95));
                 printf("| burst of %d new names at once | p50 (ms) | p99 (ms) |\n|---|---|---|\n",
                        n_burst);
                 printf("| warm pool (`--pool %d`) | %.2f | %.2f |\n", n_burst, bp50, bp99);
@@ -908,6 +1018,13 @@ int main(int argc, char **argv)
                                mem_n, (double)mem_sum / mem_n / 1048576.0);
                 else
                         printf("Idle memory per sandbox: not available (no memory cgroup)\n");
+                if (rss_base > 0 && rss_end > 0)
+                        printf("\nAgent memory (VmRSS of the sandbox's PID 1) with background "
+                               "processes: %.2f MiB after 100 `true` processes (baseline), "
+                               "%.2f MiB after 1100 (past the 1024 kept), %.2f MiB after %d "
+                               "(%+.2f MiB from the baseline)\n",
+                               rss_base / 1024.0, rss_cap / 1024.0, rss_end / 1024.0, n_procs,
+                               (rss_end - rss_base) / 1024.0);
         }
         rc = 0;
 out:
@@ -926,5 +1043,6 @@ out:
         free(hostsh);
         free(sess);
         free(hostb);
+        free(pstart);
         return rc;
 }

@@ -107,6 +107,47 @@ const void *cella_exec_result_stdout(const cella_exec_result *r, size_t *ret_len
 const void *cella_exec_result_stderr(const cella_exec_result *r, size_t *ret_len);
 void cella_exec_result_free(cella_exec_result *r);
 
+/* ---- background processes ----
+ * Process ids are the ones given at start or generated ("proc-1"); a pid (as text) also
+ * names a process. Answers are JSON text (ProcessInfo, docs/api.md) freed with free(). */
+struct cella_process_options {
+        const char *id;         /* NULL: generated */
+        const char *session_id; /* NULL: none */
+        const char *cwd;        /* NULL: /workspace */
+        const char *const *env; /* "K=V", NULL-terminated, or NULL */
+};
+int cella_process_start(cella_client *c, const char *sandbox, const char *command,
+                        const struct cella_process_options *o, char **ret_json);
+int cella_process_list(cella_client *c, const char *sandbox, char **ret_json);
+int cella_process_get(cella_client *c, const char *sandbox, const char *id, char **ret_json);
+/* signal: "SIGINT", "INT" or a number as text; NULL: SIGTERM, then SIGKILL after a grace
+ * period. Answers once the process has ended (ProcessInfo). */
+int cella_process_kill(cella_client *c, const char *sandbox, const char *id, const char *signal,
+                       char **ret_json);
+int cella_process_kill_all(cella_client *c, const char *sandbox, const char *signal,
+                           int *ret_killed);
+/* The whole log so far, byte-exact, as a result whose exit code is 0. */
+int cella_process_logs(cella_client *c, const char *sandbox, const char *id,
+                       cella_exec_result **ret);
+/* Output so far, then live output, until the process ends; *ret_exit_code its exit code.
+ * on_start is not called. */
+int cella_process_stream(cella_client *c, const char *sandbox, const char *id,
+                         const struct cella_exec_callbacks *cb, int *ret_exit_code);
+/* Waits: timeout_ms 0 waits as long as it takes. A timeout is CELLA_ERR_API with code
+ * PROCESS_READY_TIMEOUT; a process that ended first, PROCESS_EXITED_BEFORE_READY. */
+int cella_process_wait_log(cella_client *c, const char *sandbox, const char *id,
+                           const char *pattern, bool regex, long timeout_ms, char **ret_json);
+struct cella_wait_port_options {
+        const char *http_path;      /* NULL: a TCP connect is enough; else GET this path */
+        int status_min, status_max; /* 0: 200..399 */
+        long interval_ms;           /* 0: the default (500) */
+        long timeout_ms;            /* 0: none */
+};
+int cella_process_wait_port(cella_client *c, const char *sandbox, const char *id, int port,
+                            const struct cella_wait_port_options *o, char **ret_json);
+int cella_process_wait_exit(cella_client *c, const char *sandbox, const char *id, long timeout_ms,
+                            char **ret_json);
+
 /* ---- files (paths absolute or relative to /workspace) ---- */
 int cella_file_write(cella_client *c, const char *sandbox, const char *path, const void *data,
                      size_t len);

@@ -336,12 +336,10 @@ static void dispatch(struct conn *c, const struct frame *f)
                         file_read_start(c, &req);
                 } else if (f->type == FRAME_FILE_WRITE) {
                         file_write_start(c, &req);
+                } else if (f->type == FRAME_PROC) {
+                        proc_request(c->a, c, &req);
                 } else if (f->type == FRAME_SESSION) {
                         session_request(c->a, c, &req);
-                } else if (f->type == FRAME_PROC) {
-                        cella_error_set(&err, CELLA_E_VALIDATION_FAILED, "%s is not supported",
-                                        frame_type_name(f->type));
-                        conn_send_error(c, f->stream, &err);
                 } else {
                         file_op_run(c, &req);
                 }
@@ -520,6 +518,7 @@ int agent_new(uv_loop_t *loop, const struct agent_options *opts, struct agent **
                 return -ENAMETOOLONG;
         }
         a->use_cgroup = !opts->no_cgroup && cgroup_is_usable();
+        a->proc_log_dir = opts->proc_log_dir;
         log_info("per-command cgroups: %s", a->use_cgroup ? "yes" : "no");
         session_init(a);
 
@@ -561,6 +560,7 @@ void agent_free(struct agent *a)
         if (a->conn)
                 conn_fail(a->conn, "agent shutting down");
         session_free_all(a);
+        proc_shutdown(a);
         uv_close((uv_handle_t *)&a->listener, NULL);
         uv_close((uv_handle_t *)&a->sigchld, NULL);
         for (size_t i = 0; i < a->n_dead_cgroups; i++)

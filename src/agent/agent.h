@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "agent/proc-request.h"
 #include "agent/request.h"
 #include "common/buf.h"
 #include "common/error.h"
@@ -28,9 +29,10 @@ struct exec;
 struct session;
 
 struct agent_options {
-        int listen_fd;       /* listening unix stream socket (3) */
-        bool no_cgroup;      /* never create per-command cgroups */
-        const char *run_dir; /* the agent's own files (sessions/); NULL: /run/cella */
+        int listen_fd;            /* listening unix stream socket (3) */
+        bool no_cgroup;           /* never create per-command cgroups */
+        const char *run_dir;      /* the agent's own files (sessions/); NULL: /run/cella */
+        const char *proc_log_dir; /* background process logs; NULL: /var/log/cella/processes */
 };
 
 /* Set up the agent on loop. Returns 0 or -errno. */
@@ -79,6 +81,8 @@ struct agent {
         char **dead_cgroups; /* cmd cgroups left to remove once their processes die */
         size_t n_dead_cgroups;
         uint64_t seq;
+        struct proc_table *procs; /* proc.c; NULL until the first PROC frame */
+        const char *proc_log_dir; /* borrowed from the options */
 };
 
 /* Send one frame on the stream's connection (copied). -EPIPE if the stream has none. */
@@ -96,8 +100,44 @@ bool stream_congested(const struct stream *s);
 /* exec.c */
 void exec_start(struct agent *a, struct conn *c, struct agent_request *req);
 void exec_on_child(struct agent *a, pid_t pid, int status);
+
+/* spawn.c: starting `bash -c command` (see the file's head comment) and cgroups. */
+struct spawn_request {
+        const char *command;
+        const char *cwd;
+        char *const *base_env; /* "K=V" over the defaults (PATH, HOME, HOSTNAME, LANG, PWD) */
+        size_t n_base_env;
+        char *const *env; /* "K=V" over base_env */
+        size_t n_env;
+        const char *cgroup; /* the child joins it before exec; NULL: none */
+};
+struct spawn_result {
+        pid_t pid;        /* also set (and already reaped) when failed_step */
+        bool failed_step; /* the child failed before exec (bad cwd, exec error) */
+        int out, err;     /* read ends of stdout and stderr (close-on-exec, blocking) */
+};
+/* Start the command. 0 with *ret filled, or -errno with err set (for a bad cwd the code
+ * comes from errno: FILE_NOT_FOUND, NOT_DIRECTORY, ...). */
+int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct cella_error *err);
+/* Make the cgroup /sys/fs/cgroup/<name> (or <name>-<seq> if that one still has processes):
+ * its path (owned), or NULL. */
+char *agent_cgroup_make(struct agent *a, const char *name);
+/* Send sig to every process in the cgroup (cgroup.kill for SIGKILL where the kernel has
+ * it). Returns how many were signalled (1 for cgroup.kill). */
+int agent_cgroup_signal(const char *cgroup, int sig);
+bool agent_cgroup_is_empty(const char *cgroup);
+/* rmdir now, or later from the reaper once its last process died. */
+void agent_cgroup_remove(struct agent *a, const char *path);
 void exec_reap_cgroups(struct agent *a);
 void agent_add_dead_cgroup(struct agent *a, const char *path);
+
+/* proc.c: background processes (decision 0012). */
+void proc_request(struct agent *a, struct conn *c, struct agent_request *req);
+/* SIGKILL every running process started with session id sid (status killed). */
+void proc_kill_session(struct agent *a, const char *sid);
+/* Agent going away (after its connection): kill every process, release everything once
+ * the loop has closed the handles. */
+void proc_shutdown(struct agent *a);
 
 /* files.c */
 struct file_read;

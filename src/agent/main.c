@@ -25,11 +25,14 @@
 static void usage(FILE *f)
 {
         fprintf(f, "usage: cella-init [--no-cgroup] [--log-level debug|info|warn|error]\n"
+                   "                  [--proc-log-dir DIR]\n"
                    "  Serves the cella agent protocol on the listening socket at fd 3.\n"
-                   "  --no-cgroup     never create per-command cgroups (host-mode tests)\n"
-                   "  --log-level L   log verbosity on stderr (default info)\n"
-                   "  --run-dir DIR   the agent's own files, session scripts and FIFOs\n"
-                   "                  (default /run/cella)\n");
+                   "  --no-cgroup        never create per-command cgroups (host-mode tests)\n"
+                   "  --log-level L      log verbosity on stderr (default info)\n"
+                   "  --run-dir DIR      the agent's own files, session scripts and FIFOs\n"
+                   "                     (default /run/cella)\n"
+                   "  --proc-log-dir DIR background process logs (default\n"
+                   "                     /var/log/cella/processes)\n");
 }
 
 /* Every inherited descriptor from 3 up becomes close-on-exec, so commands get none. */
@@ -51,6 +54,7 @@ int main(int argc, char **argv)
                 {"no-cgroup", no_argument, NULL, 'C'},
                 {"log-level", required_argument, NULL, 'L'},
                 {"run-dir", required_argument, NULL, 'R'},
+                {"proc-log-dir", required_argument, NULL, 'P'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -70,6 +74,9 @@ int main(int argc, char **argv)
                         break;
                 case 'R':
                         ao.run_dir = optarg;
+                        break;
+                case 'P':
+                        ao.proc_log_dir = optarg;
                         break;
                 case 'L':
                         if (log_level_from_name(optarg, &level) < 0) {

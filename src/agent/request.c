@@ -42,7 +42,21 @@ void agent_env_free(char **env, size_t n)
 
 bool agent_id_is_valid(const char *s)
 {
-        return object_id_is_valid(s);
+        return cella_id_is_valid(s);
+}
+
+int agent_decode_id(json_t *v, const char *field, char **ret, struct cella_error *err)
+{
+        int k = agent_decode_string(v, field, CELLA_ID_MAX, true, ret, err);
+
+        if (k < 0)
+                return k;
+        if (!agent_id_is_valid(*ret)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "'%s' must be 1..%d of [A-Za-z0-9_.-]", field, CELLA_ID_MAX);
+                return -EINVAL;
+        }
+        return 0;
 }
 
 /* A JSON string without NUL bytes, at most max bytes, copied into *ret. */
@@ -233,14 +247,9 @@ static int decode_exec(json_t *j, struct agent_request *r, struct cella_error *e
                 return k;
         v = json_object_get(j, "session");
         if (v && !json_is_null(v)) {
-                k = agent_decode_string(v, "session", CELLA_ID_MAX, true, &r->session, err);
+                k = agent_decode_id(v, "session", &r->session, err);
                 if (k < 0)
                         return k;
-                if (!agent_id_is_valid(r->session)) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "'session' must be 1..%d of [A-Za-z0-9_.-]", CELLA_ID_MAX);
-                        return -EINVAL;
-                }
         }
         v = json_object_get(j, "timeoutMs");
         if (v && !json_is_null(v)) {

@@ -81,6 +81,8 @@ void agent_env_free(char **env, size_t n);
 /* An identifier for sessions and processes: 1..CELLA_ID_MAX of [A-Za-z0-9_.-], not "."
  * or "..". */
 bool agent_id_is_valid(const char *s);
+/* A string that is such an id, copied into *ret. */
+int agent_decode_id(json_t *v, const char *field, char **ret, struct cella_error *err);
 
 /* True for the frames that open a stream (EXEC, FILE_READ, FILE_WRITE, FILE_OP, SESSION,
  * PROC). */

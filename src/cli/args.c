@@ -70,7 +70,7 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                             (int)(sizeof(a->pos) / sizeof(a->pos[0])) - 1) /* keep a NULL last */
                                 return fail(a, "too many arguments");
                         a->pos[a->npos++] = s;
-                        if (a->npos == 1 && strcmp(s, "exec") == 0)
+                        if (a->npos == 1 && (strcmp(s, "exec") == 0 || strcmp(s, "start") == 0))
                                 is_exec = true;
                         /* exec NAME WORD...: the command starts at the first word. */
                         if (is_exec && a->npos == 3)
@@ -106,12 +106,7 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                         a->keep_alive = true;
                 } else if (strcmp(s, "--no-default-session") == 0) {
                         a->no_default_session = true;
-                } else if (opt_is(s, "--session")) {
-                        if (need_value(a, argc, argv, &i, &a->session) < 0)
-                                return -1;
-                } else if (opt_is(s, "--id")) {
-                        if (need_value(a, argc, argv, &i, &a->id) < 0)
-                                return -1;
+
                 } else if (opt_is(s, "--sleep-after")) {
                         if (need_value(a, argc, argv, &i, &a->sleep_after) < 0)
                                 return -1;
@@ -132,6 +127,35 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                         if (a->nenv >= CLI_MAX_KV)
                                 return fail(a, "too many %s options", "--env");
                         a->env[a->nenv++] = v;
+                } else if (opt_is(s, "--id")) {
+                        if (need_value(a, argc, argv, &i, &a->id) < 0)
+                                return -1;
+                } else if (opt_is(s, "--session")) {
+                        if (need_value(a, argc, argv, &i, &a->session) < 0)
+                                return -1;
+                } else if (opt_is(s, "--signal")) {
+                        if (need_value(a, argc, argv, &i, &a->signal) < 0)
+                                return -1;
+                } else if (strcmp(s, "-f") == 0 || strcmp(s, "--follow") == 0) {
+                        a->follow = true;
+                } else if (opt_is(s, "--log")) {
+                        if (need_value(a, argc, argv, &i, &a->log) < 0)
+                                return -1;
+                } else if (strcmp(s, "--regex") == 0) {
+                        a->regex = true;
+                } else if (strcmp(s, "--exit") == 0) {
+                        a->exit = true;
+                } else if (opt_is(s, "--http")) {
+                        if (need_value(a, argc, argv, &i, &a->http_path) < 0)
+                                return -1;
+                } else if (opt_is(s, "--port")) {
+                        char *end;
+                        if (need_value(a, argc, argv, &i, &v) < 0)
+                                return -1;
+                        errno = 0;
+                        a->port = strtol(v, &end, 10);
+                        if (errno || end == v || *end || a->port < 1 || a->port > 65535)
+                                return fail(a, "--port takes a port in 1..65535, not '%s'", v);
                 } else if (opt_is(s, "--label")) {
                         if (need_value(a, argc, argv, &i, &v) < 0 || kv_ok(a, v, "--label") < 0)
                                 return -1;
@@ -142,5 +166,10 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                         return fail(a, "unknown option '%s'", s);
                 }
         }
+        if (a->pos[0] && strcmp(a->pos[0], "wait") == 0 && !a->help &&
+            (a->log != NULL) + (a->port != 0) + a->exit != 1)
+                return fail(a, "wait takes one of --log PATTERN, --port N or --exit");
+        if ((a->regex && !a->log) || (a->http_path && !a->port))
+                return fail(a, "--regex goes with --log, --http with --port");
         return 0;
 }

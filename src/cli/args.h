@@ -23,20 +23,29 @@ struct cli_args {
         const char *sleep_after;   /* --sleep-after */
         bool keep_alive;           /* --keep-alive */
         bool no_default_session;   /* --no-default-session */
-        const char *session;       /* --session */
-        const char *id;            /* --id */
         const char *env[CLI_MAX_KV + 1];
         int nenv;
         const char *labels[CLI_MAX_KV + 1];
         int nlabels;
-        const char *pos[64]; /* positional words (command name first) */
+        /* background processes */
+        const char *id;        /* start --id, session create --id */
+        const char *session;   /* exec/start/env set --session */
+        const char *signal;    /* kill --signal */
+        bool follow;           /* logs -f / --follow */
+        const char *log;       /* wait --log PATTERN */
+        bool regex;            /* wait --regex */
+        long port;             /* wait --port N (0: not given) */
+        const char *http_path; /* wait --http PATH */
+        bool exit;             /* wait --exit */
+        const char *pos[64];   /* positional words (command name first) */
         int npos;
         bool rest_is_command; /* after "--" or the first command word of exec */
         char error[256];      /* usage error, when parse returns -1 */
 };
 
-/* Parse argv[1..argc). For "exec", everything from the first word after NAME on (or after
- * "--") is the command, taken verbatim. Returns 0 or -1 (args->error says why). */
+/* Parse argv[1..argc). For "exec" and "start", everything from the first word after NAME
+ * on (or after "--") is the command, taken verbatim. Returns 0 or -1 (args->error says
+ * why). */
 int cli_parse(int argc, char **argv, struct cli_args *args);
 
 /* Join words with single spaces into one shell command line, as ssh does. */

@@ -1,5 +1,6 @@
-/* cella: the command-line tool, on libcella. Exit status: the command's own for exec, 0 on
- * success, 1 for an API or transport error, 2 for a usage error, 124 for an exec timeout. */
+/* cella: the command-line tool, on libcella. Exit status: the command's own for exec (and
+ * the process's for wait --exit), 0 on success, 1 for an API or transport error, 2 for a
+ * usage error, 124 for an exec timeout or a wait that timed out. */
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -30,6 +31,14 @@ static const char usage_text[] =
         "  session ls NAME [--json]   session rm NAME S\n"
         "  info NAME [--json]  list [--json]  destroy NAME\n"
         "  image build [NAME]  image ls [--json]\n"
+        "  start NAME [--id ID] [--session S] [--cwd DIR] [--env K=V]... [--] COMMAND...\n"
+        "                      start a background process; prints its id\n"
+        "  ps NAME [--json]    list background processes\n"
+        "  logs NAME ID [-f]   a process's output (-f: follow until it exits)\n"
+        "  kill NAME ID [--signal SIG]   kill NAME --all [--signal SIG]\n"
+        "  wait NAME ID --log PATTERN [--regex] | --port N [--http PATH] | --exit\n"
+        "              [--timeout MS]   exit 0 when ready, 124 on timeout (--exit: the\n"
+        "                               process's exit code)\n"
         "  health\n"
         "\n"
         "environment: CELLA_URL (default http://127.0.0.1:7070), CELLA_TOKEN\n";
@@ -296,6 +305,160 @@ static int cmd_image(cella_client *c, struct cli_args *a)
         return 0;
 }
 
+/* ---- background processes ---- */
+
+static int cmd_start(cella_client *c, struct cli_args *a)
+{
+        struct cella_process_options o = {.id = a->id,
+                                          .session_id = a->session,
+                                          .cwd = a->cwd,
+                                          .env = a->nenv ? a->env : NULL};
+        struct buf cmd = BUF_INIT;
+        char *text = NULL;
+        json_t *j;
+        int r;
+
+        if (a->npos < 3)
+                return usage_error("usage: cella start NAME [--id ID] [--session S] [--cwd DIR] "
+                                   "[--env K=V]... COMMAND...");
+        if (cli_join((char **)a->pos + 2, a->npos - 2, &cmd) < 0)
+                return usage_error("out of memory");
+        r = cella_process_start(c, a->pos[1], cmd.data, &o, &text);
+        buf_free(&cmd);
+        if (r < 0)
+                return api_fail(c, r);
+        j = json_loads(text, 0, NULL);
+        if (a->json)
+                print_json(text);
+        else
+                printf("%s\n", str(j, "id"));
+        if (strcmp(str(j, "status"), "error") == 0)
+                fprintf(stderr, "cella: the process could not start: %s\n", str(j, "error"));
+        r = strcmp(str(j, "status"), "error") == 0 ? 1 : 0;
+        json_decref(j);
+        free(text);
+        return r;
+}
+
+static int cmd_ps(cella_client *c, struct cli_args *a)
+{
+        char *text = NULL;
+        json_t *j, *p;
+        size_t i;
+        int r = cella_process_list(c, a->pos[1], &text);
+
+        if (r < 0)
+                return api_fail(c, r);
+        if (a->json) {
+                print_json(text);
+                free(text);
+                return 0;
+        }
+        j = json_loads(text, 0, NULL);
+        printf("%-20s %7s %-10s %4s %-24s %s\n", "ID", "PID", "STATUS", "EXIT", "STARTED",
+               "COMMAND");
+        json_array_foreach(json_object_get(j, "processes"), i, p)
+        {
+                json_t *code = json_object_get(p, "exitCode");
+                char exit[16] = "-";
+
+                if (code)
+                        snprintf(exit, sizeof(exit), "%lld", (long long)json_integer_value(code));
+                printf("%-20s %7lld %-10s %4s %-24s %s\n", str(p, "id"),
+                       (long long)json_integer_value(json_object_get(p, "pid")), str(p, "status"),
+                       exit, str(p, "startTime"), str(p, "command"));
+        }
+        json_decref(j);
+        free(text);
+        return 0;
+}
+
+static int cmd_logs(cella_client *c, struct cli_args *a)
+{
+        struct cella_exec_callbacks cb = {.on_stdout = on_out, .on_stderr = on_err};
+        cella_exec_result *res = NULL;
+        const void *p;
+        size_t n;
+        int r;
+
+        if (a->follow) {
+                r = cella_process_stream(c, a->pos[1], a->pos[2], &cb, NULL);
+                return r < 0 ? api_fail(c, r) : 0;
+        }
+        r = cella_process_logs(c, a->pos[1], a->pos[2], &res);
+        if (r < 0)
+                return api_fail(c, r);
+        p = cella_exec_result_stdout(res, &n);
+        write_all(1, p, n);
+        p = cella_exec_result_stderr(res, &n);
+        write_all(2, p, n);
+        cella_exec_result_free(res);
+        return 0;
+}
+
+static int cmd_kill(cella_client *c, struct cli_args *a)
+{
+        char *text = NULL;
+        int r, killed = 0;
+
+        if (a->all) {
+                if (a->npos != 2)
+                        return usage_error("usage: cella kill NAME --all [--signal SIG]");
+                r = cella_process_kill_all(c, a->pos[1], a->signal, &killed);
+                if (r < 0)
+                        return api_fail(c, r);
+                printf("%d\n", killed);
+                return 0;
+        }
+        if (a->npos != 3)
+                return usage_error("usage: cella kill NAME ID [--signal SIG] | --all");
+        r = cella_process_kill(c, a->pos[1], a->pos[2], a->signal, &text);
+        if (r < 0)
+                return api_fail(c, r);
+        if (a->json) {
+                print_json(text);
+        } else {
+                json_t *j = json_loads(text, 0, NULL);
+
+                printf("%s %s\n", str(j, "id"), str(j, "status"));
+                json_decref(j);
+        }
+        free(text);
+        return 0;
+}
+
+static int cmd_wait(cella_client *c, struct cli_args *a)
+{
+        const char *sb = a->pos[1], *id = a->pos[2];
+        char *text = NULL;
+        json_t *j;
+        int r;
+
+        if (a->log) {
+                r = cella_process_wait_log(c, sb, id, a->log, a->regex, a->timeout_ms, &text);
+        } else if (a->port) {
+                struct cella_wait_port_options o = {.http_path = a->http_path,
+                                                    .timeout_ms = a->timeout_ms};
+
+                r = cella_process_wait_port(c, sb, id, (int)a->port, &o, &text);
+        } else {
+                r = cella_process_wait_exit(c, sb, id, a->timeout_ms, &text);
+        }
+        if (r < 0) {
+                api_fail(c, r);
+                return strcmp(cella_client_error_code(c), "PROCESS_READY_TIMEOUT") == 0 ? 124 : 1;
+        }
+        j = json_loads(text, 0, NULL);
+        if (a->json)
+                print_json(text);
+        else if (a->log)
+                printf("%s\n", str(j, "line"));
+        r = a->exit ? (int)json_integer_value(json_object_get(j, "exitCode")) : 0;
+        json_decref(j);
+        free(text);
+        return r;
+}
+
 static int need(struct cli_args *a, int n, const char *usage)
 {
         if (a->npos != n) {
@@ -406,6 +569,20 @@ int main(int argc, char **argv)
                 }
         } else if (strcmp(cmd, "session") == 0) {
                 rc = cmd_session(c, &a);
+        } else if (strcmp(cmd, "start") == 0) {
+                rc = cmd_start(c, &a);
+        } else if (strcmp(cmd, "ps") == 0) {
+                rc = need(&a, 2, "cella ps NAME [--json]") < 0 ? 2 : cmd_ps(c, &a);
+        } else if (strcmp(cmd, "logs") == 0) {
+                rc = need(&a, 3, "cella logs NAME ID [-f]") < 0 ? 2 : cmd_logs(c, &a);
+        } else if (strcmp(cmd, "kill") == 0) {
+                rc = cmd_kill(c, &a);
+        } else if (strcmp(cmd, "wait") == 0) {
+                rc = need(&a, 3,
+                          "cella wait NAME ID --log PATTERN [--regex] | --port N [--http PATH] | "
+                          "--exit [--timeout MS]") < 0
+                             ? 2
+                             : cmd_wait(c, &a);
         } else if (strcmp(cmd, "image") == 0) {
                 rc = cmd_image(c, &a);
         } else if (strcmp(cmd, "health") == 0) {

@@ -656,7 +656,7 @@ static int on_exec_event(const char *event, const char *data, size_t len, void *
                         r = CELLA_ERR_CALLBACK;
                 }
                 buf_free(&b);
-        } else if (strcmp(type, "complete") == 0) {
+        } else if (strcmp(type, "complete") == 0 || strcmp(type, "exit") == 0) {
                 x->exit_code = (int)json_integer_value(json_object_get(j, "exitCode"));
                 x->completed = true;
         } else if (strcmp(type, "error") == 0) {
@@ -684,12 +684,13 @@ static int exec_sse_chunk(const char *p, size_t n, void *ud)
         return r;
 }
 
+static int event_stream(cella_client *c, const char *method, char *url, const char *body,
+                        const struct cella_exec_callbacks *cb, int *ret_exit_code);
+
 int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
                       const struct cella_exec_options *o, const struct cella_exec_callbacks *cb,
                       int *ret_exit_code)
 {
-        struct exec_stream x = {.c = c, .cb = cb};
-        struct sink s = {.body = BUF_INIT, .stream = exec_sse_chunk, .ud = &x};
         json_t *body = exec_body(command, o);
         char *text, *url;
         int r;
@@ -706,9 +707,133 @@ int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
                 free(url);
                 return CELLA_ERR_NOMEM;
         }
-        sse_parser_init(&x.sse, 4 * 1024 * 1024);
-        r = perform(c, "POST", url, text, NULL, "text/event-stream", &s);
+        /* event_stream frees url */
+        r = event_stream(c, "POST", url, text, cb, ret_exit_code);
         free(text);
+        return r;
+}
+
+/* ---- background processes ---- */
+
+/* .../processes[/<id>][tail] */
+static char *proc_url(cella_client *c, const char *sandbox, const char *id, const char *tail,
+                      const char *extra_query)
+{
+        struct buf b = BUF_INIT;
+        char *eid = id ? curl_easy_escape(c->curl, id, 0) : NULL;
+        char *url;
+
+        if ((id && !eid) || buf_printf(&b, "/processes%s%s%s", id ? "/" : "", id ? eid : "",
+                                       tail ? tail : "") < 0) {
+                curl_free(eid);
+                buf_free(&b);
+                return NULL;
+        }
+        curl_free(eid);
+        url = sandbox_url(c, sandbox, b.data, NULL, NULL, extra_query);
+        buf_free(&b);
+        return url;
+}
+
+int cella_process_start(cella_client *c, const char *sandbox, const char *command,
+                        const struct cella_process_options *o, char **ret_json)
+{
+        json_t *b = json_pack("{s:s}", "command", command);
+
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        if (o && o->id)
+                json_object_set_new(b, "processId", json_string(o->id));
+        if (o && o->session_id)
+                json_object_set_new(b, "sessionId", json_string(o->session_id));
+        if (o && o->cwd)
+                json_object_set_new(b, "cwd", json_string(o->cwd));
+        if (o && o->env) {
+                json_t *e = kv_object(o->env);
+
+                if (!e) {
+                        json_decref(b);
+                        set_error(c, "VALIDATION_FAILED", "env must be K=V");
+                        return CELLA_ERR_INVALID;
+                }
+                json_object_set_new(b, "env", e);
+        }
+        return request_json(c, "POST", proc_url(c, sandbox, NULL, NULL, NULL), b, ret_json);
+}
+
+int cella_process_list(cella_client *c, const char *sandbox, char **ret_json)
+{
+        return request_url(c, "GET", proc_url(c, sandbox, NULL, NULL, NULL), NULL, ret_json);
+}
+
+int cella_process_get(cella_client *c, const char *sandbox, const char *id, char **ret_json)
+{
+        return request_url(c, "GET", proc_url(c, sandbox, id, NULL, NULL), NULL, ret_json);
+}
+
+int cella_process_kill(cella_client *c, const char *sandbox, const char *id, const char *signal,
+                       char **ret_json)
+{
+        return request_json(c, "DELETE", proc_url(c, sandbox, id, NULL, NULL),
+                            signal ? json_pack("{s:s}", "signal", signal) : NULL, ret_json);
+}
+
+int cella_process_kill_all(cella_client *c, const char *sandbox, const char *signal,
+                           int *ret_killed)
+{
+        char *text = NULL;
+        json_t *j;
+        int r = request_json(c, "DELETE", proc_url(c, sandbox, NULL, NULL, NULL),
+                             signal ? json_pack("{s:s}", "signal", signal) : NULL, &text);
+
+        if (r < 0)
+                return r;
+        j = json_loads(text, 0, NULL);
+        free(text);
+        if (ret_killed)
+                *ret_killed = (int)json_integer_value(json_object_get(j, "killed"));
+        json_decref(j);
+        return CELLA_OK;
+}
+
+int cella_process_logs(cella_client *c, const char *sandbox, const char *id,
+                       cella_exec_result **ret)
+{
+        char *text = NULL;
+        cella_exec_result *res;
+        json_t *j;
+        int r = request_url(c, "GET", proc_url(c, sandbox, id, "/logs", NULL), NULL, &text);
+
+        if (r < 0)
+                return r;
+        j = json_loads(text, JSON_ALLOW_NUL, NULL);
+        free(text);
+        res = calloc(1, sizeof(*res));
+        if (!j || !res || take_output(j, "stdout", "stdoutEncoding", &res->out[0]) < 0 ||
+            take_output(j, "stderr", "stderrEncoding", &res->out[1]) < 0) {
+                json_decref(j);
+                cella_exec_result_free(res);
+                set_error(c, "INVALID_RESPONSE", "logs answer has malformed output");
+                return CELLA_ERR_INVALID;
+        }
+        json_decref(j);
+        *ret = res;
+        return CELLA_OK;
+}
+
+/* An SSE GET/POST whose events are the exec stream's (stdout, stderr, exit/complete,
+ * error). */
+static int event_stream(cella_client *c, const char *method, char *url, const char *body,
+                        const struct cella_exec_callbacks *cb, int *ret_exit_code)
+{
+        struct exec_stream x = {.c = c, .cb = cb};
+        struct sink s = {.body = BUF_INIT, .stream = exec_sse_chunk, .ud = &x};
+        int r;
+
+        if (!url)
+                return CELLA_ERR_NOMEM;
+        sse_parser_init(&x.sse, 4 * 1024 * 1024);
+        r = perform(c, method, url, body, NULL, "text/event-stream", &s);
         free(url);
         sse_parser_free(&x.sse);
         buf_free(&s.body);
@@ -726,6 +851,58 @@ int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
         if (ret_exit_code)
                 *ret_exit_code = x.exit_code;
         return CELLA_OK;
+}
+
+int cella_process_stream(cella_client *c, const char *sandbox, const char *id,
+                         const struct cella_exec_callbacks *cb, int *ret_exit_code)
+{
+        return event_stream(c, "GET", proc_url(c, sandbox, id, "/stream", NULL), NULL, cb,
+                            ret_exit_code);
+}
+
+int cella_process_wait_log(cella_client *c, const char *sandbox, const char *id,
+                           const char *pattern, bool regex, long timeout_ms, char **ret_json)
+{
+        json_t *b = json_pack("{s:s, s:b}", "pattern", pattern, "regex", regex);
+
+        if (b && timeout_ms > 0)
+                json_object_set_new(b, "timeout", json_integer(timeout_ms));
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        return request_json(c, "POST", proc_url(c, sandbox, id, "/waitForLog", NULL), b, ret_json);
+}
+
+int cella_process_wait_port(cella_client *c, const char *sandbox, const char *id, int port,
+                            const struct cella_wait_port_options *o, char **ret_json)
+{
+        json_t *b =
+                json_pack("{s:i, s:s}", "port", port, "mode", o && o->http_path ? "http" : "tcp");
+
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        if (o && o->http_path)
+                json_object_set_new(b, "path", json_string(o->http_path));
+        if (o && o->status_min > 0)
+                json_object_set_new(
+                        b, "status",
+                        json_pack("{s:i, s:i}", "min", o->status_min, "max",
+                                  o->status_max >= o->status_min ? o->status_max : o->status_min));
+        if (o && o->interval_ms > 0)
+                json_object_set_new(b, "interval", json_integer(o->interval_ms));
+        if (o && o->timeout_ms > 0)
+                json_object_set_new(b, "timeout", json_integer(o->timeout_ms));
+        return request_json(c, "POST", proc_url(c, sandbox, id, "/waitForPort", NULL), b, ret_json);
+}
+
+int cella_process_wait_exit(cella_client *c, const char *sandbox, const char *id, long timeout_ms,
+                            char **ret_json)
+{
+        json_t *b = timeout_ms > 0 ? json_pack("{s:I}", "timeout", (json_int_t)timeout_ms)
+                                   : json_object();
+
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        return request_json(c, "POST", proc_url(c, sandbox, id, "/waitForExit", NULL), b, ret_json);
 }
 
 static int file_put(cella_client *c, const char *sandbox, const char *path, struct upload *up)

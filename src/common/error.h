@@ -26,6 +26,7 @@
         X(INVALID_COMMAND, 400)             \
         X(COMMAND_TIMEOUT, 408)             \
         X(PROCESS_NOT_FOUND, 404)           \
+        X(PROCESS_ALREADY_EXISTS, 409)      \
         X(SESSION_NOT_FOUND, 404)           \
         X(SESSION_ALREADY_EXISTS, 409)      \
         X(SESSION_DESTROYED, 410)           \

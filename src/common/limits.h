@@ -26,7 +26,16 @@
 #define CELLA_LABELS_MAX 64                                /* labels per sandbox */
 
 /* Sessions and background processes (agent) */
-#define CELLA_ID_MAX 64              /* session and process ids */
+#define CELLA_ID_MAX 64                       /* session and process ids */
+#define CELLA_PROC_MAX 1024                   /* processes kept (running and finished) */
+#define CELLA_PROC_RING (64 * 1024)           /* in-memory output per stream (no disk log) */
+#define CELLA_PROC_RING_TAIL (4 * 1024)       /* what a finished process keeps of it */
+#define CELLA_PROC_MAX_LOG (64 * 1024 * 1024) /* log bytes kept on disk per process */
+#define CELLA_PROC_MAX_PATTERN 4096           /* waitLog pattern */
+#define CELLA_PROC_MAX_LINE (64 * 1024)       /* waitLog: longer lines are matched in pieces */
+#define CELLA_PROC_KILL_GRACE_MS 3000         /* SIGTERM, then SIGKILL after this */
+#define CELLA_PROC_MIN_INTERVAL_MS 10         /* waitPort poll interval, lower bound */
+#define CELLA_PROC_MAX_INTERVAL_MS 60000
 #define CELLA_AGENT_MAX_SESSIONS 256 /* sessions (shells) per sandbox */
 
 /* Paths and names */

@@ -51,7 +51,7 @@ int sandbox_name_check(const char *name, size_t len, bool normalize, char *out,
         return 0;
 }
 
-bool object_id_is_valid(const char *s)
+bool cella_id_is_valid(const char *s)
 {
         size_t n = strlen(s);
 

@@ -13,10 +13,8 @@
 int sandbox_name_check(const char *name, size_t len, bool normalize, char *out,
                        struct cella_error *err);
 bool sandbox_name_is_reserved(const char *name);
-
-/* Ids of sessions and background processes: 1..CELLA_ID_MAX of [A-Za-z0-9_.-], not "."
- * or ".." (they may appear in paths inside the sandbox). */
-bool object_id_is_valid(const char *s);
+/* A session or process id: 1..CELLA_ID_MAX of [A-Za-z0-9_.-], not "." or "..". */
+bool cella_id_is_valid(const char *s);
 
 /* A sandbox's slot id, "s<slot>": the name of its cgroup directories and its data
  * directory, which never change while it lives (a warm-pool claim renames nothing). */

@@ -1,10 +1,12 @@
 /* Strict decoding of the API's JSON request bodies; see api-decode.h. */
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "common/base64.h"
 #include "common/name.h"
 #include "common/path.h"
+#include "common/signal.h"
 #include "daemon/api-decode.h"
 #include "daemon/instance-type.h"
 
@@ -262,7 +264,7 @@ static int id_field(json_t *v, const char *what, char **ret, struct cella_error 
 {
         if (!v || json_is_null(v))
                 return 0;
-        if (!json_is_string(v) || has_nul(v) || !object_id_is_valid(json_string_value(v))) {
+        if (!json_is_string(v) || has_nul(v) || !cella_id_is_valid(json_string_value(v))) {
                 cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                 "%s must be 1-%d characters of [A-Za-z0-9_.-]", what, CELLA_ID_MAX);
                 return -EINVAL;
@@ -659,6 +661,276 @@ int api_decode_move(const char *body, size_t len, struct api_move *ret, struct c
         }
         r = 0;
 out:
+        json_decref(j);
+        return r;
+}
+
+/* ---- background processes ---- */
+
+static int invalid(struct cella_error *err, const char *fmt, ...) _printf_(2, 3);
+static int invalid(struct cella_error *err, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        cella_error_setv(err, CELLA_E_VALIDATION_FAILED, fmt, ap);
+        va_end(ap);
+        return -EINVAL;
+}
+
+/* A timeout or interval in ms: an integer (or a whole non-negative real) in lo..hi. */
+static int ms_field(json_t *v, const char *what, int64_t lo, int64_t hi, json_t *out,
+                    const char *key, struct cella_error *err)
+{
+        json_int_t t = -1;
+
+        if (!v || json_is_null(v))
+                return 0;
+        if (json_is_integer(v))
+                t = json_integer_value(v);
+        else if (json_is_real(v) && json_real_value(v) >= (double)lo &&
+                 json_real_value(v) <= (double)hi)
+                t = (json_int_t)json_real_value(v);
+        if (t < lo || t > hi)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "%s must be milliseconds between %lld and %lld", what,
+                                       (long long)lo, (long long)hi),
+                       -EINVAL;
+        return json_object_set_new(out, key, json_integer(t)) < 0 ? -ENOMEM : 0;
+}
+
+static int signal_field(json_t *v, json_t *out, struct cella_error *err)
+{
+        int sig = -1;
+
+        if (!v || json_is_null(v))
+                return 0;
+        if (json_is_integer(v) && json_integer_value(v) >= 1 && json_integer_value(v) <= 64)
+                sig = (int)json_integer_value(v);
+        else if (json_is_string(v) && !has_nul(v))
+                sig = cella_signal_parse(json_string_value(v));
+        if (sig < 1)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "signal must be a signal name (SIGTERM, TERM) or a number "
+                                       "in 1..64"),
+                       -EINVAL;
+        return json_object_set_new(out, "signal", json_integer(sig)) < 0 ? -ENOMEM : 0;
+}
+
+static int decode_process_start(json_t *j, json_t *out, struct cella_error *err)
+{
+        json_t *command = NULL, *pid = NULL, *sid = NULL, *env = NULL, *cwd = NULL;
+        char path[CELLA_PATH_MAX + 1];
+        json_error_t je;
+        const char *k;
+        json_t *v;
+
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o, s?o, s?o, s?o}", "command", &command,
+                           "processId", &pid, "sessionId", &sid, "env", &env, "cwd", &cwd) < 0)
+                return unpack_fail(&je, err);
+        if (!json_is_string(command) || json_string_length(command) == 0 || has_nul(command) ||
+            json_string_length(command) > CELLA_EXEC_MAX_COMMAND)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "command must be a non-empty string without NUL bytes, "
+                                       "at most %d bytes",
+                                       CELLA_EXEC_MAX_COMMAND),
+                       -EINVAL;
+        json_object_set(out, "command", command);
+        if (pid && !json_is_null(pid)) {
+                if (!json_is_string(pid) || has_nul(pid) ||
+                    !cella_id_is_valid(json_string_value(pid)) ||
+                    strspn(json_string_value(pid), "0123456789") == json_string_length(pid))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "processId must be 1..%d of [A-Za-z0-9_.-], not "
+                                               "only digits",
+                                               CELLA_ID_MAX),
+                               -EINVAL;
+                json_object_set(out, "id", pid);
+        }
+        if (sid && !json_is_null(sid)) {
+                if (!json_is_string(sid) || has_nul(sid) ||
+                    !cella_id_is_valid(json_string_value(sid)))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "sessionId must be 1..%d of [A-Za-z0-9_.-]",
+                                               CELLA_ID_MAX),
+                               -EINVAL;
+                json_object_set(out, "session", sid);
+        }
+        if (env && !json_is_null(env)) {
+                if (api_check_string_object(env, "env", CELLA_EXEC_MAX_ENV, err) < 0)
+                        return -EINVAL;
+                json_object_foreach(env, k, v)
+                {
+                        if (!is_identifier(k))
+                                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                                       "env: '%.64s' is not an identifier", k),
+                                       -EINVAL;
+                }
+                json_object_set(out, "env", env);
+        }
+        if (cwd && !json_is_null(cwd)) {
+                if (!json_is_string(cwd))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "cwd must be a string"),
+                               -EINVAL;
+                if (path_field(cwd, "cwd", path, err) < 0)
+                        return -EINVAL;
+                json_object_set_new(out, "cwd", json_string(path));
+        }
+        return 0;
+}
+
+static int decode_wait_port(json_t *j, json_t *out, struct cella_error *err)
+{
+        json_t *port = NULL, *mode = NULL, *path = NULL, *status = NULL, *interval = NULL,
+               *timeout = NULL;
+        json_int_t smin = 200, smax = 399;
+        json_error_t je;
+
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o, s?o, s?o, s?o, s?o}", "port", &port,
+                           "mode", &mode, "path", &path, "status", &status, "interval", &interval,
+                           "timeout", &timeout) < 0)
+                return unpack_fail(&je, err);
+        if (!json_is_integer(port) || json_integer_value(port) < 1 ||
+            json_integer_value(port) > 65535)
+                return cella_error_set(err, CELLA_E_INVALID_PORT,
+                                       "port must be an integer in 1..65535"),
+                       -EINVAL;
+        json_object_set(out, "port", port);
+        if (mode && !json_is_null(mode)) {
+                if (!json_is_string(mode) || (strcmp(json_string_value(mode), "tcp") != 0 &&
+                                              strcmp(json_string_value(mode), "http") != 0))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "mode must be \"tcp\" or \"http\""),
+                               -EINVAL;
+                json_object_set(out, "mode", mode);
+        }
+        if (path && !json_is_null(path)) {
+                const char *s = json_is_string(path) ? json_string_value(path) : NULL;
+                bool ok = s && s[0] == '/' && !has_nul(path) && json_string_length(path) <= 2048;
+
+                for (; ok && *s; s++)
+                        if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f)
+                                ok = false;
+                if (!ok)
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "path must start with '/' and be printable ASCII "
+                                               "without spaces (at most 2048 bytes)"),
+                               -EINVAL;
+                json_object_set(out, "path", path);
+        }
+        if (status && !json_is_null(status)) {
+                if (json_is_integer(status)) {
+                        smin = smax = json_integer_value(status);
+                } else if (!json_is_object(status) ||
+                           json_unpack_ex(status, &je, JSON_STRICT, "{s?I, s?I}", "min", &smin,
+                                          "max", &smax) < 0) {
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "status must be a number or {min, max}"),
+                               -EINVAL;
+                }
+                if (smin < 100 || smax > 599 || smin > smax)
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "status range must be within 100..599, min <= max"),
+                               -EINVAL;
+                json_object_set_new(out, "statusMin", json_integer(smin));
+                json_object_set_new(out, "statusMax", json_integer(smax));
+        }
+        if (ms_field(interval, "interval", CELLA_PROC_MIN_INTERVAL_MS, CELLA_PROC_MAX_INTERVAL_MS,
+                     out, "intervalMs", err) < 0)
+                return -EINVAL;
+        return ms_field(timeout, "timeout", 0, CELLA_EXEC_MAX_TIMEOUT_MS, out, "timeoutMs", err);
+}
+
+int api_decode_process(enum api_proc_call call, const char *body, size_t len,
+                       const char *query_signal, json_t **ret, struct cella_error *err)
+{
+        static const char *const ops[] = {
+                [API_PROC_START] = "start",        [API_PROC_KILL] = "kill",
+                [API_PROC_WAIT_LOG] = "waitLog",   [API_PROC_WAIT_PORT] = "waitPort",
+                [API_PROC_WAIT_EXIT] = "waitExit",
+        };
+        json_t *j = NULL, *out = NULL, *a = NULL, *b = NULL, *c = NULL;
+        json_error_t je;
+        int r = -EINVAL;
+
+        *ret = NULL;
+        if ((unsigned)call >= ARRAY_SIZE(ops))
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "bad call"), -EINVAL;
+        /* kill and waitForExit may come without a body */
+        if (len == 0 && (call == API_PROC_KILL || call == API_PROC_WAIT_EXIT))
+                j = json_object();
+        else
+                j = load_object(body, len, err);
+        out = json_pack("{s:s}", "op", ops[call]);
+        if (!j || !out)
+                goto out;
+        switch (call) {
+        case API_PROC_START:
+                r = decode_process_start(j, out, err);
+                break;
+        case API_PROC_KILL:
+                if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o}", "signal", &a) < 0) {
+                        r = unpack_fail(&je, err);
+                        break;
+                }
+                if (query_signal) {
+                        if (a)
+                                r = invalid(err, "signal given in the query and the body");
+                        else if (cella_signal_parse(query_signal) < 1)
+                                r = invalid(err, "signal must be a signal name (SIGTERM, "
+                                                 "TERM) or a number in 1..64");
+                        else
+                                r = json_object_set_new(
+                                            out, "signal",
+                                            json_integer(cella_signal_parse(query_signal))) < 0
+                                            ? -ENOMEM
+                                            : 0;
+                        break;
+                }
+                r = signal_field(a, out, err);
+                break;
+        case API_PROC_WAIT_LOG:
+                if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o, s?o}", "pattern", &a, "regex",
+                                   &b, "timeout", &c) < 0) {
+                        r = unpack_fail(&je, err);
+                        break;
+                }
+                if (!json_is_string(a) || json_string_length(a) == 0 || has_nul(a) ||
+                    json_string_length(a) > CELLA_PROC_MAX_PATTERN) {
+                        r = invalid(err,
+                                    "pattern must be a non-empty string without NUL "
+                                    "bytes, at most %d bytes",
+                                    CELLA_PROC_MAX_PATTERN);
+                        break;
+                }
+                json_object_set(out, "pattern", a);
+                if (b && !json_is_null(b)) {
+                        if (!json_is_boolean(b)) {
+                                r = invalid(err, "regex must be a boolean");
+                                break;
+                        }
+                        json_object_set(out, "regex", b);
+                }
+                r = ms_field(c, "timeout", 0, CELLA_EXEC_MAX_TIMEOUT_MS, out, "timeoutMs", err);
+                break;
+        case API_PROC_WAIT_PORT:
+                r = decode_wait_port(j, out, err);
+                break;
+        case API_PROC_WAIT_EXIT:
+                if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o}", "timeout", &c) < 0) {
+                        r = unpack_fail(&je, err);
+                        break;
+                }
+                r = ms_field(c, "timeout", 0, CELLA_EXEC_MAX_TIMEOUT_MS, out, "timeoutMs", err);
+                break;
+        }
+        if (r == 0)
+                *ret = TAKE_PTR(out);
+out:
+        if (r == -ENOMEM || (r < 0 && !cella_error_is_set(err)))
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        json_decref(out);
         json_decref(j);
         return r;
 }

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <string.h>
 
-#include "common/base64.h"
 #include "common/limits.h"
 #include "common/timeutil.h"
 #include "common/utf8.h"
@@ -18,9 +17,8 @@ struct exec_op {
         unsigned refs;
         struct api *api;
         char name[CELLA_NAME_MAX + 1];
-        struct http_request *req; /* referenced until the response ended or the client left */
-        struct sandbox *sb;       /* referenced once found */
-        struct agent_stream *stream;
+        struct api_sse io;  /* io.req referenced until the response ended or the client left */
+        struct sandbox *sb; /* referenced once found */
         bool sse;
         bool finished; /* response given */
         struct api_exec in;
@@ -28,23 +26,33 @@ struct exec_op {
         int pid;
         struct buf out[2]; /* stdout, stderr (buffered mode) */
         bool truncated[2];
-        struct buf carry[2]; /* SSE: incomplete UTF-8 tail of each stream */
 };
+
+static void op_unref(struct exec_op *op);
+
+static void op_hold(void *owner)
+{
+        ((struct exec_op *)owner)->refs++;
+}
+
+static void op_release(void *owner)
+{
+        op_unref(owner);
+}
 
 static void op_unref(struct exec_op *op)
 {
         if (--op->refs > 0)
                 return;
-        if (op->req) {
-                http_request_on_abort(op->req, NULL, NULL);
-                http_request_unref(op->req);
+        if (op->io.req) {
+                http_request_on_abort(op->io.req, NULL, NULL);
+                http_request_unref(op->io.req);
         }
         sandbox_unref(op->sb);
         api_exec_done(&op->in);
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 2; i++)
                 buf_free(&op->out[i]);
-                buf_free(&op->carry[i]);
-        }
+        api_sse_done(&op->io);
         free(op);
 }
 
@@ -53,123 +61,14 @@ static int64_t duration_ms(const struct exec_op *op)
         return (int64_t)((time_mono_us() - op->start_us) / 1000);
 }
 
-/* Output as a JSON string when it is UTF-8, else base64 (*ret_b64 set). New reference. */
-static json_t *output_json(const struct buf *b, bool *ret_b64)
-{
-        const char *d = b->data ? b->data : "";
-
-        *ret_b64 = false;
-        if (utf8_is_valid(d, b->len))
-                return json_stringn(d, b->len);
-        {
-                _cleanup_buf_ struct buf e = BUF_INIT;
-
-                if (base64_encode(&e, d, b->len) < 0)
-                        return NULL;
-                *ret_b64 = true;
-                return json_stringn(e.data ? e.data : "", e.len);
-        }
-}
-
 static void finish(struct exec_op *op)
 {
         op->finished = true;
-        if (op->req) {
-                http_request_on_abort(op->req, NULL, NULL);
-                http_request_unref(op->req);
-                op->req = NULL;
+        if (op->io.req) {
+                http_request_on_abort(op->io.req, NULL, NULL);
+                http_request_unref(op->io.req);
+                op->io.req = NULL;
         }
-}
-
-/* ---- SSE ---- */
-
-struct sse_write {
-        struct exec_op *op;
-        size_t ack;
-};
-
-static void sse_written(struct http_request *req, int status, size_t len, void *ud)
-{
-        struct sse_write *w = ud;
-
-        (void)req;
-        (void)len;
-        if (status == 0 && w->op->stream && w->ack)
-                agent_stream_ack(w->op->stream, w->ack);
-        op_unref(w->op);
-        free(w);
-}
-
-/* Send event; ack agent credit for `ack` data bytes once the client took it. */
-static void sse_event(struct exec_op *op, json_t *ev, size_t ack)
-{
-        struct sse_write *w;
-        char ts[32];
-
-        if (!ev)
-                return;
-        api_timestamp(ts);
-        json_object_set_new(ev, "timestamp", json_string(ts));
-        w = calloc(1, sizeof(*w));
-        if (!op->req || !w || http_sse_send(op->req, ev, sse_written, w) < 0) {
-                free(w);
-                if (op->stream && ack)
-                        agent_stream_ack(op->stream, ack);
-                json_decref(ev);
-                return;
-        }
-        w->op = op;
-        w->ack = ack;
-        op->refs++;
-        json_decref(ev);
-}
-
-static void sse_output(struct exec_op *op, int which, const uint8_t *data, size_t len, bool flush)
-{
-        static const char *const types[] = {"stdout", "stderr"};
-        struct buf *c = &op->carry[which];
-        size_t n;
-
-        if (buf_append(c, data, len) < 0) {
-                if (op->stream)
-                        agent_stream_ack(op->stream, len);
-                return;
-        }
-        if (c->len == 0)
-                return;
-        n = flush ? c->len : utf8_complete_prefix(c->data, c->len);
-        if (n == 0) {
-                if (op->stream && len)
-                        agent_stream_ack(op->stream, len);
-                return;
-        }
-        if (utf8_is_valid(c->data, n)) {
-                sse_event(op, json_pack("{s:s, s:s%}", "type", types[which], "data", c->data, n),
-                          len);
-        } else {
-                /* the text up to the first invalid byte as text, the rest of this piece
-                 * (with any held tail) as base64 */
-                _cleanup_buf_ struct buf e = BUF_INIT;
-                size_t v = utf8_valid_prefix(c->data, n);
-
-                if (v > 0) {
-                        sse_event(
-                                op,
-                                json_pack("{s:s, s:s%}", "type", types[which], "data", c->data, v),
-                                0);
-                        buf_consume(c, v);
-                }
-                n = c->len;
-                if (base64_encode(&e, c->data, n) < 0) {
-                        buf_consume(c, n);
-                        return;
-                }
-                sse_event(op,
-                          json_pack("{s:s, s:s%, s:s}", "type", types[which], "data",
-                                    e.data ? e.data : "", e.len, "encoding", "base64"),
-                          len);
-        }
-        buf_consume(c, n);
 }
 
 /* ---- frames ---- */
@@ -203,28 +102,28 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
         json_decref(j);
         api_timestamp(ts);
         if (op->sse) {
-                sse_output(op, 0, NULL, 0, true);
-                sse_output(op, 1, NULL, 0, true);
+                api_sse_output(&op->io, 0, NULL, 0, true);
+                api_sse_output(&op->io, 1, NULL, 0, true);
                 if (timed_out)
-                        sse_event(op,
-                                  json_pack("{s:s, s:s, s:s}", "type", "error", "error",
-                                            "command timed out; its process tree was killed",
-                                            "code", "COMMAND_TIMEOUT"),
-                                  0);
+                        api_sse_event(&op->io,
+                                      json_pack("{s:s, s:s, s:s}", "type", "error", "error",
+                                                "command timed out; its process tree was killed",
+                                                "code", "COMMAND_TIMEOUT"),
+                                      0);
                 else
-                        sse_event(op,
-                                  json_pack("{s:s, s:I, s:I}", "type", "complete", "exitCode", code,
-                                            "duration", (json_int_t)duration_ms(op)),
-                                  0);
-                if (op->req)
-                        http_response_end(op->req);
+                        api_sse_event(&op->io,
+                                      json_pack("{s:s, s:I, s:I}", "type", "complete", "exitCode",
+                                                code, "duration", (json_int_t)duration_ms(op)),
+                                      0);
+                if (op->io.req)
+                        http_response_end(op->io.req);
                 finish(op);
                 return;
         }
         {
                 bool b64o, b64e;
-                json_t *so = output_json(&op->out[0], &b64o);
-                json_t *se = output_json(&op->out[1], &b64e);
+                json_t *so = api_output_json(&op->out[0], &b64o);
+                json_t *se = api_output_json(&op->out[1], &b64e);
                 json_t *r;
 
                 if (timed_out) {
@@ -238,8 +137,8 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
                                         "command timed out after %lld ms; its process tree was "
                                         "killed",
                                         (long long)op->in.timeout_ms);
-                        if (op->req)
-                                http_respond_error(op->req, &e, ctx);
+                        if (op->io.req)
+                                http_respond_error(op->io.req, &e, ctx);
                         json_decref(ctx);
                         finish(op);
                         return;
@@ -260,11 +159,12 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
                         if (op->pid > 0)
                                 json_object_set_new(r, "pid", json_integer(op->pid));
                 }
-                if (op->req) {
+                if (op->io.req) {
                         if (r)
-                                http_respond_json(op->req, 200, r);
+                                http_respond_json(op->io.req, 200, r);
                         else
-                                http_respond_code(op->req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                                http_respond_code(op->io.req, CELLA_E_INTERNAL_ERROR,
+                                                  "out of memory");
                 }
                 json_decref(r);
                 finish(op);
@@ -287,10 +187,10 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                 json_decref(j);
                 op->pid = (int)pid;
                 if (op->sse)
-                        sse_event(op,
-                                  json_pack("{s:s, s:s, s:I}", "type", "start", "command",
-                                            op->in.command, "pid", pid),
-                                  0);
+                        api_sse_event(&op->io,
+                                      json_pack("{s:s, s:s, s:I}", "type", "start", "command",
+                                                op->in.command, "pid", pid),
+                                      0);
                 break;
         }
         case FRAME_STDOUT:
@@ -298,7 +198,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                 int which = f->type == FRAME_STDERR;
 
                 if (op->sse && !op->finished) {
-                        sse_output(op, which, f->payload, f->len, false);
+                        api_sse_output(&op->io, which, f->payload, f->len, false);
                         break;
                 }
                 if (!op->finished) {
@@ -321,32 +221,31 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
         case FRAME_ERROR:
                 if (op->finished)
                         break;
-                if (op->sse) {
+                {
                         struct cella_error e = {0};
                         json_int_t code = -1;
                         json_t *ev;
 
                         api_agent_error(f, &e);
-                        ev = json_pack("{s:s, s:s, s:s}", "type", "error", "error", e.msg, "code",
-                                       cella_code_name(e.code));
-                        if (ev && agent_error_exit_code(f, &code))
-                                json_object_set_new(ev, "exitCode", json_integer(code));
-                        sse_output(op, 0, NULL, 0, true);
-                        sse_output(op, 1, NULL, 0, true);
-                        sse_event(op, ev, 0);
-                        if (op->req)
-                                http_response_end(op->req);
-                } else if (op->req) {
-                        struct cella_error e = {0};
-                        json_int_t code = -1;
-
-                        api_agent_error(f, &e);
-                        if (agent_error_exit_code(f, &code)) {
+                        if (!agent_error_exit_code(f, &code)) {
+                                api_sse_fail(&op->io, op->sse, &e);
+                        } else if (op->sse) {
+                                /* SESSION_TERMINATED: the shell's exit code with the error,
+                                 * after what output is still held. */
+                                api_sse_output(&op->io, 0, NULL, 0, true);
+                                api_sse_output(&op->io, 1, NULL, 0, true);
+                                ev = json_pack("{s:s, s:s, s:s, s:I}", "type", "error", "error",
+                                               e.msg, "code", cella_code_name(e.code), "exitCode",
+                                               code);
+                                api_sse_event(&op->io, ev, 0);
+                                if (op->io.req)
+                                        http_response_end(op->io.req);
+                        } else if (op->io.req) {
                                 /* SESSION_TERMINATED: the shell's exit code and the output
                                  * the command wrote before it exited. */
                                 bool b64o, b64e;
-                                json_t *so = output_json(&op->out[0], &b64o);
-                                json_t *se = output_json(&op->out[1], &b64e);
+                                json_t *so = api_output_json(&op->out[0], &b64o);
+                                json_t *se = api_output_json(&op->out[1], &b64e);
                                 json_t *ctx = json_pack("{s:I, s:o, s:o}", "exitCode", code,
                                                         "stdout", so ? so : json_string(""),
                                                         "stderr", se ? se : json_string(""));
@@ -354,10 +253,8 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                                 if (ctx && op->in.session_id)
                                         json_object_set_new(ctx, "sessionId",
                                                             json_string(op->in.session_id));
-                                http_respond_error(op->req, &e, ctx);
+                                http_respond_error(op->io.req, &e, ctx);
                                 json_decref(ctx);
-                        } else {
-                                http_respond_error(op->req, &e, NULL);
                         }
                 }
                 finish(op);
@@ -372,19 +269,13 @@ static void on_close(struct agent_stream *s, int err, void *userdata)
         struct exec_op *op = userdata;
 
         (void)s;
-        op->stream = NULL;
-        if (!op->finished && op->req) {
-                if (op->sse) {
-                        sse_event(op,
-                                  json_pack("{s:s, s:s, s:s}", "type", "error", "error",
-                                            "the sandbox's agent went away", "code",
-                                            "SANDBOX_UNAVAILABLE"),
-                                  0);
-                        http_response_end(op->req);
-                } else {
-                        http_respond_code(op->req, CELLA_E_SANDBOX_UNAVAILABLE,
-                                          "the sandbox's agent went away (%s)", strerror(-err));
-                }
+        op->io.stream = NULL;
+        if (!op->finished) {
+                struct cella_error e = {0};
+
+                cella_error_set(&e, CELLA_E_SANDBOX_UNAVAILABLE,
+                                "the sandbox's agent went away (%s)", strerror(-err));
+                api_sse_fail(&op->io, op->sse, &e);
         }
         finish(op);
         op_unref(op);
@@ -399,8 +290,8 @@ static void on_abort(struct http_request *req, void *ud)
 
         (void)req;
         finish(op);
-        if (op->stream)
-                agent_stream_cancel(op->stream);
+        if (op->io.stream)
+                agent_stream_cancel(op->io.stream);
 }
 
 static void exec_body(struct http_request *req, const char *body, size_t len, void *ud)
@@ -452,14 +343,14 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
         op->sse = api_wants_sse(req);
         op->start_us = time_mono_us();
         op->refs++; /* the stream's */
-        if (agent_conn_open(conn, FRAME_EXEC, payload, &exec_ops, op, &op->stream, &err) < 0) {
+        if (agent_conn_open(conn, FRAME_EXEC, payload, &exec_ops, op, &op->io.stream, &err) < 0) {
                 op->refs--;
                 json_decref(payload);
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
         json_decref(payload);
-        op->req = req;
+        op->io.req = req;
         http_request_ref(req);
         http_request_on_abort(req, on_abort, op);
         if (op->sse)
@@ -484,6 +375,9 @@ void api_exec(struct api *a, struct http_request *req, const char *name)
         }
         op->refs = 1;
         op->api = a;
+        op->io.hold = op_hold;
+        op->io.release = op_release;
+        op->io.owner = op;
         snprintf(op->name, sizeof(op->name), "%s", name);
         http_request_on_abort(req, body_abort, op);
         if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, exec_body, op) < 0) {

@@ -34,6 +34,32 @@ int api_agent_call(struct http_request *req, struct sandbox *sb, uint8_t type, j
                    api_call_done done, void *ud);
 void api_images_build(struct api *a, struct http_request *req, const char *name);
 
+void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest);
+
+/* api-sse.c: output of an agent stream to an HTTP client. The owner embeds the struct and
+ * sets req/stream (borrowed; NULL once finished/closed) and hold/release (a reference on
+ * the owner per SSE write in flight). */
+struct api_sse {
+        struct http_request *req;
+        struct agent_stream *stream;
+        struct buf carry[2]; /* incomplete UTF-8 tail of stdout, stderr */
+        void (*hold)(void *owner);
+        void (*release)(void *owner);
+        void *owner;
+};
+/* Send event ev (consumed; a timestamp is added); `ack` data bytes of agent credit are
+ * returned once the client took it. */
+void api_sse_event(struct api_sse *o, json_t *ev, size_t ack);
+/* stdout (0) / stderr (1) bytes as {type, data} events, never splitting a UTF-8 character
+ * (flush: send what is held); bytes that are not UTF-8 go as base64 with encoding. */
+void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t len, bool flush);
+void api_sse_done(struct api_sse *o);
+/* The call failed: with sse, an {type: error} event and the end of the stream; without,
+ * the error response. */
+void api_sse_fail(struct api_sse *o, bool sse, const struct cella_error *e);
+/* Output as a JSON string when it is UTF-8, else base64 (*ret_b64 set). New reference. */
+json_t *api_output_json(const struct buf *b, bool *ret_b64);
+
 /* Helpers */
 void api_timestamp(char out[32]);
 /* Answer from an agent ERROR frame payload. */

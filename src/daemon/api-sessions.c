@@ -281,7 +281,7 @@ void api_sessions(struct api *a, struct http_request *req, const char *name, con
         }
         memcpy(sid, sub, n);
         sid[n] = '\0';
-        if (!object_id_is_valid(sid)) {
+        if (!cella_id_is_valid(sid)) {
                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
                                   "session id must be 1-%d characters of [A-Za-z0-9_.-]",
                                   CELLA_ID_MAX);

@@ -284,6 +284,10 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
         enum { R_EXEC, R_FILES } kind;
         const char *sub = "";
 
+        if (strcmp(rest, "/processes") == 0 || strncmp(rest, "/processes/", 11) == 0) {
+                api_processes(a, req, name, rest + 10);
+                return;
+        }
         if (strcmp(rest, "/env") == 0) {
                 if (!is(req, "POST"))
                         method_not_allowed(req);

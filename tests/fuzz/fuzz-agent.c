@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "agent/proc-request.h"
 #include "agent/request.h"
 #include "agent/session.h"
 #include "common/limits.h"
@@ -106,9 +107,54 @@ static void check_success(const struct frame *f, const struct agent_request *r)
                 FUZZ_CHECK(r->len == f->len);
                 FUZZ_CHECK(r->len == 0 || r->data == f->payload);
                 break;
+        case FRAME_PROC:
+                FUZZ_CHECK(json_is_object(r->body));
+                break;
         default:
                 break;
         }
+}
+
+/* The second step for PROC: the operation's own decoder (src/agent/proc-request.h). */
+static void check_proc(json_t *body)
+{
+        struct proc_request p;
+        struct cella_error err = {0};
+        int r;
+
+        memset(&p, 0xa5, sizeof(p));
+        r = proc_request_decode(body, &p, &err);
+        if (r < 0) {
+                FUZZ_CHECK(r == -EINVAL && cella_error_is_set(&err));
+                proc_request_done(&p);
+                return;
+        }
+        FUZZ_CHECK(!cella_error_is_set(&err));
+        FUZZ_CHECK(p.op >= PROC_START && p.op <= PROC_WAIT_EXIT);
+        if (p.op == PROC_START) {
+                FUZZ_CHECK(p.command && p.command[0]);
+                check_path(p.cwd);
+                FUZZ_CHECK(!p.id ||
+                           (agent_id_is_valid(p.id) && strspn(p.id, "0123456789") != strlen(p.id)));
+                FUZZ_CHECK(!p.session || agent_id_is_valid(p.session));
+                FUZZ_CHECK(p.n_env <= CELLA_EXEC_MAX_ENV && p.n_base_env <= CELLA_EXEC_MAX_ENV);
+        } else if (p.op != PROC_LIST && p.op != PROC_KILLALL) {
+                FUZZ_CHECK(p.id && (agent_id_is_valid(p.id)));
+        }
+        FUZZ_CHECK(p.signal >= 0 && p.signal <= 64);
+        FUZZ_CHECK(p.timeout_ms >= 0 && p.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+        if (p.op == PROC_WAIT_LOG)
+                FUZZ_CHECK(p.pattern && p.pattern[0] &&
+                           strlen(p.pattern) <= CELLA_PROC_MAX_PATTERN);
+        if (p.op == PROC_WAIT_PORT) {
+                FUZZ_CHECK(p.port >= 1 && p.port <= 65535);
+                FUZZ_CHECK(p.path && p.path[0] == '/');
+                FUZZ_CHECK(p.status_min >= 100 && p.status_min <= p.status_max &&
+                           p.status_max <= 599);
+                FUZZ_CHECK(p.interval_ms >= CELLA_PROC_MIN_INTERVAL_MS &&
+                           p.interval_ms <= CELLA_PROC_MAX_INTERVAL_MS);
+        }
+        proc_request_done(&p);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -129,6 +175,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (r == 0) {
                         FUZZ_CHECK(!cella_error_is_set(&err));
                         check_success(&f, &req);
+                        if (req.type == FRAME_PROC)
+                                check_proc(req.body);
                 } else {
                         FUZZ_CHECK(r == -EPROTO || r == -EINVAL || r == -ENOMEM);
                         FUZZ_CHECK(r == -ENOMEM || cella_error_is_set(&err));

@@ -1,6 +1,8 @@
 /* Fuzz the API's JSON request decoders (src/daemon/api-decode.h). The first input byte
- * picks the decoder (modulo 8: put_sandbox, exec, file_read, file_write, mkdir, move, and
- * the shared helpers api_parse_bool and api_check_string_object), the rest is the body, in
+ * picks the decoder (modulo 16: 0-5 put_sandbox, exec, file_read, file_write, mkdir, move;
+ * 6 and 7 the shared helpers api_parse_bool and api_check_string_object (and setEnvVars);
+ * 8-12 the process calls of api_decode_process (start, kill, waitLog, waitPort, waitExit);
+ * 13-15 kill with the body as the ?signal= query value), the rest is the body, in
  * an exact-size heap copy without a terminating NUL, as the HTTP server hands it over.
  *
  * Invariants, from the header's contract: success is 0 with err unset and the result
@@ -157,13 +159,72 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 free(s);
                 break;
         }
-        case 8: {
+        case 8:
+        case 9:
+        case 10:
+        case 11:
+        case 12:
+        case 13:
+        case 14:
+        case 15: {
+                /* Background processes: the PROC body for the agent, or a clean failure. */
+                enum api_proc_call call =
+                        which <= 12 ? (enum api_proc_call)(which - 8) : API_PROC_KILL;
+                char *q = NULL;
+                json_t *out = (json_t *)0x1;
+
+                if (which > 12) {
+                        q = malloc(len + 1);
+                        if (!q)
+                                return;
+                        memcpy(q, body, len);
+                        q[len] = '\0';
+                }
+                r = api_decode_process(call, q ? "" : body, q ? 0 : len, q, &out, &err);
+                if (r == 0) {
+                        const char *op;
+
+                        FUZZ_CHECK(!cella_error_is_set(&err));
+                        FUZZ_CHECK(json_is_object(out));
+                        op = json_string_value(json_object_get(out, "op"));
+                        FUZZ_CHECK(op != NULL);
+                        if (call == API_PROC_START) {
+                                const char *c = json_string_value(json_object_get(out, "command"));
+
+                                FUZZ_CHECK(c && c[0] && strlen(c) <= CELLA_EXEC_MAX_COMMAND);
+                                check_strings(json_object_get(out, "env"));
+                                if (json_object_get(out, "cwd"))
+                                        check_path(json_string_value(json_object_get(out, "cwd")));
+                        }
+                        if (json_object_get(out, "signal")) {
+                                json_int_t s = json_integer_value(json_object_get(out, "signal"));
+
+                                FUZZ_CHECK(s >= 1 && s <= 64);
+                        }
+                        if (json_object_get(out, "timeoutMs"))
+                                FUZZ_CHECK(json_integer_value(json_object_get(out, "timeoutMs")) >=
+                                           0);
+                        if (call == API_PROC_WAIT_PORT) {
+                                json_int_t p = json_integer_value(json_object_get(out, "port"));
+
+                                FUZZ_CHECK(p >= 1 && p <= 65535);
+                        }
+                } else {
+                        FUZZ_CHECK(r == -EINVAL || r == -ENOMEM);
+                        FUZZ_CHECK(cella_error_is_set(&err));
+                        FUZZ_CHECK(out == NULL);
+                }
+                json_decref(out);
+                free(q);
+                break;
+        }
+        case 16: {
                 struct api_session x;
                 memset(&x, 0xa5, sizeof(x));
                 r = api_decode_session(body, len, &x, &err);
                 CHECK_OUTCOME(r, err, x, {
                         FUZZ_CHECK(x.timeout_ms >= 0 && x.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
-                        FUZZ_CHECK(x.id == NULL || object_id_is_valid(x.id));
+                        FUZZ_CHECK(x.id == NULL || cella_id_is_valid(x.id));
                         check_strings(x.env);
                         if (x.cwd)
                                 check_path(x.cwd);
@@ -178,7 +239,7 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 int er = api_decode_env(body, len, &e, &eerr);
                 FUZZ_CHECK(er == 0 ? (json_is_object(e.vars) && !cella_error_is_set(&eerr))
                                    : (e.vars == NULL && cella_error_is_set(&eerr)));
-                FUZZ_CHECK(er != 0 || e.session_id == NULL || object_id_is_valid(e.session_id));
+                FUZZ_CHECK(er != 0 || e.session_id == NULL || cella_id_is_valid(e.session_id));
                 api_env_done(&e);
                 json_t *j = json_loadb(body, len, JSON_ALLOW_NUL, NULL);
                 if (!j)
@@ -208,7 +269,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!body)
                 return 0;
         memcpy(body, data + 1, size - 1);
-        fuzz_decoder(data[0] % 9, body, size - 1);
+        fuzz_decoder(data[0] % 17, body, size - 1);
         free(body);
         return 0;
 }

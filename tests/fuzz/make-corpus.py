@@ -19,7 +19,7 @@ FRAME_MAX = 1024 * 1024
 # enum frame_type (src/common/proto.h)
 HELLO, EXEC, STARTED, STDOUT, STDERR, EXIT, ERROR, CANCEL, WINDOW = range(1, 10)
 FILE_READ, FILE_WRITE, FILE_OP, DATA, END, RESULT, FILE_INFO, PING, PONG = range(10, 19)
-SESSION = 19
+SESSION, PROC = 19, 20
 
 
 def frame(ftype, stream, payload=b"", flags=0, reserved=0, length=None):
@@ -294,16 +294,45 @@ def jsonseeds():
     out["env-set-unset"] = bytes([7]) + js({"vars": {"A": "1", "_B": "", "GONE": None}})
     out["env-bad-name"] = bytes([7]) + js({"vars": {"1A": "x", "A-B": "y"}})
     out["env-bad-value"] = bytes([7]) + js({"vars": {"A": 5}})
+    # Selectors 8-12: background-process calls (api_decode_process); 13: ?signal= values.
+    procs = {
+        8: {"start-full": {"command": "python3 -m http.server 8000", "processId": "web",
+                           "sessionId": "s1", "env": {"PORT": "8000"}, "cwd": "/workspace/app"},
+            "start-minimal": {"command": "sleep 10"},
+            "start-digits-id": {"command": "x", "processId": "123"},
+            "start-bad-env": {"command": "x", "env": {"A-B": "y"}},
+            "start-unknown-key": {"command": "x", "pid": 1}},
+        9: {"kill-name": {"signal": "SIGINT"}, "kill-number": {"signal": 9},
+            "kill-bad": {"signal": "SIGNOPE"}, "kill-zero": {"signal": 0}},
+        10: {"wait-log": {"pattern": "ready", "regex": False, "timeout": 5000},
+             "wait-log-regex": {"pattern": "^listening on [0-9]+$", "regex": True},
+             "wait-log-empty": {"pattern": ""}},
+        11: {"wait-port-http": {"port": 8080, "mode": "http", "path": "/health",
+                                "status": {"min": 200, "max": 204}, "interval": 100,
+                                "timeout": 10000},
+             "wait-port-status-number": {"port": 1, "status": 200},
+             "wait-port-bad-port": {"port": 70000},
+             "wait-port-bad-path": {"port": 80, "mode": "http", "path": "/a b"},
+             "wait-port-bad-range": {"port": 80, "status": {"min": 500, "max": 200}}},
+        12: {"wait-exit": {"timeout": 100}, "wait-exit-empty": {},
+             "wait-exit-negative": {"timeout": -5}},
+    }
+    for sel, seeds in procs.items():
+        for label, body in seeds.items():
+            out["process-" + label] = bytes([sel]) + js(body)
+    out["process-kill-no-body"] = bytes([9])
+    out["process-query-signal"] = bytes([13]) + b"TERM"
+    out["process-query-signal-bad"] = bytes([13]) + b"99"
     out["env-session"] = bytes([7]) + js({"vars": {"A": "1"}, "sessionId": "s-1"})
     out["env-bad-session"] = bytes([7]) + js({"vars": {}, "sessionId": "../x"})
-    # Selector 8: POST .../sessions bodies.
-    out["session-full"] = bytes([8]) + js({"id": "build.1", "cwd": "/workspace/app",
+    # Selector 16: POST .../sessions bodies.
+    out["session-full"] = bytes([16]) + js({"id": "build.1", "cwd": "/workspace/app",
                                            "env": {"A": "1"}, "commandTimeoutMs": 5000})
-    out["session-empty"] = bytes([8])
-    out["session-bad-id"] = bytes([8]) + js({"id": ".."})
-    out["session-bad-env"] = bytes([8]) + js({"env": {"A-B": "x"}})
-    out["session-bad-timeout"] = bytes([8]) + js({"commandTimeoutMs": -5})
-    out["session-unknown-key"] = bytes([8]) + js({"name": "x"})
+    out["session-empty"] = bytes([16])
+    out["session-bad-id"] = bytes([16]) + js({"id": ".."})
+    out["session-bad-env"] = bytes([16]) + js({"env": {"A-B": "x"}})
+    out["session-bad-timeout"] = bytes([16]) + js({"commandTimeoutMs": -5})
+    out["session-unknown-key"] = bytes([16]) + js({"name": "x"})
     out["empty"] = b""
     return out
 
@@ -353,6 +382,28 @@ def agent():
         "session-setenv-bad": frame(SESSION, 6, {"op": "setenv", "env": {"1A": None}}),
         "session-unknown-op": frame(SESSION, 6, {"op": "fork"}),
         "session-stream-0": frame(SESSION, 0, {"op": "list"}),
+        "proc-start": frame(PROC, 5, {"op": "start", "command": "sleep 1", "id": "web",
+                                      "session": "s1", "cwd": "/workspace",
+                                      "env": {"A": "1"}, "baseEnv": {"B": "2"}}),
+        "proc-start-digits": frame(PROC, 5, {"op": "start", "command": "x", "id": "42"}),
+        "proc-list-get": (frame(PROC, 5, {"op": "list"}) + frame(PROC, 6, {"op": "get", "id": 7})
+                          + frame(PROC, 7, {"op": "get", "id": "proc-1"})),
+        "proc-kill": (frame(PROC, 5, {"op": "kill", "id": "x", "signal": "SIGINT"})
+                      + frame(PROC, 6, {"op": "killall", "signal": 9})
+                      + frame(PROC, 7, {"op": "kill", "id": "x", "signal": "NOPE"})),
+        "proc-logs-stream": (frame(PROC, 5, {"op": "logs", "id": "x"})
+                             + frame(PROC, 6, {"op": "stream", "id": "x"}) + window(6, 65536)
+                             + frame(CANCEL, 6)),
+        "proc-wait-log": frame(PROC, 5, {"op": "waitLog", "id": "x", "pattern": "a+b",
+                                         "regex": True, "timeoutMs": 1000}),
+        "proc-wait-port": frame(PROC, 5, {"op": "waitPort", "id": "x", "port": 8080,
+                                          "mode": "http", "path": "/", "statusMin": 200,
+                                          "statusMax": 299, "intervalMs": 50}),
+        "proc-wait-port-bad": frame(PROC, 5, {"op": "waitPort", "id": "x", "port": 0,
+                                              "mode": "udp"}),
+        "proc-wait-exit": frame(PROC, 5, {"op": "waitExit", "id": "x", "timeoutMs": -1}),
+        "proc-unknown-op": frame(PROC, 5, {"op": "restart", "id": "x"}),
+        "proc-no-op": frame(PROC, 5, {"id": "x"}),
     }
 
 

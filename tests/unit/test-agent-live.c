@@ -3,6 +3,7 @@
  * agent protocol to it (docs/protocol.md). Paths are host paths under the temp dir; the
  * agent runs with --no-cgroup, so trees are killed through their process group. */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <poll.h>
@@ -213,11 +214,13 @@ static int setup(void **state)
 
                 if (logfd < 0 || dup2(lfd, 3) < 0 || dup2(logfd, 1) < 0 || dup2(logfd, 2) < 0)
                         _exit(127);
-                char rundir[100];
+                char rundir[100], procdir[100];
 
                 snprintf(rundir, sizeof(rundir), "%s/run", tmpdir);
+                snprintf(procdir, sizeof(procdir), "%s/proclogs", tmpdir);
                 execl(CELLA_BUILD_DIR "/" CELLA_AGENT_HOST_BIN, "cella-init", "--no-cgroup",
-                      "--log-level", "debug", "--run-dir", rundir, (char *)NULL);
+                      "--log-level", "debug", "--run-dir", rundir, "--proc-log-dir", procdir,
+                      (char *)NULL);
                 _exit(127);
         }
         close(lfd);
@@ -1122,6 +1125,370 @@ static void test_malformed_and_reconnect(void **state)
         exec_result_free(&r);
 }
 
+/* ---- background processes (PROC) ---- */
+
+struct pcall {
+        char *out, *err;
+        size_t out_len, err_len;
+        bool started;
+        uint8_t end_type; /* RESULT or ERROR */
+        json_t *end;
+};
+
+static void pcall_free(struct pcall *r)
+{
+        free(r->out);
+        free(r->err);
+        json_decref(r->end);
+        memset(r, 0, sizeof(*r));
+}
+
+/* Collect a PROC stream until RESULT or ERROR, acknowledging output as it comes. */
+static void pcollect(int fd, uint32_t stream, struct pcall *r)
+{
+        for (;;) {
+                struct rframe f;
+
+                assert_true(recv_frame(fd, &f));
+                assert_int_equal(f.stream, stream);
+                switch (f.type) {
+                case FRAME_STARTED:
+                        r->started = true;
+                        break;
+                case FRAME_STDOUT:
+                case FRAME_STDERR:
+                        if (f.type == FRAME_STDOUT)
+                                append(&r->out, &r->out_len, f.payload, f.len);
+                        else
+                                append(&r->err, &r->err_len, f.payload, f.len);
+                        send_window(fd, stream, f.len);
+                        break;
+                case FRAME_RESULT:
+                case FRAME_ERROR:
+                        r->end_type = f.type;
+                        r->end = frame_json(&f);
+                        free(f.payload);
+                        return;
+                default:
+                        fail_msg("unexpected frame type %d", f.type);
+                }
+                free(f.payload);
+        }
+}
+
+static void pcall(uint32_t stream, struct pcall *r, const char *fmt, ...) _printf_(3, 4);
+static void pcall(uint32_t stream, struct pcall *r, const char *fmt, ...)
+{
+        char text[8192];
+        va_list ap;
+
+        memset(r, 0, sizeof(*r));
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        send_frame(conn, FRAME_PROC, stream, text, strlen(text));
+        pcollect(conn, stream, r);
+}
+
+static const char *jstr(json_t *j, const char *k)
+{
+        const char *s = json_string_value(json_object_get(j, k));
+
+        return s ? s : "";
+}
+
+static void expect_result(const struct pcall *r)
+{
+        if (r->end_type != FRAME_RESULT)
+                fail_msg("expected RESULT, got %d: %s %s", r->end_type, jstr(r->end, "code"),
+                         jstr(r->end, "message"));
+}
+
+static void expect_code(const struct pcall *r, const char *code)
+{
+        assert_int_equal(r->end_type, FRAME_ERROR);
+        assert_string_equal(jstr(r->end, "code"), code);
+}
+
+/* A process started in a session takes the session's cwd and env, and dies with it. */
+static void test_proc_in_session(void **state)
+{
+        struct pcall r;
+        uint8_t type;
+        json_t *j;
+
+        (void)state;
+        j = session_call(
+                300, &type,
+                "{\"op\":\"create\",\"id\":\"ps\",\"cwd\":\"%s\",\"env\":{\"SV\":\"sess\"}}",
+                tmpdir);
+        assert_int_equal(type, FRAME_RESULT);
+        json_decref(j);
+        pcall(301, &r,
+              "{\"op\":\"start\",\"id\":\"insess\",\"session\":\"ps\","
+              "\"command\":\"echo \\\"$SV $PWD\\\"; exec sleep 1000\"}");
+        expect_result(&r);
+        pcall_free(&r);
+        pcall(302, &r, "{\"op\":\"waitLog\",\"id\":\"insess\",\"pattern\":\"sess\"}");
+        expect_result(&r);
+        {
+                char want[200];
+
+                snprintf(want, sizeof(want), "sess %s", tmpdir);
+                assert_string_equal(jstr(r.end, "line"), want);
+        }
+        pcall_free(&r);
+        j = session_call(303, &type, "{\"op\":\"delete\",\"id\":\"ps\"}");
+        assert_int_equal(type, FRAME_RESULT);
+        json_decref(j);
+        pcall(304, &r, "{\"op\":\"waitExit\",\"id\":\"insess\",\"timeoutMs\":20000}");
+        expect_result(&r);
+        assert_string_equal(jstr(r.end, "status"), "killed");
+        pcall_free(&r);
+        pcall(305, &r, "{\"op\":\"start\",\"session\":\"nope\",\"command\":\"true\"}");
+        expect_code(&r, "SESSION_NOT_FOUND");
+        pcall_free(&r);
+}
+
+static void test_proc_basics(void **state)
+{
+        struct pcall r;
+        int pid;
+
+        (void)state;
+        {
+                uint8_t type;
+                json_t *j = session_call(
+                        199, &type, "{\"op\":\"create\",\"id\":\"s1\",\"cwd\":\"%s\"}", tmpdir);
+
+                assert_int_equal(type, FRAME_RESULT);
+                json_decref(j);
+        }
+        pcall(200, &r,
+              "{\"op\":\"start\",\"id\":\"one\",\"cwd\":\"%s\",\"command\":"
+              "\"echo out; echo err >&2; printf 'a\\\\000b'; exit 3\",\"env\":{\"X\":\"1\"},"
+              "\"session\":\"s1\"}",
+              tmpdir);
+        expect_result(&r);
+        assert_string_equal(jstr(r.end, "id"), "one");
+        assert_string_equal(jstr(r.end, "sessionId"), "s1");
+        pid = (int)json_integer_value(json_object_get(r.end, "pid"));
+        assert_true(pid > 1);
+        pcall_free(&r);
+
+        pcall(201, &r, "{\"op\":\"waitExit\",\"id\":\"one\"}");
+        expect_result(&r);
+        assert_string_equal(jstr(r.end, "status"), "failed");
+        assert_int_equal(json_integer_value(json_object_get(r.end, "exitCode")), 3);
+        pcall_free(&r);
+
+        pcall(202, &r, "{\"op\":\"logs\",\"id\":%d}", pid);
+        expect_result(&r);
+        assert_int_equal(r.out_len, 7);
+        assert_memory_equal(r.out, "out\na\0b", 7);
+        assert_string_equal(r.err, "err\n");
+        pcall_free(&r);
+
+        pcall(203, &r, "{\"op\":\"start\",\"id\":\"one\",\"command\":\"true\"}");
+        expect_code(&r, "PROCESS_ALREADY_EXISTS");
+        pcall_free(&r);
+        pcall(204, &r, "{\"op\":\"get\",\"id\":\"nope\"}");
+        expect_code(&r, "PROCESS_NOT_FOUND");
+        pcall_free(&r);
+        pcall(205, &r, "{\"op\":\"start\",\"command\":\"true\",\"cwd\":\"/no/such/dir\"}");
+        expect_result(&r);
+        assert_string_equal(jstr(r.end, "status"), "error");
+        pcall_free(&r);
+        pcall(206, &r, "{\"op\":\"kill\",\"id\":\"one\",\"signal\":\"NOPE\"}");
+        expect_code(&r, "VALIDATION_FAILED");
+        pcall_free(&r);
+        pcall(207, &r, "{\"op\":\"list\"}");
+        expect_result(&r);
+        assert_true(json_array_size(json_object_get(r.end, "processes")) >= 2);
+        pcall_free(&r);
+}
+
+static void test_proc_stream_and_waits(void **state)
+{
+        char flag[128];
+        struct pcall r;
+
+        (void)state;
+        snprintf(flag, sizeof(flag), "%s/go", tmpdir);
+        pcall(210, &r,
+              "{\"op\":\"start\",\"id\":\"st\",\"cwd\":\"%s\",\"command\":"
+              "\"echo first; while [ ! -e %s ]; do sleep 0.02; done; echo second >&2\"}",
+              tmpdir, flag);
+        expect_result(&r);
+        pcall_free(&r);
+        pcall(211, &r, "{\"op\":\"waitLog\",\"id\":\"st\",\"pattern\":\"^fi.st$\",\"regex\":true}");
+        expect_result(&r);
+        assert_string_equal(jstr(r.end, "line"), "first");
+        assert_string_equal(jstr(r.end, "stream"), "stdout");
+        pcall_free(&r);
+        pcall(212, &r, "{\"op\":\"waitLog\",\"id\":\"st\",\"pattern\":\"never\",\"timeoutMs\":50}");
+        expect_code(&r, "PROCESS_READY_TIMEOUT");
+        pcall_free(&r);
+        pcall(213, &r, "{\"op\":\"waitExit\",\"id\":\"st\",\"timeoutMs\":50}");
+        expect_code(&r, "PROCESS_READY_TIMEOUT");
+        pcall_free(&r);
+
+        /* stream: the output so far, then (once the flag exists) the rest, then RESULT */
+        send_frame(conn, FRAME_PROC, 214, "{\"op\":\"stream\",\"id\":\"st\"}",
+                   strlen("{\"op\":\"stream\",\"id\":\"st\"}"));
+        {
+                struct rframe f;
+
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.type, FRAME_STARTED);
+                free(f.payload);
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.type, FRAME_STDOUT);
+                assert_int_equal(f.len, 6);
+                assert_memory_equal(f.payload, "first\n", 6);
+                send_window(conn, 214, f.len);
+                free(f.payload);
+        }
+        close(open(flag, O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+        memset(&r, 0, sizeof(r));
+        pcollect(conn, 214, &r);
+        expect_result(&r);
+        assert_string_equal(r.err, "second\n");
+        assert_string_equal(jstr(r.end, "status"), "completed");
+        pcall_free(&r);
+
+        pcall(215, &r, "{\"op\":\"waitLog\",\"id\":\"st\",\"pattern\":\"never\"}");
+        expect_code(&r, "PROCESS_EXITED_BEFORE_READY");
+        pcall_free(&r);
+        pcall(216, &r, "{\"op\":\"waitLog\",\"id\":\"st\",\"pattern\":\"cond\"}");
+        expect_result(&r);
+        assert_string_equal(jstr(r.end, "stream"), "stderr");
+        pcall_free(&r);
+        pcall(217, &r, "{\"op\":\"waitPort\",\"id\":\"st\",\"port\":9}");
+        expect_code(&r, "PROCESS_EXITED_BEFORE_READY");
+        pcall_free(&r);
+}
+
+static void test_proc_kill_and_reconnect(void **state)
+{
+        struct pcall r;
+        struct rframe f;
+
+        (void)state;
+        /* SIGTERM ignored: SIGKILL after the grace */
+        pcall(220, &r,
+              "{\"op\":\"start\",\"id\":\"stubborn\",\"cwd\":\"%s\",\"command\":"
+              "\"trap '' TERM; echo armed; while true; do sleep 0.05; done\"}",
+              tmpdir);
+        expect_result(&r);
+        pcall_free(&r);
+        pcall(221, &r, "{\"op\":\"waitLog\",\"id\":\"stubborn\",\"pattern\":\"armed\"}");
+        pcall_free(&r);
+        pcall(222, &r, "{\"op\":\"kill\",\"id\":\"stubborn\"}");
+        expect_result(&r);
+        assert_string_equal(jstr(r.end, "status"), "killed");
+        assert_int_equal(json_integer_value(json_object_get(r.end, "signal")), 9);
+        pcall_free(&r);
+
+        /* a lost connection leaves processes running; followers on it are dropped */
+        pcall(223, &r,
+              "{\"op\":\"start\",\"id\":\"keep\",\"cwd\":\"%s\",\"command\":\"sleep 1000\"}",
+              tmpdir);
+        expect_result(&r);
+        pcall_free(&r);
+        send_frame(conn, FRAME_PROC, 224, "{\"op\":\"waitExit\",\"id\":\"keep\"}",
+                   strlen("{\"op\":\"waitExit\",\"id\":\"keep\"}"));
+        send_frame(conn, FRAME_PROC, 225, "{\"op\":\"stream\",\"id\":\"keep\"}",
+                   strlen("{\"op\":\"stream\",\"id\":\"keep\"}"));
+        assert_true(recv_frame(conn, &f)); /* STARTED of the stream */
+        assert_int_equal(f.type, FRAME_STARTED);
+        free(f.payload);
+        close(conn);
+        conn = connect_agent();
+        pcall(226, &r, "{\"op\":\"get\",\"id\":\"keep\"}");
+        expect_result(&r);
+        assert_string_equal(jstr(r.end, "status"), "running");
+        pcall_free(&r);
+        /* CANCEL ends a wait */
+        send_frame(conn, FRAME_PROC, 227, "{\"op\":\"waitExit\",\"id\":\"keep\"}",
+                   strlen("{\"op\":\"waitExit\",\"id\":\"keep\"}"));
+        send_frame(conn, FRAME_CANCEL, 227, NULL, 0);
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.stream, 227);
+        assert_int_equal(f.type, FRAME_ERROR);
+        free(f.payload);
+        pcall(228, &r, "{\"op\":\"killall\",\"signal\":\"SIGKILL\"}");
+        expect_result(&r);
+        assert_int_equal(json_integer_value(json_object_get(r.end, "killed")), 1);
+        pcall_free(&r);
+        pcall(229, &r, "{\"op\":\"waitExit\",\"id\":\"keep\"}");
+        expect_result(&r);
+        assert_string_equal(jstr(r.end, "status"), "killed");
+        pcall_free(&r);
+}
+
+/* More processes than the table keeps: the oldest finished ones are forgotten with their
+ * logs, so the table (and the log directory) stay bounded. */
+static void test_proc_table_bounded(void **state)
+{
+        char dir[128];
+        struct pcall r;
+        int nlogs = 0;
+        DIR *d;
+        struct dirent *de;
+
+        (void)state;
+        for (int i = 0; i < CELLA_PROC_MAX + 50; i++) {
+                pcall(300, &r,
+                      "{\"op\":\"start\",\"id\":\"t%d\",\"cwd\":\"%s\",\"command\":\"true\"}", i,
+                      tmpdir);
+                expect_result(&r);
+                pcall_free(&r);
+                pcall(301, &r, "{\"op\":\"waitExit\",\"id\":\"t%d\"}", i);
+                expect_result(&r);
+                pcall_free(&r);
+        }
+        pcall(302, &r, "{\"op\":\"list\"}");
+        expect_result(&r);
+        assert_true(json_array_size(json_object_get(r.end, "processes")) <= CELLA_PROC_MAX);
+        pcall_free(&r);
+        pcall(303, &r, "{\"op\":\"get\",\"id\":\"t0\"}");
+        expect_code(&r, "PROCESS_NOT_FOUND");
+        pcall_free(&r);
+        pcall(304, &r, "{\"op\":\"get\",\"id\":\"t%d\"}", CELLA_PROC_MAX + 49);
+        expect_result(&r);
+        pcall_free(&r);
+        snprintf(dir, sizeof(dir), "%s/proclogs", tmpdir);
+        d = opendir(dir);
+        assert_non_null(d);
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.')
+                        nlogs++;
+        closedir(d);
+        assert_true(nlogs <= CELLA_PROC_MAX);
+}
+
+/* Output larger than the stream window comes back whole through logs (flow-controlled). */
+static void test_proc_big_logs(void **state)
+{
+        struct pcall r;
+
+        (void)state;
+        pcall(310, &r,
+              "{\"op\":\"start\",\"id\":\"big\",\"cwd\":\"%s\",\"command\":"
+              "\"head -c 3000000 /dev/zero | tr '\\\\0' x\"}",
+              tmpdir);
+        expect_result(&r);
+        pcall_free(&r);
+        pcall(311, &r, "{\"op\":\"waitExit\",\"id\":\"big\"}");
+        pcall_free(&r);
+        pcall(312, &r, "{\"op\":\"logs\",\"id\":\"big\"}");
+        expect_result(&r);
+        assert_int_equal(r.out_len, 3000000);
+        assert_int_equal(r.out[2999999], 'x');
+        pcall_free(&r);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1137,8 +1504,14 @@ int main(void)
                 cmocka_unit_test(test_file_write_read),
                 cmocka_unit_test(test_file_ops),
                 cmocka_unit_test(test_sessions),
+                cmocka_unit_test(test_proc_in_session),
                 cmocka_unit_test(test_ping),
                 cmocka_unit_test(test_malformed_and_reconnect),
+                cmocka_unit_test(test_proc_basics),
+                cmocka_unit_test(test_proc_stream_and_waits),
+                cmocka_unit_test(test_proc_kill_and_reconnect),
+                cmocka_unit_test(test_proc_big_logs),
+                cmocka_unit_test(test_proc_table_bounded),
         };
 
         signal(SIGPIPE, SIG_IGN);

@@ -140,6 +140,41 @@ static void sleep_options(void **state)
         assert_int_equal(PARSE(&a, "create", "box", "--sleep-after"), -1);
 }
 
+static void process_commands(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "start", "box", "--id", "web", "--session", "s1", "python3",
+                               "-m", "http.server", "--id", "x"),
+                         0);
+        assert_string_equal(a.id, "web");
+        assert_string_equal(a.session, "s1");
+        assert_joined(&a, 2, "python3 -m http.server --id x");
+        assert_int_equal(PARSE(&a, "logs", "box", "proc-1", "-f"), 0);
+        assert_true(a.follow);
+        assert_int_equal(PARSE(&a, "kill", "box", "--all", "--signal", "INT"), 0);
+        assert_true(a.all);
+        assert_string_equal(a.signal, "INT");
+        assert_int_equal(
+                PARSE(&a, "wait", "box", "p", "--log", "ready.*", "--regex", "--timeout", "100"),
+                0);
+        assert_string_equal(a.log, "ready.*");
+        assert_true(a.regex);
+        assert_int_equal(a.timeout_ms, 100);
+        assert_int_equal(PARSE(&a, "wait", "box", "p", "--port", "8080", "--http", "/health"), 0);
+        assert_int_equal(a.port, 8080);
+        assert_string_equal(a.http_path, "/health");
+        assert_int_equal(PARSE(&a, "wait", "box", "p", "--exit"), 0);
+        assert_true(a.exit);
+        assert_int_equal(PARSE(&a, "wait", "box", "p"), -1);
+        assert_int_equal(PARSE(&a, "wait", "box", "p", "--exit", "--port", "1"), -1);
+        assert_int_equal(PARSE(&a, "wait", "box", "p", "--port", "0"), -1);
+        assert_int_equal(PARSE(&a, "wait", "box", "p", "--port", "80x"), -1);
+        assert_int_equal(PARSE(&a, "wait", "box", "p", "--exit", "--regex"), -1);
+        assert_int_equal(PARSE(&a, "wait", "box", "p", "--exit", "--http", "/"), -1);
+        assert_int_equal(PARSE(&a, "start", "box", "--id"), -1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -152,6 +187,7 @@ int main(void)
                 cmocka_unit_test(usage_errors),
                 cmocka_unit_test(join_edge_cases),
                 cmocka_unit_test(sleep_options),
+                cmocka_unit_test(process_commands),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,5 @@
 /* The JSON request decoders: accepted shapes, and every rejection with its code. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -288,13 +289,113 @@ static void test_session(void **state)
         assert_null(e.session_id);
 }
 
+/* Background processes: a valid body becomes the PROC body; a bad one is refused. */
+static json_t *proc_ok(enum api_proc_call call, const char *body, const char *q)
+{
+        struct cella_error err = {0};
+        json_t *out = NULL;
+
+        if (api_decode_process(call, body, strlen(body), q, &out, &err) != 0)
+                fail_msg("refused %s: %s", body, err.msg);
+        assert_non_null(out);
+        return out;
+}
+
+static void proc_bad(enum api_proc_call call, const char *body, const char *q, int code)
+{
+        struct cella_error err = {0};
+        json_t *out = (json_t *)1;
+
+        if (api_decode_process(call, body, strlen(body), q, &out, &err) != -EINVAL)
+                fail_msg("accepted %s", body);
+        assert_null(out);
+        assert_int_equal(err.code, code);
+}
+
+static void test_processes(void **state)
+{
+        json_t *j;
+
+        (void)state;
+        j = proc_ok(API_PROC_START,
+                    "{\"command\":\"sleep 1\",\"processId\":\"web-1\",\"sessionId\":\"s\","
+                    "\"env\":{\"A\":\"1\"},\"cwd\":\"app/../srv\"}",
+                    NULL);
+        assert_string_equal(json_string_value(json_object_get(j, "op")), "start");
+        assert_string_equal(json_string_value(json_object_get(j, "id")), "web-1");
+        assert_string_equal(json_string_value(json_object_get(j, "session")), "s");
+        assert_string_equal(json_string_value(json_object_get(j, "cwd")), "/workspace/srv");
+        json_decref(j);
+        proc_bad(API_PROC_START, "{\"command\":\"\"}", NULL, CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_START, "{\"command\":\"x\",\"processId\":\"12\"}", NULL,
+                 CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_START, "{\"command\":\"x\",\"processId\":\"a/b\"}", NULL,
+                 CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_START, "{\"command\":\"x\",\"env\":{\"A-B\":\"1\"}}", NULL,
+                 CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_START, "{\"command\":\"x\",\"other\":1}", NULL,
+                 CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_START, "{\"command\":", NULL, CELLA_E_VALIDATION_FAILED);
+
+        j = proc_ok(API_PROC_KILL, "", NULL);
+        assert_null(json_object_get(j, "signal"));
+        json_decref(j);
+        j = proc_ok(API_PROC_KILL, "", "SIGINT");
+        assert_int_equal(json_integer_value(json_object_get(j, "signal")), 2);
+        json_decref(j);
+        j = proc_ok(API_PROC_KILL, "{\"signal\":\"usr1\"}", NULL);
+        assert_int_equal(json_integer_value(json_object_get(j, "signal")), 10);
+        json_decref(j);
+        j = proc_ok(API_PROC_KILL, "{\"signal\":9}", NULL);
+        assert_int_equal(json_integer_value(json_object_get(j, "signal")), 9);
+        json_decref(j);
+        proc_bad(API_PROC_KILL, "", "SIGNOPE", CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_KILL, "", "65", CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_KILL, "{\"signal\":0}", NULL, CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_KILL, "{\"signal\":\"TERM\"}", "INT", CELLA_E_VALIDATION_FAILED);
+
+        j = proc_ok(API_PROC_WAIT_LOG, "{\"pattern\":\"a+\",\"regex\":true,\"timeout\":5}", NULL);
+        assert_int_equal(json_integer_value(json_object_get(j, "timeoutMs")), 5);
+        assert_true(json_is_true(json_object_get(j, "regex")));
+        json_decref(j);
+        proc_bad(API_PROC_WAIT_LOG, "{\"pattern\":\"\"}", NULL, CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_WAIT_LOG, "{\"pattern\":\"a\",\"timeout\":-1}", NULL,
+                 CELLA_E_VALIDATION_FAILED);
+
+        j = proc_ok(API_PROC_WAIT_PORT,
+                    "{\"port\":8080,\"mode\":\"http\",\"path\":\"/h\",\"status\":{\"min\":200,"
+                    "\"max\":204},\"interval\":100}",
+                    NULL);
+        assert_int_equal(json_integer_value(json_object_get(j, "statusMin")), 200);
+        assert_int_equal(json_integer_value(json_object_get(j, "statusMax")), 204);
+        assert_int_equal(json_integer_value(json_object_get(j, "intervalMs")), 100);
+        json_decref(j);
+        j = proc_ok(API_PROC_WAIT_PORT, "{\"port\":1,\"status\":204}", NULL);
+        assert_int_equal(json_integer_value(json_object_get(j, "statusMin")), 204);
+        json_decref(j);
+        proc_bad(API_PROC_WAIT_PORT, "{\"port\":0}", NULL, CELLA_E_INVALID_PORT);
+        proc_bad(API_PROC_WAIT_PORT, "{\"port\":80,\"mode\":\"udp\"}", NULL,
+                 CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_WAIT_PORT, "{\"port\":80,\"path\":\"/a b\"}", NULL,
+                 CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_WAIT_PORT, "{\"port\":80,\"status\":{\"min\":300,\"max\":200}}", NULL,
+                 CELLA_E_VALIDATION_FAILED);
+        proc_bad(API_PROC_WAIT_PORT, "{\"port\":80,\"interval\":1}", NULL,
+                 CELLA_E_VALIDATION_FAILED);
+
+        j = proc_ok(API_PROC_WAIT_EXIT, "", NULL);
+        assert_string_equal(json_string_value(json_object_get(j, "op")), "waitExit");
+        json_decref(j);
+        proc_bad(API_PROC_WAIT_EXIT, "{\"timeout\":\"1s\"}", NULL, CELLA_E_VALIDATION_FAILED);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_put_sandbox), cmocka_unit_test(test_exec),
                 cmocka_unit_test(test_files),       cmocka_unit_test(test_helpers),
                 cmocka_unit_test(test_sleep_after), cmocka_unit_test(test_env),
-                cmocka_unit_test(test_session),
+                cmocka_unit_test(test_session),     cmocka_unit_test(test_processes),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

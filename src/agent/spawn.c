@@ -1,0 +1,398 @@
+/* Starting commands and managing their cgroups, shared by EXEC commands (exec.c) and
+ * background processes (proc.c).
+ *
+ * agent_spawn forks with every signal blocked; the child resets all dispositions and the
+ * mask, starts a new session (its own process group), joins the given cgroup, takes
+ * /dev/null as stdin and the two pipes as stdout/stderr, changes directory and execs
+ * `bash -c command` (or `sh -c` where bash is missing). Between fork and exec it does only
+ * async-signal-safe work and reports a failure as a {step, errno} record on a close-on-exec
+ * pipe, which the parent reads: EOF there means the exec happened. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "common/limits.h"
+#include "common/log.h"
+
+#define CGROUP_ROOT "/sys/fs/cgroup"
+
+enum child_step { STEP_CHDIR = 1, STEP_EXEC = 2, STEP_SETUP = 3 };
+
+/* What the child reports on the error pipe before exec (async-signal-safe to write). */
+struct child_failure {
+        int step;
+        int err;
+};
+
+/* ---- cgroups ---- */
+
+void agent_add_dead_cgroup(struct agent *a, const char *path)
+{
+        char **n;
+        char *copy;
+
+        if (a->n_dead_cgroups >= CELLA_AGENT_MAX_STREAMS * 4) {
+                log_warn("too many cgroups waiting for removal; leaving %s", path);
+                return;
+        }
+        copy = strdup(path);
+        n = realloc(a->dead_cgroups, (a->n_dead_cgroups + 1) * sizeof(char *));
+        if (!copy || !n) {
+                free(copy);
+                if (n)
+                        a->dead_cgroups = n;
+                return;
+        }
+        a->dead_cgroups = n;
+        a->dead_cgroups[a->n_dead_cgroups++] = copy;
+}
+
+void exec_reap_cgroups(struct agent *a)
+{
+        size_t i = 0;
+
+        while (i < a->n_dead_cgroups) {
+                if (rmdir(a->dead_cgroups[i]) == 0 || errno == ENOENT) {
+                        free(a->dead_cgroups[i]);
+                        a->dead_cgroups[i] = a->dead_cgroups[--a->n_dead_cgroups];
+                } else {
+                        i++;
+                }
+        }
+}
+
+void agent_cgroup_remove(struct agent *a, const char *path)
+{
+        if (rmdir(path) < 0 && errno != ENOENT)
+                agent_add_dead_cgroup(a, path);
+}
+
+static int write_file(const char *path, const char *text)
+{
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        ssize_t n;
+
+        if (fd < 0)
+                return -errno;
+        n = write(fd, text, strlen(text));
+        if (n < 0) {
+                n = -errno;
+                close(fd);
+                return (int)n;
+        }
+        close(fd);
+        return 0;
+}
+
+char *agent_cgroup_make(struct agent *a, const char *name)
+{
+        char path[128];
+
+        snprintf(path, sizeof(path), CGROUP_ROOT "/%s", name);
+        if (mkdir(path, 0755) == 0)
+                return strdup(path);
+        if (errno == EEXIST && rmdir(path) == 0 && mkdir(path, 0755) == 0)
+                return strdup(path);
+        /* An earlier user of this name still has processes in its cgroup. */
+        snprintf(path, sizeof(path), CGROUP_ROOT "/%s-%llu", name, (unsigned long long)++a->seq);
+        if (mkdir(path, 0755) == 0)
+                return strdup(path);
+        log_warn("mkdir %s: %s", path, strerror(errno));
+        return NULL;
+}
+
+int agent_cgroup_signal(const char *cgroup, int sig)
+{
+        char path[160], line[32];
+        int n = 0;
+        FILE *f;
+
+        if (sig == SIGKILL) {
+                snprintf(path, sizeof(path), "%s/cgroup.kill", cgroup);
+                if (write_file(path, "1") == 0)
+                        return 1;
+        }
+        /* Kernels before 5.14 (no cgroup.kill) and other signals: every pid in it. A
+         * process forking while we read may escape one round; callers that must end the
+         * tree escalate to SIGKILL and repeat. */
+        snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof(line), f)) {
+                char *end;
+                long pid = strtol(line, &end, 10);
+
+                if (pid > 1 && (*end == '\n' || *end == '\0') && kill((pid_t)pid, sig) == 0)
+                        n++;
+        }
+        fclose(f);
+        return n;
+}
+
+bool agent_cgroup_is_empty(const char *cgroup)
+{
+        char path[160], buf[64];
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return true;
+        n = read(fd, buf, sizeof(buf));
+        close(fd);
+        return n <= 0;
+}
+
+/* ---- environment ---- */
+
+/* Overlay "K=V" strings onto env[0..*n) (replacing an equal key). */
+static void env_overlay(char **env, size_t *n, char *const *kvs, size_t nkv)
+{
+        for (size_t i = 0; i < nkv; i++) {
+                const char *kv = kvs[i];
+                size_t klen = (size_t)(strchr(kv, '=') - kv);
+                size_t j;
+
+                for (j = 0; j < *n; j++)
+                        if (strncmp(env[j], kv, klen + 1) == 0)
+                                break;
+                env[j] = kvs[i];
+                if (j == *n)
+                        (*n)++;
+        }
+}
+
+/* ---- the command ---- */
+
+/* Commands longer than one execve argument may be (MAX_ARG_STRLEN, 128 KiB) are written
+ * to a memfd that the child gets as SCRIPT_FD and bash sources. bash reads a sourced file
+ * completely before running it, so the script's first line closes the descriptor and the
+ * command's processes do not inherit it. */
+#define MAX_ARG_BYTES (120 * 1024)
+#define SCRIPT_FD 9
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
+
+static int command_memfd(const char *command)
+{
+        static const char head[] = "exec " STRINGIFY(SCRIPT_FD) "<&-\n";
+        size_t len = strlen(command), off = 0;
+        int fd = memfd_create("cella-command", MFD_CLOEXEC), err;
+
+        if (fd < 0)
+                return -errno;
+        if (write(fd, head, sizeof(head) - 1) != (ssize_t)(sizeof(head) - 1))
+                goto fail;
+        while (off < len) {
+                ssize_t n = write(fd, command + off, len - off);
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        goto fail;
+                off += (size_t)n;
+        }
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                goto fail;
+        return fd;
+fail:
+        err = errno ? errno : EIO;
+        close(fd);
+        return -err;
+}
+
+/* The child between fork and exec: async-signal-safe calls only. */
+_Noreturn static void run_child(int errfd, int nullfd, int outfd, int errout, int procsfd,
+                                int scriptfd, const char *cwd, const char *shell,
+                                char *const argv[], char *const envp[])
+{
+        struct child_failure f = {STEP_SETUP, 0};
+        struct sigaction sa;
+        sigset_t none;
+        int fd;
+
+        setsid();
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; sig++)
+                sigaction(sig, &sa, NULL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+
+        fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                if (write(fd, "0", 1) < 0) {
+                        /* not fatal: the sandbox may not allow it */
+                }
+                close(fd);
+        }
+        if (procsfd >= 0 && write(procsfd, "0", 1) < 0) {
+                /* not fatal: the process group still lets us kill the tree */
+        }
+        if (dup2(nullfd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errout, 2) < 0 ||
+            (scriptfd >= 0 && scriptfd != SCRIPT_FD && dup2(scriptfd, SCRIPT_FD) < 0) ||
+            (scriptfd == SCRIPT_FD && fcntl(SCRIPT_FD, F_SETFD, 0) < 0))
+                goto fail;
+        if (chdir(cwd) < 0) {
+                f.step = STEP_CHDIR;
+                goto fail;
+        }
+        execve(shell, argv, envp);
+        f.step = STEP_EXEC;
+fail:
+        f.err = errno;
+        if (write(errfd, &f, sizeof(f)) < 0) {
+                /* nothing left to do */
+        }
+        _exit(127);
+}
+
+static void close_fd(int *fd)
+{
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -EBADF;
+}
+
+int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct cella_error *err)
+{
+        int outp[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF};
+        int failp[2] = {-EBADF, -EBADF};
+        _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF, scriptfd = -EBADF;
+        char hostname[256] = "localhost";
+        char *base[5] = {NULL};
+        char **envp = NULL;
+        const char *shell = "/bin/bash";
+        char *argv[4];
+        struct child_failure f;
+        sigset_t all, saved;
+        size_t nenv = 0, cap = ARRAY_SIZE(base) + sr->n_base_env + sr->n_env + 1;
+        ssize_t n;
+        pid_t pid;
+        bool oom = false;
+        int r = -EIO;
+
+        ret->pid = -1;
+        ret->failed_step = false;
+        if (access(shell, X_OK) < 0)
+                shell = "/bin/sh";
+        argv[0] = (char *)(strcmp(shell, "/bin/sh") == 0 ? "sh" : "bash");
+        argv[1] = (char *)"-c";
+        argv[2] = (char *)sr->command;
+        if (strlen(sr->command) > MAX_ARG_BYTES && strcmp(argv[0], "bash") == 0) {
+                /* Too long for one execve argument: bash sources it from a memfd. */
+                scriptfd = command_memfd(sr->command);
+                if (scriptfd < 0) {
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "pass the command: %s",
+                                        strerror(-scriptfd));
+                        r = scriptfd;
+                        goto out;
+                }
+                argv[2] = (char *)". /dev/fd/" STRINGIFY(SCRIPT_FD);
+        }
+        argv[3] = NULL;
+        if (gethostname(hostname, sizeof(hostname) - 1) < 0)
+                snprintf(hostname, sizeof(hostname), "localhost");
+        base[0] = strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+        base[1] = strdup("HOME=/root");
+        base[2] = malloc(strlen(hostname) + 10);
+        base[3] = strdup("LANG=C.UTF-8");
+        base[4] = malloc(strlen(sr->cwd) + 5);
+        if (base[2])
+                snprintf(base[2], strlen(hostname) + 10, "HOSTNAME=%s", hostname);
+        if (base[4])
+                snprintf(base[4], strlen(sr->cwd) + 5, "PWD=%s", sr->cwd);
+        envp = calloc(cap, sizeof(char *));
+        for (size_t i = 0; i < ARRAY_SIZE(base); i++)
+                if (!base[i])
+                        oom = true;
+        if (!envp || oom) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                r = -ENOMEM;
+                goto out;
+        }
+        env_overlay(envp, &nenv, base, ARRAY_SIZE(base));
+        env_overlay(envp, &nenv, sr->base_env, sr->n_base_env);
+        env_overlay(envp, &nenv, sr->env, sr->n_env);
+        envp[nenv] = NULL;
+
+        nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (nullfd < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+            pipe2(failp, O_CLOEXEC) < 0) {
+                r = -errno;
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "pipes: %s", strerror(errno));
+                goto out;
+        }
+        if (sr->cgroup) {
+                char path[160];
+
+                snprintf(path, sizeof(path), "%s/cgroup.procs", sr->cgroup);
+                procsfd = open(path, O_WRONLY | O_CLOEXEC);
+        }
+
+        /* No signal handler of ours may run in the child before it resets them. */
+        sigfillset(&all);
+        sigprocmask(SIG_SETMASK, &all, &saved);
+        pid = fork();
+        if (pid != 0)
+                sigprocmask(SIG_SETMASK, &saved, NULL);
+        if (pid < 0) {
+                r = -errno;
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "fork: %s", strerror(errno));
+                goto out;
+        }
+        if (pid == 0)
+                run_child(failp[1], nullfd, outp[1], errp[1], procsfd, scriptfd, sr->cwd, shell,
+                          argv, envp);
+        close_fd(&failp[1]);
+        close_fd(&outp[1]);
+        close_fd(&errp[1]);
+        /* Blocks for the fork-to-exec time only: the pipe closes on exec. */
+        do
+                n = read(failp[0], &f, sizeof(f));
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof(f)) {
+                int status;
+
+                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                        ;
+                ret->pid = pid;
+                ret->failed_step = true;
+                if (f.step == STEP_CHDIR)
+                        cella_error_set(err, cella_code_from_errno(f.err), "cwd '%s': %s", sr->cwd,
+                                        strerror(f.err));
+                else
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "%s %s: %s",
+                                        f.step == STEP_EXEC ? "exec" : "set up", shell,
+                                        strerror(f.err));
+                r = -f.err ? -f.err : -EIO;
+                goto out;
+        }
+        ret->pid = pid;
+        ret->out = outp[0];
+        ret->err = errp[0];
+        outp[0] = errp[0] = -EBADF;
+        r = 0;
+out:
+        close_fd(&outp[0]);
+        close_fd(&outp[1]);
+        close_fd(&errp[0]);
+        close_fd(&errp[1]);
+        close_fd(&failp[0]);
+        close_fd(&failp[1]);
+        free(envp);
+        for (size_t i = 0; i < ARRAY_SIZE(base); i++)
+                free(base[i]);
+        return r;
+}

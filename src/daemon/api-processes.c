@@ -1,0 +1,411 @@
+/* The background-process routes under /v1/sandboxes/{id}/processes (docs/api.md). cellad
+ * keeps no process table (decision 0012): each call is one PROC stream to the agent and the
+ * answer is the agent's.
+ *
+ * struct proc_call is refcounted like api-exec.c's exec_op: one reference for the agent
+ * stream (dropped in on_close), one per SSE write in flight (agent credit is returned when
+ * the client took the bytes), one while the request body is read. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/limits.h"
+#include "common/name.h"
+#include "daemon/api-decode.h"
+#include "daemon/api-internal.h"
+
+enum pkind {
+        K_START,
+        K_LIST,
+        K_GET,
+        K_LOGS,
+        K_STREAM,
+        K_KILL,
+        K_KILLALL,
+        K_WAIT_LOG,
+        K_WAIT_PORT,
+        K_WAIT_EXIT
+};
+
+struct proc_call {
+        unsigned refs;
+        struct api *api;
+        char name[CELLA_NAME_MAX + 1];
+        char pid[CELLA_ID_MAX + 1]; /* the process id or pid from the path ("" for none) */
+        enum pkind kind;
+        struct api_sse io;  /* io.req referenced until answered or the client left */
+        struct sandbox *sb; /* referenced once found */
+        bool finished;
+        bool sse_begun;
+        struct buf out[2]; /* logs: stdout, stderr */
+        bool truncated;
+};
+
+static void call_unref(struct proc_call *pc);
+
+static void call_hold(void *owner)
+{
+        ((struct proc_call *)owner)->refs++;
+}
+
+static void call_release(void *owner)
+{
+        call_unref(owner);
+}
+
+static void call_unref(struct proc_call *pc)
+{
+        if (--pc->refs > 0)
+                return;
+        if (pc->io.req) {
+                http_request_on_abort(pc->io.req, NULL, NULL);
+                http_request_unref(pc->io.req);
+        }
+        sandbox_unref(pc->sb);
+        for (int i = 0; i < 2; i++)
+                buf_free(&pc->out[i]);
+        api_sse_done(&pc->io);
+        free(pc);
+}
+
+static void finish(struct proc_call *pc)
+{
+        pc->finished = true;
+        if (pc->io.req) {
+                http_request_on_abort(pc->io.req, NULL, NULL);
+                http_request_unref(pc->io.req);
+                pc->io.req = NULL;
+        }
+}
+
+static void respond_logs(struct proc_call *pc, json_t *info)
+{
+        bool b64o, b64e;
+        json_t *so = api_output_json(&pc->out[0], &b64o);
+        json_t *se = api_output_json(&pc->out[1], &b64e);
+        const char *id = json_string_value(json_object_get(info, "id"));
+        json_t *r = json_pack("{s:o, s:o, s:s}", "stdout", so ? so : json_string(""), "stderr",
+                              se ? se : json_string(""), "processId", id ? id : pc->pid);
+
+        if (r) {
+                if (b64o)
+                        json_object_set_new(r, "stdoutEncoding", json_string("base64"));
+                if (b64e)
+                        json_object_set_new(r, "stderrEncoding", json_string("base64"));
+                if (pc->truncated || json_is_true(json_object_get(info, "logTruncated")))
+                        json_object_set_new(r, "truncated", json_true());
+                http_respond_json(pc->io.req, 200, r);
+        } else {
+                http_respond_code(pc->io.req, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        json_decref(r);
+}
+
+static void begin_sse(struct proc_call *pc)
+{
+        if (!pc->sse_begun && pc->io.req) {
+                pc->sse_begun = true;
+                http_response_begin_sse(pc->io.req);
+        }
+}
+
+static void on_result(struct proc_call *pc, const struct frame *f)
+{
+        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+
+        if (!j) {
+                http_respond_code(pc->io.req, CELLA_E_INTERNAL_ERROR, "bad answer from the agent");
+                return;
+        }
+        if (pc->kind == K_LOGS) {
+                respond_logs(pc, j);
+        } else if (pc->kind == K_STREAM) {
+                json_t *ev;
+
+                begin_sse(pc);
+                api_sse_output(&pc->io, 0, NULL, 0, true);
+                api_sse_output(&pc->io, 1, NULL, 0, true);
+                ev = json_pack("{s:s, s:O?, s:O?, s:O?}", "type", "exit", "exitCode",
+                               json_object_get(j, "exitCode"), "status",
+                               json_object_get(j, "status"), "processId", json_object_get(j, "id"));
+                if (ev && json_object_get(j, "signal"))
+                        json_object_set(ev, "signal", json_object_get(j, "signal"));
+                api_sse_event(&pc->io, ev, 0);
+                http_response_end(pc->io.req);
+        } else {
+                http_respond_json(pc->io.req, 200, j);
+        }
+        json_decref(j);
+}
+
+static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
+{
+        struct proc_call *pc = userdata;
+
+        if (pc->sb)
+                sandbox_touch(pc->sb);
+        switch (f->type) {
+        case FRAME_STARTED:
+                if (pc->kind == K_STREAM && !pc->finished)
+                        begin_sse(pc);
+                break;
+        case FRAME_STDOUT:
+        case FRAME_STDERR: {
+                int which = f->type == FRAME_STDERR;
+
+                if (pc->kind == K_STREAM && !pc->finished) {
+                        begin_sse(pc);
+                        api_sse_output(&pc->io, which, f->payload, f->len, false);
+                        break;
+                }
+                if (pc->kind == K_LOGS && !pc->finished) {
+                        size_t room = CELLA_EXEC_MAX_BUFFERED -
+                                      MIN(pc->out[which].len, CELLA_EXEC_MAX_BUFFERED);
+                        size_t n = MIN(room, (size_t)f->len);
+
+                        if (n < f->len)
+                                pc->truncated = true;
+                        if (n && buf_append(&pc->out[which], f->payload, n) < 0)
+                                pc->truncated = true;
+                }
+                agent_stream_ack(s, f->len);
+                break;
+        }
+        case FRAME_RESULT:
+                if (!pc->finished && pc->io.req)
+                        on_result(pc, f);
+                finish(pc);
+                break;
+        case FRAME_ERROR:
+                if (pc->finished)
+                        break;
+                {
+                        struct cella_error e = {0};
+
+                        api_agent_error(f, &e);
+                        api_sse_fail(&pc->io, pc->sse_begun, &e);
+                }
+                finish(pc);
+                break;
+        default:
+                break;
+        }
+}
+
+static void on_close(struct agent_stream *s, int err, void *userdata)
+{
+        struct proc_call *pc = userdata;
+
+        (void)s;
+        pc->io.stream = NULL;
+        if (!pc->finished) {
+                struct cella_error e = {0};
+
+                cella_error_set(&e, CELLA_E_SANDBOX_UNAVAILABLE,
+                                "the sandbox's agent went away (%s)", strerror(-err));
+                api_sse_fail(&pc->io, pc->sse_begun, &e);
+        }
+        finish(pc);
+        call_unref(pc);
+}
+
+static const struct agent_stream_ops proc_ops = {on_frame, NULL, on_close};
+
+/* The client went away: only this call's follower or wait ends; the process runs on. */
+static void on_abort(struct http_request *req, void *ud)
+{
+        struct proc_call *pc = ud;
+
+        (void)req;
+        finish(pc);
+        if (pc->io.stream)
+                agent_stream_cancel(pc->io.stream);
+}
+
+/* The PROC body for this call, from the request body (validated, nothing touched yet). */
+static json_t *payload_for(struct proc_call *pc, struct http_request *req, const char *body,
+                           size_t len, struct cella_error *err)
+{
+        static const char *const plain[] = {
+                [K_LIST] = "list", [K_GET] = "get", [K_LOGS] = "logs", [K_STREAM] = "stream"};
+        const char *qsig = http_request_query(req, "signal");
+        json_t *p = NULL;
+
+        switch (pc->kind) {
+        case K_START:
+                api_decode_process(API_PROC_START, body, len, NULL, &p, err);
+                break;
+        case K_KILL:
+        case K_KILLALL:
+                if (api_decode_process(API_PROC_KILL, body, len, qsig, &p, err) == 0 &&
+                    pc->kind == K_KILLALL)
+                        json_object_set_new(p, "op", json_string("killall"));
+                break;
+        case K_WAIT_LOG:
+                api_decode_process(API_PROC_WAIT_LOG, body, len, NULL, &p, err);
+                break;
+        case K_WAIT_PORT:
+                api_decode_process(API_PROC_WAIT_PORT, body, len, NULL, &p, err);
+                break;
+        case K_WAIT_EXIT:
+                api_decode_process(API_PROC_WAIT_EXIT, body, len, NULL, &p, err);
+                break;
+        default:
+                if (len > 0) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "this route takes no request body");
+                        return NULL;
+                }
+                p = json_pack("{s:s}", "op", plain[pc->kind]);
+                if (!p)
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                break;
+        }
+        if (p && pc->pid[0])
+                json_object_set_new(p, "id", json_string(pc->pid));
+        return p;
+}
+
+static void call_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct proc_call *pc = ud;
+        struct cella_error err = {0};
+        json_t *payload;
+
+        http_request_on_abort(req, NULL, NULL);
+        payload = payload_for(pc, req, body, len, &err);
+        if (!payload) {
+                http_respond_error(req, &err, NULL);
+                goto out;
+        }
+        pc->sb = api_sandbox_for(pc->api, req, pc->name);
+        if (!pc->sb) {
+                json_decref(payload);
+                goto out;
+        }
+        sandbox_ref(pc->sb);
+        if (pc->kind == K_START)
+                json_object_set_new(payload, "baseEnv",
+                                    sandbox_env(pc->sb) ? json_deep_copy(sandbox_env(pc->sb))
+                                                        : json_object());
+        pc->refs++; /* the stream's */
+        if (agent_conn_open(sandbox_agent(pc->sb), FRAME_PROC, payload, &proc_ops, pc,
+                            &pc->io.stream, &err) < 0) {
+                pc->refs--;
+                json_decref(payload);
+                http_respond_error(req, &err, NULL);
+                goto out;
+        }
+        json_decref(payload);
+        pc->io.req = req;
+        http_request_ref(req);
+        http_request_on_abort(req, on_abort, pc);
+out:
+        call_unref(pc); /* the body read's */
+}
+
+static void body_abort(struct http_request *req, void *ud)
+{
+        (void)req;
+        call_unref(ud);
+}
+
+static bool is(const struct http_request *req, const char *m)
+{
+        return strcmp(http_request_method(req), m) == 0;
+}
+
+/* Route and method to a kind; -1 after answering req (404/405/400). */
+static int route(struct http_request *req, const char *rest, char pid[CELLA_ID_MAX + 1])
+{
+        static const struct {
+                const char *sub;
+                const char *method;
+                enum pkind kind;
+        } subs[] = {
+                {"/logs", "GET", K_LOGS},
+                {"/stream", "GET", K_STREAM},
+                {"/waitForLog", "POST", K_WAIT_LOG},
+                {"/waitForPort", "POST", K_WAIT_PORT},
+                {"/waitForExit", "POST", K_WAIT_EXIT},
+        };
+        bool get = is(req, "GET") || is(req, "HEAD");
+        const char *slash;
+        size_t n;
+
+        pid[0] = '\0';
+        if (!*rest) {
+                if (is(req, "POST"))
+                        return K_START;
+                if (get)
+                        return K_LIST;
+                if (is(req, "DELETE"))
+                        return K_KILLALL;
+                goto method;
+        }
+        if (rest[0] != '/')
+                goto no_route;
+        rest++;
+        slash = strchr(rest, '/');
+        n = slash ? (size_t)(slash - rest) : strlen(rest);
+        if (n == 0 || n > CELLA_ID_MAX) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "process id must be 1..%d of [A-Za-z0-9_.-]", CELLA_ID_MAX);
+                return -1;
+        }
+        memcpy(pid, rest, n);
+        pid[n] = '\0';
+        if (!cella_id_is_valid(pid)) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "process id must be 1..%d of [A-Za-z0-9_.-]", CELLA_ID_MAX);
+                return -1;
+        }
+        if (!slash) {
+                if (get)
+                        return K_GET;
+                if (is(req, "DELETE"))
+                        return K_KILL;
+                goto method;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
+                if (strcmp(slash, subs[i].sub) == 0) {
+                        if (is(req, subs[i].method) || (get && subs[i].method[0] == 'G'))
+                                return (int)subs[i].kind;
+                        goto method;
+                }
+no_route:
+        http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
+        return -1;
+method:
+        http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s",
+                          http_request_method(req), http_request_path(req));
+        return -1;
+}
+
+void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest)
+{
+        char pid[CELLA_ID_MAX + 1];
+        struct proc_call *pc;
+        int kind = route(req, rest, pid);
+
+        if (kind < 0)
+                return;
+        pc = calloc(1, sizeof(*pc));
+        if (!pc) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        pc->refs = 1;
+        pc->api = a;
+        pc->kind = (enum pkind)kind;
+        pc->io.hold = call_hold;
+        pc->io.release = call_release;
+        pc->io.owner = pc;
+        snprintf(pc->name, sizeof(pc->name), "%s", name);
+        snprintf(pc->pid, sizeof(pc->pid), "%s", pid);
+        http_request_on_abort(req, body_abort, pc);
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, call_body, pc) < 0) {
+                http_request_on_abort(req, NULL, NULL);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the request body");
+                call_unref(pc);
+        }
+}
