@@ -162,6 +162,30 @@ api_json POST "/v1/sandboxes/$S/sessions" "{\"id\":\"$gen\"}"
 expect_status 201
 assert_eq /workspace "$(ins "$S" "$gen" pwd)" "the id can be used again"
 
+info "background processes started in a session: its cwd and env; deleting it kills them"
+api_json POST "/v1/sandboxes/$S/sessions" '{"id":"bg","cwd":"/srv","env":{"BGVAR":"from-session"}}'
+expect_status 201
+ins "$S" bg 'cd /opt' >/dev/null
+api_json POST "/v1/sandboxes/$S/processes" '{"command":"echo \"$BGVAR $PWD\"; exec sleep 303","processId":"inbg","sessionId":"bg"}'
+expect_status 200
+assert_eq bg "$(body .sessionId)" "sessionId in ProcessInfo"
+api_json POST "/v1/sandboxes/$S/processes/inbg/waitForLog" '{"pattern":"from-session","timeout":20000}'
+expect_status 200
+assert_eq "from-session /opt" "$(body .line)" "the session's env and current directory"
+api_json POST "/v1/sandboxes/$S/processes" '{"command":"exec sleep 304","processId":"outside"}'
+expect_status 200
+api DELETE "/v1/sandboxes/$S/sessions/bg" >/dev/null
+expect_status 200
+api_json POST "/v1/sandboxes/$S/processes/inbg/waitForExit" '{"timeout":20000}'
+expect_status 200
+assert_eq killed "$(body .status)" "the session's process was killed with it"
+api GET "/v1/sandboxes/$S/processes/outside" >/dev/null
+assert_eq running "$(body .status)" "a process of no session lives on"
+api DELETE "/v1/sandboxes/$S/processes/outside" >/dev/null
+expect_status 200
+api_json POST "/v1/sandboxes/$S/processes" '{"command":"true","sessionId":"gone"}'
+expect_status 404 SESSION_NOT_FOUND
+
 info "bad input"
 api_json POST "/v1/sandboxes/$S/sessions" '{"id":"../x"}'
 expect_status 400 VALIDATION_FAILED
