@@ -136,6 +136,17 @@ void conn_send_error(struct conn *c, uint32_t id, const struct cella_error *err)
                                  err ? err->msg : ""));
 }
 
+void conn_reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...)
+{
+        struct cella_error err = {0};
+        va_list ap;
+
+        va_start(ap, fmt);
+        cella_error_setv(&err, code, fmt, ap);
+        va_end(ap);
+        conn_send_error(c, id, &err);
+}
+
 int stream_send(struct stream *s, uint8_t type, const void *payload, size_t len)
 {
         if (!s->conn)

@@ -109,12 +109,19 @@ struct spawn_request {
         size_t n_base_env;
         char *const *env; /* "K=V" over base_env */
         size_t n_env;
-        const char *cgroup; /* the child joins it before exec; NULL: none */
+        const char *cgroup; /* the child starts in it; NULL: none */
+        /* A session's shell instead of `bash -c command`: `bash --noprofile --norc -O
+         * expand_aliases` (command unused) reading its stdin from a pipe whose write end
+         * is returned, stderr /dev/null, stdout the pipe returned as out. */
+        bool session_shell;
 };
 struct spawn_result {
         pid_t pid;        /* also set (and already reaped) when failed_step */
         bool failed_step; /* the child failed before exec (bad cwd, exec error) */
-        int out, err;     /* read ends of stdout and stderr (close-on-exec, blocking) */
+        bool is_bash;     /* bash ran (else /bin/sh: there is no bash) */
+        int out, err;     /* read ends of stdout and stderr (close-on-exec, blocking); err
+                           * is -EBADF for a session shell */
+        int in;           /* session shell: write end of its stdin; else -EBADF */
 };
 /* Start the command. 0 with *ret filled, or -errno with err set (for a bad cwd the code
  * comes from errno: FILE_NOT_FOUND, NOT_DIRECTORY, ...). */
@@ -159,6 +166,8 @@ int agent_watch_child(struct agent *a, pid_t pid, void (*cb)(void *ud, pid_t pid
 void agent_unwatch_child(struct agent *a, pid_t pid);
 /* Send an ERROR on a stream id that has no object (request rejected up front). */
 void conn_send_error(struct conn *c, uint32_t id, const struct cella_error *err);
+/* The same with a code and a formatted message. */
+void conn_reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...) _printf_(4, 5);
 void conn_send_json(struct conn *c, uint8_t type, uint32_t id, json_t *j);
 
 #endif

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "agent/agent.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -102,35 +103,6 @@ static void reply_code(struct conn *c, uint32_t id, int code, const char *msg, c
 
         cella_error_set(&e, code, "%s: '%s'", msg, path);
         conn_send_error(c, id, &e);
-}
-
-/* mkdir -p with mode for new directories. Returns 0 or -errno (-ENOTDIR when a component
- * is not a directory). */
-static int mkdir_p(const char *path, mode_t mode)
-{
-        char buf[CELLA_PATH_MAX + 1];
-        size_t n = strlen(path);
-        struct stat st;
-
-        if (n == 0 || n > CELLA_PATH_MAX)
-                return -ENAMETOOLONG;
-        memcpy(buf, path, n + 1);
-        for (size_t i = 1; i <= n; i++) {
-                if (buf[i] != '/' && buf[i] != '\0')
-                        continue;
-                buf[i] = '\0';
-                if (mkdir(buf, mode) < 0) {
-                        if (errno != EEXIST)
-                                return -errno;
-                        if (stat(buf, &st) < 0)
-                                return -errno;
-                        if (!S_ISDIR(st.st_mode))
-                                return -ENOTDIR;
-                }
-                if (i < n)
-                        buf[i] = '/';
-        }
-        return 0;
 }
 
 /* ---- FILE_READ ---- */
@@ -389,7 +361,7 @@ void file_write_start(struct conn *c, struct agent_request *req)
                 slash[1] = '\0';
         else
                 *slash = '\0';
-        r = mkdir_p(dir, 0755);
+        r = fs_mkdir_p(dir, 0755);
         if (r < 0) {
                 reply_errno(c, req->stream, r, "create parent directories of", req->path);
                 file_write_free(w);
@@ -721,7 +693,7 @@ void file_op_run(struct conn *c, struct agent_request *req)
                         conn_send_json(c, FRAME_RESULT, req->stream, json_object());
                 return;
         case AGENT_OP_MKDIR:
-                r = req->recursive ? mkdir_p(req->path, 0755)
+                r = req->recursive ? fs_mkdir_p(req->path, 0755)
                                    : (mkdir(req->path, 0755) < 0 ? -errno : 0);
                 if (r == -ENOTDIR && req->recursive && stat(req->path, &st) == 0)
                         r = -EEXIST; /* the path itself exists and is not a directory */

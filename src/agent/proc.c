@@ -1020,18 +1020,6 @@ void proc_shutdown(struct agent *a)
 
 /* ---- operations ---- */
 
-static void send_error(struct conn *c, uint32_t id, int code, const char *fmt, ...) _printf_(4, 5);
-static void send_error(struct conn *c, uint32_t id, int code, const char *fmt, ...)
-{
-        struct cella_error err = {0};
-        va_list ap;
-
-        va_start(ap, fmt);
-        cella_error_setv(&err, code, fmt, ap);
-        va_end(ap);
-        conn_send_error(c, id, &err);
-}
-
 static void op_start_spawn(struct proc_table *t, struct conn *c, uint32_t sid,
                            struct proc_request *r, struct spawn_request *spawn);
 
@@ -1079,18 +1067,18 @@ static void op_start_spawn(struct proc_table *t, struct conn *c, uint32_t sid,
         char name[CELLA_ID_MAX + 16];
 
         if (r->id && proc_find(t, r->id)) { /* never digits only: an id, not a pid */
-                send_error(c, sid, CELLA_E_PROCESS_ALREADY_EXISTS, "process '%s' already exists",
-                           r->id);
+                conn_reply_error(c, sid, CELLA_E_PROCESS_ALREADY_EXISTS,
+                                 "process '%s' already exists", r->id);
                 return;
         }
         if (!make_room(t)) {
-                send_error(c, sid, CELLA_E_VALIDATION_FAILED,
-                           "%d processes are running; kill some first", CELLA_PROC_MAX);
+                conn_reply_error(c, sid, CELLA_E_VALIDATION_FAILED,
+                                 "%d processes are running; kill some first", CELLA_PROC_MAX);
                 return;
         }
         p = calloc(1, sizeof(*p));
         if (!p) {
-                send_error(c, sid, CELLA_E_INTERNAL_ERROR, "out of memory");
+                conn_reply_error(c, sid, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }
         p->t = t;
@@ -1166,7 +1154,7 @@ static void op_start_spawn(struct proc_table *t, struct conn *c, uint32_t sid,
                 p->reaped = p->settled = true;
                 p->end_ms = time_now_ms();
                 proc_output_done(p);
-                send_error(c, sid, CELLA_E_INTERNAL_ERROR, "out of memory");
+                conn_reply_error(c, sid, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }
         uv_timer_init(a->loop, &p->io->settle);
@@ -1359,7 +1347,8 @@ static void op_follow(struct proc_table *t, struct conn *c, uint32_t sid, struct
         int k;
 
         if (!p) {
-                send_error(c, sid, CELLA_E_PROCESS_NOT_FOUND, "process '%s' not found", r->id);
+                conn_reply_error(c, sid, CELLA_E_PROCESS_NOT_FOUND, "process '%s' not found",
+                                 r->id);
                 return;
         }
         if (r->op == PROC_WAIT_LOG && r->regex) {
@@ -1370,14 +1359,15 @@ static void op_follow(struct proc_table *t, struct conn *c, uint32_t sid, struct
                         char msg[128];
 
                         regerror(k, &re, msg, sizeof(msg));
-                        send_error(c, sid, CELLA_E_VALIDATION_FAILED, "invalid regex: %s", msg);
+                        conn_reply_error(c, sid, CELLA_E_VALIDATION_FAILED, "invalid regex: %s",
+                                         msg);
                         return;
                 }
                 regfree(&re);
         }
         f = follower_new(c, sid, p, kinds[r->op]);
         if (!f) {
-                send_error(c, sid, CELLA_E_INTERNAL_ERROR, "out of memory");
+                conn_reply_error(c, sid, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }
         if (follower_reads(f) && follower_open_output(f) < 0) {
@@ -1436,7 +1426,7 @@ void proc_request(struct agent *a, struct conn *c, struct agent_request *req)
         }
         t = table_get(a);
         if (!t) {
-                send_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
+                conn_reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
                 proc_request_done(&r);
                 return;
         }
@@ -1452,8 +1442,8 @@ void proc_request(struct agent *a, struct conn *c, struct agent_request *req)
                 if (p)
                         conn_send_json(c, FRAME_RESULT, req->stream, proc_info(p));
                 else
-                        send_error(c, req->stream, CELLA_E_PROCESS_NOT_FOUND,
-                                   "process '%s' not found", r.id);
+                        conn_reply_error(c, req->stream, CELLA_E_PROCESS_NOT_FOUND,
+                                         "process '%s' not found", r.id);
                 break;
         case PROC_KILLALL:
                 op_killall(t, c, req->stream, r.signal);

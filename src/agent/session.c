@@ -25,13 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sched.h>
 #include <sys/random.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "agent/agent.h"
 #include "agent/session.h"
 #include "common/buf.h"
@@ -40,7 +39,6 @@
 #include "common/path.h"
 #include "common/timeutil.h"
 
-#define CGROUP_ROOT "/sys/fs/cgroup"
 #define OUTPUT_GRACE_MS 100      /* output still held open after the status came */
 #define KILL_SHELL_GRACE_MS 1000 /* after a timeout's kill, wait this long for the status */
 #define DEFAULT_SESSION "default"
@@ -192,18 +190,6 @@ static int env_apply(char ***env, size_t *n, const char *kv_or_key, bool unset)
         return 0;
 }
 
-static void reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...) _printf_(4, 5);
-static void reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...)
-{
-        struct cella_error err = {0};
-        va_list ap;
-
-        va_start(ap, fmt);
-        cella_error_setv(&err, code, fmt, ap);
-        va_end(ap);
-        conn_send_error(c, id, &err);
-}
-
 static void rm_tree(const char *path)
 {
         DIR *d = opendir(path);
@@ -222,26 +208,6 @@ static void rm_tree(const char *path)
                 closedir(d);
         }
         rmdir(path);
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-        char tmp[CELLA_PATH_MAX];
-        size_t n = strlen(path);
-
-        if (n >= sizeof(tmp))
-                return -ENAMETOOLONG;
-        memcpy(tmp, path, n + 1);
-        for (char *p = tmp + 1; *p; p++)
-                if (*p == '/') {
-                        *p = '\0';
-                        if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-                                return -errno;
-                        *p = '/';
-                }
-        if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
 }
 
 /* ---- killing ---- */
@@ -500,231 +466,52 @@ static void on_ctl_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
                 buf_reset(&sess->ctl_buf); /* no status line is this long */
 }
 
-enum { STEP_SETUP = 1, STEP_CHDIR, STEP_EXEC };
-
-struct child_failure {
-        int step;
-        int err;
-};
-
-/* Between fork and exec: async-signal-safe calls only. */
-_Noreturn static void shell_child(int failfd, int infd, int outfd, int nullfd, int procsfd,
-                                  const char *cwd, const char *shell, char *const argv[],
-                                  char *const envp[])
-{
-        struct child_failure f = {STEP_SETUP, 0};
-        struct sigaction sa;
-        sigset_t none;
-        int fd;
-
-        setsid();
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = SIG_DFL;
-        for (int sig = 1; sig < NSIG; sig++)
-                sigaction(sig, &sa, NULL);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-                if (write(fd, "0", 1) < 0) {
-                        /* not fatal */
-                }
-                close(fd);
-        }
-        if (procsfd >= 0 && write(procsfd, "0", 1) < 0) {
-                /* not fatal: the /proc walk still finds the shell's children */
-        }
-        if (dup2(infd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(nullfd, 2) < 0)
-                goto fail;
-        if (chdir(cwd) < 0) {
-                f.step = STEP_CHDIR;
-                goto fail;
-        }
-        execve(shell, argv, envp);
-        f.step = STEP_EXEC;
-fail:
-        f.err = errno;
-        if (write(failfd, &f, sizeof(f)) < 0) {
-                /* nothing left to do */
-        }
-        _exit(127);
-}
-
-static char *cgroup_make(struct session *sess)
-{
-        char path[128];
-
-        snprintf(path, sizeof(path), CGROUP_ROOT "/sess-%u", sess->n);
-        if (mkdir(path, 0755) == 0 ||
-            (errno == EEXIST && rmdir(path) == 0 && mkdir(path, 0755) == 0))
-                return strdup(path);
-        log_warn("mkdir %s: %s", path, strerror(errno));
-        return NULL;
-}
-
-/* Start the session's shell. 0, or -1 with err set. */
+/* Start the session's shell (agent_spawn, in the session's own cgroup). 0, or -1 with
+ * err set. */
 static int shell_spawn(struct session *sess, struct cella_error *err)
 {
         struct agent *a = sess->a;
-        int inp[2] = {-EBADF, -EBADF}, outp[2] = {-EBADF, -EBADF}, failp[2] = {-EBADF, -EBADF};
-        _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF, cgfd = -EBADF;
-        const char *shell = "/bin/bash";
-        char hostname[256] = "localhost";
-        char *argv[6];
-        char **envp = NULL;
-        _cleanup_buf_ struct buf base = BUF_INIT;
-        char *base_vars[5] = {NULL};
-        struct child_failure f;
-        sigset_t all, saved;
-        size_t n = 0;
-        ssize_t got;
-        pid_t pid;
-        int r = -1;
+        struct spawn_result res;
+        struct spawn_request sr = {
+                .cwd = sess->cwd,
+                .base_env = sess->env,
+                .n_base_env = sess->n_env,
+                .session_shell = true,
+        };
+        char name[32];
 
-        if (access(shell, X_OK) < 0)
-                shell = "/bin/sh";
-        if (strcmp(shell, "/bin/bash") == 0) {
-                argv[0] = (char *)"bash";
-                argv[1] = (char *)"--noprofile";
-                argv[2] = (char *)"--norc";
-                argv[3] = (char *)"-O";
-                argv[4] = (char *)"expand_aliases";
-                argv[5] = NULL;
-        } else {
-                argv[0] = (char *)"sh";
-                argv[1] = NULL;
+        if (a->use_cgroup && !sess->cgroup) {
+                snprintf(name, sizeof(name), "sess-%u", sess->n);
+                sess->cgroup = agent_cgroup_make(a, name);
         }
-        if (gethostname(hostname, sizeof(hostname) - 1) < 0)
-                snprintf(hostname, sizeof(hostname), "localhost");
-        if (asprintf(&base_vars[0],
-                     "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin") < 0 ||
-            asprintf(&base_vars[1], "HOME=/root") < 0 ||
-            asprintf(&base_vars[2], "HOSTNAME=%s", hostname) < 0 ||
-            asprintf(&base_vars[3], "LANG=C.UTF-8") < 0 ||
-            asprintf(&base_vars[4], "PWD=%s", sess->cwd) < 0) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                goto out;
-        }
-        envp = calloc(ARRAY_SIZE(base_vars) + sess->n_env + 1, sizeof(char *));
-        if (!envp) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                goto out;
-        }
-        for (size_t i = 0; i < ARRAY_SIZE(base_vars); i++)
-                envp[n++] = base_vars[i];
-        for (size_t i = 0; i < sess->n_env; i++) {
-                size_t klen = (size_t)(strchr(sess->env[i], '=') - sess->env[i]), k;
-
-                for (k = 0; k < n; k++)
-                        if (strncmp(envp[k], sess->env[i], klen + 1) == 0)
-                                break;
-                envp[k] = sess->env[i];
-                if (k == n)
-                        n++;
-        }
-        envp[n] = NULL;
-
-        nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (nullfd < 0 || pipe2(inp, O_CLOEXEC) < 0 || pipe2(outp, O_CLOEXEC) < 0 ||
-            pipe2(failp, O_CLOEXEC) < 0) {
-                cella_error_errno(err, errno, "session '%s': pipes", sess->id);
-                goto out;
-        }
-        if (a->use_cgroup && !sess->cgroup)
-                sess->cgroup = cgroup_make(sess);
-        if (sess->cgroup) {
-                char path[160];
-
-                cgfd = open(sess->cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
-                snprintf(path, sizeof(path), "%s/cgroup.procs", sess->cgroup);
-                procsfd = open(path, O_WRONLY | O_CLOEXEC);
-        }
-        sigfillset(&all);
-        sigprocmask(SIG_SETMASK, &all, &saved);
-        /* The shell is born in its cgroup (CLONE_INTO_CGROUP): moving a process later,
-         * through cgroup.procs, waits for an RCU grace period, milliseconds on a quiet
-         * host. fork and a cgroup.procs write where the kernel lacks clone3. */
-        pid = -1;
-        if (cgfd >= 0) {
-                struct clone_args ca;
-
-                memset(&ca, 0, sizeof(ca));
-                ca.flags = CLONE_INTO_CGROUP;
-                ca.exit_signal = SIGCHLD;
-                ca.cgroup = (uint64_t)cgfd;
-                pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-                if (pid == 0) {
-                        close(procsfd);
-                        procsfd = -EBADF; /* already there */
-                }
-        }
-        if (pid < 0)
-                pid = fork();
-        if (pid != 0)
-                sigprocmask(SIG_SETMASK, &saved, NULL);
-        if (pid < 0) {
-                cella_error_errno(err, errno, "session '%s': fork", sess->id);
-                goto out;
-        }
-        if (pid == 0)
-                shell_child(failp[1], inp[0], outp[1], nullfd, procsfd, sess->cwd, shell, argv,
-                            envp);
-        close(failp[1]);
-        failp[1] = -EBADF;
-        do
-                got = read(failp[0], &f, sizeof(f));
-        while (got < 0 && errno == EINTR);
-        if (got == (ssize_t)sizeof(f)) {
-                int st;
-
-                while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        sr.cgroup = sess->cgroup;
+        if (agent_spawn(&sr, &res, err) < 0)
+                return -1;
+        if (agent_watch_child(a, res.pid, on_shell_exit, sess) < 0) {
+                kill(res.pid, SIGKILL);
+                while (waitpid(res.pid, NULL, 0) < 0 && errno == EINTR)
                         ;
-                if (f.step == STEP_CHDIR)
-                        cella_error_set(err, cella_code_from_errno(f.err), "cwd '%s': %s",
-                                        sess->cwd, strerror(f.err));
-                else
-                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "start %s: %s", shell,
-                                        strerror(f.err));
-                goto out;
+                close(res.in);
+                close(res.out);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
-        if (agent_watch_child(a, pid, on_shell_exit, sess) < 0) {
-                kill(pid, SIGKILL);
-                while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ;
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                goto out;
-        }
-        sess->pid = pid;
-        sess->is_bash = strcmp(argv[0], "bash") == 0;
-        sess->in_fd = inp[1];
-        inp[1] = -EBADF;
+        sess->pid = res.pid;
+        sess->is_bash = res.is_bash;
+        sess->in_fd = res.in;
         fcntl(sess->in_fd, F_SETFL, O_NONBLOCK);
         uv_pipe_init(a->loop, &sess->ctl, 0);
         sess->ctl.data = sess;
         sess->ctl_open = true;
-        if (uv_pipe_open(&sess->ctl, outp[0]) == 0) {
-                outp[0] = -EBADF;
+        if (uv_pipe_open(&sess->ctl, res.out) == 0)
                 uv_read_start((uv_stream_t *)&sess->ctl, on_ctl_alloc, on_ctl_read);
-        } else {
+        else {
+                close(res.out);
                 close_ctl(sess);
         }
         if (write_all(sess->in_fd, SHELL_INIT, sizeof(SHELL_INIT) - 1) < 0)
                 log_warn("session %s: cannot set up the shell", sess->id);
-        log_debug("session %s: shell %d started", sess->id, (int)pid);
-        r = 0;
-out:
-        for (int i = 0; i < 2; i++) {
-                if (inp[i] >= 0)
-                        close(inp[i]);
-                if (outp[i] >= 0)
-                        close(outp[i]);
-                if (failp[i] >= 0)
-                        close(failp[i]);
-        }
-        free(envp);
-        for (size_t i = 0; i < ARRAY_SIZE(base_vars); i++)
-                free(base_vars[i]);
-        return r;
+        log_debug("session %s: shell %d started", sess->id, (int)sess->pid);
+        return 0;
 }
 
 /* ---- jobs ---- */
@@ -1039,7 +826,7 @@ static int prep_fifos(struct session *sess, struct cella_error *err)
                 unlink(path);
                 if (mkfifo(path, 0600) < 0 && errno == ENOENT) {
                         /* the directory went (a command removed it): make it again */
-                        if (mkdir_p(sess->dir, 0700) == 0)
+                        if (fs_mkdir_p(sess->dir, 0700) == 0)
                                 (void)mkfifo(path, 0600);
                 }
                 sess->prep.rd[i] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -1108,7 +895,7 @@ static void job_start(struct job *j)
                 goto fail;
         snprintf(path, sizeof(path), "%s/c%u", sess->dir, j->seq);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-        if (fd < 0 && errno == ENOENT && mkdir_p(sess->dir, 0700) == 0)
+        if (fd < 0 && errno == ENOENT && fs_mkdir_p(sess->dir, 0700) == 0)
                 fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) {
                 cella_error_errno(&err, errno, "session '%s': write the command", sess->id);
@@ -1247,7 +1034,7 @@ static struct session *session_create(struct agent *a, const char *id, const cha
         for (size_t i = 0; i < n_env; i++)
                 if (env_apply(&sess->env, &sess->n_env, env[i], false) < 0)
                         goto oom;
-        if (mkdir_p(sess->dir, 0700) < 0) {
+        if (fs_mkdir_p(sess->dir, 0700) < 0) {
                 cella_error_errno(err, errno, "session '%s': directory", id);
                 goto fail;
         }
@@ -1358,20 +1145,20 @@ void session_exec(struct agent *a, struct conn *c, struct agent_request *req)
         bool subshell = req->cwd_given || req->n_env > 0;
 
         if (!sess && strcmp(req->session, DEFAULT_SESSION) != 0) {
-                reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND, "no session '%s'",
-                            req->session);
+                conn_reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND, "no session '%s'",
+                                 req->session);
                 return;
         }
         if (req->cwd_given) {
                 /* checked here, like a sessionless command's cwd, for a clear error */
                 if (stat(req->cwd, &st) < 0) {
-                        reply_error(c, req->stream, cella_code_from_errno(errno), "cwd '%s': %s",
-                                    req->cwd, strerror(errno));
+                        conn_reply_error(c, req->stream, cella_code_from_errno(errno),
+                                         "cwd '%s': %s", req->cwd, strerror(errno));
                         return;
                 }
                 if (!S_ISDIR(st.st_mode)) {
-                        reply_error(c, req->stream, CELLA_E_NOT_DIRECTORY,
-                                    "cwd '%s': Not a directory", req->cwd);
+                        conn_reply_error(c, req->stream, CELLA_E_NOT_DIRECTORY,
+                                         "cwd '%s': Not a directory", req->cwd);
                         return;
                 }
         }
@@ -1387,7 +1174,7 @@ void session_exec(struct agent *a, struct conn *c, struct agent_request *req)
                 if ((req->cwd_given &&
                      (buf_append_str(&head, "cd -- ") < 0 || sh_quote(&head, req->cwd) < 0 ||
                       buf_append_str(&head, " || exit\n") < 0))) {
-                        reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        conn_reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
                         return;
                 }
                 for (size_t i = 0; i < req->n_env; i++) {
@@ -1397,15 +1184,15 @@ void session_exec(struct agent *a, struct conn *c, struct agent_request *req)
                             buf_append(&head, req->env[i], (size_t)(eq - req->env[i])) < 0 ||
                             buf_append_str(&head, "=") < 0 || sh_quote(&head, eq + 1) < 0 ||
                             buf_append_str(&head, "\n") < 0) {
-                                reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR,
-                                            "out of memory");
+                                conn_reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR,
+                                                 "out of memory");
                                 return;
                         }
                 }
         }
         j = job_new(head.data, req->command);
         if (!j) {
-                reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
+                conn_reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }
         j->streamed = true;
@@ -1413,7 +1200,8 @@ void session_exec(struct agent *a, struct conn *c, struct agent_request *req)
         j->timeout_ms = req->timeout_ms > 0 ? req->timeout_ms : sess->timeout_ms;
         if (conn_add_stream(c, &j->s, req->stream, &job_ops) < 0) {
                 job_free(j);
-                reply_error(c, req->stream, CELLA_E_SANDBOX_UNAVAILABLE, "too many operations");
+                conn_reply_error(c, req->stream, CELLA_E_SANDBOX_UNAVAILABLE,
+                                 "too many operations");
                 return;
         }
         enqueue(sess, j);
@@ -1471,8 +1259,8 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
                         snprintf(gen, sizeof(gen), "session-%08x", rnd);
                 }
                 if (session_find(a, r.id ? r.id : gen)) {
-                        reply_error(c, req->stream, CELLA_E_SESSION_ALREADY_EXISTS,
-                                    "session '%s' already exists", r.id ? r.id : gen);
+                        conn_reply_error(c, req->stream, CELLA_E_SESSION_ALREADY_EXISTS,
+                                         "session '%s' already exists", r.id ? r.id : gen);
                         break;
                 }
                 sess = session_create(a, r.id ? r.id : gen, r.cwd, r.base_env, r.n_base_env, r.env,
@@ -1485,8 +1273,8 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
         case SESSION_OP_DELETE:
                 sess = session_find(a, r.id);
                 if (!sess) {
-                        reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND, "no session '%s'",
-                                    r.id);
+                        conn_reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND,
+                                         "no session '%s'", r.id);
                         break;
                 }
                 session_delete(sess);
@@ -1507,8 +1295,8 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
                 if (r.id) {
                         sess = session_find(a, r.id);
                         if (!sess) {
-                                reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND,
-                                            "no session '%s'", r.id);
+                                conn_reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND,
+                                                 "no session '%s'", r.id);
                                 break;
                         }
                         k = session_setenv(sess, &r);
@@ -1517,7 +1305,7 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
                                 k = session_setenv(sess, &r);
                 }
                 if (k < 0)
-                        reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        conn_reply_error(c, req->stream, CELLA_E_INTERNAL_ERROR, "out of memory");
                 else
                         conn_send_json(c, FRAME_RESULT, req->stream, json_object());
                 break;
@@ -1569,7 +1357,7 @@ void session_init(struct agent *a)
 
         snprintf(dir, sizeof(dir), "%s/sessions", a->run_dir);
         rm_tree(dir);
-        if (mkdir_p(dir, 0700) < 0)
+        if (fs_mkdir_p(dir, 0700) < 0)
                 log_warn("mkdir %s: %s", dir, strerror(errno));
 }
 

@@ -1,10 +1,12 @@
-/* Starting commands and managing their cgroups, shared by EXEC commands (exec.c) and
- * background processes (proc.c).
+/* Starting commands and managing their cgroups, shared by EXEC commands (exec.c),
+ * background processes (proc.c) and session shells (session.c).
  *
- * agent_spawn forks with every signal blocked; the child resets all dispositions and the
- * mask, starts a new session (its own process group), joins the given cgroup, takes
- * /dev/null as stdin and the two pipes as stdout/stderr, changes directory and execs
- * `bash -c command` (or `sh -c` where bash is missing). Between fork and exec it does only
+ * agent_spawn clones with every signal blocked, the child born in the given cgroup
+ * (clone3 CLONE_INTO_CGROUP: joining one later through cgroup.procs waits for an RCU grace
+ * period, milliseconds on a quiet host; fork and that write where clone3 is missing); the
+ * child resets all dispositions and the mask, starts a new session (its own process
+ * group), takes /dev/null as stdin and the two pipes as stdout/stderr, changes directory
+ * and execs `bash -c command` (or `sh -c` where bash is missing), or a session's shell. Between fork and exec it does only
  * async-signal-safe work and reports a failure as a {step, errno} record on a close-on-exec
  * pipe, which the parent reads: EOF there means the exec happened. */
 #include <errno.h>
@@ -14,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -213,7 +217,7 @@ fail:
 }
 
 /* The child between fork and exec: async-signal-safe calls only. */
-_Noreturn static void run_child(int errfd, int nullfd, int outfd, int errout, int procsfd,
+_Noreturn static void run_child(int errfd, int infd, int outfd, int errout, int procsfd,
                                 int scriptfd, const char *cwd, const char *shell,
                                 char *const argv[], char *const envp[])
 {
@@ -240,7 +244,7 @@ _Noreturn static void run_child(int errfd, int nullfd, int outfd, int errout, in
         if (procsfd >= 0 && write(procsfd, "0", 1) < 0) {
                 /* not fatal: the process group still lets us kill the tree */
         }
-        if (dup2(nullfd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errout, 2) < 0 ||
+        if (dup2(infd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errout, 2) < 0 ||
             (scriptfd >= 0 && scriptfd != SCRIPT_FD && dup2(scriptfd, SCRIPT_FD) < 0) ||
             (scriptfd == SCRIPT_FD && fcntl(SCRIPT_FD, F_SETFD, 0) < 0))
                 goto fail;
@@ -268,13 +272,13 @@ static void close_fd(int *fd)
 int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct cella_error *err)
 {
         int outp[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF};
-        int failp[2] = {-EBADF, -EBADF};
-        _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF, scriptfd = -EBADF;
+        int failp[2] = {-EBADF, -EBADF}, inp[2] = {-EBADF, -EBADF};
+        _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF, scriptfd = -EBADF, cgfd = -EBADF;
         char hostname[256] = "localhost";
         char *base[5] = {NULL};
         char **envp = NULL;
         const char *shell = "/bin/bash";
-        char *argv[4];
+        char *argv[6];
         struct child_failure f;
         sigset_t all, saved;
         size_t nenv = 0, cap = ARRAY_SIZE(base) + sr->n_base_env + sr->n_env + 1;
@@ -285,12 +289,23 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
 
         ret->pid = -1;
         ret->failed_step = false;
+        ret->out = ret->err = ret->in = -EBADF;
         if (access(shell, X_OK) < 0)
                 shell = "/bin/sh";
-        argv[0] = (char *)(strcmp(shell, "/bin/sh") == 0 ? "sh" : "bash");
+        ret->is_bash = strcmp(shell, "/bin/bash") == 0;
+        argv[0] = (char *)(ret->is_bash ? "bash" : "sh");
         argv[1] = (char *)"-c";
         argv[2] = (char *)sr->command;
-        if (strlen(sr->command) > MAX_ARG_BYTES && strcmp(argv[0], "bash") == 0) {
+        argv[3] = NULL;
+        if (sr->session_shell && ret->is_bash) {
+                argv[1] = (char *)"--noprofile";
+                argv[2] = (char *)"--norc";
+                argv[3] = (char *)"-O";
+                argv[4] = (char *)"expand_aliases";
+                argv[5] = NULL;
+        } else if (sr->session_shell) {
+                argv[1] = NULL;
+        } else if (strlen(sr->command) > MAX_ARG_BYTES && ret->is_bash) {
                 /* Too long for one execve argument: bash sources it from a memfd. */
                 scriptfd = command_memfd(sr->command);
                 if (scriptfd < 0) {
@@ -301,7 +316,6 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
                 }
                 argv[2] = (char *)". /dev/fd/" STRINGIFY(SCRIPT_FD);
         }
-        argv[3] = NULL;
         if (gethostname(hostname, sizeof(hostname) - 1) < 0)
                 snprintf(hostname, sizeof(hostname), "localhost");
         base[0] = strdup("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
@@ -327,9 +341,10 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         env_overlay(envp, &nenv, sr->env, sr->n_env);
         envp[nenv] = NULL;
 
-        nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (nullfd < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
-            pipe2(failp, O_CLOEXEC) < 0) {
+        nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (nullfd < 0 || pipe2(outp, O_CLOEXEC) < 0 ||
+            (!sr->session_shell && pipe2(errp, O_CLOEXEC) < 0) ||
+            (sr->session_shell && pipe2(inp, O_CLOEXEC) < 0) || pipe2(failp, O_CLOEXEC) < 0) {
                 r = -errno;
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "pipes: %s", strerror(errno));
                 goto out;
@@ -337,6 +352,7 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         if (sr->cgroup) {
                 char path[160];
 
+                cgfd = open(sr->cgroup, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 snprintf(path, sizeof(path), "%s/cgroup.procs", sr->cgroup);
                 procsfd = open(path, O_WRONLY | O_CLOEXEC);
         }
@@ -344,7 +360,20 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         /* No signal handler of ours may run in the child before it resets them. */
         sigfillset(&all);
         sigprocmask(SIG_SETMASK, &all, &saved);
-        pid = fork();
+        pid = -1;
+        if (cgfd >= 0) {
+                struct clone_args ca;
+
+                memset(&ca, 0, sizeof(ca));
+                ca.flags = CLONE_INTO_CGROUP;
+                ca.exit_signal = SIGCHLD;
+                ca.cgroup = (uint64_t)cgfd;
+                pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+                if (pid == 0)
+                        procsfd = -EBADF; /* born there (closed on exec) */
+        }
+        if (pid < 0)
+                pid = fork();
         if (pid != 0)
                 sigprocmask(SIG_SETMASK, &saved, NULL);
         if (pid < 0) {
@@ -353,11 +382,13 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
                 goto out;
         }
         if (pid == 0)
-                run_child(failp[1], nullfd, outp[1], errp[1], procsfd, scriptfd, sr->cwd, shell,
+                run_child(failp[1], sr->session_shell ? inp[0] : nullfd, outp[1],
+                          sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, sr->cwd, shell,
                           argv, envp);
         close_fd(&failp[1]);
         close_fd(&outp[1]);
         close_fd(&errp[1]);
+        close_fd(&inp[0]);
         /* Blocks for the fork-to-exec time only: the pipe closes on exec. */
         do
                 n = read(failp[0], &f, sizeof(f));
@@ -382,9 +413,12 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         ret->pid = pid;
         ret->out = outp[0];
         ret->err = errp[0];
-        outp[0] = errp[0] = -EBADF;
+        ret->in = inp[1];
+        outp[0] = errp[0] = inp[1] = -EBADF;
         r = 0;
 out:
+        close_fd(&inp[0]);
+        close_fd(&inp[1]);
         close_fd(&outp[0]);
         close_fd(&outp[1]);
         close_fd(&errp[0]);

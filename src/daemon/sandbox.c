@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "common/fsutil.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/name.h"
@@ -126,27 +127,6 @@ static int sandbox_dir(const struct sandbox *s, char *out, size_t outsz)
 {
         int n = snprintf(out, outsz, "%s/sandboxes/%s", s->table->data_dir, s->id);
         return (n < 0 || (size_t)n >= outsz) ? -ENAMETOOLONG : 0;
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-        char tmp[CELLA_PATH_MAX];
-        size_t len = strlen(path);
-
-        if (len >= sizeof(tmp))
-                return -ENAMETOOLONG;
-        memcpy(tmp, path, len + 1);
-        for (char *p = tmp + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-                        return -errno;
-                *p = '/';
-        }
-        if (mkdir(tmp, mode) < 0 && errno != EEXIST)
-                return -errno;
-        return 0;
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -321,7 +301,7 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                 return cella_error_set(err, CELLA_E_IMAGE_NOT_FOUND,
                                        "image '%s' is not built (run: cella image build %s)",
                                        s->image, s->image);
-        r = mkdir_p(dir, 0700);
+        r = fs_mkdir_p(dir, 0700);
         if (r < 0)
                 return cella_error_errno(err, r, "create sandbox directory %s", dir);
 
@@ -1297,7 +1277,7 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
         snprintf(path, sizeof(path), "%s/sandboxes", t->data_dir);
-        r = mkdir_p(path, 0700);
+        r = fs_mkdir_p(path, 0700);
         if (r < 0) {
                 cella_error_errno(err, r, "create %s", path);
                 sandbox_table_free(t);

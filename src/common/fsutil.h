@@ -1,0 +1,12 @@
+/* Small file system helpers shared by the daemon and the agent. */
+#ifndef CELLA_FSUTIL_H
+#define CELLA_FSUTIL_H
+
+#include <sys/types.h>
+
+/* mkdir -p: every missing directory of path is made with mode. Returns 0 or -errno
+ * (-ENOTDIR when a component exists and is not a directory, -ENAMETOOLONG beyond
+ * CELLA_PATH_MAX). */
+int fs_mkdir_p(const char *path, mode_t mode);
+
+#endif
