@@ -85,16 +85,22 @@ static void answer(struct http_request *req, json_t *result, const struct cella_
         ctx_free(c);
 }
 
-/* Call the agent with payload (consumed) for c (consumed). */
-static void call(struct http_request *req, struct sess_ctx *c, json_t *payload)
+/* c's sandbox (created and started if needed), referenced in c->sb; false (the request
+ * answered, c freed) if there is none. */
+static bool find_sandbox(struct http_request *req, struct sess_ctx *c)
 {
         c->sb = api_sandbox_for(c->a, req, c->name);
         if (!c->sb) {
-                json_decref(payload);
                 ctx_free(c);
-                return;
+                return false;
         }
         sandbox_ref(c->sb);
+        return true;
+}
+
+/* Send payload (consumed; NULL: out of memory) to c's sandbox's agent; c is consumed. */
+static void send_call(struct http_request *req, struct sess_ctx *c, json_t *payload)
+{
         if (!payload) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 ctx_free(c);
@@ -103,6 +109,16 @@ static void call(struct http_request *req, struct sess_ctx *c, json_t *payload)
         if (api_agent_call(req, c->sb, FRAME_SESSION, payload, answer, c) < 0)
                 ctx_free(c);
         json_decref(payload);
+}
+
+/* Call the agent with payload (consumed) for c (consumed). */
+static void call(struct http_request *req, struct sess_ctx *c, json_t *payload)
+{
+        if (!find_sandbox(req, c)) {
+                json_decref(payload);
+                return;
+        }
+        send_call(req, c, payload);
 }
 
 static void create_body(struct http_request *req, const char *body, size_t len, void *ud)
@@ -118,13 +134,10 @@ static void create_body(struct http_request *req, const char *body, size_t len, 
                 ctx_free(c);
                 return;
         }
-        c->sb = api_sandbox_for(c->a, req, c->name);
-        if (!c->sb) {
+        if (!find_sandbox(req, c)) {
                 api_session_done(&p);
-                ctx_free(c);
                 return;
         }
-        sandbox_ref(c->sb);
         base = sandbox_env(c->sb);
         payload =
                 json_pack("{s:s, s:O, s:I}", "op", "create", "baseEnv", base ? base : json_object(),
@@ -136,14 +149,7 @@ static void create_body(struct http_request *req, const char *body, size_t len, 
         if (payload && p.env)
                 json_object_set(payload, "env", p.env);
         api_session_done(&p);
-        if (!payload) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                ctx_free(c);
-                return;
-        }
-        if (api_agent_call(req, c->sb, FRAME_SESSION, payload, answer, c) < 0)
-                ctx_free(c);
-        json_decref(payload);
+        send_call(req, c, payload);
 }
 
 static void env_body(struct http_request *req, const char *body, size_t len, void *ud)
@@ -170,13 +176,10 @@ static void env_body(struct http_request *req, const char *body, size_t len, voi
                 }
                 snprintf(c->sid, sizeof(c->sid), "%s", p.session_id);
         }
-        c->sb = api_sandbox_for(c->a, req, c->name);
-        if (!c->sb) {
+        if (!find_sandbox(req, c)) {
                 api_env_done(&p);
-                ctx_free(c);
                 return;
         }
-        sandbox_ref(c->sb);
         if (!c->sid[0]) {
                 /* The sandbox's env: kept in the registry (a new shell and every
                  * sessionless command get it), and applied to the live sessions. */
@@ -192,14 +195,7 @@ static void env_body(struct http_request *req, const char *body, size_t len, voi
         if (payload && c->sid[0])
                 json_object_set_new(payload, "id", json_string(c->sid));
         api_env_done(&p);
-        if (!payload) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                ctx_free(c);
-                return;
-        }
-        if (api_agent_call(req, c->sb, FRAME_SESSION, payload, answer, c) < 0)
-                ctx_free(c);
-        json_decref(payload);
+        send_call(req, c, payload);
 }
 
 static void read_body(struct http_request *req, struct sess_ctx *c, http_body_cb cb)
