@@ -32,6 +32,10 @@ typedef void (*api_call_done)(struct http_request *req, json_t *result,
                               const struct cella_error *err, json_t *error_payload, void *ud);
 int api_agent_call(struct http_request *req, struct sandbox *sb, uint8_t type, json_t *payload,
                    api_call_done done, void *ud);
+/* An EXEC (type FRAME_EXEC) through api_agent_call answers {exitCode, timedOut, stdout,
+ * stderr} when the command ended: its output kept up to CELLA_CALL_MAX_OUTPUT bytes per
+ * stream (as api_output_json() gives it), for commands the daemon runs on its own behalf. */
+void api_git_checkout(struct api *a, struct http_request *req, const char *name);
 void api_images_build(struct api *a, struct http_request *req, const char *name);
 
 void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest);
