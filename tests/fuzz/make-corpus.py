@@ -396,6 +396,7 @@ def gitseeds():
         "stderr-exists": b"fatal: destination path 'x' already exists and is not an empty "
                          b"directory.\n",
         "many-schemes": b"a://b@c://d@e ://@ :// x",
+        "nul-bytes": b"h" + b"\0" * 8 + b"unable to connectl",
         "empty": b"",
     }
     return seeds
