@@ -154,9 +154,9 @@ int git_branch_check(const char *b, size_t len, struct cella_error *err)
                 unsigned char c = (unsigned char)b[i];
 
                 if (is_ctl(c) || strchr(" ~^:?*[\\", c) ||
-                    (i + 1 < len && ((c == '.' && b[i + 1] == '.') ||
-                                     (c == '@' && b[i + 1] == '{') ||
-                                     (c == '/' && (b[i + 1] == '/' || b[i + 1] == '.')))))
+                    (i + 1 < len &&
+                     ((c == '.' && b[i + 1] == '.') || (c == '@' && b[i + 1] == '{') ||
+                      (c == '/' && (b[i + 1] == '/' || b[i + 1] == '.')))))
                         return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                                "branch is not a valid branch name");
         }
@@ -190,8 +190,8 @@ int git_url_repo_name(const char *url, char *out, size_t outsz)
 
 static bool ends_authority(unsigned char c)
 {
-        return c == '/' || c == '?' || c == '#' || c == '"' || c == '\'' || c == '`' ||
-               c == ' ' || c == '<' || c == '>' || is_ctl(c);
+        return c == '/' || c == '?' || c == '#' || c == '"' || c == '\'' || c == '`' || c == ' ' ||
+               c == '<' || c == '>' || is_ctl(c);
 }
 
 size_t git_url_redact(const char *text, size_t len, char *out, size_t outsz)

@@ -438,8 +438,9 @@ static int int_in(json_t *v, const char *what, int64_t lo, int64_t hi, int64_t *
                 *ret = (int64_t)d;
                 return 0;
         }
-        return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "%s must be an integer from %lld to %lld",
-                               what, (long long)lo, (long long)hi);
+        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                               "%s must be an integer from %lld to %lld", what, (long long)lo,
+                               (long long)hi);
 }
 
 int api_decode_git_checkout(const char *body, size_t len, struct api_git_checkout *ret,
@@ -492,12 +493,18 @@ int api_decode_git_checkout(const char *body, size_t len, struct api_git_checkou
                         goto out;
         } else {
                 char name[CELLA_PATH_MAX + 1];
+                struct cella_error e = {0};
                 int n = git_url_repo_name(p.repo_url, name, sizeof(name));
 
-                if (n < 0 || snprintf(p.target_dir, sizeof(p.target_dir), "%s/%s",
-                                      CELLA_WORKSPACE, name) >= (int)sizeof(p.target_dir)) {
+                if (n < 0) {
                         cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                         "repoUrl names no repository directory; give targetDir");
+                        goto out;
+                }
+                /* relative: below /workspace, within the path limits like any path */
+                if (sandbox_path_normalize(name, (size_t)n, p.target_dir, sizeof(p.target_dir),
+                                           &e) < 0) {
+                        cella_error_set(err, e.code, "targetDir from repoUrl: %s", e.msg);
                         goto out;
                 }
         }

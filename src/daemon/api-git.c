@@ -158,9 +158,9 @@ static void checkout_body(struct http_request *req, const char *body, size_t len
                 snprintf(depth, sizeof(depth), "%lld", (long long)op->in.depth);
         env = sandbox_env(op->sb) ? json_deep_copy(sandbox_env(op->sb)) : json_object();
         vars = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "CELLA_GIT_URL", op->in.repo_url,
-                         "CELLA_GIT_BRANCH", op->in.branch ? op->in.branch : "",
-                         "CELLA_GIT_DEPTH", depth, "CELLA_GIT_DIR", op->in.target_dir, "LC_ALL",
-                         "C", "GIT_TERMINAL_PROMPT", "0");
+                         "CELLA_GIT_BRANCH", op->in.branch ? op->in.branch : "", "CELLA_GIT_DEPTH",
+                         depth, "CELLA_GIT_DIR", op->in.target_dir, "LC_ALL", "C",
+                         "GIT_TERMINAL_PROMPT", "0");
         if (!vars || (env && json_object_update(env, vars) < 0)) {
                 json_decref(env);
                 env = NULL;

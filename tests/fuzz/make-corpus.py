@@ -361,6 +361,9 @@ def jsonseeds():
         out["git-" + label] = bytes([17]) + js(body)
     out["git-ctl"] = bytes([17]) + b'{"repoUrl":"https://h/r\\nx"}'
     out["git-nul"] = bytes([17]) + b'{"repoUrl":"https://h/r\\u0000x"}'
+    # fuzz findings: a default directory name past the path component limit
+    out["git-long-name"] = bytes([17]) + js({"repoUrl": "https://h/r" + "[" * 300})
+    out["git-long-name-scp"] = bytes([17]) + js({"repoUrl": "hts:ost" + "[" * 300})
     out["empty"] = b""
     return out
 

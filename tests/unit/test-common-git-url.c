@@ -92,11 +92,14 @@ static void test_urls(void **state)
 static void test_branches(void **state)
 {
         static const char *const good[] = {"main", "dev", "feature/x-1", "v1.2.3", "a@b", "x;y"};
-        static const char *const bad[] = {"",    "-b",   "--upload-pack=x", "a..b", "a b",
-                                          "x:y", "a\\b", "a~1",            "a^",   "a?",
-                                          "a*",  "a[",   "/a",             "a/",   ".a",
-                                          "a.",  "x.lock", "a//b",         "a/.b", "@",
-                                          "a@{1}", "a\tb"};
+        static const char *const bad[] = {"",     "-b",     "--upload-pack=x",
+                                          "a..b", "a b",    "x:y",
+                                          "a\\b", "a~1",    "a^",
+                                          "a?",   "a*",     "a[",
+                                          "/a",   "a/",     ".a",
+                                          "a.",   "x.lock", "a//b",
+                                          "a/.b", "@",      "a@{1}",
+                                          "a\tb"};
         struct cella_error err = {0};
         char big[CELLA_GIT_MAX_BRANCH + 2];
 
@@ -230,8 +233,8 @@ static void test_clone_errors(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_urls),        cmocka_unit_test(test_branches),
-                cmocka_unit_test(test_repo_names),  cmocka_unit_test(test_redact),
+                cmocka_unit_test(test_urls),         cmocka_unit_test(test_branches),
+                cmocka_unit_test(test_repo_names),   cmocka_unit_test(test_redact),
                 cmocka_unit_test(test_clone_errors),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
