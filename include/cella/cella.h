@@ -160,6 +160,20 @@ int cella_file_mkdir(cella_client *c, const char *sandbox, const char *path, boo
 int cella_file_move(cella_client *c, const char *sandbox, const char *from, const char *to);
 int cella_file_delete(cella_client *c, const char *sandbox, const char *path, bool recursive);
 
+/* ---- git ---- */
+struct cella_git_options {
+        const char *branch;     /* NULL: the remote's default branch */
+        const char *target_dir; /* NULL: /workspace/<repository name>; relative: below /workspace */
+        long depth;             /* 0: full history; N: the last N commits (shallow) */
+        long timeout_ms;        /* 0: the daemon's default (10 minutes) */
+};
+/* Clone repo_url inside the sandbox (POST .../git/checkout). *ret_json: {success, repoUrl,
+ * branch, targetDir} (repoUrl without credentials). Failures are CELLA_ERR_API with code
+ * GIT_REPOSITORY_NOT_FOUND, GIT_BRANCH_NOT_FOUND, GIT_AUTH_FAILED, GIT_NETWORK_ERROR,
+ * INVALID_GIT_URL, DIRECTORY_NOT_EMPTY, COMMAND_TIMEOUT or GIT_CLONE_FAILED. */
+int cella_git_checkout(cella_client *c, const char *sandbox, const char *repo_url,
+                       const struct cella_git_options *o, char **ret_json);
+
 /* ---- images ---- */
 int cella_image_list(cella_client *c, char **ret_json);
 /* Build (or rebuild) an image; on_line gets each log line as it arrives. */

@@ -156,6 +156,21 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                         a->port = strtol(v, &end, 10);
                         if (errno || end == v || *end || a->port < 1 || a->port > 65535)
                                 return fail(a, "--port takes a port in 1..65535, not '%s'", v);
+                } else if (opt_is(s, "--branch")) {
+                        if (need_value(a, argc, argv, &i, &a->branch) < 0)
+                                return -1;
+                } else if (opt_is(s, "--dir")) {
+                        if (need_value(a, argc, argv, &i, &a->dir) < 0)
+                                return -1;
+                } else if (opt_is(s, "--depth")) {
+                        char *end;
+                        if (need_value(a, argc, argv, &i, &v) < 0)
+                                return -1;
+                        errno = 0;
+                        a->depth = strtol(v, &end, 10);
+                        if (errno || end == v || *end || a->depth < 1 || a->depth > 2147483647L)
+                                return fail(a, "--depth takes a number of commits >= 1, not '%s'",
+                                            v);
                 } else if (opt_is(s, "--label")) {
                         if (need_value(a, argc, argv, &i, &v) < 0 || kv_ok(a, v, "--label") < 0)
                                 return -1;

@@ -39,6 +39,8 @@ static const char usage_text[] =
         "  wait NAME ID --log PATTERN [--regex] | --port N [--http PATH] | --exit\n"
         "              [--timeout MS]   exit 0 when ready, 124 on timeout (--exit: the\n"
         "                               process's exit code)\n"
+        "  git clone NAME URL [--branch B] [--depth N] [--dir D] [--timeout MS] [--json]\n"
+        "                      clone a repository inside the sandbox; prints where\n"
         "  health\n"
         "\n"
         "environment: CELLA_URL (default http://127.0.0.1:7070), CELLA_TOKEN\n";
@@ -459,6 +461,38 @@ static int cmd_wait(cella_client *c, struct cli_args *a)
         return r;
 }
 
+/* git clone NAME URL [--branch B] [--depth N] [--dir D] [--timeout MS] [--json]: prints
+ * the directory (or the answer with --json); 124 on a timeout. */
+static int cmd_git(cella_client *c, struct cli_args *a)
+{
+        struct cella_git_options o = {.branch = a->branch,
+                                      .target_dir = a->dir,
+                                      .depth = a->depth,
+                                      .timeout_ms = a->timeout_ms};
+        char *text = NULL;
+        json_t *j;
+        int r;
+
+        if (a->npos != 4 || strcmp(a->pos[1], "clone") != 0)
+                return usage_error("usage: cella git clone NAME URL [--branch B] [--depth N] "
+                                   "[--dir D] [--timeout MS] [--json]");
+        r = cella_git_checkout(c, a->pos[2], a->pos[3], &o, &text);
+        if (r < 0) {
+                api_fail(c, r);
+                return strcmp(cella_client_error_code(c), "COMMAND_TIMEOUT") == 0 ? 124 : 1;
+        }
+        if (a->json) {
+                print_json(text);
+        } else {
+                j = json_loads(text, 0, NULL);
+                printf("cloned %s (%s) into %s\n", str(j, "repoUrl"), str(j, "branch"),
+                       str(j, "targetDir"));
+                json_decref(j);
+        }
+        free(text);
+        return 0;
+}
+
 static int need(struct cli_args *a, int n, const char *usage)
 {
         if (a->npos != n) {
@@ -583,6 +617,8 @@ int main(int argc, char **argv)
                           "--exit [--timeout MS]") < 0
                              ? 2
                              : cmd_wait(c, &a);
+        } else if (strcmp(cmd, "git") == 0) {
+                rc = cmd_git(c, &a);
         } else if (strcmp(cmd, "image") == 0) {
                 rc = cmd_image(c, &a);
         } else if (strcmp(cmd, "health") == 0) {

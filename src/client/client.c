@@ -761,6 +761,30 @@ int cella_process_start(cella_client *c, const char *sandbox, const char *comman
         return request_json(c, "POST", proc_url(c, sandbox, NULL, NULL, NULL), b, ret_json);
 }
 
+int cella_git_checkout(cella_client *c, const char *sandbox, const char *repo_url,
+                       const struct cella_git_options *o, char **ret_json)
+{
+        json_t *b = json_pack("{s:s?}", "repoUrl", repo_url);
+
+        if (!repo_url) {
+                json_decref(b);
+                set_error(c, "INVALID_GIT_URL", "no repository URL");
+                return CELLA_ERR_INVALID;
+        }
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        if (o && o->branch)
+                json_object_set_new(b, "branch", json_string(o->branch));
+        if (o && o->target_dir)
+                json_object_set_new(b, "targetDir", json_string(o->target_dir));
+        if (o && o->depth > 0)
+                json_object_set_new(b, "depth", json_integer(o->depth));
+        if (o && o->timeout_ms > 0)
+                json_object_set_new(b, "timeout", json_integer(o->timeout_ms));
+        return request_json(c, "POST", sandbox_url(c, sandbox, "/git/checkout", NULL, NULL, NULL),
+                            b, ret_json);
+}
+
 int cella_process_list(cella_client *c, const char *sandbox, char **ret_json)
 {
         return request_url(c, "GET", proc_url(c, sandbox, NULL, NULL, NULL), NULL, ret_json);

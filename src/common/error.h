@@ -51,6 +51,12 @@
         X(HEADERS_TOO_LARGE, 431)           \
         X(BAD_REQUEST, 400)                 \
         X(SANDBOX_UNAVAILABLE, 503)         \
+        X(INVALID_GIT_URL, 400)             \
+        X(GIT_REPOSITORY_NOT_FOUND, 404)    \
+        X(GIT_BRANCH_NOT_FOUND, 404)        \
+        X(GIT_AUTH_FAILED, 401)             \
+        X(GIT_NETWORK_ERROR, 502)           \
+        X(GIT_CLONE_FAILED, 500)            \
         X(INTERNAL_ERROR, 500)
 
 enum cella_code {

@@ -23,7 +23,15 @@
 #define CELLA_EXEC_MAX_COMMAND (1024 * 1024)
 #define CELLA_EXEC_MAX_ENV 1024
 #define CELLA_EXEC_MAX_TIMEOUT_MS (7LL * 24 * 3600 * 1000) /* per-command timeout: 7 days */
-#define CELLA_LABELS_MAX 64                                /* labels per sandbox */
+#define CELLA_CALL_MAX_OUTPUT \
+        (64 * 1024) /* an EXEC run by api_agent_call: output kept per stream */
+
+/* Git checkout (POST .../git/checkout, common/git-url.h) */
+#define CELLA_GIT_MAX_URL 4096
+#define CELLA_GIT_MAX_BRANCH 255
+#define CELLA_GIT_MAX_DEPTH 2147483647LL
+#define CELLA_GIT_DEFAULT_TIMEOUT_MS (10LL * 60 * 1000) /* a clone without a timeout */
+#define CELLA_LABELS_MAX 64                             /* labels per sandbox */
 
 /* Sessions and background processes (agent) */
 #define CELLA_ID_MAX 64                       /* session and process ids */

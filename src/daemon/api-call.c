@@ -1,7 +1,10 @@
-/* One request/answer call on a sandbox's agent (api-internal.h: api_agent_call). */
+/* One request/answer call on a sandbox's agent (api-internal.h: api_agent_call). An EXEC
+ * call's output is kept (CELLA_CALL_MAX_OUTPUT bytes per stream) and its EXIT becomes the
+ * answer {exitCode, timedOut, stdout, stderr}. */
 #include <errno.h>
 #include <string.h>
 
+#include "common/limits.h"
 #include "daemon/api-internal.h"
 
 struct agent_call {
@@ -11,6 +14,7 @@ struct agent_call {
         api_call_done done;
         void *ud;
         bool answered;
+        struct buf out[2]; /* an EXEC's stdout, stderr */
 };
 
 static void call_free(struct agent_call *c)
@@ -20,6 +24,8 @@ static void call_free(struct agent_call *c)
                 http_request_unref(c->req);
         }
         sandbox_unref(c->sb);
+        buf_free(&c->out[0]);
+        buf_free(&c->out[1]);
         free(c);
 }
 
@@ -35,14 +41,50 @@ static void call_answer(struct agent_call *c, json_t *result, const struct cella
                 c->done(NULL, NULL, NULL, NULL, c->ud); /* the client left: release ud */
 }
 
+/* An EXEC's EXIT as the call's answer. */
+static void on_exit_frame(struct agent_call *c, const struct frame *f)
+{
+        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        json_int_t code = -1;
+        int timed_out = 0;
+        bool b64;
+        json_t *so = api_output_json(&c->out[0], &b64);
+        json_t *se = api_output_json(&c->out[1], &b64);
+        json_t *r;
+
+        if (j)
+                json_unpack(j, "{s?I, s?b}", "exitCode", &code, "timedOut", &timed_out);
+        json_decref(j);
+        r = json_pack("{s:I, s:b, s:o, s:o}", "exitCode", code, "timedOut", timed_out, "stdout",
+                      so ? so : json_string(""), "stderr", se ? se : json_string(""));
+        if (r) {
+                call_answer(c, r, NULL, NULL);
+        } else {
+                struct cella_error e = {0};
+
+                cella_error_set(&e, CELLA_E_INTERNAL_ERROR, "out of memory");
+                call_answer(c, NULL, &e, NULL);
+        }
+        json_decref(r);
+}
+
 static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
 {
         struct agent_call *c = userdata;
 
-        (void)s;
         if (c->sb)
                 sandbox_touch(c->sb);
-        if (f->type == FRAME_RESULT) {
+        if (f->type == FRAME_STDOUT || f->type == FRAME_STDERR) {
+                struct buf *b = &c->out[f->type == FRAME_STDERR];
+                size_t room = CELLA_CALL_MAX_OUTPUT - MIN(b->len, CELLA_CALL_MAX_OUTPUT);
+                size_t n = MIN(room, (size_t)f->len);
+
+                if (n && !c->answered)
+                        buf_append(b, f->payload, n); /* best effort: output is a diagnostic */
+                agent_stream_ack(s, f->len);
+        } else if (f->type == FRAME_EXIT) {
+                on_exit_frame(c, f);
+        } else if (f->type == FRAME_RESULT) {
                 json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
 
                 if (json_is_object(j)) {

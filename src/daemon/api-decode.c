@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/base64.h"
+#include "common/git-url.h"
 #include "common/name.h"
 #include "common/path.h"
 #include "common/signal.h"
@@ -413,6 +414,117 @@ void api_exec_done(struct api_exec *p)
         free(p->cwd);
         free(p->session_id);
         memset(p, 0, sizeof(*p));
+}
+
+void api_git_checkout_done(struct api_git_checkout *p)
+{
+        free(p->repo_url);
+        free(p->branch);
+        memset(p, 0, sizeof(*p));
+}
+
+/* An integer (or a real with an integral value) in lo..hi; -1 with err otherwise. */
+static int int_in(json_t *v, const char *what, int64_t lo, int64_t hi, int64_t *ret,
+                  struct cella_error *err)
+{
+        double d;
+
+        if (json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi) {
+                *ret = json_integer_value(v);
+                return 0;
+        }
+        d = json_is_real(v) ? json_real_value(v) : -1.0;
+        if (json_is_real(v) && d >= (double)lo && d <= (double)hi && d == (double)(int64_t)d) {
+                *ret = (int64_t)d;
+                return 0;
+        }
+        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                               "%s must be an integer from %lld to %lld", what, (long long)lo,
+                               (long long)hi);
+}
+
+int api_decode_git_checkout(const char *body, size_t len, struct api_git_checkout *ret,
+                            struct cella_error *err)
+{
+        struct api_git_checkout p = {0};
+        json_t *j, *url = NULL, *branch = NULL, *dir = NULL, *depth = NULL, *timeout = NULL;
+        json_error_t je;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        p.timeout_ms = CELLA_GIT_DEFAULT_TIMEOUT_MS;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o, s?o, s?o, s?o}", "repoUrl", &url,
+                           "branch", &branch, "targetDir", &dir, "depth", &depth, "timeout",
+                           &timeout) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (!json_is_string(url)) {
+                cella_error_set(err, CELLA_E_INVALID_GIT_URL, "repoUrl must be a string");
+                goto out;
+        }
+        if (git_url_check(json_string_value(url), json_string_length(url), err) < 0)
+                goto out;
+        if ((r = str_field(url, "repoUrl", CELLA_GIT_MAX_URL, &p.repo_url, err)) < 0)
+                goto out;
+        r = -EINVAL;
+        if (branch && !json_is_null(branch)) {
+                if (!json_is_string(branch)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED, "branch must be a string");
+                        goto out;
+                }
+                if (git_branch_check(json_string_value(branch), json_string_length(branch), err) <
+                    0)
+                        goto out;
+                if ((r = str_field(branch, "branch", CELLA_GIT_MAX_BRANCH, &p.branch, err)) < 0)
+                        goto out;
+                r = -EINVAL;
+        }
+        if (dir && !json_is_null(dir)) {
+                if (!json_is_string(dir)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "targetDir must be a string");
+                        goto out;
+                }
+                if (path_field(dir, "targetDir", p.target_dir, err) < 0)
+                        goto out;
+        } else {
+                char name[CELLA_PATH_MAX + 1];
+                struct cella_error e = {0};
+                int n = git_url_repo_name(p.repo_url, name, sizeof(name));
+
+                if (n < 0) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "repoUrl names no repository directory; give targetDir");
+                        goto out;
+                }
+                /* relative: below /workspace, within the path limits like any path */
+                if (sandbox_path_normalize(name, (size_t)n, p.target_dir, sizeof(p.target_dir),
+                                           &e) < 0) {
+                        cella_error_set(err, e.code, "targetDir from repoUrl: %s", e.msg);
+                        goto out;
+                }
+        }
+        if (strcmp(p.target_dir, "/") == 0) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "targetDir must not be /");
+                goto out;
+        }
+        if (depth && !json_is_null(depth) &&
+            int_in(depth, "depth", 0, CELLA_GIT_MAX_DEPTH, &p.depth, err) < 0)
+                goto out;
+        if (timeout && !json_is_null(timeout) &&
+            int_in(timeout, "timeout", 0, CELLA_EXEC_MAX_TIMEOUT_MS, &p.timeout_ms, err) < 0)
+                goto out;
+        *ret = p;
+        memset(&p, 0, sizeof(p));
+        r = 0;
+out:
+        api_git_checkout_done(&p);
+        json_decref(j);
+        return r;
 }
 
 int api_decode_exec(const char *body, size_t len, struct api_exec *ret, struct cella_error *err)

@@ -71,6 +71,22 @@ struct api_exec {
 int api_decode_exec(const char *body, size_t len, struct api_exec *ret, struct cella_error *err);
 void api_exec_done(struct api_exec *p);
 
+/* POST .../git/checkout: {repoUrl, branch?, targetDir?, depth?, timeout?}. repoUrl passes
+ * git_url_check() (INVALID_GIT_URL), branch git_branch_check(); targetDir is normalised
+ * (relative to /workspace) and defaults to /workspace/<repository name>; depth 1..
+ * CELLA_GIT_MAX_DEPTH (0 or absent: full history); timeout in ms (0: none; absent:
+ * CELLA_GIT_DEFAULT_TIMEOUT_MS). */
+struct api_git_checkout {
+        char *repo_url;
+        char *branch; /* NULL: the remote's default */
+        char target_dir[CELLA_PATH_MAX + 1];
+        int64_t depth;
+        int64_t timeout_ms;
+};
+int api_decode_git_checkout(const char *body, size_t len, struct api_git_checkout *ret,
+                            struct cella_error *err);
+void api_git_checkout_done(struct api_git_checkout *p);
+
 /* POST .../files/read: {path, encoding?: "utf-8"|"utf8"|"base64"} */
 struct api_file_read {
         char path[CELLA_PATH_MAX + 1];

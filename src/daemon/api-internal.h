@@ -1,4 +1,4 @@
-/* Shared between the API's route files (api.c, api-exec.c, api-files.c, api-images.c). */
+/* Shared between the API's route files (api.c, api-exec.c, api-files.c, api-git.c, ...). */
 #ifndef CELLA_DAEMON_API_INTERNAL_H
 #define CELLA_DAEMON_API_INTERNAL_H
 
@@ -32,6 +32,12 @@ typedef void (*api_call_done)(struct http_request *req, json_t *result,
                               const struct cella_error *err, json_t *error_payload, void *ud);
 int api_agent_call(struct http_request *req, struct sandbox *sb, uint8_t type, json_t *payload,
                    api_call_done done, void *ud);
+/* An EXEC (type FRAME_EXEC) through api_agent_call answers {exitCode, timedOut, stdout,
+ * stderr} when the command ended: its output kept up to CELLA_CALL_MAX_OUTPUT bytes per
+ * stream (as api_output_json() gives it), for commands the daemon runs on its own behalf. */
+
+/* POST /git/checkout: a clone inside the sandbox (api-git.c). */
+void api_git_checkout(struct api *a, struct http_request *req, const char *name);
 void api_images_build(struct api *a, struct http_request *req, const char *name);
 
 void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest);

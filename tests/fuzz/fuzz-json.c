@@ -1,8 +1,9 @@
 /* Fuzz the API's JSON request decoders (src/daemon/api-decode.h). The first input byte
- * picks the decoder (modulo 16: 0-5 put_sandbox, exec, file_read, file_write, mkdir, move;
+ * picks the decoder (modulo 18: 0-5 put_sandbox, exec, file_read, file_write, mkdir, move;
  * 6 and 7 the shared helpers api_parse_bool and api_check_string_object (and setEnvVars);
  * 8-12 the process calls of api_decode_process (start, kill, waitLog, waitPort, waitExit);
- * 13-15 kill with the body as the ?signal= query value), the rest is the body, in
+ * 13-15 kill with the body as the ?signal= query value; 16 sessions; 17 git checkout), the
+ * rest is the body, in
  * an exact-size heap copy without a terminating NUL, as the HTTP server hands it over.
  *
  * Invariants, from the header's contract: success is 0 with err unset and the result
@@ -14,6 +15,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "common/git-url.h"
 #include "common/limits.h"
 #include "common/path.h"
 #include "common/name.h"
@@ -232,6 +234,30 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 api_session_done(&x);
                 break;
         }
+        case 17: {
+                struct api_git_checkout x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_git_checkout(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        struct cella_error e = {0};
+
+                        FUZZ_CHECK(x.repo_url != NULL);
+                        FUZZ_CHECK(git_url_check(x.repo_url, strlen(x.repo_url), &e) == 0);
+                        FUZZ_CHECK(x.branch == NULL ||
+                                   git_branch_check(x.branch, strlen(x.branch), &e) == 0);
+                        check_path(x.target_dir);
+                        FUZZ_CHECK(strcmp(x.target_dir, "/") != 0);
+                        FUZZ_CHECK(x.depth >= 0 && x.depth <= CELLA_GIT_MAX_DEPTH);
+                        FUZZ_CHECK(x.timeout_ms >= 0 && x.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+                });
+                if (r < 0)
+                        FUZZ_CHECK(err.code == CELLA_E_VALIDATION_FAILED ||
+                                   err.code == CELLA_E_INVALID_GIT_URL ||
+                                   err.code == CELLA_E_NAME_TOO_LONG ||
+                                   err.code == CELLA_E_PAYLOAD_TOO_LARGE || r == -ENOMEM);
+                api_git_checkout_done(&x);
+                break;
+        }
         default: {
                 /* setEnvVars bodies share this selector with the string-object check. */
                 struct api_env e;
@@ -269,7 +295,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!body)
                 return 0;
         memcpy(body, data + 1, size - 1);
-        fuzz_decoder(data[0] % 17, body, size - 1);
+        fuzz_decoder(data[0] % 18, body, size - 1);
         free(body);
         return 0;
 }

@@ -333,8 +333,76 @@ def jsonseeds():
     out["session-bad-env"] = bytes([16]) + js({"env": {"A-B": "x"}})
     out["session-bad-timeout"] = bytes([16]) + js({"commandTimeoutMs": -5})
     out["session-unknown-key"] = bytes([16]) + js({"name": "x"})
+    # Selector 17: POST .../git/checkout bodies.
+    git = {
+        "full": {"repoUrl": "https://github.com/org/repo.git", "branch": "feature/x",
+                 "targetDir": "src/repo", "depth": 1, "timeout": 60000},
+        "minimal": {"repoUrl": "http://127.0.0.1:8000/repo.git"},
+        "scp": {"repoUrl": "git@github.com:org/repo.git"},
+        "ssh-port": {"repoUrl": "ssh://git@host:2222/org/repo"},
+        "git-scheme": {"repoUrl": "git://127.0.0.1:9418/repo.git", "depth": 5},
+        "credentials": {"repoUrl": "https://user:secret@host/r.git"},
+        "ipv6": {"repoUrl": "http://[::1]:8000/r"},
+        "file-url": {"repoUrl": "file:///srv/repo.git"},
+        "local-path": {"repoUrl": "/srv/repo.git"},
+        "dash": {"repoUrl": "--upload-pack=touch /tmp/x"},
+        "injection": {"repoUrl": "http://h/r.git; rm -rf /"},
+        "no-name": {"repoUrl": "https://host/"},
+        "bad-branch": {"repoUrl": "https://h/r", "branch": "-b"},
+        "branch-dots": {"repoUrl": "https://h/r", "branch": "a..b"},
+        "bad-depth": {"repoUrl": "https://h/r", "depth": -1},
+        "real-depth": {"repoUrl": "https://h/r", "depth": 2.5},
+        "root-target": {"repoUrl": "https://h/r", "targetDir": "/"},
+        "unknown-key": {"repoUrl": "https://h/r", "ref": "x"},
+        "null-options": {"repoUrl": "https://h/r", "branch": None, "targetDir": None,
+                         "depth": None, "timeout": None},
+    }
+    for label, body in git.items():
+        out["git-" + label] = bytes([17]) + js(body)
+    out["git-ctl"] = bytes([17]) + b'{"repoUrl":"https://h/r\\nx"}'
+    out["git-nul"] = bytes([17]) + b'{"repoUrl":"https://h/r\\u0000x"}'
+    # fuzz findings: a default directory name past the path component limit
+    out["git-long-name"] = bytes([17]) + js({"repoUrl": "https://h/r" + "[" * 300})
+    out["git-long-name-scp"] = bytes([17]) + js({"repoUrl": "hts:ost" + "[" * 300})
     out["empty"] = b""
     return out
+
+
+def gitseeds():
+    """fuzz-git-url: URLs, branch names and git's stderr, all through every function."""
+    seeds = {
+        "https": b"https://github.com/org/repo.git",
+        "http-port": b"http://127.0.0.1:8000/repo.git",
+        "creds": b"https://user:pa%40ss@host:443/org/repo.git",
+        "token-only": b"https://ghp_abcdef@github.com/o/r",
+        "at-in-password": b"https://u:p@ss@host/r",
+        "at-in-path": b"https://host/scope/@pkg/r.git",
+        "scp": b"git@github.com:org/repo.git",
+        "scp-nouser": b"host:repo",
+        "ssh": b"ssh://git@host:22/r",
+        "ipv6": b"http://[::1]:80/r",
+        "file": b"file:///etc/passwd",
+        "local": b"./repo",
+        "dash": b"-uhttp://x/y",
+        "ext": b"ext::sh -c touch% /tmp/x",
+        "question": b"https://u:p?x@host/r",
+        "branch": b"feature/my-branch_1.2",
+        "branch-lock": b"x.lock",
+        "branch-brace": b"a@{1}",
+        "stderr-auth": b"fatal: could not read Username for 'http://u:secret@127.0.0.1:8001': "
+                       b"terminal prompts disabled\n",
+        "stderr-notfound": b"fatal: repository 'http://u:p@127.0.0.1:8000/nope.git/' not found\n",
+        "stderr-branch": b"warning: Could not find remote branch x to clone.\n"
+                         b"fatal: Remote branch x not found in upstream origin\n",
+        "stderr-network": b"fatal: unable to access 'http://127.0.0.1:1/r/': Failed to connect "
+                          b"to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server\n",
+        "stderr-exists": b"fatal: destination path 'x' already exists and is not an empty "
+                         b"directory.\n",
+        "many-schemes": b"a://b@c://d@e ://@ :// x",
+        "nul-bytes": b"h" + b"\0" * 8 + b"unable to connectl",
+        "empty": b"",
+    }
+    return seeds
 
 
 def agent():
@@ -459,7 +527,7 @@ def size():
 
 
 TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
-           "json": jsonseeds, "agent": agent, "sse": sse, "size": size}
+           "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size}
 
 
 def write(target):

@@ -175,6 +175,30 @@ static void process_commands(void **state)
         assert_int_equal(PARSE(&a, "start", "box", "--id"), -1);
 }
 
+static void git_clone(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "git", "clone", "box", "https://h/r.git", "--branch", "dev",
+                               "--depth", "1", "--dir", "src/r", "--timeout", "5000"),
+                         0);
+        assert_int_equal(a.npos, 4);
+        assert_string_equal(a.pos[3], "https://h/r.git");
+        assert_string_equal(a.branch, "dev");
+        assert_int_equal(a.depth, 1);
+        assert_string_equal(a.dir, "src/r");
+        assert_int_equal(a.timeout_ms, 5000);
+        assert_int_equal(PARSE(&a, "git", "clone", "box", "git@h:o/r"), 0);
+        assert_null(a.branch);
+        assert_int_equal(a.depth, 0);
+        assert_null(a.dir);
+        assert_int_equal(PARSE(&a, "git", "clone", "box", "u", "--depth", "0"), -1);
+        assert_int_equal(PARSE(&a, "git", "clone", "box", "u", "--depth", "x"), -1);
+        assert_int_equal(PARSE(&a, "git", "clone", "box", "u", "--branch"), -1);
+        /* a URL that looks like an option is an unknown option, never a URL */
+        assert_int_equal(PARSE(&a, "git", "clone", "box", "--upload-pack=x"), -1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -188,6 +212,7 @@ int main(void)
                 cmocka_unit_test(join_edge_cases),
                 cmocka_unit_test(sleep_options),
                 cmocka_unit_test(process_commands),
+                cmocka_unit_test(git_clone),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

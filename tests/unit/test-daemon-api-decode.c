@@ -95,6 +95,70 @@ static void test_exec(void **state)
         }
 }
 
+static void test_git_checkout(void **state)
+{
+        struct api_git_checkout p;
+        struct cella_error err = {0};
+
+        (void)state;
+        assert_int_equal(
+                api_decode_git_checkout(BODY("{\"repoUrl\":\"https://h/org/app.git\"}"), &p, &err),
+                0);
+        assert_string_equal(p.repo_url, "https://h/org/app.git");
+        assert_null(p.branch);
+        assert_string_equal(p.target_dir, "/workspace/app");
+        assert_int_equal(p.depth, 0);
+        assert_int_equal(p.timeout_ms, CELLA_GIT_DEFAULT_TIMEOUT_MS);
+        api_git_checkout_done(&p);
+        assert_int_equal(api_decode_git_checkout(
+                                 BODY("{\"repoUrl\":\"git@h:o/r\",\"branch\":\"feature/x\","
+                                      "\"targetDir\":\"src/../r\",\"depth\":1,\"timeout\":0}"),
+                                 &p, &err),
+                         0);
+        assert_string_equal(p.branch, "feature/x");
+        assert_string_equal(p.target_dir, "/workspace/r");
+        assert_int_equal(p.depth, 1);
+        assert_int_equal(p.timeout_ms, 0);
+        api_git_checkout_done(&p);
+        assert_int_equal(api_decode_git_checkout(
+                                 BODY("{\"repoUrl\":\"https://h/r\",\"targetDir\":\"/tmp/x\","
+                                      "\"branch\":null,\"depth\":null,\"timeout\":null}"),
+                                 &p, &err),
+                         0);
+        assert_string_equal(p.target_dir, "/tmp/x");
+        assert_int_equal(p.timeout_ms, CELLA_GIT_DEFAULT_TIMEOUT_MS);
+        api_git_checkout_done(&p);
+
+        static const struct {
+                const char *body;
+                int code;
+        } bad[] = {
+                {"{}", CELLA_E_VALIDATION_FAILED},
+                {"{\"repoUrl\":5}", CELLA_E_INVALID_GIT_URL},
+                {"{\"repoUrl\":\"file:///r\"}", CELLA_E_INVALID_GIT_URL},
+                {"{\"repoUrl\":\"-u\"}", CELLA_E_INVALID_GIT_URL},
+                {"{\"repoUrl\":\"https://h/r\\u0000x\"}", CELLA_E_INVALID_GIT_URL},
+                {"{\"repoUrl\":\"https://h/\"}", CELLA_E_INVALID_GIT_URL},
+                {"{\"repoUrl\":\"https://h/.git\"}", CELLA_E_VALIDATION_FAILED},
+                {"{\"repoUrl\":\"https://h/r\",\"branch\":\"-b\"}", CELLA_E_VALIDATION_FAILED},
+                {"{\"repoUrl\":\"https://h/r\",\"branch\":1}", CELLA_E_VALIDATION_FAILED},
+                {"{\"repoUrl\":\"https://h/r\",\"targetDir\":\"/\"}", CELLA_E_VALIDATION_FAILED},
+                {"{\"repoUrl\":\"https://h/r\",\"targetDir\":\"\"}", CELLA_E_VALIDATION_FAILED},
+                {"{\"repoUrl\":\"https://h/r\",\"depth\":-1}", CELLA_E_VALIDATION_FAILED},
+                {"{\"repoUrl\":\"https://h/r\",\"depth\":1.5}", CELLA_E_VALIDATION_FAILED},
+                {"{\"repoUrl\":\"https://h/r\",\"timeout\":\"5\"}", CELLA_E_VALIDATION_FAILED},
+                {"{\"repoUrl\":\"https://h/r\",\"ref\":\"x\"}", CELLA_E_VALIDATION_FAILED},
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                memset(&err, 0, sizeof(err));
+                if (api_decode_git_checkout(bad[i].body, strlen(bad[i].body), &p, &err) >= 0)
+                        fail_msg("accepted %s", bad[i].body);
+                if (err.code != bad[i].code)
+                        fail_msg("%s: %s", bad[i].body, cella_code_name(err.code));
+                assert_null(p.repo_url);
+        }
+}
+
 static void test_files(void **state)
 {
         struct api_file_read r;
@@ -392,10 +456,11 @@ static void test_processes(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_put_sandbox), cmocka_unit_test(test_exec),
-                cmocka_unit_test(test_files),       cmocka_unit_test(test_helpers),
-                cmocka_unit_test(test_sleep_after), cmocka_unit_test(test_env),
-                cmocka_unit_test(test_session),     cmocka_unit_test(test_processes),
+                cmocka_unit_test(test_put_sandbox),  cmocka_unit_test(test_exec),
+                cmocka_unit_test(test_files),        cmocka_unit_test(test_helpers),
+                cmocka_unit_test(test_sleep_after),  cmocka_unit_test(test_env),
+                cmocka_unit_test(test_session),      cmocka_unit_test(test_processes),
+                cmocka_unit_test(test_git_checkout),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
