@@ -40,7 +40,8 @@
 #include "common/timeutil.h"
 
 #define OUTPUT_GRACE_MS 100      /* output still held open after the status came */
-#define KILL_SHELL_GRACE_MS 1000 /* after a timeout's kill, wait this long for the status */
+#define KILL_SHELL_GRACE_MS 2000 /* after a timeout's kill, wait this long for the status */
+#define KILL_REPEAT_MS 50        /* and repeat the interrupt this often meanwhile */
 #define DEFAULT_SESSION "default"
 /* Sent to a session's shell to stop the command it runs: its trap (SHELL_INIT) returns
  * from the sourced script. */
@@ -68,7 +69,8 @@ struct job {
         bool destroyed; /* its session was deleted */
         bool finished;  /* final frame sent (or nobody to send it to) */
         bool kill_phase2;
-        unsigned fifo_id; /* its FIFOs are o<fifo_id> and e<fifo_id> */
+        uint64_t kill_since; /* loop time of the first interrupt */
+        unsigned fifo_id;    /* its FIFOs are o<fifo_id> and e<fifo_id> */
         uv_pipe_t out[2];
         bool out_eof[2];
         bool reading[2];
@@ -212,17 +214,144 @@ static void rm_tree(const char *path)
 
 /* ---- killing ---- */
 
+/* A growable list of pids (the descendant walk below). */
+struct pid_list {
+        pid_t *v;
+        size_t n, cap;
+};
+
+static int pid_list_add(struct pid_list *l, pid_t pid)
+{
+        for (size_t i = 0; i < l->n; i++)
+                if (l->v[i] == pid)
+                        return 0; /* seen: /proc can show a pid twice while it forks */
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 64;
+                pid_t *v = realloc(l->v, cap * sizeof(pid_t));
+
+                if (!v)
+                        return -ENOMEM;
+                l->v = v;
+                l->cap = cap;
+        }
+        l->v[l->n++] = pid;
+        return 1;
+}
+
+/* Add the children of pid (every thread's /proc/PID/task/TID/children) to l. -ENOMEM,
+ * else 0 (a process that is gone has no children). */
+static int add_children(struct pid_list *l, pid_t pid)
+{
+        char path[64];
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+        d = opendir(path);
+        if (!d)
+                return 0;
+        while ((de = readdir(d)) && r >= 0) {
+                char cpath[400], buf[4096];
+                ssize_t len;
+                int fd;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(cpath, sizeof(cpath), "%s/%s/children", path, de->d_name);
+                fd = open(cpath, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                len = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+                if (len <= 0)
+                        continue;
+                buf[len] = '\0';
+                for (char *p = buf, *end;; p = end) {
+                        long c = strtol(p, &end, 10);
+
+                        if (end == p)
+                                break;
+                        if (c > 1 && pid_list_add(l, (pid_t)c) < 0)
+                                r = -ENOMEM;
+                }
+        }
+        closedir(d);
+        return r;
+}
+
+/* Without /proc/.../children (CONFIG_PROC_CHILDREN off): every process's (pid, ppid) from
+ * /proc/PID/stat, then the descendants of root by repeated passes. */
+static void add_descendants_scan(struct pid_list *l, pid_t root)
+{
+        struct pair {
+                pid_t pid, ppid;
+        } *v = NULL;
+        size_t n = 0, cap = 0;
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+        bool grew = true;
+
+        while (d && (de = readdir(d))) {
+                char path[64], stat[512], *close_paren;
+                long pid = strtol(de->d_name, NULL, 10), ppid;
+                ssize_t len;
+                int fd;
+
+                if (pid <= 1)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                len = read(fd, stat, sizeof(stat) - 1);
+                close(fd);
+                if (len <= 0)
+                        continue;
+                stat[len] = '\0';
+                /* pid (comm) state ppid ...: comm may contain anything, so the fields
+                 * after it are found from the last ')'. */
+                close_paren = strrchr(stat, ')');
+                if (!close_paren || sscanf(close_paren + 1, " %*c %ld", &ppid) != 1)
+                        continue;
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 256;
+                        struct pair *nv = realloc(v, ncap * sizeof(*v));
+
+                        if (!nv)
+                                break;
+                        v = nv;
+                        cap = ncap;
+                }
+                v[n].pid = (pid_t)pid;
+                v[n].ppid = (pid_t)ppid;
+                n++;
+        }
+        if (d)
+                closedir(d);
+        while (grew) {
+                grew = false;
+                for (size_t i = 0; i < n; i++) {
+                        bool parent_in = v[i].ppid == root;
+
+                        for (size_t k = 0; k < l->n && !parent_in; k++)
+                                parent_in = l->v[k] == v[i].ppid;
+                        if (parent_in && pid_list_add(l, v[i].pid) > 0)
+                                grew = true;
+                }
+        }
+        free(v);
+}
+
 /* SIGKILL every process of the session except its shell: the cgroup's members and, where
- * there is no cgroup (or a process left it), the shell's descendants found in /proc. A few
- * rounds catch children forked while the previous round ran. */
+ * there is no cgroup (or a process left it), the shell's descendants, found through
+ * /proc/PID/task/TID/children (a /proc scan where the kernel lacks it). A few rounds
+ * catch children forked while the previous round ran. */
 static void kill_children(struct session *sess)
 {
         for (int round = 0; round < 3; round++) {
-                pid_t pids[1024], ppids[1024];
-                size_t n = 0;
+                struct pid_list l = {0};
                 bool killed = false;
-                DIR *d;
-                struct dirent *de;
 
                 if (sess->cgroup) {
                         char path[160], line[32];
@@ -242,62 +371,20 @@ static void kill_children(struct session *sess)
                                 fclose(f);
                         }
                 }
-                d = opendir("/proc");
-                if (!d)
-                        return;
-                while ((de = readdir(d)) && n < ARRAY_SIZE(pids)) {
-                        char path[64], stat[512], *close_paren;
-                        long pid = strtol(de->d_name, NULL, 10), ppid;
-                        int fd;
-                        ssize_t len;
+                if (sess->pid > 0 && access("/proc/thread-self/children", F_OK) == 0) {
+                        /* breadth first: l grows while it is walked */
+                        int r = add_children(&l, sess->pid);
 
-                        if (pid <= 1)
-                                continue;
-                        snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-                        fd = open(path, O_RDONLY | O_CLOEXEC);
-                        if (fd < 0)
-                                continue;
-                        len = read(fd, stat, sizeof(stat) - 1);
-                        close(fd);
-                        if (len <= 0)
-                                continue;
-                        stat[len] = '\0';
-                        /* pid (comm) state ppid ...: comm may contain anything, so the
-                         * fields after it are found from the last ')'. */
-                        close_paren = strrchr(stat, ')');
-                        if (!close_paren || sscanf(close_paren + 1, " %*c %ld", &ppid) != 1)
-                                continue;
-                        pids[n] = (pid_t)pid;
-                        ppids[n] = (pid_t)ppid;
-                        n++;
+                        for (size_t i = 0; r >= 0 && i < l.n; i++)
+                                r = add_children(&l, l.v[i]);
+                } else if (sess->pid > 0) {
+                        add_descendants_scan(&l, sess->pid);
                 }
-                closedir(d);
-                /* descendants of the shell: repeated passes over the (pid, ppid) table */
-                {
-                        bool mark[ARRAY_SIZE(pids)] = {false};
-                        bool grew = true;
-
-                        while (grew) {
-                                grew = false;
-                                for (size_t i = 0; i < n; i++) {
-                                        if (mark[i])
-                                                continue;
-                                        bool parent_marked = ppids[i] == sess->pid;
-
-                                        for (size_t k = 0; k < n && !parent_marked; k++)
-                                                parent_marked = mark[k] && pids[k] == ppids[i];
-                                        if (parent_marked) {
-                                                mark[i] = true;
-                                                grew = true;
-                                        }
-                                }
-                        }
-                        for (size_t i = 0; i < n; i++)
-                                if (mark[i]) {
-                                        kill(pids[i], SIGKILL);
-                                        killed = true;
-                                }
+                for (size_t i = 0; i < l.n; i++) {
+                        kill(l.v[i], SIGKILL);
+                        killed = true;
                 }
+                free(l.v);
                 if (!killed)
                         return;
         }
@@ -730,20 +817,26 @@ static void on_job_timer(uv_timer_t *t)
         if (j->finished || !sess)
                 return;
         if (!j->kill_phase2) {
-                /* The shell's INTERRUPT_SIGNAL trap makes it return from the command's
-                 * script as soon as it runs again, and what the command started is killed
-                 * (which lets the shell run again); the shell stays and reports the status. */
                 if (!j->cancelled)
                         j->timed_out = true;
                 log_info("session %s: command %u %s; stopping it", sess->id, j->seq,
                          j->cancelled ? "cancelled" : "timed out");
+                j->kill_phase2 = true;
+                j->kill_since = uv_now(sess->a->loop);
+                uv_timer_start(&j->timer, on_job_timer, KILL_REPEAT_MS, KILL_REPEAT_MS);
+        }
+        if (uv_now(sess->a->loop) - j->kill_since < KILL_SHELL_GRACE_MS) {
+                /* The shell's INTERRUPT_SIGNAL trap makes it return from the command's
+                 * script as soon as it runs again, and what the command started is killed
+                 * (which lets the shell run again); the shell stays and reports the status.
+                 * Repeated until the status comes: the shell may not have read the command
+                 * yet (a CANCEL right after STARTED), or a child may be forking. */
                 if (sess->pid > 0)
                         kill(sess->pid, INTERRUPT_SIGNAL);
                 kill_children(sess);
-                j->kill_phase2 = true;
-                uv_timer_start(&j->timer, on_job_timer, KILL_SHELL_GRACE_MS, 0);
                 return;
         }
+        uv_timer_stop(&j->timer);
         /* No status: the shell itself is busy (a builtin loop). It goes; the session
          * starts a new shell for its next command. */
         log_info("session %s: shell does not answer after the kill; restarting it", sess->id);
