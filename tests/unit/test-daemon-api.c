@@ -174,6 +174,31 @@ struct agent_conn *sandbox_agent(struct sandbox *s)
         return s->conn;
 }
 
+/* The preview proxy's view of a sandbox: no ports in these tests. */
+bool sandbox_running(const struct sandbox *s)
+{
+        (void)s;
+        return false;
+}
+
+int64_t sandbox_instance(const struct sandbox *s)
+{
+        (void)s;
+        return 0;
+}
+
+int sandbox_socket(struct sandbox *s)
+{
+        (void)s;
+        return -ESRCH;
+}
+
+struct store *sandbox_table_store(struct sandbox_table *t)
+{
+        (void)t;
+        return NULL;
+}
+
 void sandbox_ref(struct sandbox *s)
 {
         (void)s;
@@ -440,7 +465,7 @@ static void on_stop(uv_async_t *a)
 
 static void *loop_thread(void *arg)
 {
-        struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false"};
+        struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false", NULL, 0};
         struct http_server_config cfg = {"127.0.0.1", 0, api_handle, NULL, NULL};
         struct cella_error err = {0};
 
