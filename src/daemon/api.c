@@ -488,7 +488,12 @@ static void api_ws(struct api *a, struct http_request *req, const char *name, co
         sb = api_sandbox_for(a, req, name);
         if (!sb)
                 return;
-        preview_ws(req, sb, (int)port, fwd);
+        preview_ws(&a->preview, req, sb, (int)port, fwd);
+}
+
+void api_shutdown(struct api *a)
+{
+        preview_shutdown(&a->preview);
 }
 
 void api_set_preview_port(struct api *a, int port)

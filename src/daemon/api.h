@@ -28,6 +28,8 @@ void api_free(struct api *a);
 void api_handle(struct http_request *req, void *userdata);
 /* The on_request of a --preview-listen server: preview hosts only. */
 void api_handle_preview(struct http_request *req, void *userdata);
+/* Close the connections the preview proxy holds (before the sandbox table is freed). */
+void api_shutdown(struct api *a);
 /* The port printed in preview URLs (known once the listener is bound). */
 void api_set_preview_port(struct api *a, int port);
 void api_log_request(struct http_request *req, void *userdata);

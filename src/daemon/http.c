@@ -514,6 +514,8 @@ int http_request_take_socket(struct http_request *req, int *ret_fd, struct buf *
                 return -EPIPE;
         if (req->begun || req->ended)
                 return -EALREADY;
+        if (c->in_process)
+                return -EBUSY; /* inside on_request: the head is not consumed yet */
         if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0)
                 return -EBUSY;
         if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0)

@@ -139,8 +139,9 @@ void http_request_close(struct http_request *req);
  * from the server (the request counts as answered with 101 for on_done; the server
  * forgets the connection) and *ret_fd gets a duplicate of its socket, non-blocking, for
  * the caller to own (uv_tcp_open). leftover gets the bytes the client already sent after
- * this request's head. Returns 0, -EPIPE (connection gone), -EALREADY (a response was
- * begun), -EBUSY (bytes still queued). */
+ * this request's head. Not from on_request (later: after the upstream answered, from a
+ * timer...). Returns 0, -EPIPE (connection gone), -EALREADY (a response was begun),
+ * -EBUSY (bytes still queued, or called from inside on_request). */
 int http_request_take_socket(struct http_request *req, int *ret_fd, struct buf *leftover);
 
 /* SSE: 200, text/event-stream, no-cache, chunked. Each event is `data: <json>\n\n`. */

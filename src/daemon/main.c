@@ -355,6 +355,7 @@ int main(int argc, char **argv)
 
         http_server_free(srv);
         http_server_free(psrv);
+        api_shutdown(api);
         sandbox_table_free(table);
         uv_close((uv_handle_t *)&sigint, NULL);
         uv_close((uv_handle_t *)&sigterm, NULL);

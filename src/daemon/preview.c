@@ -91,7 +91,8 @@ int preview_host_parse(const char *host, const char *domain, struct preview_targ
             !memchr(host, '-', ll))
                 return 0;
         for (size_t i = 0; i < ll; i++)
-                label[i] = (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] - 'A' + 'a' : host[i]);
+                label[i] =
+                        (char)((host[i] >= 'A' && host[i] <= 'Z') ? host[i] - 'A' + 'a' : host[i]);
         label[ll] = '\0';
         /* {port}-{id}-{token}: ids hold '-', tokens do not */
         first = strchr(label, '-');
@@ -117,9 +118,9 @@ int preview_host_parse(const char *host, const char *domain, struct preview_targ
 static bool hop_by_hop(const char *name)
 {
         static const char *const names[] = {
-                "Connection", "Keep-Alive",        "Proxy-Connection",    "TE",
-                "Trailer",    "Transfer-Encoding", "Upgrade",             "Proxy-Authorization",
-                "Trailers",   "Proxy-Authenticate", "X-Forwarded-Host",   "X-Forwarded-Proto",
+                "Connection", "Keep-Alive",         "Proxy-Connection", "TE",
+                "Trailer",    "Transfer-Encoding",  "Upgrade",          "Proxy-Authorization",
+                "Trailers",   "Proxy-Authenticate", "X-Forwarded-Host", "X-Forwarded-Proto",
         };
 
         for (size_t i = 0; i < ARRAY_SIZE(names); i++)
@@ -261,7 +262,8 @@ int preview_response_headers(struct buf *out, const struct preview_headers *h, b
 
                 if (!clean(n) || !clean(v))
                         return -EINVAL;
-                if (keep_upgrade && (strcasecmp(n, "Connection") == 0 || strcasecmp(n, "Upgrade") == 0)) {
+                if (keep_upgrade &&
+                    (strcasecmp(n, "Connection") == 0 || strcasecmp(n, "Upgrade") == 0)) {
                         /* kept */
                 } else if (strcasecmp(n, "Content-Length") == 0 ||
                            (hop_by_hop(n) && strcasecmp(n, "Proxy-Authenticate") != 0 &&
@@ -286,6 +288,8 @@ struct hdr {
 /* One proxied request, and after a 101 the relay of the two sockets. */
 struct pxy {
         int refs; /* the logic, the open handles, client writes in flight */
+        struct preview_config *cfg;
+        struct pxy *prev, *next; /* cfg->live */
         struct http_request *req;
         struct sandbox *sb;
         int port;
@@ -347,6 +351,12 @@ static void pxy_finish(struct pxy *p)
         if (p->finished)
                 return;
         p->finished = true;
+        if (p->prev)
+                p->prev->next = p->next;
+        else
+                p->cfg->live = p->next;
+        if (p->next)
+                p->next->prev = p->prev;
         if (p->req) {
                 http_request_on_abort(p->req, NULL, NULL);
                 http_request_set_userdata(p->req, NULL);
@@ -929,8 +939,7 @@ static void on_connected(uv_connect_t *c, int status)
         if (status < 0) {
                 char msg[160];
 
-                snprintf(msg, sizeof(msg), "cannot connect to port %d in the sandbox: %s",
-                         p->port,
+                snprintf(msg, sizeof(msg), "cannot connect to port %d in the sandbox: %s", p->port,
                          status == UV_ECONNREFUSED ? "nothing listens there" : uv_strerror(status));
                 pxy_fail(p, CELLA_E_BAD_GATEWAY, msg);
                 return;
@@ -953,8 +962,8 @@ static void on_connected(uv_connect_t *c, int status)
 }
 
 /* Forward req to port in sb (running) with target as the request target. */
-static void proxy_start(struct http_request *req, struct sandbox *sb, int port, const char *target,
-                        bool require_upgrade)
+static void proxy_start(struct preview_config *cfg, struct http_request *req, struct sandbox *sb,
+                        int port, const char *target, bool require_upgrade)
 {
         const char *upgrade = http_request_header(req, "Upgrade");
         const char *conn = http_request_header(req, "Connection");
@@ -999,6 +1008,11 @@ static void proxy_start(struct http_request *req, struct sandbox *sb, int port, 
                 return;
         }
         p->refs = 1;
+        p->cfg = cfg;
+        p->next = cfg->live;
+        if (cfg->live)
+                cfg->live->prev = p;
+        cfg->live = p;
         p->req = req;
         http_request_ref(req);
         p->sb = sb;
@@ -1020,7 +1034,7 @@ static void proxy_start(struct http_request *req, struct sandbox *sb, int port, 
         if (fd < 0) {
                 pxy_fail(p, fd == -ESRCH ? CELLA_E_STALE_PREVIEW_URL : CELLA_E_BAD_GATEWAY,
                          fd == -ESRCH ? "the sandbox is not running"
-                                            : "cannot make a socket in the sandbox");
+                                      : "cannot make a socket in the sandbox");
                 return;
         }
         uv_tcp_init(http_request_loop(req), &p->up);
@@ -1040,7 +1054,7 @@ static void proxy_start(struct http_request *req, struct sandbox *sb, int port, 
                 pxy_fail(p, CELLA_E_BAD_GATEWAY, "cannot connect in the sandbox");
 }
 
-void preview_handle(const struct preview_config *cfg, struct http_request *req,
+void preview_handle(struct preview_config *cfg, struct http_request *req,
                     const struct preview_target *t)
 {
         struct cella_error e = {0};
@@ -1070,12 +1084,22 @@ void preview_handle(const struct preview_config *cfg, struct http_request *req,
                                   t->port);
                 return;
         }
-        proxy_start(req, sb, t->port, http_request_target(req), false);
+        proxy_start(cfg, req, sb, t->port, http_request_target(req), false);
 }
 
-void preview_ws(struct http_request *req, struct sandbox *sb, int port, const char *target)
+void preview_ws(struct preview_config *cfg, struct http_request *req, struct sandbox *sb, int port,
+                const char *target)
 {
-        proxy_start(req, sb, port, target, true);
+        proxy_start(cfg, req, sb, port, target, true);
+}
+
+void preview_shutdown(struct preview_config *cfg)
+{
+        while (cfg->live) {
+                /* The clients' connections were closed with the server: what is left are
+                 * relays after a 101 (their own sockets). */
+                pxy_finish(cfg->live);
+        }
 }
 
 /* ---- the ports API ---- */
@@ -1086,8 +1110,8 @@ static int port_url(const struct preview_config *cfg, const char *sandbox, int p
         int n;
 
         if (cfg->url_port > 0 && cfg->url_port != 80)
-                n = snprintf(out, size, "http://%d-%s-%s.%s:%d/", port, sandbox, token,
-                             cfg->domain, cfg->url_port);
+                n = snprintf(out, size, "http://%d-%s-%s.%s:%d/", port, sandbox, token, cfg->domain,
+                             cfg->url_port);
         else
                 n = snprintf(out, size, "http://%d-%s-%s.%s/", port, sandbox, token, cfg->domain);
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
@@ -1100,8 +1124,8 @@ static json_t *port_json(const struct preview_config *cfg, const char *sandbox, 
 
         if (port_url(cfg, sandbox, port, token, url, sizeof(url)) < 0)
                 return NULL;
-        return json_pack("{s:s, s:i, s:s, s:s}", "url", url, "port", port, "name", name,
-                         "status", stale ? "stale" : "active");
+        return json_pack("{s:s, s:i, s:s, s:s}", "url", url, "port", port, "name", name, "status",
+                         stale ? "stale" : "active");
 }
 
 struct list_ctx {
@@ -1155,8 +1179,8 @@ static void expose_body(struct http_request *req, const char *body, size_t len, 
         int port;
 
         j = json_loadb(body, len, 0, &je);
-        if (!j || json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?s, s?s}", "port", &port_v,
-                                 "name", &name, "token", &want) < 0) {
+        if (!j || json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?s, s?s}", "port", &port_v, "name",
+                                 &name, "token", &want) < 0) {
                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
                                   "body must be {port, name?, token?}: %s", je.text);
                 goto out;

@@ -61,20 +61,26 @@ int preview_request_head(struct buf *out, const char *method, const char *target
  * body). With keep_upgrade (a 101), Connection and Upgrade are kept. */
 int preview_response_headers(struct buf *out, const struct preview_headers *h, bool keep_upgrade);
 
+struct pxy;
+
 struct preview_config {
         struct sandbox_table *table;
         const char *domain; /* "localhost" by default */
         int url_port;       /* port printed in URLs (0 or 80: none) */
+        struct pxy *live;   /* proxied requests and relays in progress */
 };
 
 /* The request goes to a preview host (see preview_host_parse); 404 INVALID_TOKEN for a
  * malformed one. */
-void preview_handle(const struct preview_config *cfg, struct http_request *req,
+void preview_handle(struct preview_config *cfg, struct http_request *req,
                     const struct preview_target *t);
 /* GET /v1/sandboxes/{name}/ws/{port}[/path]: a WebSocket upgrade bridged to port (sb
  * running, borrowed); target is the path and query sent to the sandbox. */
-void preview_ws(struct http_request *req, struct sandbox *sb, int port, const char *target);
+void preview_ws(struct preview_config *cfg, struct http_request *req, struct sandbox *sb, int port,
+                const char *target);
 /* /ports and /ports/{port} of the sandbox named name (rest starts with "/ports"). */
+/* Close every proxied connection (daemon shutdown, before the sandbox table goes). */
+void preview_shutdown(struct preview_config *cfg);
 void preview_ports(const struct preview_config *cfg, struct http_request *req, const char *name,
                    const char *rest);
 

@@ -169,7 +169,8 @@ PHOST="$P-$S-$TOKEN.localhost:$DPORT"
 assert_eq 200 "$(pv /echo)" "preview URL after restart"
 
 info "Chromium: a page through the preview URL talks WebSocket through it"
-if command -v chromium >/dev/null; then
+command -v chromium >/dev/null || fail "chromium is not installed (scripts/deps.sh installs it)"
+{
         prof=$(mktemp -d)
         dom=$(timeout 60 chromium --headless --no-sandbox --disable-gpu \
                 --disable-background-networking --disable-component-update --disable-sync \
@@ -177,9 +178,7 @@ if command -v chromium >/dev/null; then
                 --dump-dom "http://$PHOST/page" 2>/dev/null) || true
         rm -rf "$prof"
         assert_contains "$dom" "echo:hello from the page" "page got its WebSocket echo"
-else
-        info "chromium not installed (scripts/deps.sh installs it): browser test skipped"
-fi
+}
 
 info "stale after sleep: 410, and the sandbox is not woken"
 for i in $(seq 1 100); do

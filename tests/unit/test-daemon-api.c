@@ -912,7 +912,7 @@ static void test_origin_and_host(void **state)
         free(r);
         /* no token: loopback Host names only */
         static const char *const ok[] = {"127.0.0.1:7070", "localhost", "LOCALHOST:1", "[::1]:7070",
-                                         "8080-box-tok.localhost:7070"};
+                                         "app.localhost:7070"};
         static const char *const bad[] = {"evil.example", "127.0.0.1.evil.example",
                                           "localhost.evil.example", "[::2]:1", "10.0.0.1"};
         char head[256];
@@ -924,6 +924,20 @@ static void test_origin_and_host(void **state)
                 r = exchange_port(port_open, head, NULL, 0);
                 if (!strstr(r, "HTTP/1.1 200"))
                         fail_msg("Host %s refused", ok[i]);
+                free(r);
+        }
+        /* preview hosts go to the proxy, never to the API: a page served there cannot
+         * reach the API as its own origin, with or without a token */
+        static const char *const preview[] = {"8080-nosuch-tok.localhost:7070",
+                                              "8080-no-such-tok.LOCALHOST",
+                                              "99999-box-tok.localhost:7070", "8080-box.localhost"};
+        for (size_t i = 0; i < sizeof(preview) / sizeof(preview[0]); i++) {
+                snprintf(head, sizeof(head),
+                         "GET /v1/sandboxes HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                         preview[i]);
+                r = exchange_port(port_open, head, NULL, 0);
+                if (!strstr(r, "HTTP/1.1 404") || !strstr(r, "INVALID_TOKEN"))
+                        fail_msg("Host %s not routed to the preview proxy: %s", preview[i], r);
                 free(r);
         }
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
