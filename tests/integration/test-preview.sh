@@ -158,6 +158,19 @@ api_json POST "/v1/sandboxes/$S/ports" "{\"port\":$P,\"token\":\"$TOKEN\"}"
 expect_status 201
 assert_eq 200 "$(pv /echo)" "exposed again with the same token"
 
+info "CLI: expose, ports, unexpose"
+CLI=$CELLA_BUILD/cella
+out=$("$CLI" expose "$S" 8081 --name other --token cli_tok) || fail "cella expose"
+assert_eq "http://8081-$S-cli_tok.localhost:$DPORT/" "$out" "cella expose prints the URL"
+out=$("$CLI" ports "$S") || fail "cella ports"
+assert_contains "$out" "8081   active  other" "cella ports lists it"
+assert_eq "8080,8081" "$("$CLI" ports "$S" --json | jq -r '[.ports[].port] | join(",")')" \
+        "cella ports --json"
+"$CLI" unexpose "$S" 8081 || fail "cella unexpose"
+"$CLI" unexpose "$S" 8081 || fail "cella unexpose again"
+assert_eq 8080 "$("$CLI" ports "$S" --json | jq -r '[.ports[].port] | join(",")')" "unexposed"
+"$CLI" expose "$S" 80 2>/dev/null && fail "cella expose 80 accepted"
+
 info "tokens survive a cellad restart"
 kill -KILL "$CELLAD_PID"
 wait "$CELLAD_PID" 2>/dev/null || true

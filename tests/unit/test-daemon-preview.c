@@ -24,29 +24,37 @@ static void test_host_parse(void **state)
         assert_string_equal(t.id, "my-app-2");
         assert_string_equal(t.token, "t_k");
         /* case-insensitive, trailing dot, other domain */
-        assert_int_equal(preview_host_parse("8080-BOX-ABC.Preview.Example.COM.", "preview.example.com",
-                                            &t),
-                         1);
+        assert_int_equal(
+                preview_host_parse("8080-BOX-ABC.Preview.Example.COM.", "preview.example.com", &t),
+                1);
         assert_string_equal(t.id, "box");
         assert_string_equal(t.token, "abc");
         /* not preview hosts: the API's */
-        static const char *const api[] = {"localhost:7070", "127.0.0.1:7070", "[::1]:7070",
-                                          "app.localhost", "8080-box-tok.example.com",
-                                          "a.8080-box-tok.localhost", "x8080-box-tok.localhost",
-                                          "8080.localhost", "", "8080-box-tok.localhost:x",
-                                          "localhost", ".localhost", "8080-box-t.k.localhost"};
+        static const char *const api[] = {"localhost:7070",
+                                          "127.0.0.1:7070",
+                                          "[::1]:7070",
+                                          "app.localhost",
+                                          "8080-box-tok.example.com",
+                                          "a.8080-box-tok.localhost",
+                                          "x8080-box-tok.localhost",
+                                          "8080.localhost",
+                                          "",
+                                          "8080-box-tok.localhost:x",
+                                          "localhost",
+                                          ".localhost",
+                                          "8080-box-t.k.localhost"};
         for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++)
                 if (preview_host_parse(api[i], "localhost", &t) != 0)
                         fail_msg("%s taken as a preview host", api[i]);
         assert_int_equal(preview_host_parse(NULL, "localhost", &t), 0);
         /* preview-shaped but malformed */
-        static const char *const bad[] = {"8080-box.localhost",        "0-box-tok.localhost",
-                                          "65536-box-tok.localhost",   "08080-box-tok.localhost",
-                                          "123456-box-tok.localhost",  "8080--tok.localhost",
-                                          "8080-box-.localhost",
-                                          "8080-box-tok!.localhost",   "8080-b_x-tok.localhost",
-                                          "8080-box-12345678901234567.localhost",
-                                          "80a-box-tok.localhost"};
+        static const char *const bad[] = {
+                "8080-box.localhost",       "0-box-tok.localhost",
+                "65536-box-tok.localhost",  "08080-box-tok.localhost",
+                "123456-box-tok.localhost", "8080--tok.localhost",
+                "8080-box-.localhost",      "8080-box-tok!.localhost",
+                "8080-b_x-tok.localhost",   "8080-box-12345678901234567.localhost",
+                "80a-box-tok.localhost"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 if (preview_host_parse(bad[i], "localhost", &t) != -EINVAL)
                         fail_msg("%s not refused", bad[i]);
