@@ -75,5 +75,6 @@
 #define CELLA_PREVIEW_DOMAIN_MAX 200
 #define CELLA_PREVIEW_PORT_NAME_MAX 64
 #define CELLA_PREVIEW_HEAD_MAX (64 * 1024) /* a sandbox's response head */
+#define CELLA_PREVIEW_IDLE_MAX 256         /* idle connections into sandboxes kept for reuse */
 
 #endif

@@ -243,8 +243,6 @@ int preview_request_head(struct buf *out, const char *method, const char *target
                 if (!clean(upgrade))
                         return -EINVAL;
                 r = buf_printf(out, "Connection: Upgrade\r\nUpgrade: %s\r\n", upgrade);
-        } else if (r >= 0) {
-                r = buf_append_str(out, "Connection: close\r\n");
         }
         if (r >= 0)
                 r = buf_append_str(out, "\r\n");
@@ -285,6 +283,22 @@ struct hdr {
         char *value;
 };
 
+/* A connection to a port inside a sandbox. Owned by one proxied request at a time; after
+ * a response that leaves it reusable (keep-alive, nothing left over) it waits in the
+ * config's idle list for the next request to the same port of the same run of the same
+ * sandbox, so that a busy preview URL does not cost a connection per request. */
+struct upconn {
+        uv_tcp_t tcp; /* data: this */
+        struct preview_config *cfg;
+        struct pxy *owner;          /* NULL while idle or closing */
+        struct upconn *prev, *next; /* cfg->idle */
+        char sandbox[CELLA_NAME_MAX + 1];
+        int port;
+        int64_t instance;
+        bool idle;    /* in cfg->idle */
+        bool reading; /* up_read is installed: it stays while the connection is reused */
+};
+
 /* One proxied request, and after a 101 the relay of the two sockets. */
 struct pxy {
         int refs; /* the logic, the open handles, client writes in flight */
@@ -296,8 +310,13 @@ struct pxy {
         bool finished;
         char *upgrade; /* the client's Upgrade value, or NULL */
 
-        uv_tcp_t up;
-        bool up_open;
+        struct upconn *uc;
+        bool up_open;    /* uc is ours (one reference held for it) */
+        bool reused;     /* uc came from the idle list */
+        bool got_bytes;  /* the sandbox answered something on uc */
+        unsigned writes; /* writes to uc in flight */
+        int64_t instance;
+        uv_loop_t *loop;
         bool up_connected;
         uv_connect_t connect;
         struct buf head; /* request head, sent on connect */
@@ -345,6 +364,74 @@ static void on_handle_closed(uv_handle_t *h)
         pxy_unref(h->data);
 }
 
+static void on_upconn_closed(uv_handle_t *h)
+{
+        struct upconn *uc = h->data;
+        struct pxy *o = uc->owner;
+
+        free(uc);
+        if (o)
+                pxy_unref(o);
+}
+
+static void idle_unlink(struct upconn *uc)
+{
+        if (uc->prev)
+                uc->prev->next = uc->next;
+        else
+                uc->cfg->idle = uc->next;
+        if (uc->next)
+                uc->next->prev = uc->prev;
+        uc->prev = uc->next = NULL;
+        uc->idle = false;
+        uc->cfg->nidle--;
+}
+
+static void upconn_close(struct upconn *uc)
+{
+        uv_close((uv_handle_t *)&uc->tcp, on_upconn_closed);
+}
+
+/* p's connection goes to the idle list (p drops its reference on it). */
+static void upconn_release(struct pxy *p)
+{
+        struct upconn *uc = p->uc;
+        struct preview_config *cfg = p->cfg;
+
+        p->uc = NULL;
+        p->up_open = false;
+        uc->owner = NULL;
+        pxy_unref(p);
+        /* It keeps reading (up_read): anything arriving while it is idle (the server
+         * closing it, bytes nobody asked for) ends it. */
+        uc->idle = true;
+        uc->next = cfg->idle;
+        if (cfg->idle)
+                cfg->idle->prev = uc;
+        cfg->idle = uc;
+        cfg->nidle++;
+        if (cfg->nidle > CELLA_PREVIEW_IDLE_MAX) {
+                struct upconn *last = cfg->idle;
+
+                while (last->next)
+                        last = last->next;
+                idle_unlink(last);
+                upconn_close(last);
+        }
+}
+
+static struct upconn *upconn_take(struct preview_config *cfg, const char *sandbox, int port,
+                                  int64_t instance)
+{
+        for (struct upconn *uc = cfg->idle; uc; uc = uc->next)
+                if (uc->port == port && uc->instance == instance &&
+                    strcmp(uc->sandbox, sandbox) == 0) {
+                        idle_unlink(uc);
+                        return uc;
+                }
+        return NULL;
+}
+
 /* Done with the request: close the sockets; memory goes with the last reference. */
 static void pxy_finish(struct pxy *p)
 {
@@ -369,7 +456,7 @@ static void pxy_finish(struct pxy *p)
         }
         if (p->up_open) {
                 p->up_open = false;
-                uv_close((uv_handle_t *)&p->up, on_handle_closed);
+                upconn_close(p->uc); /* its close drops p's reference */
         }
         if (p->cl_open) {
                 p->cl_open = false;
@@ -413,7 +500,8 @@ struct upw {
 
 static bool up_backlogged(struct pxy *p)
 {
-        return uv_stream_get_write_queue_size((uv_stream_t *)&p->up) > CELLA_HTTP_WRITE_HIGH_WATER;
+        return uv_stream_get_write_queue_size((uv_stream_t *)&p->uc->tcp) >
+               CELLA_HTTP_WRITE_HIGH_WATER;
 }
 
 static void on_up_written(uv_write_t *w, int status)
@@ -422,6 +510,7 @@ static void on_up_written(uv_write_t *w, int status)
         struct pxy *p = u->p;
 
         free(u);
+        p->writes--;
         if (status < 0 || p->finished || !p->up_open)
                 return;
         if (p->body_waiting && p->req && !up_backlogged(p)) {
@@ -445,10 +534,11 @@ static int up_write(struct pxy *p, const void *a, size_t alen, const void *b, si
         if (clen)
                 memcpy(u->data + alen + blen, c, clen);
         buf = uv_buf_init(u->data, (unsigned)(alen + blen + clen));
-        if (uv_write(&u->w, (uv_stream_t *)&p->up, &buf, 1, on_up_written) < 0) {
+        if (uv_write(&u->w, (uv_stream_t *)&p->uc->tcp, &buf, 1, on_up_written) < 0) {
                 free(u);
                 return -EPIPE;
         }
+        p->writes++;
         return 0;
 }
 
@@ -573,11 +663,10 @@ static void on_shutdown(uv_shutdown_t *sh, int status)
         (void)status;
 }
 
-static void relay_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+static void relay_read(struct pxy *p, bool from_up, ssize_t nread, const uv_buf_t *b)
 {
-        struct pxy *p = s->data;
-        bool from_up = s == (uv_stream_t *)&p->up;
-        uv_tcp_t *dst = from_up ? &p->cl : &p->up;
+        uv_stream_t *s = from_up ? (uv_stream_t *)&p->uc->tcp : (uv_stream_t *)&p->cl;
+        uv_tcp_t *dst = from_up ? &p->cl : &p->uc->tcp;
 
         if (p->finished) {
                 free(b->base);
@@ -616,9 +705,25 @@ static void relay_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         } else {
                 p->eof_cl = true;
                 p->read_cl = false;
-                uv_shutdown(&p->sh_up, (uv_stream_t *)&p->up, on_shutdown);
+                uv_shutdown(&p->sh_up, (uv_stream_t *)&p->uc->tcp, on_shutdown);
         }
         relay_check_close(p);
+}
+
+static void relay_read_up(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+        struct upconn *uc = s->data;
+
+        if (!uc->owner) {
+                free(b->base);
+                return;
+        }
+        relay_read(uc->owner, true, nread, b);
+}
+
+static void relay_read_cl(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+        relay_read(s->data, false, nread, b);
 }
 
 static void relay_start_reading(struct pxy *p)
@@ -627,11 +732,12 @@ static void relay_start_reading(struct pxy *p)
                 return;
         if (!p->read_up && !p->eof_up &&
             uv_stream_get_write_queue_size((uv_stream_t *)&p->cl) <= CELLA_HTTP_WRITE_HIGH_WATER &&
-            uv_read_start((uv_stream_t *)&p->up, on_alloc, relay_read) == 0)
+            uv_read_start((uv_stream_t *)&p->uc->tcp, on_alloc, relay_read_up) == 0)
                 p->read_up = true;
         if (!p->read_cl && !p->eof_cl &&
-            uv_stream_get_write_queue_size((uv_stream_t *)&p->up) <= CELLA_HTTP_WRITE_HIGH_WATER &&
-            uv_read_start((uv_stream_t *)&p->cl, on_alloc, relay_read) == 0)
+            uv_stream_get_write_queue_size((uv_stream_t *)&p->uc->tcp) <=
+                    CELLA_HTTP_WRITE_HIGH_WATER &&
+            uv_read_start((uv_stream_t *)&p->cl, on_alloc, relay_read_cl) == 0)
                 p->read_cl = true;
 }
 
@@ -646,7 +752,8 @@ static void relay_begin(struct pxy *p, const char *rest, size_t restlen)
         _cleanup_buf_ struct buf leftover = BUF_INIT;
         int fd, r;
 
-        uv_read_stop((uv_stream_t *)&p->up);
+        uv_read_stop((uv_stream_t *)&p->uc->tcp);
+        p->uc->reading = false;
         names = calloc(p->nhdrs + 1, sizeof(*names));
         values = calloc(p->nhdrs + 1, sizeof(*values));
         if (!names || !values) {
@@ -681,7 +788,7 @@ static void relay_begin(struct pxy *p, const char *rest, size_t restlen)
         p->req = NULL;
         p->resp_begun = true;
         p->upgraded = true;
-        uv_tcp_init(p->up.loop, &p->cl);
+        uv_tcp_init(p->uc->tcp.loop, &p->cl);
         p->cl.data = p;
         p->refs++;
         p->cl_open = true;
@@ -693,7 +800,7 @@ static void relay_begin(struct pxy *p, const char *rest, size_t restlen)
         uv_tcp_nodelay(&p->cl, 1);
         if (relay_copy(p, &p->cl, head.data, head.len) < 0 ||
             relay_copy(p, &p->cl, rest, restlen) < 0 ||
-            relay_copy(p, &p->up, leftover.data, leftover.len) < 0) {
+            relay_copy(p, &p->uc->tcp, leftover.data, leftover.len) < 0) {
                 pxy_finish(p);
                 return;
         }
@@ -874,17 +981,34 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b);
 static void up_read_restart(struct pxy *p)
 {
         if (p->up_open && p->up_paused &&
-            uv_read_start((uv_stream_t *)&p->up, on_alloc, up_read) == 0)
+            uv_read_start((uv_stream_t *)&p->uc->tcp, on_alloc, up_read) == 0) {
                 p->up_paused = false;
+                p->uc->reading = true;
+        }
+}
+
+static void up_connect(struct pxy *p);
+
+/* Can p's connection serve another request? The answer was complete, framed (not ended
+ * by a close), keep-alive, with nothing after it, and every byte of the request went. */
+static bool reusable(struct pxy *p, size_t leftover)
+{
+        return p->resp_done && leftover == 0 && !p->upgrade && p->body_done && p->writes == 0 &&
+               http_should_keep_alive(&p->parser) && p->up_open;
 }
 
 static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 {
-        struct pxy *p = s->data;
+        struct upconn *uc = s->data;
+        struct pxy *p = uc->owner;
         size_t n;
 
-        if (p->finished) {
+        if (!p || p->finished) {
                 free(b->base);
+                if (!p && uc->idle && nread != 0) {
+                        idle_unlink(uc);
+                        upconn_close(uc);
+                }
                 return;
         }
         if (nread == 0) {
@@ -894,6 +1018,16 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         touch(p);
         if (nread < 0) {
                 free(b->base);
+                /* A reused connection the server closed just before our request came: try
+                 * a new one (nothing was answered, and a bodiless request can be sent
+                 * again). */
+                if (p->reused && !p->got_bytes && p->body == PREVIEW_BODY_NONE) {
+                        p->up_open = false;
+                        upconn_close(p->uc); /* drops p's reference */
+                        p->uc = NULL;
+                        up_connect(p);
+                        return;
+                }
                 if (nread == UV_EOF)
                         http_parser_execute(&p->parser, &up_settings, NULL, 0);
                 if (p->resp_done || p->finished) {
@@ -905,6 +1039,7 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
                          "the sandbox closed the connection before answering");
                 return;
         }
+        p->got_bytes = true;
         n = http_parser_execute(&p->parser, &up_settings, b->base, (size_t)nread);
         if (p->finished) {
                 free(b->base);
@@ -917,6 +1052,8 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         }
         free(b->base);
         if (p->resp_done) {
+                if (reusable(p, (size_t)nread - n))
+                        upconn_release(p);
                 pxy_finish(p);
                 return;
         }
@@ -926,6 +1063,7 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         }
         if (p->req && http_response_queued(p->req) > CELLA_HTTP_WRITE_HIGH_WATER) {
                 uv_read_stop(s);
+                uc->reading = false;
                 p->up_paused = true;
         }
 }
@@ -957,8 +1095,70 @@ static void on_connected(uv_connect_t *c, int status)
                 return;
         if (p->body_done)
                 body_end_send(p);
-        if (!p->finished && uv_read_start((uv_stream_t *)&p->up, on_alloc, up_read) < 0)
+        if (p->finished || p->uc->reading)
+                return;
+        if (uv_read_start((uv_stream_t *)&p->uc->tcp, on_alloc, up_read) < 0)
                 pxy_fail(p, CELLA_E_BAD_GATEWAY, "read from the sandbox failed");
+        else
+                p->uc->reading = true;
+}
+
+/* Reach the port: an idle connection to it when there is one, else a new socket made in
+ * the sandbox's network namespace. */
+static void up_connect(struct pxy *p)
+{
+        struct sockaddr_in sin;
+        struct upconn *uc;
+        int fd, r;
+
+        if (!p->reused) {
+                uc = upconn_take(p->cfg, sandbox_name(p->sb), p->port, p->instance);
+                if (uc) {
+                        uc->owner = p;
+                        p->uc = uc;
+                        p->refs++;
+                        p->up_open = true;
+                        p->reused = true;
+                        p->connect.data = p;
+                        on_connected(&p->connect, 0);
+                        return;
+                }
+        }
+        p->reused = false;
+        fd = sandbox_socket(p->sb);
+        if (fd < 0) {
+                pxy_fail(p, fd == -ESRCH ? CELLA_E_STALE_PREVIEW_URL : CELLA_E_BAD_GATEWAY,
+                         fd == -ESRCH ? "the sandbox is not running"
+                                      : "cannot make a socket in the sandbox");
+                return;
+        }
+        uc = calloc(1, sizeof(*uc));
+        if (!uc) {
+                close(fd);
+                pxy_fail(p, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        uc->cfg = p->cfg;
+        uc->owner = p;
+        uc->port = p->port;
+        uc->instance = p->instance;
+        snprintf(uc->sandbox, sizeof(uc->sandbox), "%s", sandbox_name(p->sb));
+        uv_tcp_init(p->loop, &uc->tcp);
+        uc->tcp.data = uc;
+        p->uc = uc;
+        p->refs++;
+        p->up_open = true;
+        r = uv_tcp_open(&uc->tcp, fd);
+        if (r < 0) {
+                close(fd);
+                pxy_fail(p, CELLA_E_BAD_GATEWAY, "cannot use a socket in the sandbox");
+                return;
+        }
+        uv_tcp_nodelay(&uc->tcp, 1);
+        uv_ip4_addr("127.0.0.1", p->port, &sin);
+        p->connect.data = p;
+        if (uv_tcp_connect(&p->connect, &uc->tcp, (struct sockaddr *)&sin, on_connected) < 0)
+                pxy_fail(p, CELLA_E_BAD_GATEWAY, "cannot connect in the sandbox");
 }
 
 /* Forward req to port in sb (running) with target as the request target. */
@@ -970,10 +1170,9 @@ static void proxy_start(struct preview_config *cfg, struct http_request *req, st
         size_t n = http_request_header_count(req);
         const char **names = NULL, **values = NULL;
         struct preview_headers h;
-        struct sockaddr_in sin;
         char peer[64];
         struct pxy *p;
-        int fd, r;
+        int r;
 
         if (!upgrade || !value_has_token(conn, "upgrade"))
                 upgrade = NULL;
@@ -1018,6 +1217,8 @@ static void proxy_start(struct preview_config *cfg, struct http_request *req, st
         p->sb = sb;
         sandbox_ref(sb);
         p->port = port;
+        p->instance = sandbox_instance(sb);
+        p->loop = http_request_loop(req);
         http_parser_init(&p->parser, HTTP_RESPONSE);
         p->parser.data = p;
         http_request_set_userdata(req, p);
@@ -1030,28 +1231,8 @@ static void proxy_start(struct preview_config *cfg, struct http_request *req, st
         } else {
                 p->body_done = true;
         }
-        fd = sandbox_socket(sb);
-        if (fd < 0) {
-                pxy_fail(p, fd == -ESRCH ? CELLA_E_STALE_PREVIEW_URL : CELLA_E_BAD_GATEWAY,
-                         fd == -ESRCH ? "the sandbox is not running"
-                                      : "cannot make a socket in the sandbox");
-                return;
-        }
-        uv_tcp_init(http_request_loop(req), &p->up);
-        p->up.data = p;
-        p->refs++;
-        p->up_open = true;
-        if (uv_tcp_open(&p->up, fd) < 0) {
-                close(fd);
-                pxy_fail(p, CELLA_E_BAD_GATEWAY, "cannot use a socket in the sandbox");
-                return;
-        }
-        uv_tcp_nodelay(&p->up, 1);
         touch(p);
-        uv_ip4_addr("127.0.0.1", port, &sin);
-        p->connect.data = p;
-        if (uv_tcp_connect(&p->connect, &p->up, (struct sockaddr *)&sin, on_connected) < 0)
-                pxy_fail(p, CELLA_E_BAD_GATEWAY, "cannot connect in the sandbox");
+        up_connect(p);
 }
 
 void preview_handle(struct preview_config *cfg, struct http_request *req,
@@ -1099,6 +1280,12 @@ void preview_shutdown(struct preview_config *cfg)
                 /* The clients' connections were closed with the server: what is left are
                  * relays after a 101 (their own sockets). */
                 pxy_finish(cfg->live);
+        }
+        while (cfg->idle) {
+                struct upconn *uc = cfg->idle;
+
+                idle_unlink(uc);
+                upconn_close(uc);
         }
 }
 

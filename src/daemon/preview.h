@@ -51,8 +51,8 @@ enum preview_body { PREVIEW_BODY_NONE, PREVIEW_BODY_LENGTH, PREVIEW_BODY_CHUNKED
  * X-Forwarded-For (client appended), X-Forwarded-Host (the client's Host) and
  * X-Forwarded-Proto (http) set; Content-Length kept for a sized body, "Transfer-Encoding:
  * chunked" for a chunked one; with upgrade (the client's Upgrade value) "Connection:
- * Upgrade" and "Upgrade: ..." are sent, else "Connection: close". *ret_body says how the
- * client's body is framed. */
+ * Upgrade" and "Upgrade: ..." are sent, else nothing (HTTP/1.1 keep-alive: connections
+ * into a sandbox are reused). *ret_body says how the client's body is framed. */
 int preview_request_head(struct buf *out, const char *method, const char *target,
                          const struct preview_headers *h, const char *client_addr,
                          const char *upgrade, enum preview_body *ret_body);
@@ -62,12 +62,15 @@ int preview_request_head(struct buf *out, const char *method, const char *target
 int preview_response_headers(struct buf *out, const struct preview_headers *h, bool keep_upgrade);
 
 struct pxy;
+struct upconn;
 
 struct preview_config {
         struct sandbox_table *table;
-        const char *domain; /* "localhost" by default */
-        int url_port;       /* port printed in URLs (0 or 80: none) */
-        struct pxy *live;   /* proxied requests and relays in progress */
+        const char *domain;  /* "localhost" by default */
+        int url_port;        /* port printed in URLs (0 or 80: none) */
+        struct pxy *live;    /* proxied requests and relays in progress */
+        struct upconn *idle; /* connections into sandboxes kept for reuse, newest first */
+        unsigned nidle;
 };
 
 /* The request goes to a preview host (see preview_host_parse); 404 INVALID_TOKEN for a

@@ -11,22 +11,19 @@ start_cellad
 
 S=$(sbx prev)
 P=8080
-api_json PUT "/v1/sandboxes/$S" '{"sleepAfter":"3s"}'
+# S stays awake (keepAlive); the stale-after-sleep part uses its own sandbox.
+api_json PUT "/v1/sandboxes/$S" '{"keepAlive":true}'
 expect_status 201
-api PUT "/v1/sandboxes/$S/files?path=/workspace/server.js" --data-binary @"$HERE/preview/server.js" \
-        >/dev/null
-expect_status 200
 
-start_server() {
-        api_json POST "/v1/sandboxes/$S/processes" \
-                "{\"command\":\"node /workspace/server.js $P\",\"processId\":\"web$1\"}"
+start_server() { # start_server SANDBOX ID: the test server on port $P, waited for
+        api PUT "/v1/sandboxes/$1/files?path=/workspace/server.js" \
+                --data-binary @"$HERE/preview/server.js" >/dev/null
         expect_status 200
-        local i
-        for i in $(seq 1 100); do
-                [ "$(run_in "$S" "cat /proc/net/tcp | grep -c ':1F90 00000000:0000 0A' || true")" != 0 ] && return 0
-                sleep 0.1
-        done
-        fail "server did not listen"
+        api_json POST "/v1/sandboxes/$1/processes" \
+                "{\"command\":\"node /workspace/server.js $P\",\"processId\":\"$2\"}"
+        expect_status 200
+        api_json POST "/v1/sandboxes/$1/processes/$2/waitForPort" "{\"port\":$P,\"timeout\":30000}"
+        expect_status 200
 }
 
 info "ports API validation"
@@ -68,7 +65,7 @@ info "connection refused inside the sandbox: 502"
 assert_eq 502 "$(pv /echo)" "nothing listening"
 assert_eq BAD_GATEWAY "$(jq -r .code "$IT_TMP/pv")" "502 code"
 
-start_server 1
+start_server "$S" web1
 
 info "HTTP through the preview URL"
 assert_eq 200 "$(pv '/echo?x=1' -X PATCH -H 'X-Test: yes')" "PATCH echo"
@@ -194,25 +191,34 @@ command -v chromium >/dev/null || fail "chromium is not installed (scripts/deps.
 }
 
 info "stale after sleep: 410, and the sandbox is not woken"
+S2=$(sbx nap)
+api_json PUT "/v1/sandboxes/$S2" '{"sleepAfter":"2s"}'
+expect_status 201
+start_server "$S2" web1
+api_json POST "/v1/sandboxes/$S2/ports" "{\"port\":$P}"
+expect_status 201
+TOKEN=$(body .url | sed -E "s#^http://$P-$S2-([a-z0-9_]+)\..*#\1#")
+PHOST="$P-$S2-$TOKEN.localhost:$DPORT"
+assert_eq 200 "$(pv /echo)" "served before it sleeps"
 for i in $(seq 1 100); do
-        api GET "/v1/sandboxes/$S" >/dev/null
+        api GET "/v1/sandboxes/$S2" >/dev/null
         [ "$(body .state)" = sleeping ] && break
         sleep 0.2
 done
 assert_eq sleeping "$(body .state)" "slept"
 assert_eq 410 "$(pv /echo)" "sleeping: 410"
 assert_eq STALE_PREVIEW_URL "$(jq -r .code "$IT_TMP/pv")" "410 code"
-api GET "/v1/sandboxes/$S" >/dev/null
+api GET "/v1/sandboxes/$S2" >/dev/null
 assert_eq sleeping "$(body .state)" "the proxy did not wake it"
-api GET "/v1/sandboxes/$S/ports" >/dev/null
+api GET "/v1/sandboxes/$S2/ports" >/dev/null
 assert_eq stale "$(body '.ports[0].status')" "listed as stale"
-run_in "$S" true >/dev/null
-start_server 2
+api_json PUT "/v1/sandboxes/$S2" '{"keepAlive":true}'
+start_server "$S2" web2
 assert_eq 410 "$(pv /echo)" "woken by the API: still stale until exposed again"
-api_json POST "/v1/sandboxes/$S/ports" "{\"port\":$P}"
-assert_eq "$P-$S-$TOKEN" "$(body .url | sed -E 's#^http://([^.]*)\..*#\1#')" "same URL restored"
+api_json POST "/v1/sandboxes/$S2/ports" "{\"port\":$P}"
+assert_eq "$P-$S2-$TOKEN" "$(body .url | sed -E 's#^http://([^.]*)\..*#\1#')" "same URL restored"
 assert_eq 200 "$(pv /echo)" "exposed again: served"
 
 info "destroy removes the ports"
-api DELETE "/v1/sandboxes/$S" >/dev/null
+api DELETE "/v1/sandboxes/$S2" >/dev/null
 assert_eq 404 "$(pv /echo)" "destroyed: 404"

@@ -104,8 +104,7 @@ static void test_request_head(void **state)
                                     "Cookie: a=1\r\n"
                                     "X-Forwarded-For: 10.0.0.1, 127.0.0.1\r\n"
                                     "X-Forwarded-Host: 8080-box-t.localhost:7070\r\n"
-                                    "X-Forwarded-Proto: http\r\n"
-                                    "Connection: close\r\n\r\n");
+                                    "X-Forwarded-Proto: http\r\n\r\n");
         buf_reset(&b);
         /* chunked: Content-Length dropped whatever its place, chunked announced */
         struct preview_headers c = {
@@ -116,8 +115,7 @@ static void test_request_head(void **state)
         assert_int_equal(preview_request_head(&b, "PUT", "/", &c, NULL, NULL, &body), 0);
         assert_int_equal(body, PREVIEW_BODY_CHUNKED);
         assert_string_equal(b.data, "PUT / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
-                                    "X-Forwarded-Host: h\r\nX-Forwarded-Proto: http\r\n"
-                                    "Connection: close\r\n\r\n");
+                                    "X-Forwarded-Host: h\r\nX-Forwarded-Proto: http\r\n\r\n");
         buf_reset(&b);
         /* an upgrade is passed on as one */
         struct preview_headers u = {

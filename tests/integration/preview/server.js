@@ -5,17 +5,20 @@ const http = require('http');
 const crypto = require('crypto');
 const port = +process.argv[2];
 let release = null;
-let wsSeen = false;
-let holdWaiters = [];
+// /hold?id=X answers once a WebSocket message "...|X" was echoed: the page's load event
+// (which --dump-dom waits for) comes after its WebSocket exchange.
+const seen = new Set();
+const holds = new Map();
 
 const page = `<!doctype html><html><head><title>preview</title></head><body>
 <p id="out">waiting</p>
-<img src="/hold" style="display:none">
 <script>
+const id = String(Math.random()).slice(2);
 const ws = new WebSocket('ws://' + location.host + '/ws');
-ws.onopen = () => ws.send('hello from the page');
-ws.onmessage = (e) => { document.getElementById('out').textContent = 'echo:' + e.data; };
+ws.onopen = () => ws.send('hello from the page|' + id);
+ws.onmessage = (e) => { document.getElementById('out').textContent = 'echo:' + e.data.split('|')[0]; };
 ws.onerror = () => { document.getElementById('out').textContent = 'ws error'; };
+document.write('<img style="display:none" src="/hold?id=' + id + '">');
 </script></body></html>`;
 
 const srv = http.createServer((req, res) => {
@@ -47,9 +50,10 @@ const srv = http.createServer((req, res) => {
   } else if (req.url === '/page') {
     res.setHeader('Content-Type', 'text/html');
     res.end(page);
-  } else if (req.url === '/hold') {
+  } else if (req.url.startsWith('/hold?id=')) {
+    const id = req.url.slice(9);
     const done = () => { res.setHeader('Content-Type', 'image/gif'); res.end(); };
-    if (wsSeen) done(); else holdWaiters.push(done);
+    if (seen.has(id)) done(); else holds.set(id, done);
   } else {
     res.statusCode = 404;
     res.end('not found');
@@ -89,9 +93,13 @@ srv.on('upgrade', (req, sock, head) => {
       if (op === 8) { sock.end(frame(8, Buffer.alloc(0))); return; }
       if (op === 1 || op === 2) {
         sock.write(frame(op, p));
-        wsSeen = true;
-        holdWaiters.forEach((f) => f());
-        holdWaiters = [];
+        const text = p.toString();
+        const bar = text.lastIndexOf('|');
+        if (bar >= 0) {
+          const id = text.slice(bar + 1);
+          seen.add(id);
+          if (holds.has(id)) { holds.get(id)(); holds.delete(id); }
+        }
       }
     }
   };
