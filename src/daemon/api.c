@@ -275,6 +275,7 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                                 http_respond_error(req, &err, NULL);
                                 return;
                         }
+                        preview_forget(&a->preview, name);
                         j = json_pack("{s:s, s:b}", "id", name, "destroyed", existed);
                         http_respond_json(req, 200, j);
                         json_decref(j);

@@ -276,6 +276,79 @@ int preview_response_headers(struct buf *out, const struct preview_headers *h, b
         return 0;
 }
 
+/* ---- exposed ports, cached ---- */
+
+/* The registry's port records as the proxy last saw them: every proxied request needs
+ * one, and a SQLite read (with its file locks) per request is most of the proxy's own
+ * cost. Changed only through this file (expose, unexpose) and preview_forget (destroy). */
+struct port_rec {
+        struct port_rec *next;
+        char sandbox[CELLA_NAME_MAX + 1];
+        int port;
+        char token[CELLA_PREVIEW_TOKEN_MAX + 1];
+        int64_t instance;
+};
+
+static unsigned cache_hash(const char *sandbox, int port)
+{
+        unsigned h = 5381;
+
+        while (*sandbox)
+                h = h * 33 + (unsigned char)*sandbox++;
+        return (h * 33 + (unsigned)port) % PREVIEW_CACHE_BUCKETS;
+}
+
+static struct port_rec *cache_get(struct preview_config *cfg, const char *sandbox, int port)
+{
+        for (struct port_rec *r = cfg->cache[cache_hash(sandbox, port)]; r; r = r->next)
+                if (r->port == port && strcmp(r->sandbox, sandbox) == 0)
+                        return r;
+        return NULL;
+}
+
+static void cache_drop(struct preview_config *cfg, const char *sandbox, int port)
+{
+        for (unsigned i = 0; i < PREVIEW_CACHE_BUCKETS; i++) {
+                if (port >= 0 && i != cache_hash(sandbox, port))
+                        continue;
+                for (struct port_rec **pp = &cfg->cache[i]; *pp;) {
+                        struct port_rec *r = *pp;
+
+                        if ((port < 0 || r->port == port) && strcmp(r->sandbox, sandbox) == 0) {
+                                *pp = r->next;
+                                free(r);
+                        } else {
+                                pp = &r->next;
+                        }
+                }
+        }
+}
+
+static void cache_put(struct preview_config *cfg, const char *sandbox, int port, const char *token,
+                      int64_t instance)
+{
+        struct port_rec *r = cache_get(cfg, sandbox, port);
+
+        if (!r) {
+                unsigned h = cache_hash(sandbox, port);
+
+                r = calloc(1, sizeof(*r));
+                if (!r)
+                        return; /* the registry stays the truth */
+                snprintf(r->sandbox, sizeof(r->sandbox), "%s", sandbox);
+                r->port = port;
+                r->next = cfg->cache[h];
+                cfg->cache[h] = r;
+        }
+        snprintf(r->token, sizeof(r->token), "%s", token);
+        r->instance = instance;
+}
+
+void preview_forget(struct preview_config *cfg, const char *sandbox)
+{
+        cache_drop(cfg, sandbox, -1);
+}
+
 /* ---- the proxy ---- */
 
 struct hdr {
@@ -923,6 +996,17 @@ static int up_on_headers_complete(http_parser *hp)
         return http_request_is_head(p->req) ? 1 : 0;
 }
 
+/* up_read hands what it read on before returning (parsed, copied into the client's
+ * queue, or copied into the relay), so one buffer serves every connection. */
+static void on_up_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+        static char buf[64 * 1024];
+
+        (void)h;
+        (void)suggested;
+        *b = uv_buf_init(buf, sizeof(buf));
+}
+
 static void up_read_restart(struct pxy *p);
 
 static void on_client_took(struct http_request *req, int status, size_t len, void *ud)
@@ -981,7 +1065,7 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b);
 static void up_read_restart(struct pxy *p)
 {
         if (p->up_open && p->up_paused &&
-            uv_read_start((uv_stream_t *)&p->uc->tcp, on_alloc, up_read) == 0) {
+            uv_read_start((uv_stream_t *)&p->uc->tcp, on_up_alloc, up_read) == 0) {
                 p->up_paused = false;
                 p->uc->reading = true;
         }
@@ -1004,7 +1088,6 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         size_t n;
 
         if (!p || p->finished) {
-                free(b->base);
                 if (!p && uc->idle && nread != 0) {
                         idle_unlink(uc);
                         upconn_close(uc);
@@ -1012,12 +1095,10 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
                 return;
         }
         if (nread == 0) {
-                free(b->base);
                 return;
         }
         touch(p);
         if (nread < 0) {
-                free(b->base);
                 /* A reused connection the server closed just before our request came: try
                  * a new one (nothing was answered, and a bodiless request can be sent
                  * again). */
@@ -1042,15 +1123,12 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         p->got_bytes = true;
         n = http_parser_execute(&p->parser, &up_settings, b->base, (size_t)nread);
         if (p->finished) {
-                free(b->base);
                 return;
         }
         if (p->parser.upgrade && p->parser.status_code == 101 && p->upgrade) {
                 relay_begin(p, b->base + n, (size_t)nread - n);
-                free(b->base);
                 return;
         }
-        free(b->base);
         if (p->resp_done) {
                 if (reusable(p, (size_t)nread - n))
                         upconn_release(p);
@@ -1097,7 +1175,7 @@ static void on_connected(uv_connect_t *c, int status)
                 body_end_send(p);
         if (p->finished || p->uc->reading)
                 return;
-        if (uv_read_start((uv_stream_t *)&p->uc->tcp, on_alloc, up_read) < 0)
+        if (uv_read_start((uv_stream_t *)&p->uc->tcp, on_up_alloc, up_read) < 0)
                 pxy_fail(p, CELLA_E_BAD_GATEWAY, "read from the sandbox failed");
         else
                 p->uc->reading = true;
@@ -1241,8 +1319,7 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
         struct cella_error e = {0};
         struct sandbox *sb = NULL;
         char name[CELLA_PREVIEW_PORT_NAME_MAX + 1], token[CELLA_PREVIEW_TOKEN_MAX + 1];
-        int64_t instance = 0;
-        int r;
+        struct port_rec *rec;
 
         /* One answer for a missing sandbox, an unexposed port and a wrong token: the URL
          * reveals nothing about what exists. */
@@ -1250,15 +1327,23 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
                 http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
                 return;
         }
-        r = store_port_get(sandbox_table_store(cfg->table), t->id, t->port, name, sizeof(name),
-                           token, sizeof(token), &instance);
-        if (r < 0 || !api_token_equal(t->token, token)) {
+        rec = cache_get(cfg, t->id, t->port);
+        if (!rec) {
+                int64_t instance = 0;
+
+                if (store_port_get(sandbox_table_store(cfg->table), t->id, t->port, name,
+                                   sizeof(name), token, sizeof(token), &instance) == 0) {
+                        cache_put(cfg, t->id, t->port, token, instance);
+                        rec = cache_get(cfg, t->id, t->port);
+                }
+        }
+        if (!rec || !api_token_equal(t->token, rec->token)) {
                 http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
                 return;
         }
         /* Never wakes the sandbox; an URL of an earlier run stays stale until exposed
          * again. */
-        if (!sandbox_running(sb) || sandbox_instance(sb) != instance) {
+        if (!sandbox_running(sb) || sandbox_instance(sb) != rec->instance) {
                 http_respond_code(req, CELLA_E_STALE_PREVIEW_URL,
                                   "the sandbox is not running, or restarted since port %d was "
                                   "exposed: expose it again",
@@ -1287,12 +1372,19 @@ void preview_shutdown(struct preview_config *cfg)
                 idle_unlink(uc);
                 upconn_close(uc);
         }
+        for (unsigned i = 0; i < PREVIEW_CACHE_BUCKETS; i++)
+                while (cfg->cache[i]) {
+                        struct port_rec *r = cfg->cache[i];
+
+                        cfg->cache[i] = r->next;
+                        free(r);
+                }
 }
 
 /* ---- the ports API ---- */
 
-static int port_url(const struct preview_config *cfg, const char *sandbox, int port,
-                    const char *token, char *out, size_t size)
+static int port_url(struct preview_config *cfg, const char *sandbox, int port, const char *token,
+                    char *out, size_t size)
 {
         int n;
 
@@ -1304,7 +1396,7 @@ static int port_url(const struct preview_config *cfg, const char *sandbox, int p
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-static json_t *port_json(const struct preview_config *cfg, const char *sandbox, int port,
+static json_t *port_json(struct preview_config *cfg, const char *sandbox, int port,
                          const char *name, const char *token, bool stale)
 {
         char url[512];
@@ -1316,7 +1408,7 @@ static json_t *port_json(const struct preview_config *cfg, const char *sandbox, 
 }
 
 struct list_ctx {
-        const struct preview_config *cfg;
+        struct preview_config *cfg;
         const char *sandbox;
         int64_t instance;
         json_t *arr;
@@ -1351,7 +1443,7 @@ static int parse_port(json_t *v, struct cella_error *err)
 
 static void expose_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
-        const struct preview_config *cfg = ud;
+        struct preview_config *cfg = ud;
         const char *sname = http_request_get_userdata(req);
         struct store *st = sandbox_table_store(cfg->table);
         char old_name[CELLA_PREVIEW_PORT_NAME_MAX + 1], old_token[CELLA_PREVIEW_TOKEN_MAX + 1];
@@ -1420,6 +1512,7 @@ static void expose_body(struct http_request *req, const char *body, size_t len, 
                         http_respond_error(req, &err, NULL);
                         goto out;
                 }
+                cache_put(cfg, sname, port, token, sp.instance);
         }
         sandbox_touch(sb);
         out = port_json(cfg, sname, port, name, token, false);
@@ -1443,7 +1536,7 @@ static void expose_abort(struct http_request *req, void *ud)
         http_request_set_userdata(req, NULL);
 }
 
-void preview_ports(const struct preview_config *cfg, struct http_request *req, const char *name,
+void preview_ports(struct preview_config *cfg, struct http_request *req, const char *name,
                    const char *rest)
 {
         const char *m = http_request_method(req);
@@ -1510,6 +1603,7 @@ void preview_ports(const struct preview_config *cfg, struct http_request *req, c
                                 http_respond_error(req, &err, NULL);
                                 return;
                         }
+                        cache_drop(cfg, name, (int)port);
                         if (store_port_delete(sandbox_table_store(cfg->table), name, (int)port,
                                               &err) < 0) {
                                 http_respond_error(req, &err, NULL);

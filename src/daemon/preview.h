@@ -63,6 +63,9 @@ int preview_response_headers(struct buf *out, const struct preview_headers *h, b
 
 struct pxy;
 struct upconn;
+struct port_rec;
+
+#define PREVIEW_CACHE_BUCKETS 256
 
 struct preview_config {
         struct sandbox_table *table;
@@ -71,6 +74,7 @@ struct preview_config {
         struct pxy *live;    /* proxied requests and relays in progress */
         struct upconn *idle; /* connections into sandboxes kept for reuse, newest first */
         unsigned nidle;
+        struct port_rec *cache[PREVIEW_CACHE_BUCKETS]; /* exposed ports seen (registry) */
 };
 
 /* The request goes to a preview host (see preview_host_parse); 404 INVALID_TOKEN for a
@@ -82,9 +86,11 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
 void preview_ws(struct preview_config *cfg, struct http_request *req, struct sandbox *sb, int port,
                 const char *target);
 /* /ports and /ports/{port} of the sandbox named name (rest starts with "/ports"). */
+/* The sandbox was destroyed: forget its ports (the registry rows go with the sandbox). */
+void preview_forget(struct preview_config *cfg, const char *sandbox);
 /* Close every proxied connection (daemon shutdown, before the sandbox table goes). */
 void preview_shutdown(struct preview_config *cfg);
-void preview_ports(const struct preview_config *cfg, struct http_request *req, const char *name,
+void preview_ports(struct preview_config *cfg, struct http_request *req, const char *name,
                    const char *rest);
 
 #endif

@@ -222,3 +222,6 @@ assert_eq 200 "$(pv /echo)" "exposed again: served"
 info "destroy removes the ports"
 api DELETE "/v1/sandboxes/$S2" >/dev/null
 assert_eq 404 "$(pv /echo)" "destroyed: 404"
+api_json PUT "/v1/sandboxes/$S2" '{}'
+expect_status 201
+assert_eq 404 "$(pv /echo)" "a new sandbox of the same name: the old URL is 404"
