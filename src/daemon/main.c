@@ -347,6 +347,9 @@ int main(int argc, char **argv)
         printf(strchr(host, ':') ? "cellad listening on http://[%s]:%d\n"
                                  : "cellad listening on http://%s:%d\n",
                host, http_server_port(srv));
+        if (psrv)
+                printf("cellad preview URLs on port %d (*.%s)\n", http_server_port(psrv),
+                       preview_domain);
         fflush(stdout);
         log_info("data-dir=%s images=%s image=%s auth=%s", data_dir, images, image,
                  token && token[0] ? "bearer" : "none");

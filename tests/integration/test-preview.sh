@@ -172,11 +172,21 @@ info "tokens survive a cellad restart"
 kill -KILL "$CELLAD_PID"
 wait "$CELLAD_PID" 2>/dev/null || true
 CELLAD_PID=
-start_cellad
+start_cellad --preview-listen 127.0.0.1:0
 HOSTPORT=${CELLA_URL#http://}
 DPORT=${HOSTPORT##*:}
 PHOST="$P-$S-$TOKEN.localhost:$DPORT"
 assert_eq 200 "$(pv /echo)" "preview URL after restart"
+
+info "--preview-listen: preview URLs only, and their port in the URLs"
+PPORT=$(grep -o 'cellad preview URLs on port [0-9]*' "$CELLAD_LOG" | grep -o '[0-9]*$')
+[ -n "$PPORT" ] || fail "no preview listener line"
+assert_eq 200 "$(curl -sS -o /dev/null -w '%{http_code}' -H "Host: $P-$S-$TOKEN.localhost:$PPORT" \
+        "http://127.0.0.1:$PPORT/echo")" "served on the preview listener"
+assert_eq 404 "$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PPORT/v1/health")" \
+        "no API on the preview listener"
+api GET "/v1/sandboxes/$S/ports" >/dev/null
+assert_contains "$(body '.ports[0].url')" ".localhost:$PPORT/" "URLs carry the preview port"
 
 info "Chromium: a page through the preview URL talks WebSocket through it"
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/deps.sh installs it)"
