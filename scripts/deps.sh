@@ -16,6 +16,8 @@ packages=(
         e2fsprogs
         # tests, scripts and the README tour
         curl jq ca-certificates python3 git sqlite3
+        # the preview test's browser (headless) and the preview-proxy benchmark
+        chromium wrk
 )
 
 missing=()

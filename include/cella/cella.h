@@ -78,6 +78,16 @@ int cella_session_set_env(cella_client *c, const char *sandbox, const char *id,
                           const char *const *vars);
 int cella_health(cella_client *c, char **ret_json);
 
+/* ---- exposed ports and preview URLs ---- */
+/* Expose port (1024..65535) of the sandbox; name and token (1..16 of [a-z0-9_]) may be
+ * NULL. *ret_json: {url, port, name}; free with cella_free. Re-exposing keeps the URL. */
+int cella_port_expose(cella_client *c, const char *sandbox, int port, const char *name,
+                      const char *token, char **ret_json);
+/* *ret_json: {ports: [{url, port, name, status: "active" | "stale"}]}. */
+int cella_port_list(cella_client *c, const char *sandbox, char **ret_json);
+/* Idempotent. */
+int cella_port_unexpose(cella_client *c, const char *sandbox, int port);
+
 /* ---- commands ---- */
 struct cella_exec_options {
         const char *cwd;        /* NULL: /workspace */

@@ -94,7 +94,12 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                         if (need_value(a, argc, argv, &i, &a->url) < 0)
                                 return -1;
                 } else if (opt_is(s, "--token")) {
-                        if (need_value(a, argc, argv, &i, &a->token) < 0)
+                        bool expose = a->npos > 0 && strcmp(a->pos[0], "expose") == 0;
+
+                        if (need_value(a, argc, argv, &i, expose ? &a->port_token : &a->token) < 0)
+                                return -1;
+                } else if (opt_is(s, "--name")) {
+                        if (need_value(a, argc, argv, &i, &a->port_name) < 0)
                                 return -1;
                 } else if (opt_is(s, "--cwd")) {
                         if (need_value(a, argc, argv, &i, &a->cwd) < 0)

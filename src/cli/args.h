@@ -38,10 +38,14 @@ struct cli_args {
         const char *http_path; /* wait --http PATH */
         bool exit;             /* wait --exit */
         /* git clone */
-        const char *branch;  /* --branch */
-        long depth;          /* --depth N (0: not given) */
-        const char *dir;     /* --dir */
-        const char *pos[64]; /* positional words (command name first) */
+        const char *branch; /* --branch */
+        long depth;         /* --depth N (0: not given) */
+        const char *dir;    /* --dir */
+        /* exposed ports */
+        const char *port_name;  /* expose --name */
+        const char *port_token; /* expose --token (after the command word "expose"; before
+                                   it, --token is the API token) */
+        const char *pos[64];    /* positional words (command name first) */
         int npos;
         bool rest_is_command; /* after "--" or the first command word of exec */
         char error[256];      /* usage error, when parse returns -1 */

@@ -40,7 +40,11 @@ static const char usage_text[] =
         "              [--timeout MS]   exit 0 when ready, 124 on timeout (--exit: the\n"
         "                               process's exit code)\n"
         "  git clone NAME URL [--branch B] [--depth N] [--dir D] [--timeout MS] [--json]\n"
-        "                      clone a repository inside the sandbox; prints where\n"
+        "                      clone a repository inside the sandbox; prints the\n"
+        "                      directory it made\n"
+        "  expose NAME PORT [--name N] [--token T]\n"
+        "                      expose a port: prints its preview URL\n"
+        "  ports NAME [--json] unexpose NAME PORT\n"
         "  health\n"
         "\n"
         "environment: CELLA_URL (default http://127.0.0.1:7070), CELLA_TOKEN\n";
@@ -493,6 +497,71 @@ static int cmd_git(cella_client *c, struct cli_args *a)
         return 0;
 }
 
+static int parse_port_arg(const char *s)
+{
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno || end == s || *end || v < 1 || v > 65535)
+                return -1;
+        return (int)v;
+}
+
+static int cmd_ports(cella_client *c, struct cli_args *a, const char *cmd)
+{
+        char *text = NULL;
+        json_t *j, *p;
+        size_t i;
+        int port = a->npos >= 3 ? parse_port_arg(a->pos[2]) : 0;
+        int r;
+
+        if (strcmp(cmd, "expose") == 0) {
+                if (a->npos != 3 || port < 0)
+                        return usage_error("usage: cella expose NAME PORT [--name N] [--token T]");
+                r = cella_port_expose(c, a->pos[1], port, a->port_name, a->port_token, &text);
+                if (r < 0)
+                        return api_fail(c, r);
+                if (a->json) {
+                        print_json(text);
+                } else {
+                        j = json_loads(text, 0, NULL);
+                        printf("%s\n", str(j, "url"));
+                        json_decref(j);
+                }
+                free(text);
+                return 0;
+        }
+        if (strcmp(cmd, "unexpose") == 0) {
+                if (a->npos != 3 || port < 0)
+                        return usage_error("usage: cella unexpose NAME PORT");
+                r = cella_port_unexpose(c, a->pos[1], port);
+                return r < 0 ? api_fail(c, r) : 0;
+        }
+        if (a->npos != 2)
+                return usage_error("usage: cella ports NAME [--json]");
+        r = cella_port_list(c, a->pos[1], &text);
+        if (r < 0)
+                return api_fail(c, r);
+        if (a->json) {
+                print_json(text);
+                free(text);
+                return 0;
+        }
+        j = json_loads(text, 0, NULL);
+        printf("%-6s %-7s %-16s %s\n", "PORT", "STATUS", "NAME", "URL");
+        json_array_foreach(json_object_get(j, "ports"), i, p)
+        {
+                printf("%-6lld %-7s %-16s %s\n",
+                       (long long)json_integer_value(json_object_get(p, "port")), str(p, "status"),
+                       str(p, "name"), str(p, "url"));
+        }
+        json_decref(j);
+        free(text);
+        return 0;
+}
+
 static int need(struct cli_args *a, int n, const char *usage)
 {
         if (a->npos != n) {
@@ -621,6 +690,9 @@ int main(int argc, char **argv)
                 rc = cmd_git(c, &a);
         } else if (strcmp(cmd, "image") == 0) {
                 rc = cmd_image(c, &a);
+        } else if (strcmp(cmd, "expose") == 0 || strcmp(cmd, "ports") == 0 ||
+                   strcmp(cmd, "unexpose") == 0) {
+                rc = cmd_ports(c, &a, cmd);
         } else if (strcmp(cmd, "health") == 0) {
                 if ((r = cella_health(c, &text)) < 0)
                         rc = api_fail(c, r);

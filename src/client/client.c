@@ -502,6 +502,36 @@ int cella_session_list(cella_client *c, const char *sandbox, char **ret_json)
                             ret_json);
 }
 
+int cella_port_expose(cella_client *c, const char *sandbox, int port, const char *name,
+                      const char *token, char **ret_json)
+{
+        json_t *b = json_pack("{s:i}", "port", port);
+
+        if (b && name)
+                json_object_set_new(b, "name", json_string(name));
+        if (b && token)
+                json_object_set_new(b, "token", json_string(token));
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        return request_json(c, "POST", sandbox_url(c, sandbox, "/ports", NULL, NULL, NULL), b,
+                            ret_json);
+}
+
+int cella_port_list(cella_client *c, const char *sandbox, char **ret_json)
+{
+        return request_json(c, "GET", sandbox_url(c, sandbox, "/ports", NULL, NULL, NULL), NULL,
+                            ret_json);
+}
+
+int cella_port_unexpose(cella_client *c, const char *sandbox, int port)
+{
+        char sub[32];
+
+        snprintf(sub, sizeof(sub), "/ports/%d", port);
+        return request_json(c, "DELETE", sandbox_url(c, sandbox, sub, NULL, NULL, NULL), NULL,
+                            NULL);
+}
+
 int cella_session_delete(cella_client *c, const char *sandbox, const char *id)
 {
         struct buf sub = BUF_INIT;

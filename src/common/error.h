@@ -34,6 +34,9 @@
         X(PORT_ALREADY_EXPOSED, 409)        \
         X(PORT_NOT_EXPOSED, 404)            \
         X(INVALID_PORT, 400)                \
+        X(INVALID_TOKEN, 404)               \
+        X(STALE_PREVIEW_URL, 410)           \
+        X(BAD_GATEWAY, 502)                 \
         X(CONTEXT_NOT_FOUND, 404)           \
         X(PROCESS_READY_TIMEOUT, 408)       \
         X(PROCESS_EXITED_BEFORE_READY, 409) \

@@ -74,4 +74,15 @@
 #define CELLA_DEFAULT_SLEEP_AFTER_MS (10 * 60 * 1000) /* idle time before a sandbox sleeps */
 #define CELLA_IDLE_CHECK_MS 1000                      /* how often idleness is checked */
 
+/* Exposed ports and the preview proxy (docs/decisions/0018-preview-urls.md) */
+#define CELLA_PORT_MIN 1024
+#define CELLA_PORT_MAX 65535
+#define CELLA_PORT_RESERVED 3000   /* the hosted product's control port: refused alike */
+#define CELLA_PREVIEW_TOKEN_LEN 16 /* generated tokens */
+#define CELLA_PREVIEW_TOKEN_MAX 16 /* custom tokens: 1..this of [a-z0-9_] */
+#define CELLA_PREVIEW_DOMAIN_MAX 200
+#define CELLA_PREVIEW_PORT_NAME_MAX 64
+#define CELLA_PREVIEW_HEAD_MAX (64 * 1024) /* a sandbox's response head */
+#define CELLA_PREVIEW_IDLE_MAX 256         /* idle connections into sandboxes kept for reuse */
+
 #endif

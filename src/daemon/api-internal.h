@@ -3,9 +3,11 @@
 #define CELLA_DAEMON_API_INTERNAL_H
 
 #include "daemon/api.h"
+#include "daemon/preview.h"
 
 struct api {
         struct api_config cfg;
+        struct preview_config preview;
 };
 
 /* Routes under /v1/sandboxes/{name}/ (name already validated). They validate the request

@@ -18,6 +18,9 @@ int api_new(const struct api_config *cfg, struct api **ret)
         if (!a)
                 return -ENOMEM;
         a->cfg = *cfg;
+        a->preview.table = cfg->table;
+        a->preview.domain = cfg->preview_domain ? cfg->preview_domain : "localhost";
+        a->preview.url_port = cfg->preview_url_port;
         *ret = a;
         return 0;
 }
@@ -143,6 +146,7 @@ static void list_sandboxes(struct api *a, struct http_request *req)
 }
 
 static void put_abort(struct http_request *req, void *ud);
+static void api_ws(struct api *a, struct http_request *req, const char *name, const char *ps);
 
 /* PUT /v1/sandboxes/{id}: the body is read first; the name is checked again with the
  * body's normalizeId. */
@@ -271,6 +275,7 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                                 http_respond_error(req, &err, NULL);
                                 return;
                         }
+                        preview_forget(&a->preview, name);
                         j = json_pack("{s:s, s:b}", "id", name, "destroyed", existed);
                         http_respond_json(req, 200, j);
                         json_decref(j);
@@ -293,6 +298,14 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                         method_not_allowed(req);
                 else
                         api_env(a, req, name);
+                return;
+        }
+        if (strcmp(rest, "/ports") == 0 || strncmp(rest, "/ports/", 7) == 0) {
+                preview_ports(&a->preview, req, name, rest);
+                return;
+        }
+        if (strncmp(rest, "/ws/", 4) == 0) {
+                api_ws(a, req, name, rest + 4);
                 return;
         }
         if (strncmp(rest, "/sessions", 9) == 0 && (rest[9] == '\0' || rest[9] == '/')) {
@@ -438,10 +451,94 @@ static bool authorized(struct api *a, struct http_request *req)
         return api_token_equal(h, a->cfg.token);
 }
 
+/* GET /v1/sandboxes/{name}/ws/{port}[/path]: wsConnect. The path after the port (and the
+ * query) is the target sent to the sandbox. */
+static void api_ws(struct api *a, struct http_request *req, const char *name, const char *ps)
+{
+        const char *target = http_request_target(req), *q = strchr(target, '?');
+        _cleanup_free_ char *fwd = NULL;
+        struct sandbox *sb;
+        long port = 0;
+        size_t i;
+
+        for (i = 0; ps[i] >= '0' && ps[i] <= '9' && i < 6; i++)
+                port = port * 10 + (ps[i] - '0');
+        if (i == 0 || (ps[i] && ps[i] != '/') || port < 1 || port > CELLA_PORT_MAX) {
+                http_respond_code(req, CELLA_E_INVALID_PORT, "bad port in %s",
+                                  http_request_path(req));
+                return;
+        }
+        if (!is(req, "GET")) {
+                method_not_allowed(req);
+                return;
+        }
+        /* The raw target's path after /ws/{port}: find it by its decoded twin's length
+         * is not safe, so rebuild it from the decoded path (percent-encoding what must
+         * be) and the raw query. */
+        {
+                struct buf b = BUF_INIT;
+                const char *rest = ps[i] ? ps + i : "/";
+                int r = 0;
+
+                for (const char *c = rest; *c && r >= 0; c++)
+                        r = ((unsigned char)*c <= 0x20 || *c == '%' || *c == '?' || *c == '#' ||
+                             (unsigned char)*c >= 0x7f)
+                                    ? buf_printf(&b, "%%%02X", (unsigned char)*c)
+                                    : buf_append(&b, c, 1);
+                if (r >= 0 && q)
+                        r = buf_append_str(&b, q);
+                if (r < 0 || !(fwd = buf_steal(&b))) {
+                        buf_free(&b);
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return;
+                }
+        }
+        sb = api_sandbox_for(a, req, name);
+        if (!sb)
+                return;
+        preview_ws(&a->preview, req, sb, (int)port, fwd);
+}
+
+void api_shutdown(struct api *a)
+{
+        preview_shutdown(&a->preview);
+}
+
+void api_set_preview_port(struct api *a, int port)
+{
+        a->preview.url_port = port;
+}
+
+void api_handle_preview(struct http_request *req, void *userdata)
+{
+        struct api *a = userdata;
+        struct preview_target pt;
+
+        if (preview_host_parse(http_request_header(req, "Host"), a->preview.domain, &pt) > 0)
+                preview_handle(&a->preview, req, &pt);
+        else
+                http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
+}
+
 void api_handle(struct http_request *req, void *userdata)
 {
         struct api *a = userdata;
         const char *path = http_request_path(req);
+        struct preview_target pt;
+        int pr;
+
+        /* Preview hosts first: the token in the host is the capability, and none of the
+         * API's routes, auth or cross-origin checks apply to them (nor can a preview
+         * page reach the API as its own origin). */
+        pr = preview_host_parse(http_request_header(req, "Host"), a->preview.domain, &pt);
+        if (pr > 0) {
+                preview_handle(&a->preview, req, &pt);
+                return;
+        }
+        if (pr < 0) {
+                http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
+                return;
+        }
 
         if (strcmp(path, "/v1/health") == 0) {
                 if (is(req, "GET") || is(req, "HEAD"))

@@ -14,9 +14,11 @@
 struct api_config {
         uv_loop_t *loop;
         struct sandbox_table *table;
-        const char *token;         /* bearer token, or NULL/empty: no auth */
-        const char *images_dir;    /* --images */
-        const char *image_builder; /* scripts/build-image.sh */
+        const char *token;          /* bearer token, or NULL/empty: no auth */
+        const char *images_dir;     /* --images */
+        const char *image_builder;  /* scripts/build-image.sh */
+        const char *preview_domain; /* preview URLs' domain; NULL: "localhost" */
+        int preview_url_port;       /* the port in preview URLs (0: none) */
 };
 
 struct api;
@@ -24,6 +26,12 @@ struct api;
 int api_new(const struct api_config *cfg, struct api **ret);
 void api_free(struct api *a);
 void api_handle(struct http_request *req, void *userdata);
+/* The on_request of a --preview-listen server: preview hosts only. */
+void api_handle_preview(struct http_request *req, void *userdata);
+/* Close the connections the preview proxy holds (before the sandbox table is freed). */
+void api_shutdown(struct api *a);
+/* The port printed in preview URLs (known once the listener is bound). */
+void api_set_preview_port(struct api *a, int port);
 void api_log_request(struct http_request *req, void *userdata);
 
 /* Constant-time comparison of a presented token with the configured one. */

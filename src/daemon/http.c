@@ -10,6 +10,8 @@
  * Deferred work (continuing to parse after a response ended or a body was resumed) runs
  * from an idle handle, so a handler's call into this module never re-enters its own code. */
 #include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <http_parser.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -36,6 +38,7 @@ struct http_request {
         bool head;
         bool http10;
         char *path;
+        char *target;         /* the request target as sent */
         struct header *query; /* name/value pairs, decoded */
         size_t nquery;
         struct header *headers;
@@ -154,6 +157,7 @@ void http_request_unref(struct http_request *req)
         if (!req || --req->refs > 0)
                 return;
         free(req->path);
+        free(req->target);
         free_pairs(req->query, req->nquery);
         free_pairs(req->headers, req->nheaders);
         buf_free(&req->body);
@@ -174,6 +178,41 @@ bool http_request_is_head(const struct http_request *req)
 const char *http_request_path(const struct http_request *req)
 {
         return req->path ? req->path : "/";
+}
+
+const char *http_request_target(const struct http_request *req)
+{
+        return req->target ? req->target : "/";
+}
+
+int http_request_peer(const struct http_request *req, char *out, size_t size)
+{
+        struct sockaddr_storage ss;
+        int len = sizeof(ss);
+
+        if (!req->conn || req->conn->fuzz ||
+            uv_tcp_getpeername(&req->conn->tcp, (struct sockaddr *)&ss, &len) < 0)
+                return -ENOTCONN;
+        if (ss.ss_family == AF_INET)
+                return uv_ip4_name((struct sockaddr_in *)&ss, out, size) < 0 ? -EINVAL : 0;
+        return uv_ip6_name((struct sockaddr_in6 *)&ss, out, size) < 0 ? -EINVAL : 0;
+}
+
+uv_loop_t *http_request_loop(const struct http_request *req)
+{
+        return req->conn && req->conn->srv ? req->conn->srv->loop : NULL;
+}
+
+size_t http_request_header_count(const struct http_request *req)
+{
+        return req->nheaders;
+}
+
+void http_request_header_at(const struct http_request *req, size_t i, const char **name,
+                            const char **value)
+{
+        *name = req->headers[i].name;
+        *value = req->headers[i].value;
 }
 
 const char *http_request_query(const struct http_request *req, const char *name)
@@ -463,6 +502,44 @@ void http_request_close(struct http_request *req)
                 return;
         req->aborted = true;
         conn_close(c);
+}
+
+int http_request_take_socket(struct http_request *req, int *ret_fd, struct buf *leftover)
+{
+        struct conn *c = req->conn;
+        uv_os_fd_t fd;
+        int nfd;
+
+        if (!c || c->closing || c->shutting || c->fuzz)
+                return -EPIPE;
+        if (req->begun || req->ended)
+                return -EALREADY;
+        if (c->in_process)
+                return -EBUSY; /* inside on_request: the head is not consumed yet */
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0)
+                return -EBUSY;
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0)
+                return -EBADF;
+        nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (nfd < 0)
+                return -errno;
+        /* What the client sent after this request's head is the new protocol's. */
+        buf_reset(leftover);
+        if (c->in.len > 0 && buf_append(leftover, c->in.data, c->in.len) < 0) {
+                close(nfd);
+                return -ENOMEM;
+        }
+        buf_reset(&c->in);
+        req->status = 101;
+        req->begun = true;
+        req->ended = true;
+        req->keep_alive = false;
+        conn_detach(c, false);
+        /* libuv drops the fd from its poller before closing it; the duplicate keeps the
+         * socket open for the new owner. */
+        conn_close(c);
+        *ret_fd = nfd;
+        return 0;
 }
 
 int http_respond_bytes(struct http_request *req, int status, const char *content_type,
@@ -853,6 +930,11 @@ static int parse_target(struct conn *c, struct http_request *req)
         http_parser_url_init(&u);
         if (c->url.len == 0 || http_parser_parse_url(url, c->url.len, 0, &u) != 0)
                 return -EINVAL;
+        if (memchr(url, 0, c->url.len))
+                return -EINVAL;
+        req->target = strndup(url, c->url.len);
+        if (!req->target)
+                return -ENOMEM;
         if (u.field_set & (1 << UF_PATH)) {
                 if (pct_decode(url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len, false,
                                &req->path) < 0)

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "common/buf.h"
 #include "common/error.h"
 
 struct http_server;
@@ -61,6 +62,16 @@ const char *http_request_method(const struct http_request *req); /* "GET" */
 bool http_request_is_head(const struct http_request *req);
 /* The percent-decoded path (NUL-free: %00 is refused with 400 before dispatch). */
 const char *http_request_path(const struct http_request *req);
+/* The request target exactly as the client sent it (path and query, not decoded). */
+const char *http_request_target(const struct http_request *req);
+/* The server's loop (NULL when the connection is gone). */
+uv_loop_t *http_request_loop(const struct http_request *req);
+/* The client's address (IP literal); -ENOTCONN when the connection is gone. */
+int http_request_peer(const struct http_request *req, char *out, size_t size);
+/* The headers in the order received (name and value borrowed from the request). */
+size_t http_request_header_count(const struct http_request *req);
+void http_request_header_at(const struct http_request *req, size_t i, const char **name,
+                            const char **value);
 /* Query parameter by name (percent-decoded, '+' is a space, NUL-free), or NULL. The first
  * occurrence wins. */
 const char *http_request_query(const struct http_request *req, const char *name);
@@ -122,6 +133,16 @@ int http_response_end(struct http_request *req);
 /* Close the connection at once (e.g. a streamed response cannot be completed: the client
  * sees a short body). on_abort is not called for this request. */
 void http_request_close(struct http_request *req);
+
+/* Take the connection over (a protocol upgrade relayed as raw bytes): before any
+ * response was begun and with nothing queued on the socket, the connection is detached
+ * from the server (the request counts as answered with 101 for on_done; the server
+ * forgets the connection) and *ret_fd gets a duplicate of its socket, non-blocking, for
+ * the caller to own (uv_tcp_open). leftover gets the bytes the client already sent after
+ * this request's head. Not from on_request (later: after the upstream answered, from a
+ * timer...). Returns 0, -EPIPE (connection gone), -EALREADY (a response was begun),
+ * -EBUSY (bytes still queued, or called from inside on_request). */
+int http_request_take_socket(struct http_request *req, int *ret_fd, struct buf *leftover);
 
 /* SSE: 200, text/event-stream, no-cache, chunked. Each event is `data: <json>\n\n`. */
 int http_response_begin_sse(struct http_request *req);

@@ -23,6 +23,7 @@ static void usage(FILE *f)
                 "              [--max-sandboxes N] [--pool N] [--image-builder PATH]\n"
                 "              [--log-level L]\n"
                 "              [--disk-quota required|auto|off] [--disk-limit-override SIZE]\n"
+                "              [--preview-domain DOMAIN] [--preview-listen HOST:PORT]\n"
                 "              [--check] [--help]\n"
                 "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
@@ -39,6 +40,10 @@ static void usage(FILE *f)
                 "                       host can; default) or off\n"
                 "  --disk-limit-override SIZE  every new sandbox's disk limit (e.g. 64M),\n"
                 "                       instead of its instance type's (tests, small hosts)\n"
+                "  --preview-domain D   preview URLs are http://PORT-ID-TOKEN.D (default\n"
+                "                       localhost: browsers resolve it to loopback)\n"
+                "  --preview-listen HOST:PORT  also serve preview URLs (only) there; their\n"
+                "                       URLs then carry this port\n"
                 "  --check              print what the kernel offers and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
                 "listens on loopback addresses only.\n",
@@ -107,12 +112,16 @@ int main(int argc, char **argv)
                 {"log-level", required_argument, NULL, 'L'},
                 {"disk-quota", required_argument, NULL, 'Q'},
                 {"disk-limit-override", required_argument, NULL, 'O'},
+                {"preview-domain", required_argument, NULL, 'D'},
+                {"preview-listen", required_argument, NULL, 'P'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
         const char *listen = "127.0.0.1:7070", *data_dir = "/var/lib/cella", *images = NULL;
         const char *image = "default", *builder = NULL, *token = getenv("CELLA_TOKEN");
+        const char *preview_domain = "localhost", *preview_listen = NULL;
+        struct http_server *psrv = NULL;
         unsigned long max_sandboxes = CELLA_DEFAULT_MAX_SANDBOXES;
         unsigned long pool_size = CELLA_DEFAULT_POOL_SIZE;
         enum disk_mode disk_mode = DISK_MODE_AUTO;
@@ -132,6 +141,12 @@ int main(int argc, char **argv)
         log_set_prefix("cellad");
         while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
                 switch (c) {
+                case 'D':
+                        preview_domain = optarg;
+                        break;
+                case 'P':
+                        preview_listen = optarg;
+                        break;
                 case 'l':
                         listen = optarg;
                         break;
@@ -281,7 +296,13 @@ int main(int argc, char **argv)
                 }
         }
         {
-                struct api_config acfg = {g_loop, table, token, images, builder};
+                struct api_config acfg = {g_loop, table, token, images, builder, preview_domain, 0};
+
+                if (!preview_domain[0] || strlen(preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
+                    strpbrk(preview_domain, ":/ ")) {
+                        fprintf(stderr, "cellad: bad --preview-domain '%s'\n", preview_domain);
+                        return 1;
+                }
 
                 if (api_new(&acfg, &api) < 0) {
                         fprintf(stderr, "cellad: out of memory\n");
@@ -298,6 +319,25 @@ int main(int argc, char **argv)
                         api_free(api);
                         return 1;
                 }
+                api_set_preview_port(api, http_server_port(srv));
+        }
+        if (preview_listen) {
+                char phost[256];
+                int pport;
+                struct http_server_config pcfg = {phost, 0, api_handle_preview, api,
+                                                  api_log_request};
+
+                if (parse_listen(preview_listen, phost, sizeof(phost), &pport) < 0) {
+                        fprintf(stderr, "cellad: bad --preview-listen '%s' (HOST:PORT)\n",
+                                preview_listen);
+                        return 1;
+                }
+                pcfg.port = pport;
+                if (http_server_new(g_loop, &pcfg, &psrv, &err) < 0) {
+                        fprintf(stderr, "cellad: %s\n", err.msg);
+                        return 1;
+                }
+                api_set_preview_port(api, http_server_port(psrv));
         }
         uv_signal_init(g_loop, &sigint);
         uv_signal_init(g_loop, &sigterm);
@@ -307,6 +347,9 @@ int main(int argc, char **argv)
         printf(strchr(host, ':') ? "cellad listening on http://[%s]:%d\n"
                                  : "cellad listening on http://%s:%d\n",
                host, http_server_port(srv));
+        if (psrv)
+                printf("cellad preview URLs on port %d (*.%s)\n", http_server_port(psrv),
+                       preview_domain);
         fflush(stdout);
         log_info("data-dir=%s images=%s image=%s auth=%s", data_dir, images, image,
                  token && token[0] ? "bearer" : "none");
@@ -314,6 +357,8 @@ int main(int argc, char **argv)
         uv_run(g_loop, UV_RUN_DEFAULT);
 
         http_server_free(srv);
+        http_server_free(psrv);
+        api_shutdown(api);
         sandbox_table_free(table);
         uv_close((uv_handle_t *)&sigint, NULL);
         uv_close((uv_handle_t *)&sigterm, NULL);

@@ -940,6 +940,7 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
                 if (r < 0)
                         log_warn("sandbox '%s': remove %s: %s", s->name, dir, strerror(-r));
         }
+        store_port_delete(t->store, s->name, -1, NULL);
         store_sandbox_delete(t->store, s->name, NULL);
         table_remove(t, s);
         release_slot(t, s->slot);
@@ -1039,6 +1040,28 @@ void sandbox_touch(struct sandbox *s)
                 s->persisted_active_ms = s->last_active_ms;
                 store_sandbox_touch(s->table->store, s->name, s->last_active_ms);
         }
+}
+
+bool sandbox_running(const struct sandbox *s)
+{
+        return s->running && !s->destroyed;
+}
+
+int64_t sandbox_instance(const struct sandbox *s)
+{
+        return sandbox_running(s) ? s->pid_start : 0;
+}
+
+int sandbox_socket(struct sandbox *s)
+{
+        if (!sandbox_running(s))
+                return -ESRCH;
+        return runtime_container_socket(s->table->rt, &s->ct);
+}
+
+struct store *sandbox_table_store(struct sandbox_table *t)
+{
+        return t->store;
 }
 
 struct agent_conn *sandbox_agent(struct sandbox *s)

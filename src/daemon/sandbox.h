@@ -19,6 +19,7 @@
 struct sandbox_table;
 struct sandbox;
 struct runtime;
+struct store;
 
 struct sandbox_options {
         const char *image;         /* NULL: daemon default */
@@ -82,6 +83,16 @@ bool sandbox_default_session(const struct sandbox *s);
 void sandbox_touch(struct sandbox *s);
 /* The sandbox's agent connection (NULL if it is not running). */
 struct agent_conn *sandbox_agent(struct sandbox *s);
+/* Is its container running (not sleeping, stopped or destroyed)? */
+bool sandbox_running(const struct sandbox *s);
+/* What tells this run of the sandbox from earlier ones (its PID 1's start time); 0 when
+ * it is not running. */
+int64_t sandbox_instance(const struct sandbox *s);
+/* A TCP socket created in the sandbox's network namespace (runtime_container_socket);
+ * fd or -errno (-ESRCH when it is not running). */
+int sandbox_socket(struct sandbox *s);
+/* The registry (for the exposed ports kept beside the sandboxes). */
+struct store *sandbox_table_store(struct sandbox_table *t);
 void sandbox_ref(struct sandbox *s);
 void sandbox_unref(struct sandbox *s);
 

@@ -13,6 +13,11 @@ struct store {
         sqlite3_stmt *del;
         sqlite3_stmt *touch;
         sqlite3_stmt *all;
+        sqlite3_stmt *port_save;
+        sqlite3_stmt *port_get;
+        sqlite3_stmt *port_del;
+        sqlite3_stmt *port_del_all;
+        sqlite3_stmt *port_list;
 };
 
 static const char schema[] =
@@ -34,7 +39,16 @@ static const char schema[] =
         "  pid_start INTEGER NOT NULL DEFAULT 0,"
         "  sleep_after_ms INTEGER NOT NULL DEFAULT 600000,"
         "  keep_alive INTEGER NOT NULL DEFAULT 0,"
-        "  default_session INTEGER NOT NULL DEFAULT 1);";
+        "  default_session INTEGER NOT NULL DEFAULT 1);"
+        /* Exposed ports (docs/decisions/0018-preview-urls.md): instance is the pid_start
+         * of the sandbox's PID 1 when the port was exposed; another one means stale. */
+        "CREATE TABLE IF NOT EXISTS ports ("
+        "  sandbox TEXT NOT NULL,"
+        "  port INTEGER NOT NULL,"
+        "  name TEXT NOT NULL DEFAULT '',"
+        "  token TEXT NOT NULL,"
+        "  instance INTEGER NOT NULL DEFAULT 0,"
+        "  PRIMARY KEY (sandbox, port));";
 
 /* Columns added after schema 1; adding one that exists fails harmlessly. */
 static const char *const migrations[] = {
@@ -98,7 +112,21 @@ int store_open(const char *path, struct store **ret, struct cella_error *err)
                     " last_active_ms, pid, pid_start, sleep_after_ms, keep_alive, default_session"
                     " FROM sandboxes"
                     " ORDER BY created_ms",
-                    &s->all, err) < 0) {
+                    &s->all, err) < 0 ||
+            prepare(s,
+                    "INSERT INTO ports (sandbox, port, name, token, instance) VALUES"
+                    " (?1,?2,?3,?4,?5) ON CONFLICT(sandbox, port) DO UPDATE SET name=?3,"
+                    " token=?4, instance=?5",
+                    &s->port_save, err) < 0 ||
+            prepare(s, "SELECT name, token, instance FROM ports WHERE sandbox = ?1 AND port = ?2",
+                    &s->port_get, err) < 0 ||
+            prepare(s, "DELETE FROM ports WHERE sandbox = ?1 AND port = ?2", &s->port_del, err) <
+                    0 ||
+            prepare(s, "DELETE FROM ports WHERE sandbox = ?1", &s->port_del_all, err) < 0 ||
+            prepare(s,
+                    "SELECT port, name, token, instance FROM ports WHERE sandbox = ?1"
+                    " ORDER BY port",
+                    &s->port_list, err) < 0) {
                 store_close(s);
                 return -1;
         }
@@ -114,6 +142,11 @@ void store_close(struct store *s)
         sqlite3_finalize(s->del);
         sqlite3_finalize(s->touch);
         sqlite3_finalize(s->all);
+        sqlite3_finalize(s->port_save);
+        sqlite3_finalize(s->port_get);
+        sqlite3_finalize(s->port_del);
+        sqlite3_finalize(s->port_del_all);
+        sqlite3_finalize(s->port_list);
         sqlite3_close(s->db);
         free(s);
 }
@@ -232,6 +265,77 @@ int store_meta_set(struct store *s, const char *key, const char *value, struct c
         sqlite3_finalize(st);
         if (rc != SQLITE_DONE)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: meta %s: %s", key,
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}
+
+int store_port_save(struct store *s, const char *sandbox, const struct store_port *p,
+                    struct cella_error *err)
+{
+        sqlite3_bind_text(s->port_save, 1, sandbox, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->port_save, 2, p->port);
+        sqlite3_bind_text(s->port_save, 3, p->name ? p->name : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->port_save, 4, p->token, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->port_save, 5, p->instance);
+        return step_done(s, s->port_save, "save port", err);
+}
+
+int store_port_get(struct store *s, const char *sandbox, int port, char *name, size_t namesz,
+                   char *token, size_t tokensz, int64_t *ret_instance)
+{
+        int rc, r = -ENOENT;
+
+        sqlite3_bind_text(s->port_get, 1, sandbox, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->port_get, 2, port);
+        rc = sqlite3_step(s->port_get);
+        if (rc == SQLITE_ROW) {
+                snprintf(name, namesz, "%s", col_text(s->port_get, 0));
+                snprintf(token, tokensz, "%s", col_text(s->port_get, 1));
+                *ret_instance = sqlite3_column_int64(s->port_get, 2);
+                r = 0;
+        } else if (rc != SQLITE_DONE) {
+                r = -EIO;
+        }
+        sqlite3_reset(s->port_get);
+        sqlite3_clear_bindings(s->port_get);
+        return r;
+}
+
+int store_port_delete(struct store *s, const char *sandbox, int port, struct cella_error *err)
+{
+        if (port < 0) {
+                sqlite3_bind_text(s->port_del_all, 1, sandbox, -1, SQLITE_STATIC);
+                return step_done(s, s->port_del_all, "delete ports", err);
+        }
+        sqlite3_bind_text(s->port_del, 1, sandbox, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s->port_del, 2, port);
+        return step_done(s, s->port_del, "delete port", err);
+}
+
+int store_port_foreach(struct store *s, const char *sandbox,
+                       int (*fn)(const struct store_port *p, void *userdata), void *userdata,
+                       struct cella_error *err)
+{
+        int rc, r = 0;
+
+        sqlite3_bind_text(s->port_list, 1, sandbox, -1, SQLITE_STATIC);
+        while ((rc = sqlite3_step(s->port_list)) == SQLITE_ROW) {
+                struct store_port p = {
+                        .port = sqlite3_column_int64(s->port_list, 0),
+                        .name = col_text(s->port_list, 1),
+                        .token = col_text(s->port_list, 2),
+                        .instance = sqlite3_column_int64(s->port_list, 3),
+                };
+                r = fn(&p, userdata);
+                if (r < 0)
+                        break;
+        }
+        sqlite3_reset(s->port_list);
+        sqlite3_clear_bindings(s->port_list);
+        if (r < 0)
+                return r;
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: ports: %s",
                                        sqlite3_errmsg(s->db));
         return 0;
 }

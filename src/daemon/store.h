@@ -5,6 +5,7 @@
 #ifndef CELLA_DAEMON_STORE_H
 #define CELLA_DAEMON_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -41,5 +42,24 @@ int store_meta_set(struct store *s, const char *key, const char *value, struct c
 int store_sandbox_foreach(struct store *s,
                           int (*fn)(const struct store_sandbox *sb, void *userdata), void *userdata,
                           struct cella_error *err);
+
+/* Exposed ports of a sandbox (the preview proxy's capability tokens). instance is the
+ * start time of the sandbox's PID 1 when the port was exposed (stale when it differs). */
+struct store_port {
+        int64_t port;
+        const char *name;
+        const char *token;
+        int64_t instance;
+};
+int store_port_save(struct store *s, const char *sandbox, const struct store_port *p,
+                    struct cella_error *err);
+/* 0, -ENOENT when not exposed, -EIO. */
+int store_port_get(struct store *s, const char *sandbox, int port, char *name, size_t namesz,
+                   char *token, size_t tokensz, int64_t *ret_instance);
+/* port < 0: every port of the sandbox. Deleting what is absent is not an error. */
+int store_port_delete(struct store *s, const char *sandbox, int port, struct cella_error *err);
+int store_port_foreach(struct store *s, const char *sandbox,
+                       int (*fn)(const struct store_port *p, void *userdata), void *userdata,
+                       struct cella_error *err);
 
 #endif

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "common/limits.h"
+#include "common/log.h"
 #include "common/macros.h"
 #include "runtime/caps.h"
 #include "runtime/cgroup.h"
@@ -62,6 +63,7 @@ struct runtime {
         struct mount_plan mounts;
         int agent_fd;                           /* sealed memfd with cella-init */
         int uts_fd;                             /* our own UTS namespace (after a rename) */
+        int net_fd;                             /* our own network namespace */
         bool oom_protect;                       /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
         bool disk_enforced;                     /* new sandboxes get a disk image */
         char mkfs[64];                          /* mkfs.ext4 (when disk_enforced) */
@@ -856,6 +858,29 @@ int runtime_container_rename(struct runtime *rt, const struct container *c, cons
         return 0;
 }
 
+int runtime_container_socket(struct runtime *rt, const struct container *c)
+{
+        int fd, e;
+
+        if (!c || c->pidfd < 0)
+                return -ESRCH;
+        /* The pidfd names the sandbox's PID 1 for as long as it lives (no pid reuse), and
+         * setns on it enters that process's namespaces: this thread visits the sandbox's
+         * network namespace just long enough to create the socket, which keeps that
+         * namespace for its life. */
+        if (setns(c->pidfd, CLONE_NEWNET) < 0)
+                return errno == ESRCH ? -ESRCH : -errno;
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        e = fd < 0 ? errno : 0;
+        if (setns(rt->net_fd, CLONE_NEWNET) < 0) {
+                /* Cannot happen short of a kernel bug, and the thread would be left in the
+                 * sandbox's namespace: nothing sane can continue. */
+                log_error("leave a sandbox's network namespace: %s", strerror(errno));
+                abort();
+        }
+        return fd < 0 ? -e : fd;
+}
+
 int runtime_foreach_id(struct runtime *rt, int (*fn)(const char *id, void *userdata),
                        void *userdata)
 {
@@ -949,6 +974,11 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         if (!rt)
                 return cella_error_errno(err, ENOMEM, "runtime");
         rt->agent_fd = -EBADF;
+        rt->net_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        if (rt->net_fd < 0) {
+                cella_error_errno(err, errno, "runtime: open own network namespace");
+                goto fail;
+        }
         rt->uts_fd = open("/proc/thread-self/ns/uts", O_RDONLY | O_CLOEXEC);
         if (rt->uts_fd < 0) {
                 cella_error_errno(err, errno, "runtime: open own UTS namespace");
@@ -1075,6 +1105,8 @@ void runtime_free(struct runtime *rt)
                 close(rt->agent_fd);
         if (rt->uts_fd >= 0)
                 close(rt->uts_fd);
+        if (rt->net_fd >= 0)
+                close(rt->net_fd);
         free(rt);
 }
 

@@ -91,6 +91,12 @@ bool runtime_container_is_alive(const struct container *c);
 int runtime_container_rename(struct runtime *rt, const struct container *c, const char *dir,
                              const char *hostname, struct cella_error *err);
 
+/* A new TCP socket (IPv4, non-blocking, close-on-exec) in the container's network
+ * namespace, made by visiting it from this thread (docs/decisions/0018-preview-urls.md):
+ * connecting it to 127.0.0.1:port reaches a port inside the sandbox whatever its network
+ * mode, and nothing is exposed on the host. Returns the fd or -errno (-ESRCH: not running). */
+int runtime_container_socket(struct runtime *rt, const struct container *c);
+
 /* Call fn for the id of every container directory under this runtime's cgroup parent, in
  * the v2 hierarchy and in every v1 one (an id may come more than once). Stops at, and
  * returns, the first negative return of fn. */

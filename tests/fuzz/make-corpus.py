@@ -526,8 +526,32 @@ def size():
     }
 
 
+def preview():
+    """fuzz-preview: a Host header (parsed under "localhost" and "preview.example.com"),
+    and the same bytes as a '|'-separated header list for the request and response heads."""
+    return {
+        "host-basic": b"8080-box-abc123.localhost:7070",
+        "host-dashed-id": b"3001-my-app-2-t_k.localhost",
+        "host-domain": b"8080-BOX-ABC.Preview.Example.COM.",
+        "host-no-token": b"8080-box.localhost",
+        "host-port-range": b"65536-box-tok.localhost",
+        "host-port-zero": b"0-box-tok.localhost",
+        "host-leading-zero": b"08080-box-tok.localhost",
+        "host-long-token": b"8080-box-12345678901234567.localhost",
+        "host-v6": b"[::1]:7070",
+        "host-api": b"app.localhost",
+        "host-sub": b"a.8080-box-tok.localhost",
+        "host-bad-port": b"8080-box-tok.localhost:x",
+        "head-hop": b"Host|h|Connection|keep-alive, X-A|X-A|1|Transfer-Encoding|chunked|"
+                    b"Content-Length|5",
+        "head-crlf": b"Upgrade|websocket|X-B|a\r\nX-C: c",
+        "head-cookies": b"X-Forwarded-For|1.2.3.4|Set-Cookie|a=1|Set-Cookie|b=2",
+    }
+
+
 TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
-           "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size}
+           "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
+           "preview": preview}
 
 
 def write(target):

@@ -199,6 +199,23 @@ static void git_clone(void **state)
         assert_int_equal(PARSE(&a, "git", "clone", "box", "--upload-pack=x"), -1);
 }
 
+/* expose: --token after the command word is the port's token; before it, the API's. */
+static void expose_options(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "--token", "api", "expose", "box", "8080", "--name", "web",
+                               "--token", "t_1"),
+                         0);
+        assert_string_equal(a.token, "api");
+        assert_string_equal(a.port_token, "t_1");
+        assert_string_equal(a.port_name, "web");
+        assert_int_equal(a.npos, 3);
+        assert_int_equal(PARSE(&a, "ports", "box", "--token", "api"), 0);
+        assert_string_equal(a.token, "api");
+        assert_null(a.port_token);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -213,6 +230,7 @@ int main(void)
                 cmocka_unit_test(sleep_options),
                 cmocka_unit_test(process_commands),
                 cmocka_unit_test(git_clone),
+                cmocka_unit_test(expose_options),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

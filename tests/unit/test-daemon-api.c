@@ -174,6 +174,31 @@ struct agent_conn *sandbox_agent(struct sandbox *s)
         return s->conn;
 }
 
+/* The preview proxy's view of a sandbox: no ports in these tests. */
+bool sandbox_running(const struct sandbox *s)
+{
+        (void)s;
+        return false;
+}
+
+int64_t sandbox_instance(const struct sandbox *s)
+{
+        (void)s;
+        return 0;
+}
+
+int sandbox_socket(struct sandbox *s)
+{
+        (void)s;
+        return -ESRCH;
+}
+
+struct store *sandbox_table_store(struct sandbox_table *t)
+{
+        (void)t;
+        return NULL;
+}
+
 void sandbox_ref(struct sandbox *s)
 {
         (void)s;
@@ -440,7 +465,7 @@ static void on_stop(uv_async_t *a)
 
 static void *loop_thread(void *arg)
 {
-        struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false"};
+        struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false", NULL, 0};
         struct http_server_config cfg = {"127.0.0.1", 0, api_handle, NULL, NULL};
         struct cella_error err = {0};
 
@@ -887,7 +912,7 @@ static void test_origin_and_host(void **state)
         free(r);
         /* no token: loopback Host names only */
         static const char *const ok[] = {"127.0.0.1:7070", "localhost", "LOCALHOST:1", "[::1]:7070",
-                                         "8080-box-tok.localhost:7070"};
+                                         "app.localhost:7070"};
         static const char *const bad[] = {"evil.example", "127.0.0.1.evil.example",
                                           "localhost.evil.example", "[::2]:1", "10.0.0.1"};
         char head[256];
@@ -899,6 +924,20 @@ static void test_origin_and_host(void **state)
                 r = exchange_port(port_open, head, NULL, 0);
                 if (!strstr(r, "HTTP/1.1 200"))
                         fail_msg("Host %s refused", ok[i]);
+                free(r);
+        }
+        /* preview hosts go to the proxy, never to the API: a page served there cannot
+         * reach the API as its own origin, with or without a token */
+        static const char *const preview[] = {"8080-nosuch-tok.localhost:7070",
+                                              "8080-no-such-tok.LOCALHOST",
+                                              "99999-box-tok.localhost:7070", "8080-box.localhost"};
+        for (size_t i = 0; i < sizeof(preview) / sizeof(preview[0]); i++) {
+                snprintf(head, sizeof(head),
+                         "GET /v1/sandboxes HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                         preview[i]);
+                r = exchange_port(port_open, head, NULL, 0);
+                if (!strstr(r, "HTTP/1.1 404") || !strstr(r, "INVALID_TOKEN"))
+                        fail_msg("Host %s not routed to the preview proxy: %s", preview[i], r);
                 free(r);
         }
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

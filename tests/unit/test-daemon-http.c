@@ -90,6 +90,81 @@ static void upload_end(struct http_request *req, void *ud)
 
 static const struct http_body_ops upload_ops = {upload_data, upload_end};
 
+/* /upgrade: the connection is taken over (http_request_take_socket) from a timer, answered
+ * 101, and then every byte is echoed raw, the ones sent early (after the head) first. */
+struct raw {
+        struct http_request *req;
+        uv_timer_t timer;
+        uv_tcp_t tcp;
+        struct buf early;
+};
+
+static void raw_closed(uv_handle_t *h)
+{
+        struct raw *r = h->data;
+
+        buf_free(&r->early);
+        free(r);
+}
+
+static void raw_written(uv_write_t *w, int status)
+{
+        (void)status;
+        free(w);
+}
+
+static void raw_write(struct raw *r, const char *data, size_t len)
+{
+        uv_write_t *w = malloc(sizeof(*w) + len);
+        uv_buf_t b = uv_buf_init((char *)(w + 1), (unsigned)len);
+
+        memcpy(w + 1, data, len);
+        if (uv_write(w, (uv_stream_t *)&r->tcp, &b, 1, raw_written) < 0)
+                free(w);
+}
+
+static void raw_alloc(uv_handle_t *h, size_t s, uv_buf_t *b)
+{
+        (void)h;
+        b->base = malloc(s);
+        b->len = s;
+}
+
+static void raw_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
+{
+        struct raw *r = s->data;
+
+        if (n > 0)
+                raw_write(r, b->base, (size_t)n);
+        else if (n < 0)
+                uv_close((uv_handle_t *)&r->tcp, raw_closed);
+        free(b->base);
+}
+
+static void raw_timer_closed(uv_handle_t *h)
+{
+        (void)h;
+}
+
+static void raw_take(uv_timer_t *t)
+{
+        struct raw *r = t->data;
+        int fd;
+
+        uv_close((uv_handle_t *)&r->timer, raw_timer_closed);
+        assert_int_equal(http_request_take_socket(r->req, &fd, &r->early), 0);
+        /* a second take fails: the request is answered */
+        assert_int_equal(http_request_take_socket(r->req, &fd, &r->early), -EPIPE);
+        http_request_unref(r->req);
+        uv_tcp_init(&loop, &r->tcp);
+        r->tcp.data = r;
+        assert_int_equal(uv_tcp_open(&r->tcp, fd), 0);
+        raw_write(r, "HTTP/1.1 101 Switching Protocols\r\n\r\n", 36);
+        if (r->early.len)
+                raw_write(r, r->early.data, r->early.len);
+        uv_read_start((uv_stream_t *)&r->tcp, raw_alloc, raw_read);
+}
+
 static void on_request(struct http_request *req, void *ud)
 {
         const char *path = http_request_path(req);
@@ -119,6 +194,17 @@ static void on_request(struct http_request *req, void *ud)
                         json_decref(e);
                 }
                 http_response_end(req);
+        } else if (strcmp(path, "/upgrade") == 0) {
+                struct raw *r = calloc(1, sizeof(*r));
+                int fd;
+
+                /* not from inside on_request */
+                assert_int_equal(http_request_take_socket(req, &fd, &r->early), -EBUSY);
+                r->req = req;
+                http_request_ref(req);
+                uv_timer_init(&loop, &r->timer);
+                r->timer.data = r;
+                uv_timer_start(&r->timer, raw_take, 0, 0);
         } else if (strcmp(path, "/upload") == 0) {
                 struct upload *u = calloc(1, sizeof(*u));
 
@@ -549,6 +635,26 @@ static void test_head_and_http10(void **state)
         free(r);
 }
 
+/* An upgrade: the handler takes the socket over; bytes the client sent right after the
+ * head reach it, and the connection then carries raw bytes both ways. */
+static void test_take_socket(void **state)
+{
+        int fd = connect_server();
+        char *r;
+
+        (void)state;
+        send_str(fd, "GET /upgrade HTTP/1.1\r\nHost: x\r\nUpgrade: raw\r\nConnection: "
+                     "Upgrade\r\n\r\nEARLY");
+        r = read_until(fd, "EARLY");
+        assert_non_null(strstr(r, "HTTP/1.1 101 Switching Protocols\r\n\r\nEARLY"));
+        free(r);
+        send_str(fd, "GET / HTTP/1.1\r\n\r\n"); /* not HTTP any more: echoed */
+        r = read_until(fd, "\r\n\r\n");
+        assert_string_equal(r, "GET / HTTP/1.1\r\n\r\n");
+        free(r);
+        close(fd);
+}
+
 static void test_fuzz_entry(void **state)
 {
         static const char in[] =
@@ -575,6 +681,7 @@ int main(void)
                 cmocka_unit_test(test_expect_continue),
                 cmocka_unit_test(test_upload_backpressure),
                 cmocka_unit_test(test_head_and_http10),
+                cmocka_unit_test(test_take_socket),
                 cmocka_unit_test(test_fuzz_entry),
         };
 

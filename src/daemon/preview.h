@@ -1,0 +1,96 @@
+/* Exposed ports, preview URLs and the proxy to ports inside sandboxes
+ * (docs/decisions/0018-preview-urls.md).
+ *
+ * A preview URL is http://{port}-{id}-{token}.{domain}[:daemon-port]/: a request whose Host
+ * has that shape goes to preview_handle() before the API sees it (the token is the
+ * capability; no API auth). The proxy reaches 127.0.0.1:{port} in the sandbox's network
+ * namespace through a socket created there (sandbox_socket), so it works whatever the
+ * sandbox's network mode and never exposes a port on the host. Bodies stream both ways
+ * with backpressure; a 101 answer turns the connection into a raw byte relay
+ * (WebSockets). */
+#ifndef CELLA_DAEMON_PREVIEW_H
+#define CELLA_DAEMON_PREVIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/buf.h"
+#include "common/limits.h"
+#include "daemon/http.h"
+#include "daemon/sandbox.h"
+
+struct preview_target {
+        int port;
+        char id[CELLA_NAME_MAX + 1];
+        char token[CELLA_PREVIEW_TOKEN_MAX + 1];
+};
+
+/* Is host (a Host header: name[:port]) a preview host under domain? 1 with *ret filled, 0
+ * when it is not one (the API's), -EINVAL when it has the shape of one (a label starting
+ * with a digit and holding a '-', directly under domain) but is malformed. Case-insensitive;
+ * the id comes out lower case. */
+int preview_host_parse(const char *host, const char *domain, struct preview_target *ret);
+
+/* A custom token: 1..CELLA_PREVIEW_TOKEN_MAX of [a-z0-9_]. */
+bool preview_token_valid(const char *t);
+/* CELLA_PREVIEW_TOKEN_LEN characters of [a-z0-9_] from getrandom, NUL-terminated. */
+int preview_token_generate(char out[CELLA_PREVIEW_TOKEN_LEN + 1]);
+
+/* A header list (borrowed strings). */
+struct preview_headers {
+        size_t n;
+        const char *const *names;
+        const char *const *values;
+};
+
+enum preview_body { PREVIEW_BODY_NONE, PREVIEW_BODY_LENGTH, PREVIEW_BODY_CHUNKED };
+
+/* The request head sent to the sandbox: method and target as received, the client's
+ * headers without hop-by-hop ones (Connection, Keep-Alive, Proxy-Connection, TE, Trailer,
+ * Transfer-Encoding, Upgrade, Proxy-Authorization and every header Connection names),
+ * X-Forwarded-For (client appended), X-Forwarded-Host (the client's Host) and
+ * X-Forwarded-Proto (http) set; Content-Length kept for a sized body, "Transfer-Encoding:
+ * chunked" for a chunked one; with upgrade (the client's Upgrade value) "Connection:
+ * Upgrade" and "Upgrade: ..." are sent, else nothing (HTTP/1.1 keep-alive: connections
+ * into a sandbox are reused). *ret_body says how the client's body is framed. */
+int preview_request_head(struct buf *out, const char *method, const char *target,
+                         const struct preview_headers *h, const char *client_addr,
+                         const char *upgrade, enum preview_body *ret_body);
+/* The response headers passed to the client: the sandbox's, in order (several Set-Cookie,
+ * Location unchanged), without hop-by-hop ones and Content-Length (the server frames the
+ * body). With keep_upgrade (a 101), Connection and Upgrade are kept. */
+int preview_response_headers(struct buf *out, const struct preview_headers *h, bool keep_upgrade);
+
+struct pxy;
+struct upconn;
+struct port_rec;
+
+#define PREVIEW_CACHE_BUCKETS 256
+
+struct preview_config {
+        struct sandbox_table *table;
+        const char *domain;  /* "localhost" by default */
+        int url_port;        /* port printed in URLs (0 or 80: none) */
+        struct pxy *live;    /* proxied requests and relays in progress */
+        struct upconn *idle; /* connections into sandboxes kept for reuse, newest first */
+        unsigned nidle;
+        struct port_rec *cache[PREVIEW_CACHE_BUCKETS]; /* exposed ports seen (registry) */
+};
+
+/* The request goes to a preview host (see preview_host_parse); 404 INVALID_TOKEN for a
+ * malformed one. */
+void preview_handle(struct preview_config *cfg, struct http_request *req,
+                    const struct preview_target *t);
+/* GET /v1/sandboxes/{name}/ws/{port}[/path]: a WebSocket upgrade bridged to port (sb
+ * running, borrowed); target is the path and query sent to the sandbox. */
+void preview_ws(struct preview_config *cfg, struct http_request *req, struct sandbox *sb, int port,
+                const char *target);
+/* /ports and /ports/{port} of the sandbox named name (rest starts with "/ports"). */
+/* The sandbox was destroyed: forget its ports (the registry rows go with the sandbox). */
+void preview_forget(struct preview_config *cfg, const char *sandbox);
+/* Close every proxied connection (daemon shutdown, before the sandbox table goes). */
+void preview_shutdown(struct preview_config *cfg);
+void preview_ports(struct preview_config *cfg, struct http_request *req, const char *name,
+                   const char *rest);
+
+#endif

@@ -1,0 +1,89 @@
+/* Fuzz the preview Host parser (src/daemon/preview.h), under the default domain and a
+ * longer one, and the request head built from a fuzzed header list.
+ *
+ * Invariants: an accepted host gives a port in 1..65535, a valid sandbox name and a valid
+ * token, and the URL label rebuilt from them parses back to the same target; a host that
+ * is not preview-shaped is 0, a malformed one -EINVAL, nothing else. A request head never
+ * holds a bare CR or LF except as line ends, so a header cannot be smuggled into it. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/name.h"
+#include "daemon/preview.h"
+#include "fuzz.h"
+
+static void check_host(const char *host, const char *domain)
+{
+        struct preview_target t, again;
+        struct cella_error e = {0};
+        char id[CELLA_NAME_MAX + 1], label[512];
+        int r = preview_host_parse(host, domain, &t);
+
+        FUZZ_CHECK(r == 0 || r == 1 || r == -EINVAL);
+        if (r != 1)
+                return;
+        FUZZ_CHECK(t.port >= 1 && t.port <= 65535);
+        FUZZ_CHECK(preview_token_valid(t.token));
+        FUZZ_CHECK(sandbox_name_check(t.id, strlen(t.id), false, id, &e) == 0);
+        snprintf(label, sizeof(label), "%d-%s-%s.%s", t.port, t.id, t.token, domain);
+        FUZZ_CHECK(preview_host_parse(label, domain, &again) == 1);
+        FUZZ_CHECK(again.port == t.port && strcmp(again.id, t.id) == 0 &&
+                   strcmp(again.token, t.token) == 0);
+}
+
+static void check_head(const char *s, size_t len)
+{
+        const char *names[8], *values[8];
+        char copy[1024];
+        size_t n = 0, i = 0;
+        struct buf b = BUF_INIT;
+        enum preview_body body;
+
+        if (len >= sizeof(copy))
+                len = sizeof(copy) - 1;
+        memcpy(copy, s, len);
+        copy[len] = '\0';
+        /* split at NUL-free '|' into name, value pairs */
+        char *p = copy;
+        while (p && n < 8) {
+                char *bar = strchr(p, '|');
+
+                if (bar)
+                        *bar = '\0';
+                if (i++ % 2 == 0)
+                        names[n] = p;
+                else
+                        values[n++] = p;
+                p = bar ? bar + 1 : NULL;
+        }
+        struct preview_headers h = {n, names, values};
+        if (preview_request_head(&b, "GET", "/", &h, "127.0.0.1", n ? values[0] : NULL, &body) ==
+            0) {
+                for (size_t k = 0; k < b.len; k++)
+                        if (b.data[k] == '\r')
+                                FUZZ_CHECK(k + 1 < b.len && b.data[k + 1] == '\n');
+                        else if (b.data[k] == '\n')
+                                FUZZ_CHECK(k > 0 && b.data[k - 1] == '\r');
+        }
+        buf_reset(&b);
+        if (preview_response_headers(&b, &h, len % 2) == 0)
+                for (size_t k = 0; k < b.len; k++)
+                        if (b.data[k] == '\n')
+                                FUZZ_CHECK(k > 0 && b.data[k - 1] == '\r');
+        buf_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        char host[600];
+
+        if (size >= sizeof(host))
+                size = sizeof(host) - 1;
+        memcpy(host, data, size);
+        host[size] = '\0';
+        check_host(host, "localhost");
+        check_host(host, "preview.example.com");
+        check_head((const char *)data, size);
+        return 0;
+}
