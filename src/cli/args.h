@@ -23,6 +23,9 @@ struct cli_args {
         const char *sleep_after;   /* --sleep-after */
         bool keep_alive;           /* --keep-alive */
         bool no_default_session;   /* --no-default-session */
+        const char *network;       /* --network */
+        const char *allow[CLI_MAX_KV + 1]; /* --allow CIDR[:port] */
+        int nallow;
         const char *env[CLI_MAX_KV + 1];
         int nenv;
         const char *labels[CLI_MAX_KV + 1];
