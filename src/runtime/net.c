@@ -213,17 +213,17 @@ int net_ruleset_text(const char *table, const char *ifprefix, const struct net_c
         put(&t, "flush chain inet %s egress\n", T);
         /* The host itself (every address it has, the loopback services behind them,
          * cellad included): only answers to connections the host opened. */
-        put(&t, "add rule inet %s input iifname \"%s*\" ct state established,related accept\n",
-            T, ifprefix);
+        put(&t, "add rule inet %s input iifname \"%s*\" ct state established,related accept\n", T,
+            ifprefix);
         put(&t, "add rule inet %s input iifname \"%s*\" reject with icmpx type admin-prohibited\n",
             T, ifprefix);
         /* Nothing opens a connection into a sandbox through the forward path: not the
          * outside, not another sandbox. */
-        put(&t, "add rule inet %s forward oifname \"%s*\" ct state established,related accept\n",
-            T, ifprefix);
+        put(&t, "add rule inet %s forward oifname \"%s*\" ct state established,related accept\n", T,
+            ifprefix);
         put(&t,
-            "add rule inet %s forward oifname \"%s*\" reject with icmpx type admin-prohibited\n",
-            T, ifprefix);
+            "add rule inet %s forward oifname \"%s*\" reject with icmpx type admin-prohibited\n", T,
+            ifprefix);
         put(&t, "add rule inet %s forward iifname \"%s*\" goto from-sandbox\n", T, ifprefix);
         put(&t, "add rule inet %s from-sandbox meta nfproto ipv6 drop\n", T);
         put(&t, "add rule inet %s from-sandbox iifname . ip saddr vmap @sandboxes\n", T);
@@ -240,8 +240,7 @@ int net_ruleset_text(const char *table, const char *ifprefix, const struct net_c
         }
         put(&t, "add rule inet %s egress ip daddr { %s } reject with icmpx type admin-prohibited\n",
             T, refused_v4);
-        put(&t,
-            "add rule inet %s egress ip daddr %s/%u reject with icmpx type admin-prohibited\n",
+        put(&t, "add rule inet %s egress ip daddr %s/%u reject with icmpx type admin-prohibited\n",
             T, net, range->prefix);
         put(&t, "add rule inet %s egress accept\n", T);
         put(&t, "add rule inet %s postrouting ip saddr %s/%u oifname != \"%s*\" masquerade\n", T,
@@ -347,8 +346,7 @@ static struct nlmsghdr *msg_start(void *buf, size_t size, uint16_t type, uint16_
 
 int net_msg_veth(void *buf, size_t size, const struct net_plan *p, int netns_fd, uint32_t seq)
 {
-        struct nlmsghdr *nlh =
-                msg_start(buf, size, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, seq);
+        struct nlmsghdr *nlh = msg_start(buf, size, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, seq);
         if (!nlh)
                 return -ENOSPC;
         struct ifinfomsg *ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
@@ -393,11 +391,9 @@ int net_msg_link_up(void *buf, size_t size, int ifindex, uint32_t seq)
         return (int)nlh->nlmsg_len;
 }
 
-int net_msg_addr(void *buf, size_t size, int ifindex, uint32_t addr, uint8_t prefix,
-                 uint32_t seq)
+int net_msg_addr(void *buf, size_t size, int ifindex, uint32_t addr, uint8_t prefix, uint32_t seq)
 {
-        struct nlmsghdr *nlh =
-                msg_start(buf, size, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, seq);
+        struct nlmsghdr *nlh = msg_start(buf, size, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE, seq);
         if (!nlh)
                 return -ENOSPC;
         struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
@@ -595,8 +591,8 @@ int net_new(const struct net_config *cfg, struct net **ret, struct cella_error *
                 return 0;
         }
         _cleanup_free_ char *text = malloc(8192);
-        if (!text || net_ruleset_text(n->table, n->ifprefix, &n->range, n->dns, n->n_dns, text,
-                                      8192) < 0) {
+        if (!text ||
+            net_ruleset_text(n->table, n->ifprefix, &n->range, n->dns, n->n_dns, text, 8192) < 0) {
                 unavailable(n, "ruleset too long");
                 return 0;
         }
@@ -761,8 +757,8 @@ int net_sandbox_setup(struct net *n, unsigned slot, pid_t pid, const struct net_
         return net_sandbox_allow(n, slot, allow, n_allow, err);
 }
 
-int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow,
-                      size_t n_allow, struct cella_error *err)
+int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow, size_t n_allow,
+                      struct cella_error *err)
 {
         _cleanup_free_ char *rules = malloc(16384);
         char why[512];

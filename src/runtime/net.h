@@ -92,8 +92,7 @@ int net_msg_veth(void *buf, size_t size, const struct net_plan *p, int netns_fd,
 /* RTM_NEWLINK: ifindex up. */
 int net_msg_link_up(void *buf, size_t size, int ifindex, uint32_t seq);
 /* RTM_NEWADDR: addr/prefix on ifindex. */
-int net_msg_addr(void *buf, size_t size, int ifindex, uint32_t addr, uint8_t prefix,
-                 uint32_t seq);
+int net_msg_addr(void *buf, size_t size, int ifindex, uint32_t addr, uint8_t prefix, uint32_t seq);
 /* RTM_NEWROUTE: default route via gw. */
 int net_msg_default_route(void *buf, size_t size, uint32_t gw, uint32_t seq);
 
@@ -102,10 +101,10 @@ int net_msg_default_route(void *buf, size_t size, uint32_t gw, uint32_t seq);
 struct net;
 
 struct net_config {
-        const char *table;    /* nft table and name base, e.g. "cella" or "cella-1a2b3c4d" */
-        const char *range;    /* CIDR (NULL: NET_DEFAULT_RANGE) */
-        const char *resolv;   /* host resolv.conf path (NULL: /etc/resolv.conf) */
-        bool probe_only;      /* cellad --check: see what works, change nothing */
+        const char *table;  /* nft table and name base, e.g. "cella" or "cella-1a2b3c4d" */
+        const char *range;  /* CIDR (NULL: NET_DEFAULT_RANGE) */
+        const char *resolv; /* host resolv.conf path (NULL: /etc/resolv.conf) */
+        bool probe_only;    /* cellad --check: see what works, change nothing */
 };
 
 /* Set up the daemon's networking: IP forwarding on and the table written. A host where
@@ -125,8 +124,8 @@ const char *net_resolv_conf(const struct net *n);
 int net_sandbox_setup(struct net *n, unsigned slot, pid_t pid, const struct net_allow *allow,
                       size_t n_allow, struct cella_error *err);
 /* Rewrite the allow chain of a running sandbox on slot. 0 or -1 with *err set. */
-int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow,
-                      size_t n_allow, struct cella_error *err);
+int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow, size_t n_allow,
+                      struct cella_error *err);
 /* Empty the allow chain of slot (destroy). */
 void net_sandbox_forget(struct net *n, unsigned slot);
 /* Remove the daemon's table (a clean stop with no sandbox networking left). */

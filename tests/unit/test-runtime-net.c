@@ -30,10 +30,10 @@ static void test_cidr_parse(void **state)
         assert_int_equal(c.prefix, 32);
         assert_int_equal(net_cidr_parse(S("0.0.0.0/0"), &c), 0);
         assert_int_equal(c.prefix, 0);
-        const char *bad[] = {"",           "10.0.0.1/8",   "10.0.0.0/33", "256.0.0.0/8",
-                             "1.2.3",      "1.2.3.4.5",    "01.2.3.4",    "1.2.3.4/08",
-                             "1.2.3.4/",   " 1.2.3.4",     "1.2.3.4 ",    "1.2.3.4:80",
-                             "::1",        "fc00::/7",     "1..2.3",      "-1.2.3.4",
+        const char *bad[] = {"",           "10.0.0.1/8",      "10.0.0.0/33", "256.0.0.0/8",
+                             "1.2.3",      "1.2.3.4.5",       "01.2.3.4",    "1.2.3.4/08",
+                             "1.2.3.4/",   " 1.2.3.4",        "1.2.3.4 ",    "1.2.3.4:80",
+                             "::1",        "fc00::/7",        "1..2.3",      "-1.2.3.4",
                              "1.2.3.4/-1", "4294967296.0.0.0"};
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 assert_int_equal(net_cidr_parse(S(bad[i]), &c), -EINVAL);
@@ -242,9 +242,9 @@ static void test_msg_addr_route(void **state)
         const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
         assert_int_equal(ifa->ifa_index, 3);
         assert_int_equal(ifa->ifa_prefixlen, 30);
-        const struct nlattr *a = find_attr((const char *)ifa + MNL_ALIGN(sizeof(*ifa)),
-                                           (size_t)n - NLMSG_HDRLEN - MNL_ALIGN(sizeof(*ifa)),
-                                           IFA_LOCAL);
+        const struct nlattr *a =
+                find_attr((const char *)ifa + MNL_ALIGN(sizeof(*ifa)),
+                          (size_t)n - NLMSG_HDRLEN - MNL_ALIGN(sizeof(*ifa)), IFA_LOCAL);
         assert_non_null(a);
         const uint8_t *ip = mnl_attr_get_payload(a);
         assert_int_equal(ip[0], 10);
@@ -272,10 +272,10 @@ static void test_msg_addr_route(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_cidr_parse),   cmocka_unit_test(test_allow_parse),
-                cmocka_unit_test(test_plan),         cmocka_unit_test(test_ruleset),
+                cmocka_unit_test(test_cidr_parse),    cmocka_unit_test(test_allow_parse),
+                cmocka_unit_test(test_plan),          cmocka_unit_test(test_ruleset),
                 cmocka_unit_test(test_sandbox_rules), cmocka_unit_test(test_resolv),
-                cmocka_unit_test(test_msg_veth),     cmocka_unit_test(test_msg_addr_route),
+                cmocka_unit_test(test_msg_veth),      cmocka_unit_test(test_msg_addr_route),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
