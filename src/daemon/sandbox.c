@@ -1024,8 +1024,9 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
                                 json_decref(s->network_allow);
                                 s->network_allow = allow;
                                 allow = NULL;
-                                /* A running sandbox's chain is rewritten now. */
-                                if (s->running && s->network &&
+                                /* Its chain is rewritten now (a stopped one's too: it
+                                 * exists iff the allowlist is not empty). */
+                                if (s->network &&
                                     net_sandbox_allow(runtime_net(t->rt), s->slot, list,
                                                       network_allow_list(s, list), err) < 0)
                                         return -1;
@@ -1080,7 +1081,7 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
                 if (r < 0)
                         log_warn("sandbox '%s': remove %s: %s", s->name, dir, strerror(-r));
         }
-        if (s->network)
+        if (s->network && json_array_size(s->network_allow) > 0)
                 net_sandbox_forget(runtime_net(t->rt), s->slot);
         store_sandbox_delete(t->store, s->name, NULL);
         table_remove(t, s);

@@ -19,6 +19,7 @@
 
 #include "common/log.h"
 #include "common/macros.h"
+#include "common/timeutil.h"
 
 /* ---- parsers ---- */
 
@@ -189,9 +190,9 @@ int net_ruleset_text(const char *table, const char *ifprefix, const struct net_c
                 buf[0] = '\0';
         net_addr_format(range->addr, net, sizeof(net));
         put(&t, "add table inet %s\n", T);
-        /* (host end, source address) of each sandbox -> its allow chain: a sandbox that
-         * changes its own address matches nothing and is dropped. */
-        put(&t, "add map inet %s sandboxes { type ifname . ipv4_addr : verdict; }\n", T);
+        /* host end of a sandbox with an allowlist -> its allow chain (sandboxes without
+         * one have no element: their start does no nftables work). */
+        put(&t, "add map inet %s allow { type ifname : verdict; }\n", T);
         put(&t, "add chain inet %s egress\n", T);
         put(&t, "add chain inet %s from-sandbox\n", T);
         put(&t,
@@ -226,8 +227,12 @@ int net_ruleset_text(const char *table, const char *ifprefix, const struct net_c
             ifprefix);
         put(&t, "add rule inet %s forward iifname \"%s*\" goto from-sandbox\n", T, ifprefix);
         put(&t, "add rule inet %s from-sandbox meta nfproto ipv6 drop\n", T);
-        put(&t, "add rule inet %s from-sandbox iifname . ip saddr vmap @sandboxes\n", T);
-        put(&t, "add rule inet %s from-sandbox drop\n", T);
+        /* A source address that does not route back through the interface it came in
+         * on (a sandbox that changed its own address, to pass for another or to escape
+         * NAT) goes no further. */
+        put(&t, "add rule inet %s from-sandbox fib saddr . iif oif missing drop\n", T);
+        put(&t, "add rule inet %s from-sandbox iifname vmap @allow\n", T);
+        put(&t, "add rule inet %s from-sandbox goto egress\n", T);
         /* After a sandbox's allow chain. */
         if (n_dns > 0) {
                 put(&t, "add rule inet %s egress ip daddr { ", T);
@@ -248,8 +253,8 @@ int net_ruleset_text(const char *table, const char *ifprefix, const struct net_c
         return t.full ? -ENOSPC : (int)t.len;
 }
 
-int net_sandbox_rules_text(const char *table, unsigned slot, uint32_t sandbox_addr,
-                           const struct net_allow *allow, size_t n_allow, char *buf, size_t size)
+int net_sandbox_rules_text(const char *table, unsigned slot, const struct net_allow *allow,
+                           size_t n_allow, char *buf, size_t size)
 {
         struct text t = {buf, size, 0, false};
         const char *T = table;
@@ -271,10 +276,7 @@ int net_sandbox_rules_text(const char *table, unsigned slot, uint32_t sandbox_ad
                         put(&t, "add rule inet %s s%u ip daddr %s/%u accept\n", T, slot, ip,
                             allow[i].cidr.prefix);
         }
-        put(&t, "add rule inet %s s%u goto egress\n", T, slot);
-        net_addr_format(sandbox_addr, ip, sizeof(ip));
-        put(&t, "add element inet %s sandboxes { \"%s%u\" . %s : goto s%u }\n", T, ifp, slot, ip,
-            slot);
+        put(&t, "add element inet %s allow { \"%s%u\" : jump s%u }\n", T, ifp, slot, slot);
         return t.full ? -ENOSPC : (int)t.len;
 }
 
@@ -703,6 +705,7 @@ int net_sandbox_setup(struct net *n, unsigned slot, pid_t pid, const struct net_
         if (netns < 0)
                 return cella_error_errno(err, errno, "network: open %s", path);
 
+        uint64_t t0 = time_mono_us();
         /* 1. The pair, peer born in the sandbox, in one message. */
         what = "create veth";
         int len = net_msg_veth(buf, sizeof(buf), &p, netns, ++n->seq);
@@ -753,8 +756,12 @@ int net_sandbox_setup(struct net *n, unsigned slot, pid_t pid, const struct net_
         }
         if (r < 0)
                 return cella_error_errno(err, -r, "network: %s (%s)", what, p.host_ifname);
-        /* 4. Its allow chain and map element. */
-        return net_sandbox_allow(n, slot, allow, n_allow, err);
+        /* 4. Its allow chain and map element, when it has an allowlist. */
+        uint64_t t1 = time_mono_us();
+        r = n_allow ? net_sandbox_allow(n, slot, allow, n_allow, err) : 0;
+        log_debug("network of slot %u: devices, addresses, route %.2f ms, nft %.2f ms", slot,
+                  (double)(t1 - t0) / 1000.0, (double)(time_mono_us() - t1) / 1000.0);
+        return r;
 }
 
 int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow, size_t n_allow,
@@ -766,10 +773,13 @@ int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allo
 
         if (!net_available(n) || net_plan_make(&n->range, n->ifprefix, slot, &p) < 0)
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "%s", net_state(n));
+        if (n_allow == 0) {
+                net_sandbox_forget(n, slot);
+                return 0;
+        }
         if (!rules)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-        if (net_sandbox_rules_text(n->table, slot, p.sandbox_addr, allow, n_allow, rules, 16384) <
-            0)
+        if (net_sandbox_rules_text(n->table, slot, allow, n_allow, rules, 16384) < 0)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "network: allowlist too long");
         if (nft_run(n, rules, why, sizeof(why)) < 0)
@@ -784,9 +794,12 @@ void net_sandbox_forget(struct net *n, unsigned slot)
 
         if (!net_available(n))
                 return;
-        snprintf(text, sizeof(text), "flush chain inet %s s%u\nadd rule inet %s s%u goto egress\n",
-                 n->table, slot, n->table, slot);
-        /* A slot that never had a chain: nothing to empty. */
+        /* Two commands, two transactions: a slot that never had a chain has neither, and
+         * one failing command would undo the other. */
+        snprintf(text, sizeof(text), "delete element inet %s allow { \"%s%u\" }\n", n->table,
+                 n->ifprefix, slot);
+        nft_run(n, text, why, sizeof(why));
+        snprintf(text, sizeof(text), "delete chain inet %s s%u\n", n->table, slot);
         nft_run(n, text, why, sizeof(why));
 }
 

@@ -77,8 +77,8 @@ int net_plan_make(const struct net_cidr *range, const char *ifprefix, unsigned s
 int net_ruleset_text(const char *table, const char *ifprefix, const struct net_cidr *range,
                      const uint32_t *dns, size_t n_dns, char *buf, size_t size);
 /* The allow chain of one sandbox (made, emptied, filled) and its map element. */
-int net_sandbox_rules_text(const char *table, unsigned slot, uint32_t sandbox_addr,
-                           const struct net_allow *allow, size_t n_allow, char *buf, size_t size);
+int net_sandbox_rules_text(const char *table, unsigned slot, const struct net_allow *allow,
+                           size_t n_allow, char *buf, size_t size);
 
 /* The IPv4 nameservers of a resolv.conf text that a sandbox can use (not loopback, not
  * 0.0.0.0), at most max. Returns how many. */
@@ -118,15 +118,17 @@ const char *net_state(const struct net *n);
 void net_sandbox_address(const struct net *n, unsigned slot, char *buf, size_t size);
 /* The resolv.conf text sandboxes get. */
 const char *net_resolv_conf(const struct net *n);
-/* Give the sandbox whose PID 1 is pid its veth, addresses, route and allow chain. A host
+/* Give the sandbox whose PID 1 is pid its veth, addresses, route and (with an allowlist)
+ * its allow chain; without one, no nftables work at all. A host
  * end left by an earlier sandbox on this slot whose namespace the kernel has not freed yet
  * is removed first. Returns 0 or -1 with *err set. */
 int net_sandbox_setup(struct net *n, unsigned slot, pid_t pid, const struct net_allow *allow,
                       size_t n_allow, struct cella_error *err);
-/* Rewrite the allow chain of a running sandbox on slot. 0 or -1 with *err set. */
+/* Rewrite the allow chain of slot (none: chain and map element removed). 0 or -1 with *err
+ * set. */
 int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow, size_t n_allow,
                       struct cella_error *err);
-/* Empty the allow chain of slot (destroy). */
+/* Remove the allow chain of slot and its map element, if any (destroy). */
 void net_sandbox_forget(struct net *n, unsigned slot);
 /* Remove the daemon's table (a clean stop with no sandbox networking left). */
 int net_remove_table(struct net *n);

@@ -139,6 +139,11 @@ assert_eq 200 "$(get "$A" "http://$PRIV:8080/")" "$A after its allowlist changed
 api_json PUT "/v1/sandboxes/$A" '{"networkAllow":[]}' >/dev/null
 expect_status 200
 assert_eq 000 "$(get "$A" "http://$PRIV:8080/")" "$A after its allowlist emptied"
+# A sandbox that takes another's address (root in its namespace may try) does not pass
+# for it: its packets do not route back through its own interface and are dropped.
+out=$(run_in "$A" "ip addr add $C_ADDR/32 dev eth0 2>&1; curl -s -o /dev/null -w '%{http_code}' --connect-timeout 2 -m 4 --interface $C_ADDR 'http://$PRIV:8080/' || true")
+assert_contains "$out" "000" "$A using $C's address reached $C's allowlisted address"
+assert_not_contains "$out" "200" "$A using $C's address reached $C's allowlisted address"
 
 info "SIGKILL cellad and start again"
 kill -KILL "$CELLAD_PID"

@@ -120,9 +120,14 @@ static void test_ruleset(void **state)
         assert_non_null(strstr(buf, "input iifname \"cn123456*\" reject"));
         assert_non_null(strstr(buf, "meta nfproto ipv6 drop"));
         assert_null(strstr(buf, "delete"));
-        /* The allowlist comes before the refusals: the vmap is in from-sandbox, the
-         * refusals in egress, which every allow chain ends in. */
-        assert_true(strstr(buf, "vmap @sandboxes") < strstr(buf, "egress ip daddr { 0.0.0.0/8"));
+        /* Spoofed sources stop first; then the allowlist comes before the refusals: the
+         * vmap is in from-sandbox, which then goes to egress, where the refusals are. */
+        assert_non_null(strstr(buf, "from-sandbox fib saddr . iif oif missing drop\n"));
+        assert_true(strstr(buf, "fib saddr") < strstr(buf, "iifname vmap @allow"));
+        assert_true(strstr(buf, "iifname vmap @allow\n") <
+                    strstr(buf, "from-sandbox goto egress\n"));
+        assert_true(strstr(buf, "from-sandbox goto egress") <
+                    strstr(buf, "egress ip daddr { 0.0.0.0/8"));
         /* Too small a buffer says so. */
         assert_int_equal(net_ruleset_text("cella-x", "cn123456", &r, dns, 1, buf, 100), -ENOSPC);
         /* No nameserver: no DNS rule. */
@@ -137,20 +142,19 @@ static void test_sandbox_rules(void **state)
 
         assert_int_equal(net_allow_parse(S("198.51.100.0/24:8080"), &a[0]), 0);
         assert_int_equal(net_allow_parse(S("172.30.0.1"), &a[1]), 0);
-        int n = net_sandbox_rules_text("cella", 7, 0x0ad5001eu, a, 2, buf, sizeof(buf));
+        int n = net_sandbox_rules_text("cella", 7, a, 2, buf, sizeof(buf));
         assert_true(n > 0);
         net_ifprefix("cella", ifp, sizeof(ifp));
         assert_non_null(strstr(buf, "flush chain inet cella s7\n"));
         assert_non_null(strstr(buf, "add rule inet cella s7 ip daddr 198.51.100.0/24 meta l4proto "
                                     "{ tcp, udp } th dport 8080 accept\n"));
         assert_non_null(strstr(buf, "add rule inet cella s7 ip daddr 172.30.0.1/32 accept\n"));
-        assert_true(strstr(buf, "goto egress") > strstr(buf, "172.30.0.1/32 accept"));
         char elem[128];
-        snprintf(elem, sizeof(elem), "{ \"%s7\" . 10.213.0.30 : goto s7 }", ifp);
+        snprintf(elem, sizeof(elem), "add element inet cella allow { \"%s7\" : jump s7 }\n", ifp);
         assert_non_null(strstr(buf, elem));
-        /* No allowlist: the chain only goes on to the refusals. */
-        net_sandbox_rules_text("cella", 7, 0x0ad5001eu, NULL, 0, buf, sizeof(buf));
-        assert_null(strstr(buf, "accept"));
+        /* The element comes after the chain's rules: a packet never sees half a chain. */
+        assert_true(strstr(buf, elem) > strstr(buf, "172.30.0.1/32 accept"));
+        assert_int_equal(net_sandbox_rules_text("cella", 7, a, 2, buf, 64), -ENOSPC);
 }
 
 static void test_resolv(void **state)
