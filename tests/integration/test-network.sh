@@ -27,6 +27,7 @@ SERVER_LOG=$IT_TMP/server.log
 it_cleanup_hook() {
         [ -n "${SRV_PID:-}" ] && kill "$SRV_PID" 2>/dev/null
         [ -n "${HOSTSRV_PID:-}" ] && kill "$HOSTSRV_PID" 2>/dev/null
+        [ -n "${UDP_PID:-}" ] && kill "$UDP_PID" 2>/dev/null
         ip route del "$PRIV/32" 2>/dev/null
         ip netns pids "$NS" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
         ip netns del "$NS" 2>/dev/null
@@ -139,11 +140,47 @@ assert_eq 200 "$(get "$A" "http://$PRIV:8080/")" "$A after its allowlist changed
 api_json PUT "/v1/sandboxes/$A" '{"networkAllow":[]}' >/dev/null
 expect_status 200
 assert_eq 000 "$(get "$A" "http://$PRIV:8080/")" "$A after its allowlist emptied"
-# A sandbox that takes another's address (root in its namespace may try) does not pass
-# for it: its packets do not route back through its own interface and are dropped.
-out=$(run_in "$A" "ip addr add $C_ADDR/32 dev eth0 2>&1; curl -s -o /dev/null -w '%{http_code}' --connect-timeout 2 -m 4 --interface $C_ADDR 'http://$PRIV:8080/' || true")
-assert_contains "$out" "000" "$A using $C's address reached $C's allowlisted address"
-assert_not_contains "$out" "200" "$A using $C's address reached $C's allowlisted address"
+# A sandbox may send packets with any source address (CAP_NET_RAW in its namespace):
+# forged sources go nowhere (strict reverse-path check), neither another sandbox's
+# address nor one outside the range (which NAT would not rewrite). UDP to the test host:
+# A's own datagram arrives, the forged ones sent before it do not. (Allowlists are keyed
+# by interface, so a forged address would not open another sandbox's allowlist either.)
+ip netns exec "$NS" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 8080))
+with open(sys.argv[1], "a", buffering=1) as f:
+    while True:
+        data, addr = s.recvfrom(2048)
+        f.write(addr[0] + " " + data.decode(errors="replace") + "\n")
+' "$IT_TMP/udp.log" >/dev/null 2>&1 &
+UDP_PID=$!
+sleep 0.3
+send_udp() { # NAME PAYLOAD [SPOOFED-SOURCE]
+        run_in "$1" "python3 -c '
+import socket, struct, sys
+dst, payload = sys.argv[1], sys.argv[2].encode()
+if len(sys.argv) > 3:
+    src = sys.argv[3]
+    udp = struct.pack(\"!HHHH\", 40000, 8080, 8 + len(payload), 0) + payload
+    ip = struct.pack(\"!BBHHHBBH4s4s\", 0x45, 0, 20 + len(udp), 0, 0, 64, 17, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    r.sendto(ip + udp, (dst, 0))
+else:
+    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(payload, (dst, 8080))
+ ' $INET $2 ${3:-} && echo sent"
+}
+assert_eq sent "$(send_udp "$A" forgedc-$IT_RUN "$C_ADDR")" "datagram forged from C sent"
+assert_eq sent "$(send_udp "$A" forgedx-$IT_RUN 198.18.0.99)" "datagram forged from outside sent"
+assert_eq sent "$(send_udp "$A" real-$IT_RUN)" "datagram from A sent"
+for i in $(seq 1 30); do grep -q "real-$IT_RUN" "$IT_TMP/udp.log" 2>/dev/null && break; sleep 0.1; done
+grep -q "^$HOST_SIDE real-$IT_RUN" "$IT_TMP/udp.log" ||
+        fail "A's datagram did not arrive through NAT: $(cat "$IT_TMP/udp.log")"
+if grep -q "forged" "$IT_TMP/udp.log"; then
+        fail "a forged datagram arrived: $(cat "$IT_TMP/udp.log")"
+fi
+kill "$UDP_PID" 2>/dev/null || true
 
 info "SIGKILL cellad and start again"
 kill -KILL "$CELLAD_PID"
