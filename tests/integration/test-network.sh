@@ -196,6 +196,18 @@ for p in $(sandbox_pids "$A"); do kill -KILL "$p" 2>/dev/null || true; done
 for i in $(seq 1 50); do [ -z "$(sandbox_pids "$A")" ] && break; sleep 0.1; done
 assert_eq 200 "$(get "$A" "http://$INET:8080/")" "$A after its restart"
 
+info "the CLI"
+CLIBOX=$(sbx cli)
+"$CELLA_BUILD/cella" create "$CLIBOX" --network outbound --allow "$PRIV/32:8080" >"$IT_TMP/out" ||
+        fail "cella create --network failed: $(cat "$IT_TMP/out")"
+assert_contains "$(cat "$IT_TMP/out")" "network:       outbound 10."
+assert_contains "$(cat "$IT_TMP/out")" "network allow: $PRIV/32:8080"
+assert_eq 200 "$(get "$CLIBOX" "http://$PRIV:8080/")" "CLI sandbox to its allowlisted address"
+if "$CELLA_BUILD/cella" create "$CLIBOX" --network none >"$IT_TMP/out" 2>&1; then
+        fail "cella create changed the network of an existing sandbox"
+fi
+"$CELLA_BUILD/cella" destroy "$CLIBOX" >/dev/null
+
 info "destroy leaves no veth"
 for n in "$A" "$B" "$C"; do
         api DELETE "/v1/sandboxes/$n" >/dev/null
