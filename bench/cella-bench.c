@@ -496,6 +496,37 @@ static int measure_tti(double *out, int n, const char *tag, int pool)
         return 0;
 }
 
+/* Time to interactive by network mode (docs/decisions/0017): n samples of each, taken in
+ * turns, each a PUT with {"network": ...} of a new name and then `echo hi` in it, on a
+ * daemon without a pool (a pool sandbox would hide the network setup). */
+static int measure_tti_network(double *out_none, double *out_outbound, int n)
+{
+        static const char *const modes[] = {"none", "outbound"};
+        char name[64], path[128], body[64];
+
+        for (int i = 0; i < n; i++)
+                for (int m = 0; m < 2; m++) {
+                        struct resp r = {0};
+                        snprintf(name, sizeof(name), "bench-%d-net%s-%d", (int)getpid(), modes[m],
+                                 i);
+                        snprintf(path, sizeof(path), "/v1/sandboxes/%s", name);
+                        snprintf(body, sizeof(body), "{\"network\":\"%s\"}", modes[m]);
+                        double t0 = now_ms();
+                        long st = request("PUT", path, body, &r);
+                        if (st / 100 != 2 || !exec_in(name, "echo hi", "hi\n")) {
+                                fprintf(stderr, "network %s: %ld %.300s\n", modes[m], st,
+                                        r.data ? r.data : "");
+                                free(r.data);
+                                destroy(name);
+                                return -1;
+                        }
+                        (m ? out_outbound : out_none)[i] = now_ms() - t0;
+                        free(r.data);
+                        destroy(name);
+                }
+        return 0;
+}
+
 /* CPU time (user + system, ms) used so far by process pid, or -1. */
 static double cpu_ms(pid_t pid)
 {
@@ -684,6 +715,7 @@ int main(int argc, char **argv)
         long long rss_base = -1, rss_cap = -1, rss_end = -1;
         double *pstart = NULL;
         char rootfs[512], name[64];
+        double *tti_netnone, *tti_netout;
         double *tti, *tti_pool, *tti_nodisk, *burst, *burst_pool, *warm, *bw, *host, *hostsh, *sess,
                 *hostb;
         double dense_cg[2] = {-1, -1}, dense_host[2] = {-1, -1};
@@ -744,6 +776,8 @@ int main(int argc, char **argv)
         burst = calloc((size_t)n_burst, sizeof(double));
         burst_pool = calloc((size_t)n_burst, sizeof(double));
         tti_nodisk = calloc((size_t)n_tti, sizeof(double));
+        tti_netnone = calloc((size_t)n_tti, sizeof(double));
+        tti_netout = calloc((size_t)n_tti, sizeof(double));
         bw = calloc((size_t)n_tti, sizeof(double));
         warm = calloc((size_t)n_warm, sizeof(double));
         host = calloc((size_t)n_warm, sizeof(double));
@@ -751,8 +785,8 @@ int main(int argc, char **argv)
         sess = calloc((size_t)n_warm, sizeof(double));
         hostb = calloc((size_t)n_warm, sizeof(double));
         pstart = calloc((size_t)n_procs, sizeof(double));
-        if (!tti || !tti_pool || !tti_nodisk || !burst || !burst_pool || !bw || !warm || !host ||
-            !hostsh || !sess || !hostb || !pstart)
+        if (!tti || !tti_pool || !tti_nodisk || !tti_netnone || !tti_netout || !burst ||
+            !burst_pool || !bw || !warm || !host || !hostsh || !sess || !hostb || !pstart)
                 return 1;
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -783,7 +817,8 @@ int main(int argc, char **argv)
                         goto out;
         }
         fprintf(stderr, "cellad --pool 0 at %s\n", base_url);
-        if (measure_tti(tti, n_tti, "tti", 0) < 0 || measure_burst(burst, n_burst, "burst") < 0)
+        if (measure_tti(tti, n_tti, "tti", 0) < 0 || measure_burst(burst, n_burst, "burst") < 0 ||
+            measure_tti_network(tti_netnone, tti_netout, n_tti) < 0)
                 goto out;
         cpu_burst = burst_cellad_cpu_ms;
         /* Warm exec: `true` in a running sandbox. It gets the whole machine's CPU
@@ -969,6 +1004,12 @@ int main(int argc, char **argv)
                 printf("| cella time-to-interactive without disk limits (`--disk-quota off`) | "
                        "%d | %.2f | %.2f |\n",
                        n_tti, nd50, nd95);
+                printf("| cella time-to-interactive, `network: none` (PUT + `echo hi`, `--pool 0`) "
+                       "| %d | %.2f | %.2f |\n",
+                       n_tti, pct(tti_netnone, n_tti, 0.5), pct(tti_netnone, n_tti, 0.95));
+                printf("| cella time-to-interactive, `network: outbound` (PUT + `echo hi`, "
+                       "`--pool 0`) | %d | %.2f | %.2f |\n",
+                       n_tti, pct(tti_netout, n_tti, 0.5), pct(tti_netout, n_tti, 0.95));
                 printf("| bwrap `echo hi` in the same rootfs (baseline) | %d | %.2f | %.2f |\n",
                        n_tti, bw50, bw95);
                 printf("| cella warm exec (`true`, HTTP round trip) | %d | %.2f | %.2f |\n", n_warm,
@@ -1037,6 +1078,8 @@ out:
         free(burst);
         free(burst_pool);
         free(tti_nodisk);
+        free(tti_netnone);
+        free(tti_netout);
         free(bw);
         free(warm);
         free(host);

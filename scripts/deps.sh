@@ -9,9 +9,11 @@ packages=(
         build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
         # libraries (headers + static archives for the static agent)
         libuv1-dev libhttp-parser-dev libwslay-dev libjansson-dev libsqlite3-dev
-        libseccomp-dev libcap-dev libmnl-dev libcurl4-openssl-dev libcmocka-dev
+        libseccomp-dev libcap-dev libmnl-dev libnftables-dev libcurl4-openssl-dev libcmocka-dev
         # images and sandboxes
         mmdebstrap bubblewrap uidmap iproute2 procps util-linux
+        # outbound networking (libnftables) and the network test's view of it
+        nftables
         # disk limits: mkfs.ext4 for the per-sandbox disk images
         e2fsprogs
         # tests, scripts and the README tour

@@ -52,6 +52,8 @@ struct cella_sandbox_options {
         const char *sleep_after; /* idle time before sleeping: "30s", "10m", "2h"; NULL: default */
         bool keep_alive;         /* never sleep */
         bool no_default_session; /* calls without a session run sessionless (fresh shell) */
+        const char *network;     /* "none" or "outbound"; NULL: the daemon's default */
+        const char *const *network_allow; /* "CIDR[:port]", NULL-terminated, or NULL */
 };
 int cella_sandbox_create(cella_client *c, const char *name, const struct cella_sandbox_options *o,
                          char **ret_json);

@@ -115,6 +115,18 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                 } else if (opt_is(s, "--sleep-after")) {
                         if (need_value(a, argc, argv, &i, &a->sleep_after) < 0)
                                 return -1;
+                } else if (opt_is(s, "--network")) {
+                        if (need_value(a, argc, argv, &i, &a->network) < 0)
+                                return -1;
+                        if (strcmp(a->network, "none") != 0 && strcmp(a->network, "outbound") != 0)
+                                return fail(a, "--network takes none or outbound, not '%s'",
+                                            a->network);
+                } else if (opt_is(s, "--allow")) {
+                        if (need_value(a, argc, argv, &i, &v) < 0)
+                                return -1;
+                        if (a->nallow >= CLI_MAX_KV)
+                                return fail(a, "too many %s options", "--allow");
+                        a->allow[a->nallow++] = v;
                 } else if (opt_is(s, "--instance-type")) {
                         if (need_value(a, argc, argv, &i, &a->instance_type) < 0)
                                 return -1;

@@ -16,13 +16,16 @@ struct cli_args {
         bool recursive;    /* -r / -p */
         bool all;          /* -a */
         bool help;
-        const char *cwd;           /* --cwd */
-        long timeout_ms;           /* --timeout */
-        const char *image;         /* --image */
-        const char *instance_type; /* --instance-type */
-        const char *sleep_after;   /* --sleep-after */
-        bool keep_alive;           /* --keep-alive */
-        bool no_default_session;   /* --no-default-session */
+        const char *cwd;                   /* --cwd */
+        long timeout_ms;                   /* --timeout */
+        const char *image;                 /* --image */
+        const char *instance_type;         /* --instance-type */
+        const char *sleep_after;           /* --sleep-after */
+        bool keep_alive;                   /* --keep-alive */
+        bool no_default_session;           /* --no-default-session */
+        const char *network;               /* --network */
+        const char *allow[CLI_MAX_KV + 1]; /* --allow CIDR[:port] */
+        int nallow;
         const char *env[CLI_MAX_KV + 1];
         int nenv;
         const char *labels[CLI_MAX_KV + 1];

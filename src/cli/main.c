@@ -24,7 +24,8 @@ static const char usage_text[] =
         "  ls NAME [PATH] [-r] [-a] [--json]\n"
         "  rm NAME PATH [-r]   mkdir NAME PATH [-p]   mv NAME FROM TO\n"
         "  create NAME [--image I] [--instance-type T] [--sleep-after D] [--keep-alive]\n"
-        "              [--no-default-session] [--env K=V]... [--label K=V]...\n"
+        "              [--no-default-session] [--network none|outbound]\n"
+        "              [--allow CIDR[:PORT]]... [--env K=V]... [--label K=V]...\n"
         "  env set NAME K=V|K... [--session S]\n"
         "                      set (K=V) or unset (K) sandbox (or session) variables\n"
         "  session create NAME [--id S] [--cwd DIR] [--env K=V]... [--timeout MS]\n"
@@ -227,6 +228,15 @@ static int print_info(const char *text, bool json)
                str(j, "createdAt"), str(j, "lastActiveAt"),
                (long long)json_integer_value(json_object_get(j, "sleepAfter")),
                json_is_true(json_object_get(j, "keepAlive")) ? " (keepAlive: never)" : "");
+        if (json_object_get(j, "network"))
+                printf("network:       %s%s%s\n", str(j, "network"),
+                       json_object_get(j, "networkAddress") ? " " : "",
+                       json_object_get(j, "networkAddress") ? str(j, "networkAddress") : "");
+        {
+                size_t i;
+                json_array_foreach(json_object_get(j, "networkAllow"), i, v)
+                        printf("network allow: %s\n", json_string_value(v));
+        }
         v = json_object_get(j, "disk");
         if (json_is_object(v))
                 printf("disk:          %.1f of %.1f MiB used\n",
@@ -634,10 +644,13 @@ int main(int argc, char **argv)
                                                   .labels = a.nlabels ? a.labels : NULL,
                                                   .sleep_after = a.sleep_after,
                                                   .keep_alive = a.keep_alive,
-                                                  .no_default_session = a.no_default_session};
+                                                  .no_default_session = a.no_default_session,
+                                                  .network = a.network,
+                                                  .network_allow = a.nallow ? a.allow : NULL};
                 if (need(&a, 2,
                          "cella create NAME [--image I] [--instance-type T] "
-                         "[--sleep-after D] [--keep-alive] [--no-default-session] [--env K=V]... "
+                         "[--sleep-after D] [--keep-alive] [--no-default-session] "
+                         "[--network none|outbound] [--allow CIDR[:PORT]]... [--env K=V]... "
                          "[--label K=V]...") < 0)
                         rc = 2;
                 else if ((r = cella_sandbox_create(c, a.pos[1], &o, &text)) < 0)

@@ -380,6 +380,14 @@ int cella_sandbox_create(cella_client *c, const char *name, const struct cella_s
                 json_object_set_new(body, "keepAlive", json_true());
         if (o && o->no_default_session)
                 json_object_set_new(body, "enableDefaultSession", json_false());
+        if (o && o->network)
+                json_object_set_new(body, "network", json_string(o->network));
+        if (o && o->network_allow) {
+                json_t *a = json_array();
+                for (size_t i = 0; a && o->network_allow[i]; i++)
+                        json_array_append_new(a, json_string(o->network_allow[i]));
+                json_object_set_new(body, "networkAllow", a);
+        }
         if (o && o->env) {
                 json_t *e = kv_object(o->env);
                 if (!e) {

@@ -64,6 +64,7 @@
 #define CELLA_UID_SLOTS 4096u      /* slots: CELLA_UID_BASE + slot * CELLA_UID_RANGE */
 #define CELLA_DEFAULT_PIDS_MAX 1024
 #define CELLA_TMP_SIZE_MB 512
+#define CELLA_NETWORK_ALLOW_MAX 64 /* networkAllow entries per sandbox */
 
 /* Disk (per-sandbox ext4 image, src/runtime/disk.h; the limit is the instance type's) */
 #define CELLA_DISK_MIN_BYTES (32ull << 20)     /* smallest disk limit (and override) */

@@ -10,6 +10,7 @@
 #include "common/signal.h"
 #include "daemon/api-decode.h"
 #include "daemon/instance-type.h"
+#include "runtime/net.h"
 
 /* Parse body as a JSON object. JSON_ALLOW_NUL keeps \u0000 in file contents; every string
  * that names something is checked for NULs separately. */
@@ -148,7 +149,33 @@ void api_put_sandbox_done(struct api_put_sandbox *p)
         free(p->instance_type);
         json_decref(p->env);
         json_decref(p->labels);
+        free(p->network);
+        json_decref(p->network_allow);
         memset(p, 0, sizeof(*p));
+}
+
+/* networkAllow: an array of at most CELLA_NETWORK_ALLOW_MAX "CIDR[:port]" strings. */
+static int check_network_allow(json_t *a, struct cella_error *err)
+{
+        size_t i;
+        json_t *v;
+
+        if (!json_is_array(a) || json_array_size(a) > CELLA_NETWORK_ALLOW_MAX)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "networkAllow must be an array of at most %d strings",
+                                       CELLA_NETWORK_ALLOW_MAX);
+        json_array_foreach(a, i, v)
+        {
+                struct net_allow na;
+                if (!json_is_string(v) ||
+                    net_allow_parse(json_string_value(v), json_string_length(v), &na) < 0)
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "networkAllow[%zu] must be an IPv4 \"CIDR\" or "
+                                               "\"CIDR:port\" with no host bits, e.g. "
+                                               "\"203.0.113.0/24:443\"",
+                                               i);
+        }
+        return 0;
 }
 
 int api_parse_duration(json_t *v, int64_t *ret_ms, struct cella_error *err)
@@ -193,6 +220,7 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
 {
         struct api_put_sandbox p = {0};
         json_t *j, *image = NULL, *type = NULL, *env = NULL, *labels = NULL, *sleep = NULL;
+        json_t *network = NULL, *allow = NULL;
         int norm = 0, keep = -1, defsess = -1;
         json_error_t je;
         int r = -EINVAL;
@@ -203,10 +231,11 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
         j = load_object(body, len, err);
         if (!j)
                 return -EINVAL;
-        if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o, s?o, s?o, s?o, s?b, s?o, s?b, s?b}", "image",
-                           &image, "instanceType", &type, "env", &env, "labels", &labels,
-                           "normalizeId", &norm, "sleepAfter", &sleep, "keepAlive", &keep,
-                           "enableDefaultSession", &defsess) < 0) {
+        if (json_unpack_ex(j, &je, JSON_STRICT,
+                           "{s?o, s?o, s?o, s?o, s?b, s?o, s?b, s?b, s?o, s?o}", "image", &image,
+                           "instanceType", &type, "env", &env, "labels", &labels, "normalizeId",
+                           &norm, "sleepAfter", &sleep, "keepAlive", &keep, "enableDefaultSession",
+                           &defsess, "network", &network, "networkAllow", &allow) < 0) {
                 unpack_fail(&je, err);
                 goto out;
         }
@@ -228,6 +257,16 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
                 goto out;
         if (sleep && api_parse_duration(sleep, &p.sleep_after_ms, err) < 0)
                 goto out;
+        if (network && (!json_is_string(network) ||
+                        (strcmp(json_string_value(network), "none") != 0 &&
+                         strcmp(json_string_value(network), "outbound") != 0) ||
+                        has_nul(network))) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "network must be \"none\" or \"outbound\"");
+                goto out;
+        }
+        if (allow && check_network_allow(allow, err) < 0)
+                goto out;
         if (keep >= 0) {
                 p.has_keep_alive = true;
                 p.keep_alive = keep;
@@ -243,6 +282,9 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
                 goto out;
         p.env = json_incref(env);
         p.labels = json_incref(labels);
+        if (network && !(p.network = strdup(json_string_value(network))))
+                goto out;
+        p.network_allow = json_incref(allow);
         p.normalize_id = norm;
         *ret = p;
         memset(&p, 0, sizeof(p));

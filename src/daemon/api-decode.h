@@ -19,7 +19,8 @@
 #include "common/error.h"
 #include "common/limits.h"
 
-/* PUT /v1/sandboxes/{id}: {image?, instanceType?, env?, labels?, normalizeId?} */
+/* PUT /v1/sandboxes/{id}: {image?, instanceType?, env?, labels?, normalizeId?, sleepAfter?,
+ * keepAlive?, enableDefaultSession?, network?, networkAllow?} */
 struct api_put_sandbox {
         char *image;         /* NULL: default */
         char *instance_type; /* NULL: default */
@@ -31,6 +32,8 @@ struct api_put_sandbox {
         bool keep_alive;
         bool has_default_session; /* enableDefaultSession given */
         bool default_session;
+        char *network;         /* "none" or "outbound"; NULL: not given */
+        json_t *network_allow; /* array of valid "CIDR[:port]" strings or NULL (owned) */
 };
 
 /* A sleepAfter value: a number of seconds, or a string "90", "30s", "10m", "2h", "1d".

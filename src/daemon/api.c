@@ -185,6 +185,8 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                         .keep_alive = p.keep_alive,
                         .has_default_session = p.has_default_session,
                         .default_session = p.default_session,
+                        .network = p.network,
+                        .network_allow = p.network_allow,
                 };
 
                 if (sandbox_table_put(ctx->a->cfg.table, name, &o, &sb, &created, &err) < 0) {

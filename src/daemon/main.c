@@ -24,7 +24,7 @@ static void usage(FILE *f)
                 "              [--log-level L]\n"
                 "              [--disk-quota required|auto|off] [--disk-limit-override SIZE]\n"
                 "              [--preview-domain DOMAIN] [--preview-listen HOST:PORT]\n"
-                "              [--check] [--help]\n"
+                "              [--network-range CIDR] [--check] [--help]\n"
                 "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
                 "  --images DIR         images (default DATA-DIR/images)\n"
@@ -44,6 +44,8 @@ static void usage(FILE *f)
                 "                       localhost: browsers resolve it to loopback)\n"
                 "  --preview-listen HOST:PORT  also serve preview URLs (only) there; their\n"
                 "                       URLs then carry this port\n"
+                "  --network-range CIDR addresses of outbound sandboxes, a /30 each by uid\n"
+                "                       slot (default " NET_DEFAULT_RANGE ")\n"
                 "  --check              print what the kernel offers and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
                 "listens on loopback addresses only.\n",
@@ -114,6 +116,7 @@ int main(int argc, char **argv)
                 {"disk-limit-override", required_argument, NULL, 'O'},
                 {"preview-domain", required_argument, NULL, 'D'},
                 {"preview-listen", required_argument, NULL, 'P'},
+                {"network-range", required_argument, NULL, 'N'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -127,6 +130,7 @@ int main(int argc, char **argv)
         enum disk_mode disk_mode = DISK_MODE_AUTO;
         uint64_t disk_override = 0;
         bool check = false;
+        const char *network_range = NULL;
         char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
         char agent_path[PATH_MAX];
         enum log_level level;
@@ -214,6 +218,9 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         break;
+                case 'N':
+                        network_range = optarg;
+                        break;
                 case 'c':
                         check = true;
                         break;
@@ -265,7 +272,12 @@ int main(int argc, char **argv)
         if (check) {
                 /* Only the runtime: --check must not touch the registry or sandboxes. */
                 struct runtime_config rcfg = {
-                        .agent_path = agent_path, .cgroup_name = "cella", .disk_mode = disk_mode};
+                        .agent_path = agent_path,
+                        .cgroup_name = "cella",
+                        .disk_mode = disk_mode,
+                        .network_range = network_range,
+                        .check_only = true,
+                };
                 struct runtime *rt = NULL;
 
                 if (runtime_new(&rcfg, &rt, &err) < 0) {
@@ -288,6 +300,7 @@ int main(int argc, char **argv)
                         .pool_size = (unsigned)pool_size,
                         .disk_mode = disk_mode,
                         .disk_limit_override = disk_override,
+                        .network_range = network_range,
                 };
 
                 if (sandbox_table_new(g_loop, &cfg, &table, &err) < 0) {

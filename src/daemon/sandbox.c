@@ -49,9 +49,11 @@ struct sandbox {
         int64_t sleep_after_ms;
         bool keep_alive;
         bool default_session;
-        bool running;   /* container started and not seen exiting */
-        bool sleeping;  /* stopped for idleness; wakes on the next operation */
-        bool destroyed; /* removed from the table; memory lives while referenced */
+        bool network;          /* "outbound" (else "none": loopback only) */
+        json_t *network_allow; /* array of canonical "CIDR[:port]" strings */
+        bool running;          /* container started and not seen exiting */
+        bool sleeping;         /* stopped for idleness; wakes on the next operation */
+        bool destroyed;        /* removed from the table; memory lives while referenced */
         struct container ct;
         int64_t pid_start;     /* start time of ct.pid (/proc/PID/stat), to recognise it later */
         uv_poll_t *exit_watch; /* readable when PID 1 exits; heap: closed asynchronously */
@@ -85,6 +87,8 @@ struct sandbox_table {
         int64_t pool_last_claim_ms;
         uint64_t pool_retry_ms; /* back-off after failed builds; 0 after a success */
 };
+
+static size_t network_allow_list(const struct sandbox *s, struct net_allow *out);
 
 static unsigned hash_name(const char *s)
 {
@@ -153,6 +157,7 @@ static void sandbox_free(struct sandbox *s)
         free(s->instance_type);
         json_decref(s->env);
         json_decref(s->labels);
+        json_decref(s->network_allow);
         free(s);
 }
 
@@ -284,6 +289,7 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
         struct sandbox_table *t = s->table;
         const struct instance_type *it = instance_type_find(s->instance_type);
         char dir[CELLA_PATH_MAX], rootfs[CELLA_PATH_MAX], marker[CELLA_PATH_MAX + 16];
+        struct net_allow allow[CELLA_NETWORK_ALLOW_MAX];
         struct container_spec spec;
         struct stat st;
         int r;
@@ -319,6 +325,10 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                                 .pids_max = CELLA_DEFAULT_PIDS_MAX,
                         },
                 .disk_bytes = t->disk_limit_override ? t->disk_limit_override : it->disk_bytes,
+                .network = s->network,
+                .slot = s->slot,
+                .net_allow = allow,
+                .net_allow_n = network_allow_list(s, allow),
         };
         /* Leftovers of an earlier run (a daemon that died, a crashed agent) go first. */
         uint64_t t0 = time_mono_us();
@@ -342,11 +352,11 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                 s->running = false;
                 return -1;
         }
-        log_info("sandbox '%s' started (slot %u, pid %d, image %s, %s) in %.2f ms (sweep %.2f "
-                 "ms, container %.2f ms)",
+        log_info("sandbox '%s' started (slot %u, pid %d, image %s, %s, network %s) in %.2f ms "
+                 "(sweep %.2f ms, container %.2f ms)",
                  s->name, s->slot, (int)s->ct.pid, s->image, s->instance_type,
-                 (double)(time_mono_us() - t0) / 1000.0, (double)(t1 - t0) / 1000.0,
-                 (double)(t2 - t1) / 1000.0);
+                 s->network ? "outbound" : "none", (double)(time_mono_us() - t0) / 1000.0,
+                 (double)(t1 - t0) / 1000.0, (double)(t2 - t1) / 1000.0);
         /* The record (with the pid, so that a restarted daemon finds it) is written here
          * once per start; a sandbox the registry does not know must not run (a pool
          * sandbox has no record: a restarted daemon removes it). */
@@ -393,6 +403,7 @@ static int sandbox_persist(struct sandbox *s, struct cella_error *err)
 {
         _cleanup_free_ char *env = json_text(s->env);
         _cleanup_free_ char *labels = json_text(s->labels);
+        _cleanup_free_ char *allow = json_text(s->network_allow);
         struct store_sandbox rec = {
                 .name = s->name,
                 .slot = s->slot,
@@ -407,6 +418,8 @@ static int sandbox_persist(struct sandbox *s, struct cella_error *err)
                 .sleep_after_ms = s->sleep_after_ms,
                 .keep_alive = s->keep_alive,
                 .default_session = s->default_session,
+                .network = s->network ? "outbound" : "none",
+                .network_allow_json = allow,
         };
         s->persisted_active_ms = s->last_active_ms;
         return store_sandbox_save(s->table->store, &rec, err);
@@ -447,6 +460,89 @@ static struct sandbox *sandbox_alloc(struct sandbox_table *t, const char *name, 
         s->ct.pidfd = -EBADF;
         s->default_session = true;
         return s;
+}
+
+/* The network a new sandbox gets when the request names none: outbound where the host can
+ * do it, else none (decision 0017). */
+static bool network_default(const struct sandbox_table *t)
+{
+        return net_available(runtime_net(t->rt));
+}
+
+/* opts->network as a mode; -1 with *err set for an outbound the host cannot give. */
+static int network_wanted(const struct sandbox_table *t, const struct sandbox_options *opts,
+                          bool *ret, struct cella_error *err)
+{
+        if (!opts || !opts->network) {
+                *ret = network_default(t);
+                return 0;
+        }
+        if (strcmp(opts->network, "none") == 0) {
+                *ret = false;
+                return 0;
+        }
+        if (strcmp(opts->network, "outbound") != 0)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "network must be \"none\" or \"outbound\"");
+        if (!net_available(runtime_net(t->rt)))
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "network \"outbound\" is not available on this host: %s",
+                                       net_state(runtime_net(t->rt)));
+        *ret = true;
+        return 0;
+}
+
+/* A validated networkAllow array in canonical form (new reference), or NULL with *err. */
+static json_t *network_allow_canon(json_t *a, struct cella_error *err)
+{
+        json_t *out = json_array(), *v;
+        size_t i;
+
+        if (!out) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return NULL;
+        }
+        if (!a)
+                return out;
+        if (!json_is_array(a) || json_array_size(a) > CELLA_NETWORK_ALLOW_MAX) {
+                json_decref(out);
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "networkAllow must be an array of at most %d \"CIDR[:port]\"",
+                                CELLA_NETWORK_ALLOW_MAX);
+                return NULL;
+        }
+        json_array_foreach(a, i, v)
+        {
+                struct net_allow na;
+                char text[64];
+                if (!json_is_string(v) ||
+                    net_allow_parse(json_string_value(v), json_string_length(v), &na) < 0) {
+                        json_decref(out);
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "networkAllow[%zu]: want an IPv4 \"CIDR[:port]\" such as "
+                                        "\"203.0.113.0/24:443\"",
+                                        i);
+                        return NULL;
+                }
+                net_allow_format(&na, text, sizeof(text));
+                json_array_append_new(out, json_string(text));
+        }
+        return out;
+}
+
+/* The parsed allowlist of s into out (CELLA_NETWORK_ALLOW_MAX entries); returns the count. */
+static size_t network_allow_list(const struct sandbox *s, struct net_allow *out)
+{
+        size_t i, n = 0;
+        json_t *v;
+
+        json_array_foreach(s->network_allow, i, v)
+        {
+                if (n < CELLA_NETWORK_ALLOW_MAX && json_is_string(v) &&
+                    net_allow_parse(json_string_value(v), json_string_length(v), &out[n]) == 0)
+                        n++;
+        }
+        return n;
 }
 
 static int validate_string_object(json_t *o, const char *what, struct cella_error *err)
@@ -564,8 +660,10 @@ static int pool_build(struct sandbox_table *t, struct cella_error *err)
         s->env = json_object();
         s->labels = json_object();
         s->sleep_after_ms = CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->network = network_default(t);
+        s->network_allow = json_array();
         s->created_ms = s->last_active_ms = time_now_ms();
-        if (!s->image || !s->instance_type || !s->env || !s->labels) {
+        if (!s->image || !s->instance_type || !s->env || !s->labels || !s->network_allow) {
                 pool_discard(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
@@ -734,6 +832,7 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                 opts && opts->instance_type ? opts->instance_type : INSTANCE_TYPE_DEFAULT;
         struct sandbox *s;
         unsigned slot;
+        bool network;
 
         if (t->count >= t->max_sandboxes)
                 return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED,
@@ -753,25 +852,39 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         if (opts && (validate_string_object(opts->env, "env", err) < 0 ||
                      validate_string_object(opts->labels, "labels", err) < 0))
                 return -1;
-        if (strcmp(image, t->default_image) == 0 && strcmp(itype, INSTANCE_TYPE_DEFAULT) == 0) {
+        if (network_wanted(t, opts, &network, err) < 0)
+                return -1;
+        json_t *allow = network_allow_canon(opts ? opts->network_allow : NULL, err);
+        if (!allow)
+                return -1;
+        /* Pool sandboxes have the default network and no allowlist: anything else is a
+         * build (network work happens only there, never at a claim). */
+        if (strcmp(image, t->default_image) == 0 && strcmp(itype, INSTANCE_TYPE_DEFAULT) == 0 &&
+            network == network_default(t) && json_array_size(allow) == 0) {
                 struct cella_error ce = {0};
                 s = pool_take(t);
                 if (s && pool_claim(s, name, opts, &ce) == 0) {
+                        json_decref(allow);
                         *ret = s;
                         return 0;
                 }
                 if (s)
                         log_warn("sandbox '%s': claim failed (%s); building it", name, ce.msg);
         }
-        if (alloc_slot(t, &slot) < 0)
+        if (alloc_slot(t, &slot) < 0) {
+                json_decref(allow);
                 return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED,
                                        "no free uid range for a new sandbox");
+        }
 
         s = sandbox_alloc(t, name, slot);
         if (!s) {
+                json_decref(allow);
                 release_slot(t, slot);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
+        s->network = network;
+        s->network_allow = allow;
         s->image = strdup(image);
         s->instance_type = strdup(itype);
         s->env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
@@ -892,6 +1005,34 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
                                                "sandbox '%s' exists with instanceType '%s'; "
                                                "destroy it to change the instance type",
                                                name, s->instance_type);
+                if (opts->network) {
+                        bool network;
+                        if (network_wanted(t, opts, &network, err) < 0)
+                                return -1;
+                        if (network != s->network)
+                                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                                       "sandbox '%s' exists with network '%s'; "
+                                                       "destroy it to change the network",
+                                                       name, s->network ? "outbound" : "none");
+                }
+                if (opts->network_allow) {
+                        json_t *allow = network_allow_canon(opts->network_allow, err);
+                        if (!allow)
+                                return -1;
+                        if (!json_equal(allow, s->network_allow)) {
+                                struct net_allow list[CELLA_NETWORK_ALLOW_MAX];
+                                json_decref(s->network_allow);
+                                s->network_allow = allow;
+                                allow = NULL;
+                                /* Its chain is rewritten now (a stopped one's too: it
+                                 * exists iff the allowlist is not empty). */
+                                if (s->network &&
+                                    net_sandbox_allow(runtime_net(t->rt), s->slot, list,
+                                                      network_allow_list(s, list), err) < 0)
+                                        return -1;
+                        }
+                        json_decref(allow);
+                }
                 if (opts->env)
                         json_object_update(s->env, opts->env);
                 if (opts->labels)
@@ -941,6 +1082,8 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
                         log_warn("sandbox '%s': remove %s: %s", s->name, dir, strerror(-r));
         }
         store_port_delete(t->store, s->name, -1, NULL);
+        if (s->network && json_array_size(s->network_allow) > 0)
+                net_sandbox_forget(runtime_net(t->rt), s->slot);
         store_sandbox_delete(t->store, s->name, NULL);
         table_remove(t, s);
         release_slot(t, s->slot);
@@ -967,6 +1110,15 @@ json_t *sandbox_info(const struct sandbox *s)
                          "createdAt", created, "lastActiveAt", active, "labels", s->labels, "env",
                          s->env, "sleepAfter", (json_int_t)(s->sleep_after_ms / 1000), "keepAlive",
                          s->keep_alive, "enableDefaultSession", s->default_session);
+        if (info) {
+                json_object_set_new(info, "network", json_string(s->network ? "outbound" : "none"));
+                json_object_set(info, "networkAllow", s->network_allow);
+        }
+        if (info && s->network) {
+                char addr[16];
+                net_sandbox_address(runtime_net(s->table->rt), s->slot, addr, sizeof(addr));
+                json_object_set_new(info, "networkAddress", json_string(addr));
+        }
         /* The kernel-enforced disk limit, when the sandbox has a disk image. */
         if (info && !s->destroyed && sandbox_dir(s, dir, sizeof(dir)) == 0 &&
             disk_usage(dir, &limit, &used) == 0)
@@ -1138,7 +1290,14 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
                 rec->sleep_after_ms > 0 ? rec->sleep_after_ms : CELLA_DEFAULT_SLEEP_AFTER_MS;
         s->keep_alive = rec->keep_alive != 0;
         s->default_session = rec->default_session != 0;
-        if (!s->image || !s->instance_type || !s->env || !s->labels) {
+        s->network = rec->network && strcmp(rec->network, "outbound") == 0;
+        s->network_allow =
+                json_loads(rec->network_allow_json ? rec->network_allow_json : "[]", 0, NULL);
+        if (!json_is_array(s->network_allow)) {
+                json_decref(s->network_allow);
+                s->network_allow = json_array();
+        }
+        if (!s->image || !s->instance_type || !s->env || !s->labels || !s->network_allow) {
                 sandbox_free(s);
                 return -ENOMEM;
         }
@@ -1278,7 +1437,9 @@ static void cgroup_parent_name(const char *data_dir, char *out, size_t outsz)
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err)
 {
-        struct runtime_config rcfg = {.agent_path = cfg->agent_path, .disk_mode = cfg->disk_mode};
+        struct runtime_config rcfg = {.agent_path = cfg->agent_path,
+                                      .disk_mode = cfg->disk_mode,
+                                      .network_range = cfg->network_range};
         char path[CELLA_PATH_MAX], cgname[32], templates[CELLA_PATH_MAX];
         struct sandbox_table *t;
         int r;
@@ -1331,6 +1492,7 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 return -1;
         }
         log_info("%s", runtime_disk_state(t->rt));
+        log_info("%s", net_state(runtime_net(t->rt)));
         snprintf(path, sizeof(path), "%s/cella.db", t->data_dir);
         if (store_open(path, &t->store, err) < 0) {
                 sandbox_table_free(t);

@@ -31,6 +31,8 @@ struct sandbox_options {
         bool keep_alive;           /* never sleep */
         bool has_default_session;  /* default_session given */
         bool default_session;      /* calls without a sessionId use the session "default" */
+        const char *network;       /* "none" or "outbound"; NULL: the daemon's default */
+        json_t *network_allow;     /* array of "CIDR[:port]" (validated), or NULL; borrowed */
 };
 
 struct sandbox_table_config {
@@ -42,6 +44,7 @@ struct sandbox_table_config {
         unsigned pool_size;           /* warm pool: sandboxes built ahead; 0: none */
         enum disk_mode disk_mode;     /* --disk-quota */
         uint64_t disk_limit_override; /* --disk-limit-override: every sandbox's disk limit */
+        const char *network_range;    /* --network-range CIDR; NULL: the default */
 };
 
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
@@ -69,7 +72,8 @@ unsigned sandbox_table_count(const struct sandbox_table *t);
 json_t *sandbox_table_pool_info(const struct sandbox_table *t);
 
 /* SandboxInfo: {id, state, image, instanceType, createdAt, lastActiveAt, labels, env,
- * sleepAfter, keepAlive, disk: {limitBytes, usedBytes} (with a disk image)};
+ * sleepAfter, keepAlive, network, networkAllow, networkAddress (outbound only),
+ * disk: {limitBytes, usedBytes} (with a disk image)};
  * new reference. */
 json_t *sandbox_info(const struct sandbox *s);
 const char *sandbox_name(const struct sandbox *s);

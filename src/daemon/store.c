@@ -57,6 +57,9 @@ static const char *const migrations[] = {
         "ALTER TABLE sandboxes ADD COLUMN sleep_after_ms INTEGER NOT NULL DEFAULT 600000",
         "ALTER TABLE sandboxes ADD COLUMN keep_alive INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE sandboxes ADD COLUMN default_session INTEGER NOT NULL DEFAULT 1",
+        /* Sandboxes made before network modes had loopback only: they keep it. */
+        "ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT 'none'",
+        "ALTER TABLE sandboxes ADD COLUMN network_allow TEXT NOT NULL DEFAULT '[]'",
 };
 
 static int prepare(struct store *s, const char *sql, sqlite3_stmt **ret, struct cella_error *err)
@@ -98,19 +101,20 @@ int store_open(const char *path, struct store **ret, struct cella_error *err)
                      * sandbox's row on a slot conflict. */
                     "INSERT INTO sandboxes (name, slot, image, instance_type, env,"
                     " labels, created_ms, last_active_ms, pid, pid_start, sleep_after_ms,"
-                    " keep_alive, default_session) VALUES"
-                    " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)"
+                    " keep_alive, default_session, network, network_allow) VALUES"
+                    " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)"
                     " ON CONFLICT(name) DO UPDATE SET slot=?2, image=?3, instance_type=?4,"
                     " env=?5, labels=?6, created_ms=?7, last_active_ms=?8, pid=?9,"
-                    " pid_start=?10, sleep_after_ms=?11, keep_alive=?12, default_session=?13",
+                    " pid_start=?10, sleep_after_ms=?11, keep_alive=?12, default_session=?13,"
+                    " network=?14, network_allow=?15",
                     &s->save, err) < 0 ||
             prepare(s, "DELETE FROM sandboxes WHERE name = ?1", &s->del, err) < 0 ||
             prepare(s, "UPDATE sandboxes SET last_active_ms = ?2 WHERE name = ?1", &s->touch, err) <
                     0 ||
             prepare(s,
                     "SELECT name, slot, image, instance_type, env, labels, created_ms,"
-                    " last_active_ms, pid, pid_start, sleep_after_ms, keep_alive, default_session"
-                    " FROM sandboxes"
+                    " last_active_ms, pid, pid_start, sleep_after_ms, keep_alive, default_session,"
+                    " network, network_allow FROM sandboxes"
                     " ORDER BY created_ms",
                     &s->all, err) < 0 ||
             prepare(s,
@@ -177,6 +181,9 @@ int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct c
         sqlite3_bind_int64(s->save, 11, sb->sleep_after_ms);
         sqlite3_bind_int64(s->save, 12, sb->keep_alive);
         sqlite3_bind_int64(s->save, 13, sb->default_session);
+        sqlite3_bind_text(s->save, 14, sb->network ? sb->network : "none", -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->save, 15, sb->network_allow_json ? sb->network_allow_json : "[]", -1,
+                          SQLITE_STATIC);
         return step_done(s, s->save, "save sandbox", err);
 }
 
@@ -220,6 +227,8 @@ int store_sandbox_foreach(struct store *s,
                         .sleep_after_ms = sqlite3_column_int64(s->all, 10),
                         .keep_alive = sqlite3_column_int64(s->all, 11),
                         .default_session = sqlite3_column_int64(s->all, 12),
+                        .network = col_text(s->all, 13),
+                        .network_allow_json = col_text(s->all, 14),
                 };
                 r = fn(&sb, userdata);
                 if (r < 0)

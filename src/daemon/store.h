@@ -26,6 +26,8 @@ struct store_sandbox {
         int64_t sleep_after_ms;
         int64_t keep_alive;      /* 0 or 1 */
         int64_t default_session; /* 0 or 1: calls without a sessionId use the session "default" */
+        const char *network;     /* "none" or "outbound" */
+        const char *network_allow_json; /* JSON array of "CIDR[:port]" */
 };
 
 int store_open(const char *path, struct store **ret, struct cella_error *err);

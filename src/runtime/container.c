@@ -69,6 +69,7 @@ struct runtime {
         char mkfs[64];                          /* mkfs.ext4 (when disk_enforced) */
         char disk_template_dir[CELLA_PATH_MAX]; /* empty filesystems per size, or "" */
         struct disk_spares *spares;             /* new disks made ahead (disk.h); NULL: none */
+        struct net *net;                        /* sandbox networking (net.h) */
         char disk_state[256];                   /* for runtime_describe and the startup log */
         char cgroup_name[64];
         char description[CELLA_PATH_MAX + 512];
@@ -513,6 +514,12 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 what = "v1 cgroups";
                 r = cgroup_plan_attach_v1(plan, pid);
         }
+        if (r < 0)
+                return cella_error_errno(err, -r, "create sandbox '%s': %s", name, what);
+        /* The network, before the agent runs: the sandbox starts with it up. */
+        if (spec->network && net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow,
+                                               spec->net_allow_n, err) < 0)
+                return -1;
         if (r >= 0 && rt->oom_protect) {
                 /* The agent must not be the OOM victim; it resets this for what it runs. */
                 what = "oom_score_adj";
@@ -672,6 +679,8 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
                         etc_hosts_text(spec->hostname, buf, sizeof(buf));
                         r = write_at(etc_fd, "hosts", buf, owner);
                 }
+                if (r >= 0 && spec->network)
+                        r = write_at(etc_fd, "resolv.conf", net_resolv_conf(rt->net), owner);
                 if (r < 0)
                         return cella_error_errno(err, -r, "create sandbox '%s': /etc/hosts", name);
                 snprintf(buf, sizeof(buf), "%s/workspace", spec->rootfs);
@@ -991,6 +1000,13 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         snprintf(rt->cgroup_name, sizeof(rt->cgroup_name), "%s",
                  cfg->cgroup_name ? cfg->cgroup_name : "cella");
 
+        {
+                struct net_config ncfg = {.table = rt->cgroup_name,
+                                          .range = cfg->network_range,
+                                          .probe_only = cfg->check_only};
+                if (net_new(&ncfg, &rt->net, err) < 0)
+                        goto fail;
+        }
         r = cgroup_detect_host(&rt->cg);
         if (r < 0) {
                 cella_error_errno(err, -r,
@@ -1070,11 +1086,12 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         }
         snprintf(rt->description, sizeof(rt->description),
                  "cgroups %s at %s; idmapped overlay lower (userxattr); seccomp deny list "
-                 "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s; %s",
+                 "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s; %s; "
+                 "%s",
                  cgroup_mode_name(rt->cg.mode), rt->cg.v2_root, (unsigned)rt->filter.len, skipped,
                  rt->oom_protect ? "agent oom_score_adj -1000"
                                  : "no CAP_SYS_RESOURCE: agent oom_score_adj left at 0",
-                 rt->disk_state);
+                 rt->disk_state, net_state(rt->net));
         *ret = rt;
         return 0;
 fail:
@@ -1089,10 +1106,15 @@ void runtime_free(struct runtime *rt)
         /* The daemon's cgroup parents go with it when no sandbox is left in them (rmdir
          * refuses a non-empty cgroup, so running sandboxes keep theirs). */
         char path[CELLA_PATH_MAX + 80];
+        bool empty = true;
         if (rt->cg.v2_root[0]) {
                 snprintf(path, sizeof(path), "%s/%s", rt->cg.v2_root, rt->cgroup_name);
-                rmdir(path);
+                empty = rmdir(path) == 0 || errno == ENOENT;
         }
+        /* Likewise the nft table: running sandboxes keep their filter and NAT. */
+        if (empty && rt->net && net_remove_table(rt->net) < 0)
+                log_warn("network: could not remove the nft table");
+        net_free(rt->net);
         for (int i = 0; i < _CGROUP_V1_MAX; i++)
                 if (rt->cg.v1_root[i][0]) {
                         snprintf(path, sizeof(path), "%s/%s", rt->cg.v1_root[i], rt->cgroup_name);
@@ -1118,4 +1140,9 @@ const char *runtime_describe(const struct runtime *rt)
 const char *runtime_disk_state(const struct runtime *rt)
 {
         return rt->disk_state;
+}
+
+struct net *runtime_net(const struct runtime *rt)
+{
+        return rt->net;
 }

@@ -21,6 +21,7 @@
 
 #include "common/error.h"
 #include "runtime/disk.h"
+#include "runtime/net.h"
 
 struct runtime;
 
@@ -29,6 +30,8 @@ struct runtime_config {
         const char *cgroup_name;       /* sub-directory used in each hierarchy, e.g. "cella" */
         enum disk_mode disk_mode;      /* --disk-quota (disk.h) */
         const char *disk_template_dir; /* a dir of cellad's for disk templates; NULL: none */
+        const char *network_range;     /* --network-range CIDR; NULL: NET_DEFAULT_RANGE */
+        bool check_only;               /* cellad --check: probe, change nothing on the host */
 };
 
 int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err);
@@ -39,6 +42,8 @@ bool runtime_oom_protected(const struct runtime *rt);
 const char *runtime_describe(const struct runtime *rt);
 /* One line on disk limits here (enforced, off, or not enforceable and why), for the log. */
 const char *runtime_disk_state(const struct runtime *rt);
+/* Sandbox networking of this daemon (net.h): NULL only for a runtime without one. */
+struct net *runtime_net(const struct runtime *rt);
 
 struct container_limits {
         uint64_t memory_bytes; /* 0: none */
@@ -57,6 +62,12 @@ struct container_spec {
         /* Disk limit (bytes) of a sandbox that gets a new disk image; 0: none. A sandbox
          * whose dir already holds an image keeps it (and its size) regardless. */
         uint64_t disk_bytes;
+        /* Network "outbound" (net.h): a veth, addresses of uid slot `slot`, a resolv.conf
+         * and the allow chain; false: loopback only. */
+        bool network;
+        unsigned slot;
+        const struct net_allow *net_allow;
+        size_t net_allow_n;
 };
 
 struct container {

@@ -105,6 +105,11 @@ def name():
         "utf8": "caf\u00e9".encode(),
         "high-byte": b"a\xffb",
         "empty": b"",
+        # slot ids (s<slot>): one spelling per slot, below CELLA_UID_SLOTS
+        "slot-s0": b"s0",
+        "slot-max": b"s4095",
+        "slot-over": b"s4096",
+        "slot-leading-zero": b"s007",
     }
 
 
@@ -249,6 +254,9 @@ def jsonseeds():
             "sleep": {"sleepAfter": "10m", "keepAlive": True},
             "sleep-seconds": {"sleepAfter": 90},
             "sleep-bad": {"sleepAfter": "99999999999999999999h"},
+            "network": {"network": "outbound", "networkAllow": ["203.0.113.0/24:443", "10.1.2.3"]},
+            "network-none": {"network": "none"},
+            "network-bad": {"network": "all", "networkAllow": ["10.0.0.1/8", 5]},
         },
         "exec": {
             "full": {"command": "echo hi", "timeout": 1000, "env": {"K": "V"},
@@ -549,9 +557,37 @@ def preview():
     }
 
 
+def netallow():
+    return {
+        "cidr": b"203.0.113.0/24",
+        "cidr-port": b"203.0.113.0/24:443",
+        "host": b"10.1.2.3",
+        "host-port": b"10.1.2.3:5432",
+        "default-range": b"10.213.0.0/16",
+        "all": b"0.0.0.0/0",
+        "port-max": b"1.2.3.4:65535",
+        "port-zero": b"1.2.3.4:0",
+        "port-big": b"1.2.3.4:65536",
+        "port-leading-zero": b"1.2.3.4:080",
+        "host-bits": b"10.0.0.1/8",
+        "prefix-33": b"10.0.0.0/33",
+        "octet-256": b"256.1.1.1",
+        "octet-leading-zero": b"01.2.3.4",
+        "three-octets": b"1.2.3",
+        "five-octets": b"1.2.3.4.5",
+        "ipv6": b"fc00::/7",
+        "empty": b"",
+        "slash-only": b"1.2.3.4/",
+        "colon-only": b"1.2.3.4:",
+        "nul-inside": b"1.2.3.4\x00:80",
+        "space": b" 1.2.3.4",
+        "long-digits": b"1" * 40 + b".1.1.1",
+    }
+
+
 TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
-           "preview": preview}
+           "preview": preview, "netallow": netallow}
 
 
 def write(target):

@@ -6,7 +6,13 @@
 # run is left: no process in a cgroup below this daemon's cgroup parent, no process whose
 # uid is in the sandbox ranges (>= 0x10000000) under this daemon, no cgroup directory
 # /sys/fs/cgroup/*/<parent> or below it (warm-pool sandboxes included), no mount below the
-# temp dir, no loop device bound to a file below it (a sandbox's disk image).
+# temp dir, no loop device bound to a file below it (a sandbox's disk image), no host end of
+# a sandbox veth of this daemon (interfaces <prefix><slot>, prefix from its log) and no nft
+# table of it once it stopped.
+#
+# Each run gets its own --network-range (a /18 of 10.128.0.0/9, held by a lock file in
+# /tmp/cella-it-net/ while the run lives), so that runs side by side never share sandbox
+# addresses. A test may define it_cleanup_hook, called first at exit (its own namespaces).
 #
 # Sandboxes' cgroups are named by uid slot (s<slot>) below a cgroup parent that belongs to
 # the daemon's data dir (cellad logs it at start: "sandbox cgroups under 'NAME'"); a
@@ -52,6 +58,10 @@ IT_RUN=$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 6)
 CELLAD_PID=
 CELLAD_LOG=$IT_TMP/cellad.log
 IT_CGPARENT= # this daemon's cgroup parent directory name, from its log
+IT_IFPREFIX= # this daemon's host veth name prefix, from its log
+IT_NETRANGE= # this run's --network-range
+IT_NETLOCK=
+IT_NETINDEX= # its index (0-511), for other per-run addresses
 IT_FAILED_CLEANUP=0
 
 sbx() {
@@ -249,14 +259,47 @@ run_loops() {
         done
 }
 
+# ---- network range of this run ----
+# it_net_range: pick a /18 no live run holds (a file per index with its owner's pid).
+it_net_range() {
+        [ -n "$IT_NETRANGE" ] && return 0
+        mkdir -p /tmp/cella-it-net
+        local i f owner
+        for i in $(seq 0 511); do
+                f=/tmp/cella-it-net/$i
+                if (
+                        flock -x 9
+                        owner=$(cat "$f" 2>/dev/null) || owner=
+                        if [ -n "$owner" ] && kill -0 "$owner" 2>/dev/null; then exit 1; fi
+                        echo $$ >"$f"
+                ) 9>/tmp/cella-it-net/.lock; then
+                        IT_NETLOCK=$f
+                        IT_NETINDEX=$i
+                        IT_NETRANGE=10.$((128 + i / 4)).$((i % 4 * 64)).0/18
+                        return 0
+                fi
+        done
+        fail "no free network range in /tmp/cella-it-net"
+}
+
+# run_links: host ends of this daemon's sandbox veths.
+run_links() {
+        [ -n "$IT_IFPREFIX" ] || return 0
+        ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' |
+                grep "^$IT_IFPREFIX" || true
+}
+
 # ---- daemon ----
 # start_cellad [extra cellad args]: starts cellad, waits for its ready line (30 s at most),
 # exports CELLA_URL. The environment (e.g. CELLA_TOKEN) is passed on.
 start_cellad() {
         mkdir -p "$IT_TMP/data"
         : >"$CELLAD_LOG"
+        it_net_range
+        local netarg=(--network-range "$IT_NETRANGE")
+        case " $* " in *" --network-range "*) netarg=() ;; esac
         "$CELLA_BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$IT_TMP/data" \
-                --images "$CELLA_IMAGES" "$@" >>"$CELLAD_LOG" 2>&1 &
+                --images "$CELLA_IMAGES" "${netarg[@]}" "$@" >>"$CELLAD_LOG" 2>&1 &
         CELLAD_PID=$!
         local i url=
         for i in $(seq 1 300); do
@@ -274,6 +317,8 @@ start_cellad() {
         IT_CGPARENT=$(grep -o "sandbox cgroups under '[^']*'" "$CELLAD_LOG" | tail -n 1 |
                 sed "s/^sandbox cgroups under '//; s/'\$//")
         [ -n "$IT_CGPARENT" ] || fail "cellad did not log its cgroup parent"
+        IT_IFPREFIX=$(grep -o 'interfaces cn[0-9a-f]*\*' "$CELLAD_LOG" | tail -n 1 |
+                sed 's/^interfaces //; s/\*$//') || true
         export CELLA_URL=$url
         info "cellad $CELLAD_PID at $CELLA_URL (run $IT_RUN)"
 }
@@ -323,6 +368,9 @@ it_cleanup() {
         for j in $(jobs -p); do
                 [ "$j" = "$CELLAD_PID" ] || kill "$j" 2>/dev/null
         done
+        if declare -F it_cleanup_hook >/dev/null; then
+                it_cleanup_hook
+        fi
         local cellad=$CELLAD_PID
         stop_cellad
         CELLAD_PID=$cellad # for descends_from_cellad while the pids are still there
@@ -342,6 +390,17 @@ it_cleanup() {
                 done
                 IT_FAILED_CLEANUP=1
         fi
+        if left=$(wait_empty run_links); then :; else
+                echo "LEAK: sandbox veths of this run left: $left" >&2
+                IT_FAILED_CLEANUP=1
+        fi
+        if [ -n "$IT_IFPREFIX" ] && [ -n "$IT_CGPARENT" ] && command -v nft >/dev/null &&
+                nft list table inet "$IT_CGPARENT" >/dev/null 2>&1; then
+                echo "LEAK: nft table inet $IT_CGPARENT left after the daemon stopped" >&2
+                nft delete table inet "$IT_CGPARENT" 2>/dev/null
+                IT_FAILED_CLEANUP=1
+        fi
+        [ -n "$IT_NETLOCK" ] && rm -f "$IT_NETLOCK"
         if left=$(wait_empty run_loops); then :; else
                 echo "LEAK: loop devices bound below $IT_TMP: $left" >&2
                 IT_FAILED_CLEANUP=1

@@ -58,10 +58,13 @@ assert_eq "$(ls -A "$CELLA_IMAGES/default/rootfs/root" | sort | tr '\n' ' ')" \
 out=$(run_in "$A" "grep -rl 'host-secret-$IT_RUN' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=sessions 2>/dev/null | head -n 3; true")
 assert_eq "" "$out" "host file content found inside"
 
-info "only lo"
-assert_eq "lo" "$(run_in "$A" 'ls /sys/class/net')" "network interfaces"
-assert_eq "lo" "$(run_in "$A" "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")" "/proc/net/dev"
-sx "$A" 'curl -sS -m 5 http://1.1.1.1/ >/dev/null 2>&1'
+info "network none: only lo (outbound: test-network.sh)"
+NONE=$(sbx none)
+api_json PUT "/v1/sandboxes/$NONE" '{"network":"none"}' >/dev/null
+expect_status 201
+assert_eq "lo" "$(run_in "$NONE" 'ls /sys/class/net')" "network interfaces"
+assert_eq "lo" "$(run_in "$NONE" "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")" "/proc/net/dev"
+sx "$NONE" 'curl -sS -m 5 http://1.1.1.1/ >/dev/null 2>&1'
 expect_status 200
 assert_ne 0 "$(exit_code)" "outside network reachable"
 # The daemon's loopback port is not reachable from inside (own network namespace).

@@ -94,6 +94,15 @@ static void create_options(void **state)
         assert_string_equal(a.labels[1], "x=");
         assert_int_equal(a.nenv, 1);
         assert_false(a.rest_is_command);
+        assert_null(a.network);
+        assert_int_equal(PARSE(&a, "create", "box", "--network", "none", "--allow",
+                               "10.1.2.3/32:5432", "--allow=203.0.113.0/24"),
+                         0);
+        assert_string_equal(a.network, "none");
+        assert_int_equal(a.nallow, 2);
+        assert_string_equal(a.allow[1], "203.0.113.0/24");
+        assert_int_equal(PARSE(&a, "create", "box", "--network", "all"), -1);
+        assert_non_null(strstr(a.error, "none or outbound"));
 }
 
 static void usage_errors(void **state)

@@ -56,13 +56,14 @@ static void test_store_roundtrip(void **state)
                 .pid_start = 777,
                 .sleep_after_ms = 600000,
         };
-        struct store_sandbox b = {"beta", 1, "default", "basic", NULL, NULL, 20,
-                                  20,     0, 0,         600000,  1,    0};
+        struct store_sandbox b = {"beta", 1,  "default", "basic",    NULL,
+                                  NULL,   20, 20,        0,          0,
+                                  600000, 1,  0,         "outbound", "[\"192.0.2.0/24:80\"]"};
         assert_int_equal(store_sandbox_save(st, &a, &err), 0);
         assert_int_equal(store_sandbox_save(st, &b, &err), 0);
         /* The slot is unique: another name on slot 1 is refused and reported. */
-        struct store_sandbox c = {"gamma", 1, "default", "lite", NULL, NULL, 30,
-                                  30,      0, 0,         600000, 0,    1};
+        struct store_sandbox c = {"gamma", 1, "default", "lite", NULL, NULL,   30,  30,
+                                  0,       0, 600000,    0,      1,    "none", "[]"};
         assert_int_equal(store_sandbox_save(st, &c, &err), -1);
         assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
         assert_non_null(strstr(err.msg, "UNIQUE"));
