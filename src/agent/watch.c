@@ -24,8 +24,8 @@
 #include "common/log.h"
 #include "common/macros.h"
 
-#define WATCH_MASK                                                                            \
-        (IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DONT_FOLLOW |   \
+#define WATCH_MASK                                                                          \
+        (IN_CREATE | IN_MODIFY | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DONT_FOLLOW | \
          IN_EXCL_UNLINK | IN_ONLYDIR)
 
 struct wdir {
@@ -199,8 +199,7 @@ static int add_dir(struct watch *w, const char *rel, int depth)
         while ((de = readdir(d))) {
                 char sub[CELLA_PATH_MAX + 1];
 
-                if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") ||
-                    !strcmp(de->d_name, ".."))
+                if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
                         continue;
                 if (snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name) >=
                     (int)sizeof(sub))
@@ -298,16 +297,16 @@ static void handle_event(struct watch *w, const struct inotify_event *ev)
         if (snprintf(rel, sizeof(rel), "%s%s%s", d->rel, *d->rel ? "/" : "", ev->name) >=
             (int)sizeof(rel))
                 return;
-        if (snprintf(abs, sizeof(abs), "%s%s%s", strcmp(w->root, "/") ? w->root : "", "/",
-                     rel) >= (int)sizeof(abs))
+        if (snprintf(abs, sizeof(abs), "%s%s%s", strcmp(w->root, "/") ? w->root : "", "/", rel) >=
+            (int)sizeof(abs))
                 return;
         if (is_dir && w->recursive && (ev->mask & (IN_CREATE | IN_MOVED_TO)) &&
             !watch_filter_excludes(&w->filter, rel))
                 add_dir(w, rel, 0);
         if (!watch_filter_matches(&w->filter, rel))
                 return;
-        queue_event(w, json_pack("{s:s, s:s, s:s, s:b}", "type", "event", "eventType", type,
-                                 "path", abs, "isDirectory", is_dir));
+        queue_event(w, json_pack("{s:s, s:s, s:s, s:b}", "type", "event", "eventType", type, "path",
+                                 abs, "isDirectory", is_dir));
 }
 
 static void on_inotify(uv_poll_t *h, int status, int events)
@@ -380,8 +379,8 @@ void watch_start(struct agent *a, struct conn *c, struct agent_request *req)
                 return;
         }
         if (stat(w->root, &st) < 0) {
-                conn_reply_error(c, req->stream, cella_code_from_errno(errno), "'%s': %s",
-                                 w->root, strerror(errno));
+                conn_reply_error(c, req->stream, cella_code_from_errno(errno), "'%s': %s", w->root,
+                                 strerror(errno));
                 watch_free(w);
                 return;
         }
