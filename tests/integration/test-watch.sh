@@ -2,7 +2,8 @@
 # File watch over HTTP (decision 0020): the watching event, create/modify/delete/move
 # events for files and directories, recursion into a new subdirectory, the include filter,
 # the default excludes, validation and a missing directory, and that closing the stream
-# frees the agent's inotify descriptor (seen from the host in /proc/<pid1>/fdinfo).
+# frees the agent's inotify descriptor (seen from the host in /proc/<pid1>/fdinfo), and
+# `cella watch`.
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
@@ -126,6 +127,21 @@ watch_start '{"path":"/workspace/w","exclude":["*.log"]}'
 run_in "$S" "echo x >/workspace/w/a.log; echo y >/workspace/w/node_modules/seen" >/dev/null
 event create /workspace/w/node_modules/seen false
 assert_not_contains "$(cat "$OUT")" "a.log" "exclude filter"
+watch_stop
+
+info "cella watch: one line per event"
+CLI=$CELLA_BUILD/cella
+: >"$OUT"
+"$CLI" watch "$S" /workspace/w --include '*.txt' >"$OUT" 2>"$IT_TMP/cli.err" &
+WPID=$!
+for i in $(seq 300); do
+        grep -qs watching "$IT_TMP/cli.err" && break
+        sleep 0.1
+done
+assert_contains "$(cat "$IT_TMP/cli.err")" "watching /workspace/w" "cli watching line"
+run_in "$S" "mkdir /workspace/w/clidir; echo x >/workspace/w/cli.txt; echo y >/workspace/w/cli.bin" >/dev/null
+wait_for "create /workspace/w/cli.txt"
+assert_not_contains "$(cat "$OUT")" "cli.bin" "cli include"
 watch_stop
 
 for i in $(seq 100); do
