@@ -119,6 +119,20 @@ const void *cella_exec_result_stdout(const cella_exec_result *r, size_t *ret_len
 const void *cella_exec_result_stderr(const cella_exec_result *r, size_t *ret_len);
 void cella_exec_result_free(cella_exec_result *r);
 
+/* ---- file watch ----
+ * Events under a directory of the sandbox as they happen (SSE, docs/api.md): on_event
+ * gets each event's JSON text ({"type":"watching"|"event"|"overflow", ...}, borrowed);
+ * returning non-zero stops the watch (CELLA_ERR_CALLBACK). Runs until stopped, the
+ * connection ends (CELLA_OK) or an error event (CELLA_ERR_API). */
+struct cella_watch_options {
+        bool no_recursive;          /* watch the directory itself only */
+        const char *const *include; /* globs, NULL-terminated, or NULL: every path */
+        const char *const *exclude; /* globs, NULL-terminated; NULL: .git, node_modules */
+};
+int cella_watch(cella_client *c, const char *sandbox, const char *path,
+                const struct cella_watch_options *o,
+                int (*on_event)(const char *json, size_t len, void *userdata), void *userdata);
+
 /* ---- background processes ----
  * Process ids are the ones given at start or generated ("proc-1"); a pid (as text) also
  * names a process. Answers are JSON text (ProcessInfo, docs/api.md) freed with free(). */

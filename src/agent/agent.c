@@ -351,6 +351,8 @@ static void dispatch(struct conn *c, const struct frame *f)
                         proc_request(c->a, c, &req);
                 } else if (f->type == FRAME_SESSION) {
                         session_request(c->a, c, &req);
+                } else if (f->type == FRAME_WATCH) {
+                        watch_start(c->a, c, &req);
                 } else {
                         file_op_run(c, &req);
                 }

@@ -153,6 +153,9 @@ void file_read_start(struct conn *c, struct agent_request *req);
 void file_write_start(struct conn *c, struct agent_request *req);
 void file_op_run(struct conn *c, struct agent_request *req);
 
+/* watch.c */
+void watch_start(struct agent *a, struct conn *c, struct agent_request *req);
+
 /* Register a new stream on c (used by exec.c and files.c). -EEXIST if the id is in use,
  * -EMFILE beyond CELLA_AGENT_MAX_STREAMS. */
 int conn_add_stream(struct conn *c, struct stream *s, uint32_t id, const struct stream_ops *ops);

@@ -12,7 +12,8 @@
 bool agent_request_opens_stream(uint8_t type)
 {
         return type == FRAME_EXEC || type == FRAME_FILE_READ || type == FRAME_FILE_WRITE ||
-               type == FRAME_FILE_OP || type == FRAME_SESSION || type == FRAME_PROC;
+               type == FRAME_FILE_OP || type == FRAME_SESSION || type == FRAME_PROC ||
+               type == FRAME_WATCH;
 }
 
 void agent_request_done(struct agent_request *r)
@@ -23,6 +24,8 @@ void agent_request_done(struct agent_request *r)
         free(r->cwd);
         agent_env_free(r->env, r->n_env);
         agent_env_free(r->base_env, r->n_base_env);
+        agent_env_free(r->include, r->n_include);
+        agent_env_free(r->exclude, r->n_exclude);
         free(r->path);
         free(r->to);
         free(r->session);
@@ -30,6 +33,8 @@ void agent_request_done(struct agent_request *r)
         r->command = r->cwd = r->path = r->to = r->session = NULL;
         r->env = r->base_env = NULL;
         r->n_env = r->n_base_env = 0;
+        r->include = r->exclude = NULL;
+        r->n_include = r->n_exclude = 0;
         r->body = NULL;
 }
 
@@ -330,6 +335,75 @@ static int decode_file_op(json_t *j, struct agent_request *r, struct cella_error
                         err);
 }
 
+/* An array (or null/absent: none) of at most CELLA_WATCH_MAX_PATTERNS non-empty globs. */
+static int decode_globs(json_t *v, const char *field, char ***ret, size_t *ret_n,
+                        struct cella_error *err)
+{
+        size_t i, n;
+
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_array(v)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be an array", field);
+                return -EINVAL;
+        }
+        n = json_array_size(v);
+        if (n > CELLA_WATCH_MAX_PATTERNS) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' has more than %d patterns",
+                                field, CELLA_WATCH_MAX_PATTERNS);
+                return -EINVAL;
+        }
+        *ret = calloc(n + 1, sizeof(char *));
+        if (!*ret) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        for (i = 0; i < n; i++) {
+                int k = agent_decode_string(json_array_get(v, i), field, CELLA_WATCH_PATTERN_MAX,
+                                            true, &(*ret)[i], err);
+
+                if (k < 0)
+                        return k;
+                (*ret_n)++;
+        }
+        return 0;
+}
+
+static int decode_watch(json_t *j, struct agent_request *r, struct cella_error *err)
+{
+        json_t *v;
+        int k;
+
+        k = agent_decode_path(json_object_get(j, "path"), "path", &r->path, err);
+        if (k < 0)
+                return k;
+        r->recursive = true;
+        v = json_object_get(j, "recursive");
+        if (v && !json_is_null(v)) {
+                if (!json_is_boolean(v)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "'recursive' must be a boolean");
+                        return -EINVAL;
+                }
+                r->recursive = json_is_true(v);
+        }
+        k = decode_globs(json_object_get(j, "include"), "include", &r->include, &r->n_include, err);
+        if (k < 0)
+                return k;
+        v = json_object_get(j, "exclude");
+        r->exclude_given = v && !json_is_null(v);
+        k = decode_globs(v, "exclude", &r->exclude, &r->n_exclude, err);
+        if (k < 0)
+                return k;
+        if (r->n_include + r->n_exclude > CELLA_WATCH_MAX_PATTERNS) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "more than %d include and exclude patterns",
+                                CELLA_WATCH_MAX_PATTERNS);
+                return -EINVAL;
+        }
+        return 0;
+}
+
 static int decode_json(const struct frame *f, struct agent_request *r, struct cella_error *err)
 {
         json_t *j _cleanup_(json_decrefp) = NULL;
@@ -357,6 +431,8 @@ static int decode_json(const struct frame *f, struct agent_request *r, struct ce
         case FRAME_PROC:
                 r->body = TAKE_PTR(j);
                 return 0;
+        case FRAME_WATCH:
+                return decode_watch(j, r, err);
         default:
                 return decode_file_op(j, r, err);
         }
@@ -383,6 +459,7 @@ int agent_request_decode(const struct frame *f, struct agent_request *ret, struc
         case FRAME_FILE_OP:
         case FRAME_SESSION:
         case FRAME_PROC:
+        case FRAME_WATCH:
                 if (f->stream == 0)
                         goto proto;
                 return decode_json(f, ret, err);

@@ -29,6 +29,7 @@ enum agent_file_op {
  *   FILE_WRITE  path, mode (-1: keep / default)
  *   EXEC        also session (NULL: sessionless) and base_env ("K=V", the sandbox's env)
  *   FILE_OP     op, path, to (move; from is in path), recursive, include_hidden
+ *   WATCH       path, recursive (default true), include, exclude (globs)
  *   SESSION, PROC  body: the payload object, validated further by the module's own decoder
  *               (session_request_decode, proc_request_decode)
  *   WINDOW      credit
@@ -54,6 +55,11 @@ struct agent_request {
         enum agent_file_op op;
         bool recursive;
         bool include_hidden;
+        char **include; /* WATCH: n_include globs */
+        size_t n_include;
+        char **exclude; /* WATCH: n_exclude globs (NULL with exclude_given false: defaults) */
+        size_t n_exclude;
+        bool exclude_given;
         uint32_t credit;
         const uint8_t *data;
         size_t len;
@@ -85,7 +91,7 @@ bool agent_id_is_valid(const char *s);
 int agent_decode_id(json_t *v, const char *field, char **ret, struct cella_error *err);
 
 /* True for the frames that open a stream (EXEC, FILE_READ, FILE_WRITE, FILE_OP, SESSION,
- * PROC). */
+ * PROC, WATCH). */
 bool agent_request_opens_stream(uint8_t type);
 
 #endif

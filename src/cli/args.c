@@ -121,6 +121,19 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                         if (strcmp(a->network, "none") != 0 && strcmp(a->network, "outbound") != 0)
                                 return fail(a, "--network takes none or outbound, not '%s'",
                                             a->network);
+                } else if (opt_is(s, "--include") || opt_is(s, "--exclude")) {
+                        bool inc = opt_is(s, "--include");
+                        if (need_value(a, argc, argv, &i, &v) < 0)
+                                return -1;
+                        if ((inc ? a->ninclude : a->nexclude) >= CLI_MAX_KV)
+                                return fail(a, "too many %s options",
+                                            inc ? "--include" : "--exclude");
+                        if (inc)
+                                a->include[a->ninclude++] = v;
+                        else
+                                a->exclude[a->nexclude++] = v;
+                } else if (strcmp(s, "--no-recursive") == 0) {
+                        a->no_recursive = true;
                 } else if (opt_is(s, "--allow")) {
                         if (need_value(a, argc, argv, &i, &v) < 0)
                                 return -1;

@@ -40,6 +40,12 @@ struct cli_args {
         long port;             /* wait --port N (0: not given) */
         const char *http_path; /* wait --http PATH */
         bool exit;             /* wait --exit */
+        /* file watch */
+        const char *include[CLI_MAX_KV + 1]; /* --include GLOB */
+        int ninclude;
+        const char *exclude[CLI_MAX_KV + 1]; /* --exclude GLOB */
+        int nexclude;
+        bool no_recursive; /* --no-recursive */
         /* git clone */
         const char *branch; /* --branch */
         long depth;         /* --depth N (0: not given) */

@@ -23,6 +23,8 @@ static const char usage_text[] =
         "  read NAME PATH      write a file to stdout\n"
         "  ls NAME [PATH] [-r] [-a] [--json]\n"
         "  rm NAME PATH [-r]   mkdir NAME PATH [-p]   mv NAME FROM TO\n"
+        "  watch NAME PATH [--include G]... [--exclude G]... [--no-recursive] [--json]\n"
+        "                      print file changes under PATH, one line each, until ^C\n"
         "  create NAME [--image I] [--instance-type T] [--sleep-after D] [--keep-alive]\n"
         "              [--no-default-session] [--network none|outbound]\n"
         "              [--allow CIDR[:PORT]]... [--env K=V]... [--label K=V]...\n"
@@ -412,6 +414,47 @@ static int cmd_logs(cella_client *c, struct cli_args *a)
         return 0;
 }
 
+/* One line per event: "create /workspace/a.txt" (a directory ends in '/'), or the event's
+ * JSON with --json. */
+static int on_watch_event(const char *json, size_t len, void *ud)
+{
+        const struct cli_args *a = ud;
+        json_t *j;
+        const char *type, *et, *path;
+
+        if (a->json) {
+                write_all(1, json, len);
+                write_all(1, "\n", 1);
+                return 0;
+        }
+        j = json_loadb(json, len, 0, NULL);
+        type = json_string_value(json_object_get(j, "type"));
+        path = json_string_value(json_object_get(j, "path"));
+        et = json_string_value(json_object_get(j, "eventType"));
+        if (type && strcmp(type, "event") == 0 && et && path)
+                printf("%s %s%s\n", et, path,
+                       json_is_true(json_object_get(j, "isDirectory")) ? "/" : "");
+        else if (type && strcmp(type, "watching") == 0 && path)
+                fprintf(stderr, "cella: watching %s\n", path);
+        else if (type && strcmp(type, "overflow") == 0)
+                printf("overflow\n");
+        fflush(stdout);
+        json_decref(j);
+        return 0;
+}
+
+static int cmd_watch(cella_client *c, struct cli_args *a)
+{
+        struct cella_watch_options o = {
+                .no_recursive = a->no_recursive,
+                .include = a->ninclude ? a->include : NULL,
+                .exclude = a->nexclude ? a->exclude : NULL,
+        };
+        int r = cella_watch(c, a->pos[1], a->pos[2], &o, on_watch_event, a);
+
+        return r < 0 ? api_fail(c, r) : 0;
+}
+
 static int cmd_kill(cella_client *c, struct cli_args *a)
 {
         char *text = NULL;
@@ -691,6 +734,12 @@ int main(int argc, char **argv)
                 rc = need(&a, 2, "cella ps NAME [--json]") < 0 ? 2 : cmd_ps(c, &a);
         } else if (strcmp(cmd, "logs") == 0) {
                 rc = need(&a, 3, "cella logs NAME ID [-f]") < 0 ? 2 : cmd_logs(c, &a);
+        } else if (strcmp(cmd, "watch") == 0) {
+                rc = need(&a, 3,
+                          "cella watch NAME PATH [--include G]... [--exclude G]... "
+                          "[--no-recursive] [--json]") < 0
+                             ? 2
+                             : cmd_watch(c, &a);
         } else if (strcmp(cmd, "kill") == 0) {
                 rc = cmd_kill(c, &a);
         } else if (strcmp(cmd, "wait") == 0) {

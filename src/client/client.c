@@ -751,6 +751,99 @@ int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
         return r;
 }
 
+/* ---- file watch ---- */
+
+struct watch_stream {
+        cella_client *c;
+        struct sse_parser sse;
+        int (*on_event)(const char *json, size_t len, void *userdata);
+        void *userdata;
+        bool failed;
+};
+
+static int on_watch_event(const char *event, const char *data, size_t len, void *ud)
+{
+        struct watch_stream *x = ud;
+        json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
+        const char *type = j ? json_string_value(json_object_get(j, "type")) : NULL;
+        int r = 0;
+
+        (void)event;
+        if (!type) {
+                json_decref(j);
+                set_error(x->c, "INVALID_RESPONSE", "malformed watch event");
+                return CELLA_ERR_INVALID;
+        }
+        if (strcmp(type, "error") == 0) {
+                const char *code = json_string_value(json_object_get(j, "code"));
+                const char *msg = json_string_value(json_object_get(j, "error"));
+
+                set_error(x->c, code ? code : "INTERNAL_ERROR", "%s", msg ? msg : "");
+                x->failed = true;
+        } else if (x->on_event && x->on_event(data, len, x->userdata) != 0) {
+                set_error(x->c, "CANCELLED", "stopped by the caller");
+                r = CELLA_ERR_CALLBACK;
+        }
+        json_decref(j);
+        return r;
+}
+
+static int watch_sse_chunk(const char *p, size_t n, void *ud)
+{
+        struct watch_stream *x = ud;
+        int r = sse_parser_feed(&x->sse, p, n, on_watch_event, x);
+
+        if (r == -E2BIG || r == -ENOMEM) {
+                set_error(x->c, "INVALID_RESPONSE", "event stream line too long");
+                return CELLA_ERR_INVALID;
+        }
+        return r;
+}
+
+static json_t *string_array(const char *const *v)
+{
+        json_t *a = json_array();
+
+        for (size_t i = 0; a && v[i]; i++)
+                if (json_array_append_new(a, json_string(v[i])) < 0) {
+                        json_decref(a);
+                        return NULL;
+                }
+        return a;
+}
+
+int cella_watch(cella_client *c, const char *sandbox, const char *path,
+                const struct cella_watch_options *o,
+                int (*on_event)(const char *json, size_t len, void *userdata), void *userdata)
+{
+        struct watch_stream x = {.c = c, .on_event = on_event, .userdata = userdata};
+        struct sink s = {.body = BUF_INIT, .stream = watch_sse_chunk, .ud = &x};
+        json_t *b = json_pack("{s:s, s:b}", "path", path, "recursive", !(o && o->no_recursive));
+        char *text = NULL, *url = NULL;
+        int r = CELLA_ERR_NOMEM;
+
+        if (b && o && o->include)
+                json_object_set_new(b, "include", string_array(o->include));
+        if (b && o && o->exclude)
+                json_object_set_new(b, "exclude", string_array(o->exclude));
+        if (b)
+                text = json_dumps(b, JSON_COMPACT);
+        json_decref(b);
+        url = sandbox_url(c, sandbox, "/files/watch", NULL, NULL, NULL);
+        if (!text || !url)
+                goto out;
+        sse_parser_init(&x.sse, 4 * 1024 * 1024);
+        r = perform(c, "POST", url, text, NULL, "text/event-stream", &s);
+        sse_parser_free(&x.sse);
+        buf_free(&s.body);
+        if (r >= 0 && x.failed)
+                r = CELLA_ERR_API;
+out:
+        free(text);
+        free(url);
+        return r;
+}
+
 /* ---- background processes ---- */
 
 /* .../processes[/<id>][tail] */

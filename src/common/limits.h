@@ -17,6 +17,10 @@
 #define CELLA_FRAME_DATA_CHUNK (64 * 1024) /* preferred DATA/STDOUT chunk */
 #define CELLA_STREAM_WINDOW (1024 * 1024)  /* initial per-stream credit, each direction */
 #define CELLA_AGENT_MAX_STREAMS 1024       /* concurrent streams per connection */
+#define CELLA_WATCH_MAX_PATTERNS 32        /* include + exclude globs of one file watch */
+#define CELLA_WATCH_PATTERN_MAX 256        /* bytes of one glob */
+#define CELLA_WATCH_MAX_DIRS 4096          /* directories watched by one file watch */
+#define CELLA_WATCH_QUEUE_MAX 1024         /* events held for a slow client, then overflow */
 
 /* Exec */
 #define CELLA_EXEC_MAX_BUFFERED (64 * 1024 * 1024) /* buffered (non-SSE) output per stream */

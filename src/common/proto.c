@@ -25,6 +25,7 @@ static const char *const names[_FRAME_TYPE_MAX] = {
         [FRAME_PONG] = "PONG",
         [FRAME_SESSION] = "SESSION",
         [FRAME_PROC] = "PROC",
+        [FRAME_WATCH] = "WATCH",
 };
 
 const char *frame_type_name(uint8_t type)

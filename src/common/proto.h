@@ -44,6 +44,8 @@ enum frame_type {
         FRAME_PONG = 18,
         FRAME_SESSION = 19, /* d->a: {"op":s,...} sessions (docs/protocol.md) -> RESULT */
         FRAME_PROC = 20,    /* d->a: {"op":s,...} background processes -> ... RESULT */
+        FRAME_WATCH = 21,   /* d->a: {"path":s,"recursive"?:b,"include"?:[s],"exclude"?:[s]}
+                             * -> DATA (one JSON event each) until CANCEL (docs/protocol.md) */
         _FRAME_TYPE_MAX
 };
 

@@ -1088,3 +1088,76 @@ out:
         json_decref(j);
         return r;
 }
+
+void api_watch_done(struct api_watch *p)
+{
+        json_decref(p->payload);
+        memset(p, 0, sizeof(*p));
+}
+
+/* An array of at most CELLA_WATCH_MAX_PATTERNS non-empty NUL-free globs. */
+static int glob_list(json_t *v, const char *what, struct cella_error *err)
+{
+        size_t i;
+        json_t *g;
+
+        if (!json_is_array(v))
+                return invalid(err, "%s must be an array of strings", what);
+        if (json_array_size(v) > CELLA_WATCH_MAX_PATTERNS)
+                return invalid(err, "%s has more than %d patterns", what, CELLA_WATCH_MAX_PATTERNS);
+        json_array_foreach(v, i, g)
+        {
+                if (!json_is_string(g) || has_nul(g) || json_string_length(g) == 0 ||
+                    json_string_length(g) > CELLA_WATCH_PATTERN_MAX)
+                        return invalid(err, "%s[%zu] must be a glob of 1..%d bytes", what, i,
+                                       CELLA_WATCH_PATTERN_MAX);
+        }
+        return 0;
+}
+
+int api_decode_watch(const char *body, size_t len, struct api_watch *ret, struct cella_error *err)
+{
+        json_t *j, *path = NULL, *inc = NULL, *exc = NULL;
+        char p[CELLA_PATH_MAX + 1];
+        int recursive = 1;
+        json_error_t je;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?b, s?o, s?o}", "path", &path, "recursive",
+                           &recursive, "include", &inc, "exclude", &exc) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (!json_is_string(path)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "path must be a string");
+                goto out;
+        }
+        if (path_field(path, "path", p, err) < 0)
+                goto out;
+        if (inc && glob_list(inc, "include", err) < 0)
+                goto out;
+        if (exc && glob_list(exc, "exclude", err) < 0)
+                goto out;
+        if (json_array_size(inc) + json_array_size(exc) > CELLA_WATCH_MAX_PATTERNS) {
+                invalid(err, "more than %d include and exclude patterns", CELLA_WATCH_MAX_PATTERNS);
+                goto out;
+        }
+        ret->payload = json_pack("{s:s, s:b}", "path", p, "recursive", recursive);
+        if (!ret->payload) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                r = -ENOMEM;
+                goto out;
+        }
+        if (inc)
+                json_object_set(ret->payload, "include", inc);
+        if (exc)
+                json_object_set(ret->payload, "exclude", exc);
+        r = 0;
+out:
+        json_decref(j);
+        return r;
+}

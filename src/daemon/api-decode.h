@@ -149,4 +149,13 @@ int api_check_string_object(json_t *o, const char *what, size_t max, struct cell
 /* "true"/"1" -> true, "false"/"0" -> false, NULL -> dflt; anything else -1. */
 int api_parse_bool(const char *s, bool dflt, bool *ret);
 
+/* POST /v1/sandboxes/{id}/files/watch: {path, recursive?, include?: [glob],
+ * exclude?: [glob]}; at most CELLA_WATCH_MAX_PATTERNS globs of 1..CELLA_WATCH_PATTERN_MAX
+ * bytes in all. payload is the agent's WATCH frame (path normalised, recursive explicit). */
+struct api_watch {
+        json_t *payload; /* owned */
+};
+int api_decode_watch(const char *body, size_t len, struct api_watch *ret, struct cella_error *err);
+void api_watch_done(struct api_watch *p);
+
 #endif

@@ -43,6 +43,8 @@ void api_git_checkout(struct api *a, struct http_request *req, const char *name)
 void api_images_build(struct api *a, struct http_request *req, const char *name);
 
 void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest);
+/* api-watch.c: POST /v1/sandboxes/{id}/files/watch (SSE). */
+void api_watch(struct api *a, struct http_request *req, const char *name);
 
 /* api-sse.c: output of an agent stream to an HTTP client. The owner embeds the struct and
  * sets req/stream (borrowed; NULL once finished/closed) and hold/release (a reference on

@@ -314,6 +314,13 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                 api_sessions(a, req, name, rest);
                 return;
         }
+        if (strcmp(rest, "/files/watch") == 0) {
+                if (!is(req, "POST"))
+                        method_not_allowed(req);
+                else
+                        api_watch(a, req, name);
+                return;
+        }
         if (strcmp(rest, "/git/checkout") == 0) {
                 if (!is(req, "POST"))
                         method_not_allowed(req);

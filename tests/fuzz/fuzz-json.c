@@ -258,6 +258,23 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 api_git_checkout_done(&x);
                 break;
         }
+        case 18: {
+                struct api_watch x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_watch(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        json_t *inc = json_object_get(x.payload, "include");
+                        json_t *exc = json_object_get(x.payload, "exclude");
+
+                        FUZZ_CHECK(json_is_object(x.payload));
+                        check_path(json_string_value(json_object_get(x.payload, "path")));
+                        FUZZ_CHECK(json_is_boolean(json_object_get(x.payload, "recursive")));
+                        FUZZ_CHECK(json_array_size(inc) + json_array_size(exc) <=
+                                   CELLA_WATCH_MAX_PATTERNS);
+                });
+                api_watch_done(&x);
+                break;
+        }
         default: {
                 /* setEnvVars bodies share this selector with the string-object check. */
                 struct api_env e;
@@ -295,7 +312,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!body)
                 return 0;
         memcpy(body, data + 1, size - 1);
-        fuzz_decoder(data[0] % 18, body, size - 1);
+        fuzz_decoder(data[0] % 19, body, size - 1);
         free(body);
         return 0;
 }

@@ -19,7 +19,7 @@ FRAME_MAX = 1024 * 1024
 # enum frame_type (src/common/proto.h)
 HELLO, EXEC, STARTED, STDOUT, STDERR, EXIT, ERROR, CANCEL, WINDOW = range(1, 10)
 FILE_READ, FILE_WRITE, FILE_OP, DATA, END, RESULT, FILE_INFO, PING, PONG = range(10, 19)
-SESSION, PROC = 19, 20
+SESSION, PROC, WATCH = 19, 20, 21
 
 
 def frame(ftype, stream, payload=b"", flags=0, reserved=0, length=None):
@@ -372,6 +372,24 @@ def jsonseeds():
     # fuzz findings: a default directory name past the path component limit
     out["git-long-name"] = bytes([17]) + js({"repoUrl": "https://h/r" + "[" * 300})
     out["git-long-name-scp"] = bytes([17]) + js({"repoUrl": "hts:ost" + "[" * 300})
+    # Selector 18: POST .../files/watch bodies.
+    watch = {
+        "full": {"path": "/workspace", "recursive": True, "include": ["*.c", "src/*.h"],
+                 "exclude": [".git", "build/**"]},
+        "minimal": {"path": "/workspace"},
+        "relative": {"path": "src", "recursive": False},
+        "not-array": {"path": "/", "include": "*.c"},
+        "empty-glob": {"path": "/", "exclude": [""]},
+        "non-string-glob": {"path": "/", "include": [1]},
+        "too-many": {"path": "/", "include": ["*"] * 20, "exclude": ["x"] * 20},
+        "long-glob": {"path": "/", "include": ["a" * 300]},
+        "null-options": {"path": "/", "recursive": None, "include": None},
+        "unknown-key": {"path": "/", "glob": "*"},
+        "no-path": {"recursive": True},
+    }
+    for label, body in watch.items():
+        out["watch-" + label] = bytes([18]) + js(body)
+    out["watch-nul"] = bytes([18]) + b'{"path":"/","include":["a\\u0000b"]}'
     out["empty"] = b""
     return out
 
@@ -480,6 +498,16 @@ def agent():
         "proc-wait-exit": frame(PROC, 5, {"op": "waitExit", "id": "x", "timeoutMs": -1}),
         "proc-unknown-op": frame(PROC, 5, {"op": "restart", "id": "x"}),
         "proc-no-op": frame(PROC, 5, {"id": "x"}),
+        "watch": (frame(WATCH, 8, {"path": "/workspace", "recursive": True,
+                                   "include": ["*.c"], "exclude": [".git"]})
+                  + window(8, 4096) + frame(CANCEL, 8)),
+        "watch-minimal": frame(WATCH, 8, {"path": "/"}),
+        "watch-bad": (frame(WATCH, 8, {"path": "rel"})
+                      + frame(WATCH, 9, {"path": "/", "include": [""]})
+                      + frame(WATCH, 10, {"path": "/", "exclude": "x"})
+                      + frame(WATCH, 11, {"path": "/", "recursive": 1})
+                      + frame(WATCH, 12, {"path": "/", "include": ["*"] * 40})),
+        "watch-stream-0": frame(WATCH, 0, {"path": "/"}),
     }
 
 

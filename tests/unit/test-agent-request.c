@@ -280,6 +280,49 @@ static int session_decode(const char *payload, struct session_request *sr, struc
         return r;
 }
 
+static void test_watch(void **state)
+{
+        struct agent_request req;
+        struct cella_error err;
+        char many[2048];
+        size_t n;
+
+        (void)state;
+        assert_int_equal(decode(FRAME_WATCH, 3, "{\"path\":\"/workspace//a/\"}", &req, &err), 0);
+        assert_string_equal(req.path, "/workspace/a");
+        assert_true(req.recursive);
+        assert_int_equal(req.n_include, 0);
+        assert_false(req.exclude_given);
+        agent_request_done(&req);
+
+        assert_int_equal(decode(FRAME_WATCH, 3,
+                                "{\"path\":\"/w\",\"recursive\":false,\"include\":[\"*.c\","
+                                "\"src/*.h\"],\"exclude\":[]}",
+                                &req, &err),
+                         0);
+        assert_false(req.recursive);
+        assert_int_equal(req.n_include, 2);
+        assert_string_equal(req.include[1], "src/*.h");
+        assert_true(req.exclude_given);
+        assert_int_equal(req.n_exclude, 0);
+        agent_request_done(&req);
+
+        expect_invalid(FRAME_WATCH, "{\"path\":\"rel\"}");
+        expect_invalid(FRAME_WATCH, "{}");
+        expect_invalid(FRAME_WATCH, "{\"path\":\"/\",\"recursive\":1}");
+        expect_invalid(FRAME_WATCH, "{\"path\":\"/\",\"include\":\"*.c\"}");
+        expect_invalid(FRAME_WATCH, "{\"path\":\"/\",\"include\":[\"\"]}");
+        expect_invalid(FRAME_WATCH, "{\"path\":\"/\",\"exclude\":[1]}");
+        expect_invalid(FRAME_WATCH, "{\"path\":\"/\",\"include\":[\"a\\u0000b\"]}");
+        /* one pattern over the limit, split over include and exclude */
+        n = (size_t)snprintf(many, sizeof(many), "{\"path\":\"/\",\"include\":[\"a\"");
+        for (int i = 1; i < CELLA_WATCH_MAX_PATTERNS; i++)
+                n += (size_t)snprintf(many + n, sizeof(many) - n, ",\"a\"");
+        snprintf(many + n, sizeof(many) - n, "],\"exclude\":[\"b\"]}");
+        expect_invalid(FRAME_WATCH, many);
+        expect_proto(FRAME_WATCH, 0, "{\"path\":\"/\"}");
+}
+
 static void test_session(void **state)
 {
         struct session_request sr;
@@ -354,6 +397,7 @@ int main(void)
                 cmocka_unit_test(test_exec_limits), cmocka_unit_test(test_env_count_limit),
                 cmocka_unit_test(test_files),       cmocka_unit_test(test_long_path),
                 cmocka_unit_test(test_control),     cmocka_unit_test(test_session),
+                cmocka_unit_test(test_watch),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -211,6 +211,48 @@ static void test_files(void **state)
         assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
 }
 
+static void watch_bad(const char *body)
+{
+        struct cella_error err = {0};
+        struct api_watch w;
+
+        assert_true(api_decode_watch(body, strlen(body), &w, &err) < 0);
+        assert_null(w.payload);
+        assert_true(err.code == CELLA_E_VALIDATION_FAILED || err.code == CELLA_E_NAME_TOO_LONG);
+}
+
+static void test_watch(void **state)
+{
+        struct cella_error err = {0};
+        struct api_watch w;
+
+        (void)state;
+        assert_int_equal(api_decode_watch(BODY("{\"path\":\"src\"}"), &w, &err), 0);
+        assert_string_equal(json_string_value(json_object_get(w.payload, "path")),
+                            "/workspace/src");
+        assert_true(json_is_true(json_object_get(w.payload, "recursive")));
+        assert_null(json_object_get(w.payload, "include"));
+        api_watch_done(&w);
+        assert_int_equal(api_decode_watch(BODY("{\"path\":\"/w\",\"recursive\":false,"
+                                               "\"include\":[\"*.c\"],\"exclude\":[]}"),
+                                          &w, &err),
+                         0);
+        assert_true(json_is_false(json_object_get(w.payload, "recursive")));
+        assert_int_equal(json_array_size(json_object_get(w.payload, "include")), 1);
+        assert_true(json_is_array(json_object_get(w.payload, "exclude")));
+        api_watch_done(&w);
+
+        watch_bad("{}");
+        watch_bad("[]");
+        watch_bad("{\"path\":1}");
+        watch_bad("{\"path\":\"/\",\"x\":1}");
+        watch_bad("{\"path\":\"/\",\"recursive\":\"yes\"}");
+        watch_bad("{\"path\":\"/\",\"include\":\"*.c\"}");
+        watch_bad("{\"path\":\"/\",\"include\":[\"\"]}");
+        watch_bad("{\"path\":\"/\",\"exclude\":[null]}");
+        watch_bad("{\"path\":\"/\",\"exclude\":[\"a\\u0000b\"]}");
+}
+
 static void test_helpers(void **state)
 {
         bool b;
@@ -460,7 +502,7 @@ int main(void)
                 cmocka_unit_test(test_files),        cmocka_unit_test(test_helpers),
                 cmocka_unit_test(test_sleep_after),  cmocka_unit_test(test_env),
                 cmocka_unit_test(test_session),      cmocka_unit_test(test_processes),
-                cmocka_unit_test(test_git_checkout),
+                cmocka_unit_test(test_git_checkout), cmocka_unit_test(test_watch),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
