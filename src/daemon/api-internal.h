@@ -67,6 +67,8 @@ void api_sse_done(struct api_sse *o);
 /* The call failed: with sse, an {type: error} event and the end of the stream; without,
  * the error response. */
 void api_sse_fail(struct api_sse *o, bool sse, const struct cella_error *e);
+/* The agent stream closed before its answer (err: -errno): SANDBOX_UNAVAILABLE as above. */
+void api_sse_agent_lost(struct api_sse *o, bool sse, int err);
 /* Output as a JSON string when it is UTF-8, else base64 (*ret_b64 set). New reference. */
 json_t *api_output_json(const struct buf *b, bool *ret_b64);
 

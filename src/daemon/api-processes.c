@@ -197,13 +197,8 @@ static void on_close(struct agent_stream *s, int err, void *userdata)
 
         (void)s;
         pc->io.stream = NULL;
-        if (!pc->finished) {
-                struct cella_error e = {0};
-
-                cella_error_set(&e, CELLA_E_SANDBOX_UNAVAILABLE,
-                                "the sandbox's agent went away (%s)", strerror(-err));
-                api_sse_fail(&pc->io, pc->sse_begun, &e);
-        }
+        if (!pc->finished)
+                api_sse_agent_lost(&pc->io, pc->sse_begun, err);
         finish(pc);
         call_unref(pc);
 }

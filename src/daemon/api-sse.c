@@ -135,3 +135,12 @@ void api_sse_fail(struct api_sse *o, bool sse, const struct cella_error *e)
         if (o->req)
                 http_response_end(o->req);
 }
+
+void api_sse_agent_lost(struct api_sse *o, bool sse, int err)
+{
+        struct cella_error e = {0};
+
+        cella_error_set(&e, CELLA_E_SANDBOX_UNAVAILABLE, "the sandbox's agent went away (%s)",
+                        strerror(-err));
+        api_sse_fail(o, sse, &e);
+}

@@ -110,13 +110,8 @@ static void on_close(struct agent_stream *s, int err, void *userdata)
 
         (void)s;
         op->io.stream = NULL;
-        if (!op->finished) {
-                struct cella_error e = {0};
-
-                cella_error_set(&e, CELLA_E_SANDBOX_UNAVAILABLE,
-                                "the sandbox's agent went away (%s)", strerror(-err));
-                api_sse_fail(&op->io, op->started, &e);
-        }
+        if (!op->finished)
+                api_sse_agent_lost(&op->io, op->started, err);
         finish(op);
         op_unref(op);
 }

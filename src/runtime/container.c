@@ -958,22 +958,6 @@ static int load_agent(const char *path)
         return TAKE_FD(fd);
 }
 
-static bool has_filesystem(const char *fs)
-{
-        _cleanup_fclose_ FILE *f = fopen("/proc/filesystems", "re");
-        char line[128];
-        if (!f)
-                return false;
-        while (fgets(line, sizeof(line), f)) {
-                char *t = strrchr(line, '\t');
-                t = t ? t + 1 : line;
-                t[strcspn(t, "\n")] = '\0';
-                if (strcmp(t, fs) == 0)
-                        return true;
-        }
-        return false;
-}
-
 int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err)
 {
         struct runtime *rt = calloc(1, sizeof(*rt));
@@ -1014,7 +998,7 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                                   "and cpu in v2 or v1)");
                 goto fail;
         }
-        if (!has_filesystem("overlay")) {
+        if (!runtime_has_filesystem("/proc/filesystems", "overlay")) {
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR,
                                 "runtime: the kernel has no overlay filesystem");
                 goto fail;

@@ -179,7 +179,7 @@ void disk_mkfs_argv(const struct disk_plan *plan, const char *mkfs, const char *
         ret->argv[i] = NULL;
 }
 
-static bool has_filesystem(const char *table, const char *fs)
+bool runtime_has_filesystem(const char *table, const char *fs)
 {
         _cleanup_fclose_ FILE *f = fopen(table, "re");
         char line[128];
@@ -205,7 +205,7 @@ int disk_probe(const struct disk_host *host, char *mkfs, size_t mkfs_sz, char *w
         const char *const *mkfs_paths = host && host->mkfs ? host->mkfs : host_mkfs;
         const char *found = NULL;
 
-        if (!has_filesystem(filesystems, "ext4")) {
+        if (!runtime_has_filesystem(filesystems, "ext4")) {
                 snprintf(why, why_sz, "the kernel has no ext4");
                 return -ENODEV;
         }

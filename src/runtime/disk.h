@@ -110,6 +110,8 @@ int disk_spares_take(struct disk_spares *sp, const struct disk_plan *plan, int *
 
 /* Does <dir> hold a disk image? */
 bool disk_exists(const char *dir);
+/* Does table (a /proc/filesystems) list filesystem type fs? */
+bool runtime_has_filesystem(const char *table, const char *fs);
 
 /* The image's size (= the limit) and the bytes it occupies on the host (its allocated
  * blocks: files plus filesystem metadata). Returns 0, or -ENOENT without an image. */
