@@ -8,14 +8,19 @@ images=${1:?usage: build-image.sh IMAGES_DIR [NAME] [--force]}
 name=${2:-default}
 force=${3:-}
 dest="$images/$name"
-if [ -f "$dest/.complete" ] && [ "$force" != "--force" ]; then
+case "$name" in
+# The code interpreter needs python3 with numpy, pandas and matplotlib, nodejs and
+# TypeScript's compiler (node-typescript), all from Debian's archive.
+default) pkgs="bash,coreutils,procps,python3,nodejs,git,curl,ca-certificates,jq,less,findutils,grep,sed,tar,gzip,xz-utils,iproute2,netbase,python3-numpy,python3-pandas,python3-matplotlib,python3-pil,node-typescript" ;;
+*) echo "unknown image '$name' (known: default)" >&2; exit 2 ;;
+esac
+# .spec records what the image was built from: a changed package list rebuilds it.
+spec="bookworm minbase $pkgs"
+if [ -f "$dest/.complete" ] && [ "$force" != "--force" ] &&
+        [ "$(cat "$dest/.spec" 2>/dev/null)" = "$spec" ]; then
         echo "image '$name' present at $dest"
         exit 0
 fi
-case "$name" in
-default) pkgs="bash,coreutils,procps,python3,nodejs,git,curl,ca-certificates,jq,less,findutils,grep,sed,tar,gzip,xz-utils,iproute2,netbase" ;;
-*) echo "unknown image '$name' (known: default)" >&2; exit 2 ;;
-esac
 command -v mmdebstrap >/dev/null || { echo "mmdebstrap missing: run scripts/deps.sh" >&2; exit 2; }
 mkdir -p "$images"
 tmp=$(mktemp -d "$images/.build-$name.XXXXXX")
@@ -32,6 +37,7 @@ mmdebstrap --mode=root --variant=minbase --include="$pkgs" \
         "deb http://deb.debian.org/debian bookworm main" \
         "deb http://deb.debian.org/debian bookworm-updates main" \
         "deb http://deb.debian.org/debian-security bookworm-security main"
+echo "$spec" > "$tmp/.spec"
 date -u +%Y-%m-%dT%H:%M:%SZ > "$tmp/.complete"
 rm -rf "$dest"
 mv "$tmp" "$dest"
