@@ -7,7 +7,9 @@
  * stream's send credit. When the client is slow, events wait in a queue of at most
  * CELLA_WATCH_QUEUE_MAX (an event equal to the last queued one is coalesced); beyond that
  * they are dropped and an {"type":"overflow"} event is sent once the queue drained. The
- * stream ends only on CANCEL (or when the connection goes), which closes the descriptor. */
+ * stream ends on CANCEL (or when the connection goes), which closes the descriptor, or when
+ * the watched directory itself is deleted or moved away: its delete (move_from) event is
+ * the last one, then RESULT {"reason":"deleted"|"moved"}. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,7 +46,8 @@ struct watch {
         size_t ndirs;
         char **queue; /* serialised events not yet sent, oldest first */
         size_t nqueue;
-        bool overflow; /* events were dropped since the last overflow event */
+        bool overflow;         /* events were dropped since the last overflow event */
+        const char *root_gone; /* "deleted" or "moved": end once the queue is sent */
         bool closing;
 };
 
@@ -177,7 +180,9 @@ static int add_dir(struct watch *w, const char *rel, int depth)
                 w->overflow = true;
                 return -ENOSPC;
         }
-        wd = inotify_add_watch(w->ifd, path, WATCH_MASK);
+        /* only the root reports its own end: a subdirectory's is its parent's delete event */
+        wd = inotify_add_watch(w->ifd, path,
+                               WATCH_MASK | (*rel ? 0 : IN_DELETE_SELF | IN_MOVE_SELF));
         if (wd < 0)
                 return -errno;
         if (!dir_find(w, wd)) {
@@ -217,6 +222,8 @@ static int add_dir(struct watch *w, const char *rel, int depth)
 
 static void pump(struct watch *w)
 {
+        if (w->closing)
+                return;
         while (w->s.conn && w->nqueue > 0 && !stream_congested(&w->s)) {
                 size_t len = strlen(w->queue[0]);
 
@@ -231,6 +238,10 @@ static void pump(struct watch *w)
         if (w->s.conn && w->nqueue == 0 && w->overflow) {
                 w->overflow = false;
                 queue_event(w, json_pack("{s:s}", "type", "overflow"));
+        }
+        if (w->s.conn && w->nqueue == 0 && w->root_gone && !w->closing) {
+                stream_end_json(&w->s, FRAME_RESULT, json_pack("{s:s}", "reason", w->root_gone));
+                watch_free(w);
         }
 }
 
@@ -284,8 +295,17 @@ static void handle_event(struct watch *w, const struct inotify_event *ev)
                 return;
         }
         d = dir_find(w, ev->wd);
-        if (!d)
+        if (!d || w->root_gone)
                 return;
+        if ((ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) && !*d->rel) {
+                bool moved = ev->mask & IN_MOVE_SELF;
+
+                w->root_gone = moved ? "moved" : "deleted";
+                queue_event(w, json_pack("{s:s, s:s, s:s, s:b}", "type", "event", "eventType",
+                                         moved ? "move_from" : "delete", "path", w->root,
+                                         "isDirectory", true));
+                return;
+        }
         if (ev->mask & IN_IGNORED) {
                 free(d->rel);
                 *d = w->dirs[--w->ndirs];
@@ -318,11 +338,14 @@ static void on_inotify(uv_poll_t *h, int status, int events)
         if (status < 0 || w->closing)
                 return;
         for (;;) {
-                ssize_t n = read(w->ifd, buf, sizeof(buf));
+                ssize_t n;
 
+                if (w->closing)
+                        return;
+                n = read(w->ifd, buf, sizeof(buf));
                 if (n <= 0)
                         break;
-                for (char *p = buf; p < buf + n;) {
+                for (char *p = buf; p < buf + n && !w->closing;) {
                         const struct inotify_event *ev = (const struct inotify_event *)p;
 
                         handle_event(w, ev);

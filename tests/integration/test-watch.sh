@@ -144,6 +144,83 @@ wait_for "create /workspace/w/cli.txt"
 assert_not_contains "$(cat "$OUT")" "cli.bin" "cli include"
 watch_stop
 
+info "deleting the watched directory: its delete event is the last, then the stream ends"
+run_in "$S" "mkdir -p /workspace/gone/inner" >/dev/null
+watch_start '{"path":"/workspace/gone"}'
+run_in "$S" "rm -r /workspace/gone" >/dev/null
+event delete /workspace/gone/inner true
+event delete /workspace/gone true
+for i in $(seq 100); do
+        kill -0 "$WPID" 2>/dev/null || break
+        sleep 0.1
+done
+kill -0 "$WPID" 2>/dev/null && fail "the stream did not end after its directory went"
+wait "$WPID" || fail "curl failed on the ended stream"
+WPID=
+
+info "a client that does not read: the agent drops events (overflow), memory stays bounded"
+run_in "$S" "mkdir -p /workspace/flood" >/dev/null
+rss_before=$(awk '/^VmRSS/ {print $2}' "/proc/$p1/status")
+python3 - "$CELLA_URL" "$W" "$S" >"$IT_TMP/flood.out" 2>&1 <<'PY' &
+import json, socket, sys, time, urllib.parse, urllib.request
+url, path, name = sys.argv[1], sys.argv[2], sys.argv[3]
+u = urllib.parse.urlparse(url)
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window: the client stalls
+s.connect((u.hostname, u.port))
+body = b'{"path":"/workspace/flood"}'
+s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: " + u.netloc.encode() +
+          b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode() +
+          b"\r\n\r\n" + body)
+got = b""
+while b'"type":"watching"' not in got:
+    got += s.recv(4096)
+# 60,000 distinct files made while this client reads nothing
+req = urllib.request.Request(url + "/v1/sandboxes/" + name + "/exec", method="POST",
+                             headers={"Content-Type": "application/json"},
+                             data=json.dumps({"command": "cd /workspace/flood && seq 1 60000 | xargs touch"}).encode())
+res = json.load(urllib.request.urlopen(req, timeout=120))
+assert res["exitCode"] == 0, res
+print("flooded", flush=True)
+time.sleep(1)
+# drain: the queued events, then the overflow event once the agent's queue emptied
+s.settimeout(60)
+while b'"type":"overflow"' not in got:
+    d = s.recv(1 << 20)
+    if not d:
+        break
+    got += d
+# the stream still works after an overflow
+req = urllib.request.Request(url + "/v1/sandboxes/" + name + "/exec", method="POST",
+                             headers={"Content-Type": "application/json"},
+                             data=json.dumps({"command": "touch /workspace/flood/zz-after"}).encode())
+urllib.request.urlopen(req, timeout=60).read()
+while b"zz-after" not in got:
+    d = s.recv(1 << 20)
+    if not d:
+        break
+    got += d
+events = got.count(b'"type":"event"')
+print("events", events, "overflow", got.count(b'"type":"overflow"'), "after", b"zz-after" in got, flush=True)
+PY
+FPID=$!
+for i in $(seq 1200); do
+        grep -qs '^flooded' "$IT_TMP/flood.out" && break
+        kill -0 "$FPID" 2>/dev/null || break
+        sleep 0.1
+done
+grep -qs '^flooded' "$IT_TMP/flood.out" || fail "flood did not run: $(cat "$IT_TMP/flood.out")"
+rss_flood=$(awk '/^VmRSS/ {print $2}' "/proc/$p1/status")
+wait "$FPID" || fail "flood client: $(cat "$IT_TMP/flood.out")"
+line=$(grep '^events' "$IT_TMP/flood.out")
+info "$line (agent VmRSS ${rss_before} kB before, ${rss_flood} kB while stalled)"
+set -- $line
+[ "$2" -lt 60000 ] || fail "every event was delivered to a stalled client: $line"
+[ "$4" -ge 1 ] || fail "no overflow event: $line"
+assert_eq True "$6" "an event after the overflow"
+# the agent's queue is bounded: a stalled client costs it at most a few MiB
+[ $((rss_flood - rss_before)) -lt 16384 ] || fail "agent grew by $((rss_flood - rss_before)) kB"
+
 for i in $(seq 100); do
         [ "$(inotify_fds "$p1")" = "$base" ] && break
         sleep 0.1

@@ -225,6 +225,30 @@ static void expose_options(void **state)
         assert_null(a.port_token);
 }
 
+static void watch_options(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "watch", "box", "/workspace", "--include", "*.c",
+                               "--include=*.h", "--exclude", "build", "--no-recursive", "--json"),
+                         0);
+        assert_int_equal(a.npos, 3);
+        assert_string_equal(a.pos[2], "/workspace");
+        assert_int_equal(a.ninclude, 2);
+        assert_string_equal(a.include[0], "*.c");
+        assert_string_equal(a.include[1], "*.h");
+        assert_int_equal(a.nexclude, 1);
+        assert_string_equal(a.exclude[0], "build");
+        assert_true(a.no_recursive);
+        assert_true(a.json);
+        assert_int_equal(PARSE(&a, "watch", "box", "/w"), 0);
+        assert_int_equal(a.ninclude, 0);
+        assert_int_equal(a.nexclude, 0);
+        assert_false(a.no_recursive);
+        assert_int_equal(PARSE(&a, "watch", "box", "/w", "--include"), -1);
+        assert_int_equal(PARSE(&a, "watch", "box", "/w", "--exclude"), -1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -240,6 +264,7 @@ int main(void)
                 cmocka_unit_test(process_commands),
                 cmocka_unit_test(git_clone),
                 cmocka_unit_test(expose_options),
+                cmocka_unit_test(watch_options),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
