@@ -255,13 +255,14 @@ static void on_event_line(struct code_op *op, struct agent_stream *s, const char
         }
         if (ack)
                 agent_stream_ack(s, ack);
-        json_object_del(ev, "type");
         if (!room_for(op, len)) {
                 json_decref(ev);
         } else if (strcmp(type, "error") == 0) {
+                json_object_del(ev, "type");
                 json_decref(op->error);
                 op->error = ev;
         } else {
+                json_object_del(ev, "type");
                 json_array_append_new(op->results, ev);
         }
 }
