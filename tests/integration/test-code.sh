@@ -206,7 +206,7 @@ expect_status 410 CONTEXT_DEAD
 code "$(run_req '1 + 1' "$K")"
 expect_status 410 CONTEXT_DEAD
 api GET "$C/contexts" >/dev/null
-assert_eq dead "$(body --arg k "$K" '.contexts[] | select(.id == "'"$K"'") | .status')" \
+assert_eq dead "$(body '.contexts[] | select(.id == "'"$K"'") | .status')" \
         "listed as dead"
 api DELETE "$C/contexts/$K" >/dev/null
 expect_status 200
