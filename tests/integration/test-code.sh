@@ -199,6 +199,22 @@ code "$(run_req 'kept' "$A")"
 expect_status 200
 assert_eq 7 "$(main_text)" "context survives the interrupt"
 
+# ---- the client going away interrupts the run ----
+curl -sS -N -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
+        --data-binary "$(run_req $'import time\nprint("started", flush=True)\ntime.sleep(60)\nfinished = True' "$A")" \
+        "$CELLA_URL$C/code" >"$IT_TMP/abort.sse" 2>/dev/null &
+CURL_PID=$!
+for i in $(seq 300); do
+        grep -q '"started' "$IT_TMP/abort.sse" && break
+        sleep 0.1
+done
+grep -q '"started' "$IT_TMP/abort.sse" || fail "the run to abort did not start"
+kill "$CURL_PID"
+wait "$CURL_PID" 2>/dev/null || true
+code "$(run_req "'finished' in globals()" "$A")"
+expect_status 200
+assert_eq False "$(main_text)" "the abandoned run was interrupted"
+
 # ---- a killed interpreter: CONTEXT_DEAD, delete, recreate ----
 K=$(new_context python)
 code "$(run_req 'import os; os.kill(os.getpid(), 9)' "$K")"
@@ -214,6 +230,19 @@ K2=$(new_context python)
 code "$(run_req '1 + 1' "$K2")"
 expect_status 200
 assert_eq 2 "$(main_text)" "recreated context works"
+
+# ---- deleting a context kills its interpreter ----
+before=$(run_in "$S" 'pgrep -c -x python3 || true')
+D=$(new_context python)
+code "$(run_req '1' "$D")"
+api DELETE "$C/contexts/$D" >/dev/null
+expect_status 200
+for i in $(seq 100); do
+        now=$(run_in "$S" 'pgrep -c -x python3 || true')
+        [ "$now" -le "$before" ] && break
+        sleep 0.1
+done
+[ "$now" -le "$before" ] || fail "python3 processes: $before before, $now after the delete"
 
 # ---- delete, then 404 ----
 api DELETE "$C/contexts/$B" >/dev/null
