@@ -713,8 +713,8 @@ static const char *const cb_lang[CB_LANGS] = {"python", "javascript", "typescrip
 
 struct code_figures {
         int n_cold, n_warm, n_rt;
-        double *cold[2], *warm[2]; /* context creation: python, javascript */
-        double *rt[CB_LANGS];      /* `1+1` round trip */
+        double *cold[2], *warm[2];   /* context creation: python, javascript */
+        double *rt[CB_LANGS];        /* `1+1` round trip */
         double *py_exec, *node_exec; /* baselines: `python3 -c 1`, `node -e 1` through exec */
 };
 

@@ -139,9 +139,9 @@ int cella_watch(cella_client *c, const char *sandbox, const char *path,
  * {contexts: [...]}, an Execution {results, logs: {stdout[], stderr[]}, error?,
  * executionCount}. */
 struct cella_context_options {
-        const char *language;      /* python (default), javascript, typescript */
-        const char *cwd;           /* NULL: /workspace */
-        const char *const *env;    /* "K=V", NULL-terminated, or NULL */
+        const char *language;   /* python (default), javascript, typescript */
+        const char *cwd;        /* NULL: /workspace */
+        const char *const *env; /* "K=V", NULL-terminated, or NULL */
 };
 int cella_context_create(cella_client *c, const char *sandbox,
                          const struct cella_context_options *o, char **ret_json);

@@ -55,7 +55,8 @@ static int check_keys(json_t *body, const char *const *allowed, size_t n, const 
         const char *key;
         json_t *v;
 
-        json_object_foreach (body, key, v) {
+        json_object_foreach(body, key, v)
+        {
                 size_t i;
 
                 for (i = 0; i < n; i++)
@@ -199,8 +200,8 @@ static bool is_base64(const char *s, size_t n)
 
 static int decode_result(json_t *ev, struct code_event *ret, struct cella_error *err)
 {
-        static const char *const text_keys[] = {"text",  "html", "markdown", "latex",
-                                                "svg",   "javascript"};
+        static const char *const text_keys[] = {"text",  "html", "markdown",
+                                                "latex", "svg",  "javascript"};
         static const char *const b64_keys[] = {"png", "jpeg"};
         json_t *in = json_object_get(ev, "result"), *v;
 
@@ -249,7 +250,8 @@ static int decode_error(json_t *ev, struct code_event *ret, struct cella_error *
                 cella_error_set(err, CELLA_E_VALIDATION_FAILED, "traceback is not an array");
                 return -EINVAL;
         }
-        json_array_foreach (tb, i, line) {
+        json_array_foreach(tb, i, line)
+        {
                 if (i >= CELLA_CODE_MAX_TRACEBACK)
                         break;
                 if (!json_is_string(line)) {
@@ -275,8 +277,7 @@ static int get_int(json_t *ev, const char *key, int64_t *ret, struct cella_error
         return 0;
 }
 
-int code_event_decode(const char *line, size_t len, struct code_event *ret,
-                      struct cella_error *err)
+int code_event_decode(const char *line, size_t len, struct code_event *ret, struct cella_error *err)
 {
         json_t *ev _cleanup_(json_decrefp) = NULL;
         const char *type;

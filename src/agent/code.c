@@ -47,7 +47,7 @@ struct interp {
         struct interp *prev, *next; /* in t->contexts while it is a context */
         struct code_table *t;
         enum runner_kind kind;
-        bool in_table;   /* a context in the list, or a spare */
+        bool in_table; /* a context in the list, or a spare */
         char id[CELLA_ID_MAX + 1];
         enum code_lang lang;
         char *cwd;
@@ -221,9 +221,10 @@ static void runner_send(struct interp *it, json_t *j)
 
 static json_t *context_json(const struct interp *it)
 {
-        const char *status = it->dead ? "dead" : it->active && !it->active->is_setup ? "busy"
-                                         : it->set_up                                ? "ready"
-                                                                                     : "starting";
+        const char *status = it->dead                              ? "dead"
+                             : it->active && !it->active->is_setup ? "busy"
+                             : it->set_up                          ? "ready"
+                                                                   : "starting";
 
         return json_pack("{s:s, s:s, s:s, s:s}", "id", it->id, "language", code_lang_name(it->lang),
                          "cwd", it->cwd ? it->cwd : "/workspace", "status", status);
@@ -500,7 +501,8 @@ static void interp_update_reading(struct interp *it)
                 bool want = it->ev_open && (discarding(it) || !j->pend[2].len);
 
                 if (want && !it->ev_reading)
-                        it->ev_reading = uv_read_start((uv_stream_t *)&it->ev, on_alloc, on_ev) == 0;
+                        it->ev_reading =
+                                uv_read_start((uv_stream_t *)&it->ev, on_alloc, on_ev) == 0;
                 else if (!want && it->ev_reading) {
                         uv_read_stop((uv_stream_t *)&it->ev);
                         it->ev_reading = false;
@@ -1048,7 +1050,8 @@ static void op_list(struct code_table *t, struct conn *c, uint32_t sid)
 
         for (struct interp *it = t->contexts; arr && it; it = it->next)
                 json_array_append_new(arr, context_json(it));
-        conn_send_json(c, FRAME_RESULT, sid, json_pack("{s:o}", "contexts", arr ? arr : json_array()));
+        conn_send_json(c, FRAME_RESULT, sid,
+                       json_pack("{s:o}", "contexts", arr ? arr : json_array()));
 }
 
 void code_request(struct agent *a, struct conn *c, struct agent_request *req)

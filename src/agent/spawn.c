@@ -402,8 +402,8 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
                         runner[1] = evp[1];
                 }
                 run_child(failp[1], sr->session_shell ? inp[0] : nullfd, outp[1],
-                          sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, runner,
-                          sr->cwd, shell, sr->exe ? sr->argv : argv, envp);
+                          sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, runner, sr->cwd,
+                          shell, sr->exe ? sr->argv : argv, envp);
         }
         close_fd(&failp[1]);
         close_fd(&outp[1]);

@@ -253,7 +253,7 @@ static int cmd_context(cella_client *c, struct cli_args *a)
 struct code_out {
         const char *out_dir;
         int images;
-        bool error;     /* the code raised */
+        bool error; /* the code raised */
         bool timed_out;
 };
 

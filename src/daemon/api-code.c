@@ -167,9 +167,9 @@ struct code_op {
         bool sse;
         bool started; /* SSE begun */
         bool finished;
-        struct buf line;   /* incomplete event line (DATA) */
-        size_t unacked;    /* DATA bytes not yet acknowledged (SSE) */
-        size_t buffered;   /* buffered mode: bytes kept */
+        struct buf line; /* incomplete event line (DATA) */
+        size_t unacked;  /* DATA bytes not yet acknowledged (SSE) */
+        size_t buffered; /* buffered mode: bytes kept */
         bool truncated;
         struct buf out[2]; /* buffered mode: stdout, stderr */
         json_t *results;   /* buffered mode */
@@ -235,8 +235,8 @@ static bool room_for(struct code_op *op, size_t n)
 
 /* One event line from the agent (a result or an error), already validated there; checked
  * again here since it crossed from the sandbox. */
-static void on_event_line(struct code_op *op, struct agent_stream *s, const char *line,
-                          size_t len, size_t ack)
+static void on_event_line(struct code_op *op, struct agent_stream *s, const char *line, size_t len,
+                          size_t ack)
 {
         json_t *ev = json_loadb(line, len, 0, NULL);
         const char *type = json_string_value(json_object_get(ev, "type"));

@@ -1232,8 +1232,8 @@ int api_decode_code_run(const char *body, size_t len, json_t **ret, struct cella
         j = load_object(body, len, err);
         if (!j)
                 return -EINVAL;
-        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o, s?o, s?o}", "code", &code,
-                           "contextId", &ctx, "language", &lang, "timeout", &timeout) < 0) {
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o, s?o, s?o}", "code", &code, "contextId",
+                           &ctx, "language", &lang, "timeout", &timeout) < 0) {
                 unpack_fail(&je, err);
                 goto out;
         }

@@ -55,7 +55,7 @@ void api_watch(struct api *a, struct http_request *req, const char *name);
 struct api_sse {
         struct http_request *req;
         struct agent_stream *stream;
-        struct buf carry[2]; /* incomplete UTF-8 tail of stdout, stderr */
+        struct buf carry[2];  /* incomplete UTF-8 tail of stdout, stderr */
         const char *data_key; /* the output events' text field; NULL: "data" */
         void (*hold)(void *owner);
         void (*release)(void *owner);

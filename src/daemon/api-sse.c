@@ -103,8 +103,7 @@ void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t le
 
                 if (v > 0) {
                         api_sse_event(
-                                o,
-                                json_pack("{s:s, s:s%}", "type", types[which], key, c->data, v),
+                                o, json_pack("{s:s, s:s%}", "type", types[which], key, c->data, v),
                                 0);
                         buf_consume(c, v);
                 }

@@ -203,7 +203,7 @@ static void check_event(const uint8_t *line, size_t len)
                 FUZZ_CHECK(e.type >= CODE_EV_UNKNOWN && e.type <= CODE_EV_DONE);
                 FUZZ_CHECK(e.id >= 0 && e.execution_count >= 0);
                 if (e.type == CODE_EV_RESULT)
-                        json_object_foreach (e.result, key, v)
+                        json_object_foreach(e.result, key, v)
                                 FUZZ_CHECK(strcmp(key, "json") == 0 ||
                                            strcmp(key, "isMainResult") == 0 || json_is_string(v));
                 if (e.type == CODE_EV_ERROR)

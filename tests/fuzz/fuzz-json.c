@@ -290,8 +290,8 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                         json_t *id = json_object_get(x, "id");
 
                         FUZZ_CHECK(json_is_object(x));
-                        FUZZ_CHECK(!lang || !strcmp(lang, "python") || !strcmp(lang, "javascript") ||
-                                   !strcmp(lang, "typescript"));
+                        FUZZ_CHECK(!lang || !strcmp(lang, "python") ||
+                                   !strcmp(lang, "javascript") || !strcmp(lang, "typescript"));
                         if (cwd)
                                 check_path(json_string_value(cwd));
                         FUZZ_CHECK(!id || cella_id_is_valid(json_string_value(id)));
@@ -303,7 +303,8 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                                            strlen(json_string_value(code)) ==
                                                    json_string_length(code));
                                 FUZZ_CHECK(!json_object_get(x, "timeoutMs") ||
-                                           json_integer_value(json_object_get(x, "timeoutMs")) >= 0);
+                                           json_integer_value(json_object_get(x, "timeoutMs")) >=
+                                                   0);
                         }
                 });
                 json_decref(x);

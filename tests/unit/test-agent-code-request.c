@@ -276,8 +276,8 @@ static void test_lang(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_create),     cmocka_unit_test(test_run),
-                cmocka_unit_test(test_list_delete), cmocka_unit_test(test_events),
+                cmocka_unit_test(test_create),       cmocka_unit_test(test_run),
+                cmocka_unit_test(test_list_delete),  cmocka_unit_test(test_events),
                 cmocka_unit_test(test_event_limits), cmocka_unit_test(test_lang),
         };
 

@@ -567,7 +567,8 @@ int main(void)
                 cmocka_unit_test(test_files),        cmocka_unit_test(test_helpers),
                 cmocka_unit_test(test_sleep_after),  cmocka_unit_test(test_env),
                 cmocka_unit_test(test_session),      cmocka_unit_test(test_processes),
-                cmocka_unit_test(test_git_checkout), cmocka_unit_test(test_watch), cmocka_unit_test(test_code),
+                cmocka_unit_test(test_git_checkout), cmocka_unit_test(test_watch),
+                cmocka_unit_test(test_code),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
