@@ -215,6 +215,27 @@ code "$(run_req "'finished' in globals()" "$A")"
 expect_status 200
 assert_eq False "$(main_text)" "the abandoned run was interrupted"
 
+# ---- user code writing to the runner's event pipe: bad lines, another run's id, unknown
+# types, a forged result are ignored or taken as the run's own; the run completes ----
+H=$(new_context python)
+forge=$'import os, stat\nfds = [int(f) for f in os.listdir("/proc/self/fd") if int(f) >= 100]\nfor fd in fds:\n    try:\n        if stat.S_ISFIFO(os.fstat(fd).st_mode) and os.get_blocking(fd) is not None:\n            os.write(fd, b\'not json\\n{"type":"done","id":999}\\n{"type":"weird"}\\n{"type":"result","id":1,"result":{"text":"forged","evil":1}}\\n{"type":"error","id":1,"name":7}\\n\')\n    except OSError:\n        pass\n"survived"'
+code "$(run_req "$forge" "$H")"
+expect_status 200
+assert_eq "'survived'" "$(main_text)" "run completes despite forged events"
+assert_not_contains "$(body)" '"evil"' "unknown result keys dropped"
+code "$(run_req '2 + 2' "$H")"
+expect_status 200
+assert_eq 4 "$(main_text)" "context usable after forged events"
+
+# ---- a sandbox without the interpreter: 501 naming the language ----
+N=$(sbx code-nopy)
+api_json PUT "/v1/sandboxes/$N" '{"env":{"PATH":"/nowhere"}}'
+[ "$API_STATUS" = 201 ] || [ "$API_STATUS" = 200 ] || fail "create $N: $(body)"
+api_json POST "/v1/sandboxes/$N/contexts" '{"language":"python"}'
+expect_status 501 INTERPRETER_NOT_FOUND
+assert_contains "$(body .message)" "Python" "the language is named"
+api DELETE "/v1/sandboxes/$N" >/dev/null
+
 # ---- a killed interpreter: CONTEXT_DEAD, delete, recreate ----
 K=$(new_context python)
 code "$(run_req 'import os; os.kill(os.getpid(), 9)' "$K")"
