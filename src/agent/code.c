@@ -470,6 +470,8 @@ static void on_ev(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         if (it->dead)
                 return;
         buf_consume(&it->line, off);
+        if (it->line.len == 0 && it->line.cap > 4 * CELLA_FRAME_DATA_CHUNK)
+                buf_free(&it->line); /* a large event's buffer is not kept */
         if (it->line.len > CELLA_CODE_MAX_LINE) {
                 interp_die(it, "the interpreter wrote an event line over %d bytes",
                            CELLA_CODE_MAX_LINE);

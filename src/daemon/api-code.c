@@ -292,6 +292,8 @@ static void on_data(struct code_op *op, struct agent_stream *s, const struct fra
                 off += n + 1;
         }
         buf_consume(&op->line, off);
+        if (op->line.len == 0 && op->line.cap > 4 * CELLA_FRAME_DATA_CHUNK)
+                buf_free(&op->line);
         if (op->line.len > CELLA_CODE_MAX_EVENT) {
                 /* cannot be an event the agent sends: drop the stream's events */
                 buf_free(&op->line);

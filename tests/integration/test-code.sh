@@ -135,6 +135,65 @@ expect_status 200
 assert_contains "$(body '[.results[] | select(.isMainResult)][0].html // ""')" "<table" \
         "DataFrame as HTML"
 
+# ---- large results and chatty output: memory stays bounded ----
+pid1() {
+        local p
+        for p in $(sandbox_pids "$S"); do
+                if grep -qs '^NSpid:.*[[:space:]]1$' "/proc/$p/status"; then
+                        echo "$p"
+                        return
+                fi
+        done
+}
+rss_kib() {
+        awk '/^VmRSS/ {print $2}' "/proc/$1/status"
+}
+P1=$(pid1)
+[ -n "$P1" ] || fail "no PID 1 of $S"
+base_agent=$(rss_kib "$P1")
+big=$'import numpy as np, matplotlib.pyplot as plt\nplt.figure(figsize=(12, 12), dpi=120)\nplt.imshow(np.random.rand(800, 800))\nplt.show()'
+code "$(run_req "$big")"
+expect_status 200
+len=$(body '[.results[] | select(.png)][0].png | length')
+[ "$len" -gt 2000000 ] || fail "expected a PNG larger than the stream window, got $len bytes"
+body '[.results[] | select(.png)][0].png' | base64 -d | head -c 8 | od -An -tx1 | tr -d ' \n' |
+        grep -q 89504e470d0a1a0a || fail "large PNG does not decode"
+curl -sS -N -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
+        --data-binary "$(run_req "$big")" "$CELLA_URL$C/code" >"$IT_TMP/big.sse"
+grep '"type":"result"' "$IT_TMP/big.sse" | head -n 1 | sed 's/^data: //' | jq -r .png |
+        base64 -d | head -c 8 | od -An -tx1 | tr -d ' \n' | grep -q 89504e470d0a1a0a ||
+        fail "large PNG over SSE does not decode"
+after=$(rss_kib "$P1")
+[ $((after - base_agent)) -lt 16384 ] ||
+        fail "agent memory grew from $base_agent to $after KiB after large results"
+chatty='import sys
+for i in range(40):
+    sys.stdout.write("x" * 1000000)'
+curl -sS -N --limit-rate 8M -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
+        --data-binary "$(run_req "$chatty")" "$CELLA_URL$C/code" >"$IT_TMP/chatty.sse" &
+CP=$!
+max_agent=0
+max_cellad=0
+base_cellad=$(rss_kib "$CELLAD_PID")
+while kill -0 "$CP" 2>/dev/null; do
+        a=$(rss_kib "$P1")
+        d=$(rss_kib "$CELLAD_PID")
+        [ "$a" -gt "$max_agent" ] && max_agent=$a
+        [ "$d" -gt "$max_cellad" ] && max_cellad=$d
+        sleep 0.2
+done
+wait "$CP" || fail "chatty stream failed"
+got=$(grep '^data:' "$IT_TMP/chatty.sse" | sed 's/^data: //' |
+        jq -j 'select(.type == "stdout") | .text' | wc -c)
+assert_eq 40000000 "$got" "bytes of a chatty run read by a slow client"
+[ $((max_agent - base_agent)) -lt 32768 ] ||
+        fail "agent memory grew from $base_agent to $max_agent KiB for 40 MB of output"
+# (a sanitizer build's cellad keeps freed memory in quarantine: its RSS says nothing)
+if ! ldd "$CELLA_BUILD/cellad" 2>/dev/null | grep -q libasan; then
+        [ $((max_cellad - base_cellad)) -lt 32768 ] ||
+                fail "cellad memory grew from $base_cellad to $max_cellad KiB for 40 MB of output"
+fi
+
 # ---- errors ----
 code '{"code":"def f():\n    raise ValueError(\"bad value\")\nf()"}'
 expect_status 200
