@@ -295,6 +295,14 @@ expect_status 501 INTERPRETER_NOT_FOUND
 assert_contains "$(body .message)" "Python" "the language is named"
 api DELETE "/v1/sandboxes/$N" >/dev/null
 
+# ---- code that ignores the interrupt: killed after the grace period, context dead ----
+G=$(new_context python)
+code "$(jq -cn --arg x "$G" '{code:"import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(120)", contextId:$x, timeout:300}')"
+expect_status 410 CONTEXT_DEAD
+assert_contains "$(body .message)" "interrupt" "the reason names the interrupt"
+api DELETE "$C/contexts/$G" >/dev/null
+expect_status 200
+
 # ---- a killed interpreter: CONTEXT_DEAD, delete, recreate ----
 K=$(new_context python)
 code "$(run_req 'import os; os.kill(os.getpid(), 9)' "$K")"
