@@ -300,7 +300,8 @@ static void job_on_cancel(struct stream *s, bool detach)
                 stream_end_error(s, CELLA_E_BAD_REQUEST, "cancelled");
         /* s->conn is NULL now: nothing more is sent for this job */
         if (it->active != j) {
-                if (dequeue(it, j))
+                /* a setup still has to happen (the context exists); a run is dropped */
+                if (!j->is_setup && dequeue(it, j))
                         job_free(j);
                 return;
         }
