@@ -342,6 +342,28 @@ expect_status 404 CONTEXT_NOT_FOUND
 code "$(run_req '1' "no-such-context")"
 expect_status 404 CONTEXT_NOT_FOUND
 
+# ---- contexts end with the sandbox's processes: after a sleep, CONTEXT_NOT_FOUND ----
+Z=$(sbx code-nap)
+api_json PUT "/v1/sandboxes/$Z" '{"sleepAfter":"2s"}'
+expect_status 201
+api_json POST "/v1/sandboxes/$Z/contexts" '{"language":"python"}'
+expect_status 201
+ZC=$(body .id)
+api_json POST "/v1/sandboxes/$Z/code" "$(jq -cn --arg x "$ZC" '{code:"import time\ntime.sleep(3)\nz = 5", contextId:$x}')"
+expect_status 200
+for i in $(seq 1 100); do
+        api GET "/v1/sandboxes/$Z" >/dev/null
+        [ "$(body .state)" = sleeping ] && break
+        sleep 0.2
+done
+assert_eq sleeping "$(body .state)" "the sandbox went to sleep"
+api_json POST "/v1/sandboxes/$Z/code" "$(run_req 'z' "$ZC")"
+expect_status 404 CONTEXT_NOT_FOUND
+api_json POST "/v1/sandboxes/$Z/code" "$(run_req '1 + 2')"
+expect_status 200
+assert_eq 3 "$(main_text)" "a new default context after the wake"
+api DELETE "/v1/sandboxes/$Z" >/dev/null
+
 # ---- validation ----
 api_json POST "$C/contexts" '{"language":"cobol"}'
 expect_status 400 VALIDATION_FAILED
