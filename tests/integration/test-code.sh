@@ -388,6 +388,15 @@ api_json POST "$C/contexts" '{"language":"python","cwd":"/no/such/dir"}'
 cgs=$(run_in "$S" 'for p in $(pgrep -x python3); do cat /proc/$p/cgroup; done' | sort -u)
 assert_contains "$cgs" "/code-" "runner cgroups"
 
+# ---- a cellad restart keeps the contexts (they live in the reattached sandbox's agent) ----
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+start_cellad
+code "$(run_req 'kept' "$A")"
+expect_status 200
+assert_eq 7 "$(main_text)" "context state after a cellad restart"
+
 # ---- CLI ----
 CLI=$CELLA_BUILD/cella
 out=$("$CLI" code "$S" 'print("cli out"); 40 + 2') || fail "cella code failed: $out"
