@@ -1,11 +1,14 @@
 #!/bin/bash
-# The code interpreter (decision 0021): persistence in a context (python, javascript),
-# isolation between contexts, serialized runs (5 concurrent increments give 1..5),
-# parallel creation of 3 python and 3 javascript contexts, rich results (matplotlib PNG,
-# DataFrame HTML), errors (python, javascript), top-level await, TypeScript, output
-# streamed as it happens (SSE), timeouts that interrupt and keep the context, a killed
-# interpreter (CONTEXT_DEAD, then delete and recreate), delete then 404, validation, that an
-# idle sandbox starts no interpreter, and the `cella code` / `cella context` CLI.
+# The code interpreter (decision 0021): an idle sandbox starts no interpreter; persistence
+# in a context (python, javascript), isolation between contexts, a context's cwd and env,
+# serialized runs (5 concurrent increments give 1..5), parallel creation of 3 python and 3
+# javascript contexts, rich results (matplotlib PNG, DataFrame HTML, a PNG larger than the
+# stream window), bounded memory for a chatty run read by a slow client, errors (python,
+# javascript), top-level await, TypeScript, output streamed as it happens (SSE), timeouts
+# that interrupt and keep the context, a client going away, code ignoring SIGINT, a killed
+# interpreter (CONTEXT_DEAD, then delete and recreate), forged events on the runner's
+# pipe, a missing interpreter, contexts gone after a sleep and kept across a cellad
+# restart, delete then 404, validation, and the `cella code` / `cella context` CLI.
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
