@@ -706,6 +706,177 @@ static double start_true(const char *name)
         return status == 200 ? t : -1;
 }
 
+/* ---- code interpreter (docs/decisions/0021-code-interpreter.md) ---- */
+
+enum { CB_PY, CB_JS, CB_TS, CB_LANGS };
+static const char *const cb_lang[CB_LANGS] = {"python", "javascript", "typescript"};
+
+struct code_figures {
+        int n_cold, n_warm, n_rt;
+        double *cold[2], *warm[2];   /* context creation: python, javascript */
+        double *rt[CB_LANGS];        /* `1+1` round trip */
+        double *py_exec, *node_exec; /* baselines: `python3 -c 1`, `node -e 1` through exec */
+};
+
+/* POST /contexts {language}: the new id in ret (64 bytes), the time taken, or -1. */
+static double create_context(const char *sb, const char *lang, char *ret)
+{
+        char path[256], body[64];
+        struct resp r;
+        double t0 = now_ms(), dt;
+        long st;
+        json_t *j;
+
+        snprintf(path, sizeof(path), "/v1/sandboxes/%s/contexts", sb);
+        snprintf(body, sizeof(body), "{\"language\":\"%s\"}", lang);
+        st = request("POST", path, body, &r);
+        dt = now_ms() - t0;
+        j = st == 201 && r.data ? json_loads(r.data, 0, NULL) : NULL;
+        snprintf(ret, 64, "%s", j ? json_string_value(json_object_get(j, "id")) : "");
+        json_decref(j);
+        if (!ret[0]) {
+                fprintf(stderr, "create %s context in %s: HTTP %ld %.300s\n", lang, sb, st,
+                        r.data ? r.data : "");
+                dt = -1;
+        }
+        free(r.data);
+        return dt;
+}
+
+static void delete_context(const char *sb, const char *id)
+{
+        char path[256];
+        struct resp r;
+
+        snprintf(path, sizeof(path), "/v1/sandboxes/%s/contexts/%s", sb, id);
+        request("DELETE", path, NULL, &r);
+        free(r.data);
+}
+
+/* Run `1+1` in context id: the time taken, or -1 unless the answer is 2. */
+static double run_code(const char *sb, const char *id)
+{
+        char path[256], body[128];
+        struct resp r;
+        double t0 = now_ms(), dt;
+        long st;
+
+        snprintf(path, sizeof(path), "/v1/sandboxes/%s/code", sb);
+        snprintf(body, sizeof(body), "{\"code\":\"1+1\",\"contextId\":\"%s\"}", id);
+        st = request("POST", path, body, &r);
+        dt = now_ms() - t0;
+        if (st != 200 || !r.data || !strstr(r.data, "\"text\":\"2\"")) {
+                fprintf(stderr, "run in %s: HTTP %ld %.300s\n", id, st, r.data ? r.data : "");
+                dt = -1;
+        }
+        free(r.data);
+        return dt;
+}
+
+/* Cold: the first context of a language in a fresh sandbox (the interpreter starts and
+ * preloads). Warm: a context taken from the spare the agent keeps once a language was used
+ * (given time to start between samples). Round trips: `1+1` in a ready context. Baselines:
+ * a cold interpreter start through exec. */
+static int measure_code(struct code_figures *f)
+{
+        char sb[64], id[64];
+
+        for (int l = 0; l < 2; l++)
+                for (int i = 0; i < f->n_cold; i++) {
+                        snprintf(sb, sizeof(sb), "bench-%d-code-cold-%d-%d", (int)getpid(), l, i);
+                        if (!exec_in(sb, "true", "") ||
+                            (f->cold[l][i] = create_context(sb, cb_lang[l], id)) < 0)
+                                return -1;
+                        destroy(sb);
+                }
+        snprintf(sb, sizeof(sb), "bench-%d-code", (int)getpid());
+        for (int l = 0; l < 2; l++) {
+                if (create_context(sb, cb_lang[l], id) < 0)
+                        return -1;
+                for (int i = 0; i < f->n_warm; i++) {
+                        sleep(l == 0 ? 4 : 2); /* the spare started after the last take */
+                        if ((f->warm[l][i] = create_context(sb, cb_lang[l], id)) < 0)
+                                return -1;
+                        delete_context(sb, id);
+                }
+        }
+        for (int l = 0; l < CB_LANGS; l++) {
+                if (create_context(sb, cb_lang[l], id) < 0 || run_code(sb, id) < 0)
+                        return -1;
+                for (int i = 0; i < f->n_rt; i++)
+                        if ((f->rt[l][i] = run_code(sb, id)) < 0)
+                                return -1;
+        }
+        for (int i = 0; i < f->n_cold; i++) {
+                double t0 = now_ms();
+
+                if (!exec_in(sb, "python3 -c 1", ""))
+                        return -1;
+                f->py_exec[i] = now_ms() - t0;
+                t0 = now_ms();
+                if (!exec_in(sb, "node -e 1", ""))
+                        return -1;
+                f->node_exec[i] = now_ms() - t0;
+        }
+        destroy(sb);
+        return 0;
+}
+
+static void print_code(struct code_figures *f, const double *sess, int n_sess)
+{
+        printf("| code interpreter | N | p50 (ms) | p95 (ms) |\n|---|---|---|---|\n");
+        for (int l = 0; l < 2; l++)
+                printf("| %s context creation, cold (first in a fresh sandbox) | %d | %.1f | "
+                       "%.1f |\n",
+                       cb_lang[l], f->n_cold, pct(f->cold[l], f->n_cold, 0.5),
+                       pct(f->cold[l], f->n_cold, 0.95));
+        for (int l = 0; l < 2; l++)
+                printf("| %s context creation, warm (a spare ready) | %d | %.2f | %.2f |\n",
+                       cb_lang[l], f->n_warm, pct(f->warm[l], f->n_warm, 0.5),
+                       pct(f->warm[l], f->n_warm, 0.95));
+        for (int l = 0; l < CB_LANGS; l++)
+                printf("| `1+1` round trip, %s | %d | %.2f | %.2f |\n", cb_lang[l], f->n_rt,
+                       pct(f->rt[l], f->n_rt, 0.5), pct(f->rt[l], f->n_rt, 0.95));
+        if (sess)
+                printf("| session round trip, `echo hi` (baseline) | %d | %.2f | %.2f |\n", n_sess,
+                       pct((double *)sess, n_sess, 0.5), pct((double *)sess, n_sess, 0.95));
+        printf("| exec `python3 -c 1`, a cold interpreter (baseline) | %d | %.1f | %.1f |\n",
+               f->n_cold, pct(f->py_exec, f->n_cold, 0.5), pct(f->py_exec, f->n_cold, 0.95));
+        printf("| exec `node -e 1`, a cold interpreter (baseline) | %d | %.1f | %.1f |\n\n",
+               f->n_cold, pct(f->node_exec, f->n_cold, 0.5), pct(f->node_exec, f->n_cold, 0.95));
+}
+
+static int code_figures_alloc(struct code_figures *f, int n_cold, int n_warm, int n_rt)
+{
+        f->n_cold = n_cold;
+        f->n_warm = n_warm;
+        f->n_rt = n_rt;
+        for (int l = 0; l < 2; l++) {
+                f->cold[l] = calloc((size_t)n_cold, sizeof(double));
+                f->warm[l] = calloc((size_t)n_warm, sizeof(double));
+                if (!f->cold[l] || !f->warm[l])
+                        return -1;
+        }
+        for (int l = 0; l < CB_LANGS; l++)
+                if (!(f->rt[l] = calloc((size_t)n_rt, sizeof(double))))
+                        return -1;
+        f->py_exec = calloc((size_t)n_cold, sizeof(double));
+        f->node_exec = calloc((size_t)n_cold, sizeof(double));
+        return f->py_exec && f->node_exec ? 0 : -1;
+}
+
+static void code_figures_free(struct code_figures *f)
+{
+        for (int l = 0; l < 2; l++) {
+                free(f->cold[l]);
+                free(f->warm[l]);
+        }
+        for (int l = 0; l < CB_LANGS; l++)
+                free(f->rt[l]);
+        free(f->py_exec);
+        free(f->node_exec);
+}
+
 int main(int argc, char **argv)
 {
         static char cellad_buf[4096];
@@ -723,6 +894,9 @@ int main(int argc, char **argv)
         double t0, cpu_burst_pool = 0, cpu_burst = 0;
         long long mem_sum = 0;
         int mem_n = 0, rc = 1;
+        struct code_figures cf = {0};
+        int n_code = 100;
+        bool only_code = false;
 
         /* Defaults: IMAGES from the environment, cellad next to this program's build dir. */
         if (getenv("IMAGES") && *getenv("IMAGES"))
@@ -764,9 +938,13 @@ int main(int argc, char **argv)
                         n_dense[1] = parse_count(argv[i + 1]);
                 else if (strcmp(argv[i], "--procs") == 0)
                         n_procs = parse_count(argv[i + 1]);
+                else if (strcmp(argv[i], "--code") == 0)
+                        n_code = parse_count(argv[i + 1]);
+                else if (strcmp(argv[i], "--only") == 0)
+                        only_code = strcmp(argv[i + 1], "code") == 0;
         }
         if (n_tti < 1 || n_tti > 10000 || n_warm < 1 || n_warm > 100000 || n_burst < 1 ||
-            n_burst > 1000 || n_procs < 200) {
+            n_burst > 1000 || n_procs < 200 || n_code < 10 || n_code > 100000) {
                 fprintf(stderr, "bad counts\n");
                 return 2;
         }
@@ -791,6 +969,19 @@ int main(int argc, char **argv)
         signal(SIGPIPE, SIG_IGN);
         curl_global_init(CURL_GLOBAL_DEFAULT);
         curl = curl_easy_init();
+        if (code_figures_alloc(&cf, 5, 8, n_code) < 0)
+                goto out;
+        if (only_code) {
+                /* `--only code`: the code interpreter's figures alone (bench/run.sh --only
+                 * code would replace the whole figures section: run the binary directly). */
+                char *extra[] = {"--pool", "0", NULL};
+
+                if (!curl || start_cellad(cellad, images, extra) < 0 || measure_code(&cf) < 0)
+                        goto out;
+                print_code(&cf, NULL, 0);
+                rc = 0;
+                goto out;
+        }
         /* The daemon with a warm pool as large as the burst. */
         {
                 char pool_arg[16];
@@ -865,6 +1056,8 @@ int main(int argc, char **argv)
                 sess[i] = now_ms() - t0;
         }
         destroy(name);
+        if (measure_code(&cf) < 0)
+                goto out;
         if (host_shell_builtin(hostb, n_warm) < 0) {
                 fprintf(stderr, "host bash builtin baseline failed\n");
                 goto out;
@@ -1027,6 +1220,7 @@ int main(int argc, char **argv)
                 printf("| cella background process start (`true`, HTTP round trip) | %d | %.2f "
                        "| %.2f |\n\n",
                        n_procs, pct(pstart, n_procs, 0.5), pct(pstart, n_procs, 0.95));
+                print_code(&cf, sess, n_warm);
                 printf("| burst of %d new names at once | p50 (ms) | p99 (ms) |\n|---|---|---|\n",
                        n_burst);
                 printf("| warm pool (`--pool %d`) | %.2f | %.2f |\n", n_burst, bp50, bp99);
@@ -1087,5 +1281,6 @@ out:
         free(sess);
         free(hostb);
         free(pstart);
+        code_figures_free(&cf);
         return rc;
 }

@@ -133,6 +133,37 @@ int cella_watch(cella_client *c, const char *sandbox, const char *path,
                 const struct cella_watch_options *o,
                 int (*on_event)(const char *json, size_t len, void *userdata), void *userdata);
 
+/* ---- code interpreter ----
+ * Contexts are long-lived interpreters in the sandbox (docs/api.md "Code interpreter").
+ * Answers are JSON text freed with free(): a Context {id, language, cwd, status}, a list
+ * {contexts: [...]}, an Execution {results, logs: {stdout[], stderr[]}, error?,
+ * executionCount}. */
+struct cella_context_options {
+        const char *language;   /* python (default), javascript, typescript */
+        const char *cwd;        /* NULL: /workspace */
+        const char *const *env; /* "K=V", NULL-terminated, or NULL */
+};
+int cella_context_create(cella_client *c, const char *sandbox,
+                         const struct cella_context_options *o, char **ret_json);
+int cella_context_list(cella_client *c, const char *sandbox, char **ret_json);
+int cella_context_delete(cella_client *c, const char *sandbox, const char *id);
+
+struct cella_code_options {
+        const char *language;   /* NULL: python, or the context's */
+        const char *context_id; /* NULL: the language's default context */
+        long long timeout_ms;   /* 0: none */
+};
+/* Run code. Without on_event: one request, *ret_json the Execution. With on_event: the
+ * run's events as they happen (SSE), each event's JSON text (borrowed) to on_event:
+ * {"type":"stdout"|"stderr", "text"}, {"type":"result", ...}, {"type":"error", "name",
+ * "message", "traceback"} (an error in the code) and last {"type":"execution_complete",
+ * "executionCount", "timedOut"}; a non-zero return stops (CELLA_ERR_CALLBACK). A failure
+ * of the run itself (unknown context, dead interpreter) is CELLA_ERR_API in both modes. */
+int cella_code_run(cella_client *c, const char *sandbox, const char *code,
+                   const struct cella_code_options *o,
+                   int (*on_event)(const char *json, size_t len, void *userdata), void *userdata,
+                   char **ret_json);
+
 /* ---- background processes ----
  * Process ids are the ones given at start or generated ("proc-1"); a pid (as text) also
  * names a process. Answers are JSON text (ProcessInfo, docs/api.md) freed with free(). */

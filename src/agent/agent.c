@@ -351,6 +351,8 @@ static void dispatch(struct conn *c, const struct frame *f)
                         proc_request(c->a, c, &req);
                 } else if (f->type == FRAME_SESSION) {
                         session_request(c->a, c, &req);
+                } else if (f->type == FRAME_CODE) {
+                        code_request(c->a, c, &req);
                 } else if (f->type == FRAME_WATCH) {
                         watch_start(c->a, c, &req);
                 } else {
@@ -574,6 +576,7 @@ void agent_free(struct agent *a)
                 conn_fail(a->conn, "agent shutting down");
         session_free_all(a);
         proc_shutdown(a);
+        code_shutdown(a);
         uv_close((uv_handle_t *)&a->listener, NULL);
         uv_close((uv_handle_t *)&a->sigchld, NULL);
         for (size_t i = 0; i < a->n_dead_cgroups; i++)

@@ -83,6 +83,7 @@ struct agent {
         uint64_t seq;
         struct proc_table *procs; /* proc.c; NULL until the first PROC frame */
         const char *proc_log_dir; /* borrowed from the options */
+        struct code_table *code;  /* code.c; NULL until the first CODE frame */
 };
 
 /* Send one frame on the stream's connection (copied). -EPIPE if the stream has none. */
@@ -114,6 +115,11 @@ struct spawn_request {
          * expand_aliases` (command unused) reading its stdin from a pipe whose write end
          * is returned, stderr /dev/null, stdout the pipe returned as out. */
         bool session_shell;
+        /* An interpreter runner (code.c) instead of a shell: execve exe with argv (the
+         * command unused), and two more pipes: fd 3 reads what the agent writes to ret->in,
+         * fd 4 writes what the agent reads from ret->ev (docs/decisions/0021). */
+        const char *exe;
+        char *const *argv;
 };
 struct spawn_result {
         pid_t pid;        /* also set (and already reaped) when failed_step */
@@ -121,7 +127,9 @@ struct spawn_result {
         bool is_bash;     /* bash ran (else /bin/sh: there is no bash) */
         int out, err;     /* read ends of stdout and stderr (close-on-exec, blocking); err
                            * is -EBADF for a session shell */
-        int in;           /* session shell: write end of its stdin; else -EBADF */
+        int in;           /* session shell: write end of its stdin; runner: of its fd 3;
+                           * else -EBADF */
+        int ev;           /* runner: read end of its fd 4; else -EBADF */
 };
 /* Start the command. 0 with *ret filled, or -errno with err set (for a bad cwd the code
  * comes from errno: FILE_NOT_FOUND, NOT_DIRECTORY, ...). */
@@ -152,6 +160,11 @@ struct file_write;
 void file_read_start(struct conn *c, struct agent_request *req);
 void file_write_start(struct conn *c, struct agent_request *req);
 void file_op_run(struct conn *c, struct agent_request *req);
+
+/* code.c: the code interpreter (decision 0021). */
+void code_request(struct agent *a, struct conn *c, struct agent_request *req);
+/* Agent going away: kill every interpreter. */
+void code_shutdown(struct agent *a);
 
 /* watch.c */
 void watch_start(struct agent *a, struct conn *c, struct agent_request *req);

@@ -13,7 +13,7 @@ bool agent_request_opens_stream(uint8_t type)
 {
         return type == FRAME_EXEC || type == FRAME_FILE_READ || type == FRAME_FILE_WRITE ||
                type == FRAME_FILE_OP || type == FRAME_SESSION || type == FRAME_PROC ||
-               type == FRAME_WATCH;
+               type == FRAME_WATCH || type == FRAME_CODE;
 }
 
 void agent_request_done(struct agent_request *r)
@@ -429,6 +429,7 @@ static int decode_json(const struct frame *f, struct agent_request *r, struct ce
                 return decode_file_write(j, r, err);
         case FRAME_SESSION:
         case FRAME_PROC:
+        case FRAME_CODE:
                 r->body = TAKE_PTR(j);
                 return 0;
         case FRAME_WATCH:
@@ -460,6 +461,7 @@ int agent_request_decode(const struct frame *f, struct agent_request *ret, struc
         case FRAME_SESSION:
         case FRAME_PROC:
         case FRAME_WATCH:
+        case FRAME_CODE:
                 if (f->stream == 0)
                         goto proto;
                 return decode_json(f, ret, err);

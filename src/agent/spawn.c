@@ -218,9 +218,10 @@ fail:
 
 /* The child between fork and exec: async-signal-safe calls only. */
 _Noreturn static void run_child(int errfd, int infd, int outfd, int errout, int procsfd,
-                                int scriptfd, const char *cwd, const char *shell,
-                                char *const argv[], char *const envp[])
+                                int scriptfd, const int runner[2], const char *cwd,
+                                const char *shell, char *const argv[], char *const envp[])
 {
+        int hi[2] = {-1, -1};
         struct child_failure f = {STEP_SETUP, 0};
         struct sigaction sa;
         sigset_t none;
@@ -248,6 +249,14 @@ _Noreturn static void run_child(int errfd, int infd, int outfd, int errout, int 
             (scriptfd >= 0 && scriptfd != SCRIPT_FD && dup2(scriptfd, SCRIPT_FD) < 0) ||
             (scriptfd == SCRIPT_FD && fcntl(SCRIPT_FD, F_SETFD, 0) < 0))
                 goto fail;
+        /* A runner's request and event pipes become fds 3 and 4: moved above them first so
+         * that neither dup2 overwrites the other's source. */
+        if (runner[0] >= 0) {
+                hi[0] = fcntl(runner[0], F_DUPFD_CLOEXEC, 10);
+                hi[1] = fcntl(runner[1], F_DUPFD_CLOEXEC, 10);
+                if (hi[0] < 0 || hi[1] < 0 || dup2(hi[0], 3) < 0 || dup2(hi[1], 4) < 0)
+                        goto fail;
+        }
         if (chdir(cwd) < 0) {
                 f.step = STEP_CHDIR;
                 goto fail;
@@ -273,6 +282,7 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
 {
         int outp[2] = {-EBADF, -EBADF}, errp[2] = {-EBADF, -EBADF};
         int failp[2] = {-EBADF, -EBADF}, inp[2] = {-EBADF, -EBADF};
+        int evp[2] = {-EBADF, -EBADF}, runner[2] = {-1, -1};
         _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF, scriptfd = -EBADF, cgfd = -EBADF;
         char hostname[256] = "localhost";
         char *base[5] = {NULL};
@@ -289,15 +299,19 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
 
         ret->pid = -1;
         ret->failed_step = false;
-        ret->out = ret->err = ret->in = -EBADF;
-        if (access(shell, X_OK) < 0)
+        ret->out = ret->err = ret->in = ret->ev = -EBADF;
+        if (sr->exe)
+                shell = sr->exe;
+        else if (access(shell, X_OK) < 0)
                 shell = "/bin/sh";
         ret->is_bash = strcmp(shell, "/bin/bash") == 0;
         argv[0] = (char *)(ret->is_bash ? "bash" : "sh");
         argv[1] = (char *)"-c";
         argv[2] = (char *)sr->command;
         argv[3] = NULL;
-        if (sr->session_shell && ret->is_bash) {
+        if (sr->exe) {
+                ret->is_bash = false;
+        } else if (sr->session_shell && ret->is_bash) {
                 argv[1] = (char *)"--noprofile";
                 argv[2] = (char *)"--norc";
                 argv[3] = (char *)"-O";
@@ -344,7 +358,8 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nullfd < 0 || pipe2(outp, O_CLOEXEC) < 0 ||
             (!sr->session_shell && pipe2(errp, O_CLOEXEC) < 0) ||
-            (sr->session_shell && pipe2(inp, O_CLOEXEC) < 0) || pipe2(failp, O_CLOEXEC) < 0) {
+            ((sr->session_shell || sr->exe) && pipe2(inp, O_CLOEXEC) < 0) ||
+            (sr->exe && pipe2(evp, O_CLOEXEC) < 0) || pipe2(failp, O_CLOEXEC) < 0) {
                 r = -errno;
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "pipes: %s", strerror(errno));
                 goto out;
@@ -381,14 +396,20 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "fork: %s", strerror(errno));
                 goto out;
         }
-        if (pid == 0)
+        if (pid == 0) {
+                if (sr->exe) {
+                        runner[0] = inp[0];
+                        runner[1] = evp[1];
+                }
                 run_child(failp[1], sr->session_shell ? inp[0] : nullfd, outp[1],
-                          sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, sr->cwd, shell,
-                          argv, envp);
+                          sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, runner, sr->cwd,
+                          shell, sr->exe ? sr->argv : argv, envp);
+        }
         close_fd(&failp[1]);
         close_fd(&outp[1]);
         close_fd(&errp[1]);
         close_fd(&inp[0]);
+        close_fd(&evp[1]);
         /* Blocks for the fork-to-exec time only: the pipe closes on exec. */
         do
                 n = read(failp[0], &f, sizeof(f));
@@ -414,9 +435,12 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         ret->out = outp[0];
         ret->err = errp[0];
         ret->in = inp[1];
-        outp[0] = errp[0] = inp[1] = -EBADF;
+        ret->ev = evp[0];
+        outp[0] = errp[0] = inp[1] = evp[0] = -EBADF;
         r = 0;
 out:
+        close_fd(&evp[0]);
+        close_fd(&evp[1]);
         close_fd(&inp[0]);
         close_fd(&inp[1]);
         close_fd(&outp[0]);

@@ -132,6 +132,21 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                                 a->include[a->ninclude++] = v;
                         else
                                 a->exclude[a->nexclude++] = v;
+                } else if (opt_is(s, "--lang")) {
+                        if (need_value(a, argc, argv, &i, &a->lang) < 0)
+                                return -1;
+                        if (strcmp(a->lang, "python") != 0 && strcmp(a->lang, "javascript") != 0 &&
+                            strcmp(a->lang, "typescript") != 0)
+                                return fail(a,
+                                            "--lang takes python, javascript or typescript, not "
+                                            "'%s'",
+                                            a->lang);
+                } else if (opt_is(s, "--context")) {
+                        if (need_value(a, argc, argv, &i, &a->context) < 0)
+                                return -1;
+                } else if (opt_is(s, "--out-dir")) {
+                        if (need_value(a, argc, argv, &i, &a->out_dir) < 0)
+                                return -1;
                 } else if (strcmp(s, "--no-recursive") == 0) {
                         a->no_recursive = true;
                 } else if (opt_is(s, "--allow")) {

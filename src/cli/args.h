@@ -46,6 +46,10 @@ struct cli_args {
         const char *exclude[CLI_MAX_KV + 1]; /* --exclude GLOB */
         int nexclude;
         bool no_recursive; /* --no-recursive */
+        /* code interpreter */
+        const char *lang;    /* code/context create --lang */
+        const char *context; /* code --context ID */
+        const char *out_dir; /* code --out-dir DIR */
         /* git clone */
         const char *branch; /* --branch */
         long depth;         /* --depth N (0: not given) */

@@ -10,6 +10,7 @@
 
 #include "cella/cella.h"
 #include "cli/args.h"
+#include "common/base64.h"
 #include "common/buf.h"
 
 static const char usage_text[] =
@@ -25,6 +26,11 @@ static const char usage_text[] =
         "  rm NAME PATH [-r]   mkdir NAME PATH [-p]   mv NAME FROM TO\n"
         "  watch NAME PATH [--include G]... [--exclude G]... [--no-recursive] [--json]\n"
         "                      print file changes under PATH, one line each, until ^C\n"
+        "  code NAME [--lang L] [--context ID] [--timeout MS] [--out-dir DIR] [--json] CODE|-\n"
+        "                      run code in an interpreter context (python, javascript,\n"
+        "                      typescript), streaming its output; images go to DIR\n"
+        "  context create NAME [--lang L] [--cwd DIR] [--env K=V]...\n"
+        "  context ls NAME [--json]   context rm NAME ID\n"
         "  create NAME [--image I] [--instance-type T] [--sleep-after D] [--keep-alive]\n"
         "              [--no-default-session] [--network none|outbound]\n"
         "              [--allow CIDR[:PORT]]... [--env K=V]... [--label K=V]...\n"
@@ -191,6 +197,190 @@ static int cmd_session(cella_client *c, struct cli_args *a)
         }
         free(text);
         return 0;
+}
+
+static int cmd_context(cella_client *c, struct cli_args *a)
+{
+        static const char usage[] = "usage: cella context create NAME [--lang L] [--cwd DIR] "
+                                    "[--env K=V]... | cella context ls NAME [--json] | "
+                                    "cella context rm NAME ID";
+        char *text = NULL;
+        json_t *j, *x;
+        size_t i;
+        int r;
+
+        if (a->npos < 3)
+                return usage_error(usage);
+        if (strcmp(a->pos[1], "create") == 0 && a->npos == 3) {
+                struct cella_context_options o = {
+                        .language = a->lang, .cwd = a->cwd, .env = a->nenv ? a->env : NULL};
+
+                r = cella_context_create(c, a->pos[2], &o, &text);
+                if (r < 0)
+                        return api_fail(c, r);
+                if (a->json) {
+                        print_json(text);
+                } else {
+                        j = json_loads(text, 0, NULL);
+                        printf("%s\n", str(j, "id"));
+                        json_decref(j);
+                }
+        } else if (strcmp(a->pos[1], "ls") == 0 && a->npos == 3) {
+                r = cella_context_list(c, a->pos[2], &text);
+                if (r < 0)
+                        return api_fail(c, r);
+                if (a->json) {
+                        print_json(text);
+                } else {
+                        j = json_loads(text, 0, NULL);
+                        printf("%-24s %-11s %-9s %s\n", "ID", "LANGUAGE", "STATUS", "CWD");
+                        json_array_foreach(json_object_get(j, "contexts"), i, x)
+                                printf("%-24s %-11s %-9s %s\n", str(x, "id"), str(x, "language"),
+                                       str(x, "status"), str(x, "cwd"));
+                        json_decref(j);
+                }
+        } else if (strcmp(a->pos[1], "rm") == 0 && a->npos == 4) {
+                r = cella_context_delete(c, a->pos[2], a->pos[3]);
+                if (r < 0)
+                        return api_fail(c, r);
+        } else {
+                return usage_error(usage);
+        }
+        free(text);
+        return 0;
+}
+
+struct code_out {
+        const char *out_dir;
+        int images;
+        bool error; /* the code raised */
+        bool timed_out;
+};
+
+/* Write a base64 image result to DIR/result-N.EXT; prints the path. */
+static void save_image(struct code_out *o, const char *b64, const char *ext, bool is_text)
+{
+        char path[4096];
+        FILE *f;
+
+        if (!o->out_dir) {
+                fprintf(stderr, "cella: a %s result (use --out-dir DIR to save it)\n", ext);
+                return;
+        }
+        snprintf(path, sizeof(path), "%s/result-%d.%s", o->out_dir, ++o->images, ext);
+        f = fopen(path, "we");
+        if (!f) {
+                fprintf(stderr, "cella: %s: %s\n", path, strerror(errno));
+                return;
+        }
+        if (is_text) {
+                fputs(b64, f);
+        } else {
+                struct buf bytes = BUF_INIT;
+
+                if (base64_decode(&bytes, b64, strlen(b64)) == 0 && bytes.len)
+                        fwrite(bytes.data, 1, bytes.len, f);
+                else
+                        fprintf(stderr, "cella: %s: the result is not valid base64\n", path);
+                buf_free(&bytes);
+        }
+        if (fclose(f) != 0)
+                fprintf(stderr, "cella: %s: %s\n", path, strerror(errno));
+        else
+                printf("%s\n", path);
+}
+
+static void print_code_result(struct code_out *o, json_t *r)
+{
+        const char *png = str(r, "png"), *jpeg = str(r, "jpeg"), *svg = str(r, "svg");
+
+        if (*png)
+                save_image(o, png, "png", false);
+        if (*jpeg)
+                save_image(o, jpeg, "jpeg", false);
+        if (*svg)
+                save_image(o, svg, "svg", true);
+        if (!*png && !*jpeg && !*svg && json_object_get(r, "text"))
+                printf("%s\n", str(r, "text"));
+}
+
+static void print_code_error(struct code_out *o, json_t *e)
+{
+        json_t *line;
+        size_t i;
+
+        o->error = true;
+        fflush(stdout);
+        json_array_foreach(json_object_get(e, "traceback"), i, line)
+                fprintf(stderr, "%s\n", json_string_value(line) ? json_string_value(line) : "");
+        if (json_array_size(json_object_get(e, "traceback")) == 0)
+                fprintf(stderr, "%s: %s\n", str(e, "name"), str(e, "message"));
+}
+
+static int on_code_event(const char *json, size_t len, void *ud)
+{
+        struct code_out *o = ud;
+        json_t *j = json_loadb(json, len, 0, NULL);
+        const char *type = str(j, "type");
+
+        if (strcmp(type, "stdout") == 0) {
+                fputs(str(j, "text"), stdout);
+                fflush(stdout);
+        } else if (strcmp(type, "stderr") == 0) {
+                fputs(str(j, "text"), stderr);
+        } else if (strcmp(type, "result") == 0) {
+                print_code_result(o, j);
+        } else if (strcmp(type, "error") == 0) {
+                print_code_error(o, j);
+        } else if (strcmp(type, "execution_complete") == 0) {
+                o->timed_out = json_is_true(json_object_get(j, "timedOut"));
+        }
+        fflush(stdout);
+        json_decref(j);
+        return 0;
+}
+
+static int cmd_code(cella_client *c, struct cli_args *a)
+{
+        struct cella_code_options o = {
+                .language = a->lang, .context_id = a->context, .timeout_ms = a->timeout_ms};
+        struct code_out out = {.out_dir = a->out_dir};
+        struct buf code = BUF_INIT;
+        const char *src = a->pos[2];
+        char *text = NULL;
+        int r;
+
+        if (strcmp(src, "-") == 0) {
+                char chunk[65536];
+                size_t n;
+
+                while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0)
+                        if (buf_append(&code, chunk, n) < 0)
+                                return api_fail(c, CELLA_ERR_NOMEM);
+                if (buf_append(&code, "", 1) < 0)
+                        return api_fail(c, CELLA_ERR_NOMEM);
+                src = code.data;
+        }
+        if (a->json) {
+                r = cella_code_run(c, a->pos[1], src, &o, NULL, NULL, &text);
+        } else {
+                r = cella_code_run(c, a->pos[1], src, &o, on_code_event, &out, NULL);
+        }
+        buf_free(&code);
+        if (r < 0)
+                return api_fail(c, r);
+        if (a->json) {
+                json_t *j = json_loads(text, 0, NULL);
+
+                print_json(text);
+                out.error = json_object_get(j, "error") != NULL;
+                out.timed_out = json_is_true(json_object_get(j, "timedOut"));
+                json_decref(j);
+                free(text);
+        }
+        if (out.timed_out)
+                fprintf(stderr, "cella: timed out\n");
+        return out.error || out.timed_out ? 1 : 0;
 }
 
 static int cmd_list(cella_client *c, struct cli_args *a)
@@ -734,6 +924,14 @@ int main(int argc, char **argv)
                 rc = need(&a, 2, "cella ps NAME [--json]") < 0 ? 2 : cmd_ps(c, &a);
         } else if (strcmp(cmd, "logs") == 0) {
                 rc = need(&a, 3, "cella logs NAME ID [-f]") < 0 ? 2 : cmd_logs(c, &a);
+        } else if (strcmp(cmd, "code") == 0) {
+                rc = need(&a, 3,
+                          "cella code NAME [--lang L] [--context ID] [--timeout MS] "
+                          "[--out-dir DIR] [--json] CODE|-") < 0
+                             ? 2
+                             : cmd_code(c, &a);
+        } else if (strcmp(cmd, "context") == 0) {
+                rc = cmd_context(c, &a);
         } else if (strcmp(cmd, "watch") == 0) {
                 rc = need(&a, 3,
                           "cella watch NAME PATH [--include G]... [--exclude G]... "

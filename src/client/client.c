@@ -759,6 +759,8 @@ struct watch_stream {
         int (*on_event)(const char *json, size_t len, void *userdata);
         void *userdata;
         bool failed;
+        bool code_run; /* code events: an error with a "code" is the run's failure, one
+                        * without is the code's own error, passed on */
 };
 
 static int on_watch_event(const char *event, const char *data, size_t len, void *ud)
@@ -774,9 +776,12 @@ static int on_watch_event(const char *event, const char *data, size_t len, void 
                 set_error(x->c, "INVALID_RESPONSE", "malformed watch event");
                 return CELLA_ERR_INVALID;
         }
-        if (strcmp(type, "error") == 0) {
+        if (strcmp(type, "error") == 0 && (!x->code_run || json_object_get(j, "code"))) {
                 const char *code = json_string_value(json_object_get(j, "code"));
                 const char *msg = json_string_value(json_object_get(j, "error"));
+
+                if (!msg)
+                        msg = json_string_value(json_object_get(j, "message"));
 
                 set_error(x->c, code ? code : "INTERNAL_ERROR", "%s", msg ? msg : "");
                 x->failed = true;
@@ -833,6 +838,93 @@ int cella_watch(cella_client *c, const char *sandbox, const char *path,
         if (!text || !url)
                 goto out;
         sse_parser_init(&x.sse, 4 * 1024 * 1024);
+        r = perform(c, "POST", url, text, NULL, "text/event-stream", &s);
+        sse_parser_free(&x.sse);
+        buf_free(&s.body);
+        if (r >= 0 && x.failed)
+                r = CELLA_ERR_API;
+out:
+        free(text);
+        free(url);
+        return r;
+}
+
+/* ---- code interpreter ---- */
+
+int cella_context_create(cella_client *c, const char *sandbox,
+                         const struct cella_context_options *o, char **ret_json)
+{
+        json_t *b = json_pack("{s:s}", "language", o && o->language ? o->language : "python");
+
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        if (o && o->cwd)
+                json_object_set_new(b, "cwd", json_string(o->cwd));
+        if (o && o->env) {
+                json_t *e = kv_object(o->env);
+
+                if (!e) {
+                        json_decref(b);
+                        set_error(c, "VALIDATION_FAILED", "env must be K=V");
+                        return CELLA_ERR_INVALID;
+                }
+                json_object_set_new(b, "env", e);
+        }
+        return request_json(c, "POST", sandbox_url(c, sandbox, "/contexts", NULL, NULL, NULL), b,
+                            ret_json);
+}
+
+int cella_context_list(cella_client *c, const char *sandbox, char **ret_json)
+{
+        return request_url(c, "GET", sandbox_url(c, sandbox, "/contexts", NULL, NULL, NULL), NULL,
+                           ret_json);
+}
+
+int cella_context_delete(cella_client *c, const char *sandbox, const char *id)
+{
+        struct buf sub = BUF_INIT;
+        char *eid = curl_easy_escape(c->curl, id, 0);
+        int r;
+
+        if (!eid || buf_printf(&sub, "/contexts/%s", eid) < 0) {
+                curl_free(eid);
+                return CELLA_ERR_NOMEM;
+        }
+        curl_free(eid);
+        r = request_json(c, "DELETE", sandbox_url(c, sandbox, sub.data, NULL, NULL, NULL), NULL,
+                         NULL);
+        buf_free(&sub);
+        return r;
+}
+
+int cella_code_run(cella_client *c, const char *sandbox, const char *code,
+                   const struct cella_code_options *o,
+                   int (*on_event)(const char *json, size_t len, void *userdata), void *userdata,
+                   char **ret_json)
+{
+        struct watch_stream x = {
+                .c = c, .on_event = on_event, .userdata = userdata, .code_run = true};
+        struct sink s = {.body = BUF_INIT, .stream = watch_sse_chunk, .ud = &x};
+        json_t *b = json_pack("{s:s}", "code", code ? code : "");
+        char *text = NULL, *url;
+        int r = CELLA_ERR_NOMEM;
+
+        if (b && o && o->language)
+                json_object_set_new(b, "language", json_string(o->language));
+        if (b && o && o->context_id)
+                json_object_set_new(b, "contextId", json_string(o->context_id));
+        if (b && o && o->timeout_ms > 0)
+                json_object_set_new(b, "timeout", json_integer(o->timeout_ms));
+        url = sandbox_url(c, sandbox, "/code", NULL, NULL, NULL);
+        if (!on_event)
+                return b ? request_json(c, "POST", url, b, ret_json) : (free(url), r);
+        if (b)
+                text = json_dumps(b, JSON_COMPACT);
+        json_decref(b);
+        if (!text || !url)
+                goto out;
+        /* events carry rich results (a PNG is a base64 line): lines up to 64 MiB */
+        sse_parser_init(&x.sse, 64 * 1024 * 1024);
         r = perform(c, "POST", url, text, NULL, "text/event-stream", &s);
         sse_parser_free(&x.sse);
         buf_free(&s.body);

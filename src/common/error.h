@@ -38,6 +38,8 @@
         X(STALE_PREVIEW_URL, 410)           \
         X(BAD_GATEWAY, 502)                 \
         X(CONTEXT_NOT_FOUND, 404)           \
+        X(CONTEXT_DEAD, 410)                \
+        X(INTERPRETER_NOT_FOUND, 501)       \
         X(PROCESS_READY_TIMEOUT, 408)       \
         X(PROCESS_EXITED_BEFORE_READY, 409) \
         X(VALIDATION_FAILED, 400)           \

@@ -50,6 +50,18 @@
 #define CELLA_PROC_MAX_INTERVAL_MS 60000
 #define CELLA_AGENT_MAX_SESSIONS 256 /* sessions (shells) per sandbox */
 
+/* Code interpreter (agent, docs/decisions/0021-code-interpreter.md) */
+#define CELLA_CODE_MAX_CODE (512 * 1024)         /* bytes of code in one run */
+#define CELLA_CODE_MAX_CONTEXTS 32               /* contexts per sandbox */
+#define CELLA_CODE_MAX_QUEUE 256                 /* runs waiting in one context */
+#define CELLA_CODE_MAX_LINE (64 * 1024 * 1024)   /* one event line from a runner */
+#define CELLA_CODE_MAX_EVENT CELLA_CODE_MAX_LINE /* one event the daemon reassembles */
+#define CELLA_CODE_OUT_PENDING (64 * 1024)       /* output held per stream awaiting credit */
+#define CELLA_CODE_INTERRUPT_GRACE_MS 2000       /* SIGINT, then the runner's cgroup is killed */
+#define CELLA_CODE_READY_TIMEOUT_MS 60000        /* a runner's start (preloads included) */
+#define CELLA_CODE_MAX_TEXT 4096                 /* runner message/name fields kept */
+#define CELLA_CODE_MAX_TRACEBACK 1000            /* traceback lines kept */
+
 /* Paths and names */
 #define CELLA_NAME_MAX 63
 #define CELLA_PATH_MAX 4096

@@ -26,6 +26,7 @@ static const char *const names[_FRAME_TYPE_MAX] = {
         [FRAME_SESSION] = "SESSION",
         [FRAME_PROC] = "PROC",
         [FRAME_WATCH] = "WATCH",
+        [FRAME_CODE] = "CODE",
 };
 
 const char *frame_type_name(uint8_t type)

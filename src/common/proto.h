@@ -46,6 +46,9 @@ enum frame_type {
         FRAME_PROC = 20,    /* d->a: {"op":s,...} background processes -> ... RESULT */
         FRAME_WATCH = 21,   /* d->a: {"path":s,"recursive"?:b,"include"?:[s],"exclude"?:[s]}
                              * -> DATA (one JSON event each) until CANCEL (docs/protocol.md) */
+        FRAME_CODE = 22,    /* d->a: {"op":"create"|"delete"|"list"|"run",...} code interpreter
+                             * contexts; a run streams STDOUT/STDERR and DATA (NDJSON events)
+                             * -> RESULT (docs/protocol.md) */
         _FRAME_TYPE_MAX
 };
 

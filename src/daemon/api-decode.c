@@ -1161,3 +1161,111 @@ out:
         json_decref(j);
         return r;
 }
+
+/* ---- code interpreter ---- */
+
+static int language_field(json_t *v, json_t *out, struct cella_error *err)
+{
+        const char *s;
+
+        if (!v || json_is_null(v))
+                return 0;
+        s = json_is_string(v) ? json_string_value(v) : "";
+        if (strcmp(s, "python") != 0 && strcmp(s, "javascript") != 0 &&
+            strcmp(s, "typescript") != 0)
+                return invalid(err, "language must be python, javascript or typescript");
+        return json_object_set_new(out, "language", json_string(s)) < 0 ? -ENOMEM : 0;
+}
+
+int api_decode_context_create(const char *body, size_t len, json_t **ret, struct cella_error *err)
+{
+        json_t *j, *lang = NULL, *cwd = NULL, *env = NULL, *out = NULL;
+        char path[CELLA_PATH_MAX + 1];
+        json_error_t je;
+        int r = -EINVAL;
+
+        *ret = NULL;
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s?o, s?o, s?o}", "language", &lang, "cwd", &cwd,
+                           "env", &env) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        out = json_pack("{s:s, s:s}", "op", "create", "language", "python");
+        if (!out) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto out;
+        }
+        if (language_field(lang, out, err) < 0)
+                goto out;
+        if (cwd && !json_is_null(cwd)) {
+                if (!json_is_string(cwd)) {
+                        invalid(err, "cwd must be a string");
+                        goto out;
+                }
+                if (path_field(cwd, "cwd", path, err) < 0)
+                        goto out;
+                json_object_set_new(out, "cwd", json_string(path));
+        }
+        if (env && !json_is_null(env)) {
+                if (api_check_string_object(env, "env", CELLA_EXEC_MAX_ENV, err) < 0)
+                        goto out;
+                json_object_set(out, "env", env);
+        }
+        *ret = TAKE_PTR(out);
+        r = 0;
+out:
+        json_decref(out);
+        json_decref(j);
+        return r;
+}
+
+int api_decode_code_run(const char *body, size_t len, json_t **ret, struct cella_error *err)
+{
+        json_t *j, *code = NULL, *ctx = NULL, *lang = NULL, *timeout = NULL, *out = NULL;
+        json_error_t je;
+        int r = -EINVAL;
+
+        *ret = NULL;
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o, s?o, s?o}", "code", &code, "contextId",
+                           &ctx, "language", &lang, "timeout", &timeout) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (!json_is_string(code) || has_nul(code)) {
+                invalid(err, "code must be a string without NUL characters");
+                goto out;
+        }
+        if (json_string_length(code) > CELLA_CODE_MAX_CODE) {
+                invalid(err, "code is longer than %d bytes", CELLA_CODE_MAX_CODE);
+                goto out;
+        }
+        out = json_pack("{s:s, s:O}", "op", "run", "code", code);
+        if (!out) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto out;
+        }
+        if (ctx && !json_is_null(ctx)) {
+                if (!json_is_string(ctx) || has_nul(ctx) ||
+                    !cella_id_is_valid(json_string_value(ctx))) {
+                        invalid(err, "contextId must be 1-%d characters of [A-Za-z0-9_.-]",
+                                CELLA_ID_MAX);
+                        goto out;
+                }
+                json_object_set(out, "id", ctx);
+        }
+        if (language_field(lang, out, err) < 0 ||
+            ms_field(timeout, "timeout", 0, CELLA_EXEC_MAX_TIMEOUT_MS, out, "timeoutMs", err) < 0)
+                goto out;
+        *ret = TAKE_PTR(out);
+        r = 0;
+out:
+        json_decref(out);
+        json_decref(j);
+        return r;
+}

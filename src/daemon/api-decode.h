@@ -158,4 +158,12 @@ struct api_watch {
 int api_decode_watch(const char *body, size_t len, struct api_watch *ret, struct cella_error *err);
 void api_watch_done(struct api_watch *p);
 
+/* POST /v1/sandboxes/{id}/contexts: {language?: python|javascript|typescript (default
+ * python), cwd?, env?}. *ret: the agent's CODE payload {op:"create", language, cwd?, env?}
+ * (new reference). */
+int api_decode_context_create(const char *body, size_t len, json_t **ret, struct cella_error *err);
+/* POST /v1/sandboxes/{id}/code: {code, contextId?, language?, timeout? (ms)}; code at most
+ * CELLA_CODE_MAX_CODE bytes, NUL-free. *ret: {op:"run", code, id?, language?, timeoutMs?}. */
+int api_decode_code_run(const char *body, size_t len, json_t **ret, struct cella_error *err);
+
 #endif

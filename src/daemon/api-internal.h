@@ -43,6 +43,9 @@ void api_git_checkout(struct api *a, struct http_request *req, const char *name)
 void api_images_build(struct api *a, struct http_request *req, const char *name);
 
 void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest);
+/* api-code.c: /contexts, /contexts/{cid} (rest starts with "/contexts") and POST /code. */
+void api_contexts(struct api *a, struct http_request *req, const char *name, const char *rest);
+void api_code(struct api *a, struct http_request *req, const char *name);
 /* api-watch.c: POST /v1/sandboxes/{id}/files/watch (SSE). */
 void api_watch(struct api *a, struct http_request *req, const char *name);
 
@@ -52,7 +55,8 @@ void api_watch(struct api *a, struct http_request *req, const char *name);
 struct api_sse {
         struct http_request *req;
         struct agent_stream *stream;
-        struct buf carry[2]; /* incomplete UTF-8 tail of stdout, stderr */
+        struct buf carry[2];  /* incomplete UTF-8 tail of stdout, stderr */
+        const char *data_key; /* the output events' text field; NULL: "data" */
         void (*hold)(void *owner);
         void (*release)(void *owner);
         void *owner;

@@ -76,6 +76,7 @@ void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t le
 {
         static const char *const types[] = {"stdout", "stderr"};
         struct buf *c = &o->carry[which];
+        const char *key = o->data_key ? o->data_key : "data";
         size_t n;
 
         if (buf_append(c, data, len) < 0) {
@@ -92,7 +93,7 @@ void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t le
                 return;
         }
         if (utf8_is_valid(c->data, n)) {
-                api_sse_event(o, json_pack("{s:s, s:s%}", "type", types[which], "data", c->data, n),
+                api_sse_event(o, json_pack("{s:s, s:s%}", "type", types[which], key, c->data, n),
                               len);
         } else {
                 /* the text up to the first invalid byte as text, the rest of this piece
@@ -102,8 +103,7 @@ void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t le
 
                 if (v > 0) {
                         api_sse_event(
-                                o,
-                                json_pack("{s:s, s:s%}", "type", types[which], "data", c->data, v),
+                                o, json_pack("{s:s, s:s%}", "type", types[which], key, c->data, v),
                                 0);
                         buf_consume(c, v);
                 }
@@ -113,7 +113,7 @@ void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t le
                         return;
                 }
                 api_sse_event(o,
-                              json_pack("{s:s, s:s%, s:s}", "type", types[which], "data",
+                              json_pack("{s:s, s:s%, s:s}", "type", types[which], key,
                                         e.data ? e.data : "", e.len, "encoding", "base64"),
                               len);
         }

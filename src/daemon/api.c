@@ -314,6 +314,17 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                 api_sessions(a, req, name, rest);
                 return;
         }
+        if (strncmp(rest, "/contexts", 9) == 0 && (rest[9] == '\0' || rest[9] == '/')) {
+                api_contexts(a, req, name, rest);
+                return;
+        }
+        if (strcmp(rest, "/code") == 0) {
+                if (!is(req, "POST"))
+                        method_not_allowed(req);
+                else
+                        api_code(a, req, name);
+                return;
+        }
         if (strcmp(rest, "/files/watch") == 0) {
                 if (!is(req, "POST"))
                         method_not_allowed(req);

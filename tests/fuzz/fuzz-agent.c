@@ -8,10 +8,13 @@
  * PING always is, and the fields the type uses are well-formed: strings NUL-free, paths
  * absolute and normalised, env entries "KEY=value" with a non-empty key within
  * CELLA_EXEC_MAX_ENV, a non-negative timeout, a mode of -1 or permission bits, WINDOW
- * credit as on the wire, DATA/PING bytes borrowed from the frame. */
+ * credit as on the wire, DATA/PING bytes borrowed from the frame. A CODE body goes through
+ * code_request_decode() too, and every DATA payload through code_event_decode() (the
+ * decoder of a runner's event lines, hostile input of the same kind). */
 #include <errno.h>
 #include <string.h>
 
+#include "agent/code-request.h"
 #include "agent/proc-request.h"
 #include "agent/request.h"
 #include "agent/session.h"
@@ -157,6 +160,59 @@ static void check_proc(json_t *body)
         proc_request_done(&p);
 }
 
+/* The second step for CODE: the operation's decoder (src/agent/code-request.h). */
+static void check_code(json_t *body)
+{
+        struct code_request c;
+        struct cella_error err = {0};
+        int r;
+
+        memset(&c, 0xa5, sizeof(c));
+        r = code_request_decode(body, &c, &err);
+        if (r < 0) {
+                FUZZ_CHECK(r == -EINVAL && cella_error_is_set(&err));
+                code_request_done(&c);
+                return;
+        }
+        FUZZ_CHECK(c.op >= CODE_OP_CREATE && c.op <= CODE_OP_RUN);
+        FUZZ_CHECK(c.language >= CODE_PYTHON && c.language <= CODE_TYPESCRIPT);
+        FUZZ_CHECK(!c.id || agent_id_is_valid(c.id));
+        FUZZ_CHECK(c.op != CODE_OP_DELETE || c.id);
+        if (c.cwd)
+                check_path(c.cwd);
+        if (c.op == CODE_OP_RUN)
+                FUZZ_CHECK(c.code && strlen(c.code) <= CELLA_CODE_MAX_CODE);
+        FUZZ_CHECK(c.timeout_ms >= 0 && c.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+        for (size_t i = 0; i < c.n_env; i++)
+                FUZZ_CHECK(strchr(c.env[i], '=') > c.env[i]);
+        code_request_done(&c);
+}
+
+/* A runner's event line: decoded, or refused with err set; results keep known keys only. */
+static void check_event(const uint8_t *line, size_t len)
+{
+        struct code_event e;
+        struct cella_error err = {0};
+        const char *key;
+        json_t *v;
+        int r = code_event_decode((const char *)line, len, &e, &err);
+
+        if (r < 0) {
+                FUZZ_CHECK(r == -EINVAL && cella_error_is_set(&err));
+        } else {
+                FUZZ_CHECK(e.type >= CODE_EV_UNKNOWN && e.type <= CODE_EV_DONE);
+                FUZZ_CHECK(e.id >= 0 && e.execution_count >= 0);
+                if (e.type == CODE_EV_RESULT)
+                        json_object_foreach(e.result, key, v)
+                                FUZZ_CHECK(strcmp(key, "json") == 0 ||
+                                           strcmp(key, "isMainResult") == 0 || json_is_string(v));
+                if (e.type == CODE_EV_ERROR)
+                        FUZZ_CHECK(e.name && e.message && strlen(e.name) <= CELLA_CODE_MAX_TEXT &&
+                                   json_array_size(e.traceback) <= CELLA_CODE_MAX_TRACEBACK);
+        }
+        code_event_done(&e);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         size_t off = 0;
@@ -177,6 +233,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         check_success(&f, &req);
                         if (req.type == FRAME_PROC)
                                 check_proc(req.body);
+                        if (req.type == FRAME_CODE)
+                                check_code(req.body);
+                        if (req.type == FRAME_DATA)
+                                check_event(req.data, req.len);
                 } else {
                         FUZZ_CHECK(r == -EPROTO || r == -EINVAL || r == -ENOMEM);
                         FUZZ_CHECK(r == -ENOMEM || cella_error_is_set(&err));

@@ -2,7 +2,8 @@
  * picks the decoder (modulo 18: 0-5 put_sandbox, exec, file_read, file_write, mkdir, move;
  * 6 and 7 the shared helpers api_parse_bool and api_check_string_object (and setEnvVars);
  * 8-12 the process calls of api_decode_process (start, kill, waitLog, waitPort, waitExit);
- * 13-15 kill with the body as the ?signal= query value; 16 sessions; 17 git checkout), the
+ * 13-15 kill with the body as the ?signal= query value; 16 sessions; 17 git checkout; 18 file
+ * watch; 19 code context create; 20 code run), the
  * rest is the body, in
  * an exact-size heap copy without a terminating NUL, as the HTTP server hands it over.
  *
@@ -275,6 +276,40 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 api_watch_done(&x);
                 break;
         }
+        case 19:
+        case 20: {
+                json_t *x = NULL;
+
+                if (which == 19)
+                        r = api_decode_context_create(body, len, &x, &err);
+                else
+                        r = api_decode_code_run(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        const char *lang = json_string_value(json_object_get(x, "language"));
+                        json_t *cwd = json_object_get(x, "cwd");
+                        json_t *id = json_object_get(x, "id");
+
+                        FUZZ_CHECK(json_is_object(x));
+                        FUZZ_CHECK(!lang || !strcmp(lang, "python") ||
+                                   !strcmp(lang, "javascript") || !strcmp(lang, "typescript"));
+                        if (cwd)
+                                check_path(json_string_value(cwd));
+                        FUZZ_CHECK(!id || cella_id_is_valid(json_string_value(id)));
+                        if (which == 20) {
+                                json_t *code = json_object_get(x, "code");
+
+                                FUZZ_CHECK(json_is_string(code) &&
+                                           json_string_length(code) <= CELLA_CODE_MAX_CODE &&
+                                           strlen(json_string_value(code)) ==
+                                                   json_string_length(code));
+                                FUZZ_CHECK(!json_object_get(x, "timeoutMs") ||
+                                           json_integer_value(json_object_get(x, "timeoutMs")) >=
+                                                   0);
+                        }
+                });
+                json_decref(x);
+                break;
+        }
         default: {
                 /* setEnvVars bodies share this selector with the string-object check. */
                 struct api_env e;
@@ -312,7 +347,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!body)
                 return 0;
         memcpy(body, data + 1, size - 1);
-        fuzz_decoder(data[0] % 19, body, size - 1);
+        fuzz_decoder(data[0] % 21, body, size - 1);
         free(body);
         return 0;
 }

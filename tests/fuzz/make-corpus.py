@@ -19,7 +19,7 @@ FRAME_MAX = 1024 * 1024
 # enum frame_type (src/common/proto.h)
 HELLO, EXEC, STARTED, STDOUT, STDERR, EXIT, ERROR, CANCEL, WINDOW = range(1, 10)
 FILE_READ, FILE_WRITE, FILE_OP, DATA, END, RESULT, FILE_INFO, PING, PONG = range(10, 19)
-SESSION, PROC, WATCH = 19, 20, 21
+SESSION, PROC, WATCH, CODE = 19, 20, 21, 22
 
 
 def frame(ftype, stream, payload=b"", flags=0, reserved=0, length=None):
@@ -390,6 +390,28 @@ def jsonseeds():
     for label, body in watch.items():
         out["watch-" + label] = bytes([18]) + js(body)
     out["watch-nul"] = bytes([18]) + b'{"path":"/","include":["a\\u0000b"]}'
+    # Selectors 19 and 20: POST .../contexts and POST .../code bodies.
+    contexts = {
+        "full": {"language": "typescript", "cwd": "src", "env": {"A": "1"}},
+        "minimal": {},
+        "bad-language": {"language": "cobol"},
+        "bad-env": {"env": {"A": 1}},
+        "unknown-key": {"language": "python", "x": 1},
+    }
+    for label, body in contexts.items():
+        out["context-" + label] = bytes([19]) + js(body)
+    runs = {
+        "full": {"code": "x = 1\nx", "contextId": "ctx-abc", "language": "python",
+                 "timeout": 1500},
+        "minimal": {"code": ""},
+        "no-code": {"language": "javascript"},
+        "bad-context": {"code": "1", "contextId": "../x"},
+        "bad-timeout": {"code": "1", "timeout": -1},
+        "real-timeout": {"code": "1", "timeout": 2.5},
+    }
+    for label, body in runs.items():
+        out["code-" + label] = bytes([20]) + js(body)
+    out["code-nul"] = bytes([20]) + b'{"code":"a\\u0000b"}'
     out["empty"] = b""
     return out
 
@@ -508,6 +530,27 @@ def agent():
                       + frame(WATCH, 11, {"path": "/", "recursive": 1})
                       + frame(WATCH, 12, {"path": "/", "include": ["*"] * 40})),
         "watch-stream-0": frame(WATCH, 0, {"path": "/"}),
+        "code-create": frame(CODE, 9, {"op": "create", "language": "javascript", "cwd": "/w",
+                                       "env": {"A": "1"}, "baseEnv": {"PATH": "/bin"}}),
+        "code-run": (frame(CODE, 9, {"op": "run", "code": "1+1", "id": "ctx-1",
+                                     "language": "python", "timeoutMs": 100})
+                     + window(9, 65536) + frame(CANCEL, 9)),
+        "code-list-delete": (frame(CODE, 9, {"op": "list"})
+                             + frame(CODE, 10, {"op": "delete", "id": "default-python"})),
+        "code-bad": (frame(CODE, 9, {"op": "run"})
+                     + frame(CODE, 10, {"op": "delete", "id": "a/b"})
+                     + frame(CODE, 11, {"op": "create", "language": "ruby"})
+                     + frame(CODE, 12, {"op": "restart"})),
+        "code-events": (frame(DATA, 9, b'{"type":"ready"}')
+                        + frame(DATA, 9, js({"type": "result", "id": 1,
+                                             "result": {"text": "1", "png": "iVBO",
+                                                        "json": [1], "isMainResult": True,
+                                                        "x": 1}}))
+                        + frame(DATA, 9, js({"type": "error", "id": 1, "name": "E",
+                                             "message": "m", "traceback": ["a", "b"]}))
+                        + frame(DATA, 9, js({"type": "done", "id": 1, "executionCount": 1}))
+                        + frame(DATA, 9, b'{"type":"setup_error","message":"no"}')
+                        + frame(DATA, 9, b'{"type":"done","id":-1}')),
     }
 
 

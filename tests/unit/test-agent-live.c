@@ -1489,6 +1489,122 @@ static void test_proc_big_logs(void **state)
         pcall_free(&r);
 }
 
+/* ---- code interpreter (CODE frames; needs python3 on the host) ---- */
+
+struct ccall {
+        char *out, *data;
+        size_t out_len, data_len;
+        uint8_t end_type; /* RESULT or ERROR */
+        json_t *end;
+        bool hit_window;
+};
+
+static void ccall_free(struct ccall *r)
+{
+        free(r->out);
+        free(r->data);
+        json_decref(r->end);
+        memset(r, 0, sizeof(*r));
+}
+
+/* Send a CODE request and collect its stream until RESULT or ERROR. Data (STDOUT, STDERR,
+ * DATA) is acknowledged only when the whole window is outstanding, so the agent must stop
+ * at the window's edge. */
+static void ccall(uint32_t stream, struct ccall *r, const char *text)
+{
+        uint64_t unacked = 0;
+
+        memset(r, 0, sizeof(*r));
+        send_frame(conn, FRAME_CODE, stream, text, strlen(text));
+        for (;;) {
+                struct rframe f;
+
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, stream);
+                switch (f.type) {
+                case FRAME_STDOUT:
+                case FRAME_STDERR:
+                case FRAME_DATA:
+                        if (f.type == FRAME_DATA)
+                                append(&r->data, &r->data_len, f.payload, f.len);
+                        else
+                                append(&r->out, &r->out_len, f.payload, f.len);
+                        unacked += f.len;
+                        assert_true(unacked <= CELLA_STREAM_WINDOW);
+                        if (unacked == CELLA_STREAM_WINDOW) {
+                                r->hit_window = true;
+                                send_window(conn, stream, (uint32_t)unacked);
+                                unacked = 0;
+                        }
+                        break;
+                case FRAME_RESULT:
+                case FRAME_ERROR:
+                        r->end_type = f.type;
+                        r->end = frame_json(&f);
+                        free(f.payload);
+                        return;
+                default:
+                        fail_msg("unexpected frame type %d", f.type);
+                }
+                free(f.payload);
+        }
+}
+
+static void test_code(void **state)
+{
+        struct ccall r;
+        char ctx[80], text[256];
+
+        (void)state;
+        if (access("/usr/bin/python3", X_OK) != 0)
+                skip();
+        ccall(300, &r, "{\"op\":\"create\",\"language\":\"python\",\"cwd\":\"/tmp\"}");
+        if (r.end_type != FRAME_RESULT)
+                fail_msg("create: %s %s", jstr(r.end, "code"), jstr(r.end, "message"));
+        snprintf(ctx, sizeof(ctx), "%s", jstr(r.end, "id"));
+        assert_int_equal(strncmp(ctx, "ctx-", 4), 0);
+        assert_string_equal(jstr(r.end, "cwd"), "/tmp");
+        ccall_free(&r);
+
+        /* 5 MiB of output from one run: the agent stops at each window's edge */
+        snprintf(text, sizeof(text),
+                 "{\"op\":\"run\",\"id\":\"%s\",\"code\":\"import sys\\nfor i in range(5):\\n"
+                 "    sys.stdout.write('y' * 1048576)\\n'end'\"}",
+                 ctx);
+        ccall(301, &r, text);
+        assert_int_equal(r.end_type, FRAME_RESULT);
+        assert_int_equal(r.out_len, 5 * 1024 * 1024);
+        assert_true(r.hit_window);
+        assert_int_equal(json_integer_value(json_object_get(r.end, "executionCount")), 1);
+        assert_non_null(r.data);
+        assert_non_null(strstr(r.data, "\"type\":\"result\""));
+        assert_non_null(strstr(r.data, "'end'"));
+        assert_int_equal(r.data[r.data_len - 1], '\n');
+        ccall_free(&r);
+
+        ccall(302, &r, "{\"op\":\"run\",\"id\":\"no-such\",\"code\":\"1\"}");
+        assert_int_equal(r.end_type, FRAME_ERROR);
+        assert_string_equal(jstr(r.end, "code"), "CONTEXT_NOT_FOUND");
+        ccall_free(&r);
+        ccall(303, &r, "{\"op\":\"run\",\"code\":\"1\",\"bogus\":1}");
+        assert_int_equal(r.end_type, FRAME_ERROR);
+        assert_string_equal(jstr(r.end, "code"), "VALIDATION_FAILED");
+        ccall_free(&r);
+
+        ccall(304, &r, "{\"op\":\"list\"}");
+        assert_int_equal(r.end_type, FRAME_RESULT);
+        assert_int_equal(json_array_size(json_object_get(r.end, "contexts")), 1);
+        ccall_free(&r);
+        snprintf(text, sizeof(text), "{\"op\":\"delete\",\"id\":\"%s\"}", ctx);
+        ccall(305, &r, text);
+        assert_int_equal(r.end_type, FRAME_RESULT);
+        ccall_free(&r);
+        ccall(306, &r, text);
+        assert_int_equal(r.end_type, FRAME_ERROR);
+        assert_string_equal(jstr(r.end, "code"), "CONTEXT_NOT_FOUND");
+        ccall_free(&r);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1511,6 +1627,7 @@ int main(void)
                 cmocka_unit_test(test_proc_stream_and_waits),
                 cmocka_unit_test(test_proc_kill_and_reconnect),
                 cmocka_unit_test(test_proc_big_logs),
+                cmocka_unit_test(test_code),
                 cmocka_unit_test(test_proc_table_bounded),
         };
 

@@ -247,6 +247,39 @@ static void watch_options(void **state)
         assert_false(a.no_recursive);
         assert_int_equal(PARSE(&a, "watch", "box", "/w", "--include"), -1);
         assert_int_equal(PARSE(&a, "watch", "box", "/w", "--exclude"), -1);
+
+static void code_options(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "code", "box", "--lang", "javascript", "--context", "ctx-1",
+                               "--timeout", "900", "--out-dir", "/tmp/o", "--json", "1 + 1"),
+                         0);
+        assert_string_equal(a.lang, "javascript");
+        assert_string_equal(a.context, "ctx-1");
+        assert_int_equal(a.timeout_ms, 900);
+        assert_string_equal(a.out_dir, "/tmp/o");
+        assert_true(a.json);
+        assert_int_equal(a.npos, 3);
+        assert_string_equal(a.pos[2], "1 + 1");
+        /* "-" (code from stdin) is a positional word */
+        assert_int_equal(PARSE(&a, "code", "box", "-"), 0);
+        assert_int_equal(a.npos, 3);
+        assert_string_equal(a.pos[2], "-");
+        assert_int_equal(PARSE(&a, "code", "box", "--lang=typescript", "x"), 0);
+        assert_string_equal(a.lang, "typescript");
+        assert_int_equal(PARSE(&a, "code", "box", "--lang", "ruby", "x"), -1);
+        assert_non_null(strstr(a.error, "--lang"));
+        assert_int_equal(PARSE(&a, "code", "box", "--context"), -1);
+        assert_int_equal(PARSE(&a, "context", "create", "box", "--lang", "python", "--cwd", "/w",
+                               "--env", "A=1"),
+                         0);
+        assert_int_equal(a.npos, 3);
+        assert_string_equal(a.lang, "python");
+        assert_string_equal(a.cwd, "/w");
+        assert_int_equal(a.nenv, 1);
+        assert_int_equal(PARSE(&a, "context", "rm", "box", "ctx-1"), 0);
+        assert_int_equal(a.npos, 4);
 }
 
 int main(void)
@@ -265,6 +298,7 @@ int main(void)
                 cmocka_unit_test(git_clone),
                 cmocka_unit_test(expose_options),
                 cmocka_unit_test(watch_options),
+                cmocka_unit_test(code_options),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -253,6 +253,71 @@ static void test_watch(void **state)
         watch_bad("{\"path\":\"/\",\"exclude\":[\"a\\u0000b\"]}");
 }
 
+static void code_bad(bool run, const char *body)
+{
+        struct cella_error err = {0};
+        json_t *p = (json_t *)1;
+
+        if (run)
+                assert_true(api_decode_code_run(body, strlen(body), &p, &err) < 0);
+        else
+                assert_true(api_decode_context_create(body, strlen(body), &p, &err) < 0);
+        assert_null(p);
+        assert_true(err.code == CELLA_E_VALIDATION_FAILED || err.code == CELLA_E_NAME_TOO_LONG);
+}
+
+static void test_code(void **state)
+{
+        struct cella_error err = {0};
+        json_t *p;
+
+        (void)state;
+        assert_int_equal(api_decode_context_create(BODY("{}"), &p, &err), 0);
+        assert_string_equal(json_string_value(json_object_get(p, "op")), "create");
+        assert_string_equal(json_string_value(json_object_get(p, "language")), "python");
+        assert_null(json_object_get(p, "cwd"));
+        json_decref(p);
+        assert_int_equal(api_decode_context_create(BODY("{\"language\":\"typescript\",\"cwd\":"
+                                                        "\"src\",\"env\":{\"A\":\"1\"}}"),
+                                                   &p, &err),
+                         0);
+        assert_string_equal(json_string_value(json_object_get(p, "language")), "typescript");
+        assert_string_equal(json_string_value(json_object_get(p, "cwd")), "/workspace/src");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(p, "env"), "A")),
+                            "1");
+        json_decref(p);
+        code_bad(false, "[]");
+        code_bad(false, "{\"language\":\"ruby\"}");
+        code_bad(false, "{\"language\":null,\"x\":1}");
+        code_bad(false, "{\"cwd\":7}");
+        code_bad(false, "{\"env\":{\"A\":1}}");
+        code_bad(false, "{\"env\":{\"A=B\":\"1\"}}");
+
+        assert_int_equal(api_decode_code_run(BODY("{\"code\":\"1+1\"}"), &p, &err), 0);
+        assert_string_equal(json_string_value(json_object_get(p, "op")), "run");
+        assert_string_equal(json_string_value(json_object_get(p, "code")), "1+1");
+        assert_null(json_object_get(p, "id"));
+        assert_null(json_object_get(p, "language"));
+        json_decref(p);
+        assert_int_equal(api_decode_code_run(BODY("{\"code\":\"\",\"contextId\":\"ctx-1\","
+                                                  "\"language\":\"javascript\",\"timeout\":"
+                                                  "2500.5}"),
+                                             &p, &err),
+                         0);
+        assert_string_equal(json_string_value(json_object_get(p, "id")), "ctx-1");
+        assert_string_equal(json_string_value(json_object_get(p, "language")), "javascript");
+        assert_int_equal(json_integer_value(json_object_get(p, "timeoutMs")), 2500);
+        json_decref(p);
+        code_bad(true, "{}");
+        code_bad(true, "{\"code\":null}");
+        code_bad(true, "{\"code\":\"a\\u0000b\"}");
+        code_bad(true, "{\"code\":\"1\",\"contextId\":\"../x\"}");
+        code_bad(true, "{\"code\":\"1\",\"contextId\":5}");
+        code_bad(true, "{\"code\":\"1\",\"language\":\"c\"}");
+        code_bad(true, "{\"code\":\"1\",\"timeout\":-5}");
+        code_bad(true, "{\"code\":\"1\",\"extra\":true}");
+}
+
 static void test_helpers(void **state)
 {
         bool b;
@@ -503,6 +568,7 @@ int main(void)
                 cmocka_unit_test(test_sleep_after),  cmocka_unit_test(test_env),
                 cmocka_unit_test(test_session),      cmocka_unit_test(test_processes),
                 cmocka_unit_test(test_git_checkout), cmocka_unit_test(test_watch),
+                cmocka_unit_test(test_code),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

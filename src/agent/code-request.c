@@ -1,0 +1,326 @@
+/* Decoders for the code interpreter; see code-request.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/code-request.h"
+#include "agent/request.h"
+#include "common/limits.h"
+#include "common/utf8.h"
+
+static const char *const lang_names[] = {"python", "javascript", "typescript"};
+
+const char *code_lang_name(enum code_lang l)
+{
+        return (unsigned)l < ARRAY_SIZE(lang_names) ? lang_names[l] : "?";
+}
+
+int code_lang_parse(const char *s, enum code_lang *ret)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(lang_names); i++)
+                if (strcmp(s, lang_names[i]) == 0) {
+                        *ret = (enum code_lang)i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+void code_request_done(struct code_request *r)
+{
+        free(r->id);
+        free(r->cwd);
+        free(r->code);
+        agent_env_free(r->env, r->n_env);
+        agent_env_free(r->base_env, r->n_base_env);
+        memset(r, 0, sizeof(*r));
+}
+
+static int decode_language(json_t *v, struct code_request *r, struct cella_error *err)
+{
+        if (!v)
+                return 0;
+        if (!json_is_string(v) || code_lang_parse(json_string_value(v), &r->language) < 0) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "'language' must be python, javascript or typescript");
+                return -EINVAL;
+        }
+        r->language_given = true;
+        return 0;
+}
+
+/* Only the keys in allowed[] may appear. */
+static int check_keys(json_t *body, const char *const *allowed, size_t n, const char *op,
+                      struct cella_error *err)
+{
+        const char *key;
+        json_t *v;
+
+        json_object_foreach(body, key, v)
+        {
+                size_t i;
+
+                for (i = 0; i < n; i++)
+                        if (strcmp(key, allowed[i]) == 0)
+                                break;
+                if (i == n) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "unknown field '%.64s' in a %s request", key, op);
+                        return -EINVAL;
+                }
+        }
+        return 0;
+}
+
+static int decode_create(json_t *b, struct code_request *r, struct cella_error *err)
+{
+        static const char *const keys[] = {"op", "language", "cwd", "env", "baseEnv"};
+        json_t *cwd = json_object_get(b, "cwd");
+
+        if (check_keys(b, keys, ARRAY_SIZE(keys), "create", err) < 0 ||
+            decode_language(json_object_get(b, "language"), r, err) < 0)
+                return -EINVAL;
+        if (cwd && !json_is_null(cwd) && agent_decode_path(cwd, "cwd", &r->cwd, err) < 0)
+                return -EINVAL;
+        if (agent_decode_env(json_object_get(b, "env"), "env", &r->env, &r->n_env, err) < 0)
+                return -EINVAL;
+        return agent_decode_env(json_object_get(b, "baseEnv"), "baseEnv", &r->base_env,
+                                &r->n_base_env, err);
+}
+
+static int decode_run(json_t *b, struct code_request *r, struct cella_error *err)
+{
+        static const char *const keys[] = {"op", "id", "language", "code", "timeoutMs", "baseEnv"};
+        json_t *id = json_object_get(b, "id"), *t = json_object_get(b, "timeoutMs");
+
+        if (check_keys(b, keys, ARRAY_SIZE(keys), "run", err) < 0 ||
+            decode_language(json_object_get(b, "language"), r, err) < 0)
+                return -EINVAL;
+        if (id && !json_is_null(id) && agent_decode_id(id, "id", &r->id, err) < 0)
+                return -EINVAL;
+        if (agent_decode_string(json_object_get(b, "code"), "code", CELLA_CODE_MAX_CODE, false,
+                                &r->code, err) < 0)
+                return -EINVAL;
+        if (t && !json_is_null(t)) {
+                if (!json_is_integer(t) || json_integer_value(t) < 0 ||
+                    json_integer_value(t) > CELLA_EXEC_MAX_TIMEOUT_MS) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "'timeoutMs' must be an integer in 0..%lld",
+                                        (long long)CELLA_EXEC_MAX_TIMEOUT_MS);
+                        return -EINVAL;
+                }
+                r->timeout_ms = json_integer_value(t);
+        }
+        return agent_decode_env(json_object_get(b, "baseEnv"), "baseEnv", &r->base_env,
+                                &r->n_base_env, err);
+}
+
+int code_request_decode(json_t *body, struct code_request *r, struct cella_error *err)
+{
+        static const char *const id_keys[] = {"op", "id"};
+        static const char *const list_keys[] = {"op"};
+        const char *op;
+
+        memset(r, 0, sizeof(*r));
+        r->language = CODE_PYTHON;
+        if (!json_is_object(body) || !json_is_string(json_object_get(body, "op"))) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "a CODE request needs an 'op'");
+                return -EINVAL;
+        }
+        op = json_string_value(json_object_get(body, "op"));
+        if (strcmp(op, "create") == 0) {
+                r->op = CODE_OP_CREATE;
+                return decode_create(body, r, err);
+        }
+        if (strcmp(op, "run") == 0) {
+                r->op = CODE_OP_RUN;
+                return decode_run(body, r, err);
+        }
+        if (strcmp(op, "list") == 0) {
+                r->op = CODE_OP_LIST;
+                return check_keys(body, list_keys, ARRAY_SIZE(list_keys), "list", err);
+        }
+        if (strcmp(op, "delete") == 0) {
+                r->op = CODE_OP_DELETE;
+                if (check_keys(body, id_keys, ARRAY_SIZE(id_keys), "delete", err) < 0)
+                        return -EINVAL;
+                return agent_decode_id(json_object_get(body, "id"), "id", &r->id, err);
+        }
+        cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown CODE op '%.32s'", op);
+        return -EINVAL;
+}
+
+/* ---- runner events ---- */
+
+void code_event_done(struct code_event *ev)
+{
+        json_decref(ev->result);
+        json_decref(ev->traceback);
+        free(ev->name);
+        free(ev->message);
+        memset(ev, 0, sizeof(*ev));
+}
+
+/* A string field cut to max bytes at a character boundary; "" when absent. */
+static int text_field(json_t *o, const char *key, size_t max, char **ret, struct cella_error *err)
+{
+        json_t *v = json_object_get(o, key);
+        const char *s = "";
+        size_t n = 0;
+
+        if (v && !json_is_string(v)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "event field '%s' is not a string",
+                                key);
+                return -EINVAL;
+        }
+        if (v) {
+                s = json_string_value(v);
+                n = json_string_length(v);
+        }
+        if (n > max)
+                n = utf8_complete_prefix(s, max);
+        *ret = strndup(s, n);
+        if (!*ret) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static bool is_base64(const char *s, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+
+                if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '+' || c == '/' || c == '=' || c == '\n'))
+                        return false;
+        }
+        return true;
+}
+
+static int decode_result(json_t *ev, struct code_event *ret, struct cella_error *err)
+{
+        static const char *const text_keys[] = {"text",  "html", "markdown",
+                                                "latex", "svg",  "javascript"};
+        static const char *const b64_keys[] = {"png", "jpeg"};
+        json_t *in = json_object_get(ev, "result"), *v;
+
+        if (!json_is_object(in)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "result event without a result");
+                return -EINVAL;
+        }
+        ret->result = json_object();
+        if (!ret->result) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(text_keys); i++) {
+                v = json_object_get(in, text_keys[i]);
+                if (json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v))
+                        json_object_set(ret->result, text_keys[i], v);
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(b64_keys); i++) {
+                v = json_object_get(in, b64_keys[i]);
+                if (json_is_string(v) && is_base64(json_string_value(v), json_string_length(v)))
+                        json_object_set(ret->result, b64_keys[i], v);
+        }
+        v = json_object_get(in, "json");
+        if (v)
+                json_object_set(ret->result, "json", v);
+        v = json_object_get(in, "isMainResult");
+        if (json_is_boolean(v))
+                json_object_set(ret->result, "isMainResult", v);
+        return 0;
+}
+
+static int decode_error(json_t *ev, struct code_event *ret, struct cella_error *err)
+{
+        json_t *tb = json_object_get(ev, "traceback"), *line;
+        size_t i;
+
+        if (text_field(ev, "name", CELLA_CODE_MAX_TEXT, &ret->name, err) < 0 ||
+            text_field(ev, "message", CELLA_CODE_MAX_LINE, &ret->message, err) < 0)
+                return -EINVAL;
+        ret->traceback = json_array();
+        if (!ret->traceback) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        if (tb && !json_is_array(tb)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "traceback is not an array");
+                return -EINVAL;
+        }
+        json_array_foreach(tb, i, line)
+        {
+                if (i >= CELLA_CODE_MAX_TRACEBACK)
+                        break;
+                if (!json_is_string(line)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "traceback line %zu is not a string", i);
+                        return -EINVAL;
+                }
+                json_array_append(ret->traceback, line);
+        }
+        return 0;
+}
+
+static int get_int(json_t *ev, const char *key, int64_t *ret, struct cella_error *err)
+{
+        json_t *v = json_object_get(ev, key);
+
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "event field '%s' must be a non-negative integer", key);
+                return -EINVAL;
+        }
+        *ret = json_integer_value(v);
+        return 0;
+}
+
+int code_event_decode(const char *line, size_t len, struct code_event *ret, struct cella_error *err)
+{
+        json_t *ev _cleanup_(json_decrefp) = NULL;
+        const char *type;
+
+        memset(ret, 0, sizeof(*ret));
+        ev = json_loadb(line, len, JSON_REJECT_DUPLICATES, NULL);
+        if (!json_is_object(ev) || !json_is_string(json_object_get(ev, "type"))) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "not an event object");
+                return -EINVAL;
+        }
+        type = json_string_value(json_object_get(ev, "type"));
+        if (strcmp(type, "ready") == 0) {
+                ret->type = CODE_EV_READY;
+                return 0;
+        }
+        if (strcmp(type, "setup_ok") == 0) {
+                ret->type = CODE_EV_SETUP_OK;
+                return 0;
+        }
+        if (strcmp(type, "setup_error") == 0) {
+                ret->type = CODE_EV_SETUP_ERROR;
+                return text_field(ev, "message", CELLA_CODE_MAX_TEXT, &ret->message, err);
+        }
+        if (strcmp(type, "result") == 0) {
+                ret->type = CODE_EV_RESULT;
+                if (get_int(ev, "id", &ret->id, err) < 0)
+                        return -EINVAL;
+                return decode_result(ev, ret, err);
+        }
+        if (strcmp(type, "error") == 0) {
+                ret->type = CODE_EV_ERROR;
+                if (get_int(ev, "id", &ret->id, err) < 0)
+                        return -EINVAL;
+                return decode_error(ev, ret, err);
+        }
+        if (strcmp(type, "done") == 0) {
+                ret->type = CODE_EV_DONE;
+                if (get_int(ev, "id", &ret->id, err) < 0)
+                        return -EINVAL;
+                if (json_object_get(ev, "executionCount"))
+                        return get_int(ev, "executionCount", &ret->execution_count, err);
+                return 0;
+        }
+        ret->type = CODE_EV_UNKNOWN;
+        return 0;
+}
