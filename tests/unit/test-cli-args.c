@@ -247,6 +247,7 @@ static void watch_options(void **state)
         assert_false(a.no_recursive);
         assert_int_equal(PARSE(&a, "watch", "box", "/w", "--include"), -1);
         assert_int_equal(PARSE(&a, "watch", "box", "/w", "--exclude"), -1);
+}
 
 static void code_options(void **state)
 {
