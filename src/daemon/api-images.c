@@ -222,57 +222,6 @@ struct build_req {
         char name[CELLA_NAME_MAX + 1];
 };
 
-int api_decode_image_build(const char *body, size_t len, const char **pkgs, size_t *n,
-                           json_t **owner, struct cella_error *err)
-{
-        json_t *j = NULL, *arr, *p;
-        json_error_t je;
-        size_t i;
-
-        *n = 0;
-        *owner = NULL;
-        if (len == 0)
-                return 0;
-        j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-        if (!json_is_object(j)) {
-                json_decref(j);
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "body must be a JSON object {packages: [...]}");
-        }
-        json_object_foreach(j, body, p) if (strcmp(body, "packages") != 0)
-        {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown field '%.64s'", body);
-                json_decref(j);
-                return -1;
-        }
-        arr = json_object_get(j, "packages");
-        if (arr && !json_is_array(arr)) {
-                json_decref(j);
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "packages must be an array of package names");
-        }
-        if (json_array_size(arr) > CELLA_IMAGE_MAX_PACKAGES) {
-                json_decref(j);
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "at most %d packages",
-                                       CELLA_IMAGE_MAX_PACKAGES);
-        }
-        json_array_foreach(arr, i, p)
-        {
-                if (!json_is_string(p) || !image_package_ok(json_string_value(p))) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "packages[%zu]: not a Debian package name "
-                                        "([a-z0-9][a-z0-9+.-]*, at most %d bytes)",
-                                        i, CELLA_IMAGE_PACKAGE_MAX);
-                        json_decref(j);
-                        return -1;
-                }
-                pkgs[i] = json_string_value(p);
-        }
-        *n = json_array_size(arr);
-        *owner = j;
-        return 0;
-}
-
 static void build_start(struct api *a, struct http_request *req, const char *name,
                         const char **pkgs, size_t npkgs)
 {
@@ -342,7 +291,7 @@ static void build_body(struct http_request *req, const char *body, size_t len, v
         size_t n = 0;
 
         http_request_set_userdata(req, NULL);
-        if (api_decode_image_build(body, len, pkgs, &n, &owner, &err) < 0) {
+        if (image_decode_build(body, len, pkgs, &n, &owner, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 busy_release(br->a, br->name);
         } else {

@@ -44,10 +44,6 @@ void api_git_checkout(struct api *a, struct http_request *req, const char *name)
 void api_images_build(struct api *a, struct http_request *req, const char *name);
 void api_images_import(struct api *a, struct http_request *req, const char *name);
 void api_images_delete(struct api *a, struct http_request *req, const char *name);
-/* A build's body: {packages: [...]} or empty; pkgs[] (CELLA_IMAGE_MAX_PACKAGES) borrow
- * from *owner (release it with json_decref). 0 or -1 with err (VALIDATION_FAILED). */
-int api_decode_image_build(const char *body, size_t len, const char **pkgs, size_t *n,
-                           json_t **owner, struct cella_error *err);
 
 void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest);
 /* api-watch.c: POST /v1/sandboxes/{id}/files/watch (SSE). */

@@ -172,8 +172,8 @@ static int copy_data(struct import *im, struct archive *ar, int fd, const char *
                         return invalid(im, "%s: the image is larger than the import limit", what);
                 im->bytes += size;
                 for (size_t done = 0; done < size;) {
-                        ssize_t w = pwrite(fd, (const char *)p + done, size - done,
-                                           off + (off_t)done);
+                        ssize_t w =
+                                pwrite(fd, (const char *)p + done, size - done, off + (off_t)done);
 
                         if (w < 0) {
                                 if (errno == EINTR)
@@ -230,8 +230,7 @@ static int store_outer(struct import *im, int tar_fd)
                         const char *slash = strrchr(canon, '/');
 
                         snprintf(joined, sizeof(joined), "%.*s/%s",
-                                 slash ? (int)(slash - canon) : 0, canon,
-                                 archive_entry_symlink(e));
+                                 slash ? (int)(slash - canon) : 0, canon, archive_entry_symlink(e));
                         if (image_entry_path(joined, target, sizeof(target)) == 0)
                                 json_object_set_new(im->links, canon, json_string(target));
                         continue;
@@ -239,10 +238,9 @@ static int store_outer(struct import *im, int tar_fd)
                 if (type != AE_IFREG)
                         continue;
                 {
-                        _cleanup_close_ int fd = openat(im->blobs_fd, flat,
-                                                        O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-                                                                O_CLOEXEC,
-                                                        0600);
+                        _cleanup_close_ int fd =
+                                openat(im->blobs_fd, flat,
+                                       O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 
                         if (fd < 0) {
                                 r = sys_fail(im, errno, "store", canon);
@@ -340,8 +338,7 @@ static char *read_small(struct import *im, int fd, size_t *len, const char *what
 }
 
 /* Read (and check) a blob as JSON text. */
-static char *read_blob(struct import *im, const struct image_blob *b, const char *what,
-                       size_t *len)
+static char *read_blob(struct import *im, const struct image_blob *b, const char *what, size_t *len)
 {
         _cleanup_close_ int fd = open_verified(im, b, what);
 
@@ -499,8 +496,7 @@ static int parent_dir(struct import *im, const char *dir, bool create)
 }
 
 /* Remove what is at dirfd/name unless it is a directory and keep_dir is set. */
-static int clear_slot(struct import *im, int dirfd, const char *name, bool keep_dir,
-                      bool *is_dir)
+static int clear_slot(struct import *im, int dirfd, const char *name, bool keep_dir, bool *is_dir)
 {
         struct stat st;
         int r;
@@ -627,14 +623,13 @@ static int apply_entry(struct import *im, struct archive *ar, struct archive_ent
         }
         case AE_IFREG: {
                 _cleanup_close_ int fd = -EBADF;
-                struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT},
-                                         {.tv_sec = archive_entry_mtime(e),
-                                          .tv_nsec = archive_entry_mtime_nsec(e)}};
+                struct timespec ts[2] = {
+                        {.tv_nsec = UTIME_OMIT},
+                        {.tv_sec = archive_entry_mtime(e), .tv_nsec = archive_entry_mtime_nsec(e)}};
 
                 if (clear_slot(im, dfd, base, false, &is_dir) < 0)
                         return -1;
-                fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                            0600);
+                fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (fd < 0)
                         return sys_fail(im, errno, "create", path);
                 r = copy_data(im, ar, fd, path);
@@ -802,8 +797,13 @@ static int install(struct import *im, const char *name, bool replace)
 int image_import(const char *images_dir, const char *name, const char *tarball, bool replace,
                  struct image_import_result *res, struct cella_error *err)
 {
-        struct import im = {.images_fd = -1, .work_fd = -1, .blobs_fd = -1, .root_fd = -1,
-                            .parent_fd = -1, .res = res, .err = err};
+        struct import im = {.images_fd = -1,
+                            .work_fd = -1,
+                            .blobs_fd = -1,
+                            .root_fd = -1,
+                            .parent_fd = -1,
+                            .res = res,
+                            .err = err};
         struct image_manifest m = {0};
         struct image_config c = {0};
         _cleanup_close_ int tar_fd = -EBADF;
@@ -831,7 +831,8 @@ int image_import(const char *images_dir, const char *name, const char *tarball, 
                 sys_fail(&im, errno, "mkdir", im.work_name);
                 goto out;
         }
-        im.work_fd = openat(im.images_fd, im.work_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        im.work_fd =
+                openat(im.images_fd, im.work_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (im.work_fd < 0 || mkdirat(im.work_fd, "blobs", 0700) < 0 ||
             mkdirat(im.work_fd, "rootfs", 0755) < 0) {
                 sys_fail(&im, errno, "mkdir", im.work_name);

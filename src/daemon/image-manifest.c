@@ -100,8 +100,8 @@ bool image_package_ok(const char *s)
         if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
                 return false;
         for (size_t i = 1; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
-                      s[i] == '+' || s[i] == '.' || s[i] == '-'))
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '+' ||
+                      s[i] == '.' || s[i] == '-'))
                         return false;
         return true;
 }
@@ -170,8 +170,7 @@ int image_decode_docker_manifest(const char *json, size_t len, struct image_mani
                                 CELLA_IMAGE_MAX_LAYERS);
                 goto out;
         }
-        if (blob_from_path(json_string_value(json_object_get(img, "Config")), &m->config, err) <
-            0)
+        if (blob_from_path(json_string_value(json_object_get(img, "Config")), &m->config, err) < 0)
                 goto out;
         json_array_foreach(layers, i, l)
         {
@@ -348,4 +347,51 @@ out:
                 image_config_done(c);
         json_decref(j);
         return r;
+}
+
+int image_decode_build(const char *body, size_t len, const char **pkgs, size_t *n, json_t **owner,
+                       struct cella_error *err)
+{
+        json_t *j, *arr, *p;
+        const char *k;
+        size_t i;
+
+        *n = 0;
+        *owner = NULL;
+        if (len == 0)
+                return 0;
+        j = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
+        if (!json_is_object(j)) {
+                json_decref(j);
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "body must be a JSON object {packages: [...]}");
+        }
+        json_object_foreach(j, k, p) if (strcmp(k, "packages") != 0)
+        {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown field '%.64s'", k);
+                json_decref(j);
+                return -1;
+        }
+        arr = json_object_get(j, "packages");
+        if (arr && (!json_is_array(arr) || json_array_size(arr) > CELLA_IMAGE_MAX_PACKAGES)) {
+                json_decref(j);
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "packages must be an array of at most %d package names",
+                                       CELLA_IMAGE_MAX_PACKAGES);
+        }
+        json_array_foreach(arr, i, p)
+        {
+                if (!json_is_string(p) || !image_package_ok(json_string_value(p))) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "packages[%zu]: not a Debian package name "
+                                        "([a-z0-9][a-z0-9+.-]*, at most %d bytes)",
+                                        i, CELLA_IMAGE_PACKAGE_MAX);
+                        json_decref(j);
+                        return -1;
+                }
+                pkgs[i] = json_string_value(p);
+        }
+        *n = json_array_size(arr);
+        *owner = j;
+        return 0;
 }

@@ -21,7 +21,7 @@
 #define IMAGE_DIGEST_LEN 71 /* "sha256:" + 64 hex */
 
 struct image_blob {
-        char *path;                       /* in the outer tarball ("blobs/sha256/..."), owned */
+        char *path;                        /* in the outer tarball ("blobs/sha256/..."), owned */
         char digest[IMAGE_DIGEST_LEN + 1]; /* expected sha256 of the file, "" if unknown */
 };
 
@@ -37,10 +37,10 @@ struct image_config {
         char diff_ids[CELLA_IMAGE_MAX_LAYERS][IMAGE_DIGEST_LEN + 1]; /* sha256 of each layer
                                                                       * uncompressed */
         size_t n_diff_ids;
-        json_t *env;         /* array of "K=V" strings (new reference) */
-        char *working_dir;   /* or NULL */
-        json_t *entrypoint;  /* array of strings or NULL */
-        json_t *cmd;         /* array of strings or NULL */
+        json_t *env;        /* array of "K=V" strings (new reference) */
+        char *working_dir;  /* or NULL */
+        json_t *entrypoint; /* array of strings or NULL */
+        json_t *cmd;        /* array of strings or NULL */
 };
 
 void image_manifest_done(struct image_manifest *m);
@@ -81,6 +81,12 @@ enum image_whiteout image_whiteout(const char *path, size_t *target, bool *ignor
 /* Debian package names as a build takes them: [a-z0-9][a-z0-9+.-]*, at most
  * CELLA_IMAGE_PACKAGE_MAX bytes. */
 bool image_package_ok(const char *s);
+
+/* A build's body: {packages: [...]} or empty; pkgs[] (CELLA_IMAGE_MAX_PACKAGES entries)
+ * borrow from *owner (release it with json_decref; NULL for an empty body). 0, or -1 with
+ * err (VALIDATION_FAILED), *n 0 and *owner NULL. */
+int image_decode_build(const char *body, size_t len, const char **pkgs, size_t *n, json_t **owner,
+                       struct cella_error *err);
 
 struct image_import_result {
         uint64_t layers, entries, bytes, skipped_devices;
