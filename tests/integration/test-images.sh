@@ -5,7 +5,9 @@
 # libc), the image's Env as the sandbox's base environment, ls/rm (409 in use, 404),
 # hostile tarballs (400, nothing written outside, nothing left behind), the 413 limit,
 # and the build route's validation, 409 on a second build and its SSE progress with a
-# fake --image-builder (a real mmdebstrap build needs the archive and minutes: not here).
+# fake --image-builder; names real-* go to the real scripts/build-image.sh: one small
+# mmdebstrap build (base set + busybox-static, about a minute) when the Debian archive is
+# reachable (CELLA_IT_NO_MMDEBSTRAP=1 skips it).
 #
 # This daemon's --images is a temp dir in which `default` is a symlink to the shared
 # default image: nothing is written to the shared image dir.
@@ -27,8 +29,12 @@ mkdir -p "$OUTSIDE"
 # A fake builder: prints progress lines, then fails for the name "broken", sleeps for
 # "slow" (so that a second build sees 409), else makes a complete (tiny) image.
 BUILDER=$IT_TMP/fake-builder.sh
-cat >"$BUILDER" <<'EOF'
+REAL_BUILDER=$(cd "$(dirname "$0")/../.." && pwd)/scripts/build-image.sh
+cat >"$BUILDER" <<EOF
 #!/bin/sh
+case "\$2" in real-*) exec "$REAL_BUILDER" "\$@" ;; esac
+EOF
+cat >>"$BUILDER" <<'EOF'
 images=$1 name=$2
 shift 3
 echo "fake build of $name: $*"
@@ -221,6 +227,30 @@ import slow "$IT_TMP/oci.tar"
 expect_status 409 IMAGE_BUSY
 wait "$slow"
 grep -q '"type":"complete"' "$IT_TMP/slow.out" || fail "slow build: $(cat "$IT_TMP/slow.out")"
+
+# ---- one real build (mmdebstrap), when the archive is reachable ----
+if [ "${CELLA_IT_NO_MMDEBSTRAP:-0}" = 1 ]; then
+        info "real build skipped (CELLA_IT_NO_MMDEBSTRAP=1)"
+elif ! command -v mmdebstrap >/dev/null ||
+        ! curl -sfI -m 10 http://deb.debian.org/debian/dists/bookworm/Release >/dev/null; then
+        info "real build skipped: mmdebstrap or the Debian archive is not available"
+else
+        api_json POST /v1/images/real-mini/build '{"packages":["busybox-static"]}'
+        expect_status 200
+        grep -q '"type":"complete"' "$IT_TMP/body" || fail "real build: $(tail -c 2000 "$IT_TMP/body")"
+        grep -q 'mmdebstrap' "$IT_TMP/body" || fail "real build: no progress lines"
+        api GET /v1/images >/dev/null
+        assert_eq '["busybox-static"]' "$(jq -c '.images[] | select(.name=="real-mini") | .packages' "$IT_TMP/body")" \
+                "packages of the built image"
+        s=$(sbx sreal)
+        api_json PUT "/v1/sandboxes/$s" '{"image":"real-mini"}'
+        expect_status 201
+        assert_eq "hi" "$(run_in "$s" 'busybox echo hi')" "busybox-static in the built image"
+        assert_eq "bash" "$(run_in "$s" 'basename "$BASH"')" "the base set has bash"
+        api DELETE "/v1/sandboxes/$s" >/dev/null
+        api DELETE /v1/images/real-mini >/dev/null
+        expect_status 200
+fi
 
 # ---- the CLI ----
 CLI="$CELLA_BUILD/cella"
