@@ -7,7 +7,9 @@ KIND: docker (docker save, legacy layout: ID/layer.tar, HEX.json), docker-new (d
 25+: blobs/sha256/ with OCI layers, legacy dirs as symlinks), oci (OCI image layout, gzip
 and xz layers), and hostile ones wrapped in a valid OCI layout: traversal, absolute,
 symlink-escape (ARG: an absolute host directory), symlink-escape-rel, hardlink-escape,
-whiteout-dotdot, bad-digest, truncated, not-tar.
+whiteout-dotdot, bad-digest, truncated, not-tar. For bench/images.sh: tree (ARG: a host
+directory; its files in 3 gzip layers of an OCI layout, each layer also written as
+OUT.layerN.tar.gz for the tar -x baseline).
 
 Layer 1: busybox and its applets, /data/keep.txt, /data/gone.txt, /opq/old.txt, a char
 device (skipped by the import) and a setuid file (its bit dropped). Layer 2 (gzip): deletes
@@ -181,10 +183,30 @@ def hostile(kind, arg):
     raise SystemExit("unknown kind " + kind)
 
 
+def tree_layers(src):
+    """The files under src (as usr/lib/NAME/...) spread over 3 uncompressed layer tars."""
+    bios = [io.BytesIO() for _ in range(3)]
+    tars = [tarfile.open(fileobj=b, mode="w", format=tarfile.PAX_FORMAT) for b in bios]
+    base = "usr/lib/" + os.path.basename(src.rstrip("/"))
+    i = 0
+    for root, dirs, files in os.walk(src):
+        dirs.sort()
+        rel = os.path.relpath(root, src)
+        arc = base if rel == "." else base + "/" + rel
+        for t in tars:
+            t.add(root, arcname=arc, recursive=False)
+        for f in sorted(files):
+            tars[i % 3].add(os.path.join(root, f), arcname=arc + "/" + f, recursive=False)
+            i += 1
+    for t in tars:
+        t.close()
+    return [b.getvalue() for b in bios]
+
+
 def main():
     kind, out = sys.argv[1], sys.argv[2]
     arg = sys.argv[3] if len(sys.argv) > 3 else ""
-    layers = [layer1(), layer2(), layer3()]
+    layers = [layer1(), layer2(), layer3()] if kind != "tree" else []
     if kind == "docker":
         docker_legacy(out, layers)
     elif kind == "docker-new":
@@ -198,6 +220,12 @@ def main():
         size = os.path.getsize(out)
         with open(out, "r+b") as f:
             f.truncate(size // 2)
+    elif kind == "tree":
+        tl = tree_layers(arg)
+        oci(out, tl, compress=("gzip", "gzip", "gzip"))
+        for n, l in enumerate(tl):
+            with open("%s.layer%d.tar.gz" % (out, n), "wb") as f:
+                f.write(gzip.compress(l, mtime=0))
     elif kind == "not-tar":
         with open(out, "wb") as f:
             f.write(os.urandom(4096))
