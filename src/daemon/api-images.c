@@ -348,6 +348,7 @@ struct import_op {
         int fd;
         uv_fs_t fs;
         bool writing, ended, failed;
+        bool run; /* set before the work is queued: the only flag the work thread reads */
         char *chunk;
         int64_t received, limit;
         uv_work_t work;
@@ -377,9 +378,9 @@ static void import_work(uv_work_t *w)
 {
         struct import_op *op = w->data;
 
-        op->rc = op->failed ? -1
-                            : image_import(op->a->cfg.images_dir, op->name, op->tmp, op->replace,
-                                           &op->res, &op->err);
+        op->rc = !op->run ? -1
+                          : image_import(op->a->cfg.images_dir, op->name, op->tmp, op->replace,
+                                         &op->res, &op->err);
         unlink(op->tmp);
 }
 
@@ -417,6 +418,7 @@ static void import_after(uv_work_t *w, int status)
 static void import_finish(struct import_op *op)
 {
         op->work.data = op;
+        op->run = !op->failed;
         if (uv_queue_work(op->a->cfg.loop, &op->work, import_work, import_after) < 0) {
                 unlink(op->tmp);
                 if (op->req && !op->failed)

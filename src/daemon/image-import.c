@@ -694,7 +694,9 @@ static int apply_pass(struct import *im, int fd, int pass, const char *lname)
                         break;
                 }
                 if (!p || image_entry_path(p, path, sizeof(path)) < 0) {
-                        r = invalid(im, "layer entry %.200s: absolute path or '..'",
+                        r = invalid(im,
+                                    "layer entry %.200s: bad path (absolute, '..', too long or "
+                                    "too deep)",
                                     p ? p : "(none)");
                         break;
                 }

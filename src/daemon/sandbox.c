@@ -822,6 +822,7 @@ static int pool_claim(struct sandbox *s, const char *name, const struct sandbox_
                 pool_discard(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
+        image_env_under(t, s->image, env);
         json_decref(s->env);
         json_decref(s->labels);
         s->env = env;

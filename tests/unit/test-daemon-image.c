@@ -24,11 +24,20 @@ static void test_entry_path(void **state)
                 const char *in, *out;
                 int r;
         } cases[] = {
-                {"a/b", "a/b", 0},         {"./a//b/", "a/b", 0},     {".", "", 0},
-                {"", "", 0},               {"./", "", 0},             {"a/./b", "a/b", 0},
-                {"../a", NULL, -EINVAL},   {"a/../b", NULL, -EINVAL}, {"/etc/passwd", NULL, -EINVAL},
-                {"a/..", NULL, -EINVAL},   {"..", NULL, -EINVAL},     {"a/...", "a/...", 0},
-                {"a/..b", "a/..b", 0},     {".wh..wh..opq", ".wh..wh..opq", 0},
+                {"a/b", "a/b", 0},
+                {"./a//b/", "a/b", 0},
+                {".", "", 0},
+                {"", "", 0},
+                {"./", "", 0},
+                {"a/./b", "a/b", 0},
+                {"../a", NULL, -EINVAL},
+                {"a/../b", NULL, -EINVAL},
+                {"/etc/passwd", NULL, -EINVAL},
+                {"a/..", NULL, -EINVAL},
+                {"..", NULL, -EINVAL},
+                {"a/...", "a/...", 0},
+                {"a/..b", "a/..b", 0},
+                {".wh..wh..opq", ".wh..wh..opq", 0},
         };
         char out[64], small[4], deep[CELLA_IMAGE_PATH_DEPTH * 2 + 8];
 
@@ -141,12 +150,12 @@ static void test_decode_oci(void **state)
                           "vnd.oci.image.index.v1+json\",\"digest\":\"sha256:"
                           "1111111111111111111111111111111111111111111111111111111111111111\","
                           "\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]}";
-        const char *man = "{\"config\":{\"digest\":\"sha256:" H64 "\"},\"layers\":[{\"mediaType\":"
-                          "\"application/vnd.oci.image.layer.v1.tar+zstd\",\"digest\":\"sha256:" H64
-                          "\"}]}";
-        const char *foreign = "{\"config\":{\"digest\":\"sha256:" H64 "\"},\"layers\":[{"
-                              "\"mediaType\":\"application/x-encrypted\",\"digest\":\"sha256:" H64
-                              "\"}]}";
+        const char *man =
+                "{\"config\":{\"digest\":\"sha256:" H64 "\"},\"layers\":[{\"mediaType\":"
+                "\"application/vnd.oci.image.layer.v1.tar+zstd\",\"digest\":\"sha256:" H64 "\"}]}";
+        const char *foreign =
+                "{\"config\":{\"digest\":\"sha256:" H64 "\"},\"layers\":[{"
+                "\"mediaType\":\"application/x-encrypted\",\"digest\":\"sha256:" H64 "\"}]}";
         char d[IMAGE_DIGEST_LEN + 1];
         struct cella_error err = {0};
         struct image_manifest m;
@@ -154,7 +163,8 @@ static void test_decode_oci(void **state)
 
         (void)state;
         assert_int_equal(image_decode_oci_index(idx, strlen(idx), d, &nested, &err), 0);
-        assert_string_equal(d, "sha256:1111111111111111111111111111111111111111111111111111111111111111");
+        assert_string_equal(
+                d, "sha256:1111111111111111111111111111111111111111111111111111111111111111");
         assert_true(nested);
         assert_int_equal(image_decode_oci_index("{\"manifests\":[]}", 16, d, &nested, &err), -1);
         assert_int_equal(image_decode_oci_manifest(man, strlen(man), &m, &err), 0);
@@ -165,7 +175,8 @@ static void test_decode_oci(void **state)
         assert_int_equal(image_decode_oci_manifest(foreign, strlen(foreign), &m, &err), -1);
         assert_int_equal(err.code, CELLA_E_INVALID_IMAGE);
         assert_false(image_digest_ok("sha256:" H64 "0"));
-        assert_false(image_digest_ok("sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef"));
+        assert_false(image_digest_ok(
+                "sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef"));
         assert_false(image_digest_ok("sha512:" H64));
 }
 
@@ -224,7 +235,7 @@ static void test_decode_build(void **state)
 
 struct ent {
         const char *path;
-        mode_t type; /* AE_IFREG, AE_IFDIR, AE_IFLNK, AE_IFCHR; 0: hard link */
+        mode_t type;      /* AE_IFREG, AE_IFDIR, AE_IFLNK, AE_IFCHR; 0: hard link */
         const char *data; /* content, or link target */
         mode_t perm;
 };
@@ -289,9 +300,10 @@ static void make_docker(const char *path, const struct ent *const *layers, const
         size_t used;
         int fd;
 
-        off = (size_t)snprintf(cfg, sizeof(cfg),
-                               "{\"config\":{\"Env\":[\"PATH=/bin\",\"X=1\"],\"WorkingDir\":\"/w\"},"
-                               "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[");
+        off = (size_t)snprintf(
+                cfg, sizeof(cfg),
+                "{\"config\":{\"Env\":[\"PATH=/bin\",\"X=1\"],\"WorkingDir\":\"/w\"},"
+                "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[");
         for (size_t i = 0; i < nl; i++) {
                 ll[i] = make_tar(layers[i], counts[i], lt[i], TAR_CAP);
                 hex_sha(lt[i], ll[i], hex[i]);
@@ -398,10 +410,8 @@ static void test_import(void **state)
                 {"implicit/parent/file", AE_IFREG, "made\n", 0},
         };
         const struct ent l2[] = {
-                {"data/.wh.gone", AE_IFREG, "", 0},
-                {"opq/.wh..wh..opq", AE_IFREG, "", 0},
-                {"opq/new", AE_IFREG, "new\n", 0},
-                {"data/link", 0, "data/keep", 0},
+                {"data/.wh.gone", AE_IFREG, "", 0},         {"opq/.wh..wh..opq", AE_IFREG, "", 0},
+                {"opq/new", AE_IFREG, "new\n", 0},          {"data/link", 0, "data/keep", 0},
                 {"bin/sh", AE_IFREG, "now a file\n", 0755},
         };
         const struct ent *layers[] = {l1, l2};
