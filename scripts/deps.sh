@@ -14,8 +14,8 @@ packages=(
         libarchive-dev libssl-dev
         # images and sandboxes
         mmdebstrap bubblewrap uidmap iproute2 procps util-linux
-        # the images test builds its tarballs from a static busybox
-        busybox-static
+        # the images test builds its tarballs from a static busybox (zstd for a zstd layer)
+        busybox-static zstd
         # outbound networking (libnftables) and the network test's view of it
         nftables
         # disk limits: mkfs.ext4 for the per-sandbox disk images

@@ -26,21 +26,26 @@ ln -s "$SHARED_IMAGES/default" "$CELLA_IMAGES/default"
 OUTSIDE=$IT_TMP/outside
 mkdir -p "$OUTSIDE"
 
-# A fake builder: prints progress lines, then fails for the name "broken", sleeps for
-# "slow" (so that a second build sees 409), else makes a complete (tiny) image.
+# A fake builder: prints progress lines, then fails for the name "broken", waits for the
+# file $IT_TMP/release for "slow" (so that a second build sees 409; 60 s at most), else
+# makes a complete (tiny) image.
 BUILDER=$IT_TMP/fake-builder.sh
 REAL_BUILDER=$(cd "$(dirname "$0")/../.." && pwd)/scripts/build-image.sh
 cat >"$BUILDER" <<EOF
 #!/bin/sh
 case "\$2" in real-*) exec "$REAL_BUILDER" "\$@" ;; esac
 EOF
+echo "release=$IT_TMP/release" >>"$BUILDER"
 cat >>"$BUILDER" <<'EOF'
 images=$1 name=$2
 shift 3
 echo "fake build of $name: $*"
 echo "progress to stderr" >&2
 [ "$name" = broken ] && { echo "failing on purpose" >&2; exit 3; }
-[ "$name" = slow ] && sleep 3
+if [ "$name" = slow ]; then
+        i=0
+        while [ ! -e "$release" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+fi
 mkdir -p "$images/$name/rootfs" && echo "fake $*" >"$images/$name/.spec" &&
         printf '{"source":"build","packages":[]}\n' >"$images/$name/image.json" &&
         date >"$images/$name/.complete"
@@ -56,10 +61,15 @@ import() {
                 --data-binary "@$2" >/dev/null
 }
 
-# Nothing of an import is left in the images dir but the images named.
+# Nothing of an import is left in the images dir but the images named (a deleted tree and
+# an upload's temp file are removed in a work thread: polled, 10 s at most).
 images_dir_is() {
         local got
-        got=$(cd "$CELLA_IMAGES" && ls -A | sort | tr '\n' ' ')
+        for _ in $(seq 1 100); do
+                got=$(cd "$CELLA_IMAGES" && ls -A | sort | tr '\n' ' ')
+                [ "$got" = "$1" ] && return 0
+                sleep 0.1
+        done
         assert_eq "$1" "$got" "images dir content"
 }
 
@@ -76,6 +86,13 @@ import bboci "$IT_TMP/oci.tar"
 expect_status 201
 import bbnew "$IT_TMP/docker-new.tar"
 expect_status 201
+images_dir_is "bbdocker bbnew bboci default "
+# the tarball itself compressed (docker save | gzip)
+gzip -c "$IT_TMP/docker.tar" >"$IT_TMP/docker.tar.gz"
+import bbgz "$IT_TMP/docker.tar.gz"
+expect_status 201
+api DELETE /v1/images/bbgz >/dev/null
+expect_status 200
 images_dir_is "bbdocker bbnew bboci default "
 
 # A name that exists: 409 unless replace=true.
@@ -187,7 +204,6 @@ expect_status 413 PAYLOAD_TOO_LARGE
 api POST /v1/images/big/import -H 'Transfer-Encoding: chunked' --data-binary "@$IT_TMP/big.bin" \
         >/dev/null
 expect_status 413 PAYLOAD_TOO_LARGE
-sleep 1 # the upload's temp file is removed in a work thread
 images_dir_is "bbdocker bbnew default "
 
 # ---- build: validation, progress (SSE), errors, 409 while building ----
@@ -216,7 +232,7 @@ grep -q 'failing on purpose' "$IT_TMP/body" || fail "no error output: $(body)"
 # a second build of a name being built: 409
 curl -sS -X POST "$CELLA_URL/v1/images/slow/build" -o "$IT_TMP/slow.out" &
 slow=$!
-for _ in $(seq 1 50); do
+for _ in $(seq 1 300); do
         grep -q 'fake build of slow' "$CELLAD_LOG" "$IT_TMP/slow.out" 2>/dev/null && break
         grep -q 'building image slow' "$CELLAD_LOG" && break
         sleep 0.1
@@ -225,6 +241,7 @@ api_json POST /v1/images/slow/build '{}'
 expect_status 409 IMAGE_BUSY
 import slow "$IT_TMP/oci.tar"
 expect_status 409 IMAGE_BUSY
+touch "$IT_TMP/release"
 wait "$slow"
 grep -q '"type":"complete"' "$IT_TMP/slow.out" || fail "slow build: $(cat "$IT_TMP/slow.out")"
 

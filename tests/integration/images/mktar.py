@@ -4,8 +4,8 @@
 usage: mktar.py KIND OUT [ARG]
 
 KIND: docker (docker save, legacy layout: ID/layer.tar, HEX.json), docker-new (docker save
-25+: blobs/sha256/ with OCI layers, legacy dirs as symlinks), oci (OCI image layout, gzip
-and xz layers), and hostile ones wrapped in a valid OCI layout: traversal, absolute,
+25+: blobs/sha256/ with OCI layers, legacy dirs as symlinks), oci (OCI image layout, gzip,
+xz and zstd layers; gzip for the last without the zstd command), and hostile ones wrapped in a valid OCI layout: traversal, absolute,
 symlink-escape (ARG: an absolute host directory), symlink-escape-rel, hardlink-escape,
 whiteout-dotdot, bad-digest, truncated, not-tar. For bench/images.sh: tree (ARG: a host
 directory; its files in 3 gzip layers of an OCI layout, each layer also written as
@@ -22,6 +22,8 @@ import io
 import json
 import lzma
 import os
+import shutil
+import subprocess
 import sys
 import tarfile
 
@@ -138,12 +140,22 @@ def docker_new(out, layers):
     write_outer(out, files, links)
 
 
-def oci(out, layers, compress=("gzip", "xz", "gzip"), corrupt=False):
+def zstd(data):
+    """zstd-compressed data (the zstd command), or None without it."""
+    if not shutil.which("zstd"):
+        return None
+    return subprocess.run(["zstd", "-q", "-c"], input=data, stdout=subprocess.PIPE,
+                          check=True).stdout
+
+
+def oci(out, layers, compress=("gzip", "xz", "zstd"), corrupt=False):
     blobs, descs = [], []
     for l, c in zip(layers, compress):
-        b = gzip.compress(l, mtime=0) if c == "gzip" else lzma.compress(l) if c == "xz" else l
-        mt = "application/vnd.oci.image.layer.v1.tar" + ("+gzip" if c == "gzip" else
-                                                         "+xz" if c == "xz" else "")
+        if c == "zstd" and zstd(b"") is None:
+            c = "gzip"
+        b = (gzip.compress(l, mtime=0) if c == "gzip" else lzma.compress(l) if c == "xz"
+             else zstd(l) if c == "zstd" else l)
+        mt = "application/vnd.oci.image.layer.v1.tar" + ("" if c == "none" else "+" + c)
         descs.append({"mediaType": mt, "digest": "sha256:" + sha(b), "size": len(b)})
         if corrupt:
             b = b[:-8] + bytes(8)
@@ -214,7 +226,7 @@ def main():
     elif kind == "oci":
         oci(out, layers)
     elif kind == "bad-digest":
-        oci(out, layers, corrupt=True)
+        oci(out, layers, compress=("gzip", "xz", "gzip"), corrupt=True)
     elif kind == "truncated":
         docker_legacy(out, layers)
         size = os.path.getsize(out)
