@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
@@ -568,7 +569,8 @@ void api_images_import(struct api *a, struct http_request *req, const char *name
         op->limit = a->cfg.image_import_max;
         snprintf(op->name, sizeof(op->name), "%s", name);
         snprintf(op->tmp, sizeof(op->tmp), "%s/.upload-%s.XXXXXX", a->cfg.images_dir, name);
-        op->fd = mkostemp(op->tmp, O_CLOEXEC);
+        /* a fresh install may have no images dir yet (a quick mkdir, as the builder does) */
+        op->fd = fs_mkdir_p(a->cfg.images_dir, 0755) < 0 ? -1 : mkostemp(op->tmp, O_CLOEXEC);
         if (op->fd < 0) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot store the upload in %s: %s",
                                   a->cfg.images_dir, strerror(errno));
