@@ -351,6 +351,7 @@ struct import_op {
         bool writing, ended, failed;
         bool run; /* set before the work is queued: the only flag the work thread reads */
         char *chunk;
+        size_t chunk_len; /* bytes of the write in flight */
         int64_t received, limit;
         uv_work_t work;
         struct cella_error err;
@@ -360,12 +361,8 @@ struct import_op {
 
 static void import_free(struct import_op *op)
 {
-        if (op->fd >= 0) {
-                uv_fs_t f;
-
-                uv_fs_close(NULL, &f, op->fd, NULL); /* a close never waits for the disk */
-                uv_fs_req_cleanup(&f);
-        }
+        if (op->fd >= 0)
+                close(op->fd); /* a regular file's close does not wait for the disk */
         busy_release(op->a, op->name);
         if (op->req) {
                 http_request_on_abort(op->req, NULL, NULL);
@@ -445,6 +442,8 @@ static void import_written(uv_fs_t *f)
 
         uv_fs_req_cleanup(f);
         op->writing = false;
+        if (r >= 0 && (size_t)r < op->chunk_len)
+                r = UV_ENOSPC; /* a short write to a regular file: the disk is full */
         if (r < 0 && !op->failed) {
                 if (op->req)
                         http_respond_code(
@@ -481,6 +480,7 @@ static size_t import_data(struct http_request *req, const char *data, size_t len
         if (len > 1024 * 1024)
                 len = 1024 * 1024;
         memcpy(op->chunk, data, len);
+        op->chunk_len = len;
         b = uv_buf_init(op->chunk, (unsigned)len);
         op->fs.data = op;
         r = uv_fs_write(op->a->cfg.loop, &op->fs, op->fd, &b, 1, op->received, import_written);
