@@ -154,13 +154,17 @@ static bool flat_name(const char *path, char *out, size_t outsz)
 }
 
 /* Copy the current entry's data into fd (sparse-aware), bounded by the import's limit. */
-static int copy_data(struct import *im, struct archive *ar, int fd, const char *what)
+static int copy_data(struct import *im, struct archive *ar, struct archive_entry *e, int fd,
+                     const char *what)
 {
         const void *p;
         size_t size;
-        la_int64_t off, end = 0;
+        la_int64_t off;
         int r;
 
+        if (archive_entry_size_is_set(e) &&
+            (archive_entry_size(e) < 0 || archive_entry_size(e) > CELLA_IMAGE_UNPACKED_MAX))
+                return invalid(im, "%s: the entry is larger than the import limit", what);
         for (;;) {
                 r = archive_read_data_block(ar, &p, &size, &off);
                 if (r == ARCHIVE_EOF)
@@ -175,16 +179,16 @@ static int copy_data(struct import *im, struct archive *ar, int fd, const char *
                         ssize_t w =
                                 pwrite(fd, (const char *)p + done, size - done, off + (off_t)done);
 
-                        if (w < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                return sys_fail(im, errno, "write", what);
-                        }
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        if (w <= 0)
+                                return sys_fail(im, w < 0 ? errno : ENOSPC, "write", what);
                         done += (size_t)w;
                 }
-                if (off + (la_int64_t)size > end)
-                        end = off + (la_int64_t)size;
         }
+        /* a hole at the end has no data block: the entry's size says where it ends */
+        if (archive_entry_size_is_set(e) && ftruncate(fd, archive_entry_size(e)) < 0)
+                return sys_fail(im, errno, "truncate", what);
         return 0;
 }
 
@@ -194,7 +198,13 @@ static struct archive *open_archive(int fd)
 
         if (!ar)
                 return NULL;
-        archive_read_support_filter_all(ar);
+        /* The compressions of image layers, done by libraries: not filter_all, whose
+         * fallbacks run external programs (lrzip, lzop, ...) on the tarball's bytes. */
+        archive_read_support_filter_gzip(ar);
+        archive_read_support_filter_bzip2(ar);
+        archive_read_support_filter_xz(ar);
+        archive_read_support_filter_lzma(ar);
+        archive_read_support_filter_zstd(ar);
         archive_read_support_format_tar(ar);
         if (archive_read_open_fd(ar, fd, IO_CHUNK) != ARCHIVE_OK) {
                 archive_read_free(ar);
@@ -246,7 +256,7 @@ static int store_outer(struct import *im, int tar_fd)
                                 r = sys_fail(im, errno, "store", canon);
                                 break;
                         }
-                        r = copy_data(im, ar, fd, canon);
+                        r = copy_data(im, ar, e, fd, canon);
                         if (r < 0)
                                 break;
                 }
@@ -632,11 +642,9 @@ static int apply_entry(struct import *im, struct archive *ar, struct archive_ent
                 fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (fd < 0)
                         return sys_fail(im, errno, "create", path);
-                r = copy_data(im, ar, fd, path);
+                r = copy_data(im, ar, e, fd, path);
                 if (r < 0)
                         return r;
-                if (archive_entry_size_is_set(e) && ftruncate(fd, archive_entry_size(e)) < 0)
-                        return sys_fail(im, errno, "truncate", path);
                 if (set_owner_mode(im, fd, e, path) < 0)
                         return -1;
                 (void)futimens(fd, ts);
