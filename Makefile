@@ -8,7 +8,7 @@
 #   make test           unit + integration + fuzz-corpus replay in build/, then the
 #                       ASan+UBSan pass in build-asan/ (make test-asan alone)
 #   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS per target
-#   make bench          the benchmarks (bench/run.sh, then bench/preview.sh)
+#   make bench          the benchmarks (bench/run.sh, bench/preview.sh, bench/images.sh)
 #   make format         clang-format every C file
 #   make clean          remove the build directories
 SHELL := /bin/bash
@@ -85,6 +85,7 @@ fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
 bench: build image
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/run.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/preview.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/images.sh
 
 format:
 	git ls-files -z -- '*.c' '*.h' | xargs -0 -r clang-format -i

@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
 # Build a cella image with mmdebstrap into IMAGES_DIR/NAME/rootfs.
-# Usage: build-image.sh IMAGES_DIR [NAME] [--force]
+# Usage: build-image.sh IMAGES_DIR [NAME] [--force] [PACKAGE...]
 # The image is built in a temporary directory next to the target and renamed
 # into place only when complete, so a half-built image is never used.
+# NAME "default" has its own package list; any other name gets cella's base set.
+# PACKAGEs are added to either (Debian package names, checked again here).
 set -euo pipefail
-images=${1:?usage: build-image.sh IMAGES_DIR [NAME] [--force]}
+images=${1:?usage: build-image.sh IMAGES_DIR [NAME] [--force] [PACKAGE...]}
 name=${2:-default}
 force=${3:-}
+shift $(($# < 3 ? $# : 3))
+case "$name" in
+'' | .* | -* | */* | *[!a-z0-9._-]*) echo "bad image name '$name'" >&2; exit 2 ;;
+esac
 dest="$images/$name"
 case "$name" in
 # The code interpreter needs python3 with numpy, pandas and matplotlib, nodejs and
 # TypeScript's compiler (node-typescript), all from Debian's archive.
 default) pkgs="bash,coreutils,procps,python3,nodejs,git,curl,ca-certificates,jq,less,findutils,grep,sed,tar,gzip,xz-utils,iproute2,netbase,python3-numpy,python3-pandas,python3-matplotlib,python3-pil,node-typescript" ;;
-*) echo "unknown image '$name' (known: default)" >&2; exit 2 ;;
+# cella's base set: what sessions, exec and the file API expect of an image.
+*) pkgs="bash,coreutils,procps,ca-certificates,findutils,grep,sed,tar,gzip,netbase" ;;
 esac
+extra=()
+for p in "$@"; do
+        [[ "$p" =~ ^[a-z0-9][a-z0-9+.-]*$ ]] && [ ${#p} -le 100 ] ||
+                { echo "bad package name '$p'" >&2; exit 2; }
+        pkgs="$pkgs,$p"
+        extra+=("$p")
+done
 # .spec records what the image was built from: a changed package list rebuilds it.
 spec="bookworm minbase $pkgs"
 if [ -f "$dest/.complete" ] && [ "$force" != "--force" ] &&
@@ -38,6 +52,13 @@ mmdebstrap --mode=root --variant=minbase --include="$pkgs" \
         "deb http://deb.debian.org/debian bookworm-updates main" \
         "deb http://deb.debian.org/debian-security bookworm-security main"
 echo "$spec" > "$tmp/.spec"
+size=$(du -sb "$tmp/rootfs" | cut -f1)
+{
+        printf '{"source":"build","sizeBytes":%s,"packages":[' "$size"
+        sep=
+        for p in "${extra[@]}"; do printf '%s"%s"' "$sep" "$p"; sep=,; done
+        printf ']}\n'
+} > "$tmp/image.json"
 date -u +%Y-%m-%dT%H:%M:%SZ > "$tmp/.complete"
 rm -rf "$dest"
 mv "$tmp" "$dest"

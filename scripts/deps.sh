@@ -10,8 +10,12 @@ packages=(
         # libraries (headers + static archives for the static agent)
         libuv1-dev libhttp-parser-dev libwslay-dev libjansson-dev libsqlite3-dev
         libseccomp-dev libcap-dev libmnl-dev libnftables-dev libcurl4-openssl-dev libcmocka-dev
+        # image import: tar/gzip/zstd/xz layers, sha256 digests
+        libarchive-dev libssl-dev
         # images and sandboxes
         mmdebstrap bubblewrap uidmap iproute2 procps util-linux
+        # the images test builds its tarballs from a static busybox (zstd for a zstd layer)
+        busybox-static zstd
         # outbound networking (libnftables) and the network test's view of it
         nftables
         # disk limits: mkfs.ext4 for the per-sandbox disk images

@@ -237,6 +237,18 @@ int cella_image_list(cella_client *c, char **ret_json);
 int cella_image_build(cella_client *c, const char *name,
                       void (*on_line)(const char *line, size_t len, void *userdata),
                       void *userdata);
+/* The same with extra Debian packages (on top of the image's list). */
+int cella_image_build_packages(cella_client *c, const char *name, const char *const *packages,
+                               size_t npackages,
+                               void (*on_line)(const char *line, size_t len, void *userdata),
+                               void *userdata);
+/* Import an OCI image layout or `docker save` tarball read from fd as image name
+ * (replace: swap an existing image). *ret_json: {name, source, layers, entries, sizeBytes,
+ * skippedDevices}. Failures: INVALID_IMAGE (400), IMAGE_EXISTS / IMAGE_IN_USE / IMAGE_BUSY
+ * (409), PAYLOAD_TOO_LARGE (413). */
+int cella_image_import(cella_client *c, const char *name, int fd, bool replace, char **ret_json);
+/* Delete an image: IMAGE_IN_USE (409) while a sandbox uses it, IMAGE_NOT_FOUND (404). */
+int cella_image_delete(cella_client *c, const char *name, char **ret_json);
 
 #ifdef __cplusplus
 }

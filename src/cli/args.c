@@ -107,6 +107,14 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                 } else if (opt_is(s, "--image")) {
                         if (need_value(a, argc, argv, &i, &a->image) < 0)
                                 return -1;
+                } else if (opt_is(s, "--package")) {
+                        if (need_value(a, argc, argv, &i, &v) < 0)
+                                return -1;
+                        if (a->npackages >= CLI_MAX_KV)
+                                return fail(a, "too many --package options");
+                        a->packages[a->npackages++] = v;
+                } else if (strcmp(s, "--replace") == 0) {
+                        a->replace = true;
                 } else if (strcmp(s, "--keep-alive") == 0) {
                         a->keep_alive = true;
                 } else if (strcmp(s, "--no-default-session") == 0) {

@@ -16,9 +16,12 @@ struct cli_args {
         bool recursive;    /* -r / -p */
         bool all;          /* -a */
         bool help;
-        const char *cwd;                   /* --cwd */
-        long timeout_ms;                   /* --timeout */
-        const char *image;                 /* --image */
+        const char *cwd;                      /* --cwd */
+        long timeout_ms;                      /* --timeout */
+        const char *image;                    /* --image */
+        const char *packages[CLI_MAX_KV + 1]; /* image build --package P */
+        int npackages;
+        bool replace;                      /* image import --replace */
         const char *instance_type;         /* --instance-type */
         const char *sleep_after;           /* --sleep-after */
         bool keep_alive;                   /* --keep-alive */

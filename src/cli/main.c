@@ -2,6 +2,7 @@
  * the process's for wait --exit), 0 on success, 1 for an API or transport error, 2 for a
  * usage error, 124 for an exec timeout or a wait that timed out. */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,7 +40,8 @@ static const char usage_text[] =
         "  session create NAME [--id S] [--cwd DIR] [--env K=V]... [--timeout MS]\n"
         "  session ls NAME [--json]   session rm NAME S\n"
         "  info NAME [--json]  list [--json]  destroy NAME\n"
-        "  image build [NAME]  image ls [--json]\n"
+        "  image build [NAME] [--package P]...  image import NAME FILE.tar [--replace]\n"
+        "  image ls [--json]  image rm NAME\n"
         "  start NAME [--id ID] [--session S] [--cwd DIR] [--env K=V]... [--] COMMAND...\n"
         "                      start a background process; prints its id\n"
         "  ps NAME [--json]    list background processes\n"
@@ -480,22 +482,86 @@ static void on_build_line(const char *line, size_t len, void *ud)
                 fputc('\n', stderr);
 }
 
+#define IMAGE_USAGE                                                                            \
+        "usage: cella image build [NAME] [--package P]... | cella image import NAME FILE.tar " \
+        "[--replace] | cella image ls | cella image rm NAME"
+
+static const char *fmt_size(uint64_t b, char out[32])
+{
+        static const char units[] = "BKMGT";
+        double v = (double)b;
+        int u = 0;
+
+        while (v >= 1024 && u < 4) {
+                v /= 1024;
+                u++;
+        }
+        snprintf(out, 32, u ? "%.1f%c" : "%.0f%c", v, units[u]);
+        return out;
+}
+
 static int cmd_image(cella_client *c, struct cli_args *a)
 {
         char *text = NULL;
         int r;
         if (a->npos < 2)
-                return usage_error("usage: cella image build [NAME] | cella image ls");
+                return usage_error(IMAGE_USAGE);
         if (strcmp(a->pos[1], "build") == 0) {
                 const char *name = a->npos >= 3 ? a->pos[2] : "default";
-                r = cella_image_build(c, name, on_build_line, NULL);
+                r = cella_image_build_packages(c, name, a->packages, (size_t)a->npackages,
+                                               on_build_line, NULL);
                 if (r < 0)
                         return api_fail(c, r);
                 fprintf(stderr, "image '%s' built\n", name);
                 return 0;
         }
+        if (strcmp(a->pos[1], "import") == 0) {
+                int fd;
+
+                if (a->npos != 4)
+                        return usage_error(IMAGE_USAGE);
+                fd = strcmp(a->pos[3], "-") == 0 ? 0 : open(a->pos[3], O_RDONLY | O_CLOEXEC);
+                if (fd < 0) {
+                        fprintf(stderr, "cella: %s: %s\n", a->pos[3], strerror(errno));
+                        return 1;
+                }
+                fprintf(stderr, "importing %s as '%s'...\n", a->pos[3], a->pos[2]);
+                r = cella_image_import(c, a->pos[2], fd, a->replace, &text);
+                if (fd > 0)
+                        close(fd);
+                if (r < 0)
+                        return api_fail(c, r);
+                if (a->json) {
+                        print_json(text);
+                } else {
+                        json_t *j = json_loads(text, 0, NULL);
+                        char sz[32];
+                        fprintf(stderr, "image '%s' imported: %lld layers, %lld entries, %s\n",
+                                a->pos[2], json_integer_value(json_object_get(j, "layers")),
+                                json_integer_value(json_object_get(j, "entries")),
+                                fmt_size((uint64_t)json_integer_value(
+                                                 json_object_get(j, "sizeBytes")),
+                                         sz));
+                        json_decref(j);
+                }
+                free(text);
+                return 0;
+        }
+        if (strcmp(a->pos[1], "rm") == 0) {
+                if (a->npos != 3)
+                        return usage_error(IMAGE_USAGE);
+                r = cella_image_delete(c, a->pos[2], &text);
+                if (r < 0)
+                        return api_fail(c, r);
+                if (a->json)
+                        print_json(text);
+                else
+                        fprintf(stderr, "image '%s' deleted\n", a->pos[2]);
+                free(text);
+                return 0;
+        }
         if (strcmp(a->pos[1], "ls") != 0)
-                return usage_error("usage: cella image build [NAME] | cella image ls");
+                return usage_error(IMAGE_USAGE);
         r = cella_image_list(c, &text);
         if (r < 0)
                 return api_fail(c, r);
@@ -504,9 +570,16 @@ static int cmd_image(cella_client *c, struct cli_args *a)
         } else {
                 json_t *j = json_loads(text, 0, NULL), *im;
                 size_t i;
-                printf("%-24s %s\n", "NAME", "CREATED");
+                printf("%-24s %-7s %-9s %s\n", "NAME", "SOURCE", "SIZE", "CREATED");
                 json_array_foreach(json_object_get(j, "images"), i, im)
-                        printf("%-24s %s\n", str(im, "name"), str(im, "createdAt"));
+                {
+                        json_t *sz = json_object_get(im, "sizeBytes");
+                        char b[32];
+                        printf("%-24s %-7s %-9s %s\n", str(im, "name"), str(im, "source"),
+                               json_is_integer(sz) ? fmt_size((uint64_t)json_integer_value(sz), b)
+                                                   : "-",
+                               str(im, "createdAt"));
+                }
                 json_decref(j);
         }
         free(text);

@@ -1299,25 +1299,53 @@ static int build_chunk(const char *p, size_t n, void *ud)
         return r < 0 ? CELLA_ERR_INVALID : 0;
 }
 
+/* /v1/images/NAME[suffix] (NAME escaped); NULL when out of memory. */
+static char *image_url(cella_client *c, const char *name, const char *suffix)
+{
+        char *en = curl_easy_escape(c->curl, name, 0);
+        struct buf url = BUF_INIT;
+
+        if (!en || buf_printf(&url, "%s/v1/images/%s%s", c->base, en, suffix) < 0) {
+                curl_free(en);
+                buf_free(&url);
+                return NULL;
+        }
+        curl_free(en);
+        return buf_steal(&url);
+}
+
 int cella_image_build(cella_client *c, const char *name,
                       void (*on_line)(const char *line, size_t len, void *userdata), void *userdata)
 {
+        return cella_image_build_packages(c, name, NULL, 0, on_line, userdata);
+}
+
+int cella_image_build_packages(cella_client *c, const char *name, const char *const *packages,
+                               size_t npackages,
+                               void (*on_line)(const char *line, size_t len, void *userdata),
+                               void *userdata)
+{
         struct build_stream b = {.c = c, .on_line = on_line, .ud = userdata};
         struct sink s = {.body = BUF_INIT, .stream = build_chunk, .ud = &b};
-        char *en = curl_easy_escape(c->curl, name, 0);
-        struct buf url = BUF_INIT;
+        char *url = image_url(c, name, "/build"), *text = NULL;
+        json_t *pk = json_array(), *body;
         int r;
 
-        if (!en || buf_printf(&url, "%s/v1/images/%s/build", c->base, en) < 0) {
-                curl_free(en);
-                buf_free(&url);
+        for (size_t i = 0; pk && i < npackages; i++)
+                json_array_append_new(pk, json_string(packages[i]));
+        body = pk ? json_pack("{s:o}", "packages", pk) : NULL;
+        text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        json_decref(body);
+        if (!url || !text) {
+                free(url);
+                free(text);
                 return CELLA_ERR_NOMEM;
         }
-        curl_free(en);
         sse_parser_init(&b.sse, 1024 * 1024);
-        r = perform(c, "POST", url.data, "{}", NULL, "text/event-stream", &s);
+        r = perform(c, "POST", url, text, NULL, "text/event-stream", &s);
         sse_parser_free(&b.sse);
-        buf_free(&url);
+        free(url);
+        free(text);
         buf_free(&s.body);
         if (r < 0)
                 return r;
@@ -1328,4 +1356,23 @@ int cella_image_build(cella_client *c, const char *name,
                 return CELLA_ERR_TRANSPORT;
         }
         return CELLA_OK;
+}
+
+int cella_image_import(cella_client *c, const char *name, int fd, bool replace, char **ret_json)
+{
+        struct upload up = {.fd = fd};
+        struct sink s = {.body = BUF_INIT};
+        char *url = image_url(c, name, replace ? "/import?replace=true" : "/import");
+        int r;
+
+        if (!url)
+                return CELLA_ERR_NOMEM;
+        r = perform(c, "POST", url, NULL, &up, NULL, &s);
+        free(url);
+        return finish_json(&s, r, ret_json);
+}
+
+int cella_image_delete(cella_client *c, const char *name, char **ret_json)
+{
+        return request_url(c, "DELETE", image_url(c, name, ""), NULL, ret_json);
 }

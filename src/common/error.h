@@ -47,6 +47,10 @@
         X(SANDBOX_NOT_FOUND, 404)           \
         X(SANDBOX_LIMIT_REACHED, 429)       \
         X(IMAGE_NOT_FOUND, 404)             \
+        X(IMAGE_IN_USE, 409)                \
+        X(IMAGE_EXISTS, 409)                \
+        X(IMAGE_BUSY, 409)                  \
+        X(INVALID_IMAGE, 400)               \
         X(UNAUTHORIZED, 401)                \
         X(NOT_FOUND, 404)                   \
         X(METHOD_NOT_ALLOWED, 405)          \

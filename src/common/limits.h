@@ -102,4 +102,14 @@
 #define CELLA_PREVIEW_HEAD_MAX (64 * 1024) /* a sandbox's response head */
 #define CELLA_PREVIEW_IDLE_MAX 256         /* idle connections into sandboxes kept for reuse */
 
+/* Images (docs/decisions/0023-images.md) */
+#define CELLA_IMAGE_IMPORT_MAX (4LL << 30)        /* an import's request body (the tarball) */
+#define CELLA_IMAGE_UNPACKED_MAX (16LL << 30)     /* bytes written for one import (all layers) */
+#define CELLA_IMAGE_MAX_ENTRIES (2 * 1024 * 1024) /* tar entries of one import (all layers) */
+#define CELLA_IMAGE_MAX_LAYERS 128
+#define CELLA_IMAGE_META_MAX (4 * 1024 * 1024) /* manifest, index and config JSON */
+#define CELLA_IMAGE_PATH_DEPTH 256             /* components of an entry's path */
+#define CELLA_IMAGE_MAX_PACKAGES 64            /* extra packages of one build */
+#define CELLA_IMAGE_PACKAGE_MAX 100            /* a package name's length */
+
 #endif

@@ -8,6 +8,7 @@
 struct api {
         struct api_config cfg;
         struct preview_config preview;
+        json_t *images_busy; /* names being built or imported (api-images.c) */
 };
 
 /* Routes under /v1/sandboxes/{name}/ (name already validated). They validate the request
@@ -41,6 +42,8 @@ int api_agent_call(struct http_request *req, struct sandbox *sb, uint8_t type, j
 /* POST /git/checkout: a clone inside the sandbox (api-git.c). */
 void api_git_checkout(struct api *a, struct http_request *req, const char *name);
 void api_images_build(struct api *a, struct http_request *req, const char *name);
+void api_images_import(struct api *a, struct http_request *req, const char *name);
+void api_images_delete(struct api *a, struct http_request *req, const char *name);
 
 void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest);
 /* api-code.c: /contexts, /contexts/{cid} (rest starts with "/contexts") and POST /code. */

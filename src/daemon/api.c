@@ -18,6 +18,8 @@ int api_new(const struct api_config *cfg, struct api **ret)
         if (!a)
                 return -ENOMEM;
         a->cfg = *cfg;
+        if (a->cfg.image_import_max <= 0)
+                a->cfg.image_import_max = CELLA_IMAGE_IMPORT_MAX;
         a->preview.table = cfg->table;
         a->preview.domain = cfg->preview_domain ? cfg->preview_domain : "localhost";
         a->preview.url_port = cfg->preview_url_port;
@@ -27,6 +29,8 @@ int api_new(const struct api_config *cfg, struct api **ret)
 
 void api_free(struct api *a)
 {
+        if (a)
+                json_decref(a->images_busy);
         free(a);
 }
 
@@ -603,23 +607,29 @@ void api_handle(struct http_request *req, void *userdata)
         if (strncmp(path, "/v1/images/", 11) == 0) {
                 const char *name = path + 11;
                 const char *slash = strchr(name, '/');
+                size_t len = slash ? (size_t)(slash - name) : strlen(name);
+                char n[CELLA_NAME_MAX + 1];
 
-                if (slash && strcmp(slash, "/build") == 0) {
-                        char n[CELLA_NAME_MAX + 1];
-                        size_t len = (size_t)(slash - name);
-
-                        if (!is(req, "POST")) {
+                if (len > CELLA_NAME_MAX) {
+                        http_respond_code(req, CELLA_E_VALIDATION_FAILED, "image name too long");
+                        return;
+                }
+                memcpy(n, name, len);
+                n[len] = '\0';
+                if (!slash) {
+                        if (is(req, "DELETE"))
+                                api_images_delete(a, req, n);
+                        else
                                 method_not_allowed(req);
-                                return;
-                        }
-                        if (len > CELLA_NAME_MAX) {
-                                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                                  "image name too long");
-                                return;
-                        }
-                        memcpy(n, name, len);
-                        n[len] = '\0';
-                        api_images_build(a, req, n);
+                        return;
+                }
+                if (strcmp(slash, "/build") == 0 || strcmp(slash, "/import") == 0) {
+                        if (!is(req, "POST"))
+                                method_not_allowed(req);
+                        else if (slash[1] == 'b')
+                                api_images_build(a, req, n);
+                        else
+                                api_images_import(a, req, n);
                         return;
                 }
         }

@@ -19,6 +19,7 @@ struct api_config {
         const char *image_builder;  /* scripts/build-image.sh */
         const char *preview_domain; /* preview URLs' domain; NULL: "localhost" */
         int preview_url_port;       /* the port in preview URLs (0: none) */
+        int64_t image_import_max;   /* an import's tarball (0: CELLA_IMAGE_IMPORT_MAX) */
 };
 
 struct api;

@@ -21,7 +21,7 @@ static void usage(FILE *f)
                 "usage: cellad [--listen HOST:PORT] [--data-dir DIR] [--images DIR] [--image "
                 "NAME]\n"
                 "              [--max-sandboxes N] [--pool N] [--image-builder PATH]\n"
-                "              [--log-level L]\n"
+                "              [--log-level L] [--image-import-max SIZE]\n"
                 "              [--disk-quota required|auto|off] [--disk-limit-override SIZE]\n"
                 "              [--preview-domain DOMAIN] [--preview-listen HOST:PORT]\n"
                 "              [--network-range CIDR] [--check] [--help]\n"
@@ -36,6 +36,7 @@ static void usage(FILE *f)
                 "  --image-builder PATH build-image.sh (default "
                 "DIR-OF-CELLAD/../scripts/build-image.sh)\n"
                 "  --log-level L        debug, info, warn, error (default info)\n"
+                "  --image-import-max SIZE  an image import's tarball at most (default 4G)\n"
                 "  --disk-quota MODE    disk limits by the kernel: required, auto (where the\n"
                 "                       host can; default) or off\n"
                 "  --disk-limit-override SIZE  every new sandbox's disk limit (e.g. 64M),\n"
@@ -117,6 +118,7 @@ int main(int argc, char **argv)
                 {"preview-domain", required_argument, NULL, 'D'},
                 {"preview-listen", required_argument, NULL, 'P'},
                 {"network-range", required_argument, NULL, 'N'},
+                {"image-import-max", required_argument, NULL, 'X'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -128,7 +130,7 @@ int main(int argc, char **argv)
         unsigned long max_sandboxes = CELLA_DEFAULT_MAX_SANDBOXES;
         unsigned long pool_size = CELLA_DEFAULT_POOL_SIZE;
         enum disk_mode disk_mode = DISK_MODE_AUTO;
-        uint64_t disk_override = 0;
+        uint64_t disk_override = 0, import_max = 0;
         bool check = false;
         const char *network_range = NULL;
         char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
@@ -204,6 +206,13 @@ int main(int argc, char **argv)
                                         "cellad: bad --disk-quota '%s' (required, auto, "
                                         "off)\n",
                                         optarg);
+                                return 2;
+                        }
+                        break;
+                case 'X':
+                        if (disk_size_parse(optarg, strlen(optarg), &import_max) < 0 ||
+                            import_max == 0 || import_max > (uint64_t)CELLA_IMAGE_IMPORT_MAX) {
+                                fprintf(stderr, "cellad: bad --image-import-max '%s'\n", optarg);
                                 return 2;
                         }
                         break;
@@ -309,7 +318,8 @@ int main(int argc, char **argv)
                 }
         }
         {
-                struct api_config acfg = {g_loop, table, token, images, builder, preview_domain, 0};
+                struct api_config acfg = {g_loop,  table,          token, images,
+                                          builder, preview_domain, 0,     (int64_t)import_max};
 
                 if (!preview_domain[0] || strlen(preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
                     strpbrk(preview_domain, ":/ ")) {

@@ -563,6 +563,60 @@ static int validate_string_object(json_t *o, const char *what, struct cella_erro
         return 0;
 }
 
+/* IMAGES_DIR/NAME is complete (its rootfs and .complete are there). */
+static bool image_ready(const struct sandbox_table *t, const char *image)
+{
+        char p[CELLA_PATH_MAX];
+        struct stat st;
+
+        return snprintf(p, sizeof(p), "%s/%s/.complete", t->images_dir, image) < (int)sizeof(p) &&
+               stat(p, &st) == 0;
+}
+
+/* An imported image's Env ("K=V" strings in IMAGES_DIR/NAME/image.json) under env: what
+ * env already sets wins. Names that are not shell identifiers are skipped. */
+static void image_env_under(const struct sandbox_table *t, const char *image, json_t *env)
+{
+        char p[CELLA_PATH_MAX];
+        json_t *meta, *v;
+        size_t i;
+
+        if (snprintf(p, sizeof(p), "%s/%s/image.json", t->images_dir, image) >= (int)sizeof(p))
+                return;
+        meta = json_load_file(p, 0, NULL);
+        json_array_foreach(json_object_get(meta, "env"), i, v)
+        {
+                const char *kv = json_string_value(v), *eq = kv ? strchr(kv, '=') : NULL;
+                char key[256];
+                bool ok = eq && eq > kv && (size_t)(eq - kv) < sizeof(key) &&
+                          strlen(eq + 1) < CELLA_PATH_MAX && !(kv[0] >= '0' && kv[0] <= '9');
+
+                for (const char *c = kv; ok && c < eq; c++)
+                        ok = (*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') ||
+                             (*c >= '0' && *c <= '9') || *c == '_';
+                if (!ok || i >= 256)
+                        continue;
+                snprintf(key, sizeof(key), "%.*s", (int)(eq - kv), kv);
+                if (!json_object_get(env, key))
+                        json_object_set_new(env, key, json_string(eq + 1));
+        }
+        json_decref(meta);
+}
+
+bool sandbox_table_image_in_use(struct sandbox_table *t, const char *image)
+{
+        if (strcmp(image, t->default_image) == 0)
+                return true; /* the warm pool's, and what a sandbox gets by default */
+        for (unsigned i = 0; i < TABLE_BUCKETS; i++)
+                for (struct sandbox *s = t->buckets[i]; s; s = s->next)
+                        if (s->image && strcmp(s->image, image) == 0)
+                                return true;
+        for (struct sandbox *s = t->pool; s; s = s->pool_next)
+                if (s->image && strcmp(s->image, image) == 0)
+                        return true;
+        return false;
+}
+
 /* ---- the warm pool ----
  *
  * A pool sandbox is a struct sandbox with pooled set, named "pool-<slot>" (a reserved
@@ -768,6 +822,7 @@ static int pool_claim(struct sandbox *s, const char *name, const struct sandbox_
                 pool_discard(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
+        image_env_under(t, s->image, env);
         json_decref(s->env);
         json_decref(s->labels);
         s->env = env;
@@ -849,6 +904,9 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                                                "invalid image name '%.64s'", image);
         if (!*image)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "empty image name");
+        if (!image_ready(t, image))
+                return cella_error_set(err, CELLA_E_IMAGE_NOT_FOUND,
+                                       "no image '%s' (cella image ls; build or import it)", image);
         if (opts && (validate_string_object(opts->env, "env", err) < 0 ||
                      validate_string_object(opts->labels, "labels", err) < 0))
                 return -1;
@@ -888,6 +946,8 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         s->image = strdup(image);
         s->instance_type = strdup(itype);
         s->env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
+        if (s->env)
+                image_env_under(t, image, s->env);
         s->labels = opts && opts->labels ? json_deep_copy(opts->labels) : json_object();
         s->created_ms = s->last_active_ms = time_now_ms();
         s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms

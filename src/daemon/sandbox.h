@@ -65,6 +65,9 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
  * whether there was one. */
 int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_existed,
                           struct cella_error *err);
+/* Some sandbox (any state: a sleeping one wakes on it) or the pool uses image, or it is
+ * the daemon's default image. */
+bool sandbox_table_image_in_use(struct sandbox_table *t, const char *image);
 /* JSON array of sandbox_info() for every sandbox; new reference. */
 json_t *sandbox_table_list(struct sandbox_table *t);
 unsigned sandbox_table_count(const struct sandbox_table *t);

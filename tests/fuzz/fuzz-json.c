@@ -1,10 +1,11 @@
 /* Fuzz the API's JSON request decoders (src/daemon/api-decode.h). The first input byte
- * picks the decoder (modulo 18: 0-5 put_sandbox, exec, file_read, file_write, mkdir, move;
+ * picks the decoder (modulo 23: 0-5 put_sandbox, exec, file_read, file_write, mkdir, move;
  * 6 and 7 the shared helpers api_parse_bool and api_check_string_object (and setEnvVars);
  * 8-12 the process calls of api_decode_process (start, kill, waitLog, waitPort, waitExit);
  * 13-15 kill with the body as the ?signal= query value; 16 sessions; 17 git checkout; 18 file
- * watch; 19 code context create; 20 code run), the
- * rest is the body, in
+ * watch; 19 code context create; 20 code run; 22 the image decoders of daemon/image.h:
+ * docker manifest.json, OCI index, OCI manifest, image config and the build body, all on
+ * the same bytes), the rest is the body, in
  * an exact-size heap copy without a terminating NUL, as the HTTP server hands it over.
  *
  * Invariants, from the header's contract: success is 0 with err unset and the result
@@ -21,6 +22,7 @@
 #include "common/path.h"
 #include "common/name.h"
 #include "daemon/api-decode.h"
+#include "daemon/image.h"
 #include "fuzz.h"
 
 static bool is_zero(const void *p, size_t n)
@@ -73,6 +75,97 @@ static void check_strings(json_t *o)
                         FUZZ_CHECK(is_zero(&(x), sizeof(x)));                     \
                 }                                                                 \
         } while (0)
+
+/* A decoded manifest: 1..MAX layers, canonical relative paths, digests valid or empty. */
+static void check_manifest(const struct image_manifest *m)
+{
+        char again[CELLA_PATH_MAX];
+
+        FUZZ_CHECK(m->n_layers >= 1 && m->n_layers <= CELLA_IMAGE_MAX_LAYERS);
+        for (size_t i = 0; i <= m->n_layers; i++) {
+                const struct image_blob *b = i < m->n_layers ? &m->layers[i] : &m->config;
+
+                FUZZ_CHECK(b->path && b->path[0] && b->path[0] != '/');
+                FUZZ_CHECK(image_entry_path(b->path, again, sizeof(again)) == 0);
+                FUZZ_CHECK(strcmp(again, b->path) == 0);
+                FUZZ_CHECK(!b->digest[0] || image_digest_ok(b->digest));
+        }
+}
+
+static void fuzz_image(const char *body, size_t len)
+{
+        struct cella_error err = {0};
+        struct image_manifest m;
+        struct image_config c;
+        char digest[IMAGE_DIGEST_LEN + 1];
+        const char *pkgs[CELLA_IMAGE_MAX_PACKAGES];
+        json_t *owner;
+        bool nested;
+        size_t n;
+        int r;
+
+        r = image_decode_docker_manifest(body, len, &m, &err);
+        CHECK_OUTCOME(r == 0 ? 0 : -EINVAL, err, m, check_manifest(&m));
+        FUZZ_CHECK(r == 0 || err.code == CELLA_E_INVALID_IMAGE ||
+                   err.code == CELLA_E_INTERNAL_ERROR);
+        image_manifest_done(&m);
+        memset(&err, 0, sizeof(err));
+        r = image_decode_oci_manifest(body, len, &m, &err);
+        CHECK_OUTCOME(r == 0 ? 0 : -EINVAL, err, m, {
+                check_manifest(&m);
+                FUZZ_CHECK(image_digest_ok(m.config.digest));
+                for (size_t i = 0; i < m.n_layers; i++)
+                        FUZZ_CHECK(image_digest_ok(m.layers[i].digest));
+        });
+        image_manifest_done(&m);
+        memset(&err, 0, sizeof(err));
+        r = image_decode_oci_index(body, len, digest, &nested, &err);
+        FUZZ_CHECK(r == 0 ? image_digest_ok(digest) && !cella_error_is_set(&err)
+                          : err.code == CELLA_E_INVALID_IMAGE);
+        memset(&err, 0, sizeof(err));
+        r = image_decode_config(body, len, &c, &err);
+        CHECK_OUTCOME(r == 0 ? 0 : -EINVAL, err, c, {
+                json_t *v;
+                size_t i;
+
+                FUZZ_CHECK(json_is_array(c.env));
+                json_array_foreach(c.env, i, v) FUZZ_CHECK(json_is_string(v));
+                FUZZ_CHECK(c.n_diff_ids <= CELLA_IMAGE_MAX_LAYERS);
+                for (i = 0; i < c.n_diff_ids; i++)
+                        FUZZ_CHECK(image_digest_ok(c.diff_ids[i]));
+                FUZZ_CHECK(!c.working_dir || c.working_dir[0] == '/');
+        });
+        image_config_done(&c);
+        memset(&err, 0, sizeof(err));
+        r = image_decode_build(body, len, pkgs, &n, &owner, &err);
+        if (r == 0) {
+                FUZZ_CHECK(n <= CELLA_IMAGE_MAX_PACKAGES && !cella_error_is_set(&err));
+                for (size_t i = 0; i < n; i++)
+                        FUZZ_CHECK(image_package_ok(pkgs[i]) && pkgs[i][0] != '-');
+        } else {
+                FUZZ_CHECK(r == -1 && n == 0 && !owner && err.code == CELLA_E_VALIDATION_FAILED);
+        }
+        json_decref(owner);
+        /* the body as an entry path: canonical output is a fixed point, never ".." */
+        if (len < CELLA_PATH_MAX && !memchr(body, 0, len)) {
+                char in[CELLA_PATH_MAX], out[CELLA_PATH_MAX], again[CELLA_PATH_MAX];
+                size_t target = 0;
+                bool ignore;
+
+                memcpy(in, body, len);
+                in[len] = '\0';
+                if (image_entry_path(in, out, sizeof(out)) == 0) {
+                        FUZZ_CHECK(out[0] != '/' && !strstr(out, "//"));
+                        FUZZ_CHECK(image_entry_path(out, again, sizeof(again)) == 0 &&
+                                   strcmp(out, again) == 0);
+                        if (image_whiteout(out, &target, &ignore) == IMAGE_WH_FILE) {
+                                FUZZ_CHECK(target > 0 && target < strlen(out));
+                                FUZZ_CHECK(strcmp(out + target, "..") != 0 &&
+                                           strcmp(out + target, ".") != 0);
+                        }
+                }
+        }
+}
 
 static void fuzz_decoder(unsigned which, const char *body, size_t len)
 {
@@ -310,6 +403,9 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 json_decref(x);
                 break;
         }
+        case 22:
+                fuzz_image(body, len);
+                break;
         default: {
                 /* setEnvVars bodies share this selector with the string-object check. */
                 struct api_env e;
@@ -347,7 +443,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!body)
                 return 0;
         memcpy(body, data + 1, size - 1);
-        fuzz_decoder(data[0] % 21, body, size - 1);
+        fuzz_decoder(data[0] % 23, body, size - 1);
         free(body);
         return 0;
 }

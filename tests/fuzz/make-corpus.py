@@ -333,6 +333,39 @@ def jsonseeds():
     out["process-query-signal-bad"] = bytes([13]) + b"99"
     out["env-session"] = bytes([7]) + js({"vars": {"A": "1"}, "sessionId": "s-1"})
     out["env-bad-session"] = bytes([7]) + js({"vars": {}, "sessionId": "../x"})
+    # Selector 22: the image decoders (manifest.json, index.json, OCI manifest, config,
+    # the build body) and the entry path rules, all on the same bytes.
+    h = "sha256:" + "ab" * 32
+    img = {
+        "docker-manifest": [{"Config": "ab" * 32 + ".json", "RepoTags": ["x:1"],
+                             "Layers": ["0123/layer.tar", "blobs/sha256/" + "cd" * 32]}],
+        "docker-manifest-dotdot": [{"Config": "../c.json", "Layers": ["a/layer.tar"]}],
+        "docker-manifest-no-layers": [{"Config": "c.json", "Layers": []}],
+        "oci-index": {"schemaVersion": 2, "manifests": [
+            {"mediaType": "application/vnd.oci.image.index.v1+json", "digest": h,
+             "platform": {"os": "linux", "architecture": "arm64"}},
+            {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": h,
+             "platform": {"os": "linux", "architecture": "amd64"}}]},
+        "oci-index-bad-digest": {"manifests": [{"digest": "sha512:00"}]},
+        "oci-manifest": {"schemaVersion": 2, "config": {"digest": h},
+                         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                                     "digest": h}, {"digest": h}]},
+        "oci-manifest-foreign": {"config": {"digest": h}, "layers": [
+            {"mediaType": "application/vnd.example.encrypted", "digest": h}]},
+        "config": {"config": {"Env": ["PATH=/bin", "A=1"], "WorkingDir": "/app",
+                              "Entrypoint": ["/bin/sh"], "Cmd": ["-c", "x"]},
+                   "rootfs": {"type": "layers", "diff_ids": [h]}},
+        "config-bad-env": {"config": {"Env": [1, 2]}},
+        "build": {"packages": ["busybox-static", "libc6", "g++"]},
+        "build-bad": {"packages": ["-rf", "A"]},
+        "build-unknown": {"pkgs": []},
+    }
+    for label, body in img.items():
+        out["image-" + label] = bytes([22]) + js(body)
+    out["image-path-traversal"] = bytes([22]) + b"./a//b/../../etc"
+    out["image-path-whiteout"] = bytes([22]) + b"usr/lib/.wh.libx.so"
+    out["image-path-opaque"] = bytes([22]) + b"opt/.wh..wh..opq"
+    out["image-path-whiteout-dotdot"] = bytes([22]) + b"a/.wh.."
     # Selector 16: POST .../sessions bodies.
     out["session-full"] = bytes([16]) + js({"id": "build.1", "cwd": "/workspace/app",
                                            "env": {"A": "1"}, "commandTimeoutMs": 5000})

@@ -283,6 +283,24 @@ static void code_options(void **state)
         assert_int_equal(a.npos, 4);
 }
 
+static void image_options(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "image", "build", "tools", "--package", "busybox-static",
+                               "--package=g++"),
+                         0);
+        assert_int_equal(a.npos, 3);
+        assert_string_equal(a.pos[2], "tools");
+        assert_int_equal(a.npackages, 2);
+        assert_string_equal(a.packages[0], "busybox-static");
+        assert_string_equal(a.packages[1], "g++");
+        assert_int_equal(PARSE(&a, "image", "import", "bb", "bb.tar", "--replace"), 0);
+        assert_int_equal(a.npos, 4);
+        assert_true(a.replace);
+        assert_int_equal(PARSE(&a, "image", "build", "x", "--package"), -1);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -300,6 +318,7 @@ int main(void)
                 cmocka_unit_test(expose_options),
                 cmocka_unit_test(watch_options),
                 cmocka_unit_test(code_options),
+                cmocka_unit_test(image_options),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

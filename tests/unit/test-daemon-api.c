@@ -7,6 +7,7 @@
  * raw file GET (Content-Length, Content-Type) and PUT (streamed), JSON read/write, list,
  * exists, mkdir, move, delete. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -116,6 +117,12 @@ unsigned sandbox_table_count(const struct sandbox_table *t)
 {
         (void)t;
         return the_sandbox.exists;
+}
+
+bool sandbox_table_image_in_use(struct sandbox_table *t, const char *image)
+{
+        (void)t;
+        return strcmp(image, "default") == 0;
 }
 
 json_t *sandbox_table_pool_info(const struct sandbox_table *t)
@@ -465,7 +472,7 @@ static void on_stop(uv_async_t *a)
 
 static void *loop_thread(void *arg)
 {
-        struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false", NULL, 0};
+        struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false", NULL, 0, 0};
         struct http_server_config cfg = {"127.0.0.1", 0, api_handle, NULL, NULL};
         struct cella_error err = {0};
 
@@ -646,6 +653,67 @@ static void test_routing_and_auth(void **state)
         free(r);
         r = call("GET", "/v1/sandboxes", NULL, NULL);
         assert_non_null(strstr(r, "\"sandboxes\":[{"));
+        free(r);
+}
+
+static void test_images_routes(void **state)
+{
+        char *r;
+
+        (void)state;
+        r = call("GET", "/v1/images", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        assert_non_null(strstr(r, "{\"images\":[]}"));
+        free(r);
+        r = call("GET", "/v1/images/x", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 405"));
+        free(r);
+        r = call("GET", "/v1/images/x/import", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 405"));
+        free(r);
+        r = call("DELETE", "/v1/images/nosuch", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 404"));
+        assert_non_null(strstr(r, "IMAGE_NOT_FOUND"));
+        free(r);
+        r = call("POST", "/v1/images/..x/import", NULL, "x");
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        assert_non_null(strstr(r, "VALIDATION_FAILED"));
+        free(r);
+        r = call("POST", "/v1/images/x/import?replace=maybe", NULL, "x");
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        free(r);
+        /* not a tar: 400, and nothing is left in the images dir (teardown's rmdir) */
+        r = call("POST", "/v1/images/junk/import", NULL, "this is not a tar archive at all");
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        assert_non_null(strstr(r, "INVALID_IMAGE"));
+        free(r);
+        {
+                DIR *d = opendir(tmpdir);
+                struct dirent *de;
+
+                assert_non_null(d);
+                while ((de = readdir(d)))
+                        assert_true(strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                                    de->d_name[0] != '.');
+                closedir(d);
+        }
+        /* declared over the limit: refused before the body */
+        r = exchange_bytes("POST /v1/images/big/import HTTP/1.1\r\nHost: t\r\n"
+                           "Authorization: Bearer s3cret\r\nContent-Length: 99999999999\r\n"
+                           "Connection: close\r\n\r\n",
+                           NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 413"));
+        assert_non_null(strstr(r, "PAYLOAD_TOO_LARGE"));
+        free(r);
+        r = call("POST", "/v1/images/x/build", NULL, "{\"packages\":[\"-rf\"]}");
+        assert_non_null(strstr(r, "HTTP/1.1 400"));
+        assert_non_null(strstr(r, "VALIDATION_FAILED"));
+        free(r);
+        /* the builder here is /bin/false: the stream ends with an error event */
+        r = call("POST", "/v1/images/x/build", NULL, "{\"packages\":[\"busybox-static\"]}");
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        assert_non_null(strstr(r, "\"type\":\"start\""));
+        assert_non_null(strstr(r, "\"type\":\"error\""));
         free(r);
 }
 
@@ -964,10 +1032,11 @@ static void test_token_compare(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_token_compare),      cmocka_unit_test(test_routing_and_auth),
-                cmocka_unit_test(test_exec_buffered),      cmocka_unit_test(test_exec_sse),
-                cmocka_unit_test(test_files_raw),          cmocka_unit_test(test_files_json),
-                cmocka_unit_test(test_disconnect_cancels), cmocka_unit_test(test_origin_and_host),
+                cmocka_unit_test(test_token_compare),   cmocka_unit_test(test_routing_and_auth),
+                cmocka_unit_test(test_images_routes),   cmocka_unit_test(test_exec_buffered),
+                cmocka_unit_test(test_exec_sse),        cmocka_unit_test(test_files_raw),
+                cmocka_unit_test(test_files_json),      cmocka_unit_test(test_disconnect_cancels),
+                cmocka_unit_test(test_origin_and_host),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);
