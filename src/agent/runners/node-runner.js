@@ -22,6 +22,7 @@
   const net = require('net');
   const path = require('path');
   const readline = require('readline');
+  const { Writable } = require('stream');
   const util = require('util');
   const vm = require('vm');
 
@@ -40,17 +41,62 @@
   // fd 3/4 come without close-on-exec. Node has no dup(), but opening /proc/self/fd/N
   // gives a new descriptor of the same pipe, and node opens everything close-on-exec;
   // then the originals are closed, so no child process inherits the channel.
+  // Both are reopened before either is closed, so neither copy lands on fd 3 or 4.
   function reopen(fd, flags) {
     try {
-      const copy = fs.openSync(`/proc/self/fd/${fd}`, flags);
-      fs.closeSync(fd);
-      return copy;
+      return fs.openSync(`/proc/self/fd/${fd}`, flags);
     } catch (e) {
       return fd; // not a pipe (a socket cannot be reopened this way): used as it is
     }
   }
   const reqFd = reopen(REQ_FD, fs.constants.O_RDONLY);
   const evFd = reopen(EV_FD, fs.constants.O_WRONLY);
+  if (reqFd !== REQ_FD) fs.closeSync(REQ_FD);
+  if (evFd !== EV_FD) fs.closeSync(EV_FD);
+
+  // Writes all of buf to fd with plain write(2)s. A non-blocking pipe that is full is
+  // waited for (Atomics.wait is a synchronous sleep); with the agent gone (EPIPE) the
+  // context is over.
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  function writeAll(fd, buf) {
+    for (let off = 0; off < buf.length;) {
+      try {
+        off += fs.writeSync(fd, buf, off);
+      } catch (e) {
+        if (e.code === 'EPIPE') process.exit(0);
+        if (e.code !== 'EAGAIN') throw e;
+        Atomics.wait(pause, 0, 0, 5);
+      }
+    }
+  }
+
+  // process.stdout/stderr as streams whose write() is one plain synchronous write to fd
+  // 1/2, without any stream state. breakOnSigint stops a cell by terminating whatever
+  // JavaScript runs, and a stream's state machine (node's net.Socket for a pipe, or a
+  // Writable) cut in the middle of a write stays stuck: all later output of the context
+  // was lost, and the next run's never came. Plain writes also keep every byte ahead of
+  // the events on fd 4 that follow it.
+  function syncStream(fd) {
+    const stream = new Writable({
+      write(chunk, encoding, callback) {
+        writeAll(fd, chunk);
+        callback();
+      },
+    });
+    stream.write = (chunk, encoding, callback) => {
+      if (typeof encoding === 'function') [callback, encoding] = [encoding, undefined];
+      writeAll(fd, typeof chunk === 'string' ? Buffer.from(chunk, encoding || 'utf8') : chunk);
+      if (callback) process.nextTick(callback);
+      return true;
+    };
+    stream.fd = fd;
+    stream.isTTY = false;
+    return stream;
+  }
+  for (const [name, fd] of [['stdout', 1], ['stderr', 2]]) {
+    Object.defineProperty(process, name, { configurable: true, enumerable: true,
+      writable: true, value: syncStream(fd) });
+  }
 
   function wellFormed(key, value) {
     return typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value;
@@ -63,8 +109,7 @@
       const small = { text: note, isMainResult: !!event.result.isMainResult };
       line = JSON.stringify({ ...event, result: small }) + '\n';
     }
-    const buf = Buffer.from(line);
-    for (let off = 0; off < buf.length;) off += fs.writeSync(evFd, buf, off);
+    writeAll(evFd, Buffer.from(line));
   }
 
   let ts = null;
@@ -197,19 +242,19 @@
     const plan = ts ? rewrite(code) : null;
     if (plan) {
       try {
-        return script(plan.code);
+        return { script: script(plan.code), isAsync: plan.isAsync };
       } catch (e) {
         // reported below, compiled as the user wrote it
       }
     }
     try {
-      return script(code);
+      return { script: script(code), isAsync: false };
     } catch (e) {
       // Without the parser, a cell with top-level await still runs (its declarations
       // stay local to it and it has no value).
       if (!ts && e instanceof SyntaxError) {
         try {
-          return script(`(async () => {\n${code}\n})()`, -1);
+          return { script: script(`(async () => {\n${code}\n})()`, -1), isAsync: true };
         } catch (e2) {
           // the first message is the one about the user's code
         }
@@ -284,7 +329,15 @@
     try {
       const code = typeof req.code === 'string' ? req.code : '';
       const js = language === 'typescript' ? transpile(code) : code;
-      let value = compileCell(js).runInThisContext({ breakOnSigint: true, displayErrors: false });
+      const cell = compileCell(js);
+      // breakOnSigint only for a cell without top-level await. While it is on, node swaps
+      // the SIGINT handlers: a SIGINT just after the code's end can be swallowed by
+      // node's watchdog, and a cell still pending then would miss its interrupt. An
+      // async cell therefore relies on the SIGINT listener below, always in place; the
+      // price is that busy code in an async cell is not interruptible (the agent's
+      // kill after 2 s remains).
+      let value = cell.script.runInThisContext({ breakOnSigint: !cell.isAsync,
+        displayErrors: false });
       if (util.types.isPromise(value)) value = await awaitInterruptibly(value);
       if (value !== undefined) {
         const result = formatValue(value);
@@ -296,7 +349,7 @@
     }
     current = null;
     if (error !== null) emit({ type: 'error', id: req.id, ...formatError(error) });
-    // process.stdout/stderr on pipes and files are synchronous: nothing left to flush.
+    // process.stdout/stderr write synchronously (syncStream): nothing left to flush.
     emit({ type: 'done', id: req.id, executionCount: count });
   }
 
