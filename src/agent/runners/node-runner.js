@@ -330,13 +330,11 @@
       const code = typeof req.code === 'string' ? req.code : '';
       const js = language === 'typescript' ? transpile(code) : code;
       const cell = compileCell(js);
-      // breakOnSigint only for a cell without top-level await. While it is on, node swaps
-      // the SIGINT handlers: a SIGINT just after the code's end can be swallowed by
-      // node's watchdog, and a cell still pending then would miss its interrupt. An
-      // async cell therefore relies on the SIGINT listener below, always in place; the
-      // price is that busy code in an async cell is not interruptible (the agent's
-      // kill after 2 s remains).
-      let value = cell.script.runInThisContext({ breakOnSigint: !cell.isAsync,
+      // breakOnSigint stops the synchronous part (for an async cell: up to its first
+      // await); a SIGINT that comes while node is ending that part can be taken by
+      // node's watchdog after the code ended, and a cell still pending then misses it
+      // (no done: the agent's kill after 2 s applies). Later, the listener below serves.
+      let value = cell.script.runInThisContext({ breakOnSigint: true,
         displayErrors: false });
       if (util.types.isPromise(value)) value = await awaitInterruptibly(value);
       if (value !== undefined) {
