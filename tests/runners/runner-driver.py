@@ -300,6 +300,12 @@ def test_python():
     check(run.main and run.main["text"] == "('/workspace', 'v1')", "python: cwd and env",
           run.main)
 
+    with open(os.path.join(ROOT, "workspace", "cellamod.py"), "w") as f:
+        f.write("V = 'from the working directory'\n")
+    run = r.run("import cellamod\ncellamod.V")
+    check(run.main and run.main["text"] == "'from the working directory'",
+          "python: modules of the working directory import", run.main)
+
     run = r.run("x = 40")
     check(run.results == [] and run.error is None, "python: statement, no result", run.events)
     count = run.done["executionCount"]
@@ -435,6 +441,16 @@ def test_javascript():
           L + "a declaration can be run again", (run.error, run.main))
     run = r.run("'hi'")
     check(run.main == {"text": "hi", "isMainResult": True}, L + "string as text", run.main)
+    with open(os.path.join(ROOT, "workspace", "cellamod.js"), "w") as f:
+        f.write("exports.v = 'from the working directory';\n")
+    run = r.run("require('./cellamod.js').v")
+    check(run.main and run.main["text"] == "from the working directory",
+          L + "require() from the working directory", run.main)
+    run = r.run("import { join } from 'path';\nimport * as fs from 'fs';\n"
+                "join('a', typeof fs.readFileSync)")
+    check(run.main and run.main["text"] == "a/function", L + "import statements", run.main)
+    run = r.run("const { basename } = await import('path');\nbasename('/x/y')")
+    check(run.main and run.main["text"] == "y", L + "dynamic import()", (run.main, run.error))
     run = r.run("({a: 1, b: [1, 'x']})")
     check(run.main and run.main["text"] == "{ a: 1, b: [ 1, 'x' ] }"
           and run.main.get("json") == {"a": 1, "b": [1, "x"]}, L + "object: inspect + json",
@@ -509,6 +525,9 @@ def test_typescript():
     check(run.error is None, L + "types, enum, await", run.error)
     run = r.run("add(p.a, E.X) + n")
     check(run.main and run.main["text"] == "6", L + "declarations persist", run.main)
+    run = r.run("import * as path from 'path';\nconst parts: string[] = ['a', 'b'];\n"
+                "path.join(...parts)")
+    check(run.main and run.main["text"] == "a/b", L + "import statements", run.main)
     run = r.run("const bad: = 1")
     check((run.error or {}).get("name") == "SyntaxError", L + "syntax error", run.error)
     r.close()

@@ -34,6 +34,8 @@
   const MAX_EVENT = 48 << 20;
   // Stack frames of the runner and of node's machinery below the cell.
   const RUNNER_FRAME = /^\s+at .*(\[eval\]|\(node:|at node:)/;
+  // A line that may start an import or export statement, or an import() call.
+  const IMPORT_EXPORT = /^\s*(import\s*[\w{*'"]|export\s)|\bimport\s*\(/m;
   // A lone UTF-16 surrogate: JSON.stringify escapes it as \udXXX, which strict parsers
   // refuse, so it is replaced before writing.
   const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
@@ -98,6 +100,13 @@
       writable: true, value: syncStream(fd) });
   }
 
+  // SIGINT while synchronous cell code runs is taken by breakOnSigint; here it arrives
+  // while a run awaits, or between runs and while the runner loads (then it is ignored).
+  let current = null; // the run in progress: { interrupt }
+  process.on('SIGINT', () => {
+    if (current && current.interrupt) current.interrupt();
+  });
+
   function wellFormed(key, value) {
     return typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value;
   }
@@ -134,9 +143,9 @@
   // TypeScript to javascript, types dropped and not checked. CommonJS keeps a cell that
   // has no import/export a plain script (top-level await stays as it is); one with
   // imports gets require() calls.
-  function transpile(code) {
+  function transpile(code, fileName) {
     const out = ts.transpileModule(code, {
-      fileName: 'cell.ts',
+      fileName,
       reportDiagnostics: true,
       compilerOptions: {
         target: ts.ScriptTarget.ES2022,
@@ -223,19 +232,8 @@
     return { code: `${prologue}(async () => { ${exported}${body}\n})()`, isAsync };
   }
 
-  // Dynamic import() in a cell: resolved from the working directory.
-  function importDynamically(specifier) {
-    const spec = /^\.{0,2}\//.test(specifier)
-      ? require('url').pathToFileURL(path.resolve(specifier)).href : specifier;
-    return import(spec);
-  }
-
   function script(code, lineOffset = 0) {
-    return new vm.Script(code, {
-      filename: '<cell>',
-      lineOffset,
-      importModuleDynamically: importDynamically,
-    });
+    return new vm.Script(code, { filename: '<cell>', lineOffset });
   }
 
   function compileCell(code) {
@@ -304,7 +302,6 @@
 
   let language = 'javascript';
   let count = 0;
-  let current = null; // the run in progress: { interrupt }
 
   class Interrupted extends Error {
     constructor(message) {
@@ -328,7 +325,11 @@
     let error = null;
     try {
       const code = typeof req.code === 'string' ? req.code : '';
-      const js = language === 'typescript' ? transpile(code) : code;
+      // A javascript cell with import/export statements or import() goes through the
+      // same transpiler, into require() calls: a script cannot hold the statements, and
+      // node 18 runs import() in a vm script only with --experimental-vm-modules.
+      const js = language === 'typescript' ? transpile(code, 'cell.ts')
+        : ts && IMPORT_EXPORT.test(code) ? transpile(code, 'cell.js') : code;
       const cell = compileCell(js);
       // breakOnSigint stops the synchronous part (for an async cell: up to its first
       // await); a SIGINT that comes while node is ending that part can be taken by
@@ -380,11 +381,6 @@
   });
   process.on('unhandledRejection', reason => {
     process.stderr.write(`Uncaught (in promise) ${util.inspect(reason)}\n`);
-  });
-  // SIGINT while synchronous cell code runs is taken by breakOnSigint; here it arrives
-  // while a run awaits, or between runs (then it is ignored).
-  process.on('SIGINT', () => {
-    if (current && current.interrupt) current.interrupt();
   });
 
   // Requests one at a time, in order; at EOF (the agent went away) a pending run is

@@ -19,6 +19,7 @@ import json
 import linecache
 import os
 import re
+import select
 import signal
 import sys
 import traceback
@@ -54,6 +55,7 @@ class Channel:
         self.wfd = fcntl.fcntl(EV_FD, fcntl.F_DUPFD_CLOEXEC, 100)
         os.close(REQ_FD)
         os.close(EV_FD)
+        os.set_blocking(rfd, True)  # the reader below expects whole reads
         self.reader = os.fdopen(rfd, "rb", buffering=1 << 16)
 
     def requests(self):
@@ -76,7 +78,10 @@ class Channel:
             data = json.dumps(dict(event, result=small)).encode() + b"\n"
         view = memoryview(data)
         while view:  # a write interrupted by a signal may be partial
-            view = view[os.write(self.wfd, view):]
+            try:
+                view = view[os.write(self.wfd, view):]
+            except BlockingIOError:  # a non-blocking pipe that is full
+                select.select([], [self.wfd], [])
 
 
 def preload():
@@ -317,8 +322,12 @@ class Interpreter:
 
 
 def main():
+    # Until the interpreter takes SIGINT over, one must not end the runner while it loads.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     channel = Channel()
-    for stream in (sys.stdout, sys.stderr):
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+        # print() from user code must not meet a full non-blocking pipe.
+        os.set_blocking(fd, True)
         stream.reconfigure(write_through=True, line_buffering=False)
     # -I leaves the working directory out of sys.path; a notebook imports its own modules.
     sys.path.insert(0, "")
