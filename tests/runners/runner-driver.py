@@ -409,8 +409,9 @@ def test_python():
         t = time.monotonic()
         r.run("1+1")
         times.append(time.monotonic() - t)
+    r.run("import threading, time\nthreading.Thread(target=time.sleep, args=(3600,)).start()")
     code = r.close()
-    check(code == 0, "python: exits 0 when fd 3 closes", code)
+    check(code == 0, "python: exits 0 when fd 3 closes, a thread left running", code)
     return ready_s, sorted(times)[len(times) // 2]
 
 
@@ -509,8 +510,9 @@ def test_javascript():
         t = time.monotonic()
         r.run("1+1")
         times.append(time.monotonic() - t)
+    r.run("setInterval(() => {}, 1000); undefined")
     code = r.close()
-    check(code == 0, L + "exits 0 when fd 3 closes", code)
+    check(code == 0, L + "exits 0 when fd 3 closes, a timer left running", code)
     return ready_s, sorted(times)[len(times) // 2]
 
 

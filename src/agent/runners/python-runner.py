@@ -198,7 +198,10 @@ class Interpreter:
         self.main.__dict__["__builtins__"] = builtins
         self.main.__dict__["display"] = self.display
         sys.modules["__main__"] = self.main
+        # One event loop for the context: tasks a cell leaves running go on in later
+        # cells that await.
         self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
         self.patch_pyplot()
         signal.signal(signal.SIGINT, self.on_sigint)
 
@@ -340,6 +343,9 @@ def main():
             channel.emit(interp.setup(req))
         elif kind == "run":
             interp.run(req)
+    # EOF: the context is closed. Threads user code left running must not keep the
+    # process alive.
+    os._exit(0)
 
 
 main()
