@@ -380,6 +380,10 @@ def test_python():
     err = run.error or {}
     check(err.get("name") == "SyntaxError" and any("<cell>" in x for x in err["traceback"])
           and run.done is not None, "python: SyntaxError", err)
+    run = r.run("class Bad(Exception):\n    def __str__(self):\n        raise ValueError('no')\n"
+                "raise Bad()")
+    check((run.error or {}).get("name") == "Bad" and run.done is not None,
+          "python: an exception whose str() fails", run.error)
     run = r.run("raise SystemExit(3)")
     check((run.error or {}).get("name") == "SystemExit", "python: SystemExit is an error")
 
@@ -485,6 +489,9 @@ def test_javascript():
     check((run.error or {}).get("name") == "URIError", L + "rejected last promise", run.error)
     run = r.run("let = = 1;")
     check((run.error or {}).get("name") == "SyntaxError", L + "SyntaxError", run.error)
+    run = r.run("throw new Proxy({}, { get() { throw new Error('hostile') } })")
+    check(run.error is not None and run.done is not None, L + "a hostile thrown object",
+          run.error)
     run = r.run("throw 'plain'")
     check((run.error or {}).get("message") == "'plain'", L + "throw of a non-Error", run.error)
     run = r.run("Promise.reject(new Error('nobody waits')).catch; "

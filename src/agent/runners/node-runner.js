@@ -40,10 +40,11 @@
   // refuse, so it is replaced before writing.
   const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
-  // fd 3/4 come without close-on-exec. Node has no dup(), but opening /proc/self/fd/N
-  // gives a new descriptor of the same pipe, and node opens everything close-on-exec;
-  // then the originals are closed, so no child process inherits the channel.
-  // Both are reopened before either is closed, so neither copy lands on fd 3 or 4.
+  // The channel leaves fd 3/4, where user code could use it by accident. Node has no
+  // dup(), but opening /proc/self/fd/N gives a new descriptor of the same pipe, opened
+  // close-on-exec like everything node opens (node 18 also marks the inherited fds
+  // close-on-exec by itself). Both are reopened before either is closed, so neither copy
+  // lands on fd 3 or 4.
   function reopen(fd, flags) {
     try {
       return fs.openSync(`/proc/self/fd/${fd}`, flags);
@@ -112,13 +113,13 @@
   }
 
   function emit(event) {
-    let line = JSON.stringify(event, wellFormed) + '\n';
+    let line = Buffer.from(JSON.stringify(event, wellFormed) + '\n');
     if (line.length > MAX_EVENT && event.type === 'result') {
       const note = `[result of ${line.length} bytes not sent: larger than ${MAX_EVENT}]`;
       const small = { text: note, isMainResult: !!event.result.isMainResult };
-      line = JSON.stringify({ ...event, result: small }) + '\n';
+      line = Buffer.from(JSON.stringify({ ...event, result: small }) + '\n');
     }
-    writeAll(evFd, Buffer.from(line));
+    writeAll(evFd, line);
   }
 
   let ts = null;
@@ -132,10 +133,10 @@
 
   function syntaxError(message, text, pos) {
     const err = new SyntaxError(message);
-    const sf = ts.createSourceFile('cell', text, ts.ScriptTarget.ES2022);
-    const { line, character } = sf.getLineAndCharacterOfPosition(pos);
-    const source = text.split('\n')[line] || '';
-    err.stack = [`<cell>:${line + 1}`, source, ' '.repeat(character) + '^', '',
+    const before = text.slice(0, pos).split('\n');
+    const line = before.length - 1;
+    const source = text.split('\n')[line];
+    err.stack = [`<cell>:${line + 1}`, source, ' '.repeat(before[line].length) + '^', '',
       `SyntaxError: ${message}`].join('\n');
     return err;
   }
@@ -347,7 +348,15 @@
       error = e;
     }
     current = null;
-    if (error !== null) emit({ type: 'error', id: req.id, ...formatError(error) });
+    if (error !== null) {
+      let described;
+      try {
+        described = formatError(error);
+      } catch (e) { // a hostile error object (a throwing getter, a proxy)
+        described = { name: 'Error', message: 'the error could not be described', traceback: [] };
+      }
+      emit({ type: 'error', id: req.id, ...described });
+    }
     // process.stdout/stderr write synchronously (syncStream): nothing left to flush.
     emit({ type: 'done', id: req.id, executionCount: count });
   }

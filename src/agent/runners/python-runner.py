@@ -127,7 +127,7 @@ def add_mime(result, mime, data):
         if isinstance(data, (str, bytes)):
             data = json.loads(data)
         data = to_json_value(data)
-    elif not isinstance(data, str):
+    if key != "json" and not isinstance(data, str):
         return
     result[key] = data
 
@@ -295,7 +295,11 @@ class Interpreter:
         if error is not None:
             self.close_figures()
             event = {"type": "error", "id": self.run_id}
-            event.update(format_error(error))
+            try:
+                event.update(format_error(error))
+            except Exception:  # a hostile exception object (a __str__ that raises)
+                event.update(name=type(error).__name__, traceback=[],
+                             message="the error could not be described")
             self.channel.emit(event)
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -306,8 +310,10 @@ class Interpreter:
 
     def close_figures(self):
         plt = sys.modules.get("matplotlib.pyplot")
-        if plt is not None:
+        try:
             plt.close("all")
+        except Exception:  # no pyplot, or one user code broke
+            pass
 
     def setup(self, req):
         if req.get("language", "python") != "python":
