@@ -352,15 +352,19 @@ def test_python():
                 "class M:\n"
                 "    def _repr_mimebundle_(self, include=None, exclude=None):\n"
                 "        return {'text/html': '<i>m</i>', 'image/png': b'\\x89PNG\\r\\n\\x1a\\n'}\n"
-                "display(M())\nR()")
+                "class Any:\n"
+                "    def __getattr__(self, name): return lambda *a, **k: '<b>no</b>'\n"
+                "    def __repr__(self): return 'Any()'\n"
+                "display(M(), Any())\nR()")
     main = run.main or {}
     check(main.get("html") == "<b>x</b>" and main.get("json") == {"k": [1, 2]}
           and main.get("svg") == "<svg/>" and main.get("latex") == "$x$"
           and main.get("text") == "R()" and main.get("markdown") == "*x*?",
           "python: _repr_*_ methods", main)
     side = [x for x in run.results if not x.get("isMainResult")]
-    check(len(side) == 1 and side[0].get("html") == "<i>m</i>" and png_ok(side[0].get("png")),
-          "python: display() and _repr_mimebundle_", side)
+    check(len(side) == 2 and side[0].get("html") == "<i>m</i>" and png_ok(side[0].get("png"))
+          and side[1] == {"text": "Any()"},
+          "python: display(), _repr_mimebundle_, no rich forms from __getattr__", side)
 
     run = r.run("1/0")
     err = run.error or {}

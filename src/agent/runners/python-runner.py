@@ -132,6 +132,15 @@ def add_mime(result, mime, data):
     result[key] = data
 
 
+def rich_method(value, name):
+    """value's display method `name`, or None. Classes are not asked (their methods are
+    unbound), nor objects that answer any attribute (IPython's canary test)."""
+    if isinstance(value, type) or hasattr(value, "_ipython_canary_method_should_not_exist_"):
+        return None
+    method = getattr(value, name, None)
+    return method if callable(method) else None
+
+
 def format_value(value):
     """The result dict for one displayed value: rich forms first, then text = repr()."""
     result = {}
@@ -140,8 +149,8 @@ def format_value(value):
     if mpl_figure is not None and isinstance(value, mpl_figure.Figure):
         result["png"] = figure_png(value)
         sys.modules["matplotlib.pyplot"].close(value)  # shown here, not again at the end
-    method = getattr(value, "_repr_mimebundle_", None) if not isinstance(value, type) else None
-    if callable(method):
+    method = rich_method(value, "_repr_mimebundle_")
+    if method:
         try:
             bundle = method()
             if isinstance(bundle, tuple):
@@ -151,8 +160,8 @@ def format_value(value):
         except Exception:
             pass
     for name, mime in REPR_METHODS:
-        method = getattr(value, name, None) if not isinstance(value, type) else None
-        if MIME_KEYS[mime] in result or not callable(method):
+        method = rich_method(value, name)
+        if MIME_KEYS[mime] in result or not method:
             continue
         try:
             data = method()
