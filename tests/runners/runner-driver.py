@@ -202,6 +202,15 @@ class Runner:
             failures.append("done without the run id: %r" % (done,))
         return run
 
+    def round_trip(self, runs=20):
+        """Median time of a `1+1` run through the pipes, request to done (a figure)."""
+        times = []
+        for _ in range(runs):
+            start = time.monotonic()
+            self.run("1+1")
+            times.append(time.monotonic() - start)
+        return sorted(times)[runs // 2]
+
     def close(self):
         """Closes fd 3 and waits for the runner to exit; its exit code, None if killed."""
         os.close(self.req_w)
@@ -411,16 +420,11 @@ def test_python():
     run = r.run("x")
     check(run.main and run.main["text"] == "40", "python: namespace kept after interrupts")
 
-    # Round trip of `1+1` through the pipes.
-    times = []
-    for _ in range(20):
-        t = time.monotonic()
-        r.run("1+1")
-        times.append(time.monotonic() - t)
+    round_trip = r.round_trip()
     r.run("import threading, time\nthreading.Thread(target=time.sleep, args=(3600,)).start()")
     code = r.close()
     check(code == 0, "python: exits 0 when fd 3 closes, a thread left running", code)
-    return ready_s, sorted(times)[len(times) // 2]
+    return ready_s, round_trip
 
 
 def test_node(lang):
@@ -516,15 +520,11 @@ def test_javascript():
     run = r.run("x")
     check(run.main and run.main["text"] == "1", L + "context kept after interrupts", run.main)
 
-    times = []
-    for _ in range(20):
-        t = time.monotonic()
-        r.run("1+1")
-        times.append(time.monotonic() - t)
+    round_trip = r.round_trip()
     r.run("setInterval(() => {}, 1000); undefined")
     code = r.close()
     check(code == 0, L + "exits 0 when fd 3 closes, a timer left running", code)
-    return ready_s, sorted(times)[len(times) // 2]
+    return ready_s, round_trip
 
 
 def test_typescript():
