@@ -342,6 +342,9 @@ def test_python():
     pngs = [x for x in run.results if "png" in x]
     check(len(pngs) == 1 and png_ok(pngs[0]["png"]), "python: open figure after a run -> png",
           run.results)
+    run = r.run("plt.plot([1, 2]);  # the ; silences the value")
+    check(len(run.results) == 1 and "png" in run.results[0] and not run.main,
+          "python: a trailing ; silences the value, the figure stays", run.results)
     run = r.run("len(plt.get_fignums())")
     check(run.main and run.main["text"] == "0", "python: figures closed after the run", run.main)
     run = r.run("fig, ax = plt.subplots()\nax.plot([1])\nfig")
@@ -479,6 +482,13 @@ def test_javascript():
     run = r.run("h() + w + q + A.k + m + o")
     check(run.main and run.main["text"] == "26", L + "declarations of an await cell persist",
           run.main)
+    run = r.run("const http = require('http');\n"
+                "const server = http.createServer((q, s) => s.end('pong')).listen(0, '127.0.0.1');\n"
+                "await new Promise(r => server.on('listening', r));\n"
+                "const v = await fetch(`http://127.0.0.1:${server.address().port}/`)"
+                ".then(res => res.text());\nserver.close();\nv")
+    check(run.main and run.main["text"] == "pong", L + "const v = await fetch(...)",
+          (run.main, run.error))
     run = r.run("Promise.resolve(41).then(v => v + 1)")
     check(run.main and run.main["text"] == "42", L + "a last-expression promise is awaited",
           run.main)

@@ -252,16 +252,23 @@ class Interpreter:
             self.send_result(format_value(value))
 
     def compile_cell(self, code):
-        """(body, last): code objects for the statements and the final expression."""
+        """(body, last, shown): code objects for the statements and the final expression,
+        and whether the latter's value is a result: not when a `;` follows it (IPython's
+        way to silence `plt.plot(x);`)."""
         filename = "<cell-%d>" % self.count
+        lines = code.splitlines(True)
         # Registered so tracebacks show source lines, also for functions of older cells.
-        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        linecache.cache[filename] = (len(code), None, lines, filename)
         tree = ast.parse(code, filename, "exec")
         flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-        last = None
+        last, shown = None, False
         if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = compile(ast.Expression(tree.body.pop().value), filename, "eval", flags)
-        return compile(tree, filename, "exec", flags), last
+            node = tree.body.pop()
+            last = compile(ast.Expression(node.value), filename, "eval", flags)
+            # col offsets count UTF-8 bytes
+            after = lines[node.end_lineno - 1].encode()[node.end_col_offset:].decode()
+            shown = not after.lstrip().startswith(";")
+        return compile(tree, filename, "exec", flags), last, shown
 
     def evaluate(self, code_obj):
         """Runs one code object; awaits it on the runner's loop if it used top-level await."""
@@ -279,11 +286,11 @@ class Interpreter:
 
     def run_user(self, code):
         """Everything that may run user code: compile, execute, format the last value."""
-        body, last = self.compile_cell(code)
+        body, last, shown = self.compile_cell(code)
         self.evaluate(body)
         if last is not None:
             value = self.evaluate(last)
-            if value is not None:
+            if value is not None and shown:
                 self.main.__dict__["_"] = value
                 self.send_result(format_value(value), main=True)
         self.flush_figures()
