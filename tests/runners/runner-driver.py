@@ -423,6 +423,9 @@ def test_python():
     run = r.run("x")
     check(run.main and run.main["text"] == "40", "python: namespace kept after interrupts")
 
+    ev = r.setup(language="javascript")
+    check(ev["type"] == "setup_error" and ev.get("message"), "python: setup_error for another "
+          "language", ev)
     round_trip = r.round_trip()
     r.run("import threading, time\nthreading.Thread(target=time.sleep, args=(3600,)).start()")
     code = r.close()
@@ -530,6 +533,8 @@ def test_javascript():
     run = r.run("x")
     check(run.main and run.main["text"] == "1", L + "context kept after interrupts", run.main)
 
+    ev = r.setup(language="python")
+    check(ev["type"] == "setup_error" and ev.get("message"), L + "setup_error for python", ev)
     round_trip = r.round_trip()
     r.run("setInterval(() => {}, 1000); undefined")
     code = r.close()
@@ -551,6 +556,10 @@ def test_typescript():
     run = r.run("import * as path from 'path';\nconst parts: string[] = ['a', 'b'];\n"
                 "path.join(...parts)")
     check(run.main and run.main["text"] == "a/b", L + "import statements", run.main)
+    run = r.run("const wrong: number = 'text' as unknown as number; const w2: number = 'x';\n"
+                "wrong + w2")
+    check(run.main and run.main["text"] == "textx", L + "type errors are not checked",
+          (run.main, run.error))
     run = r.run("const bad: = 1")
     check((run.error or {}).get("name") == "SyntaxError", L + "syntax error", run.error)
     r.close()
