@@ -423,6 +423,11 @@ def test_python():
     run = r.run("x")
     check(run.main and run.main["text"] == "40", "python: namespace kept after interrupts")
 
+    run = r.run("import os, json\nsaved = os.write, json.dumps\n"
+                "os.write = json.dumps = None\n'still' + ' works'")
+    check(run.main and run.main["text"] == "'still works'",
+          "python: events survive a cell replacing os.write and json.dumps", run.main)
+    r.run("os.write, json.dumps = saved")
     ev = r.setup(language="javascript")
     check(ev["type"] == "setup_error" and ev.get("message"), "python: setup_error for another "
           "language", ev)
@@ -533,6 +538,13 @@ def test_javascript():
     run = r.run("x")
     check(run.main and run.main["text"] == "1", L + "context kept after interrupts", run.main)
 
+    run = r.run("const saved = [require('fs').writeSync, JSON.stringify, Buffer.from];\n"
+                "require('fs').writeSync = JSON.stringify = Buffer.from = null;\n"
+                "console.log('out'); ({ still: 'works' })")
+    check(run.main and run.main.get("json") == {"still": "works"} and run.stdout == "out\n",
+          L + "events and output survive a cell replacing writeSync, JSON, Buffer.from",
+          (run.main, run.stdout, run.error))
+    r.run("[require('fs').writeSync, JSON.stringify, Buffer.from] = saved; undefined")
     ev = r.setup(language="python")
     check(ev["type"] == "setup_error" and ev.get("message"), L + "setup_error for python", ev)
     round_trip = r.round_trip()

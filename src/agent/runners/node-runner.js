@@ -26,6 +26,12 @@
   const util = require('util');
   const vm = require('vm');
 
+  // What the runner's own writing needs, taken before any cell can replace it
+  // (a cell shares these objects: `require('fs').writeSync = ...` is its right).
+  const writeSync = fs.writeSync;
+  const { stringify, parse } = JSON;
+  const bufferFrom = Buffer.from.bind(Buffer);
+
   const REQ_FD = 3;
   const EV_FD = 4;
   const TYPESCRIPT = '/usr/share/nodejs/typescript';
@@ -64,7 +70,7 @@
   function writeAll(fd, buf) {
     for (let off = 0; off < buf.length;) {
       try {
-        off += fs.writeSync(fd, buf, off);
+        off += writeSync(fd, buf, off);
       } catch (e) {
         if (e.code === 'EPIPE') process.exit(0);
         if (e.code !== 'EAGAIN') throw e;
@@ -88,7 +94,7 @@
     });
     stream.write = (chunk, encoding, callback) => {
       if (typeof encoding === 'function') [callback, encoding] = [encoding, undefined];
-      writeAll(fd, typeof chunk === 'string' ? Buffer.from(chunk, encoding || 'utf8') : chunk);
+      writeAll(fd, typeof chunk === 'string' ? bufferFrom(chunk, encoding || 'utf8') : chunk);
       if (callback) process.nextTick(callback);
       return true;
     };
@@ -113,11 +119,11 @@
   }
 
   function emit(event) {
-    let line = Buffer.from(JSON.stringify(event, wellFormed) + '\n');
+    let line = bufferFrom(stringify(event, wellFormed) + '\n');
     if (line.length > MAX_EVENT && event.type === 'result') {
       const note = `[result of ${line.length} bytes not sent: larger than ${MAX_EVENT}]`;
       const small = { text: note, isMainResult: !!event.result.isMainResult };
-      line = Buffer.from(JSON.stringify({ ...event, result: small }) + '\n');
+      line = bufferFrom(stringify({ ...event, result: small }) + '\n');
     }
     writeAll(evFd, line);
   }
@@ -275,8 +281,8 @@
     const result = { text: util.inspect(value) };
     if (value !== null && typeof value === 'object' && isPlainData(value)) {
       try {
-        const json = JSON.stringify(value);
-        if (json !== undefined) result.json = JSON.parse(json);
+        const json = stringify(value);
+        if (json !== undefined) result.json = parse(json);
       } catch (e) {
         // cycles, BigInt: text only
       }
@@ -402,7 +408,7 @@
   input.on('line', line => {
     let req;
     try {
-      req = JSON.parse(line);
+      req = parse(line);
     } catch (e) {
       return;
     }

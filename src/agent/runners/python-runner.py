@@ -50,6 +50,11 @@ REPR_METHODS = [("_repr_%s_" % key, mime) for mime, key in MIME_KEYS.items() if 
 class Channel:
     """The request and event pipes, moved above user fds with close-on-exec."""
 
+    # Bound once: a cell may replace os.write or json.dumps in the modules it shares.
+    _write = staticmethod(os.write)
+    _dumps = staticmethod(json.dumps)
+    _loads = staticmethod(json.loads)
+
     def __init__(self):
         rfd = fcntl.fcntl(REQ_FD, fcntl.F_DUPFD_CLOEXEC, 100)
         self.wfd = fcntl.fcntl(EV_FD, fcntl.F_DUPFD_CLOEXEC, 100)
@@ -62,7 +67,7 @@ class Channel:
         """Yields each request line decoded; ends at EOF (the agent went away)."""
         for line in self.reader:
             try:
-                req = json.loads(line)
+                req = self._loads(line)
             except ValueError:
                 continue
             if isinstance(req, dict):
@@ -71,15 +76,15 @@ class Channel:
     def emit(self, event):
         # ensure_ascii=False then 'replace': a lone surrogate in user text becomes '?'
         # instead of a \ud800 escape that strict JSON parsers refuse.
-        data = json.dumps(event, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+        data = self._dumps(event, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
         if len(data) > MAX_EVENT and event.get("type") == "result":
             note = "[result of %d bytes not sent: larger than %d]" % (len(data), MAX_EVENT)
             small = {"text": note, "isMainResult": event["result"].get("isMainResult", False)}
-            data = json.dumps(dict(event, result=small)).encode() + b"\n"
+            data = self._dumps(dict(event, result=small)).encode() + b"\n"
         view = memoryview(data)
         while view:  # a write interrupted by a signal may be partial
             try:
-                view = view[os.write(self.wfd, view):]
+                view = view[self._write(self.wfd, view):]
             except BlockingIOError:  # a non-blocking pipe that is full
                 select.select([], [self.wfd], [])
 
