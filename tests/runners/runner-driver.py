@@ -510,7 +510,10 @@ def test_javascript():
           and not any("node:" in x or "[eval]" in x for x in tb),
           L + "stack lines without runner frames", tb)
     run = r.run("await Promise.reject(new RangeError('rejected'))")
-    check((run.error or {}).get("name") == "RangeError", L + "rejected await", run.error)
+    frames = [x for x in (run.error or {}).get("traceback", []) if x.strip().startswith("at ")]
+    check((run.error or {}).get("name") == "RangeError" and frames
+          and all(x.strip().startswith("at <cell>:1:") for x in frames),
+          L + "rejected await, its frames in the cell's one line", run.error)
     run = r.run("Promise.reject(new URIError('later'))")
     check((run.error or {}).get("name") == "URIError", L + "rejected last promise", run.error)
     run = r.run("let = = 1;")

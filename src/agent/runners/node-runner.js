@@ -233,21 +233,25 @@
       pos = end;
     }
     body += code.slice(pos);
-    const prologue = vars.size ? `var ${[...vars].join(', ')}; ` : '';
-    if (!isAsync) return { code: prologue + body, isAsync };
-    const exported = functions.map(f => `globalThis.${f} = ${f}; `).join('');
-    return { code: `${prologue}(async () => { ${exported}${body}\n})()`, isAsync };
+    let prefix = vars.size ? `var ${[...vars].join(', ')}; ` : '';
+    if (!isAsync) return { code: prefix + body, prefix, isAsync };
+    prefix += `(async () => { ${functions.map(f => `globalThis.${f} = ${f}; `).join('')}`;
+    const wrapped = `${prefix}${body}\n})()`;
+    // The frame of the wrapper's call, on the line added after the cell.
+    const callFrame = `<cell>:${wrapped.split('\n').length}:`;
+    return { code: wrapped, prefix, isAsync, callFrame };
   }
 
-  function script(code, lineOffset = 0) {
-    return new vm.Script(code, { filename: '<cell>', lineOffset });
+  // columnOffset takes the prefix off the columns of the cell's first line.
+  function script(code, lineOffset = 0, columnOffset = 0) {
+    return new vm.Script(code, { filename: '<cell>', lineOffset, columnOffset });
   }
 
   function compileCell(code) {
     const plan = ts ? rewrite(code) : null;
     if (plan) {
       try {
-        return { script: script(plan.code), isAsync: plan.isAsync };
+        return { ...plan, script: script(plan.code, 0, -plan.prefix.length) };
       } catch (e) {
         // reported below, compiled as the user wrote it
       }
@@ -290,7 +294,7 @@
     return result;
   }
 
-  function formatError(err) {
+  function formatError(err, callFrame) {
     if (err && err.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED') {
       const message = 'Script execution was interrupted by SIGINT';
       return { name: 'Interrupted', message, traceback: [`Interrupted: ${message}`] };
@@ -300,7 +304,8 @@
       const message = util.inspect(err);
       return { name: 'Error', message, traceback: [`Uncaught ${message}`] };
     }
-    const traceback = err.stack.split('\n').filter(line => !RUNNER_FRAME.test(line));
+    const traceback = err.stack.split('\n').filter(line => !RUNNER_FRAME.test(line) &&
+      !(callFrame && line.trim().startsWith(`at ${callFrame}`)));
     while (traceback.length && traceback[traceback.length - 1].trim() === '') traceback.pop();
     return { name: String(err.name), message: String(err.message), traceback };
   }
@@ -330,6 +335,7 @@
     count++;
     current = { interrupt: null };
     let error = null;
+    let cell = null;
     try {
       const code = typeof req.code === 'string' ? req.code : '';
       // A javascript cell with import/export statements or import() goes through the
@@ -337,7 +343,7 @@
       // node 18 runs import() in a vm script only with --experimental-vm-modules.
       const js = language === 'typescript' ? transpile(code, 'cell.ts')
         : ts && IMPORT_EXPORT.test(code) ? transpile(code, 'cell.js') : code;
-      const cell = compileCell(js);
+      cell = compileCell(js);
       // breakOnSigint stops the synchronous part (for an async cell: up to its first
       // await); a SIGINT that comes while node is ending that part can be taken by
       // node's watchdog after the code ended, and a cell still pending then misses it
@@ -357,7 +363,7 @@
     if (error !== null) {
       let described;
       try {
-        described = formatError(error);
+        described = formatError(error, cell && cell.callFrame);
       } catch (e) { // a hostile error object (a throwing getter, a proxy)
         described = { name: 'Error', message: 'the error could not be described', traceback: [] };
       }
