@@ -422,6 +422,8 @@
     queue = queue.then(() => {
       if (req.type === 'setup') emit(setup(req));
       else if (req.type === 'run') return run(req);
+    }).catch(err => { // the runner's own failure: told, and the next request still served
+      process.stderr.write(`runner: ${util.inspect(err)}\n`);
     });
   });
   input.on('close', () => {
