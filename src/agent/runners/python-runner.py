@@ -365,11 +365,16 @@ def main():
     interp = Interpreter(channel)
     channel.emit({"type": "ready"})
     for req in channel.requests():
-        kind = req.get("type")
-        if kind == "setup":
-            channel.emit(interp.setup(req))
-        elif kind == "run":
-            interp.run(req)
+        try:
+            kind = req.get("type")
+            if kind == "setup":
+                channel.emit(interp.setup(req))
+            elif kind == "run":
+                interp.run(req)
+        except BrokenPipeError:  # the agent went away
+            break
+        except Exception:  # the runner's own failure: told, the next request still served
+            traceback.print_exc()
     # EOF: the context is closed. Threads user code left running must not keep the
     # process alive.
     os._exit(0)
