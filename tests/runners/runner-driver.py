@@ -322,6 +322,9 @@ def test_python():
     check(run.main == {"text": "42", "isMainResult": True}, "python: persistence, last expr",
           run.main)
     check(run.done["executionCount"] == count + 1, "python: executionCount counts runs")
+    run = r.run("y = 'form\ffeed é'\nx + 2;")
+    check(run.error is None and run.results == [], "python: `;` found after a form feed",
+          (run.error, run.results))
     run = r.run("print('hi'); import sys; print('err', file=sys.stderr); None")
     check(run.stdout == "hi\n" and run.stderr == "err\n" and run.results == [],
           "python: stdout/stderr, None is no result", (run.stdout, run.stderr, run.results))

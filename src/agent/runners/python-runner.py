@@ -270,8 +270,10 @@ class Interpreter:
         if tree.body and isinstance(tree.body[-1], ast.Expr):
             node = tree.body.pop()
             last = compile(ast.Expression(node.value), filename, "eval", flags)
-            # col offsets count UTF-8 bytes
-            after = lines[node.end_lineno - 1].encode()[node.end_col_offset:].decode()
+            # line numbers count \n (str.splitlines also splits at \f and more), col
+            # offsets count UTF-8 bytes
+            line = code.split("\n")[node.end_lineno - 1]
+            after = line.encode()[node.end_col_offset:].decode()
             shown = not after.lstrip().startswith(";")
         return compile(tree, filename, "exec", flags), last, shown
 
