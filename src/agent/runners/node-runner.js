@@ -22,8 +22,15 @@
   const net = require('net');
   const path = require('path');
   const readline = require('readline');
+  const { Writable } = require('stream');
   const util = require('util');
   const vm = require('vm');
+
+  // What the runner's own writing needs, taken before any cell can replace it
+  // (a cell shares these objects: `require('fs').writeSync = ...` is its right).
+  const writeSync = fs.writeSync;
+  const { stringify, parse } = JSON;
+  const bufferFrom = Buffer.from.bind(Buffer);
 
   const REQ_FD = 3;
   const EV_FD = 4;
@@ -33,38 +40,92 @@
   const MAX_EVENT = 48 << 20;
   // Stack frames of the runner and of node's machinery below the cell.
   const RUNNER_FRAME = /^\s+at .*(\[eval\]|\(node:|at node:)/;
+  // A line that may start an import or export statement, or an import() call.
+  const IMPORT_EXPORT = /^\s*(import\s*[\w{*'"]|export\s)|\bimport\s*\(/m;
   // A lone UTF-16 surrogate: JSON.stringify escapes it as \udXXX, which strict parsers
   // refuse, so it is replaced before writing.
   const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
-  // fd 3/4 come without close-on-exec. Node has no dup(), but opening /proc/self/fd/N
-  // gives a new descriptor of the same pipe, and node opens everything close-on-exec;
-  // then the originals are closed, so no child process inherits the channel.
+  // The channel leaves fd 3/4, where user code could use it by accident. Node has no
+  // dup(), but opening /proc/self/fd/N gives a new descriptor of the same pipe, opened
+  // close-on-exec like everything node opens (node 18 also marks the inherited fds
+  // close-on-exec by itself). Both are reopened before either is closed, so neither copy
+  // lands on fd 3 or 4.
   function reopen(fd, flags) {
     try {
-      const copy = fs.openSync(`/proc/self/fd/${fd}`, flags);
-      fs.closeSync(fd);
-      return copy;
+      return fs.openSync(`/proc/self/fd/${fd}`, flags);
     } catch (e) {
       return fd; // not a pipe (a socket cannot be reopened this way): used as it is
     }
   }
   const reqFd = reopen(REQ_FD, fs.constants.O_RDONLY);
   const evFd = reopen(EV_FD, fs.constants.O_WRONLY);
+  if (reqFd !== REQ_FD) fs.closeSync(REQ_FD);
+  if (evFd !== EV_FD) fs.closeSync(EV_FD);
+
+  // Writes all of buf to fd with plain write(2)s. A non-blocking pipe that is full is
+  // waited for (Atomics.wait is a synchronous sleep); with the agent gone (EPIPE) the
+  // context is over.
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  function writeAll(fd, buf) {
+    for (let off = 0; off < buf.length;) {
+      try {
+        off += writeSync(fd, buf, off);
+      } catch (e) {
+        if (e.code === 'EPIPE') process.exit(0);
+        if (e.code !== 'EAGAIN') throw e;
+        Atomics.wait(pause, 0, 0, 5);
+      }
+    }
+  }
+
+  // process.stdout/stderr as streams whose write() is one plain synchronous write to fd
+  // 1/2, without any stream state. breakOnSigint stops a cell by terminating whatever
+  // JavaScript runs, and a stream's state machine (node's net.Socket for a pipe, or a
+  // Writable) cut in the middle of a write stays stuck: all later output of the context
+  // was lost, and the next run's never came. Plain writes also keep every byte ahead of
+  // the events on fd 4 that follow it.
+  function syncStream(fd) {
+    const stream = new Writable({
+      write(chunk, encoding, callback) {
+        writeAll(fd, chunk);
+        callback();
+      },
+    });
+    stream.write = (chunk, encoding, callback) => {
+      if (typeof encoding === 'function') [callback, encoding] = [encoding, undefined];
+      writeAll(fd, typeof chunk === 'string' ? bufferFrom(chunk, encoding || 'utf8') : chunk);
+      if (callback) process.nextTick(callback);
+      return true;
+    };
+    stream.fd = fd;
+    stream.isTTY = false;
+    return stream;
+  }
+  for (const [name, fd] of [['stdout', 1], ['stderr', 2]]) {
+    Object.defineProperty(process, name, { configurable: true, enumerable: true,
+      writable: true, value: syncStream(fd) });
+  }
+
+  // SIGINT while synchronous cell code runs is taken by breakOnSigint; here it arrives
+  // while a run awaits, or between runs and while the runner loads (then it is ignored).
+  let current = null; // the run in progress: { interrupt }
+  process.on('SIGINT', () => {
+    if (current && current.interrupt) current.interrupt();
+  });
 
   function wellFormed(key, value) {
     return typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value;
   }
 
   function emit(event) {
-    let line = JSON.stringify(event, wellFormed) + '\n';
+    let line = bufferFrom(stringify(event, wellFormed) + '\n');
     if (line.length > MAX_EVENT && event.type === 'result') {
       const note = `[result of ${line.length} bytes not sent: larger than ${MAX_EVENT}]`;
       const small = { text: note, isMainResult: !!event.result.isMainResult };
-      line = JSON.stringify({ ...event, result: small }) + '\n';
+      line = bufferFrom(stringify({ ...event, result: small }) + '\n');
     }
-    const buf = Buffer.from(line);
-    for (let off = 0; off < buf.length;) off += fs.writeSync(evFd, buf, off);
+    writeAll(evFd, line);
   }
 
   let ts = null;
@@ -78,10 +139,10 @@
 
   function syntaxError(message, text, pos) {
     const err = new SyntaxError(message);
-    const sf = ts.createSourceFile('cell', text, ts.ScriptTarget.ES2022);
-    const { line, character } = sf.getLineAndCharacterOfPosition(pos);
-    const source = text.split('\n')[line] || '';
-    err.stack = [`<cell>:${line + 1}`, source, ' '.repeat(character) + '^', '',
+    const before = text.slice(0, pos).split('\n');
+    const line = before.length - 1;
+    const source = text.split('\n')[line];
+    err.stack = [`<cell>:${line + 1}`, source, ' '.repeat(before[line].length) + '^', '',
       `SyntaxError: ${message}`].join('\n');
     return err;
   }
@@ -89,9 +150,9 @@
   // TypeScript to javascript, types dropped and not checked. CommonJS keeps a cell that
   // has no import/export a plain script (top-level await stays as it is); one with
   // imports gets require() calls.
-  function transpile(code) {
+  function transpile(code, fileName) {
     const out = ts.transpileModule(code, {
-      fileName: 'cell.ts',
+      fileName,
       reportDiagnostics: true,
       compilerOptions: {
         target: ts.ScriptTarget.ES2022,
@@ -172,44 +233,37 @@
       pos = end;
     }
     body += code.slice(pos);
-    const prologue = vars.size ? `var ${[...vars].join(', ')}; ` : '';
-    if (!isAsync) return { code: prologue + body, isAsync };
-    const exported = functions.map(f => `globalThis.${f} = ${f}; `).join('');
-    return { code: `${prologue}(async () => { ${exported}${body}\n})()`, isAsync };
+    let prefix = vars.size ? `var ${[...vars].join(', ')}; ` : '';
+    if (!isAsync) return { code: prefix + body, prefix, isAsync };
+    prefix += `(async () => { ${functions.map(f => `globalThis.${f} = ${f}; `).join('')}`;
+    const wrapped = `${prefix}${body}\n})()`;
+    // The frame of the wrapper's call, on the line added after the cell.
+    const callFrame = `<cell>:${wrapped.split('\n').length}:`;
+    return { code: wrapped, prefix, isAsync, callFrame };
   }
 
-  // Dynamic import() in a cell: resolved from the working directory.
-  function importDynamically(specifier) {
-    const spec = /^\.{0,2}\//.test(specifier)
-      ? require('url').pathToFileURL(path.resolve(specifier)).href : specifier;
-    return import(spec);
-  }
-
-  function script(code, lineOffset = 0) {
-    return new vm.Script(code, {
-      filename: '<cell>',
-      lineOffset,
-      importModuleDynamically: importDynamically,
-    });
+  // columnOffset takes the prefix off the columns of the cell's first line.
+  function script(code, lineOffset = 0, columnOffset = 0) {
+    return new vm.Script(code, { filename: '<cell>', lineOffset, columnOffset });
   }
 
   function compileCell(code) {
     const plan = ts ? rewrite(code) : null;
     if (plan) {
       try {
-        return script(plan.code);
+        return { ...plan, script: script(plan.code, 0, -plan.prefix.length) };
       } catch (e) {
         // reported below, compiled as the user wrote it
       }
     }
     try {
-      return script(code);
+      return { script: script(code), isAsync: false };
     } catch (e) {
       // Without the parser, a cell with top-level await still runs (its declarations
       // stay local to it and it has no value).
       if (!ts && e instanceof SyntaxError) {
         try {
-          return script(`(async () => {\n${code}\n})()`, -1);
+          return { script: script(`(async () => {\n${code}\n})()`, -1), isAsync: true };
         } catch (e2) {
           // the first message is the one about the user's code
         }
@@ -231,8 +285,8 @@
     const result = { text: util.inspect(value) };
     if (value !== null && typeof value === 'object' && isPlainData(value)) {
       try {
-        const json = JSON.stringify(value);
-        if (json !== undefined) result.json = JSON.parse(json);
+        const json = stringify(value);
+        if (json !== undefined) result.json = parse(json);
       } catch (e) {
         // cycles, BigInt: text only
       }
@@ -240,7 +294,7 @@
     return result;
   }
 
-  function formatError(err) {
+  function formatError(err, callFrame) {
     if (err && err.code === 'ERR_SCRIPT_EXECUTION_INTERRUPTED') {
       const message = 'Script execution was interrupted by SIGINT';
       return { name: 'Interrupted', message, traceback: [`Interrupted: ${message}`] };
@@ -250,7 +304,8 @@
       const message = util.inspect(err);
       return { name: 'Error', message, traceback: [`Uncaught ${message}`] };
     }
-    const traceback = err.stack.split('\n').filter(line => !RUNNER_FRAME.test(line));
+    const traceback = err.stack.split('\n').filter(line => !RUNNER_FRAME.test(line) &&
+      !(callFrame && line.trim().startsWith(`at ${callFrame}`)));
     while (traceback.length && traceback[traceback.length - 1].trim() === '') traceback.pop();
     return { name: String(err.name), message: String(err.message), traceback };
   }
@@ -259,7 +314,6 @@
 
   let language = 'javascript';
   let count = 0;
-  let current = null; // the run in progress: { interrupt }
 
   class Interrupted extends Error {
     constructor(message) {
@@ -281,10 +335,21 @@
     count++;
     current = { interrupt: null };
     let error = null;
+    let cell = null;
     try {
       const code = typeof req.code === 'string' ? req.code : '';
-      const js = language === 'typescript' ? transpile(code) : code;
-      let value = compileCell(js).runInThisContext({ breakOnSigint: true, displayErrors: false });
+      // A javascript cell with import/export statements or import() goes through the
+      // same transpiler, into require() calls: a script cannot hold the statements, and
+      // node 18 runs import() in a vm script only with --experimental-vm-modules.
+      const js = language === 'typescript' ? transpile(code, 'cell.ts')
+        : ts && IMPORT_EXPORT.test(code) ? transpile(code, 'cell.js') : code;
+      cell = compileCell(js);
+      // breakOnSigint stops the synchronous part (for an async cell: up to its first
+      // await); a SIGINT that comes while node is ending that part can be taken by
+      // node's watchdog after the code ended, and a cell still pending then misses it
+      // (no done: the agent's kill after 2 s applies). Later, the listener below serves.
+      let value = cell.script.runInThisContext({ breakOnSigint: true,
+        displayErrors: false });
       if (util.types.isPromise(value)) value = await awaitInterruptibly(value);
       if (value !== undefined) {
         const result = formatValue(value);
@@ -295,8 +360,16 @@
       error = e;
     }
     current = null;
-    if (error !== null) emit({ type: 'error', id: req.id, ...formatError(error) });
-    // process.stdout/stderr on pipes and files are synchronous: nothing left to flush.
+    if (error !== null) {
+      let described;
+      try {
+        described = formatError(error, cell && cell.callFrame);
+      } catch (e) { // a hostile error object (a throwing getter, a proxy)
+        described = { name: 'Error', message: 'the error could not be described', traceback: [] };
+      }
+      emit({ type: 'error', id: req.id, ...described });
+    }
+    // process.stdout/stderr write synchronously (syncStream): nothing left to flush.
     emit({ type: 'done', id: req.id, executionCount: count });
   }
 
@@ -330,11 +403,6 @@
   process.on('unhandledRejection', reason => {
     process.stderr.write(`Uncaught (in promise) ${util.inspect(reason)}\n`);
   });
-  // SIGINT while synchronous cell code runs is taken by breakOnSigint; here it arrives
-  // while a run awaits, or between runs (then it is ignored).
-  process.on('SIGINT', () => {
-    if (current && current.interrupt) current.interrupt();
-  });
 
   // Requests one at a time, in order; at EOF (the agent went away) a pending run is
   // abandoned and the process ends.
@@ -346,7 +414,7 @@
   input.on('line', line => {
     let req;
     try {
-      req = JSON.parse(line);
+      req = parse(line);
     } catch (e) {
       return;
     }
@@ -354,6 +422,8 @@
     queue = queue.then(() => {
       if (req.type === 'setup') emit(setup(req));
       else if (req.type === 'run') return run(req);
+    }).catch(err => { // the runner's own failure: told, and the next request still served
+      process.stderr.write(`runner: ${util.inspect(err)}\n`);
     });
   });
   input.on('close', () => {

@@ -19,6 +19,7 @@ import json
 import linecache
 import os
 import re
+import select
 import signal
 import sys
 import traceback
@@ -49,18 +50,24 @@ REPR_METHODS = [("_repr_%s_" % key, mime) for mime, key in MIME_KEYS.items() if 
 class Channel:
     """The request and event pipes, moved above user fds with close-on-exec."""
 
+    # Bound once: a cell may replace os.write or json.dumps in the modules it shares.
+    _write = staticmethod(os.write)
+    _dumps = staticmethod(json.dumps)
+    _loads = staticmethod(json.loads)
+
     def __init__(self):
         rfd = fcntl.fcntl(REQ_FD, fcntl.F_DUPFD_CLOEXEC, 100)
         self.wfd = fcntl.fcntl(EV_FD, fcntl.F_DUPFD_CLOEXEC, 100)
         os.close(REQ_FD)
         os.close(EV_FD)
+        os.set_blocking(rfd, True)  # the reader below expects whole reads
         self.reader = os.fdopen(rfd, "rb", buffering=1 << 16)
 
     def requests(self):
         """Yields each request line decoded; ends at EOF (the agent went away)."""
         for line in self.reader:
             try:
-                req = json.loads(line)
+                req = self._loads(line)
             except ValueError:
                 continue
             if isinstance(req, dict):
@@ -69,14 +76,17 @@ class Channel:
     def emit(self, event):
         # ensure_ascii=False then 'replace': a lone surrogate in user text becomes '?'
         # instead of a \ud800 escape that strict JSON parsers refuse.
-        data = json.dumps(event, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+        data = self._dumps(event, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
         if len(data) > MAX_EVENT and event.get("type") == "result":
             note = "[result of %d bytes not sent: larger than %d]" % (len(data), MAX_EVENT)
             small = {"text": note, "isMainResult": event["result"].get("isMainResult", False)}
-            data = json.dumps(dict(event, result=small)).encode() + b"\n"
+            data = self._dumps(dict(event, result=small)).encode() + b"\n"
         view = memoryview(data)
         while view:  # a write interrupted by a signal may be partial
-            view = view[os.write(self.wfd, view):]
+            try:
+                view = view[self._write(self.wfd, view):]
+            except BlockingIOError:  # a non-blocking pipe that is full
+                select.select([], [self.wfd], [])
 
 
 def preload():
@@ -122,9 +132,18 @@ def add_mime(result, mime, data):
         if isinstance(data, (str, bytes)):
             data = json.loads(data)
         data = to_json_value(data)
-    elif not isinstance(data, str):
+    if key != "json" and not isinstance(data, str):
         return
     result[key] = data
+
+
+def rich_method(value, name):
+    """value's display method `name`, or None. Classes are not asked (their methods are
+    unbound), nor objects that answer any attribute (IPython's canary test)."""
+    if isinstance(value, type) or hasattr(value, "_ipython_canary_method_should_not_exist_"):
+        return None
+    method = getattr(value, name, None)
+    return method if callable(method) else None
 
 
 def format_value(value):
@@ -135,8 +154,8 @@ def format_value(value):
     if mpl_figure is not None and isinstance(value, mpl_figure.Figure):
         result["png"] = figure_png(value)
         sys.modules["matplotlib.pyplot"].close(value)  # shown here, not again at the end
-    method = getattr(value, "_repr_mimebundle_", None) if not isinstance(value, type) else None
-    if callable(method):
+    method = rich_method(value, "_repr_mimebundle_")
+    if method:
         try:
             bundle = method()
             if isinstance(bundle, tuple):
@@ -146,8 +165,8 @@ def format_value(value):
         except Exception:
             pass
     for name, mime in REPR_METHODS:
-        method = getattr(value, name, None) if not isinstance(value, type) else None
-        if MIME_KEYS[mime] in result or not callable(method):
+        method = rich_method(value, name)
+        if MIME_KEYS[mime] in result or not method:
             continue
         try:
             data = method()
@@ -193,7 +212,10 @@ class Interpreter:
         self.main.__dict__["__builtins__"] = builtins
         self.main.__dict__["display"] = self.display
         sys.modules["__main__"] = self.main
+        # One event loop for the context: tasks a cell leaves running go on in later
+        # cells that await.
         self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
         self.patch_pyplot()
         signal.signal(signal.SIGINT, self.on_sigint)
 
@@ -235,16 +257,25 @@ class Interpreter:
             self.send_result(format_value(value))
 
     def compile_cell(self, code):
-        """(body, last): code objects for the statements and the final expression."""
+        """(body, last, shown): code objects for the statements and the final expression,
+        and whether the latter's value is a result: not when a `;` follows it (IPython's
+        way to silence `plt.plot(x);`)."""
         filename = "<cell-%d>" % self.count
+        lines = code.splitlines(True)
         # Registered so tracebacks show source lines, also for functions of older cells.
-        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        linecache.cache[filename] = (len(code), None, lines, filename)
         tree = ast.parse(code, filename, "exec")
         flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-        last = None
+        last, shown = None, False
         if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = compile(ast.Expression(tree.body.pop().value), filename, "eval", flags)
-        return compile(tree, filename, "exec", flags), last
+            node = tree.body.pop()
+            last = compile(ast.Expression(node.value), filename, "eval", flags)
+            # line numbers count \n (str.splitlines also splits at \f and more), col
+            # offsets count UTF-8 bytes
+            line = code.split("\n")[node.end_lineno - 1]
+            after = line.encode()[node.end_col_offset:].decode()
+            shown = not after.lstrip().startswith(";")
+        return compile(tree, filename, "exec", flags), last, shown
 
     def evaluate(self, code_obj):
         """Runs one code object; awaits it on the runner's loop if it used top-level await."""
@@ -262,11 +293,11 @@ class Interpreter:
 
     def run_user(self, code):
         """Everything that may run user code: compile, execute, format the last value."""
-        body, last = self.compile_cell(code)
+        body, last, shown = self.compile_cell(code)
         self.evaluate(body)
         if last is not None:
             value = self.evaluate(last)
-            if value is not None:
+            if value is not None and shown:
                 self.main.__dict__["_"] = value
                 self.send_result(format_value(value), main=True)
         self.flush_figures()
@@ -287,7 +318,11 @@ class Interpreter:
         if error is not None:
             self.close_figures()
             event = {"type": "error", "id": self.run_id}
-            event.update(format_error(error))
+            try:
+                event.update(format_error(error))
+            except Exception:  # a hostile exception object (a __str__ that raises)
+                event.update(name=type(error).__name__, traceback=[],
+                             message="the error could not be described")
             self.channel.emit(event)
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -298,8 +333,10 @@ class Interpreter:
 
     def close_figures(self):
         plt = sys.modules.get("matplotlib.pyplot")
-        if plt is not None:
+        try:
             plt.close("all")
+        except Exception:  # no pyplot, or one user code broke
+            pass
 
     def setup(self, req):
         if req.get("language", "python") != "python":
@@ -317,8 +354,12 @@ class Interpreter:
 
 
 def main():
+    # Until the interpreter takes SIGINT over, one must not end the runner while it loads.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     channel = Channel()
-    for stream in (sys.stdout, sys.stderr):
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+        # print() from user code must not meet a full non-blocking pipe.
+        os.set_blocking(fd, True)
         stream.reconfigure(write_through=True, line_buffering=False)
     # -I leaves the working directory out of sys.path; a notebook imports its own modules.
     sys.path.insert(0, "")
@@ -326,11 +367,19 @@ def main():
     interp = Interpreter(channel)
     channel.emit({"type": "ready"})
     for req in channel.requests():
-        kind = req.get("type")
-        if kind == "setup":
-            channel.emit(interp.setup(req))
-        elif kind == "run":
-            interp.run(req)
+        try:
+            kind = req.get("type")
+            if kind == "setup":
+                channel.emit(interp.setup(req))
+            elif kind == "run":
+                interp.run(req)
+        except BrokenPipeError:  # the agent went away
+            break
+        except Exception:  # the runner's own failure: told, the next request still served
+            traceback.print_exc()
+    # EOF: the context is closed. Threads user code left running must not keep the
+    # process alive.
+    os._exit(0)
 
 
 main()
