@@ -17,7 +17,8 @@
  * ends with RESULT {executionCount, timedOut} once the runner's done arrived and everything
  * before it was sent.
  *
- * Interrupts: a timeout or a cancelled run sends SIGINT; no done within
+ * Interrupts: a timeout or a cancelled run sends SIGINT, again every
+ * CELLA_CODE_INTERRUPT_REPEAT_MS until done; no done within
  * CELLA_CODE_INTERRUPT_GRACE_MS kills the runner's cgroup. A runner that exits (or is
  * killed) makes its context dead: every job in it ends with CONTEXT_DEAD, later runs too;
  * a dead default context is replaced on the next run that needs it. An interp is freed
@@ -66,7 +67,8 @@ struct interp {
         bool dead;
         char reason[160];
         bool interrupting;
-        struct buf line; /* incomplete event line from fd 4 */
+        uint64_t interrupt_at; /* loop time of the first SIGINT */
+        struct buf line;       /* incomplete event line from fd 4 */
         struct code_job *head, *tail;
         unsigned queued;
         struct code_job *active;
@@ -353,6 +355,10 @@ static void on_out(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         }
         if (n == 0 || discarding(it))
                 return;
+        /* an interrupted run's output beyond what waits already is dropped, so that a
+         * runner blocked writing to a slow client can still reach done */
+        if (it->interrupting && it->active->pend[i].len >= CELLA_CODE_OUT_PENDING)
+                return;
         buf_append(&it->active->pend[i], b->base, (size_t)n);
         job_flush(it->active);
 }
@@ -489,8 +495,8 @@ static void interp_update_reading(struct interp *it)
         if (it->dead)
                 return;
         for (int i = 0; i < 2; i++) {
-                bool want = it->out_open[i] &&
-                            (discarding(it) || j->pend[i].len < CELLA_CODE_OUT_PENDING);
+                bool want = it->out_open[i] && (discarding(it) || it->interrupting ||
+                                                j->pend[i].len < CELLA_CODE_OUT_PENDING);
 
                 if (want && !it->out_reading[i])
                         it->out_reading[i] =
@@ -515,13 +521,21 @@ static void interp_update_reading(struct interp *it)
 
 /* ---- running jobs ---- */
 
+/* SIGINT is repeated every CELLA_CODE_INTERRUPT_REPEAT_MS until done: an interpreter can
+ * swallow one that lands at an unlucky instant (node while it finishes a run's synchronous
+ * part); the runners ignore extra ones between runs. */
 static void on_grace(uv_timer_t *t)
 {
         struct interp *it = t->data;
 
-        if (it->interrupting)
+        if (!it->interrupting || it->dead)
+                return;
+        if (uv_now(t->loop) - it->interrupt_at >= CELLA_CODE_INTERRUPT_GRACE_MS) {
                 interp_die(it, "the interpreter did not stop within %d ms of an interrupt; killed",
                            CELLA_CODE_INTERRUPT_GRACE_MS);
+                return;
+        }
+        kill(it->pid, SIGINT);
 }
 
 static void interp_interrupt(struct interp *it)
@@ -529,8 +543,11 @@ static void interp_interrupt(struct interp *it)
         if (it->interrupting || it->dead || it->pid <= 0)
                 return;
         it->interrupting = true;
+        it->interrupt_at = uv_now(it->grace.loop);
         kill(it->pid, SIGINT);
-        uv_timer_start(&it->grace, on_grace, CELLA_CODE_INTERRUPT_GRACE_MS, 0);
+        uv_timer_start(&it->grace, on_grace, CELLA_CODE_INTERRUPT_REPEAT_MS,
+                       CELLA_CODE_INTERRUPT_REPEAT_MS);
+        interp_update_reading(it);
 }
 
 static void on_run_timeout(uv_timer_t *t)

@@ -58,6 +58,7 @@
 #define CELLA_CODE_MAX_EVENT CELLA_CODE_MAX_LINE /* one event the daemon reassembles */
 #define CELLA_CODE_OUT_PENDING (64 * 1024)       /* output held per stream awaiting credit */
 #define CELLA_CODE_INTERRUPT_GRACE_MS 2000       /* SIGINT, then the runner's cgroup is killed */
+#define CELLA_CODE_INTERRUPT_REPEAT_MS 500       /* SIGINT resent until done or the grace ends */
 #define CELLA_CODE_READY_TIMEOUT_MS 60000        /* a runner's start (preloads included) */
 #define CELLA_CODE_MAX_TEXT 4096                 /* runner message/name fields kept */
 #define CELLA_CODE_MAX_TRACEBACK 1000            /* traceback lines kept */
