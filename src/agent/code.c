@@ -960,10 +960,8 @@ static struct interp *context_new(struct code_table *t, enum code_lang lang, con
         setup->is_setup = true;
         enqueue(it, setup);
         interp_next(it);
-        /* A spare taken: the next one starts now, in the background. (A cold start refills
-         * once its setup is done, so as not to compete with it.) */
-        if (it->ready)
-                spare_refill(t, kind);
+        /* The next spare starts once this context's setup is done (CODE_EV_SETUP_OK), so that
+         * its start (a fork and a second of CPU for the preloads) never delays the answer. */
         return it;
 }
 
