@@ -10,6 +10,7 @@ packages=(
         # libraries (headers + static archives for the static agent)
         libuv1-dev libhttp-parser-dev libwslay-dev libjansson-dev libsqlite3-dev
         libseccomp-dev libcap-dev libmnl-dev libnftables-dev libcurl4-openssl-dev libcmocka-dev
+        nettle-dev
         # images and sandboxes
         mmdebstrap bubblewrap uidmap iproute2 procps util-linux
         # outbound networking (libnftables) and the network test's view of it

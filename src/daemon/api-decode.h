@@ -158,4 +158,16 @@ struct api_watch {
 int api_decode_watch(const char *body, size_t len, struct api_watch *ret, struct cella_error *err);
 void api_watch_done(struct api_watch *p);
 
+/* A terminal's control message (a WebSocket text frame from the client):
+ * {"type":"resize","cols":n,"rows":n}, cols and rows 1..CELLA_PTY_MAX_DIM. */
+struct api_pty_control {
+        unsigned cols, rows;
+};
+int api_decode_pty_control(const char *body, size_t len, struct api_pty_control *ret,
+                           struct cella_error *err);
+/* A cols= or rows= query value: decimal 1..CELLA_PTY_MAX_DIM (NULL: def). 0 with *ret,
+ * or -EINVAL with err set. */
+int api_parse_pty_dim(const char *s, const char *field, unsigned def, unsigned *ret,
+                      struct cella_error *err);
+
 #endif

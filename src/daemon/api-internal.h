@@ -43,6 +43,8 @@ void api_git_checkout(struct api *a, struct http_request *req, const char *name)
 void api_images_build(struct api *a, struct http_request *req, const char *name);
 
 void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest);
+/* api-pty.c: GET /v1/sandboxes/{id}/pty (WebSocket terminal). */
+void api_pty(struct api *a, struct http_request *req, const char *name);
 /* api-watch.c: POST /v1/sandboxes/{id}/files/watch (SSE). */
 void api_watch(struct api *a, struct http_request *req, const char *name);
 

@@ -314,6 +314,13 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                 api_sessions(a, req, name, rest);
                 return;
         }
+        if (strcmp(rest, "/pty") == 0) {
+                if (!is(req, "GET"))
+                        method_not_allowed(req);
+                else
+                        api_pty(a, req, name);
+                return;
+        }
         if (strcmp(rest, "/files/watch") == 0) {
                 if (!is(req, "POST"))
                         method_not_allowed(req);
