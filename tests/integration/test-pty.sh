@@ -1,0 +1,155 @@
+#!/bin/bash
+# The terminal (GET /pty WebSocket, decision 0022) through libcella's WebSocket client
+# (build/tests/pty-client) and `cella shell`: echo of typed input, resize seen by
+# `stty size`, replay of recent output to a new connection before its ready, two
+# connections sharing one terminal, `exit 7` reported to every connection and a new shell
+# for the next one, the session's cwd and env in the terminal, a bad control message
+# answered with an error on a connection that stays, upgrade validation (HTTP errors
+# before the upgrade), session delete ending the terminal, and `cella shell` driven
+# through a real pty (python3's pty module) exiting with the shell's status.
+. "$(dirname "$0")/lib.sh"
+start_cellad
+
+PC=$CELLA_BUILD/tests/pty-client
+[ -x "$PC" ] || skip "no $PC"
+S=$(sbx pty)
+BG=()
+
+pc() {
+        "$PC" --url "$CELLA_URL" --timeout 60 "$@"
+}
+
+# Clients left in the background by a failed step are stopped at exit.
+it_cleanup_hook() {
+        local p
+        for p in "${BG[@]}"; do
+                kill "$p" 2>/dev/null || true
+                wait "$p" 2>/dev/null || true
+        done
+}
+
+run_in "$S" "true" >/dev/null
+
+info "echo: typed input is echoed and run"
+pc "$S" ready 'send:echo hi-$((40+2))-$RANDOM\r' 'expect:hi-42-' 
+
+info "resize: stty size reports the new size"
+pc --cols 100 --rows 30 "$S" ready 'send:stty size\r' 'expect:30 100' \
+        'resize:132x43' 'send:stty size\r' 'expect:43 132'
+
+info "replay: output typed on one connection reaches the next one before its ready"
+pc "$S" ready 'send:echo replay-$((6*7))-mark\r' 'expect:replay-42-mark'
+pc "$S" 'replay:replay-42-mark' 
+
+info "shared: typing on one connection is seen on another"
+F=$IT_TMP/attached
+pc "$S" ready "touch:$F" 'expect:shared-$((5*5))' 'expect:shared-25-ok' &
+BG+=($!)
+pc "$S" ready "wait-file:$F" 'send:echo shared-$((5*5))-ok\r' 'expect:shared-25-ok'
+wait "${BG[0]}" || fail "the second connection did not see the first one's typing"
+BG=()
+
+info "exit: every connection gets the shell's exit code"
+F=$IT_TMP/attached2
+pc "$S" ready "touch:$F" 'exit:7' &
+BG+=($!)
+pc "$S" ready "wait-file:$F" 'send:exit 7\r' 'exit:7'
+wait "${BG[0]}" || fail "the other connection did not get exit 7"
+BG=()
+
+info "after exit: a new connection gets a new shell"
+pc "$S" ready 'send:echo new-$((3*3))-$$\r' 'expect:new-9-'
+
+info "session cwd and env carry into the terminal"
+api_json POST "/v1/sandboxes/$S/sessions" '{"id":"work","cwd":"/tmp","env":{"PTY_VAR":"from-session"}}'
+expect_status 201
+pc --session work "$S" ready 'send:echo "[$PWD][$PTY_VAR]"\r' 'expect:[/tmp][from-session]'
+run_in "$S" "true" >/dev/null
+
+info "bad control JSON: an error message, and the connection stays"
+pc "$S" ready 'control:{"type":"resize","cols":' 'expect-control:"code":"VALIDATION_FAILED"' \
+        'control:{"type":"resize","cols":0,"rows":5}' 'expect-control:from 1 to 1000' \
+        'control:{"type":"shout"}' 'expect-control:unknown control message' \
+        'send:echo alive-$((4*4))\r' 'expect:alive-16'
+
+info "errors before the upgrade are HTTP errors"
+pc --session nosuch "$S" open-error:SESSION_NOT_FOUND
+pc --session 'bad id' "$S" open-error:VALIDATION_FAILED
+api GET "/v1/sandboxes/$S/pty" >/dev/null
+expect_status 400 VALIDATION_FAILED
+api GET "/v1/sandboxes/$S/pty?cols=0" -H 'Upgrade: websocket' -H 'Connection: Upgrade' \
+        -H 'Sec-WebSocket-Version: 13' -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' >/dev/null
+expect_status 400 VALIDATION_FAILED
+api POST "/v1/sandboxes/$S/pty" >/dev/null
+expect_status 405
+api GET "/v1/sandboxes/$S/pty" -H 'Origin: http://evil.example' -H 'Upgrade: websocket' \
+        -H 'Connection: Upgrade' -H 'Sec-WebSocket-Version: 13' \
+        -H 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==' >/dev/null
+expect_status 403 PERMISSION_DENIED
+
+info "deleting the session ends its terminal"
+F=$IT_TMP/attached3
+pc --session work "$S" ready "touch:$F" 'exit:137' &
+BG+=($!)
+for _ in $(seq 600); do [ -e "$F" ] && break; sleep 0.05; done
+api DELETE "/v1/sandboxes/$S/sessions/work" >/dev/null
+expect_status 200
+wait "${BG[0]}" || fail "deleting the session did not end its terminal"
+BG=()
+
+info "cella shell through a real pty: commands run, exit 3 is cella's status"
+OUT=$IT_TMP/shell.out
+set +e
+python3 - "$CELLA_BUILD/cella" "$S" "$OUT" <<'PY'
+import os, pty, sys, time, select
+cella, name, out = sys.argv[1], sys.argv[2], sys.argv[3]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(cella, [cella, "shell", name])
+buf = b""
+def until(pat, limit=60):
+    global buf
+    end = time.time() + limit
+    while pat not in buf:
+        if time.time() > end:
+            return False
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                d = os.read(fd, 65536)
+            except OSError:
+                return False
+            if not d:
+                return False
+            buf += d
+    return True
+ok = until(b"#") or until(b"$")
+os.write(fd, b"echo shell-$((10+1))-ok\r")
+ok = ok and until(b"shell-11-ok")
+os.write(fd, b"exit 3\r")
+while True:
+    try:
+        d = os.read(fd, 65536)
+    except OSError:
+        break
+    if not d:
+        break
+    buf += d
+_, status = os.waitpid(pid, 0)
+open(out, "wb").write(buf)
+sys.exit(os.waitstatus_to_exitcode(status) if ok else 99)
+PY
+rc=$?
+set -e
+[ "$rc" = 99 ] && fail "cella shell: no echo: $(tail -c 1000 "$OUT")"
+assert_eq 3 "$rc" "cella shell exit status"
+
+info "cella shell with stdin not a terminal"
+set +e
+printf 'echo piped-$((2*21))\nexit 5\n' | "$CELLA_BUILD/cella" shell "$S" >"$OUT" 2>&1
+rc=$?
+set -e
+assert_eq 5 "$rc" "cella shell (pipe) exit status"
+assert_contains "$(cat "$OUT")" "piped-42"
+
+echo "PASS"
