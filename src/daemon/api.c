@@ -8,6 +8,7 @@
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-internal.h"
+#include "daemon/ws.h"
 
 #define CELLA_VERSION "0.1.0"
 
@@ -517,6 +518,7 @@ static void api_ws(struct api *a, struct http_request *req, const char *name, co
 
 void api_shutdown(struct api *a)
 {
+        ws_close_all();
         preview_shutdown(&a->preview);
 }
 

@@ -20,6 +20,7 @@
 #define CLOSE_GRACE_MS 2000 /* after our close frame, wait this long for the peer's */
 
 struct ws {
+        struct ws *prev, *next; /* in live, until ws_end */
         uv_tcp_t tcp;
         uv_timer_t timer;
         wslay_event_context_ptr ctx;
@@ -40,6 +41,9 @@ struct ws_write {
         size_t len;
         char data[];
 };
+
+/* Every connection not yet ended (ws_close_all at daemon shutdown). */
+static struct ws *live;
 
 static void ws_pump(struct ws *ws);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret);
@@ -98,6 +102,13 @@ static void ws_end(struct ws *ws, int code)
         if (ws->closing)
                 return;
         ws->closing = true;
+        if (ws->prev)
+                ws->prev->next = ws->next;
+        else
+                live = ws->next;
+        if (ws->next)
+                ws->next->prev = ws->prev;
+        ws->prev = ws->next = NULL;
         uv_timer_stop(&ws->timer);
         uv_close((uv_handle_t *)&ws->tcp, on_handle_closed);
         uv_close((uv_handle_t *)&ws->timer, on_handle_closed);
@@ -328,6 +339,7 @@ int ws_upgrade(struct http_request *req, const struct ws_ops *ops, void *ud, str
                 return -EIO;
         }
         uv_tcp_nodelay(&ws->tcp, 1);
+        uv_tcp_keepalive(&ws->tcp, 1, 60); /* a terminal may be idle for hours */
         /* The 101 goes out first, through the same write path as the frames. */
         {
                 struct ws_write *w = malloc(sizeof(*w) + head.len);
@@ -353,6 +365,10 @@ int ws_upgrade(struct http_request *req, const struct ws_ops *ops, void *ud, str
         }
         ws->reading = true;
         uv_read_start((uv_stream_t *)&ws->tcp, on_alloc, on_read);
+        ws->next = live;
+        if (live)
+                live->prev = ws;
+        live = ws;
         *ret = ws;
         return 0;
 }
@@ -399,4 +415,10 @@ void ws_close(struct ws *ws, int code, const char *reason)
 void ws_abort(struct ws *ws)
 {
         ws_end(ws, WSLAY_CODE_ABNORMAL_CLOSURE);
+}
+
+void ws_close_all(void)
+{
+        while (live)
+                ws_end(live, WSLAY_CODE_GOING_AWAY);
 }

@@ -55,7 +55,9 @@ void ws_set_reading(struct ws *ws, bool on);
 /* Send a close frame with code (and a short reason); the connection ends once the peer
  * answered or after a grace period, then on_close. */
 void ws_close(struct ws *ws, int code, const char *reason);
-/* Close the socket at once (on_close follows, from the loop). */
+/* Close the socket at once; on_close is called from here. */
 void ws_abort(struct ws *ws);
+/* Daemon shutdown: abort every connection. */
+void ws_close_all(void);
 
 #endif

@@ -1,9 +1,10 @@
 /* Fuzz the API's JSON request decoders (src/daemon/api-decode.h). The first input byte
- * picks the decoder (modulo 18: 0-5 put_sandbox, exec, file_read, file_write, mkdir, move;
+ * picks the decoder (modulo 22: 0-5 put_sandbox, exec, file_read, file_write, mkdir, move;
  * 6 and 7 the shared helpers api_parse_bool and api_check_string_object (and setEnvVars);
  * 8-12 the process calls of api_decode_process (start, kill, waitLog, waitPort, waitExit);
- * 13-15 kill with the body as the ?signal= query value; 16 sessions; 17 git checkout), the
- * rest is the body, in
+ * 13-15 kill with the body as the ?signal= query value; 16 sessions; 17 git checkout;
+ * 18 file watch; 21 a terminal's WebSocket control message; 19 and 20 are the code
+ * interpreter's), the rest is the body, in
  * an exact-size heap copy without a terminating NUL, as the HTTP server hands it over.
  *
  * Invariants, from the header's contract: success is 0 with err unset and the result
@@ -275,6 +276,18 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 api_watch_done(&x);
                 break;
         }
+        case 21: {
+                struct api_pty_control x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_pty_control(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        FUZZ_CHECK(x.cols >= 1 && x.cols <= CELLA_PTY_MAX_DIM);
+                        FUZZ_CHECK(x.rows >= 1 && x.rows <= CELLA_PTY_MAX_DIM);
+                });
+                if (r < 0)
+                        FUZZ_CHECK(err.code == CELLA_E_VALIDATION_FAILED || r == -ENOMEM);
+                break;
+        }
         default: {
                 /* setEnvVars bodies share this selector with the string-object check. */
                 struct api_env e;
@@ -312,7 +325,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!body)
                 return 0;
         memcpy(body, data + 1, size - 1);
-        fuzz_decoder(data[0] % 19, body, size - 1);
+        fuzz_decoder(data[0] % 22, body, size - 1);
         free(body);
         return 0;
 }
