@@ -292,6 +292,8 @@ static void on_poll(uv_poll_t *h, int status, int events)
 {
         struct term *t = h->data;
 
+        if (status < 0)
+                t->poll_events = 0; /* libuv stopped the handle */
         if (status < 0 || (events & UV_READABLE))
                 term_read(t);
         if (!t->finished && (events & UV_WRITABLE))

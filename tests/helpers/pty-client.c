@@ -13,6 +13,7 @@
  *   resize:CxR      resize
  *   touch:PATH      create the file PATH (tells a test script this point was reached)
  *   wait-file:PATH  wait until PATH exists
+ *   stall:PATH      stop reading until PATH exists (a client that does not keep up)
  *   exit:N          wait for {"type":"exit","code":N} and the end of the connection
  *   open-error:CODE the connection itself must fail with API error CODE
  *   echo-bench:N    N keystroke round trips (send one byte, wait for its echo): prints
@@ -300,6 +301,14 @@ int main(int argc, char **argv)
                         close(fd);
                 } else if (strcmp(step, "wait-file") == 0) {
                         WAIT_FOR(access(arg, F_OK) == 0, "file %s", arg);
+                } else if (strcmp(step, "stall") == 0) {
+                        double end = now_s() + timeout_s;
+
+                        while (access(arg, F_OK) != 0) {
+                                if (now_s() > end)
+                                        fail("timed out: stalled until %s", arg);
+                                usleep(50 * 1000);
+                        }
                 } else if (strcmp(step, "exit") == 0) {
                         WAIT_FOR(st.exit_code >= 0, "exit message%s", "");
                         if (st.exit_code != num(arg))

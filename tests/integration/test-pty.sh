@@ -72,6 +72,38 @@ pc "$S" ready 'control:{"type":"resize","cols":' 'expect-control:"code":"VALIDAT
         'control:{"type":"shout"}' 'expect-control:unknown control message' \
         'send:echo alive-$((4*4))\r' 'expect:alive-16'
 
+info "backpressure: a client that stops reading stalls the terminal, not cellad's memory"
+rss_kb() {
+        awk '/^VmRSS:/ {print $2}' "/proc/$CELLAD_PID/status"
+}
+F=$IT_TMP/flooding
+G=$IT_TMP/resume
+RSS0=$(rss_kb)
+pc "$S" ready 'send:yes flood-line-$((1+1))' 'expect:flood-line-2' "touch:$F" "stall:$G" \
+        'send:\x03' 'send:echo after-$((9*9))\r' 'expect:after-81' &
+BG+=($!)
+for _ in $(seq 600); do [ -e "$F" ] && break; sleep 0.05; done
+[ -e "$F" ] || fail "the flooding client did not start"
+MAX=0
+for _ in $(seq 30); do
+        sleep 0.1
+        R=$(rss_kb)
+        [ "$R" -gt "$MAX" ] && MAX=$R
+done
+touch "$G"
+wait "${BG[0]}" || fail "the terminal did not recover after the stall"
+BG=()
+info "cellad RSS: $RSS0 KiB before, at most $MAX KiB while the client stalled"
+[ $((MAX - RSS0)) -lt $((64 * 1024)) ] || fail "cellad grew by $((MAX - RSS0)) KiB"
+
+info "a client that vanishes mid-stream leaves the terminal running"
+pc "$S" ready 'send:yes vanish\r' 'expect:vanish' "touch:$IT_TMP/vanish" "stall:$IT_TMP/never" &
+P=$!
+for _ in $(seq 600); do [ -e "$IT_TMP/vanish" ] && break; sleep 0.05; done
+kill -9 "$P"
+wait "$P" 2>/dev/null || true
+pc "$S" ready 'send:\x03' 'send:echo still-$((8*8))\r' 'expect:still-64'
+
 info "errors before the upgrade are HTTP errors"
 pc --session nosuch "$S" open-error:SESSION_NOT_FOUND
 pc --session 'bad id' "$S" open-error:VALIDATION_FAILED
