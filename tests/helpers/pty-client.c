@@ -18,6 +18,9 @@
  *   open-error:CODE the connection itself must fail with API error CODE
  *   echo-bench:N    N keystroke round trips (send one byte, wait for its echo): prints
  *                   p50/p95/max in microseconds
+ *
+ *   pty-client --local-echo-bench N
+ * is the baseline: the same round trips with `bash --norc -i` on a local pty (no cella).
  * Waits end after --timeout seconds (default 60) with a failure. Exit status 0 when every
  * step passed, 1 otherwise (with the reason and the output's tail on stderr). */
 #include <errno.h>
@@ -27,6 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -186,6 +192,71 @@ static int cmp_double(const void *a, const void *b)
         return x < y ? -1 : x > y;
 }
 
+static void print_figures(const char *what, double *t, int n)
+{
+        qsort(t, (size_t)n, sizeof(double), cmp_double);
+        printf("%s: n=%d p50=%.0fus p95=%.0fus max=%.0fus\n", what, n, t[n / 2],
+               t[(n * 95) / 100 < n ? (n * 95) / 100 : n - 1], t[n - 1]);
+}
+
+/* The baseline: bash on a pty of our own, the same keystrokes. */
+static int local_echo_bench(int n)
+{
+        double *t = calloc((size_t)n, sizeof(double));
+        char name[64], buf[4096];
+        int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        pid_t pid;
+
+        if (!t || m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 ||
+            ptsname_r(m, name, sizeof(name)) != 0)
+                fail("local pty: %s", strerror(errno));
+        pid = fork();
+        if (pid == 0) {
+                int s;
+
+                setsid();
+                s = open(name, O_RDWR);
+                if (s < 0 || ioctl(s, TIOCSCTTY, 0) < 0)
+                        _exit(127);
+                dup2(s, 0);
+                dup2(s, 1);
+                dup2(s, 2);
+                execl("/bin/bash", "bash", "--norc", "-i", (char *)NULL);
+                _exit(127);
+        }
+        /* wait for the prompt */
+        for (;;) {
+                struct pollfd pf = {.fd = m, .events = POLLIN};
+
+                if (poll(&pf, 1, 1000) <= 0)
+                        break; /* quiet: the prompt is out */
+                if (read(m, buf, sizeof(buf)) <= 0)
+                        fail("local bash went away%s", "");
+        }
+        for (int i = 0; i < n; i++) {
+                char c = (char)('a' + i % 26);
+                double t0 = now_s();
+                bool seen = false;
+
+                if (write(m, &c, 1) != 1)
+                        fail("write: %s", strerror(errno));
+                while (!seen) {
+                        ssize_t k = read(m, buf, sizeof(buf));
+
+                        if (k <= 0)
+                                fail("local bash went away%s", "");
+                        seen = memchr(buf, c, (size_t)k) != NULL;
+                }
+                t[i] = (now_s() - t0) * 1e6;
+        }
+        print_figures("local pty echo round trip (baseline)", t, n);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(m);
+        free(t);
+        return 0;
+}
+
 static void echo_bench(int n)
 {
         double *t = calloc((size_t)n, sizeof(double));
@@ -200,9 +271,7 @@ static void echo_bench(int n)
                 WAIT_FOR(memchr(st.out + from, c, st.len - from) != NULL, "echo %s", "");
                 t[i] = (now_s() - t0) * 1e6;
         }
-        qsort(t, (size_t)n, sizeof(double), cmp_double);
-        printf("pty echo round trip: n=%d p50=%.0fus p95=%.0fus max=%.0fus\n", n, t[n / 2],
-               t[(n * 95) / 100 < n ? (n * 95) / 100 : n - 1], t[n - 1]);
+        print_figures("cella pty echo round trip (WebSocket)", t, n);
         /* erase what was typed */
         cella_pty_send(pty, "\x15", 1);
         free(t);
@@ -215,6 +284,8 @@ int main(int argc, char **argv)
         cella_client *c;
         int i, r;
 
+        if (argc == 3 && strcmp(argv[1], "--local-echo-bench") == 0)
+                return local_echo_bench(num(argv[2]) > 0 ? num(argv[2]) : 100);
         for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
                 if (i + 1 >= argc)
                         fail("missing value for %s", argv[i]);
