@@ -56,8 +56,8 @@ struct term {
         int poll_events; /* what poll watches now (0: stopped) */
         uv_timer_t grace;
         unsigned open_handles;
-        bool exited;   /* shell reaped */
-        bool finished; /* streams ended, handles closing */
+        bool exited;       /* shell reaped */
+        bool finished;     /* streams ended, handles closing */
         bool reading_done; /* the master reported EIO */
         int exit_code;
         struct winsize ws;
@@ -343,8 +343,7 @@ static void term_finish(struct term *t)
                 t->streams = ts->next;
                 ts->t = NULL;
                 ts->next = NULL;
-                stream_end_json(&ts->s, FRAME_EXIT,
-                                json_pack("{s:i}", "exitCode", t->exit_code));
+                stream_end_json(&ts->s, FRAME_EXIT, json_pack("{s:i}", "exitCode", t->exit_code));
                 ts_free(ts);
         }
         if (t->cgroup)
@@ -412,7 +411,7 @@ static int pty_pair(int *ret_master, int *ret_slave, const struct winsize *ws)
         *ret_master = m;
         *ret_slave = s;
         return 0;
-fail: {
+fail : {
         int e = errno;
 
         close(m);

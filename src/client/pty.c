@@ -19,9 +19,9 @@
 #include "common/macros.h"
 #include "common/ws-key.h"
 
-#define HEAD_MAX (16 * 1024)         /* the server's answer head */
-#define ERROR_BODY_MAX (64 * 1024)   /* an error answer's body */
-#define HANDSHAKE_TIMEOUT_MS 60000   /* the server may be creating the sandbox */
+#define HEAD_MAX (16 * 1024)          /* the server's answer head */
+#define ERROR_BODY_MAX (64 * 1024)    /* an error answer's body */
+#define HANDSHAKE_TIMEOUT_MS 60000    /* the server may be creating the sandbox */
 #define MESSAGE_MAX (4 * 1024 * 1024) /* a message from the server */
 
 struct cella_pty {
@@ -344,8 +344,8 @@ int cella_pty_open(cella_client *c, const char *sandbox, const struct cella_pty_
         if (o && o->session_id && !(es = curl_easy_escape(p->curl, o->session_id, 0)))
                 goto fail;
         if (buf_printf(&q, "%s%s%scols=%u&rows=%u", es ? "session=" : "", es ? es : "",
-                       es ? "&" : "", o && o->cols ? o->cols : 80, o && o->rows ? o->rows : 24) <
-                    0 ||
+                       es ? "&" : "", o && o->cols ? o->cols : 80,
+                       o && o->rows ? o->rows : 24) < 0 ||
             !(url = client_sandbox_url(c, sandbox, "/pty", q.data)))
                 goto fail;
         r = handshake(p, url);

@@ -63,8 +63,8 @@ int frame_decode(const uint8_t *in, size_t len, struct frame *ret)
                 return 0;
         plen = get_be32(in);
         type = in[4];
-        if (type == 0 || type >= _FRAME_TYPE_MAX || !names[type] || in[5] != 0 || in[6] != 0 || in[7] != 0 ||
-            plen > CELLA_FRAME_MAX)
+        if (type == 0 || type >= _FRAME_TYPE_MAX || !names[type] || in[5] != 0 || in[6] != 0 ||
+            in[7] != 0 || plen > CELLA_FRAME_MAX)
                 return -EPROTO;
         if (len - CELLA_FRAME_HEADER < plen)
                 return 0;

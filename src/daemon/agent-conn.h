@@ -65,6 +65,6 @@ void agent_stream_ack(struct agent_stream *s, size_t bytes);   /* return credit 
 /* A JSON control frame of type on the open stream (a terminal's resize). 0, -EPIPE,
  * -ENOMEM. */
 int agent_stream_send_json(struct agent_stream *s, uint8_t type, json_t *payload);
-void agent_stream_cancel(struct agent_stream *s);              /* CANCEL + on_close */
+void agent_stream_cancel(struct agent_stream *s); /* CANCEL + on_close */
 
 #endif

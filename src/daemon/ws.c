@@ -26,12 +26,12 @@ struct ws {
         wslay_event_context_ptr ctx;
         const struct ws_ops *ops;
         void *ud;
-        struct buf in;       /* read, not yet taken by wslay */
-        size_t uv_queued;    /* bytes in uv_write requests not yet completed */
-        bool want_reading;   /* the route's wish */
-        bool reading;        /* uv_read_start is active */
-        bool closing;        /* handles closing, on_close called */
-        bool in_recv;        /* inside wslay_event_recv */
+        struct buf in;     /* read, not yet taken by wslay */
+        size_t uv_queued;  /* bytes in uv_write requests not yet completed */
+        bool want_reading; /* the route's wish */
+        bool reading;      /* uv_read_start is active */
+        bool closing;      /* handles closing, on_close called */
+        bool in_recv;      /* inside wslay_event_recv */
         unsigned handles;
 };
 

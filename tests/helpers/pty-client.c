@@ -118,9 +118,15 @@ static void unescape(char *s)
                 }
                 r++;
                 switch (*r) {
-                case 'r': *w++ = '\r'; break;
-                case 'n': *w++ = '\n'; break;
-                case 't': *w++ = '\t'; break;
+                case 'r':
+                        *w++ = '\r';
+                        break;
+                case 'n':
+                        *w++ = '\n';
+                        break;
+                case 't':
+                        *w++ = '\t';
+                        break;
                 case 'x': {
                         char hex[3] = {r[1], r[1] ? r[2] : 0, 0};
 
@@ -128,7 +134,9 @@ static void unescape(char *s)
                         r += 2;
                         break;
                 }
-                default: *w++ = *r; break;
+                default:
+                        *w++ = *r;
+                        break;
                 }
         }
         *w = '\0';
@@ -173,16 +181,16 @@ static void pump(int ms)
 }
 
 /* Wait until cond() holds. */
-#define WAIT_FOR(cond, what, arg)                                 \
-        do {                                                      \
-                double end_ = now_s() + timeout_s;                \
-                while (!(cond)) {                                 \
-                        if (closed && !(cond))                    \
+#define WAIT_FOR(cond, what, arg)                                      \
+        do {                                                           \
+                double end_ = now_s() + timeout_s;                     \
+                while (!(cond)) {                                      \
+                        if (closed && !(cond))                         \
                                 fail("connection closed: " what, arg); \
-                        if (now_s() > end_)                       \
-                                fail("timed out: " what, arg);    \
-                        pump(100);                                \
-                }                                                 \
+                        if (now_s() > end_)                            \
+                                fail("timed out: " what, arg);         \
+                        pump(100);                                     \
+                }                                                      \
         } while (0)
 
 static int cmp_double(const void *a, const void *b)
