@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/pty-ring.h"
 #include "agent/session.h"
 #include "common/buf.h"
 #include "common/limits.h"
@@ -61,8 +62,7 @@ struct term {
         bool reading_done; /* the master reported EIO */
         int exit_code;
         struct winsize ws;
-        uint8_t ring[CELLA_PTY_RING];
-        size_t ring_start, ring_len;
+        struct pty_ring ring;
         struct term_stream *streams;
 };
 
@@ -82,34 +82,19 @@ static void on_poll(uv_poll_t *h, int status, int events);
 
 /* ---- the ring ---- */
 
-static void ring_append(struct term *t, const uint8_t *p, size_t n)
-{
-        if (n >= CELLA_PTY_RING) {
-                memcpy(t->ring, p + n - CELLA_PTY_RING, CELLA_PTY_RING);
-                t->ring_start = 0;
-                t->ring_len = CELLA_PTY_RING;
-                return;
-        }
-        for (size_t i = 0; i < n; i++) {
-                t->ring[(t->ring_start + t->ring_len) % CELLA_PTY_RING] = p[i];
-                if (t->ring_len < CELLA_PTY_RING)
-                        t->ring_len++;
-                else
-                        t->ring_start = (t->ring_start + 1) % CELLA_PTY_RING;
-        }
-}
-
 /* Send the ring to a stream that just attached (its credit is the full window, which
  * is larger than the ring). */
 static void ring_replay(struct term *t, struct term_stream *ts)
 {
-        size_t first = MIN(t->ring_len, CELLA_PTY_RING - t->ring_start);
+        const uint8_t *a, *b;
+        size_t alen, blen;
 
-        if (first)
-                stream_send(&ts->s, FRAME_STDOUT, t->ring + t->ring_start, first);
-        if (t->ring_len > first)
-                stream_send(&ts->s, FRAME_STDOUT, t->ring, t->ring_len - first);
-        ts->s.send_credit -= t->ring_len;
+        pty_ring_spans(&t->ring, &a, &alen, &b, &blen);
+        if (alen)
+                stream_send(&ts->s, FRAME_STDOUT, a, alen);
+        if (blen)
+                stream_send(&ts->s, FRAME_STDOUT, b, blen);
+        ts->s.send_credit -= alen + blen;
 }
 
 /* ---- streams ---- */
@@ -280,7 +265,7 @@ static void term_read(struct term *t)
                         term_update_poll(t);
                         return;
                 }
-                ring_append(t, buf, (size_t)n);
+                pty_ring_append(&t->ring, buf, (size_t)n);
                 for (struct term_stream *ts = t->streams; ts; ts = ts->next) {
                         stream_send(&ts->s, FRAME_STDOUT, buf, (size_t)n);
                         ts->s.send_credit -= (uint64_t)n;

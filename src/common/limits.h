@@ -55,6 +55,7 @@
 #define CELLA_PTY_MAX_DIM 1000               /* cols and rows: 1..this */
 #define CELLA_PTY_MAX_WS_MESSAGE (64 * 1024) /* a WebSocket message from a client */
 #define CELLA_PTY_WS_HIGH_WATER (256 * 1024) /* unsent WebSocket bytes: stop reading input */
+#define CELLA_WS_MAX_CONNECTIONS 1024        /* WebSocket connections cellad holds: 503 beyond */
 
 /* Paths and names */
 #define CELLA_NAME_MAX 63

@@ -44,6 +44,7 @@ struct ws_write {
 
 /* Every connection not yet ended (ws_close_all at daemon shutdown). */
 static struct ws *live;
+static unsigned n_live;
 
 static void ws_pump(struct ws *ws);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret);
@@ -79,6 +80,11 @@ int ws_upgrade_check(struct http_request *req, struct cella_error *err)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "bad Sec-WebSocket-Key (base64 of 16 bytes)"),
                        -EINVAL;
+        if (n_live >= CELLA_WS_MAX_CONNECTIONS)
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "too many WebSocket connections (%d)",
+                                       CELLA_WS_MAX_CONNECTIONS),
+                       -EBUSY;
         return 0;
 }
 
@@ -102,6 +108,7 @@ static void ws_end(struct ws *ws, int code)
         if (ws->closing)
                 return;
         ws->closing = true;
+        n_live--;
         if (ws->prev)
                 ws->prev->next = ws->next;
         else
@@ -369,6 +376,7 @@ int ws_upgrade(struct http_request *req, const struct ws_ops *ops, void *ud, str
         if (live)
                 live->prev = ws;
         live = ws;
+        n_live++;
         *ret = ws;
         return 0;
 }
