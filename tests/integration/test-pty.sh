@@ -79,7 +79,8 @@ rss_kb() {
 F=$IT_TMP/flooding
 G=$IT_TMP/resume
 RSS0=$(rss_kb)
-pc "$S" ready 'send:yes flood-line-$((1+1))' 'expect:flood-line-2' "touch:$F" "stall:$G" \
+pc "$S" ready 'send:yes flood-line-$((1+1))
+' 'expect:flood-line-2' "touch:$F" "stall:$G" \
         'send:\x03' 'send:echo after-$((9*9))\r' 'expect:after-81' &
 BG+=($!)
 for _ in $(seq 600); do [ -e "$F" ] && break; sleep 0.05; done
@@ -103,6 +104,95 @@ for _ in $(seq 600); do [ -e "$IT_TMP/vanish" ] && break; sleep 0.05; done
 kill -9 "$P"
 wait "$P" 2>/dev/null || true
 pc "$S" ready 'send:\x03' 'send:echo still-$((8*8))\r' 'expect:still-64'
+
+info "protocol violations close the WebSocket with the RFC's status code; pings get pongs"
+# ws_violation KIND: a raw client (python3 stdlib) does the handshake, waits for ready,
+# checks a ping's pong, then breaks the protocol; prints the close code it got.
+ws_violation() {
+        python3 - "$CELLA_URL" "$S" "$1" <<'PY'
+import base64, hashlib, os, socket, struct, sys
+url, name, kind = sys.argv[1], sys.argv[2], sys.argv[3]
+host, port = url.split("//")[1].split(":")
+s = socket.create_connection((host, int(port)), timeout=30)
+key = base64.b64encode(os.urandom(16)).decode()
+s.sendall(("GET /v1/sandboxes/%s/pty HTTP/1.1\r\nHost: %s:%s\r\nUpgrade: websocket\r\n"
+           "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
+           % (name, host, port, key)).encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    d = s.recv(4096)
+    if not d:
+        sys.exit("no handshake answer")
+    buf += d
+head, buf = buf.split(b"\r\n\r\n", 1)
+want = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+if not head.startswith(b"HTTP/1.1 101") or b"Sec-WebSocket-Accept: " + want not in head:
+    sys.exit("bad handshake: %r" % head)
+def frame():
+    global buf
+    while True:
+        if len(buf) >= 2:
+            op, n = buf[0] & 15, buf[1] & 127
+            off = 2
+            if n == 126:
+                n, off = struct.unpack(">H", buf[2:4])[0], 4
+            elif n == 127:
+                n, off = struct.unpack(">Q", buf[2:10])[0], 10
+            if len(buf) >= off + n:
+                p, buf = buf[off:off + n], buf[off + n:]
+                return op, p
+        d = s.recv(65536)
+        if not d:
+            return None, b""
+        buf += d
+def send(op, payload, mask=True, fin=True):
+    b0 = (0x80 if fin else 0) | op
+    n = len(payload)
+    hdr = bytes([b0]) + (bytes([(0x80 if mask else 0) | n]) if n < 126 else
+                         bytes([(0x80 if mask else 0) | 126]) + struct.pack(">H", n) if n < 65536 else
+                         bytes([(0x80 if mask else 0) | 127]) + struct.pack(">Q", n))
+    if mask:
+        m = os.urandom(4)
+        payload = bytes(c ^ m[i % 4] for i, c in enumerate(payload))
+        hdr += m
+    s.sendall(hdr + payload)
+while True:
+    op, p = frame()
+    if op is None:
+        sys.exit("closed before ready")
+    if op == 1 and b'"ready"' in p:
+        break
+send(9, b"are-you-there")
+while True:
+    op, p = frame()
+    if op is None:
+        sys.exit("closed before the pong")
+    if op == 10:
+        if p != b"are-you-there":
+            sys.exit("pong with %r" % p)
+        break
+if kind == "unmasked":
+    send(2, b"x", mask=False)
+elif kind == "utf8":
+    send(1, b'{"type":"\xff"}')
+elif kind == "toobig":
+    send(2, b"x" * (70 * 1024))
+elif kind == "close":
+    send(8, struct.pack(">H", 1000))
+while True:
+    op, p = frame()
+    if op is None:
+        sys.exit("no close frame")
+    if op == 8:
+        print(struct.unpack(">H", p[:2])[0] if len(p) >= 2 else 1005)
+        break
+PY
+}
+assert_eq 1002 "$(ws_violation unmasked)" "close code for an unmasked frame"
+assert_eq 1007 "$(ws_violation utf8)" "close code for a text message that is not UTF-8"
+assert_eq 1009 "$(ws_violation toobig)" "close code for a message over 64 KiB"
+assert_eq 1000 "$(ws_violation close)" "close code answering a client's close"
+pc "$S" ready 'send:echo after-violations-$((2*3))\r' 'expect:after-violations-6'
 
 info "errors before the upgrade are HTTP errors"
 pc --session nosuch "$S" open-error:SESSION_NOT_FOUND
