@@ -15,6 +15,7 @@
  *   wait-file:PATH  wait until PATH exists
  *   stall:PATH      stop reading until PATH exists (a client that does not keep up)
  *   exit:N          wait for {"type":"exit","code":N} and the end of the connection
+ *   closed          wait for the end of the connection (without an exit message)
  *   open-error:CODE the connection itself must fail with API error CODE
  *   echo-bench:N    N keystroke round trips (send one byte, wait for its echo): prints
  *                   p50/p95/max in microseconds
@@ -393,6 +394,16 @@ int main(int argc, char **argv)
                         if (st.exit_code != num(arg))
                                 fail("wrong exit code, expected %s", arg);
                         WAIT_FOR(closed, "connection end after exit%s", "");
+                } else if (strcmp(step, "closed") == 0) {
+                        double end = now_s() + timeout_s;
+
+                        while (!closed) {
+                                if (now_s() > end)
+                                        fail("timed out: connection end%s", "");
+                                pump(100);
+                        }
+                        if (st.exit_code >= 0)
+                                fail("got exit %d, not a bare close", st.exit_code);
                 } else if (strcmp(step, "echo-bench") == 0) {
                         WAIT_FOR(st.ready, "ready%s", "");
                         echo_bench(num(arg) > 0 ? num(arg) : 100);

@@ -19,6 +19,12 @@ pc() {
         "$PC" --url "$CELLA_URL" --timeout 60 "$@"
 }
 
+# For `pc_bg ... &`: the background job becomes the client itself, so that $! is the
+# client's pid (kill reaches it, not a subshell around it).
+pc_bg() {
+        exec "$PC" --url "$CELLA_URL" --timeout 60 "$@"
+}
+
 # Clients left in the background by a failed step are stopped at exit.
 it_cleanup_hook() {
         local p
@@ -43,7 +49,7 @@ pc "$S" 'replay:replay-42-mark'
 
 info "shared: typing on one connection is seen on another"
 F=$IT_TMP/attached
-pc "$S" ready "touch:$F" 'expect:shared-$((5*5))' 'expect:shared-25-ok' &
+pc_bg "$S" ready "touch:$F" 'expect:shared-$((5*5))' 'expect:shared-25-ok' &
 BG+=($!)
 pc "$S" ready "wait-file:$F" 'send:echo shared-$((5*5))-ok\r' 'expect:shared-25-ok'
 wait "${BG[0]}" || fail "the second connection did not see the first one's typing"
@@ -51,7 +57,7 @@ BG=()
 
 info "exit: every connection gets the shell's exit code"
 F=$IT_TMP/attached2
-pc "$S" ready "touch:$F" 'exit:7' &
+pc_bg "$S" ready "touch:$F" 'exit:7' &
 BG+=($!)
 pc "$S" ready "wait-file:$F" 'send:exit 7\r' 'exit:7'
 wait "${BG[0]}" || fail "the other connection did not get exit 7"
@@ -79,8 +85,7 @@ rss_kb() {
 F=$IT_TMP/flooding
 G=$IT_TMP/resume
 RSS0=$(rss_kb)
-pc "$S" ready 'send:yes flood-line-$((1+1))
-' 'expect:flood-line-2' "touch:$F" "stall:$G" \
+pc_bg "$S" ready 'send:yes flood-line-$((1+1))\r' 'expect:flood-line-2' "touch:$F" "stall:$G" \
         'send:\x03' 'send:echo after-$((9*9))\r' 'expect:after-81' &
 BG+=($!)
 for _ in $(seq 600); do [ -e "$F" ] && break; sleep 0.05; done
@@ -98,7 +103,7 @@ info "cellad RSS: $RSS0 KiB before, at most $MAX KiB while the client stalled"
 [ $((MAX - RSS0)) -lt $((64 * 1024)) ] || fail "cellad grew by $((MAX - RSS0)) KiB"
 
 info "a client that vanishes mid-stream leaves the terminal running"
-pc "$S" ready 'send:yes vanish\r' 'expect:vanish' "touch:$IT_TMP/vanish" "stall:$IT_TMP/never" &
+pc_bg "$S" ready 'send:yes vanish\r' 'expect:vanish' "touch:$IT_TMP/vanish" "stall:$IT_TMP/never" &
 P=$!
 for _ in $(seq 600); do [ -e "$IT_TMP/vanish" ] && break; sleep 0.05; done
 kill -9 "$P"
@@ -194,6 +199,20 @@ assert_eq 1009 "$(ws_violation toobig)" "close code for a message over 64 KiB"
 assert_eq 1000 "$(ws_violation close)" "close code answering a client's close"
 pc "$S" ready 'send:echo after-violations-$((2*3))\r' 'expect:after-violations-6'
 
+info "cellad restart: connections end, the terminal runs on with its replay"
+pc "$S" ready 'send:echo before-restart-$((7*7))\r' 'expect:before-restart-49'
+F=$IT_TMP/attached4
+pc_bg "$S" ready "touch:$F" closed &
+BG+=($!)
+for _ in $(seq 600); do [ -e "$F" ] && break; sleep 0.05; done
+kill -TERM "$CELLAD_PID"
+wait "$CELLAD_PID" || true
+CELLAD_PID=
+wait "${BG[0]}" || fail "the connection did not end cleanly when cellad stopped"
+BG=()
+start_cellad
+pc "$S" 'replay:before-restart-49' 'send:echo after-restart-$((7*8))\r' 'expect:after-restart-56'
+
 info "errors before the upgrade are HTTP errors"
 pc --session nosuch "$S" open-error:SESSION_NOT_FOUND
 pc --session 'bad id' "$S" open-error:VALIDATION_FAILED
@@ -211,7 +230,7 @@ expect_status 403 PERMISSION_DENIED
 
 info "deleting the session ends its terminal"
 F=$IT_TMP/attached3
-pc --session work "$S" ready "touch:$F" 'exit:137' &
+pc_bg --session work "$S" ready "touch:$F" 'exit:137' &
 BG+=($!)
 for _ in $(seq 600); do [ -e "$F" ] && break; sleep 0.05; done
 api DELETE "/v1/sandboxes/$S/sessions/work" >/dev/null
