@@ -160,10 +160,10 @@ static bool upgrade(struct pty_op *op)
         return true;
 }
 
-static void on_frame(struct agent_stream *s, const struct frame *f, void *ud)
+/* Called with a reference held (a send can end the WebSocket, whose on_close drops
+ * others). */
+static void handle_frame(struct pty_op *op, struct agent_stream *s, const struct frame *f)
 {
-        struct pty_op *op = ud;
-
         if (op->req) {
                 if (f->type == FRAME_ERROR) {
                         api_respond_agent_error(op->req, f);
@@ -208,10 +208,23 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *ud)
         }
 }
 
+static void on_frame(struct agent_stream *s, const struct frame *f, void *ud)
+{
+        struct pty_op *op = ud;
+
+        op->refs++;
+        handle_frame(op, s, f);
+        op_unref(op);
+}
+
 static void on_writable(struct agent_stream *s, void *ud)
 {
+        struct pty_op *op = ud;
+
         (void)s;
-        flush_input(ud);
+        op->refs++;
+        flush_input(op);
+        op_unref(op);
 }
 
 static void on_close(struct agent_stream *s, int err, void *ud)
@@ -227,7 +240,8 @@ static void on_close(struct agent_stream *s, int err, void *ud)
         } else if (op->ws && !op->ended && err != -ECANCELED) {
                 op->ended = true;
                 send_error(op, CELLA_E_SANDBOX_UNAVAILABLE, "the sandbox's agent went away");
-                ws_close(op->ws, 1011, "sandbox unavailable");
+                if (op->ws)
+                        ws_close(op->ws, 1011, "sandbox unavailable");
         }
         op_unref(op);
 }

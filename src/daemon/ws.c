@@ -46,7 +46,7 @@ struct ws_write {
 static struct ws *live;
 static unsigned n_live;
 
-static void ws_pump(struct ws *ws);
+static void ws_flush(struct ws *ws);
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret);
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b);
 
@@ -155,7 +155,7 @@ static void on_write_done(uv_write_t *req, int status)
                 ws_end(ws, WSLAY_CODE_ABNORMAL_CLOSURE);
                 return;
         }
-        ws_pump(ws);
+        ws_flush(ws);
 }
 
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
@@ -222,23 +222,13 @@ static void on_msg_recv(wslay_event_context_ptr ctx, const struct wslay_event_on
         }
 }
 
-/* Let wslay parse what was read and send what is queued; end the connection when
- * neither side has anything more to say. */
-static void ws_pump(struct ws *ws)
+/* Send what wslay has queued; end the connection when neither side has anything more to
+ * say; tell the route when everything was written. Never parses input, so sending from a
+ * route's callback does not call the route back with a message. */
+static void ws_flush(struct ws *ws)
 {
-        if (ws->closing || ws->in_recv)
+        if (ws->closing)
                 return;
-        if (ws->in.len > 0 && wslay_event_want_read(ws->ctx)) {
-                ws->in_recv = true;
-                if (wslay_event_recv(ws->ctx) != 0) {
-                        ws->in_recv = false;
-                        ws_end(ws, WSLAY_CODE_ABNORMAL_CLOSURE);
-                        return;
-                }
-                ws->in_recv = false;
-                if (ws->closing)
-                        return;
-        }
         if (wslay_event_want_write(ws->ctx) && wslay_event_send(ws->ctx) != 0) {
                 ws_end(ws, WSLAY_CODE_ABNORMAL_CLOSURE);
                 return;
@@ -254,6 +244,28 @@ static void ws_pump(struct ws *ws)
                 ws->ops->on_drain(ws, ws->ud);
         if (!ws->closing)
                 update_reading(ws);
+}
+
+/* Let wslay parse what was read (it takes all of it; messages go to the route), then
+ * flush. */
+static void ws_pump(struct ws *ws)
+{
+        if (ws->closing || ws->in_recv)
+                return;
+        if (ws->in.len > 0 && wslay_event_want_read(ws->ctx)) {
+                ws->in_recv = true;
+                if (wslay_event_recv(ws->ctx) != 0) {
+                        ws->in_recv = false;
+                        ws_end(ws, WSLAY_CODE_ABNORMAL_CLOSURE);
+                        return;
+                }
+                ws->in_recv = false;
+                if (ws->closing)
+                        return;
+        }
+        if (!wslay_event_want_read(ws->ctx))
+                buf_reset(&ws->in); /* after a close: nothing more is parsed */
+        ws_flush(ws);
 }
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
@@ -395,18 +407,16 @@ int ws_send(struct ws *ws, bool text, const void *data, size_t len)
                 return -EPIPE;
         if (wslay_event_queue_msg(ws->ctx, &msg) != 0)
                 return -ENOMEM;
-        ws_pump(ws);
+        if (!ws->in_recv)
+                ws_flush(ws); /* else after the parse (ws_pump) */
         return 0;
 }
 
 void ws_set_reading(struct ws *ws, bool on)
 {
         ws->want_reading = on;
-        if (!ws->closing) {
+        if (!ws->closing)
                 update_reading(ws);
-                if (on)
-                        ws_pump(ws); /* what was read before the pause */
-        }
 }
 
 void ws_close(struct ws *ws, int code, const char *reason)
@@ -417,7 +427,8 @@ void ws_close(struct ws *ws, int code, const char *reason)
                 wslay_event_queue_close(ws->ctx, (uint16_t)code, (const uint8_t *)reason,
                                         reason ? strlen(reason) : 0);
         uv_timer_start(&ws->timer, on_close_grace, CLOSE_GRACE_MS, 0);
-        ws_pump(ws);
+        if (!ws->in_recv)
+                ws_flush(ws);
 }
 
 void ws_abort(struct ws *ws)
