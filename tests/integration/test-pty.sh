@@ -285,6 +285,36 @@ set -e
 [ "$rc" = 99 ] && fail "cella shell: no echo: $(tail -c 1000 "$OUT")"
 assert_eq 3 "$rc" "cella shell exit status"
 
+info "cella shell: SIGTERM restores the terminal's mode and exits 143"
+set +e
+python3 - "$CELLA_BUILD/cella" "$S" <<'PY'
+import os, select, signal, subprocess, sys, termios, time
+cella, name = sys.argv[1], sys.argv[2]
+master, slave = os.openpty()
+before = termios.tcgetattr(slave)
+p = subprocess.Popen([cella, "shell", name], stdin=slave, stdout=slave, stderr=slave,
+                     start_new_session=True)
+buf, end = b"", time.time() + 60
+os.write(master, b"echo raw-$((5*5))\r")
+while b"raw-25" not in buf and time.time() < end:
+    r, _, _ = select.select([master], [], [], 0.2)
+    if r:
+        buf += os.read(master, 65536)
+if b"raw-25" not in buf:
+    sys.exit("no output from cella shell: %r" % buf[-500:])
+if termios.tcgetattr(slave)[3] & termios.ICANON:
+    sys.exit("cella shell did not put the terminal in raw mode")
+p.send_signal(signal.SIGTERM)
+rc = p.wait(timeout=30)
+after = termios.tcgetattr(slave)
+if after != before:
+    sys.exit("terminal mode not restored: %r != %r" % (after, before))
+sys.exit(0 if rc == 143 else "exit status %d, not 143" % rc)
+PY
+rc=$?
+set -e
+assert_eq 0 "$rc" "cella shell under SIGTERM"
+
 info "cella shell with stdin not a terminal"
 set +e
 printf 'echo piped-$((2*21))\nexit 5\n' | "$CELLA_BUILD/cella" shell "$S" >"$OUT" 2>&1
