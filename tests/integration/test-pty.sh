@@ -323,4 +323,14 @@ set -e
 assert_eq 5 "$rc" "cella shell (pipe) exit status"
 assert_contains "$(cat "$OUT")" "piped-42"
 
+info "with CELLA_TOKEN: no token is 401 before the upgrade, the token opens the terminal"
+stop_cellad
+token=tok-$IT_RUN-$RANDOM$RANDOM
+CELLA_TOKEN=$token start_cellad
+unset CELLA_TOKEN
+pc "$S" open-error:UNAUTHORIZED
+pc --token "wrong-$token" "$S" open-error:UNAUTHORIZED
+pc --token "$token" "$S" ready 'send:echo token-$((3*4))\r' 'expect:token-12'
+export CELLA_TOKEN=$token # for the cleanup's API calls
+
 echo "PASS"
