@@ -304,6 +304,13 @@ static void on_close_grace(uv_timer_t *t)
                            : WSLAY_CODE_ABNORMAL_CLOSURE);
 }
 
+/* Bytes the client sent right behind its upgrade request: parsed once the route has
+ * its struct ws (never from inside ws_upgrade). */
+static void on_leftover(uv_timer_t *t)
+{
+        ws_pump(t->data);
+}
+
 int ws_upgrade(struct http_request *req, const struct ws_ops *ops, void *ud, struct ws **ret)
 {
         static const struct wslay_event_callbacks cbs = {
@@ -389,6 +396,8 @@ int ws_upgrade(struct http_request *req, const struct ws_ops *ops, void *ud, str
                 live->prev = ws;
         live = ws;
         n_live++;
+        if (ws->in.len > 0)
+                uv_timer_start(&ws->timer, on_leftover, 0, 0);
         *ret = ws;
         return 0;
 }

@@ -120,19 +120,10 @@ url, name, kind = sys.argv[1], sys.argv[2], sys.argv[3]
 host, port = url.split("//")[1].split(":")
 s = socket.create_connection((host, int(port)), timeout=30)
 key = base64.b64encode(os.urandom(16)).decode()
-s.sendall(("GET /v1/sandboxes/%s/pty HTTP/1.1\r\nHost: %s:%s\r\nUpgrade: websocket\r\n"
+request = ("GET /v1/sandboxes/%s/pty HTTP/1.1\r\nHost: %s:%s\r\nUpgrade: websocket\r\n"
            "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n"
-           % (name, host, port, key)).encode())
+           % (name, host, port, key)).encode()
 buf = b""
-while b"\r\n\r\n" not in buf:
-    d = s.recv(4096)
-    if not d:
-        sys.exit("no handshake answer")
-    buf += d
-head, buf = buf.split(b"\r\n\r\n", 1)
-want = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
-if not head.startswith(b"HTTP/1.1 101") or b"Sec-WebSocket-Accept: " + want not in head:
-    sys.exit("bad handshake: %r" % head)
 def frame():
     global buf
     while True:
@@ -150,23 +141,47 @@ def frame():
         if not d:
             return None, b""
         buf += d
-def send(op, payload, mask=True, fin=True):
-    b0 = (0x80 if fin else 0) | op
+def mkframe(op, payload, mask=True):
     n = len(payload)
-    hdr = bytes([b0]) + (bytes([(0x80 if mask else 0) | n]) if n < 126 else
-                         bytes([(0x80 if mask else 0) | 126]) + struct.pack(">H", n) if n < 65536 else
-                         bytes([(0x80 if mask else 0) | 127]) + struct.pack(">Q", n))
+    m = 0x80 if mask else 0
+    hdr = bytes([0x80 | op]) + (bytes([m | n]) if n < 126 else
+                                bytes([m | 126]) + struct.pack(">H", n) if n < 65536 else
+                                bytes([m | 127]) + struct.pack(">Q", n))
     if mask:
-        m = os.urandom(4)
-        payload = bytes(c ^ m[i % 4] for i, c in enumerate(payload))
-        hdr += m
-    s.sendall(hdr + payload)
+        k = os.urandom(4)
+        payload = bytes(c ^ k[i % 4] for i, c in enumerate(payload))
+        hdr += k
+    return hdr + payload
+def send(op, payload, mask=True):
+    s.sendall(mkframe(op, payload, mask))
+# "early": typed input sent right behind the upgrade request, before the 101
+s.sendall(request + (mkframe(2, b"echo early-$((2*50))\r") if kind == "early" else b""))
+while b"\r\n\r\n" not in buf:
+    d = s.recv(4096)
+    if not d:
+        sys.exit("no handshake answer")
+    buf += d
+head, buf = buf.split(b"\r\n\r\n", 1)
+want = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest())
+if not head.startswith(b"HTTP/1.1 101") or b"Sec-WebSocket-Accept: " + want not in head:
+    sys.exit("bad handshake: %r" % head)
+out = b""
 while True:
     op, p = frame()
     if op is None:
         sys.exit("closed before ready")
+    if op == 2:
+        out += p
     if op == 1 and b'"ready"' in p:
         break
+if kind == "early":
+    while b"early-100" not in out:
+        op, p = frame()
+        if op is None:
+            sys.exit("closed before the early input's output")
+        if op == 2:
+            out += p
+    kind = "close"
 send(9, b"are-you-there")
 while True:
     op, p = frame()
@@ -197,6 +212,8 @@ assert_eq 1002 "$(ws_violation unmasked)" "close code for an unmasked frame"
 assert_eq 1007 "$(ws_violation utf8)" "close code for a text message that is not UTF-8"
 assert_eq 1009 "$(ws_violation toobig)" "close code for a message over 64 KiB"
 assert_eq 1000 "$(ws_violation close)" "close code answering a client's close"
+# input sent right behind the upgrade request (before the 101) is not lost
+assert_eq 1000 "$(ws_violation early)" "early input, then a clean close"
 pc "$S" ready 'send:echo after-violations-$((2*3))\r' 'expect:after-violations-6'
 
 info "cellad restart: connections end, the terminal runs on with its replay"
