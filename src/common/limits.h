@@ -51,11 +51,13 @@
 #define CELLA_AGENT_MAX_SESSIONS 256 /* sessions (shells) per sandbox */
 
 /* Terminals (one per session; docs/decisions/0022-terminal.md) */
-#define CELLA_PTY_RING (64 * 1024)           /* recent output replayed to a new connection */
-#define CELLA_PTY_MAX_DIM 1000               /* cols and rows: 1..this */
-#define CELLA_PTY_MAX_WS_MESSAGE (64 * 1024) /* a WebSocket message from a client */
-#define CELLA_PTY_WS_HIGH_WATER (256 * 1024) /* unsent WebSocket bytes: stop reading input */
-#define CELLA_WS_MAX_CONNECTIONS 1024        /* WebSocket connections cellad holds: 503 beyond */
+#define CELLA_PTY_RING (64 * 1024) /* recent output replayed to a new connection */
+#define CELLA_PTY_MAX_DIM 1000     /* cols and rows: 1..this */
+
+/* WebSockets (src/daemon/ws.c) */
+#define CELLA_WS_MAX_MESSAGE (64 * 1024) /* a WebSocket message from a client */
+#define CELLA_WS_HIGH_WATER (256 * 1024) /* unsent WebSocket bytes: stop reading input */
+#define CELLA_WS_MAX_CONNECTIONS 1024    /* WebSocket connections cellad holds: 503 beyond */
 
 /* Paths and names */
 #define CELLA_NAME_MAX 63

@@ -130,7 +130,7 @@ size_t ws_queued(const struct ws *ws)
 
 static void update_reading(struct ws *ws)
 {
-        bool on = ws->want_reading && !ws->closing && ws_queued(ws) < CELLA_PTY_WS_HIGH_WATER &&
+        bool on = ws->want_reading && !ws->closing && ws_queued(ws) < CELLA_WS_HIGH_WATER &&
                   wslay_event_want_read(ws->ctx);
 
         if (on == ws->reading)
@@ -166,7 +166,7 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t 
         uv_buf_t b;
 
         (void)flags;
-        if (ws->uv_queued >= CELLA_PTY_WS_HIGH_WATER) {
+        if (ws->uv_queued >= CELLA_WS_HIGH_WATER) {
                 wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
                 return -1;
         }
@@ -345,7 +345,7 @@ int ws_upgrade(struct http_request *req, const struct ws_ops *ops, void *ud, str
                 free(ws);
                 return -ENOMEM;
         }
-        wslay_event_config_set_max_recv_msg_length(ws->ctx, CELLA_PTY_MAX_WS_MESSAGE);
+        wslay_event_config_set_max_recv_msg_length(ws->ctx, CELLA_WS_MAX_MESSAGE);
         r = http_request_take_socket(req, &fd, &ws->in);
         if (r < 0) {
                 wslay_event_context_free(ws->ctx);

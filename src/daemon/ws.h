@@ -15,7 +15,7 @@
  *
  * Backpressure: ws_queued() is what was handed to ws_send and not yet written to the
  * socket; ops->on_drain is called each time it falls to 0. Input is read only while the
- * route allows it (ws_set_reading) and the output queue is below CELLA_PTY_WS_HIGH_WATER,
+ * route allows it (ws_set_reading) and the output queue is below CELLA_WS_HIGH_WATER,
  * so a client that sends without reading the answers (pings, errors) is not served
  * without bound. */
 #ifndef CELLA_DAEMON_WS_H
