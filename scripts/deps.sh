@@ -10,7 +10,8 @@ packages=(
         # libraries (headers + static archives for the static agent)
         libuv1-dev libhttp-parser-dev libwslay-dev libjansson-dev libsqlite3-dev
         libseccomp-dev libcap-dev libmnl-dev libnftables-dev libcurl4-openssl-dev libcmocka-dev
-        # image import: tar/gzip/zstd/xz layers, sha256 digests
+        # image import (tar/gzip/zstd/xz layers, sha256 digests) and the WebSocket handshake
+        # (SHA-1): libarchive and OpenSSL's libcrypto
         libarchive-dev libssl-dev
         # images and sandboxes
         mmdebstrap bubblewrap uidmap iproute2 procps util-linux

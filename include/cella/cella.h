@@ -250,6 +250,50 @@ int cella_image_import(cella_client *c, const char *name, int fd, bool replace, 
 /* Delete an image: IMAGE_IN_USE (409) while a sandbox uses it, IMAGE_NOT_FOUND (404). */
 int cella_image_delete(cella_client *c, const char *name, char **ret_json);
 
+/* ---- terminal ----
+ * A session's terminal over a WebSocket (GET .../pty, docs/api.md): one interactive shell
+ * per session, shared by every connection to it. cella_pty_open connects (blocking) and
+ * completes the handshake; an error answer (no such session, ...) is CELLA_ERR_API. Then
+ * the caller waits for cella_pty_fd() to be readable (poll; POLLOUT too while
+ * cella_pty_want_write()) and calls cella_pty_process(), which delivers what arrived
+ * through the callbacks. Call cella_pty_process() once right after cella_pty_open too:
+ * what arrived together with the handshake's answer is already read and waits there.
+ * Not thread-safe; one thread per cella_pty. */
+typedef struct cella_pty cella_pty;
+struct cella_pty_options {
+        const char *session_id; /* NULL: the default session */
+        unsigned cols, rows;    /* 0: 80 x 24 */
+};
+struct cella_pty_events {
+        /* terminal output (the replay of recent output first, then live) */
+        void (*on_output)(const void *data, size_t len, void *userdata);
+        /* the replay is complete ({"type":"ready"}) */
+        void (*on_ready)(void *userdata);
+        /* the shell exited with code ({"type":"exit","code":n}); the connection closes */
+        void (*on_exit)(int code, void *userdata);
+        /* every control message as received (JSON text, borrowed), ready/exit included;
+         * may be NULL */
+        void (*on_control)(const char *json, size_t len, void *userdata);
+};
+int cella_pty_open(cella_client *c, const char *sandbox, const struct cella_pty_options *o,
+                   cella_pty **ret);
+/* The socket to poll. */
+int cella_pty_fd(const cella_pty *p);
+/* Queued output for the server waits for the socket (poll for POLLOUT). */
+bool cella_pty_want_write(const cella_pty *p);
+/* Read what the socket has and deliver it; write what is queued. CELLA_OK while the
+ * connection is open, 1 once it ended (cleanly or not), or an error. */
+int cella_pty_process(cella_pty *p, const struct cella_pty_events *ev, void *userdata);
+/* Typed bytes (a binary message). */
+int cella_pty_send(cella_pty *p, const void *data, size_t len);
+int cella_pty_resize(cella_pty *p, unsigned cols, unsigned rows);
+/* A raw control message (JSON text; for tools and tests). */
+int cella_pty_send_control(cella_pty *p, const char *json);
+/* The shell's exit code once on_exit came, else -1. */
+int cella_pty_exit_code(const cella_pty *p);
+/* Close (a close frame if still open) and free. */
+void cella_pty_close(cella_pty *p);
+
 #ifdef __cplusplus
 }
 #endif

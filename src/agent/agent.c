@@ -328,6 +328,16 @@ static void dispatch(struct conn *c, const struct frame *f)
                 conn_send(c, FRAME_PONG, 0, f->payload, f->len);
         } else if (f->type == FRAME_PONG) {
                 /* nothing */
+        } else if (f->type == FRAME_PTY && conn_find(c, f->stream)) {
+                /* a resize of an open terminal stream */
+                struct stream *s = conn_find(c, f->stream);
+
+                if (!stream_is_pty(s))
+                        conn_fail(c, "PTY on a stream that is not a terminal");
+                else if (r < 0)
+                        log_warn("bad resize ignored: %s", err.msg);
+                else
+                        pty_resize(s, &req);
         } else if (agent_request_opens_stream(f->type)) {
                 if (conn_find(c, f->stream)) {
                         log_warn("stream %u opened twice", f->stream);
@@ -355,6 +365,8 @@ static void dispatch(struct conn *c, const struct frame *f)
                         code_request(c->a, c, &req);
                 } else if (f->type == FRAME_WATCH) {
                         watch_start(c->a, c, &req);
+                } else if (f->type == FRAME_PTY) {
+                        pty_open(c->a, c, &req);
                 } else {
                         file_op_run(c, &req);
                 }
@@ -574,6 +586,7 @@ void agent_free(struct agent *a)
                 return;
         if (a->conn)
                 conn_fail(a->conn, "agent shutting down");
+        pty_shutdown(a);
         session_free_all(a);
         proc_shutdown(a);
         code_shutdown(a);

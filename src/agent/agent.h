@@ -27,6 +27,7 @@ struct agent;
 struct conn;
 struct exec;
 struct session;
+struct term;
 
 struct agent_options {
         int listen_fd;            /* listening unix stream socket (3) */
@@ -84,6 +85,7 @@ struct agent {
         struct proc_table *procs; /* proc.c; NULL until the first PROC frame */
         const char *proc_log_dir; /* borrowed from the options */
         struct code_table *code;  /* code.c; NULL until the first CODE frame */
+        struct term *terms;       /* pty.c: live terminals */
 };
 
 /* Send one frame on the stream's connection (copied). -EPIPE if the stream has none. */
@@ -120,6 +122,11 @@ struct spawn_request {
          * fd 4 writes what the agent reads from ret->ev (docs/decisions/0021). */
         const char *exe;
         char *const *argv;
+        /* A terminal's interactive shell instead: `bash -i` (`sh -i`) with tty_fd (a pty's
+         * slave) as stdin, stdout, stderr and controlling terminal (command unused; out,
+         * err and in are -EBADF). */
+        bool terminal;
+        int tty_fd;
 };
 struct spawn_result {
         pid_t pid;        /* also set (and already reaped) when failed_step */
@@ -165,6 +172,14 @@ void file_op_run(struct conn *c, struct agent_request *req);
 void code_request(struct agent *a, struct conn *c, struct agent_request *req);
 /* Agent going away: kill every interpreter. */
 void code_shutdown(struct agent *a);
+/* pty.c: terminals, one per session (decision 0022). */
+void pty_open(struct agent *a, struct conn *c, struct agent_request *req);
+/* A PTY frame on an open stream: resize that stream's terminal. */
+void pty_resize(struct stream *s, const struct agent_request *req);
+bool stream_is_pty(const struct stream *s);
+/* End the terminal of session sid (deleted): its shell's process group is killed. */
+void pty_kill_session(struct agent *a, const char *sid);
+void pty_shutdown(struct agent *a);
 
 /* watch.c */
 void watch_start(struct agent *a, struct conn *c, struct agent_request *req);

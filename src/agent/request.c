@@ -13,7 +13,7 @@ bool agent_request_opens_stream(uint8_t type)
 {
         return type == FRAME_EXEC || type == FRAME_FILE_READ || type == FRAME_FILE_WRITE ||
                type == FRAME_FILE_OP || type == FRAME_SESSION || type == FRAME_PROC ||
-               type == FRAME_WATCH || type == FRAME_CODE;
+               type == FRAME_WATCH || type == FRAME_CODE || type == FRAME_PTY;
 }
 
 void agent_request_done(struct agent_request *r)
@@ -404,6 +404,44 @@ static int decode_watch(json_t *j, struct agent_request *r, struct cella_error *
         return 0;
 }
 
+/* A terminal dimension: an integer 1..CELLA_PTY_MAX_DIM. */
+static int decode_dim(json_t *v, const char *field, unsigned *ret, struct cella_error *err)
+{
+        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+            json_integer_value(v) > CELLA_PTY_MAX_DIM) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "'%s' must be an integer from 1 to %d", field, CELLA_PTY_MAX_DIM);
+                return -EINVAL;
+        }
+        *ret = (unsigned)json_integer_value(v);
+        return 0;
+}
+
+/* PTY: {"sessionId"?: id (default "default"), "cols": n, "rows": n, "baseEnv"?: {k: s}}.
+ * The same frame on an open stream is a resize, of which only cols and rows count. */
+static int decode_pty(json_t *j, struct agent_request *r, struct cella_error *err)
+{
+        json_t *v = json_object_get(j, "sessionId");
+        int k;
+
+        k = decode_dim(json_object_get(j, "cols"), "cols", &r->cols, err);
+        if (k < 0)
+                return k;
+        k = decode_dim(json_object_get(j, "rows"), "rows", &r->rows, err);
+        if (k < 0)
+                return k;
+        if (v && !json_is_null(v)) {
+                k = agent_decode_id(v, "sessionId", &r->session, err);
+                if (k < 0)
+                        return k;
+        } else if (!(r->session = strdup("default"))) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        return agent_decode_env(json_object_get(j, "baseEnv"), "baseEnv", &r->base_env,
+                                &r->n_base_env, err);
+}
+
 static int decode_json(const struct frame *f, struct agent_request *r, struct cella_error *err)
 {
         json_t *j _cleanup_(json_decrefp) = NULL;
@@ -434,6 +472,8 @@ static int decode_json(const struct frame *f, struct agent_request *r, struct ce
                 return 0;
         case FRAME_WATCH:
                 return decode_watch(j, r, err);
+        case FRAME_PTY:
+                return decode_pty(j, r, err);
         default:
                 return decode_file_op(j, r, err);
         }
@@ -462,6 +502,7 @@ int agent_request_decode(const struct frame *f, struct agent_request *ret, struc
         case FRAME_PROC:
         case FRAME_WATCH:
         case FRAME_CODE:
+        case FRAME_PTY:
                 if (f->stream == 0)
                         goto proto;
                 return decode_json(f, ret, err);

@@ -30,6 +30,7 @@ enum agent_file_op {
  *   EXEC        also session (NULL: sessionless) and base_env ("K=V", the sandbox's env)
  *   FILE_OP     op, path, to (move; from is in path), recursive, include_hidden
  *   WATCH       path, recursive (default true), include, exclude (globs)
+ *   PTY         session (sessionId, default "default"), cols, rows, base_env
  *   SESSION, PROC  body: the payload object, validated further by the module's own decoder
  *               (session_request_decode, proc_request_decode)
  *   WINDOW      credit
@@ -60,6 +61,7 @@ struct agent_request {
         char **exclude; /* WATCH: n_exclude globs (NULL with exclude_given false: defaults) */
         size_t n_exclude;
         bool exclude_given;
+        unsigned cols, rows; /* PTY: 1..CELLA_PTY_MAX_DIM */
         uint32_t credit;
         const uint8_t *data;
         size_t len;
@@ -91,7 +93,7 @@ bool agent_id_is_valid(const char *s);
 int agent_decode_id(json_t *v, const char *field, char **ret, struct cella_error *err);
 
 /* True for the frames that open a stream (EXEC, FILE_READ, FILE_WRITE, FILE_OP, SESSION,
- * PROC, WATCH). */
+ * PROC, WATCH, PTY; a PTY on an open stream is a resize). */
 bool agent_request_opens_stream(uint8_t type);
 
 #endif

@@ -1195,8 +1195,9 @@ static void session_delete(struct session *sess)
                 sess->running->shell_exited = true;
                 job_finish(sess->running);
         }
-        /* background processes started in it go with it */
+        /* background processes and the terminal started in it go with it */
         proc_kill_session(a, sess->id);
+        pty_kill_session(a, sess->id);
         if (sess->pid > 0) {
                 kill_shell(sess); /* released when the shell is reaped */
                 return;

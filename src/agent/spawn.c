@@ -6,7 +6,8 @@
  * period, milliseconds on a quiet host; fork and that write where clone3 is missing); the
  * child resets all dispositions and the mask, starts a new session (its own process
  * group), takes /dev/null as stdin and the two pipes as stdout/stderr, changes directory
- * and execs `bash -c command` (or `sh -c` where bash is missing), or a session's shell. Between fork and exec it does only
+ * and execs `bash -c command` (or `sh -c` where bash is missing), a session's shell, or a
+ * terminal's `bash -i` on a pty that it makes its controlling terminal. Between fork and exec it does only
  * async-signal-safe work and reports a failure as a {step, errno} record on a close-on-exec
  * pipe, which the parent reads: EOF there means the exec happened. */
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/sched.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
@@ -218,7 +220,7 @@ fail:
 
 /* The child between fork and exec: async-signal-safe calls only. */
 _Noreturn static void run_child(int errfd, int infd, int outfd, int errout, int procsfd,
-                                int scriptfd, const int runner[2], const char *cwd,
+                                int scriptfd, const int runner[2], bool tty, const char *cwd,
                                 const char *shell, char *const argv[], char *const envp[])
 {
         int hi[2] = {-1, -1};
@@ -257,6 +259,10 @@ _Noreturn static void run_child(int errfd, int infd, int outfd, int errout, int 
                 if (hi[0] < 0 || hi[1] < 0 || dup2(hi[0], 3) < 0 || dup2(hi[1], 4) < 0)
                         goto fail;
         }
+        /* A terminal's shell: the pty (now 0, 1 and 2) becomes the new session's
+         * controlling terminal, and the shell its foreground process group. */
+        if (tty && ioctl(0, TIOCSCTTY, 0) < 0)
+                goto fail;
         if (chdir(cwd) < 0) {
                 f.step = STEP_CHDIR;
                 goto fail;
@@ -311,6 +317,9 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         argv[3] = NULL;
         if (sr->exe) {
                 ret->is_bash = false;
+        } else if (sr->terminal) {
+                argv[1] = (char *)"-i";
+                argv[2] = NULL;
         } else if (sr->session_shell && ret->is_bash) {
                 argv[1] = (char *)"--noprofile";
                 argv[2] = (char *)"--norc";
@@ -356,8 +365,8 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         envp[nenv] = NULL;
 
         nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-        if (nullfd < 0 || pipe2(outp, O_CLOEXEC) < 0 ||
-            (!sr->session_shell && pipe2(errp, O_CLOEXEC) < 0) ||
+        if (nullfd < 0 || (!sr->terminal && pipe2(outp, O_CLOEXEC) < 0) ||
+            (!sr->session_shell && !sr->terminal && pipe2(errp, O_CLOEXEC) < 0) ||
             ((sr->session_shell || sr->exe) && pipe2(inp, O_CLOEXEC) < 0) ||
             (sr->exe && pipe2(evp, O_CLOEXEC) < 0) || pipe2(failp, O_CLOEXEC) < 0) {
                 r = -errno;
@@ -396,14 +405,17 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "fork: %s", strerror(errno));
                 goto out;
         }
+        if (pid == 0 && sr->terminal)
+                run_child(failp[1], sr->tty_fd, sr->tty_fd, sr->tty_fd, procsfd, scriptfd, runner,
+                          true, sr->cwd, shell, argv, envp);
         if (pid == 0) {
                 if (sr->exe) {
                         runner[0] = inp[0];
                         runner[1] = evp[1];
                 }
                 run_child(failp[1], sr->session_shell ? inp[0] : nullfd, outp[1],
-                          sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, runner, sr->cwd,
-                          shell, sr->exe ? sr->argv : argv, envp);
+                          sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, runner, false,
+                          sr->cwd, shell, sr->exe ? sr->argv : argv, envp);
         }
         close_fd(&failp[1]);
         close_fd(&outp[1]);

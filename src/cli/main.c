@@ -12,6 +12,7 @@
 #include "cella/cella.h"
 #include "cli/args.h"
 #include "common/base64.h"
+#include "cli/shell.h"
 #include "common/buf.h"
 
 static const char usage_text[] =
@@ -25,6 +26,9 @@ static const char usage_text[] =
         "  read NAME PATH      write a file to stdout\n"
         "  ls NAME [PATH] [-r] [-a] [--json]\n"
         "  rm NAME PATH [-r]   mkdir NAME PATH [-p]   mv NAME FROM TO\n"
+        "  shell NAME [--session S]\n"
+        "                      an interactive terminal in the session (default: the\n"
+        "                      default session); exits with the shell's status\n"
         "  watch NAME PATH [--include G]... [--exclude G]... [--no-recursive] [--json]\n"
         "                      print file changes under PATH, one line each, until ^C\n"
         "  code NAME [--lang L] [--context ID] [--timeout MS] [--out-dir DIR] [--json] CODE|-\n"
@@ -1011,6 +1015,10 @@ int main(int argc, char **argv)
                           "[--no-recursive] [--json]") < 0
                              ? 2
                              : cmd_watch(c, &a);
+        } else if (strcmp(cmd, "shell") == 0) {
+                rc = need(&a, 2, "cella shell NAME [--session S]") < 0
+                             ? 2
+                             : cli_shell(c, a.pos[1], a.session);
         } else if (strcmp(cmd, "kill") == 0) {
                 rc = cmd_kill(c, &a);
         } else if (strcmp(cmd, "wait") == 0) {

@@ -8,19 +8,11 @@
 #include <sys/stat.h>
 
 #include "cella/cella.h"
+#include "client/client-internal.h"
 #include "client/sse.h"
 #include "common/base64.h"
 #include "common/buf.h"
 #include "common/macros.h"
-
-struct cella_client {
-        CURL *curl;
-        char *base;    /* without trailing slash */
-        char *auth;    /* "Authorization: Bearer ..." or NULL */
-        char code[64]; /* last API error code */
-        char message[512];
-        long status;
-};
 
 struct cella_exec_result {
         int exit_code;
@@ -1375,4 +1367,23 @@ int cella_image_import(cella_client *c, const char *name, int fd, bool replace, 
 int cella_image_delete(cella_client *c, const char *name, char **ret_json)
 {
         return request_url(c, "DELETE", image_url(c, name, ""), NULL, ret_json);
+}
+
+/* ---- for the other files of libcella (client-internal.h) ---- */
+
+void client_set_error(cella_client *c, const char *code, const char *message)
+{
+        set_error(c, code, "%s", message);
+}
+
+int client_api_error(cella_client *c, long status, const struct buf *body)
+{
+        c->status = status;
+        return api_error(c, body);
+}
+
+char *client_sandbox_url(cella_client *c, const char *name, const char *suffix,
+                         const char *extra_query)
+{
+        return sandbox_url(c, name, suffix, NULL, NULL, extra_query);
 }

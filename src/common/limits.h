@@ -62,6 +62,14 @@
 #define CELLA_CODE_READY_TIMEOUT_MS 60000        /* a runner's start (preloads included) */
 #define CELLA_CODE_MAX_TEXT 4096                 /* runner message/name fields kept */
 #define CELLA_CODE_MAX_TRACEBACK 1000            /* traceback lines kept */
+/* Terminals (one per session; docs/decisions/0022-terminal.md) */
+#define CELLA_PTY_RING (64 * 1024) /* recent output replayed to a new connection */
+#define CELLA_PTY_MAX_DIM 1000     /* cols and rows: 1..this */
+
+/* WebSockets (src/daemon/ws.c) */
+#define CELLA_WS_MAX_MESSAGE (64 * 1024) /* a WebSocket message from a client */
+#define CELLA_WS_HIGH_WATER (256 * 1024) /* unsent WebSocket bytes: stop reading input */
+#define CELLA_WS_MAX_CONNECTIONS 1024    /* WebSocket connections cellad holds: 503 beyond */
 
 /* Paths and names */
 #define CELLA_NAME_MAX 63

@@ -27,11 +27,12 @@ static const char *const names[_FRAME_TYPE_MAX] = {
         [FRAME_PROC] = "PROC",
         [FRAME_WATCH] = "WATCH",
         [FRAME_CODE] = "CODE",
+        [FRAME_PTY] = "PTY",
 };
 
 const char *frame_type_name(uint8_t type)
 {
-        if (type == 0 || type >= _FRAME_TYPE_MAX)
+        if (type == 0 || type >= _FRAME_TYPE_MAX || !names[type])
                 return "UNKNOWN";
         return names[type];
 }
@@ -63,8 +64,8 @@ int frame_decode(const uint8_t *in, size_t len, struct frame *ret)
                 return 0;
         plen = get_be32(in);
         type = in[4];
-        if (type == 0 || type >= _FRAME_TYPE_MAX || in[5] != 0 || in[6] != 0 || in[7] != 0 ||
-            plen > CELLA_FRAME_MAX)
+        if (type == 0 || type >= _FRAME_TYPE_MAX || !names[type] || in[5] != 0 || in[6] != 0 ||
+            in[7] != 0 || plen > CELLA_FRAME_MAX)
                 return -EPROTO;
         if (len - CELLA_FRAME_HEADER < plen)
                 return 0;

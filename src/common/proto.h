@@ -9,7 +9,7 @@
  *   u32 stream    big endian; 0 is the connection itself (HELLO, PING/PONG)
  *
  * Only cellad opens streams, with a new non-zero id, by sending EXEC, FILE_READ,
- * FILE_WRITE, FILE_OP, SESSION or PROC. A stream ends when the agent sends EXIT, RESULT or ERROR.
+ * FILE_WRITE, FILE_OP, SESSION, PROC, WATCH or PTY. A stream ends when the agent sends EXIT, RESULT or ERROR.
  * Control payloads are JSON objects (jansson); data payloads (STDOUT, STDERR, DATA) are
  * raw bytes. Data frames are flow-controlled per stream and direction: a sender may have at
  * most CELLA_STREAM_WINDOW bytes unacknowledged; the receiver returns credit with WINDOW
@@ -49,6 +49,10 @@ enum frame_type {
         FRAME_CODE = 22,    /* d->a: {"op":"create"|"delete"|"list"|"run",...} code interpreter
                              * contexts; a run streams STDOUT/STDERR and DATA (NDJSON events)
                              * -> RESULT (docs/protocol.md) */
+        FRAME_PTY = 23,     /* d->a: {"sessionId"?:s,"cols":n,"rows":n,"baseEnv"?:{k:s}} attaches
+                         * to the session's terminal -> STDOUT (replay, then live), STARTED
+                         * (ready), EXIT when the shell ends; DATA is typed input; a further
+                         * PTY on the open stream {"cols":n,"rows":n} resizes */
         _FRAME_TYPE_MAX
 };
 

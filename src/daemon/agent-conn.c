@@ -435,6 +435,18 @@ void agent_stream_ack(struct agent_stream *s, size_t bytes)
         conn_send(s->conn, FRAME_WINDOW, s->id, w, sizeof(w));
 }
 
+int agent_stream_send_json(struct agent_stream *s, uint8_t type, json_t *payload)
+{
+        _cleanup_free_ char *text = NULL;
+
+        if (s->state != STREAM_OPEN || s->end_sent || s->conn->closing)
+                return -EPIPE;
+        text = json_dumps(payload, JSON_COMPACT);
+        if (!text)
+                return -ENOMEM;
+        return conn_send(s->conn, type, s->id, text, strlen(text));
+}
+
 void agent_stream_cancel(struct agent_stream *s)
 {
         if (s->state != STREAM_OPEN)

@@ -62,6 +62,9 @@ int agent_stream_send_data(struct agent_stream *s, const void *data, size_t len)
 size_t agent_stream_send_credit(const struct agent_stream *s); /* bytes sendable now */
 int agent_stream_send_end(struct agent_stream *s);             /* END frame */
 void agent_stream_ack(struct agent_stream *s, size_t bytes);   /* return credit */
-void agent_stream_cancel(struct agent_stream *s);              /* CANCEL + on_close */
+/* A JSON control frame of type on the open stream (a terminal's resize). 0, -EPIPE,
+ * -ENOMEM. */
+int agent_stream_send_json(struct agent_stream *s, uint8_t type, json_t *payload);
+void agent_stream_cancel(struct agent_stream *s); /* CANCEL + on_close */
 
 #endif

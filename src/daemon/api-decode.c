@@ -1269,3 +1269,62 @@ out:
         json_decref(j);
         return r;
 }
+
+int api_decode_pty_control(const char *body, size_t len, struct api_pty_control *ret,
+                           struct cella_error *err)
+{
+        json_t *j;
+        const char *type = NULL;
+        json_int_t cols = 0, rows = 0;
+        json_error_t je;
+        int r = -EINVAL;
+
+        memset(ret, 0, sizeof(*ret));
+        j = load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_unpack_ex(j, &je, 0, "{s:s}", "type", &type) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (strcmp(type, "resize") != 0) {
+                invalid(err, "unknown control message type '%.32s' (expected resize)", type);
+                goto out;
+        }
+        if (json_unpack_ex(j, &je, JSON_STRICT, "{s:s, s:I, s:I}", "type", &type, "cols", &cols,
+                           "rows", &rows) < 0) {
+                unpack_fail(&je, err);
+                goto out;
+        }
+        if (cols < 1 || cols > CELLA_PTY_MAX_DIM || rows < 1 || rows > CELLA_PTY_MAX_DIM) {
+                invalid(err, "cols and rows must be from 1 to %d", CELLA_PTY_MAX_DIM);
+                goto out;
+        }
+        ret->cols = (unsigned)cols;
+        ret->rows = (unsigned)rows;
+        r = 0;
+out:
+        json_decref(j);
+        return r;
+}
+
+int api_parse_pty_dim(const char *s, const char *field, unsigned def, unsigned *ret,
+                      struct cella_error *err)
+{
+        unsigned v = 0;
+        size_t i;
+
+        if (!s) {
+                *ret = def;
+                return 0;
+        }
+        for (i = 0; s[i] >= '0' && s[i] <= '9' && i < 5; i++)
+                v = v * 10 + (unsigned)(s[i] - '0');
+        if (i == 0 || s[i] || v < 1 || v > CELLA_PTY_MAX_DIM) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "%s must be from 1 to %d", field,
+                                CELLA_PTY_MAX_DIM);
+                return -EINVAL;
+        }
+        *ret = v;
+        return 0;
+}

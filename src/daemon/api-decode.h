@@ -165,5 +165,16 @@ int api_decode_context_create(const char *body, size_t len, json_t **ret, struct
 /* POST /v1/sandboxes/{id}/code: {code, contextId?, language?, timeout? (ms)}; code at most
  * CELLA_CODE_MAX_CODE bytes, NUL-free. *ret: {op:"run", code, id?, language?, timeoutMs?}. */
 int api_decode_code_run(const char *body, size_t len, json_t **ret, struct cella_error *err);
+/* A terminal's control message (a WebSocket text frame from the client):
+ * {"type":"resize","cols":n,"rows":n}, cols and rows 1..CELLA_PTY_MAX_DIM. */
+struct api_pty_control {
+        unsigned cols, rows;
+};
+int api_decode_pty_control(const char *body, size_t len, struct api_pty_control *ret,
+                           struct cella_error *err);
+/* A cols= or rows= query value: decimal 1..CELLA_PTY_MAX_DIM (NULL: def). 0 with *ret,
+ * or -EINVAL with err set. */
+int api_parse_pty_dim(const char *s, const char *field, unsigned def, unsigned *ret,
+                      struct cella_error *err);
 
 #endif

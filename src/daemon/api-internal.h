@@ -49,6 +49,8 @@ void api_processes(struct api *a, struct http_request *req, const char *name, co
 /* api-code.c: /contexts, /contexts/{cid} (rest starts with "/contexts") and POST /code. */
 void api_contexts(struct api *a, struct http_request *req, const char *name, const char *rest);
 void api_code(struct api *a, struct http_request *req, const char *name);
+/* api-pty.c: GET /v1/sandboxes/{id}/pty (WebSocket terminal). */
+void api_pty(struct api *a, struct http_request *req, const char *name);
 /* api-watch.c: POST /v1/sandboxes/{id}/files/watch (SSE). */
 void api_watch(struct api *a, struct http_request *req, const char *name);
 

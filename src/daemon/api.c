@@ -8,6 +8,7 @@
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-internal.h"
+#include "daemon/ws.h"
 
 #define CELLA_VERSION "0.1.0"
 
@@ -329,6 +330,13 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                         api_code(a, req, name);
                 return;
         }
+        if (strcmp(rest, "/pty") == 0) {
+                if (!is(req, "GET"))
+                        method_not_allowed(req);
+                else
+                        api_pty(a, req, name);
+                return;
+        }
         if (strcmp(rest, "/files/watch") == 0) {
                 if (!is(req, "POST"))
                         method_not_allowed(req);
@@ -525,6 +533,7 @@ static void api_ws(struct api *a, struct http_request *req, const char *name, co
 
 void api_shutdown(struct api *a)
 {
+        ws_close_all();
         preview_shutdown(&a->preview);
 }
 

@@ -113,6 +113,13 @@ static void check_success(const struct frame *f, const struct agent_request *r)
         case FRAME_PROC:
                 FUZZ_CHECK(json_is_object(r->body));
                 break;
+        case FRAME_PTY:
+                FUZZ_CHECK(r->session != NULL && agent_id_is_valid(r->session));
+                FUZZ_CHECK(r->cols >= 1 && r->cols <= CELLA_PTY_MAX_DIM);
+                FUZZ_CHECK(r->rows >= 1 && r->rows <= CELLA_PTY_MAX_DIM);
+                for (size_t i = 0; i < r->n_base_env; i++)
+                        FUZZ_CHECK(strchr(r->base_env[i], '=') > r->base_env[i]);
+                break;
         default:
                 break;
         }

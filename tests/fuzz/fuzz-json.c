@@ -3,9 +3,9 @@
  * 6 and 7 the shared helpers api_parse_bool and api_check_string_object (and setEnvVars);
  * 8-12 the process calls of api_decode_process (start, kill, waitLog, waitPort, waitExit);
  * 13-15 kill with the body as the ?signal= query value; 16 sessions; 17 git checkout; 18 file
- * watch; 19 code context create; 20 code run; 22 the image decoders of daemon/image.h:
- * docker manifest.json, OCI index, OCI manifest, image config and the build body, all on
- * the same bytes), the rest is the body, in
+ * watch; 19 code context create; 20 code run; 21 a terminal's WebSocket control message;
+ * 22 the image decoders of daemon/image.h: docker manifest.json, OCI index, OCI manifest,
+ * image config and the build body, all on the same bytes), the rest is the body, in
  * an exact-size heap copy without a terminating NUL, as the HTTP server hands it over.
  *
  * Invariants, from the header's contract: success is 0 with err unset and the result
@@ -406,6 +406,18 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
         case 22:
                 fuzz_image(body, len);
                 break;
+        case 21: {
+                struct api_pty_control x;
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_pty_control(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        FUZZ_CHECK(x.cols >= 1 && x.cols <= CELLA_PTY_MAX_DIM);
+                        FUZZ_CHECK(x.rows >= 1 && x.rows <= CELLA_PTY_MAX_DIM);
+                });
+                if (r < 0)
+                        FUZZ_CHECK(err.code == CELLA_E_VALIDATION_FAILED || r == -ENOMEM);
+                break;
+        }
         default: {
                 /* setEnvVars bodies share this selector with the string-object check. */
                 struct api_env e;

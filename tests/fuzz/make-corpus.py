@@ -19,7 +19,7 @@ FRAME_MAX = 1024 * 1024
 # enum frame_type (src/common/proto.h)
 HELLO, EXEC, STARTED, STDOUT, STDERR, EXIT, ERROR, CANCEL, WINDOW = range(1, 10)
 FILE_READ, FILE_WRITE, FILE_OP, DATA, END, RESULT, FILE_INFO, PING, PONG = range(10, 19)
-SESSION, PROC, WATCH, CODE = 19, 20, 21, 22
+SESSION, PROC, WATCH, CODE, PTY = 19, 20, 21, 22, 23
 
 
 def frame(ftype, stream, payload=b"", flags=0, reserved=0, length=None):
@@ -445,6 +445,21 @@ def jsonseeds():
     for label, body in runs.items():
         out["code-" + label] = bytes([20]) + js(body)
     out["code-nul"] = bytes([20]) + b'{"code":"a\\u0000b"}'
+    # Selector 21: a terminal's WebSocket control messages.
+    pty = {
+        "resize": {"type": "resize", "cols": 132, "rows": 43},
+        "resize-min": {"type": "resize", "cols": 1, "rows": 1},
+        "resize-zero": {"type": "resize", "cols": 0, "rows": 24},
+        "resize-big": {"type": "resize", "cols": 80, "rows": 100000},
+        "resize-string": {"type": "resize", "cols": "80", "rows": 24},
+        "resize-extra": {"type": "resize", "cols": 80, "rows": 24, "x": 1},
+        "unknown-type": {"type": "shout"},
+        "no-type": {"cols": 80, "rows": 24},
+    }
+    for label, body in pty.items():
+        out["pty-" + label] = bytes([21]) + js(body)
+    out["pty-truncated"] = bytes([21]) + b'{"type":"resize","cols":'
+    out["pty-duplicate"] = bytes([21]) + b'{"type":"resize","cols":1,"rows":1,"rows":2}'
     out["empty"] = b""
     return out
 
@@ -584,6 +599,18 @@ def agent():
                         + frame(DATA, 9, js({"type": "done", "id": 1, "executionCount": 1}))
                         + frame(DATA, 9, b'{"type":"setup_error","message":"no"}')
                         + frame(DATA, 9, b'{"type":"done","id":-1}')),
+        "pty": (frame(PTY, 9, {"sessionId": "default", "cols": 80, "rows": 24,
+                               "baseEnv": {"A": "1"}})
+                + frame(DATA, 9, b"echo hi\r") + window(9, 4096)
+                + frame(PTY, 9, {"cols": 132, "rows": 43}) + frame(CANCEL, 9)),
+        "pty-minimal": frame(PTY, 9, {"cols": 1, "rows": 1}),
+        "pty-bad": (frame(PTY, 9, {"cols": 0, "rows": 24})
+                    + frame(PTY, 10, {"cols": 80, "rows": 1001})
+                    + frame(PTY, 11, {"cols": "80", "rows": 24})
+                    + frame(PTY, 12, {"cols": 80, "rows": 24, "sessionId": "../x"})
+                    + frame(PTY, 13, {"cols": 80, "rows": 24, "baseEnv": {"1A": "x"}})
+                    + frame(PTY, 14, b'{"cols":80,"cols":81,"rows":1}')),
+        "pty-stream-0": frame(PTY, 0, {"cols": 80, "rows": 24}),
     }
 
 

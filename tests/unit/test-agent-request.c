@@ -323,6 +323,49 @@ static void test_watch(void **state)
         expect_proto(FRAME_WATCH, 0, "{\"path\":\"/\"}");
 }
 
+static void test_pty(void **state)
+{
+        struct agent_request req;
+        struct cella_error err;
+        char big[64];
+
+        (void)state;
+        assert_true(agent_request_opens_stream(FRAME_PTY));
+        assert_int_equal(decode(FRAME_PTY, 5, "{\"cols\":80,\"rows\":24}", &req, &err), 0);
+        assert_string_equal(req.session, "default");
+        assert_int_equal(req.cols, 80);
+        assert_int_equal(req.rows, 24);
+        assert_int_equal(req.n_base_env, 0);
+        agent_request_done(&req);
+
+        assert_int_equal(decode(FRAME_PTY, 5,
+                                "{\"sessionId\":\"work-1\",\"cols\":1,\"rows\":1000,"
+                                "\"baseEnv\":{\"A\":\"b\"}}",
+                                &req, &err),
+                         0);
+        assert_string_equal(req.session, "work-1");
+        assert_int_equal(req.cols, 1);
+        assert_int_equal(req.rows, CELLA_PTY_MAX_DIM);
+        assert_int_equal(req.n_base_env, 1);
+        assert_string_equal(req.base_env[0], "A=b");
+        agent_request_done(&req);
+
+        expect_invalid(FRAME_PTY, "{}");
+        expect_invalid(FRAME_PTY, "{\"cols\":80}");
+        expect_invalid(FRAME_PTY, "{\"cols\":0,\"rows\":24}");
+        snprintf(big, sizeof(big), "{\"cols\":%d,\"rows\":24}", CELLA_PTY_MAX_DIM + 1);
+        expect_invalid(FRAME_PTY, big);
+        expect_invalid(FRAME_PTY, "{\"cols\":80.5,\"rows\":24}");
+        expect_invalid(FRAME_PTY, "{\"cols\":\"80\",\"rows\":24}");
+        expect_invalid(FRAME_PTY, "{\"cols\":80,\"rows\":24,\"sessionId\":\"a b\"}");
+        expect_invalid(FRAME_PTY, "{\"cols\":80,\"rows\":24,\"sessionId\":\"..\"}");
+        expect_invalid(FRAME_PTY, "{\"cols\":80,\"rows\":24,\"sessionId\":5}");
+        expect_invalid(FRAME_PTY, "{\"cols\":80,\"rows\":24,\"baseEnv\":{\"1A\":\"x\"}}");
+        expect_invalid(FRAME_PTY, "{\"cols\":80,\"rows\":24,\"cols\":81}");
+        expect_invalid(FRAME_PTY, "[80,24]");
+        expect_proto(FRAME_PTY, 0, "{\"cols\":80,\"rows\":24}");
+}
+
 static void test_session(void **state)
 {
         struct session_request sr;
@@ -397,7 +440,7 @@ int main(void)
                 cmocka_unit_test(test_exec_limits), cmocka_unit_test(test_env_count_limit),
                 cmocka_unit_test(test_files),       cmocka_unit_test(test_long_path),
                 cmocka_unit_test(test_control),     cmocka_unit_test(test_session),
-                cmocka_unit_test(test_watch),
+                cmocka_unit_test(test_watch),       cmocka_unit_test(test_pty),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

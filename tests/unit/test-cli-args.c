@@ -301,6 +301,28 @@ static void image_options(void **state)
         assert_int_equal(PARSE(&a, "image", "build", "x", "--package"), -1);
 }
 
+/* shell: NAME and --session on either side of it. */
+static void shell_options(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "shell", "box"), 0);
+        assert_int_equal(a.npos, 2);
+        assert_string_equal(a.pos[1], "box");
+        assert_null(a.session);
+        assert_int_equal(PARSE(&a, "shell", "box", "--session", "s1"), 0);
+        assert_int_equal(a.npos, 2);
+        assert_string_equal(a.session, "s1");
+        assert_int_equal(PARSE(&a, "--session=s2", "shell", "box"), 0);
+        assert_string_equal(a.session, "s2");
+        assert_int_equal(a.npos, 2);
+        assert_int_equal(PARSE(&a, "shell", "box", "--session"), -1);
+        assert_int_equal(PARSE(&a, "shell", "box", "--bogus"), -1);
+        /* extra words are counted (main's usage check refuses them) */
+        assert_int_equal(PARSE(&a, "shell", "box", "bash"), 0);
+        assert_int_equal(a.npos, 3);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -319,6 +341,7 @@ int main(void)
                 cmocka_unit_test(watch_options),
                 cmocka_unit_test(code_options),
                 cmocka_unit_test(image_options),
+                cmocka_unit_test(shell_options),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,6 +33,15 @@ static void test_malformed(void **state)
         assert_int_equal(frame_decode(h, 12, &f), -EPROTO);
         frame_header_pack(h, _FRAME_TYPE_MAX, 1, 0);
         assert_int_equal(frame_decode(h, 12, &f), -EPROTO);
+        /* a type without a name (reserved) is unknown too */
+        for (unsigned t = 1; t < _FRAME_TYPE_MAX; t++) {
+                frame_header_pack(h, (uint8_t)t, 1, 0);
+                if (strcmp(frame_type_name((uint8_t)t), "UNKNOWN") == 0)
+                        assert_int_equal(frame_decode(h, 12, &f), -EPROTO);
+                else
+                        assert_int_equal(frame_decode(h, 12, &f), 12);
+        }
+        assert_string_equal(frame_type_name(FRAME_PTY), "PTY");
         frame_header_pack(h, FRAME_DATA, 1, CELLA_FRAME_MAX + 1);
         assert_int_equal(frame_decode(h, 12, &f), -EPROTO);
         frame_header_pack(h, FRAME_DATA, 1, 0);

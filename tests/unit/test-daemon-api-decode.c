@@ -318,6 +318,55 @@ static void test_code(void **state)
         code_bad(true, "{\"code\":\"1\",\"extra\":true}");
 }
 
+static void pty_bad(const char *body)
+{
+        struct cella_error err = {0};
+        struct api_pty_control c;
+
+        assert_true(api_decode_pty_control(body, strlen(body), &c, &err) < 0);
+        assert_int_equal(c.cols, 0);
+        assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+}
+
+static void test_pty(void **state)
+{
+        struct cella_error err = {0};
+        struct api_pty_control c;
+        unsigned v;
+
+        (void)state;
+        assert_int_equal(api_decode_pty_control(BODY("{\"type\":\"resize\",\"cols\":132,"
+                                                     "\"rows\":43}"),
+                                                &c, &err),
+                         0);
+        assert_int_equal(c.cols, 132);
+        assert_int_equal(c.rows, 43);
+        pty_bad("");
+        pty_bad("{\"type\":\"resize\",\"cols\":");
+        pty_bad("[]");
+        pty_bad("{}");
+        pty_bad("{\"type\":\"shout\"}");
+        pty_bad("{\"type\":5}");
+        pty_bad("{\"type\":\"resize\"}");
+        pty_bad("{\"type\":\"resize\",\"cols\":0,\"rows\":5}");
+        pty_bad("{\"type\":\"resize\",\"cols\":5,\"rows\":1001}");
+        pty_bad("{\"type\":\"resize\",\"cols\":5,\"rows\":-1}");
+        pty_bad("{\"type\":\"resize\",\"cols\":\"5\",\"rows\":5}");
+        pty_bad("{\"type\":\"resize\",\"cols\":5,\"rows\":5,\"x\":1}");
+        pty_bad("{\"type\":\"resize\",\"cols\":5,\"rows\":5,\"rows\":6}");
+
+        assert_int_equal(api_parse_pty_dim(NULL, "cols", 80, &v, &err), 0);
+        assert_int_equal(v, 80);
+        assert_int_equal(api_parse_pty_dim("1000", "cols", 80, &v, &err), 0);
+        assert_int_equal(v, 1000);
+        assert_true(api_parse_pty_dim("1001", "cols", 80, &v, &err) < 0);
+        assert_true(api_parse_pty_dim("0", "cols", 80, &v, &err) < 0);
+        assert_true(api_parse_pty_dim("", "cols", 80, &v, &err) < 0);
+        assert_true(api_parse_pty_dim("12x", "cols", 80, &v, &err) < 0);
+        assert_true(api_parse_pty_dim("-1", "cols", 80, &v, &err) < 0);
+        assert_true(api_parse_pty_dim("99999999999", "cols", 80, &v, &err) < 0);
+}
+
 static void test_helpers(void **state)
 {
         bool b;
@@ -568,7 +617,7 @@ int main(void)
                 cmocka_unit_test(test_sleep_after),  cmocka_unit_test(test_env),
                 cmocka_unit_test(test_session),      cmocka_unit_test(test_processes),
                 cmocka_unit_test(test_git_checkout), cmocka_unit_test(test_watch),
-                cmocka_unit_test(test_code),
+                cmocka_unit_test(test_code),         cmocka_unit_test(test_pty),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

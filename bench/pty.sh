@@ -1,0 +1,65 @@
+#!/bin/bash
+# Terminal benchmark: keystroke echo round trips (send one byte, wait until it is echoed)
+# through the PTY WebSocket (build/tests/pty-client on libcella -> cellad -> agent -> bash
+# on a pty in a sandbox, and back), beside the same round trips on a local pty with bash
+# and no cella, in the same run. Rewrites the section of docs/performance.md between the
+# BEGIN/END PTY FIGURES markers. Usage: bench/pty.sh  (env: BUILD, IMAGES, N (keystrokes,
+# default 1000)). Needs root.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$src/build}
+IMAGES=${IMAGES:-/var/lib/cella/images}
+N=${N:-1000}
+cmake --build "$BUILD" --target cellad cella-init pty-client >/dev/null
+
+tmp=$(mktemp -d)
+cellad_pid=
+cleanup() {
+        if [ -n "$cellad_pid" ]; then
+                curl -sS -X DELETE "$url/v1/sandboxes/ptybench" >/dev/null 2>&1 || true
+                kill -TERM "$cellad_pid" 2>/dev/null || true
+                wait "$cellad_pid" 2>/dev/null || true
+        fi
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+"$BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$tmp/data" --images "$IMAGES" --pool 0 \
+        --log-level warn >"$tmp/log" 2>&1 &
+cellad_pid=$!
+url=
+for _ in $(seq 1 300); do
+        url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/log" | head -n 1) || true
+        [ -n "$url" ] && break
+        sleep 0.1
+done
+[ -n "$url" ] || { cat "$tmp/log" >&2; exit 1; }
+curl -sS -f -X PUT "$url/v1/sandboxes/ptybench" -H 'Content-Type: application/json' \
+        -d '{"keepAlive":true}' >/dev/null
+
+pc=$BUILD/tests/pty-client
+# warm-up: the terminal's shell starts with the first connection
+"$pc" --url "$url" ptybench ready 'send:echo warm-$((1+1))\r' 'expect:warm-2' >/dev/null
+ws=$("$pc" --url "$url" ptybench ready "echo-bench:$N")
+local=$("$pc" --local-echo-bench "$N")
+echo "$ws"
+echo "$local"
+
+fig() { # line field -> the number of p50=/p95=/max=
+        echo "$1" | grep -o "$2=[0-9]*" | cut -d= -f2
+}
+doc=$src/docs/performance.md
+{
+        sed -n '1,/<!-- BEGIN PTY FIGURES -->/p' "$doc"
+        echo
+        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r):" \
+                "$N keystrokes each, one at a time."
+        echo
+        echo "| path | p50 (us) | p95 (us) | max (us) |"
+        echo "|---|---|---|---|"
+        echo "| local pty, bash (baseline) | $(fig "$local" p50) | $(fig "$local" p95) | $(fig "$local" max) |"
+        echo "| cella PTY WebSocket (libcella → cellad → agent → bash) | $(fig "$ws" p50) | $(fig "$ws" p95) | $(fig "$ws" max) |"
+        echo
+        sed -n '/<!-- END PTY FIGURES -->/,$p' "$doc"
+} >"$tmp/doc"
+cp "$tmp/doc" "$doc"
+echo "updated $doc" >&2
