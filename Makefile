@@ -85,6 +85,7 @@ fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
 bench: build image
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/run.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/preview.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/pty.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/images.sh
 
 format:

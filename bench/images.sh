@@ -13,29 +13,11 @@ TREE=$IMAGES/default/rootfs/usr/lib/python3.11
 [ -d "$TREE" ] || { echo "images.sh: no $TREE (build the default image)" >&2; exit 1; }
 cmake --build "$BUILD" --target cellad cella-init >/dev/null
 
-tmp=$(mktemp -d)
-cellad_pid=
-cleanup() {
-        if [ -n "$cellad_pid" ]; then
-                kill -TERM "$cellad_pid" 2>/dev/null || true
-                wait "$cellad_pid" 2>/dev/null || true
-        fi
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
+. "$src/bench/lib.sh"
 mkdir -p "$tmp/images"
 ln -s "$IMAGES/default" "$tmp/images/default"
 python3 "$src/tests/integration/images/mktar.py" tree "$tmp/img.tar" "$TREE"
-"$BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$tmp/data" --images "$tmp/images" --pool 0 \
-        --log-level warn >"$tmp/log" 2>&1 &
-cellad_pid=$!
-url=
-for _ in $(seq 1 300); do
-        url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/log" | head -n 1) || true
-        [ -n "$url" ] && break
-        sleep 0.1
-done
-[ -n "$url" ] || { cat "$tmp/log" >&2; exit 1; }
+bench_cellad "$tmp/images"
 
 p50() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
@@ -57,9 +39,18 @@ for i in $(seq 1 "$RUNS"); do
         rm -rf "$tmp/x$i"
 done
 size=$(jq .sizeBytes "$tmp/answer")
-echo "image import: $(du -m "$tmp/img.tar" | cut -f1) MiB tarball, 3 gzip layers," \
-        "$(jq .entries "$tmp/answer") entries, $((size / 1048576)) MiB of files"
-echo "  import (POST .../import) p50: $(printf '%s\n' "${imports[@]}" | p50) ms" \
-        "(runs: ${imports[*]})"
-echo "  tar -xzf of the layers p50:   $(printf '%s\n' "${extracts[@]}" | p50) ms" \
-        "(runs: ${extracts[*]})"
+imp=$(printf '%s\n' "${imports[@]}" | p50)
+ext=$(printf '%s\n' "${extracts[@]}" | p50)
+desc="$(du -m "$tmp/img.tar" | cut -f1) MiB tarball, $(jq .entries "$tmp/answer") entries, $((size / 1048576)) MiB of files"
+echo "image import: $desc, 3 gzip layers"
+echo "  import (POST .../import) p50: $imp ms (runs: ${imports[*]})"
+echo "  tar -xzf of the layers p50:   $ext ms (runs: ${extracts[*]})"
+{
+        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r)," \
+                "$RUNS runs each."
+        echo
+        echo "| | p50 (ms) | runs (ms) |"
+        echo "|---|---|---|"
+        echo "| import: $desc | $imp | ${imports[*]} |"
+        echo "| \`tar -xzf\` of the same layers (baseline) | $ext | ${extracts[*]} |"
+} | bench_figures "IMAGE FIGURES"

@@ -15,27 +15,8 @@ PORT=8080
 command -v wrk >/dev/null || { echo "preview.sh: wrk is not installed (scripts/deps.sh)" >&2; exit 1; }
 cmake --build "$BUILD" --target cellad cella-init >/dev/null
 
-tmp=$(mktemp -d)
-cellad_pid=
-cleanup() {
-        if [ -n "$cellad_pid" ]; then
-                curl -sS -X DELETE "$url/v1/sandboxes/pvbench" >/dev/null 2>&1 || true
-                kill -TERM "$cellad_pid" 2>/dev/null || true
-                wait "$cellad_pid" 2>/dev/null || true
-        fi
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$tmp/data" --images "$IMAGES" --pool 0 \
-        --log-level warn >"$tmp/log" 2>&1 &
-cellad_pid=$!
-url=
-for _ in $(seq 1 300); do
-        url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/log" | head -n 1) || true
-        [ -n "$url" ] && break
-        sleep 0.1
-done
-[ -n "$url" ] || { cat "$tmp/log" >&2; exit 1; }
+. "$src/bench/lib.sh"
+bench_cellad "$IMAGES" pvbench
 dport=${url##*:}
 
 api() { curl -sS -f -X "$1" "$url$2" "${@:3}"; }
@@ -98,13 +79,4 @@ out=$tmp/figures
         echo "Preview throughput: $ratio % of direct (target >= 70 %)."
 } >"$out"
 cat "$out"
-doc=$src/docs/performance.md
-{
-        sed -n '1,/<!-- BEGIN PREVIEW FIGURES -->/p' "$doc"
-        echo
-        cat "$out"
-        echo
-        sed -n '/<!-- END PREVIEW FIGURES -->/,$p' "$doc"
-} >"$tmp/doc"
-cp "$tmp/doc" "$doc"
-echo "updated $doc" >&2
+bench_figures "PREVIEW FIGURES" <"$out"

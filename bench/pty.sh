@@ -12,27 +12,8 @@ IMAGES=${IMAGES:-/var/lib/cella/images}
 N=${N:-1000}
 cmake --build "$BUILD" --target cellad cella-init pty-client >/dev/null
 
-tmp=$(mktemp -d)
-cellad_pid=
-cleanup() {
-        if [ -n "$cellad_pid" ]; then
-                curl -sS -X DELETE "$url/v1/sandboxes/ptybench" >/dev/null 2>&1 || true
-                kill -TERM "$cellad_pid" 2>/dev/null || true
-                wait "$cellad_pid" 2>/dev/null || true
-        fi
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-"$BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$tmp/data" --images "$IMAGES" --pool 0 \
-        --log-level warn >"$tmp/log" 2>&1 &
-cellad_pid=$!
-url=
-for _ in $(seq 1 300); do
-        url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/log" | head -n 1) || true
-        [ -n "$url" ] && break
-        sleep 0.1
-done
-[ -n "$url" ] || { cat "$tmp/log" >&2; exit 1; }
+. "$src/bench/lib.sh"
+bench_cellad "$IMAGES" ptybench
 curl -sS -f -X PUT "$url/v1/sandboxes/ptybench" -H 'Content-Type: application/json' \
         -d '{"keepAlive":true}' >/dev/null
 
@@ -47,10 +28,7 @@ echo "$local"
 fig() { # line field -> the number of p50=/p95=/max=
         echo "$1" | grep -o "$2=[0-9]*" | cut -d= -f2
 }
-doc=$src/docs/performance.md
 {
-        sed -n '1,/<!-- BEGIN PTY FIGURES -->/p' "$doc"
-        echo
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r):" \
                 "$N keystrokes each, one at a time."
         echo
@@ -58,8 +36,4 @@ doc=$src/docs/performance.md
         echo "|---|---|---|---|"
         echo "| local pty, bash (baseline) | $(fig "$local" p50) | $(fig "$local" p95) | $(fig "$local" max) |"
         echo "| cella PTY WebSocket (libcella → cellad → agent → bash) | $(fig "$ws" p50) | $(fig "$ws" p95) | $(fig "$ws" max) |"
-        echo
-        sed -n '/<!-- END PTY FIGURES -->/,$p' "$doc"
-} >"$tmp/doc"
-cp "$tmp/doc" "$doc"
-echo "updated $doc" >&2
+} | bench_figures "PTY FIGURES"

@@ -532,13 +532,15 @@ int cella_port_unexpose(cella_client *c, const char *sandbox, int port)
                             NULL);
 }
 
-int cella_session_delete(cella_client *c, const char *sandbox, const char *id)
+/* DELETE /v1/sandboxes/{sandbox}/{collection}/{id}, the id escaped. */
+static int delete_member(cella_client *c, const char *sandbox, const char *collection,
+                         const char *id)
 {
         struct buf sub = BUF_INIT;
         char *eid = curl_easy_escape(c->curl, id, 0);
         int r;
 
-        if (!eid || buf_printf(&sub, "/sessions/%s", eid) < 0) {
+        if (!eid || buf_printf(&sub, "/%s/%s", collection, eid) < 0) {
                 curl_free(eid);
                 return CELLA_ERR_NOMEM;
         }
@@ -547,6 +549,11 @@ int cella_session_delete(cella_client *c, const char *sandbox, const char *id)
                          NULL);
         buf_free(&sub);
         return r;
+}
+
+int cella_session_delete(cella_client *c, const char *sandbox, const char *id)
+{
+        return delete_member(c, sandbox, "sessions", id);
 }
 
 static json_t *exec_body(const char *command, const struct cella_exec_options *o)
@@ -874,19 +881,7 @@ int cella_context_list(cella_client *c, const char *sandbox, char **ret_json)
 
 int cella_context_delete(cella_client *c, const char *sandbox, const char *id)
 {
-        struct buf sub = BUF_INIT;
-        char *eid = curl_easy_escape(c->curl, id, 0);
-        int r;
-
-        if (!eid || buf_printf(&sub, "/contexts/%s", eid) < 0) {
-                curl_free(eid);
-                return CELLA_ERR_NOMEM;
-        }
-        curl_free(eid);
-        r = request_json(c, "DELETE", sandbox_url(c, sandbox, sub.data, NULL, NULL, NULL), NULL,
-                         NULL);
-        buf_free(&sub);
-        return r;
+        return delete_member(c, sandbox, "contexts", id);
 }
 
 int cella_code_run(cella_client *c, const char *sandbox, const char *code,
