@@ -18,8 +18,8 @@
  * back once the client took it, so a slow client slows the run instead of filling memory.
  * The client leaving cancels the stream: the agent interrupts the run.
  *
- * struct code_op is refcounted like exec_op (api-exec.c): one reference for the agent
- * stream, one per SSE write in flight, one while the request body is read. */
+ * struct code_op begins with a struct api_op (api-op.c): its references, the request and
+ * the agent stream. */
 #include <errno.h>
 #include <string.h>
 
@@ -159,14 +159,8 @@ void api_contexts(struct api *a, struct http_request *req, const char *name, con
 /* ---- runs ---- */
 
 struct code_op {
-        unsigned refs;
-        struct api *api;
-        char name[CELLA_NAME_MAX + 1];
-        struct api_sse io; /* io.req referenced until the response ended or the client left */
-        struct sandbox *sb;
+        struct api_op base; /* first */
         bool sse;
-        bool started; /* SSE begun */
-        bool finished;
         struct buf line; /* incomplete event line (DATA) */
         size_t unacked;  /* DATA bytes not yet acknowledged (SSE) */
         size_t buffered; /* buffered mode: bytes kept */
@@ -176,49 +170,11 @@ struct code_op {
         json_t *error;
 };
 
-static void op_unref(struct code_op *op)
-{
-        if (--op->refs > 0)
-                return;
-        if (op->io.req) {
-                http_request_on_abort(op->io.req, NULL, NULL);
-                http_request_unref(op->io.req);
-        }
-        sandbox_unref(op->sb);
-        api_sse_done(&op->io);
-        buf_free(&op->line);
-        for (int i = 0; i < 2; i++)
-                buf_free(&op->out[i]);
-        json_decref(op->results);
-        json_decref(op->error);
-        free(op);
-}
-
-static void op_hold(void *owner)
-{
-        ((struct code_op *)owner)->refs++;
-}
-
-static void op_release(void *owner)
-{
-        op_unref(owner);
-}
-
-static void finish(struct code_op *op)
-{
-        op->finished = true;
-        if (op->io.req) {
-                http_request_on_abort(op->io.req, NULL, NULL);
-                http_request_unref(op->io.req);
-                op->io.req = NULL;
-        }
-}
-
 static void begin_sse(struct code_op *op)
 {
-        if (op->sse && !op->started && op->io.req) {
-                op->started = true;
-                http_response_begin_sse(op->io.req);
+        if (op->sse && !op->base.sse_begun && op->base.io.req) {
+                op->base.sse_begun = true;
+                http_response_begin_sse(op->base.io.req);
         }
 }
 
@@ -250,7 +206,7 @@ static void on_event_line(struct code_op *op, struct agent_stream *s, const char
         }
         if (op->sse) {
                 begin_sse(op);
-                api_sse_event(&op->io, ev, ack);
+                api_sse_event(&op->base.io, ev, ack);
                 return;
         }
         if (ack)
@@ -271,7 +227,7 @@ static void on_data(struct code_op *op, struct agent_stream *s, const struct fra
 {
         size_t off = 0;
 
-        if (op->finished || buf_append(&op->line, f->payload, f->len) < 0) {
+        if (op->base.finished || buf_append(&op->line, f->payload, f->len) < 0) {
                 agent_stream_ack(s, f->len);
                 return;
         }
@@ -336,15 +292,15 @@ static void on_result(struct code_op *op, const struct frame *f)
         json_decref(j);
         if (op->sse) {
                 begin_sse(op);
-                api_sse_output(&op->io, 0, NULL, 0, true);
-                api_sse_output(&op->io, 1, NULL, 0, true);
-                api_sse_event(&op->io,
+                api_sse_output(&op->base.io, 0, NULL, 0, true);
+                api_sse_output(&op->base.io, 1, NULL, 0, true);
+                api_sse_event(&op->base.io,
                               json_pack("{s:s, s:I, s:b}", "type", "execution_complete",
                                         "executionCount", count, "timedOut", timed_out),
                               0);
-                if (op->io.req)
-                        http_response_end(op->io.req);
-        } else if (op->io.req) {
+                if (op->base.io.req)
+                        http_response_end(op->base.io.req);
+        } else if (op->base.io.req) {
                 json_t *r = json_pack("{s:O, s:o, s:I}", "results", op->results, "logs",
                                       logs_json(op), "executionCount", count);
 
@@ -355,12 +311,12 @@ static void on_result(struct code_op *op, const struct frame *f)
                 if (r && op->truncated)
                         json_object_set_new(r, "truncated", json_true());
                 if (r)
-                        http_respond_json(op->io.req, 200, r);
+                        http_respond_json(op->base.io.req, 200, r);
                 else
-                        http_respond_code(op->io.req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        http_respond_code(op->base.io.req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 json_decref(r);
         }
-        finish(op);
+        api_op_finish(&op->base);
 }
 
 static void on_error_frame(struct code_op *op, const struct frame *f)
@@ -368,40 +324,40 @@ static void on_error_frame(struct code_op *op, const struct frame *f)
         struct cella_error e = {0};
 
         api_agent_error(f, &e);
-        if (op->started) {
+        if (op->base.sse_begun) {
                 /* mid-run (the interpreter died): an error event in the run's vocabulary */
-                api_sse_output(&op->io, 0, NULL, 0, true);
-                api_sse_output(&op->io, 1, NULL, 0, true);
-                api_sse_event(&op->io,
+                api_sse_output(&op->base.io, 0, NULL, 0, true);
+                api_sse_output(&op->base.io, 1, NULL, 0, true);
+                api_sse_event(&op->base.io,
                               json_pack("{s:s, s:s, s:s, s:[], s:s}", "type", "error", "name",
                                         cella_code_name(e.code), "message", e.msg, "traceback",
                                         "code", cella_code_name(e.code)),
                               0);
-                if (op->io.req)
-                        http_response_end(op->io.req);
-        } else if (op->io.req) {
-                http_respond_error(op->io.req, &e, NULL);
+                if (op->base.io.req)
+                        http_response_end(op->base.io.req);
+        } else if (op->base.io.req) {
+                http_respond_error(op->base.io.req, &e, NULL);
         }
-        finish(op);
+        api_op_finish(&op->base);
 }
 
 static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
 {
         struct code_op *op = userdata;
 
-        if (op->sb)
-                sandbox_touch(op->sb);
+        if (op->base.sb)
+                sandbox_touch(op->base.sb);
         switch (f->type) {
         case FRAME_STDOUT:
         case FRAME_STDERR: {
                 int which = f->type == FRAME_STDERR;
 
-                if (op->sse && !op->finished) {
+                if (op->sse && !op->base.finished) {
                         begin_sse(op);
-                        api_sse_output(&op->io, which, f->payload, f->len, false);
+                        api_sse_output(&op->base.io, which, f->payload, f->len, false);
                         break;
                 }
-                if (!op->finished && room_for(op, f->len))
+                if (!op->base.finished && room_for(op, f->len))
                         buf_append(&op->out[which], f->payload, f->len);
                 agent_stream_ack(s, f->len);
                 break;
@@ -410,11 +366,11 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                 on_data(op, s, f);
                 break;
         case FRAME_RESULT:
-                if (!op->finished)
+                if (!op->base.finished)
                         on_result(op, f);
                 break;
         case FRAME_ERROR:
-                if (!op->finished)
+                if (!op->base.finished)
                         on_error_frame(op, f);
                 break;
         default:
@@ -424,28 +380,11 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 
 static void on_close(struct agent_stream *s, int err, void *userdata)
 {
-        struct code_op *op = userdata;
-
         (void)s;
-        op->io.stream = NULL;
-        if (!op->finished)
-                api_sse_agent_lost(&op->io, op->started, err);
-        finish(op);
-        op_unref(op);
+        api_op_stream_closed(userdata, err);
 }
 
 static const struct agent_stream_ops code_ops = {on_frame, NULL, on_close};
-
-/* The client went away: the agent interrupts the run (or drops it from the queue). */
-static void on_abort(struct http_request *req, void *ud)
-{
-        struct code_op *op = ud;
-
-        (void)req;
-        finish(op);
-        if (op->io.stream)
-                agent_stream_cancel(op->io.stream);
-}
 
 static void run_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
@@ -458,57 +397,43 @@ static void run_body(struct http_request *req, const char *body, size_t len, voi
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        op->sb = api_sandbox_for(op->api, req, op->name);
-        if (!op->sb)
+        op->base.sb = api_sandbox_for(op->base.api, req, op->base.name);
+        if (!op->base.sb)
                 goto out;
-        sandbox_ref(op->sb);
+        sandbox_ref(op->base.sb);
         json_object_set_new(payload, "baseEnv",
-                            sandbox_env(op->sb) ? json_deep_copy(sandbox_env(op->sb))
-                                                : json_object());
+                            sandbox_env(op->base.sb) ? json_deep_copy(sandbox_env(op->base.sb))
+                                                     : json_object());
         op->sse = api_wants_sse(req);
+        op->base.io.data_key = "text"; /* stdout/stderr events are {type, text} */
         op->results = json_array();
-        op->refs++; /* the stream's */
-        if (!op->results || agent_conn_open(sandbox_agent(op->sb), FRAME_CODE, payload, &code_ops,
-                                            op, &op->io.stream, &err) < 0) {
-                op->refs--;
+        op->base.refs++; /* the stream's */
+        if (!op->results || agent_conn_open(sandbox_agent(op->base.sb), FRAME_CODE, payload,
+                                            &code_ops, op, &op->base.io.stream, &err) < 0) {
+                op->base.refs--;
                 if (!op->results)
                         cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        op->io.req = req;
-        http_request_ref(req);
-        http_request_on_abort(req, on_abort, op);
+        api_op_attach(&op->base, req);
 out:
         json_decref(payload);
-        op_unref(op); /* the body read's */
+        api_op_unref(&op->base); /* the body read's */
 }
 
-static void body_abort(struct http_request *req, void *ud)
+static void op_free(struct api_op *base)
 {
-        (void)req;
-        op_unref(ud);
+        struct code_op *op = (struct code_op *)base;
+
+        buf_free(&op->line);
+        for (int i = 0; i < 2; i++)
+                buf_free(&op->out[i]);
+        json_decref(op->results);
+        json_decref(op->error);
 }
 
 void api_code(struct api *a, struct http_request *req, const char *name)
 {
-        struct code_op *op = calloc(1, sizeof(*op));
-
-        if (!op) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return;
-        }
-        op->refs = 1;
-        op->api = a;
-        op->io.hold = op_hold;
-        op->io.release = op_release;
-        op->io.owner = op;
-        op->io.data_key = "text";
-        snprintf(op->name, sizeof(op->name), "%s", name);
-        http_request_on_abort(req, body_abort, op);
-        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, run_body, op) < 0) {
-                http_request_on_abort(req, NULL, NULL);
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the request body");
-                op_unref(op);
-        }
+        api_op_read_body(api_op_new(a, name, sizeof(struct code_op), op_free), req, run_body);
 }

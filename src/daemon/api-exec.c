@@ -1,9 +1,9 @@
 /* POST /v1/sandboxes/{id}/exec: one EXEC agent stream per request, answered as one
  * ExecResult (buffered) or as SSE events while output arrives.
  *
- * struct exec_op is refcounted: one reference for the agent stream (dropped in on_close),
- * one per SSE write in flight (credit is returned to the agent when the client took the
- * bytes), one while the request body is read. */
+ * struct exec_op begins with a struct api_op (api-op.c): its references (the agent stream,
+ * each SSE write in flight: credit goes back to the agent when the client took the bytes,
+ * the body read), the request and the agent stream. */
 #include <errno.h>
 #include <string.h>
 
@@ -14,13 +14,8 @@
 #include "daemon/api-internal.h"
 
 struct exec_op {
-        unsigned refs;
-        struct api *api;
-        char name[CELLA_NAME_MAX + 1];
-        struct api_sse io;  /* io.req referenced until the response ended or the client left */
-        struct sandbox *sb; /* referenced once found */
+        struct api_op base; /* first */
         bool sse;
-        bool finished; /* response given */
         struct api_exec in;
         uint64_t start_us;
         int pid;
@@ -28,47 +23,9 @@ struct exec_op {
         bool truncated[2];
 };
 
-static void op_unref(struct exec_op *op);
-
-static void op_hold(void *owner)
-{
-        ((struct exec_op *)owner)->refs++;
-}
-
-static void op_release(void *owner)
-{
-        op_unref(owner);
-}
-
-static void op_unref(struct exec_op *op)
-{
-        if (--op->refs > 0)
-                return;
-        if (op->io.req) {
-                http_request_on_abort(op->io.req, NULL, NULL);
-                http_request_unref(op->io.req);
-        }
-        sandbox_unref(op->sb);
-        api_exec_done(&op->in);
-        for (int i = 0; i < 2; i++)
-                buf_free(&op->out[i]);
-        api_sse_done(&op->io);
-        free(op);
-}
-
 static int64_t duration_ms(const struct exec_op *op)
 {
         return (int64_t)((time_mono_us() - op->start_us) / 1000);
-}
-
-static void finish(struct exec_op *op)
-{
-        op->finished = true;
-        if (op->io.req) {
-                http_request_on_abort(op->io.req, NULL, NULL);
-                http_request_unref(op->io.req);
-                op->io.req = NULL;
-        }
 }
 
 /* ---- frames ---- */
@@ -102,22 +59,22 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
         json_decref(j);
         api_timestamp(ts);
         if (op->sse) {
-                api_sse_output(&op->io, 0, NULL, 0, true);
-                api_sse_output(&op->io, 1, NULL, 0, true);
+                api_sse_output(&op->base.io, 0, NULL, 0, true);
+                api_sse_output(&op->base.io, 1, NULL, 0, true);
                 if (timed_out)
-                        api_sse_event(&op->io,
+                        api_sse_event(&op->base.io,
                                       json_pack("{s:s, s:s, s:s}", "type", "error", "error",
                                                 "command timed out; its process tree was killed",
                                                 "code", "COMMAND_TIMEOUT"),
                                       0);
                 else
-                        api_sse_event(&op->io,
+                        api_sse_event(&op->base.io,
                                       json_pack("{s:s, s:I, s:I}", "type", "complete", "exitCode",
                                                 code, "duration", (json_int_t)duration_ms(op)),
                                       0);
-                if (op->io.req)
-                        http_response_end(op->io.req);
-                finish(op);
+                if (op->base.io.req)
+                        http_response_end(op->base.io.req);
+                api_op_finish(&op->base);
                 return;
         }
         {
@@ -137,10 +94,10 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
                                         "command timed out after %lld ms; its process tree was "
                                         "killed",
                                         (long long)op->in.timeout_ms);
-                        if (op->io.req)
-                                http_respond_error(op->io.req, &e, ctx);
+                        if (op->base.io.req)
+                                http_respond_error(op->base.io.req, &e, ctx);
                         json_decref(ctx);
-                        finish(op);
+                        api_op_finish(&op->base);
                         return;
                 }
                 r = json_pack("{s:b, s:I, s:o, s:o, s:s, s:I, s:s}", "success", code == 0,
@@ -159,15 +116,15 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
                         if (op->pid > 0)
                                 json_object_set_new(r, "pid", json_integer(op->pid));
                 }
-                if (op->io.req) {
+                if (op->base.io.req) {
                         if (r)
-                                http_respond_json(op->io.req, 200, r);
+                                http_respond_json(op->base.io.req, 200, r);
                         else
-                                http_respond_code(op->io.req, CELLA_E_INTERNAL_ERROR,
+                                http_respond_code(op->base.io.req, CELLA_E_INTERNAL_ERROR,
                                                   "out of memory");
                 }
                 json_decref(r);
-                finish(op);
+                api_op_finish(&op->base);
         }
 }
 
@@ -175,8 +132,8 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 {
         struct exec_op *op = userdata;
 
-        if (op->sb)
-                sandbox_touch(op->sb);
+        if (op->base.sb)
+                sandbox_touch(op->base.sb);
         switch (f->type) {
         case FRAME_STARTED: {
                 json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
@@ -187,7 +144,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                 json_decref(j);
                 op->pid = (int)pid;
                 if (op->sse)
-                        api_sse_event(&op->io,
+                        api_sse_event(&op->base.io,
                                       json_pack("{s:s, s:s, s:I}", "type", "start", "command",
                                                 op->in.command, "pid", pid),
                                       0);
@@ -197,11 +154,11 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
         case FRAME_STDERR: {
                 int which = f->type == FRAME_STDERR;
 
-                if (op->sse && !op->finished) {
-                        api_sse_output(&op->io, which, f->payload, f->len, false);
+                if (op->sse && !op->base.finished) {
+                        api_sse_output(&op->base.io, which, f->payload, f->len, false);
                         break;
                 }
-                if (!op->finished) {
+                if (!op->base.finished) {
                         size_t room = CELLA_EXEC_MAX_BUFFERED -
                                       MIN(op->out[which].len, CELLA_EXEC_MAX_BUFFERED);
                         size_t n = MIN(room, (size_t)f->len);
@@ -215,11 +172,11 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                 break;
         }
         case FRAME_EXIT:
-                if (!op->finished)
+                if (!op->base.finished)
                         on_exit_frame(op, f);
                 break;
         case FRAME_ERROR:
-                if (op->finished)
+                if (op->base.finished)
                         break;
                 {
                         struct cella_error e = {0};
@@ -228,19 +185,19 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 
                         api_agent_error(f, &e);
                         if (!agent_error_exit_code(f, &code)) {
-                                api_sse_fail(&op->io, op->sse, &e);
+                                api_sse_fail(&op->base.io, op->sse, &e);
                         } else if (op->sse) {
                                 /* SESSION_TERMINATED: the shell's exit code with the error,
                                  * after what output is still held. */
-                                api_sse_output(&op->io, 0, NULL, 0, true);
-                                api_sse_output(&op->io, 1, NULL, 0, true);
+                                api_sse_output(&op->base.io, 0, NULL, 0, true);
+                                api_sse_output(&op->base.io, 1, NULL, 0, true);
                                 ev = json_pack("{s:s, s:s, s:s, s:I}", "type", "error", "error",
                                                e.msg, "code", cella_code_name(e.code), "exitCode",
                                                code);
-                                api_sse_event(&op->io, ev, 0);
-                                if (op->io.req)
-                                        http_response_end(op->io.req);
-                        } else if (op->io.req) {
+                                api_sse_event(&op->base.io, ev, 0);
+                                if (op->base.io.req)
+                                        http_response_end(op->base.io.req);
+                        } else if (op->base.io.req) {
                                 /* SESSION_TERMINATED: the shell's exit code and the output
                                  * the command wrote before it exited. */
                                 bool b64o, b64e;
@@ -253,11 +210,11 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                                 if (ctx && op->in.session_id)
                                         json_object_set_new(ctx, "sessionId",
                                                             json_string(op->in.session_id));
-                                http_respond_error(op->io.req, &e, ctx);
+                                http_respond_error(op->base.io.req, &e, ctx);
                                 json_decref(ctx);
                         }
                 }
-                finish(op);
+                api_op_finish(&op->base);
                 break;
         default:
                 break;
@@ -266,28 +223,11 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 
 static void on_close(struct agent_stream *s, int err, void *userdata)
 {
-        struct exec_op *op = userdata;
-
         (void)s;
-        op->io.stream = NULL;
-        if (!op->finished)
-                api_sse_agent_lost(&op->io, op->sse, err);
-        finish(op);
-        op_unref(op);
+        api_op_stream_closed(userdata, err);
 }
 
 static const struct agent_stream_ops exec_ops = {on_frame, NULL, on_close};
-
-/* The client went away: cancel the command (its process tree is killed). */
-static void on_abort(struct http_request *req, void *ud)
-{
-        struct exec_op *op = ud;
-
-        (void)req;
-        finish(op);
-        if (op->io.stream)
-                agent_stream_cancel(op->io.stream);
-}
 
 static void exec_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
@@ -302,18 +242,18 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        op->sb = api_sandbox_for(op->api, req, op->name);
-        if (!op->sb)
+        op->base.sb = api_sandbox_for(op->base.api, req, op->base.name);
+        if (!op->base.sb)
                 goto out;
-        sandbox_ref(op->sb);
-        conn = sandbox_agent(op->sb);
-        session = op->in.session_id                 ? op->in.session_id
-                  : sandbox_default_session(op->sb) ? "default"
-                                                    : NULL;
+        sandbox_ref(op->base.sb);
+        conn = sandbox_agent(op->base.sb);
+        session = op->in.session_id                      ? op->in.session_id
+                  : sandbox_default_session(op->base.sb) ? "default"
+                                                         : NULL;
         if (session) {
                 /* The session's shell has the sandbox's env; the command's own env and cwd
                  * apply to it alone (the agent runs it in a subshell). */
-                json_t *base = sandbox_env(op->sb);
+                json_t *base = sandbox_env(op->base.sb);
 
                 payload = json_pack("{s:s, s:s, s:O, s:I}", "command", op->in.command, "session",
                                     session, "baseEnv", base ? base : json_object(), "timeoutMs",
@@ -323,7 +263,8 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
                 if (payload && op->in.cwd)
                         json_object_set_new(payload, "cwd", json_string(op->in.cwd));
         } else {
-                env = sandbox_env(op->sb) ? json_deep_copy(sandbox_env(op->sb)) : json_object();
+                env = sandbox_env(op->base.sb) ? json_deep_copy(sandbox_env(op->base.sb))
+                                               : json_object();
                 if (env && op->in.env)
                         json_object_update(env, op->in.env);
                 payload = json_pack("{s:s, s:s, s:o, s:I}", "command", op->in.command, "cwd",
@@ -337,47 +278,34 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
         }
         op->sse = api_wants_sse(req);
         op->start_us = time_mono_us();
-        op->refs++; /* the stream's */
-        if (agent_conn_open(conn, FRAME_EXEC, payload, &exec_ops, op, &op->io.stream, &err) < 0) {
-                op->refs--;
+        op->base.refs++; /* the stream's */
+        if (agent_conn_open(conn, FRAME_EXEC, payload, &exec_ops, op, &op->base.io.stream, &err) <
+            0) {
+                op->base.refs--;
                 json_decref(payload);
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
         json_decref(payload);
-        op->io.req = req;
-        http_request_ref(req);
-        http_request_on_abort(req, on_abort, op);
-        if (op->sse)
+        api_op_attach(&op->base, req);
+        if (op->sse) {
+                op->base.sse_begun = true;
                 http_response_begin_sse(req);
+        }
 out:
-        op_unref(op); /* the body read's */
+        api_op_unref(&op->base); /* the body read's */
 }
 
-static void body_abort(struct http_request *req, void *ud)
+static void op_free(struct api_op *base)
 {
-        (void)req;
-        op_unref(ud);
+        struct exec_op *op = (struct exec_op *)base;
+
+        api_exec_done(&op->in);
+        for (int i = 0; i < 2; i++)
+                buf_free(&op->out[i]);
 }
 
 void api_exec(struct api *a, struct http_request *req, const char *name)
 {
-        struct exec_op *op = calloc(1, sizeof(*op));
-
-        if (!op) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return;
-        }
-        op->refs = 1;
-        op->api = a;
-        op->io.hold = op_hold;
-        op->io.release = op_release;
-        op->io.owner = op;
-        snprintf(op->name, sizeof(op->name), "%s", name);
-        http_request_on_abort(req, body_abort, op);
-        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, exec_body, op) < 0) {
-                http_request_on_abort(req, NULL, NULL);
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the request body");
-                op_unref(op);
-        }
+        api_op_read_body(api_op_new(a, name, sizeof(struct exec_op), op_free), req, exec_body);
 }

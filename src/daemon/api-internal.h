@@ -2,6 +2,7 @@
 #ifndef CELLA_DAEMON_API_INTERNAL_H
 #define CELLA_DAEMON_API_INTERNAL_H
 
+#include "common/limits.h"
 #include "daemon/api.h"
 #include "daemon/preview.h"
 
@@ -80,6 +81,37 @@ void api_sse_fail(struct api_sse *o, bool sse, const struct cella_error *e);
 void api_sse_agent_lost(struct api_sse *o, bool sse, int err);
 /* Output as a JSON string when it is UTF-8, else base64 (*ret_b64 set). New reference. */
 json_t *api_output_json(const struct buf *b, bool *ret_b64);
+
+/* api-op.c: a request answered from one agent stream (exec, file watch, code runs). The
+ * route's struct begins with a struct api_op. Refcounted: one reference while the request
+ * body is read (dropped by the body callback with api_op_unref), one for the agent stream
+ * (taken by the route when it opens the stream, dropped by api_op_stream_closed), one per
+ * SSE write in flight (io.hold/io.release). */
+struct api_op {
+        unsigned refs;
+        struct api *api;
+        char name[CELLA_NAME_MAX + 1]; /* the sandbox's */
+        struct api_sse io;  /* io.req referenced until the response ended or the client left */
+        struct sandbox *sb; /* referenced once found (the route sets it) */
+        bool sse_begun;     /* the answer is an SSE stream already */
+        bool finished;      /* response given */
+        void (*free)(struct api_op *op); /* the route's own fields; then the op is freed */
+};
+/* A new op of size bytes (the route's struct, zeroed; the body read's reference), or NULL
+ * without memory. */
+struct api_op *api_op_new(struct api *a, const char *name, size_t size,
+                          void (*free_fn)(struct api_op *op));
+/* Read the request's JSON body into body(req, body, len, op); failures (op NULL included)
+ * are answered here. */
+void api_op_read_body(struct api_op *op, struct http_request *req, http_body_cb body);
+void api_op_unref(struct api_op *op);
+/* The response is given (or the client left): req is let go. */
+void api_op_finish(struct api_op *op);
+/* The agent stream is open: keep req; its client leaving cancels the stream. */
+void api_op_attach(struct api_op *op, struct http_request *req);
+/* The agent stream's on_close: SANDBOX_UNAVAILABLE unless answered, then the stream's
+ * reference goes. */
+void api_op_stream_closed(struct api_op *op, int err);
 
 /* Helpers */
 void api_timestamp(char out[32]);

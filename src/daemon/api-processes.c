@@ -2,9 +2,9 @@
  * keeps no process table (decision 0012): each call is one PROC stream to the agent and the
  * answer is the agent's.
  *
- * struct proc_call is refcounted like api-exec.c's exec_op: one reference for the agent
- * stream (dropped in on_close), one per SSE write in flight (agent credit is returned when
- * the client took the bytes), one while the request body is read. */
+ * struct proc_call begins with a struct api_op (api-op.c): its references (the agent
+ * stream, each SSE write in flight: agent credit is returned when the client took the
+ * bytes, the body read), the request and the agent stream. */
 #include <errno.h>
 #include <string.h>
 
@@ -27,55 +27,12 @@ enum pkind {
 };
 
 struct proc_call {
-        unsigned refs;
-        struct api *api;
-        char name[CELLA_NAME_MAX + 1];
+        struct api_op base;         /* first */
         char pid[CELLA_ID_MAX + 1]; /* the process id or pid from the path ("" for none) */
         enum pkind kind;
-        struct api_sse io;  /* io.req referenced until answered or the client left */
-        struct sandbox *sb; /* referenced once found */
-        bool finished;
-        bool sse_begun;
         struct buf out[2]; /* logs: stdout, stderr */
         bool truncated;
 };
-
-static void call_unref(struct proc_call *pc);
-
-static void call_hold(void *owner)
-{
-        ((struct proc_call *)owner)->refs++;
-}
-
-static void call_release(void *owner)
-{
-        call_unref(owner);
-}
-
-static void call_unref(struct proc_call *pc)
-{
-        if (--pc->refs > 0)
-                return;
-        if (pc->io.req) {
-                http_request_on_abort(pc->io.req, NULL, NULL);
-                http_request_unref(pc->io.req);
-        }
-        sandbox_unref(pc->sb);
-        for (int i = 0; i < 2; i++)
-                buf_free(&pc->out[i]);
-        api_sse_done(&pc->io);
-        free(pc);
-}
-
-static void finish(struct proc_call *pc)
-{
-        pc->finished = true;
-        if (pc->io.req) {
-                http_request_on_abort(pc->io.req, NULL, NULL);
-                http_request_unref(pc->io.req);
-                pc->io.req = NULL;
-        }
-}
 
 static void respond_logs(struct proc_call *pc, json_t *info)
 {
@@ -93,18 +50,18 @@ static void respond_logs(struct proc_call *pc, json_t *info)
                         json_object_set_new(r, "stderrEncoding", json_string("base64"));
                 if (pc->truncated || json_is_true(json_object_get(info, "logTruncated")))
                         json_object_set_new(r, "truncated", json_true());
-                http_respond_json(pc->io.req, 200, r);
+                http_respond_json(pc->base.io.req, 200, r);
         } else {
-                http_respond_code(pc->io.req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                http_respond_code(pc->base.io.req, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
         json_decref(r);
 }
 
 static void begin_sse(struct proc_call *pc)
 {
-        if (!pc->sse_begun && pc->io.req) {
-                pc->sse_begun = true;
-                http_response_begin_sse(pc->io.req);
+        if (!pc->base.sse_begun && pc->base.io.req) {
+                pc->base.sse_begun = true;
+                http_response_begin_sse(pc->base.io.req);
         }
 }
 
@@ -113,7 +70,8 @@ static void on_result(struct proc_call *pc, const struct frame *f)
         json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
 
         if (!j) {
-                http_respond_code(pc->io.req, CELLA_E_INTERNAL_ERROR, "bad answer from the agent");
+                http_respond_code(pc->base.io.req, CELLA_E_INTERNAL_ERROR,
+                                  "bad answer from the agent");
                 return;
         }
         if (pc->kind == K_LOGS) {
@@ -122,17 +80,17 @@ static void on_result(struct proc_call *pc, const struct frame *f)
                 json_t *ev;
 
                 begin_sse(pc);
-                api_sse_output(&pc->io, 0, NULL, 0, true);
-                api_sse_output(&pc->io, 1, NULL, 0, true);
+                api_sse_output(&pc->base.io, 0, NULL, 0, true);
+                api_sse_output(&pc->base.io, 1, NULL, 0, true);
                 ev = json_pack("{s:s, s:O?, s:O?, s:O?}", "type", "exit", "exitCode",
                                json_object_get(j, "exitCode"), "status",
                                json_object_get(j, "status"), "processId", json_object_get(j, "id"));
                 if (ev && json_object_get(j, "signal"))
                         json_object_set(ev, "signal", json_object_get(j, "signal"));
-                api_sse_event(&pc->io, ev, 0);
-                http_response_end(pc->io.req);
+                api_sse_event(&pc->base.io, ev, 0);
+                http_response_end(pc->base.io.req);
         } else {
-                http_respond_json(pc->io.req, 200, j);
+                http_respond_json(pc->base.io.req, 200, j);
         }
         json_decref(j);
 }
@@ -141,23 +99,23 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 {
         struct proc_call *pc = userdata;
 
-        if (pc->sb)
-                sandbox_touch(pc->sb);
+        if (pc->base.sb)
+                sandbox_touch(pc->base.sb);
         switch (f->type) {
         case FRAME_STARTED:
-                if (pc->kind == K_STREAM && !pc->finished)
+                if (pc->kind == K_STREAM && !pc->base.finished)
                         begin_sse(pc);
                 break;
         case FRAME_STDOUT:
         case FRAME_STDERR: {
                 int which = f->type == FRAME_STDERR;
 
-                if (pc->kind == K_STREAM && !pc->finished) {
+                if (pc->kind == K_STREAM && !pc->base.finished) {
                         begin_sse(pc);
-                        api_sse_output(&pc->io, which, f->payload, f->len, false);
+                        api_sse_output(&pc->base.io, which, f->payload, f->len, false);
                         break;
                 }
-                if (pc->kind == K_LOGS && !pc->finished) {
+                if (pc->kind == K_LOGS && !pc->base.finished) {
                         size_t room = CELLA_EXEC_MAX_BUFFERED -
                                       MIN(pc->out[which].len, CELLA_EXEC_MAX_BUFFERED);
                         size_t n = MIN(room, (size_t)f->len);
@@ -171,20 +129,20 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                 break;
         }
         case FRAME_RESULT:
-                if (!pc->finished && pc->io.req)
+                if (!pc->base.finished && pc->base.io.req)
                         on_result(pc, f);
-                finish(pc);
+                api_op_finish(&pc->base);
                 break;
         case FRAME_ERROR:
-                if (pc->finished)
+                if (pc->base.finished)
                         break;
                 {
                         struct cella_error e = {0};
 
                         api_agent_error(f, &e);
-                        api_sse_fail(&pc->io, pc->sse_begun, &e);
+                        api_sse_fail(&pc->base.io, pc->base.sse_begun, &e);
                 }
-                finish(pc);
+                api_op_finish(&pc->base);
                 break;
         default:
                 break;
@@ -193,28 +151,11 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 
 static void on_close(struct agent_stream *s, int err, void *userdata)
 {
-        struct proc_call *pc = userdata;
-
         (void)s;
-        pc->io.stream = NULL;
-        if (!pc->finished)
-                api_sse_agent_lost(&pc->io, pc->sse_begun, err);
-        finish(pc);
-        call_unref(pc);
+        api_op_stream_closed(userdata, err);
 }
 
 static const struct agent_stream_ops proc_ops = {on_frame, NULL, on_close};
-
-/* The client went away: only this call's follower or wait ends; the process runs on. */
-static void on_abort(struct http_request *req, void *ud)
-{
-        struct proc_call *pc = ud;
-
-        (void)req;
-        finish(pc);
-        if (pc->io.stream)
-                agent_stream_cancel(pc->io.stream);
-}
 
 /* The PROC body for this call, from the request body (validated, nothing touched yet). */
 static json_t *payload_for(struct proc_call *pc, struct http_request *req, const char *body,
@@ -272,36 +213,29 @@ static void call_body(struct http_request *req, const char *body, size_t len, vo
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        pc->sb = api_sandbox_for(pc->api, req, pc->name);
-        if (!pc->sb) {
+        pc->base.sb = api_sandbox_for(pc->base.api, req, pc->base.name);
+        if (!pc->base.sb) {
                 json_decref(payload);
                 goto out;
         }
-        sandbox_ref(pc->sb);
+        sandbox_ref(pc->base.sb);
         if (pc->kind == K_START)
                 json_object_set_new(payload, "baseEnv",
-                                    sandbox_env(pc->sb) ? json_deep_copy(sandbox_env(pc->sb))
-                                                        : json_object());
-        pc->refs++; /* the stream's */
-        if (agent_conn_open(sandbox_agent(pc->sb), FRAME_PROC, payload, &proc_ops, pc,
-                            &pc->io.stream, &err) < 0) {
-                pc->refs--;
+                                    sandbox_env(pc->base.sb)
+                                            ? json_deep_copy(sandbox_env(pc->base.sb))
+                                            : json_object());
+        pc->base.refs++; /* the stream's */
+        if (agent_conn_open(sandbox_agent(pc->base.sb), FRAME_PROC, payload, &proc_ops, pc,
+                            &pc->base.io.stream, &err) < 0) {
+                pc->base.refs--;
                 json_decref(payload);
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
         json_decref(payload);
-        pc->io.req = req;
-        http_request_ref(req);
-        http_request_on_abort(req, on_abort, pc);
+        api_op_attach(&pc->base, req);
 out:
-        call_unref(pc); /* the body read's */
-}
-
-static void body_abort(struct http_request *req, void *ud)
-{
-        (void)req;
-        call_unref(ud);
+        api_op_unref(&pc->base); /* the body read's */
 }
 
 static bool is(const struct http_request *req, const char *m)
@@ -376,6 +310,14 @@ method:
         return -1;
 }
 
+static void call_free(struct api_op *op)
+{
+        struct proc_call *pc = (struct proc_call *)op;
+
+        for (int i = 0; i < 2; i++)
+                buf_free(&pc->out[i]);
+}
+
 void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest)
 {
         char pid[CELLA_ID_MAX + 1];
@@ -384,23 +326,10 @@ void api_processes(struct api *a, struct http_request *req, const char *name, co
 
         if (kind < 0)
                 return;
-        pc = calloc(1, sizeof(*pc));
-        if (!pc) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return;
+        pc = (struct proc_call *)api_op_new(a, name, sizeof(*pc), call_free);
+        if (pc) {
+                pc->kind = (enum pkind)kind;
+                snprintf(pc->pid, sizeof(pc->pid), "%s", pid);
         }
-        pc->refs = 1;
-        pc->api = a;
-        pc->kind = (enum pkind)kind;
-        pc->io.hold = call_hold;
-        pc->io.release = call_release;
-        pc->io.owner = pc;
-        snprintf(pc->name, sizeof(pc->name), "%s", name);
-        snprintf(pc->pid, sizeof(pc->pid), "%s", pid);
-        http_request_on_abort(req, body_abort, pc);
-        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, call_body, pc) < 0) {
-                http_request_on_abort(req, NULL, NULL);
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the request body");
-                call_unref(pc);
-        }
+        api_op_read_body(pc ? &pc->base : NULL, req, call_body);
 }

@@ -7,8 +7,8 @@
  * queue, coalesce and finally drop events (overflow) rather than the daemon buffer them.
  * The client leaving cancels the stream, which closes the agent's inotify descriptor.
  *
- * struct watch_op is refcounted like exec_op (api-exec.c): one reference for the agent
- * stream, one per SSE write in flight, one while the request body is read. */
+ * The request's lifetime is a plain struct api_op (api-op.c); its sse_begun is set with
+ * the agent's first event. */
 #include <errno.h>
 #include <string.h>
 
@@ -16,52 +16,9 @@
 #include "daemon/api-decode.h"
 #include "daemon/api-internal.h"
 
-struct watch_op {
-        unsigned refs;
-        struct api *api;
-        char name[CELLA_NAME_MAX + 1];
-        struct api_sse io;
-        struct sandbox *sb;
-        bool started; /* SSE begun (with the agent's first event) */
-        bool finished;
-};
-
-static void op_unref(struct watch_op *op)
-{
-        if (--op->refs > 0)
-                return;
-        if (op->io.req) {
-                http_request_on_abort(op->io.req, NULL, NULL);
-                http_request_unref(op->io.req);
-        }
-        sandbox_unref(op->sb);
-        api_sse_done(&op->io);
-        free(op);
-}
-
-static void op_hold(void *owner)
-{
-        ((struct watch_op *)owner)->refs++;
-}
-
-static void op_release(void *owner)
-{
-        op_unref(owner);
-}
-
-static void finish(struct watch_op *op)
-{
-        op->finished = true;
-        if (op->io.req) {
-                http_request_on_abort(op->io.req, NULL, NULL);
-                http_request_unref(op->io.req);
-                op->io.req = NULL;
-        }
-}
-
 static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
 {
-        struct watch_op *op = userdata;
+        struct api_op *op = userdata;
 
         switch (f->type) {
         case FRAME_DATA: {
@@ -77,9 +34,9 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         agent_stream_ack(s, f->len);
                         break;
                 }
-                if (!op->started && op->io.req) {
+                if (!op->sse_begun && op->io.req) {
                         /* the watch is set up: from now on errors are events */
-                        op->started = true;
+                        op->sse_begun = true;
                         http_response_begin_sse(op->io.req);
                 }
                 api_sse_event(&op->io, ev, f->len);
@@ -90,14 +47,14 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         struct cella_error e = {0};
 
                         api_agent_error(f, &e);
-                        api_sse_fail(&op->io, op->started, &e);
+                        api_sse_fail(&op->io, op->sse_begun, &e);
                 }
-                finish(op);
+                api_op_finish(op);
                 break;
         case FRAME_RESULT:
                 if (!op->finished && op->io.req)
                         http_response_end(op->io.req);
-                finish(op);
+                api_op_finish(op);
                 break;
         default:
                 break;
@@ -106,32 +63,15 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 
 static void on_close(struct agent_stream *s, int err, void *userdata)
 {
-        struct watch_op *op = userdata;
-
         (void)s;
-        op->io.stream = NULL;
-        if (!op->finished)
-                api_sse_agent_lost(&op->io, op->started, err);
-        finish(op);
-        op_unref(op);
+        api_op_stream_closed(userdata, err);
 }
 
 static const struct agent_stream_ops watch_ops = {on_frame, NULL, on_close};
 
-/* The client went away: cancel the watch (the agent frees its inotify descriptor). */
-static void on_abort(struct http_request *req, void *ud)
-{
-        struct watch_op *op = ud;
-
-        (void)req;
-        finish(op);
-        if (op->io.stream)
-                agent_stream_cancel(op->io.stream);
-}
-
 static void watch_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
-        struct watch_op *op = ud;
+        struct api_op *op = ud;
         struct cella_error err = {0};
         struct api_watch in = {0};
 
@@ -151,38 +91,13 @@ static void watch_body(struct http_request *req, const char *body, size_t len, v
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        op->io.req = req;
-        http_request_ref(req);
-        http_request_on_abort(req, on_abort, op);
+        api_op_attach(op, req);
 out:
         api_watch_done(&in);
-        op_unref(op); /* the body read's */
-}
-
-static void body_abort(struct http_request *req, void *ud)
-{
-        (void)req;
-        op_unref(ud);
+        api_op_unref(op); /* the body read's */
 }
 
 void api_watch(struct api *a, struct http_request *req, const char *name)
 {
-        struct watch_op *op = calloc(1, sizeof(*op));
-
-        if (!op) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return;
-        }
-        op->refs = 1;
-        op->api = a;
-        op->io.hold = op_hold;
-        op->io.release = op_release;
-        op->io.owner = op;
-        snprintf(op->name, sizeof(op->name), "%s", name);
-        http_request_on_abort(req, body_abort, op);
-        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, watch_body, op) < 0) {
-                http_request_on_abort(req, NULL, NULL);
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the request body");
-                op_unref(op);
-        }
+        api_op_read_body(api_op_new(a, name, sizeof(struct api_op), NULL), req, watch_body);
 }
