@@ -710,15 +710,24 @@ static int on_exec_event(const char *event, const char *data, size_t len, void *
         return r;
 }
 
-static int exec_sse_chunk(const char *p, size_t n, void *ud)
+/* Feed an SSE chunk to p; a line too long for the parser is an invalid response. */
+static int sse_feed(cella_client *c, struct sse_parser *p, const char *chunk, size_t n,
+                    sse_event_fn fn, void *ud)
 {
-        struct exec_stream *x = ud;
-        int r = sse_parser_feed(&x->sse, p, n, on_exec_event, x);
+        int r = sse_parser_feed(p, chunk, n, fn, ud);
+
         if (r == -E2BIG || r == -ENOMEM) {
-                set_error(x->c, "INVALID_RESPONSE", "event stream line too long");
+                set_error(c, "INVALID_RESPONSE", "event stream line too long");
                 return CELLA_ERR_INVALID;
         }
         return r;
+}
+
+static int exec_sse_chunk(const char *p, size_t n, void *ud)
+{
+        struct exec_stream *x = ud;
+
+        return sse_feed(x->c, &x->sse, p, n, on_exec_event, x);
 }
 
 static int event_stream(cella_client *c, const char *method, char *url, const char *body,
@@ -752,7 +761,9 @@ int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
 
 /* ---- file watch ---- */
 
-struct watch_stream {
+/* An SSE answer whose events are JSON objects passed to on_event as they are (file watch,
+ * code runs); an error event ends it as the call's failure. */
+struct json_events {
         cella_client *c;
         struct sse_parser sse;
         int (*on_event)(const char *json, size_t len, void *userdata);
@@ -762,9 +773,9 @@ struct watch_stream {
                         * without is the code's own error, passed on */
 };
 
-static int on_watch_event(const char *event, const char *data, size_t len, void *ud)
+static int on_json_event(const char *event, const char *data, size_t len, void *ud)
 {
-        struct watch_stream *x = ud;
+        struct json_events *x = ud;
         json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
         const char *type = j ? json_string_value(json_object_get(j, "type")) : NULL;
         int r = 0;
@@ -772,7 +783,7 @@ static int on_watch_event(const char *event, const char *data, size_t len, void 
         (void)event;
         if (!type) {
                 json_decref(j);
-                set_error(x->c, "INVALID_RESPONSE", "malformed watch event");
+                set_error(x->c, "INVALID_RESPONSE", "malformed event");
                 return CELLA_ERR_INVALID;
         }
         if (strcmp(type, "error") == 0 && (!x->code_run || json_object_get(j, "code"))) {
@@ -792,16 +803,11 @@ static int on_watch_event(const char *event, const char *data, size_t len, void 
         return r;
 }
 
-static int watch_sse_chunk(const char *p, size_t n, void *ud)
+static int json_events_chunk(const char *p, size_t n, void *ud)
 {
-        struct watch_stream *x = ud;
-        int r = sse_parser_feed(&x->sse, p, n, on_watch_event, x);
+        struct json_events *x = ud;
 
-        if (r == -E2BIG || r == -ENOMEM) {
-                set_error(x->c, "INVALID_RESPONSE", "event stream line too long");
-                return CELLA_ERR_INVALID;
-        }
-        return r;
+        return sse_feed(x->c, &x->sse, p, n, on_json_event, x);
 }
 
 static json_t *string_array(const char *const *v)
@@ -820,8 +826,8 @@ int cella_watch(cella_client *c, const char *sandbox, const char *path,
                 const struct cella_watch_options *o,
                 int (*on_event)(const char *json, size_t len, void *userdata), void *userdata)
 {
-        struct watch_stream x = {.c = c, .on_event = on_event, .userdata = userdata};
-        struct sink s = {.body = BUF_INIT, .stream = watch_sse_chunk, .ud = &x};
+        struct json_events x = {.c = c, .on_event = on_event, .userdata = userdata};
+        struct sink s = {.body = BUF_INIT, .stream = json_events_chunk, .ud = &x};
         json_t *b = json_pack("{s:s, s:b}", "path", path, "recursive", !(o && o->no_recursive));
         char *text = NULL, *url = NULL;
         int r = CELLA_ERR_NOMEM;
@@ -889,9 +895,9 @@ int cella_code_run(cella_client *c, const char *sandbox, const char *code,
                    int (*on_event)(const char *json, size_t len, void *userdata), void *userdata,
                    char **ret_json)
 {
-        struct watch_stream x = {
+        struct json_events x = {
                 .c = c, .on_event = on_event, .userdata = userdata, .code_run = true};
-        struct sink s = {.body = BUF_INIT, .stream = watch_sse_chunk, .ud = &x};
+        struct sink s = {.body = BUF_INIT, .stream = json_events_chunk, .ud = &x};
         json_t *b = json_pack("{s:s}", "code", code ? code : "");
         char *text = NULL, *url;
         int r = CELLA_ERR_NOMEM;
@@ -1282,8 +1288,8 @@ static int on_build_event(const char *event, const char *data, size_t len, void 
 static int build_chunk(const char *p, size_t n, void *ud)
 {
         struct build_stream *b = ud;
-        int r = sse_parser_feed(&b->sse, p, n, on_build_event, b);
-        return r < 0 ? CELLA_ERR_INVALID : 0;
+
+        return sse_feed(b->c, &b->sse, p, n, on_build_event, b);
 }
 
 /* /v1/images/NAME[suffix] (NAME escaped); NULL when out of memory. */

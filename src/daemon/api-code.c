@@ -378,13 +378,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
         }
 }
 
-static void on_close(struct agent_stream *s, int err, void *userdata)
-{
-        (void)s;
-        api_op_stream_closed(userdata, err);
-}
-
-static const struct agent_stream_ops code_ops = {on_frame, NULL, on_close};
+static const struct agent_stream_ops code_ops = {on_frame, NULL, api_op_on_close};
 
 static void run_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
@@ -397,26 +391,17 @@ static void run_body(struct http_request *req, const char *body, size_t len, voi
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        op->base.sb = api_sandbox_for(op->base.api, req, op->base.name);
-        if (!op->base.sb)
+        if (!api_op_find_sandbox(&op->base, req))
                 goto out;
-        sandbox_ref(op->base.sb);
-        json_object_set_new(payload, "baseEnv",
-                            sandbox_env(op->base.sb) ? json_deep_copy(sandbox_env(op->base.sb))
-                                                     : json_object());
+        json_object_set_new(payload, "baseEnv", api_op_base_env(&op->base));
         op->sse = api_wants_sse(req);
         op->base.io.data_key = "text"; /* stdout/stderr events are {type, text} */
         op->results = json_array();
-        op->base.refs++; /* the stream's */
-        if (!op->results || agent_conn_open(sandbox_agent(op->base.sb), FRAME_CODE, payload,
-                                            &code_ops, op, &op->base.io.stream, &err) < 0) {
-                op->base.refs--;
-                if (!op->results)
-                        cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                http_respond_error(req, &err, NULL);
+        if (!op->results) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 goto out;
         }
-        api_op_attach(&op->base, req);
+        api_op_open(&op->base, req, FRAME_CODE, payload, &code_ops);
 out:
         json_decref(payload);
         api_op_unref(&op->base); /* the body read's */

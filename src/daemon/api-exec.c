@@ -221,32 +221,23 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
         }
 }
 
-static void on_close(struct agent_stream *s, int err, void *userdata)
-{
-        (void)s;
-        api_op_stream_closed(userdata, err);
-}
-
-static const struct agent_stream_ops exec_ops = {on_frame, NULL, on_close};
+static const struct agent_stream_ops exec_ops = {on_frame, NULL, api_op_on_close};
 
 static void exec_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
         struct exec_op *op = ud;
         struct cella_error err = {0};
         json_t *env, *payload;
-        struct agent_conn *conn;
         const char *session;
+        int r;
 
         http_request_on_abort(req, NULL, NULL);
         if (api_decode_exec(body, len, &op->in, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        op->base.sb = api_sandbox_for(op->base.api, req, op->base.name);
-        if (!op->base.sb)
+        if (!api_op_find_sandbox(&op->base, req))
                 goto out;
-        sandbox_ref(op->base.sb);
-        conn = sandbox_agent(op->base.sb);
         session = op->in.session_id                      ? op->in.session_id
                   : sandbox_default_session(op->base.sb) ? "default"
                                                          : NULL;
@@ -263,8 +254,7 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
                 if (payload && op->in.cwd)
                         json_object_set_new(payload, "cwd", json_string(op->in.cwd));
         } else {
-                env = sandbox_env(op->base.sb) ? json_deep_copy(sandbox_env(op->base.sb))
-                                               : json_object();
+                env = api_op_base_env(&op->base);
                 if (env && op->in.env)
                         json_object_update(env, op->in.env);
                 payload = json_pack("{s:s, s:s, s:o, s:I}", "command", op->in.command, "cwd",
@@ -278,17 +268,9 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
         }
         op->sse = api_wants_sse(req);
         op->start_us = time_mono_us();
-        op->base.refs++; /* the stream's */
-        if (agent_conn_open(conn, FRAME_EXEC, payload, &exec_ops, op, &op->base.io.stream, &err) <
-            0) {
-                op->base.refs--;
-                json_decref(payload);
-                http_respond_error(req, &err, NULL);
-                goto out;
-        }
+        r = api_op_open(&op->base, req, FRAME_EXEC, payload, &exec_ops);
         json_decref(payload);
-        api_op_attach(&op->base, req);
-        if (op->sse) {
+        if (r == 0 && op->sse) {
                 op->base.sse_begun = true;
                 http_response_begin_sse(req);
         }

@@ -82,11 +82,11 @@ void api_sse_agent_lost(struct api_sse *o, bool sse, int err);
 /* Output as a JSON string when it is UTF-8, else base64 (*ret_b64 set). New reference. */
 json_t *api_output_json(const struct buf *b, bool *ret_b64);
 
-/* api-op.c: a request answered from one agent stream (exec, file watch, code runs). The
- * route's struct begins with a struct api_op. Refcounted: one reference while the request
- * body is read (dropped by the body callback with api_op_unref), one for the agent stream
- * (taken by the route when it opens the stream, dropped by api_op_stream_closed), one per
- * SSE write in flight (io.hold/io.release). */
+/* api-op.c: a request answered from one agent stream (exec, processes, file watch, code
+ * runs). The route's struct begins with a struct api_op. Refcounted: one reference while
+ * the request body is read (dropped by the body callback with api_op_unref), one for the
+ * agent stream (taken by api_op_open, dropped by api_op_on_close), one per SSE write in
+ * flight (io.hold/io.release). */
 struct api_op {
         unsigned refs;
         struct api *api;
@@ -107,11 +107,17 @@ void api_op_read_body(struct api_op *op, struct http_request *req, http_body_cb 
 void api_op_unref(struct api_op *op);
 /* The response is given (or the client left): req is let go. */
 void api_op_finish(struct api_op *op);
-/* The agent stream is open: keep req; its client leaving cancels the stream. */
-void api_op_attach(struct api_op *op, struct http_request *req);
-/* The agent stream's on_close: SANDBOX_UNAVAILABLE unless answered, then the stream's
- * reference goes. */
-void api_op_stream_closed(struct api_op *op, int err);
+/* The request's sandbox (a reference kept in op->sb); false after answering req. */
+bool api_op_find_sandbox(struct api_op *op, struct http_request *req);
+/* A copy of the sandbox's env (new reference), for a payload's baseEnv. */
+json_t *api_op_base_env(const struct api_op *op);
+/* Open the agent stream (payload not consumed; ops' userdata is op) and keep req, whose
+ * client leaving cancels the stream; -1 after answering req. */
+int api_op_open(struct api_op *op, struct http_request *req, uint8_t type, json_t *payload,
+                const struct agent_stream_ops *ops);
+/* The agent stream's on_close for every op: SANDBOX_UNAVAILABLE unless answered, then the
+ * stream's reference goes. */
+void api_op_on_close(struct agent_stream *s, int err, void *userdata);
 
 /* Helpers */
 void api_timestamp(char out[32]);

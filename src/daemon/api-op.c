@@ -40,8 +40,11 @@ void api_op_finish(struct api_op *op)
         }
 }
 
-void api_op_stream_closed(struct api_op *op, int err)
+void api_op_on_close(struct agent_stream *s, int err, void *userdata)
 {
+        struct api_op *op = userdata;
+
+        (void)s;
         op->io.stream = NULL;
         if (!op->finished)
                 api_sse_agent_lost(&op->io, op->sse_begun, err);
@@ -60,11 +63,37 @@ static void on_abort(struct http_request *req, void *ud)
                 agent_stream_cancel(op->io.stream);
 }
 
-void api_op_attach(struct api_op *op, struct http_request *req)
+bool api_op_find_sandbox(struct api_op *op, struct http_request *req)
 {
+        op->sb = api_sandbox_for(op->api, req, op->name);
+        if (op->sb)
+                sandbox_ref(op->sb);
+        return op->sb != NULL;
+}
+
+json_t *api_op_base_env(const struct api_op *op)
+{
+        json_t *env = sandbox_env(op->sb);
+
+        return env ? json_deep_copy(env) : json_object();
+}
+
+int api_op_open(struct api_op *op, struct http_request *req, uint8_t type, json_t *payload,
+                const struct agent_stream_ops *ops)
+{
+        struct cella_error err = {0};
+
+        op->refs++; /* the stream's */
+        if (agent_conn_open(sandbox_agent(op->sb), type, payload, ops, op, &op->io.stream, &err) <
+            0) {
+                op->refs--;
+                http_respond_error(req, &err, NULL);
+                return -1;
+        }
         op->io.req = req;
         http_request_ref(req);
         http_request_on_abort(req, on_abort, op);
+        return 0;
 }
 
 static void body_abort(struct http_request *req, void *ud)

@@ -149,13 +149,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
         }
 }
 
-static void on_close(struct agent_stream *s, int err, void *userdata)
-{
-        (void)s;
-        api_op_stream_closed(userdata, err);
-}
-
-static const struct agent_stream_ops proc_ops = {on_frame, NULL, on_close};
+static const struct agent_stream_ops proc_ops = {on_frame, NULL, api_op_on_close};
 
 /* The PROC body for this call, from the request body (validated, nothing touched yet). */
 static json_t *payload_for(struct proc_call *pc, struct http_request *req, const char *body,
@@ -213,27 +207,12 @@ static void call_body(struct http_request *req, const char *body, size_t len, vo
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        pc->base.sb = api_sandbox_for(pc->base.api, req, pc->base.name);
-        if (!pc->base.sb) {
-                json_decref(payload);
-                goto out;
-        }
-        sandbox_ref(pc->base.sb);
-        if (pc->kind == K_START)
-                json_object_set_new(payload, "baseEnv",
-                                    sandbox_env(pc->base.sb)
-                                            ? json_deep_copy(sandbox_env(pc->base.sb))
-                                            : json_object());
-        pc->base.refs++; /* the stream's */
-        if (agent_conn_open(sandbox_agent(pc->base.sb), FRAME_PROC, payload, &proc_ops, pc,
-                            &pc->base.io.stream, &err) < 0) {
-                pc->base.refs--;
-                json_decref(payload);
-                http_respond_error(req, &err, NULL);
-                goto out;
+        if (api_op_find_sandbox(&pc->base, req)) {
+                if (pc->kind == K_START)
+                        json_object_set_new(payload, "baseEnv", api_op_base_env(&pc->base));
+                api_op_open(&pc->base, req, FRAME_PROC, payload, &proc_ops);
         }
         json_decref(payload);
-        api_op_attach(&pc->base, req);
 out:
         api_op_unref(&pc->base); /* the body read's */
 }

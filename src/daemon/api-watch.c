@@ -61,13 +61,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
         }
 }
 
-static void on_close(struct agent_stream *s, int err, void *userdata)
-{
-        (void)s;
-        api_op_stream_closed(userdata, err);
-}
-
-static const struct agent_stream_ops watch_ops = {on_frame, NULL, on_close};
+static const struct agent_stream_ops watch_ops = {on_frame, NULL, api_op_on_close};
 
 static void watch_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
@@ -80,18 +74,8 @@ static void watch_body(struct http_request *req, const char *body, size_t len, v
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        op->sb = api_sandbox_for(op->api, req, op->name);
-        if (!op->sb)
-                goto out;
-        sandbox_ref(op->sb);
-        op->refs++; /* the stream's */
-        if (agent_conn_open(sandbox_agent(op->sb), FRAME_WATCH, in.payload, &watch_ops, op,
-                            &op->io.stream, &err) < 0) {
-                op->refs--;
-                http_respond_error(req, &err, NULL);
-                goto out;
-        }
-        api_op_attach(op, req);
+        if (api_op_find_sandbox(op, req))
+                api_op_open(op, req, FRAME_WATCH, in.payload, &watch_ops);
 out:
         api_watch_done(&in);
         api_op_unref(op); /* the body read's */

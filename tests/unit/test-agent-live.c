@@ -114,6 +114,19 @@ static void send_window(int fd, uint32_t stream, uint32_t credit)
         send_frame(fd, FRAME_WINDOW, stream, w, 4);
 }
 
+/* Count len data bytes against the stream's window; credit goes back only once the whole
+ * window is outstanding (the agent must have stopped there), which sets *hit. */
+static void take_credit(int fd, uint32_t stream, uint64_t *unacked, size_t len, bool *hit)
+{
+        *unacked += len;
+        assert_true(*unacked <= CELLA_STREAM_WINDOW);
+        if (*unacked == CELLA_STREAM_WINDOW) {
+                *hit = true;
+                send_window(fd, stream, (uint32_t)*unacked);
+                *unacked = 0;
+        }
+}
+
 /* Read exactly n bytes; returns false on EOF before any byte. */
 static bool read_exact(int fd, void *p, size_t n)
 {
@@ -298,13 +311,7 @@ static void collect(int fd, uint32_t stream, struct exec_result *r)
                                 append(&r->out, &r->out_len, f.payload, f.len);
                         else
                                 append(&r->err, &r->err_len, f.payload, f.len);
-                        unacked += f.len;
-                        assert_true(unacked <= CELLA_STREAM_WINDOW);
-                        if (unacked == CELLA_STREAM_WINDOW) {
-                                r->hit_window = true;
-                                send_window(fd, stream, (uint32_t)unacked);
-                                unacked = 0;
-                        }
+                        take_credit(fd, stream, &unacked, f.len, &r->hit_window);
                         break;
                 case FRAME_EXIT:
                 case FRAME_ERROR:
@@ -1529,13 +1536,7 @@ static void ccall(uint32_t stream, struct ccall *r, const char *text)
                                 append(&r->data, &r->data_len, f.payload, f.len);
                         else
                                 append(&r->out, &r->out_len, f.payload, f.len);
-                        unacked += f.len;
-                        assert_true(unacked <= CELLA_STREAM_WINDOW);
-                        if (unacked == CELLA_STREAM_WINDOW) {
-                                r->hit_window = true;
-                                send_window(conn, stream, (uint32_t)unacked);
-                                unacked = 0;
-                        }
+                        take_credit(conn, stream, &unacked, f.len, &r->hit_window);
                         break;
                 case FRAME_RESULT:
                 case FRAME_ERROR:
