@@ -1,0 +1,521 @@
+/**
+ * `connect`, `getSandbox`, the `Sandbox` and the `ExecutionSession`. A `Sandbox` is a
+ * handle: making one sends nothing; its first operation creates the sandbox in cellad
+ * (docs/api.md: lazy creation by name). Each method is one module's function
+ * (commands, processes, files, ports, interpreter, terminal) bound to the handle.
+ */
+import * as commands from './commands.js';
+import { SandboxCore } from './core.js';
+import {
+  SandboxNotFoundError,
+  SandboxSecurityError,
+  SessionAlreadyExistsError,
+  SessionNotFoundError,
+  ValidationFailedError,
+  clientError,
+  notSupported,
+} from './errors.js';
+import * as files from './files.js';
+import * as ports from './ports.js';
+import * as processes from './processes.js';
+import { Transport, type ConnectOptions } from './transport.js';
+import type {
+  DeleteSessionResult,
+  EnvVars,
+  ExecOptions,
+  ExecResult,
+  ExposedPort,
+  ExposePortOptions,
+  FileExistsResult,
+  GitCheckoutOptions,
+  GitCheckoutResult,
+  ListFilesOptions,
+  ListFilesResult,
+  MkdirResult,
+  MoveFileResult,
+  Process,
+  ProcessLogsResult,
+  ProcessOptions,
+  ReadFileResult,
+  ReadFileStreamResult,
+  RenameFileResult,
+  SandboxInfo,
+  SandboxOptions,
+  SandboxState,
+  SessionInfo,
+  SessionOptions,
+  StreamOptions,
+  WatchOptions,
+  WriteFileResult,
+  DeleteFileResult,
+} from './types.js';
+import { cleanEnv, compact, nowIso } from './util.js';
+
+/**
+ * A connection to one cellad: what stands where the hosted SDK has a Durable Object
+ * namespace (`env.Sandbox`). Make one with `connect()`.
+ */
+export class CellaNamespace {
+  /** @internal */
+  readonly transport: Transport;
+  constructor(options: ConnectOptions) {
+    this.transport = new Transport(options);
+  }
+  /** cellad's base URL. */
+  get url(): string {
+    return this.transport.baseUrl;
+  }
+  /** `GET /v1/health`. */
+  async health(): Promise<{ status: string; version: string; sandboxes: number; [k: string]: unknown }> {
+    return this.transport.json('GET', '/v1/health');
+  }
+  /** Every sandbox of this cellad (`GET /v1/sandboxes`). */
+  async listSandboxes(): Promise<SandboxInfo[]> {
+    const r = await this.transport.json<{ sandboxes: SandboxInfo[] }>('GET', '/v1/sandboxes');
+    return r.sandboxes;
+  }
+}
+
+/** Connects to cellad: `getSandbox(connect({ url, token }), 'my-sandbox')`. Sends nothing. */
+export function connect(options: ConnectOptions): CellaNamespace {
+  return new CellaNamespace(options);
+}
+
+const RESERVED = new Set(['www', 'api', 'admin', 'root', 'system', 'cloudflare', 'workers']);
+
+/** The sandbox name rules (lower-case a–z, 0–9, `-`; 1–63; not starting or ending with `-`). */
+function checkId(id: unknown): asserts id is string {
+  const bad = (why: string) =>
+    clientError(SandboxSecurityError, 'INVALID_SANDBOX_NAME', 400, `invalid sandbox id '${String(id)}': ${why}`, { id });
+  if (typeof id !== 'string' || id.length === 0) throw bad('it must be a non-empty string');
+  if (id.length > 63) throw bad('at most 63 characters');
+  if (!/^[a-z0-9-]+$/.test(id)) throw bad('only lower-case letters a-z, digits 0-9 and - (or pass normalizeId: true)');
+  if (id.startsWith('-') || id.endsWith('-')) throw bad('it must not start or end with -');
+  if (RESERVED.has(id)) throw bad('the name is reserved');
+}
+
+/**
+ * The handle of sandbox `id` on `ns`. Synchronous and free: the sandbox is created (with
+ * `options`) by its first operation. Throws `SandboxSecurityError` for an invalid id.
+ */
+export function getSandbox(ns: CellaNamespace, id: string, options: SandboxOptions = {}): Sandbox {
+  if (!(ns instanceof CellaNamespace))
+    throw new TypeError('getSandbox(ns, id): ns must come from connect({ url, token })');
+  const name = options.normalizeId && typeof id === 'string' ? id.toLowerCase() : id;
+  checkId(name);
+  return new Sandbox(new SandboxCore(ns.transport, name, { ...options }));
+}
+
+function checkSessionId(id: unknown): asserts id is string {
+  if (typeof id !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(id))
+    throw clientError(ValidationFailedError, 'VALIDATION_FAILED', 400, 'a session id is 1-64 of [A-Za-z0-9_.-]', {
+      sessionId: id,
+    });
+}
+
+/** A sandbox: commands, processes, files, sessions, ports, code, terminal. */
+export class Sandbox {
+  /** @internal */
+  readonly core: SandboxCore;
+
+  /** @internal use getSandbox() */
+  constructor(core: SandboxCore) {
+    this.core = core;
+  }
+
+  /** The sandbox's id (its name in cellad). */
+  get id(): string {
+    return this.core.id;
+  }
+
+  // ------------------------------------------------------------------ commands
+
+  /** Runs a command and answers its result; a non-zero exit is not an error. */
+  exec(command: string, options?: ExecOptions): Promise<ExecResult> {
+    return commands.exec(this.core, command, options);
+  }
+
+  /** Runs a command and answers its events as an SSE byte stream (`parseSSEStream`). */
+  execStream(command: string, options?: StreamOptions): Promise<ReadableStream<Uint8Array>> {
+    return commands.execStream(this.core, command, options);
+  }
+
+  // ------------------------------------------------------------------ processes
+
+  startProcess(command: string, options?: ProcessOptions): Promise<Process> {
+    return processes.startProcess(this.core, command, options);
+  }
+  /** Running and finished processes, oldest first. `sessionId` does not filter (hosted). */
+  listProcesses(_sessionId?: string): Promise<Process[]> {
+    return processes.listProcesses(this.core);
+  }
+  /** The process, or null when there is none with that id. */
+  getProcess(id: string, _sessionId?: string): Promise<Process | null> {
+    return processes.getProcess(this.core, id);
+  }
+  /** Ends the process's whole tree (SIGTERM, then SIGKILL), or sends `signal` to it. */
+  async killProcess(id: string, signal?: string, _sessionId?: string): Promise<void> {
+    await processes.killProcess(this.core, id, signal);
+  }
+  /** Kills every running process; answers how many were running. */
+  killAllProcesses(_sessionId?: string): Promise<number> {
+    return processes.killAllProcesses(this.core);
+  }
+  getProcessLogs(id: string, _sessionId?: string): Promise<ProcessLogsResult> {
+    return processes.getProcessLogs(this.core, id);
+  }
+  streamProcessLogs(processId: string, options?: { signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>> {
+    return processes.streamProcessLogs(this.core, processId, options);
+  }
+  /**
+   * Not supported: cella keeps the last 1024 processes and forgets the oldest finished ones
+   * by itself (the hosted SDK's method always answers 0).
+   */
+  async cleanupCompletedProcesses(_sessionId?: string): Promise<number> {
+    throw notSupported(
+      'cleanupCompletedProcesses',
+      'cella forgets the oldest finished processes by itself once a sandbox has 1024',
+    );
+  }
+
+  // ------------------------------------------------------------------ files
+
+  writeFile(
+    path: string,
+    content: string | ReadableStream<Uint8Array> | Uint8Array,
+    options?: files.WriteFileOptions,
+  ): Promise<WriteFileResult> {
+    return files.writeFile(this.core, path, content, options);
+  }
+  readFile(path: string, options: { encoding: 'none'; sessionId?: string }): Promise<ReadFileStreamResult>;
+  readFile(path: string, options?: files.ReadFileOptions): Promise<ReadFileResult>;
+  readFile(path: string, options?: files.ReadFileOptions): Promise<ReadFileResult | ReadFileStreamResult> {
+    if (options?.encoding === 'none') return files.readFileBytes(this.core, path);
+    return files.readFile(this.core, path, options);
+  }
+  readFileStream(path: string, _options?: { sessionId?: string }): Promise<ReadableStream<Uint8Array>> {
+    return files.readFileStream(this.core, path);
+  }
+  mkdir(path: string, options?: { recursive?: boolean; sessionId?: string }): Promise<MkdirResult> {
+    return files.mkdir(this.core, path, options);
+  }
+  /** Deletes a file (a directory is `IS_DIRECTORY`; cella: `{recursive: true}` deletes one). */
+  deleteFile(path: string, sessionIdOrOptions?: string | { recursive?: boolean }): Promise<DeleteFileResult> {
+    return files.deleteFile(this.core, path, typeof sessionIdOrOptions === 'object' ? sessionIdOrOptions : {});
+  }
+  renameFile(oldPath: string, newPath: string, _sessionId?: string): Promise<RenameFileResult> {
+    return files.renameFile(this.core, oldPath, newPath);
+  }
+  moveFile(sourcePath: string, destinationPath: string, _sessionId?: string): Promise<MoveFileResult> {
+    return files.moveFile(this.core, sourcePath, destinationPath);
+  }
+  listFiles(path: string, options?: ListFilesOptions & { sessionId?: string }): Promise<ListFilesResult> {
+    return files.listFiles(this.core, path, options);
+  }
+  exists(path: string, _sessionId?: string): Promise<FileExistsResult> {
+    return files.exists(this.core, path);
+  }
+  watch(path: string, options?: WatchOptions): Promise<ReadableStream<Uint8Array>> {
+    return files.watch(this.core, path, options);
+  }
+  /** Not supported: use `watch()`, which streams every change as it happens. */
+  async checkChanges(_path: string, _options?: WatchOptions & { since?: string }): Promise<never> {
+    throw notSupported('checkChanges', 'use watch(path), which streams each change as it happens');
+  }
+
+  // ------------------------------------------------------------------ git
+
+  async gitCheckout(repoUrl: string, options: GitCheckoutOptions = {}): Promise<GitCheckoutResult> {
+    const t = options.cloneTimeoutMs;
+    if (t !== undefined && !(Number.isInteger(t) && t > 0))
+      throw clientError(ValidationFailedError, 'VALIDATION_FAILED', 400, 'cloneTimeoutMs must be a positive integer', {
+        cloneTimeoutMs: t,
+      });
+    await this.core.ready();
+    const r = await this.core.t.json<{ repoUrl: string; branch: string; targetDir: string; timestamp: string }>(
+      'POST',
+      this.core.path('git', 'checkout'),
+      {
+        json: compact({ repoUrl, branch: options.branch, targetDir: options.targetDir, depth: options.depth, timeout: t }),
+        operation: 'git.checkout',
+      },
+    );
+    return { success: true, repoUrl: r.repoUrl, branch: r.branch, targetDir: r.targetDir, timestamp: r.timestamp, exitCode: 0 };
+  }
+
+  // ------------------------------------------------------------------ environment
+
+  /** Sets (string) or unsets (`null`/`undefined`) variables for every session and command. */
+  async setEnvVars(vars: EnvVars): Promise<void> {
+    await this.core.ready();
+    await this.core.t.json('POST', this.core.path('env'), {
+      json: { vars: cleanEnv(envWithNulls(vars), true) },
+      operation: 'env.set',
+    });
+  }
+
+  // ------------------------------------------------------------------ sessions
+
+  /** Creates a session (a persistent shell); 409 `SessionAlreadyExistsError` if the id is taken. */
+  async createSession(options: SessionOptions = {}): Promise<ExecutionSession> {
+    if (options.id !== undefined) checkSessionId(options.id);
+    await this.core.ready();
+    const r = await this.core.t.json<SessionInfo>('POST', this.core.path('sessions'), {
+      json: compact({ id: options.id, env: cleanEnv(options.env), cwd: options.cwd, commandTimeoutMs: options.commandTimeoutMs }),
+      operation: 'session.create',
+    });
+    return new ExecutionSession(this, r.id, options);
+  }
+  /** The session `id`; sends nothing. A session that does not exist is made on first use. */
+  async getSession(id: string): Promise<ExecutionSession> {
+    checkSessionId(id);
+    return new ExecutionSession(this, id, { id });
+  }
+  /** Deletes a session: its shell and everything it started. */
+  async deleteSession(sessionId: string): Promise<DeleteSessionResult> {
+    checkSessionId(sessionId);
+    await this.core.ready();
+    await this.core.t.json('DELETE', this.core.path('sessions', sessionId), { operation: 'session.delete' });
+    return { success: true, sessionId, timestamp: nowIso() };
+  }
+  /** cella: the sandbox's sessions. */
+  async listSessions(): Promise<SessionInfo[]> {
+    await this.core.ready();
+    const r = await this.core.t.json<{ sessions: SessionInfo[] }>('GET', this.core.path('sessions'), {
+      operation: 'session.list',
+    });
+    return r.sessions;
+  }
+
+  // ------------------------------------------------------------------ ports
+
+  /** Exposes a port; answers its preview URL. */
+  exposePort(port: number, options?: ExposePortOptions): Promise<{ url: string; port: number; name: string | undefined }> {
+    return ports.exposePort(this.core, port, options);
+  }
+  unexposePort(port: number): Promise<void> {
+    return ports.unexposePort(this.core, port);
+  }
+  getExposedPorts(hostname?: string): Promise<ExposedPort[]> {
+    return ports.getExposedPorts(this.core, hostname);
+  }
+  isPortExposed(port: number): Promise<boolean> {
+    return ports.isPortExposed(this.core, port);
+  }
+  validatePortToken(port: number, token: string): Promise<boolean> {
+    return ports.validatePortToken(this.core, port, token);
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  /** Destroys the sandbox: processes, files, ports, records. The id can be used again. */
+  async destroy(): Promise<void> {
+    await this.core.t.json('DELETE', this.core.path(), { operation: 'sandbox.destroy' });
+    this.core.forget();
+  }
+  /** cella: the sandbox's record (`GET /v1/sandboxes/{id}`); never starts it. */
+  async getInfo(): Promise<SandboxInfo> {
+    return this.core.t.json<SandboxInfo>('GET', this.core.path(), { operation: 'sandbox.get' });
+  }
+  /** The hosted `getState()`: `running` or `stopped` (sleeping, stopped or not created). */
+  async getState(): Promise<SandboxState> {
+    try {
+      const info = await this.getInfo();
+      return {
+        status: info.state === 'running' ? 'running' : 'stopped',
+        lastChange: Date.parse(info.lastActiveAt) || Date.now(),
+      };
+    } catch (e) {
+      if (e instanceof SandboxNotFoundError) return { status: 'stopped', lastChange: Date.now() };
+      throw e;
+    }
+  }
+  /** Creates or wakes the sandbox now (with the `getSandbox` options). */
+  async start(): Promise<void> {
+    await this.core.t.json('PUT', this.core.path(), { json: this.core.putBody() ?? {}, operation: 'sandbox.start' });
+  }
+  async setKeepAlive(keepAlive: boolean): Promise<void> {
+    this.core.options.keepAlive = keepAlive;
+    await this.reconfigure({ keepAlive });
+  }
+  async setSleepAfter(sleepAfter: string | number): Promise<void> {
+    this.core.options.sleepAfter = sleepAfter;
+    await this.reconfigure({ sleepAfter });
+  }
+  async setLabels(labels: Record<string, string>): Promise<void> {
+    this.core.options.labels = { ...labels };
+    await this.reconfigure({ labels });
+  }
+  /** Cloudflare only (container provisioning budgets): accepted and ignored. */
+  async setContainerTimeouts(_timeouts: SandboxOptions['containerTimeouts']): Promise<void> {}
+  /** Cloudflare only (the Durable Object ↔ container channel): accepted and ignored. */
+  async setTransport(_transport: SandboxOptions['transport']): Promise<void> {}
+  /** Cloudflare only: cella has no placements. Always null. */
+  async getContainerPlacementId(): Promise<string | null> {
+    return null;
+  }
+  private async reconfigure(body: Record<string, unknown>): Promise<void> {
+    await this.core.t.json('PUT', this.core.path(), { json: body, operation: 'sandbox.configure' });
+  }
+
+  // ------------------------------------------------------------------ not supported here
+
+  async createBackup(_options: unknown): Promise<never> {
+    throw notSupported('createBackup', 'the sandbox keeps /workspace across sleep; copy files out with readFile or exec tar');
+  }
+  async restoreBackup(_options: unknown): Promise<never> {
+    throw notSupported('restoreBackup', 'write files back with writeFile (streamed, any size) or exec tar');
+  }
+  async mountBucket(_bucket: string, _mountPath: string, _options?: unknown): Promise<never> {
+    throw notSupported('mountBucket', 'copy objects in with writeFile, or run an S3 client inside the sandbox (network: outbound)');
+  }
+  async unmountBucket(_mountPath: string): Promise<never> {
+    throw notSupported('unmountBucket', 'cella mounts no buckets');
+  }
+  /** Cloudflare tunnels: not supported; preview URLs (exposePort) serve ports. */
+  readonly tunnels = {
+    get: async (_port: number, _options?: { name?: string }): Promise<never> => {
+      throw notSupported('tunnels.get', 'use exposePort(port) for a preview URL served by cellad');
+    },
+    list: async (): Promise<never> => {
+      throw notSupported('tunnels.list', 'use getExposedPorts()');
+    },
+    destroy: async (_portOrInfo: unknown): Promise<never> => {
+      throw notSupported('tunnels.destroy', 'use unexposePort(port)');
+    },
+  };
+}
+
+function envWithNulls(vars: EnvVars): Record<string, string | null> {
+  const out: Record<string, string | null> = {};
+  for (const [k, v] of Object.entries(vars ?? {})) out[k] = v === undefined || v === null ? null : String(v);
+  return out;
+}
+
+/**
+ * A session: a persistent shell of its own (cwd, env, functions) in the same sandbox. The
+ * methods are the sandbox's, run in this session; files, code contexts and ports are the
+ * sandbox's (sessions share its filesystem and processes).
+ */
+export class ExecutionSession {
+  readonly id: string;
+  readonly #sandbox: Sandbox;
+  readonly #options: SessionOptions;
+
+  /** @internal use Sandbox.createSession/getSession */
+  constructor(sandbox: Sandbox, id: string, options: SessionOptions) {
+    this.#sandbox = sandbox;
+    this.id = id;
+    this.#options = options;
+  }
+
+  /** Runs `fn`; a session that does not exist yet (getSession) is created and `fn` run again. */
+  async #inSession<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!(e instanceof SessionNotFoundError)) throw e;
+      try {
+        await this.#sandbox.createSession({ ...this.#options, id: this.id });
+      } catch (c) {
+        if (!(c instanceof SessionAlreadyExistsError)) throw c;
+      }
+      return fn();
+    }
+  }
+
+  exec(command: string, options?: ExecOptions): Promise<ExecResult> {
+    return this.#inSession(() => this.#sandbox.exec(command, { ...options, sessionId: this.id }));
+  }
+  execStream(command: string, options?: StreamOptions): Promise<ReadableStream<Uint8Array>> {
+    return this.#inSession(() => this.#sandbox.execStream(command, { ...options, sessionId: this.id }));
+  }
+  startProcess(command: string, options?: ProcessOptions): Promise<Process> {
+    return this.#inSession(() => this.#sandbox.startProcess(command, { ...options, sessionId: this.id }));
+  }
+  listProcesses(): Promise<Process[]> {
+    return this.#sandbox.listProcesses(this.id);
+  }
+  getProcess(id: string): Promise<Process | null> {
+    return this.#sandbox.getProcess(id, this.id);
+  }
+  killProcess(id: string, signal?: string): Promise<void> {
+    return this.#sandbox.killProcess(id, signal, this.id);
+  }
+  killAllProcesses(): Promise<number> {
+    return this.#sandbox.killAllProcesses(this.id);
+  }
+  cleanupCompletedProcesses(): Promise<number> {
+    return this.#sandbox.cleanupCompletedProcesses(this.id);
+  }
+  getProcessLogs(id: string): Promise<ProcessLogsResult> {
+    return this.#sandbox.getProcessLogs(id, this.id);
+  }
+  streamProcessLogs(processId: string, options?: { signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>> {
+    return this.#sandbox.streamProcessLogs(processId, options);
+  }
+  writeFile(
+    path: string,
+    content: string | ReadableStream<Uint8Array> | Uint8Array,
+    options?: files.WriteFileOptions,
+  ): Promise<WriteFileResult> {
+    return this.#sandbox.writeFile(path, content, options);
+  }
+  readFile(path: string, options: { encoding: 'none' }): Promise<ReadFileStreamResult>;
+  readFile(path: string, options?: files.ReadFileOptions): Promise<ReadFileResult>;
+  readFile(path: string, options?: files.ReadFileOptions): Promise<ReadFileResult | ReadFileStreamResult> {
+    return this.#sandbox.readFile(path, options);
+  }
+  readFileStream(path: string): Promise<ReadableStream<Uint8Array>> {
+    return this.#sandbox.readFileStream(path);
+  }
+  watch(path: string, options?: WatchOptions): Promise<ReadableStream<Uint8Array>> {
+    return this.#sandbox.watch(path, options);
+  }
+  checkChanges(path: string, options?: WatchOptions & { since?: string }): Promise<never> {
+    return this.#sandbox.checkChanges(path, options);
+  }
+  mkdir(path: string, options?: { recursive?: boolean }): Promise<MkdirResult> {
+    return this.#sandbox.mkdir(path, options);
+  }
+  deleteFile(path: string, options?: { recursive?: boolean }): Promise<DeleteFileResult> {
+    return this.#sandbox.deleteFile(path, options);
+  }
+  renameFile(oldPath: string, newPath: string): Promise<RenameFileResult> {
+    return this.#sandbox.renameFile(oldPath, newPath);
+  }
+  moveFile(sourcePath: string, destinationPath: string): Promise<MoveFileResult> {
+    return this.#sandbox.moveFile(sourcePath, destinationPath);
+  }
+  listFiles(path: string, options?: ListFilesOptions): Promise<ListFilesResult> {
+    return this.#sandbox.listFiles(path, options);
+  }
+  exists(path: string): Promise<FileExistsResult> {
+    return this.#sandbox.exists(path);
+  }
+  gitCheckout(repoUrl: string, options?: GitCheckoutOptions): Promise<GitCheckoutResult> {
+    return this.#sandbox.gitCheckout(repoUrl, options);
+  }
+  /** Sets or unsets variables in this session's shell only. */
+  async setEnvVars(vars: EnvVars): Promise<void> {
+    await this.#inSession(async () => {
+      await this.#sandbox.core.ready();
+      await this.#sandbox.core.t.json('POST', this.#sandbox.core.path('sessions', this.id, 'env'), {
+        json: { vars: cleanEnv(envWithNulls(vars), true) },
+        operation: 'env.set',
+      });
+    });
+  }
+  createBackup(options: unknown): Promise<never> {
+    return this.#sandbox.createBackup(options);
+  }
+  restoreBackup(options: unknown): Promise<never> {
+    return this.#sandbox.restoreBackup(options);
+  }
+  mountBucket(bucket: string, mountPath: string, options?: unknown): Promise<never> {
+    return this.#sandbox.mountBucket(bucket, mountPath, options);
+  }
+  unmountBucket(mountPath: string): Promise<never> {
+    return this.#sandbox.unmountBucket(mountPath);
+  }
+}

@@ -1,0 +1,506 @@
+/**
+ * Public types. Names, fields and shapes are those of `@cloudflare/sandbox` 0.12; fields
+ * cella adds are marked "cella:".
+ */
+
+// ---------------------------------------------------------------- sandbox options
+
+/** Options of `getSandbox(ns, id, options)`. */
+export interface SandboxOptions {
+  /** Idle time before the sandbox sleeps: seconds, or `"30s"`, `"10m"`, `"2h"`, `"1d"`.
+   * Default 10 minutes. Ignored while `keepAlive` is set. */
+  sleepAfter?: string | number;
+  /** Never sleep; the caller destroys the sandbox. */
+  keepAlive?: boolean;
+  /** `false`: commands that name no session each run in a fresh `bash -c`. Default true.
+   * Applies when the sandbox is created. */
+  enableDefaultSession?: boolean;
+  /** Lower-case the id before use (a different sandbox than the id as written). */
+  normalizeId?: boolean;
+  /** Metadata kept with the sandbox. */
+  labels?: Record<string, string>;
+  /** Cloudflare only (Durable Object/container timeouts): accepted and ignored. */
+  containerTimeouts?: {
+    instanceGetTimeoutMS?: number;
+    portReadyTimeoutMS?: number;
+    waitIntervalMS?: number;
+  };
+  /** Cloudflare only (the Durable Object ↔ container channel): accepted and ignored. */
+  transport?: 'http' | 'websocket' | 'rpc';
+  /** cella: the image the sandbox is made from (at creation). */
+  image?: string;
+  /** cella: `lite`, `basic`, `standard-1` ... (at creation). */
+  instanceType?: string;
+  /** cella: environment of every command (kept by the sandbox). */
+  env?: Record<string, string>;
+  /** cella: `outbound` (default where the host can) or `none` (loopback only). */
+  network?: 'none' | 'outbound';
+  /** cella: destinations opened before the private-range refusals, `"a.b.c.d[/n][:port]"`. */
+  networkAllow?: string[];
+}
+
+/** What `GET /v1/sandboxes/{id}` answers (cella). */
+export interface SandboxInfo {
+  id: string;
+  state: 'running' | 'sleeping' | 'stopped' | string;
+  image: string;
+  instanceType: string;
+  createdAt: string;
+  lastActiveAt: string;
+  labels: Record<string, string>;
+  env: Record<string, string>;
+  sleepAfter: number;
+  keepAlive: boolean;
+  enableDefaultSession: boolean;
+  network: 'none' | 'outbound';
+  networkAllow: string[];
+  networkAddress?: string;
+  disk?: { limitBytes: number; usedBytes: number };
+}
+
+/** The hosted `Container.getState()` shape. */
+export interface SandboxState {
+  status: 'running' | 'healthy' | 'stopping' | 'stopped' | 'stopped_with_code';
+  lastChange: number;
+  exitCode?: number;
+}
+
+// ---------------------------------------------------------------- commands
+
+export interface BaseExecOptions {
+  /** Milliseconds; the command's process tree is killed when it passes. */
+  timeout?: number;
+  /** Per-command environment; `undefined`/`null` values are dropped. */
+  env?: Record<string, string | undefined | null>;
+  /** Per-command working directory; does not move the session's. */
+  cwd?: string;
+  /** Accepted; output is always UTF-8 text (bytes that are not are replaced). */
+  encoding?: string;
+}
+
+export interface ExecOptions extends BaseExecOptions {
+  /** With `onOutput`: run through the streaming route and call `onOutput` as output arrives. */
+  stream?: boolean;
+  onOutput?: (stream: 'stdout' | 'stderr', data: string) => void;
+  onComplete?: (result: ExecResult) => void;
+  onError?: (error: Error) => void;
+  /** Aborting cancels the request; cella then kills the command's process tree. */
+  signal?: AbortSignal;
+  /** Logging only. */
+  origin?: 'user' | 'internal';
+  /** cella: the session to run in (an `ExecutionSession` sets it). */
+  sessionId?: string;
+}
+
+export interface ExecResult {
+  success: boolean;
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  command: string;
+  /** Milliseconds. */
+  duration: number;
+  /** ISO time of the start. */
+  timestamp: string;
+  sessionId?: string;
+  /** cella: set when the output passed the 64 MiB per-stream cap and was cut. */
+  truncated?: boolean;
+}
+
+export interface StreamOptions extends BaseExecOptions {
+  sessionId?: string;
+  /** Accepted, unused. */
+  bufferSize?: number;
+  signal?: AbortSignal;
+}
+
+export interface ExecEvent {
+  type: 'start' | 'stdout' | 'stderr' | 'complete' | 'error';
+  timestamp: string;
+  data?: string;
+  command?: string;
+  exitCode?: number;
+  result?: ExecResult;
+  error?: string;
+  sessionId?: string;
+  pid?: number;
+  /** cella: `"base64"` when `data` carries bytes that are not UTF-8. */
+  encoding?: 'base64';
+  /** cella: the error code of an `error` event (e.g. `COMMAND_TIMEOUT`). */
+  code?: string;
+  /** cella: the command's duration on `complete`, ms. */
+  duration?: number;
+}
+
+// ---------------------------------------------------------------- processes
+
+export type ProcessStatus = 'starting' | 'running' | 'completed' | 'failed' | 'killed' | 'error';
+
+export interface ProcessOptions extends BaseExecOptions {
+  sessionId?: string;
+  /** A custom id (1–64 of `[A-Za-z0-9_.-]`); cella answers 409 if it is in use. */
+  processId?: string;
+  /** Accepted, unused. */
+  autoCleanup?: boolean;
+  onExit?: (code: number | null) => void;
+  onOutput?: (stream: 'stdout' | 'stderr', data: string) => void;
+  onStart?: (process: Process) => void;
+  onError?: (error: Error) => void;
+}
+
+/** The plain data of a process (the hosted SDK's `ProcessInfo`). */
+export interface ProcessInfo {
+  id: string;
+  pid?: number;
+  command: string;
+  status: ProcessStatus;
+  startTime: Date;
+  endTime?: Date;
+  exitCode?: number;
+  sessionId?: string;
+  /** cella: the signal that ended it. */
+  signal?: number;
+  /** cella: why it could not start (status `error`). */
+  error?: string;
+}
+
+export interface WaitForLogResult {
+  /** The whole matching line, without its newline. */
+  line: string;
+  /** The RegExp's match (RegExp patterns only). */
+  match?: RegExpMatchArray;
+}
+
+export interface WaitForPortOptions {
+  /** `http` (default): wait for a status in `status`; `tcp`: wait for a connection. */
+  mode?: 'http' | 'tcp';
+  path?: string;
+  status?: number | { min?: number; max?: number };
+  /** Milliseconds; none by default. */
+  timeout?: number;
+  /** Milliseconds between tries (default 500). */
+  interval?: number;
+}
+
+export interface WaitForExitResult {
+  exitCode: number;
+}
+
+/** A background process: a snapshot of its state plus bound methods. */
+export interface Process extends ProcessInfo {
+  /** Sends SIGTERM (then SIGKILL) to the whole process tree, or the given signal. */
+  kill(signal?: string): Promise<void>;
+  getStatus(): Promise<ProcessStatus>;
+  getLogs(): Promise<{ stdout: string; stderr: string }>;
+  waitForLog(pattern: string | RegExp, timeout?: number): Promise<WaitForLogResult>;
+  waitForPort(port: number, options?: WaitForPortOptions): Promise<void>;
+  waitForExit(timeout?: number): Promise<WaitForExitResult>;
+}
+
+export interface LogEvent {
+  type: 'stdout' | 'stderr' | 'exit' | 'error';
+  timestamp: string;
+  data: string;
+  processId: string;
+  sessionId?: string;
+  exitCode?: number;
+  /** cella: the final status on `exit`. */
+  status?: ProcessStatus;
+}
+
+export interface ProcessLogsResult {
+  stdout: string;
+  stderr: string;
+  processId: string;
+}
+
+// ---------------------------------------------------------------- files
+
+export interface WriteFileResult {
+  success: boolean;
+  path: string;
+  timestamp: string;
+  exitCode?: number;
+  /** cella: bytes written. */
+  bytesWritten?: number;
+}
+
+export interface ReadFileResult {
+  success: boolean;
+  path: string;
+  content: string;
+  timestamp: string;
+  exitCode?: number;
+  encoding?: 'utf-8' | 'base64';
+  isBinary?: boolean;
+  mimeType?: string;
+  size?: number;
+}
+
+export interface ReadFileStreamResult {
+  success: true;
+  path: string;
+  content: ReadableStream<Uint8Array>;
+  size: number;
+  mimeType: string;
+  timestamp: string;
+}
+
+export interface MkdirResult {
+  success: boolean;
+  path: string;
+  recursive: boolean;
+  timestamp: string;
+  exitCode?: number;
+}
+
+export interface DeleteFileResult {
+  success: boolean;
+  path: string;
+  timestamp: string;
+  exitCode?: number;
+}
+
+export interface RenameFileResult {
+  success: boolean;
+  path: string;
+  newPath: string;
+  timestamp: string;
+  exitCode?: number;
+}
+
+export type MoveFileResult = RenameFileResult;
+
+export interface FileInfo {
+  name: string;
+  absolutePath: string;
+  relativePath: string;
+  type: 'file' | 'directory' | 'symlink' | 'other';
+  size: number;
+  modifiedAt: string;
+  mode: string;
+  permissions: { readable: boolean; writable: boolean; executable: boolean };
+}
+
+export interface ListFilesOptions {
+  recursive?: boolean;
+  includeHidden?: boolean;
+}
+
+export interface ListFilesResult {
+  success: boolean;
+  path: string;
+  files: FileInfo[];
+  count: number;
+  timestamp: string;
+  exitCode?: number;
+}
+
+export interface FileExistsResult {
+  success: boolean;
+  path: string;
+  exists: boolean;
+  timestamp: string;
+  exitCode?: number;
+}
+
+export interface FileMetadata {
+  mimeType: string;
+  size: number;
+  isBinary: boolean;
+  encoding: 'utf-8' | 'base64';
+}
+
+export type FileStreamEvent =
+  | ({ type: 'metadata' } & FileMetadata)
+  | { type: 'chunk'; data: string }
+  | { type: 'complete'; bytesRead: number }
+  | { type: 'error'; error: string };
+
+export interface WatchOptions {
+  /** Default true. */
+  recursive?: boolean;
+  /** Globs; only matching paths are reported. */
+  include?: string[];
+  /** Globs; default `[".git", "node_modules"]`. */
+  exclude?: string[];
+  /** Aborting ends the watch. */
+  signal?: AbortSignal;
+  sessionId?: string;
+}
+
+export type FileWatchEventType = 'create' | 'modify' | 'delete' | 'move_from' | 'move_to' | 'attrib';
+
+export type FileWatchSSEEvent =
+  | { type: 'watching'; path: string; watchId?: string; timestamp?: string }
+  | {
+      type: 'event';
+      eventType: FileWatchEventType;
+      path: string;
+      isDirectory: boolean;
+      timestamp: string;
+    }
+  | { type: 'error'; error: string; timestamp?: string }
+  | { type: 'stopped'; reason: string; timestamp?: string }
+  /** cella: events were lost (a slow reader); list the directory again. */
+  | { type: 'overflow'; timestamp?: string };
+
+// ---------------------------------------------------------------- git
+
+export interface GitCheckoutOptions {
+  branch?: string;
+  targetDir?: string;
+  sessionId?: string;
+  depth?: number;
+  /** Milliseconds (default 600000). */
+  cloneTimeoutMs?: number;
+}
+
+export interface GitCheckoutResult {
+  success: boolean;
+  repoUrl: string;
+  branch: string;
+  targetDir: string;
+  timestamp: string;
+  exitCode?: number;
+}
+
+// ---------------------------------------------------------------- sessions
+
+export interface SessionOptions {
+  id?: string;
+  /** Accepted (the hosted SDK's display name); not sent. */
+  name?: string;
+  env?: Record<string, string | undefined | null>;
+  cwd?: string;
+  /** Accepted, ignored: sessions share the sandbox's filesystem and processes. */
+  isolation?: boolean;
+  commandTimeoutMs?: number;
+}
+
+export interface DeleteSessionResult {
+  success: boolean;
+  sessionId: string;
+  timestamp: string;
+}
+
+/** cella: a session as the API lists it. */
+export interface SessionInfo {
+  id: string;
+  cwd: string;
+  createdAt: string;
+  running: boolean;
+  busy: boolean;
+  commandTimeoutMs?: number;
+}
+
+// ---------------------------------------------------------------- ports
+
+export interface ExposePortOptions {
+  /** The host preview URLs are built on. Default: cellad's own (`--preview-domain`). Give
+   * your server's host when it forwards preview requests with `proxyToSandbox`. */
+  hostname?: string;
+  name?: string;
+  /** 1–16 of `[a-z0-9_]`; default a random 16-character token. */
+  token?: string;
+}
+
+export interface ExposedPort {
+  url: string;
+  port: number;
+  name?: string;
+  status: 'active' | 'stale' | string;
+}
+
+// ---------------------------------------------------------------- code interpreter
+
+export interface CreateContextOptions {
+  language?: 'python' | 'javascript' | 'typescript';
+  cwd?: string;
+  envVars?: Record<string, string>;
+  /** Accepted; cella times runs, not context creation. */
+  timeout?: number;
+}
+
+export interface CodeContext {
+  readonly id: string;
+  readonly language: string;
+  readonly cwd: string;
+  readonly createdAt: Date;
+  readonly lastUsed: Date;
+}
+
+export interface OutputMessage {
+  text: string;
+  timestamp: number;
+}
+
+export interface ExecutionError {
+  name: string;
+  message: string;
+  traceback: string[];
+  lineNumber?: number;
+}
+
+export interface ChartData {
+  type?: string;
+  title?: string;
+  data?: unknown;
+  [key: string]: unknown;
+}
+
+/** One rich result of a run (the value of the last expression, a figure, a display()). */
+export interface Result {
+  text?: string;
+  html?: string;
+  png?: string;
+  jpeg?: string;
+  svg?: string;
+  latex?: string;
+  markdown?: string;
+  javascript?: string;
+  json?: unknown;
+  chart?: ChartData;
+  data?: unknown;
+  /** cella: true on the value of the last expression. */
+  isMainResult?: boolean;
+  /** The formats this result has. */
+  formats(): string[];
+}
+
+export interface RunCodeOptions {
+  context?: CodeContext;
+  language?: 'python' | 'javascript' | 'typescript';
+  /** Accepted: the context's environment is set when it is created (`envVars`). */
+  envVars?: Record<string, string>;
+  /** Milliseconds; the run is interrupted (KeyboardInterrupt) when it passes. */
+  timeout?: number;
+  signal?: AbortSignal;
+  onStdout?: (output: OutputMessage) => void | Promise<void>;
+  onStderr?: (output: OutputMessage) => void | Promise<void>;
+  onResult?: (result: Result) => void | Promise<void>;
+  onError?: (error: ExecutionError) => void | Promise<void>;
+}
+
+export interface ExecutionResult {
+  code: string;
+  logs: { stdout: string[]; stderr: string[] };
+  error?: ExecutionError;
+  executionCount?: number;
+  results: Array<Omit<Result, 'formats'>>;
+  /** cella: the run was interrupted by its timeout. */
+  timedOut?: boolean;
+}
+
+// ---------------------------------------------------------------- terminal
+
+export interface PtyOptions {
+  cols?: number;
+  rows?: number;
+  /** Accepted; cella runs the image's bash (or sh). */
+  shell?: string;
+}
+
+// ---------------------------------------------------------------- env
+
+export type EnvVars = Record<string, string | undefined | null>;
