@@ -24,6 +24,21 @@ export interface ConnectOptions {
   headers?: Record<string, string>;
 }
 
+/** What a buffered request answers: status, headers (lower-case names) and the body text. */
+export interface BufferedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  text: string;
+}
+/** Sends one request with a text body (or none) and answers it whole. */
+export type BufferedEngine = (
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  signal: AbortSignal | undefined,
+) => Promise<BufferedAnswer>;
+
 type QueryValue = string | number | boolean | undefined | null;
 
 export interface RequestOptions {
@@ -47,6 +62,8 @@ export class Transport {
   readonly token: string | undefined;
   private readonly fetchImpl: typeof fetch;
   private readonly extraHeaders: Record<string, string>;
+  private readonly customFetch: boolean;
+  private enginePromise: Promise<BufferedEngine | null> | null = null;
   /** Sandbox options already applied on this connection (SandboxCore.ready). */
   readonly configured = new Map<string, Promise<void>>();
 
@@ -67,6 +84,7 @@ export class Transport {
     if (typeof f !== 'function')
       throw new TypeError('connect(): this platform has no fetch; pass options.fetch');
     this.fetchImpl = f.bind(globalThis);
+    this.customFetch = options.fetch !== undefined;
     this.extraHeaders = { ...(options.headers ?? {}) };
   }
 
@@ -121,20 +139,74 @@ export class Transport {
     throw await errorFromResponse(res, opts.operation);
   }
 
-  /** A JSON request that answers the parsed JSON of a 2xx answer. */
+  /** The buffered engine for this connection: node:http on Node (unless a `fetch` was
+   * given), else none (fetch). Loaded once. */
+  private engine(): Promise<BufferedEngine | null> {
+    if (!this.enginePromise) {
+      const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
+      this.enginePromise =
+        this.customFetch || !proc?.versions?.node
+          ? Promise.resolve(null)
+          : import('./http-node.js').then((m) => m.loadNodeEngine()).catch(() => null);
+    }
+    return this.enginePromise;
+  }
+
+  /**
+   * A JSON request that answers the parsed JSON of a 2xx answer. Requests whose body is
+   * JSON or empty go through the buffered engine where there is one (Node), else fetch.
+   */
   async json<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    const res = await this.request(method, path, opts);
     let text: string;
-    try {
-      text = await res.text();
-    } catch (e) {
-      if (isAbort(e, opts.signal)) throw abortReason(opts.signal, e);
-      throw transportError('peer_closed', `the connection to cellad broke: ${describe(e)}`, e, opts.operation);
+    let status = 200;
+    const engine = opts.body === undefined ? await this.engine() : null;
+    if (engine) {
+      const headers = this.headers(opts.headers);
+      let body: string | undefined;
+      if (opts.json !== undefined) {
+        body = JSON.stringify(opts.json);
+        headers['content-type'] = 'application/json';
+      }
+      let a: BufferedAnswer;
+      try {
+        a = await engine(method, this.url(path, opts.query), headers, body, opts.signal);
+      } catch (e) {
+        if (isAbort(e, opts.signal)) throw abortReason(opts.signal, e);
+        const kind = (e as { code?: string }).code === 'ECONNREFUSED' ? 'connection_failed' : 'peer_closed';
+        throw transportError(
+          kind,
+          kind === 'connection_failed'
+            ? `cannot reach cellad at ${this.baseUrl}: ${describe(e)}`
+            : `the connection to cellad broke: ${describe(e)}`,
+          e,
+          opts.operation,
+        );
+      }
+      if (a.status < 200 || a.status > 299) {
+        let b: unknown = a.text;
+        try {
+          b = JSON.parse(a.text);
+        } catch {
+          /* not JSON: kept as text */
+        }
+        throw createSandboxError(errorResponseFrom(a.status, b, opts.operation));
+      }
+      text = a.text;
+      status = a.status;
+    } else {
+      const res = await this.request(method, path, opts);
+      status = res.status;
+      try {
+        text = await res.text();
+      } catch (e) {
+        if (isAbort(e, opts.signal)) throw abortReason(opts.signal, e);
+        throw transportError('peer_closed', `the connection to cellad broke: ${describe(e)}`, e, opts.operation);
+      }
     }
     try {
       return JSON.parse(text) as T;
     } catch (e) {
-      throw transportError('protocol_error', `cellad answered HTTP ${res.status} with a body that is not JSON: ${text.slice(0, 200)}`, e, opts.operation);
+      throw transportError('protocol_error', `cellad answered HTTP ${status} with a body that is not JSON: ${text.slice(0, 200)}`, e, opts.operation);
     }
   }
 

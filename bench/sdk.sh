@@ -1,0 +1,58 @@
+#!/bin/bash
+# SDK benchmark: the TypeScript SDK (@cella/sandbox, sdk/typescript) beside libcella against
+# one cellad in the same run. exec('true') round trips (p50/p95; the two clients take turns,
+# ROUNDS rounds of N calls each, the figures are over all calls of each client) and an
+# execStream of STREAM_BYTES of text (MB/s). Rewrites the section of docs/performance.md
+# between the BEGIN/END SDK FIGURES markers.
+# Usage: bench/sdk.sh  (env: BUILD, IMAGES, N (default 2000), ROUNDS (3), STREAM_BYTES (1 GiB)).
+# Needs root, node, and the SDK built (scripts/sdk-deps.sh).
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$src/build}
+IMAGES=${IMAGES:-/var/lib/cella/images}
+N=${N:-2000}
+ROUNDS=${ROUNDS:-3}
+STREAM_BYTES=${STREAM_BYTES:-1073741824}
+cmake -S "$src" -B "$BUILD" >/dev/null
+cmake --build "$BUILD" --target cellad cella-init sdk-client >/dev/null
+[ -f "$src/sdk/typescript/dist/index.js" ] || "$src/scripts/sdk-deps.sh" >&2
+
+. "$src/bench/lib.sh"
+bench_cellad "$IMAGES" sdkbench
+curl -sS -f -X PUT "$url/v1/sandboxes/sdkbench" -H 'Content-Type: application/json' \
+        -d '{"keepAlive":true}' >/dev/null
+
+c=$BUILD/bench/sdk-client
+ts=(node "$src/bench/sdk-typescript.mjs")
+fig() { # line field -> the number after field=
+        echo "$1" | grep -o "$2=[0-9.]*" | cut -d= -f2
+}
+# Each round prints one line per client; the reported p50/p95 are the medians of the rounds'.
+median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+c50=() c95=() t50=() t95=()
+for r in $(seq 1 "$ROUNDS"); do
+        a=$("$c" "$url" sdkbench rt "$N")
+        b=$("${ts[@]}" "$url" sdkbench rt "$N")
+        echo "round $r: libcella $a; sdk $b" >&2
+        c50+=("$(fig "$a" p50_us)") c95+=("$(fig "$a" p95_us)")
+        t50+=("$(fig "$b" p50_us)") t95+=("$(fig "$b" p95_us)")
+done
+cs=$("$c" "$url" sdkbench stream "$STREAM_BYTES")
+tss=$("${ts[@]}" "$url" sdkbench stream "$STREAM_BYTES")
+echo "stream: libcella $cs; sdk $tss" >&2
+
+C50=$(printf '%s\n' "${c50[@]}" | median) C95=$(printf '%s\n' "${c95[@]}" | median)
+T50=$(printf '%s\n' "${t50[@]}" | median) T95=$(printf '%s\n' "${t95[@]}" | median)
+{
+        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r)," \
+                "node $(node --version): $ROUNDS rounds of $N calls per client, taking turns" \
+                "(median of the rounds' p50 and p95); the stream is one execStream of" \
+                "$STREAM_BYTES bytes of text, counted as it is parsed."
+        echo
+        echo "| client | exec('true') p50 (us) | p95 (us) | execStream MB/s |"
+        echo "|---|---|---|---|"
+        echo "| libcella (C, baseline) | $C50 | $C95 | $(fig "$cs" mbps) |"
+        echo "| @cella/sandbox (TypeScript, Node) | $T50 | $T95 | $(fig "$tss" mbps) |"
+        echo
+        echo "The SDK adds $((T50 - C50)) us at p50 to an exec round trip."
+} | tee /dev/stderr | bench_figures "SDK FIGURES"
