@@ -542,36 +542,55 @@ void api_set_preview_port(struct api *a, int port)
         a->preview.url_port = port;
 }
 
+/* The preview target of a request: its Host, or when the Host is not a preview host the
+ * first host of its X-Forwarded-Host (a reverse proxy written with fetch cannot set Host).
+ * 1 with *t, and *fwd_host (to free) when the target came from X-Forwarded-Host; 0 for an
+ * API request; -EINVAL for a preview-shaped host that does not parse; -ENOMEM. */
+static int preview_target_of(struct api *a, struct http_request *req, struct preview_target *t,
+                             char **fwd_host)
+{
+        int r = preview_host_parse(http_request_header(req, "Host"), a->preview.domain, t);
+
+        *fwd_host = NULL;
+        if (r != 0)
+                return r;
+        return preview_forwarded_host_parse(http_request_header(req, "X-Forwarded-Host"),
+                                            a->preview.domain, t, fwd_host);
+}
+
+/* Answer req as a preview request when it is one (true). */
+static bool preview_request(struct api *a, struct http_request *req, bool preview_only)
+{
+        _cleanup_free_ char *fwd = NULL;
+        struct preview_target pt;
+        int r = preview_target_of(a, req, &pt, &fwd);
+
+        if (r > 0)
+                preview_handle(&a->preview, req, &pt, fwd);
+        else if (r == -ENOMEM)
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+        else if (r < 0 || preview_only)
+                http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
+        else
+                return false;
+        return true;
+}
+
 void api_handle_preview(struct http_request *req, void *userdata)
 {
-        struct api *a = userdata;
-        struct preview_target pt;
-
-        if (preview_host_parse(http_request_header(req, "Host"), a->preview.domain, &pt) > 0)
-                preview_handle(&a->preview, req, &pt);
-        else
-                http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
+        preview_request(userdata, req, true);
 }
 
 void api_handle(struct http_request *req, void *userdata)
 {
         struct api *a = userdata;
         const char *path = http_request_path(req);
-        struct preview_target pt;
-        int pr;
 
         /* Preview hosts first: the token in the host is the capability, and none of the
          * API's routes, auth or cross-origin checks apply to them (nor can a preview
          * page reach the API as its own origin). */
-        pr = preview_host_parse(http_request_header(req, "Host"), a->preview.domain, &pt);
-        if (pr > 0) {
-                preview_handle(&a->preview, req, &pt);
+        if (preview_request(a, req, false))
                 return;
-        }
-        if (pr < 0) {
-                http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
-                return;
-        }
 
         if (strcmp(path, "/v1/health") == 0) {
                 if (is(req, "GET") || is(req, "HEAD"))

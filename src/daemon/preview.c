@@ -115,6 +115,31 @@ int preview_host_parse(const char *host, const char *domain, struct preview_targ
         return 1;
 }
 
+int preview_forwarded_host_parse(const char *value, const char *domain, struct preview_target *ret,
+                                 char **ret_host)
+{
+        size_t len;
+        char *host;
+        int r;
+
+        *ret_host = NULL;
+        if (!value)
+                return 0;
+        value += strspn(value, " \t");
+        len = strcspn(value, ",");
+        while (len > 0 && (value[len - 1] == ' ' || value[len - 1] == '\t'))
+                len--;
+        host = strndup(value, len);
+        if (!host)
+                return -ENOMEM;
+        r = preview_host_parse(host, domain, ret);
+        if (r > 0)
+                *ret_host = host;
+        else
+                free(host);
+        return r;
+}
+
 static bool hop_by_hop(const char *name)
 {
         static const char *const names[] = {
@@ -179,15 +204,19 @@ static bool clean(const char *s)
 
 int preview_request_head(struct buf *out, const char *method, const char *target,
                          const struct preview_headers *h, const char *client_addr,
-                         const char *upgrade, enum preview_body *ret_body)
+                         const char *upgrade, const char *host_override,
+                         enum preview_body *ret_body)
 {
-        const char *host = NULL, *xff = NULL;
+        const char *host = host_override, *xff = NULL;
         enum preview_body body = PREVIEW_BODY_NONE;
         int r;
 
-        if (!clean(method) || !clean(target) || strchr(target, ' '))
+        if (!clean(method) || !clean(target) || strchr(target, ' ') ||
+            (host_override && !clean(host_override)))
                 return -EINVAL;
         r = buf_printf(out, "%s %s HTTP/1.1\r\n", method, target);
+        if (r >= 0 && host_override)
+                r = buf_printf(out, "Host: %s\r\n", host_override);
         for (size_t i = 0; r >= 0 && i < h->n; i++) {
                 const char *n = h->names[i], *v = h->values[i];
 
@@ -197,8 +226,16 @@ int preview_request_head(struct buf *out, const char *method, const char *target
                         body = PREVIEW_BODY_CHUNKED;
                 if (strcasecmp(n, "Content-Length") == 0 && body == PREVIEW_BODY_NONE)
                         body = PREVIEW_BODY_LENGTH;
-                if (strcasecmp(n, "Host") == 0 && !host)
-                        host = v;
+                if (strcasecmp(n, "Host") == 0) {
+                        if (host_override)
+                                continue;
+                        if (!host)
+                                host = v;
+                }
+                /* Never the client's credentials for cellad (the API's bearer token on
+                 * /ws/{port}); the app's own cookies pass. */
+                if (strcasecmp(n, "Authorization") == 0)
+                        continue;
                 if (strcasecmp(n, "X-Forwarded-For") == 0) {
                         if (!xff)
                                 xff = v;
@@ -1239,9 +1276,11 @@ static void up_connect(struct pxy *p)
                 pxy_fail(p, CELLA_E_BAD_GATEWAY, "cannot connect in the sandbox");
 }
 
-/* Forward req to port in sb (running) with target as the request target. */
+/* Forward req to port in sb (running) with target as the request target (and
+ * host_override as its Host: see preview_request_head). */
 static void proxy_start(struct preview_config *cfg, struct http_request *req, struct sandbox *sb,
-                        int port, const char *target, bool require_upgrade)
+                        int port, const char *target, const char *host_override,
+                        bool require_upgrade)
 {
         const char *upgrade = http_request_header(req, "Upgrade");
         const char *conn = http_request_header(req, "Connection");
@@ -1274,7 +1313,7 @@ static void proxy_start(struct preview_config *cfg, struct http_request *req, st
         h = (struct preview_headers){n, names, values};
         r = preview_request_head(&p->head, http_request_method(req), target, &h,
                                  http_request_peer(req, peer, sizeof(peer)) == 0 ? peer : NULL,
-                                 p->upgrade, &p->body);
+                                 p->upgrade, host_override, &p->body);
         free(names);
         free(values);
         if (r < 0) {
@@ -1314,7 +1353,7 @@ static void proxy_start(struct preview_config *cfg, struct http_request *req, st
 }
 
 void preview_handle(struct preview_config *cfg, struct http_request *req,
-                    const struct preview_target *t)
+                    const struct preview_target *t, const char *fwd_host)
 {
         struct cella_error e = {0};
         struct sandbox *sb = NULL;
@@ -1350,13 +1389,13 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
                                   t->port);
                 return;
         }
-        proxy_start(cfg, req, sb, t->port, http_request_target(req), false);
+        proxy_start(cfg, req, sb, t->port, http_request_target(req), fwd_host, false);
 }
 
 void preview_ws(struct preview_config *cfg, struct http_request *req, struct sandbox *sb, int port,
                 const char *target)
 {
-        proxy_start(cfg, req, sb, port, target, true);
+        proxy_start(cfg, req, sb, port, target, NULL, true);
 }
 
 void preview_shutdown(struct preview_config *cfg)

@@ -2,12 +2,13 @@
  * (docs/decisions/0018-preview-urls.md).
  *
  * A preview URL is http://{port}-{id}-{token}.{domain}[:daemon-port]/: a request whose Host
- * has that shape goes to preview_handle() before the API sees it (the token is the
- * capability; no API auth). The proxy reaches 127.0.0.1:{port} in the sandbox's network
- * namespace through a socket created there (sandbox_socket), so it works whatever the
- * sandbox's network mode and never exposes a port on the host. Bodies stream both ways
- * with backpressure; a 101 answer turns the connection into a raw byte relay
- * (WebSockets). */
+ * has that shape, or whose Host is not one but whose X-Forwarded-Host's first host is (a
+ * reverse proxy written with fetch cannot set Host), goes to preview_handle() before the
+ * API sees it (the token is the capability; no API auth). The proxy reaches
+ * 127.0.0.1:{port} in the sandbox's network namespace through a socket created there
+ * (sandbox_socket), so it works whatever the sandbox's network mode and never exposes a
+ * port on the host. Bodies stream both ways with backpressure; a 101 answer turns the
+ * connection into a raw byte relay (WebSockets). */
 #ifndef CELLA_DAEMON_PREVIEW_H
 #define CELLA_DAEMON_PREVIEW_H
 
@@ -30,6 +31,11 @@ struct preview_target {
  * with a digit and holding a '-', directly under domain) but is malformed. Case-insensitive;
  * the id comes out lower case. */
 int preview_host_parse(const char *host, const char *domain, struct preview_target *ret);
+/* The same for an X-Forwarded-Host value (NULL: none): its first host (a comma-separated
+ * list: the first is the original client's), trimmed of spaces and tabs. On 1 *ret_host is
+ * that host (malloc'd, the caller frees it), else NULL; -ENOMEM when out of memory. */
+int preview_forwarded_host_parse(const char *value, const char *domain, struct preview_target *ret,
+                                 char **ret_host);
 
 /* A custom token: 1..CELLA_PREVIEW_TOKEN_MAX of [a-z0-9_]. */
 bool preview_token_valid(const char *t);
@@ -47,15 +53,19 @@ enum preview_body { PREVIEW_BODY_NONE, PREVIEW_BODY_LENGTH, PREVIEW_BODY_CHUNKED
 
 /* The request head sent to the sandbox: method and target as received, the client's
  * headers without hop-by-hop ones (Connection, Keep-Alive, Proxy-Connection, TE, Trailer,
- * Transfer-Encoding, Upgrade, Proxy-Authorization and every header Connection names),
- * X-Forwarded-For (client appended), X-Forwarded-Host (the client's Host) and
- * X-Forwarded-Proto (http) set; Content-Length kept for a sized body, "Transfer-Encoding:
- * chunked" for a chunked one; with upgrade (the client's Upgrade value) "Connection:
- * Upgrade" and "Upgrade: ..." are sent, else nothing (HTTP/1.1 keep-alive: connections
- * into a sandbox are reused). *ret_body says how the client's body is framed. */
+ * Transfer-Encoding, Upgrade, Proxy-Authorization and every header Connection names) and
+ * without Authorization (it may carry the API's bearer token), X-Forwarded-For (client
+ * appended), X-Forwarded-Host (the client's Host) and X-Forwarded-Proto (http) set, each
+ * once; Content-Length kept for a sized body, "Transfer-Encoding: chunked" for a chunked
+ * one; with upgrade (the client's Upgrade value) "Connection: Upgrade" and "Upgrade: ..."
+ * are sent, else nothing (HTTP/1.1 keep-alive: connections into a sandbox are reused).
+ * With host_override (the preview host a request named in X-Forwarded-Host) the client's
+ * Host is replaced by it and X-Forwarded-Host is it: the app sees what a client coming
+ * directly would have sent. *ret_body says how the client's body is framed. */
 int preview_request_head(struct buf *out, const char *method, const char *target,
                          const struct preview_headers *h, const char *client_addr,
-                         const char *upgrade, enum preview_body *ret_body);
+                         const char *upgrade, const char *host_override,
+                         enum preview_body *ret_body);
 /* The response headers passed to the client: the sandbox's, in order (several Set-Cookie,
  * Location unchanged), without hop-by-hop ones and Content-Length (the server frames the
  * body). With keep_upgrade (a 101), Connection and Upgrade are kept. */
@@ -78,9 +88,10 @@ struct preview_config {
 };
 
 /* The request goes to a preview host (see preview_host_parse); 404 INVALID_TOKEN for a
- * malformed one. */
+ * malformed one. fwd_host is that host when it came from X-Forwarded-Host (the Host sent
+ * into the sandbox), else NULL. */
 void preview_handle(struct preview_config *cfg, struct http_request *req,
-                    const struct preview_target *t);
+                    const struct preview_target *t, const char *fwd_host);
 /* GET /v1/sandboxes/{name}/ws/{port}[/path]: a WebSocket upgrade bridged to port (sb
  * running, borrowed); target is the path and query sent to the sandbox. */
 void preview_ws(struct preview_config *cfg, struct http_request *req, struct sandbox *sb, int port,

@@ -1,13 +1,20 @@
 /* Fuzz the preview Host parser (src/daemon/preview.h), under the default domain and a
- * longer one, and the request head built from a fuzzed header list.
+ * longer one, the same bytes as an X-Forwarded-Host value, and the request head built from
+ * a fuzzed header list (with the Host its X-Forwarded-Host names, as the daemon does).
  *
  * Invariants: an accepted host gives a port in 1..65535, a valid sandbox name and a valid
  * token, and the URL label rebuilt from them parses back to the same target; a host that
- * is not preview-shaped is 0, a malformed one -EINVAL, nothing else. A request head never
- * holds a bare CR or LF except as line ends, so a header cannot be smuggled into it. */
+ * is not preview-shaped is 0, a malformed one -EINVAL, nothing else. An X-Forwarded-Host
+ * value gives what its first host, trimmed, gives, and that host. A request head never
+ * holds a bare CR or LF except as line ends, so a header cannot be smuggled into it; it
+ * never holds Authorization; with the Host from X-Forwarded-Host it holds exactly one Host
+ * and one X-Forwarded-Host, both that host. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/name.h"
 #include "daemon/preview.h"
@@ -30,6 +37,54 @@ static void check_host(const char *host, const char *domain)
         FUZZ_CHECK(preview_host_parse(label, domain, &again) == 1);
         FUZZ_CHECK(again.port == t.port && strcmp(again.id, t.id) == 0 &&
                    strcmp(again.token, t.token) == 0);
+}
+
+static void check_forwarded(const char *value, const char *domain)
+{
+        struct preview_target t, again;
+        char first[600], *host = NULL;
+        size_t len;
+        int r = preview_forwarded_host_parse(value, domain, &t, &host);
+
+        FUZZ_CHECK(r == 0 || r == 1 || r == -EINVAL);
+        FUZZ_CHECK((r == 1) == (host != NULL));
+        value += strspn(value, " \t");
+        len = strcspn(value, ",");
+        while (len > 0 && (value[len - 1] == ' ' || value[len - 1] == '\t'))
+                len--;
+        memcpy(first, value, len);
+        first[len] = '\0';
+        FUZZ_CHECK(preview_host_parse(first, domain, &again) == r);
+        if (r == 1) {
+                FUZZ_CHECK(strcmp(host, first) == 0);
+                FUZZ_CHECK(again.port == t.port && strcmp(again.id, t.id) == 0 &&
+                           strcmp(again.token, t.token) == 0);
+        }
+        free(host);
+}
+
+/* How many lines of head are a "name: value" header, and is each such value want? */
+static size_t count_header(const struct buf *b, const char *name, const char *want)
+{
+        size_t nl = strlen(name), n = 0;
+        const char *p = b->data, *end = b->data + b->len;
+
+        while (p < end) {
+                const char *eol = memchr(p, '\n', (size_t)(end - p));
+                size_t len = eol ? (size_t)(eol - p + 1) : (size_t)(end - p);
+
+                if (len > nl && strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+                        n++;
+                        if (want) {
+                                size_t wl = strlen(want);
+
+                                FUZZ_CHECK(len == nl + 2 + wl + 2 && p[nl + 1] == ' ' &&
+                                           memcmp(p + nl + 2, want, wl) == 0);
+                        }
+                }
+                p += len;
+        }
+        return n;
 }
 
 static void check_head(const char *s, size_t len)
@@ -58,14 +113,44 @@ static void check_head(const char *s, size_t len)
                 p = bar ? bar + 1 : NULL;
         }
         struct preview_headers h = {n, names, values};
-        if (preview_request_head(&b, "GET", "/", &h, "127.0.0.1", n ? values[0] : NULL, &body) ==
-            0) {
+        /* the daemon's X-Forwarded-Host form: its first header of that name */
+        const char *xfh = NULL;
+        char *fwd = NULL;
+        struct preview_target t;
+        bool tokens = true; /* names without ':', as the HTTP parser gives them */
+
+        for (size_t k = 0; k < n; k++) {
+                if (!xfh && strcasecmp(names[k], "X-Forwarded-Host") == 0)
+                        xfh = values[k];
+                if (strchr(names[k], ':'))
+                        tokens = false;
+        }
+        if (preview_forwarded_host_parse(xfh, "localhost", &t, &fwd) != 1)
+                FUZZ_CHECK(fwd == NULL);
+        for (int pass = 0; pass < 2; pass++) {
+                const char *over = pass ? fwd : NULL;
+
+                if (pass && !fwd)
+                        break;
+                buf_reset(&b);
+                if (preview_request_head(&b, "GET", "/", &h, "127.0.0.1", n ? values[0] : NULL,
+                                         over, &body) != 0)
+                        continue;
                 for (size_t k = 0; k < b.len; k++)
                         if (b.data[k] == '\r')
                                 FUZZ_CHECK(k + 1 < b.len && b.data[k + 1] == '\n');
                         else if (b.data[k] == '\n')
                                 FUZZ_CHECK(k > 0 && b.data[k - 1] == '\r');
+                if (!tokens)
+                        continue;
+                FUZZ_CHECK(count_header(&b, "Authorization", NULL) == 0);
+                FUZZ_CHECK(count_header(&b, "X-Forwarded-Host", over) <= 1);
+                if (over) {
+                        FUZZ_CHECK(count_header(&b, "Host", over) == 1);
+                        FUZZ_CHECK(count_header(&b, "X-Forwarded-Host", over) == 1);
+                }
         }
+        free(fwd);
         buf_reset(&b);
         if (preview_response_headers(&b, &h, len % 2) == 0)
                 for (size_t k = 0; k < b.len; k++)
@@ -84,6 +169,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         host[size] = '\0';
         check_host(host, "localhost");
         check_host(host, "preview.example.com");
+        check_forwarded(host, "localhost");
+        check_forwarded(host, "preview.example.com");
         check_head((const char *)data, size);
         return 0;
 }

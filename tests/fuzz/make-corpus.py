@@ -667,7 +667,9 @@ def size():
 
 def preview():
     """fuzz-preview: a Host header (parsed under "localhost" and "preview.example.com"),
-    and the same bytes as a '|'-separated header list for the request and response heads."""
+    the same bytes as an X-Forwarded-Host value, and as a '|'-separated header list for
+    the request and response heads (an X-Forwarded-Host in it naming a preview host under
+    "localhost" becomes the Host sent, as in the daemon)."""
     return {
         "host-basic": b"8080-box-abc123.localhost:7070",
         "host-dashed-id": b"3001-my-app-2-t_k.localhost",
@@ -685,6 +687,13 @@ def preview():
                     b"Content-Length|5",
         "head-crlf": b"Upgrade|websocket|X-B|a\r\nX-C: c",
         "head-cookies": b"X-Forwarded-For|1.2.3.4|Set-Cookie|a=1|Set-Cookie|b=2",
+        "xfh-list": b" 8080-box-tok.localhost:7070 , proxy.example.com:8443",
+        "xfh-not-first": b"proxy.example.com, 8080-box-tok.localhost",
+        "xfh-bad": b"8080-box-Bad!.localhost, 8080-box-tok.localhost",
+        "head-xfh": b"Host|127.0.0.1:7070|X-Forwarded-Host|8080-box-tok.localhost:7070, a.b|"
+                    b"Authorization|Bearer api-token|Cookie|a=1|X-Forwarded-For|10.0.0.1",
+        "head-xfh-upgrade": b"Upgrade|websocket|Connection|Upgrade|host|h|"
+                            b"x-forwarded-host|9-b-t.localhost|authorization|Basic eA==",
     }
 
 

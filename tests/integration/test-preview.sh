@@ -2,9 +2,11 @@
 # Exposed ports and preview URLs: a node server inside a sandbox (tests/integration/preview/
 # server.js) reached through its preview URL and through /ws/{port}: request and response
 # bodies streamed, 307 with two Set-Cookie, SSE events before the response ends, WebSocket
-# echo (several at once), wrong token / unexposed 404, unexpose, stale after sleep (410,
-# does not wake), tokens survive a cellad restart, and a page in headless Chromium that
-# talks WebSocket through the preview URL.
+# echo (several at once), the target named by X-Forwarded-Host instead of Host (HTTP and
+# WebSocket), wrong token / unexposed 404, unexpose, stale after sleep (410, does not wake),
+# tokens survive a cellad restart, with auth on: no bearer token needed and Authorization
+# never reaching the app (preview URL, X-Forwarded-Host, /ws/{port}), and a page in
+# headless Chromium that talks WebSocket through the preview URL.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 start_cellad
@@ -61,6 +63,22 @@ pv() { # pv PATH [curl args]: through the preview URL; body in $IT_TMP/pv, statu
         curl -sS -o "$IT_TMP/pv" -w '%{http_code}' -H "Host: $PHOST" "$@" "$CELLA_URL$path"
 }
 
+xpv() { # xpv FORWARDED_HOST PATH [curl args]: to the API's address and Host, the target in
+        # X-Forwarded-Host (as a proxy written with fetch sends it); as pv
+        local xfh=$1 path=$2
+        shift 2
+        curl -sS -o "$IT_TMP/pv" -w '%{http_code}' -H "X-Forwarded-Host: $xfh" "$@" \
+                "$CELLA_URL$path"
+}
+seen() { # seen NAME: the values of header NAME the app saw in the last pv/xpv (/echo), by ','
+        jq -r --arg n "$1" '.raw | [range(0; length; 2) as $i |
+                select(.[$i] | ascii_downcase == $n) | .[$i + 1]] | join(",")' "$IT_TMP/pv"
+}
+ws_seen() { # ws_seen NAME: the same from a wsclient.py --seen output on stdin
+        sed -n 's/^seen //p' | jq -r --arg n "$1" '[range(0; length; 2) as $i |
+                select(.[$i] | ascii_downcase == $n) | .[$i + 1]] | join(",")'
+}
+
 info "connection refused inside the sandbox: 502"
 assert_eq 502 "$(pv /echo)" "nothing listening"
 assert_eq BAD_GATEWAY "$(jq -r .code "$IT_TMP/pv")" "502 code"
@@ -77,6 +95,31 @@ assert_eq 127.0.0.1 "$(jq -r '.headers["x-forwarded-for"]' "$IT_TMP/pv")" "X-For
 assert_eq http "$(jq -r '.headers["x-forwarded-proto"]' "$IT_TMP/pv")" "X-Forwarded-Proto"
 assert_eq 200 "$(curl -sS -o /dev/null -w '%{http_code}' "http://$PHOST/echo" \
         --resolve "$P-$S-$TOKEN.localhost:$DPORT:127.0.0.1")" "--resolve like a browser"
+
+info "X-Forwarded-Host names the preview target when the Host is not a preview host"
+assert_eq 200 "$(xpv "$PHOST" '/echo/some/path?x=1' -X POST -d hello)" "X-Forwarded-Host form"
+assert_eq "POST /echo/some/path?x=1 5" "$(jq -r '"\(.method) \(.url) \(.length)"' "$IT_TMP/pv")" \
+        "request passed"
+assert_eq "$PHOST" "$(seen host)" "the app sees Host = the preview host, once"
+assert_eq "$PHOST" "$(seen x-forwarded-host)" "one X-Forwarded-Host, the preview host"
+assert_eq 127.0.0.1 "$(seen x-forwarded-for)" "X-Forwarded-For"
+assert_eq 200 "$(xpv "$PHOST, proxy.example:8443" /echo -H 'X-Forwarded-For: 203.0.113.7')" \
+        "a list: the first host is the client's"
+assert_eq "$PHOST" "$(seen x-forwarded-host)" "X-Forwarded-Host of a list"
+assert_eq "203.0.113.7, 127.0.0.1" "$(seen x-forwarded-for)" "X-Forwarded-For appended"
+assert_eq 200 "$(pv /echo -H "X-Forwarded-Host: $P-$S-wrongtoken.localhost")" \
+        "a preview Host wins over X-Forwarded-Host"
+assert_eq "$PHOST" "$(seen x-forwarded-host)" "the client's X-Forwarded-Host replaced"
+assert_eq 404 "$(xpv "$P-$S-wrongtoken.localhost:$DPORT" /echo)" "bad token in X-Forwarded-Host"
+assert_eq INVALID_TOKEN "$(jq -r .code "$IT_TMP/pv")" "bad token code"
+assert_eq 404 "$(xpv "0-$S-$TOKEN.localhost:$DPORT" /echo)" "malformed preview X-Forwarded-Host"
+assert_eq INVALID_TOKEN "$(jq -r .code "$IT_TMP/pv")" "malformed code"
+api GET "/v1/sandboxes/$S" -H 'X-Forwarded-Host: proxy.example.com:8443' >/dev/null
+expect_status 200
+assert_eq "$S" "$(body .id)" "a non-preview X-Forwarded-Host: an API call"
+api GET "/v1/sandboxes/$S" -H "X-Forwarded-Host: proxy.example.com, $PHOST" >/dev/null
+expect_status 200
+assert_eq "$S" "$(body .id)" "a preview host not first in X-Forwarded-Host: an API call"
 
 info "request body streamed (8 MiB, chunked and sized)"
 head -c $((8 * 1024 * 1024)) /dev/urandom >"$IT_TMP/up"
@@ -128,6 +171,14 @@ for i in 1 2 3 4 5; do
 done
 api GET "/v1/sandboxes/$S/ws/$P" >/dev/null
 expect_status 400 BAD_REQUEST
+out=$($WS -H "X-Forwarded-Host: $PHOST" --seen "$HOSTPORT" "$HOSTPORT" /ws xfh)
+assert_eq "HTTP/1.1 101 Switching Protocols|path /ws|echo xfh" \
+        "$(echo "$out" | grep -v '^seen ' | paste -sd'|')" "WebSocket by X-Forwarded-Host"
+assert_eq "$PHOST" "$(echo "$out" | ws_seen host)" "WebSocket: Host = the preview host"
+assert_eq "$PHOST" "$(echo "$out" | ws_seen x-forwarded-host)" \
+        "WebSocket: one X-Forwarded-Host, the preview host"
+out=$($WS -H "X-Forwarded-Host: $P-$S-wrongtoken.localhost" "$HOSTPORT" "$HOSTPORT" /ws) || true
+assert_contains "$out" " 404 " "WebSocket with a bad token in X-Forwarded-Host"
 
 info "wrong token, unexposed port: 404 INVALID_TOKEN"
 curl -sS -o "$IT_TMP/pv" -w '%{http_code}' -H "Host: $P-$S-wrongtoken.localhost:$DPORT" \
@@ -168,10 +219,11 @@ assert_eq "8080,8081" "$("$CLI" ports "$S" --json | jq -r '[.ports[].port] | joi
 assert_eq 8080 "$("$CLI" ports "$S" --json | jq -r '[.ports[].port] | join(",")')" "unexposed"
 "$CLI" expose "$S" 80 2>/dev/null && fail "cella expose 80 accepted"
 
-info "tokens survive a cellad restart"
+info "tokens survive a cellad restart (with auth on from here)"
 kill -KILL "$CELLAD_PID"
 wait "$CELLAD_PID" 2>/dev/null || true
 CELLAD_PID=
+export CELLA_TOKEN=it-preview-token
 start_cellad --preview-listen 127.0.0.1:0
 HOSTPORT=${CELLA_URL#http://}
 DPORT=${HOSTPORT##*:}
@@ -187,6 +239,39 @@ assert_eq 404 "$(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PPOR
         "no API on the preview listener"
 api GET "/v1/sandboxes/$S/ports" >/dev/null
 assert_contains "$(body '.ports[0].url')" ".localhost:$PPORT/" "URLs carry the preview port"
+PPHOST="$P-$S-$TOKEN.localhost:$PPORT"
+assert_eq 200 "$(curl -sS -o "$IT_TMP/pv" -w '%{http_code}' -H "X-Forwarded-Host: $PPHOST" \
+        "http://127.0.0.1:$PPORT/echo")" "X-Forwarded-Host on the preview listener"
+assert_eq "$PPHOST" "$(seen host)" "preview listener: Host = the preview host"
+assert_eq 404 "$(curl -sS -o /dev/null -w '%{http_code}' \
+        -H "X-Forwarded-Host: $P-$S-wrongtoken.localhost:$PPORT" "http://127.0.0.1:$PPORT/echo")" \
+        "preview listener: bad token in X-Forwarded-Host"
+
+info "auth on: no bearer token for preview requests; Authorization never reaches the app"
+assert_eq 200 "$(pv /echo -H 'Authorization: Bearer x')" "preview URL, Authorization sent"
+assert_eq "" "$(seen authorization)" "preview URL: Authorization not forwarded"
+assert_eq 200 "$(xpv "$PHOST" /echo -H "Authorization: Bearer $CELLA_TOKEN" -H 'Cookie: app=1')" \
+        "X-Forwarded-Host, the API's token sent"
+assert_eq "" "$(seen authorization)" "X-Forwarded-Host: Authorization not forwarded"
+assert_eq "app=1" "$(seen cookie)" "the app's cookies are"
+assert_eq 200 "$(xpv "$PHOST" /echo)" "X-Forwarded-Host needs no bearer token"
+assert_eq 401 "$(curl -sS -o "$IT_TMP/pv" -w '%{http_code}' \
+        -H 'X-Forwarded-Host: proxy.example.com' "$CELLA_URL/v1/sandboxes/$S")" \
+        "a non-preview X-Forwarded-Host is an API call: bearer token needed"
+api GET "/v1/sandboxes/$S" -H 'X-Forwarded-Host: proxy.example.com' >/dev/null
+expect_status 200
+out=$($WS --seen "$HOSTPORT" "$HOSTPORT" "/v1/sandboxes/$S/ws/$P/chat" hi)
+assert_contains "$out" "echo hi" "/ws/{port} WebSocket with the API's token"
+assert_eq "" "$(echo "$out" | ws_seen authorization)" "/ws/{port}: the API's token not forwarded"
+out=$(CELLA_TOKEN= $WS -H 'Authorization: Bearer x' --seen "$HOSTPORT" "$PHOST" /ws hi)
+assert_contains "$out" "echo hi" "preview WebSocket with Authorization"
+assert_eq "" "$(echo "$out" | ws_seen authorization)" \
+        "preview WebSocket: Authorization not forwarded"
+out=$(CELLA_TOKEN= $WS -H "X-Forwarded-Host: $PHOST" -H 'Authorization: Bearer x' --seen \
+        "$HOSTPORT" "$HOSTPORT" /ws hi)
+assert_contains "$out" "echo hi" "X-Forwarded-Host WebSocket with auth on, no bearer token"
+assert_eq "" "$(echo "$out" | ws_seen authorization)" \
+        "X-Forwarded-Host WebSocket: Authorization not forwarded"
 
 info "Chromium: a page through the preview URL talks WebSocket through it"
 command -v chromium >/dev/null || fail "chromium is not installed (scripts/deps.sh installs it)"

@@ -1,6 +1,8 @@
-// Test server run inside a sandbox by test-preview.sh: echo, streamed and SSE responses,
-// a redirect with two cookies, a WebSocket echo (hand-written upgrade), and a page that
-// talks to it. Listens on 127.0.0.1:PORT in the sandbox's network namespace.
+// Test server run inside a sandbox by test-preview.sh: echo (with the headers as received:
+// raw is req.rawHeaders, name/value pairs, duplicates kept), streamed and SSE responses, a
+// redirect with two cookies, a WebSocket echo (hand-written upgrade; its 101 carries the
+// upgrade request's raw headers as JSON in X-Seen), and a page that talks to it. Listens on
+// 127.0.0.1:PORT in the sandbox's network namespace.
 const http = require('http');
 const crypto = require('crypto');
 const port = +process.argv[2];
@@ -29,7 +31,8 @@ const srv = http.createServer((req, res) => {
       const body = Buffer.concat(chunks);
       res.setHeader('Content-Type', 'application/json');
       res.end(JSON.stringify({method: req.method, url: req.url, headers: req.headers,
-        length: body.length, sha: crypto.createHash('sha256').update(body).digest('hex')}));
+        raw: req.rawHeaders, length: body.length,
+        sha: crypto.createHash('sha256').update(body).digest('hex')}));
     });
   } else if (req.url === '/redirect') {
     res.writeHead(307, {'Location': '/echo?from=redirect',
@@ -73,7 +76,8 @@ srv.on('upgrade', (req, sock, head) => {
   const key = req.headers['sec-websocket-key'];
   const accept = crypto.createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
   sock.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
-    'Sec-WebSocket-Accept: ' + accept + '\r\nX-Path: ' + req.url + '\r\n\r\n');
+    'Sec-WebSocket-Accept: ' + accept + '\r\nX-Path: ' + req.url + '\r\n' +
+    'X-Seen: ' + JSON.stringify(req.rawHeaders) + '\r\n\r\n');
   let buf = head;
   const onData = (d) => {
     buf = Buffer.concat([buf, d]);

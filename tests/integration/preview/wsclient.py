@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Minimal WebSocket client for test-preview.sh: connect to HOST:PORT with the given Host
-header and path (and optional bearer token), send each message, print each echo."""
+header and path (and optional bearer token), send each message, print each echo.
+
+wsclient.py [-H "Name: value"]... [--seen] ADDR HOST PATH [MESSAGE...]: -H adds a request
+header; --seen prints "seen JSON", the upgrade request's headers as the server saw them (its
+X-Seen answer header)."""
 import base64, os, socket, struct, sys
 
 
@@ -15,8 +19,16 @@ def recv_exact(s, n):
 
 
 def main():
-    addr, host, path = sys.argv[1], sys.argv[2], sys.argv[3]
-    msgs = sys.argv[4:]
+    args, extra, seen = sys.argv[1:], "", False
+    while args and args[0] in ("-H", "--seen"):
+        if args[0] == "--seen":
+            seen = True
+            args = args[1:]
+        else:
+            extra += args[1] + "\r\n"
+            args = args[2:]
+    addr, host, path = args[0], args[1], args[2]
+    msgs = args[3:]
     h, p = addr.rsplit(":", 1)
     s = socket.create_connection((h, int(p)), timeout=20)
     key = base64.b64encode(os.urandom(16)).decode()
@@ -24,7 +36,8 @@ def main():
     if os.environ.get("CELLA_TOKEN"):
         auth = "Authorization: Bearer %s\r\n" % os.environ["CELLA_TOKEN"]
     req = ("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s\r\n") % (path, host, key, auth)
+           "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s%s\r\n") % (
+               path, host, key, auth, extra)
     s.sendall(req.encode())
     head = b""
     while b"\r\n\r\n" not in head:
@@ -39,6 +52,8 @@ def main():
     for line in head.decode().split("\r\n"):
         if line.lower().startswith("x-path:"):
             print("path " + line.split(":", 1)[1].strip())
+        if seen and line.lower().startswith("x-seen:"):
+            print("seen " + line.split(":", 1)[1].strip())
     for m in msgs:
         data = m.encode() if m != "@big" else b"x" * 200000
         mask = os.urandom(4)
