@@ -5,8 +5,11 @@
 #   make / make build   build into build/
 #   make image          the default sandbox image into $(IMAGES) (mmdebstrap, once)
 #   make run            build, image, then run cellad on $(LISTEN)
-#   make test           unit + integration + fuzz-corpus replay in build/, then the
-#                       ASan+UBSan pass in build-asan/ (make test-asan alone)
+#   make sdk            the TypeScript SDK: npm ci (when the lock file changed), tsc into
+#                       sdk/typescript/dist and build-test (scripts/sdk-deps.sh)
+#   make test           unit + integration (the SDK's node:test suites included) +
+#                       fuzz-corpus replay in build/, then the ASan+UBSan pass in
+#                       build-asan/ (make test-asan alone)
 #   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS per target
 #   make bench          the benchmarks (bench/run.sh, bench/preview.sh, bench/images.sh)
 #   make format         clang-format every C file
@@ -30,7 +33,7 @@ export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:strict_string_checks=1:de
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: all build deps image run test test-unit test-asan build-asan fuzz bench format clean
+.PHONY: all build deps image sdk run test test-unit test-asan build-asan fuzz bench format clean
 
 all: build
 
@@ -52,12 +55,15 @@ build: deps $(BUILD)/CMakeCache.txt
 image: deps
 	scripts/build-image.sh $(IMAGES) default
 
+sdk: deps
+	@scripts/sdk-deps.sh
+
 run: build image
 	exec $(BUILD)/cellad --listen $(LISTEN) --images $(IMAGES) $(CELLAD_ARGS)
 
 # Both passes run even if the first fails, so one run reports everything; the exit status
 # is non-zero if either failed.
-test: build image
+test: build image sdk
 	@rc=0; \
 	echo "=== ctest $(BUILD): unit, integration, fuzz corpus replay"; \
 	ctest --test-dir $(BUILD) --output-on-failure -j $(CTEST_JOBS) $(CTEST_ARGS) || rc=1; \

@@ -32,6 +32,11 @@ for p in "${packages[@]}"; do
         status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
         [ "$status" = installed ] || missing+=("$p")
 done
+# Node.js and npm for the TypeScript SDK (sdk/typescript) and its tests: checked by command,
+# not by package, since a `node` from elsewhere (e.g. nodesource's nodejs, which bundles npm
+# and conflicts with Debian's npm package) is as good as Debian's.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 
 if [ ${#missing[@]} -eq 0 ]; then
         exit 0

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Prepare the TypeScript SDK (sdk/typescript) for its tests: `npm ci` when node_modules is
+# missing or older than package.json / package-lock.json (a stamp file in node_modules
+# records the last successful install), then `npm run build` (tsc: dist/) and
+# `npm run build:test` (tsc: build-test/, what tests/integration/test-sdk-typescript.sh
+# runs). Nothing here touches the network unless the lock file changed or node_modules is
+# gone. Called by `make sdk` and `make test`.
+set -euo pipefail
+
+sdk=${SDK_DIR:-$(cd "$(dirname "$0")/../sdk/typescript" && pwd)}
+[ -f "$sdk/package.json" ] || { echo "sdk-deps.sh: no package.json in $sdk" >&2; exit 1; }
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+        echo "sdk-deps.sh: node/npm missing (scripts/deps.sh installs them); SDK tests will skip" >&2
+        exit 0
+fi
+cd "$sdk"
+
+stamp=node_modules/.cella-npm-ci.stamp
+if [ ! -d node_modules ] || [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] ||
+        [ package.json -nt "$stamp" ]; then
+        echo "sdk-deps.sh: npm ci in $sdk"
+        npm ci --no-audit --no-fund --prefer-offline
+        touch "$stamp"
+fi
+
+echo "sdk-deps.sh: npm run build && npm run build:test"
+npm run --silent build
+npm run --silent build:test
