@@ -1,6 +1,6 @@
 /** Commands: `exec` (buffered, or streamed with `onOutput`) and `execStream` (SSE bytes). */
 import type { SandboxCore } from './core.js';
-import { clientError, createSandboxError, ValidationFailedError } from './errors.js';
+import { clientError, createSandboxError, SandboxError, SessionTerminatedError, ValidationFailedError } from './errors.js';
 import { sseObjects } from './sse.js';
 import { transportError } from './transport.js';
 import type { ExecEvent, ExecOptions, ExecResult, StreamOptions } from './types.js';
@@ -72,8 +72,31 @@ export async function exec(core: SandboxCore, command: string, options: ExecOpti
     options.onComplete?.(result);
     return result;
   } catch (e) {
+    // The hosted SessionTerminatedError names its session; cellad names only explicit ones.
+    if (e instanceof SessionTerminatedError && e.context.sessionId === undefined)
+      e.context.sessionId = options.sessionId ?? 'default';
+    if (e instanceof SandboxError) decodeOutputContext(e);
     options.onError?.(e instanceof Error ? e : new Error(String(e)));
     throw e;
+  }
+}
+
+/**
+ * The output in an error's context (`{stdout, stderr}` of a timeout or a terminated
+ * session) as text, like ExecResult's: base64 when `stdoutEncoding`/`stderrEncoding` says so.
+ */
+function decodeOutputContext(e: SandboxError): void {
+  const c = e.context as Record<string, unknown>;
+  for (const k of ['stdout', 'stderr'] as const) {
+    const enc = `${k}Encoding`;
+    if (c[enc] === 'base64' && typeof c[k] === 'string') {
+      try {
+        c[k] = decodeField(c[k], 'base64');
+        delete c[enc];
+      } catch {
+        /* not base64 after all: left as it came */
+      }
+    }
   }
 }
 
@@ -119,11 +142,12 @@ async function execStreamed(core: SandboxCore, command: string, options: ExecOpt
           duration: typeof ev.duration === 'number' ? ev.duration : Date.now() - started,
           timestamp,
         };
-        r.sessionId = options.sessionId ?? 'default';
+        // As the buffered route: the session only when one was named.
+        if (options.sessionId !== undefined) r.sessionId = options.sessionId;
         return r;
       }
       case 'error':
-        throw streamError(ev, command, stdout, stderr, options.sessionId);
+        throw streamError(ev, command, stdout, stderr, options.sessionId, options.timeout);
     }
   }
   throw transportError('peer_closed', `the stream of '${command}' ended before the command completed`);
@@ -136,12 +160,15 @@ export function streamError(
   stdout: string,
   stderr: string,
   sessionId?: string,
+  timeout?: number,
 ) {
   const code = typeof ev.code === 'string' ? ev.code : 'COMMAND_EXECUTION_ERROR';
   const message = typeof ev.error === 'string' ? ev.error : `command '${command}' failed`;
   const context: Record<string, unknown> = { command, stdout, stderr };
   if (typeof ev.exitCode === 'number') context.exitCode = ev.exitCode;
   if (sessionId) context.sessionId = sessionId;
+  // As the buffered route's 408: {timeout, stdout, stderr}.
+  if (code === 'COMMAND_TIMEOUT' && timeout !== undefined) context.timeout = timeout;
   const status = code === 'COMMAND_TIMEOUT' ? 408 : code.startsWith('SESSION_') ? 410 : 500;
   return createSandboxError({ code, message, context, httpStatus: status, timestamp: new Date().toISOString() });
 }

@@ -4,9 +4,9 @@
  * absolute or relative to /workspace.
  */
 import type { SandboxCore } from './core.js';
-import { FileTooLargeError, ValidationFailedError, clientError } from './errors.js';
-import { asyncIterableToSSEStream, parseSSEStream, sseObjects } from './sse.js';
-import { guardBody } from './transport.js';
+import { FileTooLargeError, SandboxError, ValidationFailedError, clientError } from './errors.js';
+import { linkedAbort, parseSSEStream, sseByteStream, sseObjects } from './sse.js';
+import { guardBody, transportError } from './transport.js';
 import type {
   DeleteFileResult,
   FileExistsResult,
@@ -140,21 +140,47 @@ export async function readFile(core: SandboxCore, path: string, options: ReadFil
     exitCode: 0,
     encoding,
     isBinary: r.isBinary,
-    mimeType: r.mimeType,
+    mimeType: baseMime(r.mimeType),
     size: r.size,
   };
 }
 
+/**
+ * The MIME type without parameters (`text/plain; charset=utf-8` → `text/plain`), as the
+ * hosted SDK reports it (`file --mime-type`).
+ */
+function baseMime(m: string | null | undefined): string {
+  const t = (m ?? '').split(';')[0]!.trim().toLowerCase();
+  return t || 'application/octet-stream';
+}
+
+/** A path as cellad resolves it: relative to /workspace, `.` and `..` folded, never above `/`. */
+function absolutePath(p: string): string {
+  const parts: string[] = [];
+  for (const seg of (p.startsWith('/') ? p : `/workspace/${p}`).split('/')) {
+    if (seg === '' || seg === '.') continue;
+    if (seg === '..') parts.pop();
+    else parts.push(seg);
+  }
+  return '/' + parts.join('/');
+}
+
 async function readRaw(core: SandboxCore, path: string, base64: boolean): Promise<WireRead> {
   const res = await core.t.request('GET', core.path('files'), { query: { path }, operation: 'file.read' });
-  const bytes = new Uint8Array(await res.arrayBuffer());
+  let bytes: Uint8Array;
+  try {
+    bytes = new Uint8Array(await res.arrayBuffer());
+  } catch (e) {
+    throw transportError('peer_closed', `the connection to cellad broke reading '${path}'`, e, 'file.read');
+  }
   const text = isValidUtf8(bytes);
   return {
-    path,
+    // As the JSON route answers it: absolute.
+    path: absolutePath(path),
     content: text && !base64 ? decoder.decode(bytes) : bytesToBase64(bytes),
     encoding: text && !base64 ? 'utf-8' : 'base64',
     isBinary: !text,
-    mimeType: res.headers.get('content-type') ?? 'application/octet-stream',
+    mimeType: baseMime(res.headers.get('content-type')),
     size: bytes.length,
     timestamp: nowIso(),
   };
@@ -171,53 +197,76 @@ export async function readFileBytes(core: SandboxCore, path: string): Promise<Re
     path,
     content: guardBody(res, 'file.read'),
     size: Number.isFinite(len) ? len : -1,
-    mimeType: res.headers.get('content-type') ?? 'application/octet-stream',
+    mimeType: baseMime(res.headers.get('content-type')),
     timestamp: nowIso(),
   };
 }
 
-/** Text MIME types, by the hosted SDK's rule (text/*, +json, +xml and a few others). */
-function isTextMime(m: string): boolean {
-  const t = m.split(';')[0]!.trim().toLowerCase();
-  return (
-    t.startsWith('text/') ||
-    t.endsWith('+json') ||
-    t.endsWith('+xml') ||
-    ['application/json', 'application/xml', 'application/javascript', 'application/yaml', 'application/x-sh'].includes(t)
-  );
-}
-
 const CHUNK = 65535;
+
+/** Bytes that are UTF-8 text, but for an incomplete character at the end (a cut sample). */
+function isUtf8Prefix(b: Uint8Array): boolean {
+  // Drop up to 3 trailing bytes of a character the sample cut in two.
+  let end = b.length;
+  for (let i = 1; i <= 3 && i <= b.length; i++) {
+    const c = b[b.length - i]!;
+    if ((c & 0xc0) === 0x80) continue; // continuation byte: look further back
+    if (c >= 0xc0) {
+      const need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+      if (need > i) end = b.length - i;
+    }
+    break;
+  }
+  return isValidUtf8(b.subarray(0, end));
+}
 
 /**
  * The file as SSE `FileStreamEvent`s: `metadata`, `chunk`s (base64 for binary files), then
- * `complete` (or `error`). Consume it with `streamFile` or `collectFile`.
+ * `complete` (or `error`). Consume it with `streamFile` or `collectFile`. Whether the file is
+ * binary is decided as readFile does (bytes that are not UTF-8), from the whole file when it
+ * fits in the first 64 KiB, else from those.
  */
 export async function readFileStream(core: SandboxCore, path: string): Promise<ReadableStream<Uint8Array>> {
   const r = await readFileBytes(core, path);
-  const isBinary = !isTextMime(r.mimeType);
+  const reader = r.content.getReader();
+  // Read ahead: the metadata comes first and says whether the chunks are text or base64.
+  let pending = new Uint8Array(0);
+  let ended = false;
+  let bytesRead = 0;
+  const append = (value: Uint8Array) => {
+    bytesRead += value.length;
+    const merged = new Uint8Array(pending.length + value.length);
+    merged.set(pending);
+    merged.set(value, pending.length);
+    pending = merged;
+  };
+  let early: unknown;
+  try {
+    while (!ended && pending.length < CHUNK) {
+      const { done, value } = await reader.read();
+      if (done) ended = true;
+      else append(value);
+    }
+  } catch (e) {
+    early = e;
+  }
+  const isBinary = ended ? !isValidUtf8(pending) : !isUtf8Prefix(pending);
   async function* events(): AsyncGenerator<FileStreamEvent> {
     yield { type: 'metadata', mimeType: r.mimeType, size: r.size, isBinary, encoding: isBinary ? 'base64' : 'utf-8' };
-    const reader = r.content.getReader();
     const dec = new TextDecoder();
-    let bytesRead = 0;
-    let pending = new Uint8Array(0);
     try {
+      if (early !== undefined) throw early;
       for (;;) {
-        const { done, value } = await reader.read();
-        if (value) {
-          bytesRead += value.length;
-          const merged = new Uint8Array(pending.length + value.length);
-          merged.set(pending);
-          merged.set(value, pending.length);
-          pending = merged;
-        }
-        while (pending.length >= CHUNK || (done && pending.length > 0)) {
+        while (pending.length >= CHUNK || (ended && pending.length > 0)) {
           const part = pending.subarray(0, CHUNK);
           pending = pending.slice(part.length);
-          yield { type: 'chunk', data: isBinary ? bytesToBase64(part) : dec.decode(part, { stream: true }) };
+          const data = isBinary ? bytesToBase64(part) : dec.decode(part, { stream: true });
+          if (data !== '') yield { type: 'chunk', data };
         }
-        if (done) break;
+        if (ended) break;
+        const { done, value } = await reader.read();
+        if (done) ended = true;
+        else append(value);
       }
       if (!isBinary) {
         const tail = dec.decode();
@@ -227,10 +276,12 @@ export async function readFileStream(core: SandboxCore, path: string): Promise<R
     } catch (e) {
       yield { type: 'error', error: e instanceof Error ? e.message : String(e) };
     } finally {
+      if (!ended) await reader.cancel().catch(() => undefined);
       reader.releaseLock();
     }
   }
-  return asyncIterableToSSEStream(events());
+  // A cancel while a read is in flight: cancelling the body ends that read (and the request).
+  return sseByteStream(events(), { onCancel: (r) => void reader.cancel(r).catch(() => undefined) });
 }
 
 /**
@@ -344,6 +395,17 @@ export async function exists(core: SandboxCore, path: string): Promise<FileExist
 }
 
 /**
+ * An event of cella's own upload temporary file (`.cella-upload-XXXXXX`, docs/protocol.md):
+ * a writeFile is written there and renamed over its target, which a watch reports as a
+ * `move_to` of the target; the temporary file's own events are noise to the user.
+ */
+function isUploadTemp(ev: Record<string, unknown>): boolean {
+  if (ev.type !== 'event' || typeof ev.path !== 'string') return false;
+  const base = ev.path.slice(ev.path.lastIndexOf('/') + 1);
+  return base.startsWith('.cella-upload-');
+}
+
+/**
  * Watches a directory. Resolves once the watch is live (the `watching` event arrived) with
  * the SSE stream of `FileWatchSSEEvent`s, that event first. Cancel the stream, or abort
  * `signal`, to stop watching.
@@ -354,33 +416,43 @@ export async function watch(core: SandboxCore, path: string, options: WatchOptio
     throw clientError(ValidationFailedError, 'VALIDATION_FAILED', 400, 'include and exclude cannot both be given');
   await core.ready();
   const signal = options.signal;
-  const raw = await core.t.sse('POST', core.path('files', 'watch'), {
-    json: compact({ path, recursive: options.recursive, include: options.include, exclude: options.exclude }),
-    signal,
-    operation: 'file.watch',
-  });
-  const it = sseObjects(raw, signal);
-  const first = await it.next();
-  if (first.done) throw clientError(ValidationFailedError, 'WATCH_START_ERROR', 500, `the watch of '${path}' ended at once`);
+  if (signal?.aborted) throw signal.reason;
+  // One signal for the request and the reader: the caller's, or the stream being cancelled
+  // (which closes the request, and cellad stops the watch).
+  const { stop, dispose } = linkedAbort(signal);
+  let it: AsyncGenerator<Record<string, unknown>>;
+  let first: IteratorResult<Record<string, unknown>>;
+  try {
+    const raw = await core.t.sse('POST', core.path('files', 'watch'), {
+      json: compact({ path, recursive: options.recursive, include: options.include, exclude: options.exclude }),
+      signal: stop.signal,
+      operation: 'file.watch',
+    });
+    it = sseObjects(raw, stop.signal);
+    first = await it.next();
+  } catch (e) {
+    dispose();
+    throw e;
+  }
+  if (first.done) {
+    dispose();
+    throw clientError(SandboxError, 'WATCH_START_ERROR', 500, `the watch of '${path}' ended at once`, { path }, { operation: 'file.watch' });
+  }
+  const head = first.value;
+  const src = it;
   async function* events(): AsyncGenerator<FileWatchSSEEvent> {
-    yield first.value as FileWatchSSEEvent;
-    for (;;) {
-      const n = await it.next();
-      if (n.done) return;
-      yield n.value as FileWatchSSEEvent;
+    try {
+      yield head as FileWatchSSEEvent;
+      for (;;) {
+        const n = await src.next();
+        if (n.done) return;
+        if (isUploadTemp(n.value)) continue;
+        yield n.value as FileWatchSSEEvent;
+      }
+    } finally {
+      dispose();
+      await src.return(undefined);
     }
   }
-  const gen = events();
-  return asyncIterableToSSEStream(
-    {
-      [Symbol.asyncIterator]: () => ({
-        next: () => gen.next(),
-        return: async () => {
-          await it.return(undefined);
-          return gen.return(undefined);
-        },
-      }),
-    },
-    signal ? { signal } : undefined,
-  );
+  return sseByteStream(events(), { signal: stop.signal, onCancel: (r) => stop.abort(r) });
 }

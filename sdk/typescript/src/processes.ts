@@ -8,7 +8,7 @@ import {
   clientError,
   createSandboxError,
 } from './errors.js';
-import { asyncIterableToSSEStream, sseObjects } from './sse.js';
+import { linkedAbort, sseByteStream, sseObjects } from './sse.js';
 import type {
   LogEvent,
   Process,
@@ -64,8 +64,12 @@ function checkId(id: unknown, what = 'processId'): asserts id is string {
     });
 }
 
-/** Adds what the SDK knows (`processId`, `command`, `condition`, `timeout`) to a wait's error. */
-function waitError(e: unknown, info: ProcessInfo, condition: string, timeout?: number): unknown {
+/**
+ * Adds what the SDK knows (`processId`, `command`, `condition`, `timeout`) to a wait's
+ * error, and the exit code of a process that exited first (cellad's 409 does not carry it;
+ * the hosted context has it).
+ */
+async function waitError(core: SandboxCore, e: unknown, info: ProcessInfo, condition: string, timeout?: number): Promise<unknown> {
   if (e instanceof ProcessReadyTimeoutError || e instanceof ProcessExitedBeforeReadyError) {
     const ctx: Record<string, unknown> = {
       ...e.context,
@@ -74,8 +78,11 @@ function waitError(e: unknown, info: ProcessInfo, condition: string, timeout?: n
       condition,
     };
     if (timeout !== undefined) ctx.timeout = timeout;
-    if (e instanceof ProcessExitedBeforeReadyError && ctx.exitCode === undefined) ctx.exitCode = null;
-    return createSandboxError({ ...e.errorResponse, context: ctx });
+    if (e instanceof ProcessExitedBeforeReadyError && typeof ctx.exitCode !== 'number') {
+      const now = await getProcessInfo(core, info.id).catch(() => null);
+      ctx.exitCode = typeof now?.exitCode === 'number' ? now.exitCode : null;
+    }
+    return createSandboxError({ ...e.errorResponse, context: ctx }, { cause: e.cause });
   }
   return e;
 }
@@ -147,7 +154,7 @@ export class ProcessHandle implements Process {
         throw clientError(ValidationFailedError, 'VALIDATION_FAILED', 400, 'pattern must be a string or a RegExp');
       return await waitForRegExp(this.#core, this, pattern, condition, timeout);
     } catch (e) {
-      throw waitError(e, this, condition, timeout);
+      throw await waitError(this.#core, e, this, condition, timeout);
     }
   }
 
@@ -167,7 +174,7 @@ export class ProcessHandle implements Process {
         operation: 'process.waitForPort',
       });
     } catch (e) {
-      throw waitError(e, this, condition, options.timeout);
+      throw await waitError(this.#core, e, this, condition, options.timeout);
     }
   }
 
@@ -180,7 +187,7 @@ export class ProcessHandle implements Process {
       this.update(toInfo(w));
       return { exitCode: w.exitCode ?? -1 };
     } catch (e) {
-      throw waitError(e, this, 'process exit', timeout);
+      throw await waitError(this.#core, e, this, 'process exit', timeout);
     }
   }
 
@@ -384,26 +391,39 @@ export async function streamProcessLogs(
   checkId(id);
   await core.ready();
   const signal = options.signal;
-  const raw = await core.t.sse('GET', procPath(core, id, 'stream'), { signal, operation: 'process.stream' });
+  if (signal?.aborted) throw signal.reason;
+  // One signal for the request and the reader: the caller's, or the stream being cancelled.
+  const { stop, dispose } = linkedAbort(signal);
+  let raw: ReadableStream<Uint8Array>;
+  try {
+    raw = await core.t.sse('GET', procPath(core, id, 'stream'), { signal: stop.signal, operation: 'process.stream' });
+  } catch (e) {
+    dispose();
+    throw e;
+  }
   async function* events(): AsyncGenerator<LogEvent> {
-    for await (const ev of sseObjects(raw, signal)) {
-      const timestamp = typeof ev.timestamp === 'string' ? ev.timestamp : new Date().toISOString();
-      if (ev.type === 'stdout' || ev.type === 'stderr') {
-        yield { type: ev.type, timestamp, data: eventData(ev), processId: id };
-      } else if (ev.type === 'exit') {
-        const out: LogEvent = {
-          type: 'exit',
-          timestamp,
-          data: `Process ${String(ev.status)} with exit code ${String(ev.exitCode)}`,
-          processId: typeof ev.processId === 'string' ? ev.processId : id,
-        };
-        if (typeof ev.exitCode === 'number') out.exitCode = ev.exitCode;
-        if (typeof ev.status === 'string') out.status = ev.status as ProcessStatus;
-        yield out;
-      } else if (ev.type === 'error') {
-        yield { type: 'error', timestamp, data: typeof ev.error === 'string' ? ev.error : 'error', processId: id };
+    try {
+      for await (const ev of sseObjects(raw, stop.signal)) {
+        const timestamp = typeof ev.timestamp === 'string' ? ev.timestamp : new Date().toISOString();
+        if (ev.type === 'stdout' || ev.type === 'stderr') {
+          yield { type: ev.type, timestamp, data: eventData(ev), processId: id };
+        } else if (ev.type === 'exit') {
+          const out: LogEvent = {
+            type: 'exit',
+            timestamp,
+            data: `Process ${String(ev.status)} with exit code ${String(ev.exitCode)}`,
+            processId: typeof ev.processId === 'string' ? ev.processId : id,
+          };
+          if (typeof ev.exitCode === 'number') out.exitCode = ev.exitCode;
+          if (typeof ev.status === 'string') out.status = ev.status as ProcessStatus;
+          yield out;
+        } else if (ev.type === 'error') {
+          yield { type: 'error', timestamp, data: typeof ev.error === 'string' ? ev.error : 'error', processId: id };
+        }
       }
+    } finally {
+      dispose();
     }
   }
-  return asyncIterableToSSEStream(events(), signal ? { signal } : undefined);
+  return sseByteStream(events(), { signal: stop.signal, onCancel: (r) => stop.abort(r) });
 }

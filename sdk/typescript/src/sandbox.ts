@@ -16,8 +16,13 @@ import {
   notSupported,
 } from './errors.js';
 import * as files from './files.js';
+import * as interpreter from './interpreter.js';
+import type { CodeContext, CreateContextOptions, RunCodeOptions } from './types.js';
 import * as ports from './ports.js';
 import * as processes from './processes.js';
+import * as terminals from './terminal.js';
+import * as websockets from './websocket.js';
+import type { PtyOptions } from './types.js';
 import { Transport, type ConnectOptions } from './transport.js';
 import type {
   DeleteSessionResult,
@@ -306,6 +311,57 @@ export class Sandbox {
     return ports.validatePortToken(this.core, port, token);
   }
 
+  // ------------------------------------------------------------------ websockets and terminal
+
+  /**
+   * Relays a WebSocket upgrade request to `port` in the sandbox (path and query kept), through
+   * cellad's `/ws/{port}`. In Node the answer is relayed by `serve()`/`toNodeUpgradeListener`
+   * of '@cella/sandbox/node' (elsewhere it is a 426 saying so).
+   */
+  wsConnect(request: Request, port: number): Promise<Response> {
+    return websockets.wsConnect(this.core, request, port);
+  }
+  /** cella: a WebSocket (open) to `port` in the sandbox through cellad's `/ws/{port}`. */
+  connectWebSocket(port: number, options?: websockets.ConnectWebSocketOptions): Promise<WebSocket> {
+    return websockets.connectWebSocket(this.core, port, options);
+  }
+  /** Relays a WebSocket upgrade request to the default session's terminal (see wsConnect). */
+  terminal(request: Request, options?: PtyOptions): Promise<Response> {
+    return terminals.terminal(this.core, undefined, request, options);
+  }
+  /** cella: a client of a session's terminal (default session), resolved once attached. */
+  openTerminal(options?: terminals.OpenTerminalOptions): Promise<terminals.Terminal> {
+    if (options?.sessionId !== undefined) {
+      const { sessionId, ...rest } = options;
+      return this.getSession(sessionId).then((s) => s.openTerminal(rest));
+    }
+    return terminals.openTerminal(this.core, options);
+  }
+
+  // ------------------------------------------------------------------ code interpreter
+
+  /** Creates a code context: an interpreter (python, javascript, typescript) whose state
+   * persists from one run to the next. */
+  createCodeContext(options?: CreateContextOptions): Promise<CodeContext> {
+    return interpreter.createCodeContext(this.core, options);
+  }
+  /** Runs code in a context (default: the language's default context); with a callback,
+   * calls it as the output and results arrive. The code raising is the result's `error`. */
+  runCode(code: string, options?: RunCodeOptions): Promise<interpreter.Execution> {
+    return interpreter.runCode(this.core, code, options);
+  }
+  /** Runs code and answers its events as an SSE byte stream, as they happen. */
+  runCodeStream(code: string, options?: RunCodeOptions): Promise<ReadableStream<Uint8Array>> {
+    return interpreter.runCodeStream(this.core, code, options);
+  }
+  listCodeContexts(): Promise<CodeContext[]> {
+    return interpreter.listCodeContexts(this.core);
+  }
+  /** Deletes a context (kills its interpreter); unknown: `ContextNotFoundError`. */
+  deleteCodeContext(contextId: string): Promise<void> {
+    return interpreter.deleteCodeContext(this.core, contextId);
+  }
+
   // ------------------------------------------------------------------ lifecycle
 
   /** Destroys the sandbox: processes, files, ports, records. The id can be used again. */
@@ -355,6 +411,9 @@ export class Sandbox {
     return null;
   }
   private async reconfigure(body: Record<string, unknown>): Promise<void> {
+    // Created first with all of the getSandbox options: a PUT of `body` alone would create
+    // the sandbox with the defaults (e.g. another instanceType, which cannot change later).
+    await this.core.ready();
     await this.core.t.json('PUT', this.core.path(), { json: body, operation: 'sandbox.configure' });
   }
 
@@ -506,6 +565,22 @@ export class ExecutionSession {
       });
     });
   }
+  // code contexts are the sandbox's
+  createCodeContext(options?: CreateContextOptions): Promise<CodeContext> {
+    return this.#sandbox.createCodeContext(options);
+  }
+  runCode(code: string, options?: RunCodeOptions): Promise<interpreter.Execution> {
+    return this.#sandbox.runCode(code, options);
+  }
+  runCodeStream(code: string, options?: RunCodeOptions): Promise<ReadableStream<Uint8Array>> {
+    return this.#sandbox.runCodeStream(code, options);
+  }
+  listCodeContexts(): Promise<CodeContext[]> {
+    return this.#sandbox.listCodeContexts();
+  }
+  deleteCodeContext(contextId: string): Promise<void> {
+    return this.#sandbox.deleteCodeContext(contextId);
+  }
   createBackup(options: unknown): Promise<never> {
     return this.#sandbox.createBackup(options);
   }
@@ -517,5 +592,16 @@ export class ExecutionSession {
   }
   unmountBucket(mountPath: string): Promise<never> {
     return this.#sandbox.unmountBucket(mountPath);
+  }
+
+  // ------------------------------------------------------------------ terminal
+
+  /** Relays a WebSocket upgrade request to this session's terminal (see Sandbox.wsConnect). */
+  terminal(request: Request, options?: PtyOptions): Promise<Response> {
+    return this.#inSession(() => terminals.terminal(this.#sandbox.core, this.id, request, options));
+  }
+  /** cella: a client of this session's terminal, resolved once attached. */
+  openTerminal(options?: Omit<terminals.OpenTerminalOptions, 'sessionId'>): Promise<terminals.Terminal> {
+    return this.#inSession(() => terminals.openTerminal(this.#sandbox.core, { ...options, sessionId: this.id }));
   }
 }

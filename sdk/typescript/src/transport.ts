@@ -88,6 +88,11 @@ export class Transport {
     this.extraHeaders = { ...(options.headers ?? {}) };
   }
 
+  /** The fetch this connection uses (connect({fetch}) or the platform's), without its headers. */
+  get rawFetch(): typeof fetch {
+    return this.fetchImpl;
+  }
+
   /** `/v1/sandboxes/{id}` + the rest, with every segment percent-encoded. */
   sandboxPath(id: string, ...rest: string[]): string {
     return ['/v1/sandboxes', encodeSegment(id), ...rest.map(encodeSegment)].join('/');
@@ -133,6 +138,8 @@ export class Transport {
       res = await this.fetchImpl(this.url(path, opts.query), init);
     } catch (e) {
       if (isAbort(e, opts.signal)) throw abortReason(opts.signal, e);
+      if (fetchFailure(e) === 'peer_closed')
+        throw transportError('peer_closed', `the connection to cellad at ${this.baseUrl} broke before its answer: ${describe(e)}`, e, opts.operation);
       throw transportError('connection_failed', `cannot reach cellad at ${this.baseUrl}: ${describe(e)}`, e, opts.operation);
     }
     if (res.ok) return res;
@@ -265,6 +272,22 @@ export function transportError(kind: string, message: string, cause?: unknown, o
   const extra: { operation?: string; cause?: unknown } = { cause };
   if (operation) extra.operation = operation;
   return clientError(RPCTransportError, 'RPC_TRANSPORT_ERROR', 503, message, { kind }, extra);
+}
+
+/** The error codes of a connection that was made and then broke (undici's and Node's). */
+const BROKE = new Set(['UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_ABORTED']);
+
+/**
+ * Why `fetch` failed: the connection could not be made (refused, no route, DNS), or it was
+ * made and broke before the answer (the daemon died with the request in flight). `fetch`
+ * says only "fetch failed"; the cause chain has the code.
+ */
+function fetchFailure(e: unknown): 'connection_failed' | 'peer_closed' {
+  for (let c: unknown = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
+    const code = (c as { code?: unknown }).code;
+    if (typeof code === 'string' && BROKE.has(code)) return 'peer_closed';
+  }
+  return 'connection_failed';
 }
 
 function describe(e: unknown): string {

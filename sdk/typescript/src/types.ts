@@ -426,8 +426,13 @@ export interface CodeContext {
   readonly id: string;
   readonly language: string;
   readonly cwd: string;
+  /** cella keeps no times: when this client first saw the context (its creation, for
+   * contexts it created). */
   readonly createdAt: Date;
+  /** cella: when this client last ran code in it (else `createdAt`). */
   readonly lastUsed: Date;
+  /** cella: the interpreter's state (`dead`: it exited or was killed; delete the context). */
+  readonly status?: 'starting' | 'ready' | 'busy' | 'dead' | string;
 }
 
 export interface OutputMessage {
@@ -439,6 +444,7 @@ export interface ExecutionError {
   name: string;
   message: string;
   traceback: string[];
+  /** The line of the run's code the error was raised at, read from the traceback. */
   lineNumber?: number;
 }
 
@@ -490,7 +496,39 @@ export interface ExecutionResult {
   results: Array<Omit<Result, 'formats'>>;
   /** cella: the run was interrupted by its timeout. */
   timedOut?: boolean;
+  /** cella: the output passed the 64 MiB buffered cap and was cut (JSON route only). */
+  truncated?: boolean;
 }
+
+/**
+ * The events of `runCodeStream` (parse them with `parseSSEStream<RunCodeStreamEvent>`):
+ * the hosted SDK's names and fields, plus cella's (`name`/`message` beside `ename`/`evalue`,
+ * `executionCount` beside `execution_count`, a `timestamp` on each).
+ */
+export type RunCodeStreamEvent =
+  | { type: 'stdout' | 'stderr'; text: string; timestamp: string }
+  | ({ type: 'result'; timestamp: string } & Omit<Result, 'formats'>)
+  | {
+      type: 'error';
+      ename: string;
+      evalue: string;
+      traceback: string[];
+      name: string;
+      message: string;
+      timestamp: string;
+      /** cella: the line of the code the error was raised at (as `ExecutionError`). */
+      lineNumber?: number;
+      /** cella: set when the run itself failed (`CONTEXT_DEAD`: the interpreter died); the
+       * stream ends after it, with no `execution_complete`. */
+      code?: string;
+    }
+  | {
+      type: 'execution_complete';
+      execution_count: number;
+      executionCount: number;
+      timedOut: boolean;
+      timestamp: string;
+    };
 
 // ---------------------------------------------------------------- terminal
 
