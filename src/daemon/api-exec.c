@@ -43,6 +43,28 @@ static bool agent_error_exit_code(const struct frame *f, json_int_t *ret)
         return ok;
 }
 
+/* stdout and stderr as held so far into @obj, each with its encoding when it is base64
+ * (not UTF-8) and `truncated` when the buffer dropped some: the 200 answer and the
+ * context of a COMMAND_TIMEOUT or SESSION_TERMINATED error carry the same fields. */
+static void set_output(json_t *obj, const struct exec_op *op)
+{
+        static const char *const names[2][2] = {{"stdout", "stdoutEncoding"},
+                                                {"stderr", "stderrEncoding"}};
+
+        if (!obj)
+                return;
+        for (int i = 0; i < 2; i++) {
+                bool b64 = false;
+                json_t *v = api_output_json(&op->out[i], &b64);
+
+                json_object_set_new(obj, names[i][0], v ? v : json_string(""));
+                if (b64)
+                        json_object_set_new(obj, names[i][1], json_string("base64"));
+        }
+        if (op->truncated[0] || op->truncated[1])
+                json_object_set_new(obj, "truncated", json_true());
+}
+
 static void on_exit_frame(struct exec_op *op, const struct frame *f)
 {
         json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
@@ -78,17 +100,13 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
                 return;
         }
         {
-                bool b64o, b64e;
-                json_t *so = api_output_json(&op->out[0], &b64o);
-                json_t *se = api_output_json(&op->out[1], &b64e);
                 json_t *r;
 
                 if (timed_out) {
                         struct cella_error e = {0};
-                        json_t *ctx = json_pack("{s:I, s:o, s:o}", "timeout",
-                                                (json_int_t)op->in.timeout_ms, "stdout",
-                                                so ? so : json_string(""), "stderr",
-                                                se ? se : json_string(""));
+                        json_t *ctx = json_pack("{s:I}", "timeout", (json_int_t)op->in.timeout_ms);
+
+                        set_output(ctx, op);
 
                         cella_error_set(&e, CELLA_E_COMMAND_TIMEOUT,
                                         "command timed out after %lld ms; its process tree was "
@@ -100,17 +118,11 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
                         api_op_finish(&op->base);
                         return;
                 }
-                r = json_pack("{s:b, s:I, s:o, s:o, s:s, s:I, s:s}", "success", code == 0,
-                              "exitCode", code, "stdout", so ? so : json_string(""), "stderr",
-                              se ? se : json_string(""), "command", op->in.command, "duration",
+                r = json_pack("{s:b, s:I, s:s, s:I, s:s}", "success", code == 0, "exitCode",
+                              code, "command", op->in.command, "duration",
                               (json_int_t)duration_ms(op), "timestamp", ts);
                 if (r) {
-                        if (b64o)
-                                json_object_set_new(r, "stdoutEncoding", json_string("base64"));
-                        if (b64e)
-                                json_object_set_new(r, "stderrEncoding", json_string("base64"));
-                        if (op->truncated[0] || op->truncated[1])
-                                json_object_set_new(r, "truncated", json_true());
+                        set_output(r, op);
                         if (op->in.session_id)
                                 json_object_set_new(r, "sessionId", json_string(op->in.session_id));
                         if (op->pid > 0)
@@ -200,13 +212,9 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         } else if (op->base.io.req) {
                                 /* SESSION_TERMINATED: the shell's exit code and the output
                                  * the command wrote before it exited. */
-                                bool b64o, b64e;
-                                json_t *so = api_output_json(&op->out[0], &b64o);
-                                json_t *se = api_output_json(&op->out[1], &b64e);
-                                json_t *ctx = json_pack("{s:I, s:o, s:o}", "exitCode", code,
-                                                        "stdout", so ? so : json_string(""),
-                                                        "stderr", se ? se : json_string(""));
+                                json_t *ctx = json_pack("{s:I}", "exitCode", code);
 
+                                set_output(ctx, op);
                                 if (ctx && op->in.session_id)
                                         json_object_set_new(ctx, "sessionId",
                                                             json_string(op->in.session_id));

@@ -1095,8 +1095,16 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
                 }
                 if (opts->env)
                         json_object_update(s->env, opts->env);
-                if (opts->labels)
-                        json_object_update(s->labels, opts->labels);
+                /* env adds to what is set (setEnvVars); labels are the set given */
+                if (opts->labels) {
+                        json_t *labels = json_deep_copy(opts->labels);
+
+                        if (!labels)
+                                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                                       "out of memory");
+                        json_decref(s->labels);
+                        s->labels = labels;
+                }
                 if (opts->sleep_after_ms > 0)
                         s->sleep_after_ms = opts->sleep_after_ms;
                 if (opts->has_keep_alive)

@@ -30,6 +30,15 @@ expect_status 201
 assert_eq x "$(body .labels.team)" "labels"
 api_json PUT "/v1/sandboxes/$(sbx put)" '{"labels":{"team":"y"}}'
 expect_status 200
+api_json PUT "/v1/sandboxes/$(sbx put)" '{"labels":{"tier":"1"},"env":{"B":"2"}}'
+expect_status 200
+assert_eq '{"tier":"1"}' "$(body .labels | jq -c .)" "PUT replaces labels"
+api_json PUT "/v1/sandboxes/$(sbx put)" '{"env":{"C":"3"}}'
+assert_eq '{"tier":"1"}' "$(body .labels | jq -c .)" "PUT without labels keeps them"
+assert_eq 3 "$(body .env.C)" "PUT env adds"
+assert_eq 2 "$(body .env.B)" "PUT env keeps the others"
+api_json PUT "/v1/sandboxes/$(sbx put)" '{"labels":{}}'
+assert_eq '{}' "$(body .labels | jq -c .)" "PUT labels {} clears them"
 api GET /v1/health >/dev/null
 assert_eq 2 "$(body .sandboxes)" "health counts sandboxes"
 assert_eq "$S" "$(run_in "$S" hostname)" "hostname"

@@ -110,8 +110,7 @@ describe('getSandbox options and the setters', { skip }, () => {
   });
 
   test(
-    'setLabels replaces the labels (hosted); cellad merges them on PUT, so one cannot be removed',
-    { todo: 'cellad: PUT /v1/sandboxes/{id} merges labels; there is no way to remove one' },
+    'setLabels replaces the labels',
     async () => {
       const s = sb('life-c2');
       await s.setLabels({ old: '1' });
