@@ -11,7 +11,7 @@
 #                       fuzz-corpus replay in build/, then the ASan+UBSan pass in
 #                       build-asan/ (make test-asan alone)
 #   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS per target
-#   make bench          the benchmarks (bench/run.sh, bench/preview.sh, bench/images.sh)
+#   make bench          the benchmarks (bench/run.sh, preview.sh, pty.sh, sdk.sh, images.sh)
 #   make format         clang-format every C file
 #   make clean          remove the build directories
 SHELL := /bin/bash
@@ -92,6 +92,7 @@ bench: build image
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/run.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/preview.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/pty.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/sdk.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/images.sh
 
 format:

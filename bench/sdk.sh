@@ -4,14 +4,14 @@
 # ROUNDS rounds of N calls each, the figures are over all calls of each client) and an
 # execStream of STREAM_BYTES of text (MB/s). Rewrites the section of docs/performance.md
 # between the BEGIN/END SDK FIGURES markers.
-# Usage: bench/sdk.sh  (env: BUILD, IMAGES, N (default 2000), ROUNDS (3), STREAM_BYTES (1 GiB)).
+# Usage: bench/sdk.sh  (env: BUILD, IMAGES, N (default 1000), ROUNDS (7), STREAM_BYTES (1 GiB)).
 # Needs root, node, and the SDK built (scripts/sdk-deps.sh).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$src/build}
 IMAGES=${IMAGES:-/var/lib/cella/images}
-N=${N:-2000}
-ROUNDS=${ROUNDS:-3}
+N=${N:-1000}
+ROUNDS=${ROUNDS:-7}
 STREAM_BYTES=${STREAM_BYTES:-1073741824}
 cmake -S "$src" -B "$BUILD" >/dev/null
 cmake --build "$BUILD" --target cellad cella-init sdk-client >/dev/null
