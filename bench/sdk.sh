@@ -1,10 +1,11 @@
 #!/bin/bash
 # SDK benchmark: the TypeScript SDK (@cella/sandbox, sdk/typescript) beside libcella against
 # one cellad in the same run. exec('true') round trips (p50/p95; the two clients take turns,
-# ROUNDS rounds of N calls each, the figures are over all calls of each client) and an
+# ROUNDS rounds of N calls each, reported as the medians of the rounds' figures; the SDK
+# also cold, the first N calls of its fresh process) and an
 # execStream of STREAM_BYTES of text (MB/s). Rewrites the section of docs/performance.md
 # between the BEGIN/END SDK FIGURES markers.
-# Usage: bench/sdk.sh  (env: BUILD, IMAGES, N (default 1000), ROUNDS (7), STREAM_BYTES (1 GiB)).
+# Usage: bench/sdk.sh  (env: BUILD, IMAGES, N (default 1000), ROUNDS (7), WARM (3000), STREAM_BYTES (1 GiB)).
 # Needs root, node, and the SDK built (scripts/sdk-deps.sh).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,6 +13,7 @@ BUILD=${BUILD:-$src/build}
 IMAGES=${IMAGES:-/var/lib/cella/images}
 N=${N:-1000}
 ROUNDS=${ROUNDS:-7}
+WARM=${WARM:-3000}
 STREAM_BYTES=${STREAM_BYTES:-1073741824}
 cmake -S "$src" -B "$BUILD" >/dev/null
 cmake --build "$BUILD" --target cellad cella-init sdk-client >/dev/null
@@ -23,36 +25,53 @@ curl -sS -f -X PUT "$url/v1/sandboxes/sdkbench" -H 'Content-Type: application/js
         -d '{"keepAlive":true}' >/dev/null
 
 c=$BUILD/bench/sdk-client
-ts=(node "$src/bench/sdk-typescript.mjs")
 fig() { # line field -> the number after field=
         echo "$1" | grep -o "$2=[0-9.]*" | cut -d= -f2
 }
-# Each round prints one line per client; the reported p50/p95 are the medians of the rounds'.
+# The SDK runs in one node process for the whole run (a server using it lives long);
+# `ask LINE` sends it a command and answers its one line of figures.
+coproc TS { exec node "$src/bench/sdk-typescript.mjs" "$url" sdkbench; }
+ask() {
+        local line
+        echo "$1" >&"${TS[1]}"
+        read -r line <&"${TS[0]}" || { echo "bench/sdk-typescript.mjs failed" >&2; exit 1; }
+        echo "$line"
+}
+# Cold: the first N calls of a fresh process (after 100 unmeasured), JIT still warming.
+ask "warm 100" >/dev/null
+cold=$(ask "rt $N")
+ask "warm $WARM" >/dev/null
+echo "sdk, cold process: $cold; then $WARM calls to warm up" >&2
+# Each round measures both clients in turn; reported: medians of the rounds' p50 and p95.
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 c50=() c95=() t50=() t95=()
 for r in $(seq 1 "$ROUNDS"); do
         a=$("$c" "$url" sdkbench rt "$N")
-        b=$("${ts[@]}" "$url" sdkbench rt "$N")
+        b=$(ask "rt $N")
         echo "round $r: libcella $a; sdk $b" >&2
         c50+=("$(fig "$a" p50_us)") c95+=("$(fig "$a" p95_us)")
         t50+=("$(fig "$b" p50_us)") t95+=("$(fig "$b" p95_us)")
 done
 cs=$("$c" "$url" sdkbench stream "$STREAM_BYTES")
-tss=$("${ts[@]}" "$url" sdkbench stream "$STREAM_BYTES")
+tss=$(ask "stream $STREAM_BYTES")
 echo "stream: libcella $cs; sdk $tss" >&2
+exec {TS[1]}>&-
+wait "$TS_PID" || true
 
 C50=$(printf '%s\n' "${c50[@]}" | median) C95=$(printf '%s\n' "${c95[@]}" | median)
 T50=$(printf '%s\n' "${t50[@]}" | median) T95=$(printf '%s\n' "${t95[@]}" | median)
 {
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r)," \
                 "node $(node --version): $ROUNDS rounds of $N calls per client, taking turns" \
-                "(median of the rounds' p50 and p95); the stream is one execStream of" \
+                "(median of the rounds' p50 and p95), the SDK in one node process warmed by" \
+                "$WARM calls first; the stream is one execStream of" \
                 "$STREAM_BYTES bytes of text, counted as it is parsed."
         echo
         echo "| client | exec('true') p50 (us) | p95 (us) | execStream MB/s |"
         echo "|---|---|---|---|"
         echo "| libcella (C, baseline) | $C50 | $C95 | $(fig "$cs" mbps) |"
         echo "| @cella/sandbox (TypeScript, Node) | $T50 | $T95 | $(fig "$tss" mbps) |"
+        echo "| @cella/sandbox, the first $N calls of a fresh process | $(fig "$cold" p50_us) | $(fig "$cold" p95_us) | |"
         echo
         echo "The SDK adds $((T50 - C50)) us at p50 to an exec round trip."
 } | tee /dev/stderr | bench_figures "SDK FIGURES"
