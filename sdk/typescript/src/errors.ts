@@ -166,7 +166,11 @@ export class InterpreterNotFoundError extends SandboxError {}
 // ---- validation, sandboxes, platform ----
 export class ValidationFailedError extends SandboxError {}
 export class SandboxNotFoundError extends SandboxError {}
-/** An invalid sandbox id, or a port the platform keeps for itself. */
+/**
+ * An invalid sandbox id: `getSandbox` refuses it before any request (code
+ * `INVALID_SANDBOX_NAME`, also cellad's answer for a bad name). The hosted SDK throws it for
+ * ports it refuses too; cella answers `InvalidPortError` there.
+ */
 export class SandboxSecurityError extends SandboxError {}
 /** The API refused the bearer token (401). */
 export class UnauthorizedError extends SandboxError {}
@@ -186,8 +190,9 @@ export class ContainerUnavailableError extends SandboxError<{
 /**
  * The connection to cellad failed: it could not be made (`kind: 'connection_failed'`), or
  * it broke while an answer or stream was in flight (`kind: 'peer_closed'`), or what came
- * back was not the API's (`kind: 'protocol_error'`). The name is the hosted SDK's; cella's
- * transport is HTTP.
+ * back was not the API's (`kind: 'protocol_error'`), or a client WebSocket did not open and
+ * the platform gave no answer to read (`kind: 'upgrade_failed'`). The name and the kinds
+ * are the hosted SDK's; cella's transport is HTTP.
  */
 export class RPCTransportError extends SandboxError<{ kind: string; [key: string]: unknown }> {
   get kind(): string {
@@ -195,8 +200,8 @@ export class RPCTransportError extends SandboxError<{ kind: string; [key: string
   }
 }
 export class OperationInterruptedError extends SandboxError {}
-/** A hosted-SDK feature that needs Cloudflare's network, which cella does not (yet) have.
- * The message names the cella alternative. Code `NOT_SUPPORTED`. */
+/** A hosted-SDK method cella does not have. The message says why and names what to use
+ * instead (also in `suggestion`); `context.method` names the method. Code `NOT_SUPPORTED`. */
 export class NotSupportedError extends SandboxError {}
 
 // ---- backups (hosted names; cella has no backups yet, they throw NotSupportedError) ----
@@ -205,6 +210,21 @@ export class BackupExpiredError extends SandboxError {}
 export class InvalidBackupConfigError extends SandboxError {}
 export class BackupCreateError extends SandboxError {}
 export class BackupRestoreError extends SandboxError {}
+
+// ---- bucket mounts (hosted names and codes; cella mounts no buckets: mountBucket throws
+// NotSupportedError). The hosted SDK makes them plain Errors with a `code`; here they are
+// SandboxErrors like every other class, so `code` and `instanceof Error` work the same. ----
+export class BucketMountError extends SandboxError {}
+export class S3FSMountError extends BucketMountError {}
+export class BucketUnmountError extends BucketMountError {}
+export class MissingCredentialsError extends BucketMountError {}
+export class InvalidMountConfigError extends BucketMountError {}
+
+// ---- the hosted Durable Object's runtime and lifetime fences (exported by name so code
+// that checks for them compiles; cella has no Durable Object and never throws them) ----
+export class RuntimeIdentityInactiveError extends SandboxError {}
+export class SandboxLifetimeChangedError extends SandboxError {}
+export class SessionInitInvalidatedError extends SandboxError {}
 
 type ErrorClass = new (r: ErrorResponse<any>, o?: { cause?: unknown }) => SandboxError<any>;
 
@@ -277,6 +297,11 @@ const byCode: Record<string, ErrorClass> = {
   INVALID_BACKUP_CONFIG: InvalidBackupConfigError,
   BACKUP_CREATE_FAILED: BackupCreateError,
   BACKUP_RESTORE_FAILED: BackupRestoreError,
+  BUCKET_MOUNT_ERROR: BucketMountError,
+  S3FS_MOUNT_ERROR: S3FSMountError,
+  BUCKET_UNMOUNT_ERROR: BucketUnmountError,
+  MISSING_CREDENTIALS: MissingCredentialsError,
+  INVALID_MOUNT_CONFIG: InvalidMountConfigError,
 };
 
 function isRecord(v: unknown): v is Record<string, unknown> {
@@ -346,25 +371,34 @@ export function clientError<T extends SandboxError<any>>(
   return new cls(r, extra?.cause !== undefined ? { cause: extra.cause } : undefined);
 }
 
-/** A hosted feature cella does not have: a clear `NOT_SUPPORTED` naming what to use. */
-export function notSupported(method: string, alternative: string): NotSupportedError {
+/**
+ * A hosted method cella does not have: `NOT_SUPPORTED` (501) whose message says why
+ * (`reason`) and what to use instead (`alternative`, also the `suggestion`).
+ */
+export function notSupported(method: string, reason: string, alternative: string): NotSupportedError {
   return clientError(
     NotSupportedError,
     'NOT_SUPPORTED',
     501,
-    `${method} needs Cloudflare's network and is not supported by cella: ${alternative}`,
+    `${method} is not supported by cella: ${reason}. Instead: ${alternative}`,
     { method },
     { suggestion: alternative },
   );
 }
 
+/** The transport kinds worth retrying: the connection was not made, or it broke. */
+const TRANSIENT_KINDS = new Set(['connection_failed', 'peer_closed']);
+
 /**
- * True for failures worth retrying as they are: the connection to cellad failed or broke,
- * or the sandbox was briefly unavailable (503). The hosted SDK's name.
+ * True for failures worth retrying as they are: the connection to cellad could not be made
+ * or broke (`RPCTransportError` of kind `connection_failed` or `peer_closed`; not
+ * `protocol_error` or `upgrade_failed`, which a retry does not mend), or any answer with
+ * status 503 (`SANDBOX_UNAVAILABLE`, `INTERPRETER_NOT_READY`, a proxy's 503 ...). The
+ * hosted SDK's name.
  */
 export function isPlatformTransientError(e: unknown): boolean {
-  if (e instanceof RPCTransportError) return e.kind === 'connection_failed' || e.kind === 'peer_closed';
-  if (e instanceof ContainerUnavailableError) return e.httpStatus === 503;
+  if (e instanceof RPCTransportError) return TRANSIENT_KINDS.has(e.kind);
+  if (e instanceof SandboxError) return e.httpStatus === 503;
   return false;
 }
 

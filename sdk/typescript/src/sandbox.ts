@@ -173,13 +173,16 @@ export class Sandbox {
     return processes.streamProcessLogs(this.core, processId, options);
   }
   /**
-   * Not supported: cella keeps the last 1024 processes and forgets the oldest finished ones
-   * by itself (the hosted SDK's method always answers 0).
+   * Not supported: cellad has no route that forgets finished processes; it keeps the last
+   * 1024 and forgets the oldest finished ones by itself (the hosted SDK's method always
+   * answers 0).
    */
   async cleanupCompletedProcesses(_sessionId?: string): Promise<number> {
     throw notSupported(
       'cleanupCompletedProcesses',
-      'cella forgets the oldest finished processes by itself once a sandbox has 1024',
+      'cellad has no route that forgets finished processes',
+      'nothing to do: cellad keeps the last 1024 processes and forgets the oldest finished ones by itself; ' +
+        'listProcesses() shows each status',
     );
   }
 
@@ -223,9 +226,14 @@ export class Sandbox {
   watch(path: string, options?: WatchOptions): Promise<ReadableStream<Uint8Array>> {
     return files.watch(this.core, path, options);
   }
-  /** Not supported: use `watch()`, which streams every change as it happens. */
+  /** Not supported: cellad keeps no record of changes between calls; use `watch()`, which
+   * streams every change as it happens. */
   async checkChanges(_path: string, _options?: WatchOptions & { since?: string }): Promise<never> {
-    throw notSupported('checkChanges', 'use watch(path), which streams each change as it happens');
+    throw notSupported(
+      'checkChanges',
+      'cellad keeps no record of the changes to a directory between calls (it sees changes only while a watch is open)',
+      'keep watch(path) open, which streams each change as it happens (an overflow event says when to list again)',
+    );
   }
 
   // ------------------------------------------------------------------ git
@@ -420,30 +428,45 @@ export class Sandbox {
   // ------------------------------------------------------------------ not supported here
 
   async createBackup(_options: unknown): Promise<never> {
-    throw notSupported('createBackup', 'the sandbox keeps /workspace across sleep; copy files out with readFile or exec tar');
+    throw notSupported(
+      'createBackup',
+      'backups are stored in Cloudflare R2, which cella does not have',
+      'the sandbox keeps /workspace across sleep and daemon restarts; copy files out with readFile or exec tar',
+    );
   }
   async restoreBackup(_options: unknown): Promise<never> {
-    throw notSupported('restoreBackup', 'write files back with writeFile (streamed, any size) or exec tar');
+    throw notSupported(
+      'restoreBackup',
+      'backups are stored in Cloudflare R2, which cella does not have',
+      'write files back with writeFile (streamed, any size) or exec tar',
+    );
   }
   async mountBucket(_bucket: string, _mountPath: string, _options?: unknown): Promise<never> {
-    throw notSupported('mountBucket', 'copy objects in with writeFile, or run an S3 client inside the sandbox (network: outbound)');
+    throw notSupported(
+      'mountBucket',
+      'cella mounts no buckets (R2 bindings and s3fs mounts are not available in its sandboxes)',
+      'copy objects in with writeFile, or run an S3 client inside the sandbox (network: outbound)',
+    );
   }
   async unmountBucket(_mountPath: string): Promise<never> {
-    throw notSupported('unmountBucket', 'cella mounts no buckets');
+    throw notSupported('unmountBucket', 'cella mounts no buckets', 'nothing to unmount; delete copied files with deleteFile');
   }
   /** Cloudflare tunnels: not supported; preview URLs (exposePort) serve ports. */
   readonly tunnels = {
     get: async (_port: number, _options?: { name?: string }): Promise<never> => {
-      throw notSupported('tunnels.get', 'use exposePort(port) for a preview URL served by cellad');
+      throw notSupported('tunnels.get', TUNNELS, 'use exposePort(port) for a preview URL served by cellad');
     },
     list: async (): Promise<never> => {
-      throw notSupported('tunnels.list', 'use getExposedPorts()');
+      throw notSupported('tunnels.list', TUNNELS, 'use getExposedPorts()');
     },
     destroy: async (_portOrInfo: unknown): Promise<never> => {
-      throw notSupported('tunnels.destroy', 'use unexposePort(port)');
+      throw notSupported('tunnels.destroy', TUNNELS, 'use unexposePort(port)');
     },
   };
 }
+
+/** Why tunnels are not supported. */
+const TUNNELS = "tunnels are Cloudflare's (cloudflared and its network)";
 
 function envWithNulls(vars: EnvVars): Record<string, string | null> {
   const out: Record<string, string | null> = {};

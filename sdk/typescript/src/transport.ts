@@ -138,7 +138,7 @@ export class Transport {
       res = await this.fetchImpl(this.url(path, opts.query), init);
     } catch (e) {
       if (isAbort(e, opts.signal)) throw abortReason(opts.signal, e);
-      if (fetchFailure(e) === 'peer_closed')
+      if (connectionFailure(e) === 'peer_closed')
         throw transportError('peer_closed', `the connection to cellad at ${this.baseUrl} broke before its answer: ${describe(e)}`, e, opts.operation);
       throw transportError('connection_failed', `cannot reach cellad at ${this.baseUrl}: ${describe(e)}`, e, opts.operation);
     }
@@ -179,7 +179,7 @@ export class Transport {
         a = await engine(method, this.url(path, opts.query), headers, body, opts.signal);
       } catch (e) {
         if (isAbort(e, opts.signal)) throw abortReason(opts.signal, e);
-        const kind = (e as { code?: string }).code === 'ECONNREFUSED' ? 'connection_failed' : 'peer_closed';
+        const kind = connectionFailure(e);
         throw transportError(
           kind,
           kind === 'connection_failed'
@@ -274,15 +274,20 @@ export function transportError(kind: string, message: string, cause?: unknown, o
   return clientError(RPCTransportError, 'RPC_TRANSPORT_ERROR', 503, message, { kind }, extra);
 }
 
-/** The error codes of a connection that was made and then broke (undici's and Node's). */
+/**
+ * The error codes of a connection that was made and then broke (undici's and Node's; the
+ * node:http engine reports an answer cut short as ECONNRESET too).
+ */
 const BROKE = new Set(['UND_ERR_SOCKET', 'UND_ERR_CLOSED', 'ECONNRESET', 'EPIPE', 'UND_ERR_ABORTED']);
 
 /**
- * Why `fetch` failed: the connection could not be made (refused, no route, DNS), or it was
- * made and broke before the answer (the daemon died with the request in flight). `fetch`
- * says only "fetch failed"; the cause chain has the code.
+ * Why a request failed, for `fetch` and the node:http engine alike: the connection was
+ * made and broke with the request sent (ECONNRESET, EPIPE, an answer cut short: the daemon
+ * died with the request in flight), or else it could not be made (ECONNREFUSED,
+ * ENOTFOUND, EAI_AGAIN, EHOSTUNREACH, ENETUNREACH, ETIMEDOUT ...). `fetch` says only
+ * "fetch failed"; the cause chain has the code.
  */
-function fetchFailure(e: unknown): 'connection_failed' | 'peer_closed' {
+function connectionFailure(e: unknown): 'connection_failed' | 'peer_closed' {
   for (let c: unknown = e, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
     const code = (c as { code?: unknown }).code;
     if (typeof code === 'string' && BROKE.has(code)) return 'peer_closed';

@@ -29,14 +29,25 @@ import {
   SessionTerminatedError,
   UnauthorizedError,
   ValidationFailedError,
+  BucketMountError,
+  BucketUnmountError,
+  InterpreterNotReadyError,
+  InvalidMountConfigError,
+  MissingCredentialsError,
+  RuntimeIdentityInactiveError,
+  S3FSMountError,
+  SandboxLifetimeChangedError,
+  SessionInitInvalidatedError,
   connect,
-  createSandboxError,
   getSandbox,
   isDurableObjectCodeUpdateReset,
   isPlatformTransientError,
   parseSSEStream,
   type ExecEvent,
 } from '../src/index.js';
+import * as sdk from '../src/index.js';
+import * as errorsModule from '../src/errors.js';
+import { createSandboxError } from '../src/errors.js';
 import {
   assertErrorShape,
   destroyMade,
@@ -170,15 +181,64 @@ describe('SandboxError and createSandboxError (no daemon)', () => {
     assert.equal(e.operation, 'file.read');
   });
 
-  test('isPlatformTransientError and isDurableObjectCodeUpdateReset', () => {
+  test('isPlatformTransientError and isDurableObjectCodeUpdateReset', async () => {
     const t = createSandboxError({ ...resp('RPC_TRANSPORT_ERROR', 503, { kind: 'peer_closed' }) });
     assert.equal(isPlatformTransientError(t), true);
-    assert.equal(isPlatformTransientError(createSandboxError(resp('RPC_TRANSPORT_ERROR', 503, { kind: 'protocol_error' }))), false);
+    const kind = (k: string) => createSandboxError(resp('RPC_TRANSPORT_ERROR', 503, { kind: k }));
+    assert.equal(isPlatformTransientError(kind('connection_failed')), true);
+    assert.equal(isPlatformTransientError(kind('protocol_error')), false);
+    assert.equal(isPlatformTransientError(kind('upgrade_failed')), false);
     assert.equal(isPlatformTransientError(createSandboxError(resp('SANDBOX_UNAVAILABLE', 503))), true);
+    // any 503, not only ContainerUnavailableError: the interpreter starting, a proxy's 503
+    const notReady = createSandboxError(resp('INTERPRETER_NOT_READY', 503));
+    assert.ok(notReady instanceof InterpreterNotReadyError);
+    assert.equal(isPlatformTransientError(notReady), true);
+    const proxied = await rejectsWith(
+      getSandbox(fake(() => new Response('Service Unavailable', { status: 503 })), 'fake-503').exec('true'),
+      SandboxError,
+    );
+    assert.equal(proxied.httpStatus, 503);
+    assert.equal(isPlatformTransientError(proxied), true);
+    // a limit is not transient, nor is any other status
+    assert.equal(isPlatformTransientError(createSandboxError(resp('SANDBOX_LIMIT_REACHED', 429))), false);
     assert.equal(isPlatformTransientError(createSandboxError(resp('FILE_NOT_FOUND', 404))), false);
+    assert.equal(isPlatformTransientError(createSandboxError(resp('INTERNAL_ERROR', 500))), false);
     assert.equal(isPlatformTransientError(new Error('x')), false);
     assert.equal(isPlatformTransientError(undefined), false);
     assert.equal(isDurableObjectCodeUpdateReset(t), false);
+  });
+
+  test('the mount errors and the Durable Object fences: hosted names, codes, bases', () => {
+    const table: Array<[string, Function]> = [
+      ['BUCKET_MOUNT_ERROR', BucketMountError],
+      ['S3FS_MOUNT_ERROR', S3FSMountError],
+      ['BUCKET_UNMOUNT_ERROR', BucketUnmountError],
+      ['MISSING_CREDENTIALS', MissingCredentialsError],
+      ['INVALID_MOUNT_CONFIG', InvalidMountConfigError],
+    ];
+    for (const [code, cls] of table) {
+      const e = createSandboxError(resp(code, code.startsWith('MISSING') || code.startsWith('INVALID') ? 400 : 500));
+      assert.equal(e.constructor, cls, `${code} → ${cls.name}, got ${e.constructor.name}`);
+      assert.ok(e instanceof BucketMountError, `${code}: a BucketMountError`);
+      assert.equal(e.code, code);
+      assert.equal(e.name, cls.name);
+    }
+    for (const cls of [RuntimeIdentityInactiveError, SandboxLifetimeChangedError, SessionInitInvalidatedError]) {
+      const e = new cls(resp('INTERNAL_ERROR'));
+      assert.ok(e instanceof SandboxError && e instanceof Error);
+      assert.equal(e.name, cls.name);
+    }
+  });
+
+  test('the package exports its public API, not the helpers errors are built with', () => {
+    const names = Object.keys(sdk);
+    for (const helper of ['clientError', 'createSandboxError', 'errorResponseFrom', 'notSupported'])
+      assert.ok(!names.includes(helper), `${helper} is not exported`);
+    // every error class is exported
+    for (const [name, value] of Object.entries(errorsModule)) {
+      if (typeof value === 'function' && (value === SandboxError || value.prototype instanceof SandboxError))
+        assert.ok(names.includes(name), `${name} is exported`);
+    }
   });
 });
 
@@ -231,6 +291,32 @@ describe('transport failures', () => {
     assert.equal(e.operation, 'command.execute');
     await rejectsWith(s.readFile('x'), RPCTransportError);
     await rejectsWith(s.execStream('true'), RPCTransportError);
+  });
+
+  test('node:http engine: a name that does not resolve is connection_failed', async () => {
+    // no fetch given: on Node the JSON requests take the node:http engine
+    const s = getSandbox(connect({ url: 'http://cella-sdk-test.invalid:7070' }), 'no-dns');
+    const e = await rejectsWith(s.exec('true'), RPCTransportError, 'RPC_TRANSPORT_ERROR');
+    assert.equal(e.kind, 'connection_failed', e.message);
+    assert.equal(isPlatformTransientError(e), true);
+    // the fetch path says the same
+    const f = getSandbox(connect({ url: 'http://cella-sdk-test.invalid:7070', fetch }), 'no-dns');
+    assert.equal((await rejectsWith(f.exec('true'), RPCTransportError)).kind, 'connection_failed');
+  });
+
+  test('node:http engine: a connection closed with the request sent is peer_closed', async () => {
+    // a server that reads the request and closes the connection without an answer
+    const srv = createServer((sock) => {
+      sock.once('data', () => sock.destroy());
+    });
+    const port = await new Promise<number>((resolve) => srv.listen(0, '127.0.0.1', () => resolve((srv.address() as { port: number }).port)));
+    try {
+      const s = getSandbox(connect({ url: `http://127.0.0.1:${port}` }), 'hangup');
+      const e = await rejectsWith(s.exec('true'), RPCTransportError, 'RPC_TRANSPORT_ERROR');
+      assert.equal(e.kind, 'peer_closed', e.message);
+    } finally {
+      srv.close();
+    }
   });
 
   test('a wrong token is UnauthorizedError (401)', { skip }, async () => {

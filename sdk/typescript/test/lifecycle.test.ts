@@ -174,7 +174,7 @@ describe('getSandbox options and the setters', { skip }, () => {
   });
 });
 
-describe('methods that need Cloudflare: NotSupportedError naming an alternative', { skip }, () => {
+describe('methods cella does not have: NotSupportedError naming an alternative', { skip }, () => {
   const s = sb('life-h');
   test('createBackup, restoreBackup, mountBucket, unmountBucket, tunnels', async () => {
     const calls: Array<[string, () => Promise<unknown>]> = [
@@ -185,6 +185,8 @@ describe('methods that need Cloudflare: NotSupportedError naming an alternative'
       ['tunnels.get', () => s.tunnels.get(8080)],
       ['tunnels.list', () => s.tunnels.list()],
       ['tunnels.destroy', () => s.tunnels.destroy(8080)],
+      ['checkChanges', () => s.checkChanges('/workspace')],
+      ['cleanupCompletedProcesses', () => s.cleanupCompletedProcesses()],
     ];
     for (const [what, call] of calls) {
       const e = await rejectsWith(call, NotSupportedError, 'NOT_SUPPORTED');
@@ -192,6 +194,15 @@ describe('methods that need Cloudflare: NotSupportedError naming an alternative'
       assert.ok(e.message.includes(what), `${what}: ${e.message}`);
       assert.ok(typeof e.suggestion === 'string' && e.suggestion.length > 10, `${what}: no alternative named`);
       assert.ok(e.message.includes(e.suggestion!), `${what}: the message names the alternative`);
+    }
+    // each says why, and only the Cloudflare features name Cloudflare
+    const reason = async (call: () => Promise<unknown>) => (await rejectsWith(call, NotSupportedError)).message;
+    assert.match(await reason(() => s.createBackup({ dir: '/workspace' })), /R2/);
+    assert.match(await reason(() => s.tunnels.list()), /cloudflared/);
+    for (const [what, call] of calls.filter(([w]) => ['checkChanges', 'cleanupCompletedProcesses'].includes(w))) {
+      const m = await reason(call);
+      assert.doesNotMatch(m, /Cloudflare/, `${what}: ${m}`);
+      assert.match(m, /cellad (has no|keeps no)/, `${what}: ${m}`);
     }
     // the session's delegates too
     const session = await s.getSession('ns');
