@@ -41,6 +41,11 @@ export class SandboxCore {
     return Object.keys(b).length > 0 ? b : null;
   }
 
+  /** The key under which the connection remembers that `body` was applied to this sandbox. */
+  private key(body: Record<string, unknown>): string {
+    return `${this.id}\n${JSON.stringify(body)}`;
+  }
+
   /**
    * Sends the options once per connection, id and options (again after `forget()`): the
    * hosted SDK's pattern of calling `getSandbox` in every request handler costs one `PUT`
@@ -49,7 +54,7 @@ export class SandboxCore {
   ready(): Promise<void> {
     const body = this.putBody();
     if (!body) return Promise.resolve();
-    const key = `${this.id}\n${JSON.stringify(body)}`;
+    const key = this.key(body);
     const done = this.t.configured;
     let p = done.get(key);
     if (!p) {
@@ -65,7 +70,46 @@ export class SandboxCore {
     return p;
   }
 
-  /** After a destroy: the next operation creates the sandbox again, with the options. */
+  /**
+   * `PUT /v1/sandboxes/{id}` with every option now (`start()`): creates or wakes the
+   * sandbox. The options then count as applied.
+   */
+  async start(operation: string, signal?: AbortSignal): Promise<void> {
+    const body = this.putBody();
+    const put = this.t.json('PUT', this.path(), { json: body ?? {}, operation, signal }).then(() => undefined);
+    await put;
+    if (body) this.t.configured.set(this.key(body), put);
+  }
+
+  /**
+   * A setter (`setKeepAlive`, `setSleepAfter`, `setLabels`): `change` becomes part of the
+   * handle's options, in one `PUT`. When the options before it were applied (or there were
+   * none), the PUT carries `change` alone (a PUT of every option would add `env` again,
+   * which the sandbox may have unset since); otherwise it is `ready()`'s PUT, which
+   * creates or configures the sandbox with every option, `change` included. Either way the
+   * new set of options counts as applied, so the next operation sends no PUT.
+   */
+  async update(change: Partial<SandboxOptions>): Promise<void> {
+    const before = this.putBody();
+    const applied = before === null ? Promise.resolve() : this.t.configured.get(this.key(before));
+    Object.assign(this.options, change);
+    if (applied === undefined || !(await applied.then(() => true, () => false))) return this.ready();
+    const after = this.putBody();
+    const put = this.t.json('PUT', this.path(), { json: change, operation: 'sandbox.configure' }).then(() => undefined);
+    const key = after ? this.key(after) : null;
+    if (key) this.t.configured.set(key, put);
+    try {
+      await put;
+    } catch (e) {
+      if (key) this.t.configured.delete(key);
+      throw e;
+    }
+  }
+
+  /**
+   * After a destroy, or an answer that the sandbox does not exist (it was destroyed
+   * elsewhere): the next operation creates the sandbox again, with the options.
+   */
   forget(): void {
     for (const k of [...this.t.configured.keys()]) if (k.startsWith(`${this.id}\n`)) this.t.configured.delete(k);
   }

@@ -6,7 +6,7 @@
  *     const sandbox = getSandbox(connect({ url: 'http://127.0.0.1:7070' }), 'my-sandbox');
  *     const r = await sandbox.exec('echo hi');
  */
-export { connect, getSandbox, CellaNamespace, Sandbox, ExecutionSession } from './sandbox.js';
+export { connect, getSandbox, CellaNamespace, Sandbox, ExecutionSession, ContainerProxy } from './sandbox.js';
 export type { ConnectOptions } from './transport.js';
 export { parseSSEStream, responseToAsyncIterable, asyncIterableToSSEStream } from './sse.js';
 export { streamFile, collectFile } from './files.js';

@@ -5,9 +5,11 @@
  * cellad with `proxyToSandbox`.
  */
 import type { SandboxCore } from './core.js';
-import { InvalidPortError, clientError } from './errors.js';
+import { InvalidPortError, PortNotExposedError, clientError } from './errors.js';
+import { forwardToPreview } from './forward.js';
 import type { ExposedPort, ExposePortOptions } from './types.js';
 import { compact } from './util.js';
+import { isWebSocketUpgrade, wsConnect } from './websocket.js';
 
 function checkPort(port: unknown): asserts port is number {
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1024 || port > 65535 || port === 3000)
@@ -80,9 +82,11 @@ export async function getExposedPorts(core: SandboxCore, hostname?: string): Pro
   });
 }
 
+/** Whether `port` is exposed and its preview URL works: listed as `active`. A `stale` port
+ * (the sandbox restarted since it was exposed; its URL answers 410) does not count. */
 export async function isPortExposed(core: SandboxCore, port: number): Promise<boolean> {
   const list = await getExposedPorts(core);
-  return list.some((p) => p.port === port);
+  return list.some((p) => p.port === port && p.status === 'active');
 }
 
 /** Constant-time comparison of two short strings. */
@@ -98,4 +102,37 @@ export async function validatePortToken(core: SandboxCore, port: number, token: 
   if (!p) return false;
   const t = previewToken(p.url, port, core.id);
   return t !== null && typeof token === 'string' && sameToken(t, token);
+}
+
+/**
+ * `containerFetch(request, port)`: `request` answered by the app on `port` inside the
+ * sandbox, through cellad's preview proxy. The port must be exposed; it is exposed again
+ * first (same token and name), which wakes a sleeping sandbox and renews a stale URL. A
+ * WebSocket upgrade is `wsConnect`.
+ */
+export async function containerFetch(core: SandboxCore, request: Request, port: number | undefined): Promise<Response> {
+  if (port === undefined)
+    throw clientError(InvalidPortError, 'INVALID_PORT', 400, 'containerFetch needs a port: cella has no default port', {
+      port,
+    });
+  checkPort(port);
+  if (isWebSocketUpgrade(request)) return wsConnect(core, request, port);
+  await core.ready();
+  const listed = (await getExposedPorts(core)).some((p) => p.port === port);
+  if (!listed)
+    throw clientError(
+      PortNotExposedError,
+      'PORT_NOT_EXPOSED',
+      404,
+      `port ${port} is not exposed: containerFetch reaches a port through its preview URL`,
+      { port },
+      { operation: 'port.fetch', suggestion: `expose it first: exposePort(${port})` },
+    );
+  const r = await core.t.json<{ url: string }>('POST', core.path('ports'), {
+    json: { port },
+    operation: 'port.expose',
+    signal: request.signal,
+  });
+  const u = new URL(request.url);
+  return forwardToPreview(core.t, request, u.pathname + u.search, new URL(r.url).host);
 }

@@ -427,3 +427,51 @@ export async function streamProcessLogs(
   }
   return sseByteStream(events(), { signal: stop.signal, onCancel: (r) => stop.abort(r) });
 }
+
+/**
+ * Waits until each of `ports` accepts TCP connections inside the sandbox, all within
+ * `timeout` ms (`startAndWaitForPorts`). cellad's port wait belongs to a process, so the wait
+ * is attached to a `sleep` that outlives the timeout, killed when the wait ends (it stays
+ * listed, as killed, until cellad forgets it). A port not ready in time is
+ * `ProcessReadyTimeoutError` with `context.port`.
+ */
+export async function waitForPorts(
+  core: SandboxCore,
+  ports: number[],
+  options: { timeout: number; interval: number; signal?: AbortSignal | undefined },
+): Promise<void> {
+  const { timeout, interval, signal } = options;
+  const deadline = Date.now() + timeout;
+  const id = `cella-port-wait-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const command = `sleep ${Math.ceil(timeout / 1000) + 5}`;
+  try {
+    await core.t.json('POST', core.path('processes'), {
+      json: { command, processId: id },
+      operation: 'process.start',
+      signal,
+    });
+    for (const port of ports) {
+      const left = Math.max(1, deadline - Date.now());
+      try {
+        await core.t.json('POST', procPath(core, id, 'waitForPort'), {
+          json: { port, mode: 'tcp', interval: Math.min(60_000, Math.max(10, Math.round(interval))), timeout: left },
+          operation: 'process.waitForPort',
+          signal,
+        });
+      } catch (e) {
+        if (!(e instanceof ProcessReadyTimeoutError)) throw e;
+        throw clientError(
+          ProcessReadyTimeoutError,
+          'PROCESS_READY_TIMEOUT',
+          408,
+          `port ${port} of sandbox '${core.id}' did not accept connections within ${timeout} ms`,
+          { processId: id, command, condition: `port ${port} (tcp)`, timeout, port },
+          { operation: 'sandbox.startAndWaitForPorts', cause: e },
+        );
+      }
+    }
+  } finally {
+    // also after an abort during the start: cellad may have started it (404 if not)
+    await core.t.json('DELETE', procPath(core, id), { query: { signal: 'SIGKILL' }, operation: 'process.kill' }).catch(() => undefined);
+  }
+}

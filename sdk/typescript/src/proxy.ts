@@ -8,13 +8,11 @@
  *     // ... the app's routes
  *
  * cella's preview proxy is in cellad (docs/api.md, "Exposed ports and preview URLs"): this
- * forwards the request to cellad with `X-Forwarded-Host` naming the preview host (fetch
- * cannot set `Host`), without the API token — the token in the host is the capability, and
- * cellad checks it. The answer (status, headers, every Set-Cookie, streamed body) is
- * cellad's, which is the sandbox app's or cellad's 404 INVALID_TOKEN / 410
- * STALE_PREVIEW_URL / 502. A WebSocket upgrade answers the upgrade marker (websocket.ts).
+ * forwards the request to cellad (forward.ts) with the preview host in `X-Forwarded-Host`.
+ * A WebSocket upgrade answers the upgrade marker (websocket.ts).
  */
 import { CellaNamespace } from './sandbox.js';
+import { errorAnswer, forwardToPreview } from './forward.js';
 import type { Transport } from './transport.js';
 import { forwardHeaders, isWebSocketUpgrade, upgradeResponse } from './websocket.js';
 
@@ -105,20 +103,8 @@ async function learnDomain(t: Transport, id: string): Promise<string | null> {
 }
 
 function invalidToken(): Response {
-  return new Response(
-    JSON.stringify({
-      code: 'INVALID_TOKEN',
-      message: 'no such preview URL',
-      context: {},
-      httpStatus: 404,
-      timestamp: new Date().toISOString(),
-    }),
-    { status: 404, headers: { 'content-type': 'application/json' } },
-  );
+  return errorAnswer(404, 'INVALID_TOKEN', 'no such preview URL');
 }
-
-/** Encodings fetch decodes by itself: its Response keeps the header, not the encoding. */
-const DECODED = new Set(['gzip', 'x-gzip', 'deflate', 'br', 'zstd']);
 
 /**
  * The hosted `proxyToSandbox(request, env)`: for a request to a preview host, cellad's
@@ -149,54 +135,12 @@ export async function proxyToSandbox(
   const forwardedHost = target.domain === domain ? host.toLowerCase() : `${target.label}.${domain}`;
 
   const url = new URL(request.url);
-  const upstream = t.baseUrl + url.pathname + url.search;
 
   if (isWebSocketUpgrade(request)) {
     const headers = forwardHeaders(request.headers, ['x-forwarded-host']);
     headers['x-forwarded-host'] = forwardedHost;
-    return upgradeResponse({ kind: 'preview', url: upstream, headers });
+    return upgradeResponse({ kind: 'preview', url: t.baseUrl + url.pathname + url.search, headers });
   }
 
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(forwardHeaders(request.headers, ['x-forwarded-host']))) headers.set(name, value);
-  // A streamed body needs its length for apps that read Content-Length (fetch would chunk it).
-  const length = request.headers.get('content-length');
-  if (length !== null && /^\d+$/.test(length)) headers.set('content-length', length);
-  headers.set('x-forwarded-host', forwardedHost);
-
-  const init: RequestInit & { duplex?: 'half' } = {
-    method: request.method,
-    headers,
-    redirect: 'manual',
-    signal: request.signal,
-  };
-  if (request.body && request.method !== 'GET' && request.method !== 'HEAD') {
-    init.body = request.body;
-    init.duplex = 'half';
-  }
-  // The connection's fetch (connect({fetch})), but none of its headers: no API token here.
-  const fetchImpl = t.rawFetch;
-  let res: Response;
-  try {
-    res = await fetchImpl(upstream, init);
-  } catch (e) {
-    if (request.signal?.aborted) throw e;
-    return new Response(
-      JSON.stringify({
-        code: 'BAD_GATEWAY',
-        message: `cannot reach cellad at ${t.baseUrl}: ${e instanceof Error ? e.message : String(e)}`,
-        context: {},
-        httpStatus: 502,
-        timestamp: new Date().toISOString(),
-      }),
-      { status: 502, headers: { 'content-type': 'application/json' } },
-    );
-  }
-  const enc = (res.headers.get('content-encoding') ?? '').toLowerCase().trim();
-  if (enc === '' || !DECODED.has(enc) || res.body === null) return res;
-  // fetch decoded the body: answer it without the encoding it no longer has.
-  const out = new Headers(res.headers);
-  out.delete('content-encoding');
-  out.delete('content-length');
-  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: out });
+  return forwardToPreview(t, request, url.pathname + url.search, forwardedHost);
 }

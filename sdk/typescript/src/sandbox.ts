@@ -7,6 +7,7 @@
 import * as commands from './commands.js';
 import { SandboxCore } from './core.js';
 import {
+  InvalidPortError,
   SandboxNotFoundError,
   SandboxSecurityError,
   SessionAlreadyExistsError,
@@ -25,6 +26,8 @@ import * as websockets from './websocket.js';
 import type { PtyOptions } from './types.js';
 import { Transport, type ConnectOptions } from './transport.js';
 import type {
+  CancellationOptions,
+  ContainerStartConfigOptions,
   DeleteSessionResult,
   EnvVars,
   ExecOptions,
@@ -49,6 +52,7 @@ import type {
   SandboxState,
   SessionInfo,
   SessionOptions,
+  StartAndWaitForPortsOptions,
   StreamOptions,
   WatchOptions,
   WriteFileResult,
@@ -85,6 +89,9 @@ export class CellaNamespace {
 export function connect(options: ConnectOptions): CellaNamespace {
   return new CellaNamespace(options);
 }
+
+/** The session of calls that name none (docs/api.md). */
+const DEFAULT_SESSION = 'default';
 
 const RESERVED = new Set(['www', 'api', 'admin', 'root', 'system', 'cloudflare', 'workers']);
 
@@ -284,9 +291,25 @@ export class Sandbox {
     checkSessionId(id);
     return new ExecutionSession(this, id, { id });
   }
-  /** Deletes a session: its shell and everything it started. */
+  /**
+   * Deletes a session: its shell and everything it started. The default session (`default`)
+   * is refused, as in the hosted SDK (`ValidationFailedError`), unless the sandbox was made
+   * with `enableDefaultSession: false`, where `default` is a session like any other.
+   */
   async deleteSession(sessionId: string): Promise<DeleteSessionResult> {
     checkSessionId(sessionId);
+    if (sessionId === DEFAULT_SESSION && this.core.options.enableDefaultSession !== false)
+      throw clientError(
+        ValidationFailedError,
+        'VALIDATION_FAILED',
+        400,
+        `cannot delete the default session '${DEFAULT_SESSION}': it is the session of every call that names none`,
+        { sessionId },
+        {
+          operation: 'session.delete',
+          suggestion: 'reset its state with exec (cd, unset), or use sessions of your own (createSession) and delete those',
+        },
+      );
     await this.core.ready();
     await this.core.t.json('DELETE', this.core.path('sessions', sessionId), { operation: 'session.delete' });
     return { success: true, sessionId, timestamp: nowIso() };
@@ -377,9 +400,18 @@ export class Sandbox {
     await this.core.t.json('DELETE', this.core.path(), { operation: 'sandbox.destroy' });
     this.core.forget();
   }
-  /** cella: the sandbox's record (`GET /v1/sandboxes/{id}`); never starts it. */
+  /**
+   * cella: the sandbox's record (`GET /v1/sandboxes/{id}`); never starts it. When there is
+   * none (`SandboxNotFoundError`: never created, or destroyed elsewhere), the connection
+   * forgets that it applied this handle's options, so the next operation sends them again.
+   */
   async getInfo(): Promise<SandboxInfo> {
-    return this.core.t.json<SandboxInfo>('GET', this.core.path(), { operation: 'sandbox.get' });
+    try {
+      return await this.core.t.json<SandboxInfo>('GET', this.core.path(), { operation: 'sandbox.get' });
+    } catch (e) {
+      if (e instanceof SandboxNotFoundError) this.core.forget();
+      throw e;
+    }
   }
   /** The hosted `getState()`: `running` or `stopped` (sleeping, stopped or not created). */
   async getState(): Promise<SandboxState> {
@@ -396,33 +428,124 @@ export class Sandbox {
   }
   /** Creates or wakes the sandbox now (with the `getSandbox` options). */
   async start(): Promise<void> {
-    await this.core.t.json('PUT', this.core.path(), { json: this.core.putBody() ?? {}, operation: 'sandbox.start' });
+    await this.core.start('sandbox.start');
+  }
+  /**
+   * Not supported: cellad has no route that stops or puts a sandbox to sleep on demand. A
+   * sandbox sleeps by itself after `sleepAfter` without activity (its files kept; shorten
+   * it with `setSleepAfter`); `destroy()` removes it; `killAllProcesses()` ends its
+   * processes.
+   */
+  async stop(_signal?: string | number): Promise<never> {
+    throw notSupported(
+      'stop',
+      'cellad has no route that stops a sandbox on demand',
+      'it sleeps by itself after sleepAfter without activity, keeping its files (setSleepAfter shortens that); ' +
+        'destroy() removes it; killAllProcesses() ends its processes',
+    );
+  }
+  /**
+   * The hosted `Container.startAndWaitForPorts`: starts (or wakes) the sandbox with the
+   * `getSandbox` options, then waits until each port accepts TCP connections inside it.
+   * The wait is cellad's (`waitForPort` in `tcp` mode), attached to a short `sleep` process
+   * (id `cella-port-wait-…`) that is killed when the wait ends. `portReadyTimeoutMS`
+   * (default: the `containerTimeouts` option's, else 90 s) bounds the whole wait, then
+   * `ProcessReadyTimeoutError`; `waitInterval` is the time between tries (default 300 ms);
+   * `abort` cancels it. `startOptions.envVars` are set as the sandbox's environment
+   * (`setEnvVars`); `entrypoint`, `enableInternet` and `instanceGetTimeoutMS` are accepted
+   * and unused.
+   */
+  startAndWaitForPorts(options?: StartAndWaitForPortsOptions): Promise<void>;
+  startAndWaitForPorts(
+    ports?: number | number[],
+    cancellationOptions?: CancellationOptions,
+    startOptions?: ContainerStartConfigOptions,
+  ): Promise<void>;
+  async startAndWaitForPorts(
+    portsOrOptions?: number | number[] | StartAndWaitForPortsOptions,
+    cancellationOptions?: CancellationOptions,
+    startOptions?: ContainerStartConfigOptions,
+  ): Promise<void> {
+    let ports = portsOrOptions as number | number[] | undefined;
+    let cancel = cancellationOptions;
+    let start = startOptions;
+    if (typeof portsOrOptions === 'object' && portsOrOptions !== null && !Array.isArray(portsOrOptions)) {
+      ports = portsOrOptions.ports;
+      cancel = portsOrOptions.cancellationOptions;
+      start = portsOrOptions.startOptions;
+    }
+    const list = ports === undefined ? [] : Array.isArray(ports) ? ports : [ports];
+    for (const p of list)
+      if (typeof p !== 'number' || !Number.isInteger(p) || p < 1 || p > 65535)
+        throw clientError(InvalidPortError, 'INVALID_PORT', 400, `invalid port ${String(p)}: 1-65535`, { port: p });
+    const signal = cancel?.abort;
+    if (signal?.aborted) throw signal.reason;
+    const timeouts = this.core.options.containerTimeouts;
+    const timeout = positive(cancel?.portReadyTimeoutMS) ?? positive(timeouts?.portReadyTimeoutMS) ?? 90_000;
+    const interval = positive(cancel?.waitInterval) ?? positive(timeouts?.waitIntervalMS) ?? 300;
+    await this.core.start('sandbox.start', signal);
+    if (start?.envVars) await this.setEnvVars(start.envVars);
+    if (list.length > 0) await processes.waitForPorts(this.core, list, { timeout, interval, signal });
+  }
+  /**
+   * The hosted `Container.renewActivityTimeout`: counts as activity now, so a running
+   * sandbox's `sleepAfter` countdown starts again (`PUT /v1/sandboxes/{id}` with no
+   * changes). A sandbox that is not running is left as it is: this neither creates nor
+   * wakes one.
+   */
+  async renewActivityTimeout(): Promise<void> {
+    let info: SandboxInfo;
+    try {
+      info = await this.getInfo();
+    } catch (e) {
+      if (e instanceof SandboxNotFoundError) return;
+      throw e;
+    }
+    if (info.state !== 'running') return;
+    await this.core.t.json('PUT', this.core.path(), { json: {}, operation: 'sandbox.renewActivity' });
+  }
+  /**
+   * The hosted `containerFetch(request, port)`: an HTTP request to `port` inside the
+   * sandbox, answered by the app there. cellad reaches a port through its preview proxy,
+   * so the port must have been exposed (`exposePort`; else `PortNotExposedError`). The
+   * port is exposed again first, which wakes the sandbox and renews a stale preview URL
+   * (same token and name). The request's path, query, method, headers and body are
+   * forwarded; the API token is not. A WebSocket upgrade request is `wsConnect(request,
+   * port)`. cella has no default port: `port` is required.
+   */
+  containerFetch(request: Request, port?: number): Promise<Response>;
+  containerFetch(url: string | URL, init?: RequestInit, port?: number): Promise<Response>;
+  containerFetch(input: Request | string | URL, initOrPort?: RequestInit | number, port?: number): Promise<Response> {
+    let request: Request;
+    let p: number | undefined;
+    if (input instanceof Request) {
+      request = input;
+      p = typeof initOrPort === 'number' ? initOrPort : port;
+    } else {
+      request = new Request(input, typeof initOrPort === 'object' ? initOrPort : undefined);
+      p = typeof initOrPort === 'number' ? initOrPort : port;
+    }
+    return ports.containerFetch(this.core, request, p);
   }
   async setKeepAlive(keepAlive: boolean): Promise<void> {
-    this.core.options.keepAlive = keepAlive;
-    await this.reconfigure({ keepAlive });
+    await this.core.update({ keepAlive });
   }
   async setSleepAfter(sleepAfter: string | number): Promise<void> {
-    this.core.options.sleepAfter = sleepAfter;
-    await this.reconfigure({ sleepAfter });
+    await this.core.update({ sleepAfter });
   }
   async setLabels(labels: Record<string, string>): Promise<void> {
-    this.core.options.labels = { ...labels };
-    await this.reconfigure({ labels });
+    await this.core.update({ labels: { ...labels } });
   }
-  /** Cloudflare only (container provisioning budgets): accepted and ignored. */
-  async setContainerTimeouts(_timeouts: SandboxOptions['containerTimeouts']): Promise<void> {}
+  /** Cloudflare only (container provisioning budgets): kept as the defaults of
+   * `startAndWaitForPorts` (`portReadyTimeoutMS`, `waitIntervalMS`); nothing is sent. */
+  async setContainerTimeouts(timeouts: SandboxOptions['containerTimeouts']): Promise<void> {
+    this.core.options.containerTimeouts = timeouts ? { ...timeouts } : undefined;
+  }
   /** Cloudflare only (the Durable Object ↔ container channel): accepted and ignored. */
   async setTransport(_transport: SandboxOptions['transport']): Promise<void> {}
   /** Cloudflare only: cella has no placements. Always null. */
   async getContainerPlacementId(): Promise<string | null> {
     return null;
-  }
-  private async reconfigure(body: Record<string, unknown>): Promise<void> {
-    // Created first with all of the getSandbox options: a PUT of `body` alone would create
-    // the sandbox with the defaults (e.g. another instanceType, which cannot change later).
-    await this.core.ready();
-    await this.core.t.json('PUT', this.core.path(), { json: body, operation: 'sandbox.configure' });
   }
 
   // ------------------------------------------------------------------ not supported here
@@ -465,8 +588,24 @@ export class Sandbox {
   };
 }
 
+/**
+ * The hosted SDK's `ContainerProxy`, which a Worker exports (`export { ContainerProxy } from
+ * '@cloudflare/sandbox'`) so that Cloudflare can route a container's outbound traffic
+ * through it (egress interception). cella has no such hook, so this class does nothing: it
+ * exists so that the export line of a ported Worker keeps working. Sandbox egress in cella
+ * is the `network` and `networkAllow` options.
+ */
+export class ContainerProxy {
+  constructor(..._args: unknown[]) {}
+}
+
 /** Why tunnels are not supported. */
 const TUNNELS = "tunnels are Cloudflare's (cloudflared and its network)";
+
+/** `n` when it is a positive number, else undefined. */
+function positive(n: number | undefined): number | undefined {
+  return typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : undefined;
+}
 
 function envWithNulls(vars: EnvVars): Record<string, string | null> {
   const out: Record<string, string | null> = {};

@@ -19,7 +19,9 @@ export interface SandboxOptions {
   normalizeId?: boolean;
   /** Metadata kept with the sandbox. */
   labels?: Record<string, string>;
-  /** Cloudflare only (Durable Object/container timeouts): accepted and ignored. */
+  /** Cloudflare's container budgets. `portReadyTimeoutMS` and `waitIntervalMS` are the
+   * defaults of `startAndWaitForPorts`; `instanceGetTimeoutMS` is accepted and unused.
+   * Nothing is sent to cellad. */
   containerTimeouts?: {
     instanceGetTimeoutMS?: number;
     portReadyTimeoutMS?: number;
@@ -63,6 +65,36 @@ export interface SandboxState {
   status: 'running' | 'healthy' | 'stopping' | 'stopped' | 'stopped_with_code';
   lastChange: number;
   exitCode?: number;
+}
+
+/** The hosted `Container.startAndWaitForPorts` cancellation options. */
+export interface CancellationOptions {
+  /** Aborting cancels the start and the wait. */
+  abort?: AbortSignal;
+  /** Accepted, unused: cellad answers once the sandbox has started. */
+  instanceGetTimeoutMS?: number;
+  /** Milliseconds the ports may take, all together (default: `containerTimeouts`', else
+   * 90000); then `ProcessReadyTimeoutError`. */
+  portReadyTimeoutMS?: number;
+  /** Milliseconds between tries (default: `containerTimeouts.waitIntervalMS`, else 300). */
+  waitInterval?: number;
+}
+
+/** The hosted `Container` start options. */
+export interface ContainerStartConfigOptions {
+  /** Set as the sandbox's environment (`setEnvVars`) before the ports are waited for. */
+  envVars?: Record<string, string>;
+  /** Accepted, unused: a sandbox runs cella's agent, not an entrypoint. */
+  entrypoint?: string[];
+  /** Accepted, unused: the sandbox's network is the `network` option, fixed at creation. */
+  enableInternet?: boolean;
+}
+
+/** The object form of `startAndWaitForPorts`. */
+export interface StartAndWaitForPortsOptions {
+  ports?: number | number[];
+  cancellationOptions?: CancellationOptions;
+  startOptions?: ContainerStartConfigOptions;
 }
 
 // ---------------------------------------------------------------- commands
@@ -137,6 +169,17 @@ export interface ExecEvent {
 export type ProcessStatus = 'starting' | 'running' | 'completed' | 'failed' | 'killed' | 'error';
 
 export interface ProcessOptions extends BaseExecOptions {
+  /**
+   * Accepted and not enforced: cellad's background processes have no time limit, so the
+   * process runs until it exits or is killed (the hosted SDK enforces it only without a
+   * default session). Bound a wait with `waitForExit(timeout)`, then `kill()`.
+   */
+  timeout?: number;
+  /**
+   * Accepted and unused: logs and `onOutput` are text; output that is not UTF-8 is decoded
+   * with U+FFFD for the bytes that are not (read files for exact bytes).
+   */
+  encoding?: string;
   sessionId?: string;
   /** A custom id (1–64 of `[A-Za-z0-9_.-]`); cella answers 409 if it is in use. */
   processId?: string;
@@ -477,7 +520,11 @@ export interface Result {
 export interface RunCodeOptions {
   context?: CodeContext;
   language?: 'python' | 'javascript' | 'typescript';
-  /** Accepted: the context's environment is set when it is created (`envVars`). */
+  /**
+   * Accepted and not sent: a run in cellad has no environment of its own (a context's
+   * interpreter keeps one environment). Give a context its variables when it is created:
+   * `createCodeContext({ envVars })`, then `runCode(code, { context })`.
+   */
   envVars?: Record<string, string>;
   /** Milliseconds; the run is interrupted (KeyboardInterrupt) when it passes. */
   timeout?: number;

@@ -31,6 +31,7 @@ import {
   ValidationFailedError,
   BucketMountError,
   BucketUnmountError,
+  ContainerProxy,
   InterpreterNotReadyError,
   InvalidMountConfigError,
   MissingCredentialsError,
@@ -239,6 +240,11 @@ describe('SandboxError and createSandboxError (no daemon)', () => {
       if (typeof value === 'function' && (value === SandboxError || value.prototype instanceof SandboxError))
         assert.ok(names.includes(name), `${name} is exported`);
     }
+    // ContainerProxy: a class that does nothing, for `export { ContainerProxy }` in a Worker
+    assert.equal(typeof ContainerProxy, 'function');
+    const p = new ContainerProxy({}, {});
+    assert.ok(p instanceof ContainerProxy);
+    assert.deepEqual(Object.keys(p), []);
   });
 });
 

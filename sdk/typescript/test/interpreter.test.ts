@@ -127,6 +127,15 @@ test('createCodeContext: envVars and cwd', T, async () => {
   assert.equal(mainText(r), "'/tmp'");
 });
 
+test('runCode envVars: accepted, not sent (a context has its environment from its creation)', T, async () => {
+  const s = sb();
+  const r = await s.runCode('import os\nos.environ.get("RUN_ONLY_VAR")', { envVars: { RUN_ONLY_VAR: 'x' } });
+  assert.equal(r.error, undefined);
+  assert.equal(mainText(r), undefined); // None: no text result
+  const ctx = await newContext(s, { language: 'python', envVars: { RUN_ONLY_VAR: 'from-context' } });
+  assert.equal(mainText(await s.runCode('import os\nos.environ.get("RUN_ONLY_VAR")', { context: ctx })), "'from-context'");
+});
+
 test('no context: the default context of each language keeps its state', T, async () => {
   const s = sb();
   await s.runCode('default_var = 7');

@@ -1,20 +1,26 @@
 // Lifecycle (hosted SDK §1, §11): getSandbox options reaching cellad, the setters, getState,
-// start, destroy, the methods that need Cloudflare (NotSupportedError), and gitCheckout
-// against a repository served inside the sandbox itself (no network beyond its loopback).
+// start, destroy, renewActivityTimeout and sleep, startAndWaitForPorts, containerFetch, the
+// methods cella does not have (NotSupportedError), and gitCheckout against a repository
+// served inside the sandbox itself (no network beyond its loopback).
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   InvalidGitUrlError,
+  InvalidPortError,
   GitRepositoryNotFoundError,
   GitBranchNotFoundError,
   NotSupportedError,
+  PortNotExposedError,
+  ProcessReadyTimeoutError,
   SandboxNotFoundError,
   ValidationFailedError,
   connect,
   getSandbox,
+  getUpgradeTarget,
+  type Sandbox,
   type SandboxOptions,
 } from '../src/index.js';
-import { destroyMade, env, isIsoTime, rejectsWith, sandboxName, sb, skip } from './core-helpers.js';
+import { destroyMade, env, isIsoTime, rejectsWith, sandboxName, sb, skip, waitFor } from './core-helpers.js';
 
 after(destroyMade);
 
@@ -119,6 +125,47 @@ describe('getSandbox options and the setters', { skip }, () => {
     },
   );
 
+  test('a setter sends one PUT, and the next operation none', async () => {
+    const { ns, calls } = counting();
+    const puts = () => calls.filter((c) => c.startsWith('PUT /v1/sandboxes/')).length;
+    sb('life-one'); // for the cleanup
+    // options not applied yet: one PUT with all of them, the new value included
+    const a = getSandbox(ns, sandboxName('life-one'), { labels: { a: '1' }, instanceType: 'lite' });
+    await a.setKeepAlive(true);
+    assert.equal(puts(), 1, calls.join('\n'));
+    await a.exec('true');
+    assert.equal(puts(), 1, 'the operation after the setter sends no PUT');
+    // options applied: one PUT with the change alone
+    await a.setSleepAfter(120);
+    await a.setLabels({ b: '2' });
+    assert.equal(puts(), 3, calls.join('\n'));
+    await a.exec('true');
+    assert.equal(puts(), 3);
+    const info = await a.getInfo();
+    assert.equal(info.keepAlive, true);
+    assert.equal(info.sleepAfter, 120);
+    assert.deepEqual(info.labels, { b: '2' });
+    assert.equal(info.instanceType, 'lite');
+    // a handle without options
+    sb('life-one-b');
+    const b = getSandbox(ns, sandboxName('life-one-b'));
+    await b.setKeepAlive(true);
+    await b.exec('true');
+    assert.equal(puts(), 4, calls.join('\n'));
+  });
+
+  test('a sandbox destroyed elsewhere: the handle sends its options again once it learns so', async () => {
+    const name = sandboxName('life-elsewhere');
+    sb('life-elsewhere');
+    const a = getSandbox(connect({ url: env.url, token: env.token }), name, { labels: { mine: 'yes' } });
+    await a.exec('true');
+    // another client destroys it; the handle's connection still thinks its options applied
+    await getSandbox(connect({ url: env.url, token: env.token }), name).destroy();
+    assert.equal((await a.getState()).status, 'stopped');
+    await a.exec('true');
+    assert.deepEqual((await a.getInfo()).labels, { mine: 'yes' });
+  });
+
   test('a setter as the first call creates the sandbox with all of its options', async () => {
     const s = sb('life-d', { instanceType: 'lite', labels: { first: 'setter' } });
     await s.setKeepAlive(true);
@@ -174,6 +221,105 @@ describe('getSandbox options and the setters', { skip }, () => {
   });
 });
 
+/** Polls the sandbox's state (GET, which is not activity) until it is `state`. */
+async function until(s: Sandbox, state: string, ms: number): Promise<void> {
+  await waitFor(async () => (await s.getInfo()).state === state, ms, `${s.id} ${state}`);
+}
+
+describe('activity and sleep', { skip }, () => {
+  test('renewActivityTimeout keeps a running sandbox awake; it wakes and creates nothing', async () => {
+    const s = sb('life-renew', { sleepAfter: 3 });
+    await s.exec('true');
+    // 7 s of renewals, each well within sleepAfter: it stays running
+    const end = Date.now() + 7000;
+    while (Date.now() < end) {
+      await s.renewActivityTimeout();
+      assert.equal((await s.getInfo()).state, 'running');
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    // without them it sleeps, and a renewal leaves it asleep
+    await until(s, 'sleeping', 15_000);
+    await s.renewActivityTimeout();
+    assert.equal((await s.getInfo()).state, 'sleeping');
+    // a sandbox that does not exist is not created
+    const none = sb('life-renew-none');
+    await none.renewActivityTimeout();
+    await rejectsWith(none.getInfo(), SandboxNotFoundError);
+  });
+
+  test('isPortExposed: a port whose sandbox restarted (stale) is not exposed', async () => {
+    const s = sb('life-stale', { sleepAfter: 1 });
+    await s.exposePort(8090);
+    assert.equal(await s.isPortExposed(8090), true);
+    await until(s, 'sleeping', 15_000);
+    await s.exec('true'); // woken: a new run, the URL of the old one is stale
+    const listed = (await s.getExposedPorts()).find((p) => p.port === 8090);
+    assert.equal(listed?.status, 'stale');
+    assert.equal(await s.isPortExposed(8090), false);
+    await s.exposePort(8090); // exposing again restores it
+    assert.equal(await s.isPortExposed(8090), true);
+    assert.equal(await s.isPortExposed(8091), false);
+  });
+});
+
+describe('startAndWaitForPorts and containerFetch', { skip }, () => {
+  test('startAndWaitForPorts: starts with the options, waits for the ports, times out', async () => {
+    const s = sb('life-ports', { labels: { waited: 'yes' } });
+    await rejectsWith(s.getInfo(), SandboxNotFoundError);
+    await s.startAndWaitForPorts(); // no ports: started
+    assert.deepEqual((await s.getInfo()).labels, { waited: 'yes' });
+    await s.startProcess('sleep 1; exec python3 -m http.server 8123 --bind 127.0.0.1');
+    await s.startAndWaitForPorts(8123, { portReadyTimeoutMS: 30_000 });
+    // the listener is up once it resolves (it starts a second after the process)
+    const probe = await s.exec(`python3 -c "import socket; socket.create_connection(('127.0.0.1', 8123), 2)"`);
+    assert.equal(probe.exitCode, 0, probe.stderr);
+    await s.startAndWaitForPorts({ ports: [8123], startOptions: { envVars: { STARTED_WITH: 'env' } } });
+    assert.equal((await s.exec('echo $STARTED_WITH')).stdout, 'env\n');
+    const e = await rejectsWith(
+      s.startAndWaitForPorts([8123, 8124], { portReadyTimeoutMS: 1500, waitInterval: 100 }),
+      ProcessReadyTimeoutError,
+      'PROCESS_READY_TIMEOUT',
+    );
+    assert.equal(e.context.port, 8124);
+    const ctl = new AbortController();
+    setTimeout(() => ctl.abort(new Error('given up')), 300);
+    await assert.rejects(s.startAndWaitForPorts(8125, { abort: ctl.signal }), /given up/);
+    await rejectsWith(s.startAndWaitForPorts(0), InvalidPortError);
+    // the waits' own processes are gone
+    await waitFor(
+      async () => (await s.listProcesses()).filter((p) => p.id.startsWith('cella-port-wait-')).every((p) => p.status !== 'running'),
+      10_000,
+      'the wait processes killed',
+    );
+  });
+
+  test('containerFetch: a request to an exposed port of the sandbox', async () => {
+    const s = sb('life-cfetch');
+    await s.writeFile('site/hello.txt', 'hello from the sandbox');
+    const web = await s.startProcess('python3 -m http.server 8130 --bind 127.0.0.1 --directory /workspace/site');
+    await web.waitForPort(8130, { timeout: 30_000 });
+    // not exposed: refused, naming exposePort
+    const e = await rejectsWith(s.containerFetch(new Request('http://app/hello.txt'), 8130), PortNotExposedError, 'PORT_NOT_EXPOSED');
+    assert.match(e.message + String(e.suggestion), /exposePort\(8130\)/);
+    await s.exposePort(8130);
+    const r = await s.containerFetch(new Request('http://app/hello.txt?x=1'), 8130);
+    assert.equal(r.status, 200);
+    assert.equal(await r.text(), 'hello from the sandbox');
+    const missing = await s.containerFetch('http://app/nope.txt', { method: 'GET' }, 8130);
+    assert.equal(missing.status, 404);
+    await missing.body?.cancel();
+    // no port, or a bad one
+    await rejectsWith(s.containerFetch(new Request('http://app/')), InvalidPortError);
+    await rejectsWith(s.containerFetch(new Request('http://app/'), 3000), InvalidPortError);
+    // an upgrade is wsConnect's
+    const up = await s.containerFetch(
+      new Request('http://app/chat', { headers: { upgrade: 'websocket', connection: 'Upgrade' } }),
+      8130,
+    );
+    assert.equal(getUpgradeTarget(up)?.kind, 'ws');
+  });
+});
+
 describe('methods cella does not have: NotSupportedError naming an alternative', { skip }, () => {
   const s = sb('life-h');
   test('createBackup, restoreBackup, mountBucket, unmountBucket, tunnels', async () => {
@@ -185,6 +331,7 @@ describe('methods cella does not have: NotSupportedError naming an alternative',
       ['tunnels.get', () => s.tunnels.get(8080)],
       ['tunnels.list', () => s.tunnels.list()],
       ['tunnels.destroy', () => s.tunnels.destroy(8080)],
+      ['stop', () => s.stop()],
       ['checkChanges', () => s.checkChanges('/workspace')],
       ['cleanupCompletedProcesses', () => s.cleanupCompletedProcesses()],
     ];
@@ -199,7 +346,7 @@ describe('methods cella does not have: NotSupportedError naming an alternative',
     const reason = async (call: () => Promise<unknown>) => (await rejectsWith(call, NotSupportedError)).message;
     assert.match(await reason(() => s.createBackup({ dir: '/workspace' })), /R2/);
     assert.match(await reason(() => s.tunnels.list()), /cloudflared/);
-    for (const [what, call] of calls.filter(([w]) => ['checkChanges', 'cleanupCompletedProcesses'].includes(w))) {
+    for (const [what, call] of calls.filter(([w]) => ['stop', 'checkChanges', 'cleanupCompletedProcesses'].includes(w))) {
       const m = await reason(call);
       assert.doesNotMatch(m, /Cloudflare/, `${what}: ${m}`);
       assert.match(m, /cellad (has no|keeps no)/, `${what}: ${m}`);

@@ -396,6 +396,13 @@ time.sleep(300)"`,
     assert.equal(isExecResult(p), false);
   });
 
+  test('timeout and encoding are accepted and not enforced: the process runs on', async () => {
+    const p = await s.startProcess('sleep 333', { timeout: 300, encoding: 'utf-8' });
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal(await p.getStatus(), 'running');
+    await p.kill();
+  });
+
   test('cleanupCompletedProcesses: NotSupportedError', async () => {
     const e = await rejectsWith(s.cleanupCompletedProcesses(), NotSupportedError, 'NOT_SUPPORTED');
     assert.equal(e.httpStatus, 501);

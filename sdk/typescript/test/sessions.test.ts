@@ -135,6 +135,14 @@ describe('sessions', { skip }, () => {
     await waitFor(async () => !(await running(s, 'sleep 314')), 15_000, 'sleep 314 killed');
   });
 
+  test('deleteSession refuses the default session, which keeps its state', async () => {
+    await s.exec('export KEEP_DEFAULT=kept');
+    const e = await rejectsWith(s.deleteSession('default'), ValidationFailedError, 'VALIDATION_FAILED');
+    assert.equal(e.httpStatus, 400);
+    assert.match(e.message, /default session/);
+    assert.equal((await s.exec('echo $KEEP_DEFAULT')).stdout, 'kept\n');
+  });
+
   test('deleteSession of an unknown session is SessionNotFoundError', async () => {
     await rejectsWith(s.deleteSession('never-was'), SessionNotFoundError, 'SESSION_NOT_FOUND');
   });
@@ -234,5 +242,8 @@ describe('enableDefaultSession: false', { skip }, () => {
     // the sandbox's env reaches the sessionless commands
     await s.setEnvVars({ SBX_FRESH: 'v' });
     assert.equal((await s.exec('echo $SBX_FRESH')).stdout, 'v\n');
+    // without a default session, a session named `default` is one like any other
+    await s.createSession({ id: 'default' });
+    assert.equal((await s.deleteSession('default')).sessionId, 'default');
   });
 });
