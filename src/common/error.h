@@ -60,6 +60,9 @@
         X(HEADERS_TOO_LARGE, 431)           \
         X(BAD_REQUEST, 400)                 \
         X(SANDBOX_UNAVAILABLE, 503)         \
+        X(SERVER_BUSY, 503)                 \
+        X(REQUEST_TIMEOUT, 408)             \
+        X(TOO_MANY_REQUESTS, 429)           \
         X(INVALID_GIT_URL, 400)             \
         X(GIT_REPOSITORY_NOT_FOUND, 404)    \
         X(GIT_BRANCH_NOT_FOUND, 404)        \

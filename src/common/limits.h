@@ -2,14 +2,36 @@
 #ifndef CELLA_LIMITS_H
 #define CELLA_LIMITS_H
 
-/* HTTP */
-#define CELLA_HTTP_MAX_HEADER_BYTES (64 * 1024)     /* request line + all headers: 431 beyond */
-#define CELLA_HTTP_MAX_HEADERS 100                  /* header count: 431 beyond */
-#define CELLA_HTTP_MAX_URL 8192                     /* request target: 414 beyond */
-#define CELLA_HTTP_MAX_JSON_BODY (16 * 1024 * 1024) /* JSON request bodies: 413 beyond */
-#define CELLA_HTTP_MAX_CONNECTIONS 4096
+/* HTTP (docs/decisions/0029-http-limits.md) */
+#define CELLA_HTTP_MAX_HEADER_BYTES (64 * 1024) /* request line + all headers: 431 beyond */
+#define CELLA_HTTP_MAX_HEADERS 100              /* header count: 431 beyond */
+#define CELLA_HTTP_MAX_URL 8192                 /* request target: 414 beyond */
+/* JSON request bodies: 413 beyond (room for an exec's 1 MiB command) */
+#define CELLA_HTTP_MAX_JSON_BODY (2 * 1024 * 1024)
+/* The JSON file routes: POST /files/write's body (its content is the file, base64 from
+ * the SDK) and POST /files/read's content (FILE_TOO_LARGE beyond) */
+#define CELLA_FILES_JSON_MAX (16 * 1024 * 1024)
+#define CELLA_HTTP_MAX_CONNECTIONS 8192 /* default --max-connections */
+#define CELLA_HTTP_MAX_PER_CLIENT 1024  /* default --max-connections-per-client */
+#define CELLA_HTTP_FD_RESERVE 1024      /* descriptors kept for everything but clients */
 #define CELLA_HTTP_WRITE_HIGH_WATER (1024 * 1024) /* pause the producer above this */
-#define CELLA_HTTP_IDLE_TIMEOUT_MS (120 * 1000)
+#define CELLA_HTTP_IDLE_TIMEOUT_MS (120 * 1000)   /* keep-alive connection with no request */
+#define CELLA_HTTP_HEADER_TIMEOUT_MS (20 * 1000)  /* a request's head, first byte to last */
+#define CELLA_HTTP_BODY_IDLE_MS (30 * 1000)       /* no body byte while it is read: 408 */
+#define CELLA_HTTP_JSON_BODY_TIMEOUT_MS (60 * 1000) /* a whole JSON body, after its head */
+#define CELLA_HTTP_SEND_TIMEOUT_MS (60 * 1000) /* answer bytes queued and none taken: close */
+#define CELLA_HTTP_SWEEP_MS 1000               /* how often deadlines are checked */
+/* Daemon-wide bytes held for clients (buffered exec output, JSON bodies being read):
+ * default --buffer-budget */
+#define CELLA_HTTP_BUFFER_BUDGET (256ull * 1024 * 1024)
+/* A JSON body's first bytes are held whatever the budget (small requests always pass) */
+#define CELLA_HTTP_BODY_RESERVE (64 * 1024)
+#define CELLA_HTTP_RETRY_AFTER_S 1 /* Retry-After of a 503 SERVER_BUSY or a 429 */
+/* Failed authentications (bad bearer token, bad preview token) per client address: a
+ * bucket of this many, refilled at this rate per second; empty: 429 TOO_MANY_REQUESTS */
+#define CELLA_AUTH_FAIL_BURST 20
+#define CELLA_AUTH_FAIL_RATE 10
+#define CELLA_AUTH_FAIL_TRACKED 4096 /* client addresses remembered for that */
 
 /* Agent protocol */
 #define CELLA_FRAME_HEADER 12
@@ -24,6 +46,8 @@
 
 /* Exec */
 #define CELLA_EXEC_MAX_BUFFERED (64 * 1024 * 1024) /* buffered (non-SSE) output per stream */
+/* Buffered output per stream held whatever the daemon's --buffer-budget (beyond: budget) */
+#define CELLA_EXEC_BUFFER_RESERVE (64 * 1024)
 #define CELLA_EXEC_MAX_COMMAND (1024 * 1024)
 #define CELLA_EXEC_MAX_ENV 1024
 #define CELLA_EXEC_MAX_TIMEOUT_MS (7LL * 24 * 3600 * 1000) /* per-command timeout: 7 days */
@@ -105,7 +129,10 @@
 #define CELLA_PORT_MAX 65535
 #define CELLA_PORT_RESERVED 3000   /* the hosted product's control port: refused alike */
 #define CELLA_PREVIEW_TOKEN_LEN 16 /* generated tokens */
-#define CELLA_PREVIEW_TOKEN_MAX 16 /* custom tokens: 1..this of [a-z0-9_] */
+/* custom tokens: MIN..MAX of [a-z0-9_] (the hosted product allows 1..16: a short token is
+ * guessed, so cella takes only the longest) */
+#define CELLA_PREVIEW_TOKEN_MIN 16
+#define CELLA_PREVIEW_TOKEN_MAX 16
 #define CELLA_PREVIEW_DOMAIN_MAX 200
 #define CELLA_PREVIEW_PORT_NAME_MAX 64
 #define CELLA_PREVIEW_HEAD_MAX (64 * 1024) /* a sandbox's response head */

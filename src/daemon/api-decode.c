@@ -19,9 +19,10 @@ static json_t *load_object(const char *body, size_t len, struct cella_error *err
         json_error_t je;
         json_t *j;
 
-        if (len > CELLA_HTTP_MAX_JSON_BODY) {
+        /* the largest body a route reads (each route's own limit is checked as it arrives) */
+        if (len > CELLA_FILES_JSON_MAX) {
                 cella_error_set(err, CELLA_E_PAYLOAD_TOO_LARGE, "body over %d bytes",
-                                CELLA_HTTP_MAX_JSON_BODY);
+                                CELLA_FILES_JSON_MAX);
                 return NULL;
         }
         j = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);

@@ -19,8 +19,7 @@ struct exec_op {
         struct api_exec in;
         uint64_t start_us;
         int pid;
-        struct buf out[2]; /* stdout, stderr (buffered mode) */
-        bool truncated[2];
+        struct api_outbuf ob; /* stdout, stderr (buffered mode) */
 };
 
 static int64_t duration_ms(const struct exec_op *op)
@@ -43,26 +42,28 @@ static bool agent_error_exit_code(const struct frame *f, json_int_t *ret)
         return ok;
 }
 
-/* stdout and stderr as held so far into @obj, each with its encoding when it is base64
- * (not UTF-8) and `truncated` when the buffer dropped some: the 200 answer and the
- * context of a COMMAND_TIMEOUT or SESSION_TERMINATED error carry the same fields. */
-static void set_output(json_t *obj, const struct exec_op *op)
+/* Answer with doc (consumed) whose `stdout`/`stderr` (the context's, for an error) are the
+ * output held so far, each with its encoding when it is base64 (not UTF-8) and `truncated`
+ * when some was dropped: the 200 answer and the context of a COMMAND_TIMEOUT or
+ * SESSION_TERMINATED error carry the same fields. */
+static void respond_output(struct exec_op *op, int status, json_t *doc)
 {
-        static const char *const names[2][2] = {{"stdout", "stdoutEncoding"},
-                                                {"stderr", "stderrEncoding"}};
+        if (!doc)
+                http_respond_code(op->base.io.req, CELLA_E_INTERNAL_ERROR, "out of memory");
+        else
+                api_outbuf_respond(op->base.io.req, status, doc, &op->ob);
+        json_decref(doc);
+}
 
-        if (!obj)
-                return;
-        for (int i = 0; i < 2; i++) {
-                bool b64 = false;
-                json_t *v = api_output_json(&op->out[i], &b64);
+/* The error shape for e with ctx (consumed) as its context, the output set in ctx. */
+static json_t *error_with_output(struct exec_op *op, const struct cella_error *e, json_t *ctx)
+{
+        json_t *j;
 
-                json_object_set_new(obj, names[i][0], v ? v : json_string(""));
-                if (b64)
-                        json_object_set_new(obj, names[i][1], json_string("base64"));
-        }
-        if (op->truncated[0] || op->truncated[1])
-                json_object_set_new(obj, "truncated", json_true());
+        api_outbuf_set(&op->ob, ctx);
+        j = http_error_json(e, ctx);
+        json_decref(ctx);
+        return j;
 }
 
 static void on_exit_frame(struct exec_op *op, const struct frame *f)
@@ -106,15 +107,15 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
                         struct cella_error e = {0};
                         json_t *ctx = json_pack("{s:I}", "timeout", (json_int_t)op->in.timeout_ms);
 
-                        set_output(ctx, op);
-
                         cella_error_set(&e, CELLA_E_COMMAND_TIMEOUT,
                                         "command timed out after %lld ms; its process tree was "
                                         "killed",
                                         (long long)op->in.timeout_ms);
                         if (op->base.io.req)
-                                http_respond_error(op->base.io.req, &e, ctx);
-                        json_decref(ctx);
+                                respond_output(op, cella_code_status(e.code),
+                                               error_with_output(op, &e, ctx));
+                        else
+                                json_decref(ctx);
                         api_op_finish(&op->base);
                         return;
                 }
@@ -122,20 +123,16 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
                               code, "command", op->in.command, "duration",
                               (json_int_t)duration_ms(op), "timestamp", ts);
                 if (r) {
-                        set_output(r, op);
                         if (op->in.session_id)
                                 json_object_set_new(r, "sessionId", json_string(op->in.session_id));
                         if (op->pid > 0)
                                 json_object_set_new(r, "pid", json_integer(op->pid));
+                        api_outbuf_set(&op->ob, r);
                 }
-                if (op->base.io.req) {
-                        if (r)
-                                http_respond_json(op->base.io.req, 200, r);
-                        else
-                                http_respond_code(op->base.io.req, CELLA_E_INTERNAL_ERROR,
-                                                  "out of memory");
-                }
-                json_decref(r);
+                if (op->base.io.req)
+                        respond_output(op, 200, r);
+                else
+                        json_decref(r);
                 api_op_finish(&op->base);
         }
 }
@@ -170,16 +167,9 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         api_sse_output(&op->base.io, which, f->payload, f->len, false);
                         break;
                 }
-                if (!op->base.finished) {
-                        size_t room = CELLA_EXEC_MAX_BUFFERED -
-                                      MIN(op->out[which].len, CELLA_EXEC_MAX_BUFFERED);
-                        size_t n = MIN(room, (size_t)f->len);
-
-                        if (n < f->len)
-                                op->truncated[which] = true;
-                        if (n && buf_append(&op->out[which], f->payload, n) < 0)
-                                op->truncated[which] = true;
-                }
+                if (!op->base.finished)
+                        api_outbuf_add(&op->ob, which, f->payload, f->len,
+                                       CELLA_EXEC_MAX_BUFFERED);
                 agent_stream_ack(s, f->len);
                 break;
         }
@@ -214,12 +204,11 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                                  * the command wrote before it exited. */
                                 json_t *ctx = json_pack("{s:I}", "exitCode", code);
 
-                                set_output(ctx, op);
                                 if (ctx && op->in.session_id)
                                         json_object_set_new(ctx, "sessionId",
                                                             json_string(op->in.session_id));
-                                http_respond_error(op->base.io.req, &e, ctx);
-                                json_decref(ctx);
+                                respond_output(op, cella_code_status(e.code),
+                                               error_with_output(op, &e, ctx));
                         }
                 }
                 api_op_finish(&op->base);
@@ -291,11 +280,14 @@ static void op_free(struct api_op *base)
         struct exec_op *op = (struct exec_op *)base;
 
         api_exec_done(&op->in);
-        for (int i = 0; i < 2; i++)
-                buf_free(&op->out[i]);
+        api_outbuf_done(&op->ob);
 }
 
 void api_exec(struct api *a, struct http_request *req, const char *name)
 {
-        api_op_read_body(api_op_new(a, name, sizeof(struct exec_op), op_free), req, exec_body);
+        struct api_op *op = api_op_new(a, name, sizeof(struct exec_op), op_free);
+
+        if (op)
+                ((struct exec_op *)op)->ob.budget = a->cfg.budget;
+        api_op_read_body(op, req, exec_body);
 }

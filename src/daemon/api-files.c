@@ -276,7 +276,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
         }
         switch (f->type) {
         case FRAME_DATA: /* JSON read */
-                if (op->data.len + f->len > CELLA_HTTP_MAX_JSON_BODY) {
+                if (op->data.len + f->len > CELLA_FILES_JSON_MAX) {
                         agent_stream_ack(s, f->len);
                         fail_code(op, CELLA_E_FILE_TOO_LARGE,
                                   "file too large for the JSON read; use GET /files");
@@ -294,7 +294,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
 
                         op->info_bytes += f->len;
-                        if (op->info_bytes > CELLA_HTTP_MAX_JSON_BODY) {
+                        if (op->info_bytes > CELLA_FILES_JSON_MAX) {
                                 json_decref(j);
                                 fail_code(op, CELLA_E_FILE_TOO_LARGE,
                                           "listing too large; list a smaller directory");
@@ -308,7 +308,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 
                         if (file_info_size(op, f, &size) < 0)
                                 return;
-                        if (size > CELLA_HTTP_MAX_JSON_BODY) {
+                        if (size > CELLA_FILES_JSON_MAX) {
                                 fail_code(op, CELLA_E_FILE_TOO_LARGE,
                                           "file too large for the JSON read; use GET /files");
                                 return;
@@ -648,7 +648,10 @@ void api_files(struct api *a, struct http_request *req, const char *name, const 
         case F_MKDIR:
         case F_MOVE:
                 http_request_on_abort(req, body_abort, op);
-                if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, json_body, op) < 0) {
+                if (http_request_read_body(req,
+                                           op->kind == F_WRITE ? CELLA_FILES_JSON_MAX
+                                                               : CELLA_HTTP_MAX_JSON_BODY,
+                                           json_body, op) < 0) {
                         http_request_on_abort(req, NULL, NULL);
                         http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the body");
                         break;

@@ -10,6 +10,7 @@ struct api {
         struct api_config cfg;
         struct preview_config preview;
         json_t *images_busy; /* names being built or imported (api-images.c) */
+        struct auth_limiter *auth_fails; /* failed authentications per client address */
 };
 
 /* Routes under /v1/sandboxes/{name}/ (name already validated). They validate the request
@@ -81,6 +82,32 @@ void api_sse_fail(struct api_sse *o, bool sse, const struct cella_error *e);
 void api_sse_agent_lost(struct api_sse *o, bool sse, int err);
 /* Output as a JSON string when it is UTF-8, else base64 (*ret_b64 set). New reference. */
 json_t *api_output_json(const struct buf *b, bool *ret_b64);
+
+/* Buffered output of a command (stdout, stderr) for a JSON answer, counted in the daemon's
+ * budget: the first CELLA_EXEC_BUFFER_RESERVE bytes of each stream whatever the budget
+ * (an echo is never starved by another tenant's bulk output), more while the budget has
+ * room and the stream is under its cap; beyond that the rest of the stream is dropped and
+ * truncated is set. The answer is written by api_outbuf_respond(), escaped piece by piece
+ * as the client takes it, so a buffer is never copied whole into a JSON string. */
+struct api_outbuf {
+        struct buf out[2];
+        bool truncated[2];
+        size_t counted[2];         /* bytes of out[i] counted in budget */
+        struct mem_budget *budget; /* borrowed; NULL: not counted */
+};
+void api_outbuf_add(struct api_outbuf *ob, int which, const void *data, size_t len, size_t cap);
+/* The JSON placeholder of stream which (new reference), to put in the answer's document
+ * where the output goes; *ret_b64 tells whether it will be written as base64 (it is not
+ * UTF-8). api_outbuf_respond() writes the output in its place. */
+json_t *api_outbuf_marker(const struct api_outbuf *ob, int which, bool *ret_b64);
+/* obj.stdout / obj.stderr as markers, with stdoutEncoding/stderrEncoding: "base64" when
+ * so and truncated: true when either stream was cut. */
+void api_outbuf_set(const struct api_outbuf *ob, json_t *obj);
+/* Answer req with status and doc (borrowed), the markers replaced by the output. The
+ * buffers move to the answer (ob is left empty) and are let go as they are written; the
+ * answer is chunked and paced by the client's socket. */
+int api_outbuf_respond(struct http_request *req, int status, json_t *doc, struct api_outbuf *ob);
+void api_outbuf_done(struct api_outbuf *ob);
 
 /* api-op.c: a request answered from one agent stream (exec, processes, file watch, code
  * runs). The route's struct begins with a struct api_op. Refcounted: one reference while

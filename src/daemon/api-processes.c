@@ -30,27 +30,21 @@ struct proc_call {
         struct api_op base;         /* first */
         char pid[CELLA_ID_MAX + 1]; /* the process id or pid from the path ("" for none) */
         enum pkind kind;
-        struct buf out[2]; /* logs: stdout, stderr */
-        bool truncated;
+        struct api_outbuf ob; /* logs: stdout, stderr */
 };
 
 static void respond_logs(struct proc_call *pc, json_t *info)
 {
-        bool b64o, b64e;
-        json_t *so = api_output_json(&pc->out[0], &b64o);
-        json_t *se = api_output_json(&pc->out[1], &b64e);
         const char *id = json_string_value(json_object_get(info, "id"));
-        json_t *r = json_pack("{s:o, s:o, s:s}", "stdout", so ? so : json_string(""), "stderr",
-                              se ? se : json_string(""), "processId", id ? id : pc->pid);
+        json_t *r = json_pack("{s:s}", "processId", id ? id : pc->pid);
 
         if (r) {
-                if (b64o)
-                        json_object_set_new(r, "stdoutEncoding", json_string("base64"));
-                if (b64e)
-                        json_object_set_new(r, "stderrEncoding", json_string("base64"));
-                if (pc->truncated || json_is_true(json_object_get(info, "logTruncated")))
+                /* the logs are counted in the memory budget and written piece by piece,
+                 * like a buffered exec's output */
+                api_outbuf_set(&pc->ob, r);
+                if (json_is_true(json_object_get(info, "logTruncated")))
                         json_object_set_new(r, "truncated", json_true());
-                http_respond_json(pc->base.io.req, 200, r);
+                api_outbuf_respond(pc->base.io.req, 200, r, &pc->ob);
         } else {
                 http_respond_code(pc->base.io.req, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
@@ -115,16 +109,9 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         api_sse_output(&pc->base.io, which, f->payload, f->len, false);
                         break;
                 }
-                if (pc->kind == K_LOGS && !pc->base.finished) {
-                        size_t room = CELLA_EXEC_MAX_BUFFERED -
-                                      MIN(pc->out[which].len, CELLA_EXEC_MAX_BUFFERED);
-                        size_t n = MIN(room, (size_t)f->len);
-
-                        if (n < f->len)
-                                pc->truncated = true;
-                        if (n && buf_append(&pc->out[which], f->payload, n) < 0)
-                                pc->truncated = true;
-                }
+                if (pc->kind == K_LOGS && !pc->base.finished)
+                        api_outbuf_add(&pc->ob, which, f->payload, f->len,
+                                       CELLA_EXEC_MAX_BUFFERED);
                 agent_stream_ack(s, f->len);
                 break;
         }
@@ -293,8 +280,7 @@ static void call_free(struct api_op *op)
 {
         struct proc_call *pc = (struct proc_call *)op;
 
-        for (int i = 0; i < 2; i++)
-                buf_free(&pc->out[i]);
+        api_outbuf_done(&pc->ob);
 }
 
 void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest)
@@ -307,6 +293,7 @@ void api_processes(struct api *a, struct http_request *req, const char *name, co
                 return;
         pc = (struct proc_call *)api_op_new(a, name, sizeof(*pc), call_free);
         if (pc) {
+                pc->ob.budget = a->cfg.budget;
                 pc->kind = (enum pkind)kind;
                 snprintf(pc->pid, sizeof(pc->pid), "%s", pid);
         }

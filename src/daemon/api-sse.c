@@ -3,6 +3,7 @@
  * by exec (api-exec.c) and process streams (api-processes.c); see api-internal.h. */
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "common/base64.h"
 #include "common/utf8.h"
@@ -143,4 +144,247 @@ void api_sse_agent_lost(struct api_sse *o, bool sse, int err)
         cella_error_set(&e, CELLA_E_SANDBOX_UNAVAILABLE, "the sandbox's agent went away (%s)",
                         strerror(-err));
         api_sse_fail(o, sse, &e);
+}
+
+/* ---- buffered output, answered as JSON written piece by piece ---- */
+
+#define OUT_PIECE (48 * 1024) /* raw bytes escaped per write (a multiple of 3: base64) */
+
+void api_outbuf_add(struct api_outbuf *ob, int which, const void *data, size_t len, size_t cap)
+{
+        struct buf *b = &ob->out[which];
+        size_t n, reserved = 0;
+
+        if (ob->truncated[which] || len == 0)
+                return;
+        n = MIN(len, cap - MIN(b->len, cap));
+        if (b->len < CELLA_EXEC_BUFFER_RESERVE)
+                reserved = MIN(n, (size_t)CELLA_EXEC_BUFFER_RESERVE - b->len);
+        if (n > reserved && !mem_budget_take(ob->budget, n - reserved))
+                n = reserved;
+        mem_budget_force(ob->budget, reserved);
+        if (n && buf_append(b, data, n) < 0) {
+                mem_budget_give(ob->budget, n);
+                n = 0;
+        } else {
+                ob->counted[which] += n;
+        }
+        /* keep the first bytes only: once a piece is dropped, the rest of the stream is */
+        if (n < len)
+                ob->truncated[which] = true;
+}
+
+static void outbuf_release(struct api_outbuf *ob, int which)
+{
+        buf_free(&ob->out[which]);
+        mem_budget_give(ob->budget, ob->counted[which]);
+        ob->counted[which] = 0;
+}
+
+void api_outbuf_done(struct api_outbuf *ob)
+{
+        outbuf_release(ob, 0);
+        outbuf_release(ob, 1);
+}
+
+/* The placeholders: a random nonce that no client can know, so no string of its own can
+ * be taken for one. */
+static const char *marker_text(int which)
+{
+        static char marks[2][40];
+
+        if (!marks[0][0]) {
+                uint8_t rnd[8] = {0};
+
+                if (getrandom(rnd, sizeof(rnd), 0) < 0)
+                        memset(rnd, 0x5a, sizeof(rnd)); /* still not in anyone's input */
+                for (int i = 0; i < 2; i++)
+                        snprintf(marks[i], sizeof(marks[i]),
+                                 "\x01" "cella-out-%02x%02x%02x%02x%02x%02x%02x%02x-%d", rnd[0],
+                                 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7], i);
+        }
+        return marks[which];
+}
+
+json_t *api_outbuf_marker(const struct api_outbuf *ob, int which, bool *ret_b64)
+{
+        const struct buf *b = &ob->out[which];
+
+        *ret_b64 = !utf8_is_valid(b->data ? b->data : "", b->len);
+        return json_string(marker_text(which));
+}
+
+void api_outbuf_set(const struct api_outbuf *ob, json_t *obj)
+{
+        static const char *const names[2][2] = {{"stdout", "stdoutEncoding"},
+                                                {"stderr", "stderrEncoding"}};
+
+        if (!obj)
+                return;
+        for (int i = 0; i < 2; i++) {
+                bool b64;
+
+                json_object_set_new(obj, names[i][0], api_outbuf_marker(ob, i, &b64));
+                if (b64)
+                        json_object_set_new(obj, names[i][1], json_string("base64"));
+        }
+        if (ob->truncated[0] || ob->truncated[1])
+                json_object_set_new(obj, "truncated", json_true());
+}
+
+struct out_writer {
+        struct http_request *req; /* referenced */
+        char *text;               /* the document, with the markers */
+        size_t text_len;
+        size_t pos;          /* next byte of text to write */
+        size_t mark_at[2];   /* where each marker's content starts in text (SIZE_MAX: none) */
+        size_t mark_len[2];  /* its length there (as dumped) */
+        bool b64[2];
+        int cur;             /* the stream being written, -1: text */
+        size_t off;          /* in out[cur] */
+        struct api_outbuf ob;
+};
+
+static void writer_free(struct out_writer *w)
+{
+        api_outbuf_done(&w->ob);
+        free(w->text);
+        http_request_unref(w->req);
+        free(w);
+}
+
+static void writer_step(struct out_writer *w);
+
+static void writer_written(struct http_request *req, int status, size_t len, void *ud)
+{
+        struct out_writer *w = ud;
+
+        (void)req;
+        (void)len;
+        if (status < 0) {
+                writer_free(w);
+                return;
+        }
+        writer_step(w);
+}
+
+/* The next piece of out[cur], escaped (JSON string content, or base64), into piece. */
+static int writer_piece(struct out_writer *w, struct buf *piece)
+{
+        const struct buf *b = &w->ob.out[w->cur];
+        const char *d = b->data + w->off;
+        size_t n = MIN((size_t)OUT_PIECE, b->len - w->off);
+
+        if (w->b64[w->cur]) {
+                if (base64_encode(piece, d, n) < 0)
+                        return -ENOMEM;
+        } else {
+                _cleanup_free_ char *s = NULL;
+                json_t *str;
+
+                if (w->off + n < b->len)
+                        n = utf8_complete_prefix(d, n); /* a character is never split */
+                str = json_stringn(d, n);
+                s = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
+                json_decref(str);
+                if (!s || strlen(s) < 2 || buf_append(piece, s + 1, strlen(s) - 2) < 0)
+                        return -ENOMEM;
+        }
+        w->off += n;
+        return 0;
+}
+
+/* Write the next piece of the answer; the write's completion calls it again. */
+static void writer_step(struct out_writer *w)
+{
+        _cleanup_buf_ struct buf piece = BUF_INIT;
+        size_t stop;
+        int next = -1;
+
+        for (;;) {
+                if (w->cur >= 0) {
+                        if (w->off < w->ob.out[w->cur].len) {
+                                if (writer_piece(w, &piece) < 0) {
+                                        http_request_close(w->req);
+                                        writer_free(w);
+                                        return;
+                                }
+                                if (piece.len == 0)
+                                        continue; /* an empty piece (cannot happen) */
+                                break;
+                        }
+                        outbuf_release(&w->ob, w->cur);
+                        w->pos = w->mark_at[w->cur] + w->mark_len[w->cur];
+                        w->cur = -1;
+                        continue;
+                }
+                stop = w->text_len;
+                for (int i = 0; i < 2; i++)
+                        if (w->mark_at[i] != SIZE_MAX && w->mark_at[i] >= w->pos &&
+                            w->mark_at[i] < stop) {
+                                stop = w->mark_at[i];
+                                next = i;
+                        }
+                if (stop > w->pos) {
+                        if (buf_append(&piece, w->text + w->pos, stop - w->pos) < 0) {
+                                http_request_close(w->req);
+                                writer_free(w);
+                                return;
+                        }
+                        w->pos = stop;
+                        break;
+                }
+                if (next >= 0) {
+                        w->cur = next;
+                        w->off = 0;
+                        next = -1;
+                        continue;
+                }
+                http_response_end(w->req);
+                writer_free(w);
+                return;
+        }
+        if (http_response_write(w->req, piece.data, piece.len, writer_written, w) < 0)
+                writer_free(w);
+}
+
+int api_outbuf_respond(struct http_request *req, int status, json_t *doc, struct api_outbuf *ob)
+{
+        struct out_writer *w = calloc(1, sizeof(*w));
+        int r;
+
+        if (!w || !(w->text = json_dumps(doc, JSON_COMPACT))) {
+                free(w);
+                api_outbuf_done(ob);
+                return http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        w->text_len = strlen(w->text);
+        w->cur = -1;
+        for (int i = 0; i < 2; i++) {
+                /* the marker as jansson dumps it (its \u0001 escaped) */
+                json_t *m = json_string(marker_text(i));
+                _cleanup_free_ char *dumped = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
+                const char *at = dumped ? strstr(w->text, dumped) : NULL;
+
+                json_decref(m);
+                w->mark_at[i] = at ? (size_t)(at - w->text) + 1 : SIZE_MAX;
+                w->mark_len[i] = dumped ? strlen(dumped) - 2 : 0;
+                w->b64[i] = !utf8_is_valid(ob->out[i].data ? ob->out[i].data : "",
+                                           ob->out[i].len);
+        }
+        w->ob = *ob;
+        *ob = (struct api_outbuf){.budget = ob->budget};
+        r = http_response_begin(req, status, "application/json", -1, NULL);
+        if (r < 0 || http_request_is_head(req)) {
+                if (r == 0)
+                        http_response_end(req);
+                free(w->text);
+                api_outbuf_done(&w->ob);
+                free(w);
+                return r;
+        }
+        w->req = req;
+        http_request_ref(req);
+        writer_step(w);
+        return 0;
 }

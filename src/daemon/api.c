@@ -8,6 +8,7 @@
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-internal.h"
+#include "daemon/ratelimit.h"
 #include "daemon/ws.h"
 
 #define CELLA_VERSION "0.1.0"
@@ -19,6 +20,11 @@ int api_new(const struct api_config *cfg, struct api **ret)
         if (!a)
                 return -ENOMEM;
         a->cfg = *cfg;
+        a->auth_fails = auth_limiter_new();
+        if (!a->auth_fails) {
+                free(a);
+                return -ENOMEM;
+        }
         if (a->cfg.image_import_max <= 0)
                 a->cfg.image_import_max = CELLA_IMAGE_IMPORT_MAX;
         a->preview.table = cfg->table;
@@ -30,8 +36,10 @@ int api_new(const struct api_config *cfg, struct api **ret)
 
 void api_free(struct api *a)
 {
-        if (a)
+        if (a) {
                 json_decref(a->images_busy);
+                auth_limiter_free(a->auth_fails);
+        }
         free(a);
 }
 
@@ -558,21 +566,53 @@ static int preview_target_of(struct api *a, struct http_request *req, struct pre
                                             a->preview.domain, t, fwd_host);
 }
 
-/* Answer req as a preview request when it is one (true). */
+/* The client's address has failed to authenticate too often lately: 429 (true). */
+static bool auth_throttled(struct api *a, struct http_request *req, char addr[64])
+{
+        struct cella_error e = {0};
+        char extra[64];
+
+        if (http_request_peer(req, addr, 64) < 0)
+                snprintf(addr, 64, "?");
+        if (!auth_limiter_blocked(a->auth_fails, addr, time_mono_us() / 1000))
+                return false;
+        cella_error_set(&e, CELLA_E_TOO_MANY_REQUESTS,
+                        "too many failed authentications from %s: retry later", addr);
+        snprintf(extra, sizeof(extra), "Retry-After: %d\r\n", CELLA_HTTP_RETRY_AFTER_S);
+        http_respond_error_headers(req, &e, NULL, extra);
+        return true;
+}
+
+static void auth_failed(struct api *a, const char *addr)
+{
+        auth_limiter_failed(a->auth_fails, addr, time_mono_us() / 1000);
+}
+
+/* Answer req as a preview request when it is one (true). A wrong token counts as a failed
+ * authentication of the client's address. */
 static bool preview_request(struct api *a, struct http_request *req, bool preview_only)
 {
         _cleanup_free_ char *fwd = NULL;
         struct preview_target pt;
+        char addr[64];
         int r = preview_target_of(a, req, &pt, &fwd);
 
-        if (r > 0)
-                preview_handle(&a->preview, req, &pt, fwd);
-        else if (r == -ENOMEM)
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-        else if (r < 0 || preview_only)
-                http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
-        else
+        if (r == 0 && !preview_only)
                 return false;
+        if (auth_throttled(a, req, addr))
+                return true;
+        if (r > 0) {
+                preview_handle(&a->preview, req, &pt, fwd);
+                /* preview_handle answers a wrong token at once (a proxied answer comes
+                 * later): 404 now is INVALID_TOKEN */
+                if (http_request_status(req) == 404)
+                        auth_failed(a, addr);
+        } else if (r == -ENOMEM) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+        } else {
+                http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
+                auth_failed(a, addr);
+        }
         return true;
 }
 
@@ -605,10 +645,18 @@ void api_handle(struct http_request *req, void *userdata)
                                   "API's)");
                 return;
         }
-        if (!authorized(a, req)) {
-                http_respond_code(req, CELLA_E_UNAUTHORIZED,
-                                  "missing or invalid bearer token (Authorization: Bearer ...)");
-                return;
+        if (a->cfg.token && a->cfg.token[0]) {
+                char addr[64];
+
+                if (auth_throttled(a, req, addr))
+                        return;
+                if (!authorized(a, req)) {
+                        auth_failed(a, addr);
+                        http_respond_code(req, CELLA_E_UNAUTHORIZED,
+                                          "missing or invalid bearer token (Authorization: "
+                                          "Bearer ...)");
+                        return;
+                }
         }
         if (strcmp(path, "/v1/sandboxes") == 0) {
                 if (is(req, "GET") || is(req, "HEAD"))

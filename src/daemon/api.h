@@ -20,6 +20,7 @@ struct api_config {
         const char *preview_domain; /* preview URLs' domain; NULL: "localhost" */
         int preview_url_port;       /* the port in preview URLs (0: none) */
         int64_t image_import_max;   /* an import's tarball (0: CELLA_IMAGE_IMPORT_MAX) */
+        struct mem_budget *budget;  /* buffered exec output is counted here (may be NULL) */
 };
 
 struct api;

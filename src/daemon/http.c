@@ -8,11 +8,20 @@
  * uploading client cannot make the daemon buffer more than one read ahead.
  *
  * Deferred work (continuing to parse after a response ended or a body was resumed) runs
- * from an idle handle, so a handler's call into this module never re-enters its own code. */
+ * from an idle handle, so a handler's call into this module never re-enters its own code.
+ *
+ * Deadlines are not one timer per connection: the server's sweep timer looks at every
+ * connection's timestamps once a second (a few thousand comparisons), so that holding
+ * thousands of trickling connections costs no timer churn.
+ *
+ * A request's head is scanned byte by byte (head_scan) before the parser sees it, for what
+ * http-parser lets through in its lenient mode (bare LF, obs-fold, "Name : value"); the
+ * parser is paused after every message so that the scan restarts at the next head. */
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <http_parser.h>
+#include <sys/resource.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +66,11 @@ struct http_request {
         size_t queued;
 
         enum body_mode body_mode;
+        struct mem_budget *budget; /* the server's, for body_counted */
         struct buf body;
         size_t body_limit;
         size_t discarded;
+        size_t body_counted; /* bytes of body taken from the server's budget */
         http_body_cb body_cb;
         const struct http_body_ops *ops;
         void *body_ud;
@@ -71,9 +82,25 @@ struct http_request {
         void *userdata;
 };
 
+/* Connections of one client address (in the server's hash of them). */
+struct peer {
+        struct peer *next;
+        uint8_t addr[16]; /* IPv6, or IPv4-mapped */
+        unsigned count;
+};
+
+enum head_scan_state {
+        SCAN_LINE_START, /* at the start of a line (request line or header) */
+        SCAN_NAME,       /* in a header's name */
+        SCAN_LINE,       /* in the request line or a header's value */
+        SCAN_CR,         /* after a CR: LF must follow */
+        SCAN_CR_SKIP,    /* after the CR of an empty line before the request line */
+        SCAN_DONE_CR,    /* after the CR of the empty line that ends the head */
+        SCAN_DONE,       /* the head ended: the body is the parser's */
+};
+
 struct conn {
         uv_tcp_t tcp;
-        uv_timer_t timer;
         uv_idle_t kick;
         uv_shutdown_t shut;
         struct http_server *srv;
@@ -93,16 +120,33 @@ struct conn {
         bool eof;
         bool reading;
         bool fuzz;
+        bool served;   /* a request was dispatched on it */
+        bool over_cap; /* refused (per-client cap): closed at once, not counted */
         int handles_open;
+        uint64_t head_ms;  /* the current head began (the connection, for the first) */
+        uint64_t body_ms;  /* the current request was dispatched */
+        uint64_t read_ms;  /* last byte read (or reading resumed) */
+        uint64_t write_ms; /* last write progress (or the write queue became non-empty) */
+        struct peer *peer; /* its address's count (NULL in fuzz mode) */
+        /* head scan (see the top of this file) */
+        enum head_scan_state scan;
+        bool scan_headers; /* past the request line */
+        size_t scan_off;      /* bytes at the front of `in` already scanned */
 };
+
+#define PEER_BUCKETS 4096
 
 struct http_server {
         uv_loop_t *loop;
         uv_tcp_t listener;
+        uv_timer_t sweep;
         struct http_server_config cfg;
-        struct conn *conns;
+        struct conn *conns, *tail; /* newest first; tail is the oldest */
         unsigned nconns;
+        unsigned max_conns, max_per_client;
+        struct peer *peers[PEER_BUCKETS];
         int port;
+        int handles_open;
         bool closing;
 };
 
@@ -122,6 +166,12 @@ static void conn_process(struct conn *c);
 static void conn_update_reading(struct conn *c);
 static void conn_shutdown(struct conn *c);
 static int req_end(struct http_request *req);
+static void body_release(struct http_request *req);
+
+static uint64_t conn_now(const struct conn *c)
+{
+        return c->fuzz || !c->srv || !c->srv->loop ? 0 : uv_now(c->srv->loop);
+}
 
 /* ---- requests ---- */
 
@@ -156,6 +206,7 @@ void http_request_unref(struct http_request *req)
 {
         if (!req || --req->refs > 0)
                 return;
+        body_release(req);
         free(req->path);
         free(req->target);
         free_pairs(req->query, req->nquery);
@@ -325,7 +376,7 @@ static void write_cb(uv_write_t *w, int status)
         if (status < 0 && !c->closing)
                 conn_close(c);
         else if (!c->closing)
-                uv_timer_again(&c->timer);
+                c->write_ms = conn_now(c);
         if (!c->closing && (!c->cur || !c->cur->dispatched) && c->in.len > 0 &&
             !conn_write_backlogged(c))
                 conn_kick(c); /* parsing may have waited for the queue to drain */
@@ -367,6 +418,8 @@ static int conn_write(struct conn *c, struct http_request *req, const struct iov
                 len += parts[i].iov_len;
         }
         b = uv_buf_init(wr->data, (unsigned)len);
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
+                c->write_ms = conn_now(c); /* the send deadline counts from here */
         r = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
         if (r < 0) {
                 free(wr);
@@ -542,13 +595,13 @@ int http_request_take_socket(struct http_request *req, int *ret_fd, struct buf *
         return 0;
 }
 
-int http_respond_bytes(struct http_request *req, int status, const char *content_type,
-                       const void *data, size_t len)
+static int respond_bytes(struct http_request *req, int status, const char *content_type,
+                         const void *data, size_t len, const char *extra)
 {
         struct iovec iov;
         int r;
 
-        r = http_response_begin(req, status, content_type, (int64_t)len, NULL);
+        r = http_response_begin(req, status, content_type, (int64_t)len, extra);
         if (r < 0)
                 return r;
         if (!req->head && len > 0) {
@@ -560,13 +613,24 @@ int http_respond_bytes(struct http_request *req, int status, const char *content
         return req_end(req);
 }
 
-int http_respond_json(struct http_request *req, int status, json_t *body)
+int http_respond_bytes(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len)
+{
+        return respond_bytes(req, status, content_type, data, len, NULL);
+}
+
+static int respond_json(struct http_request *req, int status, json_t *body, const char *extra)
 {
         _cleanup_free_ char *s = json_dumps(body, JSON_COMPACT);
 
         if (!s)
                 return -ENOMEM;
-        return http_respond_bytes(req, status, "application/json", s, strlen(s));
+        return respond_bytes(req, status, "application/json", s, strlen(s), extra);
+}
+
+int http_respond_json(struct http_request *req, int status, json_t *body)
+{
+        return respond_json(req, status, body, NULL);
 }
 
 static json_t *error_json(int code, const char *message, json_t *context)
@@ -581,15 +645,29 @@ static json_t *error_json(int code, const char *message, json_t *context)
 
 int http_respond_error(struct http_request *req, const struct cella_error *err, json_t *context)
 {
+        return http_respond_error_headers(req, err, context, NULL);
+}
+
+json_t *http_error_json(const struct cella_error *err, json_t *context)
+{
         int code = err && err->code != CELLA_E_OK ? err->code : CELLA_E_INTERNAL_ERROR;
         json_t *ctx = context ? json_incref(context) : json_object();
         json_t *j = error_json(code, err && err->msg[0] ? err->msg : cella_code_name(code), ctx);
-        int r;
 
         json_decref(ctx);
+        return j;
+}
+
+int http_respond_error_headers(struct http_request *req, const struct cella_error *err,
+                               json_t *context, const char *extra_headers)
+{
+        int code = err && err->code != CELLA_E_OK ? err->code : CELLA_E_INTERNAL_ERROR;
+        json_t *j = http_error_json(err, context);
+        int r;
+
         if (!j)
                 return -ENOMEM;
-        r = http_respond_json(req, cella_code_status(code), j);
+        r = respond_json(req, cella_code_status(code), j, extra_headers);
         json_decref(j);
         return r;
 }
@@ -669,6 +747,7 @@ int http_request_read_body(struct http_request *req, size_t limit, http_body_cb 
         if (!req->conn || req->body_mode != BODY_DISCARD || req->ended)
                 return -EINVAL;
         req->body_mode = BODY_WHOLE;
+        req->budget = req->conn->srv ? req->conn->srv->cfg.budget : NULL;
         req->body_limit = limit;
         req->body_cb = cb;
         req->body_ud = ud;
@@ -702,7 +781,30 @@ void http_request_resume_body(struct http_request *req)
         }
         buf_reset(&req->pending);
         req->body_paused = false;
+        req->conn->read_ms = conn_now(req->conn); /* the body's idle deadline restarts */
         conn_kick(req->conn);
+}
+
+/* A whole body's memory and its share of the budget go as soon as it was handed over. */
+static void body_release(struct http_request *req)
+{
+        buf_free(&req->body);
+        mem_budget_give(req->budget, req->body_counted);
+        req->body_counted = 0;
+}
+
+/* 503 SERVER_BUSY: the daemon holds as much for clients as its budget allows. */
+static void respond_busy(struct http_request *req)
+{
+        struct cella_error e = {0};
+        char extra[64];
+
+        cella_error_set(&e, CELLA_E_SERVER_BUSY,
+                        "cellad is holding its whole buffer budget (%zu MiB) for requests: "
+                        "retry later",
+                        req->budget ? req->budget->limit >> 20 : 0);
+        snprintf(extra, sizeof(extra), "Retry-After: %d\r\n", CELLA_HTTP_RETRY_AFTER_S);
+        http_respond_error_headers(req, &e, NULL, extra);
 }
 
 /* ---- parser callbacks ---- */
@@ -749,6 +851,8 @@ static int on_message_begin(http_parser *p)
         buf_reset(&c->value);
         c->in_value = false;
         c->header_bytes = 0;
+        if (c->served)
+                c->head_ms = conn_now(c); /* the first head counts from the connection */
         return 0;
 }
 
@@ -950,6 +1054,33 @@ static int parse_target(struct conn *c, struct http_request *req)
         return 0;
 }
 
+/* Message framing beyond http-parser: at most one Content-Length, and Transfer-Encoding
+ * only as one "chunked" (a coding cellad does not decode, or a list, is refused rather than
+ * guessed at: a proxy in front may frame it differently). */
+static int check_framing(const struct http_request *req)
+{
+        unsigned cl = 0, te = 0;
+
+        for (size_t i = 0; i < req->nheaders; i++) {
+                const char *v = req->headers[i].value;
+
+                if (strcasecmp(req->headers[i].name, "Content-Length") == 0)
+                        cl++;
+                else if (strcasecmp(req->headers[i].name, "Transfer-Encoding") == 0) {
+                        size_t n;
+
+                        te++;
+                        v += strspn(v, " \t");
+                        n = strlen(v);
+                        while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+                                n--;
+                        if (n != 7 || strncasecmp(v, "chunked", 7) != 0)
+                                return -EINVAL;
+                }
+        }
+        return cl > 1 || te > 1 || (cl && te) ? -EINVAL : 0;
+}
+
 static int on_headers_complete(http_parser *p)
 {
         struct conn *c = pconn(p);
@@ -971,6 +1102,8 @@ static int on_headers_complete(http_parser *p)
                 return fail(c, CELLA_E_METHOD_NOT_ALLOWED);
         if (parse_target(c, req) < 0)
                 return fail(c, CELLA_E_BAD_REQUEST);
+        if (check_framing(req) < 0)
+                return fail(c, CELLA_E_BAD_REQUEST);
         expect = http_request_header(req, "Expect");
         if (expect) {
                 if (strcasecmp(expect, "100-continue") != 0)
@@ -978,6 +1111,8 @@ static int on_headers_complete(http_parser *p)
                 req->expect_continue = !req->http10;
         }
         req->dispatched = true;
+        c->served = true;
+        c->body_ms = c->read_ms = conn_now(c);
         http_request_ref(req);
         c->srv->cfg.on_request(req, c->srv->cfg.userdata);
         http_request_unref(req);
@@ -1003,20 +1138,35 @@ static int on_body(http_parser *p, const char *at, size_t len)
                         http_parser_pause(p, 1);
                 }
                 return 0;
-        case BODY_WHOLE:
-                if (req->body.len + len > req->body_limit) {
+        case BODY_WHOLE: {
+                size_t reserved = req->body.len < CELLA_HTTP_BODY_RESERVE
+                                          ? MIN(len, CELLA_HTTP_BODY_RESERVE - req->body.len)
+                                          : 0;
+
+                if (req->body.len + len > req->body_limit ||
+                    (len > reserved && !mem_budget_take(req->budget, len - reserved))) {
+                        bool busy = req->body.len + len <= req->body_limit;
+
                         req->body_mode = BODY_DISCARD;
                         req->keep_alive = false;
+                        body_release(req);
                         req_abort_handler(req);
-                        http_respond_code(req, CELLA_E_PAYLOAD_TOO_LARGE,
-                                          "request body over %zu bytes", req->body_limit);
+                        if (busy)
+                                respond_busy(req);
+                        else
+                                http_respond_code(req, CELLA_E_PAYLOAD_TOO_LARGE,
+                                                  "request body over %zu bytes",
+                                                  req->body_limit);
                         c->dead_input = true;
                         http_parser_pause(p, 1);
                         return 0;
                 }
+                mem_budget_force(req->budget, reserved);
+                req->body_counted += len;
                 if (buf_append(&req->body, at, len) < 0)
                         return fail(c, CELLA_E_INTERNAL_ERROR);
                 return 0;
+        }
         case BODY_STREAM:
                 http_request_ref(req);
                 took = req->ops->on_data(req, at, len, req->body_ud);
@@ -1053,15 +1203,18 @@ static int on_message_complete(http_parser *p)
                 }
                 req->body_cb(req, req->body.data ? req->body.data : "", req->body.len,
                              req->body_ud);
+                body_release(req);
         } else if (req->body_mode == BODY_STREAM && !req->ended && req->ops->on_end) {
                 req->ops->on_end(req, req->body_ud);
         }
-        if (req->conn && c->cur == req) {
-                if (req->ended)
-                        conn_detach(c, false);
-                else
-                        http_parser_pause(p, 1); /* wait for the response */
-        }
+        if (req->conn && c->cur == req && req->ended)
+                conn_detach(c, false);
+        /* Stop here in any case: the response is awaited, or the next head is to be scanned
+         * (head_scan) before the parser sees it. */
+        http_parser_pause(p, 1);
+        c->scan = SCAN_LINE_START;
+        c->scan_headers = false;
+        c->scan_off = 0;
         http_request_unref(req);
         return 0;
 }
@@ -1112,7 +1265,9 @@ static void conn_send_error(struct conn *c, int code)
         http_respond_code(req, code, "%s",
                           code == CELLA_E_HEADERS_TOO_LARGE ? "request headers too large"
                           : code == CELLA_E_URI_TOO_LONG    ? "request target too long"
-                                                            : "malformed HTTP request");
+                          : code == CELLA_E_REQUEST_TIMEOUT
+                                  ? "the request's head did not arrive within 20 s"
+                                  : "malformed HTTP request");
         if (c->cur)
                 conn_close(c);
 }
@@ -1128,22 +1283,88 @@ static bool conn_blocked(const struct conn *c)
         return req->body_paused || (req->body_complete && !req->ended);
 }
 
+/* Scan the head bytes of `in` not scanned yet (see the top of this file). -EBADMSG for a
+ * bare LF or CR, an obs-fold line, or whitespace in a header's name. */
+static int head_scan(struct conn *c)
+{
+        for (; c->scan_off < c->in.len && c->scan != SCAN_DONE; c->scan_off++) {
+                char ch = c->in.data[c->scan_off];
+
+                switch (c->scan) {
+                case SCAN_LINE_START:
+                        if (ch == '\r')
+                                /* an empty line: the end of the head, or (before the
+                                 * request line) one that is skipped */
+                                c->scan = c->scan_headers ? SCAN_DONE_CR : SCAN_CR_SKIP;
+                        else if (ch == '\n' || ch == ' ' || ch == '\t')
+                                return -EBADMSG; /* bare LF, obs-fold */
+                        else
+                                c->scan = c->scan_headers ? SCAN_NAME : SCAN_LINE;
+                        break;
+                case SCAN_NAME:
+                        if (ch == ' ' || ch == '\t' || ch == '\n')
+                                return -EBADMSG; /* "Name : v", bare LF */
+                        if (ch == ':')
+                                c->scan = SCAN_LINE;
+                        else if (ch == '\r')
+                                c->scan = SCAN_CR; /* no colon: the parser answers 400 */
+                        break;
+                case SCAN_LINE:
+                        if (ch == '\n')
+                                return -EBADMSG;
+                        if (ch == '\r')
+                                c->scan = SCAN_CR;
+                        break;
+                case SCAN_CR:
+                        if (ch != '\n')
+                                return -EBADMSG;
+                        c->scan = SCAN_LINE_START;
+                        c->scan_headers = true;
+                        break;
+                case SCAN_CR_SKIP:
+                        if (ch != '\n')
+                                return -EBADMSG;
+                        c->scan = SCAN_LINE_START;
+                        break;
+                case SCAN_DONE_CR:
+                        if (ch != '\n')
+                                return -EBADMSG;
+                        c->scan = SCAN_DONE;
+                        break;
+                case SCAN_DONE:
+                        break;
+                }
+        }
+        return 0;
+}
+
 static void conn_process(struct conn *c)
 {
         if (c->in_process || c->closing)
                 return;
         c->in_process = true;
         while (c->in.len > 0 && !conn_blocked(c)) {
-                size_t n = http_parser_execute(&c->parser, &settings, c->in.data, c->in.len);
-                enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
+                size_t n;
+                enum http_errno e;
 
+                if (c->scan != SCAN_DONE && head_scan(c) < 0) {
+                        conn_send_error(c, CELLA_E_BAD_REQUEST);
+                        break;
+                }
+                n = http_parser_execute(&c->parser, &settings, c->in.data, c->in.len);
+                e = HTTP_PARSER_ERRNO(&c->parser);
                 if (c->closing)
                         break;
                 buf_consume(&c->in, n);
+                c->scan_off = c->scan_off > n ? c->scan_off - n : 0;
                 if (e == HPE_PAUSED) {
                         http_parser_pause(&c->parser, 0);
                         if (c->perr) {
                                 conn_send_error(c, c->perr);
+                                break;
+                        }
+                        if (c->parser.upgrade) {
+                                c->dead_input = true;
                                 break;
                         }
                         continue;
@@ -1174,9 +1395,12 @@ static void conn_process(struct conn *c)
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *b)
 {
         struct conn *c = h->data;
+        /* Small reads while a head is awaited (thousands of idle or trickling connections
+         * must not hold 64 KiB each), full ones for bodies. */
+        size_t want = c->cur && c->cur->dispatched ? 64 * 1024 : 4 * 1024;
 
         (void)suggested;
-        if (buf_reserve(&c->in, 64 * 1024) < 0) {
+        if (buf_reserve(&c->in, want) < 0) {
                 *b = uv_buf_init(NULL, 0);
                 return;
         }
@@ -1213,15 +1437,17 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
                  * shuts down once they are answered */
                 return;
         }
-        if (nread == 0)
+        if (nread == 0) {
+                if (c->in.len == 0)
+                        buf_free(&c->in);
                 return;
+        }
         c->in.len += (size_t)nread;
         c->in.data[c->in.len] = '\0';
-        /* A request's head must arrive within one idle period however slowly it drips
-         * (slowloris); bytes between requests and body bytes count as activity. */
-        if (!c->cur || c->cur->dispatched)
-                uv_timer_again(&c->timer);
+        c->read_ms = conn_now(c);
         conn_process(c);
+        if (!c->closing && c->in.len == 0)
+                buf_free(&c->in); /* an idle connection holds no buffer */
 }
 
 static void conn_update_reading(struct conn *c)
@@ -1231,8 +1457,10 @@ static void conn_update_reading(struct conn *c)
         if (c->fuzz || want == c->reading)
                 return;
         if (want) {
-                if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0)
+                if (uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb) == 0) {
                         c->reading = true;
+                        c->read_ms = conn_now(c); /* a stall counts from here */
+                }
         } else {
                 uv_read_stop((uv_stream_t *)&c->tcp);
                 c->reading = false;
@@ -1256,6 +1484,69 @@ static void handle_closed(uv_handle_t *h)
                 conn_free(c);
 }
 
+/* ---- client addresses ---- */
+
+static void peer_key(const struct sockaddr_storage *ss, uint8_t key[16])
+{
+        memset(key, 0, 16);
+        if (ss->ss_family == AF_INET6) {
+                memcpy(key, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+        } else if (ss->ss_family == AF_INET) {
+                key[10] = key[11] = 0xff;
+                memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+        }
+}
+
+static unsigned peer_hash(const uint8_t key[16])
+{
+        uint32_t h = 2166136261u; /* FNV-1a */
+
+        for (int i = 0; i < 16; i++)
+                h = (h ^ key[i]) * 16777619u;
+        return h % PEER_BUCKETS;
+}
+
+static struct peer *peer_find(struct http_server *srv, const uint8_t key[16])
+{
+        for (struct peer *p = srv->peers[peer_hash(key)]; p; p = p->next)
+                if (memcmp(p->addr, key, 16) == 0)
+                        return p;
+        return NULL;
+}
+
+/* The address's entry with one more connection, or NULL without memory. */
+static struct peer *peer_get(struct http_server *srv, const uint8_t key[16])
+{
+        struct peer *p = peer_find(srv, key);
+        unsigned h;
+
+        if (!p) {
+                p = calloc(1, sizeof(*p));
+                if (!p)
+                        return NULL;
+                memcpy(p->addr, key, 16);
+                h = peer_hash(key);
+                p->next = srv->peers[h];
+                srv->peers[h] = p;
+        }
+        p->count++;
+        return p;
+}
+
+static void peer_put(struct http_server *srv, struct peer *p)
+{
+        struct peer **pp;
+
+        if (!p || --p->count > 0)
+                return;
+        for (pp = &srv->peers[peer_hash(p->addr)]; *pp; pp = &(*pp)->next)
+                if (*pp == p) {
+                        *pp = p->next;
+                        break;
+                }
+        free(p);
+}
+
 static void conn_close(struct conn *c)
 {
         struct http_server *srv = c->srv;
@@ -1273,10 +1564,13 @@ static void conn_close(struct conn *c)
                 srv->conns = c->next;
         if (c->next)
                 c->next->prev = c->prev;
+        else
+                srv->tail = c->prev;
         srv->nconns--;
-        c->handles_open = 3;
+        peer_put(srv, c->peer);
+        c->peer = NULL;
+        c->handles_open = 2;
         uv_close((uv_handle_t *)&c->tcp, handle_closed);
-        uv_close((uv_handle_t *)&c->timer, handle_closed);
         uv_close((uv_handle_t *)&c->kick, handle_closed);
 }
 
@@ -1303,37 +1597,123 @@ static void conn_shutdown(struct conn *c)
                 conn_close(c);
 }
 
-static void idle_cb(uv_timer_t *t)
+/* A dispatched request's body did not arrive in time: 408 before any answer, else the
+ * connection is closed. */
+static void conn_body_timeout(struct conn *c, const char *what)
 {
-        struct conn *c = t->data;
+        struct http_request *req = c->cur;
 
-        if (c->cur && c->cur->dispatched)
-                return; /* a request is being answered: not idle */
-        conn_close(c);
+        log_debug("http: %s %s: %s", req->method, http_request_path(req), what);
+        if (req->begun || req->ended) {
+                conn_close(c);
+                return;
+        }
+        c->dead_input = true;
+        req->keep_alive = false;
+        req->body_mode = BODY_DISCARD;
+        body_release(req);
+        req_abort_handler(req);
+        http_respond_code(req, CELLA_E_REQUEST_TIMEOUT, "%s", what);
+        if (c->cur == req && !c->closing)
+                conn_close(c);
+}
+
+/* The deadlines of one connection (see http.h). */
+static void conn_sweep(struct conn *c, uint64_t now)
+{
+        struct http_request *req = c->cur;
+        bool queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0;
+
+        if (c->closing)
+                return;
+        if (queued && now - c->write_ms >= CELLA_HTTP_SEND_TIMEOUT_MS) {
+                log_debug("http: client took no answer bytes for %d s: closed",
+                          CELLA_HTTP_SEND_TIMEOUT_MS / 1000);
+                conn_close(c);
+                return;
+        }
+        if (c->shutting || queued)
+                return;
+        if (!req) {
+                if (!c->served ? now - c->head_ms >= CELLA_HTTP_HEADER_TIMEOUT_MS
+                               : now - MAX(c->read_ms, c->write_ms) >= CELLA_HTTP_IDLE_TIMEOUT_MS)
+                        conn_close(c);
+        } else if (!req->dispatched) {
+                if (now - c->head_ms >= CELLA_HTTP_HEADER_TIMEOUT_MS)
+                        conn_send_error(c, CELLA_E_REQUEST_TIMEOUT);
+        } else if (!req->body_complete && !req->body_paused) {
+                if (req->body_mode == BODY_WHOLE &&
+                    now - c->body_ms >= CELLA_HTTP_JSON_BODY_TIMEOUT_MS)
+                        conn_body_timeout(c, "the request body did not arrive within "
+                                             "60 s");
+                else if (c->reading && now - c->read_ms >= CELLA_HTTP_BODY_IDLE_MS)
+                        conn_body_timeout(c, "no byte of the request body for 30 s");
+        }
+}
+
+static void sweep_cb(uv_timer_t *t)
+{
+        struct http_server *srv = t->data;
+        uint64_t now = uv_now(srv->loop);
+        struct conn *c = srv->conns, *next;
+
+        for (; c; c = next) {
+                next = c->next;
+                conn_sweep(c, now);
+        }
+}
+
+/* Make room for one more connection: close the oldest one that is not in a request (an
+ * idle keep-alive connection, or one still sending its head) and has nothing queued.
+ * false when every connection is busy. */
+static bool server_evict(struct http_server *srv)
+{
+        for (struct conn *c = srv->tail; c; c = c->prev) {
+                if (c->closing || c->shutting || (c->cur && c->cur->dispatched) ||
+                    uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0)
+                        continue;
+                log_debug("http: %u connections: the oldest waiting one closed", srv->nconns);
+                conn_close(c);
+                return true;
+        }
+        return false;
 }
 
 static void on_connection(uv_stream_t *ls, int status)
 {
         struct http_server *srv = ls->data;
+        struct sockaddr_storage ss;
+        int sslen = sizeof(ss);
+        uint8_t key[16];
+        struct peer *p;
         struct conn *c;
 
         if (status < 0)
                 return;
         c = calloc(1, sizeof(*c));
         if (!c)
-                return;
+                return; /* libuv's EMFILE path closes what it cannot accept */
         c->srv = srv;
         uv_tcp_init(srv->loop, &c->tcp);
         c->tcp.data = c;
-        if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0 ||
-            srv->nconns >= CELLA_HTTP_MAX_CONNECTIONS || srv->closing) {
-                c->handles_open = 1;
+        c->handles_open = 1;
+        if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0 || srv->closing ||
+            uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) < 0) {
                 uv_close((uv_handle_t *)&c->tcp, handle_closed);
                 return;
         }
+        peer_key(&ss, key);
+        p = peer_find(srv, key);
+        if ((p && p->count >= srv->max_per_client) ||
+            (srv->nconns >= srv->max_conns && !server_evict(srv)) ||
+            !(p = peer_get(srv, key))) {
+                /* over the address's cap, or every connection busy: closed at once (a
+                 * reset, so that nothing lingers in TIME_WAIT here) */
+                uv_tcp_close_reset(&c->tcp, handle_closed);
+                return;
+        }
+        c->peer = p;
         uv_tcp_nodelay(&c->tcp, 1);
-        uv_timer_init(srv->loop, &c->timer);
-        c->timer.data = c;
         uv_idle_init(srv->loop, &c->kick);
         c->kick.data = c;
         c->shut.data = c;
@@ -1342,9 +1722,11 @@ static void on_connection(uv_stream_t *ls, int status)
         c->next = srv->conns;
         if (srv->conns)
                 srv->conns->prev = c;
+        else
+                srv->tail = c;
         srv->conns = c;
         srv->nconns++;
-        uv_timer_start(&c->timer, idle_cb, CELLA_HTTP_IDLE_TIMEOUT_MS, CELLA_HTTP_IDLE_TIMEOUT_MS);
+        c->head_ms = c->read_ms = c->write_ms = uv_now(srv->loop);
         conn_update_reading(c);
         if (!c->reading)
                 conn_close(c);
@@ -1354,7 +1736,29 @@ static void on_connection(uv_stream_t *ls, int status)
 
 static void server_closed(uv_handle_t *h)
 {
-        free(h->data);
+        struct http_server *s = h->data;
+
+        if (--s->handles_open == 0)
+                free(s);
+}
+
+/* The connection limit the descriptor limit allows (cellad raises its soft limit to the
+ * hard one at start). */
+static unsigned fd_connection_limit(unsigned want)
+{
+        struct rlimit rl;
+        rlim_t room;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+                return want;
+        room = rl.rlim_cur > 2 * CELLA_HTTP_FD_RESERVE ? rl.rlim_cur - CELLA_HTTP_FD_RESERVE
+                                                        : rl.rlim_cur / 2;
+        if (room < want) {
+                log_warn("http: %u connections at most (descriptor limit %llu)", (unsigned)room,
+                         (unsigned long long)rl.rlim_cur);
+                return (unsigned)room;
+        }
+        return want;
 }
 
 int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struct http_server **ret,
@@ -1376,19 +1780,28 @@ int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struc
                 return -ENOMEM;
         s->loop = loop;
         s->cfg = *cfg;
+        s->max_conns = fd_connection_limit(cfg->max_connections ? cfg->max_connections
+                                                                : CELLA_HTTP_MAX_CONNECTIONS);
+        s->max_per_client = cfg->max_per_client ? cfg->max_per_client : CELLA_HTTP_MAX_PER_CLIENT;
         uv_tcp_init(loop, &s->listener);
         s->listener.data = s;
+        uv_timer_init(loop, &s->sweep);
+        s->sweep.data = s;
+        s->handles_open = 2;
         r = uv_tcp_bind(&s->listener, (struct sockaddr *)&ss, 0);
         if (r == 0)
-                r = uv_listen((uv_stream_t *)&s->listener, 511, on_connection);
+                r = uv_listen((uv_stream_t *)&s->listener, SOMAXCONN, on_connection);
         if (r == 0)
                 r = uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &namelen);
         if (r < 0) {
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "listen on %s:%d: %s", cfg->host,
                                 cfg->port, uv_strerror(r));
                 uv_close((uv_handle_t *)&s->listener, server_closed);
+                uv_close((uv_handle_t *)&s->sweep, server_closed);
                 return r;
         }
+        uv_timer_start(&s->sweep, sweep_cb, CELLA_HTTP_SWEEP_MS, CELLA_HTTP_SWEEP_MS);
+        uv_unref((uv_handle_t *)&s->sweep);
         if (bound.ss_family == AF_INET)
                 s->port = ntohs(((struct sockaddr_in *)&bound)->sin_port);
         else
@@ -1396,6 +1809,7 @@ int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struc
         *ret = s;
         return 0;
 }
+
 
 int http_server_port(const struct http_server *s)
 {
@@ -1410,6 +1824,7 @@ void http_server_free(struct http_server *s)
         while (s->conns)
                 conn_close(s->conns);
         uv_close((uv_handle_t *)&s->listener, server_closed);
+        uv_close((uv_handle_t *)&s->sweep, server_closed);
 }
 
 /* ---- fuzzing ---- */

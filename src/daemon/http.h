@@ -6,6 +6,15 @@
  * common/limits.h: header bytes/count (431), URL (414), JSON body (413), connections, idle
  * timeout. Malformed HTTP is answered 400 and the connection closed.
  *
+ * Deadlines (checked every CELLA_HTTP_SWEEP_MS): a request's head must arrive within
+ * CELLA_HTTP_HEADER_TIMEOUT_MS of its first byte (of the connection, for the first one),
+ * a body being read must not stall for CELLA_HTTP_BODY_IDLE_MS and a JSON body must be
+ * whole within CELLA_HTTP_JSON_BODY_TIMEOUT_MS (408 REQUEST_TIMEOUT, then close), an
+ * answer's queued bytes must be taken within CELLA_HTTP_SEND_TIMEOUT_MS (close), a
+ * keep-alive connection may idle CELLA_HTTP_IDLE_TIMEOUT_MS. The head is checked beyond
+ * what http-parser checks: no bare LF, no obs-fold, no whitespace before a header's colon,
+ * Transfer-Encoding only "chunked" (400 otherwise).
+ *
  * Requests: the server calls on_request once the headers of a request are parsed. The
  * handler then, synchronously or later, answers with one of the http_respond_*() calls or
  * a streamed response (http_response_begin/_write/_end, SSE). To see the body it calls,
@@ -31,6 +40,7 @@
 
 #include "common/buf.h"
 #include "common/error.h"
+#include "daemon/budget.h"
 
 struct http_server;
 struct http_request;
@@ -44,6 +54,16 @@ struct http_server_config {
         void *userdata;
         /* Optional: called when a request is finished (response ended), for access logs. */
         void (*on_done)(struct http_request *req, void *userdata);
+        /* Connections held at most (0: CELLA_HTTP_MAX_CONNECTIONS; lowered to what the
+         * descriptor limit allows). A new connection beyond it evicts the oldest one that
+         * is not in a request (idle, or still sending its head), else it is closed. */
+        unsigned max_connections;
+        /* Connections per client address at most (0: CELLA_HTTP_MAX_PER_CLIENT); beyond it
+         * a new connection is closed at once. */
+        unsigned max_per_client;
+        /* JSON bodies being read are counted here (borrowed; NULL: not counted): a body
+         * that does not fit is answered 503 SERVER_BUSY. */
+        struct mem_budget *budget;
 };
 
 int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struct http_server **ret,
@@ -113,6 +133,12 @@ int http_respond_json(struct http_request *req, int status, json_t *body);
  * from cella_code_status(err->code). context is borrowed, may be NULL. */
 int http_respond_error(struct http_request *req, const struct cella_error *err, json_t *context);
 int http_respond_code(struct http_request *req, int code, const char *fmt, ...) _printf_(3, 4);
+/* The error shape as an object (new reference, NULL without memory), for an answer that is
+ * written some other way; its status is cella_code_status(err->code). */
+json_t *http_error_json(const struct cella_error *err, json_t *context);
+/* The error shape with extra header lines ("Retry-After: 1\r\n"). */
+int http_respond_error_headers(struct http_request *req, const struct cella_error *err,
+                               json_t *context, const char *extra_headers);
 int http_respond_bytes(struct http_request *req, int status, const char *content_type,
                        const void *data, size_t len);
 

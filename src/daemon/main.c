@@ -4,9 +4,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 
 #include "common/limits.h"
 #include "common/log.h"
@@ -24,7 +26,9 @@ static void usage(FILE *f)
                 "              [--log-level L] [--image-import-max SIZE]\n"
                 "              [--disk-quota required|auto|off] [--disk-limit-override SIZE]\n"
                 "              [--preview-domain DOMAIN] [--preview-listen HOST:PORT]\n"
-                "              [--network-range CIDR] [--check] [--help]\n"
+                "              [--network-range CIDR] [--buffer-budget SIZE]\n"
+                "              [--max-connections N] [--max-connections-per-client N]\n"
+                "              [--check] [--help]\n"
                 "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
                 "  --images DIR         images (default DATA-DIR/images)\n"
@@ -47,10 +51,15 @@ static void usage(FILE *f)
                 "                       URLs then carry this port\n"
                 "  --network-range CIDR addresses of outbound sandboxes, a /30 each by uid\n"
                 "                       slot (default " NET_DEFAULT_RANGE ")\n"
+                "  --buffer-budget SIZE memory held for clients at once: buffered exec\n"
+                "                       output and JSON bodies (default 256M)\n"
+                "  --max-connections N  HTTP connections at once (default %d)\n"
+                "  --max-connections-per-client N  of them from one address (default %d)\n"
                 "  --check              print what the kernel offers and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
                 "listens on loopback addresses only.\n",
-                CELLA_DEFAULT_MAX_SANDBOXES, CELLA_DEFAULT_POOL_SIZE, CELLA_POOL_MAX);
+                CELLA_DEFAULT_MAX_SANDBOXES, CELLA_DEFAULT_POOL_SIZE, CELLA_POOL_MAX,
+                CELLA_HTTP_MAX_CONNECTIONS, CELLA_HTTP_MAX_PER_CLIENT);
 }
 
 /* "HOST:PORT", "[v6]:PORT". */
@@ -89,6 +98,32 @@ static bool is_loopback(const char *host)
 
 static uv_loop_t *g_loop;
 
+/* Every client connection is a descriptor: take the hard limit. */
+static void raise_fd_limit(void)
+{
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_warn("raise the descriptor limit to %llu: %s",
+                         (unsigned long long)rl.rlim_max, strerror(errno));
+}
+
+/* A positive count up to max from optarg, or 0. */
+static unsigned long parse_count(const char *s, unsigned long max)
+{
+        char *end;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-' || v == 0 || v > max)
+                return 0;
+        return v;
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
         log_info("signal %d: stopping", signum);
@@ -119,6 +154,9 @@ int main(int argc, char **argv)
                 {"preview-listen", required_argument, NULL, 'P'},
                 {"network-range", required_argument, NULL, 'N'},
                 {"image-import-max", required_argument, NULL, 'X'},
+                {"buffer-budget", required_argument, NULL, 'B'},
+                {"max-connections", required_argument, NULL, 'C'},
+                {"max-connections-per-client", required_argument, NULL, 'K'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -130,7 +168,9 @@ int main(int argc, char **argv)
         unsigned long max_sandboxes = CELLA_DEFAULT_MAX_SANDBOXES;
         unsigned long pool_size = CELLA_DEFAULT_POOL_SIZE;
         enum disk_mode disk_mode = DISK_MODE_AUTO;
-        uint64_t disk_override = 0, import_max = 0;
+        uint64_t disk_override = 0, import_max = 0, budget_bytes = CELLA_HTTP_BUFFER_BUDGET;
+        unsigned long max_conns = CELLA_HTTP_MAX_CONNECTIONS, max_per_client = CELLA_HTTP_MAX_PER_CLIENT;
+        struct mem_budget budget = {0};
         bool check = false;
         const char *network_range = NULL;
         char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
@@ -230,6 +270,30 @@ int main(int argc, char **argv)
                 case 'N':
                         network_range = optarg;
                         break;
+                case 'B':
+                        if (disk_size_parse(optarg, strlen(optarg), &budget_bytes) < 0 ||
+                            budget_bytes < (1u << 20)) {
+                                fprintf(stderr, "cellad: bad --buffer-budget '%s' (a size from "
+                                                "1M, e.g. 256M)\n",
+                                        optarg);
+                                return 2;
+                        }
+                        break;
+                case 'C':
+                        max_conns = parse_count(optarg, 1000000);
+                        if (!max_conns) {
+                                fprintf(stderr, "cellad: bad --max-connections '%s'\n", optarg);
+                                return 2;
+                        }
+                        break;
+                case 'K':
+                        max_per_client = parse_count(optarg, 1000000);
+                        if (!max_per_client) {
+                                fprintf(stderr, "cellad: bad --max-connections-per-client '%s'\n",
+                                        optarg);
+                                return 2;
+                        }
+                        break;
                 case 'c':
                         check = true;
                         break;
@@ -275,6 +339,12 @@ int main(int argc, char **argv)
         }
 
         signal(SIGPIPE, SIG_IGN);
+        raise_fd_limit();
+        /* A fixed mmap threshold: large buffers (exec output, bodies) are mapped and go back
+         * to the kernel when freed, instead of raising the threshold and staying in the
+         * heap (glibc's dynamic threshold). */
+        mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+        budget.limit = (size_t)budget_bytes;
         if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
                 log_warn("PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
 
@@ -319,7 +389,8 @@ int main(int argc, char **argv)
         }
         {
                 struct api_config acfg = {g_loop,  table,          token, images,
-                                          builder, preview_domain, 0,     (int64_t)import_max};
+                                          builder, preview_domain, 0,     (int64_t)import_max,
+                                          &budget};
 
                 if (!preview_domain[0] || strlen(preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
                     strpbrk(preview_domain, ":/ ")) {
@@ -333,7 +404,14 @@ int main(int argc, char **argv)
                 }
         }
         {
-                struct http_server_config hcfg = {host, port, api_handle, api, api_log_request};
+                struct http_server_config hcfg = {host,
+                                                  port,
+                                                  api_handle,
+                                                  api,
+                                                  api_log_request,
+                                                  (unsigned)max_conns,
+                                                  (unsigned)max_per_client,
+                                                  &budget};
 
                 r = http_server_new(g_loop, &hcfg, &srv, &err);
                 if (r < 0) {
@@ -347,8 +425,14 @@ int main(int argc, char **argv)
         if (preview_listen) {
                 char phost[256];
                 int pport;
-                struct http_server_config pcfg = {phost, 0, api_handle_preview, api,
-                                                  api_log_request};
+                struct http_server_config pcfg = {phost,
+                                                  0,
+                                                  api_handle_preview,
+                                                  api,
+                                                  api_log_request,
+                                                  (unsigned)max_conns,
+                                                  (unsigned)max_per_client,
+                                                  &budget};
 
                 if (parse_listen(preview_listen, phost, sizeof(phost), &pport) < 0) {
                         fprintf(stderr, "cellad: bad --preview-listen '%s' (HOST:PORT)\n",

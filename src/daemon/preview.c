@@ -1508,10 +1508,11 @@ static void expose_body(struct http_request *req, const char *body, size_t len, 
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
-        if (want && !preview_token_valid(want)) {
+        if (want && (!preview_token_valid(want) || strlen(want) < CELLA_PREVIEW_TOKEN_MIN)) {
                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                  "token must be 1 to %d of a-z, 0-9 and _",
-                                  CELLA_PREVIEW_TOKEN_MAX);
+                                  "token must be %d of a-z, 0-9 and _ (a shorter one is "
+                                  "guessed)",
+                                  CELLA_PREVIEW_TOKEN_MIN);
                 goto out;
         }
         if (name && (strlen(name) > CELLA_PREVIEW_PORT_NAME_MAX || !clean(name))) {

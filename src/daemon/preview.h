@@ -37,7 +37,8 @@ int preview_host_parse(const char *host, const char *domain, struct preview_targ
 int preview_forwarded_host_parse(const char *value, const char *domain, struct preview_target *ret,
                                  char **ret_host);
 
-/* A custom token: 1..CELLA_PREVIEW_TOKEN_MAX of [a-z0-9_]. */
+/* A token in a preview host: 1..CELLA_PREVIEW_TOKEN_MAX of [a-z0-9_] (a custom one given
+ * to POST /ports must also have CELLA_PREVIEW_TOKEN_MIN). */
 bool preview_token_valid(const char *t);
 /* CELLA_PREVIEW_TOKEN_LEN characters of [a-z0-9_] from getrandom, NUL-terminated. */
 int preview_token_generate(char out[CELLA_PREVIEW_TOKEN_LEN + 1]);

@@ -236,6 +236,22 @@ def http():
         # header callback after the request had been failed (NULL request).
         "chunked-bad-size-then-header": (b"GET / HTTP/1.0\nTransfer-Encoding:chunked\n\n"
                                          b"\xff\r/.:\nt"),
+        # The head scan (bare LF/CR, obs-fold, "Name :") and framing checks (one CL, TE
+        # only "chunked"), then pipelined requests after a good one (the scan restarts).
+        "bare-lf": b"GET /v1/health HTTP/1.1\nHost: a\n\n",
+        "bare-cr": b"GET /v1/health HTTP/1.1\r\nHost: a\rX: y\r\n\r\n",
+        "obs-fold": b"GET /v1/health HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n",
+        "space-before-colon": b"GET /v1/health HTTP/1.1\r\nHost : a\r\n\r\n",
+        "leading-crlf": b"\r\n\r\nGET /v1/health HTTP/1.1\r\nHost: a\r\n\r\n",
+        "dup-content-length": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\nContent-Length: 2\r\n"
+                               b"Content-Length: 2\r\n\r\n{}"),
+        "te-gzip": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"),
+        "te-list": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\nTransfer-Encoding: chunked, chunked"
+                    b"\r\n\r\n0\r\n\r\n"),
+        "te-twice": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+        "pipelined-then-bad": (req(b"GET", b"/v1/health") + b"GET /v1/health HTTP/1.1\r\n"
+                               b"X: 1\n\r\n"),
     }
 
 

@@ -48,7 +48,7 @@ assert_eq web "$(body .name)" "port name"
 api_json POST "/v1/sandboxes/$S/ports" "{\"port\":$P}"
 expect_status 200
 assert_eq "$URL" "$(body .url)" "re-exposing keeps the URL"
-api_json POST "/v1/sandboxes/$S/ports" "{\"port\":$P,\"token\":\"other\"}"
+api_json POST "/v1/sandboxes/$S/ports" "{\"port\":$P,\"token\":\"other_other_othe\"}"
 expect_status 409 PORT_ALREADY_EXPOSED
 api GET "/v1/sandboxes/$S/ports" >/dev/null
 expect_status 200
@@ -208,8 +208,8 @@ assert_eq 200 "$(pv /echo)" "exposed again with the same token"
 
 info "CLI: expose, ports, unexpose"
 CLI=$CELLA_BUILD/cella
-out=$("$CLI" expose "$S" 8081 --name other --token cli_tok) || fail "cella expose"
-assert_eq "http://8081-$S-cli_tok.localhost:$DPORT/" "$out" "cella expose prints the URL"
+out=$("$CLI" expose "$S" 8081 --name other --token cli_tok_cli_tok_) || fail "cella expose"
+assert_eq "http://8081-$S-cli_tok_cli_tok_.localhost:$DPORT/" "$out" "cella expose prints the URL"
 out=$("$CLI" ports "$S") || fail "cella ports"
 assert_contains "$out" "8081   active  other" "cella ports lists it"
 assert_eq "8080,8081" "$("$CLI" ports "$S" --json | jq -r '[.ports[].port] | join(",")')" \
