@@ -255,8 +255,17 @@ static void ws_pump(struct ws *ws)
         if (ws->in.len > 0 && wslay_event_want_read(ws->ctx)) {
                 ws->in_recv = true;
                 if (wslay_event_recv(ws->ctx) != 0) {
+                        /* wslay's frame parser refused a frame header (a non-minimal
+                         * length, a control frame over 125 bytes or fragmented): it queues
+                         * a close without a status and fails. Say 1002 as RFC 6455 asks,
+                         * best effort, before ending. */
+                        static const char close_1002[] = {(char)0x88, 0x02, 0x03, (char)0xea};
+                        uv_buf_t b = uv_buf_init((char *)close_1002, sizeof(close_1002));
+
                         ws->in_recv = false;
-                        ws_end(ws, WSLAY_CODE_ABNORMAL_CLOSURE);
+                        if (ws->uv_queued == 0)
+                                (void)uv_try_write((uv_stream_t *)&ws->tcp, &b, 1);
+                        ws_end(ws, WSLAY_CODE_PROTOCOL_ERROR);
                         return;
                 }
                 ws->in_recv = false;
