@@ -129,13 +129,13 @@ assert_eq true "$(jq '[.rounds[] | . < 100] | all' "$IT_TMP/lat.json")" \
         "every round's best of 3 under 100 ms"
 
 info "the per-client cap (1024): 1100 connections from one address"
-"$TRICKLE" "$HOST" "$PORT" 1100 127.0.0.50 1 1000 8 >"$IT_TMP/cap.out" &
+"$TRICKLE" "$HOST" "$PORT" 1100 127.0.0.50 1 1000 20 >"$IT_TMP/cap.out" &
 tpid=$!
-sleep 4
-# the fewest seen: a connection made again after its reset waits in the accept queue
-# (established for ss) until cellad accepts and resets it
+sleep 5
+# the fewest seen while they are held: a connection made again after its reset waits in
+# the accept queue (established for ss) until cellad accepts and resets it
 held=100000
-for i in $(seq 1 10); do
+for i in $(seq 1 6); do
         n=$(ss -Htn state established "( sport = :$PORT and dst 127.0.0.50 )" | wc -l)
         [ "$n" -lt "$held" ] && held=$n
         sleep 0.3
