@@ -21,6 +21,13 @@ default) pkgs="bash,coreutils,procps,python3,nodejs,git,curl,ca-certificates,jq,
 # cella's base set: what sessions, exec and the file API expect of an image.
 *) pkgs="bash,coreutils,procps,ca-certificates,findutils,grep,sed,tar,gzip,netbase" ;;
 esac
+# The image's environment (image.json "env", "K=V" strings under every sandbox's own env,
+# as an imported image's config Env): python's output unbuffered, so a background server's
+# log lines reach waitForLog and `cella wait --log` as they are printed.
+case "$name" in
+default) envjson='["PYTHONUNBUFFERED=1"]' ;;
+*) envjson='[]' ;;
+esac
 extra=()
 for p in "$@"; do
         [[ "$p" =~ ^[a-z0-9][a-z0-9+.-]*$ ]] && [ ${#p} -le 100 ] ||
@@ -32,6 +39,13 @@ done
 spec="bookworm minbase $pkgs"
 if [ -f "$dest/.complete" ] && [ "$force" != "--force" ] &&
         [ "$(cat "$dest/.spec" 2>/dev/null)" = "$spec" ]; then
+        # The environment is metadata: an image built before it changed gets it without a
+        # rebuild (image.json replaced whole, by rename).
+        if ! jq -e --argjson env "$envjson" '(.env // []) == $env' "$dest/image.json" >/dev/null 2>&1; then
+                jq --argjson env "$envjson" '.env = $env' "$dest/image.json" >"$dest/.image.json.tmp" &&
+                        mv "$dest/.image.json.tmp" "$dest/image.json"
+                echo "image '$name': environment set to $envjson"
+        fi
         echo "image '$name' present at $dest"
         exit 0
 fi
@@ -57,7 +71,7 @@ size=$(du -sb "$tmp/rootfs" | cut -f1)
         printf '{"source":"build","sizeBytes":%s,"packages":[' "$size"
         sep=
         for p in "${extra[@]}"; do printf '%s"%s"' "$sep" "$p"; sep=,; done
-        printf ']}\n'
+        printf '],"env":%s}\n' "$envjson"
 } > "$tmp/image.json"
 date -u +%Y-%m-%dT%H:%M:%SZ > "$tmp/.complete"
 rm -rf "$dest"

@@ -169,6 +169,23 @@ id=$(pstart '{"command":"echo bye"}')
 api_json POST "$P/$id/waitForLog" '{"pattern":"never"}'
 expect_status 409 PROCESS_EXITED_BEFORE_READY
 
+info "the default image's environment: python's output is unbuffered"
+assert_eq 1 "$(run_in "$S" 'printf %s "$PYTHONUNBUFFERED"')" "PYTHONUNBUFFERED in the default image"
+# python's http.server logs each request to stderr while it runs: with block-buffered
+# output the line would wait in python's buffer until the process ended.
+id=$(pstart '{"command":"exec python3 -m http.server 8124 --bind 127.0.0.1","cwd":"/tmp"}')
+api_json POST "$P/$id/waitForPort" '{"port":8124,"timeout":20000}'
+expect_status 200
+run_in "$S" 'curl -s -o /dev/null http://127.0.0.1:8124/unbuffered-probe' >/dev/null
+api_json POST "$P/$id/waitForLog" '{"pattern":"GET /unbuffered-probe","timeout":10000}'
+expect_status 200
+id2=$(pstart '{"command":"python3 -c \"import time; print(\u0027py-ready\u0027); time.sleep(1000)\""}')
+api_json POST "$P/$id2/waitForLog" '{"pattern":"py-ready","timeout":10000}'
+expect_status 200
+assert_eq py-ready "$(body .line)" "a print() reaches the log while python runs"
+api DELETE "$P/$id" >/dev/null
+api DELETE "$P/$id2" >/dev/null
+
 info "waitForPort"
 id=$(pstart '{"command":"sleep 0.5; exec python3 -m http.server 8123 --bind 127.0.0.1","cwd":"/tmp"}')
 api_json POST "$P/$id/waitForPort" '{"port":8123,"timeout":20000}'

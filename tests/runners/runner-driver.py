@@ -5,7 +5,7 @@ Usage: runner-driver.py ROOTFS SRCDIR
 ROOTFS is a read-only view of the default image with /proc, /tmp, /root and /workspace
 mounted writable (tests/runners/test-runners.sh prepares it in a private mount namespace);
 each runner is started there with chroot, fd 3 = requests, fd 4 = events, fd 1/fd 2 pipes.
-Checks every behaviour of docs/decisions/0021-code-interpreter-runners.md and prints the
+Checks every behaviour of docs/decisions/0025-code-interpreter-runners.md and prints the
 start-up and round-trip figures. Exit status 0 = all passed.
 """
 

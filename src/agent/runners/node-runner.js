@@ -2,7 +2,7 @@
 //
 // Started by cella-init as `node -e <this file>` in the sandbox; one process is one code
 // context, the language is told by the `setup` request. Requests arrive on fd 3 and events
-// leave on fd 4, one JSON object per line (docs/decisions/0021-code-interpreter-runners.md);
+// leave on fd 4, one JSON object per line (docs/decisions/0025-code-interpreter-runners.md);
 // fd 1 and fd 2 are the current run's stdout and stderr. Node core only; the typescript
 // compiler of the image is loaded when present (it also parses javascript cells).
 //

@@ -2,7 +2,7 @@
 #
 # Started by cella-init as `python3 -u -I -c <this file>` in the sandbox; one process is one
 # code context. Requests arrive on fd 3 and events leave on fd 4, one JSON object per line
-# (docs/decisions/0021-code-interpreter-runners.md). fd 1 and fd 2 are the current run's
+# (docs/decisions/0025-code-interpreter-runners.md). fd 1 and fd 2 are the current run's
 # stdout and stderr. Standard library only; numpy, pandas, matplotlib and PIL are used when
 # they can be imported.
 #
