@@ -120,6 +120,10 @@
 #define CELLA_DISK_MAX_BYTES (16ull << 40)     /* largest */
 #define CELLA_DISK_BYTES_PER_INODE (16 * 1024) /* inode limit = disk limit / this */
 #define CELLA_DISK_JOURNAL_MB 4                /* ext4 journal inside the image */
+/* Disk promised to sandboxes (their sparse images' sizes) over the data dir's filesystem
+ * size past which cellad warns, or refuses new sandboxes (--disk-overcommit) */
+#define CELLA_DISK_OVERCOMMIT_DEFAULT 1.0
+#define CELLA_DISK_OVERCOMMIT_MAX 1000.0
 #define CELLA_DISK_SPARES 4 /* disk sizes with a new disk made ahead (one each) */
 #define CELLA_DEFAULT_SLEEP_AFTER_MS (10 * 60 * 1000) /* idle time before a sandbox sleeps */
 #define CELLA_IDLE_CHECK_MS 1000                      /* how often idleness is checked */

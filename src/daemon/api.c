@@ -138,9 +138,11 @@ static void method_not_allowed(struct http_request *req)
 
 static void health(struct api *a, struct http_request *req)
 {
-        json_t *j = json_pack("{s:s, s:s, s:I, s:o}", "status", "ok", "version", CELLA_VERSION,
-                              "sandboxes", (json_int_t)sandbox_table_count(a->cfg.table), "pool",
-                              sandbox_table_pool_info(a->cfg.table));
+        json_t *j = json_pack("{s:s, s:s, s:I, s:o, s:o}", "status", "ok", "version",
+                              CELLA_VERSION, "sandboxes",
+                              (json_int_t)sandbox_table_count(a->cfg.table), "pool",
+                              sandbox_table_pool_info(a->cfg.table), "disk",
+                              sandbox_table_disk_info(a->cfg.table));
 
         http_respond_json(req, 200, j);
         json_decref(j);

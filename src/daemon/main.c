@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 
 #include "common/limits.h"
 #include "common/log.h"
@@ -28,6 +29,7 @@ static void usage(FILE *f)
                 "              [--preview-domain DOMAIN] [--preview-listen HOST:PORT]\n"
                 "              [--network-range CIDR] [--buffer-budget SIZE]\n"
                 "              [--max-connections N] [--max-connections-per-client N]\n"
+                "              [--disk-overcommit RATIO] [--disk-overcommit-policy warn|refuse]\n"
                 "              [--check] [--help]\n"
                 "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
@@ -45,6 +47,11 @@ static void usage(FILE *f)
                 "                       host can; default) or off\n"
                 "  --disk-limit-override SIZE  every new sandbox's disk limit (e.g. 64M),\n"
                 "                       instead of its instance type's (tests, small hosts)\n"
+                "  --disk-overcommit RATIO  disk promised to sandboxes (their images' full\n"
+                "                       sizes) over the data dir's filesystem size allowed\n"
+                "                       before the policy applies (default 1; e.g. 4, 0.5)\n"
+                "  --disk-overcommit-policy P  warn (default: log it, /v1/health says so) or\n"
+                "                       refuse (new sandboxes answer 507 NO_SPACE past it)\n"
                 "  --preview-domain D   preview URLs are http://PORT-ID-TOKEN.D (default\n"
                 "                       localhost: browsers resolve it to loopback)\n"
                 "  --preview-listen HOST:PORT  also serve preview URLs (only) there; their\n"
@@ -60,6 +67,30 @@ static void usage(FILE *f)
                 "listens on loopback addresses only.\n",
                 CELLA_DEFAULT_MAX_SANDBOXES, CELLA_DEFAULT_POOL_SIZE, CELLA_POOL_MAX,
                 CELLA_HTTP_MAX_CONNECTIONS, CELLA_HTTP_MAX_PER_CLIENT);
+}
+
+/* cellad --check: the data dir's filesystem and the disk overcommit policy. The data dir
+ * may not exist yet: its nearest existing parent is measured then. */
+static void print_disk_check(const char *data_dir, double overcommit, bool refuse)
+{
+        char dir[PATH_MAX];
+        struct statvfs v;
+        char *slash;
+
+        snprintf(dir, sizeof(dir), "%s", data_dir);
+        while (statvfs(dir, &v) < 0 && (slash = strrchr(dir, '/')) && slash != dir)
+                *slash = '\0';
+        if (statvfs(dir[0] ? dir : "/", &v) < 0) {
+                printf("disk: %s: %s\n", data_dir, strerror(errno));
+                return;
+        }
+        double size = (double)v.f_blocks * v.f_frsize, avail = (double)v.f_bavail * v.f_frsize;
+        printf("disk: data dir %s on a filesystem of %.1f GiB, %.1f GiB free; sandbox disks "
+               "(sparse) may promise up to %.2f x that, %.1f GiB, then cellad %s "
+               "(--disk-overcommit, --disk-overcommit-policy)\n",
+               data_dir, size / (1 << 30), avail / (1 << 30), overcommit,
+               overcommit * size / (1 << 30),
+               refuse ? "refuses new sandboxes" : "warns");
 }
 
 /* "HOST:PORT", "[v6]:PORT". */
@@ -157,6 +188,8 @@ int main(int argc, char **argv)
                 {"buffer-budget", required_argument, NULL, 'B'},
                 {"max-connections", required_argument, NULL, 'C'},
                 {"max-connections-per-client", required_argument, NULL, 'K'},
+                {"disk-overcommit", required_argument, NULL, 'V'},
+                {"disk-overcommit-policy", required_argument, NULL, 'Y'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -171,7 +204,8 @@ int main(int argc, char **argv)
         uint64_t disk_override = 0, import_max = 0, budget_bytes = CELLA_HTTP_BUFFER_BUDGET;
         unsigned long max_conns = CELLA_HTTP_MAX_CONNECTIONS, max_per_client = CELLA_HTTP_MAX_PER_CLIENT;
         struct mem_budget budget = {0};
-        bool check = false;
+        bool check = false, overcommit_refuse = false;
+        double overcommit = CELLA_DISK_OVERCOMMIT_DEFAULT;
         const char *network_range = NULL;
         char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
         char agent_path[PATH_MAX];
@@ -294,6 +328,30 @@ int main(int argc, char **argv)
                                 return 2;
                         }
                         break;
+                case 'V': {
+                        char *end = NULL;
+                        errno = 0;
+                        overcommit = strtod(optarg, &end);
+                        if (errno || end == optarg || *end || !(overcommit > 0) ||
+                            overcommit > CELLA_DISK_OVERCOMMIT_MAX) {
+                                fprintf(stderr,
+                                        "cellad: bad --disk-overcommit '%s' (a ratio above 0 and "
+                                        "at most %g, e.g. 1 or 4.5)\n",
+                                        optarg, CELLA_DISK_OVERCOMMIT_MAX);
+                                return 2;
+                        }
+                        break;
+                }
+                case 'Y':
+                        if (strcmp(optarg, "warn") && strcmp(optarg, "refuse")) {
+                                fprintf(stderr,
+                                        "cellad: bad --disk-overcommit-policy '%s' (warn or "
+                                        "refuse)\n",
+                                        optarg);
+                                return 2;
+                        }
+                        overcommit_refuse = strcmp(optarg, "refuse") == 0;
+                        break;
                 case 'c':
                         check = true;
                         break;
@@ -364,6 +422,7 @@ int main(int argc, char **argv)
                         return 1;
                 }
                 printf("%s\n", runtime_describe(rt));
+                print_disk_check(data_dir, overcommit, overcommit_refuse);
                 runtime_free(rt);
                 return 0;
         }
@@ -380,6 +439,8 @@ int main(int argc, char **argv)
                         .disk_mode = disk_mode,
                         .disk_limit_override = disk_override,
                         .network_range = network_range,
+                        .disk_overcommit = overcommit,
+                        .disk_overcommit_refuse = overcommit_refuse,
                 };
 
                 if (sandbox_table_new(g_loop, &cfg, &table, &err) < 0) {

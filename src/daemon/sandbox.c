@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 
 #include "common/fsutil.h"
@@ -58,6 +59,9 @@ struct sandbox {
         int64_t pid_start;     /* start time of ct.pid (/proc/PID/stat), to recognise it later */
         uv_poll_t *exit_watch; /* readable when PID 1 exits; heap: closed asynchronously */
         struct agent_conn *agent;
+        /* Bytes of disk promised to it: its disk image's size (0: it has none); -1: not
+         * looked at since its last start (sandbox_disk_promise() reads it then). */
+        int64_t disk_promise;
 };
 
 struct sandbox_table {
@@ -67,6 +71,9 @@ struct sandbox_table {
         char *default_image;
         unsigned max_sandboxes;
         uint64_t disk_limit_override; /* every sandbox's disk limit, 0: the instance type's */
+        double disk_overcommit;       /* promised disk / the data dir's size that is allowed */
+        bool disk_overcommit_refuse;  /* past it, refuse new disks (else only warn) */
+        bool disk_overcommitted;      /* past it now (logged once per crossing) */
         struct runtime *rt;
         struct store *store;
         int lock_fd; /* <data-dir>/cellad.lock, flock()ed for the daemon's life */
@@ -336,6 +343,7 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
         uint64_t t1 = time_mono_us();
         if (runtime_container_start(t->rt, &spec, &s->ct, err) < 0)
                 return -1;
+        s->disk_promise = -1; /* its disk image may be new */
         uint64_t t2 = time_mono_us();
 
         if (watch_exit(s) < 0) {
@@ -459,7 +467,116 @@ static struct sandbox *sandbox_alloc(struct sandbox_table *t, const char *name, 
         s->ct.pid = -1;
         s->ct.pidfd = -EBADF;
         s->default_session = true;
+        s->disk_promise = -1;
         return s;
+}
+
+/* ---- disk promised to sandboxes (docs/decisions/0036-disk-overcommit.md) ----
+ *
+ * Disk images are sparse: each promises its full size and takes only what is written.
+ * The promise of the daemon is the sum of the images' sizes (sleeping sandboxes and the
+ * warm pool included), set against the size of the filesystem of the data dir. */
+
+static uint64_t sandbox_disk_promise(struct sandbox *s)
+{
+        char dir[CELLA_PATH_MAX];
+        uint64_t limit = 0, used;
+
+        if (s->disk_promise < 0) {
+                if (s->destroyed || sandbox_dir(s, dir, sizeof(dir)) < 0 ||
+                    disk_usage(dir, &limit, &used) < 0)
+                        limit = 0;
+                s->disk_promise = (int64_t)limit;
+        }
+        return (uint64_t)s->disk_promise;
+}
+
+static uint64_t disk_promised(struct sandbox_table *t)
+{
+        uint64_t sum = 0;
+
+        for (unsigned i = 0; i < TABLE_BUCKETS; i++)
+                for (struct sandbox *s = t->buckets[i]; s; s = s->next)
+                        sum += sandbox_disk_promise(s);
+        for (struct sandbox *s = t->pool; s; s = s->pool_next)
+                sum += sandbox_disk_promise(s);
+        return sum;
+}
+
+/* The size of the data dir's filesystem, and what of it is free (for unprivileged
+ * writers); -errno when it cannot be read. */
+static int data_dir_space(const struct sandbox_table *t, uint64_t *ret_size, uint64_t *ret_free)
+{
+        struct statvfs v;
+
+        if (statvfs(t->data_dir, &v) < 0)
+                return -errno;
+        *ret_size = (uint64_t)v.f_blocks * v.f_frsize;
+        *ret_free = (uint64_t)v.f_bavail * v.f_frsize;
+        return 0;
+}
+
+/* The disk limit a new sandbox of instance type itype gets (0: no disk image). */
+static uint64_t new_disk_bytes(const struct sandbox_table *t, const char *itype)
+{
+        const struct instance_type *it = instance_type_find(itype);
+
+        if (!runtime_disk_enforced(t->rt))
+                return 0;
+        if (t->disk_limit_override)
+                return t->disk_limit_override;
+        return it ? it->disk_bytes : 0;
+}
+
+/* May a sandbox with a new disk of `more` bytes be made? Past the overcommit ratio it is
+ * refused (NO_SPACE) under the refuse policy; under warn, and for what is already
+ * promised, the crossing is logged once. */
+static int disk_admit(struct sandbox_table *t, uint64_t more, struct cella_error *err)
+{
+        uint64_t size = 0, avail = 0, promised = disk_promised(t);
+        double limit;
+
+        if (data_dir_space(t, &size, &avail) < 0 || size == 0)
+                return 0; /* nothing to compare against: the kernel's ENOSPC still holds */
+        limit = t->disk_overcommit * (double)size;
+        if ((double)(promised + more) <= limit) {
+                if (t->disk_overcommitted && (double)promised <= limit) {
+                        log_info("disk: %.1f GiB promised to sandboxes, within %.2f x the data "
+                                 "dir's %.1f GiB again",
+                                 (double)promised / (1 << 30), t->disk_overcommit,
+                                 (double)size / (1 << 30));
+                        t->disk_overcommitted = false;
+                }
+                return 0;
+        }
+        if (more && t->disk_overcommit_refuse)
+                return cella_error_set(err, CELLA_E_NO_SPACE,
+                                       "disk overcommit: sandboxes hold %.1f GiB of disk and a new "
+                                       "one needs %.1f GiB; more than %.2f x the data dir's %.1f "
+                                       "GiB (--disk-overcommit, --disk-overcommit-policy)",
+                                       (double)promised / (1 << 30), (double)more / (1 << 30),
+                                       t->disk_overcommit, (double)size / (1 << 30));
+        if (!t->disk_overcommitted)
+                log_warn("disk: %.1f GiB promised to sandboxes, more than %.2f x the data dir's "
+                         "%.1f GiB (%.1f GiB free): a sandbox may find its disk full before its "
+                         "limit (--disk-overcommit)",
+                         (double)(promised + more) / (1 << 30), t->disk_overcommit,
+                         (double)size / (1 << 30), (double)avail / (1 << 30));
+        t->disk_overcommitted = true;
+        return 0;
+}
+
+json_t *sandbox_table_disk_info(struct sandbox_table *t)
+{
+        uint64_t size = 0, avail = 0, promised = disk_promised(t);
+
+        data_dir_space(t, &size, &avail);
+        return json_pack("{s:I, s:I, s:I, s:f, s:f, s:s, s:b}", "capacityBytes", (json_int_t)size,
+                         "freeBytes", (json_int_t)avail, "promisedBytes", (json_int_t)promised,
+                         "overcommit", size ? (double)promised / (double)size : 0.0,
+                         "overcommitLimit", t->disk_overcommit, "overcommitPolicy",
+                         t->disk_overcommit_refuse ? "refuse" : "warn", "overcommitted",
+                         size && (double)promised > t->disk_overcommit * (double)size);
 }
 
 /* The network a new sandbox gets when the request names none: outbound where the host can
@@ -773,6 +890,12 @@ static void on_pool_timer(uv_timer_t *timer)
         }
         if (t->pool_len == target)
                 return;
+        /* Pool sandboxes have disks too: none is built past the overcommit limit. */
+        if (disk_admit(t, new_disk_bytes(t, INSTANCE_TYPE_DEFAULT), &e) < 0) {
+                log_debug("pool: not built: %s", e.msg);
+                pool_schedule(t, CELLA_POOL_RETRY_MAX_MS);
+                return;
+        }
         if (pool_build(t, &e) < 0) {
                 /* E.g. the default image is not built yet: try again, less and less often. */
                 t->pool_retry_ms = t->pool_retry_ms ? t->pool_retry_ms * 2 : CELLA_POOL_RETRY_MS;
@@ -928,6 +1051,10 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                 }
                 if (s)
                         log_warn("sandbox '%s': claim failed (%s); building it", name, ce.msg);
+        }
+        if (disk_admit(t, new_disk_bytes(t, itype), err) < 0) {
+                json_decref(allow);
+                return -1;
         }
         if (alloc_slot(t, &slot) < 0) {
                 json_decref(allow);
@@ -1522,6 +1649,9 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         t->default_image = strdup(cfg->default_image ? cfg->default_image : "default");
         t->max_sandboxes = cfg->max_sandboxes ? cfg->max_sandboxes : CELLA_DEFAULT_MAX_SANDBOXES;
         t->disk_limit_override = cfg->disk_limit_override;
+        t->disk_overcommit = cfg->disk_overcommit > 0 ? cfg->disk_overcommit
+                                                      : CELLA_DISK_OVERCOMMIT_DEFAULT;
+        t->disk_overcommit_refuse = cfg->disk_overcommit_refuse;
         if (t->max_sandboxes > CELLA_UID_SLOTS)
                 t->max_sandboxes = CELLA_UID_SLOTS;
         if (!t->data_dir || !t->images_dir || !t->default_image) {

@@ -45,6 +45,10 @@ struct sandbox_table_config {
         enum disk_mode disk_mode;     /* --disk-quota */
         uint64_t disk_limit_override; /* --disk-limit-override: every sandbox's disk limit */
         const char *network_range;    /* --network-range CIDR; NULL: the default */
+        /* --disk-overcommit: disk promised to sandboxes (their images' sizes) over the data
+         * dir's filesystem size that is allowed; 0: CELLA_DISK_OVERCOMMIT_DEFAULT */
+        double disk_overcommit;
+        bool disk_overcommit_refuse; /* --disk-overcommit-policy refuse (else warn) */
 };
 
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
@@ -71,6 +75,9 @@ bool sandbox_table_image_in_use(struct sandbox_table *t, const char *image);
 /* JSON array of sandbox_info() for every sandbox; new reference. */
 json_t *sandbox_table_list(struct sandbox_table *t);
 unsigned sandbox_table_count(const struct sandbox_table *t);
+/* Disk for /v1/health: {capacityBytes, freeBytes, promisedBytes, overcommit,
+ * overcommitLimit, overcommitPolicy, overcommitted}; new reference. */
+json_t *sandbox_table_disk_info(struct sandbox_table *t);
 /* The warm pool for /v1/health: {size, ready, claims, builds}; new reference. */
 json_t *sandbox_table_pool_info(const struct sandbox_table *t);
 

@@ -1126,6 +1126,11 @@ const char *runtime_disk_state(const struct runtime *rt)
         return rt->disk_state;
 }
 
+bool runtime_disk_enforced(const struct runtime *rt)
+{
+        return rt->disk_enforced;
+}
+
 struct net *runtime_net(const struct runtime *rt)
 {
         return rt->net;

@@ -42,6 +42,8 @@ bool runtime_oom_protected(const struct runtime *rt);
 const char *runtime_describe(const struct runtime *rt);
 /* One line on disk limits here (enforced, off, or not enforceable and why), for the log. */
 const char *runtime_disk_state(const struct runtime *rt);
+/* Does a sandbox started now get a disk image of its own (limits enforced)? */
+bool runtime_disk_enforced(const struct runtime *rt);
 /* Sandbox networking of this daemon (net.h): NULL only for a runtime without one. */
 struct net *runtime_net(const struct runtime *rt);
 

@@ -131,6 +131,13 @@ json_t *sandbox_table_pool_info(const struct sandbox_table *t)
         return json_pack("{s:i, s:i, s:i, s:i}", "size", 0, "ready", 0, "claims", 0, "builds", 0);
 }
 
+json_t *sandbox_table_disk_info(struct sandbox_table *t)
+{
+        (void)t;
+        return json_pack("{s:i, s:i, s:i}", "capacityBytes", 0, "freeBytes", 0, "promisedBytes",
+                         0);
+}
+
 json_t *sandbox_info(const struct sandbox *s)
 {
         return info(s);
