@@ -16,7 +16,10 @@
  *
  * A request's head is scanned byte by byte (head_scan) before the parser sees it, for what
  * http-parser lets through in its lenient mode (bare LF, obs-fold, "Name : value"); the
- * parser is paused after every message so that the scan restarts at the next head. */
+ * parser is paused after every message so that the scan restarts at the next head. In a
+ * chunked body, the CRLF after each chunk's data is checked the same way (chunk_crlf):
+ * the lenient parser would take any two bytes there and read a chunk size from what
+ * follows. */
 #include <errno.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -132,6 +135,9 @@ struct conn {
         enum head_scan_state scan;
         bool scan_headers; /* past the request line */
         size_t scan_off;      /* bytes at the front of `in` already scanned */
+        /* Bytes of the CRLF after a chunk's data still to be checked at the front of `in`
+         * (0, 1: the LF, 2: both), when the data ended at the end of what was read. */
+        unsigned crlf_need;
 };
 
 #define PEER_BUCKETS 4096
@@ -851,6 +857,7 @@ static int on_message_begin(http_parser *p)
         buf_reset(&c->value);
         c->in_value = false;
         c->header_bytes = 0;
+        c->crlf_need = 0;
         if (c->served)
                 c->head_ms = conn_now(c); /* the first head counts from the connection */
         return 0;
@@ -1119,12 +1126,46 @@ static int on_headers_complete(http_parser *p)
         return 0;
 }
 
+/* A chunk's data ends at q (in `in`): the CRLF that must follow, as far as it was read;
+ * the rest is checked when more arrives (chunk_crlf_pending). 0 or -EBADMSG. */
+static int chunk_crlf(struct conn *c, const char *q)
+{
+        const char *end = c->in.data + c->in.len;
+
+        c->crlf_need = 0;
+        for (unsigned i = 0; i < 2; i++) {
+                if (q + i >= end) {
+                        c->crlf_need = 2 - i;
+                        return 0;
+                }
+                if (q[i] != "\r\n"[i])
+                        return -EBADMSG;
+        }
+        return 0;
+}
+
+/* The rest of a chunk's CRLF, at the front of `in` (the data ended where the last read
+ * did, and the parser took everything up to there). 0 or -EBADMSG. */
+static int chunk_crlf_pending(struct conn *c)
+{
+        const char *want = c->crlf_need == 2 ? "\r\n" : "\n";
+        size_t i;
+
+        for (i = 0; i < c->crlf_need && i < c->in.len; i++)
+                if (c->in.data[i] != want[i])
+                        return -EBADMSG;
+        c->crlf_need -= (unsigned)i;
+        return 0;
+}
+
 static int on_body(http_parser *p, const char *at, size_t len)
 {
         struct conn *c = pconn(p);
         struct http_request *req = c->cur;
         size_t took;
 
+        if ((p->flags & F_CHUNKED) && p->content_length == 0 && chunk_crlf(c, at + len) < 0)
+                return fail(c, CELLA_E_BAD_REQUEST);
         if (stopped(c))
                 return 0;
 
@@ -1347,7 +1388,8 @@ static void conn_process(struct conn *c)
                 size_t n;
                 enum http_errno e;
 
-                if (c->scan != SCAN_DONE && head_scan(c) < 0) {
+                if ((c->scan != SCAN_DONE && head_scan(c) < 0) ||
+                    (c->crlf_need && chunk_crlf_pending(c) < 0)) {
                         conn_send_error(c, CELLA_E_BAD_REQUEST);
                         break;
                 }

@@ -252,6 +252,15 @@ def http():
                      b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
         "pipelined-then-bad": (req(b"GET", b"/v1/health") + b"GET /v1/health HTTP/1.1\r\n"
                                b"X: 1\n\r\n"),
+        # The CRLF after a chunk's data (the lenient parser takes any two bytes there).
+        "chunk-data-overrun": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\n" + REQ_HEADERS
+                               + b"Transfer-Encoding: chunked\r\n\r\n3\r\nabcXY5\r\nhello"
+                               + b"\r\n0\r\n\r\n"),
+        "chunk-data-bare-lf": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\n" + REQ_HEADERS
+                               + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\n0\r\n\r\n"),
+        "chunked-then-pipelined": (b"POST /v1/sandboxes/b/exec HTTP/1.1\r\n" + REQ_HEADERS
+                                   + b"Transfer-Encoding: chunked\r\n\r\n"
+                                   + chunked([b"{", b"}"]) + req(b"GET", b"/v1/health")),
     }
 
 

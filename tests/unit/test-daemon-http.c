@@ -544,6 +544,11 @@ static void test_malformed(void **state)
                 "chunked\r\n\r\n0\r\n\r\n",
                 /* the scan restarts at every head: a good request, then a bad one */
                 "GET /hello HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\nX: 1\n\r\n",
+                /* a chunk's data must end with CRLF: no overrun, no bare LF */
+                "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY5\r\n"
+                "hello\r\n0\r\n\r\n",
+                "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\n0\r\n\r\n",
+                "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\rX0\r\n\r\n",
         };
 
         (void)state;
@@ -555,6 +560,34 @@ static void test_malformed(void **state)
                 assert_non_null(strstr(r, "\"code\":\"BAD_REQUEST\""));
                 free(r);
         }
+}
+
+/* A chunked body sent a byte at a time: the CRLF after each chunk's data is checked
+ * across reads, a good body is taken whole and a bad CRLF is refused. */
+static void chunked_bytewise(const char *body, const char *want)
+{
+        int fd = connect_server();
+        char *r;
+
+        send_str(fd, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+        for (const char *p = body; *p; p++) {
+                send_all(fd, p, 1);
+                usleep(1000); /* one read each (not guaranteed, nor needed for the result) */
+        }
+        r = read_all(fd);
+        close(fd);
+        if (!strstr(r, want))
+                fail_msg("body '%s': wanted '%s', got '%.200s'", body, want, r);
+        free(r);
+}
+
+static void test_chunk_crlf_split(void **state)
+{
+        (void)state;
+        chunked_bytewise("3\r\nthi\r\n2\r\nrd\r\n0\r\n\r\n", "third");
+        chunked_bytewise("3\r\nthiX\n0\r\n\r\n", "HTTP/1.1 400");
+        chunked_bytewise("3\r\nthi\rX0\r\n\r\n", "HTTP/1.1 400");
+        chunked_bytewise("3\r\nthi\r\r\n0\r\n\r\n", "HTTP/1.1 400");
 }
 
 static void test_error_shape(void **state)
@@ -688,6 +721,7 @@ int main(void)
                 cmocka_unit_test(test_pipelining_backlog),
                 cmocka_unit_test(test_limits),
                 cmocka_unit_test(test_malformed),
+                cmocka_unit_test(test_chunk_crlf_split),
                 cmocka_unit_test(test_error_shape),
                 cmocka_unit_test(test_sse_framing),
                 cmocka_unit_test(test_expect_continue),
