@@ -10,7 +10,8 @@
 #   make test           unit + integration (the SDK's node:test suites included) +
 #                       fuzz-corpus replay in build/, then the ASan+UBSan pass in
 #                       build-asan/ (make test-asan alone)
-#   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS per target
+#   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS (600) per target;
+#                       what adds coverage joins tests/fuzz/corpus/ (FUZZ_GROW=0: not)
 #   make bench          the benchmarks (bench/run.sh, preview.sh, pty.sh, sdk.sh, images.sh)
 #   make format         clang-format every C file
 #   make clean          remove the build directories
@@ -22,7 +23,9 @@ FUZZ_BUILD ?= build-fuzz
 IMAGES ?= /var/lib/cella/images
 LISTEN ?= 127.0.0.1:7070
 CELLAD_ARGS ?=
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 600
+FUZZ_GROW ?= 1
+FUZZ_TARGETS ?=
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # Tests run one at a time by default: integration tests own real daemons and sandboxes.
 CTEST_JOBS ?= 1
@@ -84,7 +87,7 @@ test-asan: build-asan image
 
 fuzz: deps $(FUZZ_BUILD)/CMakeCache.txt
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz
-	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_BUILD)
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_GROW=$(FUZZ_GROW) scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_TARGETS)
 
 # Prints p50/p95 beside the baselines measured in the same run and rewrites the figures
 # section of docs/performance.md.

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Run every libFuzzer target built in BUILD_DIR (a -DCELLA_FUZZ=ON clang build) for
 # FUZZ_SECONDS each, starting from the checked-in corpus tests/fuzz/corpus/<name>/.
-# New interesting inputs go to BUILD_DIR/fuzz-corpus/<name>/ (the checked-in corpus is
-# never modified; copy a finding there by hand, with a meaningful name, once it is fixed).
-# Crashes are written to BUILD_DIR/fuzz-artifacts/<name>/ and make the script fail.
+# New interesting inputs go to BUILD_DIR/fuzz-corpus/<name>/. With FUZZ_GROW=1 (make fuzz
+# sets it), once a target ran without a finding, the inputs of that run that add coverage
+# to the checked-in corpus (libFuzzer's -merge=1 against it) are copied into it as
+# grown-<sha1 prefix>: commit them. tests/fuzz/make-corpus.py leaves grown-* files alone.
+# Crashes are written to BUILD_DIR/fuzz-artifacts/<name>/ and make the script fail; keep a
+# fixed one as a named seed in make-corpus.py.
 # Usage: scripts/fuzz.sh BUILD_DIR [TARGET...]
 set -euo pipefail
 build=${1:?usage: fuzz.sh BUILD_DIR [TARGET...]}
 shift
 seconds=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-1}
+grow=${FUZZ_GROW:-0}
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$build" && pwd)
 list="$build/tests/fuzz/targets.txt"
@@ -41,6 +45,27 @@ for t in "${targets[@]}"; do
                 continue
         fi
         grep -E '^stat::(number_of_executed_units|new_units_added)' "$build/fuzz-$t.log" || true
+        if [ "$grow" = 1 ]; then
+                # Merge into a copy of the checked-in corpus: what the merge adds to the copy
+                # is what adds coverage; it goes in under its content's name.
+                corpus="$src/tests/fuzz/corpus/$t"
+                tmp=$(mktemp -d "$build/fuzz-merge-$t.XXXXXX")
+                cp -a "$corpus/." "$tmp/"
+                if (cd "$build" && "$bin" -merge=1 -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+                        "$tmp" "$work" 2>"$build/fuzz-merge-$t.log"); then
+                        added=0
+                        for f in "$tmp"/*; do
+                                [ -e "$corpus/$(basename "$f")" ] && continue
+                                name="grown-$(sha1sum "$f" | cut -c1-16)"
+                                [ -e "$corpus/$name" ] || { cp "$f" "$corpus/$name"; added=$((added + 1)); }
+                        done
+                        echo "fuzz-$t: $added inputs added to tests/fuzz/corpus/$t"
+                else
+                        tail -n 20 "$build/fuzz-merge-$t.log" >&2
+                        failed+=("$t(merge)")
+                fi
+                rm -rf "$tmp"
+        fi
 done
 if [ ${#failed[@]} -gt 0 ]; then
         echo "fuzz.sh: FAILED: ${failed[*]} (inputs in $build/fuzz-artifacts/)" >&2

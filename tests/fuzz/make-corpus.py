@@ -6,7 +6,8 @@ kind the parser accepts, and the edge cases and malformations it must reject. li
 mutates from these; the replay tests (ctest fuzz/<name>) run exactly these files.
 
 Usage: tests/fuzz/make-corpus.py [TARGET...]   (default: all). Deterministic: running it
-again rewrites the same files; stale seeds of a target are removed.
+again rewrites the same files; stale seeds of a target are removed. Files named grown-*
+are inputs that `make fuzz` found and kept (scripts/fuzz.sh, FUZZ_GROW=1): left alone.
 """
 import json
 import os
@@ -760,7 +761,7 @@ def write(target):
     d = os.path.join(HERE, "corpus", target)
     os.makedirs(d, exist_ok=True)
     for old in os.listdir(d):
-        if old not in seeds:
+        if old not in seeds and not old.startswith("grown-"):
             os.unlink(os.path.join(d, old))
     for label, data in seeds.items():
         with open(os.path.join(d, label), "wb") as f:
