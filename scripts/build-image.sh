@@ -53,7 +53,8 @@ command -v mmdebstrap >/dev/null || { echo "mmdebstrap missing: run scripts/deps
 mkdir -p "$images"
 tmp=$(mktemp -d "$images/.build-$name.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-echo "building image '$name' with mmdebstrap (bookworm; a few minutes, once)..."
+# The default image: about two minutes on 2 CPUs with a nearby mirror, 1.4 GB (README).
+echo "building image '$name' with mmdebstrap (bookworm; once: about two minutes and 1.4 GB for the default image)..."
 mmdebstrap --mode=root --variant=minbase --include="$pkgs" \
         --dpkgopt='path-exclude=/usr/share/man/*' \
         --dpkgopt='path-exclude=/usr/share/doc/*' \
