@@ -196,12 +196,14 @@ const struct cli_command cli_commands[] = {
          "  cella git clone box https://github.com/octocat/Hello-World.git --depth 1\n", 2},
         {"expose", "expose a port of a sandbox at a preview URL",
          "cella expose NAME PORT [--name N] [--token T] [--json]",
-         "Prints the preview URL (http://PORT-NAME-TOKEN.localhost:7070/). Exposing a port\n"
-         "again prints the same URL.\n",
+         "Prints the preview URL (http://PORT-NAME-TOKEN.localhost:7070/), then the same\n"
+         "request for clients that do not resolve *.localhost (wget, Python, Go, ...): the\n"
+         "daemon's address with the preview host in a Host header. Exposing a port again\n"
+         "prints the same URL.\n",
          "  --name N    a name for the port\n"
          "  --token T   the URL's token (16 of [a-z0-9_]); the API token then goes before\n"
          "              the command word, or in CELLA_TOKEN\n"
-         "  --json      the server's JSON\n",
+         "  --json      the server's JSON only\n",
          "  cella expose box 8080 --name web\n", 1},
         {"ports", "list a sandbox's exposed ports", "cella ports NAME [--json]",
          "One line per port: port, active or stale (the sandbox restarted or sleeps: expose\n"

@@ -878,6 +878,30 @@ static int cmd_git(cella_client *c, struct cli_args *a)
         return 0;
 }
 
+/* After a preview URL, the same request for clients that do not resolve *.localhost (wget,
+ * Python, Go, getaddrinfo on glibc): to the address the client reaches the daemon at,
+ * with the preview host in the Host header; cellad routes by Host on its API listener
+ * (docs/api.md "Exposed ports and preview URLs"). Nothing with --quiet, or when either URL
+ * is not http://AUTHORITY/... */
+static void print_preview_hint(cella_client *c, const struct cli_args *a, const char *url)
+{
+        const char *base = cella_client_url(c), *host, *end, *daemon;
+        size_t hn, dn;
+
+        if (a->quiet || strncmp(url, "http://", 7) != 0 || strncmp(base, "http://", 7) != 0)
+                return;
+        host = url + 7;
+        end = strchr(host, '/');
+        hn = end ? (size_t)(end - host) : strlen(host);
+        daemon = base + 7;
+        end = strchr(daemon, '/');
+        dn = end ? (size_t)(end - daemon) : strlen(daemon);
+        if (hn == 0 || dn == 0 || memchr(host, '\'', hn) || memchr(daemon, '\'', dn))
+                return;
+        printf("  without DNS: curl -H 'Host: %.*s' http://%.*s/\n", (int)hn, host, (int)dn,
+               daemon);
+}
+
 static int parse_port_arg(const char *s)
 {
         char *end;
@@ -909,6 +933,7 @@ static int cmd_ports(cella_client *c, struct cli_args *a, const char *cmd)
                 } else {
                         j = json_loads(text, 0, NULL);
                         printf("%s\n", str(j, "url"));
+                        print_preview_hint(c, a, str(j, "url"));
                         json_decref(j);
                 }
                 free(text);

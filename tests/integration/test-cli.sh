@@ -2,8 +2,8 @@
 # The cella CLI against a real cellad: exec (exit status, stdin/stdout bytes, timeout 124),
 # write/read, ls/mkdir/mv/rm, create/info/list/destroy, health; help for every command,
 # --version, usage errors (exit 2, usage on stderr), the sandbox-name rule, one
-# confirmation line per mutating command and --quiet, duration forms, and the sleep settings
-# in info and list.
+# confirmation line per mutating command and --quiet, duration forms, the sleep settings in
+# info and list, and expose's request for clients without *.localhost (curl and Python).
 . "$(dirname "$0")/lib.sh"
 start_cellad
 CLI=$CELLA_BUILD/cella
@@ -252,4 +252,30 @@ for list in list ls ps; do
 done
 "$CLI" -q destroy "$K"
 
+info "expose: the preview URL, then the request that needs no DNS (curl, Python)"
+"$CLI" start "$D" --id web -- python3 -m http.server 8080 --directory /workspace >/dev/null
+echo preview-ok | "$CLI" -q write "$D" /workspace/index.txt
+"$CLI" wait "$D" web --port 8080 --timeout 30s
+out=$("$CLI" expose "$D" 8080)
+assert_eq 2 "$(echo "$out" | wc -l)" "expose prints two lines"
+url=$(echo "$out" | sed -n 1p)
+hint=$(echo "$out" | sed -n 2p)
+host=${url#http://}
+host=${host%%/*}
+assert_eq "  without DNS: curl -H 'Host: $host' $CELLA_URL/" "$hint" "the hint"
+cmd=${hint#  without DNS: }
+assert_eq preview-ok "$(eval "$cmd"index.txt -sS)" "the printed curl command"
+got=$(python3 - "$CELLA_URL/index.txt" "$host" <<'PY'
+import sys, urllib.request
+req = urllib.request.Request(sys.argv[1], headers={"Host": sys.argv[2]})
+print(urllib.request.urlopen(req, timeout=30).read().decode().strip())
+PY
+) || fail "python3 urllib through the Host header"
+assert_eq preview-ok "$got" "python3 urllib with the Host header"
+assert_eq "$url" "$("$CLI" expose "$D" 8080 --json | jq -r .url)" "expose --json: the URL"
+"$CLI" expose "$D" 8080 --json | jq -e . >/dev/null || fail "expose --json is not JSON alone"
+out=$("$CLI" ports "$D")
+assert_eq "PORT   STATUS  NAME             URL" "$(echo "$out" | head -1)" "ports header unchanged"
+assert_contains "$out" "8080   active" "ports row"
+assert_eq 8080 "$("$CLI" ports "$D" --json | jq -r '.ports[0].port')" "ports --json"
 info "cli: ok"
