@@ -74,6 +74,7 @@ bool cli_sandbox_name_ok(const char *name, char *msg, size_t size)
         for (size_t i = 0; i < len; i++)
                 upper |= name[i] >= 'A' && name[i] <= 'Z';
         if (len > 0 && len <= CELLA_NAME_MAX && sandbox_name_is_reserved(name))
+                /* the list of common/name.c */
                 snprintf(msg, size,
                          "invalid sandbox name '%s': it is reserved (so are default, localhost, "
                          "health, metrics, api, v1, admin, system, cella, pool and pool-*)",

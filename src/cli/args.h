@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "common/buf.h"
+#include "common/limits.h"
 
 #define CLI_MAX_KV 256
 
@@ -79,7 +80,7 @@ int cli_parse(int argc, char **argv, struct cli_args *args);
 int cli_join(char **words, int n, struct buf *out);
 
 /* The longest --timeout: an exec's own limit (7 days). */
-#define CLI_TIMEOUT_MAX_MS (7LL * 24 * 3600 * 1000)
+#define CLI_TIMEOUT_MAX_MS CELLA_EXEC_MAX_TIMEOUT_MS
 /* --sleep-after's range, the API's: 1 s to 30 days, whole seconds. */
 #define CLI_SLEEP_AFTER_MAX_S (30L * 24 * 3600)
 

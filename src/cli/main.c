@@ -795,7 +795,10 @@ static int cmd_kill(cella_client *c, struct cli_args *a)
                 r = cella_process_kill_all(c, a->pos[1], a->signal, &killed);
                 if (r < 0)
                         return api_fail(c, r);
-                confirm(a, "%d", killed);
+                if (a->json)
+                        printf("{\"killed\": %d}\n", killed);
+                else
+                        confirm(a, "%d", killed);
                 return 0;
         }
         if (a->npos != 3)
@@ -1005,7 +1008,9 @@ static int answer_locally(const struct cli_args *a)
                         cli_usage_print(stdout);
                         return 0;
                 }
-                if (!about || a->npos > 2) {
+                if (a->npos > 2)
+                        return bad_args(a);
+                if (!about) {
                         fprintf(stderr, "cella: no command '%s'\n", a->pos[1]);
                         cli_usage_print(stderr);
                         return 2;

@@ -117,7 +117,7 @@ assert_eq "0 $want" "$RC $(cat "$IT_TMP/out")" "cella version"
 
 info "usage errors: exit 2, usage on stderr, nothing on stdout"
 for args in "nosuch" "ls $S --bogus" "--bogus health" "rm $S" "exec" "wait $S p" \
-        "create $S --sleep-after" ""; do
+        "create $S --sleep-after" "help exec extra" "version 2" ""; do
         rc_of "$CLI" $args
         assert_eq 2 "$RC" "cella $args"
         grep -q '^usage: cella' "$IT_TMP/err" || fail "cella $args: no usage on stderr"
@@ -226,6 +226,7 @@ done
 "$CLI" start "$D" --id w sleep 1000 >/dev/null
 rc_of "$CLI" wait "$D" w --log never --timeout 300ms
 assert_eq 124 "$RC" "wait --timeout 300ms"
+assert_eq 1 "$("$CLI" kill "$D" --all --json | jq .killed)" "kill --all --json"
 rc_of "$CLI" session create "$D" --id ts --timeout 1s
 "$CLI" exec "$D" --session ts 'sleep 30' >/dev/null 2>&1 && fail "session --timeout 1s not applied"
 
