@@ -36,6 +36,9 @@ void cella_client_free(cella_client *c);
 const char *cella_client_error_code(const cella_client *c);    /* "" when none */
 const char *cella_client_error_message(const cella_client *c); /* "" when none */
 long cella_client_http_status(const cella_client *c);
+/* The daemon's base URL the client talks to ("http://127.0.0.1:7070", no trailing slash),
+ * as chosen by cella_client_new; the client's, valid until cella_client_free. */
+const char *cella_client_url(const cella_client *c);
 void cella_free(void *p);
 
 /* Any route: method, path below the base URL ("/v1/health"), optional JSON body. The

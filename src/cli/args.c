@@ -5,7 +5,10 @@
 #include <string.h>
 
 #include "cli/args.h"
+#include "cli/duration.h"
+#include "common/limits.h"
 #include "common/macros.h"
+#include "common/name.h"
 
 int cli_join(char **words, int n, struct buf *out)
 {
@@ -57,6 +60,57 @@ static int kv_ok(struct cli_args *a, const char *kv, const char *what)
         return 0;
 }
 
+bool cli_sandbox_name_ok(const char *name, char *msg, size_t size)
+{
+        static const char rule[] = "a sandbox name is 1-63 characters of lower-case a-z, 0-9 "
+                                   "and '-', not starting or ending with '-'";
+        struct cella_error err = {0};
+        char out[CELLA_NAME_MAX + 1];
+        size_t len = strlen(name);
+        bool upper = false;
+
+        if (sandbox_name_check(name, len, false, out, &err) == 0)
+                return true;
+        for (size_t i = 0; i < len; i++)
+                upper |= name[i] >= 'A' && name[i] <= 'Z';
+        if (len > 0 && len <= CELLA_NAME_MAX && sandbox_name_is_reserved(name))
+                /* the list of common/name.c */
+                snprintf(msg, size,
+                         "invalid sandbox name '%s': it is reserved (so are default, localhost, "
+                         "health, metrics, api, v1, admin, system, cella, pool and pool-*)",
+                         name);
+        else
+                snprintf(msg, size, "invalid sandbox name '%.80s'%s: %s%s", name,
+                         len > CELLA_NAME_MAX ? "..." : "", rule,
+                         upper ? " (write it in lower case)" : "");
+        return false;
+}
+
+/* A duration option's value (cli/duration.h) in [min_ms, max_ms]; unit_ms is what a bare
+ * number counts. */
+static int duration_opt(struct cli_args *a, const char *opt, const char *v, int64_t unit_ms,
+                        int64_t min_ms, int64_t max_ms, int64_t *ret_ms)
+{
+        char lo[32], hi[32];
+        int64_t ms;
+        int r = cli_duration_parse(v, strlen(v), unit_ms, &ms);
+
+        if (r == -EINVAL)
+                return fail(a,
+                            "%s takes a duration such as 500ms, 30s, 10m or 1h30m (a bare number "
+                            "is %s), not '%s'",
+                            opt, unit_ms == 1 ? "milliseconds" : "seconds", v);
+        cli_duration_format(min_ms, lo, sizeof(lo));
+        cli_duration_format(max_ms, hi, sizeof(hi));
+        if (r < 0 || ms < min_ms || ms > max_ms)
+                return fail(a, "%s takes %s to %s, not '%s'", opt, lo, hi, v);
+        if (ms % min_ms != 0)
+                return fail(a, "%s takes a whole number of %s, not '%s'", opt,
+                            min_ms == 1000 ? "seconds" : "milliseconds", v);
+        *ret_ms = ms;
+        return 0;
+}
+
 int cli_parse(int argc, char **argv, struct cli_args *a)
 {
         bool is_exec = false;
@@ -83,6 +137,10 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                 }
                 if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
                         a->help = true;
+                } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
+                        a->quiet = true;
+                } else if (strcmp(s, "--version") == 0) {
+                        a->version = true;
                 } else if (strcmp(s, "--json") == 0) {
                         a->json = true;
                 } else if (strcmp(s, "-r") == 0 || strcmp(s, "-p") == 0 ||
@@ -121,8 +179,13 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                         a->no_default_session = true;
 
                 } else if (opt_is(s, "--sleep-after")) {
-                        if (need_value(a, argc, argv, &i, &a->sleep_after) < 0)
+                        int64_t ms;
+
+                        if (need_value(a, argc, argv, &i, &v) < 0 ||
+                            duration_opt(a, "--sleep-after", v, 1000, 1000,
+                                         CLI_SLEEP_AFTER_MAX_S * 1000LL, &ms) < 0)
                                 return -1;
+                        a->sleep_after_s = (long)(ms / 1000);
                 } else if (opt_is(s, "--network")) {
                         if (need_value(a, argc, argv, &i, &a->network) < 0)
                                 return -1;
@@ -167,13 +230,12 @@ int cli_parse(int argc, char **argv, struct cli_args *a)
                         if (need_value(a, argc, argv, &i, &a->instance_type) < 0)
                                 return -1;
                 } else if (opt_is(s, "--timeout")) {
-                        char *end;
-                        if (need_value(a, argc, argv, &i, &v) < 0)
+                        int64_t ms;
+
+                        if (need_value(a, argc, argv, &i, &v) < 0 ||
+                            duration_opt(a, "--timeout", v, 1, 1, CLI_TIMEOUT_MAX_MS, &ms) < 0)
                                 return -1;
-                        errno = 0;
-                        a->timeout_ms = strtol(v, &end, 10);
-                        if (errno || end == v || *end || a->timeout_ms <= 0)
-                                return fail(a, "--timeout takes milliseconds > 0, not '%s'", v);
+                        a->timeout_ms = (long)ms;
                 } else if (opt_is(s, "--env") || strcmp(s, "-e") == 0) {
                         if (need_value(a, argc, argv, &i, &v) < 0 || kv_ok(a, v, "--env") < 0)
                                 return -1;

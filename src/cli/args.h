@@ -3,27 +3,31 @@
 #define CELLA_CLI_ARGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "common/buf.h"
+#include "common/limits.h"
 
 #define CLI_MAX_KV 256
 
 /* Options every command may take, and what the command line said. */
 struct cli_args {
-        const char *url;   /* --url */
-        const char *token; /* --token */
-        bool json;         /* --json */
-        bool recursive;    /* -r / -p */
-        bool all;          /* -a */
-        bool help;
+        const char *url;                      /* --url */
+        const char *token;                    /* --token */
+        bool json;                            /* --json */
+        bool recursive;                       /* -r / -p */
+        bool all;                             /* -a */
+        bool help;                            /* -h / --help */
+        bool quiet;                           /* -q / --quiet: no confirmation lines */
+        bool version;                         /* --version */
         const char *cwd;                      /* --cwd */
-        long timeout_ms;                      /* --timeout */
+        long timeout_ms;                      /* --timeout D (0: not given) */
         const char *image;                    /* --image */
         const char *packages[CLI_MAX_KV + 1]; /* image build --package P */
         int npackages;
         bool replace;                      /* image import --replace */
         const char *instance_type;         /* --instance-type */
-        const char *sleep_after;           /* --sleep-after */
+        long sleep_after_s;                /* --sleep-after D, in seconds (0: not given) */
         bool keep_alive;                   /* --keep-alive */
         bool no_default_session;           /* --no-default-session */
         const char *network;               /* --network */
@@ -74,5 +78,14 @@ int cli_parse(int argc, char **argv, struct cli_args *args);
 
 /* Join words with single spaces into one shell command line, as ssh does. */
 int cli_join(char **words, int n, struct buf *out);
+
+/* The longest --timeout: an exec's own limit (7 days). */
+#define CLI_TIMEOUT_MAX_MS CELLA_EXEC_MAX_TIMEOUT_MS
+/* --sleep-after's range, the API's: 1 s to 30 days, whole seconds. */
+#define CLI_SLEEP_AFTER_MAX_S (30L * 24 * 3600)
+
+/* Is name a valid sandbox name? If not, write the reason and the rule (lower-case a-z,
+ * 0-9 and '-', 1-63 characters, ...) to msg and return false. */
+bool cli_sandbox_name_ok(const char *name, char *msg, size_t size);
 
 #endif

@@ -103,6 +103,11 @@ long cella_client_http_status(const cella_client *c)
         return c->status;
 }
 
+const char *cella_client_url(const cella_client *c)
+{
+        return c->base;
+}
+
 static void set_error(cella_client *c, const char *code, const char *fmt, ...)
 {
         va_list ap;

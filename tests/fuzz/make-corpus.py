@@ -751,9 +751,47 @@ def netallow():
     }
 
 
+def duration():
+    return {
+        "ms": b"500ms",
+        "s": b"30s",
+        "m": b"10m",
+        "h": b"1h",
+        "d": b"2d",
+        "h-m": b"1h30m",
+        "all-units": b"1d2h3m4s5ms",
+        "bare": b"90",
+        "bare-zero": b"0",
+        "leading-zeros": b"007s",
+        "max": b"366d",
+        "over-max": b"367d",
+        "over-max-sum": b"366d1ms",
+        "huge-number": b"99999999999999999999999s",
+        "huge-bare": b"99999999999999999999999",
+        "empty": b"",
+        "unit-only": b"ms",
+        "out-of-order": b"1s1m",
+        "repeated-unit": b"1s1s",
+        "trailing-digits": b"1h30",
+        "upper-case": b"1H",
+        "fraction": b"1.5s",
+        "negative": b"-1s",
+        "space": b"1 s",
+        "nul-inside": b"1s\x00",
+        "time": b"2026-11-27T03:03:52.449Z",
+        "time-leap-day": b"2024-02-29T00:00:00.000Z",
+        "time-bad-leap-day": b"2023-02-29T00:00:00.000Z",
+        "time-epoch": b"1970-01-01T00:00:00.000Z",
+        "time-before-epoch": b"1969-12-31T23:59:59.999Z",
+        "time-no-ms": b"2026-11-27T03:03:52Z",
+        "time-bad-month": b"2026-13-01T00:00:00.000Z",
+        "time-space": b"2026-11-27 03:03:52.449Z",
+    }
+
+
 TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
-           "preview": preview, "netallow": netallow}
+           "preview": preview, "netallow": netallow, "duration": duration}
 
 
 def write(target):

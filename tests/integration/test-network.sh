@@ -200,6 +200,8 @@ info "the CLI"
 CLIBOX=$(sbx cli)
 "$CELLA_BUILD/cella" create "$CLIBOX" --network outbound --allow "$PRIV/32:8080" >"$IT_TMP/out" ||
         fail "cella create --network failed: $(cat "$IT_TMP/out")"
+assert_eq "created sandbox '$CLIBOX'" "$(cat "$IT_TMP/out")" "cella create confirms"
+"$CELLA_BUILD/cella" info "$CLIBOX" >"$IT_TMP/out" || fail "cella info failed"
 assert_contains "$(cat "$IT_TMP/out")" "network:       outbound 10."
 assert_contains "$(cat "$IT_TMP/out")" "network allow: $PRIV/32:8080"
 assert_eq 200 "$(get "$CLIBOX" "http://$PRIV:8080/")" "CLI sandbox to its allowlisted address"

@@ -209,7 +209,10 @@ assert_eq 200 "$(pv /echo)" "exposed again with the same token"
 info "CLI: expose, ports, unexpose"
 CLI=$CELLA_BUILD/cella
 out=$("$CLI" expose "$S" 8081 --name other --token cli_tok_cli_tok_) || fail "cella expose"
-assert_eq "http://8081-$S-cli_tok_cli_tok_.localhost:$DPORT/" "$out" "cella expose prints the URL"
+assert_eq "http://8081-$S-cli_tok_cli_tok_.localhost:$DPORT/" "$(echo "$out" | head -1)" \
+        "cella expose prints the URL"
+assert_eq "  without DNS: curl -H 'Host: 8081-$S-cli_tok_cli_tok_.localhost:$DPORT' $CELLA_URL/" \
+        "$(echo "$out" | sed -n 2p)" "cella expose prints the request without DNS"
 out=$("$CLI" ports "$S") || fail "cella ports"
 assert_contains "$out" "8081   active  other" "cella ports lists it"
 assert_eq "8080,8081" "$("$CLI" ports "$S" --json | jq -r '[.ports[].port] | join(",")')" \

@@ -1,7 +1,10 @@
 #!/bin/bash
 # Idle sleep: after sleepAfter without activity a sandbox's processes stop and its memory
 # is freed, its files stay; the next operation wakes it with them. A running command is
-# activity; keepAlive disables sleep; GET does not wake.
+# activity; keepAlive disables sleep; GET does not wake. A wait (cella wait, the
+# waitForLog/waitForPort/waitForExit routes, a process's /stream) is activity for as long as
+# it is open: it outlasts 2x sleepAfter with the sandbox awake, and the sandbox sleeps once
+# it is idle again.
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
@@ -47,4 +50,66 @@ sleep 2.5
 api GET "/v1/sandboxes/$K" >/dev/null
 assert_eq running "$(body .state)" "keepAlive sandbox still running"
 [ -n "$(sandbox_pids "$K")" ] || fail "keepAlive sandbox lost its processes"
+info "a wait longer than sleepAfter keeps the sandbox awake"
+CLI=$CELLA_BUILD/cella
+W=$(sbx waiter)
+"$CLI" -q create "$W" --sleep-after 2s || fail "cella create --sleep-after 2s"
+# alive ID: the process still runs in this run of the sandbox (a sandbox that slept and
+# woke has lost it: 404)
+alive() {
+        api GET "/v1/sandboxes/$W/processes/$1" >/dev/null
+        expect_status 200
+        assert_eq running "$(body .status)" "process $1 after the wait"
+}
+awake() {
+        api GET "/v1/sandboxes/$W" >/dev/null
+        assert_eq running "$(body .state)" "state after $1"
+}
+"$CLI" start "$W" --id keeper sleep 1000 >/dev/null
+"$CLI" start "$W" --id late -- 'sleep 5; echo ready; sleep 1000' >/dev/null
+assert_eq ready "$("$CLI" wait "$W" late --log ready --timeout 60s)" \
+        "cella wait --log for a line printed after 2x sleepAfter"
+awake "cella wait --log"
+alive keeper
+alive late
+
+"$CLI" start "$W" --id lateport -- 'sleep 5; exec python3 -m http.server 8123' >/dev/null
+api_json POST "/v1/sandboxes/$W/processes/lateport/waitForPort" '{"port":8123,"timeout":60000}'
+expect_status 200
+awake "waitForPort"
+alive keeper
+
+"$CLI" start "$W" --id latelog -- 'sleep 5; echo late-line; sleep 1000' >/dev/null
+api_json POST "/v1/sandboxes/$W/processes/latelog/waitForLog" \
+        '{"pattern":"late-line","timeout":60000}'
+expect_status 200
+assert_eq late-line "$(body .line)" "waitForLog"
+awake "waitForLog"
+alive keeper
+
+"$CLI" start "$W" --id lateexit -- 'sleep 5; exit 3' >/dev/null
+api_json POST "/v1/sandboxes/$W/processes/lateexit/waitForExit" '{"timeout":60000}'
+expect_status 200
+assert_eq 3 "$(body .exitCode)" "waitForExit"
+awake "waitForExit"
+alive keeper
+
+"$CLI" start "$W" --id latestream -- 'sleep 5; echo streamed' >/dev/null
+out=$(curl -sSN --max-time 60 "$CELLA_URL/v1/sandboxes/$W/processes/latestream/stream")
+assert_contains "$out" '"type":"exit"' "the process stream to its exit"
+awake "a process stream"
+alive keeper
+"$CLI" wait "$W" keeper --exit --timeout 5s >/dev/null 2>&1 && fail "keeper exited"
+awake "cella wait --exit that timed out"
+
+info "idle again: the sandbox sleeps, and its processes are gone"
+for i in $(seq 1 150); do
+        api GET "/v1/sandboxes/$W" >/dev/null
+        [ "$(body .state)" = sleeping ] && break
+        sleep 0.2
+done
+assert_eq sleeping "$(body .state)" "state once idle after the waits"
+assert_eq "" "$(sandbox_pids "$W")" "no process of the sleeping sandbox"
+api GET "/v1/sandboxes/$W/processes/keeper" >/dev/null
+expect_status 404 PROCESS_NOT_FOUND
 info "sleep: ok"

@@ -1,5 +1,8 @@
 /* The cella CLI's argument parsing: exec's command-word joining, flags before and after the
- * sandbox name, "--", KEY=VALUE checks and usage errors. */
+ * sandbox name, "--", KEY=VALUE checks and usage errors; the one duration parser (and its
+ * inverse) behind --timeout and --sleep-after; sandbox-name errors that state the rule; the
+ * command table behind help. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +11,8 @@
 #include <cmocka.h>
 
 #include "cli/args.h"
+#include "cli/duration.h"
+#include "cli/help.h"
 
 #define ARGV(...) ((char *[]){"cella", __VA_ARGS__, NULL})
 #define ARGC(...) ((int)(sizeof((char *[]){"cella", __VA_ARGS__}) / sizeof(char *)))
@@ -113,8 +118,12 @@ static void usage_errors(void **state)
         assert_int_equal(PARSE(&a, "exec", "--timeout"), -1);
         assert_non_null(strstr(a.error, "needs a value"));
         assert_int_equal(PARSE(&a, "exec", "--timeout", "0", "box", "x"), -1);
-        assert_int_equal(PARSE(&a, "exec", "--timeout", "12ms", "box", "x"), -1);
-        assert_non_null(strstr(a.error, "12ms"));
+        assert_non_null(strstr(a.error, "1ms to 7d"));
+        assert_int_equal(PARSE(&a, "exec", "--timeout", "12x", "box", "x"), -1);
+        assert_non_null(strstr(a.error, "12x"));
+        assert_non_null(strstr(a.error, "milliseconds"));
+        assert_int_equal(PARSE(&a, "exec", "--timeout", "8d", "box", "x"), -1);
+        assert_non_null(strstr(a.error, "1ms to 7d"));
         assert_int_equal(PARSE(&a, "create", "box", "--env", "NOEQUALS"), -1);
         assert_int_equal(PARSE(&a, "create", "box", "--label", "=v"), -1);
         assert_int_equal(PARSE(&a, "list", "--bogus"), -1);
@@ -141,12 +150,27 @@ static void sleep_options(void **state)
         struct cli_args a;
         (void)state;
         assert_int_equal(PARSE(&a, "create", "box", "--sleep-after", "10m", "--keep-alive"), 0);
-        assert_string_equal(a.sleep_after, "10m");
+        assert_int_equal(a.sleep_after_s, 600);
         assert_true(a.keep_alive);
         assert_int_equal(PARSE(&a, "create", "box", "--sleep-after=30s"), 0);
-        assert_string_equal(a.sleep_after, "30s");
+        assert_int_equal(a.sleep_after_s, 30);
         assert_false(a.keep_alive);
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after", "90"), 0); /* seconds */
+        assert_int_equal(a.sleep_after_s, 90);
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after", "1h30m"), 0);
+        assert_int_equal(a.sleep_after_s, 5400);
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after", "30d"), 0);
+        assert_int_equal(PARSE(&a, "create", "box"), 0);
+        assert_int_equal(a.sleep_after_s, 0);
         assert_int_equal(PARSE(&a, "create", "box", "--sleep-after"), -1);
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after", "1500ms"), -1);
+        assert_non_null(strstr(a.error, "whole number of seconds"));
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after", "500ms"), -1);
+        assert_non_null(strstr(a.error, "1s to 30d"));
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after", "31d"), -1);
+        assert_non_null(strstr(a.error, "1s to 30d"));
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-after", "ten"), -1);
+        assert_non_null(strstr(a.error, "a bare number is seconds"));
 }
 
 static void process_commands(void **state)
@@ -323,6 +347,186 @@ static void shell_options(void **state)
         assert_int_equal(a.npos, 3);
 }
 
+static int64_t dur(const char *s, int64_t unit)
+{
+        int64_t ms = -12345;
+        int r = cli_duration_parse(s, strlen(s), unit, &ms);
+
+        return r < 0 ? r : ms;
+}
+
+/* One grammar for every duration option: bare numbers in the option's unit, NUMBER UNIT
+ * groups from the largest unit to the smallest. */
+static void duration_forms(void **state)
+{
+        (void)state;
+        assert_int_equal(dur("500ms", 1), 500);
+        assert_int_equal(dur("30s", 1), 30000);
+        assert_int_equal(dur("10m", 1), 600000);
+        assert_int_equal(dur("1h", 1), 3600000);
+        assert_int_equal(dur("1h30m", 1), 5400000);
+        assert_int_equal(dur("2d", 1), 2 * 86400000LL);
+        assert_int_equal(dur("1d2h3m4s5ms", 1), 86400000LL + 7200000 + 180000 + 4000 + 5);
+        assert_int_equal(dur("1m30s500ms", 1), 90500);
+        assert_int_equal(dur("90", 1), 90);       /* --timeout: milliseconds */
+        assert_int_equal(dur("90", 1000), 90000); /* --sleep-after: seconds */
+        assert_int_equal(dur("0", 1000), 0);
+        assert_int_equal(dur("0s", 1), 0);
+        assert_int_equal(dur("007s", 1), 7000);
+        assert_int_equal(dur("366d", 1), CLI_DURATION_MAX_MS);
+}
+
+static void duration_errors(void **state)
+{
+        (void)state;
+        static const char *const bad[] = {
+                "",   "s",   "ms",    "-1s",  "+1s", "1.5s", "1 s",  " 1s",  "1s ",
+                "1S", "1M",  "1x",    "1sm",  "1h1", "1s1m", "1m1h", "1s1s", "1ms5",
+                "h1", "1hh", "1h-1m", "0x10", "1e3", "1msx", "1d1d", "1,5s", "9s9",
+        };
+        int64_t ms = 77;
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                if (dur(bad[i], 1) != -EINVAL)
+                        fail_msg("'%s' parsed as %lld", bad[i], (long long)dur(bad[i], 1));
+        }
+        assert_int_equal(dur("367d", 1), -ERANGE);
+        assert_int_equal(dur("99999999999999999999999s", 1), -ERANGE);
+        assert_int_equal(dur("99999999999999999999999", 1), -ERANGE);
+        assert_int_equal(dur("31622400001", 1), -ERANGE);
+        assert_int_equal(dur("366d1ms", 1), -ERANGE);
+        assert_int_equal(dur("31622401", 1000), -ERANGE);
+        /* a NUL inside the given length is not a duration; nothing written on failure */
+        assert_int_equal(cli_duration_parse("1s\0", 3, 1, &ms), -EINVAL);
+        assert_int_equal(ms, 77);
+        assert_int_equal(cli_duration_parse("10s", 2, 1, &ms), 0); /* "10": the length counts */
+        assert_int_equal(ms, 10);
+}
+
+static void duration_format_round_trip(void **state)
+{
+        static const struct {
+                int64_t ms;
+                const char *text;
+        } cases[] = {
+                {0, "0s"},
+                {1, "1ms"},
+                {999, "999ms"},
+                {1000, "1s"},
+                {1500, "1s500ms"},
+                {60000, "1m"},
+                {90000, "1m30s"},
+                {3600000, "1h"},
+                {5400000, "1h30m"},
+                {86400000, "1d"},
+                {90061001, "1d1h1m1s1ms"},
+                {CLI_DURATION_MAX_MS, "366d"},
+        };
+        char buf[64];
+        (void)state;
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                assert_int_equal(cli_duration_format(cases[i].ms, buf, sizeof(buf)), 0);
+                assert_string_equal(buf, cases[i].text);
+                assert_int_equal(dur(buf, 1000), cases[i].ms);
+        }
+        assert_int_equal(cli_duration_format(-1, buf, sizeof(buf)), -ERANGE);
+        assert_int_equal(cli_duration_format(CLI_DURATION_MAX_MS + 1, buf, sizeof(buf)), -ERANGE);
+        assert_int_equal(cli_duration_format(90061001, buf, 5), -ENOBUFS);
+        assert_int_equal(cli_duration_format(0, buf, 2), -ENOBUFS);
+}
+
+static void time_parse(void **state)
+{
+        int64_t ms = 0;
+        (void)state;
+
+        assert_int_equal(cli_time_parse("1970-01-01T00:00:01.002Z", 24, &ms), 0);
+        assert_int_equal(ms, 1002);
+        assert_int_equal(cli_time_parse("2026-11-27T03:03:52.449Z", 24, &ms), 0);
+        assert_int_equal(ms, 1795748632449LL);
+        assert_int_equal(cli_time_parse("2024-02-29T00:00:00.000Z", 24, &ms), 0);
+        assert_int_equal(cli_time_parse("2023-02-29T00:00:00.000Z", 24, &ms), -EINVAL);
+        assert_int_equal(cli_time_parse("2026-13-01T00:00:00.000Z", 24, &ms), -EINVAL);
+        assert_int_equal(cli_time_parse("2026-11-27T24:00:00.000Z", 24, &ms), -EINVAL);
+        assert_int_equal(cli_time_parse("2026-11-27 03:03:52.449Z", 24, &ms), -EINVAL);
+        assert_int_equal(cli_time_parse("2026-11-27T03:03:52Z", 20, &ms), -EINVAL);
+        assert_int_equal(cli_time_parse("", 0, &ms), -EINVAL);
+}
+
+/* The name error states the rule, never an API option. */
+static void sandbox_names(void **state)
+{
+        char msg[512];
+        (void)state;
+
+        assert_true(cli_sandbox_name_ok("box-1", msg, sizeof(msg)));
+        assert_true(cli_sandbox_name_ok("1box", msg, sizeof(msg)));
+        assert_false(cli_sandbox_name_ok("My_Box", msg, sizeof(msg)));
+        assert_non_null(strstr(msg, "'My_Box'"));
+        assert_non_null(strstr(msg, "1-63 characters of lower-case a-z, 0-9 and '-'"));
+        assert_null(strstr(msg, "normalizeId"));
+        assert_false(cli_sandbox_name_ok("-box", msg, sizeof(msg)));
+        assert_non_null(strstr(msg, "not starting or ending with '-'"));
+        assert_false(cli_sandbox_name_ok("", msg, sizeof(msg)));
+        assert_non_null(strstr(msg, "1-63 characters"));
+        assert_false(cli_sandbox_name_ok(
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", msg,
+                sizeof(msg))); /* 64 */
+        assert_non_null(strstr(msg, "1-63 characters"));
+        assert_false(cli_sandbox_name_ok("default", msg, sizeof(msg)));
+        assert_non_null(strstr(msg, "reserved"));
+        assert_false(cli_sandbox_name_ok("pool-3", msg, sizeof(msg)));
+        assert_non_null(strstr(msg, "reserved"));
+}
+
+static void global_flags(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "-q", "rm", "box", "/w/x"), 0);
+        assert_true(a.quiet);
+        assert_int_equal(PARSE(&a, "mkdir", "box", "/w/d", "--quiet", "-p"), 0);
+        assert_true(a.quiet);
+        assert_true(a.recursive);
+        /* after exec's first command word, -q is the command's */
+        assert_int_equal(PARSE(&a, "exec", "box", "grep", "-q", "x"), 0);
+        assert_false(a.quiet);
+        assert_int_equal(PARSE(&a, "--version"), 0);
+        assert_true(a.version);
+        assert_int_equal(PARSE(&a, "wait", "-h"), 0); /* help needs no --log/--port/--exit */
+        assert_true(a.help);
+        assert_int_equal(PARSE(&a, "help", "exec"), 0);
+        assert_int_equal(a.npos, 2);
+        assert_false(a.rest_is_command);
+}
+
+/* Every command has a usage starting with its own words, a summary and an example. */
+static void command_table(void **state)
+{
+        char word[64];
+        (void)state;
+        assert_true(cli_ncommands >= 29);
+        for (size_t i = 0; i < cli_ncommands; i++) {
+                const struct cli_command *c = &cli_commands[i];
+
+                snprintf(word, sizeof(word), "cella %s", c->name);
+                assert_ptr_equal(cli_command_find(c->name), c);
+                assert_int_equal(strncmp(c->usage, word, strlen(word)), 0);
+                assert_non_null(c->summary);
+                assert_non_null(c->example);
+                assert_true(strlen(c->example) > 0);
+                assert_true(c->name_at >= 0 && c->name_at <= 2);
+                if (c->name_at > 0)
+                        assert_non_null(strstr(c->usage, "NAME"));
+        }
+        assert_null(cli_command_find("bogus"));
+        assert_null(cli_command_find(NULL));
+        assert_int_equal(cli_command_find("session")->name_at, 2);
+        assert_int_equal(cli_command_find("exec")->name_at, 1);
+        assert_int_equal(cli_command_find("image")->name_at, 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -342,6 +546,13 @@ int main(void)
                 cmocka_unit_test(code_options),
                 cmocka_unit_test(image_options),
                 cmocka_unit_test(shell_options),
+                cmocka_unit_test(duration_forms),
+                cmocka_unit_test(duration_errors),
+                cmocka_unit_test(duration_format_round_trip),
+                cmocka_unit_test(time_parse),
+                cmocka_unit_test(sandbox_names),
+                cmocka_unit_test(global_flags),
+                cmocka_unit_test(command_table),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
