@@ -243,9 +243,17 @@ _Noreturn static void child_main(const struct child_args *a)
          * of the daemon's 0700 directories) until setresuid below. */
         int dir_fd = open(a->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         CHECK(STEP_DIRS, dir_fd);
-        int upper_fd = openat(dir_fd, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* upper and work are taken from a detached copy of the sandbox dir (the disk's
+         * root, or the dir itself): overlayfs records a layer given by descriptor as its
+         * path from the root of its mount tree and shows that in the sandbox's
+         * /proc/self/mountinfo. From a detached tree that is "/upper" and "/work", not
+         * the daemon's data directory. Both from one tree: overlay wants them on one
+         * mount. */
+        int layers = open_tree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        CHECK(STEP_DIRS, layers);
+        int upper_fd = openat(layers, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         CHECK(STEP_DIRS, upper_fd);
-        int work_fd = openat(dir_fd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int work_fd = openat(layers, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         CHECK(STEP_DIRS, work_fd);
 
         /* The parent wrote our uid/gid maps: become the namespace's root. */
@@ -258,12 +266,17 @@ _Noreturn static void child_main(const struct child_args *a)
 
         /* The idmapped image goes over the sandbox dir (in our namespace only), the
          * overlay on top of it; lower/upper/work are given by descriptor, so no host
-         * path is resolved with the sandbox's credentials. */
+         * path is resolved with the sandbox's credentials. The image's copy was made in
+         * the daemon's namespace, where the sandbox is not privileged enough to use it
+         * as a layer: once attached here, it is copied again, detached (its path in
+         * mountinfo is then "/", not the sandbox dir). */
         CHECK(STEP_LOWER,
               move_mount(lower, "", dir_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+        int lower_tree = open_tree(lower, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        CHECK(STEP_LOWER, lower_tree);
         int ofs = fsopen("overlay", FSOPEN_CLOEXEC);
         CHECK(STEP_OVERLAY, ofs);
-        CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "lowerdir+", NULL, lower));
+        CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "lowerdir+", NULL, lower_tree));
         CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "upperdir", NULL, upper_fd));
         CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "workdir", NULL, work_fd));
         CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0));
@@ -274,6 +287,8 @@ _Noreturn static void child_main(const struct child_args *a)
               move_mount(root, "", dir_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
         CHECK(STEP_ROOT, fchdir(root));
         close(lower);
+        close(lower_tree);
+        close(layers);
         close(ofs);
 
         r = mounts_apply(&rt->mounts, &idx);

@@ -58,6 +58,35 @@ assert_eq "$(ls -A "$CELLA_IMAGES/default/rootfs/root" | sort | tr '\n' ' ')" \
 out=$(run_in "$A" "grep -rl 'host-secret-$IT_RUN' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=sessions 2>/dev/null | head -n 3; true")
 assert_eq "" "$out" "host file content found inside"
 
+info "the mount tables show nothing of the host's file layout"
+# Overlay layers given by descriptor are shown by their path: from a detached tree they
+# read "/upper", not the data dir; a loop device's backing file (a sandbox's disk image)
+# is hidden with the rest of /sys/devices/virtual/block.
+slot_a=$(sandbox_slot "$A")
+[ -n "$slot_a" ] || fail "no slot logged for $A"
+tables=$(run_in "$A" 'for f in /proc/self/mountinfo /proc/mounts /proc/self/mountstats \
+        /proc/1/mountinfo /proc/1/mounts; do echo "== $f"; cat "$f"; done;
+        echo "== backing files"; cat /sys/block/*/loop/backing_file \
+        /sys/class/block/*/loop/backing_file /sys/devices/virtual/block/*/loop/backing_file \
+        2>/dev/null; true')
+assert_contains "$tables" "== /proc/self/mountstats" "mount tables read"
+assert_contains "$tables" " / " "the root in the mount tables"
+for p in "$IT_TMP" "$CELLA_IMAGES" "$(readlink -f "$CELLA_IMAGES")" /var/lib/cella /tmp/cella-it \
+        "$IT_CGPARENT" "$IT_CGPARENT/s$slot_a" "/s$slot_a/" "sandboxes/" "disk.img" upperdir=/tmp \
+        lowerdir=/var; do
+        assert_not_contains "$tables" "$p" "host path in the sandbox's mount tables"
+done
+# Every mount's root (field 4) within its filesystem: nothing but what the sandbox has.
+roots=$(run_in "$A" "awk '{print \$4}' /proc/self/mountinfo | sort -u | tr '\n' ' '")
+for r in $roots; do
+        case "$r" in
+        / | /null | /zero | /full | /random | /urandom | /tty | /sys | /irq | /bus | /sysrq-trigger) ;;
+        *) fail "a mount's root reveals [$r]: $roots" ;;
+        esac
+done
+# The same for a sandbox without a disk image (its layers in the data dir itself) is in
+# test-disk.sh.
+
 info "network none: only lo (outbound: test-network.sh)"
 NONE=$(sbx none)
 api_json PUT "/v1/sandboxes/$NONE" '{"network":"none"}' >/dev/null
