@@ -65,6 +65,7 @@ struct runtime {
         int uts_fd;                             /* our own UTS namespace (after a rename) */
         int net_fd;                             /* our own network namespace */
         bool oom_protect;                       /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
+        bool check_only;                        /* cellad --check: nothing of ours on the host */
         bool disk_enforced;                     /* new sandboxes get a disk image */
         char mkfs[64];                          /* mkfs.ext4 (when disk_enforced) */
         char disk_template_dir[CELLA_PATH_MAX]; /* empty filesystems per size, or "" */
@@ -993,6 +994,7 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                 goto fail;
         }
         rt->disk_enforced = false;
+        rt->check_only = cfg->check_only;
         if (cfg->disk_template_dir)
                 snprintf(rt->disk_template_dir, sizeof(rt->disk_template_dir), "%s",
                          cfg->disk_template_dir);
@@ -1106,6 +1108,9 @@ void runtime_free(struct runtime *rt)
          * refuses a non-empty cgroup, so running sandboxes keep theirs). */
         char path[CELLA_PATH_MAX + 80];
         bool empty = true;
+        /* A probe made nothing, and the cgroup parent may be a running daemon's. */
+        if (rt->check_only)
+                memset(&rt->cg, 0, sizeof(rt->cg));
         if (rt->cg.v2_root[0]) {
                 snprintf(path, sizeof(path), "%s/%s", rt->cg.v2_root, rt->cgroup_name);
                 empty = rmdir(path) == 0 || errno == ENOENT;

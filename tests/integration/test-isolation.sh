@@ -25,6 +25,9 @@ read -r inside outside count <<<"$map"
 assert_eq 0 "$inside" "uid_map inside start"
 [ "$outside" -ge "$SANDBOX_UID_MIN" ] || fail "uid 0 maps to host uid $outside"
 [ "$count" -le 65536 ] || fail "uid map too wide: $map"
+# ... in the block of host uids this daemon claimed (test-two-daemons.sh: blocks differ)
+[ "$outside" -ge "$IT_UID_FIRST" ] && [ $((outside + count - 1)) -le "$IT_UID_LAST" ] ||
+        fail "uid map $map outside the daemon's block $IT_UID_FIRST-$IT_UID_LAST"
 assert_eq 1 "$(echo "$map" | wc -l)" "one uid_map line"
 gmap=$(run_in "$A" 'cat /proc/self/gid_map')
 read -r ginside goutside gcount <<<"$gmap"
