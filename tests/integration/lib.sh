@@ -396,6 +396,10 @@ it_cleanup() {
         if declare -F it_cleanup_hook >/dev/null; then
                 it_cleanup_hook
         fi
+        # Earlier daemons of the run that are still there (the hook stopped its own).
+        for j in $(jobs -p); do
+                [ "$j" != "$CELLAD_PID" ] && kill "$j" 2>/dev/null
+        done
         local cellad=$CELLAD_PID
         stop_cellad
         CELLAD_PID=$cellad # for descends_from_cellad while the pids are still there
