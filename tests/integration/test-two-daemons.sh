@@ -34,8 +34,8 @@ it_cleanup_hook() {
         ip netns del "$NS" 2>/dev/null
         ip link del "$HOSTIF" 2>/dev/null
         [ -n "${D[B.log]:-}" ] || return 0
-        # Daemon B as lib.sh does it for A: stopped, nothing of it left.
-        save_daemon A
+        # Daemon B as lib.sh does it for A: stopped, nothing of it left. (D[A.*] is A's
+        # whichever daemon the globals point at now.)
         use_daemon B
         local cellad=$CELLAD_PID left
         stop_cellad
@@ -182,7 +182,8 @@ refused "--network-range ${D[A.range]} overlaps cella instance '${D[A.cg]}'" \
         --network-range "${D[A.range]}"
 wider=$(python3 -c 'import ipaddress, sys; print(ipaddress.ip_network(sys.argv[1]).supernet())' \
         "${D[A.range]}")
-refused "--network-range $wider overlaps cella instance '${D[A.cg]}'" --network-range "$wider"
+# (it may hold B's range too, when A and B got neighbouring ones: either is named)
+refused "--network-range $wider overlaps cella instance 'cella-" --network-range "$wider"
 refused "--network-range 198.51.100.0/24 overlaps address $HOST_SIDE/30 on $HOSTIF" \
         --network-range 198.51.100.0/24
 refused "overlap cella instance '${D[B.cg]}'" --uid-base "${D[B.uid0]}"
