@@ -17,6 +17,7 @@
 #include "daemon/http.h"
 #include "daemon/sandbox.h"
 #include "runtime/container.h"
+#include "runtime/host-claim.h"
 
 static void usage(FILE *f)
 {
@@ -27,7 +28,7 @@ static void usage(FILE *f)
                 "              [--log-level L] [--image-import-max SIZE]\n"
                 "              [--disk-quota required|auto|off] [--disk-limit-override SIZE]\n"
                 "              [--preview-domain DOMAIN] [--preview-listen HOST:PORT]\n"
-                "              [--network-range CIDR] [--buffer-budget SIZE]\n"
+                "              [--network-range CIDR] [--uid-base UID] [--buffer-budget SIZE]\n"
                 "              [--max-connections N] [--max-connections-per-client N]\n"
                 "              [--disk-overcommit RATIO] [--disk-overcommit-policy warn|refuse]\n"
                 "              [--check] [--help]\n"
@@ -57,12 +58,19 @@ static void usage(FILE *f)
                 "  --preview-listen HOST:PORT  also serve preview URLs (only) there; their\n"
                 "                       URLs then carry this port\n"
                 "  --network-range CIDR addresses of outbound sandboxes, a /30 each by uid\n"
-                "                       slot (default " NET_DEFAULT_RANGE ")\n"
+                "                       slot (default: the one this data dir used before,\n"
+                "                       else the first of " NET_DEFAULT_RANGE ", 10.64.0.0/16 to\n"
+                "                       10.127.0.0/16 that no other cella instance, address\n"
+                "                       or route of the host overlaps)\n"
+                "  --uid-base UID       first host uid of the sandboxes (a multiple of 65536\n"
+                "                       from 0x10000000); they use 0x10000000 uids from it\n"
+                "                       (default: as before, else the first free block)\n"
                 "  --buffer-budget SIZE memory held for clients at once: buffered exec\n"
                 "                       output and JSON bodies (default 256M)\n"
                 "  --max-connections N  HTTP connections at once (default %d)\n"
                 "  --max-connections-per-client N  of them from one address (default %d)\n"
-                "  --check              print what the kernel offers and exit\n"
+                "  --check              print what the kernel offers, the network range and\n"
+                "                       host uids this data dir would use, and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
                 "listens on loopback addresses only.\n",
                 CELLA_DEFAULT_MAX_SANDBOXES, CELLA_DEFAULT_POOL_SIZE, CELLA_POOL_MAX,
@@ -138,8 +146,8 @@ static void raise_fd_limit(void)
                 return;
         rl.rlim_cur = rl.rlim_max;
         if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-                log_warn("raise the descriptor limit to %llu: %s",
-                         (unsigned long long)rl.rlim_max, strerror(errno));
+                log_warn("raise the descriptor limit to %llu: %s", (unsigned long long)rl.rlim_max,
+                         strerror(errno));
 }
 
 /* A positive count up to max from optarg, or 0. */
@@ -184,6 +192,7 @@ int main(int argc, char **argv)
                 {"preview-domain", required_argument, NULL, 'D'},
                 {"preview-listen", required_argument, NULL, 'P'},
                 {"network-range", required_argument, NULL, 'N'},
+                {"uid-base", required_argument, NULL, 'U'},
                 {"image-import-max", required_argument, NULL, 'X'},
                 {"buffer-budget", required_argument, NULL, 'B'},
                 {"max-connections", required_argument, NULL, 'C'},
@@ -202,11 +211,14 @@ int main(int argc, char **argv)
         unsigned long pool_size = CELLA_DEFAULT_POOL_SIZE;
         enum disk_mode disk_mode = DISK_MODE_AUTO;
         uint64_t disk_override = 0, import_max = 0, budget_bytes = CELLA_HTTP_BUFFER_BUDGET;
-        unsigned long max_conns = CELLA_HTTP_MAX_CONNECTIONS, max_per_client = CELLA_HTTP_MAX_PER_CLIENT;
+        unsigned long max_conns = CELLA_HTTP_MAX_CONNECTIONS,
+                      max_per_client = CELLA_HTTP_MAX_PER_CLIENT;
         struct mem_budget budget = {0};
         bool check = false, overcommit_refuse = false;
         double overcommit = CELLA_DISK_OVERCOMMIT_DEFAULT;
         const char *network_range = NULL;
+        uint32_t uid_base = 0;
+        bool has_uid_base = false;
         char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
         char agent_path[PATH_MAX];
         enum log_level level;
@@ -304,11 +316,30 @@ int main(int argc, char **argv)
                 case 'N':
                         network_range = optarg;
                         break;
+                case 'U': {
+                        char *end;
+                        unsigned long long v;
+
+                        errno = 0;
+                        v = strtoull(optarg, &end, 0);
+                        if (errno || end == optarg || *end || optarg[0] == '-' ||
+                            !host_claim_uid_base_ok(v)) {
+                                fprintf(stderr,
+                                        "cellad: bad --uid-base '%s' (a multiple of 65536 from "
+                                        "0x10000000 to %#x)\n",
+                                        optarg, HOST_CLAIM_UID_BASE_MAX & ~0xffffu);
+                                return 2;
+                        }
+                        uid_base = (uint32_t)v;
+                        has_uid_base = true;
+                        break;
+                }
                 case 'B':
                         if (disk_size_parse(optarg, strlen(optarg), &budget_bytes) < 0 ||
                             budget_bytes < (1u << 20)) {
-                                fprintf(stderr, "cellad: bad --buffer-budget '%s' (a size from "
-                                                "1M, e.g. 256M)\n",
+                                fprintf(stderr,
+                                        "cellad: bad --buffer-budget '%s' (a size from "
+                                        "1M, e.g. 256M)\n",
                                         optarg);
                                 return 2;
                         }
@@ -407,23 +438,36 @@ int main(int argc, char **argv)
                 log_warn("PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
 
         if (check) {
-                /* Only the runtime: --check must not touch the registry or sandboxes. */
-                struct runtime_config rcfg = {
-                        .agent_path = agent_path,
-                        .cgroup_name = "cella",
-                        .disk_mode = disk_mode,
-                        .network_range = network_range,
-                        .check_only = true,
-                };
+                /* Only the runtime and the choice of range and uids: --check must not touch
+                 * the registry or sandboxes, nor claim anything. */
+                struct host_claim *claim = NULL;
                 struct runtime *rt = NULL;
+                char name[32], range[24], ip[16];
 
-                if (runtime_new(&rcfg, &rt, &err) < 0) {
+                if (sandbox_instance_claim(data_dir, network_range, has_uid_base ? &uid_base : NULL,
+                                           true, &claim, &err) < 0) {
                         fprintf(stderr, "cellad: %s\n", err.msg);
                         return 1;
                 }
-                printf("%s\n", runtime_describe(rt));
+                sandbox_instance_name(data_dir, name, sizeof(name));
+                net_addr_format(host_claim_range(claim)->addr, ip, sizeof(ip));
+                snprintf(range, sizeof(range), "%s/%u", ip, host_claim_range(claim)->prefix);
+                struct runtime_config rcfg = {
+                        .agent_path = agent_path,
+                        .cgroup_name = name,
+                        .disk_mode = disk_mode,
+                        .network_range = range,
+                        .check_only = true,
+                };
+                if (runtime_new(&rcfg, &rt, &err) < 0) {
+                        fprintf(stderr, "cellad: %s\n", err.msg);
+                        host_claim_free(claim);
+                        return 1;
+                }
+                printf("%s\n%s\n", runtime_describe(rt), host_claim_describe(claim));
                 print_disk_check(data_dir, overcommit, overcommit_refuse);
                 runtime_free(rt);
+                host_claim_free(claim);
                 return 0;
         }
 
@@ -441,6 +485,7 @@ int main(int argc, char **argv)
                         .network_range = network_range,
                         .disk_overcommit = overcommit,
                         .disk_overcommit_refuse = overcommit_refuse,
+                        .uid_base = has_uid_base ? &uid_base : NULL,
                 };
 
                 if (sandbox_table_new(g_loop, &cfg, &table, &err) < 0) {

@@ -27,6 +27,7 @@
 #include "daemon/store.h"
 #include "runtime/container.h"
 #include "runtime/disk.h"
+#include "runtime/host-claim.h"
 
 #define TABLE_BUCKETS 1024
 
@@ -76,7 +77,9 @@ struct sandbox_table {
         bool disk_overcommitted;      /* past it now (logged once per crossing) */
         struct runtime *rt;
         struct store *store;
-        int lock_fd; /* <data-dir>/cellad.lock, flock()ed for the daemon's life */
+        int lock_fd;              /* <data-dir>/cellad.lock, flock()ed for the daemon's life */
+        struct host_claim *claim; /* network range and host uids of this instance */
+        uint32_t uid_base;        /* host uid of slot 0's root: slot N's is + N * RANGE */
         unsigned count;
         uv_timer_t *idle_timer; /* heap: closed asynchronously */
         struct sandbox *buckets[TABLE_BUCKETS];
@@ -323,7 +326,7 @@ static int sandbox_start(struct sandbox *s, struct cella_error *err)
                 .hostname = s->name,
                 .rootfs = rootfs,
                 .dir = dir,
-                .uid_base = CELLA_UID_BASE + s->slot * CELLA_UID_RANGE,
+                .uid_base = t->uid_base + s->slot * CELLA_UID_RANGE,
                 .uid_count = CELLA_UID_RANGE,
                 .limits =
                         {
@@ -1614,7 +1617,7 @@ static void sweep_leftovers(struct sandbox_table *t)
 }
 
 /* "cella" for the default data directory, "cella-<hash>" for any other. */
-static void cgroup_parent_name(const char *data_dir, char *out, size_t outsz)
+void sandbox_instance_name(const char *data_dir, char *out, size_t outsz)
 {
         char real[PATH_MAX];
         uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -1629,13 +1632,46 @@ static void cgroup_parent_name(const char *data_dir, char *out, size_t outsz)
         snprintf(out, outsz, "cella-%08x", (unsigned)(h ^ (h >> 32)));
 }
 
+/* Sandboxes in the data dir (their directories), from before it had a record of its
+ * uids: they were all made with CELLA_UID_BASE. */
+static bool has_sandbox_dirs(const char *data_dir)
+{
+        char path[CELLA_PATH_MAX];
+        struct dirent *de;
+        bool any = false;
+
+        snprintf(path, sizeof(path), "%s/sandboxes", data_dir);
+        _cleanup_closedir_ DIR *d = opendir(path);
+        while (d && !any && (de = readdir(d)))
+                any = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+        return any;
+}
+
+int sandbox_instance_claim(const char *data_dir, const char *network_range,
+                           const uint32_t *uid_base, bool probe_only, struct host_claim **ret,
+                           struct cella_error *err)
+{
+        char name[32], ifprefix[16];
+
+        sandbox_instance_name(data_dir, name, sizeof(name));
+        net_ifprefix(name, ifprefix, sizeof(ifprefix));
+        struct host_claim_config cfg = {
+                .name = name,
+                .ifprefix = ifprefix,
+                .data_dir = data_dir,
+                .network_range = network_range,
+                .uid_base = uid_base,
+                .legacy_uids = has_sandbox_dirs(data_dir),
+                .probe_only = probe_only,
+        };
+        return host_claim_take(&cfg, ret, err);
+}
+
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err)
 {
-        struct runtime_config rcfg = {.agent_path = cfg->agent_path,
-                                      .disk_mode = cfg->disk_mode,
-                                      .network_range = cfg->network_range};
-        char path[CELLA_PATH_MAX], cgname[32], templates[CELLA_PATH_MAX];
+        struct runtime_config rcfg = {.agent_path = cfg->agent_path, .disk_mode = cfg->disk_mode};
+        char path[CELLA_PATH_MAX], cgname[32], templates[CELLA_PATH_MAX], range[24], ip[16];
         struct sandbox_table *t;
         int r;
 
@@ -1681,8 +1717,19 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         }
         /* Each data directory owns its own cgroup parent, so that two daemons on one host
          * (tests, CI) never reach each other's sandboxes by name. */
-        cgroup_parent_name(t->data_dir, cgname, sizeof(cgname));
+        sandbox_instance_name(t->data_dir, cgname, sizeof(cgname));
         rcfg.cgroup_name = cgname;
+        /* Its sandboxes' addresses and host uids, no other instance's on this host. */
+        if (sandbox_instance_claim(t->data_dir, cfg->network_range, cfg->uid_base, false, &t->claim,
+                                   err) < 0) {
+                sandbox_table_free(t);
+                return -1;
+        }
+        log_info("%s", host_claim_describe(t->claim));
+        t->uid_base = host_claim_uid_base(t->claim);
+        net_addr_format(host_claim_range(t->claim)->addr, ip, sizeof(ip));
+        snprintf(range, sizeof(range), "%s/%u", ip, host_claim_range(t->claim)->prefix);
+        rcfg.network_range = range;
         snprintf(templates, sizeof(templates), "%s/disk-templates", t->data_dir);
         rcfg.disk_template_dir = templates;
         if (runtime_new(&rcfg, &t->rt, err) < 0) {
@@ -1770,6 +1817,7 @@ void sandbox_table_free(struct sandbox_table *t)
         }
         store_close(t->store);
         runtime_free(t->rt);
+        host_claim_free(t->claim);
         if (t->lock_fd >= 0)
                 close(t->lock_fd);
         free(t->data_dir);

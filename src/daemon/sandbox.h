@@ -44,12 +44,24 @@ struct sandbox_table_config {
         unsigned pool_size;           /* warm pool: sandboxes built ahead; 0: none */
         enum disk_mode disk_mode;     /* --disk-quota */
         uint64_t disk_limit_override; /* --disk-limit-override: every sandbox's disk limit */
-        const char *network_range;    /* --network-range CIDR; NULL: the default */
+        const char *network_range;    /* --network-range CIDR; NULL: recorded or chosen */
+        const uint32_t *uid_base;     /* --uid-base; NULL: recorded or chosen */
         /* --disk-overcommit: disk promised to sandboxes (their images' sizes) over the data
          * dir's filesystem size that is allowed; 0: CELLA_DISK_OVERCOMMIT_DEFAULT */
         double disk_overcommit;
         bool disk_overcommit_refuse; /* --disk-overcommit-policy refuse (else warn) */
 };
+
+struct host_claim;
+/* The instance name of a data directory: its cgroup parent in every hierarchy and its nft
+ * table ("cella" for /var/lib/cella, "cella-<hash>" for any other). out: 32 bytes. */
+void sandbox_instance_name(const char *data_dir, char *out, size_t outsz);
+/* Claim the network range and host uid block of the daemon of data_dir
+ * (runtime/host-claim.h); probe_only (cellad --check): only choose them. 0 or -1 with
+ * *err set. */
+int sandbox_instance_claim(const char *data_dir, const char *network_range,
+                           const uint32_t *uid_base, bool probe_only, struct host_claim **ret,
+                           struct cella_error *err);
 
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err);

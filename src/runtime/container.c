@@ -65,6 +65,7 @@ struct runtime {
         int uts_fd;                             /* our own UTS namespace (after a rename) */
         int net_fd;                             /* our own network namespace */
         bool oom_protect;                       /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
+        bool check_only;                        /* cellad --check: nothing of ours on the host */
         bool disk_enforced;                     /* new sandboxes get a disk image */
         char mkfs[64];                          /* mkfs.ext4 (when disk_enforced) */
         char disk_template_dir[CELLA_PATH_MAX]; /* empty filesystems per size, or "" */
@@ -243,9 +244,17 @@ _Noreturn static void child_main(const struct child_args *a)
          * of the daemon's 0700 directories) until setresuid below. */
         int dir_fd = open(a->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         CHECK(STEP_DIRS, dir_fd);
-        int upper_fd = openat(dir_fd, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* upper and work are taken from a detached copy of the sandbox dir (the disk's
+         * root, or the dir itself): overlayfs records a layer given by descriptor as its
+         * path from the root of its mount tree and shows that in the sandbox's
+         * /proc/self/mountinfo. From a detached tree that is "/upper" and "/work", not
+         * the daemon's data directory. Both from one tree: overlay wants them on one
+         * mount. */
+        int layers = open_tree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        CHECK(STEP_DIRS, layers);
+        int upper_fd = openat(layers, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         CHECK(STEP_DIRS, upper_fd);
-        int work_fd = openat(dir_fd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int work_fd = openat(layers, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         CHECK(STEP_DIRS, work_fd);
 
         /* The parent wrote our uid/gid maps: become the namespace's root. */
@@ -258,12 +267,17 @@ _Noreturn static void child_main(const struct child_args *a)
 
         /* The idmapped image goes over the sandbox dir (in our namespace only), the
          * overlay on top of it; lower/upper/work are given by descriptor, so no host
-         * path is resolved with the sandbox's credentials. */
+         * path is resolved with the sandbox's credentials. The image's copy was made in
+         * the daemon's namespace, where the sandbox is not privileged enough to use it
+         * as a layer: once attached here, it is copied again, detached (its path in
+         * mountinfo is then "/", not the sandbox dir). */
         CHECK(STEP_LOWER,
               move_mount(lower, "", dir_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+        int lower_tree = open_tree(lower, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        CHECK(STEP_LOWER, lower_tree);
         int ofs = fsopen("overlay", FSOPEN_CLOEXEC);
         CHECK(STEP_OVERLAY, ofs);
-        CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "lowerdir+", NULL, lower));
+        CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "lowerdir+", NULL, lower_tree));
         CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "upperdir", NULL, upper_fd));
         CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "workdir", NULL, work_fd));
         CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0));
@@ -274,6 +288,8 @@ _Noreturn static void child_main(const struct child_args *a)
               move_mount(root, "", dir_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
         CHECK(STEP_ROOT, fchdir(root));
         close(lower);
+        close(lower_tree);
+        close(layers);
         close(ofs);
 
         r = mounts_apply(&rt->mounts, &idx);
@@ -978,6 +994,7 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                 goto fail;
         }
         rt->disk_enforced = false;
+        rt->check_only = cfg->check_only;
         if (cfg->disk_template_dir)
                 snprintf(rt->disk_template_dir, sizeof(rt->disk_template_dir), "%s",
                          cfg->disk_template_dir);
@@ -1091,6 +1108,9 @@ void runtime_free(struct runtime *rt)
          * refuses a non-empty cgroup, so running sandboxes keep theirs). */
         char path[CELLA_PATH_MAX + 80];
         bool empty = true;
+        /* A probe made nothing, and the cgroup parent may be a running daemon's. */
+        if (rt->check_only)
+                memset(&rt->cg, 0, sizeof(rt->cg));
         if (rt->cg.v2_root[0]) {
                 snprintf(path, sizeof(path), "%s/%s", rt->cg.v2_root, rt->cgroup_name);
                 empty = rmdir(path) == 0 || errno == ENOENT;

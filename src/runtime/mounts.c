@@ -69,6 +69,12 @@ int mounts_plan(unsigned tmp_size_mb, struct mount_plan *p)
              .flags = NSN | MS_RDONLY, .optional = true);
         PUSH(.kind = MOUNT_FS, .source = "cgroup2", .target = "sys/fs/cgroup", .fstype = "cgroup2",
              .flags = NSN, .optional = true);
+        /* Virtual block devices are the host's: a loop device's backing_file names a
+         * sandbox's disk image in the daemon's data directory (every sandbox's, not only
+         * this one's). An empty read-only tmpfs hides them. */
+        PUSH(.kind = MOUNT_FS, .source = "tmpfs", .target = "sys/devices/virtual/block",
+             .fstype = "tmpfs", .flags = NSN | MS_RDONLY, .data = "size=4k,mode=555",
+             .optional = true);
         for (size_t i = 0; i < ARRAY_SIZE(masked_files); i++)
                 PUSH(.kind = MOUNT_BIND, .source = "dev/null", .target = masked_files[i],
                      .flags = MS_BIND, .optional = true);

@@ -118,6 +118,14 @@ void net_allow_format(const struct net_allow *a, char *buf, size_t size)
                 snprintf(buf, size, "%s/%u", ip, a->cidr.prefix);
 }
 
+bool net_cidr_overlaps(const struct net_cidr *a, const struct net_cidr *b)
+{
+        unsigned p = a->prefix < b->prefix ? a->prefix : b->prefix;
+        uint32_t mask = p ? ~0u << (32 - p) : 0;
+
+        return (a->addr & mask) == (b->addr & mask);
+}
+
 /* ---- the plan ---- */
 
 void net_ifprefix(const char *table, char *out, size_t size)
@@ -439,6 +447,161 @@ static int net_msg_dellink(void *buf, size_t size, const char *ifname, uint32_t 
         if (!mnl_attr_put_strz_check(nlh, size, IFLA_IFNAME, ifname))
                 return -ENOSPC;
         return (int)nlh->nlmsg_len;
+}
+
+/* ---- the host's own addresses and routes ---- */
+
+static int attr_cb(const struct nlattr *attr, void *data)
+{
+        const struct nlattr **tb = data;
+        uint16_t type = mnl_attr_get_type(attr);
+
+        /* Only the attributes read below, each checked for its length. */
+        switch (type) {
+        case 1: /* IFA_ADDRESS, RTA_DST */
+        case 2: /* IFA_LOCAL, RTA_SRC */
+        case 4: /* RTA_OIF */
+                if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0)
+                        return MNL_CB_ERROR;
+                tb[type] = attr;
+                break;
+        default:
+                break;
+        }
+        return MNL_CB_OK;
+}
+
+int net_host_prefix_parse(const struct nlmsghdr *nlh, struct net_host_prefix *ret)
+{
+        const struct nlattr *tb[8] = {0};
+        struct net_host_prefix p = {0};
+        uint32_t be = 0;
+
+        if (nlh->nlmsg_len < sizeof(*nlh))
+                return -EINVAL;
+        if (nlh->nlmsg_type == RTM_NEWADDR) {
+                if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct ifaddrmsg)))
+                        return -EINVAL;
+                const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
+                if (ifa->ifa_family != AF_INET)
+                        return 0;
+                if (ifa->ifa_prefixlen > 32)
+                        return -EINVAL;
+                if (mnl_attr_parse(nlh, sizeof(*ifa), attr_cb, tb) < 0)
+                        return -EINVAL;
+                const struct nlattr *a = tb[IFA_LOCAL] ? tb[IFA_LOCAL] : tb[IFA_ADDRESS];
+                if (!a)
+                        return -EINVAL;
+                be = mnl_attr_get_u32(a);
+                p.addr = ntohl(be);
+                p.cidr.prefix = ifa->ifa_prefixlen;
+                p.ifindex = (int)ifa->ifa_index;
+        } else if (nlh->nlmsg_type == RTM_NEWROUTE) {
+                if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct rtmsg)))
+                        return -EINVAL;
+                const struct rtmsg *rtm = mnl_nlmsg_get_payload(nlh);
+                if (rtm->rtm_family != AF_INET)
+                        return 0;
+                if (rtm->rtm_dst_len > 32)
+                        return -EINVAL;
+                /* A default route overlaps everything and takes nothing from a range
+                 * (more specific routes win); local and broadcast routes are the host's
+                 * own addresses, seen as addresses. */
+                if (rtm->rtm_dst_len == 0 || rtm->rtm_type == RTN_LOCAL ||
+                    rtm->rtm_type == RTN_BROADCAST || rtm->rtm_type == RTN_ANYCAST ||
+                    rtm->rtm_type == RTN_MULTICAST)
+                        return 0;
+                if (mnl_attr_parse(nlh, sizeof(*rtm), attr_cb, tb) < 0 || !tb[RTA_DST])
+                        return -EINVAL;
+                be = mnl_attr_get_u32(tb[RTA_DST]);
+                p.addr = ntohl(be);
+                p.cidr.prefix = rtm->rtm_dst_len;
+                p.is_route = true;
+                p.ifindex = tb[RTA_OIF] ? (int)mnl_attr_get_u32(tb[RTA_OIF]) : 0;
+        } else {
+                return 0;
+        }
+        p.cidr.addr = p.cidr.prefix ? p.addr & (~0u << (32 - p.cidr.prefix)) : 0;
+        *ret = p;
+        return 1;
+}
+
+struct dump_ctx {
+        const char *skip;
+        int (*fn)(const struct net_cidr *c, const char *desc, void *ud);
+        void *ud;
+        int r;
+};
+
+static int dump_cb(const struct nlmsghdr *nlh, void *data)
+{
+        struct dump_ctx *d = data;
+        struct net_host_prefix p;
+        char ifname[IF_NAMESIZE] = "", ip[16], desc[96];
+
+        int r = net_host_prefix_parse(nlh, &p);
+        if (r <= 0)
+                return MNL_CB_OK; /* not one of ours, or nothing we can read */
+        if (p.ifindex > 0 && !if_indextoname((unsigned)p.ifindex, ifname))
+                snprintf(ifname, sizeof(ifname), "#%d", p.ifindex);
+        if (d->skip[0] && strncmp(ifname, d->skip, strlen(d->skip)) == 0)
+                return MNL_CB_OK;
+        net_addr_format(p.addr, ip, sizeof(ip));
+        snprintf(desc, sizeof(desc), "%s %s/%u%s%s", p.is_route ? "route" : "address", ip,
+                 p.cidr.prefix, ifname[0] ? (p.is_route ? " dev " : " on ") : "", ifname);
+        d->r = d->fn(&p.cidr, desc, d->ud);
+        return d->r < 0 ? MNL_CB_STOP : MNL_CB_OK;
+}
+
+static int dump(struct mnl_socket *nl, uint16_t type, struct dump_ctx *d)
+{
+        static char buf[32768]; /* the daemon's thread at start, or --check: one at a time */
+        uint32_t seq = (uint32_t)time_mono_us(), portid = mnl_socket_get_portid(nl);
+
+        memset(buf, 0, 64);
+        struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+        nlh->nlmsg_type = type;
+        nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+        nlh->nlmsg_seq = seq;
+        /* ifaddrmsg and rtmsg both start with their family. */
+        struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(struct rtmsg));
+        rtm->rtm_family = AF_INET;
+        if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+                return -errno;
+        for (;;) {
+                ssize_t n = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                int r = mnl_cb_run(buf, (size_t)n, seq, portid, dump_cb, d);
+                if (d->r < 0)
+                        return d->r;
+                if (r < 0)
+                        return -errno;
+                if (r == MNL_CB_STOP)
+                        return 0;
+        }
+}
+
+int net_host_prefixes(const char *skip_ifprefix,
+                      int (*fn)(const struct net_cidr *c, const char *desc, void *ud), void *ud)
+{
+        struct dump_ctx d = {skip_ifprefix ? skip_ifprefix : "", fn, ud, 0};
+        struct mnl_socket *nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+        int r;
+
+        if (!nl)
+                return -errno;
+        if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0)
+                r = -errno;
+        else
+                r = dump(nl, RTM_GETADDR, &d);
+        if (r >= 0)
+                r = dump(nl, RTM_GETROUTE, &d);
+        mnl_socket_close(nl);
+        return r;
 }
 
 /* ---- applying ---- */

@@ -28,6 +28,8 @@
 
 #include "common/error.h"
 
+/* The range of a net_config without one, and the first a daemon chooses for itself when
+ * no other instance, address or route of the host overlaps it (host-claim.h). */
 #define NET_DEFAULT_RANGE "10.213.0.0/16"
 #define NET_SANDBOX_IFNAME "eth0"
 #define NET_SLOT_PREFIX 30 /* a /30 per sandbox */
@@ -54,6 +56,9 @@ int net_allow_parse(const char *s, size_t len, struct net_allow *ret);
 void net_allow_format(const struct net_allow *a, char *buf, size_t size);
 /* Dotted quad of a host-order address. */
 void net_addr_format(uint32_t addr, char *buf, size_t size);
+
+/* Do two prefixes share an address? */
+bool net_cidr_overlaps(const struct net_cidr *a, const struct net_cidr *b);
 
 /* What one sandbox gets. */
 struct net_plan {
@@ -95,6 +100,27 @@ int net_msg_link_up(void *buf, size_t size, int ifindex, uint32_t seq);
 int net_msg_addr(void *buf, size_t size, int ifindex, uint32_t addr, uint8_t prefix, uint32_t seq);
 /* RTM_NEWROUTE: default route via gw. */
 int net_msg_default_route(void *buf, size_t size, uint32_t gw, uint32_t seq);
+
+/* An IPv4 address or route of the host, from a netlink dump. */
+struct net_host_prefix {
+        struct net_cidr cidr; /* the prefix it covers (host bits cleared) */
+        uint32_t addr;        /* the address, or the route's destination */
+        bool is_route;
+        int ifindex; /* its interface; 0: none named (e.g. a multipath route) */
+};
+
+struct nlmsghdr;
+/* One message of an RTM_GETADDR or RTM_GETROUTE dump: 1 with *ret set for an IPv4 address,
+ * or a route a sandbox range must not overlap; 0 for anything else (another family or
+ * message type, a default route, a local, broadcast, anycast or multicast route);
+ * -EINVAL when it is malformed. nlh->nlmsg_len bytes must be readable. */
+int net_host_prefix_parse(const struct nlmsghdr *nlh, struct net_host_prefix *ret);
+/* Every IPv4 address and route of the calling thread's network namespace except those of
+ * interfaces whose name begins with skip_ifprefix (a daemon's own sandboxes; NULL or "":
+ * none): fn(prefix, "address 10.1.2.3/24 on eth0" or "route 10.0.0.0/8 dev tun0", ud).
+ * Stops at, and returns, fn's first negative return; -errno when netlink fails. */
+int net_host_prefixes(const char *skip_ifprefix,
+                      int (*fn)(const struct net_cidr *c, const char *desc, void *ud), void *ud);
 
 /* ---- applying it ---- */
 

@@ -789,9 +789,86 @@ def duration():
     }
 
 
+def claim():
+    full = (b"name cella-1a2b3c4d\nnetwork-range 10.64.0.0/16\nuid-base 536870912\n"
+            b"pid 4242\ndata-dir /var/lib/cella\ndata-dir-id 2049:131073\n")
+    return {
+        "claim": full,
+        "record": b"name cella\nnetwork-range 10.213.0.0/16\nuid-base 268435456\n",
+        "no-final-newline": b"name cella\nuid-base 268435456",
+        "unknown-key": b"future a b c\nname cella\n",
+        "blank-lines": b"\n\nname cella\n\n",
+        "empty": b"",
+        "no-value": b"name",
+        "empty-name": b"name \n",
+        "upper-name": b"name Cella\n",
+        "twice": b"name a\nname b\n",
+        "range-host-bits": b"network-range 10.0.0.1/8\n",
+        "uid-unaligned": b"uid-base 268435457\n",
+        "uid-low": b"uid-base 65536\n",
+        "uid-top": b"uid-base 4026531840\n",
+        "uid-max": b"uid-base 4026466304\n",
+        "uid-leading-zero": b"uid-base 0268435456\n",
+        "uid-huge": b"uid-base 99999999999999999999999\n",
+        "pid-zero": b"pid 0\n",
+        "pid-negative": b"pid -1\n",
+        "dir-relative": b"data-dir var/lib\n",
+        "dir-nul": b"data-dir /a\x00b\n",
+        "dir-id-no-colon": b"data-dir-id 2049\n",
+        "dir-id-max": b"data-dir-id 18446744073709551615:18446744073709551615\n",
+        "dir-id-over": b"data-dir-id 18446744073709551616:1\n",
+        "crlf": b"name cella\r\n",
+        "long-dir": b"data-dir /" + b"a" * 5000 + b"\n",
+    }
+
+
+def netlink():
+    # struct nlmsghdr: len, type, flags, seq, pid; RTM_NEWADDR 20, RTM_NEWROUTE 24
+    def msg(mtype, extra, attrs=b"", length=None):
+        body = extra + attrs
+        n = 16 + len(body) if length is None else length
+        return struct.pack("=IHHII", n, mtype, 2, 1, 0) + body
+
+    def attr(atype, payload):
+        n = 4 + len(payload)
+        pad = (4 - n % 4) % 4
+        return struct.pack("=HH", n, atype) + payload + b"\0" * pad
+
+    def ip(a, b, c, d):
+        return bytes([a, b, c, d])
+
+    # ifaddrmsg: family, prefixlen, flags, scope, index
+    def ifa(family, plen, index):
+        return struct.pack("=BBBBI", family, plen, 0, 0, index)
+
+    # rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type, flags
+    def rtm(family, dlen, rtype):
+        return struct.pack("=BBBBBBBBI", family, dlen, 0, 0, 254, 4, 0, rtype, 0)
+
+    return {
+        "addr": msg(20, ifa(2, 24, 2), attr(1, ip(192, 0, 2, 2)) + attr(2, ip(192, 0, 2, 2))),
+        "addr-32": msg(20, ifa(2, 32, 1), attr(2, ip(127, 0, 0, 1))),
+        "addr-v6": msg(20, ifa(10, 64, 2), attr(1, b"\xfe\x80" + b"\0" * 14)),
+        "addr-none": msg(20, ifa(2, 24, 2)),
+        "addr-short-attr": msg(20, ifa(2, 24, 2), attr(2, b"\x01\x02")),
+        "addr-prefix-40": msg(20, ifa(2, 40, 2), attr(2, ip(10, 0, 0, 1))),
+        "addr-truncated": msg(20, ifa(2, 24, 2))[:20],
+        "route": msg(24, rtm(2, 8, 1), attr(1, ip(10, 0, 0, 0)) + attr(4, struct.pack("=I", 3))),
+        "route-default": msg(24, rtm(2, 0, 1), attr(5, ip(192, 0, 2, 1))),
+        "route-local": msg(24, rtm(2, 32, 2), attr(1, ip(10, 1, 1, 1))),
+        "route-blackhole": msg(24, rtm(2, 16, 6), attr(1, ip(10, 9, 0, 0))),
+        "route-no-dst": msg(24, rtm(2, 16, 1)),
+        "route-bad-len": msg(24, rtm(2, 16, 1), attr(1, ip(10, 9, 0, 0)), length=4000),
+        "route-attr-overrun": msg(24, rtm(2, 16, 1), struct.pack("=HH", 200, 1) + ip(10, 9, 0, 0)),
+        "link": msg(16, b"\0" * 16),
+        "header-only": msg(24, b""),
+    }
+
+
 TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
-           "preview": preview, "netallow": netallow, "duration": duration}
+           "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
+           "netlink": netlink}
 
 
 def write(target):

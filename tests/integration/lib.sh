@@ -12,7 +12,13 @@
 #
 # Each run gets its own --network-range (a /18 of 10.128.0.0/9, held by a lock file in
 # /tmp/cella-it-net/ while the run lives), so that runs side by side never share sandbox
-# addresses. A test may define it_cleanup_hook, called first at exit (its own namespaces).
+# addresses; never one of 10.213.0.0/16, the first range a daemon started without
+# --network-range takes (test-two-daemons.sh starts such daemons). The lock goes only after
+# the data dir is removed: until then the daemon's claim (/run/cella/instances/<parent>,
+# docs/decisions/0033-instance-claims.md) still holds the range, and a daemon given it would
+# refuse to start. Host uids are not given: each daemon claims a block of its own (all
+# >= 0x10000000), and the claim file goes at exit. A test may define it_cleanup_hook, called
+# first at exit (its own namespaces).
 #
 # Sandboxes' cgroups are named by uid slot (s<slot>) below a cgroup parent that belongs to
 # the daemon's data dir (cellad logs it at start: "sandbox cgroups under 'NAME'"); a
@@ -62,7 +68,11 @@ IT_IFPREFIX= # this daemon's host veth name prefix, from its log
 IT_NETRANGE= # this run's --network-range
 IT_NETLOCK=
 IT_NETINDEX= # its index (0-511), for other per-run addresses
+IT_RANGE=    # the network range the daemon uses (its log)
+IT_UID_FIRST= # its block of host uids (its log)
+IT_UID_LAST=
 IT_FAILED_CLEANUP=0
+IT_CELLADS= # pids of every cellad start_cellad started
 
 sbx() {
         echo "it-$IT_RUN-$1"
@@ -266,6 +276,8 @@ it_net_range() {
         mkdir -p /tmp/cella-it-net
         local i f owner
         for i in $(seq 0 511); do
+                # 10.213.0.0/16: the automatic choice of daemons without --network-range
+                [ $i -ge 340 ] && [ $i -le 343 ] && continue
                 f=/tmp/cella-it-net/$i
                 if (
                         flock -x 9
@@ -291,16 +303,20 @@ run_links() {
 
 # ---- daemon ----
 # start_cellad [extra cellad args]: starts cellad, waits for its ready line (30 s at most),
-# exports CELLA_URL. The environment (e.g. CELLA_TOKEN) is passed on.
+# exports CELLA_URL. The environment (e.g. CELLA_TOKEN) is passed on. With IT_AUTO_NETRANGE
+# set, no --network-range is given: the daemon chooses. Sets IT_CGPARENT, IT_IFPREFIX,
+# IT_RANGE (the range it uses) and IT_UID_FIRST, IT_UID_LAST (its block of host uids).
 start_cellad() {
         mkdir -p "$IT_TMP/data"
         : >"$CELLAD_LOG"
         it_net_range
         local netarg=(--network-range "$IT_NETRANGE")
         case " $* " in *" --network-range "*) netarg=() ;; esac
+        [ -n "${IT_AUTO_NETRANGE:-}" ] && netarg=()
         "$CELLA_BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$IT_TMP/data" \
                 --images "$CELLA_IMAGES" "${netarg[@]}" "$@" >>"$CELLAD_LOG" 2>&1 &
         CELLAD_PID=$!
+        IT_CELLADS="$IT_CELLADS $CELLAD_PID"
         local i url=
         for i in $(seq 1 300); do
                 url=$(grep -o 'cellad listening on http://127\.0\.0\.1:[0-9]*' "$CELLAD_LOG" |
@@ -319,6 +335,13 @@ start_cellad() {
         [ -n "$IT_CGPARENT" ] || fail "cellad did not log its cgroup parent"
         IT_IFPREFIX=$(grep -o 'interfaces cn[0-9a-f]*\*' "$CELLAD_LOG" | tail -n 1 |
                 sed 's/^interfaces //; s/\*$//') || true
+        local claim
+        claim=$(grep -o "sandbox network range [0-9./]* .*sandbox host uids 0x[0-9a-f]*-0x[0-9a-f]*" \
+                "$CELLAD_LOG" | tail -n 1) || true
+        [ -n "$claim" ] || fail "cellad did not log its network range and host uids"
+        IT_RANGE=$(echo "$claim" | sed 's/^sandbox network range \([0-9./]*\) .*/\1/')
+        IT_UID_FIRST=$(($(echo "$claim" | sed 's/.*host uids \(0x[0-9a-f]*\)-.*/\1/')))
+        IT_UID_LAST=$(($(echo "$claim" | sed 's/.*host uids 0x[0-9a-f]*-\(0x[0-9a-f]*\)$/\1/')))
         export CELLA_URL=$url
         info "cellad $CELLAD_PID at $CELLA_URL (run $IT_RUN)"
 }
@@ -366,11 +389,17 @@ it_cleanup() {
         # Our own background jobs (curl streams, etc.)
         local j
         for j in $(jobs -p); do
-                [ "$j" = "$CELLAD_PID" ] || kill "$j" 2>/dev/null
+                # daemons are stopped below (a test's second one by its hook)
+                case " $IT_CELLADS " in *" $j "*) continue ;; esac
+                kill "$j" 2>/dev/null
         done
         if declare -F it_cleanup_hook >/dev/null; then
                 it_cleanup_hook
         fi
+        # Earlier daemons of the run that are still there (the hook stopped its own).
+        for j in $(jobs -p); do
+                [ "$j" != "$CELLAD_PID" ] && kill "$j" 2>/dev/null
+        done
         local cellad=$CELLAD_PID
         stop_cellad
         CELLAD_PID=$cellad # for descends_from_cellad while the pids are still there
@@ -400,7 +429,6 @@ it_cleanup() {
                 nft delete table inet "$IT_CGPARENT" 2>/dev/null
                 IT_FAILED_CLEANUP=1
         fi
-        [ -n "$IT_NETLOCK" ] && rm -f "$IT_NETLOCK"
         if left=$(wait_empty run_loops); then :; else
                 echo "LEAK: loop devices bound below $IT_TMP: $left" >&2
                 IT_FAILED_CLEANUP=1
@@ -421,6 +449,9 @@ it_cleanup() {
                 echo "LEAK: could not remove $IT_TMP" >&2
                 IT_FAILED_CLEANUP=1
         fi
+        # The daemon's claim on its range and uids (kept while its data dir exists).
+        [ -n "$IT_CGPARENT" ] && rm -f "/run/cella/instances/$IT_CGPARENT"
+        [ -n "$IT_NETLOCK" ] && rm -f "$IT_NETLOCK"
         if [ $rc -eq 0 ] && [ $IT_FAILED_CLEANUP -ne 0 ]; then
                 rc=1
         fi

@@ -122,5 +122,9 @@ api_json PUT "/v1/sandboxes/$C" '{"instanceType":"lite"}'
 expect_status 201
 assert_eq null "$(body .disk)" "disk of a sandbox made with disk limits off"
 [ ! -e "$(image_of "$C")" ] || fail "image made with disk limits off"
+# Its layers are directories of the data dir: the mount table inside shows none of it.
+mi=$(run_in "$C" 'cat /proc/self/mountinfo')
+assert_contains "$mi" "upperdir=/upper," "upper layer by its path in a detached tree"
+assert_not_contains "$mi" "$IT_TMP" "data dir in the mount table of $C"
 
 info "disk: ok"

@@ -25,6 +25,9 @@ read -r inside outside count <<<"$map"
 assert_eq 0 "$inside" "uid_map inside start"
 [ "$outside" -ge "$SANDBOX_UID_MIN" ] || fail "uid 0 maps to host uid $outside"
 [ "$count" -le 65536 ] || fail "uid map too wide: $map"
+# ... in the block of host uids this daemon claimed (test-two-daemons.sh: blocks differ)
+[ "$outside" -ge "$IT_UID_FIRST" ] && [ $((outside + count - 1)) -le "$IT_UID_LAST" ] ||
+        fail "uid map $map outside the daemon's block $IT_UID_FIRST-$IT_UID_LAST"
 assert_eq 1 "$(echo "$map" | wc -l)" "one uid_map line"
 gmap=$(run_in "$A" 'cat /proc/self/gid_map')
 read -r ginside goutside gcount <<<"$gmap"
@@ -57,6 +60,35 @@ assert_eq "$(ls -A "$CELLA_IMAGES/default/rootfs/root" | sort | tr '\n' ' ')" \
         "$(run_in "$A" 'ls -A /root | sort | tr "\n" " "')" "/root is not the image's"
 out=$(run_in "$A" "grep -rl 'host-secret-$IT_RUN' / --exclude-dir=proc --exclude-dir=sys --exclude-dir=sessions 2>/dev/null | head -n 3; true")
 assert_eq "" "$out" "host file content found inside"
+
+info "the mount tables show nothing of the host's file layout"
+# Overlay layers given by descriptor are shown by their path: from a detached tree they
+# read "/upper", not the data dir; a loop device's backing file (a sandbox's disk image)
+# is hidden with the rest of /sys/devices/virtual/block.
+slot_a=$(sandbox_slot "$A")
+[ -n "$slot_a" ] || fail "no slot logged for $A"
+tables=$(run_in "$A" 'for f in /proc/self/mountinfo /proc/mounts /proc/self/mountstats \
+        /proc/1/mountinfo /proc/1/mounts; do echo "== $f"; cat "$f"; done;
+        echo "== backing files"; cat /sys/block/*/loop/backing_file \
+        /sys/class/block/*/loop/backing_file /sys/devices/virtual/block/*/loop/backing_file \
+        2>/dev/null; true')
+assert_contains "$tables" "== /proc/self/mountstats" "mount tables read"
+assert_contains "$tables" " / " "the root in the mount tables"
+for p in "$IT_TMP" "$CELLA_IMAGES" "$(readlink -f "$CELLA_IMAGES")" /var/lib/cella /tmp/cella-it \
+        "$IT_CGPARENT" "$IT_CGPARENT/s$slot_a" "/s$slot_a/" "sandboxes/" "disk.img" upperdir=/tmp \
+        lowerdir=/var; do
+        assert_not_contains "$tables" "$p" "host path in the sandbox's mount tables"
+done
+# Every mount's root (field 4) within its filesystem: nothing but what the sandbox has.
+roots=$(run_in "$A" "awk '{print \$4}' /proc/self/mountinfo | sort -u | tr '\n' ' '")
+for r in $roots; do
+        case "$r" in
+        / | /null | /zero | /full | /random | /urandom | /tty | /sys | /irq | /bus | /sysrq-trigger) ;;
+        *) fail "a mount's root reveals [$r]: $roots" ;;
+        esac
+done
+# The same for a sandbox without a disk image (its layers in the data dir itself) is in
+# test-disk.sh.
 
 info "network none: only lo (outbound: test-network.sh)"
 NONE=$(sbx none)
