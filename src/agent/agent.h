@@ -167,10 +167,6 @@ struct file_write;
 void file_read_start(struct conn *c, struct agent_request *req);
 void file_write_start(struct conn *c, struct agent_request *req);
 void file_op_run(struct conn *c, struct agent_request *req);
-/* Set key to path in j: as text when it is UTF-8, else for display (invalid bytes as
- * U+FFFD) with the bytes in base64 in key + "Base64" (docs/api.md). Returns j, or NULL (j
- * released) when out of memory or j is NULL. */
-json_t *agent_json_path(json_t *j, const char *key, const char *path);
 
 /* code.c: the code interpreter (decision 0021). */
 void code_request(struct agent *a, struct conn *c, struct agent_request *req);

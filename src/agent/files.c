@@ -21,6 +21,7 @@
 #include "common/base64.h"
 #include "common/buf.h"
 #include "common/fsutil.h"
+#include "common/json-path.h"
 #include "agent/agent.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -63,30 +64,6 @@ static const char *type_name(mode_t m)
         return "other";
 }
 
-json_t *agent_json_path(json_t *j, const char *key, const char *path)
-{
-        _cleanup_buf_ struct buf shown = BUF_INIT, b64 = BUF_INIT;
-        size_t len = strlen(path);
-        char bkey[32];
-
-        if (!j)
-                return NULL;
-        if (utf8_is_valid(path, len)) {
-                if (json_object_set_new(j, key, json_string(path)) < 0)
-                        goto oom;
-                return j;
-        }
-        snprintf(bkey, sizeof(bkey), "%sBase64", key);
-        if (utf8_sanitize(&shown, path, len) < 0 || base64_encode(&b64, path, len) < 0 ||
-            json_object_set_new(j, key, json_stringn(shown.data, shown.len)) < 0 ||
-            json_object_set_new(j, bkey, json_stringn(b64.data, b64.len)) < 0)
-                goto oom;
-        return j;
-oom:
-        json_decref(j);
-        return NULL;
-}
-
 /* name, absolutePath and relativePath into j. A name that is not UTF-8 (a file a command
  * made) cannot be JSON text, yet every file must be listed: the three fields then carry it
  * for display (invalid bytes as U+FFFD), "nameEncoding":"base64" says so and
@@ -100,29 +77,25 @@ static json_t *info_names(json_t *j, const char *name, const char *abs, const ch
 
         for (int i = 0; i < 3; i++)
                 text = text && utf8_is_valid(vals[i], strlen(vals[i]));
-        for (int i = 0; i < 3; i++) {
-                _cleanup_buf_ struct buf shown = BUF_INIT, b64 = BUF_INIT;
-                size_t len = strlen(vals[i]);
+        for (int i = 0; i < 3 && j; i++) {
+                _cleanup_buf_ struct buf b64 = BUF_INIT;
                 char bkey[32];
 
-                if (text) {
-                        if (json_object_set_new(j, keys[i], json_string(vals[i])) < 0)
-                                goto oom;
-                        continue;
-                }
+                j = json_set_path(j, keys[i], vals[i]);
                 snprintf(bkey, sizeof(bkey), "%sBase64", keys[i]);
-                if (utf8_sanitize(&shown, vals[i], len) < 0 ||
-                    base64_encode(&b64, vals[i], len) < 0 ||
-                    json_object_set_new(j, keys[i], json_stringn(shown.data, shown.len)) < 0 ||
-                    json_object_set_new(j, bkey, json_stringn(b64.data, b64.len)) < 0)
-                        goto oom;
+                /* all three carry their bytes, so that a client needs one rule */
+                if (j && !text && !json_object_get(j, bkey) &&
+                    (base64_encode(&b64, vals[i], strlen(vals[i])) < 0 ||
+                     json_object_set_new(j, bkey, json_stringn(b64.data, b64.len)) < 0)) {
+                        json_decref(j);
+                        j = NULL;
+                }
         }
-        if (!text && json_object_set_new(j, "nameEncoding", json_string("base64")) < 0)
-                goto oom;
+        if (j && !text && json_object_set_new(j, "nameEncoding", json_string("base64")) < 0) {
+                json_decref(j);
+                j = NULL;
+        }
         return j;
-oom:
-        json_decref(j);
-        return NULL;
 }
 
 static json_t *file_info(const char *name, const char *abs, const char *rel, const struct stat *st)

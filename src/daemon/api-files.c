@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "common/base64.h"
+#include "common/json-path.h"
 #include "common/limits.h"
 #include "common/path.h"
 #include "common/utf8.h"
@@ -90,33 +91,6 @@ static const char *mime_type(const char *path)
                         if (strcasecmp(dot + 1, mime_types[i].ext) == 0)
                                 return mime_types[i].type;
         return "application/octet-stream";
-}
-
-/* Set key to path in j: as text when it is UTF-8; otherwise as text for display (invalid
- * bytes as U+FFFD) and the bytes in base64 in key + "Base64" (docs/api.md), which is also
- * how the agent takes such a path. Returns j, or NULL (j released) when out of memory. */
-static json_t *set_path(json_t *j, const char *key, const char *path)
-{
-        _cleanup_buf_ struct buf shown = BUF_INIT, b64 = BUF_INIT;
-        size_t len = strlen(path);
-        char bkey[32];
-
-        if (!j)
-                return NULL;
-        if (utf8_is_valid(path, len)) {
-                if (json_object_set_new(j, key, json_string(path)) < 0)
-                        goto oom;
-                return j;
-        }
-        snprintf(bkey, sizeof(bkey), "%sBase64", key);
-        if (utf8_sanitize(&shown, path, len) < 0 || base64_encode(&b64, path, len) < 0 ||
-            json_object_set_new(j, key, json_stringn(shown.data, shown.len)) < 0 ||
-            json_object_set_new(j, bkey, json_stringn(b64.data, b64.len)) < 0)
-                goto oom;
-        return j;
-oom:
-        json_decref(j);
-        return NULL;
 }
 
 static void op_unref(struct file_op *op)
@@ -357,35 +331,37 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         json_unpack(r, "{s?I}", "size", &size);
                 switch (op->kind) {
                 case F_PUT:
-                        res = set_path(json_pack("{s:I}", "size",
-                                                 (json_int_t)(size ? (uint64_t)size : op->size)),
-                                       "path", op->path);
+                        res = json_set_path(
+                                json_pack("{s:I}", "size",
+                                          (json_int_t)(size ? (uint64_t)size : op->size)),
+                                "path", op->path);
                         break;
                 case F_WRITE:
-                        res = set_path(json_pack("{s:I}", "size", (json_int_t)op->data.len), "path",
-                                       op->path);
+                        res = json_set_path(json_pack("{s:I}", "size", (json_int_t)op->data.len),
+                                            "path", op->path);
                         break;
                 case F_DELETE:
-                        res = set_path(json_object(), "path", op->path);
+                        res = json_set_path(json_object(), "path", op->path);
                         break;
                 case F_MKDIR:
-                        res = set_path(json_pack("{s:b}", "recursive", op->recursive), "path",
-                                       op->path);
+                        res = json_set_path(json_pack("{s:b}", "recursive", op->recursive), "path",
+                                            op->path);
                         break;
                 case F_MOVE:
-                        res = set_path(set_path(json_object(), "from", op->path), "to", op->to);
+                        res = json_set_path(json_set_path(json_object(), "from", op->path), "to",
+                                            op->to);
                         break;
                 case F_EXISTS: {
                         json_t *e = r ? json_object_get(r, "exists") : NULL;
 
-                        res = set_path(json_pack("{s:b}", "exists", json_is_true(e)), "path",
-                                       op->path);
+                        res = json_set_path(json_pack("{s:b}", "exists", json_is_true(e)), "path",
+                                            op->path);
                         break;
                 }
                 case F_LIST:
-                        res = set_path(json_pack("{s:O, s:I}", "files", op->files, "count",
-                                                 (json_int_t)json_array_size(op->files)),
-                                       "path", op->path);
+                        res = json_set_path(json_pack("{s:O, s:I}", "files", op->files, "count",
+                                                      (json_int_t)json_array_size(op->files)),
+                                            "path", op->path);
                         break;
                 case F_READ: {
                         const char *d = op->data.data ? op->data.data : "";
@@ -401,13 +377,14 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                                                   ? NULL
                                                   : json_stringn(e.data ? e.data : "", e.len);
                         }
-                        res = content ? set_path(json_pack("{s:o, s:s, s:b, s:s, s:I}", "content",
-                                                           content, "encoding",
-                                                           text && !op->base64 ? "utf-8" : "base64",
-                                                           "isBinary", !text, "mimeType",
-                                                           mime_type(op->path), "size",
-                                                           (json_int_t)op->data.len),
-                                                 "path", op->path)
+                        res = content ? json_set_path(
+                                                json_pack("{s:o, s:s, s:b, s:s, s:I}", "content",
+                                                          content, "encoding",
+                                                          text && !op->base64 ? "utf-8" : "base64",
+                                                          "isBinary", !text, "mimeType",
+                                                          mime_type(op->path), "size",
+                                                          (json_int_t)op->data.len),
+                                                "path", op->path)
                                       : NULL;
                         break;
                 }
@@ -703,27 +680,28 @@ void api_files(struct api *a, struct http_request *req, const char *name, const 
                         break;
                 op->files = json_array();
                 start(op, req, FRAME_FILE_OP,
-                      set_path(json_pack("{s:s, s:b, s:b}", "op", "list", "recursive",
-                                         op->recursive, "includeHidden", op->include_hidden),
-                               "path", op->path));
+                      json_set_path(json_pack("{s:s, s:b, s:b}", "op", "list", "recursive",
+                                              op->recursive, "includeHidden", op->include_hidden),
+                                    "path", op->path));
                 break;
         case F_EXISTS:
                 if (query_path(req, op, false) < 0)
                         break;
                 start(op, req, FRAME_FILE_OP,
-                      set_path(json_pack("{s:s}", "op", "exists"), "path", op->path));
+                      json_set_path(json_pack("{s:s}", "op", "exists"), "path", op->path));
                 break;
         case F_DELETE:
                 if (query_path(req, op, false) < 0)
                         break;
                 start(op, req, FRAME_FILE_OP,
-                      set_path(json_pack("{s:s, s:b}", "op", "delete", "recursive", op->recursive),
-                               "path", op->path));
+                      json_set_path(
+                              json_pack("{s:s, s:b}", "op", "delete", "recursive", op->recursive),
+                              "path", op->path));
                 break;
         case F_GET:
                 if (query_path(req, op, false) < 0)
                         break;
-                start(op, req, FRAME_FILE_READ, set_path(json_object(), "path", op->path));
+                start(op, req, FRAME_FILE_READ, json_set_path(json_object(), "path", op->path));
                 break;
         case F_PUT: {
                 const char *mode = http_request_query(req, "mode");
@@ -742,7 +720,7 @@ void api_files(struct api *a, struct http_request *req, const char *name, const 
                                 break;
                         }
                 }
-                payload = set_path(json_object(), "path", op->path);
+                payload = json_set_path(json_object(), "path", op->path);
                 if (payload && op->mode >= 0)
                         json_object_set_new(payload, "mode", json_integer(op->mode));
                 if (start(op, req, FRAME_FILE_WRITE, payload) < 0)

@@ -10,6 +10,7 @@
 #include "common/base64.h"
 #include "common/buf.h"
 #include "common/error.h"
+#include "common/json-path.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/name.h"
@@ -174,6 +175,21 @@ static void test_path_decode(void **state)
         }
 }
 
+/* A path in JSON: text when UTF-8, else for display with its bytes in key + "Base64". */
+static void test_json_path(void **state)
+{
+        json_t *j = json_set_path(json_object(), "path", "/workspace/\xc3\xbc");
+
+        (void)state;
+        assert_string_equal(json_string_value(json_object_get(j, "path")), "/workspace/\xc3\xbc");
+        assert_null(json_object_get(j, "pathBase64"));
+        j = json_set_path(j, "to", "/inv\xffname");
+        assert_string_equal(json_string_value(json_object_get(j, "to")), "/inv\xef\xbf\xbdname");
+        assert_string_equal(json_string_value(json_object_get(j, "toBase64")), "L2ludv9uYW1l");
+        json_decref(j);
+        assert_null(json_set_path(NULL, "path", "/x"));
+}
+
 static void test_base64(void **state)
 {
         static const char *plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
@@ -267,10 +283,11 @@ static void test_log_levels(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_names),  cmocka_unit_test(test_slot_ids),
-                cmocka_unit_test(test_paths),  cmocka_unit_test(test_path_decode),
-                cmocka_unit_test(test_base64), cmocka_unit_test(test_buf),
-                cmocka_unit_test(test_errors), cmocka_unit_test(test_log_levels),
+                cmocka_unit_test(test_names),      cmocka_unit_test(test_slot_ids),
+                cmocka_unit_test(test_paths),      cmocka_unit_test(test_path_decode),
+                cmocka_unit_test(test_json_path),  cmocka_unit_test(test_base64),
+                cmocka_unit_test(test_buf),        cmocka_unit_test(test_errors),
+                cmocka_unit_test(test_log_levels),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
