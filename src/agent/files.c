@@ -112,7 +112,9 @@ static json_t *file_info(const char *name, const char *abs, const char *rel, con
         strftime(when, 32, "%Y-%m-%dT%H:%M:%S", &tm);
         snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03ldZ",
                  st->st_mtim.tv_nsec / 1000000);
-        j = json_pack("{s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}", "type", type_name(st->st_mode),
+        /* the names first, as before: info_names() sets them in place */
+        j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}", "name", "",
+                      "absolutePath", "", "relativePath", "", "type", type_name(st->st_mode),
                       "size", (json_int_t)st->st_size, "modifiedAt", when, "mode", mode,
                       "permissions", "readable", (st->st_mode & S_IRUSR) != 0, "writable",
                       (st->st_mode & S_IWUSR) != 0, "executable", (st->st_mode & S_IXUSR) != 0);

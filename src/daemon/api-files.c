@@ -332,20 +332,22 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                 switch (op->kind) {
                 case F_PUT:
                         res = json_set_path(
-                                json_pack("{s:I}", "size",
+                                json_pack("{s:s, s:I}", "path", "", "size",
                                           (json_int_t)(size ? (uint64_t)size : op->size)),
                                 "path", op->path);
                         break;
                 case F_WRITE:
-                        res = json_set_path(json_pack("{s:I}", "size", (json_int_t)op->data.len),
+                        res = json_set_path(json_pack("{s:s, s:I}", "path", "", "size",
+                                                      (json_int_t)op->data.len),
                                             "path", op->path);
                         break;
                 case F_DELETE:
                         res = json_set_path(json_object(), "path", op->path);
                         break;
                 case F_MKDIR:
-                        res = json_set_path(json_pack("{s:b}", "recursive", op->recursive), "path",
-                                            op->path);
+                        res = json_set_path(
+                                json_pack("{s:s, s:b}", "path", "", "recursive", op->recursive),
+                                "path", op->path);
                         break;
                 case F_MOVE:
                         res = json_set_path(json_set_path(json_object(), "from", op->path), "to",
@@ -354,12 +356,14 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                 case F_EXISTS: {
                         json_t *e = r ? json_object_get(r, "exists") : NULL;
 
-                        res = json_set_path(json_pack("{s:b}", "exists", json_is_true(e)), "path",
-                                            op->path);
+                        res = json_set_path(
+                                json_pack("{s:s, s:b}", "path", "", "exists", json_is_true(e)),
+                                "path", op->path);
                         break;
                 }
                 case F_LIST:
-                        res = json_set_path(json_pack("{s:O, s:I}", "files", op->files, "count",
+                        res = json_set_path(json_pack("{s:s, s:O, s:I}", "path", "", "files",
+                                                      op->files, "count",
                                                       (json_int_t)json_array_size(op->files)),
                                             "path", op->path);
                         break;
@@ -378,8 +382,8 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                                                   : json_stringn(e.data ? e.data : "", e.len);
                         }
                         res = content ? json_set_path(
-                                                json_pack("{s:o, s:s, s:b, s:s, s:I}", "content",
-                                                          content, "encoding",
+                                                json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path",
+                                                          "", "content", content, "encoding",
                                                           text && !op->base64 ? "utf-8" : "base64",
                                                           "isBinary", !text, "mimeType",
                                                           mime_type(op->path), "size",
