@@ -18,10 +18,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/base64.h"
+#include "common/buf.h"
 #include "common/fsutil.h"
+#include "common/json-path.h"
 #include "agent/agent.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/utf8.h"
 
 #define LIST_MAX_DEPTH 256
 #define LIST_MAX_BYTES CELLA_HTTP_MAX_JSON_BODY /* cellad refuses longer listings anyway */
@@ -60,6 +64,40 @@ static const char *type_name(mode_t m)
         return "other";
 }
 
+/* name, absolutePath and relativePath into j. A name that is not UTF-8 (a file a command
+ * made) cannot be JSON text, yet every file must be listed: the three fields then carry it
+ * for display (invalid bytes as U+FFFD), "nameEncoding":"base64" says so and
+ * nameBase64, absolutePathBase64 and relativePathBase64 hold the bytes (docs/api.md).
+ * Returns j, or NULL (j released) when out of memory. */
+static json_t *info_names(json_t *j, const char *name, const char *abs, const char *rel)
+{
+        const char *const keys[3] = {"name", "absolutePath", "relativePath"};
+        const char *const vals[3] = {name, abs, rel};
+        bool text = true;
+
+        for (int i = 0; i < 3; i++)
+                text = text && utf8_is_valid(vals[i], strlen(vals[i]));
+        for (int i = 0; i < 3 && j; i++) {
+                _cleanup_buf_ struct buf b64 = BUF_INIT;
+                char bkey[32];
+
+                j = json_set_path(j, keys[i], vals[i]);
+                snprintf(bkey, sizeof(bkey), "%sBase64", keys[i]);
+                /* all three carry their bytes, so that a client needs one rule */
+                if (j && !text && !json_object_get(j, bkey) &&
+                    (base64_encode(&b64, vals[i], strlen(vals[i])) < 0 ||
+                     json_object_set_new(j, bkey, json_stringn(b64.data, b64.len)) < 0)) {
+                        json_decref(j);
+                        j = NULL;
+                }
+        }
+        if (j && !text && json_object_set_new(j, "nameEncoding", json_string("base64")) < 0) {
+                json_decref(j);
+                j = NULL;
+        }
+        return j;
+}
+
 static json_t *file_info(const char *name, const char *abs, const char *rel, const struct stat *st)
 {
         static const char rwx[] = "rwxrwxrwx";
@@ -74,12 +112,13 @@ static json_t *file_info(const char *name, const char *abs, const char *rel, con
         strftime(when, 32, "%Y-%m-%dT%H:%M:%S", &tm);
         snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03ldZ",
                  st->st_mtim.tv_nsec / 1000000);
-        j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}", "name", name,
-                      "absolutePath", abs, "relativePath", rel, "type", type_name(st->st_mode),
+        /* the names first, as before: info_names() sets them in place */
+        j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}", "name", "",
+                      "absolutePath", "", "relativePath", "", "type", type_name(st->st_mode),
                       "size", (json_int_t)st->st_size, "modifiedAt", when, "mode", mode,
                       "permissions", "readable", (st->st_mode & S_IRUSR) != 0, "writable",
                       (st->st_mode & S_IWUSR) != 0, "executable", (st->st_mode & S_IXUSR) != 0);
-        return j;
+        return j ? info_names(j, name, abs, rel) : NULL;
 }
 
 static const char *base_name(const char *path)

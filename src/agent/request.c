@@ -128,6 +128,34 @@ int agent_decode_path(json_t *v, const char *field, char **ret, struct cella_err
         return 0;
 }
 
+/* The path in obj's field, or, when obj has field + "Base64" instead, the path whose raw
+ * bytes that is (a name that is not UTF-8 cannot be JSON text; docs/api.md). */
+static int decode_path_in(json_t *obj, const char *field, char **ret, struct cella_error *err)
+{
+        char out[CELLA_PATH_MAX + 1], key[32];
+        json_t *b;
+        int r;
+
+        snprintf(key, sizeof(key), "%sBase64", field);
+        b = json_object_get(obj, key);
+        if (!b)
+                return agent_decode_path(json_object_get(obj, field), field, ret, err);
+        if (!json_is_string(b)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be a string", key);
+                return -EINVAL;
+        }
+        r = sandbox_path_decode(json_string_value(b), json_string_length(b), true, out, sizeof(out),
+                                err);
+        if (r < 0)
+                return -EINVAL; /* a relative one lands in /workspace: cellad sends absolute */
+        *ret = strndup(out, (size_t)r);
+        if (!*ret) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        return 0;
+}
+
 static int get_bool(json_t *v, const char *field, bool *ret, struct cella_error *err)
 {
         if (!v)
@@ -275,7 +303,7 @@ static int decode_file_write(json_t *j, struct agent_request *r, struct cella_er
         json_t *v;
         int k;
 
-        k = agent_decode_path(json_object_get(j, "path"), "path", &r->path, err);
+        k = decode_path_in(j, "path", &r->path, err);
         if (k < 0)
                 return k;
         v = json_object_get(j, "mode");
@@ -320,12 +348,12 @@ static int decode_file_op(json_t *j, struct agent_request *r, struct cella_error
         }
         r->op = ops[i].op;
         if (r->op == AGENT_OP_MOVE) {
-                k = agent_decode_path(json_object_get(j, "from"), "from", &r->path, err);
+                k = decode_path_in(j, "from", &r->path, err);
                 if (k < 0)
                         return k;
-                return agent_decode_path(json_object_get(j, "to"), "to", &r->to, err);
+                return decode_path_in(j, "to", &r->to, err);
         }
-        k = agent_decode_path(json_object_get(j, "path"), "path", &r->path, err);
+        k = decode_path_in(j, "path", &r->path, err);
         if (k < 0)
                 return k;
         k = get_bool(json_object_get(j, "recursive"), "recursive", &r->recursive, err);
@@ -462,7 +490,7 @@ static int decode_json(const struct frame *f, struct agent_request *r, struct ce
         case FRAME_EXEC:
                 return decode_exec(j, r, err);
         case FRAME_FILE_READ:
-                return agent_decode_path(json_object_get(j, "path"), "path", &r->path, err);
+                return decode_path_in(j, "path", &r->path, err);
         case FRAME_FILE_WRITE:
                 return decode_file_write(j, r, err);
         case FRAME_SESSION:

@@ -28,6 +28,7 @@
 #include "agent/agent.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/path.h"
 
 #define CGROUP_ROOT "/sys/fs/cgroup"
 
@@ -264,8 +265,25 @@ _Noreturn static void run_child(int errfd, int infd, int outfd, int errout, int 
         if (tty && ioctl(0, TIOCSCTTY, 0) < 0)
                 goto fail;
         if (chdir(cwd) < 0) {
-                f.step = STEP_CHDIR;
-                goto fail;
+                /* /workspace is the sandbox's, so it may be gone, a file or a symlink to
+                 * nowhere: a command that did not ask for another directory then starts in
+                 * / and says so, and the tenant can repair it (decision 0032). */
+                static const char msg1[] = "cella: cannot enter " CELLA_WORKSPACE ": ";
+                static const char msg2[] = "; running in /\n";
+                const char *why = errno == ENOENT    ? "it does not exist"
+                                  : errno == ENOTDIR ? "it is not a directory"
+                                  : errno == EACCES  ? "permission denied"
+                                  : errno == ELOOP   ? "too many symlinks"
+                                                     : "it cannot be entered";
+
+                if (strcmp(cwd, CELLA_WORKSPACE) != 0 || chdir("/") < 0) {
+                        f.step = STEP_CHDIR;
+                        goto fail;
+                }
+                if (write(2, msg1, sizeof(msg1) - 1) < 0 || write(2, why, strlen(why)) < 0 ||
+                    write(2, msg2, sizeof(msg2) - 1) < 0) {
+                        /* stderr may be /dev/null or closed: nothing to do */
+                }
         }
         execve(shell, argv, envp);
         f.step = STEP_EXEC;

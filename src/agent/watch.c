@@ -22,6 +22,7 @@
 
 #include "agent/agent.h"
 #include "agent/watch.h"
+#include "common/json-path.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/macros.h"
@@ -301,9 +302,10 @@ static void handle_event(struct watch *w, const struct inotify_event *ev)
                 bool moved = ev->mask & IN_MOVE_SELF;
 
                 w->root_gone = moved ? "moved" : "deleted";
-                queue_event(w, json_pack("{s:s, s:s, s:s, s:b}", "type", "event", "eventType",
-                                         moved ? "move_from" : "delete", "path", w->root,
-                                         "isDirectory", true));
+                queue_event(w, json_set_path(json_pack("{s:s, s:s, s:s, s:b}", "type", "event",
+                                                       "eventType", moved ? "move_from" : "delete",
+                                                       "path", "", "isDirectory", true),
+                                             "path", w->root));
                 return;
         }
         if (ev->mask & IN_IGNORED) {
@@ -325,8 +327,11 @@ static void handle_event(struct watch *w, const struct inotify_event *ev)
                 add_dir(w, rel, 0);
         if (!watch_filter_matches(&w->filter, rel))
                 return;
-        queue_event(w, json_pack("{s:s, s:s, s:s, s:b}", "type", "event", "eventType", type, "path",
-                                 abs, "isDirectory", is_dir));
+        /* a name that is not UTF-8 is reported too, with its bytes in pathBase64 ("path"
+         * is packed first to keep its place) */
+        queue_event(w, json_set_path(json_pack("{s:s, s:s, s:s, s:b}", "type", "event", "eventType",
+                                               type, "path", "", "isDirectory", is_dir),
+                                     "path", abs));
 }
 
 static void on_inotify(uv_poll_t *h, int status, int events)
@@ -438,5 +443,6 @@ void watch_start(struct agent *a, struct conn *c, struct agent_request *req)
                 return;
         }
         uv_poll_start(&w->poll, UV_READABLE, on_inotify);
-        queue_event(w, json_pack("{s:s, s:s}", "type", "watching", "path", w->root));
+        queue_event(w, json_set_path(json_pack("{s:s, s:s}", "type", "watching", "path", ""),
+                                     "path", w->root));
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/utf8.h"
 
 static const struct {
         const char *name;
@@ -78,6 +79,9 @@ int cella_error_setv(struct cella_error *err, int code, const char *fmt, va_list
                 return -1;
         err->code = code;
         vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+        /* A message quotes paths and names the sandbox chose (and may be cut inside a
+         * character): it travels as JSON text, so it must be UTF-8. */
+        utf8_scrub(err->msg);
         return -1;
 }
 

@@ -7,6 +7,7 @@
 #ifndef CELLA_PATH_H
 #define CELLA_PATH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/error.h"
@@ -18,5 +19,14 @@
  * CELLA_PATH_MAX or outsz. */
 int sandbox_path_normalize(const char *path, size_t len, char *out, size_t outsz,
                            struct cella_error *err);
+
+/* A path as a client sends it in a query string: UTF-8 text, or with base64 the path's raw
+ * bytes in base64 (standard or URL-safe alphabet, padding optional; a space counts as '+',
+ * which a query string decodes to a space). Normalized into out as
+ * sandbox_path_normalize(). Returns its length, or -1 with err set: VALIDATION_FAILED for
+ * text that is not UTF-8, bad base64 and what sandbox_path_normalize() refuses (a NUL
+ * byte), NAME_TOO_LONG. */
+int sandbox_path_decode(const char *s, size_t len, bool base64, char *out, size_t outsz,
+                        struct cella_error *err);
 
 #endif

@@ -1,6 +1,10 @@
 /* UTF-8 validation; see utf8.h. */
 #include "common/utf8.h"
 
+#include <string.h>
+
+#include "common/buf.h"
+
 int utf8_char_len(const unsigned char *s, size_t len)
 {
         unsigned char c = s[0];
@@ -89,4 +93,36 @@ size_t utf8_complete_prefix(const char *s, size_t len)
                 break;
         }
         return len;
+}
+
+int utf8_sanitize(struct buf *out, const char *s, size_t len)
+{
+        size_t i = 0;
+
+        while (i < len) {
+                int n = utf8_char_len((const unsigned char *)s + i, len - i);
+                int r = n > 0 ? buf_append(out, s + i, (size_t)n)
+                              : buf_append(out, "\xef\xbf\xbd", 3);
+
+                if (r < 0)
+                        return r;
+                i += n > 0 ? (size_t)n : 1;
+        }
+        return buf_reserve(out, 0);
+}
+
+void utf8_scrub(char *s)
+{
+        size_t len = strlen(s), i = 0;
+
+        while (i < len) {
+                int n = utf8_char_len((const unsigned char *)s + i, len - i);
+
+                if (n > 0) {
+                        i += (size_t)n;
+                } else {
+                        s[i] = '?';
+                        i++;
+                }
+        }
 }

@@ -23,4 +23,12 @@ size_t utf8_valid_prefix(const char *s, size_t len);
  * beyond that: the caller decides with utf8_is_valid(). */
 size_t utf8_complete_prefix(const char *s, size_t len);
 
+/* Append s[0..len) to out as valid UTF-8 for display: every byte that does not start a
+ * valid, complete character becomes U+FFFD. 0 or -ENOMEM. */
+struct buf;
+int utf8_sanitize(struct buf *out, const char *s, size_t len);
+/* Replace, in place, every byte of the NUL-terminated s that does not belong to a valid,
+ * complete character with '?' (for messages in fixed buffers; never allocates). */
+void utf8_scrub(char *s);
+
 #endif

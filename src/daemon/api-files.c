@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "common/base64.h"
+#include "common/json-path.h"
 #include "common/limits.h"
 #include "common/path.h"
 #include "common/utf8.h"
@@ -330,31 +331,41 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         json_unpack(r, "{s?I}", "size", &size);
                 switch (op->kind) {
                 case F_PUT:
-                        res = json_pack("{s:s, s:I}", "path", op->path, "size",
-                                        (json_int_t)(size ? (uint64_t)size : op->size));
+                        res = json_set_path(
+                                json_pack("{s:s, s:I}", "path", "", "size",
+                                          (json_int_t)(size ? (uint64_t)size : op->size)),
+                                "path", op->path);
                         break;
                 case F_WRITE:
-                        res = json_pack("{s:s, s:I}", "path", op->path, "size",
-                                        (json_int_t)op->data.len);
+                        res = json_set_path(json_pack("{s:s, s:I}", "path", "", "size",
+                                                      (json_int_t)op->data.len),
+                                            "path", op->path);
                         break;
                 case F_DELETE:
-                        res = json_pack("{s:s}", "path", op->path);
+                        res = json_set_path(json_object(), "path", op->path);
                         break;
                 case F_MKDIR:
-                        res = json_pack("{s:s, s:b}", "path", op->path, "recursive", op->recursive);
+                        res = json_set_path(
+                                json_pack("{s:s, s:b}", "path", "", "recursive", op->recursive),
+                                "path", op->path);
                         break;
                 case F_MOVE:
-                        res = json_pack("{s:s, s:s}", "from", op->path, "to", op->to);
+                        res = json_set_path(json_set_path(json_object(), "from", op->path), "to",
+                                            op->to);
                         break;
                 case F_EXISTS: {
                         json_t *e = r ? json_object_get(r, "exists") : NULL;
 
-                        res = json_pack("{s:s, s:b}", "path", op->path, "exists", json_is_true(e));
+                        res = json_set_path(
+                                json_pack("{s:s, s:b}", "path", "", "exists", json_is_true(e)),
+                                "path", op->path);
                         break;
                 }
                 case F_LIST:
-                        res = json_pack("{s:s, s:O, s:I}", "path", op->path, "files", op->files,
-                                        "count", (json_int_t)json_array_size(op->files));
+                        res = json_set_path(json_pack("{s:s, s:O, s:I}", "path", "", "files",
+                                                      op->files, "count",
+                                                      (json_int_t)json_array_size(op->files)),
+                                            "path", op->path);
                         break;
                 case F_READ: {
                         const char *d = op->data.data ? op->data.data : "";
@@ -370,12 +381,14 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                                                   ? NULL
                                                   : json_stringn(e.data ? e.data : "", e.len);
                         }
-                        res = content ? json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path",
-                                                  op->path, "content", content, "encoding",
-                                                  text && !op->base64 ? "utf-8" : "base64",
-                                                  "isBinary", !text, "mimeType",
-                                                  mime_type(op->path), "size",
-                                                  (json_int_t)op->data.len)
+                        res = content ? json_set_path(
+                                                json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path",
+                                                          "", "content", content, "encoding",
+                                                          text && !op->base64 ? "utf-8" : "base64",
+                                                          "isBinary", !text, "mimeType",
+                                                          mime_type(op->path), "size",
+                                                          (json_int_t)op->data.len),
+                                                "path", op->path)
                                       : NULL;
                         break;
                 }
@@ -587,16 +600,25 @@ static int query_path(struct http_request *req, struct file_op *op, bool dflt_wo
 {
         struct cella_error err = {0};
         const char *p = http_request_query(req, "path");
+        const char *enc = http_request_query(req, "pathEncoding");
+        bool base64 = enc && strcmp(enc, "base64") == 0;
 
-        if (!p && dflt_workspace)
+        if (enc && !base64 && strcmp(enc, "utf-8") != 0) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "pathEncoding is utf-8 or base64");
+                return -1;
+        }
+        if (!p && dflt_workspace) {
                 p = CELLA_WORKSPACE;
+                base64 = false;
+        }
         if (!p) {
                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
                                   "query parameter path is "
                                   "required");
                 return -1;
         }
-        if (sandbox_path_normalize(p, strlen(p), op->path, sizeof(op->path), &err) < 0) {
+        if (sandbox_path_decode(p, strlen(p), base64, op->path, sizeof(op->path), &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 return -1;
         }
@@ -662,26 +684,28 @@ void api_files(struct api *a, struct http_request *req, const char *name, const 
                         break;
                 op->files = json_array();
                 start(op, req, FRAME_FILE_OP,
-                      json_pack("{s:s, s:s, s:b, s:b}", "op", "list", "path", op->path, "recursive",
-                                op->recursive, "includeHidden", op->include_hidden));
+                      json_set_path(json_pack("{s:s, s:b, s:b}", "op", "list", "recursive",
+                                              op->recursive, "includeHidden", op->include_hidden),
+                                    "path", op->path));
                 break;
         case F_EXISTS:
                 if (query_path(req, op, false) < 0)
                         break;
                 start(op, req, FRAME_FILE_OP,
-                      json_pack("{s:s, s:s}", "op", "exists", "path", op->path));
+                      json_set_path(json_pack("{s:s}", "op", "exists"), "path", op->path));
                 break;
         case F_DELETE:
                 if (query_path(req, op, false) < 0)
                         break;
                 start(op, req, FRAME_FILE_OP,
-                      json_pack("{s:s, s:s, s:b}", "op", "delete", "path", op->path, "recursive",
-                                op->recursive));
+                      json_set_path(
+                              json_pack("{s:s, s:b}", "op", "delete", "recursive", op->recursive),
+                              "path", op->path));
                 break;
         case F_GET:
                 if (query_path(req, op, false) < 0)
                         break;
-                start(op, req, FRAME_FILE_READ, json_pack("{s:s}", "path", op->path));
+                start(op, req, FRAME_FILE_READ, json_set_path(json_object(), "path", op->path));
                 break;
         case F_PUT: {
                 const char *mode = http_request_query(req, "mode");
@@ -700,7 +724,7 @@ void api_files(struct api *a, struct http_request *req, const char *name, const 
                                 break;
                         }
                 }
-                payload = json_pack("{s:s}", "path", op->path);
+                payload = json_set_path(json_object(), "path", op->path);
                 if (payload && op->mode >= 0)
                         json_object_set_new(payload, "mode", json_integer(op->mode));
                 if (start(op, req, FRAME_FILE_WRITE, payload) < 0)

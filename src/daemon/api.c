@@ -412,12 +412,30 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                 api_files(a, req, name, sub);
 }
 
+static bool is_websocket_upgrade(const struct http_request *req)
+{
+        const char *u = http_request_header(req, "Upgrade");
+
+        return u && strcasecmp(u, "websocket") == 0;
+}
+
 struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name)
 {
         struct cella_error err = {0};
         struct sandbox *sb = NULL;
         bool created = false;
 
+        /* Only explicit writes create: a GET or HEAD is what any web page can make a browser
+         * send (an <img>, a link) without a token or an Origin, so it never makes a
+         * sandbox. It still wakes one that exists. A WebSocket upgrade (ws, pty) is the
+         * exception: browsers always send it with an Origin, which
+         * request_from_allowed_origin() has checked, and a terminal or a relay is a
+         * sandbox's first use like an exec (decision 0032). */
+        if ((is(req, "GET") || is(req, "HEAD")) && !is_websocket_upgrade(req) &&
+            sandbox_table_get(a->cfg.table, name, false, NULL, &sb, NULL, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return NULL;
+        }
         if (sandbox_table_get(a->cfg.table, name, true, NULL, &sb, &created, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 return NULL;

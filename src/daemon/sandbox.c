@@ -1667,6 +1667,27 @@ int sandbox_instance_claim(const char *data_dir, const char *network_range,
         return host_claim_take(&cfg, ret, err);
 }
 
+/* The data directory holds the registry (env values, preview tokens) and every sandbox's
+ * files: it is cellad's alone, 0700. One made by an older cellad (or by hand) with wider
+ * permissions is narrowed, and the log says so. */
+static int private_data_dir(const char *dir, struct cella_error *err)
+{
+        struct stat st;
+        int r = fs_mkdir_p(dir, 0700);
+
+        if (r < 0)
+                return cella_error_errno(err, r, "create %s", dir);
+        if (stat(dir, &st) < 0)
+                return cella_error_errno(err, errno, "stat %s", dir);
+        if ((st.st_mode & 07777) != 0700) {
+                if (chmod(dir, 0700) < 0)
+                        return cella_error_errno(err, errno, "chmod 0700 %s", dir);
+                log_warn("data directory %s was mode %04o; now 0700 (it holds secrets)", dir,
+                         (unsigned)(st.st_mode & 07777));
+        }
+        return 0;
+}
+
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err)
 {
@@ -1693,6 +1714,11 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         if (!t->data_dir || !t->images_dir || !t->default_image) {
                 sandbox_table_free(t);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        r = private_data_dir(t->data_dir, err);
+        if (r < 0) {
+                sandbox_table_free(t);
+                return -1;
         }
         snprintf(path, sizeof(path), "%s/sandboxes", t->data_dir);
         r = fs_mkdir_p(path, 0700);

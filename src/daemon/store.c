@@ -1,10 +1,15 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "common/limits.h"
 #include "common/log.h"
+#include "common/macros.h"
 #include "daemon/store.h"
 
 struct store {
@@ -70,11 +75,47 @@ static int prepare(struct store *s, const char *sql, sqlite3_stmt **ret, struct 
         return 0;
 }
 
+/* The registry holds env values and preview tokens: the database is made 0600 before
+ * SQLite opens it, and SQLite gives its -wal and -shm files the database's mode. Files an
+ * older cellad made wider are narrowed (logged). */
+static int private_files(const char *path, struct cella_error *err)
+{
+        static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+
+        for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+                _cleanup_close_ int fd = -EBADF;
+                char p[CELLA_PATH_MAX + 1];
+                struct stat st;
+                int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (i == 0 ? O_CREAT : 0);
+
+                if ((size_t)snprintf(p, sizeof(p), "%s%s", path, suffixes[i]) >= sizeof(p))
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                               "registry path too long");
+                fd = open(p, flags, 0600);
+                if (fd < 0 && errno == ENOENT && i > 0)
+                        continue;
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry %s: %s", p,
+                                               strerror(errno));
+                if ((st.st_mode & 07777) != 0600) {
+                        if (fchmod(fd, 0600) < 0)
+                                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                                       "registry %s: chmod 0600: %s", p,
+                                                       strerror(errno));
+                        log_warn("registry file %s was mode %04o; now 0600", p,
+                                 (unsigned)(st.st_mode & 07777));
+                }
+        }
+        return 0;
+}
+
 int store_open(const char *path, struct store **ret, struct cella_error *err)
 {
         struct store *s;
         char *msg = NULL;
 
+        if (private_files(path, err) < 0)
+                return -1;
         s = calloc(1, sizeof(*s));
         if (!s)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");

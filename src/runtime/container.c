@@ -300,7 +300,11 @@ _Noreturn static void child_main(const struct child_args *a)
         CHECK(STEP_OLDROOT, umount2(".", MNT_DETACH));
         CHECK(STEP_OLDROOT, chdir("/"));
         close(root);
-        CHECK(STEP_WORKSPACE, chdir("/workspace"));
+        /* The agent's cwd: /workspace, or / when the tenant made /workspace something
+         * that cannot be entered (the old root is gone: nothing it points to is the
+         * host's). */
+        if (chdir("/workspace") < 0)
+                CHECK(STEP_WORKSPACE, chdir("/"));
         CHECK(STEP_LOOPBACK, loopback_up());
 
         r = caps_apply(&rt->caps);
@@ -413,6 +417,14 @@ static int ensure_dir(int dirfd, const char *name, uid_t owner, int flags)
                 return e;
         }
         return fd;
+}
+
+/* An error of ensure_dir() or write_at() that the tenant's own files explain: a symlink
+ * (ELOOP), a file or whiteout where a directory should be (ENOTDIR, EEXIST), a directory
+ * where a file should be (EISDIR). */
+static bool is_tenant_made(int r)
+{
+        return r == -ELOOP || r == -ENOTDIR || r == -EEXIST || r == -EISDIR;
 }
 
 static int write_proc(pid_t pid, const char *file, const char *content)
@@ -685,25 +697,37 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
         _cleanup_close_ int work_fd = ensure_dir(root_fd, "work", owner, O_PATH);
         if (work_fd < 0)
                 return cella_error_errno(err, -work_fd, "create sandbox '%s': work dir", name);
+        /* The upper layer is the tenant's: whatever it made of /etc or /workspace (a
+         * symlink, a file, a whiteout after rm -rf) is never followed and never fails the
+         * start; the runtime's files are then not written (the tenant broke its own /etc)
+         * and commands start in / (decision 0032). */
         {
                 _cleanup_close_ int etc_fd = ensure_dir(upper_fd, "etc", owner, O_RDONLY);
-                if (etc_fd < 0)
+                r = 0;
+                if (etc_fd < 0 && !is_tenant_made(etc_fd))
                         return cella_error_errno(err, -etc_fd, "create sandbox '%s': /etc", name);
-                etc_hostname_text(spec->hostname, buf, sizeof(buf));
-                r = write_at(etc_fd, "hostname", buf, owner);
-                if (r >= 0) {
-                        etc_hosts_text(spec->hostname, buf, sizeof(buf));
-                        r = write_at(etc_fd, "hosts", buf, owner);
+                if (etc_fd >= 0) {
+                        etc_hostname_text(spec->hostname, buf, sizeof(buf));
+                        r = write_at(etc_fd, "hostname", buf, owner);
+                        if (r >= 0) {
+                                etc_hosts_text(spec->hostname, buf, sizeof(buf));
+                                r = write_at(etc_fd, "hosts", buf, owner);
+                        }
+                        if (r >= 0 && spec->network)
+                                r = write_at(etc_fd, "resolv.conf", net_resolv_conf(rt->net),
+                                             owner);
                 }
-                if (r >= 0 && spec->network)
-                        r = write_at(etc_fd, "resolv.conf", net_resolv_conf(rt->net), owner);
-                if (r < 0)
+                if (r < 0 && !is_tenant_made(r))
                         return cella_error_errno(err, -r, "create sandbox '%s': /etc/hosts", name);
+                if (etc_fd < 0 || r < 0)
+                        log_info("sandbox '%s': its /etc is not a plain directory (%s); "
+                                 "/etc/hostname and /etc/hosts not written",
+                                 name, strerror(etc_fd < 0 ? -etc_fd : -r));
                 snprintf(buf, sizeof(buf), "%s/workspace", spec->rootfs);
                 struct stat st;
                 if (stat(buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
                         _cleanup_close_ int ws = ensure_dir(upper_fd, "workspace", owner, O_PATH);
-                        if (ws < 0)
+                        if (ws < 0 && !is_tenant_made(ws))
                                 return cella_error_errno(err, -ws,
                                                          "create sandbox '%s': /workspace", name);
                 }

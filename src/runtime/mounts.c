@@ -65,6 +65,11 @@ int mounts_plan(unsigned tmp_size_mb, struct mount_plan *p)
              .flags = MS_NOSUID | MS_NODEV, .data = "mode=1777,size=65536k");
         PUSH(.kind = MOUNT_FS, .source = "tmpfs", .target = "tmp", .fstype = "tmpfs",
              .flags = MS_NOSUID | MS_NODEV, .data = p->tmp_data);
+        /* /run as on any Linux system: empty at each start. The agent keeps its session
+         * scripts there (/run/cella), so a tenant that replaced /run cannot stop the next
+         * start's sessions (decision 0032). */
+        PUSH(.kind = MOUNT_FS, .source = "tmpfs", .target = "run", .fstype = "tmpfs",
+             .flags = MS_NOSUID | MS_NODEV, .data = "mode=755,size=65536k");
         PUSH(.kind = MOUNT_FS, .source = "sysfs", .target = "sys", .fstype = "sysfs",
              .flags = NSN | MS_RDONLY, .optional = true);
         PUSH(.kind = MOUNT_FS, .source = "cgroup2", .target = "sys/fs/cgroup", .fstype = "cgroup2",
@@ -89,15 +94,15 @@ static int apply_one(const struct mount_step *s)
         case MOUNT_FS: {
                 /* The overlay's top-level directories come from the sandbox's upper layer,
                  * which may hold a symlink planted by an earlier run; mount() would follow
-                 * it (to the host's root: the old root is still ours). Replace it. */
+                 * it (to the host's root: the old root is still ours). Replace it, and
+                 * anything else that is not a directory (a file, a fifo): what the tenant
+                 * left there is hidden by the mount anyway, and the sandbox must start. */
                 struct stat st;
-                if (lstat(s->target, &st) < 0 || S_ISLNK(st.st_mode)) {
+                if (lstat(s->target, &st) < 0 || !S_ISDIR(st.st_mode)) {
                         if (unlink(s->target) < 0 && errno != ENOENT)
                                 return -errno;
                         if (mkdir(s->target, 0755) < 0)
                                 return -errno;
-                } else if (!S_ISDIR(st.st_mode)) {
-                        return -ENOTDIR;
                 }
                 if (mount(s->source, s->target, s->fstype, s->flags, s->data) < 0)
                         return -errno;

@@ -1,14 +1,20 @@
-/* Fuzz the lexical normalization of sandbox paths (src/common/path.h).
+/* Fuzz the lexical normalization of sandbox paths (src/common/path.h), and the decoding
+ * of a query string's path (sandbox_path_decode) as text and as base64.
  *
  * Invariants: on success the result is absolute, NUL-terminated at the returned length,
  * within CELLA_PATH_MAX, has no empty, '.' or '..' component and no trailing '/' (except
  * "/" itself), and is a fixed point of normalization. A relative input lands under
  * /workspace unless '..' climbs out of it. Failures set VALIDATION_FAILED or
- * NAME_TOO_LONG. A small output buffer fails cleanly instead of overflowing. */
+ * NAME_TOO_LONG. A small output buffer fails cleanly instead of overflowing.
+ * Decoding as text is normalization for UTF-8 input and VALIDATION_FAILED otherwise; as
+ * base64 it yields a normalized path or VALIDATION_FAILED/NAME_TOO_LONG; any normalized
+ * path, base64-encoded, decodes back to itself. */
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/limits.h"
 #include "common/path.h"
+#include "common/utf8.h"
 #include "fuzz.h"
 
 static void check_result(const char *out, int n)
@@ -50,6 +56,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK(err.code == CELLA_E_VALIDATION_FAILED ||
                            err.code == CELLA_E_NAME_TOO_LONG);
                 FUZZ_CHECK(err.msg[0] != '\0');
+        }
+
+        /* As a query string's path: text, then base64. */
+        {
+                static char dec[CELLA_PATH_MAX + 1];
+                struct cella_error e = {0};
+                int d = sandbox_path_decode((const char *)data, size, false, dec, sizeof(dec), &e);
+
+                if (utf8_is_valid((const char *)data, size)) {
+                        FUZZ_CHECK(d == n);
+                        if (n >= 0)
+                                FUZZ_CHECK(strcmp(dec, out) == 0);
+                } else {
+                        FUZZ_CHECK(d == -1 && e.code == CELLA_E_VALIDATION_FAILED);
+                }
+                memset(&e, 0, sizeof(e));
+                d = sandbox_path_decode((const char *)data, size, true, dec, sizeof(dec), &e);
+                if (d >= 0) {
+                        check_result(dec, d);
+                } else {
+                        FUZZ_CHECK(d == -1);
+                        FUZZ_CHECK(e.code == CELLA_E_VALIDATION_FAILED ||
+                                   e.code == CELLA_E_NAME_TOO_LONG ||
+                                   e.code == CELLA_E_INTERNAL_ERROR);
+                        FUZZ_CHECK(utf8_is_valid(e.msg, strlen(e.msg)));
+                }
+                if (n >= 0) {
+                        struct buf b = BUF_INIT;
+
+                        if (base64_encode(&b, out, (size_t)n) == 0) {
+                                memset(&e, 0, sizeof(e));
+                                d = sandbox_path_decode(b.data, b.len, true, dec, sizeof(dec), &e);
+                                FUZZ_CHECK(d == n && strcmp(dec, out) == 0);
+                        }
+                        buf_free(&b);
+                }
         }
 
         /* The same input into a buffer that is too small for most results. */

@@ -140,6 +140,20 @@ def path():
         "max-length": b"/" + b"/".join([b"d" * 99] * 40) + b"/" + b"e" * 95,
         "over-max-length": b"/" + b"f" * 100 + b"/g" * 2000,
         "utf8": "/workspace/\u00fcber/\u65e5\u672c".encode(),
+        # Not UTF-8: refused as text (pathEncoding=utf-8), a path in base64 mode only if
+        # the bytes happen to be base64.
+        "invalid-utf8": b"/workspace/inv\xffname",
+        "invalid-utf8-truncated": b"bad\xe6\x97",
+        "overlong-slash": b"/a\xc0\xafb",
+        # pathEncoding=base64: the same bytes, standard and URL-safe, padded or not
+        "b64-invalid-utf8": b"L3dvcmtzcGFjZS9pbnb/bmFtZQ==",
+        "b64-urlsafe-unpadded": b"L3dvcmtzcGFjZS9pbnb_bmFtZQ",
+        "b64-plus-as-space": b"L3dvcmtzcGFjZS9pbn b/bmFtZQ",
+        "b64-nul": b"L2EAYg==",
+        "b64-dotdot": b"Ly4uLy4uL2V0Yy9wYXNzd2Q=",
+        "b64-bad-char": b"L3d*cmtz",
+        "b64-pad-middle": b"L3=vcmtz",
+        "b64-one-char": b"L",
     }
 
 

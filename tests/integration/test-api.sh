@@ -99,6 +99,52 @@ expect_status 400 VALIDATION_FAILED
 # Validation happens before lazy creation: no sandbox was made by the bad requests.
 api GET "/v1/sandboxes/$(sbx e)" >/dev/null
 expect_status 404 SANDBOX_NOT_FOUND
+
+info "a GET or HEAD creates nothing (any web page can make a browser send one)"
+G=$(sbx csrf1)
+before=$(api GET /v1/sandboxes | jq -c '[.sandboxes[].id] | sort')
+for route in "files/exists?path=x" "files/list" "files/list?path=/" "files?path=x" \
+        processes processes/p1 processes/p1/logs sessions sessions/default contexts; do
+        api GET "/v1/sandboxes/$G/$route" >/dev/null
+        expect_status 404 SANDBOX_NOT_FOUND
+done
+# ports had this rule already
+api GET "/v1/sandboxes/$G/ports" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+# as an <img> sends it: no header beyond Host, not even Accept or User-Agent
+st=$(curl -sS -o /dev/null -w '%{http_code}' -H 'Accept:' -H 'User-Agent:' \
+        "$CELLA_URL/v1/sandboxes/$G/files/exists?path=x")
+assert_eq 404 "$st" "bare GET of a missing sandbox"
+st=$(curl -sS -o /dev/null -w '%{http_code}' -I "$CELLA_URL/v1/sandboxes/$G/files?path=x")
+assert_eq 404 "$st" "HEAD of a missing sandbox"
+api GET /v1/sandboxes >/dev/null
+assert_eq "$before" "$(body '[.sandboxes[].id] | sort' | jq -c .)" "a GET created a sandbox"
+api GET "/v1/sandboxes/$G" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+# Writes still create; a GET of a sandbox that exists works, a sleeping one wakes.
+api PUT "/v1/sandboxes/$G/files?path=x" --data-binary 'hello' >/dev/null
+expect_status 200
+api GET "/v1/sandboxes/$G/files?path=x" >/dev/null
+expect_status 200
+assert_eq hello "$(body)" "GET of an existing sandbox's file"
+api DELETE "/v1/sandboxes/$G" >/dev/null
+api_json PUT "/v1/sandboxes/$G" '{"sleepAfter":1}'
+expect_status 201
+run_in "$G" 'echo kept >/workspace/k' >/dev/null
+for i in $(seq 1 100); do
+        api GET "/v1/sandboxes/$G" >/dev/null
+        [ "$(body .state)" = sleeping ] && break
+        sleep 0.2
+done
+assert_eq sleeping "$(body .state)" "idle sandbox sleeps"
+api GET "/v1/sandboxes/$G/files?path=k" >/dev/null
+expect_status 200
+assert_eq kept "$(body)" "GET wakes a sleeping sandbox"
+api DELETE "/v1/sandboxes/$G" >/dev/null
+expect_status 200
+api DELETE "/v1/sandboxes/$G" >/dev/null
+assert_eq false "$(body .destroyed)" "DELETE of a missing sandbox stays idempotent"
+
 api GET /v1/nope >/dev/null
 expect_status 404 NOT_FOUND
 api GET /nope >/dev/null

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Files: raw binary round trip (5 MiB by sha256), JSON read/write utf-8 and base64,
-# list/mkdir/mv/rm/exists and their errors.
+# list/mkdir/mv/rm/exists and their errors; names that are not UTF-8 (pathEncoding=base64)
+# and paths that cannot be one.
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
@@ -105,3 +106,82 @@ api GET "$F?path=/workspace/root/etc/hostname" >/dev/null
 if [ "$API_STATUS" = 200 ]; then
         assert_eq "$S" "$(body)" "symlink escaped the sandbox"
 fi
+
+info "names that are not UTF-8: listed, readable, deletable through pathEncoding=base64"
+# urlb64 BYTES...: printf-style bytes as standard base64, percent-encoded for a query
+urlb64() {
+        printf "$@" | base64 -w0 | sed 's/+/%2B/g; s/\//%2F/g; s/=/%3D/g'
+}
+run_in "$S" "mkdir -p /workspace/nu/d\$'\\376' && printf x >/workspace/nu/inv\$'\\377'name &&
+        printf y >/workspace/nu/d\$'\\376'/f && printf z >/workspace/nu/plain" >/dev/null
+api GET "$F/list?path=/workspace/nu" >/dev/null
+expect_status 200
+assert_eq 3 "$(body .count)" "every file is listed"
+assert_eq "inv�name" "$(body '.files[] | select(.nameEncoding) | select(.type=="file") | .name')" \
+        "name for display"
+assert_eq "$(printf 'inv\377name' | base64)" \
+        "$(body '.files[] | select(.name=="inv�name") | .nameBase64')" "raw name"
+assert_eq "$(printf '/workspace/nu/inv\377name' | base64)" \
+        "$(body '.files[] | select(.name=="inv�name") | .absolutePathBase64')" "raw path"
+assert_eq null "$(body '.files[] | select(.name=="plain") | .nameEncoding')" "UTF-8 names as before"
+api GET "$F/list?path=/workspace/nu&recursive=true" >/dev/null
+expect_status 200
+assert_eq 4 "$(body .count)" "recursive listing"
+# a valid name below a directory whose name is not: its paths need the bytes
+assert_eq "$(printf 'd\376/f' | base64)" \
+        "$(body '.files[] | select(.name=="f") | .relativePathBase64')" "relativePath bytes"
+assert_eq base64 "$(body '.files[] | select(.name=="f") | .nameEncoding')" "flag on f"
+# read, exists, write, delete by the bytes
+p=$(body '.files[] | select(.name=="inv�name") | .absolutePathBase64' |
+        sed 's/+/%2B/g; s/\//%2F/g; s/=/%3D/g')
+api GET "$F?path=$p&pathEncoding=base64" >/dev/null
+expect_status 200
+assert_eq x "$(body)" "read by raw path"
+api GET "$F/exists?path=$p&pathEncoding=base64" >/dev/null
+expect_status 200
+assert_eq true "$(body .exists)" "exists by raw path"
+assert_eq "/workspace/nu/inv�name" "$(body .path)" "path for display"
+assert_eq "$(printf '/workspace/nu/inv\377name' | base64)" "$(body .pathBase64)" "pathBase64"
+# URL-safe base64 without padding, and relative to /workspace
+api GET "$F?path=$(printf 'nu/inv\377name' | base64 -w0 | tr '+/' '-_' | tr -d =)&pathEncoding=base64" \
+        >/dev/null
+expect_status 200
+assert_eq x "$(body)" "URL-safe base64"
+api PUT "$F?path=$(urlb64 'nu/new\375')&pathEncoding=base64" --data-binary 'w' >/dev/null
+expect_status 200
+assert_eq "$(printf '/workspace/nu/new\375' | base64)" "$(body .pathBase64)" "PUT answer"
+assert_eq w "$(run_in "$S" "cat /workspace/nu/new\$'\\375'")" "written by raw path"
+api DELETE "$F?path=$p&pathEncoding=base64" >/dev/null
+expect_status 200
+api DELETE "$F?path=$(urlb64 '/workspace/nu/d\376')&pathEncoding=base64&recursive=true" >/dev/null
+expect_status 200
+assert_eq "new� plain" "$(api GET "$F/list?path=nu" | jq -r '[.files[].name] | sort | join(" ")')" \
+        "after the deletes"
+# an error about such a path is still JSON
+api GET "$F?path=$(urlb64 '/workspace/nu/gone\377')&pathEncoding=base64" >/dev/null
+expect_status 404 FILE_NOT_FOUND
+assert_contains "$(body .message)" "gone?"
+
+info "what cannot be a path: 400"
+for q in 'bad%FF' 'a%E6%97' '%C0%AF'; do
+        api PUT "$F?path=$q" --data-binary 'x' >/dev/null
+        expect_status 400 VALIDATION_FAILED
+        api GET "$F?path=$q" >/dev/null
+        expect_status 400 VALIDATION_FAILED
+        api GET "$F/exists?path=$q" >/dev/null
+        expect_status 400 VALIDATION_FAILED
+        api DELETE "$F?path=$q" >/dev/null
+        expect_status 400 VALIDATION_FAILED
+done
+# a malformed query string is refused before routing
+for q in 'a%00b' 'bad%zz' 'bad%F'; do
+        api GET "$F?path=$q" >/dev/null
+        expect_status 400 BAD_REQUEST
+done
+api GET "$F?path=$(urlb64 '/a\000b')&pathEncoding=base64" >/dev/null
+expect_status 400 VALIDATION_FAILED
+api GET "$F?path=no*t-base64&pathEncoding=base64" >/dev/null
+expect_status 400 VALIDATION_FAILED
+api GET "$F?path=a&pathEncoding=latin1" >/dev/null
+expect_status 400 VALIDATION_FAILED
+info "files: ok"

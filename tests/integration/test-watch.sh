@@ -227,4 +227,10 @@ for i in $(seq 100); do
 done
 assert_eq "$base" "$(inotify_fds "$p1")" "no inotify descriptor left"
 
+info "a name that is not UTF-8 is reported, its bytes in pathBase64"
+watch_start '{"path":"/workspace/w"}'
+run_in "$S" "printf x >/workspace/w/inv\$'\\377'name" >/dev/null
+wait_for "\"path\":\"/workspace/w/inv$(printf '\357\277\275')name\",\"isDirectory\":false,\"pathBase64\":\"$(printf '/workspace/w/inv\377name' | base64)\""
+watch_stop
+
 info "watch: ok"

@@ -1,6 +1,7 @@
 /* Sandbox names, sandbox paths, base64, buffers, the error table. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "common/base64.h"
 #include "common/buf.h"
 #include "common/error.h"
+#include "common/json-path.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/name.h"
@@ -128,6 +130,66 @@ static void test_paths(void **state)
         assert_int_equal(sandbox_path_normalize("/abcdef", 7, out, 4, &err), -1);
 }
 
+/* A query string's path: UTF-8 text, or raw bytes in base64 (pathEncoding=base64). */
+static void test_path_decode(void **state)
+{
+        static const struct {
+                const char *in;
+                bool base64;
+                const char *want; /* NULL: VALIDATION_FAILED */
+        } cases[] = {
+                {"a.txt", false, "/workspace/a.txt"},
+                {"/workspace/\xc3\xbc", false, "/workspace/\xc3\xbc"},
+                {"bad\xff", false, NULL},
+                {"bad\xe6\x97", false, NULL},    /* cut inside a character */
+                {"/a\xc0\xaf\x62", false, NULL}, /* overlong '/' */
+                {"L3dvcmtzcGFjZS9pbnb/bmFtZQ==", true, "/workspace/inv\xffname"},
+                {"L3dvcmtzcGFjZS9pbnb_bmFtZQ", true, "/workspace/inv\xffname"},
+                {"L3dvcmtzcGFjZS9pbnb-bmFtZQ", true, "/workspace/inv\xfename"},
+                {"L3dvcmtzcGFjZS9pbnb bmFtZQ", true, "/workspace/inv\xfename"},
+                {"YS50eHQ=", true, "/workspace/a.txt"},
+                {"Ly4uLy4uL2V0Yy9wYXNzd2Q=", true, "/etc/passwd"},
+                {"L2EAYg==", true, NULL}, /* "/a\0b" */
+                {"L3d*cmtz", true, NULL},
+                {"L3=vcmtz", true, NULL},
+                {"L", true, NULL},
+                {"", true, NULL},
+                {"====", true, NULL},
+        };
+        char out[CELLA_PATH_MAX + 1];
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct cella_error err = {0};
+                int n = sandbox_path_decode(cases[i].in, strlen(cases[i].in), cases[i].base64, out,
+                                            sizeof(out), &err);
+
+                if (cases[i].want) {
+                        if (n < 0)
+                                fail_msg("case %zu: %s", i, err.msg);
+                        assert_string_equal(out, cases[i].want);
+                } else {
+                        assert_int_equal(n, -1);
+                        assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+                }
+        }
+}
+
+/* A path in JSON: text when UTF-8, else for display with its bytes in key + "Base64". */
+static void test_json_path(void **state)
+{
+        json_t *j = json_set_path(json_object(), "path", "/workspace/\xc3\xbc");
+
+        (void)state;
+        assert_string_equal(json_string_value(json_object_get(j, "path")), "/workspace/\xc3\xbc");
+        assert_null(json_object_get(j, "pathBase64"));
+        j = json_set_path(j, "to", "/inv\xffname");
+        assert_string_equal(json_string_value(json_object_get(j, "to")), "/inv\xef\xbf\xbdname");
+        assert_string_equal(json_string_value(json_object_get(j, "toBase64")), "L2ludv9uYW1l");
+        json_decref(j);
+        assert_null(json_set_path(NULL, "path", "/x"));
+}
+
 static void test_base64(void **state)
 {
         static const char *plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
@@ -199,6 +261,11 @@ static void test_errors(void **state)
         cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "later");
         assert_int_equal(err.code, CELLA_E_FILE_NOT_FOUND);
         assert_string_equal(err.msg, "open /x: No such file or directory");
+        /* A message is JSON text: bytes that are not UTF-8 (a path the sandbox chose) are
+         * replaced, valid characters kept. */
+        memset(&err, 0, sizeof(err));
+        cella_error_set(&err, CELLA_E_FILE_NOT_FOUND, "open '%s'", "/inv\xffn\xc3\xbc\xe6");
+        assert_string_equal(err.msg, "open '/inv?n\xc3\xbc?'");
 }
 
 static void test_log_levels(void **state)
@@ -217,7 +284,8 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_names),      cmocka_unit_test(test_slot_ids),
-                cmocka_unit_test(test_paths),      cmocka_unit_test(test_base64),
+                cmocka_unit_test(test_paths),      cmocka_unit_test(test_path_decode),
+                cmocka_unit_test(test_json_path),  cmocka_unit_test(test_base64),
                 cmocka_unit_test(test_buf),        cmocka_unit_test(test_errors),
                 cmocka_unit_test(test_log_levels),
         };

@@ -6,6 +6,7 @@
 
 #include <cmocka.h>
 
+#include "common/buf.h"
 #include "common/utf8.h"
 
 #define V(s) utf8_is_valid(s, sizeof(s) - 1)
@@ -96,13 +97,36 @@ static void test_complete_prefix(void **state)
         }
 }
 
+/* Display forms: U+FFFD (or '?' in place) for each byte that starts no valid character. */
+static void test_sanitize(void **state)
+{
+        struct buf b = BUF_INIT;
+        char msg[] = "a\xff\xc3\xbc\xe6\x97z\xe6";
+
+        (void)state;
+        assert_int_equal(utf8_sanitize(&b, "inv\xffname", 8), 0);
+        assert_int_equal(b.len, 10);
+        assert_memory_equal(b.data, "inv\xef\xbf\xbdname", 10);
+        assert_true(utf8_is_valid(b.data, b.len));
+        buf_reset(&b);
+        assert_int_equal(utf8_sanitize(&b, "ok \xc3\xbc", 5), 0);
+        assert_memory_equal(b.data, "ok \xc3\xbc", 5);
+        buf_reset(&b);
+        assert_int_equal(utf8_sanitize(&b, "", 0), 0);
+        assert_non_null(b.data);
+        assert_int_equal(b.len, 0);
+        buf_free(&b);
+
+        utf8_scrub(msg);
+        assert_string_equal(msg, "a?\xc3\xbc??z?");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_valid),
-                cmocka_unit_test(test_invalid),
-                cmocka_unit_test(test_valid_prefix),
-                cmocka_unit_test(test_complete_prefix),
+                cmocka_unit_test(test_valid),        cmocka_unit_test(test_invalid),
+                cmocka_unit_test(test_valid_prefix), cmocka_unit_test(test_complete_prefix),
+                cmocka_unit_test(test_sanitize),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

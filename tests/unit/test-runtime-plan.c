@@ -183,13 +183,18 @@ static void test_mount_plan(void **state)
         assert_string_equal(p.steps[0].fstype, "proc");
         assert_true(p.steps[0].flags & MS_NOSUID);
         assert_true(p.steps[0].flags & MS_NOEXEC);
-        bool tmp = false, devpts = false, cg = false, kcore = false, sys_ro = false;
+        bool tmp = false, run = false, devpts = false, cg = false, kcore = false, sys_ro = false;
         bool sysfs_seen = false;
         for (size_t i = 0; i < p.n; i++) {
                 const struct mount_step *s = &p.steps[i];
                 /* All targets are relative to the new root, never host paths. */
                 assert_true(s->target[0] != '/');
                 assert_null(strstr(s->target, ".."));
+                if (s->kind == MOUNT_FS && strcmp(s->target, "run") == 0) {
+                        run = true;
+                        assert_string_equal(s->fstype, "tmpfs");
+                        assert_true(s->flags & MS_NOSUID);
+                }
                 if (s->kind == MOUNT_FS && strcmp(s->target, "tmp") == 0) {
                         tmp = true;
                         assert_non_null(strstr(s->data, "size=512m"));
@@ -219,7 +224,7 @@ static void test_mount_plan(void **state)
                 if (s->kind == MOUNT_BIND && s->source[0] == '/')
                         assert_true(strncmp(s->source, "/dev/", 5) == 0);
         }
-        assert_true(tmp && devpts && cg && kcore && sys_ro);
+        assert_true(tmp && run && devpts && cg && kcore && sys_ro);
 }
 
 static bool has_rule(const char *name, int err, enum filter_match m)

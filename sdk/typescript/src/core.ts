@@ -6,6 +6,7 @@
  */
 import type { Transport } from './transport.js';
 import type { SandboxOptions } from './types.js';
+import { SandboxNotFoundError } from './errors.js';
 import { compact } from './util.js';
 
 export class SandboxCore {
@@ -103,6 +104,24 @@ export class SandboxCore {
     } catch (e) {
       if (key) this.t.configured.delete(key);
       throw e;
+    }
+  }
+
+  /**
+   * Runs `op`, a GET: cellad answers a GET of a sandbox that does not exist 404
+   * SANDBOX_NOT_FOUND and creates nothing (only writes create: a web page can make a
+   * browser send a GET). Every operation of the hosted SDK starts its sandbox, so on that
+   * answer the sandbox is created with the handle's options (`start()`) and `op` runs
+   * again, once.
+   */
+  async read<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (e) {
+      if (!(e instanceof SandboxNotFoundError)) throw e;
+      this.forget();
+      await this.start('sandbox.create');
+      return op();
     }
   }
 

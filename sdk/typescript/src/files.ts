@@ -124,7 +124,7 @@ export async function readFile(core: SandboxCore, path: string, options: ReadFil
   } catch (e) {
     // The JSON read is capped (16 MiB); the raw route is not: read it that way instead.
     if (!(e instanceof FileTooLargeError)) throw e;
-    r = await readRaw(core, path, want === 'base64');
+    r = await core.read(() => readRaw(core, path, want === 'base64'));
   }
   let content = r.content;
   let encoding = r.encoding;
@@ -190,7 +190,7 @@ async function readRaw(core: SandboxCore, path: string, base64: boolean): Promis
 export async function readFileBytes(core: SandboxCore, path: string): Promise<ReadFileStreamResult> {
   checkPath(path);
   await core.ready();
-  const res = await core.t.request('GET', core.path('files'), { query: { path }, operation: 'file.read' });
+  const res = await core.read(() => core.t.request('GET', core.path('files'), { query: { path }, operation: 'file.read' }));
   const len = Number(res.headers.get('content-length') ?? '-1');
   return {
     success: true,
@@ -373,24 +373,28 @@ export async function renameFile(core: SandboxCore, oldPath: string, newPath: st
 export async function listFiles(core: SandboxCore, path: string, options: ListFilesOptions = {}): Promise<ListFilesResult> {
   checkPath(path);
   await core.ready();
-  const r = await core.t.json<Omit<ListFilesResult, 'success'>>('GET', core.path('files', 'list'), {
-    query: {
-      path,
-      recursive: options.recursive ? 'true' : undefined,
-      includeHidden: options.includeHidden ? 'true' : undefined,
-    },
-    operation: 'file.list',
-  });
+  const r = await core.read(() =>
+    core.t.json<Omit<ListFilesResult, 'success'>>('GET', core.path('files', 'list'), {
+      query: {
+        path,
+        recursive: options.recursive ? 'true' : undefined,
+        includeHidden: options.includeHidden ? 'true' : undefined,
+      },
+      operation: 'file.list',
+    }),
+  );
   return { success: true, path: r.path, files: r.files, count: r.count, timestamp: r.timestamp, exitCode: 0 };
 }
 
 export async function exists(core: SandboxCore, path: string): Promise<FileExistsResult> {
   checkPath(path);
   await core.ready();
-  const r = await core.t.json<{ path: string; exists: boolean; timestamp: string }>('GET', core.path('files', 'exists'), {
-    query: { path },
-    operation: 'file.exists',
-  });
+  const r = await core.read(() =>
+    core.t.json<{ path: string; exists: boolean; timestamp: string }>('GET', core.path('files', 'exists'), {
+      query: { path },
+      operation: 'file.exists',
+    }),
+  );
   return { success: true, path: r.path, exists: r.exists, timestamp: r.timestamp, exitCode: 0 };
 }
 

@@ -232,9 +232,9 @@ export async function createCodeContext(core: SandboxCore, options: CreateContex
 /** Every context of the sandbox, the default ones (`default-python` ...) included. */
 export async function listCodeContexts(core: SandboxCore): Promise<CodeContext[]> {
   await core.ready();
-  const r = await core.t.json<{ contexts: WireContext[] }>('GET', core.path('contexts'), {
-    operation: 'code.context.list',
-  });
+  const r = await core.read(() =>
+    core.t.json<{ contexts: WireContext[] }>('GET', core.path('contexts'), { operation: 'code.context.list' }),
+  );
   const list = Array.isArray(r.contexts) ? r.contexts : [];
   // forget the times of contexts that are gone (a deleted, slept or destroyed sandbox's)
   const m = timesOf(core);

@@ -321,9 +321,9 @@ function followProcess(core: SandboxCore, proc: ProcessHandle, options: ProcessO
 
 export async function listProcesses(core: SandboxCore): Promise<ProcessHandle[]> {
   await core.ready();
-  const r = await core.t.json<{ processes: WireProcess[] }>('GET', core.path('processes'), {
-    operation: 'process.list',
-  });
+  const r = await core.read(() =>
+    core.t.json<{ processes: WireProcess[] }>('GET', core.path('processes'), { operation: 'process.list' }),
+  );
   return r.processes.map((w) => new ProcessHandle(core, toInfo(w)));
 }
 
@@ -331,7 +331,7 @@ async function getProcessInfo(core: SandboxCore, id: string): Promise<ProcessInf
   checkId(id);
   await core.ready();
   try {
-    return toInfo(await core.t.json<WireProcess>('GET', procPath(core, id), { operation: 'process.get' }));
+    return toInfo(await core.read(() => core.t.json<WireProcess>('GET', procPath(core, id), { operation: 'process.get' })));
   } catch (e) {
     if (e instanceof ProcessNotFoundError) return null;
     throw e;
@@ -365,13 +365,15 @@ export async function killAllProcesses(core: SandboxCore, signal?: string): Prom
 export async function getProcessLogs(core: SandboxCore, id: string): Promise<ProcessLogsResult> {
   checkId(id);
   await core.ready();
-  const r = await core.t.json<{
-    stdout: string;
-    stderr: string;
-    processId: string;
-    stdoutEncoding?: string;
-    stderrEncoding?: string;
-  }>('GET', procPath(core, id, 'logs'), { operation: 'process.logs' });
+  const r = await core.read(() =>
+    core.t.json<{
+      stdout: string;
+      stderr: string;
+      processId: string;
+      stdoutEncoding?: string;
+      stderrEncoding?: string;
+    }>('GET', procPath(core, id, 'logs'), { operation: 'process.logs' }),
+  );
   return {
     stdout: decodeField(r.stdout, r.stdoutEncoding),
     stderr: decodeField(r.stderr, r.stderrEncoding),
@@ -396,7 +398,9 @@ export async function streamProcessLogs(
   const { stop, dispose } = linkedAbort(signal);
   let raw: ReadableStream<Uint8Array>;
   try {
-    raw = await core.t.sse('GET', procPath(core, id, 'stream'), { signal: stop.signal, operation: 'process.stream' });
+    raw = await core.read(() =>
+      core.t.sse('GET', procPath(core, id, 'stream'), { signal: stop.signal, operation: 'process.stream' }),
+    );
   } catch (e) {
     dispose();
     throw e;

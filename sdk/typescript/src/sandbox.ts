@@ -317,9 +317,9 @@ export class Sandbox {
   /** cella: the sandbox's sessions. */
   async listSessions(): Promise<SessionInfo[]> {
     await this.core.ready();
-    const r = await this.core.t.json<{ sessions: SessionInfo[] }>('GET', this.core.path('sessions'), {
-      operation: 'session.list',
-    });
+    const r = await this.core.read(() =>
+      this.core.t.json<{ sessions: SessionInfo[] }>('GET', this.core.path('sessions'), { operation: 'session.list' }),
+    );
     return r.sessions;
   }
 

@@ -49,7 +49,7 @@ function ptyQuery(sessionId: string | undefined, cols?: number, rows?: number): 
 /** A session that does not exist yet is 404 SESSION_NOT_FOUND here (the caller may create it). */
 async function checkSession(core: SandboxCore, sessionId: string | undefined): Promise<void> {
   if (sessionId === undefined) return;
-  await core.t.json('GET', core.path('sessions', sessionId), { operation: 'terminal.open' });
+  await core.read(() => core.t.json('GET', core.path('sessions', sessionId), { operation: 'terminal.open' }));
 }
 
 /**

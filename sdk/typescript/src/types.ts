@@ -323,6 +323,19 @@ export interface FileInfo {
   modifiedAt: string;
   mode: string;
   permissions: { readable: boolean; writable: boolean; executable: boolean };
+  /**
+   * cella: `'base64'` when the name, or a directory above it, is not valid UTF-8 (a file a
+   * command made). `name`, `absolutePath` and `relativePath` then show invalid bytes as
+   * U+FFFD, and the `...Base64` fields hold the exact bytes; cellad's raw file routes take
+   * them back with `pathEncoding=base64`.
+   */
+  nameEncoding?: 'base64';
+  /** cella: the name's bytes, base64 (with `nameEncoding`). */
+  nameBase64?: string;
+  /** cella: the absolute path's bytes, base64 (with `nameEncoding`). */
+  absolutePathBase64?: string;
+  /** cella: the relative path's bytes, base64 (with `nameEncoding`). */
+  relativePathBase64?: string;
 }
 
 export interface ListFilesOptions {

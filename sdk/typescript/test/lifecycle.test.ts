@@ -91,6 +91,25 @@ describe('getSandbox options and the setters', { skip }, () => {
     assert.equal(puts(), 2);
   });
 
+  test('a first read (a GET, which cellad never lets create) creates the sandbox', async () => {
+    const { ns, calls } = counting();
+    // without options: the GET's 404 SANDBOX_NOT_FOUND, then a PUT and the GET again
+    const name = sandboxName('life-read');
+    sb('life-read'); // for the cleanup
+    const a = getSandbox(ns, name);
+    assert.equal((await a.exists('nothing-here')).exists, false);
+    assert.deepEqual(
+      calls.filter((c) => c.includes(name)),
+      [`GET /v1/sandboxes/${name}/files/exists`, `PUT /v1/sandboxes/${name}`, `GET /v1/sandboxes/${name}/files/exists`],
+    );
+    assert.equal((await a.getInfo()).state, 'running');
+    assert.deepEqual(await a.listProcesses(), []);
+    // with options: they are sent first, as before, and the read needs no retry
+    const b = sb('life-read-b', { labels: { first: 'read' } });
+    assert.equal((await b.listFiles('/workspace')).success, true);
+    assert.deepEqual((await b.getInfo()).labels, { first: 'read' });
+  });
+
   test('setKeepAlive, setSleepAfter, setLabels; the no-op setters', async () => {
     const s = sb('life-c');
     await s.exec('true');
