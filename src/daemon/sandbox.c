@@ -86,6 +86,7 @@ struct sandbox_table {
         uint64_t pool_builds;
         int64_t pool_last_claim_ms;
         uint64_t pool_retry_ms; /* back-off after failed builds; 0 after a success */
+        unsigned reattached;    /* sandboxes of an earlier daemon taken over at start-up */
 };
 
 static size_t network_allow_list(const struct sandbox *s, struct net_allow *out);
@@ -1371,8 +1372,10 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         }
         table_insert(t, s);
         t->slot_used[s->slot] = 1;
-        if (reattach(s) == 0)
+        if (reattach(s) == 0) {
+                t->reattached++;
                 return 0;
+        }
         /* Whatever is left of it is stopped; it restarts cleanly on next use. */
         runtime_container_destroy(t->rt, s->id, NULL, &e);
         log_info("sandbox '%s' stopped (slot %u)", s->name, s->slot);
@@ -1566,12 +1569,15 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 sandbox_table_free(t);
                 return -1;
         }
+        uint64_t t0 = time_mono_us();
         if (migrate_layout(t, err) < 0 ||
             store_sandbox_foreach(t->store, load_record, t, err) < 0) {
                 sandbox_table_free(t);
                 return -1;
         }
         sweep_leftovers(t);
+        log_info("registry: %u sandboxes, %u reattached, in %.1f ms", t->count, t->reattached,
+                 (double)(time_mono_us() - t0) / 1000.0);
         t->idle_timer = malloc(sizeof(*t->idle_timer));
         if (!t->idle_timer || uv_timer_init(loop, t->idle_timer) < 0) {
                 free(t->idle_timer);
@@ -1596,8 +1602,6 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 pool_schedule(t, 0);
         }
         log_info("sandbox cgroups under '%s'; warm pool of %u", cgname, t->pool_size);
-        if (t->count)
-                log_info("registry: %u sandboxes", t->count);
         *ret = t;
         return 0;
 }
