@@ -22,6 +22,7 @@
 #include "common/name.h"
 #include "common/timeutil.h"
 #include "daemon/instance-type.h"
+#include "daemon/rebuild.h"
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
 #include "runtime/container.h"
@@ -58,6 +59,7 @@ struct sandbox {
         int64_t pid_start;     /* start time of ct.pid (/proc/PID/stat), to recognise it later */
         uv_poll_t *exit_watch; /* readable when PID 1 exits; heap: closed asynchronously */
         struct agent_conn *agent;
+        char *identity; /* the text of its identity file as last written (rebuild.h) */
 };
 
 struct sandbox_table {
@@ -159,6 +161,7 @@ static void sandbox_free(struct sandbox *s)
         json_decref(s->env);
         json_decref(s->labels);
         json_decref(s->network_allow);
+        free(s->identity);
         free(s);
 }
 
@@ -246,32 +249,6 @@ static int watch_exit(struct sandbox *s)
         s->exit_watch->data = s;
         uv_poll_start(s->exit_watch, UV_READABLE, on_container_exit);
         return 0;
-}
-
-/* Field 22 of /proc/PID/stat (start time in clock ticks since boot), or -1. Together with
- * the pid it names one process for the life of the machine. */
-static int64_t proc_start_time(pid_t pid)
-{
-        char path[64], buf[1024];
-        const char *p;
-        ssize_t n;
-        int fd;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-        if (!p)
-                return -1;
-        for (int field = 2; field < 22 && p; field++)
-                p = strchr(p + 1, ' ');
-        return p ? strtoll(p + 1, NULL, 10) : -1;
 }
 
 static int connect_agent(struct sandbox *s, struct cella_error *err)
@@ -400,6 +377,33 @@ static char *json_text(json_t *j)
         return j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 }
 
+/* Write the identity file of s (rebuild.h) from rec, its record, when it differs from
+ * what was last written. */
+static int identity_sync(struct sandbox *s, const struct store_sandbox *rec,
+                         struct cella_error *err)
+{
+        char *text = identity_format(rec);
+        char dir[CELLA_PATH_MAX];
+
+        if (!text)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (s->identity && strcmp(s->identity, text) == 0) {
+                free(text);
+                return 0;
+        }
+        if (sandbox_dir(s, dir, sizeof(dir)) < 0) {
+                free(text);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+        }
+        if (identity_write(dir, text, err) < 0) {
+                free(text);
+                return -1;
+        }
+        free(s->identity);
+        s->identity = text;
+        return 0;
+}
+
 static int sandbox_persist(struct sandbox *s, struct cella_error *err)
 {
         _cleanup_free_ char *env = json_text(s->env);
@@ -422,6 +426,8 @@ static int sandbox_persist(struct sandbox *s, struct cella_error *err)
                 .network = s->network ? "outbound" : "none",
                 .network_allow_json = allow,
         };
+        if (identity_sync(s, &rec, err) < 0)
+                return -1;
         s->persisted_active_ms = s->last_active_ms;
         return store_sandbox_save(s->table->store, &rec, err);
 }
@@ -1372,6 +1378,10 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         }
         table_insert(t, s);
         t->slot_used[s->slot] = 1;
+        /* Sandboxes made before identity files get theirs now. */
+        if (identity_sync(s, rec, &e) < 0)
+                log_warn("sandbox '%s': %s", s->name, e.msg);
+        memset(&e, 0, sizeof(e));
         if (reattach(s) == 0) {
                 t->reattached++;
                 return 0;
@@ -1570,6 +1580,19 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 return -1;
         }
         uint64_t t0 = time_mono_us();
+        if (store_is_fresh(t->store)) {
+                struct rebuild_result rb;
+
+                if (rebuild_registry(t->store, t->data_dir, cgname, &rb, err) < 0) {
+                        sandbox_table_free(t);
+                        return -1;
+                }
+                if (rb.found || rb.skipped)
+                        log_warn("registry: rebuilt from %u identity files (%u sandboxes "
+                                 "running, %u directories without one) in %.1f ms; lost with "
+                                 "the old registry: env, labels, exposed ports, lastActiveAt",
+                                 rb.found, rb.running, rb.skipped, rb.duration_ms);
+        }
         if (migrate_layout(t, err) < 0 ||
             store_sandbox_foreach(t->store, load_record, t, err) < 0) {
                 sandbox_table_free(t);
