@@ -1051,6 +1051,9 @@ int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
         return 0;
 }
 
+static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
+                          const struct sandbox_options *opts, struct cella_error *err);
+
 int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sandbox_options *opts,
                       struct sandbox **ret, bool *ret_created, struct cella_error *err)
 {
@@ -1058,6 +1061,43 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
 
         if (!s)
                 return sandbox_table_get(t, name, true, opts, ret, ret_created, err);
+        /* Kept to undo the update when it fails, e.g. when the registry refuses it (a full
+         * data directory): what answered an error did not happen. (A new networkAllow is
+         * applied as it is validated, and stays.) */
+        json_t *old_env = json_deep_copy(s->env), *old_labels = json_incref(s->labels);
+        int64_t old_sleep = s->sleep_after_ms;
+        bool old_keep = s->keep_alive, old_default = s->default_session;
+
+        if (!old_env) {
+                json_decref(old_labels);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        int r = sandbox_update(t, s, opts, err);
+        if (r < 0) {
+                json_decref(s->env);
+                s->env = TAKE_PTR(old_env);
+                json_decref(s->labels);
+                s->labels = TAKE_PTR(old_labels);
+                s->sleep_after_ms = old_sleep;
+                s->keep_alive = old_keep;
+                s->default_session = old_default;
+        }
+        json_decref(old_env);
+        json_decref(old_labels);
+        if (r < 0)
+                return -1;
+        if (ret_created)
+                *ret_created = false;
+        *ret = s;
+        return 0;
+}
+
+/* The update of an existing sandbox by PUT, then its record written. */
+static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
+                          const struct sandbox_options *opts, struct cella_error *err)
+{
+        const char *name = s->name;
+
         if (opts) {
                 if (validate_string_object(opts->env, "env", err) < 0 ||
                     validate_string_object(opts->labels, "labels", err) < 0)
@@ -1122,12 +1162,7 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
         if (sandbox_ensure_running(s, err) < 0)
                 return -1;
         sandbox_touch(s);
-        if (sandbox_persist(s, err) < 0)
-                return -1;
-        if (ret_created)
-                *ret_created = false;
-        *ret = s;
-        return 0;
+        return sandbox_persist(s, err);
 }
 
 int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_existed,
@@ -1254,9 +1289,16 @@ int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err)
                                        "a sandbox has at most %d environment variables",
                                        CELLA_EXEC_MAX_ENV);
         }
-        json_decref(s->env);
+        /* What the registry refused (a full data directory) did not happen. */
+        json_t *old = s->env;
         s->env = env;
-        return sandbox_persist(s, err);
+        if (sandbox_persist(s, err) < 0) {
+                s->env = old;
+                json_decref(env);
+                return -1;
+        }
+        json_decref(old);
+        return 0;
 }
 
 void sandbox_touch(struct sandbox *s)
