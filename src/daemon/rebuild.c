@@ -194,6 +194,15 @@ static ssize_t read_small(const char *path, char *buf, size_t size)
         return (ssize_t)off;
 }
 
+bool identity_is(const char *dir, const char *text)
+{
+        char path[CELLA_PATH_MAX + 32], buf[IDENTITY_MAX + 1];
+
+        if (snprintf(path, sizeof(path), "%s/" IDENTITY_FILE, dir) >= (int)sizeof(path))
+                return false;
+        return read_small(path, buf, sizeof(buf)) >= 0 && strcmp(buf, text) == 0;
+}
+
 /* The slot of the cgroup path (the v2 line "0::PATH" of /proc/PID/cgroup) when it is
  * <anything>/<cgname>/s<slot>[/...], else -1. */
 static int cgroup_slot(const char *line, const char *cgname)

@@ -40,6 +40,8 @@ char *identity_format(const struct store_sandbox *rec);
 /* Parse an identity file's text (len bytes, not NUL-terminated). Pure. Returns 0 or
  * -EINVAL for anything that is not a valid identity (unknown fields are ignored). */
 int identity_parse(const char *text, size_t len, struct identity *ret);
+/* Does <dir>/sandbox.json hold exactly text? (a restarted daemon rewrites nothing) */
+bool identity_is(const char *dir, const char *text);
 /* Write text to <dir>/sandbox.json (a temporary file renamed over it, mode 0600). */
 int identity_write(const char *dir, const char *text, struct cella_error *err);
 

@@ -395,6 +395,10 @@ static int identity_sync(struct sandbox *s, const struct store_sandbox *rec,
                 free(text);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
         }
+        if (!s->identity && identity_is(dir, text)) {
+                s->identity = text;
+                return 0;
+        }
         if (identity_write(dir, text, err) < 0) {
                 free(text);
                 return -1;
@@ -1420,8 +1424,12 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         }
         table_insert(t, s);
         t->slot_used[s->slot] = 1;
-        /* Sandboxes made before identity files get theirs now. */
-        if (identity_sync(s, rec, &e) < 0)
+        /* Sandboxes made before identity files get theirs now (with the values as
+         * loaded: an old record's sleep_after_ms may be 0). */
+        struct store_sandbox id = *rec;
+        id.sleep_after_ms = s->sleep_after_ms;
+        id.network = s->network ? "outbound" : "none";
+        if (identity_sync(s, &id, &e) < 0)
                 log_warn("sandbox '%s': %s", s->name, e.msg);
         memset(&e, 0, sizeof(e));
         if (reattach(s) == 0) {
@@ -1621,7 +1629,6 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 sandbox_table_free(t);
                 return -1;
         }
-        uint64_t t0 = time_mono_us();
         if (store_is_fresh(t->store)) {
                 struct rebuild_result rb;
 
@@ -1635,14 +1642,15 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                                  "the old registry: env, labels, exposed ports, lastActiveAt",
                                  rb.found, rb.running, rb.skipped, rb.duration_ms);
         }
+        uint64_t t0 = time_mono_us();
         if (migrate_layout(t, err) < 0 ||
             store_sandbox_foreach(t->store, load_record, t, err) < 0) {
                 sandbox_table_free(t);
                 return -1;
         }
-        sweep_leftovers(t);
         log_info("registry: %u sandboxes, %u reattached, in %.1f ms", t->count, t->reattached,
                  (double)(time_mono_us() - t0) / 1000.0);
+        sweep_leftovers(t);
         t->idle_timer = malloc(sizeof(*t->idle_timer));
         if (!t->idle_timer || uv_timer_init(loop, t->idle_timer) < 0) {
                 free(t->idle_timer);
