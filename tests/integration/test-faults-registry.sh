@@ -31,6 +31,18 @@ api PUT "/v1/sandboxes/$A/files?path=/workspace/blob" --data-binary "@$IT_TMP/bl
 expect_status 200
 api_json POST "/v1/sandboxes/$A/ports" '{"port":8000}'
 expect_status 201
+preview_host=$(body .url | sed 's|^http://||; s|[:/].*||')
+api_json POST "/v1/sandboxes/$A/processes" \
+        '{"command":"python3 -m http.server 8000 --directory /workspace","processId":"web"}'
+expect_status 200
+api_json POST "/v1/sandboxes/$A/processes/web/waitForPort" '{"port":8000,"timeout":60000}'
+expect_status 200
+# preview_status: the status of GET /blob through the old preview URL.
+preview_status() {
+        curl -sS -o /dev/null -w '%{http_code}' -H "X-Forwarded-Host: $preview_host" \
+                "$CELLA_URL/blob" || true
+}
+assert_eq 200 "$(preview_status)" "preview URL before"
 run_in "$B" 'echo b >/workspace/b.txt' >/dev/null
 run_in "$C" 'echo c >/workspace/c.txt' >/dev/null
 
@@ -58,6 +70,7 @@ check_rebuilt() {
         api GET "/v1/sandboxes/$A/ports" >/dev/null
         expect_status 200
         assert_eq 0 "$(body '.ports | length')" "$1: exposed ports of $A"
+        assert_eq 404 "$(preview_status)" "$1: the old preview URL"
         api GET "/v1/sandboxes/$A/processes/bg" >/dev/null
         expect_status 200
         assert_eq "$pid_a running" "$(body '"\(.pid) \(.status)"')" "$1: background process of $A"

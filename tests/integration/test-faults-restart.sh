@@ -3,8 +3,10 @@
 # background process and a file of random content. A new cellad on the same data dir
 # reattaches every one of them: all listed as running, each background process alive under
 # the same pid (the agent's process table and the host's /proc agree), each file read back
-# through the API with the sha256 it had before the kill. The reattach time is printed
-# (docs/reliability.md has it), never judged.
+# through the API with the sha256 it had before the kill. Then the same once more with the
+# registry deleted while cellad is down: all of them are rebuilt from their identity files
+# and reattached (docs/decisions/0035-registry-rebuild.md). The reattach and rebuild times
+# are printed (docs/reliability.md has them), never judged.
 . "$(dirname "$0")/lib.sh"
 
 N=${FAULTS_SANDBOXES:-100}
@@ -63,12 +65,13 @@ info "$N sandboxes, each with a background process and a random file"
 seq 0 $((N - 1)) | xargs -P $P -I{} bash -c 'prepare {}' || fail "preparing the sandboxes"
 assert_eq "$N" "$(api GET /v1/sandboxes | jq '[.sandboxes[] | select(.state == "running")] | length')" \
         "running sandboxes before the kill"
-# Host pids of every sandbox process before the kill (PID 1s, agents' children, sleeps).
-declare -A before
-for i in $(seq 0 $((N - 1))); do
-        before[$i]=$(sandbox_pids "$PREFIX$i" | sort -n | tr '\n' ' ')
-        [ -n "${before[$i]}" ] || fail "no processes found for $PREFIX$i"
-done
+# "slot pid" of every process in this daemon's sandboxes' cgroups (one pass over /proc).
+all_pids() {
+        grep -o "/$IT_CGPARENT/s[0-9]*" /proc/[0-9]*/cgroup 2>/dev/null |
+                sed -n 's|^/proc/\([0-9]*\)/cgroup:.*/s\([0-9]*\)$|\2 \1|p' | sort -u
+}
+before=$(all_pids)
+assert_eq "$N" "$(echo "$before" | cut -d' ' -f1 | sort -u | wc -l)" "sandboxes with processes"
 
 info "SIGKILL cellad"
 kill -KILL "$CELLAD_PID"
@@ -84,9 +87,29 @@ line=$(grep -o 'registry: [0-9]* sandboxes, [0-9]* reattached.*' "$CELLAD_LOG" |
 info "$line"
 assert_eq "$N" "$(api GET /v1/sandboxes | jq '[.sandboxes[] | select(.state == "running")] | length')" \
         "running sandboxes after the restart"
-for i in $(seq 0 $((N - 1))); do
-        assert_eq "${before[$i]}" "$(sandbox_pids "$PREFIX$i" | sort -n | tr '\n' ' ')" \
-                "host pids of $PREFIX$i across the restart"
-done
+[ "$before" = "$(all_pids)" ] ||
+        fail "host pids changed across the restart: $(diff <(echo "$before") <(all_pids) | head)"
 seq 0 $((N - 1)) | xargs -P $P -I{} bash -c 'check {}' || fail "sandboxes after the restart"
+before=$(all_pids) # the execs started each sandbox's default session
+
+info "SIGKILL cellad again and delete its registry: rebuilt from the $N identity files"
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+mv "$CELLAD_LOG" "$IT_TMP/cellad-2.log"
+rm "$IT_TMP/data/cella.db"
+start_cellad --pool 0
+line=$(grep -o 'registry: rebuilt from .*' "$CELLAD_LOG" || true)
+info "$line"
+assert_contains "$line" "from $N identity files ($N sandboxes running" "the rebuild"
+info "$(grep -o 'registry: [0-9]* sandboxes, [0-9]* reattached.*' "$CELLAD_LOG" || true)"
+assert_eq "$N" "$(grep -c "sandbox '$PREFIX[0-9]*' reattached" "$CELLAD_LOG" || true)" \
+        "sandboxes reattached after the rebuild"
+assert_eq "$N" "$(api GET /v1/sandboxes | jq '[.sandboxes[] | select(.state == "running")] | length')" \
+        "running sandboxes after the rebuild"
+[ "$before" = "$(all_pids)" ] ||
+        fail "host pids changed across the rebuild: $(diff <(echo "$before") <(all_pids) | head)"
+seq 0 $((N - 1)) | xargs -P $P -I{} bash -c 'check {}' || fail "sandboxes after the rebuild"
 info "restart of $N: ok"
+seq 0 $((N - 1)) | xargs -P $P -I{} curl -sS -f -o /dev/null -X DELETE \
+        "$CELLA_URL/v1/sandboxes/$PREFIX{}" || fail "destroying the sandboxes"
