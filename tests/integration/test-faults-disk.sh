@@ -5,7 +5,8 @@
 # message (INSUFFICIENT_STORAGE for cellad's own writes, NO_SPACE for a sandbox's disk),
 # never 500, never a crash; what answered 507 did not happen (the API does not show it,
 # nor does it come back after a restart); the registry passes PRAGMA integrity_check; once
-# the space is back everything works again, and a restart finds what was made since.
+# the space is back everything works again, and a restart finds what was made since. A
+# cellad SIGKILLed and started while the disk is full reattaches its sandboxes.
 . "$(dirname "$0")/lib.sh"
 command -v sqlite3 >/dev/null || skip "needs sqlite3 (scripts/deps.sh)"
 
@@ -88,6 +89,17 @@ api GET "/v1/sandboxes/$B" >/dev/null
 api GET /v1/health >/dev/null
 expect_status 200
 assert_eq ok "$(sqlite3 "$DATA/cella.db" 'PRAGMA integrity_check')" "registry on a full disk"
+
+info "cellad SIGKILLed and started again on the full disk"
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+start_cellad --pool 1 --disk-limit-override 64M
+grep -q "sandbox '$A' reattached" "$CELLAD_LOG" || fail "$A not reattached on a full disk"
+api GET "/v1/sandboxes/$A/processes/bg" >/dev/null
+assert_eq running "$(body .status)" "background process of $A on a full disk"
+api_json PUT "/v1/sandboxes/$B" '{}'
+either "create a sandbox after the restart"
 
 info "space back"
 rm -f "$DATA/fill" "$DATA/fill-tail"
