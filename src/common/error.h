@@ -20,6 +20,7 @@
         X(DIRECTORY_NOT_EMPTY, 409)         \
         X(FILE_TOO_LARGE, 413)              \
         X(NO_SPACE, 507)                    \
+        X(INSUFFICIENT_STORAGE, 507)        \
         X(NAME_TOO_LONG, 400)               \
         X(READ_ONLY, 403)                   \
         X(COMMAND_NOT_FOUND, 404)           \

@@ -23,6 +23,7 @@
 #include "common/name.h"
 #include "common/timeutil.h"
 #include "daemon/instance-type.h"
+#include "daemon/rebuild.h"
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
 #include "runtime/container.h"
@@ -63,6 +64,7 @@ struct sandbox {
         /* Bytes of disk promised to it: its disk image's size (0: it has none); -1: not
          * looked at since its last start (sandbox_disk_promise() reads it then). */
         int64_t disk_promise;
+        char *identity; /* the text of its identity file as last written (rebuild.h) */
 };
 
 struct sandbox_table {
@@ -96,6 +98,7 @@ struct sandbox_table {
         uint64_t pool_builds;
         int64_t pool_last_claim_ms;
         uint64_t pool_retry_ms; /* back-off after failed builds; 0 after a success */
+        unsigned reattached;    /* sandboxes of an earlier daemon taken over at start-up */
 };
 
 static size_t network_allow_list(const struct sandbox *s, struct net_allow *out);
@@ -168,6 +171,7 @@ static void sandbox_free(struct sandbox *s)
         json_decref(s->env);
         json_decref(s->labels);
         json_decref(s->network_allow);
+        free(s->identity);
         free(s);
 }
 
@@ -255,32 +259,6 @@ static int watch_exit(struct sandbox *s)
         s->exit_watch->data = s;
         uv_poll_start(s->exit_watch, UV_READABLE, on_container_exit);
         return 0;
-}
-
-/* Field 22 of /proc/PID/stat (start time in clock ticks since boot), or -1. Together with
- * the pid it names one process for the life of the machine. */
-static int64_t proc_start_time(pid_t pid)
-{
-        char path[64], buf[1024];
-        const char *p;
-        ssize_t n;
-        int fd;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return -1;
-        buf[n] = '\0';
-        p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
-        if (!p)
-                return -1;
-        for (int field = 2; field < 22 && p; field++)
-                p = strchr(p + 1, ' ');
-        return p ? strtoll(p + 1, NULL, 10) : -1;
 }
 
 static int connect_agent(struct sandbox *s, struct cella_error *err)
@@ -410,6 +388,37 @@ static char *json_text(json_t *j)
         return j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 }
 
+/* Write the identity file of s (rebuild.h) from rec, its record, when it differs from
+ * what was last written. */
+static int identity_sync(struct sandbox *s, const struct store_sandbox *rec,
+                         struct cella_error *err)
+{
+        char *text = identity_format(rec);
+        char dir[CELLA_PATH_MAX];
+
+        if (!text)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (s->identity && strcmp(s->identity, text) == 0) {
+                free(text);
+                return 0;
+        }
+        if (sandbox_dir(s, dir, sizeof(dir)) < 0) {
+                free(text);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+        }
+        if (!s->identity && identity_is(dir, text)) {
+                s->identity = text;
+                return 0;
+        }
+        if (identity_write(dir, text, err) < 0) {
+                free(text);
+                return -1;
+        }
+        free(s->identity);
+        s->identity = text;
+        return 0;
+}
+
 static int sandbox_persist(struct sandbox *s, struct cella_error *err)
 {
         _cleanup_free_ char *env = json_text(s->env);
@@ -432,6 +441,8 @@ static int sandbox_persist(struct sandbox *s, struct cella_error *err)
                 .network = s->network ? "outbound" : "none",
                 .network_allow_json = allow,
         };
+        if (identity_sync(s, &rec, err) < 0)
+                return -1;
         s->persisted_active_ms = s->last_active_ms;
         return store_sandbox_save(s->table->store, &rec, err);
 }
@@ -1174,6 +1185,9 @@ int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
         return 0;
 }
 
+static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
+                          const struct sandbox_options *opts, struct cella_error *err);
+
 int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sandbox_options *opts,
                       struct sandbox **ret, bool *ret_created, struct cella_error *err)
 {
@@ -1181,6 +1195,43 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
 
         if (!s)
                 return sandbox_table_get(t, name, true, opts, ret, ret_created, err);
+        /* Kept to undo the update when it fails, e.g. when the registry refuses it (a full
+         * data directory): what answered an error did not happen. (A new networkAllow is
+         * applied as it is validated, and stays.) */
+        json_t *old_env = json_deep_copy(s->env), *old_labels = json_incref(s->labels);
+        int64_t old_sleep = s->sleep_after_ms;
+        bool old_keep = s->keep_alive, old_default = s->default_session;
+
+        if (!old_env) {
+                json_decref(old_labels);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        int r = sandbox_update(t, s, opts, err);
+        if (r < 0) {
+                json_decref(s->env);
+                s->env = TAKE_PTR(old_env);
+                json_decref(s->labels);
+                s->labels = TAKE_PTR(old_labels);
+                s->sleep_after_ms = old_sleep;
+                s->keep_alive = old_keep;
+                s->default_session = old_default;
+        }
+        json_decref(old_env);
+        json_decref(old_labels);
+        if (r < 0)
+                return -1;
+        if (ret_created)
+                *ret_created = false;
+        *ret = s;
+        return 0;
+}
+
+/* The update of an existing sandbox by PUT, then its record written. */
+static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
+                          const struct sandbox_options *opts, struct cella_error *err)
+{
+        const char *name = s->name;
+
         if (opts) {
                 if (validate_string_object(opts->env, "env", err) < 0 ||
                     validate_string_object(opts->labels, "labels", err) < 0)
@@ -1245,12 +1296,7 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
         if (sandbox_ensure_running(s, err) < 0)
                 return -1;
         sandbox_touch(s);
-        if (sandbox_persist(s, err) < 0)
-                return -1;
-        if (ret_created)
-                *ret_created = false;
-        *ret = s;
-        return 0;
+        return sandbox_persist(s, err);
 }
 
 int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_existed,
@@ -1377,9 +1423,16 @@ int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err)
                                        "a sandbox has at most %d environment variables",
                                        CELLA_EXEC_MAX_ENV);
         }
-        json_decref(s->env);
+        /* What the registry refused (a full data directory) did not happen. */
+        json_t *old = s->env;
         s->env = env;
-        return sandbox_persist(s, err);
+        if (sandbox_persist(s, err) < 0) {
+                s->env = old;
+                json_decref(env);
+                return -1;
+        }
+        json_decref(old);
+        return 0;
 }
 
 void sandbox_touch(struct sandbox *s)
@@ -1501,8 +1554,18 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         }
         table_insert(t, s);
         t->slot_used[s->slot] = 1;
-        if (reattach(s) == 0)
+        /* Sandboxes made before identity files get theirs now (with the values as
+         * loaded: an old record's sleep_after_ms may be 0). */
+        struct store_sandbox id = *rec;
+        id.sleep_after_ms = s->sleep_after_ms;
+        id.network = s->network ? "outbound" : "none";
+        if (identity_sync(s, &id, &e) < 0)
+                log_warn("sandbox '%s': %s", s->name, e.msg);
+        memset(&e, 0, sizeof(e));
+        if (reattach(s) == 0) {
+                t->reattached++;
                 return 0;
+        }
         /* Whatever is left of it is stopped; it restarts cleanly on next use. */
         runtime_container_destroy(t->rt, s->id, NULL, &e);
         log_info("sandbox '%s' stopped (slot %u)", s->name, s->slot);
@@ -1769,11 +1832,27 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 sandbox_table_free(t);
                 return -1;
         }
+        if (store_is_fresh(t->store)) {
+                struct rebuild_result rb;
+
+                if (rebuild_registry(t->store, t->data_dir, cgname, &rb, err) < 0) {
+                        sandbox_table_free(t);
+                        return -1;
+                }
+                if (rb.found || rb.skipped)
+                        log_warn("registry: rebuilt from %u identity files (%u sandboxes "
+                                 "running, %u directories without one) in %.1f ms; lost with "
+                                 "the old registry: env, labels, exposed ports, lastActiveAt",
+                                 rb.found, rb.running, rb.skipped, rb.duration_ms);
+        }
+        uint64_t t0 = time_mono_us();
         if (migrate_layout(t, err) < 0 ||
             store_sandbox_foreach(t->store, load_record, t, err) < 0) {
                 sandbox_table_free(t);
                 return -1;
         }
+        log_info("registry: %u sandboxes, %u reattached, in %.1f ms", t->count, t->reattached,
+                 (double)(time_mono_us() - t0) / 1000.0);
         sweep_leftovers(t);
         t->idle_timer = malloc(sizeof(*t->idle_timer));
         if (!t->idle_timer || uv_timer_init(loop, t->idle_timer) < 0) {
@@ -1799,8 +1878,6 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 pool_schedule(t, 0);
         }
         log_info("sandbox cgroups under '%s'; warm pool of %u", cgname, t->pool_size);
-        if (t->count)
-                log_info("registry: %u sandboxes", t->count);
         *ret = t;
         return 0;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/limits.h"
@@ -23,6 +24,7 @@ struct store {
         sqlite3_stmt *port_del;
         sqlite3_stmt *port_del_all;
         sqlite3_stmt *port_list;
+        bool fresh; /* made by store_open: none was there, or a damaged one was moved aside */
 };
 
 static const char schema[] =
@@ -109,34 +111,122 @@ static int private_files(const char *path, struct cella_error *err)
         return 0;
 }
 
-int store_open(const char *path, struct store **ret, struct cella_error *err)
+/* A result code that says the file is not a sound SQLite database. */
+static bool is_damage(int rc)
 {
-        struct store *s;
+        rc &= 0xff;
+        return rc == SQLITE_CORRUPT || rc == SQLITE_NOTADB;
+}
+
+/* Close the statements and the connection of s, keep s. */
+static void store_close_db(struct store *s)
+{
+        sqlite3_stmt **stmts[] = {&s->save,     &s->del,          &s->touch,
+                                  &s->all,      &s->port_save,    &s->port_get,
+                                  &s->port_del, &s->port_del_all, &s->port_list};
+
+        for (size_t i = 0; i < sizeof(stmts) / sizeof(stmts[0]); i++) {
+                sqlite3_finalize(*stmts[i]);
+                *stmts[i] = NULL;
+        }
+        sqlite3_close(s->db);
+        s->db = NULL;
+}
+
+/* Move <path><suffix> aside to <aside><suffix>. Absent is fine. */
+static int move_aside(const char *path, const char *aside, const char *suffix)
+{
+        char from[4096], to[4096];
+
+        if (snprintf(from, sizeof(from), "%s%s", path, suffix) >= (int)sizeof(from) ||
+            snprintf(to, sizeof(to), "%s%s", aside, suffix) >= (int)sizeof(to))
+                return -ENAMETOOLONG;
+        if (rename(from, to) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        log_warn("registry: %s moved aside to %s", from, to);
+        return 0;
+}
+
+/* Move path and its -wal and -shm files aside to <path>.corrupt-<UTC time>[-N]: nothing of
+ * a damaged registry is ever deleted. */
+static int move_all_aside(const char *path, char *aside, size_t asidesz)
+{
+        static const char *const suffixes[] = {"", "-wal", "-shm"};
+        char stamp[32];
+        struct tm tm;
+        time_t now = time(NULL);
+        struct stat st;
+        int r;
+
+        gmtime_r(&now, &tm);
+        strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+        for (int n = 0;; n++) {
+                int len = n ? snprintf(aside, asidesz, "%s.corrupt-%s-%d", path, stamp, n)
+                            : snprintf(aside, asidesz, "%s.corrupt-%s", path, stamp);
+                if (len < 0 || (size_t)len >= asidesz)
+                        return -ENAMETOOLONG;
+                if (lstat(aside, &st) < 0 && errno == ENOENT)
+                        break;
+                if (n > 100)
+                        return -EEXIST;
+        }
+        for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+                r = move_aside(path, aside, suffixes[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Open path, apply the schema and check the file. Returns 0, -EBADMSG when the file is
+ * damaged (why in err), -1 on any other failure (err set). */
+static int open_db(struct store *s, const char *path, struct cella_error *err)
+{
+        sqlite3_stmt *st = NULL;
         char *msg = NULL;
+        int rc;
 
         if (private_files(path, err) < 0)
                 return -1;
-        s = calloc(1, sizeof(*s));
-        if (!s)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-        if (sqlite3_open_v2(path, &s->db,
-                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                            NULL) != SQLITE_OK) {
+        rc = sqlite3_open_v2(path, &s->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                             NULL);
+        if (rc != SQLITE_OK) {
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry %s: %s", path,
                                 s->db ? sqlite3_errmsg(s->db) : "out of memory");
-                store_close(s);
-                return -1;
+                return is_damage(rc) ? -EBADMSG : -1;
         }
+        sqlite3_extended_result_codes(s->db, 1);
         sqlite3_busy_timeout(s->db, 5000);
-        if (sqlite3_exec(s->db, schema, NULL, NULL, &msg) != SQLITE_OK) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry %s: schema: %s", path,
-                                msg ? msg : "?");
+        rc = sqlite3_exec(s->db, schema, NULL, NULL, &msg);
+        if (rc != SQLITE_OK) {
+                cella_error_set(err,
+                                rc == SQLITE_FULL ? CELLA_E_INSUFFICIENT_STORAGE
+                                                  : CELLA_E_INTERNAL_ERROR,
+                                "registry %s: schema: %s", path, msg ? msg : "?");
                 sqlite3_free(msg);
-                store_close(s);
-                return -1;
+                return is_damage(rc) ? -EBADMSG : -1;
         }
         for (size_t i = 0; i < sizeof(migrations) / sizeof(migrations[0]); i++)
                 sqlite3_exec(s->db, migrations[i], NULL, NULL, NULL);
+        /* Every page is read once: a file truncated or overwritten in part shows here, not
+         * as a failed save hours later. Milliseconds for thousands of sandboxes. */
+        rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &st, NULL);
+        if (rc == SQLITE_OK)
+                rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(st, 0), "ok") != 0) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry %s: check: %s", path,
+                                (const char *)sqlite3_column_text(st, 0));
+                sqlite3_finalize(st);
+                return -EBADMSG;
+        }
+        if (rc != SQLITE_ROW) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry %s: check: %s", path,
+                                sqlite3_errmsg(s->db));
+                sqlite3_finalize(st);
+                return is_damage(rc) ? -EBADMSG : -1;
+        }
+        sqlite3_finalize(st);
         if (prepare(s,
                     /* An upsert on the name: REPLACE would silently delete another
                      * sandbox's row on a slot conflict. */
@@ -171,7 +261,51 @@ int store_open(const char *path, struct store **ret, struct cella_error *err)
             prepare(s,
                     "SELECT port, name, token, instance FROM ports WHERE sandbox = ?1"
                     " ORDER BY port",
-                    &s->port_list, err) < 0) {
+                    &s->port_list, err) < 0)
+                return is_damage(sqlite3_errcode(s->db)) ? -EBADMSG : -1;
+        return 0;
+}
+
+int store_open(const char *path, struct store **ret, struct cella_error *err)
+{
+        char aside[4096];
+        struct cella_error why = {0};
+        struct stat st;
+        struct store *s;
+        int r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (lstat(path, &st) < 0 && errno == ENOENT) {
+                /* A -wal left without its database would be replayed into the new one. */
+                s->fresh = true;
+                r = move_all_aside(path, aside, sizeof(aside));
+                if (r < 0) {
+                        cella_error_errno(err, r, "registry %s: move aside", path);
+                        free(s);
+                        return -1;
+                }
+        }
+        r = open_db(s, path, &why);
+        if (r == -EBADMSG) {
+                store_close_db(s);
+                r = move_all_aside(path, aside, sizeof(aside));
+                if (r < 0) {
+                        cella_error_errno(err, r, "registry %s is damaged (%s); move it aside",
+                                          path, why.msg);
+                        free(s);
+                        return -1;
+                }
+                log_error("registry %s is damaged (%s): kept as %s; a new registry is "
+                          "rebuilt from the sandboxes",
+                          path, why.msg, aside);
+                s->fresh = true;
+                memset(&why, 0, sizeof(why));
+                r = open_db(s, path, &why);
+        }
+        if (r < 0) {
+                cella_error_set(err, why.code, "%s", why.msg);
                 store_close(s);
                 return -1;
         }
@@ -179,20 +313,16 @@ int store_open(const char *path, struct store **ret, struct cella_error *err)
         return 0;
 }
 
+bool store_is_fresh(const struct store *s)
+{
+        return s->fresh;
+}
+
 void store_close(struct store *s)
 {
         if (!s)
                 return;
-        sqlite3_finalize(s->save);
-        sqlite3_finalize(s->del);
-        sqlite3_finalize(s->touch);
-        sqlite3_finalize(s->all);
-        sqlite3_finalize(s->port_save);
-        sqlite3_finalize(s->port_get);
-        sqlite3_finalize(s->port_del);
-        sqlite3_finalize(s->port_del_all);
-        sqlite3_finalize(s->port_list);
-        sqlite3_close(s->db);
+        store_close_db(s);
         free(s);
 }
 
@@ -201,6 +331,10 @@ static int step_done(struct store *s, sqlite3_stmt *st, const char *what, struct
         int rc = sqlite3_step(st);
         sqlite3_reset(st);
         sqlite3_clear_bindings(st);
+        if ((rc & 0xff) == SQLITE_FULL)
+                return cella_error_set(err, CELLA_E_INSUFFICIENT_STORAGE,
+                                       "the data directory is full: registry: %s: %s", what,
+                                       sqlite3_errstr(rc));
         if (rc != SQLITE_DONE)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: %s: %s", what,
                                        sqlite3_errmsg(s->db));

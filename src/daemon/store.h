@@ -5,6 +5,7 @@
 #ifndef CELLA_DAEMON_STORE_H
 #define CELLA_DAEMON_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,7 +31,14 @@ struct store_sandbox {
         const char *network_allow_json; /* JSON array of "CIDR[:port]" */
 };
 
+/* Open (or create) the registry. A file that is not a sound SQLite database (garbage,
+ * truncated, a page overwritten: SQLITE_NOTADB, SQLITE_CORRUPT or a failed quick_check)
+ * is moved aside with its -wal and -shm to <path>.corrupt-<UTC time>, never deleted, and
+ * a new one is made; so is a -wal left without its database. */
 int store_open(const char *path, struct store **ret, struct cella_error *err);
+/* Was the registry made by store_open (none was there, or a damaged one was moved aside)?
+ * Then the sandboxes on disk are not in it yet (docs/decisions/0035-registry-rebuild.md). */
+bool store_is_fresh(const struct store *s);
 void store_close(struct store *s);
 
 /* Insert or update the record of sb->name; a slot taken by another name is an error. */

@@ -879,10 +879,38 @@ def netlink():
     }
 
 
+def identity():
+    """Identity files (src/daemon/rebuild.h): what cellad writes, and what it must refuse."""
+    full = {"createdMs": 1764200000000, "enableDefaultSession": True, "image": "default",
+            "instanceType": "standard-1", "keepAlive": True, "name": "web-1",
+            "network": "outbound", "networkAllow": ["203.0.113.0/24:443", "198.51.100.7"],
+            "sleepAfterMs": 7200000}
+    minimal = dict(full, network="none", networkAllow=[], keepAlive=False, name="a")
+    seeds = {"full": js(full), "minimal": js(minimal),
+             "extra-field": js(dict(full, env={"SECRET": "x"}))}
+    bad = {"name-upper": {"name": "Web"}, "name-reserved": {"name": "pool-1"},
+           "name-long": {"name": "a" * 64}, "image-dotdot": {"image": ".."},
+           "image-slash": {"image": "a/b"}, "itype-unknown": {"instanceType": "huge"},
+           "network-other": {"network": "host"}, "allow-number": {"networkAllow": [1]},
+           "allow-too-many": {"networkAllow": ["10.0.0.1"] * 65},
+           "sleep-zero": {"sleepAfterMs": 0}, "created-negative": {"createdMs": -1},
+           "keep-string": {"keepAlive": "yes"}}
+    for label, change in bad.items():
+        seeds["bad-" + label] = js(dict(full, **change))
+    missing = dict(full)
+    del missing["image"]
+    seeds["bad-missing-image"] = js(missing)
+    seeds["bad-duplicate-key"] = b'{"name":"a","name":"b"}'
+    seeds["bad-not-json"] = b"\x00\xff{"
+    seeds["bad-array"] = b"[]"
+    seeds["bad-empty"] = b""
+    return seeds
+
+
 TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
-           "netlink": netlink}
+           "netlink": netlink, "identity": identity}
 
 
 def write(target):

@@ -1,11 +1,19 @@
-/* The registry on a real SQLite file: save, replace, touch, list, delete, reopen. */
+/* The registry on a real SQLite file: save, replace, touch, list, delete, reopen; a
+ * damaged or missing one kept aside; identity files (rebuild.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
+#include "daemon/rebuild.h"
 #include "daemon/store.h"
 
 struct seen {
@@ -108,11 +116,169 @@ static void test_store_open_failure(void **state)
         assert_non_null(strstr(err.msg, "/nonexistent-dir/x/cella.db"));
 }
 
+static void write_file(const char *path, const void *data, size_t len)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, len), (ssize_t)len);
+        close(fd);
+}
+
+/* Files of dir whose name starts with prefix. */
+static int count_prefixed(const char *dir, const char *prefix)
+{
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        int n = 0;
+
+        assert_non_null(d);
+        while ((de = readdir(d)))
+                n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+        closedir(d);
+        return n;
+}
+
+static void rm_dir(const char *dir)
+{
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        char f[512];
+
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
+                        unlink(f);
+                }
+        if (d)
+                closedir(d);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+static void test_store_damaged(void **state)
+{
+        char dir[] = "/tmp/cella-store-XXXXXX", path[128], wal[140], buf[4096];
+        struct cella_error err = {0};
+        struct store *st = NULL;
+        struct store_sandbox a = {
+                .name = "alpha",
+                .image = "default",
+                .instance_type = "lite",
+                .created_ms = 1,
+                .last_active_ms = 1,
+                .sleep_after_ms = 1000,
+        };
+        struct seen seen = {0};
+
+        (void)state;
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/cella.db", dir);
+        snprintf(wal, sizeof(wal), "%s-wal", path);
+
+        /* New: fresh. Reopened: not fresh, records kept. */
+        assert_int_equal(store_open(path, &st, &err), 0);
+        assert_true(store_is_fresh(st));
+        assert_int_equal(store_sandbox_save(st, &a, &err), 0);
+        store_close(st);
+        assert_int_equal(store_open(path, &st, &err), 0);
+        assert_false(store_is_fresh(st));
+        assert_int_equal(store_sandbox_foreach(st, collect, &seen, &err), 0);
+        assert_int_equal(seen.n, 1);
+        store_close(st);
+
+        /* Garbage: kept aside as it was, a new empty registry. */
+        memset(buf, 0x5a, sizeof(buf));
+        write_file(path, buf, sizeof(buf));
+        assert_int_equal(store_open(path, &st, &err), 0);
+        assert_true(store_is_fresh(st));
+        seen.n = 0;
+        assert_int_equal(store_sandbox_foreach(st, collect, &seen, &err), 0);
+        assert_int_equal(seen.n, 0);
+        assert_int_equal(count_prefixed(dir, "cella.db.corrupt-"), 1);
+        store_close(st);
+
+        /* A -wal without its database is kept aside, not replayed. */
+        unlink(path);
+        write_file(wal, buf, sizeof(buf));
+        assert_int_equal(store_open(path, &st, &err), 0);
+        assert_true(store_is_fresh(st));
+        assert_true(count_prefixed(dir, "cella.db.corrupt-") >= 2);
+        store_close(st);
+        rm_dir(dir);
+}
+
+static void test_identity(void **state)
+{
+        struct store_sandbox rec = {
+                .name = "web-1",
+                .slot = 7,
+                .image = "default",
+                .instance_type = "lite",
+                .env_json = "{\"SECRET\":\"x\"}",
+                .labels_json = "{\"a\":\"b\"}",
+                .created_ms = 1234,
+                .last_active_ms = 99,
+                .pid = 42,
+                .pid_start = 43,
+                .sleep_after_ms = 7200000,
+                .keep_alive = 1,
+                .default_session = 0,
+                .network = "outbound",
+                .network_allow_json = "[\"203.0.113.0/24:443\"]",
+        };
+        struct identity id;
+        char *text = identity_format(&rec);
+
+        (void)state;
+        assert_non_null(text);
+        assert_null(strstr(text, "SECRET")); /* env and labels stay in the registry */
+        assert_int_equal(identity_parse(text, strlen(text), &id), 0);
+        assert_string_equal(id.rec.name, "web-1");
+        assert_string_equal(id.rec.image, "default");
+        assert_string_equal(id.rec.instance_type, "lite");
+        assert_string_equal(id.rec.network, "outbound");
+        assert_string_equal(id.rec.network_allow_json, "[\"203.0.113.0/24:443\"]");
+        assert_string_equal(id.rec.env_json, "{}");
+        assert_int_equal(id.rec.created_ms, 1234);
+        assert_int_equal(id.rec.sleep_after_ms, 7200000);
+        assert_int_equal(id.rec.keep_alive, 1);
+        assert_int_equal(id.rec.default_session, 0);
+        assert_int_equal(id.rec.pid, 0);
+        free(text);
+
+        static const char *const bad[] = {
+                "",
+                "{}",
+                "[]",
+                "{\"name\":\"Bad Name\",\"image\":\"default\",\"instanceType\":\"lite\","
+                "\"createdMs\":1,\"network\":\"none\",\"networkAllow\":[],\"sleepAfterMs\":1,"
+                "\"keepAlive\":false,\"enableDefaultSession\":true}",
+                "{\"name\":\"ok\",\"image\":\"../x\",\"instanceType\":\"lite\","
+                "\"createdMs\":1,\"network\":\"none\",\"networkAllow\":[],\"sleepAfterMs\":1,"
+                "\"keepAlive\":false,\"enableDefaultSession\":true}",
+                "{\"name\":\"ok\",\"image\":\"default\",\"instanceType\":\"huge\","
+                "\"createdMs\":1,\"network\":\"none\",\"networkAllow\":[],\"sleepAfterMs\":1,"
+                "\"keepAlive\":false,\"enableDefaultSession\":true}",
+                "{\"name\":\"ok\",\"image\":\"default\",\"instanceType\":\"lite\","
+                "\"createdMs\":1,\"network\":\"all\",\"networkAllow\":[],\"sleepAfterMs\":1,"
+                "\"keepAlive\":false,\"enableDefaultSession\":true}",
+                "{\"name\":\"ok\",\"image\":\"default\",\"instanceType\":\"lite\","
+                "\"createdMs\":1,\"network\":\"none\",\"networkAllow\":[1],\"sleepAfterMs\":1,"
+                "\"keepAlive\":false,\"enableDefaultSession\":true}",
+                "{\"name\":\"pool-3\",\"image\":\"default\",\"instanceType\":\"lite\","
+                "\"createdMs\":1,\"network\":\"none\",\"networkAllow\":[],\"sleepAfterMs\":1,"
+                "\"keepAlive\":false,\"enableDefaultSession\":true}",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(identity_parse(bad[i], strlen(bad[i]), &id), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_store_roundtrip),
                 cmocka_unit_test(test_store_open_failure),
+                cmocka_unit_test(test_store_damaged),
+                cmocka_unit_test(test_identity),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

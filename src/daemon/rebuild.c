@@ -1,0 +1,359 @@
+/* Identity files and the registry rebuilt from them (rebuild.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/macros.h"
+#include "common/name.h"
+#include "common/timeutil.h"
+#include "daemon/instance-type.h"
+#include "daemon/rebuild.h"
+
+char *identity_format(const struct store_sandbox *rec)
+{
+        json_t *allow =
+                json_loads(rec->network_allow_json ? rec->network_allow_json : "[]", 0, NULL);
+        json_t *o;
+        char *text;
+
+        if (!json_is_array(allow)) {
+                json_decref(allow);
+                allow = json_array();
+        }
+        o = json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:I, s:b, s:b}", "name", rec->name, "image",
+                      rec->image, "instanceType", rec->instance_type, "createdMs",
+                      (json_int_t)rec->created_ms, "network", rec->network ? rec->network : "none",
+                      "networkAllow", allow, "sleepAfterMs", (json_int_t)rec->sleep_after_ms,
+                      "keepAlive", rec->keep_alive != 0, "enableDefaultSession",
+                      rec->default_session != 0);
+        if (!o)
+                return NULL;
+        text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(o);
+        return text;
+}
+
+static bool is_image_name(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n >= 64 || s[0] == '.')
+                return false;
+        for (; *s; s++)
+                if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '-' ||
+                      *s == '_' || *s == '.'))
+                        return false;
+        return true;
+}
+
+int identity_parse(const char *text, size_t len, struct identity *ret)
+{
+        struct identity id = {0};
+        const char *name = NULL, *image = NULL, *itype = NULL, *network = NULL;
+        json_int_t created = 0, sleep_after = 0;
+        int keep_alive = 0, default_session = 1;
+        json_t *o, *allow = NULL, *v;
+        char *allow_text = NULL;
+        int r = -EINVAL;
+        size_t i;
+
+        if (len > IDENTITY_MAX)
+                return -EINVAL;
+        o = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+        if (!o ||
+            json_unpack(o, "{s:s, s:s, s:s, s:I, s:s, s:o, s:I, s:b, s:b}", "name", &name, "image",
+                        &image, "instanceType", &itype, "createdMs", &created, "network", &network,
+                        "networkAllow", &allow, "sleepAfterMs", &sleep_after, "keepAlive",
+                        &keep_alive, "enableDefaultSession", &default_session) < 0)
+                goto out;
+        if (sandbox_name_check(name, strlen(name), false, id.name, NULL) < 0 ||
+            sandbox_name_is_reserved(name) || !is_image_name(image) || !instance_type_find(itype) ||
+            (strcmp(network, "none") != 0 && strcmp(network, "outbound") != 0) ||
+            !json_is_array(allow) || json_array_size(allow) > CELLA_NETWORK_ALLOW_MAX ||
+            created < 0 || sleep_after <= 0)
+                goto out;
+        json_array_foreach(allow, i, v)
+        {
+                if (!json_is_string(v))
+                        goto out;
+        }
+        allow_text = json_dumps(allow, JSON_COMPACT);
+        if (!allow_text || strlen(allow_text) >= sizeof(id.network_allow) ||
+            strlen(itype) >= sizeof(id.instance_type))
+                goto out;
+        snprintf(id.image, sizeof(id.image), "%s", image);
+        snprintf(id.instance_type, sizeof(id.instance_type), "%s", itype);
+        snprintf(id.network, sizeof(id.network), "%s", network);
+        snprintf(id.network_allow, sizeof(id.network_allow), "%s", allow_text);
+        *ret = id;
+        ret->rec = (struct store_sandbox){
+                .name = ret->name,
+                .image = ret->image,
+                .instance_type = ret->instance_type,
+                .env_json = "{}",
+                .labels_json = "{}",
+                .created_ms = created,
+                .sleep_after_ms = sleep_after,
+                .keep_alive = keep_alive != 0,
+                .default_session = default_session != 0,
+                .network = ret->network,
+                .network_allow_json = ret->network_allow,
+        };
+        r = 0;
+out:
+        free(allow_text);
+        json_decref(o);
+        return r;
+}
+
+int identity_write(const char *dir, const char *text, struct cella_error *err)
+{
+        char tmp[CELLA_PATH_MAX + 32], path[CELLA_PATH_MAX + 32];
+        size_t len = strlen(text), off = 0;
+        int fd, r = 0;
+
+        if (snprintf(path, sizeof(path), "%s/" IDENTITY_FILE, dir) >= (int)sizeof(path) ||
+            snprintf(tmp, sizeof(tmp), "%s/." IDENTITY_FILE ".tmp", dir) >= (int)sizeof(tmp))
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                r = -errno;
+        while (r == 0 && off < len) {
+                ssize_t n = write(fd, text + off, len - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        r = -errno;
+                else
+                        off += (size_t)n;
+        }
+        if (fd >= 0 && close(fd) < 0 && r == 0)
+                r = -errno;
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlink(tmp);
+                if (r == -ENOSPC || r == -EDQUOT)
+                        return cella_error_set(err, CELLA_E_INSUFFICIENT_STORAGE,
+                                               "the data directory is full: write %s: %s", path,
+                                               strerror(-r));
+                return cella_error_errno(err, r, "write %s", path);
+        }
+        return 0;
+}
+
+int64_t proc_start_time(pid_t pid)
+{
+        char path[64], buf[1024];
+        const char *p;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        n = read(fd, buf, sizeof(buf) - 1);
+        close(fd);
+        if (n <= 0)
+                return -1;
+        buf[n] = '\0';
+        p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+        if (!p)
+                return -1;
+        for (int field = 2; field < 22 && p; field++)
+                p = strchr(p + 1, ' ');
+        return p ? strtoll(p + 1, NULL, 10) : -1;
+}
+
+/* Read a small file into buf (NUL-terminated); returns its length or -errno. */
+static ssize_t read_small(const char *path, char *buf, size_t size)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        size_t off = 0;
+
+        if (fd < 0)
+                return -errno;
+        while (off < size - 1) {
+                ssize_t n = read(fd, buf + off, size - 1 - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                off += (size_t)n;
+        }
+        buf[off] = '\0';
+        return (ssize_t)off;
+}
+
+bool identity_is(const char *dir, const char *text)
+{
+        char path[CELLA_PATH_MAX + 32], buf[IDENTITY_MAX + 1];
+
+        if (snprintf(path, sizeof(path), "%s/" IDENTITY_FILE, dir) >= (int)sizeof(path))
+                return false;
+        return read_small(path, buf, sizeof(buf)) >= 0 && strcmp(buf, text) == 0;
+}
+
+/* The slot of the cgroup path (the v2 line "0::PATH" of /proc/PID/cgroup) when it is
+ * <anything>/<cgname>/s<slot>[/...], else -1. */
+static int cgroup_slot(const char *line, const char *cgname)
+{
+        size_t cl = strlen(cgname);
+        unsigned slot;
+
+        for (const char *p = strchr(line, '/'); p; p = strchr(p + 1, '/')) {
+                const char *id = p + 1 + cl + 1, *end;
+
+                if (strncmp(p + 1, cgname, cl) != 0 || p[1 + cl] != '/')
+                        continue;
+                end = strchr(id, '/');
+                if (!end)
+                        end = id + strlen(id);
+                if (slot_id_parse(id, (size_t)(end - id), CELLA_UID_SLOTS, &slot) == 0)
+                        return (int)slot;
+        }
+        return -1;
+}
+
+/* Is pid the first process of a pid namespace one level below ours ("NSpid: N 1")? A
+ * sandbox's own nested namespaces have three or more levels. */
+static bool is_ns_init(pid_t pid)
+{
+        char path[64], buf[4096], *p, *end;
+        int fields = 0;
+        long last = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+        if (read_small(path, buf, sizeof(buf)) < 0)
+                return false;
+        p = strstr(buf, "\nNSpid:");
+        if (!p)
+                return false;
+        p += 7;
+        for (;;) {
+                long v = strtol(p, &end, 10);
+                if (end == p)
+                        break;
+                fields++;
+                last = v;
+                p = end;
+        }
+        return fields == 2 && last == 1;
+}
+
+/* pids[slot] = the host pid of the PID 1 in cgroup <cgname>/s<slot>, for every slot. */
+static void find_pid1s(const char *cgname, pid_t *pids)
+{
+        char path[64], buf[4096];
+        struct dirent *de;
+        DIR *d = opendir("/proc");
+
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                char *end, *line;
+                long pid = strtol(de->d_name, &end, 10);
+                int slot;
+
+                if (end == de->d_name || *end || pid <= 1)
+                        continue;
+                snprintf(path, sizeof(path), "/proc/%ld/cgroup", pid);
+                if (read_small(path, buf, sizeof(buf)) < 0)
+                        continue;
+                line = strstr(buf, "0::");
+                while (line && line != buf && line[-1] != '\n')
+                        line = strstr(line + 1, "0::");
+                if (!line)
+                        continue;
+                end = strchr(line, '\n');
+                if (end)
+                        *end = '\0';
+                slot = cgroup_slot(line + 3, cgname);
+                if (slot >= 0 && !pids[slot] && is_ns_init((pid_t)pid))
+                        pids[slot] = (pid_t)pid;
+        }
+        closedir(d);
+}
+
+int rebuild_registry(struct store *st, const char *data_dir, const char *cgroup_name,
+                     struct rebuild_result *ret, struct cella_error *err)
+{
+        uint64_t t0 = time_mono_us();
+        struct rebuild_result res = {0};
+        char path[CELLA_PATH_MAX], file[CELLA_PATH_MAX + 300];
+        _cleanup_free_ pid_t *pids = NULL;
+        _cleanup_free_ char *names = NULL; /* names[slot * (CELLA_NAME_MAX + 1)] */
+        _cleanup_free_ struct identity *id = NULL;
+        struct dirent *de;
+        DIR *d;
+        int r = 0;
+
+        if (store_meta_set(st, "layout", "slot", err) < 0)
+                return -1;
+        pids = calloc(CELLA_UID_SLOTS, sizeof(*pids));
+        names = calloc(CELLA_UID_SLOTS, CELLA_NAME_MAX + 1);
+        id = malloc(sizeof(*id));
+        if (!pids || !names || !id)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        snprintf(path, sizeof(path), "%s/sandboxes", data_dir);
+        d = opendir(path);
+        if (!d) {
+                *ret = res;
+                return 0;
+        }
+        find_pid1s(cgroup_name, pids);
+        while (r == 0 && (de = readdir(d))) {
+                char text[IDENTITY_MAX + 1];
+                unsigned slot;
+                ssize_t n;
+                bool dup = false;
+
+                if (slot_id_parse(de->d_name, strlen(de->d_name), CELLA_UID_SLOTS, &slot) < 0)
+                        continue;
+                snprintf(file, sizeof(file), "%s/%s/" IDENTITY_FILE, path, de->d_name);
+                n = read_small(file, text, sizeof(text));
+                if (n < 0 || identity_parse(text, (size_t)n, id) < 0) {
+                        log_info("registry: %s/%s has no valid identity file (%s): a warm-pool "
+                                 "sandbox or unknown, left to the sweep",
+                                 path, de->d_name, n < 0 ? strerror((int)-n) : "invalid");
+                        res.skipped++;
+                        continue;
+                }
+                for (unsigned i = 0; i < CELLA_UID_SLOTS && !dup; i++)
+                        dup = strcmp(names + (size_t)i * (CELLA_NAME_MAX + 1), id->name) == 0;
+                if (dup) {
+                        log_error("registry: %s/%s names sandbox '%s' again: skipped", path,
+                                  de->d_name, id->name);
+                        res.skipped++;
+                        continue;
+                }
+                snprintf(names + (size_t)slot * (CELLA_NAME_MAX + 1), CELLA_NAME_MAX + 1, "%s",
+                         id->name);
+                id->rec.slot = slot;
+                id->rec.last_active_ms = time_now_ms();
+                if (pids[slot]) {
+                        id->rec.pid = pids[slot];
+                        id->rec.pid_start = proc_start_time(pids[slot]);
+                        if (id->rec.pid_start > 0)
+                                res.running++;
+                }
+                log_info("registry: sandbox '%s' rebuilt from %s/%s (%s)", id->name, path,
+                         de->d_name, id->rec.pid_start > 0 ? "running" : "not running");
+                r = store_sandbox_save(st, &id->rec, err);
+                if (r == 0)
+                        res.found++;
+        }
+        closedir(d);
+        res.duration_ms = (double)(time_mono_us() - t0) / 1000.0;
+        *ret = res;
+        return r;
+}

@@ -1,0 +1,47 @@
+/* Fuzz the identity file parser (src/daemon/rebuild.h): the input is a file's text, as
+ * read from a sandbox directory. Invariants: success gives a valid sandbox name, a known
+ * instance type, network "none" or "outbound", a positive sleepAfter and env/labels "{}";
+ * formatting the parsed record and parsing that again gives the same record (the file
+ * cellad writes is a fixed point); failure is -EINVAL. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/name.h"
+#include "daemon/instance-type.h"
+#include "daemon/rebuild.h"
+#include "fuzz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        static struct identity a, b;
+        char name[CELLA_NAME_MAX + 1];
+        char *text;
+        int r;
+
+        r = identity_parse((const char *)data, size, &a);
+        if (r < 0) {
+                FUZZ_CHECK(r == -EINVAL);
+                return 0;
+        }
+        FUZZ_CHECK(sandbox_name_check(a.rec.name, strlen(a.rec.name), false, name, NULL) == 0);
+        FUZZ_CHECK(instance_type_find(a.rec.instance_type) != NULL);
+        FUZZ_CHECK(strcmp(a.rec.network, "none") == 0 || strcmp(a.rec.network, "outbound") == 0);
+        FUZZ_CHECK(a.rec.sleep_after_ms > 0 && a.rec.created_ms >= 0);
+        FUZZ_CHECK(strcmp(a.rec.env_json, "{}") == 0 && strcmp(a.rec.labels_json, "{}") == 0);
+        FUZZ_CHECK(a.rec.pid == 0 && a.rec.pid_start == 0);
+        text = identity_format(&a.rec);
+        if (!text)
+                return 0; /* out of memory */
+        FUZZ_CHECK(identity_parse(text, strlen(text), &b) == 0);
+        FUZZ_CHECK(strcmp(a.name, b.name) == 0 && strcmp(a.image, b.image) == 0);
+        FUZZ_CHECK(strcmp(a.instance_type, b.instance_type) == 0);
+        FUZZ_CHECK(strcmp(a.network, b.network) == 0);
+        FUZZ_CHECK(strcmp(a.network_allow, b.network_allow) == 0);
+        FUZZ_CHECK(a.rec.created_ms == b.rec.created_ms);
+        FUZZ_CHECK(a.rec.sleep_after_ms == b.rec.sleep_after_ms);
+        FUZZ_CHECK(a.rec.keep_alive == b.rec.keep_alive);
+        FUZZ_CHECK(a.rec.default_session == b.rec.default_session);
+        free(text);
+        return 0;
+}
