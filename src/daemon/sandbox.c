@@ -543,8 +543,9 @@ static uint64_t new_disk_bytes(const struct sandbox_table *t, const char *itype)
 }
 
 /* May a sandbox with a new disk of `more` bytes be made? Past the overcommit ratio it is
- * refused (NO_SPACE) under the refuse policy; under warn, and for what is already
- * promised, the crossing is logged once. */
+ * refused under the refuse policy (INSUFFICIENT_STORAGE: the host's storage runs short,
+ * not a sandbox's own disk); under warn, and for what is already promised, the crossing
+ * is logged once. */
 static int disk_admit(struct sandbox_table *t, uint64_t more, struct cella_error *err)
 {
         uint64_t size = 0, avail = 0, promised = disk_promised(t);
@@ -564,7 +565,7 @@ static int disk_admit(struct sandbox_table *t, uint64_t more, struct cella_error
                 return 0;
         }
         if (more && t->disk_overcommit_refuse)
-                return cella_error_set(err, CELLA_E_NO_SPACE,
+                return cella_error_set(err, CELLA_E_INSUFFICIENT_STORAGE,
                                        "disk overcommit: sandboxes hold %.1f GiB of disk and a new "
                                        "one needs %.1f GiB; more than %.2f x the data dir's %.1f "
                                        "GiB (--disk-overcommit, --disk-overcommit-policy)",

@@ -2,7 +2,7 @@
 # Disk promised beyond the host (decision 0036): sandbox disks are sparse images, so the
 # daemon counts each image's full size as promised, sets the sum against the size of the
 # data dir's filesystem and, past --disk-overcommit (a ratio), warns or refuses new
-# sandboxes (507 NO_SPACE) under --disk-overcommit-policy. The ratio is chosen here so
+# sandboxes (507 INSUFFICIENT_STORAGE) under --disk-overcommit-policy. The ratio is chosen here so
 # that two 64 MiB disks fit and a third does not, whatever the size of the filesystem
 # the test's data dir is on. /v1/health reports the figures; cellad --check the policy.
 . "$(dirname "$0")/lib.sh"
@@ -59,10 +59,10 @@ expect_status 200
 api GET /v1/health >/dev/null
 assert_eq $((2 * MIB64)) "$(body .disk.promisedBytes)" "promisedBytes of two sandboxes"
 api_json PUT "/v1/sandboxes/$C" '{}'
-expect_status 507 NO_SPACE
+expect_status 507 INSUFFICIENT_STORAGE
 assert_contains "$(body .message)" "--disk-overcommit" "the refusal names the option"
 api_json POST "/v1/sandboxes/$C/exec" '{"command":"echo no"}'
-expect_status 507 NO_SPACE
+expect_status 507 INSUFFICIENT_STORAGE
 api GET /v1/sandboxes >/dev/null
 assert_eq 2 "$(body '.sandboxes | length')" "sandboxes after the refusals"
 assert_eq 0 "$(grep -c "sandbox '$C'" "$CELLAD_LOG" || true)" "log lines of a sandbox that was refused"
@@ -77,7 +77,7 @@ start_cellad "${ARGS[@]}" --disk-overcommit-policy refuse
 api GET /v1/health >/dev/null
 assert_eq $((2 * MIB64)) "$(body .disk.promisedBytes)" "promisedBytes after the restart"
 api_json PUT "/v1/sandboxes/$C" '{}'
-expect_status 507 NO_SPACE
+expect_status 507 INSUFFICIENT_STORAGE
 
 info "destroying one makes room"
 api DELETE "/v1/sandboxes/$A" >/dev/null
