@@ -122,6 +122,9 @@ struct spawn_request {
          * fd 4 writes what the agent reads from ret->ev (docs/decisions/0021). */
         const char *exe;
         char *const *argv;
+        /* Its stdin instead of /dev/null: this text, from a memfd of its own (a runner's
+         * source, so that it appears in no argv). */
+        const char *stdin_text;
         /* A terminal's interactive shell instead: `bash -i` (`sh -i`) with tty_fd (a pty's
          * slave) as stdin, stdout, stderr and controlling terminal (command unused; out,
          * err and in are -EBADF). */

@@ -6,8 +6,9 @@
  * period, milliseconds on a quiet host; fork and that write where clone3 is missing); the
  * child resets all dispositions and the mask, starts a new session (its own process
  * group), takes /dev/null as stdin and the two pipes as stdout/stderr, changes directory
- * and execs `bash -c command` (or `sh -c` where bash is missing), a session's shell, or a
- * terminal's `bash -i` on a pty that it makes its controlling terminal. Between fork and exec it does only
+ * and execs `bash -c command` (or `sh -c` where bash is missing), a session's shell, a
+ * terminal's `bash -i` on a pty that it makes its controlling terminal, or an interpreter
+ * runner that reads its source from stdin (a memfd). Between fork and exec it does only
  * async-signal-safe work and reports a failure as a {step, errno} record on a close-on-exec
  * pipe, which the parent reads: EOF there means the exec happened. */
 #include <errno.h>
@@ -190,18 +191,18 @@ static void env_overlay(char **env, size_t *n, char *const *kvs, size_t nkv)
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
 
-static int command_memfd(const char *command)
+/* A memfd holding head then text, its offset at 0 (close-on-exec). */
+static int text_memfd(const char *name, const char *head, const char *text)
 {
-        static const char head[] = "exec " STRINGIFY(SCRIPT_FD) "<&-\n";
-        size_t len = strlen(command), off = 0;
-        int fd = memfd_create("cella-command", MFD_CLOEXEC), err;
+        size_t hlen = strlen(head), len = strlen(text), off = 0;
+        int fd = memfd_create(name, MFD_CLOEXEC), err;
 
         if (fd < 0)
                 return -errno;
-        if (write(fd, head, sizeof(head) - 1) != (ssize_t)(sizeof(head) - 1))
+        if (hlen && write(fd, head, hlen) != (ssize_t)hlen)
                 goto fail;
         while (off < len) {
-                ssize_t n = write(fd, command + off, len - off);
+                ssize_t n = write(fd, text + off, len - off);
 
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -216,6 +217,11 @@ fail:
         err = errno ? errno : EIO;
         close(fd);
         return -err;
+}
+
+static int command_memfd(const char *command)
+{
+        return text_memfd("cella-command", "exec " STRINGIFY(SCRIPT_FD) "<&-\n", command);
 }
 
 /* The child between fork and exec: async-signal-safe calls only. */
@@ -290,6 +296,7 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         int failp[2] = {-EBADF, -EBADF}, inp[2] = {-EBADF, -EBADF};
         int evp[2] = {-EBADF, -EBADF}, runner[2] = {-1, -1};
         _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF, scriptfd = -EBADF, cgfd = -EBADF;
+        _cleanup_close_ int stdinfd = -EBADF;
         char hostname[256] = "localhost";
         char *base[5] = {NULL};
         char **envp = NULL;
@@ -364,6 +371,14 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         env_overlay(envp, &nenv, sr->env, sr->n_env);
         envp[nenv] = NULL;
 
+        if (sr->stdin_text) {
+                stdinfd = text_memfd("cella-stdin", "", sr->stdin_text);
+                if (stdinfd < 0) {
+                        r = stdinfd;
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "stdin: %s", strerror(-r));
+                        goto out;
+                }
+        }
         nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nullfd < 0 || (!sr->terminal && pipe2(outp, O_CLOEXEC) < 0) ||
             (!sr->session_shell && !sr->terminal && pipe2(errp, O_CLOEXEC) < 0) ||
@@ -413,9 +428,12 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
                         runner[0] = inp[0];
                         runner[1] = evp[1];
                 }
-                run_child(failp[1], sr->session_shell ? inp[0] : nullfd, outp[1],
-                          sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, runner, false,
-                          sr->cwd, shell, sr->exe ? sr->argv : argv, envp);
+                run_child(failp[1],
+                          sr->session_shell ? inp[0]
+                          : stdinfd >= 0    ? stdinfd
+                                            : nullfd,
+                          outp[1], sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, runner,
+                          false, sr->cwd, shell, sr->exe ? sr->argv : argv, envp);
         }
         close_fd(&failp[1]);
         close_fd(&outp[1]);
