@@ -1,10 +1,13 @@
 /* Sessions: persistent shells (see session.h for the model).
  *
- * Files of session n live in RUN_DIR/sessions/s<n>/ (cella-init --run-dir, default /run/cella): per command k the script c<k> the shell
- * sources and the FIFOs o<k> and e<k> its output goes to. The agent opens each FIFO's read
- * end and also a write end of its own before the shell gets the command, so that the read
- * end does not see EOF before the shell has opened it; the agent's write ends are closed
- * when the command's status arrives, and EOF then means every writer is done.
+ * Files of session n live in RUN_DIR/sessions/s<n>/ (cella-init --run-dir, default
+ * /run/cella): per command k the script c<k> the shell sources and the FIFOs o<k> and e<k>
+ * its output goes to. The agent opens each FIFO's read end and also a write end of its own
+ * before the shell gets the command, so that the read end does not see EOF before the shell
+ * has opened it; the agent's write ends are closed when the command's status arrives, and
+ * EOF then means every writer is done. A command's stderr goes through a name filter
+ * (name-filter.h): bash names the script file in its messages, and the user sees "bash"
+ * there instead of the agent's path.
  *
  * The line written to the shell's stdin for command k of a session with nonce N is
  *     { . DIR/ck; } </dev/null >DIR/ok 2>DIR/ek; builtin printf '%s\n' "N:k $?"
@@ -32,6 +35,7 @@
 
 #include "common/fsutil.h"
 #include "agent/agent.h"
+#include "agent/name-filter.h"
 #include "agent/session.h"
 #include "common/buf.h"
 #include "common/limits.h"
@@ -78,7 +82,11 @@ struct job {
         uv_timer_t timer; /* timeout, then the grace before the shell is killed */
         uv_timer_t grace; /* output after the status */
         unsigned open_handles;
+        /* stderr through the filter that names the script "bash" (name-filter.h) */
+        bool filtering;
+        struct name_filter nf;
         char rbuf[CELLA_FRAME_DATA_CHUNK];
+        char fbuf[CELLA_FRAME_DATA_CHUNK + sizeof(((struct name_filter *)0)->held)];
 };
 
 struct session {
@@ -768,7 +776,26 @@ static void on_out_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
         (void)suggested;
         if (j->s.conn && j->s.send_credit < n)
                 n = (size_t)j->s.send_credit;
+        if (j->s.conn && j->filtering && h == (uv_handle_t *)&j->out[1]) {
+                /* what the filter holds goes out with the next read: credit for both */
+                size_t held = name_filter_held(&j->nf);
+
+                n = n > held ? n - held : 0;
+        }
         *ret = uv_buf_init(j->rbuf, (unsigned)n);
+}
+
+/* Send output of stream i (1: stderr through the name filter, if any). */
+static void job_send(struct job *j, int i, const char *data, size_t n)
+{
+        if (i == 1 && j->filtering) {
+                n = name_filter_feed(&j->nf, data, n, j->fbuf);
+                data = j->fbuf;
+        }
+        if (n == 0 || !j->s.conn)
+                return;
+        stream_send(&j->s, i == 0 ? FRAME_STDOUT : FRAME_STDERR, data, n);
+        j->s.send_credit -= n < j->s.send_credit ? (uint64_t)n : j->s.send_credit;
 }
 
 static void on_out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
@@ -781,6 +808,15 @@ static void on_out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
                 return;
         }
         if (n < 0) {
+                if (i == 1 && j->filtering && j->s.conn) {
+                        size_t k = name_filter_flush(&j->nf, j->fbuf);
+
+                        if (k > 0) {
+                                stream_send(&j->s, FRAME_STDERR, j->fbuf, k);
+                                j->s.send_credit -=
+                                        k < j->s.send_credit ? (uint64_t)k : j->s.send_credit;
+                        }
+                }
                 job_close_pipe(j, i);
                 if ((j->got_status || j->shell_exited) && j->out_eof[0] && j->out_eof[1])
                         job_finish(j);
@@ -788,10 +824,7 @@ static void on_out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         }
         if (n == 0)
                 return;
-        if (j->s.conn) {
-                stream_send(&j->s, i == 0 ? FRAME_STDOUT : FRAME_STDERR, b->base, (size_t)n);
-                j->s.send_credit -= (uint64_t)n;
-        }
+        job_send(j, i, b->base, (size_t)n);
         if (!job_may_read(j))
                 job_pause(j);
 }
@@ -986,6 +1019,13 @@ static void job_start(struct job *j)
                 goto fail;
         if (j->streamed && job_open_fifos(j, &err) < 0)
                 goto fail;
+        if (j->streamed) {
+                /* bash names the sourced file in its messages: "bash" instead */
+                char prefix[224];
+
+                snprintf(prefix, sizeof(prefix), "%s/c", sess->dir);
+                j->filtering = name_filter_init(&j->nf, prefix, sess->is_bash ? "bash" : "sh") == 0;
+        }
         snprintf(path, sizeof(path), "%s/c%u", sess->dir, j->seq);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno == ENOENT && fs_mkdir_p(sess->dir, 0700) == 0)

@@ -143,6 +143,38 @@ sxs "$S" slow 'while :; do :; done' 500
 expect_status 408 COMMAND_TIMEOUT
 assert_eq "/srv yes" "$(ins "$S" slow 'echo $(pwd) $KEEP')" "a builtin loop is stopped, the shell kept"
 
+info "bash's messages name no file of the agent's (timed out, killed, syntax error, not found)"
+for sid in default msgs; do
+        sxs "$S" $sid 'sleep 10' 500
+        expect_status 408 COMMAND_TIMEOUT
+        assert_not_contains "$(body)" /run/cella "timed-out command's answer ($sid)"
+        sxs "$S" $sid 'if'
+        assert_contains "$(body .stderr)" "syntax error" "syntax error reported ($sid)"
+        assert_contains "$(body .stderr)" "bash: line " "syntax error names bash ($sid)"
+        assert_not_contains "$(body)" /run/cella "syntax error's answer ($sid)"
+        sxs "$S" $sid 'bash -c "kill -KILL \$\$"; echo after'
+        expect_status 200
+        assert_contains "$(body .stderr)" "Killed" "a killed child reported ($sid)"
+        assert_contains "$(body .stderr)" "bash: line 1: " "its message names bash ($sid)"
+        assert_not_contains "$(body)" /run/cella "killed child's answer ($sid)"
+        sxs "$S" $sid 'no-such-command-here'
+        assert_eq "bash: line 1: no-such-command-here: command not found" \
+                "$(body .stderr | tr -d '\n')" "command not found ($sid)"
+        # a function defined by one command and failing in another
+        sxs "$S" $sid 'fails() { no-such-command-either; }'
+        sxs "$S" $sid 'fails'
+        assert_not_contains "$(body)" /run/cella "a function's message ($sid)"
+        assert_contains "$(body .stderr)" "bash: line 1: no-such-command-either" "function ($sid)"
+        # streamed too: the SSE events carry no path either
+        req=$(jq -cn --arg c 'if' --arg s "$sid" '{command:$c, sessionId:$s}')
+        out=$(curl -sN -H 'Content-Type: application/json' -H 'Accept: text/event-stream' \
+                --data-binary "$req" \
+                "$CELLA_URL/v1/sandboxes/$S/exec")
+        assert_contains "$out" "syntax error" "streamed syntax error ($sid)"
+        assert_not_contains "$out" /run/cella "streamed syntax error ($sid)"
+        api_json POST "/v1/sandboxes/$S/sessions" '{"id":"msgs"}'
+done
+
 info "delete: kills the shell and what it started; later calls are 404"
 ins "$S" "$gen" 'sleep 302 >/dev/null 2>&1 & echo started' >/dev/null
 api DELETE "/v1/sandboxes/$S/sessions/$gen" >/dev/null
