@@ -633,12 +633,16 @@ static void interp_maybe_free(struct interp *it)
 
 static void kill_runner(struct interp *it)
 {
-        if (it->cgroup)
-                agent_cgroup_signal(it->cgroup, SIGKILL);
-        if (it->pid > 0 && !it->reaped) {
-                kill(-it->pid, SIGKILL);
+        bool alive = it->pid > 0 && !it->reaped;
+        struct kill_target t = {
+                .cgroup = it->cgroup,
+                .pgid = alive ? it->pid : 0,
+                .root = alive && !it->cgroup ? it->pid : 0,
+        };
+
+        agent_kill_tree(&t);
+        if (alive)
                 kill(it->pid, SIGKILL);
-        }
 }
 
 static void close_handles(struct interp *it)

@@ -11,6 +11,7 @@
  * runner that reads its source from stdin (a memfd). Between fork and exec it does only
  * async-signal-safe work and reports a failure as a {step, errno} record on a close-on-exec
  * pipe, which the parent reads: EOF there means the exec happened. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -63,12 +64,34 @@ void agent_add_dead_cgroup(struct agent *a, const char *path)
         a->dead_cgroups[a->n_dead_cgroups++] = copy;
 }
 
+/* rmdir path after its sub-cgroups (a command may make its own): 0 or -errno. */
+static int cgroup_rmdir_tree(const char *path, int depth)
+{
+        DIR *d;
+        struct dirent *de;
+
+        if (rmdir(path) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EBUSY || depth >= 8 || !(d = opendir(path)))
+                return -errno;
+        while ((de = readdir(d))) {
+                char sub[CELLA_PATH_MAX];
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+                (void)cgroup_rmdir_tree(sub, depth + 1);
+        }
+        closedir(d);
+        return rmdir(path) == 0 || errno == ENOENT ? 0 : -errno;
+}
+
 void exec_reap_cgroups(struct agent *a)
 {
         size_t i = 0;
 
         while (i < a->n_dead_cgroups) {
-                if (rmdir(a->dead_cgroups[i]) == 0 || errno == ENOENT) {
+                if (cgroup_rmdir_tree(a->dead_cgroups[i], 0) == 0) {
                         free(a->dead_cgroups[i]);
                         a->dead_cgroups[i] = a->dead_cgroups[--a->n_dead_cgroups];
                 } else {
@@ -79,25 +102,8 @@ void exec_reap_cgroups(struct agent *a)
 
 void agent_cgroup_remove(struct agent *a, const char *path)
 {
-        if (rmdir(path) < 0 && errno != ENOENT)
+        if (cgroup_rmdir_tree(path, 0) < 0)
                 agent_add_dead_cgroup(a, path);
-}
-
-static int write_file(const char *path, const char *text)
-{
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        ssize_t n;
-
-        if (fd < 0)
-                return -errno;
-        n = write(fd, text, strlen(text));
-        if (n < 0) {
-                n = -errno;
-                close(fd);
-                return (int)n;
-        }
-        close(fd);
-        return 0;
 }
 
 char *agent_cgroup_make(struct agent *a, const char *name)
@@ -123,14 +129,8 @@ int agent_cgroup_signal(const char *cgroup, int sig)
         int n = 0;
         FILE *f;
 
-        if (sig == SIGKILL) {
-                snprintf(path, sizeof(path), "%s/cgroup.kill", cgroup);
-                if (write_file(path, "1") == 0)
-                        return 1;
-        }
-        /* Kernels before 5.14 (no cgroup.kill) and other signals: every pid in it. A
-         * process forking while we read may escape one round; callers that must end the
-         * tree escalate to SIGKILL and repeat. */
+        /* Every pid in it. A process forking while we read may escape; callers that must
+         * end the tree escalate to agent_kill_tree. */
         snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
         f = fopen(path, "re");
         if (!f)

@@ -255,6 +255,62 @@ set -e
 assert_eq 1 "$rc" "removing it again fails"
 assert_contains "$(cat "$IT_TMP/err")" SESSION_NOT_FOUND "CLI error code"
 
+info "a timeout, a client gone and a cellad killed stop the command, not what earlier commands left running"
+api_json POST "/v1/sandboxes/$S/sessions" '{"id":"bg"}'
+expect_status 201
+# a server as a background job of the shell, and a sleep orphaned by a subshell
+ins "$S" bg 'cd /tmp && python3 -m http.server 8765 >/dev/null 2>&1 & echo $! >/tmp/srv.pid
+(sleep 1000 >/dev/null 2>&1 & echo $! >/tmp/sl.pid)' >/dev/null
+# alive: both pids live and the server answers (it may still be starting the first time)
+alive() {
+        run_in "$S" 'for i in $(seq 1 50); do
+                if python3 -c "import urllib.request as u; u.urlopen(\"http://127.0.0.1:8765/\", timeout=2)" 2>/dev/null; then break; fi
+                sleep 0.1
+        done
+        kill -0 $(cat /tmp/srv.pid) && kill -0 $(cat /tmp/sl.pid) &&
+        python3 -c "import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:8765/\", timeout=5).status)"' 2>/dev/null || true
+}
+# gone PATTERN: no process of the sandbox runs the command line PATTERN (10 s at most)
+gone() {
+        local i left=
+        for i in $(seq 1 100); do
+                left=$(run_in "$S" "ps -eo args= | grep -x '$1' || true")
+                [ -z "$left" ] && return 0
+                sleep 0.1
+        done
+        fail "still running: $left"
+}
+assert_eq 200 "$(alive)" "background jobs before"
+sxs "$S" bg 'sleep 5; echo never' 500
+expect_status 408 COMMAND_TIMEOUT
+gone "sleep 5"
+assert_eq 200 "$(alive)" "background jobs after a timeout"
+req=$(jq -cn '{command:"sleep 30", sessionId:"bg"}')
+curl -sN --max-time 1 -H 'Content-Type: application/json' -H 'Accept: text/event-stream' \
+        --data-binary "$req" "$CELLA_URL/v1/sandboxes/$S/exec" >/dev/null 2>&1 || true
+gone "sleep 30"
+assert_eq 200 "$(alive)" "background jobs after the client went away"
+req=$(jq -cn '{command:"sleep 31", sessionId:"bg"}')
+curl -sN -H 'Content-Type: application/json' -H 'Accept: text/event-stream' \
+        --data-binary "$req" "$CELLA_URL/v1/sandboxes/$S/exec" >/dev/null 2>&1 &
+streamer=$!
+for i in $(seq 1 50); do
+        [ -n "$(run_in "$S" "ps -eo args= | grep -x 'sleep 31' || true")" ] && break
+        sleep 0.1
+done
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+wait "$streamer" 2>/dev/null || true
+start_cellad
+gone "sleep 31"
+assert_eq 200 "$(alive)" "background jobs after cellad was killed"
+assert_eq ok "$(ins "$S" bg 'echo ok')" "the session after all three"
+api DELETE "/v1/sandboxes/$S/sessions/bg" >/dev/null
+expect_status 200
+gone "python3 -m http.server 8765"
+gone "sleep 1000"
+
 info "sessions outlive a cellad SIGKILL"
 ins "$S" one 'cd /opt; export SURVIVE=yes' >/dev/null
 kill -KILL "$CELLAD_PID"
