@@ -306,10 +306,18 @@ start_cellad
 gone "sleep 31"
 assert_eq 200 "$(alive)" "background jobs after cellad was killed"
 assert_eq ok "$(ins "$S" bg 'echo ok')" "the session after all three"
+# a shell that exits leaves the session's background jobs running; the next shell goes on
+ins "$S" bg 'sleep 501 >/dev/null 2>&1 &' >/dev/null
+sxs "$S" bg 'exit 4'
+expect_status 410 SESSION_TERMINATED
+assert_eq 200 "$(alive)" "background jobs after the shell exited"
+assert_eq "sleep 501" "$(run_in "$S" "ps -eo args= | grep -x 'sleep 501' || true")" "its own job too"
+assert_eq ok "$(ins "$S" bg 'echo ok')" "a new shell after exit"
 api DELETE "/v1/sandboxes/$S/sessions/bg" >/dev/null
 expect_status 200
 gone "python3 -m http.server 8765"
 gone "sleep 1000"
+gone "sleep 501"
 
 info "sessions outlive a cellad SIGKILL"
 ins "$S" one 'cd /opt; export SURVIVE=yes' >/dev/null
