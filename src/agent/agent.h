@@ -122,6 +122,9 @@ struct spawn_request {
          * fd 4 writes what the agent reads from ret->ev (docs/decisions/0021). */
         const char *exe;
         char *const *argv;
+        /* Its stdin instead of /dev/null: this text, from a memfd of its own (a runner's
+         * source, so that it appears in no argv). */
+        const char *stdin_text;
         /* A terminal's interactive shell instead: `bash -i` (`sh -i`) with tty_fd (a pty's
          * slave) as stdin, stdout, stderr and controlling terminal (command unused; out,
          * err and in are -EBADF). */
@@ -144,9 +147,36 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
 /* Make the cgroup /sys/fs/cgroup/<name> (or <name>-<seq> if that one still has processes):
  * its path (owned), or NULL. */
 char *agent_cgroup_make(struct agent *a, const char *name);
-/* Send sig to every process in the cgroup (cgroup.kill for SIGKILL where the kernel has
- * it). Returns how many were signalled (1 for cgroup.kill). */
+/* Send sig (not SIGKILL: agent_kill_tree ends trees) to every process in the cgroup.
+ * Returns how many were signalled. */
 int agent_cgroup_signal(const char *cgroup, int sig);
+
+/* kill.c: ending process trees (docs/decisions/0031). */
+struct proc_ident {
+        pid_t pid;
+        unsigned long long start; /* /proc/PID/stat starttime: tells a reused pid apart */
+};
+/* What to SIGKILL: the processes of cgroup (and its sub-cgroups), of process group pgid
+ * and root with its descendants (root's only with nothing spared), except spare (whose
+ * descendants are targets) and the keep[] processes with their descendants. */
+struct kill_target {
+        const char *cgroup; /* NULL: none */
+        pid_t pgid;         /* 0: none (only used when nothing is spared) */
+        pid_t root;         /* 0: none; the tree through /proc, for no cgroup */
+        pid_t spare;        /* 0: none */
+        const struct proc_ident *keep;
+        size_t n_keep;
+};
+/* Kill the target with a bounded cost whatever it does (forks, ignores signals, sits in D
+ * state): cgroup.kill for a whole cgroup, else freeze, kill in rounds, thaw. Returns how
+ * many processes were signalled (1 for cgroup.kill). */
+int agent_kill_tree(const struct kill_target *t);
+/* The processes of cgroup and below and root's descendants, except `except`, with their
+ * start times: *ret (n, allocated; free it). 0 or -ENOMEM. */
+int agent_tree_snapshot(const char *cgroup, pid_t root, pid_t except, struct proc_ident **ret,
+                        size_t *ret_n);
+/* ppid and start time of pid (/proc/PID/stat). 0 or -errno. */
+int agent_proc_stat(pid_t pid, pid_t *ret_ppid, unsigned long long *ret_start);
 bool agent_cgroup_is_empty(const char *cgroup);
 /* rmdir now, or later from the reaper once its last process died. */
 void agent_cgroup_remove(struct agent *a, const char *path);

@@ -633,12 +633,16 @@ static void interp_maybe_free(struct interp *it)
 
 static void kill_runner(struct interp *it)
 {
-        if (it->cgroup)
-                agent_cgroup_signal(it->cgroup, SIGKILL);
-        if (it->pid > 0 && !it->reaped) {
-                kill(-it->pid, SIGKILL);
+        bool alive = it->pid > 0 && !it->reaped;
+        struct kill_target t = {
+                .cgroup = it->cgroup,
+                .pgid = alive ? it->pid : 0,
+                .root = alive && !it->cgroup ? it->pid : 0,
+        };
+
+        agent_kill_tree(&t);
+        if (alive)
                 kill(it->pid, SIGKILL);
-        }
 }
 
 static void close_handles(struct interp *it)
@@ -793,15 +797,14 @@ static struct interp *interp_start(struct code_table *t, enum runner_kind kind,
                                 kind == RUNNER_PYTHON ? "Python" : "Node.js", bins[kind]);
                 return NULL;
         }
+        /* The source arrives on stdin, which the interpreter reads to its end before it
+         * runs it: no argv carries it, so `ps` shows `python3 -u -I -` and `node -`. */
         argv[n++] = (char *)bins[kind];
         if (kind == RUNNER_PYTHON) {
                 argv[n++] = (char *)"-u";
                 argv[n++] = (char *)"-I";
-                argv[n++] = (char *)"-c";
-        } else {
-                argv[n++] = (char *)"-e";
         }
-        argv[n++] = (char *)src;
+        argv[n++] = (char *)"-";
         argv[n] = NULL;
         it = calloc(1, sizeof(*it));
         if (!it) {
@@ -825,6 +828,7 @@ static struct interp *interp_start(struct code_table *t, enum runner_kind kind,
         sr.cgroup = it->cgroup;
         sr.exe = exe;
         sr.argv = argv;
+        sr.stdin_text = src;
         if (agent_spawn(&sr, &res, err) < 0) {
                 if (it->cgroup) {
                         agent_cgroup_remove(t->a, it->cgroup);

@@ -47,16 +47,18 @@ struct exec {
         char rbuf[CELLA_FRAME_DATA_CHUNK];
 };
 
-/* Kill the command's whole tree: its cgroup and its process group. */
+/* Kill the command's whole tree: its cgroup and its process group (agent_kill_tree). */
 static void kill_tree(struct exec *e)
 {
-        if (e->cgroup)
-                agent_cgroup_signal(e->cgroup, SIGKILL);
-        if (e->pid > 0) {
-                kill(-e->pid, SIGKILL);
-                if (!e->reaped)
-                        kill(e->pid, SIGKILL);
-        }
+        struct kill_target t = {
+                .cgroup = e->cgroup,
+                .pgid = e->pid > 0 ? e->pid : 0,
+                .root = e->pid > 0 && !e->reaped && !e->cgroup ? e->pid : 0,
+        };
+
+        agent_kill_tree(&t);
+        if (e->pid > 0 && !e->reaped)
+                kill(e->pid, SIGKILL);
 }
 
 /* ---- lifetime ---- */

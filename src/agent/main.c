@@ -2,7 +2,11 @@
  *
  * fd 3 is the listening socket cellad bound for us; stdin/stdout/stderr go to a log file.
  * As PID 1 we reap every child (the agent's SIGCHLD handler waits for any pid), cannot be
- * killed by the signals a process in the sandbox could send, and are not dumpable. */
+ * killed by the signals a process in the sandbox could send, and are not dumpable.
+ *
+ * The runtime execs us from a memfd, whose name the kernel gives the process as its comm
+ * ("memfd:cella-ini", truncated): main() names the process cella-init again, so that `ps`
+ * and /proc/1/comm inside the sandbox say what PID 1 is. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -98,6 +102,7 @@ int main(int argc, char **argv)
                 return 2;
         }
 
+        prctl(PR_SET_NAME, "cella-init", 0, 0, 0);
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         /* Outside a pid namespace (host-mode tests) orphans still come back to us. */
         prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);

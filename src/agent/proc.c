@@ -890,6 +890,20 @@ static void on_child(void *ud, pid_t pid, int status)
 
 static void signal_tree(struct proc *p, int sig)
 {
+        if (sig == SIGKILL) {
+                /* After the reap the pid may be reused: only the cgroup is safe then, or the
+                 * process group (a pid is not handed out while a group of that id lives). */
+                struct kill_target t = {
+                        .cgroup = p->cgroup,
+                        .pgid = p->pid > 0 && (!p->reaped || !p->cgroup) ? p->pid : 0,
+                        .root = p->pid > 0 && !p->reaped && !p->cgroup ? p->pid : 0,
+                };
+
+                agent_kill_tree(&t);
+                if (p->pid > 0 && !p->reaped)
+                        kill(p->pid, SIGKILL);
+                return;
+        }
         if (p->cgroup)
                 agent_cgroup_signal(p->cgroup, sig);
         /* After the reap the pid may be reused: only the cgroup is safe then, or the

@@ -6,7 +6,8 @@
  * owns the pty's master (non-blocking, watched with a uv_poll_t), the ring of the last
  * CELLA_PTY_RING bytes of output (replayed to a stream that attaches), the shell's pid
  * and its cgroup `term-<n>`. Its own cgroup, not the session's: a session command's
- * timeout or cancel SIGKILLs every other member of the session's cgroup.
+ * timeout or cancel SIGKILLs the members of the session's cgroup born after the command
+ * started, and a terminal opened meanwhile would be one.
  *
  * Output: the master is read only while every attached stream has window credit and the
  * connection is not congested, at most as many bytes as the stream with the least credit
@@ -331,13 +332,20 @@ static void term_finish(struct term *t)
                 stream_end_json(&ts->s, FRAME_EXIT, json_pack("{s:i}", "exitCode", t->exit_code));
                 ts_free(ts);
         }
-        if (t->cgroup)
-                agent_cgroup_signal(t->cgroup, SIGKILL);
+        {
+                struct kill_target kt = {
+                        .cgroup = t->cgroup,
+                        .pgid = t->pid > 0 ? t->pid : 0,
+                        .root = t->pid > 0 && !t->cgroup ? t->pid : 0,
+                };
+
+                agent_kill_tree(&kt);
+        }
         if (t->pid > 0) {
                 /* not reaped yet (session deleted): the reaper finds no watch, which is
-                 * fine, and the process group goes now */
+                 * fine, and the shell goes now */
                 agent_unwatch_child(a, t->pid);
-                kill(-t->pid, SIGKILL);
+                kill(t->pid, SIGKILL);
         }
         log_debug("terminal of session %s ended (exit %d)", t->sid, t->exit_code);
         uv_poll_stop(&t->poll);

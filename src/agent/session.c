@@ -1,10 +1,13 @@
 /* Sessions: persistent shells (see session.h for the model).
  *
- * Files of session n live in RUN_DIR/sessions/s<n>/ (cella-init --run-dir, default /run/cella): per command k the script c<k> the shell
- * sources and the FIFOs o<k> and e<k> its output goes to. The agent opens each FIFO's read
- * end and also a write end of its own before the shell gets the command, so that the read
- * end does not see EOF before the shell has opened it; the agent's write ends are closed
- * when the command's status arrives, and EOF then means every writer is done.
+ * Files of session n live in RUN_DIR/sessions/s<n>/ (cella-init --run-dir, default
+ * /run/cella): per command k the script c<k> the shell sources and the FIFOs o<k> and e<k>
+ * its output goes to. The agent opens each FIFO's read end and also a write end of its own
+ * before the shell gets the command, so that the read end does not see EOF before the shell
+ * has opened it; the agent's write ends are closed when the command's status arrives, and
+ * EOF then means every writer is done. A command's stderr goes through a name filter
+ * (name-filter.h): bash names the script file in its messages, and the user sees "bash"
+ * there instead of the agent's path.
  *
  * The line written to the shell's stdin for command k of a session with nonce N is
  *     { . DIR/ck; } </dev/null >DIR/ok 2>DIR/ek; builtin printf '%s\n' "N:k $?"
@@ -32,6 +35,7 @@
 
 #include "common/fsutil.h"
 #include "agent/agent.h"
+#include "agent/name-filter.h"
 #include "agent/session.h"
 #include "common/buf.h"
 #include "common/limits.h"
@@ -78,7 +82,14 @@ struct job {
         uv_timer_t timer; /* timeout, then the grace before the shell is killed */
         uv_timer_t grace; /* output after the status */
         unsigned open_handles;
+        /* stderr through the filter that names the script "bash" (name-filter.h) */
+        bool filtering;
+        struct name_filter nf;
+        /* the session's processes other than the shell when it started (kill_command) */
+        struct proc_ident *keep;
+        size_t n_keep;
         char rbuf[CELLA_FRAME_DATA_CHUNK];
+        char fbuf[CELLA_FRAME_DATA_CHUNK + sizeof(((struct name_filter *)0)->held)];
 };
 
 struct session {
@@ -212,200 +223,39 @@ static void rm_tree(const char *path)
         rmdir(path);
 }
 
-/* ---- killing ---- */
+/* ---- killing (agent_kill_tree, docs/decisions/0031) ---- */
 
-/* A growable list of pids (the descendant walk below). */
-struct pid_list {
-        pid_t *v;
-        size_t n, cap;
-};
-
-static int pid_list_add(struct pid_list *l, pid_t pid)
+/* Stop what command j started: every process of the session that is not the shell and was
+ * not there when j started (j->keep), nor descends from one that was, is SIGKILLed; the
+ * shell goes too with with_shell. So what earlier commands left running in the background
+ * lives on. j NULL: nothing is kept. */
+static void kill_command(struct session *sess, struct job *j, bool with_shell)
 {
-        for (size_t i = 0; i < l->n; i++)
-                if (l->v[i] == pid)
-                        return 0; /* seen: /proc can show a pid twice while it forks */
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 64;
-                pid_t *v = realloc(l->v, cap * sizeof(pid_t));
+        struct kill_target t = {
+                .cgroup = sess->cgroup,
+                .root = sess->cgroup ? 0 : sess->pid,
+                .spare = with_shell ? 0 : sess->pid,
+                .keep = j ? j->keep : NULL,
+                .n_keep = j ? j->n_keep : 0,
+        };
 
-                if (!v)
-                        return -ENOMEM;
-                l->v = v;
-                l->cap = cap;
-        }
-        l->v[l->n++] = pid;
-        return 1;
+        if (sess->pid > 0 || sess->cgroup)
+                agent_kill_tree(&t);
+        if (with_shell && sess->pid > 0)
+                kill(sess->pid, SIGKILL);
 }
 
-/* Add the children of pid (every thread's /proc/PID/task/TID/children) to l. -ENOMEM,
- * else 0 (a process that is gone has no children). */
-static int add_children(struct pid_list *l, pid_t pid)
+/* Everything of the session: the shell, its cgroup, its process group (delete). */
+static void kill_session(struct session *sess)
 {
-        char path[64];
-        DIR *d;
-        struct dirent *de;
-        int r = 0;
+        struct kill_target t = {
+                .cgroup = sess->cgroup,
+                .pgid = sess->pid > 0 ? sess->pid : 0,
+                .root = sess->cgroup ? 0 : sess->pid,
+        };
 
-        snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-        d = opendir(path);
-        if (!d)
-                return 0;
-        while ((de = readdir(d)) && r >= 0) {
-                char cpath[400], buf[4096];
-                ssize_t len;
-                int fd;
-
-                if (de->d_name[0] < '1' || de->d_name[0] > '9')
-                        continue;
-                snprintf(cpath, sizeof(cpath), "%s/%s/children", path, de->d_name);
-                fd = open(cpath, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                len = read(fd, buf, sizeof(buf) - 1);
-                close(fd);
-                if (len <= 0)
-                        continue;
-                buf[len] = '\0';
-                for (char *p = buf, *end;; p = end) {
-                        long c = strtol(p, &end, 10);
-
-                        if (end == p)
-                                break;
-                        if (c > 1 && pid_list_add(l, (pid_t)c) < 0)
-                                r = -ENOMEM;
-                }
-        }
-        closedir(d);
-        return r;
-}
-
-/* Without /proc/.../children (CONFIG_PROC_CHILDREN off): every process's (pid, ppid) from
- * /proc/PID/stat, then the descendants of root by repeated passes. */
-static void add_descendants_scan(struct pid_list *l, pid_t root)
-{
-        struct pair {
-                pid_t pid, ppid;
-        } *v = NULL;
-        size_t n = 0, cap = 0;
-        DIR *d = opendir("/proc");
-        struct dirent *de;
-        bool grew = true;
-
-        while (d && (de = readdir(d))) {
-                char path[64], stat[512], *close_paren;
-                long pid = strtol(de->d_name, NULL, 10), ppid;
-                ssize_t len;
-                int fd;
-
-                if (pid <= 1)
-                        continue;
-                snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-                fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                len = read(fd, stat, sizeof(stat) - 1);
-                close(fd);
-                if (len <= 0)
-                        continue;
-                stat[len] = '\0';
-                /* pid (comm) state ppid ...: comm may contain anything, so the fields
-                 * after it are found from the last ')'. */
-                close_paren = strrchr(stat, ')');
-                if (!close_paren || sscanf(close_paren + 1, " %*c %ld", &ppid) != 1)
-                        continue;
-                if (n == cap) {
-                        size_t ncap = cap ? cap * 2 : 256;
-                        struct pair *nv = realloc(v, ncap * sizeof(*v));
-
-                        if (!nv)
-                                break;
-                        v = nv;
-                        cap = ncap;
-                }
-                v[n].pid = (pid_t)pid;
-                v[n].ppid = (pid_t)ppid;
-                n++;
-        }
-        if (d)
-                closedir(d);
-        while (grew) {
-                grew = false;
-                for (size_t i = 0; i < n; i++) {
-                        bool parent_in = v[i].ppid == root;
-
-                        for (size_t k = 0; k < l->n && !parent_in; k++)
-                                parent_in = l->v[k] == v[i].ppid;
-                        if (parent_in && pid_list_add(l, v[i].pid) > 0)
-                                grew = true;
-                }
-        }
-        free(v);
-}
-
-/* SIGKILL every process of the session except its shell: the cgroup's members and, where
- * there is no cgroup (or a process left it), the shell's descendants, found through
- * /proc/PID/task/TID/children (a /proc scan where the kernel lacks it). A few rounds
- * catch children forked while the previous round ran. */
-static void kill_children(struct session *sess)
-{
-        for (int round = 0; round < 3; round++) {
-                struct pid_list l = {0};
-                bool killed = false;
-
-                if (sess->cgroup) {
-                        char path[160], line[32];
-                        FILE *f;
-
-                        snprintf(path, sizeof(path), "%s/cgroup.procs", sess->cgroup);
-                        f = fopen(path, "re");
-                        if (f) {
-                                while (fgets(line, sizeof(line), f)) {
-                                        long pid = strtol(line, NULL, 10);
-
-                                        if (pid > 1 && pid != sess->pid) {
-                                                kill((pid_t)pid, SIGKILL);
-                                                killed = true;
-                                        }
-                                }
-                                fclose(f);
-                        }
-                }
-                if (sess->pid > 0 && access("/proc/thread-self/children", F_OK) == 0) {
-                        /* breadth first: l grows while it is walked */
-                        int r = add_children(&l, sess->pid);
-
-                        for (size_t i = 0; r >= 0 && i < l.n; i++)
-                                r = add_children(&l, l.v[i]);
-                } else if (sess->pid > 0) {
-                        add_descendants_scan(&l, sess->pid);
-                }
-                for (size_t i = 0; i < l.n; i++) {
-                        kill(l.v[i], SIGKILL);
-                        killed = true;
-                }
-                free(l.v);
-                if (!killed)
-                        return;
-        }
-}
-
-static void kill_shell(struct session *sess)
-{
-        if (sess->cgroup) {
-                char path[160];
-                int fd;
-
-                snprintf(path, sizeof(path), "%s/cgroup.kill", sess->cgroup);
-                fd = open(path, O_WRONLY | O_CLOEXEC);
-                if (fd >= 0) {
-                        if (write(fd, "1", 1) < 0) {
-                                /* older kernel: the loop below and the shell's kill do it */
-                        }
-                        close(fd);
-                }
-        }
-        kill_children(sess);
+        if (sess->pid > 0 || sess->cgroup)
+                agent_kill_tree(&t);
         if (sess->pid > 0)
                 kill(sess->pid, SIGKILL);
 }
@@ -447,8 +297,7 @@ static void session_release(struct session *sess)
 {
         prep_close(sess);
         if (sess->cgroup) {
-                if (rmdir(sess->cgroup) < 0 && errno != ENOENT)
-                        agent_add_dead_cgroup(sess->a, sess->cgroup);
+                agent_cgroup_remove(sess->a, sess->cgroup);
                 free(sess->cgroup);
                 sess->cgroup = NULL;
         }
@@ -477,14 +326,12 @@ static void on_shell_exit(void *ud, pid_t pid, int status)
         sess->in_fd = -EBADF;
         close_ctl(sess);
         buf_reset(&sess->ctl_buf);
-        if (sess->cgroup) {
-                /* anything the shell left behind in its cgroup goes with it */
-                kill_children(sess);
-                if (rmdir(sess->cgroup) < 0 && errno != ENOENT)
-                        agent_add_dead_cgroup(sess->a, sess->cgroup);
+        if (sess->cgroup && (rmdir(sess->cgroup) == 0 || errno == ENOENT)) {
                 free(sess->cgroup);
                 sess->cgroup = NULL;
         }
+        /* else what commands left in the background runs on in the session's cgroup, and
+         * the next shell joins it; deleting the session ends them */
         if (j && !j->got_status) {
                 j->shell_exited = true;
                 j->shell_status = status;
@@ -605,6 +452,7 @@ static int shell_spawn(struct session *sess, struct cella_error *err)
 
 static void job_free(struct job *j)
 {
+        free(j->keep);
         free(j->script);
         free(j);
 }
@@ -768,7 +616,26 @@ static void on_out_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
         (void)suggested;
         if (j->s.conn && j->s.send_credit < n)
                 n = (size_t)j->s.send_credit;
+        if (j->s.conn && j->filtering && h == (uv_handle_t *)&j->out[1]) {
+                /* what the filter holds goes out with the next read: credit for both */
+                size_t held = name_filter_held(&j->nf);
+
+                n = n > held ? n - held : 0;
+        }
         *ret = uv_buf_init(j->rbuf, (unsigned)n);
+}
+
+/* Send output of stream i (1: stderr through the name filter, if any). */
+static void job_send(struct job *j, int i, const char *data, size_t n)
+{
+        if (i == 1 && j->filtering) {
+                n = name_filter_feed(&j->nf, data, n, j->fbuf);
+                data = j->fbuf;
+        }
+        if (n == 0 || !j->s.conn)
+                return;
+        stream_send(&j->s, i == 0 ? FRAME_STDOUT : FRAME_STDERR, data, n);
+        j->s.send_credit -= n < j->s.send_credit ? (uint64_t)n : j->s.send_credit;
 }
 
 static void on_out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
@@ -781,6 +648,15 @@ static void on_out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
                 return;
         }
         if (n < 0) {
+                if (i == 1 && j->filtering && j->s.conn) {
+                        size_t k = name_filter_flush(&j->nf, j->fbuf);
+
+                        if (k > 0) {
+                                stream_send(&j->s, FRAME_STDERR, j->fbuf, k);
+                                j->s.send_credit -=
+                                        k < j->s.send_credit ? (uint64_t)k : j->s.send_credit;
+                        }
+                }
                 job_close_pipe(j, i);
                 if ((j->got_status || j->shell_exited) && j->out_eof[0] && j->out_eof[1])
                         job_finish(j);
@@ -788,10 +664,7 @@ static void on_out_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         }
         if (n == 0)
                 return;
-        if (j->s.conn) {
-                stream_send(&j->s, i == 0 ? FRAME_STDOUT : FRAME_STDERR, b->base, (size_t)n);
-                j->s.send_credit -= (uint64_t)n;
-        }
+        job_send(j, i, b->base, (size_t)n);
         if (!job_may_read(j))
                 job_pause(j);
 }
@@ -833,14 +706,14 @@ static void on_job_timer(uv_timer_t *t)
                  * yet (a CANCEL right after STARTED), or a child may be forking. */
                 if (sess->pid > 0)
                         kill(sess->pid, INTERRUPT_SIGNAL);
-                kill_children(sess);
+                kill_command(sess, j, false);
                 return;
         }
         uv_timer_stop(&j->timer);
-        /* No status: the shell itself is busy (a builtin loop). It goes; the session
-         * starts a new shell for its next command. */
+        /* No status: the shell itself is busy (a builtin loop). It goes with what the
+         * command started; the session starts a new shell for its next command. */
         log_info("session %s: shell does not answer after the kill; restarting it", sess->id);
-        kill_shell(sess);
+        kill_command(sess, j, true);
 }
 
 static void job_stream_window(struct stream *s)
@@ -986,6 +859,13 @@ static void job_start(struct job *j)
                 goto fail;
         if (j->streamed && job_open_fifos(j, &err) < 0)
                 goto fail;
+        if (j->streamed) {
+                /* bash names the sourced file in its messages: "bash" instead */
+                char prefix[224];
+
+                snprintf(prefix, sizeof(prefix), "%s/c", sess->dir);
+                j->filtering = name_filter_init(&j->nf, prefix, sess->is_bash ? "bash" : "sh") == 0;
+        }
         snprintf(path, sizeof(path), "%s/c%u", sess->dir, j->seq);
         fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno == ENOENT && fs_mkdir_p(sess->dir, 0700) == 0)
@@ -1013,10 +893,16 @@ static void job_start(struct job *j)
                 cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 goto fail;
         }
+        /* What runs in the session now is not this command's: a timeout spares it. */
+        if (agent_tree_snapshot(sess->cgroup, sess->cgroup ? 0 : sess->pid, sess->pid, &j->keep,
+                                &j->n_keep) < 0) {
+                cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto fail;
+        }
         r = write_all(sess->in_fd, line.data, line.len);
         if (r < 0) {
                 /* The shell is gone or wedged: it is replaced and this command fails. */
-                kill_shell(sess);
+                kill_command(sess, j, true);
                 cella_error_errno(&err, -r, "session '%s': the shell did not take the command",
                                   sess->id);
                 goto fail;
@@ -1198,10 +1084,9 @@ static void session_delete(struct session *sess)
         /* background processes and the terminal started in it go with it */
         proc_kill_session(a, sess->id);
         pty_kill_session(a, sess->id);
-        if (sess->pid > 0) {
-                kill_shell(sess); /* released when the shell is reaped */
-                return;
-        }
+        kill_session(sess);
+        if (sess->pid > 0)
+                return; /* released when the shell is reaped */
         session_release(sess);
 }
 

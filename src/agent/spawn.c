@@ -6,10 +6,12 @@
  * period, milliseconds on a quiet host; fork and that write where clone3 is missing); the
  * child resets all dispositions and the mask, starts a new session (its own process
  * group), takes /dev/null as stdin and the two pipes as stdout/stderr, changes directory
- * and execs `bash -c command` (or `sh -c` where bash is missing), a session's shell, or a
- * terminal's `bash -i` on a pty that it makes its controlling terminal. Between fork and exec it does only
+ * and execs `bash -c command` (or `sh -c` where bash is missing), a session's shell, a
+ * terminal's `bash -i` on a pty that it makes its controlling terminal, or an interpreter
+ * runner that reads its source from stdin (a memfd). Between fork and exec it does only
  * async-signal-safe work and reports a failure as a {step, errno} record on a close-on-exec
  * pipe, which the parent reads: EOF there means the exec happened. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -63,12 +65,34 @@ void agent_add_dead_cgroup(struct agent *a, const char *path)
         a->dead_cgroups[a->n_dead_cgroups++] = copy;
 }
 
+/* rmdir path after its sub-cgroups (a command may make its own): 0 or -errno. */
+static int cgroup_rmdir_tree(const char *path, int depth)
+{
+        DIR *d;
+        struct dirent *de;
+
+        if (rmdir(path) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EBUSY || depth >= 8 || !(d = opendir(path)))
+                return -errno;
+        while ((de = readdir(d))) {
+                char sub[CELLA_PATH_MAX];
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+                (void)cgroup_rmdir_tree(sub, depth + 1);
+        }
+        closedir(d);
+        return rmdir(path) == 0 || errno == ENOENT ? 0 : -errno;
+}
+
 void exec_reap_cgroups(struct agent *a)
 {
         size_t i = 0;
 
         while (i < a->n_dead_cgroups) {
-                if (rmdir(a->dead_cgroups[i]) == 0 || errno == ENOENT) {
+                if (cgroup_rmdir_tree(a->dead_cgroups[i], 0) == 0) {
                         free(a->dead_cgroups[i]);
                         a->dead_cgroups[i] = a->dead_cgroups[--a->n_dead_cgroups];
                 } else {
@@ -79,25 +103,8 @@ void exec_reap_cgroups(struct agent *a)
 
 void agent_cgroup_remove(struct agent *a, const char *path)
 {
-        if (rmdir(path) < 0 && errno != ENOENT)
+        if (cgroup_rmdir_tree(path, 0) < 0)
                 agent_add_dead_cgroup(a, path);
-}
-
-static int write_file(const char *path, const char *text)
-{
-        int fd = open(path, O_WRONLY | O_CLOEXEC);
-        ssize_t n;
-
-        if (fd < 0)
-                return -errno;
-        n = write(fd, text, strlen(text));
-        if (n < 0) {
-                n = -errno;
-                close(fd);
-                return (int)n;
-        }
-        close(fd);
-        return 0;
 }
 
 char *agent_cgroup_make(struct agent *a, const char *name)
@@ -123,14 +130,8 @@ int agent_cgroup_signal(const char *cgroup, int sig)
         int n = 0;
         FILE *f;
 
-        if (sig == SIGKILL) {
-                snprintf(path, sizeof(path), "%s/cgroup.kill", cgroup);
-                if (write_file(path, "1") == 0)
-                        return 1;
-        }
-        /* Kernels before 5.14 (no cgroup.kill) and other signals: every pid in it. A
-         * process forking while we read may escape one round; callers that must end the
-         * tree escalate to SIGKILL and repeat. */
+        /* Every pid in it. A process forking while we read may escape; callers that must
+         * end the tree escalate to agent_kill_tree. */
         snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
         f = fopen(path, "re");
         if (!f)
@@ -191,18 +192,18 @@ static void env_overlay(char **env, size_t *n, char *const *kvs, size_t nkv)
 #define STRINGIFY_(x) #x
 #define STRINGIFY(x) STRINGIFY_(x)
 
-static int command_memfd(const char *command)
+/* A memfd holding head then text, its offset at 0 (close-on-exec). */
+static int text_memfd(const char *name, const char *head, const char *text)
 {
-        static const char head[] = "exec " STRINGIFY(SCRIPT_FD) "<&-\n";
-        size_t len = strlen(command), off = 0;
-        int fd = memfd_create("cella-command", MFD_CLOEXEC), err;
+        size_t hlen = strlen(head), len = strlen(text), off = 0;
+        int fd = memfd_create(name, MFD_CLOEXEC), err;
 
         if (fd < 0)
                 return -errno;
-        if (write(fd, head, sizeof(head) - 1) != (ssize_t)(sizeof(head) - 1))
+        if (hlen && write(fd, head, hlen) != (ssize_t)hlen)
                 goto fail;
         while (off < len) {
-                ssize_t n = write(fd, command + off, len - off);
+                ssize_t n = write(fd, text + off, len - off);
 
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -217,6 +218,11 @@ fail:
         err = errno ? errno : EIO;
         close(fd);
         return -err;
+}
+
+static int command_memfd(const char *command)
+{
+        return text_memfd("cella-command", "exec " STRINGIFY(SCRIPT_FD) "<&-\n", command);
 }
 
 /* The child between fork and exec: async-signal-safe calls only. */
@@ -308,6 +314,7 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         int failp[2] = {-EBADF, -EBADF}, inp[2] = {-EBADF, -EBADF};
         int evp[2] = {-EBADF, -EBADF}, runner[2] = {-1, -1};
         _cleanup_close_ int nullfd = -EBADF, procsfd = -EBADF, scriptfd = -EBADF, cgfd = -EBADF;
+        _cleanup_close_ int stdinfd = -EBADF;
         char hostname[256] = "localhost";
         char *base[5] = {NULL};
         char **envp = NULL;
@@ -382,6 +389,14 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
         env_overlay(envp, &nenv, sr->env, sr->n_env);
         envp[nenv] = NULL;
 
+        if (sr->stdin_text) {
+                stdinfd = text_memfd("cella-stdin", "", sr->stdin_text);
+                if (stdinfd < 0) {
+                        r = stdinfd;
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "stdin: %s", strerror(-r));
+                        goto out;
+                }
+        }
         nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nullfd < 0 || (!sr->terminal && pipe2(outp, O_CLOEXEC) < 0) ||
             (!sr->session_shell && !sr->terminal && pipe2(errp, O_CLOEXEC) < 0) ||
@@ -431,9 +446,12 @@ int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct
                         runner[0] = inp[0];
                         runner[1] = evp[1];
                 }
-                run_child(failp[1], sr->session_shell ? inp[0] : nullfd, outp[1],
-                          sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, runner, false,
-                          sr->cwd, shell, sr->exe ? sr->argv : argv, envp);
+                run_child(failp[1],
+                          sr->session_shell ? inp[0]
+                          : stdinfd >= 0    ? stdinfd
+                                            : nullfd,
+                          outp[1], sr->session_shell ? nullfd : errp[1], procsfd, scriptfd, runner,
+                          false, sr->cwd, shell, sr->exe ? sr->argv : argv, envp);
         }
         close_fd(&failp[1]);
         close_fd(&outp[1]);

@@ -907,10 +907,23 @@ def identity():
     return seeds
 
 
+def name_filter():
+    """fuzz-name-filter: first byte picks the chunk sizes, the rest is a command's stderr."""
+    p = b"/run/cella/sessions/s1/c"
+    return {
+        "killed": b"\x00" + p + b"9: line 1:    55 Killed                  sleep 10\n",
+        "syntax": b"\x1b" + p + b"12: line 2: syntax error: unexpected end of file\n",
+        "overlap": b"\xff//run/cella/run/cella/sessions/s1/c" + p + b"1234567890123 x",
+        "plain": b"\x55no path here\n",
+        "empty": b"\x00",
+        "prefix-at-end": b"\x03" + p,
+    }
+
+
 TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
-           "netlink": netlink, "identity": identity}
+           "netlink": netlink, "identity": identity, "name-filter": name_filter}
 
 
 def write(target):

@@ -387,6 +387,28 @@ expect_status 405 METHOD_NOT_ALLOWED
 api_json POST "$C/contexts" '{"language":"python","cwd":"/no/such/dir"}'
 [ "$API_STATUS" -ge 400 ] || fail "a context in a missing cwd was created: $(body)"
 
+# ---- a runner's source is in no command line: it arrives on stdin, which runs find empty ----
+node_ctx=$(new_context javascript)
+code "$(run_req '1' "$node_ctx")"
+expect_status 200
+for p in $(run_in "$S" 'pgrep -x python3; pgrep -x node'); do
+        cmd=$(run_in "$S" "tr '\\0' ' ' </proc/$p/cmdline")
+        [ ${#cmd} -lt 64 ] || fail "runner $p has a long command line (${#cmd} bytes): ${cmd:0:200}"
+        assert_not_contains "$cmd" "import" "runner $p command line"
+        assert_not_contains "$cmd" "require" "runner $p command line"
+        info "runner $p: $cmd"
+done
+assert_contains "$(run_in "$S" 'ps -eo args=')" "python3 -u -I -" "python runner in ps"
+assert_contains "$(run_in "$S" 'ps -eo args=')" "node -" "node runner in ps"
+code "$(run_req 'import sys; len(sys.stdin.read())')"
+expect_status 200
+assert_eq 0 "$(main_text)" "python run's stdin"
+code "$(run_req "require('fs').readFileSync(0).length" "$node_ctx")"
+expect_status 200
+assert_eq 0 "$(main_text)" "javascript run's stdin"
+api DELETE "$C/contexts/$node_ctx" >/dev/null
+expect_status 200
+
 # ---- interpreters run in cgroups of their own, inside the sandbox ----
 cgs=$(run_in "$S" 'for p in $(pgrep -x python3); do cat /proc/$p/cgroup; done' | sort -u)
 assert_contains "$cgs" "/code-" "runner cgroups"

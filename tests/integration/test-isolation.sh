@@ -10,6 +10,11 @@ B=$(sbx b)
 info "PID 1 is cella-init, host processes invisible"
 out=$(run_in "$A" 'tr "\0" " " </proc/1/cmdline; echo; ps -eo pid=,comm= | wc -l; ps -eo comm=')
 assert_contains "$(echo "$out" | head -n 1)" cella-init "PID 1 cmdline"
+# Its name too: the runtime execs it from a memfd, whose name would be "memfd:cella-ini".
+assert_eq cella-init "$(run_in "$A" 'cat /proc/1/comm')" "/proc/1/comm"
+assert_eq "cella-init cella-init" "$(run_in "$A" 'ps -p 1 -o comm=,args=' | tr -s ' ')" \
+        "ps -p 1 -o comm=,args="
+assert_not_contains "$(run_in "$A" 'ps -eo comm=,args=')" "memfd:" "ps names a memfd"
 # Inside: cella-init, the shell, ps (and maybe wc); never the host's daemons.
 nproc_inside=$(echo "$out" | sed -n 2p)
 [ "$nproc_inside" -le 5 ] || fail "sandbox sees $nproc_inside processes: $out"

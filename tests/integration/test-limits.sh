@@ -1,7 +1,8 @@
 #!/bin/bash
 # Resource limits: a memory bomb is killed while the daemon and another sandbox keep
 # working; a fork bomb stops at the pids limit and the sandbox is still usable and
-# destroyable.
+# destroyable; a classic fork bomb left running in a session is ended by deleting the
+# session, and the sandbox answers again, within bounds, round after round.
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
@@ -77,6 +78,41 @@ for i in $(seq 1 30); do
 done
 [ -n "$ok" ] || fail "sandbox did not recover after the fork bomb: HTTP $API_STATUS $(body)"
 assert_eq hi "$(run_in "$OTHER" 'echo hi')" "other sandbox after the fork bomb"
+info "a fork bomb in a session: deleting the session and the next exec answer within 20 s (3 rounds)"
+# :(){ :|:& };: returns at once and runs on in the background at the pids limit, every
+# process forking as fast as it can while the agent shares the sandbox's CPU with it.
+for round in 1 2 3; do
+        api_json POST "/v1/sandboxes/$FORK/sessions" '{"id":"bomb"}'
+        expect_status 201
+        req=$(jq -cn --arg c ':(){ :|:& };: 2>/dev/null' '{command:$c, sessionId:"bomb", timeout:5000}')
+        api_json POST "/v1/sandboxes/$FORK/exec" "$req" --max-time 20
+        case "$API_STATUS" in
+        200 | 408) ;;
+        *) fail "fork bomb round $round: HTTP $API_STATUS $(body)" ;;
+        esac
+        # let it fill the pids limit
+        for cg in $(sandbox_cgroups "$FORK"); do
+                [ -f "$cg/pids.current" ] || continue
+                for i in $(seq 1 30); do
+                        [ "$(cat "$cg/pids.current")" -ge "$(cat "$cg/pids.max")" ] && break
+                        sleep 0.1
+                done
+                info "round $round: pids.current=$(cat "$cg/pids.current") of $(cat "$cg/pids.max")"
+        done
+        t0=$(date +%s%N)
+        api DELETE "/v1/sandboxes/$FORK/sessions/bomb" --max-time 20 >/dev/null
+        [ "$API_STATUS" = 200 ] || fail "round $round: delete the bombed session: HTTP $API_STATUS"
+        t1=$(date +%s%N)
+        req=$(jq -cn --arg s "after$round" '{command:"echo alive", sessionId:$s}')
+        api_json POST "/v1/sandboxes/$FORK/sessions" "{\"id\":\"after$round\"}" --max-time 20
+        expect_status 201
+        api_json POST "/v1/sandboxes/$FORK/exec" "$req" --max-time 20
+        [ "$API_STATUS" = 200 ] || fail "round $round: exec after the bomb: HTTP $API_STATUS $(body)"
+        assert_eq alive "$(body .stdout | tr -d '\n')" "round $round: exec after the bomb"
+        t2=$(date +%s%N)
+        info "round $round: delete $(((t1 - t0) / 1000000)) ms, new session and exec $(((t2 - t1) / 1000000)) ms"
+done
+
 api DELETE "/v1/sandboxes/$FORK" >/dev/null
 expect_status 200
 assert_eq true "$(body .destroyed)" "destroyed"

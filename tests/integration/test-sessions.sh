@@ -143,6 +143,38 @@ sxs "$S" slow 'while :; do :; done' 500
 expect_status 408 COMMAND_TIMEOUT
 assert_eq "/srv yes" "$(ins "$S" slow 'echo $(pwd) $KEEP')" "a builtin loop is stopped, the shell kept"
 
+info "bash's messages name no file of the agent's (timed out, killed, syntax error, not found)"
+for sid in default msgs; do
+        sxs "$S" $sid 'sleep 10' 500
+        expect_status 408 COMMAND_TIMEOUT
+        assert_not_contains "$(body)" /run/cella "timed-out command's answer ($sid)"
+        sxs "$S" $sid 'if'
+        assert_contains "$(body .stderr)" "syntax error" "syntax error reported ($sid)"
+        assert_contains "$(body .stderr)" "bash: line " "syntax error names bash ($sid)"
+        assert_not_contains "$(body)" /run/cella "syntax error's answer ($sid)"
+        sxs "$S" $sid 'bash -c "kill -KILL \$\$"; echo after'
+        expect_status 200
+        assert_contains "$(body .stderr)" "Killed" "a killed child reported ($sid)"
+        assert_contains "$(body .stderr)" "bash: line 1: " "its message names bash ($sid)"
+        assert_not_contains "$(body)" /run/cella "killed child's answer ($sid)"
+        sxs "$S" $sid 'no-such-command-here'
+        assert_eq "bash: line 1: no-such-command-here: command not found" \
+                "$(body .stderr | tr -d '\n')" "command not found ($sid)"
+        # a function defined by one command and failing in another
+        sxs "$S" $sid 'fails() { no-such-command-either; }'
+        sxs "$S" $sid 'fails'
+        assert_not_contains "$(body)" /run/cella "a function's message ($sid)"
+        assert_contains "$(body .stderr)" "bash: line 1: no-such-command-either" "function ($sid)"
+        # streamed too: the SSE events carry no path either
+        req=$(jq -cn --arg c 'if' --arg s "$sid" '{command:$c, sessionId:$s}')
+        out=$(curl -sN -H 'Content-Type: application/json' -H 'Accept: text/event-stream' \
+                --data-binary "$req" \
+                "$CELLA_URL/v1/sandboxes/$S/exec")
+        assert_contains "$out" "syntax error" "streamed syntax error ($sid)"
+        assert_not_contains "$out" /run/cella "streamed syntax error ($sid)"
+        api_json POST "/v1/sandboxes/$S/sessions" '{"id":"msgs"}'
+done
+
 info "delete: kills the shell and what it started; later calls are 404"
 ins "$S" "$gen" 'sleep 302 >/dev/null 2>&1 & echo started' >/dev/null
 api DELETE "/v1/sandboxes/$S/sessions/$gen" >/dev/null
@@ -222,6 +254,70 @@ rc=$?
 set -e
 assert_eq 1 "$rc" "removing it again fails"
 assert_contains "$(cat "$IT_TMP/err")" SESSION_NOT_FOUND "CLI error code"
+
+info "a timeout, a client gone and a cellad killed stop the command, not what earlier commands left running"
+api_json POST "/v1/sandboxes/$S/sessions" '{"id":"bg"}'
+expect_status 201
+# a server as a background job of the shell, and a sleep orphaned by a subshell
+ins "$S" bg 'cd /tmp && python3 -m http.server 8765 >/dev/null 2>&1 & echo $! >/tmp/srv.pid
+(sleep 1000 >/dev/null 2>&1 & echo $! >/tmp/sl.pid)' >/dev/null
+# alive: both pids live and the server answers (it may still be starting the first time)
+alive() {
+        run_in "$S" 'for i in $(seq 1 50); do
+                if python3 -c "import urllib.request as u; u.urlopen(\"http://127.0.0.1:8765/\", timeout=2)" 2>/dev/null; then break; fi
+                sleep 0.1
+        done
+        kill -0 $(cat /tmp/srv.pid) && kill -0 $(cat /tmp/sl.pid) &&
+        python3 -c "import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:8765/\", timeout=5).status)"' 2>/dev/null || true
+}
+# gone PATTERN: no process of the sandbox runs the command line PATTERN (10 s at most)
+gone() {
+        local i left=
+        for i in $(seq 1 100); do
+                left=$(run_in "$S" "ps -eo args= | grep -x '$1' || true")
+                [ -z "$left" ] && return 0
+                sleep 0.1
+        done
+        fail "still running: $left"
+}
+assert_eq 200 "$(alive)" "background jobs before"
+sxs "$S" bg 'sleep 5; echo never' 500
+expect_status 408 COMMAND_TIMEOUT
+gone "sleep 5"
+assert_eq 200 "$(alive)" "background jobs after a timeout"
+req=$(jq -cn '{command:"sleep 30", sessionId:"bg"}')
+curl -sN --max-time 1 -H 'Content-Type: application/json' -H 'Accept: text/event-stream' \
+        --data-binary "$req" "$CELLA_URL/v1/sandboxes/$S/exec" >/dev/null 2>&1 || true
+gone "sleep 30"
+assert_eq 200 "$(alive)" "background jobs after the client went away"
+req=$(jq -cn '{command:"sleep 31", sessionId:"bg"}')
+curl -sN -H 'Content-Type: application/json' -H 'Accept: text/event-stream' \
+        --data-binary "$req" "$CELLA_URL/v1/sandboxes/$S/exec" >/dev/null 2>&1 &
+streamer=$!
+for i in $(seq 1 50); do
+        [ -n "$(run_in "$S" "ps -eo args= | grep -x 'sleep 31' || true")" ] && break
+        sleep 0.1
+done
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+wait "$streamer" 2>/dev/null || true
+start_cellad
+gone "sleep 31"
+assert_eq 200 "$(alive)" "background jobs after cellad was killed"
+assert_eq ok "$(ins "$S" bg 'echo ok')" "the session after all three"
+# a shell that exits leaves the session's background jobs running; the next shell goes on
+ins "$S" bg 'sleep 501 >/dev/null 2>&1 &' >/dev/null
+sxs "$S" bg 'exit 4'
+expect_status 410 SESSION_TERMINATED
+assert_eq 200 "$(alive)" "background jobs after the shell exited"
+assert_eq "sleep 501" "$(run_in "$S" "ps -eo args= | grep -x 'sleep 501' || true")" "its own job too"
+assert_eq ok "$(ins "$S" bg 'echo ok')" "a new shell after exit"
+api DELETE "/v1/sandboxes/$S/sessions/bg" >/dev/null
+expect_status 200
+gone "python3 -m http.server 8765"
+gone "sleep 1000"
+gone "sleep 501"
 
 info "sessions outlive a cellad SIGKILL"
 ins "$S" one 'cd /opt; export SURVIVE=yes' >/dev/null

@@ -74,14 +74,17 @@ RUNNERS = []  # every runner started, killed at the end whatever happened
 
 
 class Runner:
-    def __init__(self, argv):
+    def __init__(self, argv, source):
         req_r, self.req_w = high_cloexec_pipe()
         self.ev_r, ev_w = high_cloexec_pipe()
         self.out_r, out_w = high_cloexec_pipe()
         self.err_r, err_w = high_cloexec_pipe()
-        null = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+        # The source on stdin, as cella-init passes it (a memfd read to its end).
+        src_fd = os.memfd_create("cella-stdin", os.MFD_CLOEXEC)
+        os.write(src_fd, source.encode())
+        os.lseek(src_fd, 0, os.SEEK_SET)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/root", "LANG": "C.UTF-8"}
-        actions = [(os.POSIX_SPAWN_DUP2, null, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
+        actions = [(os.POSIX_SPAWN_DUP2, src_fd, 0), (os.POSIX_SPAWN_DUP2, out_w, 1),
                    (os.POSIX_SPAWN_DUP2, err_w, 2), (os.POSIX_SPAWN_DUP2, req_r, 3),
                    (os.POSIX_SPAWN_DUP2, ev_w, 4)]
         self.started = time.monotonic()
@@ -89,7 +92,7 @@ class Runner:
         self.pid = os.posix_spawn("/usr/sbin/chroot", ["chroot", ROOT] + argv, env,
                                   file_actions=actions)
         RUNNERS.append(self)
-        for fd in (req_r, ev_w, out_w, err_w, null):
+        for fd in (req_r, ev_w, out_w, err_w, src_fd):
             os.close(fd)
         for fd in (self.ev_r, self.out_r, self.err_r):
             os.set_blocking(fd, False)
@@ -299,7 +302,7 @@ def common_checks(lang, r, sigint_busy, sigint_print, sigint_await, shell_code, 
 
 
 def test_python():
-    r = Runner(["python3", "-u", "-I", "-c", open(os.path.join(SRC, "python-runner.py")).read()])
+    r = Runner(["python3", "-u", "-I", "-"], open(os.path.join(SRC, "python-runner.py")).read())
     r.wait_ready()
     ready_s = r.ready_after
     ev = r.setup(language="python", cwd="/workspace", env={"CELLA_T": "v1"})
@@ -442,7 +445,7 @@ def test_python():
 
 
 def test_node(lang):
-    r = Runner(["node", "-e", open(os.path.join(SRC, "node-runner.js")).read()])
+    r = Runner(["node", "-"], open(os.path.join(SRC, "node-runner.js")).read())
     r.wait_ready()
     ready_s = r.ready_after
     ev = r.setup(language=lang, cwd="/workspace", env={"CELLA_T": "v2"})

@@ -1,6 +1,7 @@
 // cella code interpreter: the node runner, for javascript and typescript.
 //
-// Started by cella-init as `node -e <this file>` in the sandbox; one process is one code
+// Started by cella-init as `node -` with this file on stdin (a memfd, read to its end before
+// the runner runs, so runs find stdin at EOF) in the sandbox; one process is one code
 // context, the language is told by the `setup` request. Requests arrive on fd 3 and events
 // leave on fd 4, one JSON object per line (docs/decisions/0025-code-interpreter-runners.md);
 // fd 1 and fd 2 are the current run's stdout and stderr. Node core only; the typescript
@@ -38,8 +39,8 @@
   // Events longer than this become a short text result: the agent refuses lines beyond
   // 64 MiB, and a refused line would cost the whole context.
   const MAX_EVENT = 48 << 20;
-  // Stack frames of the runner and of node's machinery below the cell.
-  const RUNNER_FRAME = /^\s+at .*(\[eval\]|\(node:|at node:)/;
+  // Stack frames of the runner (node's [stdin] script) and of node's machinery below the cell.
+  const RUNNER_FRAME = /^\s+at .*(\[stdin\]|\(node:|at node:)/;
   // A line that may start an import or export statement, or an import() call.
   const IMPORT_EXPORT = /^\s*(import\s*[\w{*'"]|export\s)|\bimport\s*\(/m;
   // A lone UTF-16 surrogate: JSON.stringify escapes it as \udXXX, which strict parsers

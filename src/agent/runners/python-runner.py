@@ -1,6 +1,7 @@
 # cella code interpreter: the python runner.
 #
-# Started by cella-init as `python3 -u -I -c <this file>` in the sandbox; one process is one
+# Started by cella-init as `python3 -u -I -` with this file on stdin (a memfd, read to its end
+# before the runner runs; main() puts /dev/null there for runs) in the sandbox; one process is one
 # code context. Requests arrive on fd 3 and events leave on fd 4, one JSON object per line
 # (docs/decisions/0025-code-interpreter-runners.md). fd 1 and fd 2 are the current run's
 # stdout and stderr. Standard library only; numpy, pandas, matplotlib and PIL are used when
@@ -356,6 +357,10 @@ class Interpreter:
 def main():
     # Until the interpreter takes SIGINT over, one must not end the runner while it loads.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # stdin held this source (already read to its end): runs read /dev/null instead.
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     channel = Channel()
     for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
         # print() from user code must not meet a full non-blocking pipe.
