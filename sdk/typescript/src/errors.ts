@@ -166,6 +166,11 @@ export class InterpreterNotFoundError extends SandboxError {}
 // ---- validation, sandboxes, platform ----
 export class ValidationFailedError extends SandboxError {}
 export class SandboxNotFoundError extends SandboxError {}
+/** cellad's host storage ran short (507 `INSUFFICIENT_STORAGE`): its data directory is full,
+ * or a new sandbox's disk would take the disk promised to sandboxes past cellad's
+ * `--disk-overcommit`. Nothing of the request happened. A sandbox's own disk full is
+ * `NoSpaceError`. */
+export class InsufficientStorageError extends SandboxError {}
 /**
  * An invalid sandbox id: `getSandbox` refuses it before any request (code
  * `INVALID_SANDBOX_NAME`, also cellad's answer for a bad name). The hosted SDK throws it for
@@ -285,6 +290,7 @@ const byCode: Record<string, ErrorClass> = {
   VALIDATION_FAILED: ValidationFailedError,
   INVALID_SANDBOX_NAME: SandboxSecurityError,
   SANDBOX_NOT_FOUND: SandboxNotFoundError,
+  INSUFFICIENT_STORAGE: InsufficientStorageError,
   SANDBOX_UNAVAILABLE: ContainerUnavailableError,
   SANDBOX_LIMIT_REACHED: ContainerUnavailableError,
   CONTAINER_UNAVAILABLE: ContainerUnavailableError,

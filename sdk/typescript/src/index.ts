@@ -59,6 +59,7 @@ export {
   InterpreterNotFoundError,
   ValidationFailedError,
   SandboxNotFoundError,
+  InsufficientStorageError,
   SandboxSecurityError,
   UnauthorizedError,
   ContainerUnavailableError,

@@ -14,8 +14,10 @@ import {
   FileSystemError,
   InvalidGitUrlError,
   GitError,
+  InsufficientStorageError,
   IsDirectoryError,
   NotDirectoryError,
+  NoSpaceError,
   NotSupportedError,
   PermissionDeniedError,
   ProcessExitedBeforeReadyError,
@@ -137,6 +139,8 @@ describe('SandboxError and createSandboxError (no daemon)', () => {
       ['SANDBOX_UNAVAILABLE', ContainerUnavailableError],
       ['RPC_TRANSPORT_ERROR', RPCTransportError],
       ['NOT_SUPPORTED', NotSupportedError],
+      ['NO_SPACE', NoSpaceError, FileSystemError],
+      ['INSUFFICIENT_STORAGE', InsufficientStorageError],
     ];
     for (const [code, cls, base] of table) {
       const e = createSandboxError(resp(code));
