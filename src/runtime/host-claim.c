@@ -441,22 +441,40 @@ static void range_text(const struct net_cidr *c, char *buf, size_t size)
         snprintf(buf, size, "%s/%u", ip, c->prefix);
 }
 
-/* Write the data dir's record (a new file renamed over the old). */
+/* Write the data dir's record (a new file renamed over the old), 0600 like everything in
+ * the data dir. A record that already says the same is left as it is (its mode narrowed if
+ * it is wider), so a start with the data dir full needs no space for it. */
 static int write_record(const char *data_dir, const char *text)
 {
-        char path[CELLA_PATH_MAX], tmp[CELLA_PATH_MAX + 16];
+        char path[CELLA_PATH_MAX], tmp[CELLA_PATH_MAX + 16], old[CLAIM_TEXT_MAX];
+        size_t len = strlen(text);
+        ssize_t n;
 
         snprintf(path, sizeof(path), "%s/%s", data_dir, HOST_CLAIM_RECORD);
+        {
+                _cleanup_close_ int in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                struct stat st;
+
+                if (in >= 0 && fstat(in, &st) == 0 && S_ISREG(st.st_mode) &&
+                    (size_t)st.st_size == len && (n = read(in, old, sizeof(old))) >= 0 &&
+                    (size_t)n == len && memcmp(old, text, len) == 0) {
+                        if ((st.st_mode & 07777) != 0600 && fchmod(in, 0600) < 0)
+                                return -errno;
+                        return 0;
+                }
+        }
         snprintf(tmp, sizeof(tmp), "%s.tmp", path);
         _cleanup_close_ int fd =
-                open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+                open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return -errno;
-        size_t len = strlen(text);
-        if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0)
-                return -EIO;
-        if (rename(tmp, path) < 0)
-                return -errno;
+        errno = 0; /* a short write sets none */
+        if (fchmod(fd, 0600) < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) < 0 ||
+            rename(tmp, path) < 0) {
+                int r = errno ? -errno : -EIO;
+                unlink(tmp);
+                return r;
+        }
         return 0;
 }
 
