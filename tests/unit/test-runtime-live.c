@@ -1,7 +1,9 @@
 /* Live tests of the runtime: real containers (user/pid/mount/net/uts/ipc/cgroup
  * namespaces, idmapped overlay, cgroups, seccomp) running tests/helpers/probe-init as PID 1
  * on the default image. Needs root and the image; skips with a message otherwise. Uses uid
- * slots above 4000 and the cgroup name "cella-test" so it never meets a running daemon. */
+ * slots above 4000 of the last uid block a daemon can claim (runtime/host-claim.h: daemons
+ * take the first free block, and refuse to start on a block where processes they do not
+ * know run) and the cgroup name "cella-test", so it never meets a running daemon. */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 #include "runtime/caps.h"
 #include "runtime/cgroup.h"
 #include "runtime/container.h"
+#include "runtime/host-claim.h"
 
 #define ROOTFS "/var/lib/cella/images/default/rootfs"
 #define PROBE_DEFAULT CELLA_BUILD_DIR "/tests/probe-init"
@@ -66,7 +69,10 @@ static void track(const char *id, struct container *c)
 
 static uid_t slot_base(unsigned slot)
 {
-        return CELLA_UID_BASE + (4000u + slot) * CELLA_UID_RANGE;
+        uint32_t last_block = CELLA_UID_BASE + (HOST_CLAIM_UID_BASE_MAX - CELLA_UID_BASE) /
+                                                       HOST_CLAIM_UID_BLOCK * HOST_CLAIM_UID_BLOCK;
+
+        return last_block + (4000u + slot) * CELLA_UID_RANGE;
 }
 
 static void make_dir(char *out, size_t size, const char *name)
