@@ -14,7 +14,8 @@
 #include "common/path.h"
 #include "common/utf8.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 enum fkind { F_GET, F_PUT, F_DELETE, F_READ, F_WRITE, F_MKDIR, F_MOVE, F_LIST, F_EXISTS };
 

@@ -12,7 +12,8 @@
 #include "common/git-url.h"
 #include "common/log.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 /* $CELLA_GIT_* come from the request; the last line of stdout is the branch checked out
  * (or the commit, when HEAD is detached: a tag). */

@@ -13,7 +13,8 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 #include "daemon/image.h"
 
 /* A name being built or imported: a second build/import/delete of it is 409. */

@@ -11,7 +11,8 @@
 #include "common/limits.h"
 #include "common/name.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 enum pkind {
         K_START,
@@ -110,8 +111,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         break;
                 }
                 if (pc->kind == K_LOGS && !pc->base.finished)
-                        api_outbuf_add(&pc->ob, which, f->payload, f->len,
-                                       CELLA_EXEC_MAX_BUFFERED);
+                        api_outbuf_add(&pc->ob, which, f->payload, f->len, CELLA_EXEC_MAX_BUFFERED);
                 agent_stream_ack(s, f->len);
                 break;
         }

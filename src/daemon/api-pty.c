@@ -24,7 +24,8 @@
 #include "common/limits.h"
 #include "common/name.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 #include "daemon/ws.h"
 
 struct pty_op {

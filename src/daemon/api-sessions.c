@@ -5,7 +5,8 @@
 
 #include "common/name.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 struct sess_ctx {
         struct api *a;

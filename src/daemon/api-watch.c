@@ -14,7 +14,8 @@
 
 #include "common/limits.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
 {

@@ -7,7 +7,9 @@
 #include "common/name.h"
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
+#include "daemon/api.h"
 #include "daemon/ratelimit.h"
 #include "daemon/ws.h"
 
@@ -41,66 +43,6 @@ void api_free(struct api *a)
                 auth_limiter_free(a->auth_fails);
         }
         free(a);
-}
-
-void api_timestamp(char out[32])
-{
-        time_format_iso(time_now_ms(), out, 32);
-}
-
-bool api_token_equal(const char *given, const char *want)
-{
-        size_t gl = strlen(given), wl = strlen(want);
-        unsigned char diff = gl != wl;
-
-        /* Time depends on the length of the presented token only, never on where the
-         * first difference is. */
-        for (size_t i = 0; i < gl; i++)
-                diff |= (unsigned char)(given[i] ^ want[wl ? i % wl : 0]);
-        return wl > 0 && diff == 0;
-}
-
-void api_agent_error(const struct frame *f, struct cella_error *err)
-{
-        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
-        const char *code = NULL, *msg = NULL;
-        int c;
-
-        if (j)
-                json_unpack(j, "{s?s, s?s}", "code", &code, "message", &msg);
-        c = code ? cella_code_from_name(code) : -1;
-        if (c < 0 || c == CELLA_E_OK)
-                c = CELLA_E_INTERNAL_ERROR;
-        cella_error_set(err, c, "%s", msg ? msg : cella_code_name(c));
-        json_decref(j);
-}
-
-void api_respond_agent_error(struct http_request *req, const struct frame *f)
-{
-        struct cella_error e = {0};
-
-        api_agent_error(f, &e);
-        http_respond_error(req, &e, NULL);
-}
-
-bool api_wants_sse(const struct http_request *req)
-{
-        const char *acc = http_request_header(req, "Accept");
-
-        return acc && strstr(acc, "text/event-stream");
-}
-
-bool api_image_name_ok(const char *s)
-{
-        size_t n = strlen(s);
-
-        if (n == 0 || n > CELLA_NAME_MAX || s[0] == '.' || s[0] == '-')
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
-                      s[i] == '_' || s[i] == '-'))
-                        return false;
-        return true;
 }
 
 void api_log_request(struct http_request *req, void *userdata)
@@ -138,9 +80,8 @@ static void method_not_allowed(struct http_request *req)
 
 static void health(struct api *a, struct http_request *req)
 {
-        json_t *j = json_pack("{s:s, s:s, s:I, s:o, s:o}", "status", "ok", "version",
-                              CELLA_VERSION, "sandboxes",
-                              (json_int_t)sandbox_table_count(a->cfg.table), "pool",
+        json_t *j = json_pack("{s:s, s:s, s:I, s:o, s:o}", "status", "ok", "version", CELLA_VERSION,
+                              "sandboxes", (json_int_t)sandbox_table_count(a->cfg.table), "pool",
                               sandbox_table_pool_info(a->cfg.table), "disk",
                               sandbox_table_disk_info(a->cfg.table));
 
@@ -412,43 +353,6 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                 api_files(a, req, name, sub);
 }
 
-static bool is_websocket_upgrade(const struct http_request *req)
-{
-        const char *u = http_request_header(req, "Upgrade");
-
-        return u && strcasecmp(u, "websocket") == 0;
-}
-
-struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name)
-{
-        struct cella_error err = {0};
-        struct sandbox *sb = NULL;
-        bool created = false;
-
-        /* Only explicit writes create: a GET or HEAD is what any web page can make a browser
-         * send (an <img>, a link) without a token or an Origin, so it never makes a
-         * sandbox. It still wakes one that exists. A WebSocket upgrade (ws, pty) is the
-         * exception: browsers always send it with an Origin, which
-         * request_from_allowed_origin() has checked, and a terminal or a relay is a
-         * sandbox's first use like an exec (decision 0032). */
-        if ((is(req, "GET") || is(req, "HEAD")) && !is_websocket_upgrade(req) &&
-            sandbox_table_get(a->cfg.table, name, false, NULL, &sb, NULL, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                return NULL;
-        }
-        if (sandbox_table_get(a->cfg.table, name, true, NULL, &sb, &created, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                return NULL;
-        }
-        if (!sandbox_agent(sb)) {
-                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
-                                  "sandbox '%s' has no agent connection", name);
-                return NULL;
-        }
-        sandbox_touch(sb);
-        return sb;
-}
-
 /* host[:port] of a Host header or an origin's authority is a loopback name. */
 static bool host_is_loopback(const char *h, size_t n)
 {
@@ -508,7 +412,7 @@ static bool authorized(struct api *a, struct http_request *req)
         h += 7;
         while (*h == ' ')
                 h++;
-        return api_token_equal(h, a->cfg.token);
+        return auth_token_equal(h, a->cfg.token);
 }
 
 /* GET /v1/sandboxes/{name}/ws/{port}[/path]: wsConnect. The path after the port (and the

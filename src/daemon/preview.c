@@ -10,8 +10,8 @@
 
 #include "common/log.h"
 #include "common/name.h"
-#include "daemon/api.h"
 #include "daemon/preview.h"
+#include "daemon/ratelimit.h"
 #include "daemon/store.h"
 
 /* ---- pure parts ---- */
@@ -1376,7 +1376,7 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
                         rec = cache_get(cfg, t->id, t->port);
                 }
         }
-        if (!rec || !api_token_equal(t->token, rec->token)) {
+        if (!rec || !auth_token_equal(t->token, rec->token)) {
                 http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
                 return;
         }
