@@ -34,4 +34,9 @@ void api_pty(struct api *a, struct http_request *req, const char *name);
 /* api-watch.c: POST /v1/sandboxes/{id}/files/watch (SSE). */
 void api_watch(struct api *a, struct http_request *req, const char *name);
 
+/* api-ports.c: /ports, /ports/{port} (rest starts with "/ports"), and /ws/{port}[/path]
+ * (ps: what follows "/ws/"). */
+void api_ports(struct api *a, struct http_request *req, const char *name, const char *rest);
+void api_ws(struct api *a, struct http_request *req, const char *name, const char *ps);
+
 #endif

@@ -102,7 +102,6 @@ static void list_sandboxes(struct api *a, struct http_request *req)
 }
 
 static void put_abort(struct http_request *req, void *ud);
-static void api_ws(struct api *a, struct http_request *req, const char *name, const char *ps);
 
 /* PUT /v1/sandboxes/{id}: the body is read first; the name is checked again with the
  * body's normalizeId. */
@@ -259,7 +258,7 @@ static void sandbox_route(struct api *a, struct http_request *req, const char *i
                 return;
         }
         if (strcmp(rest, "/ports") == 0 || strncmp(rest, "/ports/", 7) == 0) {
-                preview_ports(&a->preview, req, name, rest);
+                api_ports(a, req, name, rest);
                 return;
         }
         if (strncmp(rest, "/ws/", 4) == 0) {
@@ -413,54 +412,6 @@ static bool authorized(struct api *a, struct http_request *req)
         while (*h == ' ')
                 h++;
         return auth_token_equal(h, a->cfg.token);
-}
-
-/* GET /v1/sandboxes/{name}/ws/{port}[/path]: wsConnect. The path after the port (and the
- * query) is the target sent to the sandbox. */
-static void api_ws(struct api *a, struct http_request *req, const char *name, const char *ps)
-{
-        const char *target = http_request_target(req), *q = strchr(target, '?');
-        _cleanup_free_ char *fwd = NULL;
-        struct sandbox *sb;
-        long port = 0;
-        size_t i;
-
-        for (i = 0; ps[i] >= '0' && ps[i] <= '9' && i < 6; i++)
-                port = port * 10 + (ps[i] - '0');
-        if (i == 0 || (ps[i] && ps[i] != '/') || port < 1 || port > CELLA_PORT_MAX) {
-                http_respond_code(req, CELLA_E_INVALID_PORT, "bad port in %s",
-                                  http_request_path(req));
-                return;
-        }
-        if (!is(req, "GET")) {
-                method_not_allowed(req);
-                return;
-        }
-        /* The raw target's path after /ws/{port}: find it by its decoded twin's length
-         * is not safe, so rebuild it from the decoded path (percent-encoding what must
-         * be) and the raw query. */
-        {
-                struct buf b = BUF_INIT;
-                const char *rest = ps[i] ? ps + i : "/";
-                int r = 0;
-
-                for (const char *c = rest; *c && r >= 0; c++)
-                        r = ((unsigned char)*c <= 0x20 || *c == '%' || *c == '?' || *c == '#' ||
-                             (unsigned char)*c >= 0x7f)
-                                    ? buf_printf(&b, "%%%02X", (unsigned char)*c)
-                                    : buf_append(&b, c, 1);
-                if (r >= 0 && q)
-                        r = buf_append_str(&b, q);
-                if (r < 0 || !(fwd = buf_steal(&b))) {
-                        buf_free(&b);
-                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                        return;
-                }
-        }
-        sb = api_sandbox_for(a, req, name);
-        if (!sb)
-                return;
-        preview_ws(&a->preview, req, sb, (int)port, fwd);
 }
 
 void api_shutdown(struct api *a)
