@@ -283,8 +283,9 @@ static void op_free(struct api_op *base)
         api_outbuf_done(&op->ob);
 }
 
-void api_exec(struct api *a, struct http_request *req, const char *name)
+void api_exec(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         struct api_op *op = api_op_new(a, name, sizeof(struct exec_op), op_free);
 
         if (op)

@@ -180,8 +180,9 @@ static void checkout_body(struct http_request *req, const char *body, size_t len
         json_decref(payload);
 }
 
-void api_git_checkout(struct api *a, struct http_request *req, const char *name)
+void api_git_checkout(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         struct git_op *op = calloc(1, sizeof(*op));
 
         if (!op) {

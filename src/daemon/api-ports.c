@@ -13,11 +13,6 @@
 #include "daemon/preview.h"
 #include "daemon/store.h"
 
-static bool is(const struct http_request *req, const char *m)
-{
-        return strcmp(http_request_method(req), m) == 0;
-}
-
 static json_t *port_json(const struct preview_config *cfg, const char *sandbox, int port,
                          const char *name, const char *token, bool stale)
 {
@@ -159,120 +154,81 @@ static void expose_abort(struct http_request *req, void *ud)
         http_request_set_userdata(req, NULL);
 }
 
-void api_ports(struct api *a, struct http_request *req, const char *name, const char *rest)
+void api_ports_expose(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        struct preview_config *cfg = &a->preview;
-        const char *m = http_request_method(req);
-        struct cella_error err = {0};
-        struct sandbox *sb = NULL;
+        char *copy = strdup(p->name);
 
-        if (strcmp(rest, "/ports") == 0) {
-                if (strcmp(m, "POST") == 0) {
-                        char *copy = strdup(name);
-
-                        if (!copy) {
-                                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                                return;
-                        }
-                        http_request_set_userdata(req, copy);
-                        http_request_on_abort(req, expose_abort, NULL);
-                        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, expose_body,
-                                                   (void *)cfg) < 0) {
-                                http_request_set_userdata(req, NULL);
-                                free(copy);
-                                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
-                        }
-                        return;
-                }
-                if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
-                        struct list_ctx c = {cfg, name, 0, json_array()};
-                        json_t *j;
-
-                        if (sandbox_table_get(cfg->table, name, false, NULL, &sb, NULL, &err) < 0) {
-                                json_decref(c.arr);
-                                http_respond_error(req, &err, NULL);
-                                return;
-                        }
-                        c.instance = sandbox_instance(sb);
-                        if (!c.arr || store_port_foreach(sandbox_table_store(cfg->table), name,
-                                                         list_one, &c, &err) < 0) {
-                                json_decref(c.arr);
-                                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot list ports");
-                                return;
-                        }
-                        j = json_pack("{s:o}", "ports", c.arr);
-                        http_respond_json(req, 200, j);
-                        json_decref(j);
-                        return;
-                }
-        } else if (strncmp(rest, "/ports/", 7) == 0) {
-                const char *ps = rest + 7;
-                long port = 0;
-                size_t i;
-
-                for (i = 0; ps[i] && i < 6; i++) {
-                        if (ps[i] < '0' || ps[i] > '9')
-                                break;
-                        port = port * 10 + (ps[i] - '0');
-                }
-                if (i == 0 || ps[i] || port < 1 || port > CELLA_PORT_MAX) {
-                        http_respond_code(req, CELLA_E_INVALID_PORT, "bad port '%s'", ps);
-                        return;
-                }
-                if (strcmp(m, "DELETE") == 0) {
-                        json_t *j;
-
-                        if (sandbox_table_get(cfg->table, name, false, NULL, &sb, NULL, &err) < 0) {
-                                http_respond_error(req, &err, NULL);
-                                return;
-                        }
-                        preview_port_drop(cfg, name, (int)port);
-                        if (store_port_delete(sandbox_table_store(cfg->table), name, (int)port,
-                                              &err) < 0) {
-                                http_respond_error(req, &err, NULL);
-                                return;
-                        }
-                        j = json_pack("{s:i, s:s}", "port", (int)port, "id", name);
-                        http_respond_json(req, 200, j);
-                        json_decref(j);
-                        return;
-                }
-        } else {
-                http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
+        if (!copy) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }
-        http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s", m,
-                          http_request_path(req));
+        http_request_set_userdata(req, copy);
+        http_request_on_abort(req, expose_abort, NULL);
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, expose_body, &a->preview) < 0) {
+                http_request_set_userdata(req, NULL);
+                free(copy);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
+        }
+}
+
+void api_ports_list(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct list_ctx c = {&a->preview, p->name, 0, json_array()};
+        struct cella_error err = {0};
+        struct sandbox *sb = NULL;
+        json_t *j;
+
+        if (sandbox_table_get(a->cfg.table, p->name, false, NULL, &sb, NULL, &err) < 0) {
+                json_decref(c.arr);
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        c.instance = sandbox_instance(sb);
+        if (!c.arr || store_port_foreach(sandbox_table_store(a->cfg.table), p->name, list_one, &c,
+                                         &err) < 0) {
+                json_decref(c.arr);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot list ports");
+                return;
+        }
+        j = json_pack("{s:o}", "ports", c.arr);
+        http_respond_json(req, 200, j);
+        json_decref(j);
+}
+
+void api_port_unexpose(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct cella_error err = {0};
+        struct sandbox *sb = NULL;
+        json_t *j;
+
+        if (sandbox_table_get(a->cfg.table, p->name, false, NULL, &sb, NULL, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        preview_port_drop(&a->preview, p->name, p->port);
+        if (store_port_delete(sandbox_table_store(a->cfg.table), p->name, p->port, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        j = json_pack("{s:i, s:s}", "port", p->port, "id", p->name);
+        http_respond_json(req, 200, j);
+        json_decref(j);
 }
 
 /* GET /v1/sandboxes/{name}/ws/{port}[/path]: wsConnect. The path after the port (and the
  * query) is the target sent to the sandbox. */
-void api_ws(struct api *a, struct http_request *req, const char *name, const char *ps)
+void api_ws(struct api *a, struct http_request *req, const struct api_args *p)
 {
         const char *target = http_request_target(req), *q = strchr(target, '?');
         _cleanup_free_ char *fwd = NULL;
         struct sandbox *sb;
-        long port = 0;
-        size_t i;
 
-        for (i = 0; ps[i] >= '0' && ps[i] <= '9' && i < 6; i++)
-                port = port * 10 + (ps[i] - '0');
-        if (i == 0 || (ps[i] && ps[i] != '/') || port < 1 || port > CELLA_PORT_MAX) {
-                http_respond_code(req, CELLA_E_INVALID_PORT, "bad port in %s",
-                                  http_request_path(req));
-                return;
-        }
-        if (!is(req, "GET")) {
-                http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s",
-                                  http_request_method(req), http_request_path(req));
-                return;
-        }
         /* The raw target's path after /ws/{port}: find it by its decoded twin's length
          * is not safe, so rebuild it from the decoded path (percent-encoding what must
          * be) and the raw query. */
         {
                 struct buf b = BUF_INIT;
-                const char *rest = ps[i] ? ps + i : "/";
+                const char *rest = *p->tail ? p->tail : "/";
                 int r = 0;
 
                 for (const char *c = rest; *c && r >= 0; c++)
@@ -288,8 +244,8 @@ void api_ws(struct api *a, struct http_request *req, const char *name, const cha
                         return;
                 }
         }
-        sb = api_sandbox_for(a, req, name);
+        sb = api_sandbox_for(a, req, p->name);
         if (!sb)
                 return;
-        preview_ws(&a->preview, req, sb, (int)port, fwd);
+        preview_ws(&a->preview, req, sb, p->port, fwd);
 }

@@ -262,8 +262,9 @@ static void on_abort(struct http_request *req, void *ud)
         op_unref(op);
 }
 
-void api_pty(struct api *a, struct http_request *req, const char *name)
+void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         struct cella_error err = {0};
         const char *sid = http_request_query(req, "session");
         unsigned cols, rows;

@@ -19,6 +19,23 @@ struct api {
         struct auth_limiter *auth_fails; /* failed authentications per client address */
 };
 
+/* What the route table (api-routes.c) captured and the dispatcher checked, for a handler:
+ * pointers into the request's path or the dispatcher's buffers, valid during the call. */
+struct api_args {
+        const char *name; /* {id}: the sandbox's name, checked (normalizeId applied); {image}:
+                             the image's name (at most CELLA_NAME_MAX) */
+        const char *raw;  /* {id} as sent (raw_len bytes, not NUL-terminated): PUT
+                             /v1/sandboxes/{id} checks it after the body */
+        size_t raw_len;
+        bool normalize;    /* ?normalizeId= */
+        const char *param; /* {pid}, {sid}, {cid}: a valid id (cella_id_is_valid) */
+        int port;          /* {port}: 1..CELLA_PORT_MAX */
+        const char *tail;  /* /ws/{port}...: what follows the port ("" or "/...") */
+};
+
+/* A route's handler: the method and parameters are checked, the request is its to answer. */
+typedef void (*api_handler)(struct api *a, struct http_request *req, const struct api_args *p);
+
 /* The sandbox named name, created if needed, running, with an agent link, marked active;
  * borrowed (sandbox_ref() to keep it). NULL after answering req with the error. */
 struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name);

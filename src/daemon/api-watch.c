@@ -82,7 +82,7 @@ out:
         api_op_unref(op); /* the body read's */
 }
 
-void api_watch(struct api *a, struct http_request *req, const char *name)
+void api_watch(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        api_op_read_body(api_op_new(a, name, sizeof(struct api_op), NULL), req, watch_body);
+        api_op_read_body(api_op_new(a, p->name, sizeof(struct api_op), NULL), req, watch_body);
 }
