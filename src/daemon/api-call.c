@@ -1,11 +1,11 @@
-/* One request/answer call on a sandbox's agent (api-internal.h: api_agent_call). An EXEC
+/* One request/answer call on a sandbox's agent (api-service.h: api_agent_call). An EXEC
  * call's output is kept (CELLA_CALL_MAX_OUTPUT bytes per stream) and its EXIT becomes the
  * answer {exitCode, timedOut, stdout, stderr}. */
 #include <errno.h>
 #include <string.h>
 
 #include "common/limits.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-service.h"
 
 struct agent_call {
         struct http_request *req; /* referenced; NULL once the client left */

@@ -26,7 +26,8 @@
 #include "common/limits.h"
 #include "common/name.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 /* ---- contexts: one agent call each ---- */
 
@@ -114,46 +115,50 @@ static void create_body(struct http_request *req, const char *body, size_t len, 
         ctx_call(req, c, payload);
 }
 
-void api_contexts(struct api *a, struct http_request *req, const char *name, const char *rest)
+static struct ctx_call *ctx_new(struct api *a, struct http_request *req, const char *name, int kind)
 {
-        const char *method = http_request_method(req);
-        const char *cid = rest[9] == '/' ? rest + 10 : NULL;
-        struct ctx_call *c;
+        struct ctx_call *c = calloc(1, sizeof(*c));
 
-        if (cid && !cella_id_is_valid(cid)) {
-                http_respond_code(req, CELLA_E_CONTEXT_NOT_FOUND, "no code context '%.64s'", cid);
-                return;
-        }
-        if (cid ? strcmp(method, "DELETE") != 0
-                : strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0) {
-                http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s",
-                                  method, http_request_path(req));
-                return;
-        }
-        c = calloc(1, sizeof(*c));
         if (!c) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return;
+                return NULL;
         }
         c->a = a;
+        c->kind = kind;
         snprintf(c->name, sizeof(c->name), "%s", name);
-        if (cid) {
-                c->kind = K_DELETE;
-                snprintf(c->cid, sizeof(c->cid), "%s", cid);
-                ctx_call(req, c, json_pack("{s:s, s:s}", "op", "delete", "id", cid));
-        } else if (strcmp(method, "GET") == 0) {
-                c->kind = K_LIST;
+        return c;
+}
+
+void api_contexts_list(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct ctx_call *c = ctx_new(a, req, p->name, K_LIST);
+
+        if (c)
                 ctx_call(req, c, json_pack("{s:s}", "op", "list"));
-        } else {
-                c->kind = K_CREATE;
-                http_request_on_abort(req, ctx_body_abort, c);
-                if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, create_body, c) < 0) {
-                        http_request_on_abort(req, NULL, NULL);
-                        http_respond_code(req, CELLA_E_INTERNAL_ERROR,
-                                          "cannot read the request body");
-                        ctx_free(c);
-                }
+}
+
+void api_contexts_create(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct ctx_call *c = ctx_new(a, req, p->name, K_CREATE);
+
+        if (!c)
+                return;
+        http_request_on_abort(req, ctx_body_abort, c);
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, create_body, c) < 0) {
+                http_request_on_abort(req, NULL, NULL);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the request body");
+                ctx_free(c);
         }
+}
+
+void api_context_delete(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct ctx_call *c = ctx_new(a, req, p->name, K_DELETE);
+
+        if (!c)
+                return;
+        snprintf(c->cid, sizeof(c->cid), "%s", p->param);
+        ctx_call(req, c, json_pack("{s:s, s:s}", "op", "delete", "id", p->param));
 }
 
 /* ---- runs ---- */
@@ -418,7 +423,7 @@ static void op_free(struct api_op *base)
         json_decref(op->error);
 }
 
-void api_code(struct api *a, struct http_request *req, const char *name)
+void api_code(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        api_op_read_body(api_op_new(a, name, sizeof(struct code_op), op_free), req, run_body);
+        api_op_read_body(api_op_new(a, p->name, sizeof(struct code_op), op_free), req, run_body);
 }

@@ -11,7 +11,8 @@
 #include "common/timeutil.h"
 #include "common/utf8.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 struct exec_op {
         struct api_op base; /* first */
@@ -119,9 +120,9 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
                         api_op_finish(&op->base);
                         return;
                 }
-                r = json_pack("{s:b, s:I, s:s, s:I, s:s}", "success", code == 0, "exitCode",
-                              code, "command", op->in.command, "duration",
-                              (json_int_t)duration_ms(op), "timestamp", ts);
+                r = json_pack("{s:b, s:I, s:s, s:I, s:s}", "success", code == 0, "exitCode", code,
+                              "command", op->in.command, "duration", (json_int_t)duration_ms(op),
+                              "timestamp", ts);
                 if (r) {
                         if (op->in.session_id)
                                 json_object_set_new(r, "sessionId", json_string(op->in.session_id));
@@ -168,8 +169,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         break;
                 }
                 if (!op->base.finished)
-                        api_outbuf_add(&op->ob, which, f->payload, f->len,
-                                       CELLA_EXEC_MAX_BUFFERED);
+                        api_outbuf_add(&op->ob, which, f->payload, f->len, CELLA_EXEC_MAX_BUFFERED);
                 agent_stream_ack(s, f->len);
                 break;
         }
@@ -283,8 +283,9 @@ static void op_free(struct api_op *base)
         api_outbuf_done(&op->ob);
 }
 
-void api_exec(struct api *a, struct http_request *req, const char *name)
+void api_exec(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         struct api_op *op = api_op_new(a, name, sizeof(struct exec_op), op_free);
 
         if (op)

@@ -14,7 +14,8 @@
 #include "common/path.h"
 #include "common/utf8.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 enum fkind { F_GET, F_PUT, F_DELETE, F_READ, F_WRITE, F_MKDIR, F_MOVE, F_LIST, F_EXISTS };
 
@@ -632,7 +633,7 @@ static int query_path(struct http_request *req, struct file_op *op, bool dflt_wo
         return 0;
 }
 
-void api_files(struct api *a, struct http_request *req, const char *name, const char *sub)
+static void files(struct api *a, struct http_request *req, const char *name, const char *sub)
 {
         struct file_op *op = calloc(1, sizeof(*op));
         const char *m = http_request_method(req);
@@ -738,3 +739,17 @@ void api_files(struct api *a, struct http_request *req, const char *name, const 
         }
         op_unref(op);
 }
+
+/* One handler per route of the table, the sub-route as files() knows it. */
+#define FILES_ROUTE(fn, sub)                                                       \
+        void fn(struct api *a, struct http_request *req, const struct api_args *p) \
+        {                                                                          \
+                files(a, req, p->name, sub);                                       \
+        }
+FILES_ROUTE(api_files_raw, "")
+FILES_ROUTE(api_files_read, "read")
+FILES_ROUTE(api_files_write, "write")
+FILES_ROUTE(api_files_mkdir, "mkdir")
+FILES_ROUTE(api_files_move, "move")
+FILES_ROUTE(api_files_list, "list")
+FILES_ROUTE(api_files_exists, "exists")

@@ -12,7 +12,8 @@
 #include "common/git-url.h"
 #include "common/log.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 /* $CELLA_GIT_* come from the request; the last line of stdout is the branch checked out
  * (or the commit, when HEAD is detached: a tag). */
@@ -179,8 +180,9 @@ static void checkout_body(struct http_request *req, const char *body, size_t len
         json_decref(payload);
 }
 
-void api_git_checkout(struct api *a, struct http_request *req, const char *name)
+void api_git_checkout(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         struct git_op *op = calloc(1, sizeof(*op));
 
         if (!op) {

@@ -13,7 +13,8 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 #include "daemon/image.h"
 
 /* A name being built or imported: a second build/import/delete of it is 409. */
@@ -55,7 +56,7 @@ static json_t *image_meta(const char *images_dir, const char *name)
         return json_load_file(p, 0, NULL);
 }
 
-void api_images_list(struct api *a, struct http_request *req)
+void api_images_list(struct api *a, struct http_request *req, const struct api_args *args)
 {
         _cleanup_closedir_ DIR *d = opendir(a->cfg.images_dir);
         json_t *arr = json_array();
@@ -314,8 +315,9 @@ static void build_req_abort(struct http_request *req, void *ud)
         http_request_set_userdata(req, NULL);
 }
 
-void api_images_build(struct api *a, struct http_request *req, const char *name)
+void api_images_build(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         struct build_req *br;
 
         if (!name_check(req, name) || !busy_take(a, name, req))
@@ -523,8 +525,9 @@ static void import_abort(struct http_request *req, void *ud)
 
 static const struct http_body_ops import_ops = {.on_data = import_data, .on_end = import_end};
 
-void api_images_import(struct api *a, struct http_request *req, const char *name)
+void api_images_import(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         struct import_op *op;
         const char *cl = http_request_header(req, "Content-Length");
         bool replace = false;
@@ -616,8 +619,9 @@ static void remove_after(uv_work_t *w, int status)
         free(w);
 }
 
-void api_images_delete(struct api *a, struct http_request *req, const char *name)
+void api_images_delete(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         char from[CELLA_PATH_MAX], *to;
         uv_work_t *w;
         json_t *j;

@@ -1,9 +1,9 @@
 /* The lifetime of a request answered from one agent stream (exec, file watch, code runs):
- * see struct api_op in api-internal.h. */
+ * see struct api_op in api-service.h. */
 #include <stdlib.h>
 
 #include "common/limits.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-service.h"
 
 void api_op_unref(struct api_op *op)
 {

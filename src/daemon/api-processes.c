@@ -11,7 +11,8 @@
 #include "common/limits.h"
 #include "common/name.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 enum pkind {
         K_START,
@@ -110,8 +111,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         break;
                 }
                 if (pc->kind == K_LOGS && !pc->base.finished)
-                        api_outbuf_add(&pc->ob, which, f->payload, f->len,
-                                       CELLA_EXEC_MAX_BUFFERED);
+                        api_outbuf_add(&pc->ob, which, f->payload, f->len, CELLA_EXEC_MAX_BUFFERED);
                 agent_stream_ack(s, f->len);
                 break;
         }
@@ -204,78 +204,6 @@ out:
         api_op_unref(&pc->base); /* the body read's */
 }
 
-static bool is(const struct http_request *req, const char *m)
-{
-        return strcmp(http_request_method(req), m) == 0;
-}
-
-/* Route and method to a kind; -1 after answering req (404/405/400). */
-static int route(struct http_request *req, const char *rest, char pid[CELLA_ID_MAX + 1])
-{
-        static const struct {
-                const char *sub;
-                const char *method;
-                enum pkind kind;
-        } subs[] = {
-                {"/logs", "GET", K_LOGS},
-                {"/stream", "GET", K_STREAM},
-                {"/waitForLog", "POST", K_WAIT_LOG},
-                {"/waitForPort", "POST", K_WAIT_PORT},
-                {"/waitForExit", "POST", K_WAIT_EXIT},
-        };
-        bool get = is(req, "GET") || is(req, "HEAD");
-        const char *slash;
-        size_t n;
-
-        pid[0] = '\0';
-        if (!*rest) {
-                if (is(req, "POST"))
-                        return K_START;
-                if (get)
-                        return K_LIST;
-                if (is(req, "DELETE"))
-                        return K_KILLALL;
-                goto method;
-        }
-        if (rest[0] != '/')
-                goto no_route;
-        rest++;
-        slash = strchr(rest, '/');
-        n = slash ? (size_t)(slash - rest) : strlen(rest);
-        if (n == 0 || n > CELLA_ID_MAX) {
-                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                  "process id must be 1..%d of [A-Za-z0-9_.-]", CELLA_ID_MAX);
-                return -1;
-        }
-        memcpy(pid, rest, n);
-        pid[n] = '\0';
-        if (!cella_id_is_valid(pid)) {
-                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                  "process id must be 1..%d of [A-Za-z0-9_.-]", CELLA_ID_MAX);
-                return -1;
-        }
-        if (!slash) {
-                if (get)
-                        return K_GET;
-                if (is(req, "DELETE"))
-                        return K_KILL;
-                goto method;
-        }
-        for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
-                if (strcmp(slash, subs[i].sub) == 0) {
-                        if (is(req, subs[i].method) || (get && subs[i].method[0] == 'G'))
-                                return (int)subs[i].kind;
-                        goto method;
-                }
-no_route:
-        http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
-        return -1;
-method:
-        http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s",
-                          http_request_method(req), http_request_path(req));
-        return -1;
-}
-
 static void call_free(struct api_op *op)
 {
         struct proc_call *pc = (struct proc_call *)op;
@@ -283,19 +211,32 @@ static void call_free(struct api_op *op)
         api_outbuf_done(&pc->ob);
 }
 
-void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest)
+static void processes(struct api *a, struct http_request *req, const struct api_args *p,
+                      enum pkind kind)
 {
-        char pid[CELLA_ID_MAX + 1];
-        struct proc_call *pc;
-        int kind = route(req, rest, pid);
+        struct proc_call *pc = (struct proc_call *)api_op_new(a, p->name, sizeof(*pc), call_free);
 
-        if (kind < 0)
-                return;
-        pc = (struct proc_call *)api_op_new(a, name, sizeof(*pc), call_free);
         if (pc) {
                 pc->ob.budget = a->cfg.budget;
-                pc->kind = (enum pkind)kind;
-                snprintf(pc->pid, sizeof(pc->pid), "%s", pid);
+                pc->kind = kind;
+                snprintf(pc->pid, sizeof(pc->pid), "%s", p->param ? p->param : "");
         }
         api_op_read_body(pc ? &pc->base : NULL, req, call_body);
 }
+
+/* One handler per route of the table. */
+#define PROCESS_ROUTE(fn, kind)                                                    \
+        void fn(struct api *a, struct http_request *req, const struct api_args *p) \
+        {                                                                          \
+                processes(a, req, p, kind);                                        \
+        }
+PROCESS_ROUTE(api_process_start, K_START)
+PROCESS_ROUTE(api_process_list, K_LIST)
+PROCESS_ROUTE(api_process_kill_all, K_KILLALL)
+PROCESS_ROUTE(api_process_get, K_GET)
+PROCESS_ROUTE(api_process_kill, K_KILL)
+PROCESS_ROUTE(api_process_logs, K_LOGS)
+PROCESS_ROUTE(api_process_stream, K_STREAM)
+PROCESS_ROUTE(api_process_wait_log, K_WAIT_LOG)
+PROCESS_ROUTE(api_process_wait_port, K_WAIT_PORT)
+PROCESS_ROUTE(api_process_wait_exit, K_WAIT_EXIT)

@@ -24,7 +24,8 @@
 #include "common/limits.h"
 #include "common/name.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 #include "daemon/ws.h"
 
 struct pty_op {
@@ -261,8 +262,9 @@ static void on_abort(struct http_request *req, void *ud)
         op_unref(op);
 }
 
-void api_pty(struct api *a, struct http_request *req, const char *name)
+void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         struct cella_error err = {0};
         const char *sid = http_request_query(req, "session");
         unsigned cols, rows;

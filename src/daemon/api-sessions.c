@@ -5,7 +5,8 @@
 
 #include "common/name.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 struct sess_ctx {
         struct api *a;
@@ -223,98 +224,59 @@ static struct sess_ctx *ctx_new(struct api *a, struct http_request *req, const c
         return c;
 }
 
-void api_env(struct api *a, struct http_request *req, const char *name)
+void api_env(struct api *a, struct http_request *req, const struct api_args *p)
 {
+        const char *name = p->name;
         struct sess_ctx *c = ctx_new(a, req, name, K_ENV);
 
         if (c)
                 read_body(req, c, env_body);
 }
 
-static bool is(const struct http_request *req, const char *m)
+void api_sessions_create(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        return strcmp(http_request_method(req), m) == 0;
+        struct sess_ctx *c = ctx_new(a, req, p->name, K_CREATE);
+
+        if (c) {
+                c->status = 201;
+                read_body(req, c, create_body);
+        }
 }
 
-void api_sessions(struct api *a, struct http_request *req, const char *name, const char *rest)
+void api_sessions_list(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        const char *sub = rest + strlen("/sessions");
-        char sid[CELLA_ID_MAX + 1];
-        const char *slash;
-        size_t n;
-        struct sess_ctx *c;
+        struct sess_ctx *c = ctx_new(a, req, p->name, K_LIST);
 
-        if (*sub == '\0') {
-                if (is(req, "POST")) {
-                        c = ctx_new(a, req, name, K_CREATE);
-                        if (c) {
-                                c->status = 201;
-                                read_body(req, c, create_body);
-                        }
-                } else if (is(req, "GET") || is(req, "HEAD")) {
-                        c = ctx_new(a, req, name, K_LIST);
-                        if (c)
-                                call(req, c, json_pack("{s:s}", "op", "list"));
-                } else {
-                        http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED,
-                                          "method %s not allowed on %s", http_request_method(req),
-                                          http_request_path(req));
-                }
-                return;
+        if (c)
+                call(req, c, json_pack("{s:s}", "op", "list"));
+}
+
+void api_session_env(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct sess_ctx *c = ctx_new(a, req, p->name, K_ENV);
+
+        if (c) {
+                snprintf(c->sid, sizeof(c->sid), "%s", p->param);
+                read_body(req, c, env_body);
         }
-        if (*sub != '/') {
-                http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
-                return;
+}
+
+void api_session_get(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct sess_ctx *c = ctx_new(a, req, p->name, K_GET);
+
+        if (c) {
+                snprintf(c->sid, sizeof(c->sid), "%s", p->param);
+                call(req, c, json_pack("{s:s}", "op", "list"));
         }
-        sub++;
-        slash = strchr(sub, '/');
-        n = slash ? (size_t)(slash - sub) : strlen(sub);
-        if (n == 0 || n > CELLA_ID_MAX) {
-                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                  "session id must be 1-%d characters of [A-Za-z0-9_.-]",
-                                  CELLA_ID_MAX);
-                return;
-        }
-        memcpy(sid, sub, n);
-        sid[n] = '\0';
-        if (!cella_id_is_valid(sid)) {
-                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                  "session id must be 1-%d characters of [A-Za-z0-9_.-]",
-                                  CELLA_ID_MAX);
-                return;
-        }
-        if (slash && strcmp(slash, "/env") == 0) {
-                if (!is(req, "POST")) {
-                        http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED,
-                                          "method %s not allowed on %s", http_request_method(req),
-                                          http_request_path(req));
-                        return;
-                }
-                c = ctx_new(a, req, name, K_ENV);
-                if (c) {
-                        snprintf(c->sid, sizeof(c->sid), "%s", sid);
-                        read_body(req, c, env_body);
-                }
-                return;
-        }
-        if (slash) {
-                http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
-                return;
-        }
-        if (is(req, "GET") || is(req, "HEAD")) {
-                c = ctx_new(a, req, name, K_GET);
-                if (c) {
-                        snprintf(c->sid, sizeof(c->sid), "%s", sid);
-                        call(req, c, json_pack("{s:s}", "op", "list"));
-                }
-        } else if (is(req, "DELETE")) {
-                c = ctx_new(a, req, name, K_DELETE);
-                if (c) {
-                        snprintf(c->sid, sizeof(c->sid), "%s", sid);
-                        call(req, c, json_pack("{s:s, s:s}", "op", "delete", "id", sid));
-                }
-        } else {
-                http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s",
-                                  http_request_method(req), http_request_path(req));
+}
+
+void api_session_delete(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct sess_ctx *c = ctx_new(a, req, p->name, K_DELETE);
+
+        if (c) {
+                snprintf(c->sid, sizeof(c->sid), "%s", p->param);
+                call(req, c, json_pack("{s:s, s:s}", "op", "delete", "id", p->param));
         }
 }

@@ -1,13 +1,13 @@
 /* Output of an agent stream passed on to an HTTP client: SSE events whose agent credit is
  * returned only once the client took the bytes, and output as JSON text or base64. Shared
- * by exec (api-exec.c) and process streams (api-processes.c); see api-internal.h. */
+ * by exec (api-exec.c) and process streams (api-processes.c); see api-service.h. */
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "common/base64.h"
 #include "common/utf8.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-service.h"
 
 json_t *api_output_json(const struct buf *b, bool *ret_b64)
 {
@@ -200,8 +200,9 @@ static const char *marker_text(int which)
                         memset(rnd, 0x5a, sizeof(rnd)); /* still not in anyone's input */
                 for (int i = 0; i < 2; i++)
                         snprintf(marks[i], sizeof(marks[i]),
-                                 "\x01" "cella-out-%02x%02x%02x%02x%02x%02x%02x%02x-%d", rnd[0],
-                                 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7], i);
+                                 "\x01"
+                                 "cella-out-%02x%02x%02x%02x%02x%02x%02x%02x-%d",
+                                 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7], i);
         }
         return marks[which];
 }
@@ -236,12 +237,12 @@ struct out_writer {
         struct http_request *req; /* referenced */
         char *text;               /* the document, with the markers */
         size_t text_len;
-        size_t pos;          /* next byte of text to write */
-        size_t mark_at[2];   /* where each marker's content starts in text (SIZE_MAX: none) */
-        size_t mark_len[2];  /* its length there (as dumped) */
+        size_t pos;         /* next byte of text to write */
+        size_t mark_at[2];  /* where each marker's content starts in text (SIZE_MAX: none) */
+        size_t mark_len[2]; /* its length there (as dumped) */
         bool b64[2];
-        int cur;             /* the stream being written, -1: text */
-        size_t off;          /* in out[cur] */
+        int cur;    /* the stream being written, -1: text */
+        size_t off; /* in out[cur] */
         struct api_outbuf ob;
 };
 
@@ -369,8 +370,7 @@ int api_outbuf_respond(struct http_request *req, int status, json_t *doc, struct
                 json_decref(m);
                 w->mark_at[i] = at ? (size_t)(at - w->text) + 1 : SIZE_MAX;
                 w->mark_len[i] = dumped ? strlen(dumped) - 2 : 0;
-                w->b64[i] = !utf8_is_valid(ob->out[i].data ? ob->out[i].data : "",
-                                           ob->out[i].len);
+                w->b64[i] = !utf8_is_valid(ob->out[i].data ? ob->out[i].data : "", ob->out[i].len);
         }
         w->ob = *ob;
         *ob = (struct api_outbuf){.budget = ob->budget};

@@ -14,7 +14,8 @@
 
 #include "common/limits.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
 
 static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
 {
@@ -81,7 +82,7 @@ out:
         api_op_unref(op); /* the body read's */
 }
 
-void api_watch(struct api *a, struct http_request *req, const char *name)
+void api_watch(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        api_op_read_body(api_op_new(a, name, sizeof(struct api_op), NULL), req, watch_body);
+        api_op_read_body(api_op_new(a, p->name, sizeof(struct api_op), NULL), req, watch_body);
 }

@@ -1,4 +1,7 @@
-/* Routing, auth, and the sandbox/health routes of the API (docs/api.md). */
+/* The API's dispatcher (docs/api.md; docs/architecture.md "The daemon's API"): preview
+ * hosts first, then the route table (api-routes.c) for everything else: public routes
+ * (health) before the cross-origin and bearer-token checks, the rest after; the path's
+ * parameters checked; then the route's handler, 404 NOT_FOUND or 405 METHOD_NOT_ALLOWED. */
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
@@ -7,11 +10,11 @@
 #include "common/name.h"
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
-#include "daemon/api-internal.h"
+#include "daemon/api-routes.h"
+#include "daemon/api-service.h"
+#include "daemon/api.h"
 #include "daemon/ratelimit.h"
 #include "daemon/ws.h"
-
-#define CELLA_VERSION "0.1.0"
 
 int api_new(const struct api_config *cfg, struct api **ret)
 {
@@ -43,66 +46,6 @@ void api_free(struct api *a)
         free(a);
 }
 
-void api_timestamp(char out[32])
-{
-        time_format_iso(time_now_ms(), out, 32);
-}
-
-bool api_token_equal(const char *given, const char *want)
-{
-        size_t gl = strlen(given), wl = strlen(want);
-        unsigned char diff = gl != wl;
-
-        /* Time depends on the length of the presented token only, never on where the
-         * first difference is. */
-        for (size_t i = 0; i < gl; i++)
-                diff |= (unsigned char)(given[i] ^ want[wl ? i % wl : 0]);
-        return wl > 0 && diff == 0;
-}
-
-void api_agent_error(const struct frame *f, struct cella_error *err)
-{
-        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
-        const char *code = NULL, *msg = NULL;
-        int c;
-
-        if (j)
-                json_unpack(j, "{s?s, s?s}", "code", &code, "message", &msg);
-        c = code ? cella_code_from_name(code) : -1;
-        if (c < 0 || c == CELLA_E_OK)
-                c = CELLA_E_INTERNAL_ERROR;
-        cella_error_set(err, c, "%s", msg ? msg : cella_code_name(c));
-        json_decref(j);
-}
-
-void api_respond_agent_error(struct http_request *req, const struct frame *f)
-{
-        struct cella_error e = {0};
-
-        api_agent_error(f, &e);
-        http_respond_error(req, &e, NULL);
-}
-
-bool api_wants_sse(const struct http_request *req)
-{
-        const char *acc = http_request_header(req, "Accept");
-
-        return acc && strstr(acc, "text/event-stream");
-}
-
-bool api_image_name_ok(const char *s)
-{
-        size_t n = strlen(s);
-
-        if (n == 0 || n > CELLA_NAME_MAX || s[0] == '.' || s[0] == '-')
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
-                      s[i] == '_' || s[i] == '-'))
-                        return false;
-        return true;
-}
-
 void api_log_request(struct http_request *req, void *userdata)
 {
         uint64_t us = time_mono_us() - http_request_start_us(req);
@@ -125,328 +68,10 @@ void api_log_request(struct http_request *req, void *userdata)
                  (unsigned long long)(us / 1000), (unsigned long long)(us % 1000));
 }
 
-static bool is(const struct http_request *req, const char *m)
-{
-        return strcmp(http_request_method(req), m) == 0;
-}
-
 static void method_not_allowed(struct http_request *req)
 {
         http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s",
                           http_request_method(req), http_request_path(req));
-}
-
-static void health(struct api *a, struct http_request *req)
-{
-        json_t *j = json_pack("{s:s, s:s, s:I, s:o, s:o}", "status", "ok", "version",
-                              CELLA_VERSION, "sandboxes",
-                              (json_int_t)sandbox_table_count(a->cfg.table), "pool",
-                              sandbox_table_pool_info(a->cfg.table), "disk",
-                              sandbox_table_disk_info(a->cfg.table));
-
-        http_respond_json(req, 200, j);
-        json_decref(j);
-}
-
-static void list_sandboxes(struct api *a, struct http_request *req)
-{
-        json_t *j = json_pack("{s:o}", "sandboxes", sandbox_table_list(a->cfg.table));
-
-        if (!j) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return;
-        }
-        http_respond_json(req, 200, j);
-        json_decref(j);
-}
-
-static void put_abort(struct http_request *req, void *ud);
-static void api_ws(struct api *a, struct http_request *req, const char *name, const char *ps);
-
-/* PUT /v1/sandboxes/{id}: the body is read first; the name is checked again with the
- * body's normalizeId. */
-struct put_ctx {
-        struct api *a;
-        char raw[CELLA_NAME_MAX * 4 + 1]; /* the name as given (checked again) */
-        bool query_normalize;
-};
-
-static void put_body(struct http_request *req, const char *body, size_t len, void *ud)
-{
-        struct put_ctx *ctx = ud;
-        struct api_put_sandbox p;
-        struct cella_error err = {0};
-        char name[CELLA_NAME_MAX + 1];
-        struct sandbox *sb = NULL;
-        bool created = false;
-
-        if (api_decode_put_sandbox(body, len, &p, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                goto out;
-        }
-        if (sandbox_name_check(ctx->raw, strlen(ctx->raw), ctx->query_normalize || p.normalize_id,
-                               name, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                goto done;
-        }
-        {
-                struct sandbox_options o = {
-                        .image = p.image,
-                        .instance_type = p.instance_type,
-                        .env = p.env,
-                        .labels = p.labels,
-                        .sleep_after_ms = p.sleep_after_ms,
-                        .has_keep_alive = p.has_keep_alive,
-                        .keep_alive = p.keep_alive,
-                        .has_default_session = p.has_default_session,
-                        .default_session = p.default_session,
-                        .network = p.network,
-                        .network_allow = p.network_allow,
-                };
-
-                if (sandbox_table_put(ctx->a->cfg.table, name, &o, &sb, &created, &err) < 0) {
-                        http_respond_error(req, &err, NULL);
-                        goto done;
-                }
-        }
-        {
-                json_t *info = sandbox_info(sb);
-
-                sandbox_touch(sb);
-                http_respond_json(req, created ? 201 : 200, info);
-                json_decref(info);
-        }
-done:
-        api_put_sandbox_done(&p);
-out:
-        http_request_set_userdata(req, NULL);
-        free(ctx);
-}
-
-static void put_abort(struct http_request *req, void *ud)
-{
-        (void)ud;
-        free(http_request_get_userdata(req));
-        http_request_set_userdata(req, NULL);
-}
-
-static void sandbox_route(struct api *a, struct http_request *req, const char *id, size_t idlen,
-                          const char *rest)
-{
-        struct cella_error err = {0};
-        char name[CELLA_NAME_MAX + 1];
-        bool normalize = false;
-        struct sandbox *sb = NULL;
-
-        if (api_parse_bool(http_request_query(req, "normalizeId"), false, &normalize) < 0) {
-                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                  "normalizeId must be true, false, 1 or 0");
-                return;
-        }
-        if (!*rest && is(req, "PUT")) {
-                struct put_ctx *ctx;
-
-                if (idlen >= sizeof(ctx->raw)) {
-                        http_respond_code(req, CELLA_E_INVALID_SANDBOX_NAME,
-                                          "sandbox name is too long");
-                        return;
-                }
-                ctx = calloc(1, sizeof(*ctx));
-                if (!ctx) {
-                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                        return;
-                }
-                ctx->a = a;
-                memcpy(ctx->raw, id, idlen);
-                ctx->query_normalize = normalize;
-                http_request_set_userdata(req, ctx);
-                http_request_on_abort(req, put_abort, NULL);
-                if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, put_body, ctx) < 0) {
-                        http_request_set_userdata(req, NULL);
-                        free(ctx);
-                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
-                }
-                return;
-        }
-        if (sandbox_name_check(id, idlen, normalize, name, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                return;
-        }
-        if (!*rest) {
-                if (is(req, "GET") || is(req, "HEAD")) {
-                        json_t *info;
-
-                        if (sandbox_table_get(a->cfg.table, name, false, NULL, &sb, NULL, &err) <
-                            0) {
-                                http_respond_error(req, &err, NULL);
-                                return;
-                        }
-                        info = sandbox_info(sb);
-                        http_respond_json(req, 200, info);
-                        json_decref(info);
-                } else if (is(req, "DELETE")) {
-                        bool existed = false;
-                        json_t *j;
-
-                        if (sandbox_table_destroy(a->cfg.table, name, &existed, &err) < 0) {
-                                http_respond_error(req, &err, NULL);
-                                return;
-                        }
-                        preview_forget(&a->preview, name);
-                        j = json_pack("{s:s, s:b}", "id", name, "destroyed", existed);
-                        http_respond_json(req, 200, j);
-                        json_decref(j);
-                } else {
-                        method_not_allowed(req);
-                }
-                return;
-        }
-
-        /* sub-routes: check the route and method before creating anything */
-        enum { R_EXEC, R_FILES } kind;
-        const char *sub = "";
-
-        if (strcmp(rest, "/processes") == 0 || strncmp(rest, "/processes/", 11) == 0) {
-                api_processes(a, req, name, rest + 10);
-                return;
-        }
-        if (strcmp(rest, "/env") == 0) {
-                if (!is(req, "POST"))
-                        method_not_allowed(req);
-                else
-                        api_env(a, req, name);
-                return;
-        }
-        if (strcmp(rest, "/ports") == 0 || strncmp(rest, "/ports/", 7) == 0) {
-                preview_ports(&a->preview, req, name, rest);
-                return;
-        }
-        if (strncmp(rest, "/ws/", 4) == 0) {
-                api_ws(a, req, name, rest + 4);
-                return;
-        }
-        if (strncmp(rest, "/sessions", 9) == 0 && (rest[9] == '\0' || rest[9] == '/')) {
-                api_sessions(a, req, name, rest);
-                return;
-        }
-        if (strncmp(rest, "/contexts", 9) == 0 && (rest[9] == '\0' || rest[9] == '/')) {
-                api_contexts(a, req, name, rest);
-                return;
-        }
-        if (strcmp(rest, "/code") == 0) {
-                if (!is(req, "POST"))
-                        method_not_allowed(req);
-                else
-                        api_code(a, req, name);
-                return;
-        }
-        if (strcmp(rest, "/pty") == 0) {
-                if (!is(req, "GET"))
-                        method_not_allowed(req);
-                else
-                        api_pty(a, req, name);
-                return;
-        }
-        if (strcmp(rest, "/files/watch") == 0) {
-                if (!is(req, "POST"))
-                        method_not_allowed(req);
-                else
-                        api_watch(a, req, name);
-                return;
-        }
-        if (strcmp(rest, "/git/checkout") == 0) {
-                if (!is(req, "POST"))
-                        method_not_allowed(req);
-                else
-                        api_git_checkout(a, req, name);
-                return;
-        }
-        if (strcmp(rest, "/exec") == 0) {
-                if (!is(req, "POST")) {
-                        method_not_allowed(req);
-                        return;
-                }
-                kind = R_EXEC;
-        } else if (strcmp(rest, "/files") == 0) {
-                if (!is(req, "GET") && !is(req, "HEAD") && !is(req, "PUT") && !is(req, "DELETE")) {
-                        method_not_allowed(req);
-                        return;
-                }
-                kind = R_FILES;
-        } else if (strncmp(rest, "/files/", 7) == 0) {
-                static const char *const posts[] = {"read", "write", "mkdir", "move"};
-                static const char *const gets[] = {"list", "exists"};
-                bool found = false;
-
-                sub = rest + 7;
-                for (size_t i = 0; i < ARRAY_SIZE(posts); i++)
-                        if (strcmp(sub, posts[i]) == 0) {
-                                if (!is(req, "POST")) {
-                                        method_not_allowed(req);
-                                        return;
-                                }
-                                found = true;
-                        }
-                for (size_t i = 0; i < ARRAY_SIZE(gets); i++)
-                        if (strcmp(sub, gets[i]) == 0) {
-                                if (!is(req, "GET") && !is(req, "HEAD")) {
-                                        method_not_allowed(req);
-                                        return;
-                                }
-                                found = true;
-                        }
-                if (!found) {
-                        http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s",
-                                          http_request_path(req));
-                        return;
-                }
-                kind = R_FILES;
-        } else {
-                http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
-                return;
-        }
-
-        if (kind == R_EXEC)
-                api_exec(a, req, name);
-        else
-                api_files(a, req, name, sub);
-}
-
-static bool is_websocket_upgrade(const struct http_request *req)
-{
-        const char *u = http_request_header(req, "Upgrade");
-
-        return u && strcasecmp(u, "websocket") == 0;
-}
-
-struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name)
-{
-        struct cella_error err = {0};
-        struct sandbox *sb = NULL;
-        bool created = false;
-
-        /* Only explicit writes create: a GET or HEAD is what any web page can make a browser
-         * send (an <img>, a link) without a token or an Origin, so it never makes a
-         * sandbox. It still wakes one that exists. A WebSocket upgrade (ws, pty) is the
-         * exception: browsers always send it with an Origin, which
-         * request_from_allowed_origin() has checked, and a terminal or a relay is a
-         * sandbox's first use like an exec (decision 0032). */
-        if ((is(req, "GET") || is(req, "HEAD")) && !is_websocket_upgrade(req) &&
-            sandbox_table_get(a->cfg.table, name, false, NULL, &sb, NULL, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                return NULL;
-        }
-        if (sandbox_table_get(a->cfg.table, name, true, NULL, &sb, &created, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                return NULL;
-        }
-        if (!sandbox_agent(sb)) {
-                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
-                                  "sandbox '%s' has no agent connection", name);
-                return NULL;
-        }
-        sandbox_touch(sb);
-        return sb;
 }
 
 /* host[:port] of a Host header or an origin's authority is a loopback name. */
@@ -508,55 +133,7 @@ static bool authorized(struct api *a, struct http_request *req)
         h += 7;
         while (*h == ' ')
                 h++;
-        return api_token_equal(h, a->cfg.token);
-}
-
-/* GET /v1/sandboxes/{name}/ws/{port}[/path]: wsConnect. The path after the port (and the
- * query) is the target sent to the sandbox. */
-static void api_ws(struct api *a, struct http_request *req, const char *name, const char *ps)
-{
-        const char *target = http_request_target(req), *q = strchr(target, '?');
-        _cleanup_free_ char *fwd = NULL;
-        struct sandbox *sb;
-        long port = 0;
-        size_t i;
-
-        for (i = 0; ps[i] >= '0' && ps[i] <= '9' && i < 6; i++)
-                port = port * 10 + (ps[i] - '0');
-        if (i == 0 || (ps[i] && ps[i] != '/') || port < 1 || port > CELLA_PORT_MAX) {
-                http_respond_code(req, CELLA_E_INVALID_PORT, "bad port in %s",
-                                  http_request_path(req));
-                return;
-        }
-        if (!is(req, "GET")) {
-                method_not_allowed(req);
-                return;
-        }
-        /* The raw target's path after /ws/{port}: find it by its decoded twin's length
-         * is not safe, so rebuild it from the decoded path (percent-encoding what must
-         * be) and the raw query. */
-        {
-                struct buf b = BUF_INIT;
-                const char *rest = ps[i] ? ps + i : "/";
-                int r = 0;
-
-                for (const char *c = rest; *c && r >= 0; c++)
-                        r = ((unsigned char)*c <= 0x20 || *c == '%' || *c == '?' || *c == '#' ||
-                             (unsigned char)*c >= 0x7f)
-                                    ? buf_printf(&b, "%%%02X", (unsigned char)*c)
-                                    : buf_append(&b, c, 1);
-                if (r >= 0 && q)
-                        r = buf_append_str(&b, q);
-                if (r < 0 || !(fwd = buf_steal(&b))) {
-                        buf_free(&b);
-                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                        return;
-                }
-        }
-        sb = api_sandbox_for(a, req, name);
-        if (!sb)
-                return;
-        preview_ws(&a->preview, req, sb, (int)port, fwd);
+        return auth_token_equal(h, a->cfg.token);
 }
 
 void api_shutdown(struct api *a)
@@ -641,10 +218,137 @@ void api_handle_preview(struct http_request *req, void *userdata)
         preview_request(userdata, req, true);
 }
 
+/* The dispatcher's buffers for what api_args points at. */
+struct args_buf {
+        char name[CELLA_NAME_MAX + 1];
+        char param[CELLA_ID_MAX + 1];
+};
+
+/* A port of 1..6 digits at the start of s, in 1..CELLA_PORT_MAX; *end: after the digits. */
+static long port_prefix(const char *s, const char **end)
+{
+        long port = 0;
+        size_t i;
+
+        for (i = 0; s[i] >= '0' && s[i] <= '9' && i < 6; i++)
+                port = port * 10 + (s[i] - '0');
+        *end = s + i;
+        return i == 0 || port < 1 || port > CELLA_PORT_MAX ? -1 : port;
+}
+
+/* An id segment ({sid} or {pid}) into b->param; false after answering req. */
+static bool id_param(struct http_request *req, const struct api_capture *c, bool session,
+                     struct args_buf *b)
+{
+        if (c->len > 0 && c->len <= CELLA_ID_MAX) {
+                memcpy(b->param, c->value, c->len);
+                b->param[c->len] = '\0';
+                if (cella_id_is_valid(b->param))
+                        return true;
+        }
+        http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                          session ? "session id must be 1-%d characters of [A-Za-z0-9_.-]"
+                                  : "process id must be 1..%d of [A-Za-z0-9_.-]",
+                          CELLA_ID_MAX);
+        return false;
+}
+
+/* Check the path's parameters, in the order they appear (a parameter is checked before
+ * whatever follows it is looked at, so a bad one is answered even when the rest is not
+ * a route), into p; false after answering req. */
+static bool check_params(struct http_request *req, const struct api_match *m, struct api_args *p,
+                         struct args_buf *b)
+{
+        for (size_t i = 0; i < m->n; i++) {
+                const struct api_capture *c = &m->cap[i];
+                struct cella_error err = {0};
+                const char *end;
+                long port;
+
+#define IS(s) (c->name_len == sizeof(s) - 1 && memcmp(c->name, s, c->name_len) == 0)
+                if (IS("id")) {
+                        if (api_parse_bool(http_request_query(req, "normalizeId"), false,
+                                           &p->normalize) < 0) {
+                                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                                  "normalizeId must be true, false, 1 or 0");
+                                return false;
+                        }
+                        p->raw = c->value;
+                        p->raw_len = c->len;
+                        if (m->status == 200 && (m->route->flags & API_ROUTE_RAW_ID))
+                                continue;
+                        if (sandbox_name_check(c->value, c->len, p->normalize, b->name, &err) < 0) {
+                                http_respond_error(req, &err, NULL);
+                                return false;
+                        }
+                        p->name = b->name;
+                } else if (IS("sid")) {
+                        if (!id_param(req, c, true, b))
+                                return false;
+                        p->param = b->param;
+                } else if (IS("pid")) {
+                        if (!id_param(req, c, false, b))
+                                return false;
+                        p->param = b->param;
+                } else if (IS("cid")) { /* the rest of the path */
+                        if (!cella_id_is_valid(c->value)) {
+                                http_respond_code(req, CELLA_E_CONTEXT_NOT_FOUND,
+                                                  "no code context '%.64s'", c->value);
+                                return false;
+                        }
+                        p->param = c->value;
+                } else if (IS("port")) { /* the rest of the path: digits only */
+                        port = port_prefix(c->value, &end);
+                        if (port < 0 || *end) {
+                                http_respond_code(req, CELLA_E_INVALID_PORT, "bad port '%s'",
+                                                  c->value);
+                                return false;
+                        }
+                        p->port = (int)port;
+                } else if (IS("wsport")) { /* the rest of the path: digits, then a path */
+                        port = port_prefix(c->value, &end);
+                        if (port < 0 || (*end && *end != '/')) {
+                                http_respond_code(req, CELLA_E_INVALID_PORT, "bad port in %s",
+                                                  http_request_path(req));
+                                return false;
+                        }
+                        p->port = (int)port;
+                        p->tail = end;
+                } else if (IS("image")) {
+                        if (c->len > CELLA_NAME_MAX) {
+                                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                                  "image name too long");
+                                return false;
+                        }
+                        memcpy(b->name, c->value, c->len);
+                        b->name[c->len] = '\0';
+                        p->name = b->name;
+                }
+#undef IS
+        }
+        return true;
+}
+
+/* The route of the request: its parameters checked, then the handler, 404 or 405. */
+static void route(struct api *a, struct http_request *req, const struct api_match *m)
+{
+        struct api_args p = {0};
+        struct args_buf b;
+
+        if (!check_params(req, m, &p, &b))
+                return;
+        if (m->status == 404)
+                http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
+        else if (m->status == 405)
+                method_not_allowed(req);
+        else
+                m->route->handler(a, req, &p);
+}
+
 void api_handle(struct http_request *req, void *userdata)
 {
         struct api *a = userdata;
-        const char *path = http_request_path(req);
+        struct api_match m;
 
         /* Preview hosts first: the token in the host is the capability, and none of the
          * API's routes, auth or cross-origin checks apply to them (nor can a preview
@@ -652,11 +356,10 @@ void api_handle(struct http_request *req, void *userdata)
         if (preview_request(a, req, false))
                 return;
 
-        if (strcmp(path, "/v1/health") == 0) {
-                if (is(req, "GET") || is(req, "HEAD"))
-                        health(a, req);
-                else
-                        method_not_allowed(req);
+        api_route_match(api_routes, api_routes_count, http_request_method(req),
+                        http_request_path(req), &m);
+        if (m.route && (m.route->flags & API_ROUTE_PUBLIC)) {
+                route(a, req, &m);
                 return;
         }
         if (!request_from_allowed_origin(a, req)) {
@@ -678,56 +381,5 @@ void api_handle(struct http_request *req, void *userdata)
                         return;
                 }
         }
-        if (strcmp(path, "/v1/sandboxes") == 0) {
-                if (is(req, "GET") || is(req, "HEAD"))
-                        list_sandboxes(a, req);
-                else
-                        method_not_allowed(req);
-                return;
-        }
-        if (strncmp(path, "/v1/sandboxes/", 14) == 0) {
-                const char *id = path + 14;
-                const char *slash = strchr(id, '/');
-                size_t idlen = slash ? (size_t)(slash - id) : strlen(id);
-
-                sandbox_route(a, req, id, idlen, id + idlen);
-                return;
-        }
-        if (strcmp(path, "/v1/images") == 0) {
-                if (is(req, "GET") || is(req, "HEAD"))
-                        api_images_list(a, req);
-                else
-                        method_not_allowed(req);
-                return;
-        }
-        if (strncmp(path, "/v1/images/", 11) == 0) {
-                const char *name = path + 11;
-                const char *slash = strchr(name, '/');
-                size_t len = slash ? (size_t)(slash - name) : strlen(name);
-                char n[CELLA_NAME_MAX + 1];
-
-                if (len > CELLA_NAME_MAX) {
-                        http_respond_code(req, CELLA_E_VALIDATION_FAILED, "image name too long");
-                        return;
-                }
-                memcpy(n, name, len);
-                n[len] = '\0';
-                if (!slash) {
-                        if (is(req, "DELETE"))
-                                api_images_delete(a, req, n);
-                        else
-                                method_not_allowed(req);
-                        return;
-                }
-                if (strcmp(slash, "/build") == 0 || strcmp(slash, "/import") == 0) {
-                        if (!is(req, "POST"))
-                                method_not_allowed(req);
-                        else if (slash[1] == 'b')
-                                api_images_build(a, req, n);
-                        else
-                                api_images_import(a, req, n);
-                        return;
-                }
-        }
-        http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", path);
+        route(a, req, &m);
 }

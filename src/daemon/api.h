@@ -1,4 +1,7 @@
-/* The HTTP API of cellad (docs/api.md): routing, auth, and the handlers of every route.
+/* The HTTP API of cellad (docs/api.md), as the daemon sees it: the dispatcher (api.c:
+ * preview hosts first, cross-origin and bearer-token checks, the route table) and its
+ * lifetime. Only main.c and the dispatcher include this; the handlers beneath include
+ * api-service.h.
  *
  * api_handle() is the http_server's on_request; api_log_request() its on_done (one log
  * line per request: method, path, status, duration). The api borrows the sandbox table
@@ -8,20 +11,9 @@
 
 #include <uv.h>
 
+#include "daemon/api-config.h"
 #include "daemon/http.h"
 #include "daemon/sandbox.h"
-
-struct api_config {
-        uv_loop_t *loop;
-        struct sandbox_table *table;
-        const char *token;          /* bearer token, or NULL/empty: no auth */
-        const char *images_dir;     /* --images */
-        const char *image_builder;  /* scripts/build-image.sh */
-        const char *preview_domain; /* preview URLs' domain; NULL: "localhost" */
-        int preview_url_port;       /* the port in preview URLs (0: none) */
-        int64_t image_import_max;   /* an import's tarball (0: CELLA_IMAGE_IMPORT_MAX) */
-        struct mem_budget *budget;  /* buffered exec output is counted here (may be NULL) */
-};
 
 struct api;
 
@@ -35,8 +27,5 @@ void api_shutdown(struct api *a);
 /* The port printed in preview URLs (known once the listener is bound). */
 void api_set_preview_port(struct api *a, int port);
 void api_log_request(struct http_request *req, void *userdata);
-
-/* Constant-time comparison of a presented token with the configured one. */
-bool api_token_equal(const char *given, const char *want);
 
 #endif

@@ -10,8 +10,8 @@
 
 #include "common/log.h"
 #include "common/name.h"
-#include "daemon/api.h"
 #include "daemon/preview.h"
+#include "daemon/ratelimit.h"
 #include "daemon/store.h"
 
 /* ---- pure parts ---- */
@@ -343,7 +343,7 @@ static struct port_rec *cache_get(struct preview_config *cfg, const char *sandbo
         return NULL;
 }
 
-static void cache_drop(struct preview_config *cfg, const char *sandbox, int port)
+void preview_port_drop(struct preview_config *cfg, const char *sandbox, int port)
 {
         for (unsigned i = 0; i < PREVIEW_CACHE_BUCKETS; i++) {
                 if (port >= 0 && i != cache_hash(sandbox, port))
@@ -361,8 +361,8 @@ static void cache_drop(struct preview_config *cfg, const char *sandbox, int port
         }
 }
 
-static void cache_put(struct preview_config *cfg, const char *sandbox, int port, const char *token,
-                      int64_t instance)
+void preview_port_remember(struct preview_config *cfg, const char *sandbox, int port,
+                           const char *token, int64_t instance)
 {
         struct port_rec *r = cache_get(cfg, sandbox, port);
 
@@ -383,7 +383,7 @@ static void cache_put(struct preview_config *cfg, const char *sandbox, int port,
 
 void preview_forget(struct preview_config *cfg, const char *sandbox)
 {
-        cache_drop(cfg, sandbox, -1);
+        preview_port_drop(cfg, sandbox, -1);
 }
 
 /* ---- the proxy ---- */
@@ -1372,11 +1372,11 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
 
                 if (store_port_get(sandbox_table_store(cfg->table), t->id, t->port, name,
                                    sizeof(name), token, sizeof(token), &instance) == 0) {
-                        cache_put(cfg, t->id, t->port, token, instance);
+                        preview_port_remember(cfg, t->id, t->port, token, instance);
                         rec = cache_get(cfg, t->id, t->port);
                 }
         }
-        if (!rec || !api_token_equal(t->token, rec->token)) {
+        if (!rec || !auth_token_equal(t->token, rec->token)) {
                 http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
                 return;
         }
@@ -1420,10 +1420,8 @@ void preview_shutdown(struct preview_config *cfg)
                 }
 }
 
-/* ---- the ports API ---- */
-
-static int port_url(struct preview_config *cfg, const char *sandbox, int port, const char *token,
-                    char *out, size_t size)
+int preview_url(const struct preview_config *cfg, const char *sandbox, int port, const char *token,
+                char *out, size_t size)
 {
         int n;
 
@@ -1433,231 +1431,4 @@ static int port_url(struct preview_config *cfg, const char *sandbox, int port, c
         else
                 n = snprintf(out, size, "http://%d-%s-%s.%s/", port, sandbox, token, cfg->domain);
         return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
-static json_t *port_json(struct preview_config *cfg, const char *sandbox, int port,
-                         const char *name, const char *token, bool stale)
-{
-        char url[512];
-
-        if (port_url(cfg, sandbox, port, token, url, sizeof(url)) < 0)
-                return NULL;
-        return json_pack("{s:s, s:i, s:s, s:s}", "url", url, "port", port, "name", name, "status",
-                         stale ? "stale" : "active");
-}
-
-struct list_ctx {
-        struct preview_config *cfg;
-        const char *sandbox;
-        int64_t instance;
-        json_t *arr;
-};
-
-static int list_one(const struct store_port *sp, void *ud)
-{
-        struct list_ctx *c = ud;
-        json_t *j = port_json(c->cfg, c->sandbox, (int)sp->port, sp->name, sp->token,
-                              c->instance == 0 || sp->instance != c->instance);
-
-        if (!j || json_array_append_new(c->arr, j) < 0)
-                return -ENOMEM;
-        return 0;
-}
-
-static int parse_port(json_t *v, struct cella_error *err)
-{
-        json_int_t port;
-
-        if (!json_is_integer(v))
-                return cella_error_set(err, CELLA_E_INVALID_PORT, "port must be an integer");
-        port = json_integer_value(v);
-        if (port < CELLA_PORT_MIN || port > CELLA_PORT_MAX)
-                return cella_error_set(err, CELLA_E_INVALID_PORT, "port must be in %d..%d",
-                                       CELLA_PORT_MIN, CELLA_PORT_MAX);
-        if (port == CELLA_PORT_RESERVED)
-                return cella_error_set(err, CELLA_E_INVALID_PORT, "port %d is reserved",
-                                       CELLA_PORT_RESERVED);
-        return (int)port;
-}
-
-static void expose_body(struct http_request *req, const char *body, size_t len, void *ud)
-{
-        struct preview_config *cfg = ud;
-        const char *sname = http_request_get_userdata(req);
-        struct store *st = sandbox_table_store(cfg->table);
-        char old_name[CELLA_PREVIEW_PORT_NAME_MAX + 1], old_token[CELLA_PREVIEW_TOKEN_MAX + 1];
-        char token[CELLA_PREVIEW_TOKEN_MAX + 1];
-        const char *name = NULL, *want = NULL;
-        struct cella_error err = {0};
-        struct sandbox *sb = NULL;
-        json_t *j, *port_v = NULL, *out;
-        json_error_t je;
-        int64_t old_instance = 0;
-        bool existed;
-        int port;
-
-        j = json_loadb(body, len, 0, &je);
-        if (!j || json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?s, s?s}", "port", &port_v, "name",
-                                 &name, "token", &want) < 0) {
-                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                  "body must be {port, name?, token?}: %s", je.text);
-                goto out;
-        }
-        port = parse_port(port_v, &err);
-        if (port < 0) {
-                http_respond_error(req, &err, NULL);
-                goto out;
-        }
-        if (want && (!preview_token_valid(want) || strlen(want) < CELLA_PREVIEW_TOKEN_MIN)) {
-                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                  "token must be %d of a-z, 0-9 and _ (a shorter one is "
-                                  "guessed)",
-                                  CELLA_PREVIEW_TOKEN_MIN);
-                goto out;
-        }
-        if (name && (strlen(name) > CELLA_PREVIEW_PORT_NAME_MAX || !clean(name))) {
-                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                  "name must be at most %d characters",
-                                  CELLA_PREVIEW_PORT_NAME_MAX);
-                goto out;
-        }
-        if (sandbox_table_get(cfg->table, sname, true, NULL, &sb, NULL, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                goto out;
-        }
-        existed = store_port_get(st, sname, port, old_name, sizeof(old_name), old_token,
-                                 sizeof(old_token), &old_instance) == 0;
-        if (existed && want && strcmp(want, old_token) != 0 &&
-            old_instance == sandbox_instance(sb)) {
-                http_respond_code(req, CELLA_E_PORT_ALREADY_EXPOSED,
-                                  "port %d is already exposed with another token; unexpose it "
-                                  "first",
-                                  port);
-                goto out;
-        }
-        if (want)
-                snprintf(token, sizeof(token), "%s", want);
-        else if (existed)
-                snprintf(token, sizeof(token), "%s", old_token);
-        else if (preview_token_generate(token) < 0) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "no random bytes");
-                goto out;
-        }
-        if (!name)
-                name = existed ? old_name : "";
-        {
-                struct store_port sp = {port, name, token, sandbox_instance(sb)};
-
-                if (store_port_save(st, sname, &sp, &err) < 0) {
-                        http_respond_error(req, &err, NULL);
-                        goto out;
-                }
-                cache_put(cfg, sname, port, token, sp.instance);
-        }
-        sandbox_touch(sb);
-        out = port_json(cfg, sname, port, name, token, false);
-        if (!out) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "preview URL too long");
-                goto out;
-        }
-        json_object_del(out, "status");
-        http_respond_json(req, existed ? 200 : 201, out);
-        json_decref(out);
-out:
-        json_decref(j);
-        free(http_request_get_userdata(req));
-        http_request_set_userdata(req, NULL);
-}
-
-static void expose_abort(struct http_request *req, void *ud)
-{
-        (void)ud;
-        free(http_request_get_userdata(req));
-        http_request_set_userdata(req, NULL);
-}
-
-void preview_ports(struct preview_config *cfg, struct http_request *req, const char *name,
-                   const char *rest)
-{
-        const char *m = http_request_method(req);
-        struct cella_error err = {0};
-        struct sandbox *sb = NULL;
-
-        if (strcmp(rest, "/ports") == 0) {
-                if (strcmp(m, "POST") == 0) {
-                        char *copy = strdup(name);
-
-                        if (!copy) {
-                                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                                return;
-                        }
-                        http_request_set_userdata(req, copy);
-                        http_request_on_abort(req, expose_abort, NULL);
-                        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, expose_body,
-                                                   (void *)cfg) < 0) {
-                                http_request_set_userdata(req, NULL);
-                                free(copy);
-                                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
-                        }
-                        return;
-                }
-                if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
-                        struct list_ctx c = {cfg, name, 0, json_array()};
-                        json_t *j;
-
-                        if (sandbox_table_get(cfg->table, name, false, NULL, &sb, NULL, &err) < 0) {
-                                json_decref(c.arr);
-                                http_respond_error(req, &err, NULL);
-                                return;
-                        }
-                        c.instance = sandbox_instance(sb);
-                        if (!c.arr || store_port_foreach(sandbox_table_store(cfg->table), name,
-                                                         list_one, &c, &err) < 0) {
-                                json_decref(c.arr);
-                                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot list ports");
-                                return;
-                        }
-                        j = json_pack("{s:o}", "ports", c.arr);
-                        http_respond_json(req, 200, j);
-                        json_decref(j);
-                        return;
-                }
-        } else if (strncmp(rest, "/ports/", 7) == 0) {
-                const char *ps = rest + 7;
-                long port = 0;
-                size_t i;
-
-                for (i = 0; ps[i] && i < 6; i++) {
-                        if (!is_digit(ps[i]))
-                                break;
-                        port = port * 10 + (ps[i] - '0');
-                }
-                if (i == 0 || ps[i] || port < 1 || port > CELLA_PORT_MAX) {
-                        http_respond_code(req, CELLA_E_INVALID_PORT, "bad port '%s'", ps);
-                        return;
-                }
-                if (strcmp(m, "DELETE") == 0) {
-                        json_t *j;
-
-                        if (sandbox_table_get(cfg->table, name, false, NULL, &sb, NULL, &err) < 0) {
-                                http_respond_error(req, &err, NULL);
-                                return;
-                        }
-                        cache_drop(cfg, name, (int)port);
-                        if (store_port_delete(sandbox_table_store(cfg->table), name, (int)port,
-                                              &err) < 0) {
-                                http_respond_error(req, &err, NULL);
-                                return;
-                        }
-                        j = json_pack("{s:i, s:s}", "port", (int)port, "id", name);
-                        http_respond_json(req, 200, j);
-                        json_decref(j);
-                        return;
-                }
-        } else {
-                http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
-                return;
-        }
-        http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED, "method %s not allowed on %s", m,
-                          http_request_path(req));
 }

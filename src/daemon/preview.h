@@ -8,7 +8,8 @@
  * 127.0.0.1:{port} in the sandbox's network namespace through a socket created there
  * (sandbox_socket), so it works whatever the sandbox's network mode and never exposes a
  * port on the host. Bodies stream both ways with backpressure; a 101 answer turns the
- * connection into a raw byte relay (WebSockets). */
+ * connection into a raw byte relay (WebSockets). The routes that expose and list ports
+ * are the API's (api-ports.c); this module keeps the proxy and its cache of exposed ports. */
 #ifndef CELLA_DAEMON_PREVIEW_H
 #define CELLA_DAEMON_PREVIEW_H
 
@@ -97,12 +98,18 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
  * running, borrowed); target is the path and query sent to the sandbox. */
 void preview_ws(struct preview_config *cfg, struct http_request *req, struct sandbox *sb, int port,
                 const char *target);
-/* /ports and /ports/{port} of the sandbox named name (rest starts with "/ports"). */
 /* The sandbox was destroyed: forget its ports (the registry rows go with the sandbox). */
 void preview_forget(struct preview_config *cfg, const char *sandbox);
 /* Close every proxied connection (daemon shutdown, before the sandbox table goes). */
 void preview_shutdown(struct preview_config *cfg);
-void preview_ports(struct preview_config *cfg, struct http_request *req, const char *name,
-                   const char *rest);
+/* The ports API (api-ports.c) changed the registry: port of sandbox is exposed with token
+ * in the sandbox's run instance (remember), or no longer exposed (drop; port -1: all). */
+void preview_port_remember(struct preview_config *cfg, const char *sandbox, int port,
+                           const char *token, int64_t instance);
+void preview_port_drop(struct preview_config *cfg, const char *sandbox, int port);
+/* The preview URL of port of sandbox with token, into out; -ENAMETOOLONG when it does not
+ * fit. */
+int preview_url(const struct preview_config *cfg, const char *sandbox, int port, const char *token,
+                char *out, size_t size);
 
 #endif

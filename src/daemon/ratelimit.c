@@ -74,3 +74,15 @@ void auth_limiter_failed(struct auth_limiter *l, const char *addr, uint64_t now_
         refill(b, now_ms);
         b->tokens = b->tokens >= 1.0 ? b->tokens - 1.0 : 0.0;
 }
+
+bool auth_token_equal(const char *given, const char *want)
+{
+        size_t gl = strlen(given), wl = strlen(want);
+        unsigned char diff = gl != wl;
+
+        /* Time depends on the length of the presented token only, never on where the
+         * first difference is. */
+        for (size_t i = 0; i < gl; i++)
+                diff |= (unsigned char)(given[i] ^ want[wl ? i % wl : 0]);
+        return wl > 0 && diff == 0;
+}

@@ -19,4 +19,8 @@ void auth_limiter_free(struct auth_limiter *l);
 bool auth_limiter_blocked(struct auth_limiter *l, const char *addr, uint64_t now_ms);
 void auth_limiter_failed(struct auth_limiter *l, const char *addr, uint64_t now_ms);
 
+/* Constant-time comparison of a presented credential (a bearer token, a preview token)
+ * with the expected one; false when want is empty. */
+bool auth_token_equal(const char *given, const char *want);
+
 #endif

@@ -920,10 +920,63 @@ def name_filter():
     }
 
 
+def routes():
+    """fuzz-routes: "METHOD PATH" through the API's route table (every route once, and the
+    paths that must stay 404/405: trailing slashes, empty segments, decoded %2F, tails)."""
+    sb = b"/v1/sandboxes/box"
+    seeds = {
+        "health": b"GET /v1/health",
+        "health-post": b"POST /v1/health",
+        "list": b"HEAD /v1/sandboxes",
+        "put": b"PUT " + sb,
+        "put-empty-id": b"PUT /v1/sandboxes/",
+        "delete": b"DELETE " + sb,
+        "exec": b"POST " + sb + b"/exec",
+        "exec-get": b"GET " + sb + b"/exec",
+        "exec-slash": b"POST " + sb + b"/exec/",
+        "env": b"POST " + sb + b"/env",
+        "session-env": b"POST " + sb + b"/sessions/s1/env",
+        "session-empty": b"GET " + sb + b"/sessions/",
+        "files-raw": b"PUT " + sb + b"/files",
+        "files-read": b"POST " + sb + b"/files/read",
+        "files-list-head": b"HEAD " + sb + b"/files/list",
+        "files-unknown": b"POST " + sb + b"/files/nope",
+        "watch": b"POST " + sb + b"/files/watch",
+        "proc-wait": b"POST " + sb + b"/processes/p-1/waitForPort",
+        "proc-trailing": b"GET " + sb + b"/processes/p-1/",
+        "proc-stream-head": b"HEAD " + sb + b"/processes/p1/stream",
+        "contexts-head": b"HEAD " + sb + b"/contexts",
+        "context-tail": b"DELETE " + sb + b"/contexts/a/b/c",
+        "code": b"POST " + sb + b"/code",
+        "pty": b"GET " + sb + b"/pty",
+        "git": b"POST " + sb + b"/git/checkout",
+        "ports": b"POST " + sb + b"/ports",
+        "port-tail": b"DELETE " + sb + b"/ports/80/x",
+        "ws": b"GET " + sb + b"/ws/8080/socket/path?x",
+        "ws-empty": b"GET " + sb + b"/ws/",
+        "ws-none": b"GET " + sb + b"/ws",
+        "decoded-slash": b"POST /v1/sandboxes/a/b/exec",
+        "percent": b"POST /v1/sandboxes/a%2Fb/exec",
+        "double-slash": b"GET //v1//sandboxes",
+        "images": b"GET /v1/images",
+        "image-build": b"POST /v1/images/base/build",
+        "image-long": b"DELETE /v1/images/" + b"n" * 300,
+        "image-deep": b"POST /v1/images/base/build/x/y",
+        "lower-method": b"get /v1/health",
+        "no-method": b"/v1/sandboxes/box/files/exists",
+        "empty": b"",
+        "star": b"OPTIONS *",
+        "nul": b"GET /v1/health\x00/x",
+        "many-segments": b"GET " + b"/a" * 500,
+    }
+    return seeds
+
+
 TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
-           "netlink": netlink, "identity": identity, "name-filter": name_filter}
+           "netlink": netlink, "identity": identity, "name-filter": name_filter,
+           "routes": routes}
 
 
 def write(target):

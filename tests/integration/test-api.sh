@@ -151,6 +151,50 @@ api GET /nope >/dev/null
 expect_status 404 NOT_FOUND
 api PATCH /v1/health >/dev/null
 expect_status 405 METHOD_NOT_ALLOWED
+
+info "routing: a path's parameters are checked before what follows them"
+# route METHOD PATH STATUS CODE MESSAGE: the whole answer of the route table and its
+# parameter checks (nothing here reaches a sandbox: each is refused first).
+route() {
+        api "$1" "$2" >/dev/null
+        expect_status "$3" "$4"
+        assert_eq "$5" "$(body .message)" "$1 $2"
+}
+R=/v1/sandboxes/$(sbx route)
+route GET "$R/nope" 404 NOT_FOUND "no route $R/nope"
+route GET "$R/" 404 NOT_FOUND "no route $R/"
+route POST "$R/exec/" 404 NOT_FOUND "no route $R/exec/"
+route POST "$R/files/nope" 404 NOT_FOUND "no route $R/files/nope"
+route GET "$R/exec" 405 METHOD_NOT_ALLOWED "method GET not allowed on $R/exec"
+route GET "$R/files/read" 405 METHOD_NOT_ALLOWED "method GET not allowed on $R/files/read"
+st=$(curl -sS -o /dev/null -w '%{http_code}' -I "$CELLA_URL$R/contexts")
+assert_eq 405 "$st" "HEAD of contexts (GET only)"
+route POST "$R" 405 METHOD_NOT_ALLOWED "method POST not allowed on $R"
+route GET "/v1/sandboxes/Bad!/nope" 400 INVALID_SANDBOX_NAME \
+        "$(api GET '/v1/sandboxes/Bad!' >/dev/null; body .message)"
+route GET "$R/nope?normalizeId=maybe" 400 VALIDATION_FAILED \
+        "normalizeId must be true, false, 1 or 0"
+route GET "$R/processes/" 400 VALIDATION_FAILED "process id must be 1..64 of [A-Za-z0-9_.-]"
+route GET "$R/processes/bad!/nope" 400 VALIDATION_FAILED \
+        "process id must be 1..64 of [A-Za-z0-9_.-]"
+route GET "$R/processes/p1/nope" 404 NOT_FOUND "no route $R/processes/p1/nope"
+route POST "$R/processes/p1/logs" 405 METHOD_NOT_ALLOWED \
+        "method POST not allowed on $R/processes/p1/logs"
+route GET "$R/sessions/" 400 VALIDATION_FAILED \
+        "session id must be 1-64 characters of [A-Za-z0-9_.-]"
+route GET "$R/sessions/s1/env" 405 METHOD_NOT_ALLOWED \
+        "method GET not allowed on $R/sessions/s1/env"
+route GET "$R/contexts/a/b" 404 CONTEXT_NOT_FOUND "no code context 'a/b'"
+route DELETE "$R/ports/80/x" 400 INVALID_PORT "bad port '80/x'"
+route GET "$R/ports/80" 405 METHOD_NOT_ALLOWED "method GET not allowed on $R/ports/80"
+route GET "$R/ws/x" 400 INVALID_PORT "bad port in $R/ws/x"
+route GET "$R/ws" 404 NOT_FOUND "no route $R/ws"
+route GET /v1/images/x 405 METHOD_NOT_ALLOWED "method GET not allowed on /v1/images/x"
+route GET /v1/images/x/nope 404 NOT_FOUND "no route /v1/images/x/nope"
+route DELETE "/v1/images/$(head -c 300 /dev/zero | tr '\0' i)/x" 400 VALIDATION_FAILED \
+        "image name too long"
+api GET "${R}" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
 # Huge headers: 70 KiB in one header.
 big=$(head -c 70000 /dev/zero | tr '\0' a)
 api GET /v1/health -H "X-Big: $big" >/dev/null

@@ -26,6 +26,7 @@
 #include "common/buf.h"
 #include "common/limits.h"
 #include "daemon/api.h"
+#include "daemon/ratelimit.h"
 
 #define BIG (3 * 1024 * 1024)
 
@@ -134,8 +135,7 @@ json_t *sandbox_table_pool_info(const struct sandbox_table *t)
 json_t *sandbox_table_disk_info(struct sandbox_table *t)
 {
         (void)t;
-        return json_pack("{s:i, s:i, s:i}", "capacityBytes", 0, "freeBytes", 0, "promisedBytes",
-                         0);
+        return json_pack("{s:i, s:i, s:i}", "capacityBytes", 0, "freeBytes", 0, "promisedBytes", 0);
 }
 
 json_t *sandbox_info(const struct sandbox *s)
@@ -1054,11 +1054,11 @@ static void test_origin_and_host(void **state)
 static void test_token_compare(void **state)
 {
         (void)state;
-        assert_true(api_token_equal("abc", "abc"));
-        assert_false(api_token_equal("abd", "abc"));
-        assert_false(api_token_equal("ab", "abc"));
-        assert_false(api_token_equal("abcd", "abc"));
-        assert_false(api_token_equal("", ""));
+        assert_true(auth_token_equal("abc", "abc"));
+        assert_false(auth_token_equal("abd", "abc"));
+        assert_false(auth_token_equal("ab", "abc"));
+        assert_false(auth_token_equal("abcd", "abc"));
+        assert_false(auth_token_equal("", ""));
 }
 
 int main(void)

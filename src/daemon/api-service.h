@@ -1,32 +1,44 @@
-/* Shared between the API's route files (api.c, api-exec.c, api-files.c, api-git.c, ...). */
-#ifndef CELLA_DAEMON_API_INTERNAL_H
-#define CELLA_DAEMON_API_INTERNAL_H
+/* The services beneath the API's handlers (docs/architecture.md, "The daemon's API"):
+ * struct api as handlers see it, finding a request's sandbox, calls and streams on its
+ * agent (api-call.c, api-op.c), SSE and buffered output (api-sse.c), and answering
+ * (api-service.c). Handlers (api-exec.c, api-files.c, ... api-ports.c) include this and
+ * api-handlers.h; never api.h or the route table, which sit above them. */
+#ifndef CELLA_DAEMON_API_SERVICE_H
+#define CELLA_DAEMON_API_SERVICE_H
 
 #include "common/limits.h"
-#include "daemon/api.h"
+#include "daemon/api-config.h"
+#include "daemon/http.h"
 #include "daemon/preview.h"
+#include "daemon/sandbox.h"
 
 struct api {
         struct api_config cfg;
         struct preview_config preview;
-        json_t *images_busy; /* names being built or imported (api-images.c) */
+        json_t *images_busy;             /* names being built or imported (api-images.c) */
         struct auth_limiter *auth_fails; /* failed authentications per client address */
 };
 
-/* Routes under /v1/sandboxes/{name}/ (name already validated). They validate the request
- * first and only then reach the sandbox with api_sandbox_for(), so a malformed request
- * creates nothing. */
-void api_exec(struct api *a, struct http_request *req, const char *name);
-/* sub: "" (raw /files), "read", "write", "mkdir", "move", "list", "exists" */
-void api_files(struct api *a, struct http_request *req, const char *name, const char *sub);
+/* What the route table (api-routes.c) captured and the dispatcher checked, for a handler:
+ * pointers into the request's path or the dispatcher's buffers, valid during the call. */
+struct api_args {
+        const char *name; /* {id}: the sandbox's name, checked (normalizeId applied); {image}:
+                             the image's name (at most CELLA_NAME_MAX) */
+        const char *raw;  /* {id} as sent (raw_len bytes, not NUL-terminated): PUT
+                             /v1/sandboxes/{id} checks it after the body */
+        size_t raw_len;
+        bool normalize;    /* ?normalizeId= */
+        const char *param; /* {pid}, {sid}, {cid}: a valid id (cella_id_is_valid) */
+        int port;          /* {port}: 1..CELLA_PORT_MAX */
+        const char *tail;  /* /ws/{port}...: what follows the port ("" or "/...") */
+};
+
+/* A route's handler: the method and parameters are checked, the request is its to answer. */
+typedef void (*api_handler)(struct api *a, struct http_request *req, const struct api_args *p);
+
 /* The sandbox named name, created if needed, running, with an agent link, marked active;
  * borrowed (sandbox_ref() to keep it). NULL after answering req with the error. */
 struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name);
-void api_images_list(struct api *a, struct http_request *req);
-/* /sessions, /sessions/{sid}, /sessions/{sid}/env (rest starts with "/sessions"). */
-void api_sessions(struct api *a, struct http_request *req, const char *name, const char *rest);
-/* POST /env: setEnvVars for the sandbox or (sessionId) one session. */
-void api_env(struct api *a, struct http_request *req, const char *name);
 
 /* One call on the sandbox's agent: open a stream of type with payload (borrowed), and when
  * it ends call done with the RESULT object (borrowed) or the error (err, and the agent's
@@ -40,21 +52,6 @@ int api_agent_call(struct http_request *req, struct sandbox *sb, uint8_t type, j
 /* An EXEC (type FRAME_EXEC) through api_agent_call answers {exitCode, timedOut, stdout,
  * stderr} when the command ended: its output kept up to CELLA_CALL_MAX_OUTPUT bytes per
  * stream (as api_output_json() gives it), for commands the daemon runs on its own behalf. */
-
-/* POST /git/checkout: a clone inside the sandbox (api-git.c). */
-void api_git_checkout(struct api *a, struct http_request *req, const char *name);
-void api_images_build(struct api *a, struct http_request *req, const char *name);
-void api_images_import(struct api *a, struct http_request *req, const char *name);
-void api_images_delete(struct api *a, struct http_request *req, const char *name);
-
-void api_processes(struct api *a, struct http_request *req, const char *name, const char *rest);
-/* api-code.c: /contexts, /contexts/{cid} (rest starts with "/contexts") and POST /code. */
-void api_contexts(struct api *a, struct http_request *req, const char *name, const char *rest);
-void api_code(struct api *a, struct http_request *req, const char *name);
-/* api-pty.c: GET /v1/sandboxes/{id}/pty (WebSocket terminal). */
-void api_pty(struct api *a, struct http_request *req, const char *name);
-/* api-watch.c: POST /v1/sandboxes/{id}/files/watch (SSE). */
-void api_watch(struct api *a, struct http_request *req, const char *name);
 
 /* api-sse.c: output of an agent stream to an HTTP client. The owner embeds the struct and
  * sets req/stream (borrowed; NULL once finished/closed) and hold/release (a reference on

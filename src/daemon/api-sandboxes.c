@@ -1,0 +1,157 @@
+/* The sandboxes themselves (docs/api.md "Sandboxes"): health, list, create or update (PUT),
+ * info, destroy. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/name.h"
+#include "daemon/api-decode.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
+
+#define CELLA_VERSION "0.1.0"
+
+void api_health(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        json_t *j = json_pack("{s:s, s:s, s:I, s:o, s:o}", "status", "ok", "version", CELLA_VERSION,
+                              "sandboxes", (json_int_t)sandbox_table_count(a->cfg.table), "pool",
+                              sandbox_table_pool_info(a->cfg.table), "disk",
+                              sandbox_table_disk_info(a->cfg.table));
+
+        http_respond_json(req, 200, j);
+        json_decref(j);
+}
+
+void api_sandboxes_list(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        json_t *j = json_pack("{s:o}", "sandboxes", sandbox_table_list(a->cfg.table));
+
+        if (!j) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        http_respond_json(req, 200, j);
+        json_decref(j);
+}
+
+/* PUT /v1/sandboxes/{id}: the body is read first; the name is checked again with the
+ * body's normalizeId. */
+struct put_ctx {
+        struct api *a;
+        char raw[CELLA_NAME_MAX * 4 + 1]; /* the name as given (checked again) */
+        bool query_normalize;
+};
+
+static void put_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct put_ctx *ctx = ud;
+        struct api_put_sandbox p;
+        struct cella_error err = {0};
+        char name[CELLA_NAME_MAX + 1];
+        struct sandbox *sb = NULL;
+        bool created = false;
+
+        if (api_decode_put_sandbox(body, len, &p, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                goto out;
+        }
+        if (sandbox_name_check(ctx->raw, strlen(ctx->raw), ctx->query_normalize || p.normalize_id,
+                               name, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                goto done;
+        }
+        {
+                struct sandbox_options o = {
+                        .image = p.image,
+                        .instance_type = p.instance_type,
+                        .env = p.env,
+                        .labels = p.labels,
+                        .sleep_after_ms = p.sleep_after_ms,
+                        .has_keep_alive = p.has_keep_alive,
+                        .keep_alive = p.keep_alive,
+                        .has_default_session = p.has_default_session,
+                        .default_session = p.default_session,
+                        .network = p.network,
+                        .network_allow = p.network_allow,
+                };
+
+                if (sandbox_table_put(ctx->a->cfg.table, name, &o, &sb, &created, &err) < 0) {
+                        http_respond_error(req, &err, NULL);
+                        goto done;
+                }
+        }
+        {
+                json_t *info = sandbox_info(sb);
+
+                sandbox_touch(sb);
+                http_respond_json(req, created ? 201 : 200, info);
+                json_decref(info);
+        }
+done:
+        api_put_sandbox_done(&p);
+out:
+        http_request_set_userdata(req, NULL);
+        free(ctx);
+}
+
+static void put_abort(struct http_request *req, void *ud)
+{
+        (void)ud;
+        free(http_request_get_userdata(req));
+        http_request_set_userdata(req, NULL);
+}
+
+void api_sandbox_put(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct put_ctx *ctx;
+
+        if (p->raw_len >= sizeof(ctx->raw)) {
+                http_respond_code(req, CELLA_E_INVALID_SANDBOX_NAME, "sandbox name is too long");
+                return;
+        }
+        ctx = calloc(1, sizeof(*ctx));
+        if (!ctx) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        ctx->a = a;
+        memcpy(ctx->raw, p->raw, p->raw_len);
+        ctx->query_normalize = p->normalize;
+        http_request_set_userdata(req, ctx);
+        http_request_on_abort(req, put_abort, NULL);
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, put_body, ctx) < 0) {
+                http_request_set_userdata(req, NULL);
+                free(ctx);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
+        }
+}
+
+void api_sandbox_get(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct cella_error err = {0};
+        struct sandbox *sb = NULL;
+        json_t *info;
+
+        if (sandbox_table_get(a->cfg.table, p->name, false, NULL, &sb, NULL, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        info = sandbox_info(sb);
+        http_respond_json(req, 200, info);
+        json_decref(info);
+}
+
+void api_sandbox_delete(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct cella_error err = {0};
+        bool existed = false;
+        json_t *j;
+
+        if (sandbox_table_destroy(a->cfg.table, p->name, &existed, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        preview_forget(&a->preview, p->name);
+        j = json_pack("{s:s, s:b}", "id", p->name, "destroyed", existed);
+        http_respond_json(req, 200, j);
+        json_decref(j);
+}

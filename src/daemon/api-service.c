@@ -1,0 +1,97 @@
+/* Services beneath the handlers (api-service.h): finding a request's sandbox, and
+ * answering from an agent's ERROR. */
+#include <string.h>
+#include <strings.h>
+
+#include "common/timeutil.h"
+#include "daemon/api-service.h"
+
+static bool is(const struct http_request *req, const char *m)
+{
+        return strcmp(http_request_method(req), m) == 0;
+}
+
+void api_timestamp(char out[32])
+{
+        time_format_iso(time_now_ms(), out, 32);
+}
+
+void api_agent_error(const struct frame *f, struct cella_error *err)
+{
+        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        const char *code = NULL, *msg = NULL;
+        int c;
+
+        if (j)
+                json_unpack(j, "{s?s, s?s}", "code", &code, "message", &msg);
+        c = code ? cella_code_from_name(code) : -1;
+        if (c < 0 || c == CELLA_E_OK)
+                c = CELLA_E_INTERNAL_ERROR;
+        cella_error_set(err, c, "%s", msg ? msg : cella_code_name(c));
+        json_decref(j);
+}
+
+void api_respond_agent_error(struct http_request *req, const struct frame *f)
+{
+        struct cella_error e = {0};
+
+        api_agent_error(f, &e);
+        http_respond_error(req, &e, NULL);
+}
+
+bool api_wants_sse(const struct http_request *req)
+{
+        const char *acc = http_request_header(req, "Accept");
+
+        return acc && strstr(acc, "text/event-stream");
+}
+
+bool api_image_name_ok(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > CELLA_NAME_MAX || s[0] == '.' || s[0] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+                      s[i] == '_' || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+static bool is_websocket_upgrade(const struct http_request *req)
+{
+        const char *u = http_request_header(req, "Upgrade");
+
+        return u && strcasecmp(u, "websocket") == 0;
+}
+
+struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name)
+{
+        struct cella_error err = {0};
+        struct sandbox *sb = NULL;
+        bool created = false;
+
+        /* Only explicit writes create: a GET or HEAD is what any web page can make a browser
+         * send (an <img>, a link) without a token or an Origin, so it never makes a
+         * sandbox. It still wakes one that exists. A WebSocket upgrade (ws, pty) is the
+         * exception: browsers always send it with an Origin, which
+         * request_from_allowed_origin() has checked, and a terminal or a relay is a
+         * sandbox's first use like an exec (decision 0032). */
+        if ((is(req, "GET") || is(req, "HEAD")) && !is_websocket_upgrade(req) &&
+            sandbox_table_get(a->cfg.table, name, false, NULL, &sb, NULL, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return NULL;
+        }
+        if (sandbox_table_get(a->cfg.table, name, true, NULL, &sb, &created, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return NULL;
+        }
+        if (!sandbox_agent(sb)) {
+                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
+                                  "sandbox '%s' has no agent connection", name);
+                return NULL;
+        }
+        sandbox_touch(sb);
+        return sb;
+}
