@@ -457,6 +457,59 @@ static int measure_density(int from, int n, long long mem0, double *ret_cgroup, 
         return 0;
 }
 
+/* Warm exec (`true`) and the session round trip (`echo hi` in a named session), n each,
+ * in one sandbox of type standard-3. 0, or -1 with a message. */
+static int measure_warm(double *warm, double *sess, int n_warm)
+{
+        char name[64];
+        double t0;
+
+        snprintf(name, sizeof(name), "bench-%d-warm", (int)getpid());
+        {
+                char path[128];
+                struct resp r = {0};
+                snprintf(path, sizeof(path), "/v1/sandboxes/%s", name);
+                if (request("PUT", path, "{\"instanceType\":\"standard-3\"}", &r) / 100 != 2) {
+                        fprintf(stderr, "create %s: %.300s\n", name, r.data ? r.data : "");
+                        free(r.data);
+                        goto fail;
+                }
+                free(r.data);
+        }
+        if (!exec_in(name, "true", ""))
+                goto fail;
+        for (int i = 0; i < n_warm; i++) {
+                t0 = now_ms();
+                if (!exec_in(name, "true", ""))
+                        goto fail;
+                warm[i] = now_ms() - t0;
+        }
+        /* Session builtin round trip: `echo hi` in a named session. */
+        {
+                char path[128];
+                struct resp r = {0};
+
+                snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions", name);
+                if (request("POST", path, "{\"id\":\"bench\"}", &r) != 201) {
+                        fprintf(stderr, "session: %.300s\n", r.data ? r.data : "");
+                        free(r.data);
+                        goto fail;
+                }
+                free(r.data);
+        }
+        for (int i = 0; i < n_warm; i++) {
+                t0 = now_ms();
+                if (!exec_in_session(name, "bench", "echo hi", "hi"))
+                        goto fail;
+                sess[i] = now_ms() - t0;
+        }
+        destroy(name);
+        return 0;
+fail:
+        destroy(name);
+        return -1;
+}
+
 /* Poll /v1/health until the warm pool holds want sandboxes (30 s at most). */
 static int wait_pool(int want)
 {
@@ -897,7 +950,7 @@ int main(int argc, char **argv)
         int mem_n = 0, rc = 1;
         struct code_figures cf = {0};
         int n_code = 100;
-        bool only_code = false;
+        bool only_code = false, only_warm = false;
 
         /* Defaults: IMAGES from the environment, cellad next to this program's build dir. */
         if (getenv("IMAGES") && *getenv("IMAGES"))
@@ -941,8 +994,10 @@ int main(int argc, char **argv)
                         n_procs = parse_count(argv[i + 1]);
                 else if (strcmp(argv[i], "--code") == 0)
                         n_code = parse_count(argv[i + 1]);
-                else if (strcmp(argv[i], "--only") == 0)
+                else if (strcmp(argv[i], "--only") == 0) {
                         only_code = strcmp(argv[i + 1], "code") == 0;
+                        only_warm = strcmp(argv[i + 1], "warm") == 0;
+                }
         }
         if (n_tti < 1 || n_tti > 10000 || n_warm < 1 || n_warm > 100000 || n_burst < 1 ||
             n_burst > 1000 || n_procs < 200 || n_code < 10 || n_code > 100000) {
@@ -983,6 +1038,23 @@ int main(int argc, char **argv)
                 rc = 0;
                 goto out;
         }
+        if (only_warm) {
+                /* `--only warm`: the agent's hot paths alone, warm exec and the session
+                 * round trip (run the binary directly, as for --only code). */
+                char *extra[] = {"--pool", "0", NULL};
+
+                if (!curl || start_cellad(cellad, images, extra) < 0 ||
+                    measure_warm(warm, sess, n_warm) < 0)
+                        goto out;
+                printf("| figure | N | p50 (ms) | p95 (ms) |\n|---|---|---|---|\n");
+                printf("| cella warm exec (`true`, HTTP round trip) | %d | %.2f | %.2f |\n", n_warm,
+                       pct(warm, n_warm, 0.5), pct(warm, n_warm, 0.95));
+                printf("| cella session round trip (`echo hi` in a named session) | %d | %.3f | "
+                       "%.3f |\n",
+                       n_warm, pct(sess, n_warm, 0.5), pct(sess, n_warm, 0.95));
+                rc = 0;
+                goto out;
+        }
         /* The daemon with a warm pool as large as the burst. */
         {
                 char pool_arg[16];
@@ -1017,46 +1089,8 @@ int main(int argc, char **argv)
          * (standard-3: 2 vCPU): back to back, `bash -c true` keeps about half a CPU busy,
          * and the default type's 1/2 vCPU quota would then measure CFS throttling, not
          * the exec path. */
-        snprintf(name, sizeof(name), "bench-%d-warm", (int)getpid());
-        {
-                char path[128];
-                struct resp r = {0};
-                snprintf(path, sizeof(path), "/v1/sandboxes/%s", name);
-                if (request("PUT", path, "{\"instanceType\":\"standard-3\"}", &r) / 100 != 2) {
-                        fprintf(stderr, "create %s: %.300s\n", name, r.data ? r.data : "");
-                        free(r.data);
-                        goto out;
-                }
-                free(r.data);
-        }
-        if (!exec_in(name, "true", ""))
+        if (measure_warm(warm, sess, n_warm) < 0)
                 goto out;
-        for (int i = 0; i < n_warm; i++) {
-                t0 = now_ms();
-                if (!exec_in(name, "true", ""))
-                        goto out;
-                warm[i] = now_ms() - t0;
-        }
-        /* Session builtin round trip: `echo hi` in a named session. */
-        {
-                char path[128];
-                struct resp r = {0};
-
-                snprintf(path, sizeof(path), "/v1/sandboxes/%s/sessions", name);
-                if (request("POST", path, "{\"id\":\"bench\"}", &r) != 201) {
-                        fprintf(stderr, "session: %.300s\n", r.data ? r.data : "");
-                        free(r.data);
-                        goto out;
-                }
-                free(r.data);
-        }
-        for (int i = 0; i < n_warm; i++) {
-                t0 = now_ms();
-                if (!exec_in_session(name, "bench", "echo hi", "hi"))
-                        goto out;
-                sess[i] = now_ms() - t0;
-        }
-        destroy(name);
         if (measure_code(&cf) < 0)
                 goto out;
         if (host_shell_builtin(hostb, n_warm) < 0) {

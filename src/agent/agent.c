@@ -1,9 +1,9 @@
-/* The agent's connection handling: accept on the listening socket, frame decoding and
- * dispatch, the write queue with its high-water mark, stream bookkeeping and the SIGCHLD
- * reaper. See agent.h. */
+/* The dispatcher: accept on the listening socket, frame decoding, the frame table that
+ * routes each frame to its handler, the SIGCHLD reaper and the agent's lifetime. It imports
+ * the handlers' entry points; the handlers answer through the services beneath
+ * (service.h) and never include agent.h or dispatch.h (docs/decisions/0038). */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +12,16 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/code.h"
+#include "agent/conn.h"
+#include "agent/dispatch.h"
+#include "agent/exec.h"
+#include "agent/files.h"
+#include "agent/proc.h"
+#include "agent/pty.h"
+#include "agent/service.h"
 #include "agent/session.h"
+#include "agent/watch.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/proto.h"
@@ -21,300 +30,146 @@
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
-/* Above this many queued output bytes the producers pause; below LOW they resume. */
-#define WRITE_HIGH_WATER (4u * 1024 * 1024)
-#define WRITE_LOW_WATER (1u * 1024 * 1024)
+/* ---- the frame table ---- */
 
-struct conn {
-        struct agent *a;
-        uv_pipe_t pipe;
-        struct buf in;
-        bool closing;
-        size_t queued; /* bytes handed to uv_write and not yet written */
-        bool congested;
-        struct stream *streams;
-        unsigned nstreams;
-};
-
-struct write_req {
-        uv_write_t req;
-        struct conn *conn;
-        size_t len;
-        char data[];
-};
-
-static void conn_fail(struct conn *c, const char *why);
-
-/* ---- writing ---- */
-
-static void resume_streams(struct conn *c)
+static void on_ping(struct conn *c, const struct frame *f)
 {
-        struct stream *s, *next;
-
-        for (s = c->streams; s && !c->closing && !c->congested; s = next) {
-                next = s->next;
-                if (s->ops->on_window)
-                        s->ops->on_window(s);
-        }
+        conn_send(c, FRAME_PONG, 0, f->payload, f->len);
 }
 
-static void on_write_done(uv_write_t *req, int status)
+static void on_pong(struct conn *c, const struct frame *f)
 {
-        struct write_req *w = (struct write_req *)req;
-        struct conn *c = w->conn;
-
-        c->queued -= w->len;
-        free(w);
-        if (c->closing)
-                return;
-        if (status < 0) {
-                log_info("write to cellad: %s", uv_strerror(status));
-                conn_fail(c, "write failed");
-                return;
-        }
-        if (c->congested && c->queued < WRITE_LOW_WATER) {
-                c->congested = false;
-                resume_streams(c);
-        }
+        (void)c;
+        (void)f;
 }
 
-static int conn_send(struct conn *c, uint8_t type, uint32_t id, const void *payload, size_t len)
+/* EXEC: a command of a session, or one of its own. */
+static void open_exec(struct agent *a, struct conn *c, struct agent_request *req)
 {
-        struct write_req *w;
-        uv_buf_t b;
-        int r;
-
-        if (c->closing)
-                return -EPIPE;
-        if (len > CELLA_FRAME_MAX)
-                return -EINVAL;
-        w = malloc(sizeof(*w) + CELLA_FRAME_HEADER + len);
-        if (!w)
-                return -ENOMEM;
-        w->conn = c;
-        w->len = CELLA_FRAME_HEADER + len;
-        frame_header_pack((uint8_t *)w->data, type, id, (uint32_t)len);
-        if (len)
-                memcpy(w->data + CELLA_FRAME_HEADER, payload, len);
-        b = uv_buf_init(w->data, (unsigned)w->len);
-        r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write_done);
-        if (r < 0) {
-                free(w);
-                return r;
-        }
-        c->queued += w->len;
-        if (c->queued > WRITE_HIGH_WATER)
-                c->congested = true;
-        return 0;
-}
-
-void conn_send_json(struct conn *c, uint8_t type, uint32_t id, json_t *j)
-{
-        char *text;
-
-        if (!j) {
-                log_error("out of memory building %s", frame_type_name(type));
-                return;
-        }
-        text = json_dumps(j, JSON_COMPACT);
-        json_decref(j);
-        if (!text) {
-                log_error("out of memory serialising %s", frame_type_name(type));
-                return;
-        }
-        if (conn_send(c, type, id, text, strlen(text)) < 0)
-                log_debug("dropped %s for stream %u", frame_type_name(type), id);
-        free(text);
-}
-
-void conn_send_error(struct conn *c, uint32_t id, const struct cella_error *err)
-{
-        int code = err && err->code != CELLA_E_OK ? err->code : CELLA_E_INTERNAL_ERROR;
-
-        conn_send_json(c, FRAME_ERROR, id,
-                       json_pack("{s:s, s:s}", "code", cella_code_name(code), "message",
-                                 err ? err->msg : ""));
-}
-
-void conn_reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...)
-{
-        struct cella_error err = {0};
-        va_list ap;
-
-        va_start(ap, fmt);
-        cella_error_setv(&err, code, fmt, ap);
-        va_end(ap);
-        conn_send_error(c, id, &err);
-}
-
-int stream_send(struct stream *s, uint8_t type, const void *payload, size_t len)
-{
-        if (!s->conn)
-                return -EPIPE;
-        return conn_send(s->conn, type, s->id, payload, len);
-}
-
-int stream_send_json(struct stream *s, uint8_t type, json_t *j)
-{
-        if (!s->conn) {
-                json_decref(j);
-                return -EPIPE;
-        }
-        conn_send_json(s->conn, type, s->id, j);
-        return 0;
-}
-
-bool stream_congested(const struct stream *s)
-{
-        return s->conn && s->conn->congested;
-}
-
-static void stream_unlink(struct stream *s)
-{
-        struct conn *c = s->conn;
-
-        if (!c)
-                return;
-        if (s->prev)
-                s->prev->next = s->next;
+        if (req->session)
+                session_exec(a, c, req);
         else
-                c->streams = s->next;
-        if (s->next)
-                s->next->prev = s->prev;
-        s->prev = s->next = NULL;
-        s->conn = NULL;
-        c->nstreams--;
+                exec_start(a, c, req);
 }
 
-void stream_end_json(struct stream *s, uint8_t type, json_t *j)
+static void route_window(struct conn *c, struct stream *s, const struct agent_request *req, int r,
+                         const struct cella_error *err)
 {
-        stream_send_json(s, type, j);
-        stream_unlink(s);
+        (void)c;
+        (void)r;
+        (void)err;
+        stream_add_send_credit(s, req->credit);
+        if (s->ops->on_window)
+                s->ops->on_window(s);
 }
 
-void stream_end_error(struct stream *s, int code, const char *fmt, ...)
+static void route_cancel(struct conn *c, struct stream *s, const struct agent_request *req, int r,
+                         const struct cella_error *err)
 {
-        struct cella_error err = {0};
-        va_list ap;
-
-        va_start(ap, fmt);
-        cella_error_setv(&err, code, fmt, ap);
-        va_end(ap);
-        if (s->conn)
-                conn_send_error(s->conn, s->id, &err);
-        stream_unlink(s);
+        (void)c;
+        (void)req;
+        (void)r;
+        (void)err;
+        if (s->ops->on_cancel)
+                s->ops->on_cancel(s, false);
 }
 
-static struct stream *conn_find(struct conn *c, uint32_t id)
+static void route_data(struct conn *c, struct stream *s, const struct agent_request *req, int r,
+                       const struct cella_error *err)
 {
-        for (struct stream *s = c->streams; s; s = s->next)
-                if (s->id == id)
-                        return s;
-        return NULL;
-}
-
-int conn_add_stream(struct conn *c, struct stream *s, uint32_t id, const struct stream_ops *ops)
-{
-        if (conn_find(c, id))
-                return -EEXIST;
-        if (c->nstreams >= CELLA_AGENT_MAX_STREAMS)
-                return -EMFILE;
-        s->id = id;
-        s->ops = ops;
-        s->send_credit = CELLA_STREAM_WINDOW;
-        s->recv_credit = CELLA_STREAM_WINDOW;
-        s->conn = c;
-        s->prev = NULL;
-        s->next = c->streams;
-        if (c->streams)
-                c->streams->prev = s;
-        c->streams = s;
-        c->nstreams++;
-        return 0;
-}
-
-/* ---- connection lifetime ---- */
-
-static void on_conn_closed(uv_handle_t *h)
-{
-        struct conn *c = h->data;
-
-        buf_free(&c->in);
-        free(c);
-}
-
-/* Cancel every stream of c (detached: nothing more is sent) and close it. */
-static void conn_fail(struct conn *c, const char *why)
-{
-        if (c->closing)
-                return;
-        log_info("closing connection: %s", why);
-        c->closing = true;
-        while (c->streams) {
-                struct stream *s = c->streams;
-
-                stream_unlink(s);
-                if (s->ops->on_cancel)
-                        s->ops->on_cancel(s, true);
-        }
-        if (c->a->conn == c)
-                c->a->conn = NULL;
-        uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
-}
-
-/* ---- reading and dispatch ---- */
-
-static void dispatch_stream_frame(struct conn *c, struct agent_request *req)
-{
-        struct stream *s = conn_find(c, req->stream);
-
-        if (!s) {
-                /* Late frames for a stream that already ended are dropped. */
-                log_debug("%s for unknown stream %u dropped", frame_type_name(req->type),
-                          req->stream);
+        (void)r;
+        (void)err;
+        if (!s->ops->on_data) {
+                conn_fail(c, "DATA on a stream that is not an upload");
                 return;
         }
-        switch (req->type) {
-        case FRAME_WINDOW:
-                s->send_credit += req->credit;
-                if (s->send_credit > (uint64_t)1 << 40)
-                        s->send_credit = (uint64_t)1 << 40;
-                if (s->ops->on_window)
-                        s->ops->on_window(s);
+        if (!stream_take_recv_credit(s, req->len)) {
+                conn_fail(c, "cellad overran an upload window");
                 return;
-        case FRAME_CANCEL:
-                if (s->ops->on_cancel)
-                        s->ops->on_cancel(s, false);
+        }
+        s->ops->on_data(s, req->data, req->len);
+}
+
+static void route_end(struct conn *c, struct stream *s, const struct agent_request *req, int r,
+                      const struct cella_error *err)
+{
+        (void)req;
+        (void)r;
+        (void)err;
+        if (!s->ops->on_end) {
+                conn_fail(c, "END on a stream that is not an upload");
                 return;
-        case FRAME_DATA:
-                if (!s->ops->on_data) {
-                        conn_fail(c, "DATA on a stream that is not an upload");
-                        return;
-                }
-                s->recv_credit -= (int64_t)req->len;
-                if (s->recv_credit < 0) {
-                        conn_fail(c, "cellad overran an upload window");
-                        return;
-                }
-                s->ops->on_data(s, req->data, req->len);
-                return;
-        case FRAME_END:
-                if (!s->ops->on_end) {
-                        conn_fail(c, "END on a stream that is not an upload");
-                        return;
-                }
-                s->ops->on_end(s);
-                return;
-        default:
-                conn_fail(c, "unexpected frame");
-                return;
+        }
+        s->ops->on_end(s);
+}
+
+/* PTY on an open stream: a resize of that terminal. */
+static void route_resize(struct conn *c, struct stream *s, const struct agent_request *req, int r,
+                         const struct cella_error *err)
+{
+        if (!s->ops->on_resize)
+                conn_fail(c, "PTY on a stream that is not a terminal");
+        else if (r < 0)
+                log_warn("bad resize ignored: %s", err->msg);
+        else
+                s->ops->on_resize(s, req->cols, req->rows);
+}
+
+static const struct frame_route frame_table[_FRAME_TYPE_MAX] = {
+        [FRAME_PING] = {.control = on_ping},
+        [FRAME_PONG] = {.control = on_pong},
+        [FRAME_EXEC] = {.open = open_exec},
+        [FRAME_FILE_READ] = {.open = file_read_start},
+        [FRAME_FILE_WRITE] = {.open = file_write_start},
+        [FRAME_FILE_OP] = {.open = file_op_run},
+        [FRAME_SESSION] = {.open = session_request},
+        [FRAME_PROC] = {.open = proc_request},
+        [FRAME_CODE] = {.open = code_request},
+        [FRAME_WATCH] = {.open = watch_start},
+        [FRAME_PTY] = {.open = pty_open, .on_stream = route_resize},
+        [FRAME_WINDOW] = {.on_stream = route_window},
+        [FRAME_CANCEL] = {.on_stream = route_cancel},
+        [FRAME_DATA] = {.on_stream = route_data},
+        [FRAME_END] = {.on_stream = route_end},
+};
+
+const struct frame_route *agent_frame_route(uint8_t type)
+{
+        const struct frame_route *route;
+
+        if (type >= _FRAME_TYPE_MAX)
+                return NULL;
+        route = &frame_table[type];
+        if (!route->control && !route->open && !route->on_stream)
+                return NULL;
+        return route;
+}
+
+/* ---- dispatch ---- */
+
+/* A frame opening stream f->stream (s: the open stream with that id, if any). */
+static void open_stream(struct conn *c, const struct frame_route *route, struct stream *s,
+                        struct agent_request *req, int r, const struct cella_error *err)
+{
+        if (s) {
+                log_warn("stream %u opened twice", req->stream);
+                conn_fail(c, "stream id reused");
+        } else if (conn_stream_count(c) >= CELLA_AGENT_MAX_STREAMS) {
+                conn_reply_error(c, req->stream, CELLA_E_SANDBOX_UNAVAILABLE,
+                                 "too many concurrent operations (%d)", CELLA_AGENT_MAX_STREAMS);
+        } else if (r < 0) {
+                conn_send_error(c, req->stream, err);
+        } else {
+                route->open(c->a, c, req);
         }
 }
 
 static void dispatch(struct conn *c, const struct frame *f)
 {
+        const struct frame_route *route;
         struct agent_request req;
         struct cella_error err = {0};
+        struct stream *s;
         int r;
 
         r = agent_request_decode(f, &req, &err);
@@ -324,57 +179,25 @@ static void dispatch(struct conn *c, const struct frame *f)
                 conn_fail(c, "protocol error");
                 return;
         }
-        if (f->type == FRAME_PING) {
-                conn_send(c, FRAME_PONG, 0, f->payload, f->len);
-        } else if (f->type == FRAME_PONG) {
-                /* nothing */
-        } else if (f->type == FRAME_PTY && conn_find(c, f->stream)) {
-                /* a resize of an open terminal stream */
-                struct stream *s = conn_find(c, f->stream);
-
-                if (!stream_is_pty(s))
-                        conn_fail(c, "PTY on a stream that is not a terminal");
-                else if (r < 0)
-                        log_warn("bad resize ignored: %s", err.msg);
-                else
-                        pty_resize(s, &req);
-        } else if (agent_request_opens_stream(f->type)) {
-                if (conn_find(c, f->stream)) {
-                        log_warn("stream %u opened twice", f->stream);
-                        conn_fail(c, "stream id reused");
-                } else if (c->nstreams >= CELLA_AGENT_MAX_STREAMS) {
-                        cella_error_set(&err, CELLA_E_SANDBOX_UNAVAILABLE,
-                                        "too many concurrent operations (%d)",
-                                        CELLA_AGENT_MAX_STREAMS);
-                        conn_send_error(c, f->stream, &err);
-                } else if (r < 0) {
-                        conn_send_error(c, f->stream, &err);
-                } else if (f->type == FRAME_EXEC && req.session) {
-                        session_exec(c->a, c, &req);
-                } else if (f->type == FRAME_EXEC) {
-                        exec_start(c->a, c, &req);
-                } else if (f->type == FRAME_FILE_READ) {
-                        file_read_start(c, &req);
-                } else if (f->type == FRAME_FILE_WRITE) {
-                        file_write_start(c, &req);
-                } else if (f->type == FRAME_PROC) {
-                        proc_request(c->a, c, &req);
-                } else if (f->type == FRAME_SESSION) {
-                        session_request(c->a, c, &req);
-                } else if (f->type == FRAME_CODE) {
-                        code_request(c->a, c, &req);
-                } else if (f->type == FRAME_WATCH) {
-                        watch_start(c->a, c, &req);
-                } else if (f->type == FRAME_PTY) {
-                        pty_open(c->a, c, &req);
-                } else {
-                        file_op_run(c, &req);
-                }
+        route = agent_frame_route(f->type);
+        if (!route) {
+                conn_fail(c, "unexpected frame");
+        } else if (route->control) {
+                route->control(c, f);
         } else {
-                dispatch_stream_frame(c, &req);
+                s = conn_find_stream(c, f->stream);
+                if (s && route->on_stream)
+                        route->on_stream(c, s, &req, r, &err);
+                else if (route->open)
+                        open_stream(c, route, s, &req, r, &err);
+                else /* Late frames for a stream that already ended are dropped. */
+                        log_debug("%s for unknown stream %u dropped", frame_type_name(f->type),
+                                  f->stream);
         }
         agent_request_done(&req);
 }
+
+/* ---- reading ---- */
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
 {
@@ -444,7 +267,7 @@ static void on_connection(uv_stream_t *server, int status)
         if (r < 0) {
                 log_warn("accept: %s", uv_strerror(r));
                 c->closing = true;
-                uv_close((uv_handle_t *)&c->pipe, on_conn_closed);
+                uv_close((uv_handle_t *)&c->pipe, conn_on_closed);
                 return;
         }
         if (a->conn)
@@ -460,55 +283,7 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ---- children ---- */
 
-struct child_watch {
-        struct child_watch *next;
-        pid_t pid;
-        void (*cb)(void *ud, pid_t pid, int status);
-        void *ud;
-};
-
-int agent_watch_child(struct agent *a, pid_t pid, void (*cb)(void *ud, pid_t pid, int status),
-                      void *ud)
-{
-        struct child_watch *w = calloc(1, sizeof(*w));
-
-        if (!w)
-                return -ENOMEM;
-        w->pid = pid;
-        w->cb = cb;
-        w->ud = ud;
-        w->next = a->watches;
-        a->watches = w;
-        return 0;
-}
-
-void agent_unwatch_child(struct agent *a, pid_t pid)
-{
-        for (struct child_watch **p = &a->watches; *p; p = &(*p)->next)
-                if ((*p)->pid == pid) {
-                        struct child_watch *w = *p;
-
-                        *p = w->next;
-                        free(w);
-                        return;
-                }
-}
-
 /* A reaped child: its watch (if any) fires and is removed; otherwise the command list. */
-static void child_exited(struct agent *a, pid_t pid, int status)
-{
-        for (struct child_watch **p = &a->watches; *p; p = &(*p)->next)
-                if ((*p)->pid == pid) {
-                        struct child_watch *w = *p;
-
-                        *p = w->next;
-                        w->cb(w->ud, pid, status);
-                        free(w);
-                        return;
-                }
-        exec_on_child(a, pid, status);
-}
-
 static void on_sigchld(uv_signal_t *h, int signum)
 {
         struct agent *a = h->data;
@@ -517,7 +292,8 @@ static void on_sigchld(uv_signal_t *h, int signum)
 
         (void)signum;
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-                child_exited(a, pid, status);
+                if (!agent_child_exited(a, pid, status))
+                        exec_on_child(a, pid, status);
         exec_reap_cgroups(a);
 }
 
@@ -594,12 +370,7 @@ void agent_free(struct agent *a)
         uv_close((uv_handle_t *)&a->sigchld, NULL);
         for (size_t i = 0; i < a->n_dead_cgroups; i++)
                 free(a->dead_cgroups[i]);
-        while (a->watches) {
-                struct child_watch *w = a->watches;
-
-                a->watches = w->next;
-                free(w);
-        }
+        agent_unwatch_all(a);
         free(a->dead_cgroups);
         free(a);
 }

@@ -1,33 +1,18 @@
-/* cella-init's server side of the agent protocol (docs/protocol.md).
+/* cella-init's server side of the agent protocol (docs/protocol.md): what main.c starts.
  *
  * One struct agent per process: the listening socket (fd 3 in a sandbox), at most one
- * active connection, the SIGCHLD reaper and every command still running. A connection owns
- * the streams opened on it; when it goes away (peer closed, protocol error, replaced by a
- * new connection) every stream is cancelled: command trees are killed, partial uploads are
- * removed. Commands whose tree is still dying stay in the agent's exec list, detached from
- * any connection, until they are reaped.
- *
- * Streams are kept in a list per connection (at most CELLA_AGENT_MAX_STREAMS). A stream's
- * object starts with struct stream; its ops are the owning module's (exec.c, files.c,
- * session.c, proc.c). */
+ * active connection, the SIGCHLD reaper and every command still running. agent.c is the
+ * dispatcher: it accepts the connection, decodes its frames and routes each through its
+ * frame table to a handler (exec.c, files.c, session.c, proc.c, pty.c, code.c, watch.c).
+ * The handlers answer through the services beneath (service.h) and never include this
+ * header (docs/decisions/0038). */
 #ifndef CELLA_AGENT_AGENT_H
 #define CELLA_AGENT_AGENT_H
 
-#include <jansson.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <uv.h>
 
-#include "agent/proc-request.h"
-#include "agent/request.h"
-#include "common/buf.h"
-#include "common/error.h"
-
 struct agent;
-struct conn;
-struct exec;
-struct session;
-struct term;
 
 struct agent_options {
         int listen_fd;            /* listening unix stream socket (3) */
@@ -39,196 +24,5 @@ struct agent_options {
 /* Set up the agent on loop. Returns 0 or -errno. */
 int agent_new(uv_loop_t *loop, const struct agent_options *opts, struct agent **ret);
 void agent_free(struct agent *a);
-
-/* ---- internal to src/agent/ ---- */
-
-struct stream;
-
-/* What a stream's owner module does with the frames and events the connection routes to
- * it. Every member may be NULL where it does not apply. */
-struct stream_ops {
-        /* Credit arrived (WINDOW) or the connection's write queue drained: produce more. */
-        void (*on_window)(struct stream *s);
-        /* CANCEL from cellad (detach false: the stream is still linked and must be ended
-         * by the owner) or the connection is gone (detach true: already unlinked, nothing
-         * may be sent; the owner frees or keeps the object as its lifetime rules say). */
-        void (*on_cancel)(struct stream *s, bool detach);
-        /* DATA and END of an upload; a stream without on_data refuses DATA and END as
-         * protocol errors. on_data is called after the receive window was checked. */
-        void (*on_data)(struct stream *s, const uint8_t *data, size_t len);
-        void (*on_end)(struct stream *s);
-};
-
-struct stream {
-        struct stream *prev, *next; /* in conn->streams */
-        struct conn *conn;          /* NULL once ended or detached */
-        uint32_t id;
-        const struct stream_ops *ops;
-        uint64_t send_credit; /* data bytes we may still send (STDOUT/STDERR/DATA) */
-        int64_t recv_credit;  /* data bytes the daemon may still send us (uploads) */
-};
-
-struct agent {
-        uv_loop_t *loop;
-        uv_pipe_t listener;
-        uv_signal_t sigchld;
-        struct conn *conn;
-        bool use_cgroup;             /* /sys/fs/cgroup is a writable cgroup2 mount */
-        struct exec *execs;          /* every command not yet reaped and cleaned up */
-        struct child_watch *watches; /* see agent_watch_child */
-        char run_dir[128];           /* agent_options.run_dir */
-        struct session *sessions;    /* session.c */
-        unsigned session_seq;
-        char **dead_cgroups; /* cmd cgroups left to remove once their processes die */
-        size_t n_dead_cgroups;
-        uint64_t seq;
-        struct proc_table *procs; /* proc.c; NULL until the first PROC frame */
-        const char *proc_log_dir; /* borrowed from the options */
-        struct code_table *code;  /* code.c; NULL until the first CODE frame */
-        struct term *terms;       /* pty.c: live terminals */
-};
-
-/* Send one frame on the stream's connection (copied). -EPIPE if the stream has none. */
-int stream_send(struct stream *s, uint8_t type, const void *payload, size_t len);
-/* Send a JSON frame (j is consumed). */
-int stream_send_json(struct stream *s, uint8_t type, json_t *j);
-/* End the stream: send the final frame (EXIT, RESULT or ERROR) and unlink it from its
- * connection. The owner frees the object when it is done with it. */
-void stream_end_json(struct stream *s, uint8_t type, json_t *j);
-void stream_end_error(struct stream *s, int code, const char *fmt, ...) _printf_(3, 4);
-/* True while the connection's write queue is above its high-water mark: producers pause
- * and are resumed (exec_resume / file_read_pump) once it drains. */
-bool stream_congested(const struct stream *s);
-
-/* exec.c */
-void exec_start(struct agent *a, struct conn *c, struct agent_request *req);
-void exec_on_child(struct agent *a, pid_t pid, int status);
-
-/* spawn.c: starting `bash -c command` (see the file's head comment) and cgroups. */
-struct spawn_request {
-        const char *command;
-        const char *cwd;
-        char *const *base_env; /* "K=V" over the defaults (PATH, HOME, HOSTNAME, LANG, PWD) */
-        size_t n_base_env;
-        char *const *env; /* "K=V" over base_env */
-        size_t n_env;
-        const char *cgroup; /* the child starts in it; NULL: none */
-        /* A session's shell instead of `bash -c command`: `bash --noprofile --norc -O
-         * expand_aliases` (command unused) reading its stdin from a pipe whose write end
-         * is returned, stderr /dev/null, stdout the pipe returned as out. */
-        bool session_shell;
-        /* An interpreter runner (code.c) instead of a shell: execve exe with argv (the
-         * command unused), and two more pipes: fd 3 reads what the agent writes to ret->in,
-         * fd 4 writes what the agent reads from ret->ev (docs/decisions/0021). */
-        const char *exe;
-        char *const *argv;
-        /* Its stdin instead of /dev/null: this text, from a memfd of its own (a runner's
-         * source, so that it appears in no argv). */
-        const char *stdin_text;
-        /* A terminal's interactive shell instead: `bash -i` (`sh -i`) with tty_fd (a pty's
-         * slave) as stdin, stdout, stderr and controlling terminal (command unused; out,
-         * err and in are -EBADF). */
-        bool terminal;
-        int tty_fd;
-};
-struct spawn_result {
-        pid_t pid;        /* also set (and already reaped) when failed_step */
-        bool failed_step; /* the child failed before exec (bad cwd, exec error) */
-        bool is_bash;     /* bash ran (else /bin/sh: there is no bash) */
-        int out, err;     /* read ends of stdout and stderr (close-on-exec, blocking); err
-                           * is -EBADF for a session shell */
-        int in;           /* session shell: write end of its stdin; runner: of its fd 3;
-                           * else -EBADF */
-        int ev;           /* runner: read end of its fd 4; else -EBADF */
-};
-/* Start the command. 0 with *ret filled, or -errno with err set (for a bad cwd the code
- * comes from errno: FILE_NOT_FOUND, NOT_DIRECTORY, ...). */
-int agent_spawn(const struct spawn_request *sr, struct spawn_result *ret, struct cella_error *err);
-/* Make the cgroup /sys/fs/cgroup/<name> (or <name>-<seq> if that one still has processes):
- * its path (owned), or NULL. */
-char *agent_cgroup_make(struct agent *a, const char *name);
-/* Send sig (not SIGKILL: agent_kill_tree ends trees) to every process in the cgroup.
- * Returns how many were signalled. */
-int agent_cgroup_signal(const char *cgroup, int sig);
-
-/* kill.c: ending process trees (docs/decisions/0031). */
-struct proc_ident {
-        pid_t pid;
-        unsigned long long start; /* /proc/PID/stat starttime: tells a reused pid apart */
-};
-/* What to SIGKILL: the processes of cgroup (and its sub-cgroups), of process group pgid
- * and root with its descendants (root's only with nothing spared), except spare (whose
- * descendants are targets) and the keep[] processes with their descendants. */
-struct kill_target {
-        const char *cgroup; /* NULL: none */
-        pid_t pgid;         /* 0: none (only used when nothing is spared) */
-        pid_t root;         /* 0: none; the tree through /proc, for no cgroup */
-        pid_t spare;        /* 0: none */
-        const struct proc_ident *keep;
-        size_t n_keep;
-};
-/* Kill the target with a bounded cost whatever it does (forks, ignores signals, sits in D
- * state): cgroup.kill for a whole cgroup, else freeze, kill in rounds, thaw. Returns how
- * many processes were signalled (1 for cgroup.kill). */
-int agent_kill_tree(const struct kill_target *t);
-/* The processes of cgroup and below and root's descendants, except `except`, with their
- * start times: *ret (n, allocated; free it). 0 or -ENOMEM. */
-int agent_tree_snapshot(const char *cgroup, pid_t root, pid_t except, struct proc_ident **ret,
-                        size_t *ret_n);
-/* ppid and start time of pid (/proc/PID/stat). 0 or -errno. */
-int agent_proc_stat(pid_t pid, pid_t *ret_ppid, unsigned long long *ret_start);
-bool agent_cgroup_is_empty(const char *cgroup);
-/* rmdir now, or later from the reaper once its last process died. */
-void agent_cgroup_remove(struct agent *a, const char *path);
-void exec_reap_cgroups(struct agent *a);
-void agent_add_dead_cgroup(struct agent *a, const char *path);
-
-/* proc.c: background processes (decision 0012). */
-void proc_request(struct agent *a, struct conn *c, struct agent_request *req);
-/* SIGKILL every running process started with session id sid (status killed). */
-void proc_kill_session(struct agent *a, const char *sid);
-/* Agent going away (after its connection): kill every process, release everything once
- * the loop has closed the handles. */
-void proc_shutdown(struct agent *a);
-
-/* files.c */
-struct file_read;
-struct file_write;
-void file_read_start(struct conn *c, struct agent_request *req);
-void file_write_start(struct conn *c, struct agent_request *req);
-void file_op_run(struct conn *c, struct agent_request *req);
-
-/* code.c: the code interpreter (decision 0021). */
-void code_request(struct agent *a, struct conn *c, struct agent_request *req);
-/* Agent going away: kill every interpreter. */
-void code_shutdown(struct agent *a);
-/* pty.c: terminals, one per session (decision 0022). */
-void pty_open(struct agent *a, struct conn *c, struct agent_request *req);
-/* A PTY frame on an open stream: resize that stream's terminal. */
-void pty_resize(struct stream *s, const struct agent_request *req);
-bool stream_is_pty(const struct stream *s);
-/* End the terminal of session sid (deleted): its shell's process group is killed. */
-void pty_kill_session(struct agent *a, const char *sid);
-void pty_shutdown(struct agent *a);
-
-/* watch.c */
-void watch_start(struct agent *a, struct conn *c, struct agent_request *req);
-
-/* Register a new stream on c (used by exec.c and files.c). -EEXIST if the id is in use,
- * -EMFILE beyond CELLA_AGENT_MAX_STREAMS. */
-int conn_add_stream(struct conn *c, struct stream *s, uint32_t id, const struct stream_ops *ops);
-
-/* Children that are not EXEC commands (session shells, background processes) are watched
- * through this registry: cb runs once, from the SIGCHLD handler, with the wait status,
- * after which the watch is gone. Returns 0 or -ENOMEM. */
-int agent_watch_child(struct agent *a, pid_t pid, void (*cb)(void *ud, pid_t pid, int status),
-                      void *ud);
-/* Forget a watch (its owner is being freed before the child was reaped). */
-void agent_unwatch_child(struct agent *a, pid_t pid);
-/* Send an ERROR on a stream id that has no object (request rejected up front). */
-void conn_send_error(struct conn *c, uint32_t id, const struct cella_error *err);
-/* The same with a code and a formatted message. */
-void conn_reply_error(struct conn *c, uint32_t id, int code, const char *fmt, ...) _printf_(4, 5);
-void conn_send_json(struct conn *c, uint8_t type, uint32_t id, json_t *j);
 
 #endif

@@ -34,7 +34,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/code.h"
+#include "agent/service.h"
 #include "agent/code-request.h"
 #include "agent/runners.h"
 #include "common/limits.h"

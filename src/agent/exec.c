@@ -21,7 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/exec.h"
+#include "agent/service.h"
 #include "common/limits.h"
 #include "common/log.h"
 

@@ -22,9 +22,11 @@
 #include "common/buf.h"
 #include "common/fsutil.h"
 #include "common/json-path.h"
-#include "agent/agent.h"
+#include "agent/files.h"
+#include "agent/service.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/macros.h"
 #include "common/utf8.h"
 
 #define LIST_MAX_DEPTH 256
@@ -208,7 +210,7 @@ static const struct stream_ops file_read_ops = {
         .on_cancel = file_read_on_cancel,
 };
 
-void file_read_start(struct conn *c, struct agent_request *req)
+void file_read_start(struct agent *a _unused_, struct conn *c, struct agent_request *req)
 {
         struct file_read *r;
         struct stat st;
@@ -362,7 +364,7 @@ static const struct stream_ops file_write_ops = {
         .on_end = file_write_on_end,
 };
 
-void file_write_start(struct conn *c, struct agent_request *req)
+void file_write_start(struct agent *a _unused_, struct conn *c, struct agent_request *req)
 {
         char dir[CELLA_PATH_MAX + 1];
         struct file_write *w;
@@ -682,7 +684,7 @@ static void op_list(struct conn *c, struct agent_request *req)
         free(l);
 }
 
-void file_op_run(struct conn *c, struct agent_request *req)
+void file_op_run(struct agent *a _unused_, struct conn *c, struct agent_request *req)
 {
         struct stat st;
         int r;

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/service.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/timeutil.h"

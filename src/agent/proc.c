@@ -41,7 +41,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/proc-request.h"
+#include "agent/proc.h"
+#include "agent/service.h"
 #include "agent/session.h"
 #include "common/limits.h"
 #include "common/log.h"

@@ -35,7 +35,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/pty.h"
+#include "agent/service.h"
 #include "agent/pty-ring.h"
 #include "agent/session.h"
 #include "common/buf.h"
@@ -190,16 +191,14 @@ static void ts_on_cancel(struct stream *s, bool detach)
         ts_free(ts);
 }
 
+static void ts_on_resize(struct stream *s, unsigned cols, unsigned rows);
+
 static const struct stream_ops term_stream_ops = {
         .on_window = ts_on_window,
         .on_cancel = ts_on_cancel,
         .on_data = ts_on_data,
+        .on_resize = ts_on_resize,
 };
-
-bool stream_is_pty(const struct stream *s)
-{
-        return s->ops == &term_stream_ops;
-}
 
 /* ---- output ---- */
 
@@ -540,12 +539,13 @@ void pty_open(struct agent *a, struct conn *c, struct agent_request *req)
         term_update_poll(t);
 }
 
-void pty_resize(struct stream *s, const struct agent_request *req)
+/* A PTY frame on the open stream: resize its terminal. */
+static void ts_on_resize(struct stream *s, unsigned cols, unsigned rows)
 {
         struct term_stream *ts = (struct term_stream *)s;
 
         if (ts->t && !ts->t->finished)
-                term_resize(ts->t, req->cols, req->rows);
+                term_resize(ts->t, cols, rows);
 }
 
 void pty_kill_session(struct agent *a, const char *sid)

@@ -34,7 +34,9 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
-#include "agent/agent.h"
+#include "agent/proc.h"
+#include "agent/pty.h"
+#include "agent/service.h"
 #include "agent/name-filter.h"
 #include "agent/session.h"
 #include "common/buf.h"

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include "agent/service.h"
 #include "agent/watch.h"
 #include "common/json-path.h"
 #include "common/limits.h"

@@ -1,10 +1,18 @@
-/* File watch filters (watch.c): which paths, relative to the watched directory, produce
- * events. Pure; unit tested (tests/unit/test-watch.c). */
+/* File watches (watch.c): the WATCH stream's entry point for the dispatcher (agent.c), and
+ * the filters saying which paths, relative to the watched directory, produce events (pure;
+ * unit tested, tests/unit/test-agent-watch.c). */
 #ifndef CELLA_AGENT_WATCH_H
 #define CELLA_AGENT_WATCH_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+struct agent;
+struct conn;
+struct agent_request;
+
+/* A WATCH frame: watch the path, events on the request's stream until CANCEL. */
+void watch_start(struct agent *a, struct conn *c, struct agent_request *req);
 
 struct watch_filter {
         char **include; /* fnmatch globs; none: everything */

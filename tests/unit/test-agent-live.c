@@ -1609,6 +1609,198 @@ static void test_code(void **state)
         ccall_free(&r);
 }
 
+/* ---- the frame table ---- */
+
+/* Send a frame with a JSON payload and read the next frame, which must be on its stream. */
+static void call_frame(uint8_t type, uint32_t stream, struct rframe *f, const char *fmt, ...)
+        _printf_(4, 5);
+static void call_frame(uint8_t type, uint32_t stream, struct rframe *f, const char *fmt, ...)
+{
+        char text[4096];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(text, sizeof(text), fmt, ap);
+        va_end(ap);
+        send_frame(conn, type, stream, text, strlen(text));
+        assert_true(recv_frame(conn, f));
+        assert_int_equal(f->stream, stream);
+}
+
+/* A JSON frame of the given type whose object has the key. */
+static void expect_frame(struct rframe *f, uint8_t type, const char *key)
+{
+        json_t *j;
+
+        if (f->type != type)
+                fail_msg("expected frame %d, got %d: %s", type, f->type, (char *)f->payload);
+        j = frame_json(f);
+        assert_non_null(json_object_get(j, key));
+        json_decref(j);
+        free(f->payload);
+}
+
+/* Read the terminal stream's frames until its output contains want. */
+static void pty_expect(uint32_t stream, const char *want)
+{
+        char *out = NULL;
+        size_t len = 0;
+
+        while (!out || !strstr(out, want)) {
+                struct rframe f;
+
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, stream);
+                if (f.type == FRAME_STDOUT) {
+                        append(&out, &len, f.payload, f.len);
+                        send_window(conn, stream, f.len);
+                }
+                free(f.payload);
+        }
+        free(out);
+}
+
+/* Drain the connection after the agent closed it. */
+static void expect_closed(void)
+{
+        struct rframe f;
+
+        while (recv_frame(conn, &f))
+                free(f.payload);
+        close(conn);
+        conn = connect_agent();
+}
+
+/* Every frame type cellad sends reaches its handler through the dispatcher's frame table
+ * (src/agent/agent.c); a frame on an open stream reaches that stream's ops; what has no
+ * route closes the connection (docs/protocol.md). */
+static void test_frame_table(void **state)
+{
+        char path[160];
+        struct exec_result r;
+        struct stat st;
+        struct rframe f;
+        uint8_t type;
+        json_t *j;
+
+        (void)state;
+        /* EXEC without a session: exec.c (a cwd of its own, the temp dir) */
+        run(500, &r, "{\"command\":\"pwd\"}");
+        assert_int_equal(exit_code(&r), 0);
+        assert_int_equal(strncmp(r.out, tmpdir, strlen(tmpdir)), 0);
+        exec_result_free(&r);
+
+        /* SESSION: session.c; EXEC with a session: its shell, where `cd` persists */
+        j = session_call(501, &type, "{\"op\":\"create\",\"id\":\"ft\",\"cwd\":\"%s\"}", tmpdir);
+        assert_int_equal(type, FRAME_RESULT);
+        json_decref(j);
+        run_in_session(502, &r, "ft", "\"command\":\"cd /\"");
+        exec_result_free(&r);
+        run_in_session(503, &r, "ft", "\"command\":\"pwd\"");
+        assert_string_equal(r.out, "/\n");
+        exec_result_free(&r);
+        j = session_call(504, &type, "{\"op\":\"list\"}");
+        assert_int_equal(type, FRAME_RESULT);
+        assert_non_null(json_object_get(j, "sessions"));
+        json_decref(j);
+
+        /* FILE_WRITE with DATA and END (routed to the upload), then FILE_READ and FILE_OP:
+         * files.c */
+        snprintf(path, sizeof(path), "%s/frame-table", tmpdir);
+        send_json(conn, FRAME_FILE_WRITE, 505, "{\"path\":\"%s\"}", path);
+        send_frame(conn, FRAME_DATA, 505, "routed", 6);
+        send_frame(conn, FRAME_END, 505, NULL, 0);
+        for (;;) { /* credit given back for the DATA, then the result */
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, 505);
+                if (f.type != FRAME_WINDOW)
+                        break;
+                free(f.payload);
+        }
+        assert_int_equal(f.type, FRAME_RESULT);
+        free(f.payload);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 6);
+        call_frame(FRAME_FILE_READ, 506, &f, "{\"path\":\"%s\"}", path);
+        expect_frame(&f, FRAME_FILE_INFO, "size");
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.type, FRAME_DATA);
+        assert_memory_equal(f.payload, "routed", 6);
+        free(f.payload);
+        assert_true(recv_frame(conn, &f));
+        expect_frame(&f, FRAME_RESULT, "size");
+        call_frame(FRAME_FILE_OP, 507, &f, "{\"op\":\"exists\",\"path\":\"%s\"}", path);
+        expect_frame(&f, FRAME_RESULT, "exists");
+
+        /* PROC: proc.c; CODE: code.c */
+        call_frame(FRAME_PROC, 508, &f, "{\"op\":\"list\"}");
+        expect_frame(&f, FRAME_RESULT, "processes");
+        call_frame(FRAME_CODE, 509, &f, "{\"op\":\"list\"}");
+        expect_frame(&f, FRAME_RESULT, "contexts");
+
+        /* WATCH: watch.c (its first event says it watches); its CANCEL reaches the watch,
+         * which ends with RESULT after the events already queued (the agent's log is in the
+         * watched directory) */
+        call_frame(FRAME_WATCH, 510, &f, "{\"path\":\"%s\"}", tmpdir);
+        assert_int_equal(f.type, FRAME_DATA);
+        assert_non_null(strstr((char *)f.payload, "\"watching\""));
+        free(f.payload);
+        send_frame(conn, FRAME_CANCEL, 510, NULL, 0);
+        for (;;) {
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, 510);
+                if (f.type != FRAME_DATA)
+                        break;
+                free(f.payload);
+        }
+        assert_int_equal(f.type, FRAME_RESULT);
+        free(f.payload);
+
+        /* PTY opening a stream: pty.c; PTY on that open stream: a resize of its terminal;
+         * DATA on it: keyboard input */
+        call_frame(FRAME_PTY, 511, &f, "{\"sessionId\":\"ft\",\"cols\":80,\"rows\":24}");
+        expect_frame(&f, FRAME_STARTED, "pid");
+        send_json(conn, FRAME_PTY, 511, "{\"cols\":101,\"rows\":31}");
+        send_frame(conn, FRAME_DATA, 511, "stty size\n", 10);
+        pty_expect(511, "31 101");
+        send_frame(conn, FRAME_CANCEL, 511, NULL, 0);
+        /* a WINDOW for a stream that is no longer open is dropped, the connection stays */
+        send_window(conn, 999, 10);
+        send_frame(conn, FRAME_PING, 0, "still", 5);
+        for (;;) {
+                assert_true(recv_frame(conn, &f));
+                if (f.type == FRAME_PONG)
+                        break;
+                assert_int_equal(f.stream, 511); /* the terminal's last output, its end */
+                free(f.payload);
+        }
+        assert_memory_equal(f.payload, "still", 5);
+        free(f.payload);
+
+        /* PTY on an open stream that is not a terminal closes the connection */
+        send_exec(conn, 512, "{\"command\":\"exec sleep 1000\"}");
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.type, FRAME_STARTED);
+        free(f.payload);
+        send_json(conn, FRAME_PTY, 512, "{\"cols\":80,\"rows\":24}");
+        expect_closed();
+        /* so does DATA on a stream that is not an upload */
+        send_exec(conn, 513, "{\"command\":\"exec sleep 1000\"}");
+        assert_true(recv_frame(conn, &f));
+        assert_int_equal(f.type, FRAME_STARTED);
+        free(f.payload);
+        send_frame(conn, FRAME_DATA, 513, "x", 1);
+        expect_closed();
+        /* and a type cellad never sends (HELLO), and one no frame has (the header is bad) */
+        send_json(conn, FRAME_HELLO, 0, "{}");
+        expect_closed();
+        send_frame(conn, _FRAME_TYPE_MAX, 514, NULL, 0);
+        expect_closed();
+        run(515, &r, "{\"command\":\"echo fine\"}");
+        assert_string_equal(r.out, "fine\n");
+        exec_result_free(&r);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1633,6 +1825,7 @@ int main(void)
                 cmocka_unit_test(test_proc_big_logs),
                 cmocka_unit_test(test_code),
                 cmocka_unit_test(test_proc_table_bounded),
+                cmocka_unit_test(test_frame_table),
         };
 
         signal(SIGPIPE, SIG_IGN);
