@@ -324,6 +324,9 @@ int agent_new(uv_loop_t *loop, const struct agent_options *opts, struct agent **
         a->proc_log_dir = opts->proc_log_dir;
         log_info("per-command cgroups: %s", a->use_cgroup ? "yes" : "no");
         session_init(a);
+        /* a deleted session takes its background processes and its terminal with it */
+        agent_on_session_end(a, proc_kill_session);
+        agent_on_session_end(a, pty_kill_session);
 
         r = uv_signal_init(loop, &a->sigchld);
         if (r < 0)

@@ -319,3 +319,19 @@ void agent_unwatch_all(struct agent *a)
                 free(w);
         }
 }
+
+int agent_on_session_end(struct agent *a, void (*fn)(struct agent *a, const char *sid))
+{
+        for (size_t i = 0; i < AGENT_SESSION_END_HOOKS; i++)
+                if (!a->on_session_end[i]) {
+                        a->on_session_end[i] = fn;
+                        return 0;
+                }
+        return -ENOSPC;
+}
+
+void agent_session_ended(struct agent *a, const char *sid)
+{
+        for (size_t i = 0; i < AGENT_SESSION_END_HOOKS && a->on_session_end[i]; i++)
+                a->on_session_end[i](a, sid);
+}

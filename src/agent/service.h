@@ -65,6 +65,8 @@ struct stream {
 
 /* The agent's state. One per process; the dispatcher creates it (agent_new, agent.h) and
  * the handlers keep their tables in it. */
+#define AGENT_SESSION_END_HOOKS 4
+
 struct agent {
         uv_loop_t *loop;
         uv_pipe_t listener;
@@ -83,7 +85,19 @@ struct agent {
         const char *proc_log_dir; /* borrowed from the options */
         struct code_table *code;  /* code.c; NULL until the first CODE frame */
         struct term *terms;       /* pty.c: live terminals */
+        /* What goes with a deleted session besides its shell (background processes,
+         * its terminal): the dispatcher registers the handlers' functions at agent_new, so
+         * session.c calls them without including the handlers above it. */
+        void (*on_session_end[AGENT_SESSION_END_HOOKS])(struct agent *a, const char *sid);
 };
+
+/* ---- sessions ending (service.c) ---- */
+
+/* Register fn to be called with a session's id when it is deleted. 0, or -ENOSPC beyond
+ * AGENT_SESSION_END_HOOKS. */
+int agent_on_session_end(struct agent *a, void (*fn)(struct agent *a, const char *sid));
+/* Call every registered function for session sid, in the order they were registered. */
+void agent_session_ended(struct agent *a, const char *sid);
 
 /* ---- answering (service.c) ---- */
 

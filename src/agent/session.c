@@ -34,8 +34,6 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
-#include "agent/proc.h"
-#include "agent/pty.h"
 #include "agent/service.h"
 #include "agent/name-filter.h"
 #include "agent/session.h"
@@ -1084,8 +1082,7 @@ static void session_delete(struct session *sess)
                 job_finish(sess->running);
         }
         /* background processes and the terminal started in it go with it */
-        proc_kill_session(a, sess->id);
-        pty_kill_session(a, sess->id);
+        agent_session_ended(a, sess->id);
         kill_session(sess);
         if (sess->pid > 0)
                 return; /* released when the shell is reaped */

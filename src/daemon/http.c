@@ -134,7 +134,7 @@ struct conn {
         /* head scan (see the top of this file) */
         enum head_scan_state scan;
         bool scan_headers; /* past the request line */
-        size_t scan_off;      /* bytes at the front of `in` already scanned */
+        size_t scan_off;   /* bytes at the front of `in` already scanned */
         /* Bytes of the CRLF after a chunk's data still to be checked at the front of `in`
          * (0, 1: the LF, 2: both), when the data ended at the end of what was read. */
         unsigned crlf_need;
@@ -1196,8 +1196,7 @@ static int on_body(http_parser *p, const char *at, size_t len)
                                 respond_busy(req);
                         else
                                 http_respond_code(req, CELLA_E_PAYLOAD_TOO_LARGE,
-                                                  "request body over %zu bytes",
-                                                  req->body_limit);
+                                                  "request body over %zu bytes", req->body_limit);
                         c->dead_input = true;
                         http_parser_pause(p, 1);
                         return 0;
@@ -1747,8 +1746,7 @@ static void on_connection(uv_stream_t *ls, int status)
         peer_key(&ss, key);
         p = peer_find(srv, key);
         if ((p && p->count >= srv->max_per_client) ||
-            (srv->nconns >= srv->max_conns && !server_evict(srv)) ||
-            !(p = peer_get(srv, key))) {
+            (srv->nconns >= srv->max_conns && !server_evict(srv)) || !(p = peer_get(srv, key))) {
                 /* over the address's cap, or every connection busy: closed at once (a
                  * reset, so that nothing lingers in TIME_WAIT here) */
                 uv_tcp_close_reset(&c->tcp, handle_closed);
@@ -1794,7 +1792,7 @@ static unsigned fd_connection_limit(unsigned want)
         if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
                 return want;
         room = rl.rlim_cur > 2 * CELLA_HTTP_FD_RESERVE ? rl.rlim_cur - CELLA_HTTP_FD_RESERVE
-                                                        : rl.rlim_cur / 2;
+                                                       : rl.rlim_cur / 2;
         if (room < want) {
                 log_warn("http: %u connections at most (descriptor limit %llu)", (unsigned)room,
                          (unsigned long long)rl.rlim_cur);
@@ -1851,7 +1849,6 @@ int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struc
         *ret = s;
         return 0;
 }
-
 
 int http_server_port(const struct http_server *s)
 {

@@ -98,8 +98,7 @@ static void print_disk_check(const char *data_dir, double overcommit, bool refus
                "(sparse) may promise up to %.2f x that, %.1f GiB, then cellad %s "
                "(--disk-overcommit, --disk-overcommit-policy)\n",
                data_dir, size / (1 << 30), avail / (1 << 30), overcommit,
-               overcommit * size / (1 << 30),
-               refuse ? "refuses new sandboxes" : "warns");
+               overcommit * size / (1 << 30), refuse ? "refuses new sandboxes" : "warns");
 }
 
 /* "HOST:PORT", "[v6]:PORT". */

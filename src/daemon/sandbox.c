@@ -1770,8 +1770,8 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         t->default_image = strdup(cfg->default_image ? cfg->default_image : "default");
         t->max_sandboxes = cfg->max_sandboxes ? cfg->max_sandboxes : CELLA_DEFAULT_MAX_SANDBOXES;
         t->disk_limit_override = cfg->disk_limit_override;
-        t->disk_overcommit = cfg->disk_overcommit > 0 ? cfg->disk_overcommit
-                                                      : CELLA_DISK_OVERCOMMIT_DEFAULT;
+        t->disk_overcommit =
+                cfg->disk_overcommit > 0 ? cfg->disk_overcommit : CELLA_DISK_OVERCOMMIT_DEFAULT;
         t->disk_overcommit_refuse = cfg->disk_overcommit_refuse;
         if (t->max_sandboxes > CELLA_UID_SLOTS)
                 t->max_sandboxes = CELLA_UID_SLOTS;
