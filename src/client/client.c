@@ -12,6 +12,7 @@
 #include "client/sse.h"
 #include "common/base64.h"
 #include "common/buf.h"
+#include "common/limits.h"
 #include "common/macros.h"
 
 struct cella_exec_result {
@@ -847,7 +848,7 @@ int cella_watch(cella_client *c, const char *sandbox, const char *path,
         url = sandbox_url(c, sandbox, "/files/watch", NULL, NULL, NULL);
         if (!text || !url)
                 goto out;
-        sse_parser_init(&x.sse, 4 * 1024 * 1024);
+        sse_parser_init(&x.sse, CELLA_CLIENT_SSE_LINE_MAX);
         r = perform(c, "POST", url, text, NULL, "text/event-stream", &s);
         sse_parser_free(&x.sse);
         buf_free(&s.body);
@@ -921,8 +922,8 @@ int cella_code_run(cella_client *c, const char *sandbox, const char *code,
         json_decref(b);
         if (!text || !url)
                 goto out;
-        /* events carry rich results (a PNG is a base64 line): lines up to 64 MiB */
-        sse_parser_init(&x.sse, 64 * 1024 * 1024);
+        /* events carry rich results (a PNG is a base64 line) */
+        sse_parser_init(&x.sse, CELLA_CLIENT_SSE_CODE_LINE_MAX);
         r = perform(c, "POST", url, text, NULL, "text/event-stream", &s);
         sse_parser_free(&x.sse);
         buf_free(&s.body);
@@ -1077,7 +1078,7 @@ static int event_stream(cella_client *c, const char *method, char *url, const ch
 
         if (!url)
                 return CELLA_ERR_NOMEM;
-        sse_parser_init(&x.sse, 4 * 1024 * 1024);
+        sse_parser_init(&x.sse, CELLA_CLIENT_SSE_LINE_MAX);
         r = perform(c, method, url, body, NULL, "text/event-stream", &s);
         free(url);
         sse_parser_free(&x.sse);

@@ -16,13 +16,14 @@
 #include "cella/cella.h"
 #include "client/client-internal.h"
 #include "common/buf.h"
+#include "common/limits.h"
 #include "common/macros.h"
 #include "common/ws-key.h"
 
 #define HEAD_MAX (16 * 1024)          /* the server's answer head */
 #define ERROR_BODY_MAX (64 * 1024)    /* an error answer's body */
 #define HANDSHAKE_TIMEOUT_MS 60000    /* the server may be creating the sandbox */
-#define MESSAGE_MAX (4 * 1024 * 1024) /* a message from the server */
+#define MESSAGE_MAX CELLA_CLIENT_WS_MESSAGE_MAX /* a message from the server */
 
 struct cella_pty {
         cella_client *c;

@@ -152,4 +152,12 @@
 #define CELLA_IMAGE_MAX_PACKAGES 64            /* extra packages of one build */
 #define CELLA_IMAGE_PACKAGE_MAX 100            /* a package name's length */
 
+/* libcella (src/client/): what it accepts from a server */
+#define CELLA_CLIENT_SSE_LINE_MAX (4 * 1024 * 1024)       /* an SSE line of exec/watch events */
+#define CELLA_CLIENT_SSE_CODE_LINE_MAX (64 * 1024 * 1024) /* a code run's (a PNG is one line) */
+#define CELLA_CLIENT_WS_MESSAGE_MAX (4 * 1024 * 1024)     /* a terminal WebSocket message */
+
+/* Image import (src/daemon/image-manifest.c) */
+#define CELLA_IMAGE_BLOB_PATH_MAX 512 /* a blob path named by a manifest */
+
 #endif

@@ -3,9 +3,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/limits.h"
 #include "daemon/image.h"
 
-#define META_PATH_MAX 512 /* a blob path named by a manifest */
 
 bool image_digest_ok(const char *s)
 {
@@ -115,7 +115,7 @@ static int bad(struct cella_error *err, const char *what)
  * the name carries it (blobs/sha256/HEX, HEX.json). */
 static int blob_from_path(const char *p, struct image_blob *b, struct cella_error *err)
 {
-        char canon[META_PATH_MAX];
+        char canon[CELLA_IMAGE_BLOB_PATH_MAX];
         const char *base;
         char d[IMAGE_DIGEST_LEN + 1];
 
