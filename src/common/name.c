@@ -87,3 +87,16 @@ int slot_id_parse(const char *id, size_t len, unsigned max, unsigned *ret)
         *ret = v;
         return 0;
 }
+
+bool image_name_is_valid(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > CELLA_NAME_MAX || s[0] == '.' || s[0] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
+                      s[i] == '_' || s[i] == '-'))
+                        return false;
+        return true;
+}

@@ -15,6 +15,10 @@ int sandbox_name_check(const char *name, size_t len, bool normalize, char *out,
 bool sandbox_name_is_reserved(const char *name);
 /* A session or process id: 1..CELLA_ID_MAX of [A-Za-z0-9_.-], not "." or "..". */
 bool cella_id_is_valid(const char *s);
+/* An image name: a directory name under the images dir, 1..CELLA_NAME_MAX of [a-z0-9._-],
+ * not starting with '.' or '-'. The one rule for the API's decoders, the image routes and
+ * the sandbox table. */
+bool image_name_is_valid(const char *s);
 
 /* A sandbox's slot id, "s<slot>": the name of its cgroup directories and its data
  * directory, which never change while it lives (a warm-pool claim renames nothing). */

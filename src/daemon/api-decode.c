@@ -129,21 +129,6 @@ int api_parse_bool(const char *s, bool dflt, bool *ret)
         return -1;
 }
 
-/* Image names are directory names under --images: 1-63 of [a-z0-9._-], not starting with
- * '.' or '-'. */
-static bool image_name_ok(const char *s)
-{
-        size_t n = strlen(s);
-
-        if (n == 0 || n > CELLA_NAME_MAX || s[0] == '.' || s[0] == '-')
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
-                      s[i] == '_' || s[i] == '-'))
-                        return false;
-        return true;
-}
-
 void api_put_sandbox_done(struct api_put_sandbox *p)
 {
         free(p->image);
@@ -241,7 +226,7 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
                 goto out;
         }
         if (image && (!json_is_string(image) || has_nul(image) ||
-                      !image_name_ok(json_string_value(image)))) {
+                      !image_name_is_valid(json_string_value(image)))) {
                 cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                 "image must be a name of [a-z0-9._-], 1-%d characters",
                                 CELLA_NAME_MAX);

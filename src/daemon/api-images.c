@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/name.h"
 #include "common/fsutil.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -69,7 +70,7 @@ void api_images_list(struct api *a, struct http_request *req, const struct api_a
                 json_t *meta, *item;
                 const char *src;
 
-                if (de->d_name[0] == '.' || !api_image_name_ok(de->d_name))
+                if (de->d_name[0] == '.' || !image_name_is_valid(de->d_name))
                         continue;
                 if (snprintf(p, sizeof(p), "%s/%s/.complete", a->cfg.images_dir, de->d_name) >=
                     (int)sizeof(p))
@@ -213,7 +214,7 @@ static void build_abort(struct http_request *req, void *ud)
 /* Validate name for a build, import or delete: 400 on a bad name. */
 static bool name_check(struct http_request *req, const char *name)
 {
-        if (api_image_name_ok(name))
+        if (image_name_is_valid(name))
                 return true;
         http_respond_code(req, CELLA_E_VALIDATION_FAILED, "image name must be 1-63 of [a-z0-9._-]");
         return false;

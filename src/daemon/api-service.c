@@ -46,19 +46,6 @@ bool api_wants_sse(const struct http_request *req)
         return acc && strstr(acc, "text/event-stream");
 }
 
-bool api_image_name_ok(const char *s)
-{
-        size_t n = strlen(s);
-
-        if (n == 0 || n > CELLA_NAME_MAX || s[0] == '.' || s[0] == '-')
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '.' ||
-                      s[i] == '_' || s[i] == '-'))
-                        return false;
-        return true;
-}
-
 static bool is_websocket_upgrade(const struct http_request *req)
 {
         const char *u = http_request_header(req, "Upgrade");

@@ -150,6 +150,5 @@ void api_respond_agent_error(struct http_request *req, const struct frame *f);
 /* Fill err from an agent ERROR frame payload. */
 void api_agent_error(const struct frame *f, struct cella_error *err);
 bool api_wants_sse(const struct http_request *req);
-bool api_image_name_ok(const char *s);
 
 #endif

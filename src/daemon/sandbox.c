@@ -1034,14 +1034,11 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "unknown instanceType '%s' (known: %s)", itype,
                                        instance_type_names());
-        for (const char *p = image; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
-                      *p == '_' || *p == '.') ||
-                    p - image >= 64 || image[0] == '.')
-                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                               "invalid image name '%.64s'", image);
-        if (!*image)
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "empty image name");
+        if (!image_name_is_valid(image))
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "invalid image name '%.64s' (1-%d of [a-z0-9._-], not "
+                                       "starting with '.' or '-')",
+                                       image, CELLA_NAME_MAX);
         if (!image_ready(t, image))
                 return cella_error_set(err, CELLA_E_IMAGE_NOT_FOUND,
                                        "no image '%s' (cella image ls; build or import it)", image);

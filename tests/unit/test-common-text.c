@@ -69,6 +69,31 @@ static void path_ok(const char *in, const char *want)
         assert_string_equal(out, want);
 }
 
+static void test_image_names(void **state)
+{
+        static const char *const good[] = {
+                "default", "a", "tools-1.2_x", "0abc",
+                "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0"};
+        static const char *const bad[] = {
+                "",
+                ".hidden",
+                "-x",
+                "A",
+                "a/b",
+                "a b",
+                "..",
+                "é",
+                "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01"};
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+                if (!image_name_is_valid(good[i]))
+                        fail_msg("'%s' refused", good[i]);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                if (image_name_is_valid(bad[i]))
+                        fail_msg("'%s' accepted", bad[i]);
+}
+
 static void test_slot_ids(void **state)
 {
         char id[16];
@@ -283,11 +308,11 @@ static void test_log_levels(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_names),      cmocka_unit_test(test_slot_ids),
-                cmocka_unit_test(test_paths),      cmocka_unit_test(test_path_decode),
-                cmocka_unit_test(test_json_path),  cmocka_unit_test(test_base64),
-                cmocka_unit_test(test_buf),        cmocka_unit_test(test_errors),
-                cmocka_unit_test(test_log_levels),
+                cmocka_unit_test(test_names),       cmocka_unit_test(test_image_names),
+                cmocka_unit_test(test_slot_ids),    cmocka_unit_test(test_paths),
+                cmocka_unit_test(test_path_decode), cmocka_unit_test(test_json_path),
+                cmocka_unit_test(test_base64),      cmocka_unit_test(test_buf),
+                cmocka_unit_test(test_errors),      cmocka_unit_test(test_log_levels),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
