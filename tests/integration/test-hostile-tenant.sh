@@ -189,7 +189,7 @@ attack "memory bomb" "memory cgroup: the OOM killer inside the sandbox's cgroup"
 while True: l.append(bytearray(64 << 20))"; done'
 attack "disk fill" "the sandbox's own sparse disk image (ENOSPC at its limit)" \
         ': attack-marker; while true; do dd if=/dev/zero of=/workspace/fill bs=1M count=4096 2>/dev/null; rm -f /workspace/fill; done'
-attack "10 GiB output flood" "per-stream flow control; process logs kept in a bounded ring" \
+attack "10 GiB output flood" "a process log keeps 64 MiB on the sandbox's disk (logTruncated past it); the agent reads under the cpu cgroup" \
         ': attack-marker; head -c 10G /dev/zero'
 attack "100,000 files" "the disk image's inode limit (131,072 at 2 GiB; 100,000 fit) and the cpu cgroup" \
         ': attack-marker; mkdir -p /workspace/many && cd /workspace/many && seq 1 100000 | xargs touch; sleep 1000'
