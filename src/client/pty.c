@@ -20,9 +20,9 @@
 #include "common/macros.h"
 #include "common/ws-key.h"
 
-#define HEAD_MAX (16 * 1024)          /* the server's answer head */
-#define ERROR_BODY_MAX (64 * 1024)    /* an error answer's body */
-#define HANDSHAKE_TIMEOUT_MS 60000    /* the server may be creating the sandbox */
+#define HEAD_MAX (16 * 1024)                    /* the server's answer head */
+#define ERROR_BODY_MAX (64 * 1024)              /* an error answer's body */
+#define HANDSHAKE_TIMEOUT_MS 60000              /* the server may be creating the sandbox */
 #define MESSAGE_MAX CELLA_CLIENT_WS_MESSAGE_MAX /* a message from the server */
 
 struct cella_pty {

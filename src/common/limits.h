@@ -11,16 +11,16 @@
 /* The JSON file routes: POST /files/write's body (its content is the file, base64 from
  * the SDK) and POST /files/read's content (FILE_TOO_LARGE beyond) */
 #define CELLA_FILES_JSON_MAX (16 * 1024 * 1024)
-#define CELLA_HTTP_MAX_CONNECTIONS 8192 /* default --max-connections */
-#define CELLA_HTTP_MAX_PER_CLIENT 1024  /* default --max-connections-per-client */
-#define CELLA_HTTP_FD_RESERVE 1024      /* descriptors kept for everything but clients */
+#define CELLA_HTTP_MAX_CONNECTIONS 8192           /* default --max-connections */
+#define CELLA_HTTP_MAX_PER_CLIENT 1024            /* default --max-connections-per-client */
+#define CELLA_HTTP_FD_RESERVE 1024                /* descriptors kept for everything but clients */
 #define CELLA_HTTP_WRITE_HIGH_WATER (1024 * 1024) /* pause the producer above this */
 #define CELLA_HTTP_IDLE_TIMEOUT_MS (120 * 1000)   /* keep-alive connection with no request */
 #define CELLA_HTTP_HEADER_TIMEOUT_MS (20 * 1000)  /* a request's head, first byte to last */
 #define CELLA_HTTP_BODY_IDLE_MS (30 * 1000)       /* no body byte while it is read: 408 */
 #define CELLA_HTTP_JSON_BODY_TIMEOUT_MS (60 * 1000) /* a whole JSON body, after its head */
-#define CELLA_HTTP_SEND_TIMEOUT_MS (60 * 1000) /* answer bytes queued and none taken: close */
-#define CELLA_HTTP_SWEEP_MS 1000               /* how often deadlines are checked */
+#define CELLA_HTTP_SEND_TIMEOUT_MS (60 * 1000)      /* answer bytes queued and none taken: close */
+#define CELLA_HTTP_SWEEP_MS 1000                    /* how often deadlines are checked */
 /* Daemon-wide bytes held for clients (buffered exec output, JSON bodies being read):
  * default --buffer-budget */
 #define CELLA_HTTP_BUFFER_BUDGET (256ull * 1024 * 1024)

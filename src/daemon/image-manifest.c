@@ -6,7 +6,6 @@
 #include "common/limits.h"
 #include "daemon/image.h"
 
-
 bool image_digest_ok(const char *s)
 {
         if (!s || strncmp(s, "sha256:", 7) != 0 || strlen(s) != IMAGE_DIGEST_LEN)

@@ -569,7 +569,8 @@ static void chunked_bytewise(const char *body, const char *want)
         int fd = connect_server();
         char *r;
 
-        send_str(fd, "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+        send_str(fd,
+                 "POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
         for (const char *p = body; *p; p++) {
                 send_all(fd, p, 1);
                 usleep(1000); /* one read each (not guaranteed, nor needed for the result) */
