@@ -1,9 +1,9 @@
 /* The file routes under /v1/sandboxes/{id}/files (docs/api.md): raw streamed GET and PUT,
  * DELETE, and the JSON read/write/mkdir/move/list/exists, each one agent stream.
  *
- * struct file_op is refcounted: one reference for the agent stream (dropped in on_close),
- * one per response write in flight (agent credit is returned when the client took the
- * bytes), one while the request body is read. */
+ * struct file_op is a struct api_req (api-req.h) with the route's paths and what it
+ * gathers; a raw GET writes its body through the request's writer (agent credit returned
+ * when the client took the bytes). */
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
@@ -15,19 +15,13 @@
 #include "common/utf8.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
-#include "daemon/api-service.h"
+#include "daemon/api-req.h"
 
 enum fkind { F_GET, F_PUT, F_DELETE, F_READ, F_WRITE, F_MKDIR, F_MOVE, F_LIST, F_EXISTS };
 
 struct file_op {
-        unsigned refs;
-        struct api *api;
-        char name[CELLA_NAME_MAX + 1];
+        struct api_req base; /* first; a raw GET is its RAW mode */
         enum fkind kind;
-        struct http_request *req; /* referenced until answered or the client left */
-        struct sandbox *sb;       /* referenced once found */
-        struct agent_stream *stream;
-        bool finished;
         char path[CELLA_PATH_MAX + 1];
         char to[CELLA_PATH_MAX + 1];
         bool recursive;
@@ -94,73 +88,32 @@ static const char *mime_type(const char *path)
         return "application/octet-stream";
 }
 
-static void op_unref(struct file_op *op)
-{
-        if (--op->refs > 0)
-                return;
-        if (op->req) {
-                http_request_on_abort(op->req, NULL, NULL);
-                http_request_unref(op->req);
-        }
-        sandbox_unref(op->sb);
-        buf_free(&op->data);
-        json_decref(op->files);
-        free(op);
-}
-
-static void finish(struct file_op *op)
-{
-        op->finished = true;
-        if (op->req) {
-                http_request_on_abort(op->req, NULL, NULL);
-                http_request_unref(op->req);
-                op->req = NULL;
-        }
-}
-
 static void respond(struct file_op *op, json_t *j)
 {
         char ts[32];
 
-        if (op->req && j) {
+        if (j) {
                 api_timestamp(ts);
                 json_object_set_new(j, "success", json_true());
                 json_object_set_new(j, "timestamp", json_string(ts));
-                http_respond_json(op->req, 200, j);
-        } else if (op->req) {
-                http_respond_code(op->req, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
+        api_req_respond_json(&op->base, 200, j);
         json_decref(j);
-        finish(op);
+        api_req_finish(&op->base);
 }
 
 static void fail_code(struct file_op *op, int code, const char *msg)
 {
-        if (op->req)
-                http_respond_code(op->req, code, "%s", msg);
-        finish(op);
-        if (op->stream)
-                agent_stream_cancel(op->stream);
+        struct cella_error e = {0};
+
+        cella_error_set(&e, code, "%s", msg);
+        api_req_fail(&op->base, &e, NULL);
+        api_req_finish(&op->base);
+        if (op->base.stream)
+                agent_stream_cancel(op->base.stream);
 }
 
 /* ---- raw GET: DATA frames become the body ---- */
-
-struct data_write {
-        struct file_op *op;
-        size_t ack;
-};
-
-static void data_written(struct http_request *req, int status, size_t len, void *ud)
-{
-        struct data_write *w = ud;
-
-        (void)req;
-        (void)len;
-        if (status == 0 && w->op->stream)
-                agent_stream_ack(w->op->stream, w->ack);
-        op_unref(w->op);
-        free(w);
-}
 
 /* The size in a FILE_INFO frame of a file about to be read. A directory is IS_DIRECTORY, a
  * missing size an agent fault; both fail the operation and return -1. */
@@ -189,6 +142,8 @@ static int file_info_size(struct file_op *op, const struct frame *f, json_int_t 
 
 static void get_frame(struct file_op *op, const struct frame *f)
 {
+        struct api_req *r = &op->base;
+
         switch (f->type) {
         case FRAME_FILE_INFO: {
                 json_int_t size;
@@ -196,51 +151,39 @@ static void get_frame(struct file_op *op, const struct frame *f)
                 if (file_info_size(op, f, &size) < 0)
                         return;
                 op->size = (uint64_t)size;
-                if (http_response_begin(op->req, 200, mime_type(op->path), size, NULL) < 0) {
-                        finish(op);
-                        agent_stream_cancel(op->stream);
+                if (http_response_begin(r->http, 200, mime_type(op->path), size, NULL) < 0) {
+                        api_req_finish(r);
+                        agent_stream_cancel(r->stream);
                         return;
                 }
-                if (http_request_is_head(op->req)) {
-                        http_response_end(op->req);
-                        finish(op);
-                        agent_stream_cancel(op->stream);
+                if (http_request_is_head(r->http)) {
+                        http_response_end(r->http);
+                        api_req_finish(r);
+                        agent_stream_cancel(r->stream);
                 }
                 return;
         }
-        case FRAME_DATA: {
-                struct data_write *w;
-
+        case FRAME_DATA:
                 if (op->sent + f->len > op->size) {
                         /* more bytes than the Content-Length we promised (the file grew):
                          * a short, closed response is honest, a longer one corrupts the
                          * connection */
-                        agent_stream_ack(op->stream, f->len);
-                        if (op->req)
-                                http_request_close(op->req);
-                        finish(op);
-                        agent_stream_cancel(op->stream);
+                        agent_stream_ack(r->stream, f->len);
+                        if (r->http)
+                                http_request_close(r->http);
+                        api_req_finish(r);
+                        agent_stream_cancel(r->stream);
                         return;
                 }
                 op->sent += f->len;
-                w = calloc(1, sizeof(*w));
-                if (!w || !op->req ||
-                    http_response_write(op->req, f->payload, f->len, data_written, w) < 0) {
-                        free(w);
-                        agent_stream_ack(op->stream, f->len);
-                        return;
-                }
-                w->op = op;
-                w->ack = f->len;
-                op->refs++;
+                api_req_write(r, f->payload, f->len);
                 return;
-        }
         case FRAME_RESULT:
-                if (op->req && op->sent == op->size)
-                        http_response_end(op->req);
-                else if (op->req)
-                        http_request_close(op->req); /* the file shrank: short body */
-                finish(op);
+                if (r->http && op->sent == op->size)
+                        http_response_end(r->http);
+                else if (r->http)
+                        http_request_close(r->http); /* the file shrank: short body */
+                api_req_finish(r);
                 return;
         default:
                 return;
@@ -249,27 +192,21 @@ static void get_frame(struct file_op *op, const struct frame *f)
 
 /* ---- frames ---- */
 
-static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
+static void on_frame(struct api_req *r, const struct frame *f)
 {
-        struct file_op *op = userdata;
+        struct file_op *op = (struct file_op *)r;
+        struct agent_stream *s = r->stream;
         json_t *res;
 
-        (void)s;
-        if (op->sb)
-                sandbox_touch(op->sb);
-        if (op->finished) {
+        if (r->finished) {
                 if (frame_type_is_data(f->type))
                         agent_stream_ack(s, f->len);
                 return;
         }
         if (f->type == FRAME_ERROR) {
-                if (op->req && http_request_status(op->req) == 0) {
-                        api_respond_agent_error(op->req, f);
-                } else if (op->req) {
-                        /* mid-body: the client must not take a short file for a whole one */
-                        http_request_close(op->req);
-                }
-                finish(op);
+                /* mid-body, the connection closes: the client must not take a short file
+                 * for a whole one */
+                api_req_fail_frame(r, f);
                 return;
         }
         if (op->kind == F_GET) {
@@ -325,11 +262,11 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 
         /* RESULT */
         {
-                json_t *r = json_loadb((const char *)f->payload, f->len, 0, NULL);
+                json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
                 json_int_t size = 0;
 
-                if (r)
-                        json_unpack(r, "{s?I}", "size", &size);
+                if (j)
+                        json_unpack(j, "{s?I}", "size", &size);
                 switch (op->kind) {
                 case F_PUT:
                         res = json_set_path(
@@ -355,7 +292,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                                             op->to);
                         break;
                 case F_EXISTS: {
-                        json_t *e = r ? json_object_get(r, "exists") : NULL;
+                        json_t *e = j ? json_object_get(j, "exists") : NULL;
 
                         res = json_set_path(
                                 json_pack("{s:s, s:b}", "path", "", "exists", json_is_true(e)),
@@ -397,7 +334,7 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
                         res = NULL;
                         break;
                 }
-                json_decref(r);
+                json_decref(j);
                 respond(op, res);
         }
 }
@@ -405,58 +342,30 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *userda
 /* JSON write: send the decoded content as the agent's credit allows. */
 static void pump(struct file_op *op)
 {
-        while (op->stream && op->sent < op->data.len) {
-                size_t n = MIN(op->data.len - op->sent, agent_stream_send_credit(op->stream));
+        struct agent_stream *s = op->base.stream;
+
+        while (s && op->sent < op->data.len) {
+                size_t n = MIN(op->data.len - op->sent, agent_stream_send_credit(s));
 
                 n = MIN(n, (size_t)CELLA_FRAME_DATA_CHUNK);
-                if (n == 0 || agent_stream_send_data(op->stream, op->data.data + op->sent, n) < 0)
+                if (n == 0 || agent_stream_send_data(s, op->data.data + op->sent, n) < 0)
                         return;
                 op->sent += n;
         }
-        if (op->stream && !op->end_sent) {
+        if (s && !op->end_sent) {
                 op->end_sent = true;
-                agent_stream_send_end(op->stream);
+                agent_stream_send_end(s);
         }
 }
 
-static void on_writable(struct agent_stream *s, void *userdata)
+static void on_writable(struct api_req *r)
 {
-        struct file_op *op = userdata;
+        struct file_op *op = (struct file_op *)r;
 
-        (void)s;
         if (op->kind == F_WRITE)
                 pump(op);
-        else if (op->kind == F_PUT && op->req)
-                http_request_resume_body(op->req);
-}
-
-static void on_close(struct agent_stream *s, int err, void *userdata)
-{
-        struct file_op *op = userdata;
-
-        (void)s;
-        op->stream = NULL;
-        if (!op->finished && op->req) {
-                if (http_request_status(op->req) == 0)
-                        http_respond_code(op->req, CELLA_E_SANDBOX_UNAVAILABLE,
-                                          "the sandbox's agent went away (%s)", strerror(-err));
-                else
-                        http_request_close(op->req);
-        }
-        finish(op);
-        op_unref(op);
-}
-
-static const struct agent_stream_ops file_ops = {on_frame, on_writable, on_close};
-
-static void on_abort(struct http_request *req, void *ud)
-{
-        struct file_op *op = ud;
-
-        (void)req;
-        finish(op);
-        if (op->stream)
-                agent_stream_cancel(op->stream);
+        else if (op->kind == F_PUT && r->http)
+                http_request_resume_body(r->http);
 }
 
 /* ---- raw PUT body ---- */
@@ -464,14 +373,15 @@ static void on_abort(struct http_request *req, void *ud)
 static size_t put_data(struct http_request *req, const char *data, size_t len, void *ud)
 {
         struct file_op *op = ud;
+        struct agent_stream *s = op->base.stream;
         size_t n;
 
         (void)req;
-        if (!op->stream || op->finished)
+        if (!s || op->base.finished)
                 return len; /* answered already: the rest is discarded */
-        n = MIN(len, agent_stream_send_credit(op->stream));
+        n = MIN(len, agent_stream_send_credit(s));
         n = MIN(n, (size_t)CELLA_FRAME_MAX);
-        if (n == 0 || agent_stream_send_data(op->stream, data, n) < 0)
+        if (n == 0 || agent_stream_send_data(s, data, n) < 0)
                 return 0; /* paused until on_writable */
         op->size += n;
         return n;
@@ -482,53 +392,29 @@ static void put_end(struct http_request *req, void *ud)
         struct file_op *op = ud;
 
         (void)req;
-        if (op->stream && !op->end_sent) {
+        if (op->base.stream && !op->end_sent) {
                 op->end_sent = true;
-                agent_stream_send_end(op->stream);
+                agent_stream_send_end(op->base.stream);
         }
 }
 
 static const struct http_body_ops put_body_ops = {put_data, put_end};
 
-/* Open the agent stream for op and bind it to req. Consumes nothing; on failure req is
+/* Open the agent stream of type with payload (consumed) for op; on failure the request is
  * answered. */
-static int start(struct file_op *op, struct http_request *req, uint8_t type, json_t *payload)
+static int start(struct file_op *op, uint8_t type, json_t *payload)
 {
-        struct cella_error err = {0};
-        struct agent_conn *conn;
+        int r = api_req_open(&op->base, type, payload);
 
-        if (!payload) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return -ENOMEM;
-        }
-        op->sb = api_sandbox_for(op->api, req, op->name);
-        if (!op->sb) {
-                json_decref(payload);
-                return -ENOTCONN;
-        }
-        sandbox_ref(op->sb);
-        conn = sandbox_agent(op->sb);
-        op->refs++;
-        if (agent_conn_open(conn, type, payload, &file_ops, op, &op->stream, &err) < 0) {
-                op->refs--;
-                json_decref(payload);
-                http_respond_error(req, &err, NULL);
-                return -EIO;
-        }
         json_decref(payload);
-        op->req = req;
-        http_request_ref(req);
-        http_request_on_abort(req, on_abort, op);
-        return 0;
+        return r;
 }
 
-static void json_body(struct http_request *req, const char *body, size_t len, void *ud)
+static void json_body(struct api_req *r, const char *body, size_t len)
 {
-        struct file_op *op = ud;
+        struct file_op *op = (struct file_op *)r;
         struct cella_error err = {0};
-        json_t *payload = NULL;
 
-        http_request_on_abort(req, NULL, NULL);
         switch (op->kind) {
         case F_READ: {
                 struct api_file_read p;
@@ -537,9 +423,8 @@ static void json_body(struct http_request *req, const char *body, size_t len, vo
                         break;
                 snprintf(op->path, sizeof(op->path), "%s", p.path);
                 op->base64 = p.base64;
-                start(op, req, FRAME_FILE_READ, json_pack("{s:s}", "path", op->path));
+                start(op, FRAME_FILE_READ, json_pack("{s:s}", "path", op->path));
                 api_file_read_done(&p);
-                op_unref(op);
                 return;
         }
         case F_WRITE: {
@@ -551,9 +436,8 @@ static void json_body(struct http_request *req, const char *body, size_t len, vo
                 op->data = p.content;
                 p.content = (struct buf)BUF_INIT;
                 api_file_write_done(&p);
-                if (start(op, req, FRAME_FILE_WRITE, json_pack("{s:s}", "path", op->path)) == 0)
+                if (start(op, FRAME_FILE_WRITE, json_pack("{s:s}", "path", op->path)) == 0)
                         pump(op);
-                op_unref(op);
                 return;
         }
         case F_MKDIR: {
@@ -563,10 +447,9 @@ static void json_body(struct http_request *req, const char *body, size_t len, vo
                         break;
                 snprintf(op->path, sizeof(op->path), "%s", p.path);
                 op->recursive = p.recursive;
-                payload = json_pack("{s:s, s:s, s:b}", "op", "mkdir", "path", op->path, "recursive",
-                                    op->recursive);
-                start(op, req, FRAME_FILE_OP, payload);
-                op_unref(op);
+                start(op, FRAME_FILE_OP,
+                      json_pack("{s:s, s:s, s:b}", "op", "mkdir", "path", op->path, "recursive",
+                                op->recursive));
                 return;
         }
         case F_MOVE: {
@@ -576,24 +459,15 @@ static void json_body(struct http_request *req, const char *body, size_t len, vo
                         break;
                 snprintf(op->path, sizeof(op->path), "%s", p.from);
                 snprintf(op->to, sizeof(op->to), "%s", p.to);
-                payload =
-                        json_pack("{s:s, s:s, s:s}", "op", "move", "from", op->path, "to", op->to);
-                start(op, req, FRAME_FILE_OP, payload);
-                op_unref(op);
+                start(op, FRAME_FILE_OP,
+                      json_pack("{s:s, s:s, s:s}", "op", "move", "from", op->path, "to", op->to));
                 return;
         }
         default:
                 cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "bad file route");
                 break;
         }
-        http_respond_error(req, &err, NULL);
-        op_unref(op);
-}
-
-static void body_abort(struct http_request *req, void *ud)
-{
-        (void)req;
-        op_unref(ud);
+        api_req_fail(r, &err, NULL);
 }
 
 /* path (and the booleans) from the query string; answers and returns -1 on error. */
@@ -633,18 +507,25 @@ static int query_path(struct http_request *req, struct file_op *op, bool dflt_wo
         return 0;
 }
 
+static void file_free(struct api_req *r)
+{
+        struct file_op *op = (struct file_op *)r;
+
+        buf_free(&op->data);
+        json_decref(op->files);
+}
+
+static const struct api_req_ops file_ops = {
+        .frame = on_frame, .writable = on_writable, .free = file_free};
+
 static void files(struct api *a, struct http_request *req, const char *name, const char *sub)
 {
-        struct file_op *op = calloc(1, sizeof(*op));
+        struct file_op *op =
+                (struct file_op *)api_req_new(a, req, name, sizeof(struct file_op), &file_ops);
         const char *m = http_request_method(req);
 
-        if (!op) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (!op)
                 return;
-        }
-        op->refs = 1;
-        op->api = a;
-        snprintf(op->name, sizeof(op->name), "%s", name);
         op->mode = -1;
 
         if (*sub) {
@@ -659,6 +540,7 @@ static void files(struct api *a, struct http_request *req, const char *name, con
                                 op->kind = subs[i].kind;
         } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
                 op->kind = F_GET;
+                op->base.mode = API_REQ_RAW;
         } else if (strcmp(m, "PUT") == 0) {
                 op->kind = F_PUT;
         } else {
@@ -670,21 +552,16 @@ static void files(struct api *a, struct http_request *req, const char *name, con
         case F_WRITE:
         case F_MKDIR:
         case F_MOVE:
-                http_request_on_abort(req, body_abort, op);
-                if (http_request_read_body(req,
-                                           op->kind == F_WRITE ? CELLA_FILES_JSON_MAX
-                                                               : CELLA_HTTP_MAX_JSON_BODY,
-                                           json_body, op) < 0) {
-                        http_request_on_abort(req, NULL, NULL);
-                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the body");
-                        break;
-                }
-                return; /* the body read holds the first reference */
+                api_req_read_body(&op->base,
+                                  op->kind == F_WRITE ? CELLA_FILES_JSON_MAX
+                                                      : CELLA_HTTP_MAX_JSON_BODY,
+                                  json_body);
+                return; /* the body read holds the handler's reference */
         case F_LIST:
                 if (query_path(req, op, true) < 0)
                         break;
                 op->files = json_array();
-                start(op, req, FRAME_FILE_OP,
+                start(op, FRAME_FILE_OP,
                       json_set_path(json_pack("{s:s, s:b, s:b}", "op", "list", "recursive",
                                               op->recursive, "includeHidden", op->include_hidden),
                                     "path", op->path));
@@ -692,13 +569,13 @@ static void files(struct api *a, struct http_request *req, const char *name, con
         case F_EXISTS:
                 if (query_path(req, op, false) < 0)
                         break;
-                start(op, req, FRAME_FILE_OP,
+                start(op, FRAME_FILE_OP,
                       json_set_path(json_pack("{s:s}", "op", "exists"), "path", op->path));
                 break;
         case F_DELETE:
                 if (query_path(req, op, false) < 0)
                         break;
-                start(op, req, FRAME_FILE_OP,
+                start(op, FRAME_FILE_OP,
                       json_set_path(
                               json_pack("{s:s, s:b}", "op", "delete", "recursive", op->recursive),
                               "path", op->path));
@@ -706,7 +583,7 @@ static void files(struct api *a, struct http_request *req, const char *name, con
         case F_GET:
                 if (query_path(req, op, false) < 0)
                         break;
-                start(op, req, FRAME_FILE_READ, json_set_path(json_object(), "path", op->path));
+                start(op, FRAME_FILE_READ, json_set_path(json_object(), "path", op->path));
                 break;
         case F_PUT: {
                 const char *mode = http_request_query(req, "mode");
@@ -728,7 +605,7 @@ static void files(struct api *a, struct http_request *req, const char *name, con
                 payload = json_set_path(json_object(), "path", op->path);
                 if (payload && op->mode >= 0)
                         json_object_set_new(payload, "mode", json_integer(op->mode));
-                if (start(op, req, FRAME_FILE_WRITE, payload) < 0)
+                if (start(op, FRAME_FILE_WRITE, payload) < 0)
                         break;
                 if (http_request_stream_body(req, &put_body_ops, op) < 0) {
                         fail_code(op, CELLA_E_INTERNAL_ERROR, "cannot read the body");
@@ -737,7 +614,7 @@ static void files(struct api *a, struct http_request *req, const char *name, con
                 break;
         }
         }
-        op_unref(op);
+        api_req_unref(&op->base);
 }
 
 /* One handler per route of the table, the sub-route as files() knows it. */

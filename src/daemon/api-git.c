@@ -5,7 +5,10 @@
  * User input never enters the command text: the URL, branch, depth and directory reach the
  * fixed script below through its environment, after api_decode_git_checkout() checked
  * them. Whatever goes into an answer or a log line passes git_url_redact() first, so a
- * "user:password@" in the URL is never repeated. */
+ * "user:password@" in the URL is never repeated.
+ *
+ * struct git_op is an agent call on a struct api_req (api-req.h): the EXEC's exit and
+ * output come to answer(), a failure is logged by failed() and answered by the request. */
 #include <errno.h>
 #include <string.h>
 
@@ -13,7 +16,7 @@
 #include "common/log.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
-#include "daemon/api-service.h"
+#include "daemon/api-req.h"
 
 /* $CELLA_GIT_* come from the request; the last line of stdout is the branch checked out
  * (or the commit, when HEAD is detached: a tag). */
@@ -26,24 +29,14 @@ static const char clone_script[] =
         " git -C \"$CELLA_GIT_DIR\" rev-parse HEAD\n";
 
 struct git_op {
-        struct api *a;
-        char name[CELLA_NAME_MAX + 1];
+        struct api_req base; /* first: an agent call (EXEC) */
         struct api_git_checkout in;
         char url[CELLA_GIT_MAX_URL + 1]; /* in.repo_url without user information */
-        struct sandbox *sb;
 };
 
-static void op_free(struct git_op *op)
+static void op_free(struct api_req *r)
 {
-        api_git_checkout_done(&op->in);
-        sandbox_unref(op->sb);
-        free(op);
-}
-
-static void body_abort(struct http_request *req, void *ud)
-{
-        (void)req;
-        op_free(ud);
+        api_git_checkout_done(&((struct git_op *)r)->in);
 }
 
 /* The last non-empty line of s (trailing newlines dropped), at most outsz - 1 bytes. */
@@ -59,26 +52,21 @@ static void last_line(const char *s, char *out, size_t outsz)
         snprintf(out, outsz, "%.*s", (int)(n - start), s + start);
 }
 
-static void answer(struct http_request *req, json_t *result, const struct cella_error *err,
-                   json_t *error_payload, void *ud)
+static void failed(struct api_req *r, const struct cella_error *err)
 {
-        struct git_op *op = ud;
+        struct git_op *op = (struct git_op *)r;
+
+        log_info("sandbox '%s': git checkout of %s: %s", r->name, op->url,
+                 cella_code_name(err->code));
+}
+
+static void answer(struct api_req *r, json_t *result)
+{
+        struct git_op *op = (struct git_op *)r;
         const char *so, *se;
         json_int_t code;
         char ts[32];
 
-        (void)error_payload;
-        if (!req) {
-                op_free(op);
-                return;
-        }
-        if (err) {
-                log_info("sandbox '%s': git checkout of %s: %s", op->name, op->url,
-                         cella_code_name(err->code));
-                http_respond_error(req, err, NULL);
-                op_free(op);
-                return;
-        }
         code = json_integer_value(json_object_get(result, "exitCode"));
         so = json_string_value(json_object_get(result, "stdout"));
         se = json_string_value(json_object_get(result, "stderr"));
@@ -113,9 +101,10 @@ static void answer(struct http_request *req, json_t *result, const struct cella_
                                 op->in.target_dir, "exitCode", code, "stderr", clean);
                 if (ctx && op->in.branch)
                         json_object_set_new(ctx, "branch", json_string(op->in.branch));
-                log_info("sandbox '%s': git checkout of %s: %s", op->name, op->url,
+                log_info("sandbox '%s': git checkout of %s: %s", r->name, op->url,
                          cella_code_name(e.code));
-                http_respond_error(req, &e, ctx);
+                if (r->http)
+                        http_respond_error(r->http, &e, ctx);
                 json_decref(ctx);
         } else {
                 char branch[CELLA_GIT_MAX_BRANCH + 1];
@@ -125,39 +114,31 @@ static void answer(struct http_request *req, json_t *result, const struct cella_
                 j = json_pack("{s:b, s:s, s:s, s:s, s:s}", "success", 1, "repoUrl", op->url,
                               "branch", op->in.branch ? op->in.branch : branch, "targetDir",
                               op->in.target_dir, "timestamp", (api_timestamp(ts), ts));
-                log_info("sandbox '%s': git checkout of %s done", op->name, op->url);
-                if (j)
-                        http_respond_json(req, 200, j);
-                else
-                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                log_info("sandbox '%s': git checkout of %s done", r->name, op->url);
+                api_req_respond_json(r, 200, j);
                 json_decref(j);
         }
-        op_free(op);
 }
 
-static void checkout_body(struct http_request *req, const char *body, size_t len, void *ud)
+static const struct api_req_ops git_ops = {.result = answer, .failed = failed, .free = op_free};
+
+static void checkout_body(struct api_req *r, const char *body, size_t len)
 {
-        struct git_op *op = ud;
+        struct git_op *op = (struct git_op *)r;
         struct cella_error err = {0};
         json_t *env, *vars, *payload;
         char depth[24] = "";
 
-        http_request_on_abort(req, NULL, NULL);
         if (api_decode_git_checkout(body, len, &op->in, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                op_free(op);
+                api_req_fail(r, &err, NULL);
                 return;
         }
         git_url_redact(op->in.repo_url, strlen(op->in.repo_url), op->url, sizeof(op->url));
-        op->sb = api_sandbox_for(op->a, req, op->name);
-        if (!op->sb) {
-                op_free(op);
+        if (!api_req_find_sandbox(r))
                 return;
-        }
-        sandbox_ref(op->sb);
         if (op->in.depth > 0)
                 snprintf(depth, sizeof(depth), "%lld", (long long)op->in.depth);
-        env = sandbox_env(op->sb) ? json_deep_copy(sandbox_env(op->sb)) : json_object();
+        env = api_req_base_env(r);
         vars = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "CELLA_GIT_URL", op->in.repo_url,
                          "CELLA_GIT_BRANCH", op->in.branch ? op->in.branch : "", "CELLA_GIT_DEPTH",
                          depth, "CELLA_GIT_DIR", op->in.target_dir, "LC_ALL", "C",
@@ -170,31 +151,14 @@ static void checkout_body(struct http_request *req, const char *body, size_t len
         payload = env ? json_pack("{s:s, s:s, s:o, s:I}", "command", clone_script, "cwd", "/",
                                   "env", env, "timeoutMs", (json_int_t)op->in.timeout_ms)
                       : NULL;
-        if (!payload) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                op_free(op);
-                return;
-        }
-        if (api_agent_call(req, op->sb, FRAME_EXEC, payload, answer, op) < 0)
-                op_free(op);
+        api_req_open(r, FRAME_EXEC, payload);
         json_decref(payload);
 }
 
 void api_git_checkout(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        const char *name = p->name;
-        struct git_op *op = calloc(1, sizeof(*op));
+        struct api_req *r = api_req_new(a, req, p->name, sizeof(struct git_op), &git_ops);
 
-        if (!op) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return;
-        }
-        op->a = a;
-        snprintf(op->name, sizeof(op->name), "%s", name);
-        http_request_on_abort(req, body_abort, op);
-        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, checkout_body, op) < 0) {
-                http_request_on_abort(req, NULL, NULL);
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the request body");
-                op_free(op);
-        }
+        if (r)
+                api_req_read_body(r, CELLA_HTTP_MAX_JSON_BODY, checkout_body);
 }

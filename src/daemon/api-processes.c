@@ -2,9 +2,8 @@
  * keeps no process table (decision 0012): each call is one PROC stream to the agent and the
  * answer is the agent's.
  *
- * struct proc_call begins with a struct api_op (api-op.c): its references (the agent
- * stream, each SSE write in flight: agent credit is returned when the client took the
- * bytes, the body read), the request and the agent stream. */
+ * struct proc_call is a struct api_req (api-req.h) with the route's kind and the path's
+ * process id; a stream is its SSE mode, logs its collector. */
 #include <errno.h>
 #include <string.h>
 
@@ -12,7 +11,7 @@
 #include "common/name.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
-#include "daemon/api-service.h"
+#include "daemon/api-req.h"
 
 enum pkind {
         K_START,
@@ -28,10 +27,9 @@ enum pkind {
 };
 
 struct proc_call {
-        struct api_op base;         /* first */
+        struct api_req base;        /* first; base.out: the logs' stdout, stderr */
         char pid[CELLA_ID_MAX + 1]; /* the process id or pid from the path ("" for none) */
         enum pkind kind;
-        struct api_outbuf ob; /* logs: stdout, stderr */
 };
 
 static void respond_logs(struct proc_call *pc, json_t *info)
@@ -42,22 +40,12 @@ static void respond_logs(struct proc_call *pc, json_t *info)
         if (r) {
                 /* the logs are counted in the memory budget and written piece by piece,
                  * like a buffered exec's output */
-                api_outbuf_set(&pc->ob, r);
+                api_outbuf_set(&pc->base.out, r);
                 if (json_is_true(json_object_get(info, "logTruncated")))
                         json_object_set_new(r, "truncated", json_true());
-                api_outbuf_respond(pc->base.io.req, 200, r, &pc->ob);
-        } else {
-                http_respond_code(pc->base.io.req, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
+        api_req_respond_output(&pc->base, 200, r);
         json_decref(r);
-}
-
-static void begin_sse(struct proc_call *pc)
-{
-        if (!pc->base.sse_begun && pc->base.io.req) {
-                pc->base.sse_begun = true;
-                http_response_begin_sse(pc->base.io.req);
-        }
 }
 
 static void on_result(struct proc_call *pc, const struct frame *f)
@@ -65,78 +53,54 @@ static void on_result(struct proc_call *pc, const struct frame *f)
         json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
 
         if (!j) {
-                http_respond_code(pc->base.io.req, CELLA_E_INTERNAL_ERROR,
-                                  "bad answer from the agent");
+                struct cella_error e = {0};
+
+                cella_error_set(&e, CELLA_E_INTERNAL_ERROR, "bad answer from the agent");
+                api_req_fail(&pc->base, &e, NULL);
                 return;
         }
         if (pc->kind == K_LOGS) {
                 respond_logs(pc, j);
         } else if (pc->kind == K_STREAM) {
-                json_t *ev;
+                json_t *ev = json_pack("{s:s, s:O?, s:O?, s:O?}", "type", "exit", "exitCode",
+                                       json_object_get(j, "exitCode"), "status",
+                                       json_object_get(j, "status"), "processId",
+                                       json_object_get(j, "id"));
 
-                begin_sse(pc);
-                api_sse_output(&pc->base.io, 0, NULL, 0, true);
-                api_sse_output(&pc->base.io, 1, NULL, 0, true);
-                ev = json_pack("{s:s, s:O?, s:O?, s:O?}", "type", "exit", "exitCode",
-                               json_object_get(j, "exitCode"), "status",
-                               json_object_get(j, "status"), "processId", json_object_get(j, "id"));
                 if (ev && json_object_get(j, "signal"))
                         json_object_set(ev, "signal", json_object_get(j, "signal"));
-                api_sse_event(&pc->base.io, ev, 0);
-                http_response_end(pc->base.io.req);
+                api_req_end_sse(&pc->base, ev);
         } else {
-                http_respond_json(pc->base.io.req, 200, j);
+                api_req_respond_json(&pc->base, 200, j);
         }
         json_decref(j);
 }
 
-static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
+static void on_frame(struct api_req *r, const struct frame *f)
 {
-        struct proc_call *pc = userdata;
+        struct proc_call *pc = (struct proc_call *)r;
 
-        if (pc->base.sb)
-                sandbox_touch(pc->base.sb);
         switch (f->type) {
         case FRAME_STARTED:
-                if (pc->kind == K_STREAM && !pc->base.finished)
-                        begin_sse(pc);
+                if (r->mode == API_REQ_SSE)
+                        api_req_begin_sse(r);
                 break;
         case FRAME_STDOUT:
-        case FRAME_STDERR: {
-                int which = f->type == FRAME_STDERR;
-
-                if (pc->kind == K_STREAM && !pc->base.finished) {
-                        begin_sse(pc);
-                        api_sse_output(&pc->base.io, which, f->payload, f->len, false);
-                        break;
-                }
-                if (pc->kind == K_LOGS && !pc->base.finished)
-                        api_outbuf_add(&pc->ob, which, f->payload, f->len, CELLA_EXEC_MAX_BUFFERED);
-                agent_stream_ack(s, f->len);
+        case FRAME_STDERR:
+                api_req_output(r, f->type == FRAME_STDERR, f->payload, f->len);
                 break;
-        }
         case FRAME_RESULT:
-                if (!pc->base.finished && pc->base.io.req)
+                if (!r->finished && r->http)
                         on_result(pc, f);
-                api_op_finish(&pc->base);
+                api_req_finish(r);
                 break;
         case FRAME_ERROR:
-                if (pc->base.finished)
-                        break;
-                {
-                        struct cella_error e = {0};
-
-                        api_agent_error(f, &e);
-                        api_sse_fail(&pc->base.io, pc->base.sse_begun, &e);
-                }
-                api_op_finish(&pc->base);
+                api_req_fail_frame(r, f);
                 break;
         default:
                 break;
         }
 }
-
-static const struct agent_stream_ops proc_ops = {on_frame, NULL, api_op_on_close};
 
 /* The PROC body for this call, from the request body (validated, nothing touched yet). */
 static json_t *payload_for(struct proc_call *pc, struct http_request *req, const char *body,
@@ -182,46 +146,44 @@ static json_t *payload_for(struct proc_call *pc, struct http_request *req, const
         return p;
 }
 
-static void call_body(struct http_request *req, const char *body, size_t len, void *ud)
+static void call_body(struct api_req *r, const char *body, size_t len)
 {
-        struct proc_call *pc = ud;
+        struct proc_call *pc = (struct proc_call *)r;
         struct cella_error err = {0};
         json_t *payload;
 
-        http_request_on_abort(req, NULL, NULL);
-        payload = payload_for(pc, req, body, len, &err);
+        payload = payload_for(pc, r->http, body, len, &err);
         if (!payload) {
-                http_respond_error(req, &err, NULL);
-                goto out;
+                api_req_fail(r, &err, NULL);
+                return;
         }
-        if (api_op_find_sandbox(&pc->base, req)) {
+        if (api_req_find_sandbox(r)) {
                 if (pc->kind == K_START)
-                        json_object_set_new(payload, "baseEnv", api_op_base_env(&pc->base));
-                api_op_open(&pc->base, req, FRAME_PROC, payload, &proc_ops);
+                        json_object_set_new(payload, "baseEnv", api_req_base_env(r));
+                api_req_open(r, FRAME_PROC, payload);
         }
         json_decref(payload);
-out:
-        api_op_unref(&pc->base); /* the body read's */
 }
 
-static void call_free(struct api_op *op)
-{
-        struct proc_call *pc = (struct proc_call *)op;
-
-        api_outbuf_done(&pc->ob);
-}
+static const struct api_req_ops proc_ops = {.frame = on_frame};
 
 static void processes(struct api *a, struct http_request *req, const struct api_args *p,
                       enum pkind kind)
 {
-        struct proc_call *pc = (struct proc_call *)api_op_new(a, p->name, sizeof(*pc), call_free);
+        struct proc_call *pc =
+                (struct proc_call *)api_req_new(a, req, p->name, sizeof(*pc), &proc_ops);
 
-        if (pc) {
-                pc->ob.budget = a->cfg.budget;
-                pc->kind = kind;
-                snprintf(pc->pid, sizeof(pc->pid), "%s", p->param ? p->param : "");
+        if (!pc)
+                return;
+        pc->kind = kind;
+        snprintf(pc->pid, sizeof(pc->pid), "%s", p->param ? p->param : "");
+        if (kind == K_STREAM) {
+                pc->base.mode = API_REQ_SSE;
+        } else if (kind == K_LOGS) {
+                pc->base.out.budget = a->cfg.budget;
+                pc->base.out.cap = CELLA_EXEC_MAX_BUFFERED;
         }
-        api_op_read_body(pc ? &pc->base : NULL, req, call_body);
+        api_req_read_body(&pc->base, CELLA_HTTP_MAX_JSON_BODY, call_body);
 }
 
 /* One handler per route of the table. */

@@ -15,9 +15,9 @@
  * written to the socket), so a slow client slows the terminal down and the daemon holds
  * at most one window per connection.
  *
- * struct pty_op is refcounted: one reference while the HTTP request is held (until the
- * upgrade or the error response), one for the agent stream (until its on_close), one for
- * the WebSocket (until its on_close). */
+ * struct pty_op is a struct api_req (api-req.h): its references (the handler's, the agent
+ * stream's) and one more for the WebSocket (until its on_close); the HTTP request is held
+ * until the upgrade or the error response. */
 #include <errno.h>
 #include <string.h>
 
@@ -25,37 +25,15 @@
 #include "common/name.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
-#include "daemon/api-service.h"
+#include "daemon/api-req.h"
 #include "daemon/ws.h"
 
 struct pty_op {
-        unsigned refs;
-        struct sandbox *sb;
-        struct http_request *req;
-        struct agent_stream *stream;
+        struct api_req base; /* first */
         struct ws *ws;
         bool ended;       /* exit or error sent to the client */
         struct buf input; /* typed bytes waiting for agent credit */
 };
-
-static void op_unref(struct pty_op *op)
-{
-        if (--op->refs > 0)
-                return;
-        sandbox_unref(op->sb);
-        buf_free(&op->input);
-        free(op);
-}
-
-static void release_req(struct pty_op *op)
-{
-        if (!op->req)
-                return;
-        http_request_on_abort(op->req, NULL, NULL);
-        http_request_unref(op->req);
-        op->req = NULL;
-        op_unref(op);
-}
 
 static void send_json(struct pty_op *op, json_t *j)
 {
@@ -76,13 +54,14 @@ static void send_error(struct pty_op *op, int code, const char *message)
  * once nothing waits. */
 static void flush_input(struct pty_op *op)
 {
+        struct agent_stream *s = op->base.stream;
         size_t n;
 
-        if (op->stream && op->input.len > 0) {
-                n = MIN(op->input.len, agent_stream_send_credit(op->stream));
-                if (n > 0 && agent_stream_send_data(op->stream, op->input.data, n) == 0)
+        if (s && op->input.len > 0) {
+                n = MIN(op->input.len, agent_stream_send_credit(s));
+                if (n > 0 && agent_stream_send_data(s, op->input.data, n) == 0)
                         buf_consume(&op->input, n);
-        } else if (!op->stream) {
+        } else if (!s) {
                 buf_reset(&op->input);
         }
         if (op->ws)
@@ -98,9 +77,9 @@ static void ws_message(struct ws *ws, bool text, const uint8_t *data, size_t len
         struct api_pty_control ctl;
 
         (void)ws;
-        sandbox_touch(op->sb);
+        sandbox_touch(op->base.sb);
         if (!text) {
-                if (op->stream && !op->ended && buf_append(&op->input, data, len) == 0)
+                if (op->base.stream && !op->ended && buf_append(&op->input, data, len) == 0)
                         flush_input(op);
                 return;
         }
@@ -108,11 +87,11 @@ static void ws_message(struct ws *ws, bool text, const uint8_t *data, size_t len
                 send_error(op, err.code, err.msg);
                 return;
         }
-        if (op->stream) {
+        if (op->base.stream) {
                 json_t *j = json_pack("{s:i, s:i}", "cols", (int)ctl.cols, "rows", (int)ctl.rows);
 
                 if (j)
-                        agent_stream_send_json(op->stream, FRAME_PTY, j);
+                        agent_stream_send_json(op->base.stream, FRAME_PTY, j);
                 json_decref(j);
         }
 }
@@ -122,8 +101,8 @@ static void ws_drain(struct ws *ws, void *ud)
         struct pty_op *op = ud;
 
         (void)ws;
-        if (op->stream)
-                agent_stream_ack(op->stream, CELLA_STREAM_WINDOW);
+        if (op->base.stream)
+                agent_stream_ack(op->base.stream, CELLA_STREAM_WINDOW);
 }
 
 static void ws_closed(struct ws *ws, int code, void *ud)
@@ -133,9 +112,9 @@ static void ws_closed(struct ws *ws, int code, void *ud)
         (void)ws;
         (void)code;
         op->ws = NULL;
-        if (op->stream)
-                agent_stream_cancel(op->stream); /* the terminal runs on */
-        op_unref(op);
+        if (op->base.stream)
+                agent_stream_cancel(op->base.stream); /* the terminal runs on */
+        api_req_unref(&op->base);
 }
 
 static const struct ws_ops pty_ws_ops = {ws_message, ws_drain, ws_closed};
@@ -144,31 +123,34 @@ static const struct ws_ops pty_ws_ops = {ws_message, ws_drain, ws_closed};
 
 static bool upgrade(struct pty_op *op)
 {
-        int r;
+        struct api_req *r = &op->base;
+        int rc;
 
-        op->refs++; /* the WebSocket's */
-        r = ws_upgrade(op->req, &pty_ws_ops, op, &op->ws);
-        if (r < 0) {
-                op->refs--;
-                http_respond_code(op->req, CELLA_E_INTERNAL_ERROR,
-                                  "cannot take the connection over: %s", strerror(-r));
-                release_req(op);
-                if (op->stream)
-                        agent_stream_cancel(op->stream);
+        api_req_ref(r); /* the WebSocket's */
+        rc = ws_upgrade(r->http, &pty_ws_ops, op, &op->ws);
+        if (rc < 0) {
+                api_req_unref(r);
+                http_respond_code(r->http, CELLA_E_INTERNAL_ERROR,
+                                  "cannot take the connection over: %s", strerror(-rc));
+                api_req_finish(r);
+                if (r->stream)
+                        agent_stream_cancel(r->stream);
                 return false;
         }
-        release_req(op);
+        api_req_finish(r); /* the connection is the WebSocket's now */
         return true;
 }
 
-/* Called with a reference held (a send can end the WebSocket, whose on_close drops
- * others). */
-static void handle_frame(struct pty_op *op, struct agent_stream *s, const struct frame *f)
+/* The request holds a reference around it (a send can end the WebSocket, whose on_close
+ * drops another). */
+static void on_frame(struct api_req *r, const struct frame *f)
 {
-        if (op->req) {
+        struct pty_op *op = (struct pty_op *)r;
+        struct agent_stream *s = r->stream;
+
+        if (r->http) {
                 if (f->type == FRAME_ERROR) {
-                        api_respond_agent_error(op->req, f);
-                        release_req(op);
+                        api_req_fail_frame(r, f);
                         return;
                 }
                 if (!upgrade(op))
@@ -183,13 +165,11 @@ static void handle_frame(struct pty_op *op, struct agent_stream *s, const struct
                 send_json(op, json_pack("{s:s}", "type", "ready"));
                 break;
         case FRAME_EXIT: {
-                json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
-                json_t *code = json_object_get(j, "exitCode");
+                struct api_exit x;
 
+                api_exit_parse(f, &x);
                 op->ended = true;
-                send_json(op, json_pack("{s:s, s:I}", "type", "exit", "code",
-                                        json_is_integer(code) ? json_integer_value(code) : -1));
-                json_decref(j);
+                send_json(op, json_pack("{s:s, s:I}", "type", "exit", "code", x.code));
                 if (op->ws)
                         ws_close(op->ws, 1000, "shell exited");
                 break;
@@ -209,58 +189,35 @@ static void handle_frame(struct pty_op *op, struct agent_stream *s, const struct
         }
 }
 
-static void on_frame(struct agent_stream *s, const struct frame *f, void *ud)
+static void on_writable(struct api_req *r)
 {
-        struct pty_op *op = ud;
-
-        op->refs++;
-        handle_frame(op, s, f);
-        op_unref(op);
+        flush_input((struct pty_op *)r);
 }
 
-static void on_writable(struct agent_stream *s, void *ud)
+/* The agent stream closed: before the upgrade an HTTP error, after it an error message
+ * unless the terminal ended or the client left. */
+static void on_closed(struct api_req *r, int err)
 {
-        struct pty_op *op = ud;
+        struct pty_op *op = (struct pty_op *)r;
 
-        (void)s;
-        op->refs++;
-        flush_input(op);
-        op_unref(op);
-}
-
-static void on_close(struct agent_stream *s, int err, void *ud)
-{
-        struct pty_op *op = ud;
-
-        (void)s;
-        op->stream = NULL;
-        if (op->req) {
-                http_respond_code(op->req, CELLA_E_SANDBOX_UNAVAILABLE,
+        if (r->http) {
+                http_respond_code(r->http, CELLA_E_SANDBOX_UNAVAILABLE,
                                   "the sandbox's agent went away");
-                release_req(op);
         } else if (op->ws && !op->ended && err != -ECANCELED) {
                 op->ended = true;
                 send_error(op, CELLA_E_SANDBOX_UNAVAILABLE, "the sandbox's agent went away");
                 if (op->ws)
                         ws_close(op->ws, 1011, "sandbox unavailable");
         }
-        op_unref(op);
 }
 
-static const struct agent_stream_ops pty_stream_ops = {on_frame, on_writable, on_close};
-
-/* The client left before the upgrade. */
-static void on_abort(struct http_request *req, void *ud)
+static void op_free(struct api_req *r)
 {
-        struct pty_op *op = ud;
-
-        (void)req;
-        op->refs++;
-        release_req(op);
-        if (op->stream)
-                agent_stream_cancel(op->stream);
-        op_unref(op);
+        buf_free(&((struct pty_op *)r)->input);
 }
+
+static const struct api_req_ops pty_ops = {
+        .frame = on_frame, .writable = on_writable, .closed = on_closed, .free = op_free};
 
 void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
 {
@@ -268,9 +225,8 @@ void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
         struct cella_error err = {0};
         const char *sid = http_request_query(req, "session");
         unsigned cols, rows;
-        struct pty_op *op;
-        json_t *payload, *base;
-        int r;
+        struct api_req *r;
+        json_t *payload;
 
         if (!sid)
                 sid = http_request_query(req, "sessionId");
@@ -285,34 +241,19 @@ void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
                                   "session must be 1..%d of [A-Za-z0-9_.-]", CELLA_ID_MAX);
                 return;
         }
-        op = calloc(1, sizeof(*op));
-        if (!op) {
-                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+        r = api_req_new(a, req, name, sizeof(struct pty_op), &pty_ops);
+        if (!r)
                 return;
+        r->mode = API_REQ_RAW;
+        r->frames_wake = false; /* typing keeps the sandbox awake, output alone does not */
+        if (api_req_find_sandbox(r)) {
+                json_t *base = sandbox_env(r->sb);
+
+                payload = json_pack("{s:s, s:i, s:i, s:o}", "sessionId", sid ? sid : "default",
+                                    "cols", (int)cols, "rows", (int)rows, "baseEnv",
+                                    base ? json_incref(base) : json_object());
+                api_req_open(r, FRAME_PTY, payload);
+                json_decref(payload);
         }
-        op->refs = 1;
-        op->sb = api_sandbox_for(a, req, name);
-        if (!op->sb) {
-                free(op);
-                return;
-        }
-        sandbox_ref(op->sb);
-        base = sandbox_env(op->sb);
-        payload = json_pack("{s:s, s:i, s:i, s:o}", "sessionId", sid ? sid : "default", "cols",
-                            (int)cols, "rows", (int)rows, "baseEnv",
-                            base ? json_incref(base) : json_object());
-        op->refs++; /* the stream's */
-        r = payload ? agent_conn_open(sandbox_agent(op->sb), FRAME_PTY, payload, &pty_stream_ops,
-                                      op, &op->stream, &err)
-                    : cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
-        json_decref(payload);
-        if (r < 0) {
-                op->refs--;
-                http_respond_error(req, &err, NULL);
-                op_unref(op);
-                return;
-        }
-        op->req = req;
-        http_request_ref(req);
-        http_request_on_abort(req, on_abort, op);
+        api_req_unref(r);
 }

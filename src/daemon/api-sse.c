@@ -1,13 +1,14 @@
-/* Output of an agent stream passed on to an HTTP client: SSE events whose agent credit is
- * returned only once the client took the bytes, and output as JSON text or base64. Shared
- * by exec (api-exec.c) and process streams (api-processes.c); see api-service.h. */
+/* Output of an agent stream passed on to an HTTP client (api-req.h): the writer (SSE
+ * events and raw body bytes whose agent credit is returned only once the client took
+ * them), output as JSON text or base64, and the collector with its JSON answer written
+ * piece by piece. */
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "common/base64.h"
 #include "common/utf8.h"
-#include "daemon/api-service.h"
+#include "daemon/api-req.h"
 
 json_t *api_output_json(const struct buf *b, bool *ret_b64)
 {
@@ -26,75 +27,111 @@ json_t *api_output_json(const struct buf *b, bool *ret_b64)
         }
 }
 
-void api_sse_done(struct api_sse *o)
+struct api_sse *api_sse_new(struct http_request *http, struct agent_stream *stream,
+                            const char *data_key)
 {
-        for (int i = 0; i < 2; i++)
-                buf_free(&o->carry[i]);
+        struct api_sse *w = calloc(1, sizeof(*w));
+
+        if (!w)
+                return NULL;
+        w->refs = 1;
+        w->http = http;
+        w->stream = stream;
+        w->data_key = data_key ? data_key : "data";
+        return w;
 }
 
+void api_sse_unref(struct api_sse *w)
+{
+        if (!w || --w->refs > 0)
+                return;
+        for (int i = 0; i < 2; i++)
+                buf_free(&w->carry[i]);
+        free(w);
+}
+
+/* A write in flight: its credit, returned once the client took the bytes. */
 struct sse_write {
-        struct api_sse *o;
+        struct api_sse *w;
         size_t ack;
 };
 
 static void sse_written(struct http_request *req, int status, size_t len, void *ud)
 {
-        struct sse_write *w = ud;
-        struct api_sse *o = w->o;
+        struct sse_write *sw = ud;
+        struct api_sse *w = sw->w;
 
         (void)req;
         (void)len;
-        if (status == 0 && o->stream && w->ack)
-                agent_stream_ack(o->stream, w->ack);
-        free(w);
-        o->release(o->owner);
+        if (status == 0 && w->stream && sw->ack)
+                agent_stream_ack(w->stream, sw->ack);
+        free(sw);
+        api_sse_unref(w);
 }
 
-void api_sse_event(struct api_sse *o, json_t *ev, size_t ack)
+static void ack_now(struct api_sse *w, size_t ack)
 {
-        struct sse_write *w;
+        if (w->stream && ack)
+                agent_stream_ack(w->stream, ack);
+}
+
+void api_sse_event(struct api_sse *w, json_t *ev, size_t ack)
+{
+        struct sse_write *sw;
         char ts[32];
 
         if (!ev)
                 return;
         api_timestamp(ts);
         json_object_set_new(ev, "timestamp", json_string(ts));
-        w = calloc(1, sizeof(*w));
-        if (!o->req || !w || http_sse_send(o->req, ev, sse_written, w) < 0) {
-                free(w);
-                if (o->stream && ack)
-                        agent_stream_ack(o->stream, ack);
+        sw = calloc(1, sizeof(*sw));
+        if (!w->http || !sw || http_sse_send(w->http, ev, sse_written, sw) < 0) {
+                free(sw);
+                ack_now(w, ack);
                 json_decref(ev);
                 return;
         }
-        w->o = o;
-        w->ack = ack;
-        o->hold(o->owner);
+        sw->w = w;
+        sw->ack = ack;
+        w->refs++;
         json_decref(ev);
 }
 
-void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t len, bool flush)
+int api_sse_write(struct api_sse *w, const void *data, size_t len, size_t ack)
+{
+        struct sse_write *sw = calloc(1, sizeof(*sw));
+
+        if (!w->http || !sw || http_response_write(w->http, data, len, sse_written, sw) < 0) {
+                free(sw);
+                ack_now(w, ack);
+                return -1;
+        }
+        sw->w = w;
+        sw->ack = ack;
+        w->refs++;
+        return 0;
+}
+
+void api_sse_output(struct api_sse *w, int which, const uint8_t *data, size_t len, bool flush)
 {
         static const char *const types[] = {"stdout", "stderr"};
-        struct buf *c = &o->carry[which];
-        const char *key = o->data_key ? o->data_key : "data";
+        struct buf *c = &w->carry[which];
+        const char *key = w->data_key;
         size_t n;
 
         if (buf_append(c, data, len) < 0) {
-                if (o->stream)
-                        agent_stream_ack(o->stream, len);
+                ack_now(w, len);
                 return;
         }
         if (c->len == 0)
                 return;
         n = flush ? c->len : utf8_complete_prefix(c->data, c->len);
         if (n == 0) {
-                if (o->stream && len)
-                        agent_stream_ack(o->stream, len);
+                ack_now(w, len);
                 return;
         }
         if (utf8_is_valid(c->data, n)) {
-                api_sse_event(o, json_pack("{s:s, s:s%}", "type", types[which], key, c->data, n),
+                api_sse_event(w, json_pack("{s:s, s:s%}", "type", types[which], key, c->data, n),
                               len);
         } else {
                 /* the text up to the first invalid byte as text, the rest of this piece
@@ -104,7 +141,7 @@ void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t le
 
                 if (v > 0) {
                         api_sse_event(
-                                o, json_pack("{s:s, s:s%}", "type", types[which], key, c->data, v),
+                                w, json_pack("{s:s, s:s%}", "type", types[which], key, c->data, v),
                                 0);
                         buf_consume(c, v);
                 }
@@ -113,7 +150,7 @@ void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t le
                         buf_consume(c, n);
                         return;
                 }
-                api_sse_event(o,
+                api_sse_event(w,
                               json_pack("{s:s, s:s%, s:s}", "type", types[which], key,
                                         e.data ? e.data : "", e.len, "encoding", "base64"),
                               len);
@@ -121,41 +158,32 @@ void api_sse_output(struct api_sse *o, int which, const uint8_t *data, size_t le
         buf_consume(c, n);
 }
 
-void api_sse_fail(struct api_sse *o, bool sse, const struct cella_error *e)
-{
-        if (!o->req)
-                return;
-        if (!sse) {
-                http_respond_error(o->req, e, NULL);
-                return;
-        }
-        api_sse_event(o,
-                      json_pack("{s:s, s:s, s:s}", "type", "error", "error", e->msg, "code",
-                                cella_code_name(e->code)),
-                      0);
-        if (o->req)
-                http_response_end(o->req);
-}
-
-void api_sse_agent_lost(struct api_sse *o, bool sse, int err)
-{
-        struct cella_error e = {0};
-
-        cella_error_set(&e, CELLA_E_SANDBOX_UNAVAILABLE, "the sandbox's agent went away (%s)",
-                        strerror(-err));
-        api_sse_fail(o, sse, &e);
-}
-
 /* ---- buffered output, answered as JSON written piece by piece ---- */
 
 #define OUT_PIECE (48 * 1024) /* raw bytes escaped per write (a multiple of 3: base64) */
 
-void api_outbuf_add(struct api_outbuf *ob, int which, const void *data, size_t len, size_t cap)
+bool api_outbuf_room(struct api_outbuf *ob, size_t n)
+{
+        if (ob->used + n > ob->total) {
+                ob->dropped = true;
+                return false;
+        }
+        ob->used += n;
+        return true;
+}
+
+void api_outbuf_add(struct api_outbuf *ob, int which, const void *data, size_t len)
 {
         struct buf *b = &ob->out[which];
-        size_t n, reserved = 0;
+        size_t n, reserved = 0, cap = ob->cap;
 
-        if (ob->truncated[which] || len == 0)
+        if (ob->total) {
+                /* whole pieces under a limit shared with what else the answer holds */
+                if (api_outbuf_room(ob, len))
+                        buf_append(b, data, len);
+                return;
+        }
+        if (ob->truncated[which] || len == 0 || cap == 0)
                 return;
         n = MIN(len, cap - MIN(b->len, cap));
         if (b->len < CELLA_EXEC_BUFFER_RESERVE)
@@ -373,7 +401,7 @@ int api_outbuf_respond(struct http_request *req, int status, json_t *doc, struct
                 w->b64[i] = !utf8_is_valid(ob->out[i].data ? ob->out[i].data : "", ob->out[i].len);
         }
         w->ob = *ob;
-        *ob = (struct api_outbuf){.budget = ob->budget};
+        *ob = (struct api_outbuf){.budget = ob->budget, .cap = ob->cap, .total = ob->total};
         r = http_response_begin(req, status, "application/json", -1, NULL);
         if (r < 0 || http_request_is_head(req)) {
                 if (r == 0)

@@ -7,82 +7,70 @@
  * queue, coalesce and finally drop events (overflow) rather than the daemon buffer them.
  * The client leaving cancels the stream, which closes the agent's inotify descriptor.
  *
- * The request's lifetime is a plain struct api_op (api-op.c); its sse_begun is set with
- * the agent's first event. */
+ * The request is a plain struct api_req (api-req.h) in SSE mode, begun with the agent's
+ * first event. */
 #include <errno.h>
 #include <string.h>
 
 #include "common/limits.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
-#include "daemon/api-service.h"
+#include "daemon/api-req.h"
 
-static void on_frame(struct agent_stream *s, const struct frame *f, void *userdata)
+static void on_frame(struct api_req *r, const struct frame *f)
 {
-        struct api_op *op = userdata;
-
         switch (f->type) {
         case FRAME_DATA: {
                 json_t *ev;
 
-                if (op->finished) {
-                        agent_stream_ack(s, f->len);
+                if (r->finished) {
+                        agent_stream_ack(r->stream, f->len);
                         break;
                 }
                 ev = json_loadb((const char *)f->payload, f->len, 0, NULL);
                 if (!json_is_object(ev)) {
                         json_decref(ev);
-                        agent_stream_ack(s, f->len);
+                        agent_stream_ack(r->stream, f->len);
                         break;
                 }
-                if (!op->sse_begun && op->io.req) {
-                        /* the watch is set up: from now on errors are events */
-                        op->sse_begun = true;
-                        http_response_begin_sse(op->io.req);
-                }
-                api_sse_event(&op->io, ev, f->len);
+                /* the first event begins the stream: from now on errors are events */
+                api_req_event(r, ev, f->len);
                 break;
         }
         case FRAME_ERROR:
-                if (!op->finished) {
-                        struct cella_error e = {0};
-
-                        api_agent_error(f, &e);
-                        api_sse_fail(&op->io, op->sse_begun, &e);
-                }
-                api_op_finish(op);
+                api_req_fail_frame(r, f);
                 break;
         case FRAME_RESULT:
-                if (!op->finished && op->io.req)
-                        http_response_end(op->io.req);
-                api_op_finish(op);
+                if (!r->finished && r->http)
+                        http_response_end(r->http);
+                api_req_finish(r);
                 break;
         default:
                 break;
         }
 }
 
-static const struct agent_stream_ops watch_ops = {on_frame, NULL, api_op_on_close};
-
-static void watch_body(struct http_request *req, const char *body, size_t len, void *ud)
+static void watch_body(struct api_req *r, const char *body, size_t len)
 {
-        struct api_op *op = ud;
         struct cella_error err = {0};
         struct api_watch in = {0};
 
-        http_request_on_abort(req, NULL, NULL);
-        if (api_decode_watch(body, len, &in, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                goto out;
-        }
-        if (api_op_find_sandbox(op, req))
-                api_op_open(op, req, FRAME_WATCH, in.payload, &watch_ops);
-out:
+        if (api_decode_watch(body, len, &in, &err) < 0)
+                api_req_fail(r, &err, NULL);
+        else
+                api_req_open(r, FRAME_WATCH, in.payload);
         api_watch_done(&in);
-        api_op_unref(op); /* the body read's */
 }
+
+static const struct api_req_ops watch_ops = {.frame = on_frame};
 
 void api_watch(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        api_op_read_body(api_op_new(a, p->name, sizeof(struct api_op), NULL), req, watch_body);
+        struct api_req *r = api_req_new(a, req, p->name, sizeof(struct api_req), &watch_ops);
+
+        if (!r)
+                return;
+        r->mode = API_REQ_SSE;
+        r->frames_wake = false; /* a watch alone keeps no sandbox awake */
+        api_req_read_body(r, CELLA_HTTP_MAX_JSON_BODY, watch_body);
 }
