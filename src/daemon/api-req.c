@@ -10,6 +10,13 @@
 
 /* ---- lifetime ---- */
 
+static unsigned live; /* requests not yet freed (read by tests from another thread) */
+
+unsigned api_req_live(void)
+{
+        return __atomic_load_n(&live, __ATOMIC_RELAXED);
+}
+
 void api_req_ref(struct api_req *r)
 {
         r->refs++;
@@ -41,6 +48,7 @@ void api_req_unref(struct api_req *r)
         if (r->ops->free)
                 r->ops->free(r);
         free(r);
+        __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
 }
 
 /* The client went away: whatever the request was doing ends here, and the agent stream is
@@ -72,6 +80,7 @@ struct api_req *api_req_new(struct api *a, struct http_request *http, const char
                 http_respond_code(http, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return NULL;
         }
+        __atomic_add_fetch(&live, 1, __ATOMIC_RELAXED);
         r->refs = 1;
         r->api = a;
         r->ops = ops;

@@ -33,6 +33,9 @@ struct api_sse {
 struct api_sse *api_sse_new(struct http_request *http, struct agent_stream *stream,
                             const char *data_key);
 void api_sse_unref(struct api_sse *w);
+/* Writers not yet freed, in the whole process (for tests: nothing outlives its request's
+ * last write). */
+unsigned api_sse_live(void);
 /* Send event ev (consumed; a timestamp is added). */
 void api_sse_event(struct api_sse *w, json_t *ev, size_t ack);
 /* stdout (0) / stderr (1) bytes as {type, data} events, never splitting a UTF-8 character
@@ -149,6 +152,8 @@ struct api_req *api_req_new(struct api *a, struct http_request *http, const char
                             const struct api_req_ops *ops);
 void api_req_ref(struct api_req *r);
 void api_req_unref(struct api_req *r);
+/* Requests not yet freed, in the whole process (for tests: every path frees). */
+unsigned api_req_live(void);
 /* Read the request's body (at most limit bytes) into body(r, ...); the handler's reference
  * goes to the read and is dropped after body returns. Failures are answered here. */
 void api_req_read_body(struct api_req *r, size_t limit,

@@ -27,6 +27,13 @@ json_t *api_output_json(const struct buf *b, bool *ret_b64)
         }
 }
 
+static unsigned live; /* writers not yet freed (read by tests from another thread) */
+
+unsigned api_sse_live(void)
+{
+        return __atomic_load_n(&live, __ATOMIC_RELAXED);
+}
+
 struct api_sse *api_sse_new(struct http_request *http, struct agent_stream *stream,
                             const char *data_key)
 {
@@ -34,6 +41,7 @@ struct api_sse *api_sse_new(struct http_request *http, struct agent_stream *stre
 
         if (!w)
                 return NULL;
+        __atomic_add_fetch(&live, 1, __ATOMIC_RELAXED);
         w->refs = 1;
         w->http = http;
         w->stream = stream;
@@ -48,6 +56,7 @@ void api_sse_unref(struct api_sse *w)
         for (int i = 0; i < 2; i++)
                 buf_free(&w->carry[i]);
         free(w);
+        __atomic_sub_fetch(&live, 1, __ATOMIC_RELAXED);
 }
 
 /* A write in flight: its credit, returned once the client took the bytes. */

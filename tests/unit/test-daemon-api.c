@@ -25,6 +25,7 @@
 #include "common/base64.h"
 #include "common/buf.h"
 #include "common/limits.h"
+#include "daemon/api-req.h"
 #include "daemon/api.h"
 #include "daemon/ratelimit.h"
 
@@ -342,6 +343,11 @@ static void agent_conn_loop(int fd)
                                 snprintf(msg, sizeof(msg), "%d", cancels);
                                 send_json(fd, FRAME_STDOUT, s, msg);
                                 send_json(fd, FRAME_EXIT, s, "{\"exitCode\":0,\"timedOut\":false}");
+                        } else if (payload_has(&f, "\"command\":\"die\"")) {
+                                /* the agent goes away in the middle of a command */
+                                send_json(fd, FRAME_STDOUT, s, "partial");
+                                buf_free(&written);
+                                return;
                         } else if (payload_has(&f, "\"command\":\"big\"")) {
                                 big = (struct big){s, FRAME_STDOUT, CELLA_STREAM_WINDOW, 0,
                                                    "{\"exitCode\":0,\"timedOut\":false}"};
@@ -350,6 +356,13 @@ static void agent_conn_loop(int fd)
                                           "{\"code\":\"NOT_DIRECTORY\",\"message\":\"cwd is not "
                                           "a directory\"}");
                         }
+                        break;
+                case FRAME_SESSION:
+                        if (payload_has(&f, "\"id\":\"die\"")) {
+                                buf_free(&written);
+                                return;
+                        }
+                        send_json(fd, FRAME_RESULT, s, "{\"sessions\":[{\"id\":\"s1\"}]}");
                         break;
                 case FRAME_CANCEL:
                         if (s == big.stream) {
@@ -992,6 +1005,137 @@ static void test_disconnect_cancels(void **state)
         assert_true(cancelled);
 }
 
+/* ---- the request object (api-req.c): every way a request ends frees it ---- */
+
+/* Wait (bounded; no timing is asserted) until no request object and no writer is left. */
+static void assert_all_freed(void)
+{
+        for (int i = 0; i < 600 && (api_req_live() || api_sse_live()); i++)
+                usleep(10 * 1000);
+        assert_int_equal(api_req_live(), 0);
+        assert_int_equal(api_sse_live(), 0);
+}
+
+/* Send head and body on a new connection, read at least `want` bytes (0: none), close. */
+static void send_and_leave(const char *head, size_t want)
+{
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        struct timeval tv = {.tv_sec = 60}; /* hang guard only */
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        char tmp[4096];
+        size_t got = 0;
+
+        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+        while (got < want) {
+                ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
+
+                assert_true(n > 0);
+                got += (size_t)n;
+        }
+        close(fd);
+}
+
+/* A client leaving mid-stream (SSE, a buffered answer, the request body) frees the request,
+ * its writer and what it collected; the agent is told (CANCEL). */
+static void test_req_disconnect_frees(void **state)
+{
+        char *r;
+
+        (void)state;
+        assert_all_freed();
+        /* mid-SSE: output still coming, writes in flight */
+        send_and_leave("POST /v1/sandboxes/box1/exec HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n"
+                       "Accept: text/event-stream\r\nContent-Length: 17\r\n\r\n"
+                       "{\"command\":\"big\"}",
+                       8192);
+        assert_all_freed();
+        /* buffered: the output being collected */
+        send_and_leave("POST /v1/sandboxes/box1/exec HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n"
+                       "Content-Length: 17\r\n\r\n{\"command\":\"big\"}",
+                       0);
+        assert_all_freed();
+        /* in the middle of the request body */
+        send_and_leave("POST /v1/sandboxes/box1/exec HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n"
+                       "Content-Length: 40\r\n\r\n{\"command\":",
+                       0);
+        assert_all_freed();
+        /* mid raw body (GET /files of 3 MiB) */
+        send_and_leave("GET /v1/sandboxes/box1/files?path=/workspace/big.bin HTTP/1.1\r\n"
+                       "Authorization: Bearer s3cret\r\n\r\n",
+                       8192);
+        assert_all_freed();
+        /* the daemon still answers */
+        r = call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":\"binary\"}");
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        free(r);
+        assert_all_freed();
+}
+
+/* The agent going away answers SANDBOX_UNAVAILABLE (503): an error response before the
+ * answer began, an error event in an SSE stream; an agent call the same. */
+static void test_req_agent_lost(void **state)
+{
+        char *r;
+        json_t *j;
+
+        (void)state;
+        r = call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":\"die\"}");
+        assert_non_null(strstr(r, "HTTP/1.1 503"));
+        j = body_json(r);
+        assert_string_equal(jstr(j, "code"), "SANDBOX_UNAVAILABLE");
+        assert_non_null(jstr(j, "message"));
+        assert_non_null(strstr(jstr(j, "message"), "the sandbox's agent went away ("));
+        json_decref(j);
+        free(r);
+        assert_all_freed();
+
+        r = call("POST", "/v1/sandboxes/box1/exec", "Accept: text/event-stream\r\n",
+                 "{\"command\":\"die\"}");
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        assert_non_null(strstr(r, "data: {\"type\":\"start\""));
+        assert_non_null(strstr(r, "{\"type\":\"stdout\",\"data\":\"partial\""));
+        assert_non_null(
+                strstr(r, "{\"type\":\"error\",\"error\":\"the sandbox's agent went away ("));
+        assert_non_null(strstr(r, "\"code\":\"SANDBOX_UNAVAILABLE\""));
+        free(r);
+        assert_all_freed();
+
+        /* an agent call (a session route): its answer, then the agent lost */
+        r = call("GET", "/v1/sandboxes/box1/sessions/s1", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        assert_non_null(strstr(r, "{\"id\":\"s1\"}"));
+        free(r);
+        r = call("GET", "/v1/sandboxes/box1/sessions/s2", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 404"));
+        assert_non_null(strstr(r, "\"code\":\"SESSION_NOT_FOUND\""));
+        free(r);
+        r = call("DELETE", "/v1/sandboxes/box1/sessions/die", NULL, NULL);
+        assert_non_null(strstr(r, "HTTP/1.1 503"));
+        assert_non_null(strstr(r, "\"code\":\"SANDBOX_UNAVAILABLE\""));
+        free(r);
+        assert_all_freed();
+}
+
+/* A command's time limit (the agent's timedOut) ends the request like any answer. */
+static void test_req_timeout(void **state)
+{
+        char *r;
+
+        (void)state;
+        r = call("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":\"slow\",\"timeout\":50}");
+        assert_non_null(strstr(r, "HTTP/1.1 408"));
+        free(r);
+        r = call("POST", "/v1/sandboxes/box1/exec", "Accept: text/event-stream\r\n",
+                 "{\"command\":\"slow\",\"timeout\":50}");
+        assert_non_null(strstr(r, "{\"type\":\"stdout\",\"data\":\"partial\""));
+        assert_non_null(strstr(r, "\"code\":\"COMMAND_TIMEOUT\""));
+        free(r);
+        assert_all_freed();
+}
+
 /* Browser pages cannot drive the API: cross-origin requests and foreign Host names (DNS
  * rebinding) are refused. */
 static void test_origin_and_host(void **state)
@@ -1068,7 +1212,8 @@ int main(void)
                 cmocka_unit_test(test_images_routes),   cmocka_unit_test(test_exec_buffered),
                 cmocka_unit_test(test_exec_sse),        cmocka_unit_test(test_files_raw),
                 cmocka_unit_test(test_files_json),      cmocka_unit_test(test_disconnect_cancels),
-                cmocka_unit_test(test_origin_and_host),
+                cmocka_unit_test(test_origin_and_host), cmocka_unit_test(test_req_disconnect_frees),
+                cmocka_unit_test(test_req_agent_lost),  cmocka_unit_test(test_req_timeout),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);
