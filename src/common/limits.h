@@ -52,7 +52,7 @@
 #define CELLA_EXEC_MAX_ENV 1024
 #define CELLA_EXEC_MAX_TIMEOUT_MS (7LL * 24 * 3600 * 1000) /* per-command timeout: 7 days */
 #define CELLA_CALL_MAX_OUTPUT \
-        (64 * 1024) /* an EXEC run by api_agent_call: output kept per stream */
+        (64 * 1024) /* an EXEC run as an agent call (api-req.h): output kept per stream */
 
 /* Git checkout (POST .../git/checkout, common/git-url.h) */
 #define CELLA_GIT_MAX_URL 4096

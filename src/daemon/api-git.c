@@ -1,6 +1,6 @@
 /* POST /v1/sandboxes/{id}/git/checkout: `git clone` inside the sandbox as a sessionless
- * EXEC (api_agent_call), its failure mapped to an error code from git's stderr
- * (docs/decisions/0019-git-checkout.md).
+ * EXEC (an agent call on a struct api_req), its failure mapped to an error code from git's
+ * stderr (docs/decisions/0019-git-checkout.md).
  *
  * User input never enters the command text: the URL, branch, depth and directory reach the
  * fixed script below through its environment, after api_decode_git_checkout() checked

@@ -61,8 +61,6 @@ static void on_abort(struct http_request *http, void *ud)
         (void)http;
         api_req_ref(r);
         r->reading = false;
-        if (r->ops->aborted)
-                r->ops->aborted(r);
         api_req_finish(r);
         if (r->stream)
                 agent_stream_cancel(r->stream);
@@ -395,9 +393,8 @@ static void call_result(struct api_req *r, json_t *result)
         api_req_finish(r);
 }
 
-static void call_failed(struct api_req *r, const struct cella_error *e, json_t *payload)
+static void call_failed(struct api_req *r, const struct cella_error *e)
 {
-        (void)payload;
         if (r->ops->failed)
                 r->ops->failed(r, e);
         api_req_fail(r, e, NULL);
@@ -421,7 +418,7 @@ static void call_exit(struct api_req *r, const struct frame *f)
                 struct cella_error e = {0};
 
                 cella_error_set(&e, CELLA_E_INTERNAL_ERROR, "out of memory");
-                call_failed(r, &e, NULL);
+                call_failed(r, &e);
         }
         json_decref(res);
 }
@@ -449,13 +446,13 @@ static void call_frame(struct api_req *r, const struct frame *f)
 
                         cella_error_set(&e, CELLA_E_INTERNAL_ERROR,
                                         "the sandbox's agent sent a malformed answer");
-                        call_failed(r, &e, NULL);
+                        call_failed(r, &e);
                 }
                 json_decref(j);
         } else if (f->type == FRAME_ERROR) {
                 struct cella_error e = {0};
 
                 api_agent_error(f, &e);
-                call_failed(r, &e, NULL);
+                call_failed(r, &e);
         }
 }

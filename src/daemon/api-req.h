@@ -113,8 +113,6 @@ struct api_req_ops {
         /* The agent stream closed before the answer; NULL: answered SANDBOX_UNAVAILABLE
          * (api_req_lost). */
         void (*closed)(struct api_req *r, int err);
-        /* The client left: the agent stream is cancelled after it. */
-        void (*aborted)(struct api_req *r);
         /* The route's own fields; the request is freed after it. */
         void (*free)(struct api_req *r);
 };
