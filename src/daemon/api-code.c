@@ -274,14 +274,12 @@ static void on_frame(struct api_req *r, const struct frame *f)
         case FRAME_DATA:
                 on_data(op, r->stream, f);
                 break;
+        case FRAME_ERROR:
+                on_error_frame(op, f); /* nothing once finished */
+                break;
         case FRAME_RESULT:
                 if (!r->finished)
                         on_result(op, f);
-                api_req_finish(r);
-                break;
-        case FRAME_ERROR:
-                if (!r->finished)
-                        on_error_frame(op, f);
                 api_req_finish(r);
                 break;
         default:

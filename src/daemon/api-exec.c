@@ -145,9 +145,7 @@ static void on_frame(struct api_req *r, const struct frame *f)
                         on_exit_frame(op, f);
                 break;
         case FRAME_ERROR:
-                if (!r->finished)
-                        on_error_frame(op, f);
-                api_req_finish(r);
+                on_error_frame(op, f); /* nothing once finished */
                 break;
         default:
                 break;

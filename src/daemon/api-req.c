@@ -151,6 +151,8 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *ud)
                 r->ops->frame(r, f);
         else
                 call_frame(r, f);
+        if (f->type == FRAME_ERROR)
+                api_req_finish(r); /* an ERROR ends the stream, answered or not */
         api_req_unref(r);
 }
 

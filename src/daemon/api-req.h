@@ -99,7 +99,8 @@ struct api_req;
 
 /* What a route adds to the request; every member may be NULL. */
 struct api_req_ops {
-        /* A frame of the agent stream. NULL: an agent call (api_req_call's defaults: the
+        /* A frame of the agent stream (the request is finished after an ERROR, whatever
+         * the route did with it). NULL: an agent call (api_req_call's defaults: the
          * RESULT object or an EXEC's EXIT is given to result, an ERROR is answered). */
         void (*frame)(struct api_req *r, const struct frame *f);
         /* The agent stream has send credit again. */
