@@ -1,5 +1,5 @@
 /* Services beneath the handlers (api-service.h): finding a request's sandbox, and
- * answering from an agent's ERROR. */
+ * reading an agent's ERROR. */
 #include <string.h>
 #include <strings.h>
 
@@ -29,14 +29,6 @@ void api_agent_error(const struct frame *f, struct cella_error *err)
                 c = CELLA_E_INTERNAL_ERROR;
         cella_error_set(err, c, "%s", msg ? msg : cella_code_name(c));
         json_decref(j);
-}
-
-void api_respond_agent_error(struct http_request *req, const struct frame *f)
-{
-        struct cella_error e = {0};
-
-        api_agent_error(f, &e);
-        http_respond_error(req, &e, NULL);
 }
 
 bool api_wants_sse(const struct http_request *req)

@@ -1,7 +1,8 @@
 /* The services beneath the API's handlers (docs/architecture.md, "The daemon's API"):
- * struct api as handlers see it, finding a request's sandbox and answering (api-service.c).
- * A request that talks to the agent is a struct api_req (api-req.h, above this). Handlers (api-exec.c, api-files.c, ... api-ports.c) include this and
- * api-handlers.h; never api.h or the route table, which sit above them. */
+ * struct api as handlers see it, finding a request's sandbox, reading an agent ERROR
+ * (api-service.c). A request that talks to the agent is a struct api_req (api-req.h, above
+ * this). Handlers (api-exec.c, api-files.c, ... api-ports.c) include api-req.h or this,
+ * and api-handlers.h; never api.h or the route table, which sit above them. */
 #ifndef CELLA_DAEMON_API_SERVICE_H
 #define CELLA_DAEMON_API_SERVICE_H
 
@@ -41,8 +42,6 @@ struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const c
 
 /* Helpers */
 void api_timestamp(char out[32]);
-/* Answer from an agent ERROR frame payload. */
-void api_respond_agent_error(struct http_request *req, const struct frame *f);
 /* Fill err from an agent ERROR frame payload. */
 void api_agent_error(const struct frame *f, struct cella_error *err);
 bool api_wants_sse(const struct http_request *req);
