@@ -16,6 +16,44 @@ struct kind {
         void (*print_list)(cella_client *c, json_t *j, const struct cli_args *a);
 };
 
+/* A column of a listing: its header, the member it shows (a flag as yes or no), its width
+ * (the last column is not padded). */
+struct column {
+        const char *head, *key;
+        int width;
+        bool flag;
+};
+
+static void print_cell(const struct column *col, const char *v, bool last)
+{
+        if (last)
+                printf("%s\n", v);
+        else
+                printf("%-*s ", col->width, v);
+}
+
+/* The header line, then one line per object of list. */
+static void print_rows(json_t *list, const struct column *cols, size_t n)
+{
+        json_t *o;
+        size_t i;
+
+        for (size_t k = 0; k < n; k++)
+                print_cell(&cols[k], cols[k].head, k + 1 == n);
+        json_array_foreach(list, i, o)
+        {
+                for (size_t k = 0; k < n; k++) {
+                        const char *v =
+                                cols[k].flag
+                                        ? (json_is_true(json_object_get(o, cols[k].key)) ? "yes"
+                                                                                         : "no")
+                                        : cli_str(o, cols[k].key);
+
+                        print_cell(&cols[k], v, k + 1 == n);
+                }
+        }
+}
+
 static void print_id(cella_client *c, json_t *j, const struct cli_args *a)
 {
         printf("%s\n", cli_str(j, "id"));
@@ -54,14 +92,14 @@ static int session_create(cella_client *c, const struct cli_args *a, char **ret_
 
 static void print_sessions(cella_client *c, json_t *j, const struct cli_args *a)
 {
-        json_t *s;
-        size_t i;
+        static const struct column cols[] = {
+                {"ID", "id", 24, false},
+                {"BUSY", "busy", 5, true},
+                {"CREATED", "createdAt", 24, false},
+                {"CWD", "cwd", 0, false},
+        };
 
-        printf("%-24s %-5s %-24s %s\n", "ID", "BUSY", "CREATED", "CWD");
-        json_array_foreach(json_object_get(j, "sessions"), i, s)
-                printf("%-24s %-5s %-24s %s\n", cli_str(s, "id"),
-                       json_is_true(json_object_get(s, "busy")) ? "yes" : "no",
-                       cli_str(s, "createdAt"), cli_str(s, "cwd"));
+        print_rows(json_object_get(j, "sessions"), cols, ARRAY_SIZE(cols));
 }
 
 int cmd_session(cella_client *c, struct cli_args *a)
@@ -82,13 +120,14 @@ static int context_create(cella_client *c, const struct cli_args *a, char **ret_
 
 static void print_contexts(cella_client *c, json_t *j, const struct cli_args *a)
 {
-        json_t *x;
-        size_t i;
+        static const struct column cols[] = {
+                {"ID", "id", 24, false},
+                {"LANGUAGE", "language", 11, false},
+                {"STATUS", "status", 9, false},
+                {"CWD", "cwd", 0, false},
+        };
 
-        printf("%-24s %-11s %-9s %s\n", "ID", "LANGUAGE", "STATUS", "CWD");
-        json_array_foreach(json_object_get(j, "contexts"), i, x)
-                printf("%-24s %-11s %-9s %s\n", cli_str(x, "id"), cli_str(x, "language"),
-                       cli_str(x, "status"), cli_str(x, "cwd"));
+        print_rows(json_object_get(j, "contexts"), cols, ARRAY_SIZE(cols));
 }
 
 int cmd_context(cella_client *c, struct cli_args *a)

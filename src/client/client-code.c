@@ -11,16 +11,9 @@ int cella_context_create(cella_client *c, const char *sandbox,
 {
         json_t *b = json_pack("{s:s}", "language", o && o->language ? o->language : "python");
 
-        if (!b)
-                return CELLA_ERR_NOMEM;
-        if (o && o->cwd)
+        if (b && o && o->cwd)
                 json_object_set_new(b, "cwd", json_string(o->cwd));
-        if (o && client_set_kv(c, b, "env", o->env, "env") < 0) {
-                json_decref(b);
-                return CELLA_ERR_INVALID;
-        }
-        return client_request_json(c, "POST", client_url(c, sandbox, "/contexts", NULL, NULL, NULL),
-                                   b, ret_json);
+        return client_create_member(c, sandbox, "/contexts", b, o ? o->env : NULL, ret_json);
 }
 
 int cella_context_list(cella_client *c, const char *sandbox, char **ret_json)

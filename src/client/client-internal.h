@@ -72,6 +72,10 @@ int client_finish_json(struct sink *s, int r, char **ret);
 int client_request_url(cella_client *c, const char *method, char *url, const char *body,
                        char **ret);
 int client_request_json(cella_client *c, const char *method, char *url, json_t *body, char **ret);
+/* POST body b (taken; NULL: out of memory) with its "env" member from the "K=V" list env
+ * (NULL: none) to /v1/sandboxes/{sandbox}{suffix}: a session, context or process. */
+int client_create_member(cella_client *c, const char *sandbox, const char *suffix, json_t *b,
+                         const char *const *env, char **ret_json);
 /* DELETE /v1/sandboxes/{sandbox}/{collection}/{id}, the id escaped. */
 int client_delete_member(cella_client *c, const char *sandbox, const char *collection,
                          const char *id);

@@ -237,11 +237,7 @@ int cella_process_start(cella_client *c, const char *sandbox, const char *comman
                 json_object_set_new(b, "sessionId", json_string(o->session_id));
         if (o && o->cwd)
                 json_object_set_new(b, "cwd", json_string(o->cwd));
-        if (o && client_set_kv(c, b, "env", o->env, "env") < 0) {
-                json_decref(b);
-                return CELLA_ERR_INVALID;
-        }
-        return client_request_json(c, "POST", proc_url(c, sandbox, NULL, NULL, NULL), b, ret_json);
+        return client_create_member(c, sandbox, "/processes", b, o ? o->env : NULL, ret_json);
 }
 
 int cella_process_list(cella_client *c, const char *sandbox, char **ret_json)

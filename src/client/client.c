@@ -455,6 +455,19 @@ int client_json_events(cella_client *c, char *url, json_t *body, size_t max_line
         return r;
 }
 
+int client_create_member(cella_client *c, const char *sandbox, const char *suffix, json_t *b,
+                         const char *const *env, char **ret_json)
+{
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        if (client_set_kv(c, b, "env", env, "env") < 0) {
+                json_decref(b);
+                return CELLA_ERR_INVALID;
+        }
+        return client_request_json(c, "POST", client_url(c, sandbox, suffix, NULL, NULL, NULL), b,
+                                   ret_json);
+}
+
 int client_set_kv(cella_client *c, json_t *b, const char *key, const char *const *kv,
                   const char *what)
 {
@@ -593,14 +606,7 @@ int cella_session_create(cella_client *c, const char *sandbox,
                 json_object_set_new(b, "cwd", json_string(o->cwd));
         if (b && o && o->command_timeout_ms > 0)
                 json_object_set_new(b, "commandTimeoutMs", json_integer(o->command_timeout_ms));
-        if (!b)
-                return CELLA_ERR_NOMEM;
-        if (o && client_set_kv(c, b, "env", o->env, "env") < 0) {
-                json_decref(b);
-                return CELLA_ERR_INVALID;
-        }
-        return client_request_json(c, "POST", client_url(c, sandbox, "/sessions", NULL, NULL, NULL),
-                                   b, ret_json);
+        return client_create_member(c, sandbox, "/sessions", b, o ? o->env : NULL, ret_json);
 }
 
 int cella_session_list(cella_client *c, const char *sandbox, char **ret_json)
