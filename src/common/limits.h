@@ -156,6 +156,13 @@
 #define CELLA_CLIENT_SSE_LINE_MAX (4 * 1024 * 1024)       /* an SSE line of exec/watch events */
 #define CELLA_CLIENT_SSE_CODE_LINE_MAX (64 * 1024 * 1024) /* a code run's (a PNG is one line) */
 #define CELLA_CLIENT_WS_MESSAGE_MAX (4 * 1024 * 1024)     /* a terminal WebSocket message */
+#define CELLA_CLIENT_SSE_BUILD_LINE_MAX (1024 * 1024)     /* an image build's log event */
+#define CELLA_CLIENT_JSON_ANSWER_MAX (64u * 1024 * 1024)  /* a JSON answer (or error body) */
+#define CELLA_CLIENT_WS_HEAD_MAX (16 * 1024)              /* the terminal handshake's answer head */
+#define CELLA_CLIENT_WS_ERROR_BODY_MAX (64 * 1024)        /* a refused handshake's error body */
+#define CELLA_CLIENT_CONNECT_TIMEOUT_MS 10000L            /* a TCP connect to the server */
+#define CELLA_CLIENT_WS_HANDSHAKE_TIMEOUT_MS 60000        /* may be creating the sandbox */
+#define CELLA_CLIENT_PTY_SIZE_MAX 1000                    /* a terminal's columns or rows */
 
 /* Image import (src/daemon/image-manifest.c) */
 #define CELLA_IMAGE_BLOB_PATH_MAX 512 /* a blob path named by a manifest */
