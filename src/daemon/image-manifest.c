@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "daemon/image.h"
 
@@ -351,7 +352,8 @@ out:
 int image_decode_build(const char *body, size_t len, const char **pkgs, size_t *n, json_t **owner,
                        struct cella_error *err)
 {
-        json_t *j, *arr, *p;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *arr, *p;
         const char *k;
         size_t i;
 
@@ -360,37 +362,26 @@ int image_decode_build(const char *body, size_t len, const char **pkgs, size_t *
         if (len == 0)
                 return 0;
         j = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
-        if (!json_is_object(j)) {
-                json_decref(j);
+        if (!json_is_object(j))
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "body must be a JSON object {packages: [...]}");
-        }
-        json_object_foreach(j, k, p) if (strcmp(k, "packages") != 0)
-        {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown field '%.64s'", k);
-                json_decref(j);
-                return -1;
-        }
+        json_object_foreach(j, k, p) if (strcmp(k, "packages") != 0) return cella_error_set(
+                err, CELLA_E_VALIDATION_FAILED, "unknown field '%.64s'", k);
         arr = json_object_get(j, "packages");
-        if (arr && (!json_is_array(arr) || json_array_size(arr) > CELLA_IMAGE_MAX_PACKAGES)) {
-                json_decref(j);
+        if (arr && (!json_is_array(arr) || json_array_size(arr) > CELLA_IMAGE_MAX_PACKAGES))
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "packages must be an array of at most %d package names",
                                        CELLA_IMAGE_MAX_PACKAGES);
-        }
         json_array_foreach(arr, i, p)
         {
-                if (!json_is_string(p) || !image_package_ok(json_string_value(p))) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "packages[%zu]: not a Debian package name "
-                                        "([a-z0-9][a-z0-9+.-]*, at most %d bytes)",
-                                        i, CELLA_IMAGE_PACKAGE_MAX);
-                        json_decref(j);
-                        return -1;
-                }
+                if (!json_is_string(p) || !image_package_ok(json_string_value(p)))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "packages[%zu]: not a Debian package name "
+                                               "([a-z0-9][a-z0-9+.-]*, at most %d bytes)",
+                                               i, CELLA_IMAGE_PACKAGE_MAX);
                 pkgs[i] = json_string_value(p);
         }
         *n = json_array_size(arr);
-        *owner = j;
+        *owner = TAKE_PTR(j);
         return 0;
 }

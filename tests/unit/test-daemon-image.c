@@ -224,7 +224,7 @@ static void test_decode_build(void **state)
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 memset(&err, 0, sizeof(err));
                 assert_int_equal(image_decode_build(bad[i], strlen(bad[i]), pkgs, &n, &owner, &err),
-                                 -1);
+                                 -EINVAL);
                 assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
                 assert_null(owner);
                 assert_int_equal(n, 0);
