@@ -573,24 +573,25 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
         if (r < 0) {
                 range_text(cfg->network_range ? &given : &rec.range, rtext, sizeof(rtext));
                 if (cfg->network_range)
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "--network-range %s overlaps %s: give --network-range a "
-                                        "range that no other cella instance, address or route "
-                                        "of this host uses",
-                                        rtext, by->desc);
+                        r = cella_error_set(
+                                err, CELLA_E_VALIDATION_FAILED,
+                                "--network-range %s overlaps %s: give --network-range a "
+                                "range that no other cella instance, address or route "
+                                "of this host uses",
+                                rtext, by->desc);
                 else if (has_rec)
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "network range %s of this data directory (%s/%s) "
-                                        "overlaps %s: give --network-range",
-                                        rtext, cfg->data_dir, HOST_CLAIM_RECORD, by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "network range %s of this data directory (%s/%s) "
+                                            "overlaps %s: give --network-range",
+                                            rtext, cfg->data_dir, HOST_CLAIM_RECORD, by->desc);
                 else
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "no free network range among the automatic ones "
-                                        "(10.213.0.0/16, then 10.64.0.0/16 to 10.127.0.0/16; "
-                                        "the first overlaps %s): give --network-range",
-                                        by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "no free network range among the automatic ones "
+                                            "(10.213.0.0/16, then 10.64.0.0/16 to 10.127.0.0/16; "
+                                            "the first overlaps %s): give --network-range",
+                                            by->desc);
                 host_claim_uses_done(&uses);
-                return -1;
+                return r;
         }
         if (!cfg->network_range && !has_rec) {
                 /* Say why the first candidate was not it. */
@@ -621,23 +622,23 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
         if (r < 0) {
                 uint32_t b = want_uids ? *want_uids : 0;
                 if (cfg->uid_base)
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "--uid-base %u: host uids %#x-%#x overlap %s: give "
-                                        "another --uid-base",
-                                        b, b, b + (HOST_CLAIM_UID_BLOCK - 1), by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "--uid-base %u: host uids %#x-%#x overlap %s: give "
+                                            "another --uid-base",
+                                            b, b, b + (HOST_CLAIM_UID_BLOCK - 1), by->desc);
                 else if (want_uids)
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "host uids %#x-%#x (%s) overlap %s; the sandboxes of "
-                                        "this data directory own files as those uids, so "
-                                        "they cannot change: stop that one first",
-                                        b, b + (HOST_CLAIM_UID_BLOCK - 1), uid_how, by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "host uids %#x-%#x (%s) overlap %s; the sandboxes of "
+                                            "this data directory own files as those uids, so "
+                                            "they cannot change: stop that one first",
+                                            b, b + (HOST_CLAIM_UID_BLOCK - 1), uid_how, by->desc);
                 else
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "no free block of host uids (the first overlaps %s): "
-                                        "give --uid-base",
-                                        by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "no free block of host uids (the first overlaps %s): "
+                                            "give --uid-base",
+                                            by->desc);
                 host_claim_uses_done(&uses);
-                return -1;
+                return r;
         }
         host_claim_uses_done(&uses);
 
