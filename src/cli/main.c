@@ -17,6 +17,7 @@
 #include "cli/shell.h"
 #include "common/base64.h"
 #include "common/buf.h"
+#include "common/json-cleanup.h"
 #include "common/macros.h"
 #include "common/timeutil.h"
 
@@ -99,11 +100,10 @@ static int on_err(const void *d, size_t n, void *ud)
 
 static void print_json(const char *text)
 {
-        json_t *j = json_loads(text, 0, NULL);
+        _cleanup_json_ json_t *j = json_loads(text, 0, NULL);
         char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
         printf("%s\n", s ? s : text);
         free(s);
-        json_decref(j);
 }
 
 static const char *str(json_t *o, const char *k)
@@ -312,7 +312,7 @@ static void print_code_error(struct code_out *o, json_t *e)
 static int on_code_event(const char *json, size_t len, void *ud)
 {
         struct code_out *o = ud;
-        json_t *j = json_loadb(json, len, 0, NULL);
+        _cleanup_json_ json_t *j = json_loadb(json, len, 0, NULL);
         const char *type = str(j, "type");
 
         if (strcmp(type, "stdout") == 0) {
@@ -328,7 +328,6 @@ static int on_code_event(const char *json, size_t len, void *ud)
                 o->timed_out = json_is_true(json_object_get(j, "timedOut"));
         }
         fflush(stdout);
-        json_decref(j);
         return 0;
 }
 
@@ -362,12 +361,11 @@ static int cmd_code(cella_client *c, struct cli_args *a)
         if (r < 0)
                 return api_fail(c, r);
         if (a->json) {
-                json_t *j = json_loads(text, 0, NULL);
+                _cleanup_json_ json_t *j = json_loads(text, 0, NULL);
 
                 print_json(text);
                 out.error = json_object_get(j, "error") != NULL;
                 out.timed_out = json_is_true(json_object_get(j, "timedOut"));
-                json_decref(j);
                 free(text);
         }
         if (out.timed_out)
@@ -415,7 +413,8 @@ static int cmd_list(cella_client *c, struct cli_args *a)
         if (a->json) {
                 print_json(text);
         } else {
-                json_t *j = json_loads(text, 0, NULL), *s;
+                _cleanup_json_ json_t *j = json_loads(text, 0, NULL);
+                json_t *s;
                 size_t i;
                 printf("%-32s %-9s %-11s %-14s %-12s %s\n", "NAME", "STATE", "SLEEP AFTER",
                        "LAST ACTIVE", "IMAGE", "TYPE");
@@ -427,7 +426,6 @@ static int cmd_list(cella_client *c, struct cli_args *a)
                                fmt_sleep_after(s, sl), fmt_ago(str(s, "lastActiveAt"), ago),
                                str(s, "image"), str(s, "instanceType"));
                 }
-                json_decref(j);
         }
         free(text);
         return 0;
@@ -601,7 +599,7 @@ static int cmd_image(cella_client *c, struct cli_args *a)
                 if (a->json) {
                         print_json(text);
                 } else {
-                        json_t *j = json_loads(text, 0, NULL);
+                        _cleanup_json_ json_t *j = json_loads(text, 0, NULL);
                         char sz[32];
                         confirm(a, "imported image '%s': %lld layers, %lld entries, %s", a->pos[2],
                                 json_integer_value(json_object_get(j, "layers")),
@@ -609,7 +607,6 @@ static int cmd_image(cella_client *c, struct cli_args *a)
                                 fmt_size((uint64_t)json_integer_value(
                                                  json_object_get(j, "sizeBytes")),
                                          sz));
-                        json_decref(j);
                 }
                 free(text);
                 return 0;
@@ -635,7 +632,8 @@ static int cmd_image(cella_client *c, struct cli_args *a)
         if (a->json) {
                 print_json(text);
         } else {
-                json_t *j = json_loads(text, 0, NULL), *im;
+                _cleanup_json_ json_t *j = json_loads(text, 0, NULL);
+                json_t *im;
                 size_t i;
                 printf("%-24s %-7s %-9s %s\n", "NAME", "SOURCE", "SIZE", "CREATED");
                 json_array_foreach(json_object_get(j, "images"), i, im)
@@ -647,7 +645,6 @@ static int cmd_image(cella_client *c, struct cli_args *a)
                                                    : "-",
                                str(im, "createdAt"));
                 }
-                json_decref(j);
         }
         free(text);
         return 0;
@@ -809,10 +806,9 @@ static int cmd_kill(cella_client *c, struct cli_args *a)
         if (a->json) {
                 print_json(text);
         } else {
-                json_t *j = json_loads(text, 0, NULL);
+                _cleanup_json_ json_t *j = json_loads(text, 0, NULL);
 
                 confirm(a, "%s %s", str(j, "id"), str(j, "status"));
-                json_decref(j);
         }
         free(text);
         return 0;

@@ -12,6 +12,7 @@
 #include "client/sse.h"
 #include "common/base64.h"
 #include "common/buf.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/macros.h"
 
@@ -422,9 +423,8 @@ int cella_sandbox_destroy(cella_client *c, const char *name, bool *ret_existed)
         char *body = NULL;
         int r = request_url(c, "DELETE", sandbox_url(c, name, NULL, NULL, NULL, NULL), NULL, &body);
         if (r == CELLA_OK && ret_existed) {
-                json_t *j = json_loads(body, 0, NULL);
+                _cleanup_json_ json_t *j = json_loads(body, 0, NULL);
                 *ret_existed = json_is_true(json_object_get(j, "destroyed"));
-                json_decref(j);
         }
         free(body);
         return r;
@@ -599,7 +599,8 @@ static int take_output(json_t *obj, const char *field, const char *enc_field, st
 int cella_exec(cella_client *c, const char *sandbox, const char *command,
                const struct cella_exec_options *o, cella_exec_result **ret)
 {
-        json_t *body = exec_body(command, o), *j;
+        json_t *body = exec_body(command, o);
+        _cleanup_json_ json_t *j = NULL;
         char *text = NULL;
         cella_exec_result *res;
         int r;
@@ -616,7 +617,6 @@ int cella_exec(cella_client *c, const char *sandbox, const char *command,
         free(text);
         res = calloc(1, sizeof(*res));
         if (!j || !res || !json_is_integer(json_object_get(j, "exitCode"))) {
-                json_decref(j);
                 free(res);
                 set_error(c, "INVALID_RESPONSE", "exec answer is not an ExecResult");
                 return CELLA_ERR_INVALID;
@@ -624,12 +624,10 @@ int cella_exec(cella_client *c, const char *sandbox, const char *command,
         res->exit_code = (int)json_integer_value(json_object_get(j, "exitCode"));
         if (take_output(j, "stdout", "stdoutEncoding", &res->out[0]) < 0 ||
             take_output(j, "stderr", "stderrEncoding", &res->out[1]) < 0) {
-                json_decref(j);
                 cella_exec_result_free(res);
                 set_error(c, "INVALID_RESPONSE", "exec answer has malformed output");
                 return CELLA_ERR_INVALID;
         }
-        json_decref(j);
         *ret = res;
         return CELLA_OK;
 }
@@ -673,12 +671,11 @@ struct exec_stream {
 static int on_exec_event(const char *event, const char *data, size_t len, void *ud)
 {
         struct exec_stream *x = ud;
-        json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
+        _cleanup_json_ json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
         const char *type = j ? json_string_value(json_object_get(j, "type")) : NULL;
         int r = 0;
 
         if (!type) {
-                json_decref(j);
                 set_error(x->c, "INVALID_RESPONSE", "malformed exec event");
                 return CELLA_ERR_INVALID;
         }
@@ -712,7 +709,6 @@ static int on_exec_event(const char *event, const char *data, size_t len, void *
                         x->error_has_exit_code = true;
                 }
         }
-        json_decref(j);
         return r;
 }
 
@@ -782,13 +778,12 @@ struct json_events {
 static int on_json_event(const char *event, const char *data, size_t len, void *ud)
 {
         struct json_events *x = ud;
-        json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
+        _cleanup_json_ json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
         const char *type = j ? json_string_value(json_object_get(j, "type")) : NULL;
         int r = 0;
 
         (void)event;
         if (!type) {
-                json_decref(j);
                 set_error(x->c, "INVALID_RESPONSE", "malformed event");
                 return CELLA_ERR_INVALID;
         }
@@ -805,7 +800,6 @@ static int on_json_event(const char *event, const char *data, size_t len, void *
                 set_error(x->c, "CANCELLED", "stopped by the caller");
                 r = CELLA_ERR_CALLBACK;
         }
-        json_decref(j);
         return r;
 }
 
@@ -834,7 +828,8 @@ int cella_watch(cella_client *c, const char *sandbox, const char *path,
 {
         struct json_events x = {.c = c, .on_event = on_event, .userdata = userdata};
         struct sink s = {.body = BUF_INIT, .stream = json_events_chunk, .ud = &x};
-        json_t *b = json_pack("{s:s, s:b}", "path", path, "recursive", !(o && o->no_recursive));
+        _cleanup_json_ json_t *b =
+                json_pack("{s:s, s:b}", "path", path, "recursive", !(o && o->no_recursive));
         char *text = NULL, *url = NULL;
         int r = CELLA_ERR_NOMEM;
 
@@ -844,7 +839,6 @@ int cella_watch(cella_client *c, const char *sandbox, const char *path,
                 json_object_set_new(b, "exclude", string_array(o->exclude));
         if (b)
                 text = json_dumps(b, JSON_COMPACT);
-        json_decref(b);
         url = sandbox_url(c, sandbox, "/files/watch", NULL, NULL, NULL);
         if (!text || !url)
                 goto out;
@@ -1028,7 +1022,7 @@ int cella_process_kill_all(cella_client *c, const char *sandbox, const char *sig
                            int *ret_killed)
 {
         char *text = NULL;
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         int r = request_json(c, "DELETE", proc_url(c, sandbox, NULL, NULL, NULL),
                              signal ? json_pack("{s:s}", "signal", signal) : NULL, &text);
 
@@ -1038,7 +1032,6 @@ int cella_process_kill_all(cella_client *c, const char *sandbox, const char *sig
         free(text);
         if (ret_killed)
                 *ret_killed = (int)json_integer_value(json_object_get(j, "killed"));
-        json_decref(j);
         return CELLA_OK;
 }
 
@@ -1047,7 +1040,7 @@ int cella_process_logs(cella_client *c, const char *sandbox, const char *id,
 {
         char *text = NULL;
         cella_exec_result *res;
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         int r = request_url(c, "GET", proc_url(c, sandbox, id, "/logs", NULL), NULL, &text);
 
         if (r < 0)
@@ -1057,12 +1050,10 @@ int cella_process_logs(cella_client *c, const char *sandbox, const char *id,
         res = calloc(1, sizeof(*res));
         if (!j || !res || take_output(j, "stdout", "stdoutEncoding", &res->out[0]) < 0 ||
             take_output(j, "stderr", "stderrEncoding", &res->out[1]) < 0) {
-                json_decref(j);
                 cella_exec_result_free(res);
                 set_error(c, "INVALID_RESPONSE", "logs answer has malformed output");
                 return CELLA_ERR_INVALID;
         }
-        json_decref(j);
         *ret = res;
         return CELLA_OK;
 }
@@ -1221,9 +1212,8 @@ int cella_file_exists(cella_client *c, const char *sandbox, const char *path, bo
         int r = request_url(c, "GET", sandbox_url(c, sandbox, "/files/exists", "path", path, NULL),
                             NULL, &body);
         if (r == CELLA_OK) {
-                json_t *j = json_loads(body, 0, NULL);
+                _cleanup_json_ json_t *j = json_loads(body, 0, NULL);
                 *ret = json_is_true(json_object_get(j, "exists"));
-                json_decref(j);
         }
         free(body);
         return r;
@@ -1265,7 +1255,7 @@ struct build_stream {
 static int on_build_event(const char *event, const char *data, size_t len, void *ud)
 {
         struct build_stream *b = ud;
-        json_t *j = json_loadb(data, len, 0, NULL);
+        _cleanup_json_ json_t *j = json_loadb(data, len, 0, NULL);
         const char *type = j ? json_string_value(json_object_get(j, "type")) : NULL;
 
         if (type && strcmp(type, "log") == 0) {
@@ -1287,7 +1277,6 @@ static int on_build_event(const char *event, const char *data, size_t len, void 
                 set_error(b->c, code ? code : "IMAGE_BUILD_FAILED", "%s", msg ? msg : "");
                 b->failed = true;
         }
-        json_decref(j);
         return 0;
 }
 
