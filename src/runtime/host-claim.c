@@ -478,6 +478,47 @@ static int write_record(const char *data_dir, const char *text)
         return 0;
 }
 
+/* Create the claim directory and hold its .lock: one instance chooses at a time. Returns
+ * the lock's descriptor, or -errno with *err set (without the "instance claims" context). */
+static int claims_lock(const char *dir, struct cella_error *err)
+{
+        char path[CELLA_PATH_MAX + 64];
+        int r = fs_mkdir_p(dir, 0755);
+
+        if (r < 0)
+                return cella_error_errno(err, -r, "create %s", dir);
+        snprintf(path, sizeof(path), "%s/.lock", dir);
+        _cleanup_close_ int lock = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (lock < 0)
+                return cella_error_errno(err, errno, "open %s", path);
+        while (flock(lock, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        return cella_error_errno(err, errno, "lock %s", path);
+        return TAKE_FD(lock);
+}
+
+/* Write this instance's claim text to dir/name and hold the file's lock for as long as it
+ * lives. Returns the claim's descriptor, or -errno with *err set (without the context). */
+static int claim_write(const char *dir, const char *name, const char *text, struct cella_error *err)
+{
+        char path[CELLA_PATH_MAX + 64];
+        size_t len = strlen(text);
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return cella_error_errno(err, errno, "open %s", path);
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                       "%s is held by another cellad (an instance of the same "
+                                       "name)",
+                                       path);
+        errno = EIO; /* a short write sets none */
+        if (ftruncate(fd, 0) < 0 || pwrite(fd, text, len, 0) != (ssize_t)len)
+                return cella_error_errno(err, errno, "write %s", path);
+        return TAKE_FD(fd);
+}
+
 int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret,
                     struct cella_error *err)
 {
@@ -533,17 +574,12 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
 
         /* One instance chooses at a time. */
         if (!cfg->probe_only) {
-                r = fs_mkdir_p(dir, 0755);
-                if (r < 0)
-                        return cella_error_errno(err, -r, "instance claims: create %s", dir);
-                snprintf(path, sizeof(path), "%s/.lock", dir);
-                lock = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (lock < 0)
-                        return cella_error_errno(err, errno, "instance claims: open %s", path);
-                while (flock(lock, LOCK_EX) < 0)
-                        if (errno != EINTR)
-                                return cella_error_errno(err, errno, "instance claims: lock %s",
-                                                         path);
+                r = claims_lock(dir, err);
+                if (r < 0) {
+                        cella_error_prefix(err, "instance claims");
+                        return r;
+                }
+                lock = r;
         }
 
         r = gather_claims(cfg, dir, &uses);
@@ -667,19 +703,12 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
                 r = host_claim_format(&mine, text, CLAIM_TEXT_MAX);
                 if (r < 0)
                         return cella_error_errno(err, -r, "instance claim of %s", dd);
-                snprintf(path, sizeof(path), "%s/%s", dir, cfg->name);
-                fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-                if (fd < 0)
-                        return cella_error_errno(err, errno, "instance claims: open %s", path);
-                if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
-                                               "instance claims: %s is held by another cellad "
-                                               "(an instance of the same name)",
-                                               path);
-                size_t len = strlen(text);
-                errno = EIO; /* a short write sets none */
-                if (ftruncate(fd, 0) < 0 || pwrite(fd, text, len, 0) != (ssize_t)len)
-                        return cella_error_errno(err, errno, "instance claims: write %s", path);
+                r = claim_write(dir, cfg->name, text, err);
+                if (r < 0) {
+                        cella_error_prefix(err, "instance claims");
+                        return r;
+                }
+                fd = r;
         }
 
         struct host_claim *c = calloc(1, sizeof(*c));
