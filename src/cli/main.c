@@ -151,7 +151,7 @@ static int cmd_session(cella_client *c, struct cli_args *a)
                                                   .cwd = a->cwd,
                                                   .env = a->nenv ? a->env : NULL,
                                                   .command_timeout_ms = a->timeout_ms};
-                json_t *j;
+                _cleanup_json_ json_t *j = NULL;
 
                 r = cella_session_create(c, a->pos[2], &o, &text);
                 if (r < 0)
@@ -161,10 +161,10 @@ static int cmd_session(cella_client *c, struct cli_args *a)
                 } else {
                         j = json_loads(text, 0, NULL);
                         printf("%s\n", str(j, "id"));
-                        json_decref(j);
                 }
         } else if (strcmp(a->pos[1], "ls") == 0 && a->npos == 3) {
-                json_t *j, *s;
+                _cleanup_json_ json_t *j = NULL;
+                json_t *s;
                 size_t i;
 
                 r = cella_session_list(c, a->pos[2], &text);
@@ -179,7 +179,6 @@ static int cmd_session(cella_client *c, struct cli_args *a)
                                 printf("%-24s %-5s %-24s %s\n", str(s, "id"),
                                        json_is_true(json_object_get(s, "busy")) ? "yes" : "no",
                                        str(s, "createdAt"), str(s, "cwd"));
-                        json_decref(j);
                 }
         } else if (strcmp(a->pos[1], "rm") == 0 && a->npos == 4) {
                 r = cella_session_delete(c, a->pos[2], a->pos[3]);
@@ -196,7 +195,8 @@ static int cmd_session(cella_client *c, struct cli_args *a)
 static int cmd_context(cella_client *c, struct cli_args *a)
 {
         char *text = NULL;
-        json_t *j, *x;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *x;
         size_t i;
         int r;
 
@@ -214,7 +214,6 @@ static int cmd_context(cella_client *c, struct cli_args *a)
                 } else {
                         j = json_loads(text, 0, NULL);
                         printf("%s\n", str(j, "id"));
-                        json_decref(j);
                 }
         } else if (strcmp(a->pos[1], "ls") == 0 && a->npos == 3) {
                 r = cella_context_list(c, a->pos[2], &text);
@@ -228,7 +227,6 @@ static int cmd_context(cella_client *c, struct cli_args *a)
                         json_array_foreach(json_object_get(j, "contexts"), i, x)
                                 printf("%-24s %-11s %-9s %s\n", str(x, "id"), str(x, "language"),
                                        str(x, "status"), str(x, "cwd"));
-                        json_decref(j);
                 }
         } else if (strcmp(a->pos[1], "rm") == 0 && a->npos == 4) {
                 r = cella_context_delete(c, a->pos[2], a->pos[3]);
@@ -475,7 +473,8 @@ static void print_state(json_t *j)
 
 static int print_info(const char *text, bool json)
 {
-        json_t *j, *v;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *v;
         const char *k;
         char ago[48];
 
@@ -508,7 +507,6 @@ static int print_info(const char *text, bool json)
                 printf("label:         %s=%s\n", k, json_string_value(v));
         json_object_foreach(json_object_get(j, "env"), k, v)
                 printf("env:           %s=%s\n", k, json_string_value(v));
-        json_decref(j);
         return 0;
 }
 
@@ -516,7 +514,8 @@ static int cmd_ls(cella_client *c, struct cli_args *a)
 {
         const char *path = a->npos >= 3 ? a->pos[2] : "/workspace";
         char *text = NULL;
-        json_t *j, *f;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *f;
         size_t i;
         int r = cella_file_list(c, a->pos[1], path, a->recursive, a->all, &text);
 
@@ -538,7 +537,6 @@ static int cmd_ls(cella_client *c, struct cli_args *a)
                        str(f, "mode"), (long long)json_integer_value(json_object_get(f, "size")),
                        str(f, "modifiedAt"), str(f, "relativePath"), type[0] == 'd' ? "/" : "");
         }
-        json_decref(j);
         free(text);
         return 0;
 }
@@ -660,7 +658,7 @@ static int cmd_start(cella_client *c, struct cli_args *a)
                                           .env = a->nenv ? a->env : NULL};
         struct buf cmd = BUF_INIT;
         char *text = NULL;
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         int r;
 
         if (a->npos < 3)
@@ -679,7 +677,6 @@ static int cmd_start(cella_client *c, struct cli_args *a)
         if (strcmp(str(j, "status"), "error") == 0)
                 fprintf(stderr, "cella: the process could not start: %s\n", str(j, "error"));
         r = strcmp(str(j, "status"), "error") == 0 ? 1 : 0;
-        json_decref(j);
         free(text);
         return r;
 }
@@ -687,7 +684,8 @@ static int cmd_start(cella_client *c, struct cli_args *a)
 static int cmd_ps(cella_client *c, struct cli_args *a)
 {
         char *text = NULL;
-        json_t *j, *p;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *p;
         size_t i;
         int r = cella_process_list(c, a->pos[1], &text);
 
@@ -712,7 +710,6 @@ static int cmd_ps(cella_client *c, struct cli_args *a)
                        (long long)json_integer_value(json_object_get(p, "pid")), str(p, "status"),
                        exit, str(p, "startTime"), str(p, "command"));
         }
-        json_decref(j);
         free(text);
         return 0;
 }
@@ -745,7 +742,7 @@ static int cmd_logs(cella_client *c, struct cli_args *a)
 static int on_watch_event(const char *json, size_t len, void *ud)
 {
         const struct cli_args *a = ud;
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         const char *type, *et, *path;
 
         if (a->json) {
@@ -765,7 +762,6 @@ static int on_watch_event(const char *json, size_t len, void *ud)
         else if (type && strcmp(type, "overflow") == 0)
                 printf("overflow\n");
         fflush(stdout);
-        json_decref(j);
         return 0;
 }
 
@@ -818,7 +814,7 @@ static int cmd_wait(cella_client *c, struct cli_args *a)
 {
         const char *sb = a->pos[1], *id = a->pos[2];
         char *text = NULL;
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         int r;
 
         if (a->log) {
@@ -841,7 +837,6 @@ static int cmd_wait(cella_client *c, struct cli_args *a)
         else if (a->log)
                 printf("%s\n", str(j, "line"));
         r = a->exit ? (int)json_integer_value(json_object_get(j, "exitCode")) : 0;
-        json_decref(j);
         free(text);
         return r;
 }
@@ -855,7 +850,7 @@ static int cmd_git(cella_client *c, struct cli_args *a)
                                       .depth = a->depth,
                                       .timeout_ms = a->timeout_ms};
         char *text = NULL;
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         int r;
 
         if (a->npos != 4 || strcmp(a->pos[1], "clone") != 0)
@@ -871,7 +866,6 @@ static int cmd_git(cella_client *c, struct cli_args *a)
                 j = json_loads(text, 0, NULL);
                 confirm(a, "cloned %s (%s) into %s", str(j, "repoUrl"), str(j, "branch"),
                         str(j, "targetDir"));
-                json_decref(j);
         }
         free(text);
         return 0;
@@ -916,7 +910,8 @@ static int parse_port_arg(const char *s)
 static int cmd_ports(cella_client *c, struct cli_args *a, const char *cmd)
 {
         char *text = NULL;
-        json_t *j, *p;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *p;
         size_t i;
         int port = a->npos >= 3 ? parse_port_arg(a->pos[2]) : 0;
         int r;
@@ -933,7 +928,6 @@ static int cmd_ports(cella_client *c, struct cli_args *a, const char *cmd)
                         j = json_loads(text, 0, NULL);
                         printf("%s\n", str(j, "url"));
                         print_preview_hint(c, a, str(j, "url"));
-                        json_decref(j);
                 }
                 free(text);
                 return 0;
@@ -965,7 +959,6 @@ static int cmd_ports(cella_client *c, struct cli_args *a, const char *cmd)
                        (long long)json_integer_value(json_object_get(p, "port")), str(p, "status"),
                        str(p, "name"), str(p, "url"));
         }
-        json_decref(j);
         free(text);
         return 0;
 }
