@@ -104,8 +104,10 @@ int cella_error_setv(struct cella_error *err, int code, const char *fmt, va_list
  * Returns -errnum (errnum may be given positive or negative; 0 counts as EIO). */
 int cella_error_errno(struct cella_error *err, int errnum, const char *fmt, ...) _printf_(3, 4);
 /* Context on the way up: turn a set error's message into "<fmt...>: <message>", in place
- * (cut at the end to fit, never allocating). The code stays. Returns the code's negative
- * errno, or -EIO when err is NULL or not set (nothing to add context to). */
+ * (cut at the end to fit, never allocating). The code stays. Meant for the error a callee
+ * just set in a record that was empty when it was called (the first error set wins, so an
+ * older one would get the new context). Returns the code's negative errno, or -EIO when
+ * err is NULL or not set (nothing to add context to). */
 int cella_error_prefix(struct cella_error *err, const char *fmt, ...) _printf_(2, 3);
 int cella_error_prefixv(struct cella_error *err, const char *fmt, va_list ap);
 static inline bool cella_error_is_set(const struct cella_error *err)
