@@ -111,7 +111,7 @@ static void test_store_open_failure(void **state)
 {
         struct cella_error err = {0};
         struct store *st = NULL;
-        assert_int_equal(store_open("/nonexistent-dir/x/cella.db", &st, &err), -1);
+        assert_int_equal(store_open("/nonexistent-dir/x/cella.db", &st, &err), -EIO);
         assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
         assert_non_null(strstr(err.msg, "/nonexistent-dir/x/cella.db"));
 }
