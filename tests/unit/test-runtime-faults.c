@@ -1,7 +1,8 @@
 /* The runtime's failure paths: runtime_container_start with one step made to fail by
  * wrapping the call it makes (-Wl,--wrap, see tests/CMakeLists.txt): the socketpair, clone3,
  * a cgroup directory, a cgroup limit, the uid map, the idmapped mount of the image, the
- * disk's loop device and mount. Each test checks the error (its code, its message with the
+ * disk's loop device and mount; then the teardown's cgroup removal and the rename's
+ * sethostname. Each test checks the error (its code, its message with the
  * "create sandbox" context, the errno returned) and that everything done before the step
  * was undone: no descriptor, mount, cgroup, child process or loop device left behind; then
  * that the same sandbox starts cleanly afterwards.
@@ -46,8 +47,9 @@ static char tmpdir[] = "/tmp/cella-runtime-faults-XXXXXX";
 /* ---- the wrapped calls: each fails with its errno while armed ---- */
 
 static int fail_socketpair, fail_clone3, fail_mount_setattr, fail_fsmount;
-static int fail_mkdir, fail_write;
-/* mkdir and write fail only on a path holding both substrings (a write: its fd's path). */
+static int fail_mkdir, fail_write, fail_rmdir, fail_sethostname;
+/* mkdir, rmdir and write fail only on a path holding both substrings (a write: its fd's
+ * path). */
 static const char *match_a, *match_b;
 static int hits; /* how many armed calls failed */
 
@@ -57,6 +59,8 @@ int __wrap_mount_setattr(int dfd, const char *path, unsigned int flags, struct m
                          size_t size);
 int __wrap_fsmount(int fd, unsigned int flags, unsigned int attr_flags);
 int __wrap_mkdir(const char *path, mode_t mode);
+int __wrap_rmdir(const char *path);
+int __wrap_sethostname(const char *name, size_t len);
 ssize_t __wrap_write(int fd, const void *buf, size_t n);
 
 static bool path_matches(const char *path)
@@ -130,6 +134,28 @@ int __wrap_mkdir(const char *path, mode_t mode)
         return __real_mkdir(path, mode);
 }
 
+int __real_rmdir(const char *path);
+int __wrap_rmdir(const char *path)
+{
+        if (fail_rmdir && path_matches(path)) {
+                hits++;
+                errno = fail_rmdir;
+                return -1;
+        }
+        return __real_rmdir(path);
+}
+
+int __real_sethostname(const char *name, size_t len);
+int __wrap_sethostname(const char *name, size_t len)
+{
+        if (fail_sethostname) {
+                hits++;
+                errno = fail_sethostname;
+                return -1;
+        }
+        return __real_sethostname(name, len);
+}
+
 ssize_t __real_write(int fd, const void *buf, size_t n);
 ssize_t __wrap_write(int fd, const void *buf, size_t n)
 {
@@ -152,7 +178,7 @@ ssize_t __wrap_write(int fd, const void *buf, size_t n)
 static void disarm(void)
 {
         fail_socketpair = fail_clone3 = fail_mount_setattr = fail_fsmount = 0;
-        fail_mkdir = fail_write = 0;
+        fail_mkdir = fail_write = fail_rmdir = fail_sethostname = 0;
         match_a = match_b = NULL;
         hits = 0;
 }
@@ -269,8 +295,8 @@ static uid_t slot_base(unsigned slot)
         return last_block + (4100u + slot) * CELLA_UID_RANGE;
 }
 
-static const char *const test_ids[] = {"f-sock",   "f-clone", "f-cgdir", "f-cglim",
-                                       "f-uidmap", "f-idmap", "f-mount", "f-disk"};
+static const char *const test_ids[] = {"f-sock",  "f-clone", "f-cgdir", "f-cglim",   "f-uidmap",
+                                       "f-idmap", "f-mount", "f-disk",  "f-destroy", "f-rename"};
 
 static int start(const char *id, unsigned slot, bool disk, struct container *c,
                  struct cella_error *err)
@@ -446,6 +472,81 @@ static void test_disk_then_clone3(void **state)
                        "create sandbox 'f-disk': clone3: No space left on device");
 }
 
+/* Teardown: the cgroup cannot be removed. The sandbox's processes are gone all the same
+ * (PID 1 killed and reaped, its pidfd closed), the error says what is left, and a later
+ * destroy (as after a restart: no pidfd) removes it. */
+static void test_destroy_cgroup_left(void **state)
+{
+        struct cella_error err = {0};
+        struct container c;
+        struct host_state before;
+        int r;
+
+        (void)state;
+        REQUIRE_RUNTIME();
+        before = host_state();
+        r = start("f-destroy", 8, false, &c, &err);
+        if (r < 0)
+                fail_msg("start: %s", err.msg);
+        fail_rmdir = EACCES;
+        match_a = CG_NAME "/f-destroy";
+        match_b = "";
+        r = runtime_container_destroy(rt, "f-destroy", &c, &err);
+        int failed_calls = hits;
+        disarm();
+        print_message("f-destroy: %s\n", err.msg);
+        assert_true(failed_calls >= 1);
+        assert_int_equal(r, -EACCES);
+        assert_int_equal(err.code, CELLA_E_PERMISSION_DENIED);
+        assert_string_equal(err.msg,
+                            "destroy sandbox 'f-destroy': remove cgroup: Permission denied");
+        assert_int_equal(c.pidfd, -EBADF);
+        errno = 0;
+        assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+        assert_int_equal(errno, ECHILD);
+        assert_int_equal(host_state().fds, before.fds);
+        assert_true(cgroup_left("f-destroy"));
+        assert_int_equal(runtime_container_destroy(rt, "f-destroy", NULL, NULL), 0);
+        assert_false(cgroup_left("f-destroy"));
+}
+
+/* Renaming: the kernel hostname cannot be set. The thread that visited the sandbox's UTS
+ * namespace is back in the daemon's, and the error names the sandbox. */
+static void test_rename_sethostname(void **state)
+{
+        struct cella_error err = {0};
+        struct container c;
+        struct stat uts_before, uts_after;
+        char dir[256];
+        int r;
+
+        (void)state;
+        REQUIRE_RUNTIME();
+        r = start("f-rename", 9, false, &c, &err);
+        if (r < 0)
+                fail_msg("start: %s", err.msg);
+        snprintf(dir, sizeof(dir), "%s/f-rename", tmpdir);
+        assert_int_equal(stat("/proc/thread-self/ns/uts", &uts_before), 0);
+        int fds = count_fds();
+        fail_sethostname = EPERM;
+        r = runtime_container_rename(rt, &c, dir, "renamed", &err);
+        int failed_calls = hits;
+        disarm();
+        print_message("f-rename: %s\n", err.msg);
+        assert_int_equal(failed_calls, 1);
+        assert_int_equal(r, -EPERM);
+        assert_int_equal(err.code, CELLA_E_PERMISSION_DENIED);
+        assert_string_equal(err.msg,
+                            "name sandbox 'renamed': sethostname: Operation not permitted");
+        assert_int_equal(stat("/proc/thread-self/ns/uts", &uts_after), 0);
+        assert_int_equal(uts_after.st_ino, uts_before.st_ino);
+        assert_int_equal(uts_after.st_dev, uts_before.st_dev);
+        assert_int_equal(count_fds(), fds);
+        memset(&err, 0, sizeof(err));
+        assert_int_equal(runtime_container_rename(rt, &c, dir, "renamed", &err), 0);
+        assert_int_equal(runtime_container_destroy(rt, "f-rename", &c, &err), 0);
+}
+
 /* ---- setup ---- */
 
 /* The probe runs inside the image: only a static one can (see test-runtime-live.c). */
@@ -535,10 +636,16 @@ static int group_teardown(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_socketpair), cmocka_unit_test(test_clone3),
-                cmocka_unit_test(test_cgroup_dir), cmocka_unit_test(test_cgroup_limit),
-                cmocka_unit_test(test_uid_map),    cmocka_unit_test(test_idmapped_mount),
-                cmocka_unit_test(test_disk_mount), cmocka_unit_test(test_disk_then_clone3),
+                cmocka_unit_test(test_socketpair),
+                cmocka_unit_test(test_clone3),
+                cmocka_unit_test(test_cgroup_dir),
+                cmocka_unit_test(test_cgroup_limit),
+                cmocka_unit_test(test_uid_map),
+                cmocka_unit_test(test_idmapped_mount),
+                cmocka_unit_test(test_disk_mount),
+                cmocka_unit_test(test_disk_then_clone3),
+                cmocka_unit_test(test_destroy_cgroup_left),
+                cmocka_unit_test(test_rename_sethostname),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
