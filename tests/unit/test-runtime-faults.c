@@ -1,7 +1,7 @@
 /* The runtime's failure paths: runtime_container_start with one step made to fail by
  * wrapping the call it makes (-Wl,--wrap, see tests/CMakeLists.txt): the socketpair, clone3,
  * a cgroup directory, a cgroup limit, the uid map, the idmapped mount of the image, the
- * disk's loop device and mount; then the teardown's cgroup removal and the rename's
+ * disk's mkfs, loop device and mount; then the teardown's cgroup removal and the rename's
  * sethostname. Each test checks the error (its code, its message with the
  * "create sandbox" context, the errno returned) and that everything done before the step
  * was undone: no descriptor, mount, cgroup, child process or loop device left behind; then
@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <setjmp.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,7 +48,7 @@ static char tmpdir[] = "/tmp/cella-runtime-faults-XXXXXX";
 /* ---- the wrapped calls: each fails with its errno while armed ---- */
 
 static int fail_socketpair, fail_clone3, fail_mount_setattr, fail_fsmount;
-static int fail_mkdir, fail_write, fail_rmdir, fail_sethostname;
+static int fail_mkdir, fail_write, fail_rmdir, fail_sethostname, fail_spawn;
 /* mkdir, rmdir and write fail only on a path holding both substrings (a write: its fd's
  * path). */
 static const char *match_a, *match_b;
@@ -60,6 +61,8 @@ int __wrap_mount_setattr(int dfd, const char *path, unsigned int flags, struct m
 int __wrap_fsmount(int fd, unsigned int flags, unsigned int attr_flags);
 int __wrap_mkdir(const char *path, mode_t mode);
 int __wrap_rmdir(const char *path);
+int __wrap_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[]);
 int __wrap_sethostname(const char *name, size_t len);
 ssize_t __wrap_write(int fd, const void *buf, size_t n);
 
@@ -145,6 +148,19 @@ int __wrap_rmdir(const char *path)
         return __real_rmdir(path);
 }
 
+/* posix_spawn returns the error number instead of setting errno. */
+int __real_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[]);
+int __wrap_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+        if (fail_spawn) {
+                hits++;
+                return fail_spawn;
+        }
+        return __real_posix_spawn(pid, path, fa, attr, argv, envp);
+}
+
 int __real_sethostname(const char *name, size_t len);
 int __wrap_sethostname(const char *name, size_t len)
 {
@@ -178,7 +194,7 @@ ssize_t __wrap_write(int fd, const void *buf, size_t n)
 static void disarm(void)
 {
         fail_socketpair = fail_clone3 = fail_mount_setattr = fail_fsmount = 0;
-        fail_mkdir = fail_write = fail_rmdir = fail_sethostname = 0;
+        fail_mkdir = fail_write = fail_rmdir = fail_sethostname = fail_spawn = 0;
         match_a = match_b = NULL;
         hits = 0;
 }
@@ -295,8 +311,9 @@ static uid_t slot_base(unsigned slot)
         return last_block + (4100u + slot) * CELLA_UID_RANGE;
 }
 
-static const char *const test_ids[] = {"f-sock",  "f-clone", "f-cgdir", "f-cglim",   "f-uidmap",
-                                       "f-idmap", "f-mount", "f-disk",  "f-destroy", "f-rename"};
+static const char *const test_ids[] = {"f-sock",    "f-clone",  "f-cgdir", "f-cglim",
+                                       "f-uidmap",  "f-idmap",  "f-mount", "f-disk",
+                                       "f-destroy", "f-rename", "f-mkfs"};
 
 static int start(const char *id, unsigned slot, bool disk, struct container *c,
                  struct cella_error *err)
@@ -448,6 +465,38 @@ static void test_idmapped_mount(void **state)
         fail_mount_setattr = EINVAL;
         expect_failure("f-idmap", 5, false, -EINVAL, CELLA_E_SANDBOX_UNAVAILABLE,
                        "create sandbox 'f-idmap': idmapped mount of the image: Invalid argument");
+}
+
+/* mkfs cannot run: the half-made image (a sparse file of the size) is removed, so the next
+ * start makes a whole one. */
+static void test_disk_mkfs(void **state)
+{
+        char img[300];
+
+        (void)state;
+        REQUIRE_DISK();
+        snprintf(img, sizeof(img), "%s/f-mkfs/disk.img", tmpdir);
+        fail_spawn = ENOEXEC;
+        struct cella_error err = {0};
+        struct container c;
+        struct host_state before = host_state();
+        int r = start("f-mkfs", 10, true, &c, &err);
+        int failed_calls = hits;
+        disarm();
+        print_message("f-mkfs: %s\n", err.msg);
+        assert_int_equal(failed_calls, 1);
+        assert_int_equal(r, -ENOEXEC);
+        assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
+        assert_string_equal(err.msg, "create sandbox 'f-mkfs': make disk image: Exec format error");
+        assert_int_equal(access(img, F_OK), -1);
+        assert_int_equal(errno, ENOENT);
+        assert_nothing_left("f-mkfs", before);
+        memset(&err, 0, sizeof(err));
+        r = start("f-mkfs", 10, true, &c, &err);
+        if (r < 0)
+                fail_msg("the start after the failure: %s", err.msg);
+        assert_int_equal(access(img, F_OK), 0);
+        assert_int_equal(runtime_container_destroy(rt, "f-mkfs", &c, &err), 0);
 }
 
 /* The disk image is made and attached to a loop device, its mount fails: the loop device
@@ -644,6 +693,7 @@ int main(void)
                 cmocka_unit_test(test_idmapped_mount),
                 cmocka_unit_test(test_disk_mount),
                 cmocka_unit_test(test_disk_then_clone3),
+                cmocka_unit_test(test_disk_mkfs),
                 cmocka_unit_test(test_destroy_cgroup_left),
                 cmocka_unit_test(test_rename_sethostname),
         };
