@@ -1,8 +1,8 @@
 /* The runtime's failure paths: runtime_container_start with one step made to fail by
  * wrapping the call it makes (-Wl,--wrap, see tests/CMakeLists.txt): the socketpair, clone3,
  * a cgroup directory, a cgroup limit, the uid map, the idmapped mount of the image, the
- * disk's mkfs, loop device and mount; then the teardown's cgroup removal and the rename's
- * sethostname. Each test checks the error (its code, its message with the
+ * disk's mkfs and its mount (loop device attached); then the teardown's cgroup removal and
+ * the rename's sethostname. Each test checks the error (its code, its message with the
  * "create sandbox" context, the errno returned) and that everything done before the step
  * was undone: no descriptor, mount, cgroup, child process or loop device left behind; then
  * that the same sandbox starts cleanly afterwards.
