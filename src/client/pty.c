@@ -16,6 +16,7 @@
 #include "cella/cella.h"
 #include "client/client-internal.h"
 #include "common/buf.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/macros.h"
 #include "common/ws-key.h"
@@ -184,7 +185,7 @@ static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, voi
 static void on_control(cella_pty *p, const uint8_t *msg, size_t len)
 {
         const struct cella_pty_events *ev = p->ev;
-        json_t *j = json_loadb((const char *)msg, len, 0, NULL);
+        _cleanup_json_ json_t *j = json_loadb((const char *)msg, len, 0, NULL);
         const char *type = json_string_value(json_object_get(j, "type"));
 
         if (ev && ev->on_control)
@@ -199,7 +200,6 @@ static void on_control(cella_pty *p, const uint8_t *msg, size_t len)
                 if (ev && ev->on_exit)
                         ev->on_exit(p->exit_code, p->ud);
         }
-        json_decref(j);
 }
 
 static void on_msg_recv(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg,
