@@ -170,6 +170,8 @@ class Pool:
                 conn.close()
                 refused = isinstance(e, ConnectionRefusedError)
                 stale = reused and isinstance(e, (BrokenPipeError, ConnectionResetError))
+                if stale:
+                    self.close()  # the others idle as long are likely dead as well
                 if (refused or stale) and replayable and attempt < 3:
                     _seek(body, start)
                     if refused:
@@ -183,6 +185,7 @@ class Pool:
                 if (reused and req.idempotent and replayable and attempt < 3
                         and isinstance(e, (http.client.RemoteDisconnected,
                                            ConnectionResetError, BrokenPipeError))):
+                    self.close()
                     _seek(body, start)
                     continue
                 raise _transport_error(e, f"{req.method} {req.path}") from e

@@ -1,0 +1,60 @@
+"""Faults that need the daemon restarted (run last: the suites run in name order): a
+stream cut by a cellad SIGKILL ends with an exception, nothing hangs, and the client works
+again once the daemon is back."""
+
+from __future__ import annotations
+
+import threading
+import unittest
+
+import cella
+
+from .harness import client, destroy_quietly, needs_restart, restart_daemon, sandbox_name
+
+
+@needs_restart
+class RestartTest(unittest.TestCase):
+    def test_streams_cut_by_restart(self) -> None:
+        c = client(timeout=120)
+        sb = c.sandbox(sandbox_name("restart"), keep_alive=True)
+        try:
+            sb.mkdir("wd", recursive=True)
+            p = sb.start_process("while true; do echo tick; sleep 0.2; done", process_id="ticker")
+            p.wait_for_log("tick", timeout=10000)
+            streams = {
+                "exec": sb.exec_stream("while true; do echo x; sleep 0.2; done"),
+                "logs": p.stream_logs(),
+                "watch": sb.watch("wd"),
+            }
+            for s in streams.values():
+                next(s)  # each is live
+            outcome: dict[str, BaseException] = {}
+
+            def drain(name: str, s: cella.EventStream[object]) -> None:
+                try:
+                    for _ in s:
+                        pass
+                    outcome[name] = AssertionError("ended without an exception")
+                except BaseException as e:  # noqa: B902
+                    outcome[name] = e
+            ts = [threading.Thread(target=drain, args=kv, daemon=True) for kv in streams.items()]
+            for t in ts:
+                t.start()
+            restart_daemon()
+            for t in ts:
+                t.join(60)
+                self.assertFalse(t.is_alive(), "a stream hangs after the daemon restart")
+            for name, e in outcome.items():
+                self.assertIsInstance(e, cella.StreamClosedError, f"{name}: {e!r}")
+                self.assertIsInstance(e, cella.SandboxError)
+            # Pooled connections died with the old daemon; the next calls work.
+            self.assertEqual(sb.exec("echo back").stdout, "back\n")
+            self.assertEqual(sb.get_process("ticker").status().status, "running")
+            sb.kill_process("ticker")
+        finally:
+            destroy_quietly(sb)
+            c.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
