@@ -10,6 +10,8 @@ asyncio one with the same methods as coroutines. Every error is a :class:`Sandbo
 """
 
 from . import errors, types
+from ._async import (AsyncClient, AsyncEventStream, AsyncProcess, AsyncSandbox, AsyncSession,
+                     connect_async)
 from ._sync import Client, EventStream, Process, Sandbox, Session, connect
 from .errors import *  # noqa: F401,F403 (one class per API error code)
 from .types import *  # noqa: F401,F403
@@ -17,5 +19,7 @@ from .types import *  # noqa: F401,F403
 __version__ = "0.1.0"
 """The package's version."""
 
-__all__ = ["connect", "Client", "Sandbox", "Session", "Process", "EventStream", "errors",
+__all__ = ["connect", "Client", "Sandbox", "Session", "Process", "EventStream",
+           "connect_async", "AsyncClient", "AsyncSandbox", "AsyncSession", "AsyncProcess",
+           "AsyncEventStream", "errors",
            "types", "__version__"] + errors.__all__ + types.__all__

@@ -58,3 +58,33 @@ class RestartTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@needs_restart
+class AsyncRestartTest(unittest.IsolatedAsyncioTestCase):
+    async def test_async_stream_cut_by_restart(self) -> None:
+        from .harness import TOKEN, URL
+        import asyncio
+        c = cella.connect_async(url=URL, token=TOKEN, timeout=120)
+        sb = c.sandbox(sandbox_name("arestart"), keep_alive=True)
+        try:
+            stream = await sb.exec_stream("while true; do echo x; sleep 0.2; done")
+            await stream.__anext__()
+
+            async def drain() -> BaseException:
+                try:
+                    async for _ in stream:
+                        pass
+                except BaseException as e:  # noqa: B902
+                    return e
+                return AssertionError("ended without an exception")
+            task = asyncio.ensure_future(drain())
+            await asyncio.get_running_loop().run_in_executor(None, restart_daemon)
+            e = await asyncio.wait_for(task, 60)
+            self.assertIsInstance(e, cella.StreamClosedError)
+            self.assertEqual((await sb.exec("echo back")).stdout, "back\n")
+        finally:
+            try:
+                await sb.destroy()
+            finally:
+                await c.close()
