@@ -5,6 +5,7 @@ same code as the sync client's (_core); only the transport differs."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import inspect
 import ssl
@@ -17,6 +18,7 @@ from ._aio import CHUNK, AsyncBody, AsyncPool
 from ._core import CodeCallbacks, Op, SandboxRef
 from ._sse import SSEParser
 from ._sync import auth_headers
+from ._ws import Terminal, open_terminal
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
                     ProcessLogs, Result, SandboxInfo, SessionInfo, WaitForLogResult,
@@ -26,7 +28,7 @@ T = TypeVar("T")
 E = TypeVar("E")
 
 __all__ = ["connect_async", "AsyncClient", "AsyncSandbox", "AsyncSession", "AsyncProcess",
-           "AsyncEventStream"]
+           "AsyncEventStream", "AsyncTerminal"]
 
 
 class AsyncEventStream(Generic[E]):
@@ -106,6 +108,7 @@ class AsyncClient:
         """Seconds a call may wait for the daemon (see :class:`cella.Client`)."""
         self._pool = AsyncPool(self.url, timeout, pool_size, ssl_context)
         self._headers = auth_headers(token, headers)
+        self._ssl_context = ssl_context
         self._state = core.ClientState()
 
     async def _run(self, op: Op[T]) -> T:
@@ -422,6 +425,58 @@ class AsyncSandbox:
         ``execution_complete``), as dicts."""
         resp = await self._run(core.run_code_stream(self._ref, code, context, language, timeout))
         return AsyncEventStream(resp.stream, lambda d: d, core.CODE_END)
+
+
+    # ---- terminal ----
+    async def terminal(self, *, session: Optional[str] = None, cols: int = 80,
+                       rows: int = 24) -> "AsyncTerminal":
+        """Attach to a session's terminal: an :class:`AsyncTerminal`."""
+        await self._run(core.ensure(self._ref))
+        query = {"cols": str(cols), "rows": str(rows)}
+        sid = session or self._ref.session_id
+        if sid is not None:
+            query["session"] = core.check_id(sid, "sessionId")
+        loop = asyncio.get_running_loop()
+        t = await loop.run_in_executor(None, lambda: open_terminal(
+            self.client.url, self._ref.base + "/pty", query, self.client._headers,
+            self.client.timeout, self.client._ssl_context))
+        return AsyncTerminal(t)
+
+
+class AsyncTerminal:
+    """The asyncio face of :class:`cella.Terminal` (its socket reads run in the loop's
+    default executor)."""
+
+    def __init__(self, terminal: Terminal) -> None:
+        self.terminal = terminal
+        """The underlying terminal."""
+
+    @property
+    def exit_code(self) -> Optional[int]:
+        """The shell's exit status once it ended."""
+        return self.terminal.exit_code
+
+    async def read(self, timeout: Optional[float] = None) -> bytes:
+        """The next output bytes; b"" once the terminal ended."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.terminal.read, timeout)
+
+    async def write(self, data: Union[str, bytes]) -> None:
+        """Type into the terminal."""
+        self.terminal.write(data)
+
+    async def resize(self, cols: int, rows: int) -> None:
+        """Set the terminal's size."""
+        self.terminal.resize(cols, rows)
+
+    async def close(self) -> None:
+        """Close the connection (the shell goes on)."""
+        self.terminal.close()
+
+    async def __aenter__(self) -> "AsyncTerminal":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
 
 class AsyncSession(AsyncSandbox):

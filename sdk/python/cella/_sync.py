@@ -13,6 +13,7 @@ from . import errors
 from ._core import CodeCallbacks, Op, SandboxRef
 from ._http import CHUNK, Pool, SyncBody
 from ._sse import SSEParser
+from ._ws import Terminal, open_terminal
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
                     ProcessLogs, Result, SandboxInfo, SessionInfo, WaitForLogResult,
@@ -121,7 +122,7 @@ class Client:
         a timeout of their own (exec, waits, run_code) wait that long plus 30 s."""
         self._pool = Pool(self.url, timeout, pool_size, ssl_context)
         self._headers = auth_headers(token, headers)
-        self._token = token
+        self._ssl_context = ssl_context
         self._state = core.ClientState()
 
     def _run(self, op: Op[T]) -> T:
@@ -449,6 +450,22 @@ class Sandbox:
         ``execution_complete``), as dicts."""
         resp = self._run(core.run_code_stream(self._ref, code, context, language, timeout))
         return EventStream(resp.stream, lambda d: d, core.CODE_END)
+
+
+    # ---- terminal ----
+    def terminal(self, *, session: Optional[str] = None, cols: int = 80,
+                 rows: int = 24) -> Terminal:
+        """Attach to the terminal of a session (default: this handle's session, else
+        ``default``): a :class:`cella.Terminal` over the WebSocket ``GET .../pty``."""
+        ref = self._ref
+        self._run(core.ensure(ref))
+        query = {"cols": str(cols), "rows": str(rows)}
+        sid = session or ref.session_id
+        if sid is not None:
+            query["session"] = core.check_id(sid, "sessionId")
+        return open_terminal(self.client.url, ref.base + "/pty", query,
+                             self.client._headers, self.client.timeout,
+                             self.client._ssl_context)
 
 
 class Session(Sandbox):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import unittest
 
@@ -123,3 +124,78 @@ class RequestTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class WebSocketTest(unittest.TestCase):
+    def server_frame(self, opcode: int, payload: bytes, fin: bool = True) -> bytes:
+        from cella import _ws
+        # a server frame: the client's encoder without the mask bit and key
+        f = bytearray(_ws.encode_frame(opcode, payload, fin, b"\0\0\0\0"))
+        f[1] &= 0x7F
+        hl = 2 + (2 if (f[1] & 0x7F) == 126 else 8 if (f[1] & 0x7F) == 127 else 0)
+        return bytes(f[:hl]) + bytes(f[hl + 4:])
+
+    def test_accept_key(self) -> None:
+        from cella import _ws
+        self.assertEqual(_ws.accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+
+    def test_masking_roundtrip(self) -> None:
+        from cella import _ws
+        for n in (0, 1, 125, 126, 65535, 65536, 70000):
+            data = os.urandom(n)
+            f = _ws.encode_frame(_ws.OP_BINARY, data, mask_key=b"abcd")
+            self.assertTrue(f[1] & 0x80)
+            hl = 2 + (2 if n >= 126 and n < 65536 else 8 if n >= 65536 else 0)
+            self.assertEqual(f[hl:hl + 4], b"abcd")
+            self.assertEqual(_ws.mask(f[hl + 4:], b"abcd"), data)
+
+    def test_fragmentation_and_control(self) -> None:
+        from cella import _ws
+        stream = (self.server_frame(_ws.OP_TEXT, b'{"ty', fin=False)
+                  + self.server_frame(_ws.OP_PING, b"p")
+                  + self.server_frame(_ws.OP_CONT, b'pe":1}')
+                  + self.server_frame(_ws.OP_BINARY, b"x" * 70000))
+        for step in (1, 3, 1000, len(stream)):
+            p = _ws.FrameParser()
+            got = []
+            for i in range(0, len(stream), step):
+                got += p.feed(stream[i:i + step])
+            self.assertEqual([(m.opcode, len(m.data)) for m in got],
+                             [(_ws.OP_PING, 1), (_ws.OP_TEXT, 10), (_ws.OP_BINARY, 70000)])
+            self.assertEqual(got[1].data, b'{"type":1}')
+
+    def test_violations(self) -> None:
+        from cella import _ws
+        bad = {
+            "masked": bytes([0x82, 0x81, 1, 2, 3, 4, 0]),
+            "rsv": bytes([0xC2, 0x00]),
+            "opcode": bytes([0x83, 0x00]),
+            "long control": bytes([0x89, 126, 0, 200]) + b"x" * 200,
+            "fragmented control": bytes([0x09, 0x00]),
+            "nonminimal16": bytes([0x82, 126, 0, 5]) + b"x" * 5,
+            "nonminimal64": bytes([0x82, 127]) + (5).to_bytes(8, "big") + b"x" * 5,
+            "huge": bytes([0x82, 127]) + (1 << 62).to_bytes(8, "big"),
+            "bare continuation": bytes([0x80, 0x00]),
+            "nested": bytes([0x01, 0x01]) + b"a" + bytes([0x02, 0x00]),
+            "bad utf8": bytes([0x81, 0x01, 0xFF]),
+        }
+        for name, data in bad.items():
+            with self.assertRaises(_ws.ProtocolError, msg=name):
+                _ws.FrameParser().feed(data)
+        with self.assertRaises(_ws.ProtocolError) as cm:
+            _ws.FrameParser(max_message=10).feed(bytes([0x82, 11]) + b"x" * 11)
+        self.assertEqual(cm.exception.close_code, 1009)
+
+    def test_hostile_input(self) -> None:
+        from cella import _ws
+        rnd = random.Random(13)
+        for _ in range(5000):
+            blob = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(0, 64)))
+            p = _ws.FrameParser(max_message=4096)
+            try:
+                for m in p.feed(blob):
+                    self.assertIn(m.opcode, (1, 2, 8, 9, 10))
+                    if m.opcode >= 8:
+                        self.assertLessEqual(len(m.data), 125)
+            except _ws.ProtocolError as e:
+                self.assertIn(e.close_code, (1002, 1007, 1009))
