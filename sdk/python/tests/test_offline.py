@@ -199,3 +199,34 @@ class WebSocketTest(unittest.TestCase):
                         self.assertLessEqual(len(m.data), 125)
             except _ws.ProtocolError as e:
                 self.assertIn(e.close_code, (1002, 1007, 1009))
+
+
+class PackageTest(unittest.TestCase):
+    def test_installs_offline_with_debian_pip(self) -> None:
+        import subprocess
+        import sys
+        import tempfile
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index",
+                                "--no-build-isolation", "--no-deps", "--target", d, here],
+                               capture_output=True, text=True, timeout=300)
+            if p.returncode != 0 and "No module named pip" in p.stderr:
+                self.skipTest("no pip")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(os.path.exists(os.path.join(d, "cella", "py.typed")))
+            out = subprocess.run([sys.executable, "-c", "import cella, sys; "
+                                  "print(cella.__file__, cella.__version__)"],
+                                 env=dict(os.environ, PYTHONPATH=d), capture_output=True,
+                                 text=True, timeout=60, cwd=d)
+            self.assertIn(os.path.join(d, "cella"), out.stdout)
+
+    def test_public_names_documented(self) -> None:
+        import inspect
+        for name in cella.__all__:
+            obj = getattr(cella, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                self.assertTrue(obj.__doc__, name)
+                for mname, m in vars(obj).items() if inspect.isclass(obj) else []:
+                    if not mname.startswith("_") and callable(m):
+                        self.assertTrue(m.__doc__, f"{name}.{mname}")
