@@ -123,12 +123,37 @@ class FeaturesTest(unittest.TestCase):
         with self.assertRaises(cella.InvalidGitUrlError) as cm:
             self.sb.git_checkout("file:///etc")
         self.assertEqual(cm.exception.http_status, 400)
-        self.sb.exec("rm -rf /tmp/src && mkdir -p /tmp/src && cd /tmp/src && git init -q -b main"
-                     " && echo x > f && git -c user.email=a@b -c user.name=n add f"
-                     " && git -c user.email=a@b -c user.name=n commit -qm one")
         # Only network URLs are accepted; a local path is refused before git runs.
         with self.assertRaises(cella.InvalidGitUrlError):
             self.sb.git_checkout("/tmp/src")
+        # A repository served over git's dumb HTTP protocol inside the sandbox itself.
+        r = self.sb.exec(
+            "set -e; rm -rf /tmp/git && mkdir -p /tmp/git && cd /tmp/git"
+            " && git init -q -b main src && cd src && echo hello > f"
+            " && git -c user.email=a@b -c user.name=n add f"
+            " && git -c user.email=a@b -c user.name=n commit -qm one"
+            " && git branch dev && cd .. && git clone -q --bare src repo.git"
+            " && git -C repo.git update-server-info")
+        self.assertTrue(r.success, r.stderr)
+        srv = self.sb.start_process("python3 -m http.server 8765 --bind 127.0.0.1", cwd="/tmp/git")
+        try:
+            srv.wait_for_port(8765, timeout=20000)
+            res = self.sb.git_checkout("http://127.0.0.1:8765/repo.git", timeout=60000)
+            self.assertEqual((res.branch, res.target_dir), ("main", "/workspace/repo"))
+            self.assertEqual(self.sb.read_file("repo/f"), "hello\n")
+            dev = self.sb.git_checkout("http://127.0.0.1:8765/repo.git", branch="dev",
+                                       target_dir="/tmp/dev-clone")
+            self.assertEqual((dev.branch, dev.target_dir), ("dev", "/tmp/dev-clone"))
+            with self.assertRaises(cella.DirectoryNotEmptyError):
+                self.sb.git_checkout("http://127.0.0.1:8765/repo.git")
+            with self.assertRaises(cella.GitBranchNotFoundError):
+                self.sb.git_checkout("http://127.0.0.1:8765/repo.git", branch="nope",
+                                     target_dir="/tmp/nope")
+            with self.assertRaises(cella.GitRepositoryNotFoundError) as cm:
+                self.sb.git_checkout("http://127.0.0.1:8765/missing.git")
+            self.assertIn("repoUrl", cm.exception.context)
+        finally:
+            srv.kill()
 
     def test_code_interpreter(self) -> None:
         ctx = self.sb.create_code_context(language="python")
