@@ -149,7 +149,9 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(info.id, self.sb.id)
         self.assertTrue(any(s.id == self.sb.id for s in await self.c.list_sandboxes()))
         self.assertEqual((await self.c.health())["status"], "ok")
-        async with self.c.sandbox(sandbox_name("actx"), destroy_on_exit=True) as tmp:
+        async with self.c.sandbox(sandbox_name("actx"), destroy_on_exit=True,
+                                  labels={"a": "b"}) as tmp:
+            self.assertEqual((await tmp.create()).labels, {"a": "b"})
             await tmp.exec("true")
         with self.assertRaises(cella.SandboxNotFoundError):
             await tmp.get_info()

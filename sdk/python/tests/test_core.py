@@ -244,6 +244,7 @@ class LifecycleTest(unittest.TestCase):
         with c.sandbox(name, destroy_on_exit=True, sleep_after="10m", labels={"k": "v"}) as sb:
             # A first read of a sandbox that does not exist creates it.
             self.assertFalse(sb.exists("nothing"))
+            self.assertEqual(sb.create().state, "running")
             info = sb.get_info()
             self.assertEqual(info.id, name)
             self.assertEqual(info.labels, {"k": "v"})

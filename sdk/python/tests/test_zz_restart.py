@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import unittest
+from typing import Iterator
 
 import cella
 
@@ -21,29 +22,52 @@ class RestartTest(unittest.TestCase):
             sb.mkdir("wd", recursive=True)
             p = sb.start_process("while true; do echo tick; sleep 0.2; done", process_id="ticker")
             p.wait_for_log("tick", timeout=10000)
+            sb.exec("truncate -s 256M big.bin")
             streams = {
                 "exec": sb.exec_stream("while true; do echo x; sleep 0.2; done"),
                 "logs": p.stream_logs(),
                 "watch": sb.watch("wd"),
+                "download": sb.read_file_stream("big.bin"),
             }
             for s in streams.values():
                 next(s)  # each is live
             outcome: dict[str, BaseException] = {}
 
-            def drain(name: str, s: cella.EventStream[object]) -> None:
+            def drain(name: str, s: Iterator[object]) -> None:
                 try:
                     for _ in s:
                         pass
                     outcome[name] = AssertionError("ended without an exception")
                 except BaseException as e:  # noqa: B902
                     outcome[name] = e
+            started, restarted = threading.Event(), threading.Event()
+
+            class Stalling:
+                """A file object whose first write waits for the daemon's restart."""
+
+                def write(self, data: bytes) -> int:
+                    if not started.is_set():
+                        started.set()
+                        restarted.wait(120)
+                    return len(data)
+
+            def download() -> None:
+                try:
+                    sb.read_file_to("big.bin", Stalling())  # type: ignore[arg-type]
+                    outcome["read_file_to"] = AssertionError("ended without an exception")
+                except BaseException as e:  # noqa: B902
+                    outcome["read_file_to"] = e
             ts = [threading.Thread(target=drain, args=kv, daemon=True) for kv in streams.items()]
+            ts.append(threading.Thread(target=download, daemon=True))
             for t in ts:
                 t.start()
+            self.assertTrue(started.wait(60))
             restart_daemon()
+            restarted.set()
             for t in ts:
                 t.join(60)
                 self.assertFalse(t.is_alive(), "a stream hangs after the daemon restart")
+            self.assertEqual(len(outcome), 5)
             for name, e in outcome.items():
                 self.assertIsInstance(e, cella.StreamClosedError, f"{name}: {e!r}")
                 self.assertIsInstance(e, cella.SandboxError)
