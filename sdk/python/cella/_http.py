@@ -3,8 +3,8 @@ connections.
 
 It is written on ``socket`` rather than ``http.client`` for speed: a request goes out in
 one ``sendall`` (head and JSON body together), the answer's head is parsed without the
-``email`` package, a regular file is uploaded with ``sendfile(2)`` and downloads are read
-in 1 MiB ``readinto`` pieces. It speaks what cellad answers: ``Content-Length`` or
+``email`` package, files go up and down in 1 MiB pieces (downloads straight from the
+socket). It speaks what cellad answers: ``Content-Length`` or
 chunked bodies, keep-alive, ``Connection: close``.
 """
 
@@ -397,16 +397,18 @@ class Pool:
             f = cast(IO[bytes], body)
             head.append(f"Content-Length: {size}\r\n\r\n")
             sock.sendall("".join(head).encode("latin-1"))
-            if not isinstance(sock, ssl.SSLSocket):
-                # sendfile(2): the file's pages go to the socket without a copy in Python.
-                sock.sendfile(f, int(f.tell()), size)
-                return
-            while size > 0:
-                chunk = f.read(min(CHUNK, size))
-                if not chunk:
-                    break
-                sock.sendall(chunk)
-                size -= len(chunk)
+            # 1 MiB reads and sends: on loopback as fast as sendfile(2) (which measured
+            # no better), and the same code over TLS.
+            buf = bytearray(CHUNK)
+            view = memoryview(buf)
+            left: int = size
+            readinto = getattr(f, "readinto")
+            while left > 0:
+                n = int(readinto(view[:min(CHUNK, left)]) or 0)
+                if not n:
+                    raise OSError("the file shrank while it was sent")
+                sock.sendall(view[:n])
+                left -= n
             return
         head.append("Transfer-Encoding: chunked\r\n\r\n")
         sock.sendall("".join(head).encode("latin-1"))
