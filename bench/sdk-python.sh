@@ -76,7 +76,8 @@ UP=$(printf '%s\n' "${up_p[@]}" | best) DP=$(printf '%s\n' "${down_p[@]}" | best
                 "$($PY --version): $ROUNDS rounds of $N calls per client, taking turns" \
                 "(median of the rounds' p50 and p95), the SDK in one Python process warmed by" \
                 "$WARM calls first; files: $FILE_BYTES bytes (a sparse file) uploaded with PUT" \
-                "/files and downloaded to /dev/null, best of $REPS, curl and the SDK taking turns."
+                "/files and downloaded to /dev/null, best of $REPS, curl and the SDK taking turns;" \
+                "load average $(cut -d' ' -f1 /proc/loadavg) at the end."
         echo
         echo "| client | exec('true') p50 (us) | p95 (us) | upload MB/s | download MB/s |"
         echo "|---|---|---|---|---|"
