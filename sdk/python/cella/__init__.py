@@ -11,8 +11,8 @@ asyncio one with the same methods as coroutines. Every error is a :class:`Sandbo
 
 from . import errors, types
 from ._async import (AsyncClient, AsyncEventStream, AsyncProcess, AsyncSandbox, AsyncSession,
-                     AsyncTerminal, connect_async)
-from ._ws import Terminal
+                     AsyncTerminal, AsyncWebSocket, connect_async)
+from ._ws import Terminal, WebSocket
 from ._sync import Client, EventStream, Process, Sandbox, Session, connect
 from .errors import *  # noqa: F401,F403 (one class per API error code)
 from .types import *  # noqa: F401,F403
@@ -22,5 +22,5 @@ __version__ = "0.1.0"
 
 __all__ = ["connect", "Client", "Sandbox", "Session", "Process", "EventStream",
            "connect_async", "AsyncClient", "AsyncSandbox", "AsyncSession", "AsyncProcess",
-           "AsyncEventStream", "Terminal", "AsyncTerminal", "errors",
+           "AsyncEventStream", "Terminal", "AsyncTerminal", "WebSocket", "AsyncWebSocket", "errors",
            "types", "__version__"] + errors.__all__ + types.__all__

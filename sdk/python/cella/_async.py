@@ -18,7 +18,7 @@ from ._aio import CHUNK, AsyncBody, AsyncPool
 from ._core import CodeCallbacks, Op, SandboxRef
 from ._sse import SSEParser
 from ._sync import auth_headers
-from ._ws import Terminal, open_terminal
+from ._ws import Terminal, WebSocket, open_terminal, open_websocket
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
                     ProcessLogs, Result, SandboxInfo, SessionInfo, WaitForLogResult,
@@ -28,7 +28,7 @@ T = TypeVar("T")
 E = TypeVar("E")
 
 __all__ = ["connect_async", "AsyncClient", "AsyncSandbox", "AsyncSession", "AsyncProcess",
-           "AsyncEventStream", "AsyncTerminal"]
+           "AsyncEventStream", "AsyncTerminal", "AsyncWebSocket"]
 
 
 class AsyncEventStream(Generic[E]):
@@ -204,6 +204,18 @@ class AsyncSandbox:
     async def destroy(self) -> bool:
         """Delete the sandbox and everything in it; answers whether it existed."""
         return await self._run(core.destroy(self._ref))
+
+    async def set_keep_alive(self, keep_alive: bool) -> SandboxInfo:
+        """Turn sleeping off (True) or on (one PUT)."""
+        return await self._run(core.set_options(self._ref, keep_alive=keep_alive))
+
+    async def set_sleep_after(self, sleep_after: Union[str, int]) -> SandboxInfo:
+        """Set the idle time before the sandbox sleeps (``"30m"`` or seconds; one PUT)."""
+        return await self._run(core.set_options(self._ref, sleep_after=sleep_after))
+
+    async def set_labels(self, labels: Mapping[str, str]) -> SandboxInfo:
+        """Replace the sandbox's labels (one PUT)."""
+        return await self._run(core.set_options(self._ref, labels=dict(labels)))
 
     # ---- commands ----
     async def exec(self, command: str, *, timeout: Optional[int] = None,
@@ -427,6 +439,16 @@ class AsyncSandbox:
         return AsyncEventStream(resp.stream, lambda d: d, core.CODE_END)
 
 
+    async def connect_websocket(self, port: int, path: str = "/") -> "AsyncWebSocket":
+        """A WebSocket to a server on ``port`` inside the sandbox: an
+        :class:`AsyncWebSocket`."""
+        await self._run(core.ensure(self._ref))
+        target = core.ws_path(self._ref, port, path)
+        ws = await asyncio.get_running_loop().run_in_executor(None, lambda: open_websocket(
+            self.client.url, target, None, self.client._headers, self.client.timeout,
+            self.client._ssl_context))
+        return AsyncWebSocket(ws)
+
     # ---- terminal ----
     async def terminal(self, *, session: Optional[str] = None, cols: int = 80,
                        rows: int = 24) -> "AsyncTerminal":
@@ -441,6 +463,33 @@ class AsyncSandbox:
             self.client.url, self._ref.base + "/pty", query, self.client._headers,
             self.client.timeout, self.client._ssl_context))
         return AsyncTerminal(t)
+
+
+class AsyncWebSocket:
+    """The asyncio face of :class:`cella.WebSocket` (its reads run in the loop's default
+    executor)."""
+
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+        """The underlying WebSocket."""
+
+    async def send(self, data: Union[str, bytes]) -> None:
+        """Send a text (``str``) or binary (``bytes``) message."""
+        self.ws.send(data)
+
+    async def recv(self, timeout: Optional[float] = None) -> Union[str, bytes, None]:
+        """The next message (``str`` or ``bytes``), None once closed."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.ws.recv, timeout)
+
+    async def close(self, code: int = 1000) -> None:
+        """Close the connection."""
+        self.ws.close(code)
+
+    async def __aenter__(self) -> "AsyncWebSocket":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
 
 
 class AsyncTerminal:

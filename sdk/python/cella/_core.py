@@ -259,6 +259,26 @@ def create(ref: SandboxRef) -> Op[SandboxInfo]:
     return SandboxInfo.from_json(resp.json())
 
 
+def set_options(ref: SandboxRef, **changes: Any) -> Op[SandboxInfo]:
+    """One PUT with ``changes`` (snake_case options): the change alone when the handle's
+    options were sent, else all of them with the change. The handle keeps the change."""
+    body: Dict[str, Any] = {SANDBOX_OPTIONS[k]: v for k, v in changes.items()}
+    if ref.options and not ref.state.sent(ref.id, ref.key):
+        body = {**ref.options, **body}
+    resp = yield Request("PUT", ref.base, json=body, idempotent=True)
+    ref.options.update({SANDBOX_OPTIONS[k]: v for k, v in changes.items()})
+    ref.key = json.dumps(ref.options, sort_keys=True)
+    ref.state.mark(ref.id, ref.key)
+    return SandboxInfo.from_json(resp.json())
+
+
+def ws_path(ref: SandboxRef, port: int, path: str) -> str:
+    """The API path of a WebSocket to ``port`` in the sandbox (``GET .../ws/{port}/path``)."""
+    if not isinstance(port, int) or not 1 <= port <= 65535:
+        raise errors.InvalidPortError(f"port must be 1-65535, not {port!r}", http_status=400)
+    return f"{ref.base}/ws/{port}/{path.lstrip('/')}"
+
+
 def destroy(ref: SandboxRef) -> Op[bool]:
     """DELETE the sandbox; answers whether it existed."""
     resp = yield Request("DELETE", ref.base, idempotent=True)

@@ -13,7 +13,7 @@ from . import errors
 from ._core import CodeCallbacks, Op, SandboxRef
 from ._http import CHUNK, Pool, SyncBody
 from ._sse import SSEParser
-from ._ws import Terminal, open_terminal
+from ._ws import Terminal, WebSocket, open_terminal, open_websocket
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
                     ProcessLogs, Result, SandboxInfo, SessionInfo, WaitForLogResult,
@@ -222,6 +222,18 @@ class Sandbox:
     def destroy(self) -> bool:
         """Delete the sandbox and everything in it; answers whether it existed."""
         return self._run(core.destroy(self._ref))
+
+    def set_keep_alive(self, keep_alive: bool) -> SandboxInfo:
+        """Turn sleeping off (True) or on (one PUT)."""
+        return self._run(core.set_options(self._ref, keep_alive=keep_alive))
+
+    def set_sleep_after(self, sleep_after: Union[str, int]) -> SandboxInfo:
+        """Set the idle time before the sandbox sleeps (``"30m"`` or seconds; one PUT)."""
+        return self._run(core.set_options(self._ref, sleep_after=sleep_after))
+
+    def set_labels(self, labels: Mapping[str, str]) -> SandboxInfo:
+        """Replace the sandbox's labels (one PUT)."""
+        return self._run(core.set_options(self._ref, labels=dict(labels)))
 
     # ---- commands ----
     def exec(self, command: str, *, timeout: Optional[int] = None,
@@ -451,6 +463,14 @@ class Sandbox:
         resp = self._run(core.run_code_stream(self._ref, code, context, language, timeout))
         return EventStream(resp.stream, lambda d: d, core.CODE_END)
 
+
+    def connect_websocket(self, port: int, path: str = "/") -> WebSocket:
+        """A WebSocket to a server listening on ``port`` inside the sandbox (through
+        ``GET .../ws/{port}/path``; the port need not be exposed)."""
+        self._run(core.ensure(self._ref))
+        return open_websocket(self.client.url, core.ws_path(self._ref, port, path), None,
+                              self.client._headers, self.client.timeout,
+                              self.client._ssl_context)
 
     # ---- terminal ----
     def terminal(self, *, session: Optional[str] = None, cols: int = 80,

@@ -168,10 +168,10 @@ def handshake_request(host: str, target: str, key: str, headers: Dict[str, str])
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-class Terminal:
-    """A sandbox session's terminal (a pty) over a WebSocket: :meth:`write` types into it,
-    :meth:`read` answers its output bytes, :meth:`resize` changes its size. ``exit_code``
-    is set once the shell exited. Thread-safe for one reader and any writers."""
+class WebSocket:
+    """A client WebSocket (RFC 6455) over a connected socket: :meth:`send` a text or binary
+    message, :meth:`recv` the next one (pings are answered, a close is answered and ends
+    it). Thread-safe for one reader and any writers."""
 
     def __init__(self, sock: Union[socket.socket, ssl.SSLSocket], rest: bytes) -> None:
         self._sock = sock
@@ -179,64 +179,134 @@ class Terminal:
         self._pending: List[Message] = []
         self._wlock = threading.Lock()
         self._closed = False
-        self.exit_code: Optional[int] = None
-        """The shell's exit status once it ended (128+signal if killed)."""
-        self.ready = False
-        """Whether the replay of recent output was received."""
+        self.close_code: Optional[int] = None
+        """The status of the peer's close frame, once it came."""
         if rest:
             self._pending += self._parser.feed(rest)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the connection is closed."""
+        return self._closed
 
     def _send(self, opcode: int, payload: bytes) -> None:
         with self._wlock:
             try:
                 self._sock.sendall(encode_frame(opcode, payload))
             except OSError as e:
-                raise errors.StreamClosedError(f"terminal: {e}", http_status=0) from e
+                raise errors.StreamClosedError(f"websocket: {e}", http_status=0) from e
+
+    def send(self, data: Union[str, bytes]) -> None:
+        """Send a text (``str``) or binary (``bytes``) message."""
+        if isinstance(data, str):
+            self._send(OP_TEXT, data.encode("utf-8"))
+        else:
+            self._send(OP_BINARY, bytes(data))
+
+    def recv_message(self, timeout: Optional[float] = None) -> Optional[Message]:
+        """The next text or binary :class:`Message`; None once the connection closed
+        cleanly. Raises :class:`cella.ClientTimeoutError` after ``timeout`` seconds and
+        :class:`cella.StreamClosedError` when the connection breaks."""
+        while True:
+            while self._pending:
+                m = self._pending.pop(0)
+                if m.opcode in (OP_TEXT, OP_BINARY):
+                    return m
+                if m.opcode == OP_PING:
+                    self._send(OP_PONG, m.data)
+                elif m.opcode == OP_CLOSE:
+                    if len(m.data) >= 2:
+                        self.close_code = struct.unpack("!H", m.data[:2])[0]
+                    self.close()
+                    return None
+            if self._closed:
+                return None
+            self._sock.settimeout(timeout)
+            try:
+                data = self._sock.recv(65536)
+            except (socket.timeout, TimeoutError) as e:
+                raise errors.ClientTimeoutError("websocket: nothing within the timeout",
+                                                http_status=0) from e
+            except OSError as e:
+                self._closed = True
+                self._sock.close()
+                raise errors.StreamClosedError(f"websocket: {e}", http_status=0) from e
+            if not data:
+                self._closed = True
+                self._sock.close()
+                raise errors.StreamClosedError("websocket closed without a close frame",
+                                               http_status=0)
+            try:
+                self._pending += self._parser.feed(data)
+            except ProtocolError as e:
+                self.close(e.close_code)
+                raise errors.StreamClosedError(f"websocket: {e}", http_status=0) from e
+
+    def recv(self, timeout: Optional[float] = None) -> Union[str, bytes, None]:
+        """The next message: ``str`` for text, ``bytes`` for binary, None once closed."""
+        m = self.recv_message(timeout)
+        if m is None:
+            return None
+        return m.data.decode("utf-8") if m.opcode == OP_TEXT else m.data
+
+    def close(self, code: int = 1000) -> None:
+        """Send a close frame (``code``) and close the connection."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            with self._wlock:
+                self._sock.sendall(encode_frame(OP_CLOSE, struct.pack("!H", code)))
+        except OSError:
+            pass
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self) -> "WebSocket":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Terminal:
+    """A sandbox session's terminal (a pty) over a WebSocket: :meth:`write` types into it,
+    :meth:`read` answers its output bytes, :meth:`resize` changes its size. ``exit_code``
+    is set once the shell exited. Thread-safe for one reader and any writers."""
+
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+        """The WebSocket it runs over."""
+        self.exit_code: Optional[int] = None
+        """The shell's exit status once it ended (128+signal if killed)."""
+        self.ready = False
+        """Whether the replay of recent output was received."""
 
     def write(self, data: Union[str, bytes]) -> None:
         """Type into the terminal (``"\\r"`` is Enter, ``"\\x03"`` ^C)."""
-        self._send(OP_BINARY, data.encode() if isinstance(data, str) else data)
+        self.ws._send(OP_BINARY, data.encode() if isinstance(data, str) else data)
 
     def resize(self, cols: int, rows: int) -> None:
         """Set the terminal's size (its programs get SIGWINCH)."""
-        self._send(OP_TEXT, json.dumps({"type": "resize", "cols": cols, "rows": rows}).encode())
+        self.ws.send(json.dumps({"type": "resize", "cols": cols, "rows": rows}))
 
     def read(self, timeout: Optional[float] = None) -> bytes:
         """The next output bytes; b"" once the terminal ended (``exit_code`` set) or the
         connection closed. Raises :class:`cella.ClientTimeoutError` after ``timeout`` s."""
         while True:
-            while self._pending:
-                m = self._pending.pop(0)
-                if m.opcode == OP_BINARY:
-                    return m.data
-                if m.opcode == OP_TEXT:
-                    self._control(m.data)
-                elif m.opcode == OP_PING:
-                    self._send(OP_PONG, m.data)
-                elif m.opcode == OP_CLOSE:
-                    self.close()
+            try:
+                m = self.ws.recv_message(timeout)
+            except errors.StreamClosedError:
+                if self.exit_code is not None:
                     return b""
-            if self._closed:
+                raise
+            if m is None:
                 return b""
-            self._sock.settimeout(timeout)
-            try:
-                data = self._sock.recv(65536)
-            except (socket.timeout, TimeoutError) as e:
-                raise errors.ClientTimeoutError("terminal: no output within the timeout",
-                                                http_status=0) from e
-            except OSError as e:
-                self.close()
-                raise errors.StreamClosedError(f"terminal: {e}", http_status=0) from e
-            if not data:
-                self.close()
-                if self.exit_code is None:
-                    raise errors.StreamClosedError("terminal connection closed", http_status=0)
-                return b""
-            try:
-                self._pending += self._parser.feed(data)
-            except ProtocolError as e:
-                self._close(e.close_code)
-                raise errors.StreamClosedError(f"terminal: {e}", http_status=0) from e
+            if m.opcode == OP_BINARY:
+                return m.data
+            self._control(m.data)
 
     def _control(self, data: bytes) -> None:
         try:
@@ -253,28 +323,9 @@ class Terminal:
         elif doc.get("type") == "error":
             raise errors.error_from_answer(400, data)
 
-    def _close(self, code: int) -> None:
-        if not self._closed:
-            try:
-                self._send(OP_CLOSE, struct.pack("!H", code))
-            except errors.SandboxError:
-                pass
-        self.close()
-
     def close(self) -> None:
         """Close the connection (the terminal's shell goes on, like a detached tmux)."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            with self._wlock:
-                self._sock.sendall(encode_frame(OP_CLOSE, struct.pack("!H", 1000)))
-        except OSError:
-            pass
-        try:
-            self._sock.close()
-        except OSError:
-            pass
+        self.ws.close()
 
     def __enter__(self) -> "Terminal":
         return self
@@ -287,6 +338,14 @@ def open_terminal(url: str, path: str, query: Dict[str, str], headers: Dict[str,
                   timeout: Optional[float],
                   ssl_context: Optional[ssl.SSLContext] = None) -> Terminal:
     """Connect the terminal WebSocket at ``url`` + ``path``."""
+    return Terminal(open_websocket(url, path, query, headers, timeout, ssl_context))
+
+
+def open_websocket(url: str, path: str, query: Optional[Dict[str, str]],
+                   headers: Dict[str, str], timeout: Optional[float],
+                   ssl_context: Optional[ssl.SSLContext] = None) -> WebSocket:
+    """Open a WebSocket to ``url`` + ``path`` (an API route: errors before the upgrade
+    raise the API's error class)."""
     u = urlsplit(url)
     host = u.hostname or "127.0.0.1"
     port = u.port or (443 if u.scheme == "https" else 80)
@@ -299,7 +358,7 @@ def open_terminal(url: str, path: str, query: Dict[str, str], headers: Dict[str,
         sock = (ssl_context or ssl.create_default_context()).wrap_socket(raw, server_hostname=host)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     key = base64.b64encode(os.urandom(16)).decode()
-    target = u.path.rstrip("/") + path + "?" + urlencode(query)
+    target = u.path.rstrip("/") + path + ("?" + urlencode(query) if query else "")
     h = {k: v for k, v in headers.items() if k.lower() != "user-agent"}
     try:
         sock.sendall(handshake_request(f"{host}:{port}", target, key, h))
@@ -338,4 +397,4 @@ def open_terminal(url: str, path: str, query: Dict[str, str], headers: Dict[str,
         sock.close()
         raise errors.TransportError("terminal: bad Sec-WebSocket-Accept", http_status=0)
     sock.settimeout(None)
-    return Terminal(sock, rest)
+    return WebSocket(sock, rest)
