@@ -11,6 +11,7 @@ from urllib.parse import urlsplit
 
 from . import errors
 from ._core import Request, Response
+from ._http import chunk_size
 
 CHUNK = 1 << 20
 HEAD_MAX = 64 * 1024
@@ -73,7 +74,7 @@ class AsyncBody:
         if self._chunked:
             if self._chunk_left == 0:
                 line = await r.readuntil(b"\r\n")
-                size = int(line.split(b";", 1)[0].strip(), 16)
+                size = chunk_size(line)
                 if size == 0:
                     while (await r.readuntil(b"\r\n")) != b"\r\n":
                         pass

@@ -33,6 +33,14 @@ HEAD_MAX = 64 * 1024
 """The longest answer head accepted."""
 
 
+def chunk_size(line: bytes) -> int:
+    """The size of a chunk from its size line (hex digits, then extensions after ``;``)."""
+    digits = line.split(b";", 1)[0].strip()
+    if not digits or len(digits) > 16 or digits.strip(b"0123456789abcdefABCDEF"):
+        raise ValueError(f"bad chunk size line {line[:40]!r}")
+    return int(digits, 16)
+
+
 class _NoAnswer(ConnectionError):
     """The connection closed before a status line arrived."""
 
@@ -137,7 +145,7 @@ class SyncBody:
                 line = r.readline(1024)
                 if not line.endswith(b"\n"):
                     raise ConnectionError("connection closed inside a chunked answer")
-                size = int(line.split(b";", 1)[0].strip(), 16)
+                size = chunk_size(line)
                 if size == 0:
                     while True:
                         t = r.readline(1024)

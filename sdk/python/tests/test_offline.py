@@ -230,3 +230,81 @@ class PackageTest(unittest.TestCase):
                 for mname, m in vars(obj).items() if inspect.isclass(obj) else []:
                     if not mname.startswith("_") and callable(m):
                         self.assertTrue(m.__doc__, f"{name}.{mname}")
+
+
+class HTTPParserTest(unittest.TestCase):
+    """The sync transport's answer parsing (head, chunked and sized bodies) on split and
+    hostile input: only its own errors come out, never a crash or a hang."""
+
+    class FakeConn:
+        def __init__(self, data: bytes) -> None:
+            import io
+            self.rfile = io.BufferedReader(io.BytesIO(data))  # type: ignore[arg-type]
+            self.direct = False
+            self.closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    class FakePool:
+        def __init__(self) -> None:
+            self.returned: list[object] = []
+
+        def put(self, conn: object) -> None:
+            self.returned.append(conn)
+
+    def body(self, data: bytes, length: "int | None", chunked: bool) -> "tuple[bytes, object]":
+        from cella import _http
+        pool = self.FakePool()
+        conn = self.FakeConn(data)
+        b = _http.SyncBody(pool, conn, length, chunked, False)  # type: ignore[arg-type]
+        out = b""
+        while True:
+            d = b.read1(7)
+            if not d:
+                return out, pool
+            out += d
+
+    def test_head(self) -> None:
+        import io
+        from cella import _http
+        raw = (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Type: a/b\r\n"
+               b"X-Thing:  v  \r\ncontent-length: 3\r\n\r\nabc")
+        r = io.BufferedReader(io.BytesIO(raw))  # type: ignore[arg-type]
+        status, hdrs = _http._read_head(r)
+        self.assertEqual((status, hdrs["content-length"], hdrs["x-thing"]), (404, "3", "v"))
+        self.assertEqual(r.read(), b"abc")
+        for bad in (b"", b"HTTP/1.1 200 OK\r\nA: b\r\n", b"SMTP 200 ok\r\n\r\n",
+                    b"HTTP/1.1 abc OK\r\n\r\n", b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 10000):
+            with self.assertRaises((ValueError, ConnectionError)):
+                _http._read_head(io.BufferedReader(io.BytesIO(bad)))  # type: ignore[arg-type]
+
+    def test_chunked(self) -> None:
+        data, pool = self.body(b"3\r\nabc\r\n1;ext=1\r\nd\r\n0\r\nTrailer: x\r\n\r\n", None, True)
+        self.assertEqual(data, b"abcd")
+        self.assertEqual(len(pool.returned), 1)  # type: ignore[attr-defined]
+        for cut in (b"3\r\nab", b"3\r\nabc\r\n", b"3\r\nabcXY1\r\n", b"zz\r\n", b"3\r\nabc\r\n0\r\n",
+                    b"-5\r\nabc", b"+3\r\nabc\r\n0\r\n\r\n", b"\r\n"):
+            with self.assertRaises(cella.StreamClosedError, msg=repr(cut)):
+                self.body(cut, None, True)
+
+    def test_sized(self) -> None:
+        self.assertEqual(self.body(b"hello", 5, False)[0], b"hello")
+        with self.assertRaises(cella.StreamClosedError):
+            self.body(b"hel", 5, False)
+
+    def test_hostile(self) -> None:
+        import io
+        from cella import _http
+        rnd = random.Random(11)
+        alphabet = b"0123456789abcdefHTP/1. \r\n:;xz-+"
+        for _ in range(3000):
+            blob = bytes(rnd.choice(alphabet) for _ in range(rnd.randint(0, 120)))
+            try:
+                _http._read_head(io.BufferedReader(io.BytesIO(blob)))  # type: ignore[arg-type]
+            except (ValueError, ConnectionError):
+                pass
+            try:
+                self.body(blob, None, True)
+            except cella.SandboxError:
+                pass
