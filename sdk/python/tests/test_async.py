@@ -113,13 +113,16 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
         await self.sb.run_code("y = 2", context=ctx)
         ex = await self.sb.run_code("y * 21", context=ctx)
         self.assertEqual(ex.results[0].text, "42")
-        seen: List[Any] = []
+        seen: List[str] = []
+        errs: List[Any] = []
 
         async def on_out(text: str) -> None:
             seen.append(text)
         ex2 = await self.sb.run_code("print('p')\nraise ValueError('bad')", context=ctx,
-                                     on_stdout=on_out, on_error=seen.append)
-        self.assertEqual(seen[0], "p\n")
+                                     on_stdout=on_out, on_error=errs.append)
+        # Output comes in pieces as written (not whole lines).
+        self.assertEqual("".join(seen), "p\n")
+        self.assertEqual([e.ename for e in errs], ["ValueError"])
         assert ex2.error is not None
         self.assertEqual((ex2.error.ename, ex2.error.evalue), ("ValueError", "bad"))
         kinds = [e["type"] async for e in await self.sb.run_code_stream("3", context=ctx)]
