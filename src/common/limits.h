@@ -140,6 +140,7 @@
 #define CELLA_PREVIEW_DOMAIN_MAX 200
 #define CELLA_PREVIEW_PORT_NAME_MAX 64
 #define CELLA_PREVIEW_HEAD_MAX (64 * 1024) /* a sandbox's response head */
+#define CELLA_PREVIEW_MAX_HEADERS 256      /* header lines in a sandbox's response head */
 #define CELLA_PREVIEW_IDLE_MAX 256         /* idle connections into sandboxes kept for reuse */
 
 /* Images (docs/decisions/0023-images.md) */

@@ -74,6 +74,7 @@ struct pxy {
         struct buf field, value;
         bool in_value;
         size_t head_bytes;
+        bool head_over; /* the head went over CELLA_PREVIEW_HEAD_MAX or _MAX_HEADERS */
         bool resp_begun;
         bool resp_done;
         bool up_paused; /* upstream reads stopped: the client is slow */

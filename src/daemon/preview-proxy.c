@@ -264,6 +264,12 @@ static int commit_hdr(struct pxy *p)
 {
         if (!p->in_value)
                 return 0;
+        /* A bounded count, not only bounded bytes: each header costs a pass over all of
+         * them when the client's head is built (preview_response_headers). */
+        if (p->nhdrs >= CELLA_PREVIEW_MAX_HEADERS) {
+                p->head_over = true;
+                return -1;
+        }
         if (http_headers_add(&p->hdrs, &p->nhdrs, &p->field, &p->value) < 0)
                 return -1;
         buf_reset(&p->field);
@@ -275,7 +281,11 @@ static int commit_hdr(struct pxy *p)
 static int count_head(struct pxy *p, size_t n)
 {
         p->head_bytes += n;
-        return p->head_bytes > CELLA_PREVIEW_HEAD_MAX ? -1 : 0;
+        if (p->head_bytes > CELLA_PREVIEW_HEAD_MAX) {
+                p->head_over = true;
+                return -1;
+        }
+        return 0;
 }
 
 static int up_on_message_begin(http_parser *hp)
@@ -500,7 +510,15 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
                 return;
         }
         if (HTTP_PARSER_ERRNO(&p->parser) != HPE_OK) {
-                pxy_fail(p, CELLA_E_BAD_GATEWAY, "malformed HTTP answer from the sandbox");
+                bool over = p->head_over || HTTP_PARSER_ERRNO(&p->parser) == HPE_HEADER_OVERFLOW;
+                char msg[128];
+
+                if (over)
+                        snprintf(msg, sizeof(msg),
+                                 "the sandbox's response head is over %d KiB or %d header lines",
+                                 CELLA_PREVIEW_HEAD_MAX / 1024, CELLA_PREVIEW_MAX_HEADERS);
+                pxy_fail(p, CELLA_E_BAD_GATEWAY,
+                         over ? msg : "malformed HTTP answer from the sandbox");
                 return;
         }
         if (p->req && http_response_queued(p->req) > CELLA_HTTP_WRITE_HIGH_WATER) {

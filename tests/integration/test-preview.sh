@@ -135,6 +135,18 @@ assert_eq 200 "$(pv /stream)" "stream"
 assert_eq "line 4" "$(tail -n 1 "$IT_TMP/pv")" "streamed lines"
 assert_eq 200 "$(pv /echo -I)" "HEAD"
 
+info "a response head of more than 256 header lines: 502, the daemon stays responsive"
+assert_eq 200 "$(pv '/headers?n=200')" "200 headers pass"
+assert_eq 200 "$(curl -sS -D "$IT_TMP/h" -o /dev/null -H "Host: $PHOST" "$CELLA_URL/headers?n=200" \
+        -w '%{http_code}')" "200 headers again"
+assert_eq 200 "$(grep -ci '^x-h[0-9]*:' "$IT_TMP/h")" "every one of them passed"
+assert_eq 502 "$(pv '/headers?n=300')" "300 headers"
+assert_eq BAD_GATEWAY "$(jq -r .code "$IT_TMP/pv")" "300 headers: 502 code"
+assert_contains "$(jq -r .message "$IT_TMP/pv")" "256 header lines" "300 headers: message"
+assert_eq 502 "$(pv '/headers?n=20000')" "20000 headers"
+api GET /v1/sandboxes
+expect_status 200
+
 info "307 with two Set-Cookie passed unchanged"
 curl -sS -D "$IT_TMP/h" -o /dev/null -H "Host: $PHOST" "$CELLA_URL/redirect"
 assert_contains "$(head -n 1 "$IT_TMP/h")" " 307" "status 307"
