@@ -86,6 +86,8 @@ struct pxy {
         bool eof_up, eof_cl;
         bool read_up, read_cl;
         uv_shutdown_t sh_up, sh_cl;
+        uv_timer_t fin; /* after one side's EOF: CELLA_PREVIEW_HALF_CLOSE_MS for the other */
+        bool fin_open;
 };
 
 /* preview.c */

@@ -107,6 +107,8 @@ void pxy_finish(struct pxy *p)
         if (p->finished)
                 return;
         p->finished = true;
+        if (p->upgrade)
+                p->cfg->nupgrades--;
         if (p->prev)
                 p->prev->next = p->next;
         else
@@ -126,6 +128,10 @@ void pxy_finish(struct pxy *p)
         if (p->up_open) {
                 p->up_open = false;
                 upconn_close(p->uc); /* its close drops p's reference */
+        }
+        if (p->fin_open) {
+                p->fin_open = false;
+                uv_close((uv_handle_t *)&p->fin, pxy_on_handle_closed);
         }
         if (p->cl_open) {
                 p->cl_open = false;
@@ -643,6 +649,14 @@ void preview_proxy_start(struct preview_config *cfg, struct http_request *req, s
                                   "this route takes a WebSocket upgrade (Upgrade: websocket)");
                 return;
         }
+        /* A relay leaves the HTTP server's connection caps (the server forgets the socket it
+         * hands over): this is what bounds the descriptors relays hold. */
+        if (upgrade && cfg->nupgrades >= CELLA_PREVIEW_MAX_UPGRADES) {
+                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
+                                  "too many upgraded connections through the proxy (%d)",
+                                  CELLA_PREVIEW_MAX_UPGRADES);
+                return;
+        }
         p = calloc(1, sizeof(*p));
         names = calloc(n + 1, sizeof(*names));
         values = calloc(n + 1, sizeof(*values));
@@ -674,6 +688,8 @@ void preview_proxy_start(struct preview_config *cfg, struct http_request *req, s
         if (cfg->live)
                 cfg->live->prev = p;
         cfg->live = p;
+        if (p->upgrade)
+                cfg->nupgrades++;
         p->req = req;
         http_request_ref(req);
         p->sb = sb;

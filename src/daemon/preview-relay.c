@@ -89,6 +89,11 @@ static void on_shutdown(uv_shutdown_t *sh, int status)
         (void)status;
 }
 
+static void on_fin_timeout(uv_timer_t *t)
+{
+        pxy_finish(t->data);
+}
+
 static void relay_read(struct pxy *p, bool from_up, ssize_t nread, const uv_buf_t *b)
 {
         uv_stream_t *s = from_up ? (uv_stream_t *)&p->uc->tcp : (uv_stream_t *)&p->cl;
@@ -122,8 +127,13 @@ static void relay_read(struct pxy *p, bool from_up, ssize_t nread, const uv_buf_
                 pxy_finish(p);
                 return;
         }
-        /* EOF: pass the half-close on once what was queued is written. */
+        /* EOF: pass the half-close on once what was queued is written. The other side
+         * then has CELLA_PREVIEW_HALF_CLOSE_MS to close too: a client that went away
+         * (close, not shutdown) sends the same FIN, and an app that keeps its side open
+         * would hold the relay, and its place among CELLA_PREVIEW_MAX_UPGRADES, forever. */
         uv_read_stop(s);
+        if (!p->eof_up && !p->eof_cl)
+                uv_timer_start(&p->fin, on_fin_timeout, CELLA_PREVIEW_HALF_CLOSE_MS, 0);
         if (from_up) {
                 p->eof_up = true;
                 p->read_up = false;
@@ -205,6 +215,10 @@ void pxy_relay_begin(struct pxy *p, const char *rest, size_t restlen)
         p->cl.data = p;
         p->refs++;
         p->cl_open = true;
+        uv_timer_init(p->uc->tcp.loop, &p->fin);
+        p->fin.data = p;
+        p->refs++;
+        p->fin_open = true;
         if (uv_tcp_open(&p->cl, fd) < 0) {
                 close(fd);
                 pxy_finish(p);

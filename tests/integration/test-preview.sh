@@ -192,6 +192,15 @@ assert_eq "$PHOST" "$(echo "$out" | ws_seen x-forwarded-host)" \
 out=$($WS -H "X-Forwarded-Host: $P-$S-wrongtoken.localhost" "$HOSTPORT" "$HOSTPORT" /ws) || true
 assert_contains "$out" " 404 " "WebSocket with a bad token in X-Forwarded-Host"
 
+info "1024 upgrades held at once through the proxy; one more is 503; a relay whose client left ends"
+python3 "$HERE/preview/upgrades.py" "$HOSTPORT" "$PHOST" 1024 >"$IT_TMP/upg"
+cat "$IT_TMP/upg" >&2
+assert_eq 1024 "$(jq -r .held "$IT_TMP/upg")" "upgrades held"
+assert_contains "$(jq -r .over "$IT_TMP/upg")" " 503 " "the upgrade beyond the cap"
+assert_eq SANDBOX_UNAVAILABLE "$(jq -r .over_body "$IT_TMP/upg" | jq -r .code)" "its code"
+assert_contains "$(jq -r .after "$IT_TMP/upg")" " 101 " "an upgrade once one closed"
+assert_eq 200 "$(pv /echo)" "plain requests meanwhile"
+
 info "wrong token, unexposed port: 404 INVALID_TOKEN"
 curl -sS -o "$IT_TMP/pv" -w '%{http_code}' -H "Host: $P-$S-wrongtoken.localhost:$DPORT" \
         "$CELLA_URL/echo" >"$IT_TMP/st"
