@@ -13,7 +13,6 @@
 #include "common/buf.h"
 #include "common/limits.h"
 #include "common/log.h"
-#include "common/timeutil.h"
 #include "daemon/http.h"
 #include "daemon/http-internal.h"
 

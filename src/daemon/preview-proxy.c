@@ -10,7 +10,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "common/log.h"
 #include "daemon/preview.h"
 #include "daemon/preview-internal.h"
 

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/log.h"
 #include "daemon/preview.h"
 #include "daemon/preview-internal.h"
 

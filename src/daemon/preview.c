@@ -8,7 +8,6 @@
 #include <strings.h>
 #include <sys/random.h>
 
-#include "common/log.h"
 #include "common/name.h"
 #include "daemon/preview.h"
 #include "daemon/preview-internal.h"
