@@ -140,7 +140,10 @@
 #define CELLA_PREVIEW_DOMAIN_MAX 200
 #define CELLA_PREVIEW_PORT_NAME_MAX 64
 #define CELLA_PREVIEW_HEAD_MAX (64 * 1024) /* a sandbox's response head */
+#define CELLA_PREVIEW_MAX_HEADERS 256      /* header lines in a sandbox's response head */
 #define CELLA_PREVIEW_IDLE_MAX 256         /* idle connections into sandboxes kept for reuse */
+#define CELLA_PREVIEW_MAX_UPGRADES 1024    /* upgrades proxied or relayed at once: 503 beyond */
+#define CELLA_PREVIEW_HALF_CLOSE_MS (10 * 1000) /* a relay after one side's EOF */
 
 /* Images (docs/decisions/0023-images.md) */
 #define CELLA_IMAGE_IMPORT_MAX (4LL << 30)        /* an import's request body (the tarball) */
