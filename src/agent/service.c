@@ -2,6 +2,7 @@
  * with its high-water mark, answering on streams, stream registration, lookup and windows,
  * and the children registry the reaper consults. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,21 +62,17 @@ int conn_send(struct conn *c, uint8_t type, uint32_t id, const void *payload, si
 {
         struct write_req *w;
         uv_buf_t b;
-        int r;
+        int n, r;
 
         if (c->closing)
                 return -EPIPE;
-        if (len > CELLA_FRAME_MAX)
-                return -EINVAL;
-        w = malloc(sizeof(*w) + CELLA_FRAME_HEADER + len);
-        if (!w)
-                return -ENOMEM;
+        n = frame_encode_alloc(offsetof(struct write_req, data), type, id, payload, len,
+                               (void **)&w);
+        if (n < 0)
+                return n;
         w->conn = c;
-        w->len = CELLA_FRAME_HEADER + len;
-        frame_header_pack((uint8_t *)w->data, type, id, (uint32_t)len);
-        if (len)
-                memcpy(w->data + CELLA_FRAME_HEADER, payload, len);
-        b = uv_buf_init(w->data, (unsigned)w->len);
+        w->len = (size_t)n;
+        b = uv_buf_init(w->data, (unsigned)n);
         r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write_done);
         if (r < 0) {
                 free(w);
@@ -218,7 +215,7 @@ void conn_on_closed(uv_handle_t *h)
 {
         struct conn *c = h->data;
 
-        buf_free(&c->in);
+        frame_reader_free(&c->in);
         free(c);
 }
 

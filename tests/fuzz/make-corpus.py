@@ -81,6 +81,17 @@ def proto():
     }
 
 
+def frame_reader():
+    """The proto seeds (the seeds only, not grown inputs), each behind a read-size byte: one
+    byte per read, 12 (a header split from its payload) and 64 (several frames per read)."""
+    seeds = {}
+    for i, (label, data) in enumerate(sorted(proto().items())):
+        for k in (0, 11, 63):
+            if k == 0 or i % 3 == 0:
+                seeds["%s-r%d" % (label, k + 1)] = bytes([k]) + data
+    return seeds
+
+
 def name():
     return {
         "simple": b"my-sandbox",
@@ -977,7 +988,7 @@ def routes():
     return seeds
 
 
-TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
+TARGETS = {"proto": proto, "frame": frame_reader, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,
