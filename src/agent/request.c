@@ -8,6 +8,7 @@
 #include "common/limits.h"
 #include "common/name.h"
 #include "common/path.h"
+#include "common/validate.h"
 
 bool agent_request_opens_stream(uint8_t type)
 {
@@ -168,17 +169,6 @@ static int get_bool(json_t *v, const char *field, bool *ret, struct cella_error 
         return 0;
 }
 
-static bool is_identifier(const char *s)
-{
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
-                return false;
-        for (s++; *s; s++)
-                if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-                      (*s >= '0' && *s <= '9') || *s == '_'))
-                        return false;
-        return true;
-}
-
 int agent_decode_env(json_t *env, const char *field, char ***ret, size_t *ret_n,
                      struct cella_error *err)
 {
@@ -214,7 +204,7 @@ int agent_decode_env(json_t *env, const char *field, char ***ret, size_t *ret_n,
                 size_t klen = strlen(key), vlen;
                 char *kv;
 
-                if (!is_identifier(key) || klen > 1024) {
+                if (!env_name_is_valid(key)) {
                         cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                         "%s key '%.64s' is not an identifier", field, key);
                         goto fail;

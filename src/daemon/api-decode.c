@@ -8,6 +8,7 @@
 #include "common/name.h"
 #include "common/path.h"
 #include "common/signal.h"
+#include "common/validate.h"
 #include "daemon/api-decode.h"
 #include "daemon/instance-type.h"
 #include "runtime/net.h"
@@ -302,18 +303,6 @@ static int id_field(json_t *v, const char *what, char **ret, struct cella_error 
         return *ret ? 0 : -ENOMEM;
 }
 
-static bool is_identifier(const char *k)
-{
-        size_t n = 0;
-        if (!((k[0] >= 'A' && k[0] <= 'Z') || (k[0] >= 'a' && k[0] <= 'z') || k[0] == '_'))
-                return false;
-        for (; k[n]; n++)
-                if (!((k[n] >= 'A' && k[n] <= 'Z') || (k[n] >= 'a' && k[n] <= 'z') ||
-                      (k[n] >= '0' && k[n] <= '9') || k[n] == '_'))
-                        return false;
-        return n <= 255;
-}
-
 int api_decode_env(const char *body, size_t len, struct api_env *ret, struct cella_error *err)
 {
         json_t *j, *vars = NULL, *v, *sid = NULL;
@@ -343,7 +332,7 @@ int api_decode_env(const char *body, size_t len, struct api_env *ret, struct cel
         }
         json_object_foreach(vars, k, v)
         {
-                if (!is_identifier(k)) {
+                if (!env_name_is_valid(k)) {
                         cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                         "vars: '%.64s' is not a valid variable name", k);
                         goto out;
@@ -400,7 +389,7 @@ int api_decode_session(const char *body, size_t len, struct api_session *ret,
                         goto out;
                 json_object_foreach(env, k, v)
                 {
-                        if (!is_identifier(k)) {
+                        if (!env_name_is_valid(k)) {
                                 cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                                 "env: '%.64s' is not a valid variable name", k);
                                 goto out;
@@ -599,8 +588,19 @@ int api_decode_exec(const char *body, size_t len, struct api_exec *ret, struct c
                 p.timeout_ms = t;
         }
         if (env && !json_is_null(env)) {
+                const char *k;
+                json_t *v;
+
                 if (api_check_string_object(env, "env", CELLA_EXEC_MAX_ENV, err) < 0)
                         goto out;
+                json_object_foreach(env, k, v)
+                {
+                        if (!env_name_is_valid(k)) {
+                                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                                "env key '%.64s' is not an identifier", k);
+                                goto out;
+                        }
+                }
                 p.env = json_incref(env);
         }
         if (cwd && !json_is_null(cwd)) {
@@ -868,8 +868,8 @@ static int decode_process_start(json_t *j, json_t *out, struct cella_error *err)
         if (json_unpack_ex(j, &je, JSON_STRICT, "{s:o, s?o, s?o, s?o, s?o}", "command", &command,
                            "processId", &pid, "sessionId", &sid, "env", &env, "cwd", &cwd) < 0)
                 return unpack_fail(&je, err);
-        if (!json_is_string(command) || json_string_length(command) == 0 || has_nul(command) ||
-            json_string_length(command) > CELLA_EXEC_MAX_COMMAND)
+        if (!json_is_string(command) ||
+            !command_is_valid(json_string_value(command), json_string_length(command)))
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "command must be a non-empty string without NUL bytes, "
                                        "at most %d bytes",
@@ -901,7 +901,7 @@ static int decode_process_start(json_t *j, json_t *out, struct cella_error *err)
                         return -EINVAL;
                 json_object_foreach(env, k, v)
                 {
-                        if (!is_identifier(k))
+                        if (!env_name_is_valid(k))
                                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                                        "env: '%.64s' is not an identifier", k),
                                        -EINVAL;
