@@ -9,6 +9,7 @@
 #include "common/name.h"
 #include "common/path.h"
 #include "common/validate.h"
+#include "common/wire.h"
 
 bool agent_request_opens_stream(uint8_t type)
 {
@@ -239,52 +240,48 @@ fail:
         return -EINVAL;
 }
 
+/* A string the wire decoder bounded, copied. */
+static int dup_string(const char *s, char **ret, struct cella_error *err)
+{
+        *ret = strdup(s);
+        if (!*ret) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* EXEC (common/wire.h): cellad validated it; here it is bounded and converted. */
 static int decode_exec(json_t *j, struct agent_request *r, struct cella_error *err)
 {
-        json_t *v;
+        struct wire_exec x;
         int k;
 
-        k = agent_decode_string(json_object_get(j, "command"), "command", CELLA_EXEC_MAX_COMMAND,
-                                true, &r->command, err);
+        k = wire_exec_decode(j, &x, err);
         if (k < 0)
                 return k;
-        v = json_object_get(j, "cwd");
-        if (v && !json_is_null(v)) {
-                k = agent_decode_path(v, "cwd", &r->cwd, err);
-                if (k < 0)
-                        return k;
-                r->cwd_given = true;
-        } else {
-                r->cwd = strdup(CELLA_WORKSPACE);
-                if (!r->cwd) {
-                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                        return -EINVAL;
-                }
-        }
-        k = agent_decode_env(json_object_get(j, "env"), "env", &r->env, &r->n_env, err);
+        k = dup_string(x.command, &r->command, err);
         if (k < 0)
                 return k;
-        k = agent_decode_env(json_object_get(j, "baseEnv"), "baseEnv", &r->base_env, &r->n_base_env,
-                             err);
+        r->cwd_given = x.cwd != NULL;
+        if (x.cwd)
+                k = agent_decode_path(json_object_get(j, "cwd"), "cwd", &r->cwd, err);
+        else
+                k = dup_string(CELLA_WORKSPACE, &r->cwd, err);
         if (k < 0)
                 return k;
-        v = json_object_get(j, "session");
-        if (v && !json_is_null(v)) {
-                k = agent_decode_id(v, "session", &r->session, err);
+        k = agent_decode_env(x.env, "env", &r->env, &r->n_env, err);
+        if (k < 0)
+                return k;
+        k = agent_decode_env(x.base_env, "baseEnv", &r->base_env, &r->n_base_env, err);
+        if (k < 0)
+                return k;
+        if (x.session) {
+                k = dup_string(x.session, &r->session, err);
                 if (k < 0)
                         return k;
         }
-        v = json_object_get(j, "timeoutMs");
-        if (v && !json_is_null(v)) {
-                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                    json_integer_value(v) > CELLA_EXEC_MAX_TIMEOUT_MS) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "'timeoutMs' must be an integer in 0..%lld",
-                                        (long long)CELLA_EXEC_MAX_TIMEOUT_MS);
-                        return -EINVAL;
-                }
-                r->timeout_ms = json_integer_value(v);
-        }
+        r->timeout_ms = x.timeout_ms;
         return 0;
 }
 
@@ -422,42 +419,22 @@ static int decode_watch(json_t *j, struct agent_request *r, struct cella_error *
         return 0;
 }
 
-/* A terminal dimension: an integer 1..CELLA_PTY_MAX_DIM. */
-static int decode_dim(json_t *v, const char *field, unsigned *ret, struct cella_error *err)
-{
-        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-            json_integer_value(v) > CELLA_PTY_MAX_DIM) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                "'%s' must be an integer from 1 to %d", field, CELLA_PTY_MAX_DIM);
-                return -EINVAL;
-        }
-        *ret = (unsigned)json_integer_value(v);
-        return 0;
-}
-
-/* PTY: {"sessionId"?: id (default "default"), "cols": n, "rows": n, "baseEnv"?: {k: s}}.
- * The same frame on an open stream is a resize, of which only cols and rows count. */
+/* PTY (common/wire.h); the same frame on an open stream is a resize, of which only cols
+ * and rows count. */
 static int decode_pty(json_t *j, struct agent_request *r, struct cella_error *err)
 {
-        json_t *v = json_object_get(j, "sessionId");
+        struct wire_pty x;
         int k;
 
-        k = decode_dim(json_object_get(j, "cols"), "cols", &r->cols, err);
+        k = wire_pty_decode(j, &x, err);
         if (k < 0)
                 return k;
-        k = decode_dim(json_object_get(j, "rows"), "rows", &r->rows, err);
+        r->cols = x.cols;
+        r->rows = x.rows;
+        k = dup_string(x.session ? x.session : "default", &r->session, err);
         if (k < 0)
                 return k;
-        if (v && !json_is_null(v)) {
-                k = agent_decode_id(v, "sessionId", &r->session, err);
-                if (k < 0)
-                        return k;
-        } else if (!(r->session = strdup("default"))) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return -EINVAL;
-        }
-        return agent_decode_env(json_object_get(j, "baseEnv"), "baseEnv", &r->base_env,
-                                &r->n_base_env, err);
+        return agent_decode_env(x.base_env, "baseEnv", &r->base_env, &r->n_base_env, err);
 }
 
 static int decode_json(const struct frame *f, struct agent_request *r, struct cella_error *err)

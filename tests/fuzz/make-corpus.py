@@ -92,6 +92,30 @@ def frame_reader():
     return seeds
 
 
+def wire():
+    """Agent request bodies as the agent parses them: EXEC and PTY, valid and at each
+    bound."""
+    bodies = {
+        "exec": {"command": "echo hi", "timeoutMs": 0},
+        "exec-all": {"command": "ls -la", "cwd": "/workspace/app", "env": {"A": "1"},
+                     "baseEnv": {"PATH": "/usr/bin"}, "session": "dev", "timeoutMs": 60000},
+        "exec-empty": {"command": ""},
+        "exec-nul": {"command": "a\u0000b"},
+        "exec-session-bad": {"command": "x", "session": ".."},
+        "exec-timeout-neg": {"command": "x", "timeoutMs": -1},
+        "exec-timeout-max": {"command": "x", "timeoutMs": 86400000},
+        "exec-env-array": {"command": "x", "env": []},
+        "exec-nulls": {"command": "x", "cwd": None, "env": None, "session": None},
+        "pty": {"sessionId": "default", "cols": 80, "rows": 24, "baseEnv": {"TERM": "xterm"}},
+        "pty-resize": {"cols": 1, "rows": 1000},
+        "pty-zero": {"cols": 0, "rows": 24},
+        "pty-big": {"cols": 1001, "rows": 24},
+        "pty-real": {"cols": 80.5, "rows": 24},
+        "unknown-member": {"command": "x", "cols": 2, "rows": 2, "later": True},
+    }
+    return {k: js(v) for k, v in bodies.items()}
+
+
 def name():
     return {
         "simple": b"my-sandbox",
@@ -988,7 +1012,7 @@ def routes():
     return seeds
 
 
-TARGETS = {"proto": proto, "frame": frame_reader, "name": name, "path": path, "base64": base64, "http": http,
+TARGETS = {"proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,
