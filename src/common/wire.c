@@ -63,12 +63,13 @@ static int integer(json_t *j, const char *field, bool required, int64_t lo, int6
         return 0;
 }
 
-/* Set j[field] to v (taken) unless v is NULL because there is nothing to set; -1 when out
- * of memory. */
+/* Set j[field] to v (taken) if the field is given, else drop v; -1 when out of memory. */
 static int put(json_t *j, const char *field, json_t *v, bool given)
 {
-        if (!given)
+        if (!given) {
+                json_decref(v);
                 return 0;
+        }
         return v ? json_object_set_new(j, field, v) : -1;
 }
 

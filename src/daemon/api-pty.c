@@ -299,10 +299,8 @@ void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
         }
         sandbox_ref(op->sb);
         base = sandbox_env(op->sb);
-        payload = wire_pty_encode(&(struct wire_pty){.session = sid ? sid : "default",
-                                                     .cols = cols,
-                                                     .rows = rows,
-                                                     .base_env = base});
+        payload = wire_pty_encode(&(struct wire_pty){
+                .session = sid ? sid : "default", .cols = cols, .rows = rows, .base_env = base});
         op->refs++; /* the stream's */
         r = payload ? agent_conn_open(sandbox_agent(op->sb), FRAME_PTY, payload, &pty_stream_ops,
                                       op, &op->stream, &err)
