@@ -2,7 +2,6 @@
  * with its high-water mark, answering on streams, stream registration, lookup and windows,
  * and the children registry the reaper consults. */
 #include <errno.h>
-#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,18 +11,12 @@
 #include "agent/service.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/frame-uv.h"
 #include "common/proto.h"
 
 /* Above this many queued output bytes the producers pause; below LOW they resume. */
 #define WRITE_HIGH_WATER (4u * 1024 * 1024)
 #define WRITE_LOW_WATER (1u * 1024 * 1024)
-
-struct write_req {
-        uv_write_t req;
-        struct conn *conn;
-        size_t len;
-        char data[];
-};
 
 /* ---- writing ---- */
 
@@ -40,7 +33,7 @@ static void resume_streams(struct conn *c)
 
 static void on_write_done(uv_write_t *req, int status)
 {
-        struct write_req *w = (struct write_req *)req;
+        struct frame_write *w = (struct frame_write *)req;
         struct conn *c = w->conn;
 
         c->queued -= w->len;
@@ -60,25 +53,14 @@ static void on_write_done(uv_write_t *req, int status)
 
 int conn_send(struct conn *c, uint8_t type, uint32_t id, const void *payload, size_t len)
 {
-        struct write_req *w;
-        uv_buf_t b;
-        int n, r;
+        int n;
 
         if (c->closing)
                 return -EPIPE;
-        n = frame_encode_alloc(offsetof(struct write_req, data), type, id, payload, len,
-                               (void **)&w);
+        n = frame_uv_write((uv_stream_t *)&c->pipe, c, type, id, payload, len, on_write_done);
         if (n < 0)
                 return n;
-        w->conn = c;
-        w->len = (size_t)n;
-        b = uv_buf_init(w->data, (unsigned)n);
-        r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write_done);
-        if (r < 0) {
-                free(w);
-                return r;
-        }
-        c->queued += w->len;
+        c->queued += (size_t)n;
         if (c->queued > WRITE_HIGH_WATER)
                 c->congested = true;
         return 0;

@@ -5,11 +5,11 @@
  * for an old stream could still arrive. A cancelled stream keeps its slot (with no user
  * callbacks) until the agent ends it, so its id cannot be handed out again meanwhile. */
 #include <errno.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/frame-uv.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "daemon/agent-conn.h"
@@ -28,13 +28,6 @@ struct agent_stream {
         uint64_t send_credit;  /* DATA bytes we may still send */
         uint64_t recv_unacked; /* data bytes received and not yet acknowledged */
         bool end_sent;
-};
-
-struct write_req {
-        uv_write_t req;
-        struct agent_conn *conn;
-        size_t len;
-        char data[];
 };
 
 struct agent_conn {
@@ -84,7 +77,7 @@ static void stream_finish(struct agent_stream *s, int err)
 
 static void on_write_done(uv_write_t *req, int status)
 {
-        struct write_req *w = (struct write_req *)req;
+        struct frame_write *w = (struct frame_write *)req;
         struct agent_conn *c = w->conn;
         c->pending_writes--;
         free(w);
@@ -96,24 +89,13 @@ static void on_write_done(uv_write_t *req, int status)
 static int conn_send(struct agent_conn *c, uint8_t type, uint32_t stream, const void *payload,
                      size_t len)
 {
-        struct write_req *w;
-        uv_buf_t b;
-        int n, r;
+        int n;
 
         if (c->closing)
                 return -EPIPE;
-        n = frame_encode_alloc(offsetof(struct write_req, data), type, stream, payload, len,
-                               (void **)&w);
+        n = frame_uv_write((uv_stream_t *)&c->pipe, c, type, stream, payload, len, on_write_done);
         if (n < 0)
                 return n;
-        w->conn = c;
-        w->len = (size_t)n;
-        b = uv_buf_init(w->data, (unsigned)n);
-        r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write_done);
-        if (r < 0) {
-                free(w);
-                return r;
-        }
         c->pending_writes++;
         return 0;
 }
