@@ -1,9 +1,13 @@
 /* One encoder and one decoder per agent request body; see wire.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "common/json-path.h"
 #include "common/limits.h"
 #include "common/name.h"
+#include "common/path.h"
+#include "common/proto.h"
 #include "common/validate.h"
 #include "common/wire.h"
 
@@ -147,4 +151,127 @@ int wire_pty_decode(json_t *j, struct wire_pty *ret, struct cella_error *err)
         ret->cols = (unsigned)cols;
         ret->rows = (unsigned)rows;
         return r;
+}
+
+static const char *const file_ops[] = {
+        [WIRE_FILE_STAT] = "stat",   [WIRE_FILE_EXISTS] = "exists", [WIRE_FILE_DELETE] = "delete",
+        [WIRE_FILE_MKDIR] = "mkdir", [WIRE_FILE_MOVE] = "move",     [WIRE_FILE_LIST] = "list",
+};
+
+json_t *wire_file_encode(uint8_t type, const struct wire_file *x)
+{
+        bool move = type == FRAME_FILE_OP && x->op == WIRE_FILE_MOVE;
+        bool rec = type == FRAME_FILE_OP && (x->op == WIRE_FILE_MKDIR ||
+                                             x->op == WIRE_FILE_DELETE || x->op == WIRE_FILE_LIST);
+        json_t *j = json_object();
+
+        if (type == FRAME_FILE_OP && (unsigned)x->op >= ARRAY_SIZE(file_ops)) {
+                json_decref(j);
+                return NULL;
+        }
+        if (!j ||
+            put(j, "op", json_string(type == FRAME_FILE_OP ? file_ops[x->op] : ""),
+                type == FRAME_FILE_OP) < 0 ||
+            put(j, "mode", json_integer(x->mode), type == FRAME_FILE_WRITE && x->mode >= 0) < 0 ||
+            put(j, "recursive", json_boolean(x->recursive), rec) < 0 ||
+            put(j, "includeHidden", json_boolean(x->include_hidden),
+                type == FRAME_FILE_OP && x->op == WIRE_FILE_LIST) < 0)
+                goto oom;
+        j = json_set_path(j, move ? "from" : "path", x->path);
+        if (j && move)
+                j = json_set_path(j, "to", x->to);
+        return j;
+oom:
+        json_decref(j);
+        return NULL;
+}
+
+/* The path in j's field, or, when j has field + "Base64" instead, the path whose raw bytes
+ * that is; absolute and normalised into out. */
+static int get_path(json_t *j, const char *field, char out[CELLA_PATH_MAX + 1],
+                    struct cella_error *err)
+{
+        char key[32];
+        json_t *b, *v;
+
+        snprintf(key, sizeof(key), "%sBase64", field);
+        b = json_object_get(j, key);
+        if (b) {
+                if (!json_is_string(b))
+                        return invalid(err, key, "must be a string");
+                /* a relative one would land in /workspace: cellad sends absolute ones */
+                return sandbox_path_decode(json_string_value(b), json_string_length(b), true, out,
+                                           CELLA_PATH_MAX + 1, err) < 0
+                               ? -EINVAL
+                               : 0;
+        }
+        v = json_object_get(j, field);
+        if (!json_is_string(v))
+                return invalid(err, field, "must be a string");
+        if (json_string_length(v) == 0 || json_string_value(v)[0] != '/')
+                return invalid(err, field, "must be an absolute path");
+        return sandbox_path_normalize(json_string_value(v), json_string_length(v), out,
+                                      CELLA_PATH_MAX + 1, err) < 0
+                       ? -EINVAL
+                       : 0;
+}
+
+static int get_bool(json_t *j, const char *field, bool *ret, struct cella_error *err)
+{
+        json_t *v = json_object_get(j, field);
+
+        if (v && !json_is_boolean(v))
+                return invalid(err, field, "must be a boolean");
+        *ret = json_is_true(v);
+        return 0;
+}
+
+int wire_file_decode(uint8_t type, json_t *j, struct wire_file *ret, char path[CELLA_PATH_MAX + 1],
+                     char to[CELLA_PATH_MAX + 1], struct cella_error *err)
+{
+        const char *name;
+        json_t *v;
+        size_t i;
+
+        memset(ret, 0, sizeof(*ret));
+        ret->mode = -1;
+        if (type == FRAME_FILE_WRITE) {
+                v = member(j, "mode");
+                if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                          json_integer_value(v) > 07777)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "'mode' must be an integer in 0..07777");
+                        return -EINVAL;
+                }
+                ret->mode = v ? (int)json_integer_value(v) : -1;
+        }
+        if (type == FRAME_FILE_OP) {
+                v = json_object_get(j, "op");
+                if (!json_is_string(v))
+                        return invalid(err, "op", "must be a string");
+                name = json_string_value(v);
+                for (i = 0; i < ARRAY_SIZE(file_ops); i++)
+                        if (strcmp(name, file_ops[i]) == 0)
+                                break;
+                if (i == ARRAY_SIZE(file_ops)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "unknown file operation '%.32s'", name);
+                        return -EINVAL;
+                }
+                ret->op = (enum wire_file_op)i;
+                if (ret->op == WIRE_FILE_MOVE) {
+                        if (get_path(j, "from", path, err) < 0 || get_path(j, "to", to, err) < 0)
+                                return -EINVAL;
+                        ret->path = path;
+                        ret->to = to;
+                        return 0;
+                }
+        }
+        if (get_path(j, "path", path, err) < 0)
+                return -EINVAL;
+        ret->path = path;
+        if (type == FRAME_FILE_OP && (get_bool(j, "recursive", &ret->recursive, err) < 0 ||
+                                      get_bool(j, "includeHidden", &ret->include_hidden, err) < 0))
+                return -EINVAL;
+        return 0;
 }

@@ -13,9 +13,11 @@
 #define CELLA_WIRE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/limits.h"
 
 /* EXEC: {"command":s, "cwd"?:s, "env"?:{k:s}, "baseEnv"?:{k:s}, "session"?:s,
  *        "timeoutMs"?:n} */
@@ -43,5 +45,35 @@ struct wire_pty {
 
 json_t *wire_pty_encode(const struct wire_pty *x);
 int wire_pty_decode(json_t *j, struct wire_pty *ret, struct cella_error *err);
+
+/* FILE_READ {"path"}, FILE_WRITE {"path", "mode"?}, FILE_OP {"op", "path" (MOVE: "from",
+ * "to"), "recursive"? (MKDIR, DELETE, LIST), "includeHidden"? (LIST)}. Each path member is
+ * written as common/json-path.h writes one: text, and for a name that is not UTF-8 also
+ * "<member>Base64", which the decoder reads first. */
+enum wire_file_op {
+        WIRE_FILE_STAT,
+        WIRE_FILE_EXISTS,
+        WIRE_FILE_DELETE,
+        WIRE_FILE_MKDIR,
+        WIRE_FILE_MOVE,
+        WIRE_FILE_LIST,
+};
+
+struct wire_file {
+        enum wire_file_op op; /* FILE_OP */
+        const char *path;     /* MOVE: from */
+        const char *to;       /* MOVE */
+        int mode;             /* FILE_WRITE: permission bits, -1: not given */
+        bool recursive;
+        bool include_hidden;
+};
+
+/* The body of a frame of type (FILE_READ, FILE_WRITE or FILE_OP); NULL: out of memory. */
+json_t *wire_file_encode(uint8_t type, const struct wire_file *x);
+/* Decode j as a body of type. The paths are decoded, made absolute and normalised into
+ * path and to (ret->path and ret->to point there). 0, or -EINVAL with err set
+ * (VALIDATION_FAILED, NAME_TOO_LONG for a long path). */
+int wire_file_decode(uint8_t type, json_t *j, struct wire_file *ret, char path[CELLA_PATH_MAX + 1],
+                     char to[CELLA_PATH_MAX + 1], struct cella_error *err);
 
 #endif

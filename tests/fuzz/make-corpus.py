@@ -112,6 +112,18 @@ def wire():
         "pty-big": {"cols": 1001, "rows": 24},
         "pty-real": {"cols": 80.5, "rows": 24},
         "unknown-member": {"command": "x", "cols": 2, "rows": 2, "later": True},
+        "file-read": {"path": "/workspace/a.txt"},
+        "file-write-mode": {"path": "/workspace/x", "mode": 0o644},
+        "file-write-mode-big": {"path": "/workspace/x", "mode": 0o10000},
+        "file-base64": {"path": "/workspace/\ufffd", "pathBase64": "L3dvcmtzcGFjZS//"},
+        "file-relative": {"path": "a/b"},
+        "file-dotdot": {"path": "/../../etc"},
+        "op-list": {"op": "list", "path": "/workspace", "recursive": True, "includeHidden": False},
+        "op-move": {"op": "move", "from": "/a", "to": "/b/../c"},
+        "op-move-base64": {"op": "move", "fromBase64": "L2H/", "to": "/b"},
+        "op-mkdir": {"op": "mkdir", "path": "/a/b", "recursive": True},
+        "op-delete-null": {"op": "delete", "path": "/a", "recursive": None},
+        "op-unknown": {"op": "chmod", "path": "/a"},
     }
     return {k: js(v) for k, v in bodies.items()}
 

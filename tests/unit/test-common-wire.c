@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "common/limits.h"
+#include "common/proto.h"
 #include "common/wire.h"
 
 static json_t *parse(const char *s)
@@ -110,12 +111,55 @@ static void test_pty(void **state)
         json_decref(j);
 }
 
+static void test_file(void **state)
+{
+        char path[CELLA_PATH_MAX + 1], to[CELLA_PATH_MAX + 1];
+        struct cella_error err = {0};
+        struct wire_file out;
+        json_t *j;
+
+        (void)state;
+        /* a name that is not UTF-8 travels as base64 and comes back byte for byte */
+        j = wire_file_encode(
+                FRAME_FILE_OP,
+                &(struct wire_file){.op = WIRE_FILE_MOVE, .path = "/w/a\xff", .to = "/w/b"});
+        assert_non_null(json_object_get(j, "fromBase64"));
+        assert_int_equal(wire_file_decode(FRAME_FILE_OP, j, &out, path, to, &err), 0);
+        assert_int_equal(out.op, WIRE_FILE_MOVE);
+        assert_string_equal(out.path, "/w/a\xff");
+        assert_string_equal(out.to, "/w/b");
+        json_decref(j);
+
+        j = wire_file_encode(FRAME_FILE_WRITE, &(struct wire_file){.path = "/x", .mode = 0600});
+        assert_int_equal(wire_file_decode(FRAME_FILE_WRITE, j, &out, path, to, &err), 0);
+        assert_int_equal(out.mode, 0600);
+        json_decref(j);
+
+        j = parse("{\"op\":\"list\",\"path\":\"/a/../b\",\"includeHidden\":true}");
+        assert_int_equal(wire_file_decode(FRAME_FILE_OP, j, &out, path, to, &err), 0);
+        assert_string_equal(out.path, "/b");
+        assert_true(out.include_hidden);
+        assert_false(out.recursive);
+        json_decref(j);
+
+        j = parse("{\"op\":\"chmod\",\"path\":\"/a\"}");
+        assert_int_equal(wire_file_decode(FRAME_FILE_OP, j, &out, path, to, &err), -EINVAL);
+        assert_string_equal(err.msg, "unknown file operation 'chmod'");
+        json_decref(j);
+        memset(&err, 0, sizeof(err));
+        j = parse("{\"path\":\"rel\"}");
+        assert_int_equal(wire_file_decode(FRAME_FILE_READ, j, &out, path, to, &err), -EINVAL);
+        assert_string_equal(err.msg, "'path' must be an absolute path");
+        json_decref(j);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_roundtrip),
                 cmocka_unit_test(test_exec_bounds),
                 cmocka_unit_test(test_pty),
+                cmocka_unit_test(test_file),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
