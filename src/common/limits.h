@@ -63,6 +63,7 @@
 
 /* Sessions and background processes (agent) */
 #define CELLA_ID_MAX 64                       /* session and process ids */
+#define CELLA_ENV_NAME_MAX 255 /* an environment variable's name (common/validate.h) */
 #define CELLA_PROC_MAX 1024                   /* processes kept (running and finished) */
 #define CELLA_PROC_RING (64 * 1024)           /* in-memory output per stream (no disk log) */
 #define CELLA_PROC_RING_TAIL (4 * 1024)       /* what a finished process keeps of it */
