@@ -219,13 +219,32 @@ void pump_resume(struct pump *p)
                 pump_update_poll(p);
                 return;
         }
-        if (p->eof || p->reading || pump_allowance(p) == 0)
+        if (p->eof)
+                return;
+        if (pump_allowance(p) == 0) {
+                pump_pause(p);
+                return;
+        }
+        if (p->reading)
                 return;
         if (uv_read_start((uv_stream_t *)&p->h.pipe, on_alloc, on_read) < 0) {
                 reach_eof(p);
                 return;
         }
         p->reading = true;
+}
+
+void pump_read(struct pump *p)
+{
+        if (!p->inited || p->closing || p->eof)
+                return;
+        if (p->is_poll) {
+                poll_read(p);
+                if (!p->closing)
+                        pump_update_poll(p);
+                return;
+        }
+        pump_resume(p);
 }
 
 void pump_pause(struct pump *p)

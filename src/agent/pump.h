@@ -70,11 +70,15 @@ struct pump {
 int pump_open_pipe(struct pump *p, uv_loop_t *loop, int fd, const struct pump_ops *ops, void *owner,
                    int index);
 /* The same with a uv_poll_t, for a descriptor that the owner also writes to (a pty master,
- * non-blocking). */
+ * non-blocking). On failure nothing is left to close: on_closed will not come. */
 int pump_open_poll(struct pump *p, uv_loop_t *loop, int fd, const struct pump_ops *ops, void *owner,
                    int index);
-/* Look at the allowance (and, in poll mode, wants_write) again: read while it is > 0. */
+/* Look at the allowance (and, in poll mode, wants_write) again: read while it is > 0,
+ * pause while it is 0. */
 void pump_resume(struct pump *p);
+/* Poll mode: read now, as much as the allowance permits, without waiting for the loop
+ * (a terminal whose shell was just reaped); pipe mode: pump_resume. */
+void pump_read(struct pump *p);
 /* Stop reading until the next pump_resume. */
 void pump_pause(struct pump *p);
 /* Read what the descriptor holds now, whatever the allowance (a runner's output written
