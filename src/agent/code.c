@@ -66,12 +66,12 @@ static struct interp *context_find(struct code_table *t, const char *id)
 
 static void set_base_env(struct code_table *t, struct code_request *r)
 {
-        if (!r->base_env)
+        if (!r->ctx.base_env)
                 return;
         agent_env_free(t->base_env, t->n_base_env);
-        t->base_env = TAKE_PTR(r->base_env);
-        t->n_base_env = r->n_base_env;
-        r->n_base_env = 0;
+        t->base_env = TAKE_PTR(r->ctx.base_env);
+        t->n_base_env = r->ctx.n_base_env;
+        r->ctx.n_base_env = 0;
 }
 
 static void random_id(char *out, size_t size)
@@ -162,10 +162,10 @@ static void op_create(struct code_table *t, struct conn *c, uint32_t sid, struct
                 conn_send_error(c, sid, &err);
                 return;
         }
-        j->env = TAKE_PTR(r->env);
-        j->n_env = r->n_env;
-        r->n_env = 0;
-        it = context_new(t, r->language, NULL, &r->cwd, j, &err);
+        j->env = TAKE_PTR(r->ctx.env);
+        j->n_env = r->ctx.n_env;
+        r->ctx.n_env = 0;
+        it = context_new(t, r->language, NULL, &r->ctx.cwd, j, &err);
         if (!it)
                 code_job_fail(j, err.code, err.msg);
 }
@@ -177,16 +177,16 @@ static void op_run(struct code_table *t, struct conn *c, uint32_t sid, struct co
         struct code_job *j;
         char defid[32];
 
-        if (r->id) {
-                it = context_find(t, r->id);
+        if (r->ctx.id) {
+                it = context_find(t, r->ctx.id);
                 if (!it) {
                         conn_reply_error(c, sid, CELLA_E_CONTEXT_NOT_FOUND,
-                                         "code context '%s' not found", r->id);
+                                         "code context '%s' not found", r->ctx.id);
                         return;
                 }
                 if (r->language_given && r->language != it->lang) {
                         conn_reply_error(c, sid, CELLA_E_VALIDATION_FAILED,
-                                         "context '%s' runs %s, not %s", r->id,
+                                         "context '%s' runs %s, not %s", r->ctx.id,
                                          code_lang_name(it->lang), code_lang_name(r->language));
                         return;
                 }
@@ -273,14 +273,14 @@ void code_request(struct agent *a, struct conn *c, struct agent_request *req)
                 op_list(t, c, req->stream);
                 break;
         case CODE_OP_DELETE:
-                it = context_find(t, r.id);
+                it = context_find(t, r.ctx.id);
                 if (!it) {
                         conn_reply_error(c, req->stream, CELLA_E_CONTEXT_NOT_FOUND,
-                                         "code context '%s' not found", r.id);
+                                         "code context '%s' not found", r.ctx.id);
                         break;
                 }
                 context_remove(it);
-                conn_send_json(c, FRAME_RESULT, req->stream, json_pack("{s:s}", "id", r.id));
+                conn_send_json(c, FRAME_RESULT, req->stream, json_pack("{s:s}", "id", r.ctx.id));
                 break;
         }
         code_request_done(&r);

@@ -354,34 +354,34 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
         }
         switch (r.op) {
         case SESSION_OP_CREATE:
-                if (!r.id) {
+                if (!r.ctx.id) {
                         uint32_t rnd = 0;
 
                         if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
                                 rnd = (uint32_t)time_mono_us();
                         snprintf(gen, sizeof(gen), "session-%08x", rnd);
                 }
-                if (session_find(a, r.id ? r.id : gen)) {
+                if (session_find(a, r.ctx.id ? r.ctx.id : gen)) {
                         conn_reply_error(c, req->stream, CELLA_E_SESSION_ALREADY_EXISTS,
-                                         "session '%s' already exists", r.id ? r.id : gen);
+                                         "session '%s' already exists", r.ctx.id ? r.ctx.id : gen);
                         break;
                 }
-                sess = session_create(a, r.id ? r.id : gen, r.cwd, r.base_env, r.n_base_env, r.env,
-                                      r.n_env, r.timeout_ms, &err);
+                sess = session_create(a, r.ctx.id ? r.ctx.id : gen, r.ctx.cwd, r.ctx.base_env,
+                                      r.ctx.n_base_env, r.ctx.env, r.ctx.n_env, r.timeout_ms, &err);
                 if (!sess)
                         conn_send_error(c, req->stream, &err);
                 else
                         conn_send_json(c, FRAME_RESULT, req->stream, session_info(sess));
                 break;
         case SESSION_OP_DELETE:
-                sess = session_find(a, r.id);
+                sess = session_find(a, r.ctx.id);
                 if (!sess) {
                         conn_reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND,
-                                         "no session '%s'", r.id);
+                                         "no session '%s'", r.ctx.id);
                         break;
                 }
                 session_delete(sess);
-                conn_send_json(c, FRAME_RESULT, req->stream, json_pack("{s:s}", "id", r.id));
+                conn_send_json(c, FRAME_RESULT, req->stream, json_pack("{s:s}", "id", r.ctx.id));
                 break;
         case SESSION_OP_LIST: {
                 json_t *list = json_array();
@@ -395,11 +395,11 @@ void session_request(struct agent *a, struct conn *c, struct agent_request *req)
         case SESSION_OP_SETENV: {
                 int k = 0;
 
-                if (r.id) {
-                        sess = session_find(a, r.id);
+                if (r.ctx.id) {
+                        sess = session_find(a, r.ctx.id);
                         if (!sess) {
                                 conn_reply_error(c, req->stream, CELLA_E_SESSION_NOT_FOUND,
-                                                 "no session '%s'", r.id);
+                                                 "no session '%s'", r.ctx.id);
                                 break;
                         }
                         k = session_setenv(sess, &r);
