@@ -85,12 +85,16 @@ static void exec_maybe_free(struct exec *e)
                 exec_free(e);
 }
 
-static void on_handle_closed(uv_handle_t *h)
+/* One of e's handles (timers, pumps) is closed. */
+static void exec_handle_gone(struct exec *e)
 {
-        struct exec *e = h->data;
-
         e->open_handles--;
         exec_maybe_free(e);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+        exec_handle_gone(h->data);
 }
 
 static void close_handle(struct exec *e, uv_handle_t *h)
@@ -103,8 +107,7 @@ static void close_handle(struct exec *e, uv_handle_t *h)
 static void exec_done(struct exec *e)
 {
         e->finished = true;
-        pump_close(&e->out[0]);
-        pump_close(&e->out[1]);
+        pump_close_all(e->out, 2);
         close_handle(e, (uv_handle_t *)&e->timeout);
         close_handle(e, (uv_handle_t *)&e->grace);
 }
@@ -131,7 +134,7 @@ static void check_finished(struct exec *e)
 {
         if (e->finished || !e->reaped)
                 return;
-        if (!pump_is_live(&e->out[0]) && !pump_is_live(&e->out[1]))
+        if (pump_all_done(e->out, 2))
                 send_exit(e);
 }
 
@@ -167,10 +170,7 @@ static void out_eof(struct pump *p)
 
 static void out_closed(struct pump *p)
 {
-        struct exec *e = p->owner;
-
-        e->open_handles--;
-        exec_maybe_free(e);
+        exec_handle_gone(p->owner);
 }
 
 static const struct pump_ops out_ops = {
@@ -179,12 +179,6 @@ static const struct pump_ops out_ops = {
         .on_eof = out_eof,
         .on_closed = out_closed,
 };
-
-static void start_reading(struct exec *e)
-{
-        pump_resume(&e->out[0]);
-        pump_resume(&e->out[1]);
-}
 
 static void on_grace(uv_timer_t *t)
 {
@@ -205,7 +199,7 @@ static void exec_on_window(struct exec *e)
 {
         if (!may_read(e))
                 return;
-        start_reading(e);
+        pump_resume_all(e->out, 2);
         if (e->grace_expired_waiting) {
                 e->grace_expired_waiting = false;
                 uv_timer_start(&e->grace, on_grace, EXIT_GRACE_MS, 0);
@@ -334,6 +328,6 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
         }
         if (req->timeout_ms > 0)
                 uv_timer_start(&e->timeout, on_timeout, (uint64_t)req->timeout_ms, 0);
-        start_reading(e);
+        pump_resume_all(e->out, 2);
         log_debug("stream %u: started pid %d", req->stream, (int)res.pid);
 }

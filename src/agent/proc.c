@@ -248,7 +248,7 @@ static void io_handle_closed(uv_handle_t *h)
 /* stdout or stderr still to be read to its EOF */
 static bool io_reading(const struct proc_io *io)
 {
-        return pump_is_live(&io->out[0]) || pump_is_live(&io->out[1]);
+        return !pump_all_done(io->out, 2);
 }
 
 static void io_close(struct proc *p)
@@ -258,8 +258,7 @@ static void io_close(struct proc *p)
         if (!io || io->closing)
                 return;
         io->closing = true;
-        pump_close(&io->out[0]);
-        pump_close(&io->out[1]);
+        pump_close_all(io->out, 2);
         uv_close((uv_handle_t *)&io->settle, io_handle_closed);
         uv_close((uv_handle_t *)&io->kill, io_handle_closed);
 }

@@ -303,6 +303,26 @@ void pump_close(struct pump *p)
         uv_close(&p->h.handle, on_close);
 }
 
+void pump_resume_all(struct pump *p, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                pump_resume(&p[i]);
+}
+
+void pump_close_all(struct pump *p, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                pump_close(&p[i]);
+}
+
+bool pump_all_done(const struct pump *p, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                if (pump_is_live(&p[i]))
+                        return false;
+        return true;
+}
+
 /* ---- streamed sinks ---- */
 
 size_t pump_credit(const struct stream *s)

@@ -93,6 +93,14 @@ static inline bool pump_is_live(const struct pump *p)
         return p->inited && !p->eof && !p->closing;
 }
 
+/* ---- the pumps of one child together (its stdout and stderr) ---- */
+
+/* pump_resume, pump_close on each of the n pumps at p. */
+void pump_resume_all(struct pump *p, size_t n);
+void pump_close_all(struct pump *p, size_t n);
+/* None of the n pumps at p is live: all at EOF, closing or never opened. */
+bool pump_all_done(const struct pump *p, size_t n);
+
 /* ---- streamed sinks ---- */
 
 /* Bytes stream s may take now: its window credit, at most a chunk, 0 while the

@@ -303,29 +303,22 @@ void session_job_maybe_free(struct job *j)
                 session_job_free(j);
 }
 
-static void on_job_handle_closed(uv_handle_t *h)
+/* One of j's handles (timers, pumps) is closed. */
+static void job_handle_gone(struct job *j)
 {
-        struct job *j = h->data;
-
         j->open_handles--;
         session_job_maybe_free(j);
+}
+
+static void on_job_handle_closed(uv_handle_t *h)
+{
+        job_handle_gone(h->data);
 }
 
 static void job_close_handle(struct job *j, uv_handle_t *h)
 {
         if (!uv_is_closing(h))
                 uv_close(h, on_job_handle_closed);
-}
-
-static void job_close_pipe(struct job *j, int i)
-{
-        pump_close(&j->out[i]);
-}
-
-/* Both FIFOs at EOF (or never opened). */
-static bool job_output_done(const struct job *j)
-{
-        return !pump_is_live(&j->out[0]) && !pump_is_live(&j->out[1]);
 }
 
 static void job_drop_holds(struct job *j)
@@ -393,8 +386,7 @@ void session_job_finish(struct job *j)
         job_drop_holds(j);
         job_unlink_files(j);
         if (j->started) {
-                job_close_pipe(j, 0);
-                job_close_pipe(j, 1);
+                pump_close_all(j->out, 2);
                 job_close_handle(j, (uv_handle_t *)&j->timer);
                 job_close_handle(j, (uv_handle_t *)&j->grace);
         }
@@ -424,7 +416,7 @@ static void job_check_done(struct job *j)
         /* The command is over: our write ends go, so EOF means its writers are done. */
         job_drop_holds(j);
         uv_timer_stop(&j->timer);
-        if (!j->streamed || job_output_done(j)) {
+        if (!j->streamed || pump_all_done(j->out, 2)) {
                 session_job_finish(j);
                 return;
         }
@@ -481,17 +473,14 @@ static void job_out_eof(struct pump *p)
                 if (k > 0)
                         pump_emit(&j->s, FRAME_STDERR, j->fbuf, k);
         }
-        job_close_pipe(j, i);
-        if ((j->got_status || j->shell_exited) && job_output_done(j))
+        pump_close(&j->out[i]);
+        if ((j->got_status || j->shell_exited) && pump_all_done(j->out, 2))
                 session_job_finish(j);
 }
 
 static void job_out_closed(struct pump *p)
 {
-        struct job *j = p->owner;
-
-        j->open_handles--;
-        session_job_maybe_free(j);
+        job_handle_gone(p->owner);
 }
 
 static const struct pump_ops job_out_ops = {
@@ -500,12 +489,6 @@ static const struct pump_ops job_out_ops = {
         .on_eof = job_out_eof,
         .on_closed = job_out_closed,
 };
-
-static void job_start_reading(struct job *j)
-{
-        pump_resume(&j->out[0]);
-        pump_resume(&j->out[1]);
-}
 
 static void on_job_timer(uv_timer_t *t)
 {
@@ -546,7 +529,7 @@ static void job_stream_window(struct stream *s)
         struct job *j = (struct job *)s;
 
         if (j->started)
-                job_start_reading(j);
+                pump_resume_all(j->out, 2);
 }
 
 static void job_remove_from_queue(struct job *j)
@@ -650,7 +633,7 @@ static int job_open_fifos(struct job *j, struct cella_error *err)
                 sess->prep.rd[i] = -EBADF; /* the pump's from here on, also on failure */
                 j->open_handles++;
                 if (pump_open_pipe(&j->out[i], sess->a->loop, fd, &job_out_ops, j, i) < 0) {
-                        job_close_pipe(j, i);
+                        pump_close(&j->out[i]);
                         prep_close(sess);
                         return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
                                                "session '%s': watch fifo", sess->id);
@@ -734,7 +717,7 @@ static void job_start(struct job *j)
         if (j->timeout_ms > 0)
                 uv_timer_start(&j->timer, on_job_timer, (uint64_t)j->timeout_ms, 0);
         if (j->streamed)
-                job_start_reading(j);
+                pump_resume_all(j->out, 2);
         {
                 /* The next command's FIFOs, made while this one runs. */
                 struct cella_error ignored = {0};

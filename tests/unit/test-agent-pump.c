@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -277,6 +278,35 @@ static void test_poll_mode(void **state)
         sink_free(k);
 }
 
+/* Poll mode on a descriptor the owner also writes to (a socket here, a pty master in the
+ * agent): writability is reported while the owner wants to write, reading goes on. */
+static void test_poll_writable(void **state)
+{
+        struct sink *k = sink_new(true, false);
+        int sv[2];
+
+        (void)state;
+        /* the same pump on a socket pair instead of the pipe */
+        close(k->wfd);
+        pump_close(&k->p);
+        SPIN_UNTIL(k, k->closed);
+        k->closed = false;
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv), 0);
+        k->wfd = sv[1];
+        assert_int_equal(pump_open_poll(&k->p, &k->loop, sv[0], &ops, k, 0), 0);
+        k->want_write = true;
+        pump_resume(&k->p);
+        assert_true(k->p.poll_events & UV_WRITABLE);
+        SPIN_UNTIL(k, k->writes == 1);
+        /* the owner has nothing more to write: only reading is watched */
+        assert_false(k->want_write);
+        assert_int_equal(k->p.poll_events, UV_READABLE);
+        put(k, "ping", 4);
+        SPIN_UNTIL(k, k->len == 4);
+        assert_int_equal(k->writes, 1);
+        sink_free(k);
+}
+
 /* drain reads what is there whatever the allowance; close ends every callback. */
 static void test_drain_close(void **state)
 {
@@ -307,9 +337,10 @@ static void test_drain_close(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_utf8_split), cmocka_unit_test(test_eof_flush),
-                cmocka_unit_test(test_credit),     cmocka_unit_test(test_cap),
-                cmocka_unit_test(test_poll_mode),  cmocka_unit_test(test_drain_close),
+                cmocka_unit_test(test_utf8_split),  cmocka_unit_test(test_eof_flush),
+                cmocka_unit_test(test_credit),      cmocka_unit_test(test_cap),
+                cmocka_unit_test(test_poll_mode),   cmocka_unit_test(test_poll_writable),
+                cmocka_unit_test(test_drain_close),
         };
 
         signal(SIGPIPE, SIG_IGN);
