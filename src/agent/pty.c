@@ -3,9 +3,9 @@
  *
  * A struct term is in the agent's list from the first PTY frame of its session until its
  * shell has exited (or the session was deleted) and every attached stream was ended. It
- * owns the pty's master (non-blocking, read and watched by a pump in poll mode), the ring of the last
- * CELLA_PTY_RING bytes of output (replayed to a stream that attaches), the shell's pid
- * and its cgroup `term-<n>`. Its own cgroup, not the session's: a session command's
+ * owns the pty's master (non-blocking, read and watched by a pump in poll mode, pump.h),
+ * the ring of the last CELLA_PTY_RING bytes of output (replayed to a stream that
+ * attaches), the shell's pid and its cgroup `term-<n>`. Its own cgroup, not the session's: a session command's
  * timeout or cancel SIGKILLs the members of the session's cgroup born after the command
  * started, and a terminal opened meanwhile would be one.
  *
