@@ -10,6 +10,7 @@
 #include "common/signal.h"
 #include "daemon/api-decode.h"
 #include "daemon/instance-type.h"
+#include "daemon/sandbox-options.h"
 #include "runtime/net.h"
 
 /* Parse body as a JSON object. JSON_ALLOW_NUL keeps \u0000 in file contents; every string
@@ -141,29 +142,6 @@ void api_put_sandbox_done(struct api_put_sandbox *p)
 }
 
 /* networkAllow: an array of at most CELLA_NETWORK_ALLOW_MAX "CIDR[:port]" strings. */
-static int check_network_allow(json_t *a, struct cella_error *err)
-{
-        size_t i;
-        json_t *v;
-
-        if (!json_is_array(a) || json_array_size(a) > CELLA_NETWORK_ALLOW_MAX)
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "networkAllow must be an array of at most %d strings",
-                                       CELLA_NETWORK_ALLOW_MAX);
-        json_array_foreach(a, i, v)
-        {
-                struct net_allow na;
-                if (!json_is_string(v) ||
-                    net_allow_parse(json_string_value(v), json_string_length(v), &na) < 0)
-                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                               "networkAllow[%zu] must be an IPv4 \"CIDR\" or "
-                                               "\"CIDR:port\" with no host bits, e.g. "
-                                               "\"203.0.113.0/24:443\"",
-                                               i);
-        }
-        return 0;
-}
-
 int api_parse_duration(json_t *v, int64_t *ret_ms, struct cella_error *err)
 {
         static const int64_t max_ms = 30LL * 24 * 3600 * 1000;
@@ -251,7 +229,7 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
                                 "network must be \"none\" or \"outbound\"");
                 goto out;
         }
-        if (allow && check_network_allow(allow, err) < 0)
+        if (allow && !(p.network_allow = sandbox_options_network_allow(allow, err)))
                 goto out;
         if (keep >= 0) {
                 p.has_keep_alive = true;
@@ -270,7 +248,6 @@ int api_decode_put_sandbox(const char *body, size_t len, struct api_put_sandbox 
         p.labels = json_incref(labels);
         if (network && !(p.network = strdup(json_string_value(network))))
                 goto out;
-        p.network_allow = json_incref(allow);
         p.normalize_id = norm;
         *ret = p;
         memset(&p, 0, sizeof(p));

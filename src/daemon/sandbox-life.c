@@ -15,6 +15,7 @@
 #include "daemon/instance-type.h"
 #include "daemon/rebuild.h"
 #include "daemon/sandbox-internal.h"
+#include "daemon/sandbox-options.h"
 #include "daemon/store.h"
 
 static void stop_exit_watch(struct sandbox *s)
@@ -229,62 +230,6 @@ static int sandbox_ensure_running(struct sandbox *s, struct cella_error *err)
         return sandbox_start(s, err);
 }
 
-/* A validated networkAllow array in canonical form (new reference), or NULL with *err. */
-static json_t *network_allow_canon(json_t *a, struct cella_error *err)
-{
-        json_t *out = json_array(), *v;
-        size_t i;
-
-        if (!out) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return NULL;
-        }
-        if (!a)
-                return out;
-        if (!json_is_array(a) || json_array_size(a) > CELLA_NETWORK_ALLOW_MAX) {
-                json_decref(out);
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                "networkAllow must be an array of at most %d \"CIDR[:port]\"",
-                                CELLA_NETWORK_ALLOW_MAX);
-                return NULL;
-        }
-        json_array_foreach(a, i, v)
-        {
-                struct net_allow na;
-                char text[64];
-                if (!json_is_string(v) ||
-                    net_allow_parse(json_string_value(v), json_string_length(v), &na) < 0) {
-                        json_decref(out);
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "networkAllow[%zu]: want an IPv4 \"CIDR[:port]\" such as "
-                                        "\"203.0.113.0/24:443\"",
-                                        i);
-                        return NULL;
-                }
-                net_allow_format(&na, text, sizeof(text));
-                json_array_append_new(out, json_string(text));
-        }
-        return out;
-}
-
-static int validate_string_object(json_t *o, const char *what, struct cella_error *err)
-{
-        const char *k;
-        json_t *v;
-        if (!o)
-                return 0;
-        if (!json_is_object(o))
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "%s must be an object",
-                                       what);
-        json_object_foreach(o, k, v)
-        {
-                if (!json_is_string(v))
-                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                               "%s.%s must be a string", what, k);
-        }
-        return 0;
-}
-
 /* IMAGES_DIR/NAME is complete (its rootfs and .complete are there). */
 static bool image_ready(const struct sandbox_table *t, const char *image)
 {
@@ -339,26 +284,17 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         if (t->count >= t->max_sandboxes)
                 return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED,
                                        "this daemon runs at most %u sandboxes", t->max_sandboxes);
-        if (!instance_type_find(itype))
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "unknown instanceType '%s' (known: %s)", itype,
-                                       instance_type_names());
-        if (!image_name_is_valid(image))
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "invalid image name '%.64s' (1-%d of [a-z0-9._-], not "
-                                       "starting with '.' or '-')",
-                                       image, CELLA_NAME_MAX);
+        /* opts were checked as they were decoded (sandbox-options.h); what is left to
+         * check is what the host has: the image, the network mode, the disk. */
         if (!image_ready(t, image))
                 return cella_error_set(err, CELLA_E_IMAGE_NOT_FOUND,
                                        "no image '%s' (cella image ls; build or import it)", image);
-        if (opts && (validate_string_object(opts->env, "env", err) < 0 ||
-                     validate_string_object(opts->labels, "labels", err) < 0))
-                return -1;
         if (network_wanted(t, opts, &network, err) < 0)
                 return -1;
-        json_t *allow = network_allow_canon(opts ? opts->network_allow : NULL, err);
+        json_t *allow =
+                opts && opts->network_allow ? json_deep_copy(opts->network_allow) : json_array();
         if (!allow)
-                return -1;
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         /* Pool sandboxes have the default network and no allowlist: anything else is a
          * build (network work happens only there, never at a claim). */
         if (strcmp(image, t->default_image) == 0 && strcmp(itype, INSTANCE_TYPE_DEFAULT) == 0 &&
@@ -532,19 +468,8 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
         const char *name = s->name;
 
         if (opts) {
-                if (validate_string_object(opts->env, "env", err) < 0 ||
-                    validate_string_object(opts->labels, "labels", err) < 0)
+                if (sandbox_options_check_update(opts, name, s->image, s->instance_type, err) < 0)
                         return -1;
-                if (opts->image && strcmp(opts->image, s->image) != 0)
-                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                               "sandbox '%s' exists with image '%s'; destroy "
-                                               "it to change the image",
-                                               name, s->image);
-                if (opts->instance_type && strcmp(opts->instance_type, s->instance_type) != 0)
-                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                               "sandbox '%s' exists with instanceType '%s'; "
-                                               "destroy it to change the instance type",
-                                               name, s->instance_type);
                 if (opts->network) {
                         bool network;
                         if (network_wanted(t, opts, &network, err) < 0)
@@ -556,9 +481,10 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
                                                        name, s->network ? "outbound" : "none");
                 }
                 if (opts->network_allow) {
-                        json_t *allow = network_allow_canon(opts->network_allow, err);
+                        json_t *allow = json_deep_copy(opts->network_allow);
                         if (!allow)
-                                return -1;
+                                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                                       "out of memory");
                         if (!json_equal(allow, s->network_allow)) {
                                 struct net_allow list[CELLA_NETWORK_ALLOW_MAX];
                                 json_decref(s->network_allow);

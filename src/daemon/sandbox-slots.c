@@ -156,13 +156,11 @@ int network_wanted(const struct sandbox_table *t, const struct sandbox_options *
                 *ret = network_default(t);
                 return 0;
         }
-        if (strcmp(opts->network, "none") == 0) {
+        /* "none" or "outbound": checked as it was decoded (sandbox-options.h) */
+        if (strcmp(opts->network, "outbound") != 0) {
                 *ret = false;
                 return 0;
         }
-        if (strcmp(opts->network, "outbound") != 0)
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "network must be \"none\" or \"outbound\"");
         if (!net_available(runtime_net(t->rt)))
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
                                        "network \"outbound\" is not available on this host: %s",

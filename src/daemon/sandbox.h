@@ -21,6 +21,10 @@ struct sandbox;
 struct runtime;
 struct store;
 
+/* Options as api_decode_put_sandbox() gives them: checked, and networkAllow in its
+ * canonical form (sandbox-options.h); the table checks only what needs itself or the host
+ * (an existing sandbox's image, instance type and network; the image being built; the
+ * network mode being there; disk). */
 struct sandbox_options {
         const char *image;         /* NULL: daemon default */
         const char *instance_type; /* NULL: default (see docs/decisions) */
@@ -32,7 +36,7 @@ struct sandbox_options {
         bool has_default_session;  /* default_session given */
         bool default_session;      /* calls without a sessionId use the session "default" */
         const char *network;       /* "none" or "outbound"; NULL: the daemon's default */
-        json_t *network_allow;     /* array of "CIDR[:port]" (validated), or NULL; borrowed */
+        json_t *network_allow;     /* array of canonical "CIDR[:port]", or NULL; borrowed */
 };
 
 struct sandbox_table_config {
