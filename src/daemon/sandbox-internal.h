@@ -5,18 +5,21 @@
  *   sandbox-table.c    the hash by name, lookup, list, info, accessors, the record
  *   sandbox-slots.c    uid/network slots, disk admission, network options
  *   sandbox-pool.c     the warm pool
- *   sandbox-life.c     lifecycle: start, sleep, wake, update, destroy, one teardown
+ *   sandbox-start.c    starting (on the loop or its thread pool), waiting for a start,
+ *                      the watch of PID 1, the agent link, the one teardown
+ *   sandbox-life.c     lifecycle: create, sleep, wake, update, destroy; the directory ops
  *   sandbox-recover.c  start-up: instance claim, registry load/migration, reattach, sweep
- *   sandbox-directory.c  the operations table (sandbox-directory.h) over the local table
  *
  * No part includes another's header: they meet here, so the include graph stays a tree. */
 #ifndef CELLA_DAEMON_SANDBOX_INTERNAL_H
 #define CELLA_DAEMON_SANDBOX_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "common/limits.h"
+#include "daemon/sandbox-directory.h"
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
 #include "runtime/container.h"
@@ -25,8 +28,10 @@
 #define TABLE_BUCKETS 1024
 
 /* One state instead of separate flags. Transitions (sandbox-life.c):
- *   NEW -> STARTING -> RUNNING              sandbox_start (STARTING only while it runs)
- *   STARTING -> STOPPED                     a start that failed (its teardown done)
+ *   NEW -> STARTING -> RUNNING              sandbox_start, or sandbox_start_async (then
+ *                                           STARTING while its job runs: s->job)
+ *   STARTING -> the state before            a start that failed (its teardown done; a new
+ *                                           sandbox is then destroyed)
  *   RUNNING -> SLEEPING                     idle (sandbox_sleep)
  *   RUNNING -> STOPPED                      PID 1 exited (on_container_exit)
  *   SLEEPING, STOPPED -> STARTING           the next operation (sandbox_ensure_running)
@@ -72,10 +77,14 @@ struct sandbox {
         /* Bytes of disk promised to it: its disk image's size (0: it has none); -1: not
          * looked at since its last start (sandbox_disk_promise() reads it then). */
         int64_t disk_promise;
-        char *identity; /* the text of its identity file as last written (rebuild.h) */
+        char *identity;        /* the text of its identity file as last written (rebuild.h) */
+        struct start_job *job; /* its start in progress off the loop, or NULL */
+        struct sandbox_waiter *waiters; /* gets waiting for that start, in arrival order */
+        bool fresh; /* made by the start in progress: a failed start destroys it */
 };
 
 struct sandbox_table {
+        struct sandbox_directory dir; /* the table as a directory (sandbox-directory.h) */
         uv_loop_t *loop;
         char *data_dir;
         char *images_dir;
@@ -107,6 +116,12 @@ struct sandbox_table {
         int64_t pool_last_claim_ms;
         uint64_t pool_retry_ms; /* back-off after failed builds; 0 after a success */
         unsigned reattached;    /* sandboxes of an earlier daemon taken over at start-up */
+        unsigned pool_building; /* pool sandboxes whose start is in progress (0 or 1) */
+        /* Held by every runtime call that changes the host (start, destroy, rename,
+         * network rules), on the loop or on a worker thread: struct runtime is not
+         * thread-safe. */
+        pthread_mutex_t rt_lock;
+        struct start_job *jobs; /* starts in progress off the loop */
 };
 
 /* sandbox-table.c */
@@ -146,11 +161,29 @@ struct sandbox *pool_take(struct sandbox_table *t);
 /* Give s (taken) the name and options of a new sandbox; on failure s is discarded. */
 int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options *opts,
                struct cella_error *err);
+/* The start of pool sandbox s is over (err NULL: it runs): into the pool, or discarded. */
+void pool_built(struct sandbox *s, const struct cella_error *err);
 
-/* sandbox-life.c */
-/* Build and start the container of s: NEW/STOPPED/SLEEPING -> STARTING -> RUNNING, or
- * STOPPED with everything of the attempt undone. */
+/* sandbox-start.c */
+/* Build and start the container of s, on the loop: NEW/STOPPED/SLEEPING -> STARTING ->
+ * RUNNING, or back to where it was with everything of the attempt undone. */
 int sandbox_start(struct sandbox *s, struct cella_error *err);
+/* The same with the runtime's part on the loop's thread pool: 0 when the job is queued
+ * (s STARTING; when it is over, a pool sandbox goes to pool_built(), the waiters of any
+ * other are called back, and a fresh one that failed is destroyed), -1 with err. */
+int sandbox_start_async(struct sandbox *s, struct cella_error *err);
+/* Wait for the start in progress of s, if any, and complete it now (blocks the loop for
+ * what is left of it: for callers that must answer before they return). */
+void sandbox_join(struct sandbox *s);
+void sandbox_join_all(struct sandbox_table *t);
+/* Make sure s (without a start in progress) runs and has an agent connection; with async
+ * a start it needs is queued (sandbox_start_async) instead of run before this returns. */
+int sandbox_ensure_running(struct sandbox *s, bool async, struct cella_error *err);
+/* Queue cb to be called when the start in progress of s is over. */
+int sandbox_wait(struct sandbox *s, bool created, sandbox_get_cb cb, void *userdata,
+                 struct cella_error *err);
+/* Call back every waiter of s: with s (err NULL) or with err. */
+void sandbox_waiters_flush(struct sandbox *s, const struct cella_error *err);
 /* The one stop sequence: the agent link closed, the exit watch stopped, every process
  * killed and the cgroups removed (runtime_container_destroy); s is in state next
  * afterwards whatever happened. Returns runtime_container_destroy's result. */
@@ -159,7 +192,10 @@ int sandbox_teardown(struct sandbox *s, enum sandbox_state next, struct cella_er
 void sandbox_unlink(struct sandbox *s);
 int watch_exit(struct sandbox *s);
 int connect_agent(struct sandbox *s, struct cella_error *err);
+
+/* sandbox-life.c */
 void image_env_under(const struct sandbox_table *t, const char *image, json_t *env);
 void on_idle_check(uv_timer_t *timer);
+extern const struct sandbox_directory_ops sandbox_local_ops;
 
 #endif

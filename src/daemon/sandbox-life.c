@@ -3,6 +3,7 @@
  * sandbox's cgroups and data directory are named by its uid slot, "s<slot>", never by its
  * name (decision 0015). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,218 +18,6 @@
 #include "daemon/sandbox-internal.h"
 #include "daemon/sandbox-options.h"
 #include "daemon/store.h"
-
-static void stop_exit_watch(struct sandbox *s)
-{
-        if (!s->exit_watch)
-                return;
-        uv_poll_stop(s->exit_watch);
-        uv_close((uv_handle_t *)s->exit_watch, on_handle_closed);
-        s->exit_watch = NULL;
-}
-
-static void close_agent(struct sandbox *s)
-{
-        struct agent_conn *c = s->agent;
-
-        s->agent = NULL;
-        if (c)
-                agent_conn_close(c);
-}
-
-void sandbox_unlink(struct sandbox *s)
-{
-        close_agent(s);
-        stop_exit_watch(s);
-        if (s->ct.pidfd >= 0)
-                close(s->ct.pidfd);
-        s->ct.pidfd = -EBADF;
-}
-
-int sandbox_teardown(struct sandbox *s, enum sandbox_state next, struct cella_error *err)
-{
-        close_agent(s);
-        stop_exit_watch(s);
-        /* With a pidfd (-EBADF once reaped, asleep or never started) PID 1 is killed and
-         * reaped; the cgroups go from the id alone. */
-        int r = runtime_container_destroy(s->table->rt, s->id, &s->ct, err);
-        s->state = next;
-        return r;
-}
-
-static void on_agent_lost(struct agent_conn *c, int err, void *userdata)
-{
-        struct sandbox *s = userdata;
-        if (s->agent == c)
-                s->agent = NULL;
-        log_info("sandbox '%s': agent connection closed (%s)", s->name,
-                 err ? strerror(-err) : "ok");
-}
-
-/* PID 1 of the sandbox exited (the agent crashed or was killed): reap it, mark the sandbox
- * stopped. Its files stay; the next operation starts it again. */
-static void on_container_exit(uv_poll_t *w, int status, int events)
-{
-        struct sandbox *s = w->data;
-        int wstatus = 0;
-        int r = runtime_container_reap(&s->ct, &wstatus);
-
-        if (r == 0)
-                return; /* spurious */
-        if (r < 0) {
-                /* Not our child (reattached after a daemon restart): the readable pidfd
-                 * says it exited; its parent reaps it. */
-                if (s->ct.pidfd >= 0)
-                        close(s->ct.pidfd);
-                s->ct.pidfd = -EBADF;
-        }
-        log_warn("sandbox '%s': PID 1 exited (status 0x%x)", s->name, (unsigned)wstatus);
-        if (s->pooled) {
-                pool_discard(s);
-                return;
-        }
-        /* Sweeps what may be left in its cgroups. */
-        sandbox_teardown(s, SANDBOX_STOPPED, NULL);
-}
-
-/* Watch the pidfd of PID 1: readable once it has exited. */
-int watch_exit(struct sandbox *s)
-{
-        s->exit_watch = malloc(sizeof(*s->exit_watch));
-        if (!s->exit_watch || uv_poll_init(s->table->loop, s->exit_watch, s->ct.pidfd) < 0) {
-                free(s->exit_watch);
-                s->exit_watch = NULL;
-                return -ENOMEM;
-        }
-        s->exit_watch->data = s;
-        uv_poll_start(s->exit_watch, UV_READABLE, on_container_exit);
-        return 0;
-}
-
-int connect_agent(struct sandbox *s, struct cella_error *err)
-{
-        char dir[CELLA_PATH_MAX], sock[CELLA_PATH_MAX + 16];
-
-        if (sandbox_dir(s, dir, sizeof(dir)) < 0)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
-        snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
-        return agent_conn_new(s->table->loop, sock, on_agent_lost, s, &s->agent, err);
-}
-
-/* The container spec of s (paths into dir and rootfs, CELLA_PATH_MAX each; the allowlist
- * into allow) after checking that its image is built. */
-static int start_spec(struct sandbox *s, char *dir, char *rootfs, struct net_allow *allow,
-                      struct container_spec *ret, struct cella_error *err)
-{
-        struct sandbox_table *t = s->table;
-        const struct instance_type *it = instance_type_find(s->instance_type);
-        char marker[CELLA_PATH_MAX + 16];
-        struct stat st;
-        int r;
-
-        if (!it)
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "unknown instance type '%s' (known: %s)", s->instance_type,
-                                       instance_type_names());
-        if (sandbox_dir(s, dir, CELLA_PATH_MAX) < 0 ||
-            snprintf(rootfs, CELLA_PATH_MAX, "%s/%s/rootfs", t->images_dir, s->image) >=
-                    CELLA_PATH_MAX)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
-        snprintf(marker, sizeof(marker), "%s/%s/.complete", t->images_dir, s->image);
-        if (stat(rootfs, &st) < 0 || !S_ISDIR(st.st_mode) || access(marker, F_OK) < 0)
-                return cella_error_set(err, CELLA_E_IMAGE_NOT_FOUND,
-                                       "image '%s' is not built (run: cella image build %s)",
-                                       s->image, s->image);
-        r = fs_mkdir_p(dir, 0700);
-        if (r < 0)
-                return cella_error_errno(err, r, "create sandbox directory %s", dir);
-        *ret = (struct container_spec){
-                .id = s->id,
-                .hostname = s->name,
-                .rootfs = rootfs,
-                .dir = dir,
-                .uid_base = t->uid_base + s->slot * CELLA_UID_RANGE,
-                .uid_count = CELLA_UID_RANGE,
-                .limits =
-                        {
-                                .memory_bytes = it->memory_bytes,
-                                .cpu_millis = it->cpu_millis,
-                                .pids_max = CELLA_DEFAULT_PIDS_MAX,
-                        },
-                .disk_bytes = t->disk_limit_override ? t->disk_limit_override : it->disk_bytes,
-                .network = s->network,
-                .slot = s->slot,
-                .net_allow = allow,
-                .net_allow_n = network_allow_list(s, allow),
-        };
-        return 0;
-}
-
-/* Build and start the container of s (its upper layer is reused if present). */
-int sandbox_start(struct sandbox *s, struct cella_error *err)
-{
-        struct sandbox_table *t = s->table;
-        char dir[CELLA_PATH_MAX], rootfs[CELLA_PATH_MAX];
-        struct net_allow allow[CELLA_NETWORK_ALLOW_MAX];
-        struct container_spec spec;
-
-        enum sandbox_state prev = s->state;
-
-        if (start_spec(s, dir, rootfs, allow, &spec, err) < 0)
-                return -1;
-        s->state = SANDBOX_STARTING;
-        /* Leftovers of an earlier run (a daemon that died, a crashed agent) go first. */
-        uint64_t t0 = time_mono_us();
-        runtime_container_destroy(t->rt, s->id, NULL, NULL);
-        uint64_t t1 = time_mono_us();
-        if (runtime_container_start(t->rt, &spec, &s->ct, err) < 0) {
-                s->state = prev;
-                return -1;
-        }
-        s->disk_promise = -1; /* its disk image may be new */
-        uint64_t t2 = time_mono_us();
-
-        if (watch_exit(s) < 0) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "watch sandbox process");
-                goto undo_container;
-        }
-        s->pid_start = proc_start_time(s->ct.pid);
-        if (connect_agent(s, err) < 0)
-                goto undo_container;
-        s->state = SANDBOX_RUNNING;
-        log_info("sandbox '%s' started (slot %u, pid %d, image %s, %s, network %s) in %.2f ms "
-                 "(sweep %.2f ms, container %.2f ms)",
-                 s->name, s->slot, (int)s->ct.pid, s->image, s->instance_type,
-                 s->network ? "outbound" : "none", (double)(time_mono_us() - t0) / 1000.0,
-                 (double)(t1 - t0) / 1000.0, (double)(t2 - t1) / 1000.0);
-        /* The record (with the pid, so that a restarted daemon finds it) is written here
-         * once per start; a sandbox the registry does not know must not run (a pool
-         * sandbox has no record: a restarted daemon removes it). */
-        if (!s->pooled && sandbox_persist(s, err) < 0)
-                goto undo_container;
-        return 0;
-
-undo_container:
-        sandbox_teardown(s, prev, NULL);
-        return -1;
-}
-
-/* Make sure s runs and has an agent connection. */
-static int sandbox_ensure_running(struct sandbox *s, struct cella_error *err)
-{
-        if (s->state == SANDBOX_RUNNING && runtime_container_is_alive(&s->ct)) {
-                if (!s->agent)
-                        return connect_agent(s, err);
-                return 0;
-        }
-        if (s->state == SANDBOX_RUNNING) {
-                /* Died and not yet noticed by the exit watch. */
-                runtime_container_reap(&s->ct, NULL);
-                sandbox_teardown(s, SANDBOX_STOPPED, NULL);
-        }
-        close_agent(s);
-        return sandbox_start(s, err);
-}
 
 /* IMAGES_DIR/NAME is complete (its rootfs and .complete are there). */
 static bool image_ready(const struct sandbox_table *t, const char *image)
@@ -270,8 +59,10 @@ void image_env_under(const struct sandbox_table *t, const char *image, json_t *e
         json_decref(meta);
 }
 
+/* A new sandbox named name: claimed from the pool (running when this returns), or built:
+ * started here, or with async queued (s->job set; s->fresh: a failed start destroys it). */
 static int sandbox_create(struct sandbox_table *t, const char *name,
-                          const struct sandbox_options *opts, struct sandbox **ret,
+                          const struct sandbox_options *opts, bool async, struct sandbox **ret,
                           struct cella_error *err)
 {
         const char *image = opts && opts->image ? opts->image : t->default_image;
@@ -344,13 +135,15 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
         table_insert(t, s);
-        if (sandbox_start(s, err) < 0) {
+        s->fresh = async;
+        if ((async ? sandbox_start_async(s, err) : sandbox_start(s, err)) < 0) {
                 bool existed;
                 /* Undo everything, files included: the sandbox never existed. */
                 sandbox_table_destroy(t, name, &existed, NULL);
                 return -1;
         }
-        pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS); /* one user sandbox more: trim */
+        if (!async)
+                pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS); /* one user sandbox more: trim */
         *ret = s;
         return 0;
 }
@@ -392,16 +185,29 @@ void on_idle_check(uv_timer_t *timer)
         }
 }
 
+/* The sandbox named name, after its start in progress (if any) is over: NULL when there
+ * is none (or its first start failed). */
+static struct sandbox *find_settled(struct sandbox_table *t, const char *name)
+{
+        struct sandbox *s = table_find(t, name);
+
+        if (s && s->job) {
+                sandbox_join(s);
+                s = table_find(t, name);
+        }
+        return s;
+}
+
 int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
                       const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
                       struct cella_error *err)
 {
-        struct sandbox *s = table_find(t, name);
+        struct sandbox *s = find_settled(t, name);
 
         if (s) {
                 /* Looking a sandbox up (create = false) neither wakes nor touches it. */
                 if (create) {
-                        if (sandbox_ensure_running(s, err) < 0)
+                        if (sandbox_ensure_running(s, false, err) < 0)
                                 return -1;
                         sandbox_touch(s);
                 }
@@ -413,11 +219,51 @@ int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
         if (!create)
                 return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND,
                                        "sandbox '%s' does not exist", name);
-        if (sandbox_create(t, name, opts, ret, err) < 0)
+        if (sandbox_create(t, name, opts, false, ret, err) < 0)
                 return -1;
         if (ret_created)
                 *ret_created = true;
         return 0;
+}
+
+/* sandbox_directory_ops.get of the local table: a start (a new sandbox's, or a wake) runs
+ * off the loop and the callback comes when it is over; a sandbox already running, a
+ * lookup, a pool claim and an error are answered before this returns. */
+static void local_get(struct sandbox_directory *d, const char *name, bool create,
+                      const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata)
+{
+        struct sandbox_table *t = (struct sandbox_table *)d;
+        struct sandbox *s = table_find(t, name);
+        struct cella_error e = {0};
+        bool created = false;
+
+        if (!s && !create) {
+                cella_error_set(&e, CELLA_E_SANDBOX_NOT_FOUND, "sandbox '%s' does not exist", name);
+                cb(NULL, false, &e, userdata);
+                return;
+        }
+        if (!create) {
+                cb(s, false, NULL, userdata);
+                return;
+        }
+        if (!s) {
+                if (sandbox_create(t, name, opts, true, &s, &e) < 0)
+                        goto fail;
+                created = true;
+        } else if (!s->job && sandbox_ensure_running(s, true, &e) < 0) {
+                goto fail;
+        }
+        if (s->job) {
+                /* Started once: every get of the name meanwhile waits for this start. */
+                if (sandbox_wait(s, created, cb, userdata, &e) < 0)
+                        goto fail;
+                return;
+        }
+        sandbox_touch(s);
+        cb(s, created, NULL, userdata);
+        return;
+fail:
+        cb(NULL, false, &e, userdata);
 }
 
 static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
@@ -426,7 +272,7 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
 int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sandbox_options *opts,
                       struct sandbox **ret, bool *ret_created, struct cella_error *err)
 {
-        struct sandbox *s = table_find(t, name);
+        struct sandbox *s = find_settled(t, name);
 
         if (!s)
                 return sandbox_table_get(t, name, true, opts, ret, ret_created, err);
@@ -461,6 +307,17 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
         return 0;
 }
 
+/* The nft chain of the allowlist of s, rewritten (list: CELLA_NETWORK_ALLOW_MAX entries). */
+static int allow_rewrite(struct sandbox_table *t, struct sandbox *s, struct net_allow *list,
+                         struct cella_error *err)
+{
+        pthread_mutex_lock(&t->rt_lock);
+        int r = net_sandbox_allow(runtime_net(t->rt), s->slot, list, network_allow_list(s, list),
+                                  err);
+        pthread_mutex_unlock(&t->rt_lock);
+        return r;
+}
+
 /* The update of an existing sandbox by PUT, then its record written. */
 static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
                           const struct sandbox_options *opts, struct cella_error *err)
@@ -492,9 +349,7 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
                                 allow = NULL;
                                 /* Its chain is rewritten now (a stopped one's too: it
                                  * exists iff the allowlist is not empty). */
-                                if (s->network &&
-                                    net_sandbox_allow(runtime_net(t->rt), s->slot, list,
-                                                      network_allow_list(s, list), err) < 0)
+                                if (s->network && allow_rewrite(t, s, list, err) < 0)
                                         return -1;
                         }
                         json_decref(allow);
@@ -518,7 +373,7 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
                 if (opts->has_default_session)
                         s->default_session = opts->default_session;
         }
-        if (sandbox_ensure_running(s, err) < 0)
+        if (sandbox_ensure_running(s, false, err) < 0)
                 return -1;
         sandbox_touch(s);
         return sandbox_persist(s, err);
@@ -527,7 +382,7 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
 int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_existed,
                           struct cella_error *err)
 {
-        struct sandbox *s = table_find(t, name);
+        struct sandbox *s = find_settled(t, name);
         char dir[CELLA_PATH_MAX];
         int r;
 
@@ -548,8 +403,11 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
                         log_warn("sandbox '%s': remove %s: %s", s->name, dir, strerror(-r));
         }
         store_port_delete(t->store, s->name, -1, NULL);
-        if (s->network && json_array_size(s->network_allow) > 0)
+        if (s->network && json_array_size(s->network_allow) > 0) {
+                pthread_mutex_lock(&t->rt_lock);
                 net_sandbox_forget(runtime_net(t->rt), s->slot);
+                pthread_mutex_unlock(&t->rt_lock);
+        }
         store_sandbox_delete(t->store, s->name, NULL);
         table_remove(t, s);
         release_slot(t, s->slot);
@@ -558,4 +416,64 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
         sandbox_unref(s);
         pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);
         return 0;
+}
+
+/* ---- the local table as a directory (sandbox-directory.h) ---- */
+
+static int local_get_now(struct sandbox_directory *d, const char *name, bool create,
+                         const struct sandbox_options *opts, struct sandbox **ret,
+                         bool *ret_created, struct cella_error *err)
+{
+        return sandbox_table_get((struct sandbox_table *)d, name, create, opts, ret, ret_created,
+                                 err);
+}
+
+static int local_put(struct sandbox_directory *d, const char *name,
+                     const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
+                     struct cella_error *err)
+{
+        return sandbox_table_put((struct sandbox_table *)d, name, opts, ret, ret_created, err);
+}
+
+static int local_destroy(struct sandbox_directory *d, const char *name, bool *ret_existed,
+                         struct cella_error *err)
+{
+        return sandbox_table_destroy((struct sandbox_table *)d, name, ret_existed, err);
+}
+
+static json_t *local_list(struct sandbox_directory *d)
+{
+        return sandbox_table_list((struct sandbox_table *)d);
+}
+
+static unsigned local_count(struct sandbox_directory *d)
+{
+        return sandbox_table_count((struct sandbox_table *)d);
+}
+
+static bool local_image_in_use(struct sandbox_directory *d, const char *image)
+{
+        return sandbox_table_image_in_use((struct sandbox_table *)d, image);
+}
+
+static struct store *local_store(struct sandbox_directory *d)
+{
+        return sandbox_table_store((struct sandbox_table *)d);
+}
+
+/* struct sandbox_table starts with its struct sandbox_directory: the casts above. */
+const struct sandbox_directory_ops sandbox_local_ops = {
+        .get = local_get,
+        .get_now = local_get_now,
+        .put = local_put,
+        .destroy = local_destroy,
+        .list = local_list,
+        .count = local_count,
+        .image_in_use = local_image_in_use,
+        .store = local_store,
+};
+
+struct sandbox_directory *sandbox_table_directory(struct sandbox_table *t)
+{
+        return &t->dir;
 }

@@ -107,9 +107,35 @@ static int pool_build(struct sandbox_table *t, struct cella_error *err)
                 pool_discard(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
-        if (sandbox_start(s, err) < 0) {
+        /* Off the loop: requests are served while it builds; pool_built() takes it on. */
+        if (sandbox_start_async(s, err) < 0) {
                 pool_discard(s);
                 return -1;
+        }
+        t->pool_building++;
+        return 0;
+}
+
+/* A build failed (e.g. the default image is not built yet): try again, less and less
+ * often. */
+static void pool_retry(struct sandbox_table *t, const char *why)
+{
+        t->pool_retry_ms = t->pool_retry_ms ? t->pool_retry_ms * 2 : CELLA_POOL_RETRY_MS;
+        if (t->pool_retry_ms > CELLA_POOL_RETRY_MAX_MS)
+                t->pool_retry_ms = CELLA_POOL_RETRY_MAX_MS;
+        log_warn("pool: build: %s (next try in %u s)", why, (unsigned)(t->pool_retry_ms / 1000));
+        pool_schedule(t, t->pool_retry_ms);
+}
+
+void pool_built(struct sandbox *s, const struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+
+        t->pool_building--;
+        if (err) {
+                pool_discard(s);
+                pool_retry(t, err->msg);
+                return;
         }
         /* Its default session's shell starts now, so a claim's first command is a builtin
          * in a running shell, not a shell start. */
@@ -119,7 +145,13 @@ static int pool_build(struct sandbox_table *t, struct cella_error *err)
         t->pool = s;
         t->pool_len++;
         t->pool_builds++;
-        return 0;
+        t->pool_retry_ms = 0;
+        if (t->pool_len < pool_target(t))
+                pool_schedule(t, 0);
+        else if (t->pool_len > pool_target(t))
+                pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS); /* sandboxes made meanwhile */
+        else
+                log_debug("pool: %u ready", t->pool_len);
 }
 
 /* Is a request that claimed a sandbox still being served? (a sandbox claimed in the last
@@ -138,9 +170,10 @@ static bool pool_claim_in_flight(const struct sandbox_table *t)
         return false;
 }
 
-/* Refill (or trim) the pool by one sandbox per callback, so that the event loop serves
- * requests between two builds. A build (a few ms of synchronous work on the loop) waits
- * until the requests that claimed are answered: claims push it back by
+/* Refill (or trim) the pool by one sandbox at a time. A build's container start runs off
+ * the loop (sandbox_start_async); what is left on the loop (the spec, the exit watch, the
+ * agent link, about a tenth of it) and the build's CPU still wait until the requests that
+ * claimed are answered: claims push it back by
  * CELLA_POOL_REFILL_DELAY_MS, and so does a claimed sandbox's first command still
  * running, so that a burst of new names is served before the pool builds again. */
 void on_pool_timer(uv_timer_t *timer)
@@ -149,6 +182,8 @@ void on_pool_timer(uv_timer_t *timer)
         struct cella_error e = {0};
         unsigned target = pool_target(t);
 
+        if (t->pool_building)
+                return; /* one build at a time: pool_built() schedules the next */
         if (t->pool_len < target && pool_claim_in_flight(t)) {
                 pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);
                 return;
@@ -165,21 +200,8 @@ void on_pool_timer(uv_timer_t *timer)
                 pool_schedule(t, CELLA_POOL_RETRY_MAX_MS);
                 return;
         }
-        if (pool_build(t, &e) < 0) {
-                /* E.g. the default image is not built yet: try again, less and less often. */
-                t->pool_retry_ms = t->pool_retry_ms ? t->pool_retry_ms * 2 : CELLA_POOL_RETRY_MS;
-                if (t->pool_retry_ms > CELLA_POOL_RETRY_MAX_MS)
-                        t->pool_retry_ms = CELLA_POOL_RETRY_MAX_MS;
-                log_warn("pool: build: %s (next try in %u s)", e.msg,
-                         (unsigned)(t->pool_retry_ms / 1000));
-                pool_schedule(t, t->pool_retry_ms);
-                return;
-        }
-        t->pool_retry_ms = 0;
-        if (t->pool_len < target)
-                pool_schedule(t, 0);
-        else
-                log_debug("pool: %u ready", t->pool_len);
+        if (pool_build(t, &e) < 0)
+                pool_retry(t, e.msg);
 }
 
 /* Take a live pool sandbox with its agent connected out of the pool, or NULL when there is

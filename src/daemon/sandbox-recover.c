@@ -310,8 +310,10 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         t = calloc(1, sizeof(*t));
         if (!t)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        t->dir.ops = &sandbox_local_ops;
         t->loop = loop;
         t->lock_fd = -EBADF;
+        pthread_mutex_init(&t->rt_lock, NULL);
         t->data_dir = strdup(cfg->data_dir);
         t->images_dir = strdup(cfg->images_dir);
         t->default_image = strdup(cfg->default_image ? cfg->default_image : "default");
@@ -434,6 +436,8 @@ void sandbox_table_free(struct sandbox_table *t)
 {
         if (!t)
                 return;
+        /* Starts in progress end first (a pool build's sandbox then joins the pool). */
+        sandbox_join_all(t);
         if (t->idle_timer) {
                 uv_timer_stop(t->idle_timer);
                 uv_close((uv_handle_t *)t->idle_timer, on_handle_closed);
@@ -467,5 +471,6 @@ void sandbox_table_free(struct sandbox_table *t)
         free(t->data_dir);
         free(t->images_dir);
         free(t->default_image);
+        pthread_mutex_destroy(&t->rt_lock);
         free(t);
 }

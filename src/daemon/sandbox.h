@@ -2,8 +2,9 @@
  *
  * A struct sandbox is owned by the table; handlers borrow it for the duration of a
  * callback and keep it across callbacks only with sandbox_ref()/sandbox_unref().
- * This is the one interface the HTTP handlers use to reach sandboxes, so that a
- * multi-node directory can later stand behind it. */
+ * The HTTP handlers and the preview proxy find sandboxes through the table's directory
+ * (sandbox-directory.h, sandbox_table_directory()), an operations table another
+ * directory (several nodes) can stand behind; the functions here are the local one. */
 #ifndef CELLA_DAEMON_SANDBOX_H
 #define CELLA_DAEMON_SANDBOX_H
 
