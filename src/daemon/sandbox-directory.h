@@ -5,9 +5,10 @@
  *
  * get is asynchronous: it calls back once the sandbox runs (create) or is found (lookup),
  * or with the error; the callback may come before get returns. Gets of one name while it
- * starts wait for that start, and a name is started once however many ask. get_now is the
- * same for callers whose request cannot wait outside the call (it waits for a start in
- * progress where it stands); put, destroy, list and the rest are answered at once.
+ * starts wait for that start, and a name is started once however many ask. put is
+ * asynchronous the same way. get_now is get for callers whose request cannot wait outside
+ * the call (it waits for a start in progress where it stands); destroy, list and the rest
+ * are answered at once.
  *
  * A struct sandbox passed to a callback is borrowed for the callback; keep it with
  * sandbox_ref(). */
@@ -37,10 +38,11 @@ struct sandbox_directory_ops {
         int (*get_now)(struct sandbox_directory *d, const char *name, bool create,
                        const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
                        struct cella_error *err);
-        /* PUT semantics: create with opts, or update an existing one. */
-        int (*put)(struct sandbox_directory *d, const char *name,
-                   const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
-                   struct cella_error *err);
+        /* PUT semantics: create with opts (called back when it runs, as get) or update an
+         * existing one (called back before put returns). opts are read before put
+         * returns. */
+        void (*put)(struct sandbox_directory *d, const char *name,
+                    const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata);
         int (*destroy)(struct sandbox_directory *d, const char *name, bool *ret_existed,
                        struct cella_error *err);
         json_t *(*list)(struct sandbox_directory *d); /* new reference */

@@ -428,11 +428,24 @@ static int local_get_now(struct sandbox_directory *d, const char *name, bool cre
                                  err);
 }
 
-static int local_put(struct sandbox_directory *d, const char *name,
-                     const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
-                     struct cella_error *err)
+/* A new name is made as get makes it (its start off the loop); an existing one is updated
+ * here (a start in progress is joined first). */
+static void local_put(struct sandbox_directory *d, const char *name,
+                      const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata)
 {
-        return sandbox_table_put((struct sandbox_table *)d, name, opts, ret, ret_created, err);
+        struct sandbox_table *t = (struct sandbox_table *)d;
+        struct cella_error e = {0};
+        struct sandbox *s = NULL;
+        bool created = false;
+
+        if (!table_find(t, name)) {
+                local_get(d, name, true, opts, cb, userdata);
+                return;
+        }
+        if (sandbox_table_put(t, name, opts, &s, &created, &e) < 0)
+                cb(NULL, false, &e, userdata);
+        else
+                cb(s, created, NULL, userdata);
 }
 
 static int local_destroy(struct sandbox_directory *d, const char *name, bool *ret_existed,

@@ -1,8 +1,9 @@
 /* The sandbox table through its directory operations (sandbox-directory.h), with the real
  * runtime on the default image: state transitions, a start off the loop that gets of one
  * name wait for (started once), a synchronous get joining such a start, a wake after PID 1
- * died, the warm pool's claim, and a failed start undone at each step (the spec, the
- * runtime). Needs root, the default image and a built cella-init; skips otherwise.
+ * died, PUT (a new name off the loop, an update at once), the warm pool's claim, and a
+ * failed start undone at each step (the spec, the runtime). Needs root, the default image
+ * and a built cella-init; skips otherwise.
  *
  * Network range: a /18 of 10.128.0.0/9 taken with the integration tests' lock files
  * (tests/integration/lib.sh it_net_range), so that parallel runs never share one. */
@@ -337,6 +338,43 @@ static void test_start_once(void **state)
         table_close(t);
 }
 
+/* PUT: a new name starts off the loop; an existing one is updated at once. */
+static void test_put(void **state)
+{
+        struct sandbox_table *t = *state;
+        if (!t)
+                skip();
+        struct sandbox_directory *d = sandbox_table_directory(t);
+        json_t *labels = json_pack("{s:s}", "team", "a");
+        struct sandbox_options o = {.network = "none", .labels = labels};
+        struct got g = {0};
+
+        d->ops->put(d, "put", &o, on_got, &g);
+        json_decref(labels); /* read before put returned */
+        assert_int_equal(g.calls, 0);
+        run_until(&g.calls, 1);
+        assert_int_equal(g.code, 0);
+        assert_true(g.created);
+        assert_int_equal(g.s->state, SANDBOX_RUNNING);
+        assert_string_equal(json_string_value(json_object_get(g.s->labels, "team")), "a");
+
+        struct sandbox_options keep = {.has_keep_alive = true, .keep_alive = true};
+        memset(&g, 0, sizeof(g));
+        d->ops->put(d, "put", &keep, on_got, &g);
+        assert_int_equal(g.calls, 1);
+        assert_int_equal(g.code, 0);
+        assert_false(g.created);
+        assert_true(g.s->keep_alive);
+
+        struct sandbox_options other = {.image = "broken"};
+        memset(&g, 0, sizeof(g));
+        d->ops->put(d, "put", &other, on_got, &g);
+        assert_int_equal(g.calls, 1);
+        assert_int_equal(g.code, CELLA_E_VALIDATION_FAILED);
+        assert_non_null(strstr(g.msg, "exists with image 'default'"));
+        table_close(t);
+}
+
 /* A synchronous get joins a start in progress; the waiting get is answered by then. */
 static void test_join(void **state)
 {
@@ -518,6 +556,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_states, with_table, test_teardown),
                 cmocka_unit_test_setup_teardown(test_start_once, with_table, test_teardown),
+                cmocka_unit_test_setup_teardown(test_put, with_table, test_teardown),
                 cmocka_unit_test_setup_teardown(test_join, with_table, test_teardown),
                 cmocka_unit_test_setup_teardown(test_failure_undone, with_table, test_teardown),
                 cmocka_unit_test_setup_teardown(test_pool_claim, with_pool, test_teardown),
