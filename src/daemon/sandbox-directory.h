@@ -34,7 +34,9 @@ struct sandbox_directory_ops {
          * exactly once. */
         void (*get)(struct sandbox_directory *d, const char *name, bool create,
                     const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata);
-        /* get, answered before it returns: 0 with *ret (and *ret_created), or -1 with err. */
+        /* get, answered before it returns: 0 with *ret (and *ret_created), or -1 with err.
+         * With create it waits for a start in progress; a lookup does not (it may see the
+         * sandbox not running yet). */
         int (*get_now)(struct sandbox_directory *d, const char *name, bool create,
                        const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
                        struct cella_error *err);

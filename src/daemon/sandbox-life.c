@@ -202,7 +202,8 @@ int sandbox_table_get(struct sandbox_table *t, const char *name, bool create,
                       const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
                       struct cella_error *err)
 {
-        struct sandbox *s = find_settled(t, name);
+        /* A lookup does not wait for a start in progress: it sees the sandbox STARTING. */
+        struct sandbox *s = create ? find_settled(t, name) : table_find(t, name);
 
         if (s) {
                 /* Looking a sandbox up (create = false) neither wakes nor touches it. */

@@ -322,6 +322,13 @@ static void test_start_once(void **state)
         for (unsigned i = 0; i < CELLA_UID_SLOTS; i++)
                 used += t->slot_used[i];
         assert_int_equal(used, 1); /* one slot, one container */
+        /* A lookup meanwhile does not wait for the start. */
+        struct cella_error err = {0};
+        struct sandbox *seen = NULL;
+        assert_int_equal(d->ops->get_now(d, "once", false, NULL, &seen, NULL, &err), 0);
+        assert_ptr_equal(seen, s);
+        assert_int_equal(s->state, SANDBOX_STARTING);
+        assert_false(sandbox_running(s));
 
         while (done < 3) {
                 run_until(&g[2].calls, 1);
