@@ -12,7 +12,8 @@
 #                       build-asan/ (make test-asan alone)
 #   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS (600) per target;
 #                       what adds coverage joins tests/fuzz/corpus/ (FUZZ_GROW=0: not)
-#   make bench          the benchmarks (bench/run.sh, preview.sh, pty.sh, sdk.sh, images.sh)
+#   make bench          the benchmarks (bench/run.sh, preview.sh, pty.sh, sdk.sh, sdk-python.sh,
+#                       images.sh)
 #   make format         clang-format every C file
 #   make clean          remove the build directories
 SHELL := /bin/bash
@@ -96,6 +97,7 @@ bench: build image
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/preview.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/pty.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/sdk.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/sdk-python.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/images.sh
 
 format:

@@ -23,6 +23,8 @@ packages=(
         e2fsprogs
         # tests, scripts and the README tour
         curl jq ca-certificates python3 git sqlite3
+        # the Python SDK (sdk/python): its install check and its strict type check
+        python3-pip python3-setuptools python3-wheel python3-venv mypy
         # the preview test's browser (headless) and the preview-proxy benchmark
         chromium wrk
 )

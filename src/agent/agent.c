@@ -202,42 +202,33 @@ static void dispatch(struct conn *c, const struct frame *f)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
 {
         struct conn *c = h->data;
+        char *p;
+        int room = frame_reader_space(&c->in, 64 * 1024, &p);
 
         (void)suggested;
-        if (buf_reserve(&c->in, 64 * 1024) < 0) {
-                *ret = uv_buf_init(NULL, 0);
-                return;
-        }
-        *ret = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len - 1));
+        *ret = room < 0 ? uv_buf_init(NULL, 0) : uv_buf_init(p, (unsigned)room);
 }
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 {
         struct conn *c = st->data;
-        size_t off = 0;
+        struct frame f;
+        int r = 0;
 
         (void)b;
         if (n < 0) {
                 conn_fail(c, n == UV_EOF ? "cellad closed the connection" : uv_strerror((int)n));
                 return;
         }
-        c->in.len += (size_t)n;
-        while (!c->closing) {
-                struct frame f;
-                int r = frame_decode((const uint8_t *)c->in.data + off, c->in.len - off, &f);
-
-                if (r == 0)
-                        break;
-                if (r < 0) {
-                        log_warn("malformed frame header from cellad");
-                        conn_fail(c, "malformed frame");
-                        break;
-                }
-                off += (size_t)r;
+        frame_reader_commit(&c->in, (size_t)n);
+        while (!c->closing && (r = frame_reader_next(&c->in, &f)) > 0)
                 dispatch(c, &f);
+        if (r < 0) {
+                log_warn("malformed frame header from cellad");
+                conn_fail(c, "malformed frame");
         }
         if (!c->closing)
-                buf_consume(&c->in, off);
+                frame_reader_compact(&c->in);
 }
 
 static void on_connection(uv_stream_t *server, int status)

@@ -27,11 +27,8 @@ int code_lang_parse(const char *s, enum code_lang *ret)
 
 void code_request_done(struct code_request *r)
 {
-        free(r->id);
-        free(r->cwd);
+        context_spec_done(&r->ctx);
         free(r->code);
-        agent_env_free(r->env, r->n_env);
-        agent_env_free(r->base_env, r->n_base_env);
         memset(r, 0, sizeof(*r));
 }
 
@@ -74,17 +71,10 @@ static int check_keys(json_t *body, const char *const *allowed, size_t n, const 
 static int decode_create(json_t *b, struct code_request *r, struct cella_error *err)
 {
         static const char *const keys[] = {"op", "language", "cwd", "env", "baseEnv"};
-        json_t *cwd = json_object_get(b, "cwd");
-
         if (check_keys(b, keys, ARRAY_SIZE(keys), "create", err) < 0 ||
             decode_language(json_object_get(b, "language"), r, err) < 0)
                 return -EINVAL;
-        if (cwd && !json_is_null(cwd) && agent_decode_path(cwd, "cwd", &r->cwd, err) < 0)
-                return -EINVAL;
-        if (agent_decode_env(json_object_get(b, "env"), "env", &r->env, &r->n_env, err) < 0)
-                return -EINVAL;
-        return agent_decode_env(json_object_get(b, "baseEnv"), "baseEnv", &r->base_env,
-                                &r->n_base_env, err);
+        return context_spec_decode_place(b, &r->ctx, err) < 0 ? -EINVAL : 0;
 }
 
 static int decode_run(json_t *b, struct code_request *r, struct cella_error *err)
@@ -95,7 +85,7 @@ static int decode_run(json_t *b, struct code_request *r, struct cella_error *err
         if (check_keys(b, keys, ARRAY_SIZE(keys), "run", err) < 0 ||
             decode_language(json_object_get(b, "language"), r, err) < 0)
                 return -EINVAL;
-        if (id && !json_is_null(id) && agent_decode_id(id, "id", &r->id, err) < 0)
+        if (id && !json_is_null(id) && agent_decode_id(id, "id", &r->ctx.id, err) < 0)
                 return -EINVAL;
         if (agent_decode_string(json_object_get(b, "code"), "code", CELLA_CODE_MAX_CODE, false,
                                 &r->code, err) < 0)
@@ -110,8 +100,8 @@ static int decode_run(json_t *b, struct code_request *r, struct cella_error *err
                 }
                 r->timeout_ms = json_integer_value(t);
         }
-        return agent_decode_env(json_object_get(b, "baseEnv"), "baseEnv", &r->base_env,
-                                &r->n_base_env, err);
+        return agent_decode_env(json_object_get(b, "baseEnv"), "baseEnv", &r->ctx.base_env,
+                                &r->ctx.n_base_env, err);
 }
 
 int code_request_decode(json_t *body, struct code_request *r, struct cella_error *err)
@@ -143,7 +133,7 @@ int code_request_decode(json_t *body, struct code_request *r, struct cella_error
                 r->op = CODE_OP_DELETE;
                 if (check_keys(body, id_keys, ARRAY_SIZE(id_keys), "delete", err) < 0)
                         return -EINVAL;
-                return agent_decode_id(json_object_get(body, "id"), "id", &r->id, err);
+                return agent_decode_id(json_object_get(body, "id"), "id", &r->ctx.id, err);
         }
         cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown CODE op '%.32s'", op);
         return -EINVAL;

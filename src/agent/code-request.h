@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/context-spec.h"
 #include "common/error.h"
 
 enum code_op { CODE_OP_CREATE, CODE_OP_DELETE, CODE_OP_LIST, CODE_OP_RUN };
@@ -27,12 +28,7 @@ struct code_request {
         enum code_op op;
         enum code_lang language;
         bool language_given;
-        char *id;
-        char *cwd;
-        char **env;
-        size_t n_env;
-        char **base_env;
-        size_t n_base_env;
+        struct context_spec ctx; /* id; create: cwd, env, base_env; run: base_env */
         char *code;
         int64_t timeout_ms;
 };

@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "common/buf.h"
+#include "common/proto.h"
 
 struct agent;
 struct stream;
@@ -16,7 +17,7 @@ struct stream;
 struct conn {
         struct agent *a;
         uv_pipe_t pipe;
-        struct buf in;
+        struct frame_reader in;
         bool closing;
         size_t queued; /* bytes handed to uv_write and not yet written */
         bool congested;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "agent/exec.h"
+#include "agent/pump.h"
 #include "agent/service.h"
 #include "common/limits.h"
 #include "common/log.h"
@@ -38,14 +39,11 @@ struct exec {
         bool timed_out;
         bool finished;              /* EXIT sent, or detached: nothing more to send */
         bool grace_expired_waiting; /* grace ran out while paused for credit */
-        uv_pipe_t out[2];           /* stdout, stderr */
-        bool out_eof[2];            /* at EOF and closed (or being closed) */
-        bool reading[2];
+        struct pump out[2];         /* stdout, stderr; closed at EOF */
         uv_timer_t timeout;
         uv_timer_t grace;
         unsigned open_handles;
         char *cgroup; /* path of the command's cgroup, or NULL */
-        char rbuf[CELLA_FRAME_DATA_CHUNK];
 };
 
 /* Kill the command's whole tree: its cgroup and its process group (agent_kill_tree). */
@@ -87,12 +85,16 @@ static void exec_maybe_free(struct exec *e)
                 exec_free(e);
 }
 
-static void on_handle_closed(uv_handle_t *h)
+/* One of e's handles (timers, pumps) is closed. */
+static void exec_handle_gone(struct exec *e)
 {
-        struct exec *e = h->data;
-
         e->open_handles--;
         exec_maybe_free(e);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+        exec_handle_gone(h->data);
 }
 
 static void close_handle(struct exec *e, uv_handle_t *h)
@@ -101,21 +103,11 @@ static void close_handle(struct exec *e, uv_handle_t *h)
                 uv_close(h, on_handle_closed);
 }
 
-static void close_pipe(struct exec *e, int i)
-{
-        if (e->out_eof[i])
-                return;
-        e->out_eof[i] = true;
-        e->reading[i] = false;
-        close_handle(e, (uv_handle_t *)&e->out[i]);
-}
-
 /* Nothing more will be sent: close every handle. */
 static void exec_done(struct exec *e)
 {
         e->finished = true;
-        close_pipe(e, 0);
-        close_pipe(e, 1);
+        pump_close_all(e->out, 2);
         close_handle(e, (uv_handle_t *)&e->timeout);
         close_handle(e, (uv_handle_t *)&e->grace);
 }
@@ -142,7 +134,7 @@ static void check_finished(struct exec *e)
 {
         if (e->finished || !e->reaped)
                 return;
-        if (e->out_eof[0] && e->out_eof[1])
+        if (pump_all_done(e->out, 2))
                 send_exit(e);
 }
 
@@ -153,62 +145,40 @@ static bool may_read(struct exec *e)
         return !e->finished && e->s.send_credit > 0 && !stream_congested(&e->s);
 }
 
-static void pause_reading(struct exec *e)
+/* The pumps' sink: STDOUT/STDERR frames within the stream's window. */
+static size_t out_allowance(struct pump *p)
 {
-        for (int i = 0; i < 2; i++)
-                if (e->reading[i]) {
-                        uv_read_stop((uv_stream_t *)&e->out[i]);
-                        e->reading[i] = false;
-                }
+        struct exec *e = p->owner;
+
+        return may_read(e) ? pump_credit(&e->s) : 0;
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
+static void out_data(struct pump *p, const char *data, size_t n)
 {
-        struct exec *e = h->data;
-        size_t n = sizeof(e->rbuf);
+        struct exec *e = p->owner;
 
-        (void)suggested;
-        if (e->s.send_credit < n)
-                n = (size_t)e->s.send_credit;
-        *ret = uv_buf_init(e->rbuf, (unsigned)n);
+        pump_emit(&e->s, p->index == 0 ? FRAME_STDOUT : FRAME_STDERR, data, n);
 }
 
-static void on_output(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+static void out_eof(struct pump *p)
 {
-        struct exec *e = st->data;
-        int i = st == (uv_stream_t *)&e->out[0] ? 0 : 1;
+        struct exec *e = p->owner;
 
-        if (n == UV_ENOBUFS) {
-                pause_reading(e);
-                return;
-        }
-        if (n < 0) {
-                if (n != UV_EOF)
-                        log_debug("read command output: %s", uv_strerror((int)n));
-                close_pipe(e, i);
-                check_finished(e);
-                return;
-        }
-        if (n == 0)
-                return;
-        stream_send(&e->s, i == 0 ? FRAME_STDOUT : FRAME_STDERR, b->base, (size_t)n);
-        e->s.send_credit -= (uint64_t)n;
-        if (!may_read(e))
-                pause_reading(e);
+        pump_close(p);
+        check_finished(e);
 }
 
-static void start_reading(struct exec *e)
+static void out_closed(struct pump *p)
 {
-        for (int i = 0; i < 2; i++) {
-                if (e->out_eof[i] || e->reading[i])
-                        continue;
-                if (uv_read_start((uv_stream_t *)&e->out[i], on_alloc, on_output) < 0) {
-                        close_pipe(e, i);
-                        continue;
-                }
-                e->reading[i] = true;
-        }
+        exec_handle_gone(p->owner);
 }
+
+static const struct pump_ops out_ops = {
+        .allowance = out_allowance,
+        .on_data = out_data,
+        .on_eof = out_eof,
+        .on_closed = out_closed,
+};
 
 static void on_grace(uv_timer_t *t)
 {
@@ -229,7 +199,7 @@ static void exec_on_window(struct exec *e)
 {
         if (!may_read(e))
                 return;
-        start_reading(e);
+        pump_resume_all(e->out, 2);
         if (e->grace_expired_waiting) {
                 e->grace_expired_waiting = false;
                 uv_timer_start(&e->grace, on_grace, EXIT_GRACE_MS, 0);
@@ -352,16 +322,12 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
         fds[0] = res.out;
         fds[1] = res.err;
         for (int i = 0; i < 2; i++) {
-                uv_pipe_init(a->loop, &e->out[i], 0);
-                e->out[i].data = e;
                 e->open_handles++;
-                if (uv_pipe_open(&e->out[i], fds[i]) < 0) {
-                        close(fds[i]);
-                        close_pipe(e, i);
-                }
+                if (pump_open_pipe(&e->out[i], a->loop, fds[i], &out_ops, e, i) < 0)
+                        pump_close(&e->out[i]);
         }
         if (req->timeout_ms > 0)
                 uv_timer_start(&e->timeout, on_timeout, (uint64_t)req->timeout_ms, 0);
-        start_reading(e);
+        pump_resume_all(e->out, 2);
         log_debug("stream %u: started pid %d", req->stream, (int)res.pid);
 }

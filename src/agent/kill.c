@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/service.h"
+#include "common/fsutil.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/timeutil.h"
@@ -81,17 +82,13 @@ int agent_proc_stat(pid_t pid, pid_t *ret_ppid, unsigned long long *ret_start)
         unsigned long long start = 0;
         long ppid = 0;
         ssize_t len;
-        int fd;
 
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        len = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (len <= 0)
+        len = fs_read_small(path, buf, sizeof(buf));
+        if (len < 0)
+                return (int)len;
+        if (len == 0)
                 return -ESRCH;
-        buf[len] = '\0';
         /* pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
          * utime stime cutime cstime priority nice threads itrealvalue starttime: comm may
          * hold anything, so the fields are counted from the last ')'. */
@@ -120,20 +117,12 @@ static int add_children(struct pid_list *l, pid_t pid)
                 return 0;
         while ((de = readdir(d)) && r >= 0) {
                 char cpath[400], buf[4096];
-                ssize_t len;
-                int fd;
 
                 if (de->d_name[0] < '1' || de->d_name[0] > '9')
                         continue;
                 snprintf(cpath, sizeof(cpath), "%s/%s/children", path, de->d_name);
-                fd = open(cpath, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
+                if (fs_read_small(cpath, buf, sizeof(buf)) <= 0)
                         continue;
-                len = read(fd, buf, sizeof(buf) - 1);
-                close(fd);
-                if (len <= 0)
-                        continue;
-                buf[len] = '\0';
                 for (char *p = buf, *end;; p = end) {
                         long c = strtol(p, &end, 10);
 
@@ -259,19 +248,9 @@ static void add_cgroup_procs(struct pid_list *l, const char *cgroup, int depth)
 static bool cgroup_is_frozen(const char *cgroup)
 {
         char path[CELLA_PATH_MAX], buf[256];
-        ssize_t n;
-        int fd;
 
         snprintf(path, sizeof(path), "%s/cgroup.events", cgroup);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        n = read(fd, buf, sizeof(buf) - 1);
-        close(fd);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        return strstr(buf, "frozen 1") != NULL;
+        return fs_read_small(path, buf, sizeof(buf)) > 0 && strstr(buf, "frozen 1") != NULL;
 }
 
 /* Freeze cgroup; wait (bounded) until the kernel says it is. Returns whether it was

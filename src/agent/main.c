@@ -9,7 +9,6 @@
  * and /proc/1/comm inside the sandbox say what PID 1 is. */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +20,8 @@
 
 #include "agent/agent.h"
 #include "common/log.h"
+#include "common/macros.h"
+#include "common/startup.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -52,6 +53,24 @@ static void cloexec_inherited(void)
         }
 }
 
+static int on_option(int c, const char *arg, void *ud)
+{
+        struct agent_options *ao = ud;
+
+        switch (c) {
+        case 'C':
+                ao->no_cgroup = true;
+                break;
+        case 'R':
+                ao->run_dir = arg;
+                break;
+        case 'P':
+                ao->proc_log_dir = arg;
+                break;
+        }
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -62,56 +81,24 @@ int main(int argc, char **argv)
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
+        /* As PID 1 these reach us from inside the sandbox: none may stop the agent. */
+        static const int ignored[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE};
         struct agent_options ao = {.listen_fd = 3};
-        struct sigaction sa;
+        const struct startup_cmdline cl = {"cella-init", opts, usage, on_option, &ao};
         struct stat st;
         struct agent *agent = NULL;
         uv_loop_t loop;
-        enum log_level level;
-        int c, r;
+        int r;
 
-        log_set_prefix("cella-init");
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-                switch (c) {
-                case 'C':
-                        ao.no_cgroup = true;
-                        break;
-                case 'R':
-                        ao.run_dir = optarg;
-                        break;
-                case 'P':
-                        ao.proc_log_dir = optarg;
-                        break;
-                case 'L':
-                        if (log_level_from_name(optarg, &level) < 0) {
-                                fprintf(stderr, "cella-init: bad --log-level '%s'\n", optarg);
-                                return 2;
-                        }
-                        log_set_level(level);
-                        break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                default:
-                        usage(stderr);
-                        return 2;
-                }
-        }
-        if (optind < argc) {
-                usage(stderr);
-                return 2;
-        }
+        r = startup_parse_options(&cl, argc, argv);
+        if (r >= 0)
+                return r;
 
         prctl(PR_SET_NAME, "cella-init", 0, 0, 0);
         prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         /* Outside a pid namespace (host-mode tests) orphans still come back to us. */
-        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = SIG_IGN;
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
-        sigaction(SIGPIPE, &sa, NULL);
+        startup_child_subreaper();
+        startup_ignore_signals(ignored, ARRAY_SIZE(ignored));
         setvbuf(stderr, NULL, _IOLBF, 0);
         cloexec_inherited();
 

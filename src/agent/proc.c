@@ -22,9 +22,10 @@
  * pipes and timers of a process (struct proc_io) are freed once it has finished.
  *
  * A struct follower is one stream that reads a process's output or waits for it: logs,
- * stream, waitLog, waitPort, waitExit and kill (which answers once the tree is gone). It
- * reads the log with its own descriptor from its own offset, so a slow client slows only
- * its own follower. A follower is freed when its stream has ended (or its connection is
+ * stream, waitLog, waitPort, waitExit and kill (which answers once the tree is gone): they
+ * live in proc-follow.c, with the structures this file shares with it. It reads the log
+ * with its own descriptor from its own offset, so a slow client slows only its own
+ * follower. A follower is freed when its stream has ended (or its connection is
  * gone) and its handles are closed; a process is freed when it was forgotten (or the agent
  * shuts down), has no follower left and its io is gone. */
 #include <errno.h>
@@ -41,121 +42,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "agent/proc-follow.h"
 #include "agent/proc-request.h"
 #include "agent/proc.h"
+#include "agent/pump.h"
 #include "agent/service.h"
 #include "agent/session.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/timeutil.h"
-#include "common/utf8.h"
 
 #define DEFAULT_LOG_DIR "/var/log/cella/processes"
-#define SETTLE_MS 100       /* after the shell exits, output still held open ends followers then */
-#define KILL_POLL_MS 50     /* a kill answers once the tree is gone; checked this often */
-#define ATTEMPT_MIN_MS 1000 /* a waitPort attempt may take at least this long */
-#define REC_HEADER 5
+#define SETTLE_MS 100 /* after the shell exits, output still held open ends followers then */
 #define TRUNCATED_NOTE "\n[cella: output beyond the log limit was not kept]\n"
 
-enum proc_status { P_RUNNING, P_COMPLETED, P_FAILED, P_KILLED, P_ERROR };
-static const char *const status_names[] = {"running", "completed", "failed", "killed", "error"};
-
-struct proc;
-
-struct proc_io {
-        uv_pipe_t out[2];
-        bool open[2]; /* pipe not yet at EOF */
-        uv_timer_t settle;
-        uv_timer_t kill;
-        unsigned handles; /* not yet closed */
-        bool closing;
-};
-
-struct proc {
-        struct proc *prev, *next; /* table list, oldest first; unlinked once forgotten */
-        struct proc_table *t;
-        char id[CELLA_ID_MAX + 1];
-        char *command;
-        char *session;
-        char *error;
-        pid_t pid;
-        enum proc_status status;
-        int exit_code;
-        int term_signal;
-        int64_t start_ms, end_ms;
-        bool reaped;
-        bool settled; /* reaped, and output at EOF or SETTLE_MS passed */
-        bool kill_requested;
-        bool forgotten;
-        struct proc_io *io;
-        char *cgroup;         /* kept after release: a kill still reaches what is left */
-        bool cgroup_released; /* handed to agent_cgroup_remove */
-        char *log_path;       /* NULL: rings */
-        int log_fd;           /* open while output can still come */
-        uint64_t log_size;
-        bool log_truncated;
-        struct buf ring[2];
-        uint64_t total[2]; /* bytes produced per stream */
-        struct follower *followers;
-};
-
-struct proc_table {
-        struct agent *a;
-        struct proc *head, *tail;
-        unsigned count;   /* in the list */
-        unsigned objects; /* allocated: in the list, or forgotten and still in use */
-        uint64_t seq;
-        char *log_dir;
-        bool log_dir_ready;
-        bool shutdown;
-};
-
-enum follower_kind { F_LOGS, F_STREAM, F_WAIT_LOG, F_WAIT_PORT, F_WAIT_EXIT, F_KILL };
-
-struct follower {
-        struct stream s; /* first: the agent casts stream pointers */
-        struct follower *prev, *next;
-        struct proc *p;
-        enum follower_kind kind;
-        bool done;
-        unsigned handles;
-        uv_timer_t timer; /* the wait's timeout; kill: the poll */
-        /* reading the output */
-        int fd; /* the log (own descriptor), or -EBADF for the rings */
-        uint64_t pos, end;
-        uint32_t rec_left;
-        int rec_stream;
-        uint64_t ring_pos[2], ring_end[2];
-        int next_ring;
-        /* waitLog */
-        bool has_re;
-        regex_t re;
-        char *pattern;
-        struct buf line[2];
-        /* waitPort */
-        int port;
-        bool http;
-        char *path;
-        int smin, smax;
-        uint64_t interval;
-        uv_timer_t poll;
-        uv_tcp_t tcp;
-        bool tcp_open, attempting;
-        uint64_t attempt_start;
-        uv_connect_t connect;
-        uv_write_t wreq;
-        struct buf req_text;
-        struct buf resp;
-        /* kill */
-        uint64_t kill_deadline;
-};
-
-/* Followers read and send output synchronously within one callback, so one buffer serves
- * them all; the pipes have their own (a pipe's bytes are handed to the followers). */
-static char iobuf[CELLA_FRAME_DATA_CHUNK];
-static char pipebuf[CELLA_FRAME_DATA_CHUNK];
-
-static void follower_pump(struct follower *f);
 static void proc_maybe_free(struct proc *p);
 
 /* ---- table ---- */
@@ -169,6 +69,7 @@ static struct proc_table *table_get(struct agent *a)
                 if (!t)
                         return NULL;
                 t->a = a;
+                t->release = proc_maybe_free;
                 t->log_dir = strdup(a->proc_log_dir ? a->proc_log_dir : DEFAULT_LOG_DIR);
                 if (!t->log_dir) {
                         free(t);
@@ -252,416 +153,6 @@ static bool log_dir_ready(struct proc_table *t)
         return true;
 }
 
-/* ---- ProcessInfo ---- */
-
-static json_t *proc_info(const struct proc *p)
-{
-        char ts[32];
-        json_t *j;
-
-        time_format_iso(p->start_ms, ts, sizeof(ts));
-        j = json_pack("{s:s, s:i, s:s, s:s, s:s}", "id", p->id, "pid", (int)p->pid, "command",
-                      p->command, "status", status_names[p->status], "startTime", ts);
-        if (!j)
-                return NULL;
-        if (p->status != P_RUNNING) {
-                time_format_iso(p->end_ms, ts, sizeof(ts));
-                json_object_set_new(j, "endTime", json_string(ts));
-                if (p->status != P_ERROR)
-                        json_object_set_new(j, "exitCode", json_integer(p->exit_code));
-                if (p->term_signal)
-                        json_object_set_new(j, "signal", json_integer(p->term_signal));
-        }
-        if (p->session)
-                json_object_set_new(j, "sessionId", json_string(p->session));
-        if (p->error)
-                json_object_set_new(j, "error", json_string(p->error));
-        if (p->log_truncated)
-                json_object_set_new(j, "logTruncated", json_true());
-        return j;
-}
-
-/* ---- followers: lifetime ---- */
-
-static void follower_free(struct follower *f)
-{
-        struct proc *p = f->p;
-
-        if (f->fd >= 0)
-                close(f->fd);
-        if (f->has_re)
-                regfree(&f->re);
-        free(f->pattern);
-        free(f->path);
-        for (int i = 0; i < 2; i++)
-                buf_free(&f->line[i]);
-        buf_free(&f->req_text);
-        buf_free(&f->resp);
-        free(f);
-        proc_maybe_free(p);
-}
-
-static void follower_handle_closed(uv_handle_t *h)
-{
-        struct follower *f = h->data;
-
-        if (h == (uv_handle_t *)&f->tcp)
-                f->tcp_open = false;
-        if (--f->handles == 0 && f->done)
-                follower_free(f);
-}
-
-static void follower_close(struct follower *f, uv_handle_t *h)
-{
-        if (!uv_is_closing(h))
-                uv_close(h, follower_handle_closed);
-}
-
-/* The stream has ended or is detached: unlink from the process and release. */
-static void follower_finish(struct follower *f)
-{
-        struct proc *p = f->p;
-
-        if (f->done)
-                return;
-        f->done = true;
-        if (f->prev)
-                f->prev->next = f->next;
-        else
-                p->followers = f->next;
-        if (f->next)
-                f->next->prev = f->prev;
-        f->prev = f->next = NULL;
-        follower_close(f, (uv_handle_t *)&f->timer);
-        if (f->kind == F_WAIT_PORT) {
-                follower_close(f, (uv_handle_t *)&f->poll);
-                if (f->tcp_open)
-                        follower_close(f, (uv_handle_t *)&f->tcp);
-        }
-        /* freed by the last close callback */
-}
-
-static void follower_result(struct follower *f, json_t *j)
-{
-        stream_end_json(&f->s, FRAME_RESULT, j);
-        follower_finish(f);
-}
-
-static void follower_error(struct follower *f, int code, const char *msg)
-{
-        stream_end_error(&f->s, code, "%s", msg);
-        follower_finish(f);
-}
-
-static void follower_on_window(struct stream *s)
-{
-        follower_pump((struct follower *)s);
-}
-
-static void follower_on_cancel(struct stream *s, bool detach)
-{
-        struct follower *f = (struct follower *)s;
-
-        if (!detach)
-                stream_end_error(s, CELLA_E_BAD_REQUEST, "cancelled");
-        follower_finish(f);
-}
-
-static const struct stream_ops follower_ops = {
-        .on_window = follower_on_window,
-        .on_cancel = follower_on_cancel,
-};
-
-static struct follower *follower_new(struct conn *c, uint32_t id, struct proc *p,
-                                     enum follower_kind kind)
-{
-        struct follower *f = calloc(1, sizeof(*f));
-        struct agent *a = p->t->a;
-
-        if (!f)
-                return NULL;
-        f->fd = -EBADF;
-        f->p = p;
-        f->kind = kind;
-        if (conn_add_stream(c, &f->s, id, &follower_ops) < 0) {
-                free(f);
-                return NULL;
-        }
-        uv_timer_init(a->loop, &f->timer);
-        f->timer.data = f;
-        f->handles = 1;
-        f->next = p->followers;
-        if (p->followers)
-                p->followers->prev = f;
-        p->followers = f;
-        return f;
-}
-
-/* ---- followers: reading the output ---- */
-
-static bool follower_sends(const struct follower *f)
-{
-        return f->kind == F_LOGS || f->kind == F_STREAM;
-}
-
-static bool follower_reads(const struct follower *f)
-{
-        return follower_sends(f) || f->kind == F_WAIT_LOG;
-}
-
-/* Open the log (or take the rings) and set where reading stops for `logs`. */
-static int follower_open_output(struct follower *f)
-{
-        struct proc *p = f->p;
-
-        if (p->log_path) {
-                f->fd = open(p->log_path, O_RDONLY | O_CLOEXEC);
-                if (f->fd < 0)
-                        return -errno;
-        }
-        f->end = p->log_size;
-        for (int i = 0; i < 2; i++) {
-                f->ring_pos[i] = p->total[i] - p->ring[i].len;
-                f->ring_end[i] = p->total[i];
-        }
-        return 0;
-}
-
-static int pread_full(int fd, void *buf, size_t n, uint64_t off)
-{
-        size_t got = 0;
-
-        while (got < n) {
-                ssize_t r = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
-
-                if (r < 0 && errno == EINTR)
-                        continue;
-                if (r <= 0)
-                        return r < 0 ? -errno : -EIO;
-                got += (size_t)r;
-        }
-        return 0;
-}
-
-/* Next piece of output for f, up to max bytes, into iobuf: its length (0: nothing now,
- * < 0: the log cannot be read) and stream (0 stdout, 1 stderr). */
-static ssize_t follower_next(struct follower *f, size_t max, int *ret_stream)
-{
-        struct proc *p = f->p;
-
-        if (f->fd >= 0) {
-                uint64_t limit = f->kind == F_LOGS ? f->end : p->log_size;
-
-                while (f->pos < limit) {
-                        size_t n;
-
-                        if (f->rec_left == 0) {
-                                uint8_t h[REC_HEADER];
-
-                                if (pread_full(f->fd, h, sizeof(h), f->pos) < 0)
-                                        return -EIO;
-                                f->pos += sizeof(h);
-                                f->rec_stream = h[0] == 2 ? 1 : 0;
-                                f->rec_left = (uint32_t)h[1] << 24 | (uint32_t)h[2] << 16 |
-                                              (uint32_t)h[3] << 8 | h[4];
-                                continue;
-                        }
-                        n = MIN((size_t)f->rec_left, max);
-                        if (pread_full(f->fd, iobuf, n, f->pos) < 0)
-                                return -EIO;
-                        f->pos += n;
-                        f->rec_left -= (uint32_t)n;
-                        *ret_stream = f->rec_stream;
-                        return (ssize_t)n;
-                }
-                return 0;
-        }
-        for (int k = 0; k < 2; k++) {
-                int i = (f->next_ring + k) % 2;
-                uint64_t start = p->total[i] - p->ring[i].len;
-                uint64_t limit = f->kind == F_LOGS ? f->ring_end[i] : p->total[i];
-                size_t n;
-
-                if (f->ring_pos[i] < start)
-                        f->ring_pos[i] = start; /* dropped from the ring meanwhile */
-                if (f->ring_pos[i] >= limit)
-                        continue;
-                n = (size_t)MIN((uint64_t)max, limit - f->ring_pos[i]);
-                memcpy(iobuf, p->ring[i].data + (f->ring_pos[i] - start), n);
-                f->ring_pos[i] += n;
-                f->next_ring = (i + 1) % 2;
-                *ret_stream = i;
-                return (ssize_t)n;
-        }
-        return 0;
-}
-
-static bool follower_caught_up(const struct follower *f)
-{
-        const struct proc *p = f->p;
-
-        if (f->fd >= 0)
-                return f->rec_left == 0 && f->pos >= (f->kind == F_LOGS ? f->end : p->log_size);
-        for (int i = 0; i < 2; i++)
-                if (f->ring_pos[i] < (f->kind == F_LOGS ? f->ring_end[i] : p->total[i]))
-                        return false;
-        return true;
-}
-
-/* A line as JSON text: invalid UTF-8 bytes become U+FFFD. New reference. */
-static json_t *line_json(const char *s, size_t n)
-{
-        _cleanup_buf_ struct buf b = BUF_INIT;
-
-        while (n > 0) {
-                size_t v = utf8_valid_prefix(s, n);
-
-                if (buf_append(&b, s, v) < 0)
-                        return NULL;
-                s += v;
-                n -= v;
-                if (n > 0) {
-                        if (buf_append(&b, "\xef\xbf\xbd", 3) < 0)
-                                return NULL;
-                        s++;
-                        n--;
-                }
-        }
-        return json_stringn(b.data ? b.data : "", b.len);
-}
-
-/* waitLog: test one complete line of stream i; ends f on a match. */
-static void match_line(struct follower *f, int i)
-{
-        struct buf *l = &f->line[i];
-        bool hit;
-
-        if (l->len && l->data[l->len - 1] == '\r')
-                l->len--;
-        if (f->has_re)
-                hit = buf_append(l, "", 1) == 0 && regexec(&f->re, l->data, 0, NULL, 0) == 0;
-        else
-                hit = memmem(l->data ? l->data : "", l->len, f->pattern, strlen(f->pattern));
-        if (hit) {
-                json_t *line = line_json(l->data ? l->data : "", l->len - (f->has_re ? 1 : 0));
-
-                follower_result(f, json_pack("{s:o, s:s}", "line", line ? line : json_string(""),
-                                             "stream", i ? "stderr" : "stdout"));
-                return;
-        }
-        buf_reset(l);
-}
-
-static void feed_lines(struct follower *f, int i, const char *d, size_t n)
-{
-        while (n > 0 && !f->done) {
-                const char *nl = memchr(d, '\n', n);
-                size_t k = nl ? (size_t)(nl - d) : n;
-                size_t room = CELLA_PROC_MAX_LINE - f->line[i].len;
-
-                if (k > room) /* a line too long: matched in pieces */
-                        k = room;
-                if (buf_append(&f->line[i], d, k) < 0) {
-                        follower_error(f, CELLA_E_INTERNAL_ERROR, "out of memory");
-                        return;
-                }
-                d += k;
-                n -= k;
-                if (n > 0 && *d == '\n') {
-                        d++;
-                        n--;
-                        match_line(f, i);
-                } else if (f->line[i].len >= CELLA_PROC_MAX_LINE) {
-                        match_line(f, i);
-                }
-        }
-}
-
-/* End the follower if what it waits for has happened. */
-static void follower_check(struct follower *f)
-{
-        struct proc *p = f->p;
-
-        if (f->done)
-                return;
-        switch (f->kind) {
-        case F_LOGS:
-                if (follower_caught_up(f))
-                        follower_result(f, proc_info(p));
-                break;
-        case F_STREAM:
-                if (p->settled && follower_caught_up(f))
-                        follower_result(f, proc_info(p));
-                break;
-        case F_WAIT_LOG:
-                if (p->settled && follower_caught_up(f)) {
-                        for (int i = 0; i < 2 && !f->done; i++)
-                                if (f->line[i].len)
-                                        match_line(f, i);
-                        if (!f->done)
-                                follower_error(f, CELLA_E_PROCESS_EXITED_BEFORE_READY,
-                                               "the process exited before the pattern appeared");
-                }
-                break;
-        case F_WAIT_PORT:
-                if (p->reaped)
-                        follower_error(f, CELLA_E_PROCESS_EXITED_BEFORE_READY,
-                                       "the process exited before the port was ready");
-                break;
-        case F_WAIT_EXIT:
-                if (p->reaped)
-                        follower_result(f, proc_info(p));
-                break;
-        case F_KILL:
-                if (p->reaped && (!p->cgroup || agent_cgroup_is_empty(p->cgroup)))
-                        follower_result(f, proc_info(p));
-                else if (uv_now(p->t->a->loop) >= f->kill_deadline)
-                        follower_result(f, proc_info(p)); /* a custom signal it survives */
-                break;
-        }
-}
-
-static void follower_pump(struct follower *f)
-{
-        while (!f->done && follower_reads(f)) {
-                size_t max = sizeof(iobuf);
-                ssize_t n;
-                int which = 0;
-
-                if (follower_sends(f)) {
-                        if (f->s.send_credit == 0 || stream_congested(&f->s))
-                                return;
-                        max = (size_t)MIN((uint64_t)max, f->s.send_credit);
-                }
-                n = follower_next(f, max, &which);
-                if (n < 0) {
-                        follower_error(f, CELLA_E_INTERNAL_ERROR,
-                                       "the process's log is unreadable");
-                        return;
-                }
-                if (n == 0)
-                        break;
-                if (follower_sends(f)) {
-                        stream_send(&f->s, which ? FRAME_STDERR : FRAME_STDOUT, iobuf, (size_t)n);
-                        f->s.send_credit -= (uint64_t)n;
-                } else {
-                        feed_lines(f, which, iobuf, (size_t)n);
-                }
-        }
-        follower_check(f);
-}
-
-/* Something happened to p (output, exit, settled): wake its followers. */
-static void proc_notify(struct proc *p)
-{
-        struct follower *f, *next;
-
-        for (f = p->followers; f; f = next) {
-                next = f->next;
-                follower_pump(f);
-        }
-}
-
 /* ---- the process's output ---- */
 
 static void log_write(struct proc *p, int which, const void *data, size_t n)
@@ -740,15 +231,24 @@ static void ring_shrink(struct buf *r)
         *r = tail;
 }
 
-static void io_handle_closed(uv_handle_t *h)
+static void io_gone(struct proc *p)
 {
-        struct proc *p = h->data;
-
         if (--p->io->handles == 0) {
                 free(p->io);
                 p->io = NULL;
                 proc_maybe_free(p);
         }
+}
+
+static void io_handle_closed(uv_handle_t *h)
+{
+        io_gone(h->data);
+}
+
+/* stdout or stderr still to be read to its EOF */
+static bool io_reading(const struct proc_io *io)
+{
+        return !pump_all_done(io->out, 2);
 }
 
 static void io_close(struct proc *p)
@@ -758,9 +258,7 @@ static void io_close(struct proc *p)
         if (!io || io->closing)
                 return;
         io->closing = true;
-        for (int i = 0; i < 2; i++)
-                if (!uv_is_closing((uv_handle_t *)&io->out[i]))
-                        uv_close((uv_handle_t *)&io->out[i], io_handle_closed);
+        pump_close_all(io->out, 2);
         uv_close((uv_handle_t *)&io->settle, io_handle_closed);
         uv_close((uv_handle_t *)&io->kill, io_handle_closed);
 }
@@ -782,8 +280,7 @@ static void io_maybe_close(struct proc *p)
 {
         struct proc_io *io = p->io;
 
-        if (io && p->settled && !io->open[0] && !io->open[1] &&
-            !uv_is_active((uv_handle_t *)&io->kill))
+        if (io && p->settled && !io_reading(io) && !uv_is_active((uv_handle_t *)&io->kill))
                 io_close(p);
 }
 
@@ -811,15 +308,17 @@ static void on_settle(uv_timer_t *t)
         proc_settle(t->data);
 }
 
-static void pipe_eof(struct proc *p, int i)
+/* The pumps' sink: the log or the rings, never paused. */
+static void out_data(struct pump *pu, const char *data, size_t n)
 {
-        struct proc_io *io = p->io;
+        proc_output(pu->owner, pu->index, data, n);
+}
 
-        if (!io->open[i])
-                return;
-        io->open[i] = false;
-        uv_read_stop((uv_stream_t *)&io->out[i]);
-        if (io->open[0] || io->open[1])
+static void out_eof(struct pump *pu)
+{
+        struct proc *p = pu->owner;
+
+        if (io_reading(p->io))
                 return;
         proc_output_done(p);
         if (p->reaped && !p->settled)
@@ -828,34 +327,16 @@ static void pipe_eof(struct proc *p, int i)
                 io_maybe_close(p);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
+static void out_closed(struct pump *pu)
 {
-        (void)h;
-        (void)suggested;
-        *ret = uv_buf_init(iobuf, sizeof(iobuf));
+        io_gone(pu->owner);
 }
 
-static void on_pipe_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
-{
-        (void)h;
-        (void)suggested;
-        *ret = uv_buf_init(pipebuf, sizeof(pipebuf));
-}
-
-static void on_output(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
-{
-        struct proc *p = st->data;
-        int i = st == (uv_stream_t *)&p->io->out[0] ? 0 : 1;
-
-        if (n < 0) {
-                if (n != UV_EOF)
-                        log_debug("process %s: read output: %s", p->id, uv_strerror((int)n));
-                pipe_eof(p, i);
-                return;
-        }
-        if (n > 0)
-                proc_output(p, i, b->base, (size_t)n);
-}
+static const struct pump_ops out_ops = {
+        .on_data = out_data,
+        .on_eof = out_eof,
+        .on_closed = out_closed,
+};
 
 /* ---- exit and kill ---- */
 
@@ -882,8 +363,8 @@ static void on_child(void *ud, pid_t pid, int status)
         (void)pid;
         proc_end(p, status);
         log_debug("process %s (pid %d): %s, exit code %d", p->id, (int)p->pid,
-                  status_names[p->status], p->exit_code);
-        if (p->io && (p->io->open[0] || p->io->open[1]))
+                  proc_status_name(p->status), p->exit_code);
+        if (p->io && io_reading(p->io))
                 uv_timer_start(&p->io->settle, on_settle, SETTLE_MS, 0);
         else
                 proc_settle(p);
@@ -1180,15 +661,8 @@ static void op_start_spawn(struct proc_table *t, struct conn *c, uint32_t sid,
         for (int i = 0; i < 2; i++) {
                 int fd = i == 0 ? res.out : res.err;
 
-                uv_pipe_init(a->loop, &p->io->out[i], 0);
-                p->io->out[i].data = p;
-                p->io->open[i] = true;
-                if (uv_pipe_open(&p->io->out[i], fd) < 0 ||
-                    uv_read_start((uv_stream_t *)&p->io->out[i], on_pipe_alloc, on_output) < 0) {
-                        if (!uv_is_active((uv_handle_t *)&p->io->out[i]))
-                                close(fd);
-                        p->io->open[i] = false;
-                }
+                if (pump_open_pipe(&p->io->out[i], a->loop, fd, &out_ops, p, i) == 0)
+                        pump_resume(&p->io->out[i]);
         }
         log_debug("process %s: started pid %d", p->id, (int)p->pid);
         conn_send_json(c, FRAME_RESULT, sid, proc_info(p));
@@ -1213,140 +687,6 @@ static void op_killall(struct proc_table *t, struct conn *c, uint32_t sid, int s
                         n++;
                 }
         conn_send_json(c, FRAME_RESULT, sid, json_pack("{s:i}", "killed", n));
-}
-
-static void on_wait_timeout(uv_timer_t *t)
-{
-        struct follower *f = t->data;
-
-        if (!f->done)
-                follower_error(f, CELLA_E_PROCESS_READY_TIMEOUT,
-                               f->kind == F_WAIT_EXIT ? "the process did not exit in time"
-                                                      : "the process was not ready in time");
-}
-
-static void on_kill_poll(uv_timer_t *t)
-{
-        follower_check(t->data);
-}
-
-/* ---- waitPort ---- */
-
-static void port_attempt(struct follower *f);
-
-static void port_attempt_done(struct follower *f, bool ok)
-{
-        if (!f->attempting)
-                return;
-        f->attempting = false;
-        if (f->tcp_open)
-                follower_close(f, (uv_handle_t *)&f->tcp);
-        if (ok && !f->done)
-                follower_result(f, json_pack("{s:i}", "port", f->port));
-}
-
-static int status_code(const char *s)
-{
-        if (s[0] < '1' || s[0] > '5' || s[1] < '0' || s[1] > '9' || s[2] < '0' || s[2] > '9')
-                return 0;
-        return (s[0] - '0') * 100 + (s[1] - '0') * 10 + (s[2] - '0');
-}
-
-static void on_http_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
-{
-        struct follower *f = st->data;
-        const char *eol;
-
-        if (!f->attempting)
-                return;
-        if (n < 0) {
-                port_attempt_done(f, false);
-                return;
-        }
-        if (n > 0 && f->resp.len < 1024)
-                buf_append(&f->resp, b->base, (size_t)n);
-        eol = f->resp.data ? memchr(f->resp.data, '\n', f->resp.len) : NULL;
-        if (eol || f->resp.len >= 1024) {
-                int code = 0;
-
-                if (f->resp.len > 12 && strncmp(f->resp.data, "HTTP/1.", 7) == 0 &&
-                    f->resp.data[8] == ' ')
-                        code = status_code(f->resp.data + 9);
-                port_attempt_done(f, code >= f->smin && code <= f->smax);
-        }
-}
-
-static void on_http_written(uv_write_t *w, int status)
-{
-        struct follower *f = w->data;
-
-        if (status < 0)
-                port_attempt_done(f, false);
-}
-
-static void on_connected(uv_connect_t *req, int status)
-{
-        struct follower *f = req->data;
-        uv_buf_t b;
-
-        if (!f->attempting)
-                return;
-        if (status < 0 || f->done) {
-                port_attempt_done(f, false);
-                return;
-        }
-        if (!f->http) {
-                port_attempt_done(f, true);
-                return;
-        }
-        buf_reset(&f->req_text);
-        buf_reset(&f->resp);
-        if (buf_printf(&f->req_text,
-                       "GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUser-Agent: cella-init\r\n"
-                       "Connection: close\r\n\r\n",
-                       f->path, f->port) < 0) {
-                port_attempt_done(f, false);
-                return;
-        }
-        b = uv_buf_init(f->req_text.data, (unsigned)f->req_text.len);
-        f->wreq.data = f;
-        if (uv_write(&f->wreq, (uv_stream_t *)&f->tcp, &b, 1, on_http_written) < 0 ||
-            uv_read_start((uv_stream_t *)&f->tcp, on_alloc, on_http_read) < 0)
-                port_attempt_done(f, false);
-}
-
-static void port_attempt(struct follower *f)
-{
-        struct agent *a = f->p->t->a;
-        struct sockaddr_in sa;
-
-        if (f->done || f->attempting || f->tcp_open)
-                return;
-        if (uv_tcp_init(a->loop, &f->tcp) < 0)
-                return;
-        f->tcp.data = f;
-        f->tcp_open = true;
-        f->handles++;
-        f->attempting = true;
-        f->attempt_start = uv_now(a->loop);
-        f->connect.data = f;
-        uv_ip4_addr("127.0.0.1", f->port, &sa);
-        if (uv_tcp_connect(&f->connect, &f->tcp, (const struct sockaddr *)&sa, on_connected) < 0)
-                port_attempt_done(f, false);
-}
-
-static void on_port_poll(uv_timer_t *t)
-{
-        struct follower *f = t->data;
-        uint64_t now = uv_now(f->p->t->a->loop);
-
-        follower_check(f);
-        if (f->done)
-                return;
-        if (f->attempting && now - f->attempt_start >= MAX(f->interval, ATTEMPT_MIN_MS))
-                port_attempt_done(f, false); /* a server that accepts and never answers */
-        else
-                port_attempt(f);
 }
 
 /* ---- dispatch ---- */
@@ -1390,42 +730,9 @@ static void op_follow(struct proc_table *t, struct conn *c, uint32_t sid, struct
                 follower_error(f, CELLA_E_INTERNAL_ERROR, "the process's log is unreadable");
                 return;
         }
-        switch (f->kind) {
-        case F_STREAM:
-                /* the process exists: cellad can answer 200 and begin its event stream */
-                stream_send_json(&f->s, FRAME_STARTED, proc_info(p));
-                break;
-        case F_WAIT_LOG:
-                f->pattern = TAKE_PTR(r->pattern);
-                if (r->regex) {
-                        regcomp(&f->re, f->pattern, REG_EXTENDED | REG_NOSUB);
-                        f->has_re = true;
-                }
-                break;
-        case F_WAIT_PORT:
-                f->port = r->port;
-                f->http = r->http;
-                f->path = TAKE_PTR(r->path);
-                f->smin = r->status_min;
-                f->smax = r->status_max;
-                f->interval = (uint64_t)r->interval_ms;
-                uv_timer_init(t->a->loop, &f->poll);
-                f->poll.data = f;
-                f->handles++;
-                uv_timer_start(&f->poll, on_port_poll, f->interval, f->interval);
-                port_attempt(f);
-                break;
-        case F_KILL:
+        if (f->kind == F_KILL)
                 proc_kill(p, r->signal);
-                f->kill_deadline = uv_now(t->a->loop) + CELLA_PROC_KILL_GRACE_MS + 1000;
-                uv_timer_start(&f->timer, on_kill_poll, KILL_POLL_MS, KILL_POLL_MS);
-                break;
-        default:
-                break;
-        }
-        if (r->timeout_ms > 0 && f->kind != F_KILL)
-                uv_timer_start(&f->timer, on_wait_timeout, (uint64_t)r->timeout_ms, 0);
-        follower_pump(f);
+        follower_start(f, r);
 }
 
 void proc_request(struct agent *a, struct conn *c, struct agent_request *req)

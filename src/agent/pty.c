@@ -3,9 +3,9 @@
  *
  * A struct term is in the agent's list from the first PTY frame of its session until its
  * shell has exited (or the session was deleted) and every attached stream was ended. It
- * owns the pty's master (non-blocking, watched with a uv_poll_t), the ring of the last
- * CELLA_PTY_RING bytes of output (replayed to a stream that attaches), the shell's pid
- * and its cgroup `term-<n>`. Its own cgroup, not the session's: a session command's
+ * owns the pty's master (non-blocking, read and watched by a pump in poll mode, pump.h),
+ * the ring of the last CELLA_PTY_RING bytes of output (replayed to a stream that
+ * attaches), the shell's pid and its cgroup `term-<n>`. Its own cgroup, not the session's: a session command's
  * timeout or cancel SIGKILLs the members of the session's cgroup born after the command
  * started, and a terminal opened meanwhile would be one.
  *
@@ -38,6 +38,7 @@
 #include "agent/pty.h"
 #include "agent/service.h"
 #include "agent/pty-ring.h"
+#include "agent/pump.h"
 #include "agent/session.h"
 #include "common/buf.h"
 #include "common/limits.h"
@@ -52,16 +53,14 @@ struct term {
         struct agent *a;
         char sid[CELLA_ID_MAX + 1];
         unsigned n;
-        pid_t pid; /* -1 once reaped */
-        int master;
+        pid_t pid;  /* -1 once reaped */
+        int master; /* owned by out once it is open; -EBADF once finished */
         char *cgroup;
-        uv_poll_t poll;
-        int poll_events; /* what poll watches now (0: stopped) */
+        struct pump out; /* reads the master (at EOF once it reported EIO) */
         uv_timer_t grace;
         unsigned open_handles;
-        bool exited;       /* shell reaped */
-        bool finished;     /* streams ended, handles closing */
-        bool reading_done; /* the master reported EIO */
+        bool exited;   /* shell reaped */
+        bool finished; /* streams ended, handles closing */
         int exit_code;
         struct winsize ws;
         struct pty_ring ring;
@@ -80,7 +79,6 @@ static unsigned term_seq;
 
 static void term_update_poll(struct term *t);
 static void term_finish(struct term *t);
-static void on_poll(uv_poll_t *h, int status, int events);
 
 /* ---- the ring ---- */
 
@@ -93,10 +91,9 @@ static void ring_replay(struct term *t, struct term_stream *ts)
 
         pty_ring_spans(&t->ring, &a, &alen, &b, &blen);
         if (alen)
-                stream_send(&ts->s, FRAME_STDOUT, a, alen);
+                pump_emit(&ts->s, FRAME_STDOUT, a, alen);
         if (blen)
-                stream_send(&ts->s, FRAME_STDOUT, b, blen);
-        ts->s.send_credit -= alen + blen;
+                pump_emit(&ts->s, FRAME_STDOUT, b, blen);
 }
 
 /* ---- streams ---- */
@@ -202,91 +199,86 @@ static const struct stream_ops term_stream_ops = {
 
 /* ---- output ---- */
 
-/* How many bytes may be read now: the least credit of the attached streams (none
- * attached: a chunk), 0 while the connection is congested. */
-static size_t term_read_allowance(struct term *t)
+/* The pump's sink. How many bytes may be read now: the least credit of the attached
+ * streams (none attached: a chunk), 0 while the connection is congested. */
+static size_t term_read_allowance(struct pump *p)
 {
+        struct term *t = p->owner;
         size_t allow = CELLA_FRAME_DATA_CHUNK;
 
+        if (t->finished)
+                return 0;
         for (struct term_stream *ts = t->streams; ts; ts = ts->next) {
-                if (stream_congested(&ts->s))
-                        return 0;
-                if (ts->s.send_credit < allow)
-                        allow = (size_t)ts->s.send_credit;
+                size_t c = pump_credit(&ts->s);
+
+                if (c < allow)
+                        allow = c;
         }
         return allow;
 }
 
-static bool term_wants_write(struct term *t)
+static void term_out_data(struct pump *p, const char *data, size_t n)
 {
+        struct term *t = p->owner;
+
+        pty_ring_append(&t->ring, (const uint8_t *)data, n);
+        for (struct term_stream *ts = t->streams; ts; ts = ts->next)
+                pump_emit(&ts->s, FRAME_STDOUT, data, n);
+}
+
+/* EIO: no slave descriptor is open any more. */
+static void term_out_eof(struct pump *p)
+{
+        struct term *t = p->owner;
+
+        if (t->exited)
+                term_finish(t);
+}
+
+static bool term_wants_write(struct pump *p)
+{
+        struct term *t = p->owner;
+
+        if (t->exited)
+                return false;
         for (struct term_stream *ts = t->streams; ts; ts = ts->next)
                 if (ts->pending.len > 0)
                         return true;
         return false;
 }
 
+static void term_writable(struct pump *p)
+{
+        struct term *t = p->owner;
+
+        for (struct term_stream *ts = t->streams; ts; ts = ts->next)
+                if (!ts_flush(ts))
+                        break;
+}
+
+static void term_free(struct term *t);
+
+static void term_out_closed(struct pump *p)
+{
+        struct term *t = p->owner;
+
+        if (--t->open_handles == 0)
+                term_free(t);
+}
+
+static const struct pump_ops term_out_ops = {
+        .allowance = term_read_allowance,
+        .on_data = term_out_data,
+        .on_eof = term_out_eof,
+        .on_closed = term_out_closed,
+        .wants_write = term_wants_write,
+        .on_writable = term_writable,
+};
+
 static void term_update_poll(struct term *t)
 {
-        int ev = 0;
-
-        if (t->finished || t->master < 0)
-                return;
-        if (!t->reading_done && term_read_allowance(t) > 0)
-                ev |= UV_READABLE;
-        if (!t->exited && term_wants_write(t))
-                ev |= UV_WRITABLE;
-        if (ev == t->poll_events)
-                return;
-        t->poll_events = ev;
-        if (ev)
-                uv_poll_start(&t->poll, ev, on_poll);
-        else
-                uv_poll_stop(&t->poll);
-}
-
-static void term_read(struct term *t)
-{
-        uint8_t buf[CELLA_FRAME_DATA_CHUNK];
-        size_t allow;
-        ssize_t n;
-
-        while ((allow = term_read_allowance(t)) > 0 && !t->finished) {
-                n = read(t->master, buf, MIN(allow, sizeof(buf)));
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
-                        return;
-                if (n <= 0) {
-                        /* EIO: no slave descriptor is open any more */
-                        if (t->exited)
-                                term_finish(t);
-                        else
-                                t->reading_done = true;
-                        term_update_poll(t);
-                        return;
-                }
-                pty_ring_append(&t->ring, buf, (size_t)n);
-                for (struct term_stream *ts = t->streams; ts; ts = ts->next) {
-                        stream_send(&ts->s, FRAME_STDOUT, buf, (size_t)n);
-                        ts->s.send_credit -= (uint64_t)n;
-                }
-        }
-}
-
-static void on_poll(uv_poll_t *h, int status, int events)
-{
-        struct term *t = h->data;
-
-        if (status < 0)
-                t->poll_events = 0; /* libuv stopped the handle */
-        if (status < 0 || (events & UV_READABLE))
-                term_read(t);
-        if (!t->finished && (events & UV_WRITABLE))
-                for (struct term_stream *ts = t->streams; ts; ts = ts->next)
-                        if (!ts_flush(ts))
-                                break;
         if (!t->finished)
-                term_update_poll(t);
+                pump_resume(&t->out);
 }
 
 /* ---- lifetime ---- */
@@ -347,10 +339,8 @@ static void term_finish(struct term *t)
                 kill(t->pid, SIGKILL);
         }
         log_debug("terminal of session %s ended (exit %d)", t->sid, t->exit_code);
-        uv_poll_stop(&t->poll);
-        close(t->master);
+        pump_close(&t->out); /* and the master */
         t->master = -EBADF;
-        uv_close((uv_handle_t *)&t->poll, on_handle_closed);
         uv_close((uv_handle_t *)&t->grace, on_handle_closed);
 }
 
@@ -368,7 +358,13 @@ static void on_shell_exit(void *ud, pid_t pid, int status)
         t->exited = true;
         t->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         uv_timer_start(&t->grace, on_grace, EXIT_GRACE_MS, 0);
-        term_read(t);
+        if (t->out.eof) {
+                /* the master reported EIO already: done once output may go on */
+                if (term_read_allowance(&t->out) > 0)
+                        term_finish(t);
+        } else {
+                pump_read(&t->out);
+        }
 }
 
 static struct term *term_find(struct agent *a, const char *sid)
@@ -463,16 +459,22 @@ static struct term *term_start(struct agent *a, const struct agent_request *req,
         slave = -EBADF;
         t->pid = res.pid;
         if (agent_watch_child(a, t->pid, on_shell_exit, t) < 0) {
-                kill(-t->pid, SIGKILL);
+                struct kill_target kt = {.cgroup = t->cgroup, .pgid = t->pid};
+
+                agent_kill_tree(&kt);
+                kill(t->pid, SIGKILL);
                 while (waitpid(t->pid, NULL, 0) < 0 && errno == EINTR)
                         ;
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 goto fail;
         }
-        uv_poll_init(a->loop, &t->poll, t->master);
         uv_timer_init(a->loop, &t->grace);
-        t->poll.data = t->grace.data = t;
-        t->open_handles = 2;
+        t->grace.data = t;
+        t->open_handles = 1;
+        if (pump_open_poll(&t->out, a->loop, t->master, &term_out_ops, t, 0) == 0)
+                t->open_handles++;
+        else
+                t->master = -EBADF; /* closed: the shell sees a hangup */
         t->next = a->terms;
         a->terms = t;
         term_update_poll(t);

@@ -8,6 +8,8 @@
 #include "common/limits.h"
 #include "common/name.h"
 #include "common/path.h"
+#include "common/validate.h"
+#include "common/wire.h"
 
 bool agent_request_opens_stream(uint8_t type)
 {
@@ -128,57 +130,6 @@ int agent_decode_path(json_t *v, const char *field, char **ret, struct cella_err
         return 0;
 }
 
-/* The path in obj's field, or, when obj has field + "Base64" instead, the path whose raw
- * bytes that is (a name that is not UTF-8 cannot be JSON text; docs/api.md). */
-static int decode_path_in(json_t *obj, const char *field, char **ret, struct cella_error *err)
-{
-        char out[CELLA_PATH_MAX + 1], key[32];
-        json_t *b;
-        int r;
-
-        snprintf(key, sizeof(key), "%sBase64", field);
-        b = json_object_get(obj, key);
-        if (!b)
-                return agent_decode_path(json_object_get(obj, field), field, ret, err);
-        if (!json_is_string(b)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be a string", key);
-                return -EINVAL;
-        }
-        r = sandbox_path_decode(json_string_value(b), json_string_length(b), true, out, sizeof(out),
-                                err);
-        if (r < 0)
-                return -EINVAL; /* a relative one lands in /workspace: cellad sends absolute */
-        *ret = strndup(out, (size_t)r);
-        if (!*ret) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return -EINVAL;
-        }
-        return 0;
-}
-
-static int get_bool(json_t *v, const char *field, bool *ret, struct cella_error *err)
-{
-        if (!v)
-                return 0;
-        if (!json_is_boolean(v)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be a boolean", field);
-                return -EINVAL;
-        }
-        *ret = json_is_true(v);
-        return 0;
-}
-
-static bool is_identifier(const char *s)
-{
-        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
-                return false;
-        for (s++; *s; s++)
-                if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
-                      (*s >= '0' && *s <= '9') || *s == '_'))
-                        return false;
-        return true;
-}
-
 int agent_decode_env(json_t *env, const char *field, char ***ret, size_t *ret_n,
                      struct cella_error *err)
 {
@@ -214,7 +165,7 @@ int agent_decode_env(json_t *env, const char *field, char ***ret, size_t *ret_n,
                 size_t klen = strlen(key), vlen;
                 char *kv;
 
-                if (!is_identifier(key) || klen > 1024) {
+                if (!env_name_is_valid(key)) {
                         cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                         "%s key '%.64s' is not an identifier", field, key);
                         goto fail;
@@ -249,118 +200,69 @@ fail:
         return -EINVAL;
 }
 
+/* A string the wire decoder bounded, copied. */
+static int dup_string(const char *s, char **ret, struct cella_error *err)
+{
+        *ret = strdup(s);
+        if (!*ret) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* EXEC (common/wire.h): cellad validated it; here it is bounded and converted. */
 static int decode_exec(json_t *j, struct agent_request *r, struct cella_error *err)
 {
-        json_t *v;
+        struct wire_exec x;
         int k;
 
-        k = agent_decode_string(json_object_get(j, "command"), "command", CELLA_EXEC_MAX_COMMAND,
-                                true, &r->command, err);
+        k = wire_exec_decode(j, &x, err);
         if (k < 0)
                 return k;
-        v = json_object_get(j, "cwd");
-        if (v && !json_is_null(v)) {
-                k = agent_decode_path(v, "cwd", &r->cwd, err);
-                if (k < 0)
-                        return k;
-                r->cwd_given = true;
-        } else {
-                r->cwd = strdup(CELLA_WORKSPACE);
-                if (!r->cwd) {
-                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                        return -EINVAL;
-                }
-        }
-        k = agent_decode_env(json_object_get(j, "env"), "env", &r->env, &r->n_env, err);
+        k = dup_string(x.command, &r->command, err);
         if (k < 0)
                 return k;
-        k = agent_decode_env(json_object_get(j, "baseEnv"), "baseEnv", &r->base_env, &r->n_base_env,
-                             err);
+        r->cwd_given = x.cwd != NULL;
+        if (x.cwd)
+                k = agent_decode_path(json_object_get(j, "cwd"), "cwd", &r->cwd, err);
+        else
+                k = dup_string(CELLA_WORKSPACE, &r->cwd, err);
         if (k < 0)
                 return k;
-        v = json_object_get(j, "session");
-        if (v && !json_is_null(v)) {
-                k = agent_decode_id(v, "session", &r->session, err);
+        k = agent_decode_env(x.env, "env", &r->env, &r->n_env, err);
+        if (k < 0)
+                return k;
+        k = agent_decode_env(x.base_env, "baseEnv", &r->base_env, &r->n_base_env, err);
+        if (k < 0)
+                return k;
+        if (x.session) {
+                k = dup_string(x.session, &r->session, err);
                 if (k < 0)
                         return k;
         }
-        v = json_object_get(j, "timeoutMs");
-        if (v && !json_is_null(v)) {
-                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                    json_integer_value(v) > CELLA_EXEC_MAX_TIMEOUT_MS) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "'timeoutMs' must be an integer in 0..%lld",
-                                        (long long)CELLA_EXEC_MAX_TIMEOUT_MS);
-                        return -EINVAL;
-                }
-                r->timeout_ms = json_integer_value(v);
-        }
+        r->timeout_ms = x.timeout_ms;
         return 0;
 }
 
-static int decode_file_write(json_t *j, struct agent_request *r, struct cella_error *err)
+/* FILE_READ, FILE_WRITE, FILE_OP (common/wire.h), the paths copied. */
+static int decode_file(uint8_t type, json_t *j, struct agent_request *r, struct cella_error *err)
 {
-        json_t *v;
+        char path[CELLA_PATH_MAX + 1], to[CELLA_PATH_MAX + 1];
+        struct wire_file x;
         int k;
 
-        k = decode_path_in(j, "path", &r->path, err);
+        k = wire_file_decode(type, j, &x, path, to, err);
         if (k < 0)
                 return k;
-        v = json_object_get(j, "mode");
-        if (v && !json_is_null(v)) {
-                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                    json_integer_value(v) > 07777) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "'mode' must be an integer in 0..07777");
-                        return -EINVAL;
-                }
-                r->mode = (int)json_integer_value(v);
-        }
-        return 0;
-}
-
-static int decode_file_op(json_t *j, struct agent_request *r, struct cella_error *err)
-{
-        static const struct {
-                const char *name;
-                enum agent_file_op op;
-        } ops[] = {
-                {"stat", AGENT_OP_STAT},   {"exists", AGENT_OP_EXISTS}, {"delete", AGENT_OP_DELETE},
-                {"mkdir", AGENT_OP_MKDIR}, {"move", AGENT_OP_MOVE},     {"list", AGENT_OP_LIST},
-        };
-        json_t *v = json_object_get(j, "op");
-        const char *name;
-        size_t i;
-        int k;
-
-        if (!json_is_string(v)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'op' must be a string");
-                return -EINVAL;
-        }
-        name = json_string_value(v);
-        for (i = 0; i < ARRAY_SIZE(ops); i++)
-                if (strcmp(name, ops[i].name) == 0)
-                        break;
-        if (i == ARRAY_SIZE(ops)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown file operation '%.32s'",
-                                name);
-                return -EINVAL;
-        }
-        r->op = ops[i].op;
-        if (r->op == AGENT_OP_MOVE) {
-                k = decode_path_in(j, "from", &r->path, err);
-                if (k < 0)
-                        return k;
-                return decode_path_in(j, "to", &r->to, err);
-        }
-        k = decode_path_in(j, "path", &r->path, err);
-        if (k < 0)
-                return k;
-        k = get_bool(json_object_get(j, "recursive"), "recursive", &r->recursive, err);
-        if (k < 0)
-                return k;
-        return get_bool(json_object_get(j, "includeHidden"), "includeHidden", &r->include_hidden,
-                        err);
+        r->op = (enum agent_file_op)x.op;
+        r->mode = x.mode;
+        r->recursive = x.recursive;
+        r->include_hidden = x.include_hidden;
+        k = dup_string(x.path, &r->path, err);
+        if (k == 0 && x.to)
+                k = dup_string(x.to, &r->to, err);
+        return k;
 }
 
 /* An array (or null/absent: none) of at most CELLA_WATCH_MAX_PATTERNS non-empty globs. */
@@ -432,42 +334,22 @@ static int decode_watch(json_t *j, struct agent_request *r, struct cella_error *
         return 0;
 }
 
-/* A terminal dimension: an integer 1..CELLA_PTY_MAX_DIM. */
-static int decode_dim(json_t *v, const char *field, unsigned *ret, struct cella_error *err)
-{
-        if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-            json_integer_value(v) > CELLA_PTY_MAX_DIM) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                "'%s' must be an integer from 1 to %d", field, CELLA_PTY_MAX_DIM);
-                return -EINVAL;
-        }
-        *ret = (unsigned)json_integer_value(v);
-        return 0;
-}
-
-/* PTY: {"sessionId"?: id (default "default"), "cols": n, "rows": n, "baseEnv"?: {k: s}}.
- * The same frame on an open stream is a resize, of which only cols and rows count. */
+/* PTY (common/wire.h); the same frame on an open stream is a resize, of which only cols
+ * and rows count. */
 static int decode_pty(json_t *j, struct agent_request *r, struct cella_error *err)
 {
-        json_t *v = json_object_get(j, "sessionId");
+        struct wire_pty x;
         int k;
 
-        k = decode_dim(json_object_get(j, "cols"), "cols", &r->cols, err);
+        k = wire_pty_decode(j, &x, err);
         if (k < 0)
                 return k;
-        k = decode_dim(json_object_get(j, "rows"), "rows", &r->rows, err);
+        r->cols = x.cols;
+        r->rows = x.rows;
+        k = dup_string(x.session ? x.session : "default", &r->session, err);
         if (k < 0)
                 return k;
-        if (v && !json_is_null(v)) {
-                k = agent_decode_id(v, "sessionId", &r->session, err);
-                if (k < 0)
-                        return k;
-        } else if (!(r->session = strdup("default"))) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return -EINVAL;
-        }
-        return agent_decode_env(json_object_get(j, "baseEnv"), "baseEnv", &r->base_env,
-                                &r->n_base_env, err);
+        return agent_decode_env(x.base_env, "baseEnv", &r->base_env, &r->n_base_env, err);
 }
 
 static int decode_json(const struct frame *f, struct agent_request *r, struct cella_error *err)
@@ -490,9 +372,9 @@ static int decode_json(const struct frame *f, struct agent_request *r, struct ce
         case FRAME_EXEC:
                 return decode_exec(j, r, err);
         case FRAME_FILE_READ:
-                return decode_path_in(j, "path", &r->path, err);
         case FRAME_FILE_WRITE:
-                return decode_file_write(j, r, err);
+        case FRAME_FILE_OP:
+                return decode_file(f->type, j, r, err);
         case FRAME_SESSION:
         case FRAME_PROC:
         case FRAME_CODE:
@@ -500,10 +382,8 @@ static int decode_json(const struct frame *f, struct agent_request *r, struct ce
                 return 0;
         case FRAME_WATCH:
                 return decode_watch(j, r, err);
-        case FRAME_PTY:
+        default: /* PTY, the last of the types that agent_request_decode sends here */
                 return decode_pty(j, r, err);
-        default:
-                return decode_file_op(j, r, err);
         }
 }
 

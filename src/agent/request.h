@@ -13,14 +13,15 @@
 
 #include "common/error.h"
 #include "common/proto.h"
+#include "common/wire.h"
 
-enum agent_file_op {
-        AGENT_OP_STAT,
-        AGENT_OP_EXISTS,
-        AGENT_OP_DELETE,
-        AGENT_OP_MKDIR,
-        AGENT_OP_MOVE,
-        AGENT_OP_LIST,
+enum agent_file_op { /* the wire's (common/wire.h) */
+                     AGENT_OP_STAT = WIRE_FILE_STAT,
+                     AGENT_OP_EXISTS = WIRE_FILE_EXISTS,
+                     AGENT_OP_DELETE = WIRE_FILE_DELETE,
+                     AGENT_OP_MKDIR = WIRE_FILE_MKDIR,
+                     AGENT_OP_MOVE = WIRE_FILE_MOVE,
+                     AGENT_OP_LIST = WIRE_FILE_LIST,
 };
 
 /* One decoded frame. type is the frame type; which fields are meaningful depends on it:

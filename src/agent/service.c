@@ -11,18 +11,12 @@
 #include "agent/service.h"
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/frame-uv.h"
 #include "common/proto.h"
 
 /* Above this many queued output bytes the producers pause; below LOW they resume. */
 #define WRITE_HIGH_WATER (4u * 1024 * 1024)
 #define WRITE_LOW_WATER (1u * 1024 * 1024)
-
-struct write_req {
-        uv_write_t req;
-        struct conn *conn;
-        size_t len;
-        char data[];
-};
 
 /* ---- writing ---- */
 
@@ -39,7 +33,7 @@ static void resume_streams(struct conn *c)
 
 static void on_write_done(uv_write_t *req, int status)
 {
-        struct write_req *w = (struct write_req *)req;
+        struct frame_write *w = (struct frame_write *)req;
         struct conn *c = w->conn;
 
         c->queued -= w->len;
@@ -59,29 +53,14 @@ static void on_write_done(uv_write_t *req, int status)
 
 int conn_send(struct conn *c, uint8_t type, uint32_t id, const void *payload, size_t len)
 {
-        struct write_req *w;
-        uv_buf_t b;
-        int r;
+        int n;
 
         if (c->closing)
                 return -EPIPE;
-        if (len > CELLA_FRAME_MAX)
-                return -EINVAL;
-        w = malloc(sizeof(*w) + CELLA_FRAME_HEADER + len);
-        if (!w)
-                return -ENOMEM;
-        w->conn = c;
-        w->len = CELLA_FRAME_HEADER + len;
-        frame_header_pack((uint8_t *)w->data, type, id, (uint32_t)len);
-        if (len)
-                memcpy(w->data + CELLA_FRAME_HEADER, payload, len);
-        b = uv_buf_init(w->data, (unsigned)w->len);
-        r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write_done);
-        if (r < 0) {
-                free(w);
-                return r;
-        }
-        c->queued += w->len;
+        n = frame_uv_write((uv_stream_t *)&c->pipe, c, type, id, payload, len, on_write_done);
+        if (n < 0)
+                return n;
+        c->queued += (size_t)n;
         if (c->queued > WRITE_HIGH_WATER)
                 c->congested = true;
         return 0;
@@ -218,7 +197,7 @@ void conn_on_closed(uv_handle_t *h)
 {
         struct conn *c = h->data;
 
-        buf_free(&c->in);
+        frame_reader_free(&c->in);
         free(c);
 }
 

@@ -11,10 +11,7 @@ void session_request_done(struct session_request *r)
 {
         if (!r)
                 return;
-        free(r->id);
-        free(r->cwd);
-        agent_env_free(r->env, r->n_env);
-        agent_env_free(r->base_env, r->n_base_env);
+        context_spec_done(&r->ctx);
         agent_env_free(r->set, r->n_set);
         agent_env_free(r->unset, r->n_unset);
         memset(r, 0, sizeof(*r));
@@ -142,29 +139,19 @@ int session_request_decode(json_t *body, struct session_request *r, struct cella
         case SESSION_OP_LIST:
                 return 0;
         case SESSION_OP_DELETE:
-                return decode_id(body, true, &r->id, err);
+                return decode_id(body, true, &r->ctx.id, err);
         case SESSION_OP_SETENV:
-                k = decode_id(body, false, &r->id, err);
+                k = decode_id(body, false, &r->ctx.id, err);
                 if (k < 0)
                         return k;
                 return decode_setenv(json_object_get(body, "env"), r, err);
         case SESSION_OP_CREATE:
                 break;
         }
-        k = decode_id(body, false, &r->id, err);
+        k = decode_id(body, false, &r->ctx.id, err);
         if (k < 0)
                 return k;
-        v = json_object_get(body, "cwd");
-        if (v && !json_is_null(v)) {
-                k = agent_decode_path(v, "cwd", &r->cwd, err);
-                if (k < 0)
-                        return k;
-        }
-        k = agent_decode_env(json_object_get(body, "env"), "env", &r->env, &r->n_env, err);
-        if (k < 0)
-                return k;
-        k = agent_decode_env(json_object_get(body, "baseEnv"), "baseEnv", &r->base_env,
-                             &r->n_base_env, err);
+        k = context_spec_decode_place(body, &r->ctx, err);
         if (k < 0)
                 return k;
         v = json_object_get(body, "commandTimeoutMs");

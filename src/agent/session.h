@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agent/context-spec.h"
 #include "common/error.h"
 
 struct agent;
@@ -39,12 +40,7 @@ enum session_op {
  *   setenv  id (NULL: every live session), set ("K=V") and unset ("K") */
 struct session_request {
         enum session_op op;
-        char *id;
-        char *cwd;
-        char **env;
-        size_t n_env;
-        char **base_env;
-        size_t n_base_env;
+        struct context_spec ctx; /* id, and for create cwd, env, base_env */
         int64_t timeout_ms;
         char **set;
         size_t n_set;

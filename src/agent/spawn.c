@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/service.h"
+#include "common/fsutil.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/path.h"
@@ -150,16 +151,10 @@ int agent_cgroup_signal(const char *cgroup, int sig)
 bool agent_cgroup_is_empty(const char *cgroup)
 {
         char path[160], buf[64];
-        ssize_t n;
-        int fd;
 
+        /* no file (the cgroup is gone) or nothing in it */
         snprintf(path, sizeof(path), "%s/cgroup.procs", cgroup);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return true;
-        n = read(fd, buf, sizeof(buf));
-        close(fd);
-        return n <= 0;
+        return fs_read_small(path, buf, sizeof(buf)) <= 0;
 }
 
 /* ---- environment ---- */

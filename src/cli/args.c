@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,195 +112,242 @@ static int duration_opt(struct cli_args *a, const char *opt, const char *v, int6
         return 0;
 }
 
-int cli_parse(int argc, char **argv, struct cli_args *a)
+/* The value of --sleep-after: whole seconds, 1 s to 30 days. */
+static int take_sleep_after(struct cli_args *a, const char *opt, const char *v)
 {
-        bool is_exec = false;
+        int64_t ms;
 
-        memset(a, 0, sizeof(*a));
-        for (int i = 1; i < argc; i++) {
-                const char *s = argv[i], *v;
+        if (duration_opt(a, opt, v, 1000, 1000, CLI_SLEEP_AFTER_MAX_S * 1000LL, &ms) < 0)
+                return -1;
+        a->sleep_after_s = (long)(ms / 1000);
+        return 0;
+}
 
-                if (a->rest_is_command || (s[0] != '-' || s[1] == '\0')) {
-                        if (a->npos >=
-                            (int)(sizeof(a->pos) / sizeof(a->pos[0])) - 1) /* keep a NULL last */
-                                return fail(a, "too many arguments");
-                        a->pos[a->npos++] = s;
-                        if (a->npos == 1 && (strcmp(s, "exec") == 0 || strcmp(s, "start") == 0))
-                                is_exec = true;
-                        /* exec NAME WORD...: the command starts at the first word. */
-                        if (is_exec && a->npos == 3)
-                                a->rest_is_command = true;
-                        continue;
-                }
-                if (strcmp(s, "--") == 0) {
-                        a->rest_is_command = true;
-                        continue;
-                }
-                if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
-                        a->help = true;
-                } else if (strcmp(s, "--quiet") == 0 || strcmp(s, "-q") == 0) {
-                        a->quiet = true;
-                } else if (strcmp(s, "--version") == 0) {
-                        a->version = true;
-                } else if (strcmp(s, "--json") == 0) {
-                        a->json = true;
-                } else if (strcmp(s, "-r") == 0 || strcmp(s, "-p") == 0 ||
-                           strcmp(s, "--recursive") == 0 || strcmp(s, "--parents") == 0) {
-                        a->recursive = true;
-                } else if (strcmp(s, "-a") == 0 || strcmp(s, "--all") == 0) {
-                        a->all = true;
-                } else if (opt_is(s, "--url")) {
-                        if (need_value(a, argc, argv, &i, &a->url) < 0)
-                                return -1;
-                } else if (opt_is(s, "--token")) {
-                        bool expose = a->npos > 0 && strcmp(a->pos[0], "expose") == 0;
+static int take_timeout(struct cli_args *a, const char *opt, const char *v)
+{
+        int64_t ms;
 
-                        if (need_value(a, argc, argv, &i, expose ? &a->port_token : &a->token) < 0)
-                                return -1;
-                } else if (opt_is(s, "--name")) {
-                        if (need_value(a, argc, argv, &i, &a->port_name) < 0)
-                                return -1;
-                } else if (opt_is(s, "--cwd")) {
-                        if (need_value(a, argc, argv, &i, &a->cwd) < 0)
-                                return -1;
-                } else if (opt_is(s, "--image")) {
-                        if (need_value(a, argc, argv, &i, &a->image) < 0)
-                                return -1;
-                } else if (opt_is(s, "--package")) {
-                        if (need_value(a, argc, argv, &i, &v) < 0)
-                                return -1;
-                        if (a->npackages >= CLI_MAX_KV)
-                                return fail(a, "too many --package options");
-                        a->packages[a->npackages++] = v;
-                } else if (strcmp(s, "--replace") == 0) {
-                        a->replace = true;
-                } else if (strcmp(s, "--keep-alive") == 0) {
-                        a->keep_alive = true;
-                } else if (strcmp(s, "--no-default-session") == 0) {
-                        a->no_default_session = true;
+        if (duration_opt(a, opt, v, 1, 1, CLI_TIMEOUT_MAX_MS, &ms) < 0)
+                return -1;
+        a->timeout_ms = (long)ms;
+        return 0;
+}
 
-                } else if (opt_is(s, "--sleep-after")) {
-                        int64_t ms;
+/* A number in [min, max] from v into *ret; -1 if v is not one. */
+static int number_in(const char *v, long min, long max, long *ret)
+{
+        char *end;
+        long n;
 
-                        if (need_value(a, argc, argv, &i, &v) < 0 ||
-                            duration_opt(a, "--sleep-after", v, 1000, 1000,
-                                         CLI_SLEEP_AFTER_MAX_S * 1000LL, &ms) < 0)
-                                return -1;
-                        a->sleep_after_s = (long)(ms / 1000);
-                } else if (opt_is(s, "--network")) {
-                        if (need_value(a, argc, argv, &i, &a->network) < 0)
-                                return -1;
-                        if (strcmp(a->network, "none") != 0 && strcmp(a->network, "outbound") != 0)
-                                return fail(a, "--network takes none or outbound, not '%s'",
-                                            a->network);
-                } else if (opt_is(s, "--include") || opt_is(s, "--exclude")) {
-                        bool inc = opt_is(s, "--include");
-                        if (need_value(a, argc, argv, &i, &v) < 0)
-                                return -1;
-                        if ((inc ? a->ninclude : a->nexclude) >= CLI_MAX_KV)
-                                return fail(a, "too many %s options",
-                                            inc ? "--include" : "--exclude");
-                        if (inc)
-                                a->include[a->ninclude++] = v;
-                        else
-                                a->exclude[a->nexclude++] = v;
-                } else if (opt_is(s, "--lang")) {
-                        if (need_value(a, argc, argv, &i, &a->lang) < 0)
-                                return -1;
-                        if (strcmp(a->lang, "python") != 0 && strcmp(a->lang, "javascript") != 0 &&
-                            strcmp(a->lang, "typescript") != 0)
-                                return fail(a,
-                                            "--lang takes python, javascript or typescript, not "
-                                            "'%s'",
-                                            a->lang);
-                } else if (opt_is(s, "--context")) {
-                        if (need_value(a, argc, argv, &i, &a->context) < 0)
-                                return -1;
-                } else if (opt_is(s, "--out-dir")) {
-                        if (need_value(a, argc, argv, &i, &a->out_dir) < 0)
-                                return -1;
-                } else if (strcmp(s, "--no-recursive") == 0) {
-                        a->no_recursive = true;
-                } else if (opt_is(s, "--allow")) {
-                        if (need_value(a, argc, argv, &i, &v) < 0)
-                                return -1;
-                        if (a->nallow >= CLI_MAX_KV)
-                                return fail(a, "too many %s options", "--allow");
-                        a->allow[a->nallow++] = v;
-                } else if (opt_is(s, "--instance-type")) {
-                        if (need_value(a, argc, argv, &i, &a->instance_type) < 0)
-                                return -1;
-                } else if (opt_is(s, "--timeout")) {
-                        int64_t ms;
+        errno = 0;
+        n = strtol(v, &end, 10);
+        if (errno || end == v || *end || n < min || n > max)
+                return -1;
+        *ret = n;
+        return 0;
+}
 
-                        if (need_value(a, argc, argv, &i, &v) < 0 ||
-                            duration_opt(a, "--timeout", v, 1, 1, CLI_TIMEOUT_MAX_MS, &ms) < 0)
-                                return -1;
-                        a->timeout_ms = (long)ms;
-                } else if (opt_is(s, "--env") || strcmp(s, "-e") == 0) {
-                        if (need_value(a, argc, argv, &i, &v) < 0 || kv_ok(a, v, "--env") < 0)
-                                return -1;
-                        if (a->nenv >= CLI_MAX_KV)
-                                return fail(a, "too many %s options", "--env");
-                        a->env[a->nenv++] = v;
-                } else if (opt_is(s, "--id")) {
-                        if (need_value(a, argc, argv, &i, &a->id) < 0)
-                                return -1;
-                } else if (opt_is(s, "--session")) {
-                        if (need_value(a, argc, argv, &i, &a->session) < 0)
-                                return -1;
-                } else if (opt_is(s, "--signal")) {
-                        if (need_value(a, argc, argv, &i, &a->signal) < 0)
-                                return -1;
-                } else if (strcmp(s, "-f") == 0 || strcmp(s, "--follow") == 0) {
-                        a->follow = true;
-                } else if (opt_is(s, "--log")) {
-                        if (need_value(a, argc, argv, &i, &a->log) < 0)
-                                return -1;
-                } else if (strcmp(s, "--regex") == 0) {
-                        a->regex = true;
-                } else if (strcmp(s, "--exit") == 0) {
-                        a->exit = true;
-                } else if (opt_is(s, "--http")) {
-                        if (need_value(a, argc, argv, &i, &a->http_path) < 0)
-                                return -1;
-                } else if (opt_is(s, "--port")) {
-                        char *end;
-                        if (need_value(a, argc, argv, &i, &v) < 0)
-                                return -1;
-                        errno = 0;
-                        a->port = strtol(v, &end, 10);
-                        if (errno || end == v || *end || a->port < 1 || a->port > 65535)
-                                return fail(a, "--port takes a port in 1..65535, not '%s'", v);
-                } else if (opt_is(s, "--branch")) {
-                        if (need_value(a, argc, argv, &i, &a->branch) < 0)
-                                return -1;
-                } else if (opt_is(s, "--dir")) {
-                        if (need_value(a, argc, argv, &i, &a->dir) < 0)
-                                return -1;
-                } else if (opt_is(s, "--depth")) {
-                        char *end;
-                        if (need_value(a, argc, argv, &i, &v) < 0)
-                                return -1;
-                        errno = 0;
-                        a->depth = strtol(v, &end, 10);
-                        if (errno || end == v || *end || a->depth < 1 || a->depth > 2147483647L)
-                                return fail(a, "--depth takes a number of commits >= 1, not '%s'",
-                                            v);
-                } else if (opt_is(s, "--label")) {
-                        if (need_value(a, argc, argv, &i, &v) < 0 || kv_ok(a, v, "--label") < 0)
-                                return -1;
-                        if (a->nlabels >= CLI_MAX_KV)
-                                return fail(a, "too many %s options", "--label");
-                        a->labels[a->nlabels++] = v;
-                } else {
-                        return fail(a, "unknown option '%s'", s);
-                }
+static int take_port(struct cli_args *a, const char *opt, const char *v)
+{
+        if (number_in(v, 1, 65535, &a->port) < 0)
+                return fail(a, "--port takes a port in 1..65535, not '%s'", v);
+        return 0;
+}
+
+static int take_depth(struct cli_args *a, const char *opt, const char *v)
+{
+        if (number_in(v, 1, 2147483647L, &a->depth) < 0)
+                return fail(a, "--depth takes a number of commits >= 1, not '%s'", v);
+        return 0;
+}
+
+/* After the command word "expose", --token is the port's token; before it, the API's. */
+static int take_token(struct cli_args *a, const char *opt, const char *v)
+{
+        if (a->npos > 0 && strcmp(a->pos[0], "expose") == 0)
+                a->port_token = v;
+        else
+                a->token = v;
+        return 0;
+}
+
+static int take_network(struct cli_args *a, const char *opt, const char *v)
+{
+        if (strcmp(v, "none") != 0 && strcmp(v, "outbound") != 0)
+                return fail(a, "--network takes none or outbound, not '%s'", v);
+        a->network = v;
+        return 0;
+}
+
+static int take_lang(struct cli_args *a, const char *opt, const char *v)
+{
+        if (strcmp(v, "python") != 0 && strcmp(v, "javascript") != 0 &&
+            strcmp(v, "typescript") != 0)
+                return fail(a, "--lang takes python, javascript or typescript, not '%s'", v);
+        a->lang = v;
+        return 0;
+}
+
+/* --env and --label values are KEY=VALUE. */
+static int check_kv(struct cli_args *a, const char *opt, const char *v)
+{
+        return kv_ok(a, v, opt);
+}
+
+/* One option of the command line. A FLAG sets the bool at field; a VALUE stores its value
+ * (the next word, or what follows '=' in --opt=V) as the string at field, or hands it to
+ * take; a LIST appends it to the array at field whose length is at count (at most
+ * CLI_MAX_KV), after check. Names from "--" match with "=V" too; short ones exactly. */
+struct opt_def {
+        const char *names[4];
+        enum { FLAG, VALUE, LIST } kind;
+        size_t field, count;
+        int (*take)(struct cli_args *a, const char *opt, const char *v);
+};
+
+#define FLAG_OPT(f, ...)                                                   \
+        {                                                                  \
+                {__VA_ARGS__}, FLAG, offsetof(struct cli_args, f), 0, NULL \
         }
+#define VALUE_OPT(f, name)                                           \
+        {                                                            \
+                {name}, VALUE, offsetof(struct cli_args, f), 0, NULL \
+        }
+#define TAKE_OPT(fn, ...)                      \
+        {                                      \
+                {__VA_ARGS__}, VALUE, 0, 0, fn \
+        }
+#define LIST_OPT(f, n, check, ...)                                                               \
+        {                                                                                        \
+                {__VA_ARGS__}, LIST, offsetof(struct cli_args, f), offsetof(struct cli_args, n), \
+                        check                                                                    \
+        }
+
+static const struct opt_def options[] = {
+        FLAG_OPT(help, "--help", "-h"),
+        FLAG_OPT(quiet, "--quiet", "-q"),
+        FLAG_OPT(version, "--version"),
+        FLAG_OPT(json, "--json"),
+        FLAG_OPT(recursive, "-r", "-p", "--recursive", "--parents"),
+        FLAG_OPT(all, "-a", "--all"),
+        FLAG_OPT(replace, "--replace"),
+        FLAG_OPT(keep_alive, "--keep-alive"),
+        FLAG_OPT(no_default_session, "--no-default-session"),
+        FLAG_OPT(no_recursive, "--no-recursive"),
+        FLAG_OPT(follow, "-f", "--follow"),
+        FLAG_OPT(regex, "--regex"),
+        FLAG_OPT(exit, "--exit"),
+        VALUE_OPT(url, "--url"),
+        VALUE_OPT(port_name, "--name"),
+        VALUE_OPT(cwd, "--cwd"),
+        VALUE_OPT(image, "--image"),
+        VALUE_OPT(context, "--context"),
+        VALUE_OPT(out_dir, "--out-dir"),
+        VALUE_OPT(instance_type, "--instance-type"),
+        VALUE_OPT(id, "--id"),
+        VALUE_OPT(session, "--session"),
+        VALUE_OPT(signal, "--signal"),
+        VALUE_OPT(log, "--log"),
+        VALUE_OPT(http_path, "--http"),
+        VALUE_OPT(branch, "--branch"),
+        VALUE_OPT(dir, "--dir"),
+        TAKE_OPT(take_token, "--token"),
+        TAKE_OPT(take_sleep_after, "--sleep-after"),
+        TAKE_OPT(take_network, "--network"),
+        TAKE_OPT(take_lang, "--lang"),
+        TAKE_OPT(take_timeout, "--timeout"),
+        TAKE_OPT(take_port, "--port"),
+        TAKE_OPT(take_depth, "--depth"),
+        LIST_OPT(packages, npackages, NULL, "--package"),
+        LIST_OPT(include, ninclude, NULL, "--include"),
+        LIST_OPT(exclude, nexclude, NULL, "--exclude"),
+        LIST_OPT(allow, nallow, NULL, "--allow"),
+        LIST_OPT(env, nenv, check_kv, "--env", "-e"),
+        LIST_OPT(labels, nlabels, check_kv, "--label"),
+};
+
+static bool opt_matches(const struct opt_def *d, const char *s)
+{
+        for (size_t i = 0; i < ARRAY_SIZE(d->names) && d->names[i]; i++) {
+                const char *n = d->names[i];
+
+                if (d->kind != FLAG && n[1] == '-' ? opt_is(s, n) : strcmp(s, n) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* The option at argv[*i] (and its value, which moves *i past it): 0 or -1. */
+static int take_option(struct cli_args *a, int argc, char **argv, int *i)
+{
+        const char *s = argv[*i], *v = NULL;
+        const struct opt_def *d = NULL;
+        char *base = (char *)a;
+
+        for (size_t k = 0; k < ARRAY_SIZE(options) && !d; k++)
+                if (opt_matches(&options[k], s))
+                        d = &options[k];
+        if (!d)
+                return fail(a, "unknown option '%s'", s);
+        if (d->kind == FLAG) {
+                *(bool *)(base + d->field) = true;
+                return 0;
+        }
+        if (need_value(a, argc, argv, i, &v) < 0)
+                return -1;
+        if (d->kind == VALUE) {
+                if (d->take)
+                        return d->take(a, d->names[0], v);
+                *(const char **)(base + d->field) = v;
+                return 0;
+        }
+        if (d->take && d->take(a, d->names[0], v) < 0)
+                return -1;
+        if (*(int *)(base + d->count) >= CLI_MAX_KV)
+                return fail(a, "too many %s options", d->names[0]);
+        ((const char **)(base + d->field))[(*(int *)(base + d->count))++] = v;
+        return 0;
+}
+
+/* A word that is not an option: the command, NAME, or the command line of exec and start
+ * (from the first word after NAME on, everything is the command's). */
+static int take_word(struct cli_args *a, const char *s)
+{
+        if (a->npos >= (int)ARRAY_SIZE(a->pos) - 1) /* keep a NULL last */
+                return fail(a, "too many arguments");
+        a->pos[a->npos++] = s;
+        if (a->npos == 3 && (strcmp(a->pos[0], "exec") == 0 || strcmp(a->pos[0], "start") == 0))
+                a->rest_is_command = true;
+        return 0;
+}
+
+/* What no single option can say: wait's one condition, and the options that go with
+ * another. */
+static int check_together(struct cli_args *a)
+{
         if (a->pos[0] && strcmp(a->pos[0], "wait") == 0 && !a->help &&
             (a->log != NULL) + (a->port != 0) + a->exit != 1)
                 return fail(a, "wait takes one of --log PATTERN, --port N or --exit");
         if ((a->regex && !a->log) || (a->http_path && !a->port))
                 return fail(a, "--regex goes with --log, --http with --port");
         return 0;
+}
+
+int cli_parse(int argc, char **argv, struct cli_args *a)
+{
+        memset(a, 0, sizeof(*a));
+        for (int i = 1; i < argc; i++) {
+                const char *s = argv[i];
+                int r;
+
+                if (a->rest_is_command || s[0] != '-' || s[1] == '\0')
+                        r = take_word(a, s);
+                else if (strcmp(s, "--") == 0)
+                        r = (a->rest_is_command = true, 0);
+                else
+                        r = take_option(a, argc, argv, &i);
+                if (r < 0)
+                        return -1;
+        }
+        return check_together(a);
 }

@@ -16,13 +16,14 @@
 #include "cella/cella.h"
 #include "client/client-internal.h"
 #include "common/buf.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/macros.h"
 #include "common/ws-key.h"
 
-#define HEAD_MAX (16 * 1024)                    /* the server's answer head */
-#define ERROR_BODY_MAX (64 * 1024)              /* an error answer's body */
-#define HANDSHAKE_TIMEOUT_MS 60000              /* the server may be creating the sandbox */
+#define HEAD_MAX CELLA_CLIENT_WS_HEAD_MAX
+#define ERROR_BODY_MAX CELLA_CLIENT_WS_ERROR_BODY_MAX
+#define HANDSHAKE_TIMEOUT_MS CELLA_CLIENT_WS_HANDSHAKE_TIMEOUT_MS
 #define MESSAGE_MAX CELLA_CLIENT_WS_MESSAGE_MAX /* a message from the server */
 
 struct cella_pty {
@@ -184,7 +185,7 @@ static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, voi
 static void on_control(cella_pty *p, const uint8_t *msg, size_t len)
 {
         const struct cella_pty_events *ev = p->ev;
-        json_t *j = json_loadb((const char *)msg, len, 0, NULL);
+        _cleanup_json_ json_t *j = json_loadb((const char *)msg, len, 0, NULL);
         const char *type = json_string_value(json_object_get(j, "type"));
 
         if (ev && ev->on_control)
@@ -199,7 +200,6 @@ static void on_control(cella_pty *p, const uint8_t *msg, size_t len)
                 if (ev && ev->on_exit)
                         ev->on_exit(p->exit_code, p->ud);
         }
-        json_decref(j);
 }
 
 static void on_msg_recv(wslay_event_context_ptr ctx, const struct wslay_event_on_msg_recv_arg *arg,
@@ -252,7 +252,7 @@ static int handshake(cella_pty *p, const char *url)
         curl_easy_setopt(p->curl, CURLOPT_URL, url);
         curl_easy_setopt(p->curl, CURLOPT_CONNECT_ONLY, 1L);
         curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
-        curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+        curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS, CELLA_CLIENT_CONNECT_TIMEOUT_MS);
         curl_easy_setopt(p->curl, CURLOPT_TCP_NODELAY, 1L);
         rc = curl_easy_perform(p->curl);
         if (rc == CURLE_OK)
@@ -331,7 +331,8 @@ int cella_pty_open(cella_client *c, const char *sandbox, const struct cella_pty_
         cella_pty *p;
         int r = CELLA_ERR_NOMEM;
 
-        if (!sandbox || (o && (o->cols > 1000 || o->rows > 1000)))
+        if (!sandbox ||
+            (o && (o->cols > CELLA_CLIENT_PTY_SIZE_MAX || o->rows > CELLA_CLIENT_PTY_SIZE_MAX)))
                 return CELLA_ERR_INVALID;
         p = calloc(1, sizeof(*p));
         if (!p)

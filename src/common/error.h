@@ -91,12 +91,25 @@ int cella_code_from_name(const char *s); /* -1 if unknown */
 /* Map an errno (positive or negative) from a file operation to a code. */
 int cella_code_from_errno(int err);
 
-/* Set *err (if not NULL and not already set) to code and a formatted message. Returns -1
- * so that `return cella_error_set(...)` reads naturally where an int is returned. */
+/* The negative errno a code stands for (-ENOENT for FILE_NOT_FOUND, -EINVAL for
+ * VALIDATION_FAILED, -EIO for INTERNAL_ERROR and unknown codes). */
+int cella_code_errno(int code);
+
+/* Set *err (if not NULL and not already set) to code and a formatted message. Returns the
+ * code's negative errno (cella_code_errno; that of the code already held if *err was set
+ * before) so that `return cella_error_set(...)` reads naturally where an int is returned. */
 int cella_error_set(struct cella_error *err, int code, const char *fmt, ...) _printf_(3, 4);
 int cella_error_setv(struct cella_error *err, int code, const char *fmt, va_list ap);
-/* Like cella_error_set, with ": strerror(errnum)" appended; the code comes from errno. */
+/* Like cella_error_set, with ": strerror(errnum)" appended; the code comes from errno.
+ * Returns -errnum (errnum may be given positive or negative; 0 counts as EIO). */
 int cella_error_errno(struct cella_error *err, int errnum, const char *fmt, ...) _printf_(3, 4);
+/* Context on the way up: turn a set error's message into "<fmt...>: <message>", in place
+ * (cut at the end to fit, never allocating). The code stays. Meant for the error a callee
+ * just set in a record that was empty when it was called (the first error set wins, so an
+ * older one would get the new context). Returns the code's negative errno, or -EIO when
+ * err is NULL or not set (nothing to add context to). */
+int cella_error_prefix(struct cella_error *err, const char *fmt, ...) _printf_(2, 3);
+int cella_error_prefixv(struct cella_error *err, const char *fmt, va_list ap);
 static inline bool cella_error_is_set(const struct cella_error *err)
 {
         return err && err->code != CELLA_E_OK;

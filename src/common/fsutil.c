@@ -1,6 +1,8 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/fsutil.h"
 #include "common/limits.h"
@@ -30,4 +32,24 @@ int fs_mkdir_p(const char *path, mode_t mode)
                         buf[i] = '/';
         }
         return 0;
+}
+
+ssize_t fs_read_small(const char *path, char *buf, size_t size)
+{
+        ssize_t n;
+        int fd;
+
+        if (size == 0)
+                return -EINVAL;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        do
+                n = read(fd, buf, size - 1);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                n = -errno;
+        close(fd);
+        buf[n > 0 ? n : 0] = '\0';
+        return n;
 }

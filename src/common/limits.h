@@ -63,6 +63,7 @@
 
 /* Sessions and background processes (agent) */
 #define CELLA_ID_MAX 64                       /* session and process ids */
+#define CELLA_ENV_NAME_MAX 255 /* an environment variable's name (common/validate.h) */
 #define CELLA_PROC_MAX 1024                   /* processes kept (running and finished) */
 #define CELLA_PROC_RING (64 * 1024)           /* in-memory output per stream (no disk log) */
 #define CELLA_PROC_RING_TAIL (4 * 1024)       /* what a finished process keeps of it */
@@ -140,7 +141,10 @@
 #define CELLA_PREVIEW_DOMAIN_MAX 200
 #define CELLA_PREVIEW_PORT_NAME_MAX 64
 #define CELLA_PREVIEW_HEAD_MAX (64 * 1024) /* a sandbox's response head */
+#define CELLA_PREVIEW_MAX_HEADERS 256      /* header lines in a sandbox's response head */
 #define CELLA_PREVIEW_IDLE_MAX 256         /* idle connections into sandboxes kept for reuse */
+#define CELLA_PREVIEW_MAX_UPGRADES 1024    /* upgrades proxied or relayed at once: 503 beyond */
+#define CELLA_PREVIEW_HALF_CLOSE_MS (10 * 1000) /* a relay after one side's EOF */
 
 /* Images (docs/decisions/0023-images.md) */
 #define CELLA_IMAGE_IMPORT_MAX (4LL << 30)        /* an import's request body (the tarball) */
@@ -156,6 +160,13 @@
 #define CELLA_CLIENT_SSE_LINE_MAX (4 * 1024 * 1024)       /* an SSE line of exec/watch events */
 #define CELLA_CLIENT_SSE_CODE_LINE_MAX (64 * 1024 * 1024) /* a code run's (a PNG is one line) */
 #define CELLA_CLIENT_WS_MESSAGE_MAX (4 * 1024 * 1024)     /* a terminal WebSocket message */
+#define CELLA_CLIENT_SSE_BUILD_LINE_MAX (1024 * 1024)     /* an image build's log event */
+#define CELLA_CLIENT_JSON_ANSWER_MAX (64u * 1024 * 1024)  /* a JSON answer (or error body) */
+#define CELLA_CLIENT_WS_HEAD_MAX (16 * 1024)              /* the terminal handshake's answer head */
+#define CELLA_CLIENT_WS_ERROR_BODY_MAX (64 * 1024)        /* a refused handshake's error body */
+#define CELLA_CLIENT_CONNECT_TIMEOUT_MS 10000L            /* a TCP connect to the server */
+#define CELLA_CLIENT_WS_HANDSHAKE_TIMEOUT_MS 60000        /* may be creating the sandbox */
+#define CELLA_CLIENT_PTY_SIZE_MAX 1000                    /* a terminal's columns or rows */
 
 /* Image import (src/daemon/image-manifest.c) */
 #define CELLA_IMAGE_BLOB_PATH_MAX 512 /* a blob path named by a manifest */

@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/limits.h"
@@ -100,6 +102,69 @@ int frame_append(struct buf *b, uint8_t type, uint32_t stream, const void *paylo
         frame_header_pack(hdr, type, stream, len);
         buf_append(b, hdr, sizeof(hdr));
         return buf_append(b, payload, len);
+}
+
+int frame_encode(uint8_t *out, uint8_t type, uint32_t stream, const void *payload, size_t len)
+{
+        if (len > CELLA_FRAME_MAX)
+                return -EINVAL;
+        frame_header_pack(out, type, stream, (uint32_t)len);
+        if (len)
+                memcpy(out + CELLA_FRAME_HEADER, payload, len);
+        return (int)frame_size(len);
+}
+
+int frame_encode_alloc(size_t head, uint8_t type, uint32_t stream, const void *payload, size_t len,
+                       void **ret)
+{
+        uint8_t *p;
+
+        if (len > CELLA_FRAME_MAX)
+                return -EINVAL;
+        p = malloc(head + frame_size(len));
+        if (!p)
+                return -ENOMEM;
+        *ret = p;
+        return frame_encode(p + head, type, stream, payload, len);
+}
+
+int frame_reader_space(struct frame_reader *r, size_t want, char **ret)
+{
+        if (buf_reserve(&r->in, want) < 0)
+                return -ENOMEM;
+        *ret = r->in.data + r->in.len;
+        /* buf keeps one byte past len for its NUL */
+        return (int)MIN(r->in.cap - r->in.len - 1, (size_t)INT_MAX);
+}
+
+void frame_reader_commit(struct frame_reader *r, size_t n)
+{
+        r->in.len += n;
+}
+
+int frame_reader_next(struct frame_reader *r, struct frame *ret)
+{
+        int n;
+
+        if (r->off >= r->in.len)
+                return 0;
+        n = frame_decode((const uint8_t *)r->in.data + r->off, r->in.len - r->off, ret);
+        if (n <= 0)
+                return n;
+        r->off += (size_t)n;
+        return 1;
+}
+
+void frame_reader_compact(struct frame_reader *r)
+{
+        buf_consume(&r->in, r->off);
+        r->off = 0;
+}
+
+void frame_reader_free(struct frame_reader *r)
+{
+        buf_free(&r->in);
+        r->off = 0;
 }
 
 void frame_window_pack(uint8_t out[4], uint32_t credit)

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "common/buf.h"
+#include "common/limits.h"
 
 enum frame_type {
         FRAME_HELLO = 1,       /* a->d, stream 0: {"version":1,"pid":N} on accept */
@@ -77,6 +78,49 @@ void frame_header_pack(uint8_t out[12], uint8_t type, uint32_t stream, uint32_t 
 
 /* Append a whole frame (header + payload) to b. -EINVAL if len > CELLA_FRAME_MAX. */
 int frame_append(struct buf *b, uint8_t type, uint32_t stream, const void *payload, uint32_t len);
+
+/* Bytes a frame with a len-byte payload takes on the wire. */
+static inline size_t frame_size(size_t len)
+{
+        return CELLA_FRAME_HEADER + len;
+}
+
+/* Encode a whole frame (header + payload) into out, which holds frame_size(len) bytes.
+ * Returns the bytes written, or -EINVAL if len > CELLA_FRAME_MAX (out untouched). */
+int frame_encode(uint8_t *out, uint8_t type, uint32_t stream, const void *payload, size_t len);
+
+/* One allocation of head bytes for the caller (its write request, of which the frame is the
+ * tail) followed by the encoded frame: the way both ends queue a frame without a second
+ * copy. *ret is the allocation (the caller frees it); the frame starts at head bytes in.
+ * Returns the frame's size, -EINVAL if len > CELLA_FRAME_MAX, or -ENOMEM. */
+int frame_encode_alloc(size_t head, uint8_t type, uint32_t stream, const void *payload, size_t len,
+                       void **ret);
+
+/* Incremental decoding from a byte stream, as both ends of the socket read it: the reader
+ * owns one growable buffer; the transport asks for room (frame_reader_space), fills part of
+ * it and says how much (frame_reader_commit); frame_reader_next then yields the frames the
+ * bytes complete, each borrowing its payload from the buffer until frame_reader_compact,
+ * which drops what was yielded and must come before the next frame_reader_space. No
+ * allocation per frame: the buffer grows to the largest frame and is reused. */
+struct frame_reader {
+        struct buf in;
+        size_t off; /* bytes of in already yielded as frames */
+};
+
+#define FRAME_READER_INIT   \
+        {                   \
+                BUF_INIT, 0 \
+        }
+
+/* Room for at least want more bytes at *ret; returns the room's size (> 0) or -ENOMEM. */
+int frame_reader_space(struct frame_reader *r, size_t want, char **ret);
+/* n bytes (at most the room given) were written at the space's start. */
+void frame_reader_commit(struct frame_reader *r, size_t n);
+/* 1 with *ret filled, 0 when the next frame is incomplete, -EPROTO for a malformed header
+ * (the stream cannot be resynchronised: close it). */
+int frame_reader_next(struct frame_reader *r, struct frame *ret);
+void frame_reader_compact(struct frame_reader *r);
+void frame_reader_free(struct frame_reader *r);
 
 /* WINDOW payload helpers. */
 void frame_window_pack(uint8_t out[4], uint32_t credit);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/frame-uv.h"
 #include "common/limits.h"
 #include "common/log.h"
 #include "daemon/agent-conn.h"
@@ -29,13 +30,6 @@ struct agent_stream {
         bool end_sent;
 };
 
-struct write_req {
-        uv_write_t req;
-        struct agent_conn *conn;
-        size_t len;
-        char data[];
-};
-
 struct agent_conn {
         uv_loop_t *loop;
         uv_pipe_t pipe;
@@ -44,7 +38,7 @@ struct agent_conn {
         bool lost_reported;
         unsigned in_dispatch; /* > 0 while callbacks run from the read path */
         unsigned pending_writes;
-        struct buf in;
+        struct frame_reader in;
         void (*on_lost)(struct agent_conn *c, int err, void *userdata);
         void *userdata;
         uint32_t generation;
@@ -83,7 +77,7 @@ static void stream_finish(struct agent_stream *s, int err)
 
 static void on_write_done(uv_write_t *req, int status)
 {
-        struct write_req *w = (struct write_req *)req;
+        struct frame_write *w = (struct frame_write *)req;
         struct agent_conn *c = w->conn;
         c->pending_writes--;
         free(w);
@@ -95,28 +89,13 @@ static void on_write_done(uv_write_t *req, int status)
 static int conn_send(struct agent_conn *c, uint8_t type, uint32_t stream, const void *payload,
                      size_t len)
 {
-        struct write_req *w;
-        uv_buf_t b;
-        int r;
+        int n;
 
         if (c->closing)
                 return -EPIPE;
-        if (len > CELLA_FRAME_MAX)
-                return -EINVAL;
-        w = malloc(sizeof(*w) + CELLA_FRAME_HEADER + len);
-        if (!w)
-                return -ENOMEM;
-        w->conn = c;
-        w->len = CELLA_FRAME_HEADER + len;
-        frame_header_pack((uint8_t *)w->data, type, stream, (uint32_t)len);
-        if (len)
-                memcpy(w->data + CELLA_FRAME_HEADER, payload, len);
-        b = uv_buf_init(w->data, (unsigned)w->len);
-        r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write_done);
-        if (r < 0) {
-                free(w);
-                return r;
-        }
+        n = frame_uv_write((uv_stream_t *)&c->pipe, c, type, stream, payload, len, on_write_done);
+        if (n < 0)
+                return n;
         c->pending_writes++;
         return 0;
 }
@@ -209,48 +188,43 @@ static void dispatch_frame(struct agent_conn *c, const struct frame *f)
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
 {
         struct agent_conn *c = h->data;
-        if (buf_reserve(&c->in, 64 * 1024) < 0) {
-                *ret = uv_buf_init(NULL, 0);
-                return;
-        }
-        *ret = uv_buf_init(c->in.data + c->in.len, (unsigned)(c->in.cap - c->in.len - 1));
+        char *p;
+        int room = frame_reader_space(&c->in, 64 * 1024, &p);
+
+        (void)suggested;
+        *ret = room < 0 ? uv_buf_init(NULL, 0) : uv_buf_init(p, (unsigned)room);
 }
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 {
         struct agent_conn *c = st->data;
-        size_t off = 0;
+        struct frame f;
+        int r = 0;
 
+        (void)b;
         if (n < 0) {
                 conn_fail(c, n == UV_EOF ? -ECONNRESET : (int)n);
                 return;
         }
         if (n == 0)
                 return;
-        c->in.len += (size_t)n;
+        frame_reader_commit(&c->in, (size_t)n);
         c->in_dispatch++;
-        while (!c->closing) {
-                struct frame f;
-                int r = frame_decode((const uint8_t *)c->in.data + off, c->in.len - off, &f);
-                if (r == 0)
-                        break;
-                if (r < 0) {
-                        log_warn("malformed frame from agent");
-                        conn_fail(c, -EPROTO);
-                        break;
-                }
-                off += (size_t)r;
+        while (!c->closing && (r = frame_reader_next(&c->in, &f)) > 0)
                 dispatch_frame(c, &f);
+        if (r < 0) {
+                log_warn("malformed frame from agent");
+                conn_fail(c, -EPROTO);
         }
         c->in_dispatch--;
         if (!c->closing)
-                buf_consume(&c->in, off);
+                frame_reader_compact(&c->in);
 }
 
 static void on_handle_closed(uv_handle_t *h)
 {
         struct agent_conn *c = h->data;
-        buf_free(&c->in);
+        frame_reader_free(&c->in);
         free(c);
 }
 

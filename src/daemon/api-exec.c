@@ -10,6 +10,7 @@
 #include "common/limits.h"
 #include "common/timeutil.h"
 #include "common/utf8.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
@@ -242,22 +243,29 @@ static void exec_body(struct http_request *req, const char *body, size_t len, vo
                 /* The session's shell has the sandbox's env; the command's own env and cwd
                  * apply to it alone (the agent runs it in a subshell). */
                 json_t *base = sandbox_env(op->base.sb);
+                json_t *empty = base ? NULL : json_object();
 
-                payload = json_pack("{s:s, s:s, s:O, s:I}", "command", op->in.command, "session",
-                                    session, "baseEnv", base ? base : json_object(), "timeoutMs",
-                                    (json_int_t)op->in.timeout_ms);
-                if (payload && op->in.env)
-                        json_object_set(payload, "env", op->in.env);
-                if (payload && op->in.cwd)
-                        json_object_set_new(payload, "cwd", json_string(op->in.cwd));
+                payload = wire_exec_encode(&(struct wire_exec){
+                        .command = op->in.command,
+                        .cwd = op->in.cwd,
+                        .env = op->in.env,
+                        .base_env = base ? base : empty,
+                        .session = session,
+                        .timeout_ms = op->in.timeout_ms,
+                });
+                json_decref(empty);
         } else {
                 env = api_op_base_env(&op->base);
                 if (env && op->in.env)
                         json_object_update(env, op->in.env);
-                payload = json_pack("{s:s, s:s, s:o, s:I}", "command", op->in.command, "cwd",
-                                    op->in.cwd ? op->in.cwd : "/workspace", "env",
-                                    env ? env : json_object(), "timeoutMs",
-                                    (json_int_t)op->in.timeout_ms);
+                payload = env ? wire_exec_encode(&(struct wire_exec){
+                                        .command = op->in.command,
+                                        .cwd = op->in.cwd ? op->in.cwd : "/workspace",
+                                        .env = env,
+                                        .timeout_ms = op->in.timeout_ms,
+                                })
+                              : NULL;
+                json_decref(env);
         }
         if (!payload) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");

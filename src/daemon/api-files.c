@@ -13,6 +13,7 @@
 #include "common/limits.h"
 #include "common/path.h"
 #include "common/utf8.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
@@ -537,7 +538,8 @@ static void json_body(struct http_request *req, const char *body, size_t len, vo
                         break;
                 snprintf(op->path, sizeof(op->path), "%s", p.path);
                 op->base64 = p.base64;
-                start(op, req, FRAME_FILE_READ, json_pack("{s:s}", "path", op->path));
+                start(op, req, FRAME_FILE_READ,
+                      wire_file_encode(FRAME_FILE_READ, &(struct wire_file){.path = op->path}));
                 api_file_read_done(&p);
                 op_unref(op);
                 return;
@@ -551,7 +553,9 @@ static void json_body(struct http_request *req, const char *body, size_t len, vo
                 op->data = p.content;
                 p.content = (struct buf)BUF_INIT;
                 api_file_write_done(&p);
-                if (start(op, req, FRAME_FILE_WRITE, json_pack("{s:s}", "path", op->path)) == 0)
+                if (start(op, req, FRAME_FILE_WRITE,
+                          wire_file_encode(FRAME_FILE_WRITE,
+                                           &(struct wire_file){.path = op->path, .mode = -1})) == 0)
                         pump(op);
                 op_unref(op);
                 return;
@@ -563,8 +567,11 @@ static void json_body(struct http_request *req, const char *body, size_t len, vo
                         break;
                 snprintf(op->path, sizeof(op->path), "%s", p.path);
                 op->recursive = p.recursive;
-                payload = json_pack("{s:s, s:s, s:b}", "op", "mkdir", "path", op->path, "recursive",
-                                    op->recursive);
+                payload = wire_file_encode(FRAME_FILE_OP, &(struct wire_file){
+                                                                  .op = WIRE_FILE_MKDIR,
+                                                                  .path = op->path,
+                                                                  .recursive = op->recursive,
+                                                          });
                 start(op, req, FRAME_FILE_OP, payload);
                 op_unref(op);
                 return;
@@ -576,8 +583,9 @@ static void json_body(struct http_request *req, const char *body, size_t len, vo
                         break;
                 snprintf(op->path, sizeof(op->path), "%s", p.from);
                 snprintf(op->to, sizeof(op->to), "%s", p.to);
-                payload =
-                        json_pack("{s:s, s:s, s:s}", "op", "move", "from", op->path, "to", op->to);
+                payload = wire_file_encode(
+                        FRAME_FILE_OP,
+                        &(struct wire_file){.op = WIRE_FILE_MOVE, .path = op->path, .to = op->to});
                 start(op, req, FRAME_FILE_OP, payload);
                 op_unref(op);
                 return;
@@ -685,28 +693,35 @@ static void files(struct api *a, struct http_request *req, const char *name, con
                         break;
                 op->files = json_array();
                 start(op, req, FRAME_FILE_OP,
-                      json_set_path(json_pack("{s:s, s:b, s:b}", "op", "list", "recursive",
-                                              op->recursive, "includeHidden", op->include_hidden),
-                                    "path", op->path));
+                      wire_file_encode(FRAME_FILE_OP, &(struct wire_file){
+                                                              .op = WIRE_FILE_LIST,
+                                                              .path = op->path,
+                                                              .recursive = op->recursive,
+                                                              .include_hidden = op->include_hidden,
+                                                      }));
                 break;
         case F_EXISTS:
                 if (query_path(req, op, false) < 0)
                         break;
                 start(op, req, FRAME_FILE_OP,
-                      json_set_path(json_pack("{s:s}", "op", "exists"), "path", op->path));
+                      wire_file_encode(FRAME_FILE_OP, &(struct wire_file){.op = WIRE_FILE_EXISTS,
+                                                                          .path = op->path}));
                 break;
         case F_DELETE:
                 if (query_path(req, op, false) < 0)
                         break;
                 start(op, req, FRAME_FILE_OP,
-                      json_set_path(
-                              json_pack("{s:s, s:b}", "op", "delete", "recursive", op->recursive),
-                              "path", op->path));
+                      wire_file_encode(FRAME_FILE_OP, &(struct wire_file){
+                                                              .op = WIRE_FILE_DELETE,
+                                                              .path = op->path,
+                                                              .recursive = op->recursive,
+                                                      }));
                 break;
         case F_GET:
                 if (query_path(req, op, false) < 0)
                         break;
-                start(op, req, FRAME_FILE_READ, json_set_path(json_object(), "path", op->path));
+                start(op, req, FRAME_FILE_READ,
+                      wire_file_encode(FRAME_FILE_READ, &(struct wire_file){.path = op->path}));
                 break;
         case F_PUT: {
                 const char *mode = http_request_query(req, "mode");
@@ -725,9 +740,10 @@ static void files(struct api *a, struct http_request *req, const char *name, con
                                 break;
                         }
                 }
-                payload = json_set_path(json_object(), "path", op->path);
-                if (payload && op->mode >= 0)
-                        json_object_set_new(payload, "mode", json_integer(op->mode));
+                payload = wire_file_encode(FRAME_FILE_WRITE, &(struct wire_file){
+                                                                     .path = op->path,
+                                                                     .mode = (int)op->mode,
+                                                             });
                 if (start(op, req, FRAME_FILE_WRITE, payload) < 0)
                         break;
                 if (http_request_stream_body(req, &put_body_ops, op) < 0) {

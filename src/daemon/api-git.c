@@ -11,6 +11,7 @@
 
 #include "common/git-url.h"
 #include "common/log.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
@@ -167,9 +168,12 @@ static void checkout_body(struct http_request *req, const char *body, size_t len
                 env = NULL;
         }
         json_decref(vars);
-        payload = env ? json_pack("{s:s, s:s, s:o, s:I}", "command", clone_script, "cwd", "/",
-                                  "env", env, "timeoutMs", (json_int_t)op->in.timeout_ms)
+        payload = env ? wire_exec_encode(&(struct wire_exec){.command = clone_script,
+                                                             .cwd = "/",
+                                                             .env = env,
+                                                             .timeout_ms = op->in.timeout_ms})
                       : NULL;
+        json_decref(env);
         if (!payload) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 op_free(op);

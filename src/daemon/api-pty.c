@@ -23,6 +23,7 @@
 
 #include "common/limits.h"
 #include "common/name.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
@@ -109,7 +110,7 @@ static void ws_message(struct ws *ws, bool text, const uint8_t *data, size_t len
                 return;
         }
         if (op->stream) {
-                json_t *j = json_pack("{s:i, s:i}", "cols", (int)ctl.cols, "rows", (int)ctl.rows);
+                json_t *j = wire_pty_encode(&(struct wire_pty){.cols = ctl.cols, .rows = ctl.rows});
 
                 if (j)
                         agent_stream_send_json(op->stream, FRAME_PTY, j);
@@ -298,9 +299,8 @@ void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
         }
         sandbox_ref(op->sb);
         base = sandbox_env(op->sb);
-        payload = json_pack("{s:s, s:i, s:i, s:o}", "sessionId", sid ? sid : "default", "cols",
-                            (int)cols, "rows", (int)rows, "baseEnv",
-                            base ? json_incref(base) : json_object());
+        payload = wire_pty_encode(&(struct wire_pty){
+                .session = sid ? sid : "default", .cols = cols, .rows = rows, .base_env = base});
         op->refs++; /* the stream's */
         r = payload ? agent_conn_open(sandbox_agent(op->sb), FRAME_PTY, payload, &pty_stream_ops,
                                       op, &op->stream, &err)

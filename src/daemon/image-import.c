@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/timeutil.h"
@@ -736,7 +737,8 @@ static int apply_pass(struct import *im, int fd, int pass, const char *lname)
 static int write_meta(struct import *im, const struct image_config *c,
                       const struct image_manifest *m)
 {
-        json_t *layers = json_array(), *j;
+        json_t *layers = json_array();
+        _cleanup_json_ json_t *j = NULL;
         char ts[32];
         int r;
 
@@ -754,7 +756,6 @@ static int write_meta(struct import *im, const struct image_config *c,
                 _cleanup_close_ int fd = -EBADF;
                 size_t len;
 
-                json_decref(j);
                 if (!text)
                         return cella_error_set(im->err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 len = strlen(text);

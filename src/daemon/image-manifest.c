@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "daemon/image.h"
 
@@ -133,55 +134,53 @@ static int blob_from_path(const char *p, struct image_blob *b, struct cella_erro
         return 0;
 }
 
-static json_t *load(const char *json, size_t len, const char *what, struct cella_error *err)
+/* Parse what (a file of the image) into *ret. Returns 0 or -EINVAL with *err set. */
+static int load(const char *json, size_t len, const char *what, json_t **ret,
+                struct cella_error *err)
 {
         json_error_t je;
-        json_t *j;
 
-        if (len > CELLA_IMAGE_META_MAX) {
-                cella_error_set(err, CELLA_E_INVALID_IMAGE, "%s is too large", what);
-                return NULL;
-        }
-        j = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
-        if (!j)
-                cella_error_set(err, CELLA_E_INVALID_IMAGE, "%s is not JSON: %s", what, je.text);
-        return j;
+        if (len > CELLA_IMAGE_META_MAX)
+                return cella_error_set(err, CELLA_E_INVALID_IMAGE, "%s is too large", what);
+        *ret = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+        if (!*ret)
+                return cella_error_set(err, CELLA_E_INVALID_IMAGE, "%s is not JSON: %s", what,
+                                       je.text);
+        return 0;
 }
 
 int image_decode_docker_manifest(const char *json, size_t len, struct image_manifest *m,
                                  struct cella_error *err)
 {
-        json_t *j = load(json, len, "manifest.json", err), *img, *layers, *l;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *img, *layers, *l;
         size_t i;
-        int r = -1;
+        int r;
 
         memset(m, 0, sizeof(*m));
-        if (!j)
-                return -1;
+        r = load(json, len, "manifest.json", &j, err);
+        if (r < 0)
+                return r;
         img = json_array_get(j, 0);
         layers = json_object_get(img, "Layers");
-        if (!json_is_object(img) || !json_is_array(layers)) {
-                bad(err, "manifest.json: expected [{Config, Layers}]");
-                goto out;
-        }
-        if (json_array_size(layers) == 0 || json_array_size(layers) > CELLA_IMAGE_MAX_LAYERS) {
-                cella_error_set(err, CELLA_E_INVALID_IMAGE, "manifest.json: 1 to %d layers",
-                                CELLA_IMAGE_MAX_LAYERS);
-                goto out;
-        }
-        if (blob_from_path(json_string_value(json_object_get(img, "Config")), &m->config, err) < 0)
-                goto out;
+        if (!json_is_object(img) || !json_is_array(layers))
+                return bad(err, "manifest.json: expected [{Config, Layers}]");
+        if (json_array_size(layers) == 0 || json_array_size(layers) > CELLA_IMAGE_MAX_LAYERS)
+                return cella_error_set(err, CELLA_E_INVALID_IMAGE, "manifest.json: 1 to %d layers",
+                                       CELLA_IMAGE_MAX_LAYERS);
+        r = blob_from_path(json_string_value(json_object_get(img, "Config")), &m->config, err);
+        if (r < 0)
+                goto free_manifest;
         json_array_foreach(layers, i, l)
         {
-                if (blob_from_path(json_string_value(l), &m->layers[i], err) < 0)
-                        goto out;
+                r = blob_from_path(json_string_value(l), &m->layers[i], err);
+                if (r < 0)
+                        goto free_manifest;
                 m->n_layers = i + 1;
         }
-        r = 0;
-out:
-        if (r < 0)
-                image_manifest_done(m);
-        json_decref(j);
+        return 0;
+free_manifest:
+        image_manifest_done(m);
         return r;
 }
 
@@ -194,17 +193,17 @@ static bool media_is_index(const char *mt)
 int image_decode_oci_index(const char *json, size_t len, char digest[IMAGE_DIGEST_LEN + 1],
                            bool *nested, struct cella_error *err)
 {
-        json_t *j = load(json, len, "index.json", err), *ms, *m, *pick = NULL;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *ms, *m, *pick = NULL;
         size_t i;
-        int r = -1;
+        int r;
 
-        if (!j)
-                return -1;
+        r = load(json, len, "index.json", &j, err);
+        if (r < 0)
+                return r;
         ms = json_object_get(j, "manifests");
-        if (!json_is_array(ms) || json_array_size(ms) == 0) {
-                bad(err, "index.json: no manifests");
-                goto out;
-        }
+        if (!json_is_array(ms) || json_array_size(ms) == 0)
+                return bad(err, "index.json: no manifests");
         json_array_foreach(ms, i, m)
         {
                 json_t *plat = json_object_get(m, "platform");
@@ -220,16 +219,11 @@ int image_decode_oci_index(const char *json, size_t len, char digest[IMAGE_DIGES
                         break;
                 }
         }
-        if (!pick || !image_digest_ok(json_string_value(json_object_get(pick, "digest")))) {
-                bad(err, "index.json: a manifest without a sha256 digest");
-                goto out;
-        }
+        if (!pick || !image_digest_ok(json_string_value(json_object_get(pick, "digest"))))
+                return bad(err, "index.json: a manifest without a sha256 digest");
         memcpy(digest, json_string_value(json_object_get(pick, "digest")), IMAGE_DIGEST_LEN + 1);
         *nested = media_is_index(json_string_value(json_object_get(pick, "mediaType")));
-        r = 0;
-out:
-        json_decref(j);
-        return r;
+        return 0;
 }
 
 static int blob_from_descriptor(json_t *d, struct image_blob *b, struct cella_error *err)
@@ -249,22 +243,23 @@ static int blob_from_descriptor(json_t *d, struct image_blob *b, struct cella_er
 int image_decode_oci_manifest(const char *json, size_t len, struct image_manifest *m,
                               struct cella_error *err)
 {
-        json_t *j = load(json, len, "image manifest", err), *layers, *l;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *layers, *l;
         size_t i;
-        int r = -1;
+        int r;
 
         memset(m, 0, sizeof(*m));
-        if (!j)
-                return -1;
+        r = load(json, len, "image manifest", &j, err);
+        if (r < 0)
+                return r;
         layers = json_object_get(j, "layers");
         if (!json_is_array(layers) || json_array_size(layers) == 0 ||
-            json_array_size(layers) > CELLA_IMAGE_MAX_LAYERS) {
-                cella_error_set(err, CELLA_E_INVALID_IMAGE, "image manifest: 1 to %d layers",
-                                CELLA_IMAGE_MAX_LAYERS);
-                goto out;
-        }
-        if (blob_from_descriptor(json_object_get(j, "config"), &m->config, err) < 0)
-                goto out;
+            json_array_size(layers) > CELLA_IMAGE_MAX_LAYERS)
+                return cella_error_set(err, CELLA_E_INVALID_IMAGE, "image manifest: 1 to %d layers",
+                                       CELLA_IMAGE_MAX_LAYERS);
+        r = blob_from_descriptor(json_object_get(j, "config"), &m->config, err);
+        if (r < 0)
+                goto free_manifest;
         json_array_foreach(layers, i, l)
         {
                 const char *mt = json_string_value(json_object_get(l, "mediaType"));
@@ -272,19 +267,18 @@ int image_decode_oci_manifest(const char *json, size_t len, struct image_manifes
                 /* Layers are tar archives (maybe compressed); foreign or encrypted ones
                  * are not something we can apply. */
                 if (mt && !strstr(mt, "tar")) {
-                        cella_error_set(err, CELLA_E_INVALID_IMAGE,
-                                        "image manifest: unsupported layer type %.100s", mt);
-                        goto out;
+                        r = cella_error_set(err, CELLA_E_INVALID_IMAGE,
+                                            "image manifest: unsupported layer type %.100s", mt);
+                        goto free_manifest;
                 }
-                if (blob_from_descriptor(l, &m->layers[i], err) < 0)
-                        goto out;
+                r = blob_from_descriptor(l, &m->layers[i], err);
+                if (r < 0)
+                        goto free_manifest;
                 m->n_layers = i + 1;
         }
-        r = 0;
-out:
-        if (r < 0)
-                image_manifest_done(m);
-        json_decref(j);
+        return 0;
+free_manifest:
+        image_manifest_done(m);
         return r;
 }
 
@@ -302,27 +296,25 @@ static json_t *string_array(json_t *v)
 int image_decode_config(const char *json, size_t len, struct image_config *c,
                         struct cella_error *err)
 {
-        json_t *j = load(json, len, "image config", err), *ids, *id, *cfg, *env, *wd;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *ids, *id, *cfg, *env, *wd;
         size_t i;
-        int r = -1;
+        int r;
 
         memset(c, 0, sizeof(*c));
-        if (!j)
-                return -1;
-        if (!json_is_object(j)) {
-                bad(err, "image config is not an object");
-                goto out;
-        }
+        r = load(json, len, "image config", &j, err);
+        if (r < 0)
+                return r;
+        if (!json_is_object(j))
+                return bad(err, "image config is not an object");
         ids = json_object_get(json_object_get(j, "rootfs"), "diff_ids");
-        if (ids && (!json_is_array(ids) || json_array_size(ids) > CELLA_IMAGE_MAX_LAYERS)) {
-                bad(err, "image config: bad rootfs.diff_ids");
-                goto out;
-        }
+        if (ids && (!json_is_array(ids) || json_array_size(ids) > CELLA_IMAGE_MAX_LAYERS))
+                return bad(err, "image config: bad rootfs.diff_ids");
         json_array_foreach(ids, i, id)
         {
                 if (!image_digest_ok(json_string_value(id))) {
-                        bad(err, "image config: a diff_id is not a sha256 digest");
-                        goto out;
+                        r = bad(err, "image config: a diff_id is not a sha256 digest");
+                        goto free_config;
                 }
                 memcpy(c->diff_ids[i], json_string_value(id), IMAGE_DIGEST_LEN + 1);
                 c->n_diff_ids = i + 1;
@@ -331,8 +323,8 @@ int image_decode_config(const char *json, size_t len, struct image_config *c,
         env = json_object_get(cfg, "Env");
         c->env = env && !json_is_null(env) ? string_array(env) : json_array();
         if (!c->env) {
-                bad(err, "image config: Env is not an array of strings");
-                goto out;
+                r = bad(err, "image config: Env is not an array of strings");
+                goto free_config;
         }
         wd = json_object_get(cfg, "WorkingDir");
         if (json_is_string(wd) && json_string_length(wd) > 0 &&
@@ -340,18 +332,17 @@ int image_decode_config(const char *json, size_t len, struct image_config *c,
                 c->working_dir = strdup(json_string_value(wd));
         c->entrypoint = string_array(json_object_get(cfg, "Entrypoint"));
         c->cmd = string_array(json_object_get(cfg, "Cmd"));
-        r = 0;
-out:
-        if (r < 0)
-                image_config_done(c);
-        json_decref(j);
+        return 0;
+free_config:
+        image_config_done(c);
         return r;
 }
 
 int image_decode_build(const char *body, size_t len, const char **pkgs, size_t *n, json_t **owner,
                        struct cella_error *err)
 {
-        json_t *j, *arr, *p;
+        _cleanup_json_ json_t *j = NULL;
+        json_t *arr, *p;
         const char *k;
         size_t i;
 
@@ -360,37 +351,26 @@ int image_decode_build(const char *body, size_t len, const char **pkgs, size_t *
         if (len == 0)
                 return 0;
         j = json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL);
-        if (!json_is_object(j)) {
-                json_decref(j);
+        if (!json_is_object(j))
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "body must be a JSON object {packages: [...]}");
-        }
-        json_object_foreach(j, k, p) if (strcmp(k, "packages") != 0)
-        {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown field '%.64s'", k);
-                json_decref(j);
-                return -1;
-        }
+        json_object_foreach(j, k, p) if (strcmp(k, "packages") != 0) return cella_error_set(
+                err, CELLA_E_VALIDATION_FAILED, "unknown field '%.64s'", k);
         arr = json_object_get(j, "packages");
-        if (arr && (!json_is_array(arr) || json_array_size(arr) > CELLA_IMAGE_MAX_PACKAGES)) {
-                json_decref(j);
+        if (arr && (!json_is_array(arr) || json_array_size(arr) > CELLA_IMAGE_MAX_PACKAGES))
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "packages must be an array of at most %d package names",
                                        CELLA_IMAGE_MAX_PACKAGES);
-        }
         json_array_foreach(arr, i, p)
         {
-                if (!json_is_string(p) || !image_package_ok(json_string_value(p))) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "packages[%zu]: not a Debian package name "
-                                        "([a-z0-9][a-z0-9+.-]*, at most %d bytes)",
-                                        i, CELLA_IMAGE_PACKAGE_MAX);
-                        json_decref(j);
-                        return -1;
-                }
+                if (!json_is_string(p) || !image_package_ok(json_string_value(p)))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "packages[%zu]: not a Debian package name "
+                                               "([a-z0-9][a-z0-9+.-]*, at most %d bytes)",
+                                               i, CELLA_IMAGE_PACKAGE_MAX);
                 pkgs[i] = json_string_value(p);
         }
         *n = json_array_size(arr);
-        *owner = j;
+        *owner = TAKE_PTR(j);
         return 0;
 }

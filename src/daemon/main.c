@@ -6,13 +6,15 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/statvfs.h>
 
 #include "common/limits.h"
 #include "common/log.h"
+#include "common/macros.h"
+#include "common/startup.h"
 #include "daemon/api.h"
 #include "daemon/http.h"
 #include "daemon/sandbox.h"
@@ -135,48 +137,194 @@ static bool is_loopback(const char *host)
                strcmp(host, "localhost") == 0;
 }
 
-static uv_loop_t *g_loop;
+/* What the command line says, then what cellad derives from it (paths, host, port). */
+struct options {
+        const char *listen, *data_dir, *images, *image, *builder, *token;
+        const char *preview_domain, *preview_listen, *network_range;
+        unsigned long max_sandboxes, pool_size, max_conns, max_per_client;
+        enum disk_mode disk_mode;
+        uint64_t disk_override, import_max, budget_bytes;
+        bool check, overcommit_refuse, has_uid_base;
+        double overcommit;
+        uint32_t uid_base;
+        /* derived by check_options */
+        char host[256];
+        int port;
+        char exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
+        char agent_path[PATH_MAX];
+};
 
-/* Every client connection is a descriptor: take the hard limit. */
-static void raise_fd_limit(void)
+/* What runs: the loop and the objects built on it, freed in reverse by shut_down. */
+struct daemon {
+        uv_loop_t *loop;
+        struct mem_budget budget;
+        struct sandbox_table *table;
+        struct api *api;
+        struct http_server *srv, *psrv;
+        uv_signal_t sigint, sigterm;
+};
+
+/* "cellad: bad --OPT 'ARG' (HINT)" on stderr; returns 2, main's status for it. */
+static int bad_value(const char *opt, const char *arg, const char *hint, ...) _printf_(3, 4);
+static int bad_value(const char *opt, const char *arg, const char *hint, ...)
 {
-        struct rlimit rl;
+        va_list ap;
 
-        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
-                return;
-        rl.rlim_cur = rl.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-                log_warn("raise the descriptor limit to %llu: %s", (unsigned long long)rl.rlim_max,
-                         strerror(errno));
+        fprintf(stderr, "cellad: bad --%s '%s'", opt, arg);
+        if (hint) {
+                fputs(" (", stderr);
+                va_start(ap, hint);
+                vfprintf(stderr, hint, ap);
+                va_end(ap);
+                fputc(')', stderr);
+        }
+        fputc('\n', stderr);
+        return 2;
 }
 
-/* A positive count up to max from optarg, or 0. */
-static unsigned long parse_count(const char *s, unsigned long max)
+/* An unsigned number in [min, max] from s into *ret; false if s is not one. */
+static bool parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *ret)
 {
         char *end;
         unsigned long v;
 
         errno = 0;
         v = strtoul(s, &end, 10);
-        if (errno || end == s || *end || s[0] == '-' || v == 0 || v > max)
-                return 0;
-        return v;
+        if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+                return false;
+        *ret = v;
+        return true;
 }
 
-static void on_signal(uv_signal_t *h, int signum)
+static int parse_uid_base(struct options *o, const char *arg)
 {
-        log_info("signal %d: stopping", signum);
-        uv_stop(h->loop);
+        char *end;
+        unsigned long long v;
+
+        errno = 0;
+        v = strtoull(arg, &end, 0);
+        if (errno || end == arg || *end || arg[0] == '-' || !host_claim_uid_base_ok(v))
+                return bad_value("uid-base", arg, "a multiple of 65536 from 0x10000000 to %#x",
+                                 HOST_CLAIM_UID_BASE_MAX & ~0xffffu);
+        o->uid_base = (uint32_t)v;
+        o->has_uid_base = true;
+        return 0;
 }
 
-static void close_walk(uv_handle_t *h, void *arg)
+static int parse_overcommit(struct options *o, const char *arg)
 {
-        (void)arg;
-        if (!uv_is_closing(h))
-                uv_close(h, NULL);
+        char *end = NULL;
+
+        errno = 0;
+        o->overcommit = strtod(arg, &end);
+        if (errno || end == arg || *end || !(o->overcommit > 0) ||
+            o->overcommit > CELLA_DISK_OVERCOMMIT_MAX)
+                return bad_value("disk-overcommit", arg,
+                                 "a ratio above 0 and at most %g, e.g. 1 or 4.5",
+                                 CELLA_DISK_OVERCOMMIT_MAX);
+        return 0;
 }
 
-int main(int argc, char **argv)
+/* The options with a size for a value. */
+static int parse_size_option(struct options *o, int c, const char *arg)
+{
+        uint64_t v;
+        int r = disk_size_parse(arg, strlen(arg), &v);
+
+        switch (c) {
+        case 'X':
+                if (r < 0 || v == 0 || v > (uint64_t)CELLA_IMAGE_IMPORT_MAX)
+                        return bad_value("image-import-max", arg, NULL);
+                o->import_max = v;
+                break;
+        case 'O':
+                if (r < 0 || v < CELLA_DISK_MIN_BYTES || v > CELLA_DISK_MAX_BYTES)
+                        return bad_value("disk-limit-override", arg,
+                                         "a size from %lluM, e.g. 64M or 2G",
+                                         CELLA_DISK_MIN_BYTES >> 20);
+                o->disk_override = v;
+                break;
+        default: /* 'B' */
+                if (r < 0 || v < (1u << 20))
+                        return bad_value("buffer-budget", arg, "a size from 1M, e.g. 256M");
+                o->budget_bytes = v;
+                break;
+        }
+        return 0;
+}
+
+/* One option of cellad's table (startup_parse_options answers --help and --log-level). */
+static int on_option(int c, const char *arg, void *ud)
+{
+        struct options *o = ud;
+
+        switch (c) {
+        case 'D':
+                o->preview_domain = arg;
+                break;
+        case 'P':
+                o->preview_listen = arg;
+                break;
+        case 'l':
+                o->listen = arg;
+                break;
+        case 'd':
+                o->data_dir = arg;
+                break;
+        case 'i':
+                o->images = arg;
+                break;
+        case 'I':
+                o->image = arg;
+                break;
+        case 'b':
+                o->builder = arg;
+                break;
+        case 'N':
+                o->network_range = arg;
+                break;
+        case 'c':
+                o->check = true;
+                break;
+        case 'm':
+                if (!parse_ulong(arg, 1, 1000000, &o->max_sandboxes))
+                        return bad_value("max-sandboxes", arg, NULL);
+                break;
+        case 'p':
+                if (!parse_ulong(arg, 0, CELLA_POOL_MAX, &o->pool_size))
+                        return bad_value("pool", arg, "0 to %d", CELLA_POOL_MAX);
+                break;
+        case 'C':
+                if (!parse_ulong(arg, 1, 1000000, &o->max_conns))
+                        return bad_value("max-connections", arg, NULL);
+                break;
+        case 'K':
+                if (!parse_ulong(arg, 1, 1000000, &o->max_per_client))
+                        return bad_value("max-connections-per-client", arg, NULL);
+                break;
+        case 'Q':
+                if (disk_mode_from_name(arg, &o->disk_mode) < 0)
+                        return bad_value("disk-quota", arg, "required, auto, off");
+                break;
+        case 'X':
+        case 'O':
+        case 'B':
+                return parse_size_option(o, c, arg);
+        case 'U':
+                return parse_uid_base(o, arg);
+        case 'V':
+                return parse_overcommit(o, arg);
+        case 'Y':
+                if (strcmp(arg, "warn") && strcmp(arg, "refuse"))
+                        return bad_value("disk-overcommit-policy", arg, "warn or refuse");
+                o->overcommit_refuse = strcmp(arg, "refuse") == 0;
+                break;
+        }
+        return 0;
+}
+
+/* Step 1: the command line into *o. -1 to go on, else main's exit status. */
+static int parse_options(int argc, char **argv, struct options *o)
 {
         static const struct option opts[] = {
                 {"listen", required_argument, NULL, 'l'},
@@ -203,381 +351,267 @@ int main(int argc, char **argv)
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
-        const char *listen = "127.0.0.1:7070", *data_dir = "/var/lib/cella", *images = NULL;
-        const char *image = "default", *builder = NULL, *token = getenv("CELLA_TOKEN");
-        const char *preview_domain = "localhost", *preview_listen = NULL;
-        struct http_server *psrv = NULL;
-        unsigned long max_sandboxes = CELLA_DEFAULT_MAX_SANDBOXES;
-        unsigned long pool_size = CELLA_DEFAULT_POOL_SIZE;
-        enum disk_mode disk_mode = DISK_MODE_AUTO;
-        uint64_t disk_override = 0, import_max = 0, budget_bytes = CELLA_HTTP_BUFFER_BUDGET;
-        unsigned long max_conns = CELLA_HTTP_MAX_CONNECTIONS,
-                      max_per_client = CELLA_HTTP_MAX_PER_CLIENT;
-        struct mem_budget budget = {0};
-        bool check = false, overcommit_refuse = false;
-        double overcommit = CELLA_DISK_OVERCOMMIT_DEFAULT;
-        const char *network_range = NULL;
-        uint32_t uid_base = 0;
-        bool has_uid_base = false;
-        char host[256], exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
-        char agent_path[PATH_MAX];
-        enum log_level level;
-        int port, c, r;
+        const struct startup_cmdline cl = {"cellad", opts, usage, on_option, o};
+
+        *o = (struct options){
+                .listen = "127.0.0.1:7070",
+                .data_dir = "/var/lib/cella",
+                .image = "default",
+                .token = getenv("CELLA_TOKEN"),
+                .preview_domain = "localhost",
+                .max_sandboxes = CELLA_DEFAULT_MAX_SANDBOXES,
+                .pool_size = CELLA_DEFAULT_POOL_SIZE,
+                .max_conns = CELLA_HTTP_MAX_CONNECTIONS,
+                .max_per_client = CELLA_HTTP_MAX_PER_CLIENT,
+                .disk_mode = DISK_MODE_AUTO,
+                .budget_bytes = CELLA_HTTP_BUFFER_BUDGET,
+                .overcommit = CELLA_DISK_OVERCOMMIT_DEFAULT,
+        };
+        return startup_parse_options(&cl, argc, argv);
+}
+
+/* Step 2: the listen address and the token, then the paths that default from the data dir
+ * and from where cellad is. -1 to go on, else main's exit status. */
+static int check_options(struct options *o)
+{
         ssize_t n;
-        struct cella_error err = {0};
-        struct sandbox_table *table = NULL;
-        struct http_server *srv = NULL;
-        struct api *api = NULL;
-        uv_signal_t sigint, sigterm;
+        char *slash;
 
-        log_set_prefix("cellad");
-        while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-                switch (c) {
-                case 'D':
-                        preview_domain = optarg;
-                        break;
-                case 'P':
-                        preview_listen = optarg;
-                        break;
-                case 'l':
-                        listen = optarg;
-                        break;
-                case 'd':
-                        data_dir = optarg;
-                        break;
-                case 'i':
-                        images = optarg;
-                        break;
-                case 'I':
-                        image = optarg;
-                        break;
-                case 'm': {
-                        char *end;
-
-                        errno = 0;
-                        max_sandboxes = strtoul(optarg, &end, 10);
-                        if (errno || end == optarg || *end || max_sandboxes == 0 ||
-                            max_sandboxes > 1000000) {
-                                fprintf(stderr, "cellad: bad --max-sandboxes '%s'\n", optarg);
-                                return 2;
-                        }
-                        break;
-                }
-                case 'p': {
-                        char *end;
-
-                        errno = 0;
-                        pool_size = strtoul(optarg, &end, 10);
-                        if (errno || end == optarg || *end || optarg[0] == '-' ||
-                            pool_size > CELLA_POOL_MAX) {
-                                fprintf(stderr, "cellad: bad --pool '%s' (0 to %d)\n", optarg,
-                                        CELLA_POOL_MAX);
-                                return 2;
-                        }
-                        break;
-                }
-                case 'b':
-                        builder = optarg;
-                        break;
-                case 'L':
-                        if (log_level_from_name(optarg, &level) < 0) {
-                                fprintf(stderr, "cellad: bad --log-level '%s'\n", optarg);
-                                return 2;
-                        }
-                        log_set_level(level);
-                        break;
-                case 'Q':
-                        if (disk_mode_from_name(optarg, &disk_mode) < 0) {
-                                fprintf(stderr,
-                                        "cellad: bad --disk-quota '%s' (required, auto, "
-                                        "off)\n",
-                                        optarg);
-                                return 2;
-                        }
-                        break;
-                case 'X':
-                        if (disk_size_parse(optarg, strlen(optarg), &import_max) < 0 ||
-                            import_max == 0 || import_max > (uint64_t)CELLA_IMAGE_IMPORT_MAX) {
-                                fprintf(stderr, "cellad: bad --image-import-max '%s'\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case 'O':
-                        if (disk_size_parse(optarg, strlen(optarg), &disk_override) < 0 ||
-                            disk_override < CELLA_DISK_MIN_BYTES ||
-                            disk_override > CELLA_DISK_MAX_BYTES) {
-                                fprintf(stderr,
-                                        "cellad: bad --disk-limit-override '%s' (a size from "
-                                        "%lluM, e.g. 64M or 2G)\n",
-                                        optarg, CELLA_DISK_MIN_BYTES >> 20);
-                                return 2;
-                        }
-                        break;
-                case 'N':
-                        network_range = optarg;
-                        break;
-                case 'U': {
-                        char *end;
-                        unsigned long long v;
-
-                        errno = 0;
-                        v = strtoull(optarg, &end, 0);
-                        if (errno || end == optarg || *end || optarg[0] == '-' ||
-                            !host_claim_uid_base_ok(v)) {
-                                fprintf(stderr,
-                                        "cellad: bad --uid-base '%s' (a multiple of 65536 from "
-                                        "0x10000000 to %#x)\n",
-                                        optarg, HOST_CLAIM_UID_BASE_MAX & ~0xffffu);
-                                return 2;
-                        }
-                        uid_base = (uint32_t)v;
-                        has_uid_base = true;
-                        break;
-                }
-                case 'B':
-                        if (disk_size_parse(optarg, strlen(optarg), &budget_bytes) < 0 ||
-                            budget_bytes < (1u << 20)) {
-                                fprintf(stderr,
-                                        "cellad: bad --buffer-budget '%s' (a size from "
-                                        "1M, e.g. 256M)\n",
-                                        optarg);
-                                return 2;
-                        }
-                        break;
-                case 'C':
-                        max_conns = parse_count(optarg, 1000000);
-                        if (!max_conns) {
-                                fprintf(stderr, "cellad: bad --max-connections '%s'\n", optarg);
-                                return 2;
-                        }
-                        break;
-                case 'K':
-                        max_per_client = parse_count(optarg, 1000000);
-                        if (!max_per_client) {
-                                fprintf(stderr, "cellad: bad --max-connections-per-client '%s'\n",
-                                        optarg);
-                                return 2;
-                        }
-                        break;
-                case 'V': {
-                        char *end = NULL;
-                        errno = 0;
-                        overcommit = strtod(optarg, &end);
-                        if (errno || end == optarg || *end || !(overcommit > 0) ||
-                            overcommit > CELLA_DISK_OVERCOMMIT_MAX) {
-                                fprintf(stderr,
-                                        "cellad: bad --disk-overcommit '%s' (a ratio above 0 and "
-                                        "at most %g, e.g. 1 or 4.5)\n",
-                                        optarg, CELLA_DISK_OVERCOMMIT_MAX);
-                                return 2;
-                        }
-                        break;
-                }
-                case 'Y':
-                        if (strcmp(optarg, "warn") && strcmp(optarg, "refuse")) {
-                                fprintf(stderr,
-                                        "cellad: bad --disk-overcommit-policy '%s' (warn or "
-                                        "refuse)\n",
-                                        optarg);
-                                return 2;
-                        }
-                        overcommit_refuse = strcmp(optarg, "refuse") == 0;
-                        break;
-                case 'c':
-                        check = true;
-                        break;
-                case 'h':
-                        usage(stdout);
-                        return 0;
-                default:
-                        usage(stderr);
-                        return 2;
-                }
-        }
-        if (optind < argc) {
-                usage(stderr);
+        if (parse_listen(o->listen, o->host, sizeof(o->host), &o->port) < 0) {
+                fprintf(stderr, "cellad: bad --listen '%s' (HOST:PORT)\n", o->listen);
                 return 2;
         }
-        if (parse_listen(listen, host, sizeof(host), &port) < 0) {
-                fprintf(stderr, "cellad: bad --listen '%s' (HOST:PORT)\n", listen);
+        if (strcmp(o->host, "localhost") == 0)
+                snprintf(o->host, sizeof(o->host), "127.0.0.1");
+        if ((!o->token || !o->token[0]) && !is_loopback(o->host)) {
+                fprintf(stderr, "cellad: refusing to listen on %s without CELLA_TOKEN set\n",
+                        o->host);
                 return 2;
         }
-        if (strcmp(host, "localhost") == 0)
-                snprintf(host, sizeof(host), "127.0.0.1");
-        if ((!token || !token[0]) && !is_loopback(host)) {
-                fprintf(stderr, "cellad: refusing to listen on %s without CELLA_TOKEN set\n", host);
-                return 2;
-        }
-
-        n = readlink("/proc/self/exe", exe_dir, sizeof(exe_dir) - 1);
+        n = readlink("/proc/self/exe", o->exe_dir, sizeof(o->exe_dir) - 1);
         if (n < 0) {
                 fprintf(stderr, "cellad: /proc/self/exe: %s\n", strerror(errno));
                 return 1;
         }
-        exe_dir[n] = '\0';
-        if (strrchr(exe_dir, '/'))
-                *strrchr(exe_dir, '/') = '\0';
-        snprintf(agent_path, sizeof(agent_path), "%s/cella-init", exe_dir);
-        if (!images) {
-                snprintf(images_buf, sizeof(images_buf), "%s/images", data_dir);
-                images = images_buf;
+        o->exe_dir[n] = '\0';
+        if ((slash = strrchr(o->exe_dir, '/')))
+                *slash = '\0';
+        snprintf(o->agent_path, sizeof(o->agent_path), "%s/cella-init", o->exe_dir);
+        if (!o->images) {
+                snprintf(o->images_buf, sizeof(o->images_buf), "%s/images", o->data_dir);
+                o->images = o->images_buf;
         }
-        if (!builder) {
-                snprintf(builder_buf, sizeof(builder_buf), "%s/../scripts/build-image.sh", exe_dir);
-                builder = builder_buf;
+        if (!o->builder) {
+                snprintf(o->builder_buf, sizeof(o->builder_buf), "%s/../scripts/build-image.sh",
+                         o->exe_dir);
+                o->builder = o->builder_buf;
         }
+        return -1;
+}
 
-        signal(SIGPIPE, SIG_IGN);
-        raise_fd_limit();
+/* The process itself: signals, descriptors, memory, orphans. */
+static void set_up_process(void)
+{
+        static const int ignored[] = {SIGPIPE};
+
+        startup_ignore_signals(ignored, ARRAY_SIZE(ignored));
+        startup_raise_fd_limit();
         /* A fixed mmap threshold: large buffers (exec output, bodies) are mapped and go back
          * to the kernel when freed, instead of raising the threshold and staying in the
          * heap (glibc's dynamic threshold). */
         mallopt(M_MMAP_THRESHOLD, 256 * 1024);
-        budget.limit = (size_t)budget_bytes;
-        if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
-                log_warn("PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+        startup_child_subreaper();
+}
 
-        if (check) {
-                /* Only the runtime and the choice of range and uids: --check must not touch
-                 * the registry or sandboxes, nor claim anything. */
-                struct host_claim *claim = NULL;
-                struct runtime *rt = NULL;
-                char name[32], range[24], ip[16];
+/* cellad --check: only the runtime and the choice of range and uids; it must not touch the
+ * registry or sandboxes, nor claim anything. Returns main's exit status. */
+static int run_check(const struct options *o)
+{
+        struct cella_error err = {0};
+        struct host_claim *claim = NULL;
+        struct runtime *rt = NULL;
+        char name[32], range[24], ip[16];
 
-                if (sandbox_instance_claim(data_dir, network_range, has_uid_base ? &uid_base : NULL,
-                                           true, &claim, &err) < 0) {
-                        fprintf(stderr, "cellad: %s\n", err.msg);
-                        return 1;
-                }
-                sandbox_instance_name(data_dir, name, sizeof(name));
-                net_addr_format(host_claim_range(claim)->addr, ip, sizeof(ip));
-                snprintf(range, sizeof(range), "%s/%u", ip, host_claim_range(claim)->prefix);
-                struct runtime_config rcfg = {
-                        .agent_path = agent_path,
-                        .cgroup_name = name,
-                        .disk_mode = disk_mode,
-                        .network_range = range,
-                        .check_only = true,
-                };
-                if (runtime_new(&rcfg, &rt, &err) < 0) {
-                        fprintf(stderr, "cellad: %s\n", err.msg);
-                        host_claim_free(claim);
-                        return 1;
-                }
-                printf("%s\n%s\n", runtime_describe(rt), host_claim_describe(claim));
-                print_disk_check(data_dir, overcommit, overcommit_refuse);
-                runtime_free(rt);
+        if (sandbox_instance_claim(o->data_dir, o->network_range,
+                                   o->has_uid_base ? &o->uid_base : NULL, true, &claim, &err) < 0) {
+                fprintf(stderr, "cellad: %s\n", err.msg);
+                return 1;
+        }
+        sandbox_instance_name(o->data_dir, name, sizeof(name));
+        net_addr_format(host_claim_range(claim)->addr, ip, sizeof(ip));
+        snprintf(range, sizeof(range), "%s/%u", ip, host_claim_range(claim)->prefix);
+        struct runtime_config rcfg = {
+                .agent_path = o->agent_path,
+                .cgroup_name = name,
+                .disk_mode = o->disk_mode,
+                .network_range = range,
+                .check_only = true,
+        };
+        if (runtime_new(&rcfg, &rt, &err) < 0) {
+                fprintf(stderr, "cellad: %s\n", err.msg);
                 host_claim_free(claim);
+                return 1;
+        }
+        printf("%s\n%s\n", runtime_describe(rt), host_claim_describe(claim));
+        print_disk_check(o->data_dir, o->overcommit, o->overcommit_refuse);
+        runtime_free(rt);
+        host_claim_free(claim);
+        return 0;
+}
+
+/* Step 3: the sandbox table. sandbox_table_new claims the instance (host-claim: network
+ * range, uid block), opens the registry (store) and starts the warm pool. */
+static int start_table(struct daemon *d, struct options *o)
+{
+        struct cella_error err = {0};
+        struct sandbox_table_config cfg = {
+                .data_dir = o->data_dir,
+                .images_dir = o->images,
+                .default_image = o->image,
+                .agent_path = o->agent_path,
+                .max_sandboxes = (unsigned)o->max_sandboxes,
+                .pool_size = (unsigned)o->pool_size,
+                .disk_mode = o->disk_mode,
+                .disk_limit_override = o->disk_override,
+                .network_range = o->network_range,
+                .disk_overcommit = o->overcommit,
+                .disk_overcommit_refuse = o->overcommit_refuse,
+                .uid_base = o->has_uid_base ? &o->uid_base : NULL,
+        };
+
+        if (sandbox_table_new(d->loop, &cfg, &d->table, &err) < 0) {
+                fprintf(stderr, "cellad: %s\n", err.msg);
+                return -1;
+        }
+        return 0;
+}
+
+/* Step 4: the HTTP API over the table. */
+static int start_api(struct daemon *d, const struct options *o)
+{
+        struct api_config acfg = {d->loop,    d->table,          o->token, o->images,
+                                  o->builder, o->preview_domain, 0,        (int64_t)o->import_max,
+                                  &d->budget};
+
+        if (!o->preview_domain[0] || strlen(o->preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
+            strpbrk(o->preview_domain, ":/ ")) {
+                fprintf(stderr, "cellad: bad --preview-domain '%s'\n", o->preview_domain);
+                return -1;
+        }
+        if (api_new(&acfg, &d->api) < 0) {
+                fprintf(stderr, "cellad: out of memory\n");
+                return -1;
+        }
+        return 0;
+}
+
+/* Step 5: the API's listener, and the preview listener when asked. */
+static int listen_http(struct daemon *d, const struct options *o)
+{
+        struct cella_error err = {0};
+        struct http_server_config hcfg = {o->host,
+                                          o->port,
+                                          api_handle,
+                                          d->api,
+                                          api_log_request,
+                                          (unsigned)o->max_conns,
+                                          (unsigned)o->max_per_client,
+                                          &d->budget};
+        char phost[256];
+
+        if (http_server_new(d->loop, &hcfg, &d->srv, &err) < 0) {
+                fprintf(stderr, "cellad: %s\n", err.msg);
+                return -1;
+        }
+        api_set_preview_port(d->api, http_server_port(d->srv));
+        if (!o->preview_listen)
                 return 0;
+        hcfg.host = phost;
+        hcfg.on_request = api_handle_preview;
+        if (parse_listen(o->preview_listen, phost, sizeof(phost), &hcfg.port) < 0) {
+                fprintf(stderr, "cellad: bad --preview-listen '%s' (HOST:PORT)\n",
+                        o->preview_listen);
+                return -1;
         }
-
-        g_loop = uv_default_loop();
-        {
-                struct sandbox_table_config cfg = {
-                        .data_dir = data_dir,
-                        .images_dir = images,
-                        .default_image = image,
-                        .agent_path = agent_path,
-                        .max_sandboxes = (unsigned)max_sandboxes,
-                        .pool_size = (unsigned)pool_size,
-                        .disk_mode = disk_mode,
-                        .disk_limit_override = disk_override,
-                        .network_range = network_range,
-                        .disk_overcommit = overcommit,
-                        .disk_overcommit_refuse = overcommit_refuse,
-                        .uid_base = has_uid_base ? &uid_base : NULL,
-                };
-
-                if (sandbox_table_new(g_loop, &cfg, &table, &err) < 0) {
-                        fprintf(stderr, "cellad: %s\n", err.msg);
-                        return 1;
-                }
+        if (http_server_new(d->loop, &hcfg, &d->psrv, &err) < 0) {
+                fprintf(stderr, "cellad: %s\n", err.msg);
+                return -1;
         }
-        {
-                struct api_config acfg = {g_loop,  table,          token, images,
-                                          builder, preview_domain, 0,     (int64_t)import_max,
-                                          &budget};
+        api_set_preview_port(d->api, http_server_port(d->psrv));
+        return 0;
+}
 
-                if (!preview_domain[0] || strlen(preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
-                    strpbrk(preview_domain, ":/ ")) {
-                        fprintf(stderr, "cellad: bad --preview-domain '%s'\n", preview_domain);
-                        return 1;
-                }
+static void on_signal(uv_signal_t *h, int signum)
+{
+        log_info("signal %d: stopping", signum);
+        uv_stop(h->loop);
+}
 
-                if (api_new(&acfg, &api) < 0) {
-                        fprintf(stderr, "cellad: out of memory\n");
-                        return 1;
-                }
-        }
-        {
-                struct http_server_config hcfg = {host,
-                                                  port,
-                                                  api_handle,
-                                                  api,
-                                                  api_log_request,
-                                                  (unsigned)max_conns,
-                                                  (unsigned)max_per_client,
-                                                  &budget};
+/* Step 6: say where we listen, then run the loop until SIGINT or SIGTERM. */
+static void run(struct daemon *d, const struct options *o)
+{
+        uv_signal_init(d->loop, &d->sigint);
+        uv_signal_init(d->loop, &d->sigterm);
+        uv_signal_start(&d->sigint, on_signal, SIGINT);
+        uv_signal_start(&d->sigterm, on_signal, SIGTERM);
 
-                r = http_server_new(g_loop, &hcfg, &srv, &err);
-                if (r < 0) {
-                        fprintf(stderr, "cellad: %s\n", err.msg);
-                        sandbox_table_free(table);
-                        api_free(api);
-                        return 1;
-                }
-                api_set_preview_port(api, http_server_port(srv));
-        }
-        if (preview_listen) {
-                char phost[256];
-                int pport;
-                struct http_server_config pcfg = {phost,
-                                                  0,
-                                                  api_handle_preview,
-                                                  api,
-                                                  api_log_request,
-                                                  (unsigned)max_conns,
-                                                  (unsigned)max_per_client,
-                                                  &budget};
-
-                if (parse_listen(preview_listen, phost, sizeof(phost), &pport) < 0) {
-                        fprintf(stderr, "cellad: bad --preview-listen '%s' (HOST:PORT)\n",
-                                preview_listen);
-                        return 1;
-                }
-                pcfg.port = pport;
-                if (http_server_new(g_loop, &pcfg, &psrv, &err) < 0) {
-                        fprintf(stderr, "cellad: %s\n", err.msg);
-                        return 1;
-                }
-                api_set_preview_port(api, http_server_port(psrv));
-        }
-        uv_signal_init(g_loop, &sigint);
-        uv_signal_init(g_loop, &sigterm);
-        uv_signal_start(&sigint, on_signal, SIGINT);
-        uv_signal_start(&sigterm, on_signal, SIGTERM);
-
-        printf(strchr(host, ':') ? "cellad listening on http://[%s]:%d\n"
-                                 : "cellad listening on http://%s:%d\n",
-               host, http_server_port(srv));
-        if (psrv)
-                printf("cellad preview URLs on port %d (*.%s)\n", http_server_port(psrv),
-                       preview_domain);
+        printf(strchr(o->host, ':') ? "cellad listening on http://[%s]:%d\n"
+                                    : "cellad listening on http://%s:%d\n",
+               o->host, http_server_port(d->srv));
+        if (d->psrv)
+                printf("cellad preview URLs on port %d (*.%s)\n", http_server_port(d->psrv),
+                       o->preview_domain);
         fflush(stdout);
-        log_info("data-dir=%s images=%s image=%s auth=%s", data_dir, images, image,
-                 token && token[0] ? "bearer" : "none");
+        log_info("data-dir=%s images=%s image=%s auth=%s", o->data_dir, o->images, o->image,
+                 o->token && o->token[0] ? "bearer" : "none");
 
-        uv_run(g_loop, UV_RUN_DEFAULT);
+        uv_run(d->loop, UV_RUN_DEFAULT);
+}
 
-        http_server_free(srv);
-        http_server_free(psrv);
-        api_shutdown(api);
-        sandbox_table_free(table);
-        uv_close((uv_handle_t *)&sigint, NULL);
-        uv_close((uv_handle_t *)&sigterm, NULL);
-        uv_walk(g_loop, close_walk, NULL);
-        uv_run(g_loop, UV_RUN_DEFAULT);
-        api_free(api);
-        uv_loop_close(g_loop);
+static void close_walk(uv_handle_t *h, void *arg)
+{
+        (void)arg;
+        if (!uv_is_closing(h))
+                uv_close(h, NULL);
+}
+
+/* Step 7: listeners, preview connections, table, then every handle left; the API last
+ * (closing handles may still call into it). */
+static void shut_down(struct daemon *d)
+{
+        http_server_free(d->srv);
+        http_server_free(d->psrv);
+        if (d->api)
+                api_shutdown(d->api);
+        sandbox_table_free(d->table);
+        uv_walk(d->loop, close_walk, NULL);
+        uv_run(d->loop, UV_RUN_DEFAULT);
+        api_free(d->api);
+        uv_loop_close(d->loop);
+}
+
+int main(int argc, char **argv)
+{
+        static struct options o;
+        static struct daemon d;
+        int rc;
+
+        if ((rc = parse_options(argc, argv, &o)) >= 0 || (rc = check_options(&o)) >= 0)
+                return rc;
+        set_up_process();
+        d.budget.limit = (size_t)o.budget_bytes;
+        if (o.check)
+                return run_check(&o);
+
+        d.loop = uv_default_loop();
+        if (start_table(&d, &o) < 0)
+                return 1;
+        if (start_api(&d, &o) < 0 || listen_http(&d, &o) < 0) {
+                /* What was built is undone as on a signal; sandboxes outlive us either way. */
+                shut_down(&d);
+                return 1;
+        }
+        run(&d, &o);
+        shut_down(&d);
         return 0;
 }

@@ -86,6 +86,7 @@ struct preview_config {
         struct pxy *live;    /* proxied requests and relays in progress */
         struct upconn *idle; /* connections into sandboxes kept for reuse, newest first */
         unsigned nidle;
+        unsigned nupgrades; /* live proxied requests with an upgrade (forwarded or relayed) */
         struct port_rec *cache[PREVIEW_CACHE_BUCKETS]; /* exposed ports seen (registry) */
 };
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/name.h"
@@ -19,8 +20,7 @@ char *identity_format(const struct store_sandbox *rec)
 {
         json_t *allow =
                 json_loads(rec->network_allow_json ? rec->network_allow_json : "[]", 0, NULL);
-        json_t *o;
-        char *text;
+        _cleanup_json_ json_t *o = NULL;
 
         if (!json_is_array(allow)) {
                 json_decref(allow);
@@ -34,9 +34,7 @@ char *identity_format(const struct store_sandbox *rec)
                       rec->default_session != 0);
         if (!o)
                 return NULL;
-        text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-        json_decref(o);
-        return text;
+        return json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 }
 
 static bool is_image_name(const char *s)

@@ -282,9 +282,8 @@ int store_open(const char *path, struct store **ret, struct cella_error *err)
                 s->fresh = true;
                 r = move_all_aside(path, aside, sizeof(aside));
                 if (r < 0) {
-                        cella_error_errno(err, r, "registry %s: move aside", path);
                         free(s);
-                        return -1;
+                        return cella_error_errno(err, r, "registry %s: move aside", path);
                 }
         }
         r = open_db(s, path, &why);
@@ -292,10 +291,10 @@ int store_open(const char *path, struct store **ret, struct cella_error *err)
                 store_close_db(s);
                 r = move_all_aside(path, aside, sizeof(aside));
                 if (r < 0) {
-                        cella_error_errno(err, r, "registry %s is damaged (%s); move it aside",
-                                          path, why.msg);
                         free(s);
-                        return -1;
+                        return cella_error_errno(err, r,
+                                                 "registry %s is damaged (%s); move it aside", path,
+                                                 why.msg);
                 }
                 log_error("registry %s is damaged (%s): kept as %s; a new registry is "
                           "rebuilt from the sandboxes",
@@ -305,9 +304,8 @@ int store_open(const char *path, struct store **ret, struct cella_error *err)
                 r = open_db(s, path, &why);
         }
         if (r < 0) {
-                cella_error_set(err, why.code, "%s", why.msg);
                 store_close(s);
-                return -1;
+                return cella_error_set(err, why.code, "%s", why.msg);
         }
         *ret = s;
         return 0;

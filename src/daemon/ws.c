@@ -59,32 +59,26 @@ int ws_upgrade_check(struct http_request *req, struct cella_error *err)
 
         if (strcmp(http_request_method(req), "GET") != 0)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "a WebSocket upgrade must be a GET"),
-                       -EINVAL;
+                                       "a WebSocket upgrade must be a GET");
         v = http_request_header(req, "Upgrade");
         if (!v || !ws_header_has_token(v, "websocket"))
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "this route is a WebSocket (Upgrade: websocket)"),
-                       -EINVAL;
+                                       "this route is a WebSocket (Upgrade: websocket)");
         v = http_request_header(req, "Connection");
         if (!v || !ws_header_has_token(v, "upgrade"))
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "a WebSocket upgrade needs Connection: Upgrade"),
-                       -EINVAL;
+                                       "a WebSocket upgrade needs Connection: Upgrade");
         v = http_request_header(req, "Sec-WebSocket-Version");
         if (!v || strcmp(v, "13") != 0)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "Sec-WebSocket-Version must be 13"),
-                       -EINVAL;
+                                       "Sec-WebSocket-Version must be 13");
         if (ws_accept_key(http_request_header(req, "Sec-WebSocket-Key"), accept) < 0)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "bad Sec-WebSocket-Key (base64 of 16 bytes)"),
-                       -EINVAL;
+                                       "bad Sec-WebSocket-Key (base64 of 16 bytes)");
         if (n_live >= CELLA_WS_MAX_CONNECTIONS)
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
                                        "too many WebSocket connections (%d)",
-                                       CELLA_WS_MAX_CONNECTIONS),
-                       -EBUSY;
+                                       CELLA_WS_MAX_CONNECTIONS);
         return 0;
 }
 

@@ -41,7 +41,7 @@ struct ws_ops {
 
 /* The request is a WebSocket upgrade (GET, Upgrade: websocket, Connection: upgrade,
  * Sec-WebSocket-Version: 13, a valid Sec-WebSocket-Key) that may be accepted. 0, or
- * -EINVAL with err set (VALIDATION_FAILED), or -EBUSY (SANDBOX_UNAVAILABLE) when
+ * -EINVAL with err set (VALIDATION_FAILED), or -EAGAIN (SANDBOX_UNAVAILABLE) when
  * CELLA_WS_MAX_CONNECTIONS are open. */
 int ws_upgrade_check(struct http_request *req, struct cella_error *err);
 /* Take req's connection over and answer 101 (see above). Not from on_request. 0 with

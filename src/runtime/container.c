@@ -40,41 +40,13 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/macros.h"
-#include "runtime/caps.h"
-#include "runtime/cgroup.h"
-#include "runtime/disk.h"
-#include "runtime/filter.h"
-#include "runtime/mounts.h"
-
-#ifndef MFD_EXEC
-#define MFD_EXEC 0x0010U
-#endif
+#include "runtime/runtime-internal.h"
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
 
 /* How long the child may take from clone to exec. */
 #define START_TIMEOUT_MS 30000
-
-struct runtime {
-        struct cgroup_layout cg;
-        struct filter_prog filter;
-        struct caps caps;
-        struct mount_plan mounts;
-        int agent_fd;                           /* sealed memfd with cella-init */
-        int uts_fd;                             /* our own UTS namespace (after a rename) */
-        int net_fd;                             /* our own network namespace */
-        bool oom_protect;                       /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
-        bool check_only;                        /* cellad --check: nothing of ours on the host */
-        bool disk_enforced;                     /* new sandboxes get a disk image */
-        char mkfs[64];                          /* mkfs.ext4 (when disk_enforced) */
-        char disk_template_dir[CELLA_PATH_MAX]; /* empty filesystems per size, or "" */
-        struct disk_spares *spares;             /* new disks made ahead (disk.h); NULL: none */
-        struct net *net;                        /* sandbox networking (net.h) */
-        char disk_state[256];                   /* for runtime_describe and the startup log */
-        char cgroup_name[64];
-        char description[CELLA_PATH_MAX + 512];
-};
 
 /* ---- the child ---- */
 
@@ -521,12 +493,11 @@ static void kill_and_reap(int pidfd)
 }
 
 /* Parent side after clone3: maps, v1 cgroups, oom_score_adj, lower mount, go; then wait
- * for exec. Returns 0 or -1 with *err set. */
+ * for exec. Returns 0 or -errno with *err set (no "create sandbox" context: the caller's). */
 static int parent_setup(const struct runtime *rt, const struct container_spec *spec,
                         const struct cgroup_plan *plan, pid_t pid, int psync,
                         struct cella_error *err)
 {
-        const char *name = spec->hostname;
         const char *what = "uid_map";
         char buf[64];
         int r;
@@ -543,11 +514,14 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 r = cgroup_plan_attach_v1(plan, pid);
         }
         if (r < 0)
-                return cella_error_errno(err, -r, "create sandbox '%s': %s", name, what);
+                return cella_error_errno(err, -r, "%s", what);
         /* The network, before the agent runs: the sandbox starts with it up. */
-        if (spec->network && net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow,
-                                               spec->net_allow_n, err) < 0)
-                return -1;
+        if (spec->network) {
+                r = net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow, spec->net_allow_n,
+                                      err);
+                if (r < 0)
+                        return r;
+        }
         if (r >= 0 && rt->oom_protect) {
                 /* The agent must not be the OOM victim; it resets this for what it runs. */
                 what = "oom_score_adj";
@@ -564,7 +538,7 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 r = send_fd(psync, lower);
         }
         if (r < 0)
-                return cella_error_errno(err, -r, "create sandbox '%s': %s", name, what);
+                return cella_error_errno(err, -r, "%s", what);
 
         /* EOF: the child exec'd (the sync socket is close-on-exec). A child stuck in the
          * kernel (e.g. a hung filesystem) must not hang the daemon forever. */
@@ -574,8 +548,7 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 pr = poll(&pfd, 1, START_TIMEOUT_MS);
         while (pr < 0 && errno == EINTR);
         if (pr == 0)
-                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
-                                       "create sandbox '%s': timed out setting up", name);
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "timed out setting up");
         struct child_report rep;
         ssize_t got;
         do
@@ -584,27 +557,24 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
         if (got == 0)
                 return 0;
         if (got != (ssize_t)sizeof(rep) || rep.step < 0 || rep.step >= _STEP_MAX)
-                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
-                                       "create sandbox '%s': child failed", name);
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "child failed");
         if (rep.step == STEP_MOUNTS && rep.index >= 0 && (size_t)rep.index < rt->mounts.n)
-                return cella_error_errno(err, rep.err, "create sandbox '%s': mount /%s", name,
+                return cella_error_errno(err, rep.err, "mount /%s",
                                          rt->mounts.steps[rep.index].target);
-        return cella_error_errno(err, rep.err, "create sandbox '%s': %s", name,
-                                 step_names[rep.step]);
+        return cella_error_errno(err, rep.err, "%s", step_names[rep.step]);
 }
 
 static int spawn(const struct runtime *rt, const struct container_spec *spec,
                  const struct cgroup_plan *plan, struct child_args *args, struct container *ret,
                  struct cella_error *err)
 {
-        const char *name = spec->hostname;
-        int sv[2];
+        int sv[2], r;
 
         _cleanup_close_ int cgroup_fd = open(plan->v2_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cgroup_fd < 0)
-                return cella_error_errno(err, errno, "create sandbox '%s': open cgroup", name);
+                return cella_error_errno(err, errno, "open cgroup");
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-                return cella_error_errno(err, errno, "create sandbox '%s': socketpair", name);
+                return cella_error_errno(err, errno, "socketpair");
         _cleanup_close_ int psync = sv[0];
         _cleanup_close_ int csync = sv[1];
         args->sync_fd = csync;
@@ -613,17 +583,18 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
         int pidfd = -EBADF;
         pid_t pid = do_clone3(cgroup_fd, &pidfd);
         if (pid < 0)
-                return cella_error_errno(err, errno, "create sandbox '%s': clone3", name);
+                return cella_error_errno(err, errno, "clone3");
         if (pid == 0)
                 child_main(args);
         close(TAKE_FD(csync));
 
-        if (parent_setup(rt, spec, plan, pid, psync, err) < 0) {
+        r = parent_setup(rt, spec, plan, pid, psync, err);
+        if (r < 0) {
                 kill_and_reap(pidfd);
                 close(pidfd);
                 if (err)
                         err->code = CELLA_E_SANDBOX_UNAVAILABLE;
-                return -1;
+                return r;
         }
         ret->pid = pid;
         ret->pidfd = pidfd;
@@ -633,11 +604,11 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
 /* The sandbox's disk, as a detached mount in *ret (left -EBADF when the sandbox has no
  * image and gets none: disk limits not enforced here, no limit in the spec, or a sandbox
  * made before they were, whose upper layer is still in its directory). A sandbox that has
- * an image always uses it, enforcement or not. Returns 0 or -1 with *err set. */
+ * an image always uses it, enforcement or not. Returns 0 or -errno with *err set. */
 static int open_disk(struct runtime *rt, const struct container_spec *spec, int dir_fd, int *ret,
                      struct cella_error *err)
 {
-        const char *name = spec->hostname, *what = "disk";
+        const char *what = "disk";
         bool has_image = disk_exists(spec->dir), created = false;
         struct disk_plan plan;
         struct stat st;
@@ -652,19 +623,20 @@ static int open_disk(struct runtime *rt, const struct container_spec *spec, int 
         r = disk_plan_make(spec->dir, rt->disk_template_dir[0] ? rt->disk_template_dir : NULL,
                            has_image ? CELLA_DISK_MIN_BYTES : spec->disk_bytes, &plan);
         if (r < 0)
-                return cella_error_errno(err, -r, "create sandbox '%s': disk limit of %llu bytes",
-                                         name, (unsigned long long)spec->disk_bytes);
+                return cella_error_errno(err, -r, "disk limit of %llu bytes",
+                                         (unsigned long long)spec->disk_bytes);
         /* A new disk made ahead of time, if one of this size is ready. */
         if (!has_image && rt->spares && disk_spares_take(rt->spares, &plan, ret) == 0)
                 return 0;
         r = disk_open(&plan, rt->disk_enforced ? rt->mkfs : NULL, ret, &created, &what);
         if (r < 0)
-                return cella_error_errno(err, -r, "create sandbox '%s': %s", name, what);
+                return cella_error_errno(err, -r, "%s", what);
         return 0;
 }
 
-int runtime_container_start(struct runtime *rt, const struct container_spec *spec,
-                            struct container *ret, struct cella_error *err)
+/* The start, every failure undone; the messages say what failed, the caller adds whose. */
+static int container_start(struct runtime *rt, const struct container_spec *spec,
+                           struct container *ret, struct cella_error *err)
 {
         const char *name = spec->hostname;
         char buf[512];
@@ -672,31 +644,28 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
         int r;
 
         if (spec->uid_count == 0 || (uint64_t)spec->uid_base + spec->uid_count > UINT32_MAX)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
-                                       "create sandbox '%s': bad uid range", name);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "bad uid range");
         if (strlen(spec->hostname) > 64)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
-                                       "create sandbox '%s': hostname too long", name);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "hostname too long");
 
         _cleanup_close_ int dir_fd = open(spec->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dir_fd < 0)
-                return cella_error_errno(err, errno, "create sandbox '%s': open %s", name,
-                                         spec->dir);
+                return cella_error_errno(err, errno, "open %s", spec->dir);
 
         /* 0. The disk: upper and work live in the sandbox's image when it has one. */
         _cleanup_close_ int disk_fd = -EBADF;
         r = open_disk(rt, spec, dir_fd, &disk_fd, err);
         if (r < 0)
-                return -1;
+                return r;
         int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
 
         /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace. */
         _cleanup_close_ int upper_fd = ensure_dir(root_fd, "upper", owner, O_RDONLY);
         if (upper_fd < 0)
-                return cella_error_errno(err, -upper_fd, "create sandbox '%s': upper dir", name);
+                return cella_error_errno(err, -upper_fd, "upper dir");
         _cleanup_close_ int work_fd = ensure_dir(root_fd, "work", owner, O_PATH);
         if (work_fd < 0)
-                return cella_error_errno(err, -work_fd, "create sandbox '%s': work dir", name);
+                return cella_error_errno(err, -work_fd, "work dir");
         /* The upper layer is the tenant's: whatever it made of /etc or /workspace (a
          * symlink, a file, a whiteout after rm -rf) is never followed and never fails the
          * start; the runtime's files are then not written (the tenant broke its own /etc)
@@ -705,7 +674,7 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
                 _cleanup_close_ int etc_fd = ensure_dir(upper_fd, "etc", owner, O_RDONLY);
                 r = 0;
                 if (etc_fd < 0 && !is_tenant_made(etc_fd))
-                        return cella_error_errno(err, -etc_fd, "create sandbox '%s': /etc", name);
+                        return cella_error_errno(err, -etc_fd, "/etc");
                 if (etc_fd >= 0) {
                         etc_hostname_text(spec->hostname, buf, sizeof(buf));
                         r = write_at(etc_fd, "hostname", buf, owner);
@@ -718,7 +687,7 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
                                              owner);
                 }
                 if (r < 0 && !is_tenant_made(r))
-                        return cella_error_errno(err, -r, "create sandbox '%s': /etc/hosts", name);
+                        return cella_error_errno(err, -r, "/etc/hosts");
                 if (etc_fd < 0 || r < 0)
                         log_info("sandbox '%s': its /etc is not a plain directory (%s); "
                                  "/etc/hostname and /etc/hosts not written",
@@ -728,8 +697,7 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
                 if (stat(buf, &st) < 0 || !S_ISDIR(st.st_mode)) {
                         _cleanup_close_ int ws = ensure_dir(upper_fd, "workspace", owner, O_PATH);
                         if (ws < 0 && !is_tenant_made(ws))
-                                return cella_error_errno(err, -ws,
-                                                         "create sandbox '%s': /workspace", name);
+                                return cella_error_errno(err, -ws, "/workspace");
                 }
         }
 
@@ -737,42 +705,39 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/agent.sock", spec->dir);
         if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
-                                       "create sandbox '%s': socket path too long", name);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "socket path too long");
         _cleanup_close_ int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (listen_fd < 0)
-                return cella_error_errno(err, errno, "create sandbox '%s': socket", name);
+                return cella_error_errno(err, errno, "socket");
         if (unlink(sa.sun_path) < 0 && errno != ENOENT)
-                return cella_error_errno(err, errno, "create sandbox '%s': unlink %s", name,
-                                         sa.sun_path);
+                return cella_error_errno(err, errno, "unlink %s", sa.sun_path);
         if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
             chmod(sa.sun_path, 0600) < 0 || listen(listen_fd, 16) < 0)
-                return cella_error_errno(err, errno, "create sandbox '%s': agent socket", name);
+                return cella_error_errno(err, errno, "agent socket");
 
         snprintf(buf, sizeof(buf), "%s/agent.log", spec->dir);
         _cleanup_close_ int log_fd =
                 open(buf, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (log_fd < 0)
-                return cella_error_errno(err, errno, "create sandbox '%s': open %s", name, buf);
+                return cella_error_errno(err, errno, "open %s", buf);
         _cleanup_close_ int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null_fd < 0)
-                return cella_error_errno(err, errno, "create sandbox '%s': /dev/null", name);
+                return cella_error_errno(err, errno, "/dev/null");
 
         /* 3. cgroups. */
         _cleanup_free_ struct cgroup_plan *plan = calloc(1, sizeof(*plan));
         if (!plan)
-                return cella_error_errno(err, ENOMEM, "create sandbox '%s'", name);
+                return cella_error_errno(err, ENOMEM, "cgroup plan");
         struct cgroup_limits lim = {.memory_bytes = spec->limits.memory_bytes,
                                     .cpu_millis = spec->limits.cpu_millis,
                                     .pids_max = spec->limits.pids_max};
         r = cgroup_plan_make(&rt->cg, rt->cgroup_name, spec->id, &lim, owner, plan);
         if (r < 0)
-                return cella_error_errno(err, -r, "create sandbox '%s': cgroup plan", name);
+                return cella_error_errno(err, -r, "cgroup plan");
         size_t failed = 0;
         r = cgroup_plan_apply(plan, &failed);
         if (r < 0)
-                cella_error_errno(err, -r, "create sandbox '%s': cgroup %s", name,
-                                  plan->steps[failed].path);
+                cella_error_errno(err, -r, "cgroup %s", plan->steps[failed].path);
         else {
                 struct child_args args = {
                         .rt = rt,
@@ -787,9 +752,19 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
         }
         if (r < 0) {
                 cgroup_destroy(&rt->cg, rt->cgroup_name, spec->id);
-                return -1;
+                return r;
         }
         return 0;
+}
+
+int runtime_container_start(struct runtime *rt, const struct container_spec *spec,
+                            struct container *ret, struct cella_error *err)
+{
+        int r = container_start(rt, spec, ret, err);
+
+        if (r < 0)
+                cella_error_prefix(err, "create sandbox '%s'", spec->hostname);
+        return r;
 }
 
 int runtime_container_reap(struct container *c, int *ret_status)
@@ -842,34 +817,30 @@ int runtime_container_destroy(struct runtime *rt, const char *id, struct contain
         return 0;
 }
 
-int runtime_container_rename(struct runtime *rt, const struct container *c, const char *dir,
-                             const char *hostname, struct cella_error *err)
+static int container_rename(struct runtime *rt, const struct container *c, const char *hostname,
+                            struct cella_error *err)
 {
         char buf[512];
         size_t len = strlen(hostname);
         int r;
 
         if (!c || c->pidfd < 0)
-                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
-                                       "name sandbox '%s': not running", hostname);
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "not running");
         if (len > 64)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
-                                       "name sandbox '%s': hostname too long", hostname);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "hostname too long");
         /* Files first: a failure here leaves the kernel hostname as it was. They are
          * rewritten through the sandbox's own root (its upper layer may be inside its disk
          * image, mounted nowhere but in the sandbox), resolved in that root with no
          * symlink followed; the files exist (the start wrote them), so their owner stays
          * the sandbox's root. */
         char root_path[64];
-        (void)dir;
         snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)c->pid);
         _cleanup_close_ int root_fd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (root_fd < 0)
-                return cella_error_errno(err, errno, "name sandbox '%s': open its root", hostname);
+                return cella_error_errno(err, errno, "open its root");
         /* The pid was the sandbox's when the root was opened if the pidfd still lives. */
         if (!runtime_container_is_alive(c))
-                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
-                                       "name sandbox '%s': not running", hostname);
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "not running");
         struct open_how how = {
                 .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                 .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
@@ -877,7 +848,7 @@ int runtime_container_rename(struct runtime *rt, const struct container *c, cons
         };
         _cleanup_close_ int etc_fd = (int)syscall(SYS_openat2, root_fd, "etc", &how, sizeof(how));
         if (etc_fd < 0)
-                return cella_error_errno(err, errno, "name sandbox '%s': its /etc", hostname);
+                return cella_error_errno(err, errno, "its /etc");
         etc_hostname_text(hostname, buf, sizeof(buf));
         r = rewrite_at(etc_fd, "hostname", buf);
         if (r >= 0) {
@@ -885,26 +856,34 @@ int runtime_container_rename(struct runtime *rt, const struct container *c, cons
                 r = rewrite_at(etc_fd, "hosts", buf);
         }
         if (r < 0)
-                return cella_error_errno(
-                        err, -r, "name sandbox '%s': rewrite /etc/hostname, /etc/hosts", hostname);
+                return cella_error_errno(err, -r, "rewrite /etc/hostname, /etc/hosts");
 
         /* The kernel hostname: this thread visits the sandbox's UTS namespace and comes
          * back. We are root of the namespace that owns the sandbox's user namespace, so
          * both setns and sethostname are ours to do; namespaces are per thread, so the
          * rest of the daemon never sees the visit. */
         if (setns(c->pidfd, CLONE_NEWUTS) < 0)
-                return cella_error_errno(err, errno, "name sandbox '%s': enter UTS namespace",
-                                         hostname);
+                return cella_error_errno(err, errno, "enter UTS namespace");
         int e = sethostname(hostname, len) < 0 ? errno : 0;
         if (setns(rt->uts_fd, CLONE_NEWUTS) < 0) {
                 /* Cannot happen short of a kernel bug; our hostname is not used for
                  * anything, but say so loudly. */
-                cella_error_errno(err, errno, "name sandbox '%s': leave UTS namespace", hostname);
-                return -1;
+                return cella_error_errno(err, errno, "leave UTS namespace");
         }
         if (e)
-                return cella_error_errno(err, e, "name sandbox '%s': sethostname", hostname);
+                return cella_error_errno(err, e, "sethostname");
         return 0;
+}
+
+int runtime_container_rename(struct runtime *rt, const struct container *c, const char *dir,
+                             const char *hostname, struct cella_error *err)
+{
+        int r = container_rename(rt, c, hostname, err);
+
+        (void)dir;
+        if (r < 0)
+                cella_error_prefix(err, "name sandbox '%s'", hostname);
+        return r;
 }
 
 int runtime_container_socket(struct runtime *rt, const struct container *c)
@@ -959,223 +938,4 @@ int runtime_foreach_id(struct runtime *rt, int (*fn)(const char *id, void *userd
 const char *runtime_cgroup_name(const struct runtime *rt)
 {
         return rt->cgroup_name;
-}
-
-/* ---- the runtime ---- */
-
-static int load_agent(const char *path)
-{
-        _cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
-        if (src < 0)
-                return -errno;
-        struct stat st;
-        if (fstat(src, &st) < 0)
-                return -errno;
-        if (!S_ISREG(st.st_mode))
-                return -EINVAL;
-        _cleanup_close_ int fd =
-                memfd_create("cella-init", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
-        if (fd < 0 && errno == EINVAL)
-                fd = memfd_create("cella-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (fd < 0)
-                return -errno;
-        off_t left = st.st_size;
-        while (left > 0) {
-                ssize_t n = sendfile(fd, src, NULL, (size_t)left);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        return -EIO;
-                left -= n;
-        }
-        if (fchmod(fd, 0555) < 0)
-                return -errno;
-        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
-                return -errno;
-        return TAKE_FD(fd);
-}
-
-int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err)
-{
-        struct runtime *rt = calloc(1, sizeof(*rt));
-        size_t skipped = 0;
-        int r;
-
-        if (!rt)
-                return cella_error_errno(err, ENOMEM, "runtime");
-        rt->agent_fd = -EBADF;
-        rt->net_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-        if (rt->net_fd < 0) {
-                cella_error_errno(err, errno, "runtime: open own network namespace");
-                goto fail;
-        }
-        rt->uts_fd = open("/proc/thread-self/ns/uts", O_RDONLY | O_CLOEXEC);
-        if (rt->uts_fd < 0) {
-                cella_error_errno(err, errno, "runtime: open own UTS namespace");
-                goto fail;
-        }
-        rt->disk_enforced = false;
-        rt->check_only = cfg->check_only;
-        if (cfg->disk_template_dir)
-                snprintf(rt->disk_template_dir, sizeof(rt->disk_template_dir), "%s",
-                         cfg->disk_template_dir);
-        snprintf(rt->cgroup_name, sizeof(rt->cgroup_name), "%s",
-                 cfg->cgroup_name ? cfg->cgroup_name : "cella");
-
-        {
-                struct net_config ncfg = {.table = rt->cgroup_name,
-                                          .range = cfg->network_range,
-                                          .probe_only = cfg->check_only};
-                if (net_new(&ncfg, &rt->net, err) < 0)
-                        goto fail;
-        }
-        r = cgroup_detect_host(&rt->cg);
-        if (r < 0) {
-                cella_error_errno(err, -r,
-                                  "runtime: no usable cgroups (need cgroup2, with memory, pids "
-                                  "and cpu in v2 or v1)");
-                goto fail;
-        }
-        if (!runtime_has_filesystem("/proc/filesystems", "overlay")) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR,
-                                "runtime: the kernel has no overlay filesystem");
-                goto fail;
-        }
-        /* open_tree/mount_setattr exist (the real idmap test is the first start). */
-        if (mount_setattr(-1, "", 0, NULL, 0) < 0 && errno == ENOSYS) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR,
-                                "runtime: kernel lacks mount_setattr (idmapped mounts)");
-                goto fail;
-        }
-        r = filter_build(&rt->filter, &skipped);
-        if (r < 0) {
-                cella_error_errno(err, -r, "runtime: build seccomp filter");
-                goto fail;
-        }
-        r = caps_init(&rt->caps);
-        if (r < 0) {
-                cella_error_errno(err, -r, "runtime: capabilities");
-                goto fail;
-        }
-        r = mounts_plan(CELLA_TMP_SIZE_MB, &rt->mounts);
-        if (r < 0) {
-                cella_error_errno(err, -r, "runtime: mount plan");
-                goto fail;
-        }
-        r = load_agent(cfg->agent_path);
-        if (r < 0) {
-                cella_error_errno(err, -r, "runtime: load agent %s", cfg->agent_path);
-                goto fail;
-        }
-        rt->agent_fd = r;
-        if (cfg->disk_mode == DISK_MODE_OFF) {
-                snprintf(rt->disk_state, sizeof(rt->disk_state),
-                         "disk limits off (--disk-quota=off)");
-        } else {
-                char why[200] = "";
-                r = disk_probe(NULL, rt->mkfs, sizeof(rt->mkfs), why, sizeof(why));
-                if (r < 0 && cfg->disk_mode == DISK_MODE_REQUIRED) {
-                        cella_error_errno(err, -r,
-                                          "runtime: disk limits required but not enforceable: %s",
-                                          why);
-                        goto fail;
-                }
-                rt->disk_enforced = r >= 0;
-                /* Spares need the templates; without them (cellad --check) there are none. */
-                if (rt->disk_enforced && rt->disk_template_dir[0]) {
-                        r = disk_spares_new(rt->disk_template_dir, rt->mkfs, &rt->spares);
-                        if (r < 0) {
-                                cella_error_errno(err, -r, "runtime: disk spares");
-                                goto fail;
-                        }
-                }
-                if (rt->disk_enforced)
-                        snprintf(rt->disk_state, sizeof(rt->disk_state),
-                                 "disk limits enforced (one sparse ext4 image per sandbox on a "
-                                 "loop device, %s)",
-                                 rt->mkfs);
-                else
-                        snprintf(rt->disk_state, sizeof(rt->disk_state),
-                                 "disk limits NOT enforced: %s", why);
-        }
-        {
-                cap_t cur = cap_get_proc();
-                cap_flag_value_t v = CAP_CLEAR;
-                if (cur && cap_get_flag(cur, CAP_SYS_RESOURCE, CAP_EFFECTIVE, &v) == 0)
-                        rt->oom_protect = v == CAP_SET;
-                if (cur)
-                        cap_free(cur);
-        }
-        snprintf(rt->description, sizeof(rt->description),
-                 "cgroups %s at %s; idmapped overlay lower (userxattr); seccomp deny list "
-                 "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s; %s; "
-                 "%s",
-                 cgroup_mode_name(rt->cg.mode), rt->cg.v2_root, (unsigned)rt->filter.len, skipped,
-                 rt->oom_protect ? "agent oom_score_adj -1000"
-                                 : "no CAP_SYS_RESOURCE: agent oom_score_adj left at 0",
-                 rt->disk_state, net_state(rt->net));
-        *ret = rt;
-        return 0;
-fail:
-        runtime_free(rt);
-        return -1;
-}
-
-void runtime_free(struct runtime *rt)
-{
-        if (!rt)
-                return;
-        /* The daemon's cgroup parents go with it when no sandbox is left in them (rmdir
-         * refuses a non-empty cgroup, so running sandboxes keep theirs). */
-        char path[CELLA_PATH_MAX + 80];
-        bool empty = true;
-        /* A probe made nothing, and the cgroup parent may be a running daemon's. */
-        if (rt->check_only)
-                memset(&rt->cg, 0, sizeof(rt->cg));
-        if (rt->cg.v2_root[0]) {
-                snprintf(path, sizeof(path), "%s/%s", rt->cg.v2_root, rt->cgroup_name);
-                empty = rmdir(path) == 0 || errno == ENOENT;
-        }
-        /* Likewise the nft table: running sandboxes keep their filter and NAT. */
-        if (empty && rt->net && net_remove_table(rt->net) < 0)
-                log_warn("network: could not remove the nft table");
-        net_free(rt->net);
-        for (int i = 0; i < _CGROUP_V1_MAX; i++)
-                if (rt->cg.v1_root[i][0]) {
-                        snprintf(path, sizeof(path), "%s/%s", rt->cg.v1_root[i], rt->cgroup_name);
-                        rmdir(path);
-                }
-        disk_spares_free(rt->spares);
-        filter_prog_done(&rt->filter);
-        caps_done(&rt->caps);
-        if (rt->agent_fd >= 0)
-                close(rt->agent_fd);
-        if (rt->uts_fd >= 0)
-                close(rt->uts_fd);
-        if (rt->net_fd >= 0)
-                close(rt->net_fd);
-        free(rt);
-}
-
-const char *runtime_describe(const struct runtime *rt)
-{
-        return rt->description;
-}
-
-const char *runtime_disk_state(const struct runtime *rt)
-{
-        return rt->disk_state;
-}
-
-bool runtime_disk_enforced(const struct runtime *rt)
-{
-        return rt->disk_enforced;
-}
-
-struct net *runtime_net(const struct runtime *rt)
-{
-        return rt->net;
 }

@@ -478,6 +478,47 @@ static int write_record(const char *data_dir, const char *text)
         return 0;
 }
 
+/* Create the claim directory and hold its .lock: one instance chooses at a time. Returns
+ * the lock's descriptor, or -errno with *err set (without the "instance claims" context). */
+static int claims_lock(const char *dir, struct cella_error *err)
+{
+        char path[CELLA_PATH_MAX + 64];
+        int r = fs_mkdir_p(dir, 0755);
+
+        if (r < 0)
+                return cella_error_errno(err, -r, "create %s", dir);
+        snprintf(path, sizeof(path), "%s/.lock", dir);
+        _cleanup_close_ int lock = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (lock < 0)
+                return cella_error_errno(err, errno, "open %s", path);
+        while (flock(lock, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        return cella_error_errno(err, errno, "lock %s", path);
+        return TAKE_FD(lock);
+}
+
+/* Write this instance's claim text to dir/name and hold the file's lock for as long as it
+ * lives. Returns the claim's descriptor, or -errno with *err set (without the context). */
+static int claim_write(const char *dir, const char *name, const char *text, struct cella_error *err)
+{
+        char path[CELLA_PATH_MAX + 64];
+        size_t len = strlen(text);
+
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return cella_error_errno(err, errno, "open %s", path);
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                       "%s is held by another cellad (an instance of the same "
+                                       "name)",
+                                       path);
+        errno = EIO; /* a short write sets none */
+        if (ftruncate(fd, 0) < 0 || pwrite(fd, text, len, 0) != (ssize_t)len)
+                return cella_error_errno(err, errno, "write %s", path);
+        return TAKE_FD(fd);
+}
+
 int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret,
                     struct cella_error *err)
 {
@@ -533,17 +574,12 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
 
         /* One instance chooses at a time. */
         if (!cfg->probe_only) {
-                r = fs_mkdir_p(dir, 0755);
-                if (r < 0)
-                        return cella_error_errno(err, -r, "instance claims: create %s", dir);
-                snprintf(path, sizeof(path), "%s/.lock", dir);
-                lock = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (lock < 0)
-                        return cella_error_errno(err, errno, "instance claims: open %s", path);
-                while (flock(lock, LOCK_EX) < 0)
-                        if (errno != EINTR)
-                                return cella_error_errno(err, errno, "instance claims: lock %s",
-                                                         path);
+                r = claims_lock(dir, err);
+                if (r < 0) {
+                        cella_error_prefix(err, "instance claims");
+                        return r;
+                }
+                lock = r;
         }
 
         r = gather_claims(cfg, dir, &uses);
@@ -573,24 +609,25 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
         if (r < 0) {
                 range_text(cfg->network_range ? &given : &rec.range, rtext, sizeof(rtext));
                 if (cfg->network_range)
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "--network-range %s overlaps %s: give --network-range a "
-                                        "range that no other cella instance, address or route "
-                                        "of this host uses",
-                                        rtext, by->desc);
+                        r = cella_error_set(
+                                err, CELLA_E_VALIDATION_FAILED,
+                                "--network-range %s overlaps %s: give --network-range a "
+                                "range that no other cella instance, address or route "
+                                "of this host uses",
+                                rtext, by->desc);
                 else if (has_rec)
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "network range %s of this data directory (%s/%s) "
-                                        "overlaps %s: give --network-range",
-                                        rtext, cfg->data_dir, HOST_CLAIM_RECORD, by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "network range %s of this data directory (%s/%s) "
+                                            "overlaps %s: give --network-range",
+                                            rtext, cfg->data_dir, HOST_CLAIM_RECORD, by->desc);
                 else
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "no free network range among the automatic ones "
-                                        "(10.213.0.0/16, then 10.64.0.0/16 to 10.127.0.0/16; "
-                                        "the first overlaps %s): give --network-range",
-                                        by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "no free network range among the automatic ones "
+                                            "(10.213.0.0/16, then 10.64.0.0/16 to 10.127.0.0/16; "
+                                            "the first overlaps %s): give --network-range",
+                                            by->desc);
                 host_claim_uses_done(&uses);
-                return -1;
+                return r;
         }
         if (!cfg->network_range && !has_rec) {
                 /* Say why the first candidate was not it. */
@@ -621,23 +658,23 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
         if (r < 0) {
                 uint32_t b = want_uids ? *want_uids : 0;
                 if (cfg->uid_base)
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "--uid-base %u: host uids %#x-%#x overlap %s: give "
-                                        "another --uid-base",
-                                        b, b, b + (HOST_CLAIM_UID_BLOCK - 1), by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "--uid-base %u: host uids %#x-%#x overlap %s: give "
+                                            "another --uid-base",
+                                            b, b, b + (HOST_CLAIM_UID_BLOCK - 1), by->desc);
                 else if (want_uids)
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "host uids %#x-%#x (%s) overlap %s; the sandboxes of "
-                                        "this data directory own files as those uids, so "
-                                        "they cannot change: stop that one first",
-                                        b, b + (HOST_CLAIM_UID_BLOCK - 1), uid_how, by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "host uids %#x-%#x (%s) overlap %s; the sandboxes of "
+                                            "this data directory own files as those uids, so "
+                                            "they cannot change: stop that one first",
+                                            b, b + (HOST_CLAIM_UID_BLOCK - 1), uid_how, by->desc);
                 else
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "no free block of host uids (the first overlaps %s): "
-                                        "give --uid-base",
-                                        by->desc);
+                        r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                            "no free block of host uids (the first overlaps %s): "
+                                            "give --uid-base",
+                                            by->desc);
                 host_claim_uses_done(&uses);
-                return -1;
+                return r;
         }
         host_claim_uses_done(&uses);
 
@@ -666,19 +703,12 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
                 r = host_claim_format(&mine, text, CLAIM_TEXT_MAX);
                 if (r < 0)
                         return cella_error_errno(err, -r, "instance claim of %s", dd);
-                snprintf(path, sizeof(path), "%s/%s", dir, cfg->name);
-                fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-                if (fd < 0)
-                        return cella_error_errno(err, errno, "instance claims: open %s", path);
-                if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
-                                               "instance claims: %s is held by another cellad "
-                                               "(an instance of the same name)",
-                                               path);
-                size_t len = strlen(text);
-                errno = EIO; /* a short write sets none */
-                if (ftruncate(fd, 0) < 0 || pwrite(fd, text, len, 0) != (ssize_t)len)
-                        return cella_error_errno(err, errno, "instance claims: write %s", path);
+                r = claim_write(dir, cfg->name, text, err);
+                if (r < 0) {
+                        cella_error_prefix(err, "instance claims");
+                        return r;
+                }
+                fd = r;
         }
 
         struct host_claim *c = calloc(1, sizeof(*c));

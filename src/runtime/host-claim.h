@@ -116,7 +116,7 @@ struct host_claim_config {
 
 /* Choose and claim (see above). On success *ret holds the claim file's lock until
  * host_claim_free. Errors: a bad --network-range, a conflict, no free candidate, a claim
- * directory or record that cannot be written. Returns 0 or -1 with *err set. */
+ * directory or record that cannot be written. Returns 0 or -errno with *err set. */
 int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret,
                     struct cella_error *err);
 void host_claim_free(struct host_claim *c);

@@ -147,11 +147,11 @@ const char *net_resolv_conf(const struct net *n);
 /* Give the sandbox whose PID 1 is pid its veth, addresses, route and (with an allowlist)
  * its allow chain; without one, no nftables work at all. A host
  * end left by an earlier sandbox on this slot whose namespace the kernel has not freed yet
- * is removed first. Returns 0 or -1 with *err set. */
+ * is removed first. Returns 0 or -errno with *err set. */
 int net_sandbox_setup(struct net *n, unsigned slot, pid_t pid, const struct net_allow *allow,
                       size_t n_allow, struct cella_error *err);
-/* Rewrite the allow chain of slot (none: chain and map element removed). 0 or -1 with *err
- * set. */
+/* Rewrite the allow chain of slot (none: chain and map element removed). 0 or -errno with
+ * *err set. */
 int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow, size_t n_allow,
                       struct cella_error *err);
 /* Remove the allow chain of slot and its map element, if any (destroy). */

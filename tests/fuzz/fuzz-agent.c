@@ -83,10 +83,10 @@ static void check_success(const struct frame *f, const struct agent_request *r)
                 k = session_request_decode(r->body, &sr, &err);
                 if (k == 0) {
                         FUZZ_CHECK(sr.op >= SESSION_OP_CREATE && sr.op <= SESSION_OP_SETENV);
-                        FUZZ_CHECK(sr.id == NULL || agent_id_is_valid(sr.id));
-                        FUZZ_CHECK(sr.op != SESSION_OP_DELETE || sr.id != NULL);
-                        if (sr.cwd)
-                                check_path(sr.cwd);
+                        FUZZ_CHECK(sr.ctx.id == NULL || agent_id_is_valid(sr.ctx.id));
+                        FUZZ_CHECK(sr.op != SESSION_OP_DELETE || sr.ctx.id != NULL);
+                        if (sr.ctx.cwd)
+                                check_path(sr.ctx.cwd);
                         FUZZ_CHECK(sr.timeout_ms >= 0);
                         for (size_t i = 0; i < sr.n_set; i++)
                                 FUZZ_CHECK(strchr(sr.set[i], '=') > sr.set[i]);
@@ -183,15 +183,15 @@ static void check_code(json_t *body)
         }
         FUZZ_CHECK(c.op >= CODE_OP_CREATE && c.op <= CODE_OP_RUN);
         FUZZ_CHECK(c.language >= CODE_PYTHON && c.language <= CODE_TYPESCRIPT);
-        FUZZ_CHECK(!c.id || agent_id_is_valid(c.id));
-        FUZZ_CHECK(c.op != CODE_OP_DELETE || c.id);
-        if (c.cwd)
-                check_path(c.cwd);
+        FUZZ_CHECK(!c.ctx.id || agent_id_is_valid(c.ctx.id));
+        FUZZ_CHECK(c.op != CODE_OP_DELETE || c.ctx.id);
+        if (c.ctx.cwd)
+                check_path(c.ctx.cwd);
         if (c.op == CODE_OP_RUN)
                 FUZZ_CHECK(c.code && strlen(c.code) <= CELLA_CODE_MAX_CODE);
         FUZZ_CHECK(c.timeout_ms >= 0 && c.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
-        for (size_t i = 0; i < c.n_env; i++)
-                FUZZ_CHECK(strchr(c.env[i], '=') > c.env[i]);
+        for (size_t i = 0; i < c.ctx.n_env; i++)
+                FUZZ_CHECK(strchr(c.ctx.env[i], '=') > c.ctx.env[i]);
         code_request_done(&c);
 }
 

@@ -144,7 +144,8 @@ static void fuzz_image(const char *body, size_t len)
                 for (size_t i = 0; i < n; i++)
                         FUZZ_CHECK(image_package_ok(pkgs[i]) && pkgs[i][0] != '-');
         } else {
-                FUZZ_CHECK(r == -1 && n == 0 && !owner && err.code == CELLA_E_VALIDATION_FAILED);
+                FUZZ_CHECK(r == -EINVAL && n == 0 && !owner &&
+                           err.code == CELLA_E_VALIDATION_FAILED);
         }
         json_decref(owner);
         /* the body as an entry path: canonical output is a fixed point, never ".." */

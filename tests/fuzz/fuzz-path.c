@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                            0 ||
                                    strcmp(out, CELLA_WORKSPACE) == 0);
         } else {
-                FUZZ_CHECK(n == -1);
+                FUZZ_CHECK(n == cella_code_errno(err.code));
                 FUZZ_CHECK(err.code == CELLA_E_VALIDATION_FAILED ||
                            err.code == CELLA_E_NAME_TOO_LONG);
                 FUZZ_CHECK(err.msg[0] != '\0');
@@ -69,14 +69,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         if (n >= 0)
                                 FUZZ_CHECK(strcmp(dec, out) == 0);
                 } else {
-                        FUZZ_CHECK(d == -1 && e.code == CELLA_E_VALIDATION_FAILED);
+                        FUZZ_CHECK(d == -EINVAL && e.code == CELLA_E_VALIDATION_FAILED);
                 }
                 memset(&e, 0, sizeof(e));
                 d = sandbox_path_decode((const char *)data, size, true, dec, sizeof(dec), &e);
                 if (d >= 0) {
                         check_result(dec, d);
                 } else {
-                        FUZZ_CHECK(d == -1);
+                        FUZZ_CHECK(d == cella_code_errno(e.code));
                         FUZZ_CHECK(e.code == CELLA_E_VALIDATION_FAILED ||
                                    e.code == CELLA_E_NAME_TOO_LONG ||
                                    e.code == CELLA_E_INTERNAL_ERROR);
@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (s >= 0) {
                 FUZZ_CHECK(n == s && strcmp(small, out) == 0);
         } else {
-                FUZZ_CHECK(s == -1 && cella_error_is_set(&err2));
+                FUZZ_CHECK(s == cella_code_errno(err2.code) && cella_error_is_set(&err2));
         }
         return 0;
 }

@@ -81,6 +81,53 @@ def proto():
     }
 
 
+def frame_reader():
+    """The proto seeds (the seeds only, not grown inputs), each behind a read-size byte: one
+    byte per read, 12 (a header split from its payload) and 64 (several frames per read)."""
+    seeds = {}
+    for i, (label, data) in enumerate(sorted(proto().items())):
+        for k in (0, 11, 63):
+            if k == 0 or i % 3 == 0:
+                seeds["%s-r%d" % (label, k + 1)] = bytes([k]) + data
+    return seeds
+
+
+def wire():
+    """Agent request bodies as the agent parses them: EXEC and PTY, valid and at each
+    bound."""
+    bodies = {
+        "exec": {"command": "echo hi", "timeoutMs": 0},
+        "exec-all": {"command": "ls -la", "cwd": "/workspace/app", "env": {"A": "1"},
+                     "baseEnv": {"PATH": "/usr/bin"}, "session": "dev", "timeoutMs": 60000},
+        "exec-empty": {"command": ""},
+        "exec-nul": {"command": "a\u0000b"},
+        "exec-session-bad": {"command": "x", "session": ".."},
+        "exec-timeout-neg": {"command": "x", "timeoutMs": -1},
+        "exec-timeout-max": {"command": "x", "timeoutMs": 86400000},
+        "exec-env-array": {"command": "x", "env": []},
+        "exec-nulls": {"command": "x", "cwd": None, "env": None, "session": None},
+        "pty": {"sessionId": "default", "cols": 80, "rows": 24, "baseEnv": {"TERM": "xterm"}},
+        "pty-resize": {"cols": 1, "rows": 1000},
+        "pty-zero": {"cols": 0, "rows": 24},
+        "pty-big": {"cols": 1001, "rows": 24},
+        "pty-real": {"cols": 80.5, "rows": 24},
+        "unknown-member": {"command": "x", "cols": 2, "rows": 2, "later": True},
+        "file-read": {"path": "/workspace/a.txt"},
+        "file-write-mode": {"path": "/workspace/x", "mode": 0o644},
+        "file-write-mode-big": {"path": "/workspace/x", "mode": 0o10000},
+        "file-base64": {"path": "/workspace/\ufffd", "pathBase64": "L3dvcmtzcGFjZS//"},
+        "file-relative": {"path": "a/b"},
+        "file-dotdot": {"path": "/../../etc"},
+        "op-list": {"op": "list", "path": "/workspace", "recursive": True, "includeHidden": False},
+        "op-move": {"op": "move", "from": "/a", "to": "/b/../c"},
+        "op-move-base64": {"op": "move", "fromBase64": "L2H/", "to": "/b"},
+        "op-mkdir": {"op": "mkdir", "path": "/a/b", "recursive": True},
+        "op-delete-null": {"op": "delete", "path": "/a", "recursive": None},
+        "op-unknown": {"op": "chmod", "path": "/a"},
+    }
+    return {k: js(v) for k, v in bodies.items()}
+
+
 def name():
     return {
         "simple": b"my-sandbox",
@@ -977,7 +1024,7 @@ def routes():
     return seeds
 
 
-TARGETS = {"proto": proto, "name": name, "path": path, "base64": base64, "http": http,
+TARGETS = {"proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,

@@ -135,6 +135,18 @@ assert_eq 200 "$(pv /stream)" "stream"
 assert_eq "line 4" "$(tail -n 1 "$IT_TMP/pv")" "streamed lines"
 assert_eq 200 "$(pv /echo -I)" "HEAD"
 
+info "a response head of more than 256 header lines: 502, the daemon stays responsive"
+assert_eq 200 "$(pv '/headers?n=200')" "200 headers pass"
+assert_eq 200 "$(curl -sS -D "$IT_TMP/h" -o /dev/null -H "Host: $PHOST" "$CELLA_URL/headers?n=200" \
+        -w '%{http_code}')" "200 headers again"
+assert_eq 200 "$(grep -ci '^x-h[0-9]*:' "$IT_TMP/h")" "every one of them passed"
+assert_eq 502 "$(pv '/headers?n=300')" "300 headers"
+assert_eq BAD_GATEWAY "$(jq -r .code "$IT_TMP/pv")" "300 headers: 502 code"
+assert_contains "$(jq -r .message "$IT_TMP/pv")" "256 header lines" "300 headers: message"
+assert_eq 502 "$(pv '/headers?n=20000')" "20000 headers"
+api GET /v1/sandboxes
+expect_status 200
+
 info "307 with two Set-Cookie passed unchanged"
 curl -sS -D "$IT_TMP/h" -o /dev/null -H "Host: $PHOST" "$CELLA_URL/redirect"
 assert_contains "$(head -n 1 "$IT_TMP/h")" " 307" "status 307"
@@ -179,6 +191,15 @@ assert_eq "$PHOST" "$(echo "$out" | ws_seen x-forwarded-host)" \
         "WebSocket: one X-Forwarded-Host, the preview host"
 out=$($WS -H "X-Forwarded-Host: $P-$S-wrongtoken.localhost" "$HOSTPORT" "$HOSTPORT" /ws) || true
 assert_contains "$out" " 404 " "WebSocket with a bad token in X-Forwarded-Host"
+
+info "1024 upgrades held at once through the proxy; one more is 503; a relay whose client left ends"
+python3 "$HERE/preview/upgrades.py" "$HOSTPORT" "$PHOST" 1024 >"$IT_TMP/upg"
+cat "$IT_TMP/upg" >&2
+assert_eq 1024 "$(jq -r .held "$IT_TMP/upg")" "upgrades held"
+assert_contains "$(jq -r .over "$IT_TMP/upg")" " 503 " "the upgrade beyond the cap"
+assert_eq SANDBOX_UNAVAILABLE "$(jq -r .over_body "$IT_TMP/upg" | jq -r .code)" "its code"
+assert_contains "$(jq -r .after "$IT_TMP/upg")" " 101 " "an upgrade once one closed"
+assert_eq 200 "$(pv /echo)" "plain requests meanwhile"
 
 info "wrong token, unexposed port: 404 INVALID_TOKEN"
 curl -sS -o "$IT_TMP/pv" -w '%{http_code}' -H "Host: $P-$S-wrongtoken.localhost:$DPORT" \

@@ -8,7 +8,10 @@ Checks, from the sources alone (every `#include "dir/name.h"` of src/*/*.c and *
   2. inside src/daemon and src/agent, modules (a .c with its .h) import each other without a
      cycle: dispatch above, services below;
   3. the dispatchers' own headers are included only by the dispatcher and main
-     (daemon/api.h, daemon/api-routes.h; agent/agent.h, agent/dispatch.h).
+     (daemon/api.h, daemon/api-routes.h; agent/agent.h, agent/dispatch.h);
+  4. every quoted include has the form "layer/name.h", rooted at src/: one relative to
+     the including file ("../daemon/x.h", "x.h") would get past the build's per-layer
+     include scopes (check-scopes.py).
 Prints each violation and exits 1 if there is any; ctest runs it as layering/includes.
 """
 import os
@@ -31,6 +34,8 @@ DISPATCHER_HEADERS = {
 }
 ACYCLIC = ("daemon", "agent")
 INCLUDE = re.compile(r'\s*#\s*include\s+"([a-z0-9_-]+)/([a-z0-9_.-]+)\.h"')
+QUOTED = re.compile(r'\s*#\s*include\s+"([^"]*)"')
+UNROOTED = []  # [(where, path)] of quoted includes not of the form "layer/name.h"
 
 
 def includes(root):
@@ -49,6 +54,9 @@ def includes(root):
             with open(os.path.join(d, f), errors="replace") as fh:
                 for n, line in enumerate(fh, 1):
                     m = INCLUDE.match(line)
+                    q = QUOTED.match(line)
+                    if q and (not m or ".." in q.group(1)):
+                        UNROOTED.append(("src/%s/%s:%d" % (layer, f, n), q.group(1)))
                     if m:
                         lst.append(("src/%s/%s:%d" % (layer, f, n), m.group(1), m.group(2)))
     return out
@@ -109,6 +117,8 @@ def main():
             key = "%s/%s" % (tlayer, tmod)
             if key in DISPATCHER_HEADERS and "%s/%s" % (layer, mod) not in DISPATCHER_HEADERS[key]:
                 bad.append("%s: %s/%s includes the dispatcher's %s.h" % (where, layer, mod, key))
+    for where, path in UNROOTED:
+        bad.append('%s: #include "%s" is not rooted at src/ ("layer/name.h")' % (where, path))
     for layer in ACYCLIC:
         graph = {}
         for (lay, mod), lst in inc.items():

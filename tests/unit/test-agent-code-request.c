@@ -54,18 +54,18 @@ static void test_create(void **state)
         ok("{\"op\":\"create\",\"language\":\"javascript\"}", &r);
         assert_int_equal(r.op, CODE_OP_CREATE);
         assert_int_equal(r.language, CODE_JAVASCRIPT);
-        assert_null(r.cwd);
-        assert_int_equal(r.n_env, 0);
+        assert_null(r.ctx.cwd);
+        assert_int_equal(r.ctx.n_env, 0);
         code_request_done(&r);
         ok("{\"op\":\"create\",\"language\":\"typescript\",\"cwd\":\"/a/../b/\",\"env\":{\"A\":"
            "\"1\"},\"baseEnv\":{\"PATH\":\"/bin\"}}",
            &r);
         assert_int_equal(r.language, CODE_TYPESCRIPT);
-        assert_string_equal(r.cwd, "/b");
-        assert_int_equal(r.n_env, 1);
-        assert_string_equal(r.env[0], "A=1");
-        assert_int_equal(r.n_base_env, 1);
-        assert_string_equal(r.base_env[0], "PATH=/bin");
+        assert_string_equal(r.ctx.cwd, "/b");
+        assert_int_equal(r.ctx.n_env, 1);
+        assert_string_equal(r.ctx.env[0], "A=1");
+        assert_int_equal(r.ctx.n_base_env, 1);
+        assert_string_equal(r.ctx.base_env[0], "PATH=/bin");
         code_request_done(&r);
         ok("{\"op\":\"create\"}", &r);
         assert_int_equal(r.language, CODE_PYTHON);
@@ -88,7 +88,7 @@ static void test_run(void **state)
         (void)state;
         ok("{\"op\":\"run\",\"code\":\"1+1\"}", &r);
         assert_int_equal(r.op, CODE_OP_RUN);
-        assert_null(r.id);
+        assert_null(r.ctx.id);
         assert_false(r.language_given);
         assert_int_equal(r.language, CODE_PYTHON);
         assert_string_equal(r.code, "1+1");
@@ -97,13 +97,13 @@ static void test_run(void **state)
         ok("{\"op\":\"run\",\"code\":\"\",\"id\":\"ctx-abc\",\"language\":\"javascript\","
            "\"timeoutMs\":1500,\"baseEnv\":{}}",
            &r);
-        assert_string_equal(r.id, "ctx-abc");
+        assert_string_equal(r.ctx.id, "ctx-abc");
         assert_true(r.language_given);
         assert_int_equal(r.language, CODE_JAVASCRIPT);
         assert_int_equal(r.timeout_ms, 1500);
         code_request_done(&r);
         ok("{\"op\":\"run\",\"code\":\"x\",\"id\":null,\"timeoutMs\":null}", &r);
-        assert_null(r.id);
+        assert_null(r.ctx.id);
         code_request_done(&r);
 
         bad("{\"op\":\"run\"}");
@@ -134,7 +134,7 @@ static void test_list_delete(void **state)
         code_request_done(&r);
         ok("{\"op\":\"delete\",\"id\":\"default-python\"}", &r);
         assert_int_equal(r.op, CODE_OP_DELETE);
-        assert_string_equal(r.id, "default-python");
+        assert_string_equal(r.ctx.id, "default-python");
         code_request_done(&r);
         bad("{\"op\":\"delete\"}");
         bad("{\"op\":\"delete\",\"id\":\"a/b\"}");

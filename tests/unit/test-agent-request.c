@@ -379,18 +379,18 @@ static void test_session(void **state)
                                         &sr, &err),
                          0);
         assert_int_equal(sr.op, SESSION_OP_CREATE);
-        assert_string_equal(sr.id, "s1");
-        assert_string_equal(sr.cwd, "/a/b");
-        assert_int_equal(sr.n_env, 1);
-        assert_string_equal(sr.env[0], "A=1");
-        assert_string_equal(sr.base_env[0], "B=2");
+        assert_string_equal(sr.ctx.id, "s1");
+        assert_string_equal(sr.ctx.cwd, "/a/b");
+        assert_int_equal(sr.ctx.n_env, 1);
+        assert_string_equal(sr.ctx.env[0], "A=1");
+        assert_string_equal(sr.ctx.base_env[0], "B=2");
         assert_int_equal(sr.timeout_ms, 7);
         session_request_done(&sr);
 
         assert_int_equal(
                 session_decode("{\"op\":\"setenv\",\"env\":{\"A\":\"x\",\"B\":null}}", &sr, &err),
                 0);
-        assert_null(sr.id);
+        assert_null(sr.ctx.id);
         assert_int_equal(sr.n_set, 1);
         assert_string_equal(sr.set[0], "A=x");
         assert_int_equal(sr.n_unset, 1);

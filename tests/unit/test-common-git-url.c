@@ -79,12 +79,12 @@ static void test_urls(void **state)
         {
                 struct cella_error err = {0};
 
-                assert_int_equal(git_url_check("https://h/a\0b", 13, &err), -1);
+                assert_int_equal(git_url_check("https://h/a\0b", 13, &err), -EINVAL);
         }
         memcpy(big, "https://h/", 10);
         memset(big + 10, 'a', sizeof(big) - 11);
         big[sizeof(big) - 1] = '\0';
-        assert_int_equal(url(big), -1);
+        assert_int_equal(url(big), -EINVAL);
         big[CELLA_GIT_MAX_URL] = '\0';
         assert_int_equal(url(big), 0);
 }
@@ -117,7 +117,7 @@ static void test_branches(void **state)
         }
         memset(big, 'a', sizeof(big) - 1);
         big[sizeof(big) - 1] = '\0';
-        assert_int_equal(git_branch_check(big, strlen(big), &err), -1);
+        assert_int_equal(git_branch_check(big, strlen(big), &err), -EINVAL);
         memset(&err, 0, sizeof(err));
         assert_int_equal(git_branch_check(big, CELLA_GIT_MAX_BRANCH, &err), 0);
 }

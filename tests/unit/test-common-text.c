@@ -28,7 +28,7 @@ static void name_bad(const char *in, size_t len, const char *msg_part)
 {
         char out[CELLA_NAME_MAX + 1] = "untouched";
         struct cella_error err = {0};
-        assert_int_equal(sandbox_name_check(in, len, false, out, &err), -1);
+        assert_int_equal(sandbox_name_check(in, len, false, out, &err), -EINVAL);
         assert_int_equal(err.code, CELLA_E_INVALID_SANDBOX_NAME);
         assert_non_null(strstr(err.msg, msg_part));
         assert_string_equal(out, "untouched"); /* outputs written only on success */
@@ -141,18 +141,18 @@ static void test_paths(void **state)
         path_ok("..", "/");
         path_ok("a/..", "/workspace");
 
-        assert_int_equal(sandbox_path_normalize("", 0, out, sizeof(out), &err), -1);
+        assert_int_equal(sandbox_path_normalize("", 0, out, sizeof(out), &err), -EINVAL);
         assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
         memset(&err, 0, sizeof(err));
-        assert_int_equal(sandbox_path_normalize("/a\0b", 4, out, sizeof(out), &err), -1);
+        assert_int_equal(sandbox_path_normalize("/a\0b", 4, out, sizeof(out), &err), -EINVAL);
         assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
         memset(&err, 0, sizeof(err));
         memset(big, 'x', sizeof(big) - 1);
-        assert_int_equal(sandbox_path_normalize(big, strlen(big), out, sizeof(out), &err), -1);
+        assert_int_equal(sandbox_path_normalize(big, strlen(big), out, sizeof(out), &err), -ENAMETOOLONG);
         assert_int_equal(err.code, CELLA_E_NAME_TOO_LONG);
         /* Too small an output buffer is an error, never an overflow. */
         memset(&err, 0, sizeof(err));
-        assert_int_equal(sandbox_path_normalize("/abcdef", 7, out, 4, &err), -1);
+        assert_int_equal(sandbox_path_normalize("/abcdef", 7, out, 4, &err), -ENAMETOOLONG);
 }
 
 /* A query string's path: UTF-8 text, or raw bytes in base64 (pathEncoding=base64). */
@@ -194,7 +194,7 @@ static void test_path_decode(void **state)
                                 fail_msg("case %zu: %s", i, err.msg);
                         assert_string_equal(out, cases[i].want);
                 } else {
-                        assert_int_equal(n, -1);
+                        assert_int_equal(n, -EINVAL);
                         assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
                 }
         }

@@ -96,6 +96,8 @@ static void test_exec(void **state)
                 "{\"command\":\"x\",\"extra\":true}",
                 "null",
                 "{\"command\":\"x\",\"env\":[]}",
+                "{\"command\":\"x\",\"env\":{\"A-B\":\"1\"}}",
+                "{\"command\":\"x\",\"env\":{\"1A\":\"1\"}}",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 memset(&err, 0, sizeof(err));
@@ -104,6 +106,12 @@ static void test_exec(void **state)
                 assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
                 assert_null(p.command);
         }
+        /* the env name rule is checked here, once, with the message the agent used to give */
+        memset(&err, 0, sizeof(err));
+        assert_int_equal(
+                api_decode_exec(BODY("{\"command\":\"x\",\"env\":{\"A-B\":\"1\"}}"), &p, &err),
+                -EINVAL);
+        assert_string_equal(err.msg, "env key 'A-B' is not an identifier");
 }
 
 static void test_git_checkout(void **state)

@@ -136,7 +136,7 @@ static void test_decode_docker(void **state)
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 memset(&err, 0, sizeof(err));
                 assert_int_equal(image_decode_docker_manifest(bad[i], strlen(bad[i]), &m, &err),
-                                 -1);
+                                 -EINVAL);
                 assert_int_equal(err.code, CELLA_E_INVALID_IMAGE);
                 assert_int_equal(m.n_layers, 0);
                 assert_null(m.config.path);
@@ -166,13 +166,13 @@ static void test_decode_oci(void **state)
         assert_string_equal(
                 d, "sha256:1111111111111111111111111111111111111111111111111111111111111111");
         assert_true(nested);
-        assert_int_equal(image_decode_oci_index("{\"manifests\":[]}", 16, d, &nested, &err), -1);
+        assert_int_equal(image_decode_oci_index("{\"manifests\":[]}", 16, d, &nested, &err), -EINVAL);
         assert_int_equal(image_decode_oci_manifest(man, strlen(man), &m, &err), 0);
         assert_int_equal(m.n_layers, 1);
         assert_string_equal(m.layers[0].path, "blobs/sha256/" H64);
         image_manifest_done(&m);
         memset(&err, 0, sizeof(err));
-        assert_int_equal(image_decode_oci_manifest(foreign, strlen(foreign), &m, &err), -1);
+        assert_int_equal(image_decode_oci_manifest(foreign, strlen(foreign), &m, &err), -EINVAL);
         assert_int_equal(err.code, CELLA_E_INVALID_IMAGE);
         assert_false(image_digest_ok("sha256:" H64 "0"));
         assert_false(image_digest_ok(
@@ -200,7 +200,7 @@ static void test_decode_config(void **state)
         assert_int_equal(image_decode_config(nul, strlen(nul), &c, &err), 0);
         assert_int_equal(json_array_size(c.env), 0);
         image_config_done(&c);
-        assert_int_equal(image_decode_config(bad, strlen(bad), &c, &err), -1);
+        assert_int_equal(image_decode_config(bad, strlen(bad), &c, &err), -EINVAL);
         assert_int_equal(err.code, CELLA_E_INVALID_IMAGE);
 }
 
@@ -224,7 +224,7 @@ static void test_decode_build(void **state)
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 memset(&err, 0, sizeof(err));
                 assert_int_equal(image_decode_build(bad[i], strlen(bad[i]), pkgs, &n, &owner, &err),
-                                 -1);
+                                 -EINVAL);
                 assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
                 assert_null(owner);
                 assert_int_equal(n, 0);

@@ -72,7 +72,7 @@ static void test_store_roundtrip(void **state)
         /* The slot is unique: another name on slot 1 is refused and reported. */
         struct store_sandbox c = {"gamma", 1, "default", "lite", NULL, NULL,   30,  30,
                                   0,       0, 600000,    0,      1,    "none", "[]"};
-        assert_int_equal(store_sandbox_save(st, &c, &err), -1);
+        assert_int_equal(store_sandbox_save(st, &c, &err), -EIO);
         assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
         assert_non_null(strstr(err.msg, "UNIQUE"));
         assert_int_equal(store_sandbox_touch(st, "beta", 99), 0);
@@ -111,7 +111,7 @@ static void test_store_open_failure(void **state)
 {
         struct cella_error err = {0};
         struct store *st = NULL;
-        assert_int_equal(store_open("/nonexistent-dir/x/cella.db", &st, &err), -1);
+        assert_int_equal(store_open("/nonexistent-dir/x/cella.db", &st, &err), -EIO);
         assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
         assert_non_null(strstr(err.msg, "/nonexistent-dir/x/cella.db"));
 }

@@ -386,20 +386,20 @@ static void test_take(void **state)
         struct host_claim_config cc = config(d, "cella-cccc", d->root);
         cc.network_range = range;
         err = (struct cella_error){0};
-        assert_int_equal(host_claim_take(&cc, &c, &err), -1);
+        assert_int_equal(host_claim_take(&cc, &c, &err), -EINVAL);
         assert_non_null(strstr(err.msg, "--network-range"));
         assert_non_null(strstr(err.msg, "cella instance 'cella-aaaa'"));
         cc.network_range = NULL;
         uint32_t ub = host_claim_uid_base(a);
         cc.uid_base = &ub;
         err = (struct cella_error){0};
-        assert_int_equal(host_claim_take(&cc, &c, &err), -1);
+        assert_int_equal(host_claim_take(&cc, &c, &err), -EINVAL);
         assert_non_null(strstr(err.msg, "--uid-base"));
         assert_non_null(strstr(err.msg, "cella instance 'cella-aaaa'"));
         cc.uid_base = NULL;
         cc.network_range = "10.0.0.1/8";
         err = (struct cella_error){0};
-        assert_int_equal(host_claim_take(&cc, &c, &err), -1);
+        assert_int_equal(host_claim_take(&cc, &c, &err), -EINVAL);
         assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
         /* probing: the same choice would be made, nothing written */
         cc.network_range = NULL;
@@ -422,7 +422,7 @@ static void test_take(void **state)
         cc.probe_only = false;
         cc.network_range = range;
         err = (struct cella_error){0};
-        assert_int_equal(host_claim_take(&cc, &c, &err), -1);
+        assert_int_equal(host_claim_take(&cc, &c, &err), -EINVAL);
         assert_non_null(strstr(err.msg, "not running"));
         err = (struct cella_error){0};
         assert_int_equal(host_claim_take(&ca, &a, &err), 0);
@@ -472,7 +472,7 @@ static void test_legacy_and_bad_record(void **state)
         fclose(f);
         struct host_claim_config cb = config(d, "cella-bbbb", d->b);
         err = (struct cella_error){0};
-        assert_int_equal(host_claim_take(&cb, &a, &err), -1);
+        assert_int_equal(host_claim_take(&cb, &a, &err), -EIO);
         assert_non_null(strstr(err.msg, "not a record"));
 }
 

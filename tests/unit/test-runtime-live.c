@@ -705,7 +705,7 @@ static void test_rename(void **state)
                 if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
                         fail_msg("plant a symlink in the sandbox: step %d", WEXITSTATUS(st));
         }
-        assert_int_equal(runtime_container_rename(rt, &c, dir, "other", &err), -1);
+        assert_int_equal(runtime_container_rename(rt, &c, dir, "other", &err), -ELOOP);
         print_message("expected failure: %s\n", err.msg);
         char buf[16] = "";
         fd = open(target, O_RDONLY | O_CLOEXEC);
@@ -721,7 +721,7 @@ static void test_start_failure_is_reported(void **state)
         REQUIRE_RUNTIME();
         struct container c = {.pid = 0, .pidfd = -EBADF};
         struct cella_error err = {0};
-        assert_int_equal(start("bad", 7, "/nonexistent-rootfs", 0, 64, &c, &err), -1);
+        assert_int_equal(start("bad", 7, "/nonexistent-rootfs", 0, 64, &c, &err), -ENOENT);
         assert_true(cella_error_is_set(&err));
         assert_non_null(strstr(err.msg, "create sandbox 'bad': "));
         print_message("expected failure: %s\n", err.msg);

@@ -1,6 +1,6 @@
 // Test server run inside a sandbox by test-preview.sh: echo (with the headers as received:
-// raw is req.rawHeaders, name/value pairs, duplicates kept), streamed and SSE responses, a
-// redirect with two cookies, a WebSocket echo (hand-written upgrade; its 101 carries the
+// raw is req.rawHeaders, name/value pairs, duplicates kept), an answer with N headers of
+// its own (/headers?n=N), streamed and SSE responses, a redirect with two cookies, a WebSocket echo (hand-written upgrade; its 101 carries the
 // upgrade request's raw headers as JSON in X-Seen), and a page that talks to it. Listens on
 // 127.0.0.1:PORT in the sandbox's network namespace.
 const http = require('http');
@@ -34,6 +34,12 @@ const srv = http.createServer((req, res) => {
         raw: req.rawHeaders, length: body.length,
         sha: crypto.createHash('sha256').update(body).digest('hex')}));
     });
+  } else if (req.url.startsWith('/headers?n=')) {
+    // n header lines of its own, beside Node's few (Date, Content-Length, Connection...)
+    const n = +req.url.slice(11);
+    for (let i = 0; i < n; i++) res.setHeader('X-H' + i, String(i));
+    res.setHeader('Content-Type', 'text/plain');
+    res.end('headers');
   } else if (req.url === '/redirect') {
     res.writeHead(307, {'Location': '/echo?from=redirect',
       'Set-Cookie': ['a=1; Path=/', 'b=2; Path=/; HttpOnly']});

@@ -1,0 +1,567 @@
+"""The synchronous client: :func:`connect`, :class:`Client`, :class:`Sandbox`,
+:class:`Session`, :class:`Process` and the event streams."""
+
+from __future__ import annotations
+
+import collections
+import ssl
+from typing import (IO, Any, Callable, Deque, Dict, Generic, Iterable, Iterator, List,
+                    Literal, Mapping, Optional, TypeVar, Union, overload)
+
+from . import _core as core
+from . import errors
+from ._core import CodeCallbacks, Op, SandboxRef
+from ._http import CHUNK, Pool, SyncBody
+from ._sse import SSEParser
+from ._ws import Terminal, WebSocket, open_terminal, open_websocket
+from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
+                    ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
+                    ProcessLogs, Result, SandboxInfo, SessionInfo, WaitForLogResult,
+                    WatchEvent, WriteResult)
+
+T = TypeVar("T")
+E = TypeVar("E")
+
+__all__ = ["connect", "Client", "Sandbox", "Session", "Process", "EventStream"]
+
+VERSION = "0.1.0"
+
+
+def auth_headers(token: Optional[str], headers: Optional[Mapping[str, str]]) -> Dict[str, str]:
+    """The headers every API request carries."""
+    h = {"User-Agent": f"cella-python/{VERSION}"}
+    if headers:
+        h.update(headers)
+    if token:
+        h["Authorization"] = f"Bearer {token}"
+    return h
+
+
+class EventStream(Generic[E]):
+    """An iterator over the events of an SSE answer (exec_stream, watch, process logs,
+    run_code_stream). Closing it (``close()``, leaving a ``with`` block, or dropping it)
+    closes the connection, which stops the command or the watch in the sandbox. A stream
+    cut before its last event raises :class:`cella.StreamClosedError`."""
+
+    def __init__(self, body: SyncBody, decode: Callable[[Dict[str, Any]], E],
+                 end: Optional[frozenset[str]]) -> None:
+        self._body = body
+        self._decode = decode
+        self._end = end
+        self._parser = SSEParser()
+        self._queue: Deque[Dict[str, Any]] = collections.deque()
+        self._ended = False
+        self._done = False
+
+    def __iter__(self) -> "EventStream[E]":
+        return self
+
+    def __enter__(self) -> "EventStream[E]":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __next__(self) -> E:
+        while not self._queue:
+            if self._done or self._ended:
+                self._finish()
+                raise StopIteration
+            chunk = self._body.read1(65536)
+            if not chunk:
+                self._done = True
+                self._body.close()
+                if self._parser.pending or self._end is not None:
+                    raise errors.StreamClosedError(
+                        "the stream ended before its last event", http_status=0)
+                raise StopIteration
+            self._queue.extend(self._parser.feed(chunk))
+        ev = self._queue.popleft()
+        t = ev.get("type")
+        if self._end is not None and (t in self._end or
+                                      (t == "error" and ev.get("code") == "CONTEXT_DEAD")):
+            self._ended = True
+        return self._decode(ev)
+
+    def _finish(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        # Read the rest (the chunked end) so the connection can be kept.
+        try:
+            while self._body.read1(65536):
+                pass
+        except errors.SandboxError:
+            pass
+        self._body.close()
+
+    def close(self) -> None:
+        """Stop reading and close the connection."""
+        self._done = True
+        self._body.close()
+
+    def __del__(self) -> None:
+        try:
+            self._body.close()
+        except Exception:
+            pass
+
+
+class Client:
+    """A connection to one cellad (made by :func:`connect`). Thread-safe; keep one and
+    reuse it: it owns the keep-alive connections and remembers which sandbox options it
+    has sent."""
+
+    def __init__(self, url: str = "http://127.0.0.1:7070", token: Optional[str] = None, *,
+                 timeout: Optional[float] = 60.0, headers: Optional[Mapping[str, str]] = None,
+                 pool_size: int = 8, ssl_context: Optional[ssl.SSLContext] = None) -> None:
+        self.url = url.rstrip("/")
+        """cellad's base URL."""
+        self.timeout = timeout
+        """Seconds a call may wait for the daemon's next byte (None: no limit). Calls with
+        a timeout of their own (exec, waits, run_code) wait that long plus 30 s."""
+        self._pool = Pool(self.url, timeout, pool_size, ssl_context)
+        self._headers = auth_headers(token, headers)
+        self._ssl_context = ssl_context
+        self._state = core.ClientState()
+
+    def _run(self, op: Op[T]) -> T:
+        try:
+            req = next(op)
+            while True:
+                try:
+                    resp = self._pool.send(req, self._headers)
+                except errors.SandboxError as e:
+                    req = op.throw(e)
+                else:
+                    req = op.send(resp)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+
+    def sandbox(self, id: str, *, destroy_on_exit: bool = False, sleep_after: Union[str, int, None] = None,
+                keep_alive: Optional[bool] = None, enable_default_session: Optional[bool] = None,
+                labels: Optional[Mapping[str, str]] = None, image: Optional[str] = None,
+                instance_type: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                network: Optional[str] = None,
+                network_allow: Optional[List[str]] = None) -> "Sandbox":
+        """The handle of sandbox ``id`` (sends nothing). The options are sent as one PUT
+        before the handle's first operation (once per client, id and options); without
+        options cellad creates the sandbox with its defaults on the first write.
+        ``destroy_on_exit``: ``with client.sandbox(...) as sb:`` destroys it at the end."""
+        opts = {"sleep_after": sleep_after, "keep_alive": keep_alive,
+                "enable_default_session": enable_default_session,
+                "labels": dict(labels) if labels is not None else None, "image": image,
+                "instance_type": instance_type, "env": dict(env) if env is not None else None,
+                "network": network, "network_allow": network_allow}
+        return Sandbox(self, SandboxRef(self._state, id, opts), destroy_on_exit)
+
+    def health(self) -> Dict[str, Any]:
+        """``GET /v1/health``."""
+        return self._run(core.health())
+
+    def list_sandboxes(self) -> List[SandboxInfo]:
+        """Every sandbox (``GET /v1/sandboxes``)."""
+        return self._run(core.list_sandboxes())
+
+    def close(self) -> None:
+        """Close the idle connections (the client stays usable)."""
+        self._pool.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(url: str = "http://127.0.0.1:7070", token: Optional[str] = None, *,
+            timeout: Optional[float] = 60.0, headers: Optional[Mapping[str, str]] = None,
+            pool_size: int = 8, ssl_context: Optional[ssl.SSLContext] = None) -> Client:
+    """A :class:`Client` for the cellad at ``url`` (sends nothing). ``token``: cellad's
+    ``CELLA_TOKEN``; ``timeout``: seconds to wait for the daemon (None: forever)."""
+    return Client(url, token, timeout=timeout, headers=headers, pool_size=pool_size,
+                  ssl_context=ssl_context)
+
+
+class Sandbox:
+    """A sandbox: commands, files, sessions, processes, ports, code, terminal.
+
+    Made by :meth:`Client.sandbox`; the sandbox itself is created by the first operation.
+    """
+
+    def __init__(self, client: Client, ref: SandboxRef, destroy_on_exit: bool = False) -> None:
+        self.client = client
+        """The client it talks through."""
+        self._ref = ref
+        self._destroy_on_exit = destroy_on_exit
+
+    @property
+    def id(self) -> str:
+        """The sandbox's name."""
+        return self._ref.id
+
+    def _run(self, op: Op[T]) -> T:
+        return self.client._run(op)
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._destroy_on_exit:
+            self.destroy()
+
+    # ---- lifecycle ----
+    def create(self) -> SandboxInfo:
+        """Create the sandbox now (or update it) with the handle's options."""
+        return self._run(core.create(self._ref))
+
+    def get_info(self) -> SandboxInfo:
+        """The sandbox's state; :class:`cella.SandboxNotFoundError` if it does not exist."""
+        return self._run(core.get_info(self._ref))
+
+    def destroy(self) -> bool:
+        """Delete the sandbox and everything in it; answers whether it existed."""
+        return self._run(core.destroy(self._ref))
+
+    def set_keep_alive(self, keep_alive: bool) -> SandboxInfo:
+        """Turn sleeping off (True) or on (one PUT)."""
+        return self._run(core.set_options(self._ref, keep_alive=keep_alive))
+
+    def set_sleep_after(self, sleep_after: Union[str, int]) -> SandboxInfo:
+        """Set the idle time before the sandbox sleeps (``"30m"`` or seconds; one PUT)."""
+        return self._run(core.set_options(self._ref, sleep_after=sleep_after))
+
+    def set_labels(self, labels: Mapping[str, str]) -> SandboxInfo:
+        """Replace the sandbox's labels (one PUT)."""
+        return self._run(core.set_options(self._ref, labels=dict(labels)))
+
+    # ---- commands ----
+    def exec(self, command: str, *, timeout: Optional[int] = None,
+             env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> ExecResult:
+        """Run ``command`` (bash) and wait for it. ``timeout`` in ms: past it the
+        command's process tree is killed and :class:`cella.CommandTimeoutError` raised
+        (its ``context`` has the output so far)."""
+        return self._run(core.exec_(self._ref, command, timeout, env, cwd))
+
+    def exec_stream(self, command: str, *, timeout: Optional[int] = None,
+                    env: Optional[Mapping[str, str]] = None,
+                    cwd: Optional[str] = None) -> EventStream[ExecEvent]:
+        """Run ``command``, answering its events as they come: ``start``, ``stdout``/
+        ``stderr``, then ``complete`` or ``error``. Closing the stream kills the command."""
+        resp = self._run(core.exec_stream(self._ref, command, timeout, env, cwd))
+        return EventStream(resp.stream, ExecEvent.from_json, core.EXEC_END)
+
+    def set_env(self, env: Mapping[str, Optional[str]]) -> None:
+        """Set (``None``: unset) environment variables of the sandbox (of the session, for a
+        :class:`Session`), for every later command."""
+        self._run(core.set_env(self._ref, env))
+
+    # ---- files ----
+    def write_file(self, path: Union[str, bytes],
+                   content: Union[str, bytes, IO[bytes], Iterable[bytes]], *,
+                   mode: Optional[int] = None, encoding: str = "utf-8") -> WriteResult:
+        """Write a file (parents are created): text (encoded with ``encoding``), bytes, a
+        binary file object (streamed from its position to its end) or an iterable of
+        byte chunks. Any size. ``mode`` e.g. ``0o755``."""
+        return self._run(core.write_file(self._ref, path, content, mode, encoding))  # type: ignore[arg-type]
+
+    @overload
+    def read_file(self, path: Union[str, bytes], encoding: Literal["bytes"]) -> bytes: ...
+
+    @overload
+    def read_file(self, path: Union[str, bytes],
+                  encoding: Literal["utf-8", "utf8", "ascii", "latin-1"] = "utf-8") -> str: ...
+
+    def read_file(self, path: Union[str, bytes], encoding: str = "utf-8") -> Union[str, bytes]:
+        """A file's content: text decoded with ``encoding`` (invalid bytes raise
+        :class:`UnicodeDecodeError`), or its bytes with ``encoding="bytes"``."""
+        data = self._run(core.read_file(self._ref, path))  # type: ignore[arg-type]
+        return data if encoding == "bytes" else data.decode(encoding)
+
+    def read_file_to(self, path: Union[str, bytes], fileobj: IO[bytes]) -> int:
+        """Stream a file of any size into a binary file object; answers the bytes read."""
+        resp = self._run(core.read_file_stream(self._ref, path))  # type: ignore[arg-type]
+        body: SyncBody = resp.stream
+        buf = bytearray(CHUNK)
+        view = memoryview(buf)
+        total = 0
+        try:
+            while True:
+                n = body.readinto(view)
+                if not n:
+                    break
+                fileobj.write(view[:n])
+                total += n
+        finally:
+            body.close()
+        return total
+
+    def read_file_stream(self, path: Union[str, bytes]) -> Iterator[bytes]:
+        """A file's content as an iterator of byte chunks (streamed, any size)."""
+        resp = self._run(core.read_file_stream(self._ref, path))  # type: ignore[arg-type]
+        body: SyncBody = resp.stream
+
+        def gen() -> Iterator[bytes]:
+            try:
+                while True:
+                    chunk = body.read1(CHUNK)
+                    if not chunk:
+                        return
+                    yield chunk
+            finally:
+                body.close()
+        return gen()
+
+    def list_files(self, path: Union[str, bytes] = "/workspace", *, recursive: bool = False,
+                   include_hidden: bool = True) -> List[FileInfo]:
+        """The entries of a directory (``recursive``: and below)."""
+        return self._run(core.list_files(self._ref, path, recursive, include_hidden))  # type: ignore[arg-type]
+
+    def exists(self, path: Union[str, bytes]) -> bool:
+        """Whether ``path`` exists."""
+        return self._run(core.exists(self._ref, path))  # type: ignore[arg-type]
+
+    def mkdir(self, path: str, *, recursive: bool = False) -> None:
+        """Make a directory (``recursive``: and its parents, no error if it exists)."""
+        self._run(core.mkdir(self._ref, path, recursive))
+
+    def delete_file(self, path: Union[str, bytes], *, recursive: bool = False) -> None:
+        """Delete a file (a directory with ``recursive=True``)."""
+        self._run(core.delete_file(self._ref, path, recursive))  # type: ignore[arg-type]
+
+    def move_file(self, source: str, destination: str) -> None:
+        """Move (rename) a file or directory."""
+        self._run(core.move_file(self._ref, source, destination))
+
+    def rename_file(self, old_path: str, new_path: str) -> None:
+        """Rename a file: the same as :meth:`move_file`."""
+        self._run(core.move_file(self._ref, old_path, new_path))
+
+    def watch(self, path: str = "/workspace", *, recursive: bool = True,
+              include: Optional[List[str]] = None,
+              exclude: Optional[List[str]] = None) -> EventStream[WatchEvent]:
+        """Watch a directory: ``watching`` once live, then an ``event`` per change
+        (``overflow`` when some were lost). Close the stream to stop watching."""
+        resp = self._run(core.watch(self._ref, path, recursive, include, exclude))
+        return EventStream(resp.stream, WatchEvent.from_json, None)
+
+    # ---- sessions ----
+    def create_session(self, *, id: Optional[str] = None, cwd: Optional[str] = None,
+                       env: Optional[Mapping[str, str]] = None,
+                       command_timeout_ms: Optional[int] = None) -> "Session":
+        """Make a session (a persistent shell): a :class:`Session` with this object's
+        methods, run in it."""
+        info = self._run(core.create_session(self._ref, id, cwd, env, command_timeout_ms))
+        return Session(self.client, self._ref.in_session(info.id), info)
+
+    def get_session(self, id: str) -> "Session":
+        """An existing session; :class:`cella.SessionNotFoundError` otherwise."""
+        info = self._run(core.get_session(self._ref, id))
+        return Session(self.client, self._ref.in_session(info.id), info)
+
+    def list_sessions(self) -> List[SessionInfo]:
+        """The sandbox's sessions."""
+        return self._run(core.list_sessions(self._ref))
+
+    def delete_session(self, id: str) -> None:
+        """Delete a session: its shell and everything it started are killed."""
+        self._run(core.delete_session(self._ref, id))
+
+    # ---- processes ----
+    def start_process(self, command: str, *, process_id: Optional[str] = None,
+                      env: Optional[Mapping[str, str]] = None,
+                      cwd: Optional[str] = None) -> "Process":
+        """Start a background process; answers once it has a pid."""
+        info = self._run(core.start_process(self._ref, command, process_id, env, cwd))
+        return Process(self, info)
+
+    def list_processes(self) -> List["Process"]:
+        """Every process the sandbox knows (oldest first)."""
+        return [Process(self, i) for i in self._run(core.list_processes(self._ref))]
+
+    def get_process(self, id: str) -> "Process":
+        """A process by id or pid; :class:`cella.ProcessNotFoundError` otherwise."""
+        return Process(self, self._run(core.get_process(self._ref, id)))
+
+    def kill_process(self, id: str, signal: Optional[str] = None) -> ProcessInfo:
+        """Kill a process's tree (SIGTERM, SIGKILL after 3 s; or ``signal`` as given)."""
+        return self._run(core.kill_process(self._ref, id, signal))
+
+    def kill_all_processes(self, signal: Optional[str] = None) -> int:
+        """Kill every running process; answers how many."""
+        return self._run(core.kill_all_processes(self._ref, signal))
+
+    def get_process_logs(self, id: str) -> ProcessLogs:
+        """A process's whole output so far."""
+        return self._run(core.process_logs(self._ref, id))
+
+    def stream_process_logs(self, id: str) -> EventStream[LogEvent]:
+        """A process's output so far, then live, then its ``exit`` event."""
+        resp = self._run(core.stream_process_logs(self._ref, id))
+        return EventStream(resp.stream, LogEvent.from_json, core.LOG_END)
+
+    # ---- ports ----
+    def expose_port(self, port: int, *, name: Optional[str] = None,
+                    token: Optional[str] = None) -> ExposedPort:
+        """Expose a port of the sandbox; ``.url`` is its preview URL."""
+        return self._run(core.expose_port(self._ref, port, name, token))
+
+    def unexpose_port(self, port: int) -> None:
+        """Stop exposing a port (its URL stops working)."""
+        self._run(core.unexpose_port(self._ref, port))
+
+    def get_exposed_ports(self) -> List[ExposedPort]:
+        """The exposed ports with their URLs and status."""
+        return self._run(core.get_exposed_ports(self._ref))
+
+    # ---- git ----
+    def git_checkout(self, repo_url: str, *, branch: Optional[str] = None,
+                     target_dir: Optional[str] = None, depth: Optional[int] = None,
+                     timeout: Optional[int] = None) -> GitCheckoutResult:
+        """``git clone`` inside the sandbox (``timeout`` in ms, default 10 minutes)."""
+        return self._run(core.git_checkout(self._ref, repo_url, branch, target_dir, depth,
+                                           timeout))
+
+    # ---- code interpreter ----
+    def create_code_context(self, *, language: Optional[str] = None, cwd: Optional[str] = None,
+                            env: Optional[Mapping[str, str]] = None) -> CodeContext:
+        """Start an interpreter (``python``, ``javascript``, ``typescript``) whose variables
+        persist from one run to the next."""
+        return self._run(core.create_code_context(self._ref, language, cwd, env))
+
+    def list_code_contexts(self) -> List[CodeContext]:
+        """The sandbox's code contexts."""
+        return self._run(core.list_code_contexts(self._ref))
+
+    def delete_code_context(self, context: Union[str, CodeContext]) -> None:
+        """Stop a code context's interpreter."""
+        self._run(core.delete_code_context(self._ref, context))
+
+    def run_code(self, code: str, *, context: Union[str, CodeContext, None] = None,
+                 language: Optional[str] = None, timeout: Optional[int] = None,
+                 on_stdout: Optional[Callable[[str], Any]] = None,
+                 on_stderr: Optional[Callable[[str], Any]] = None,
+                 on_result: Optional[Callable[[Result], Any]] = None,
+                 on_error: Optional[Callable[[ExecutionError], Any]] = None) -> Execution:
+        """Run code in a context (default: the language's default context). With any
+        ``on_*`` callback the run is streamed and they are called as output comes."""
+        cbs = CodeCallbacks(on_stdout, on_stderr, on_result, on_error)
+        if not cbs.any():
+            return self._run(core.run_code(self._ref, code, context, language, timeout))
+        resp = self._run(core.run_code_stream(self._ref, code, context, language, timeout))
+        with EventStream(resp.stream, lambda d: d, core.CODE_END) as events:
+            for ev in events:
+                for fn, arg in cbs.event(ev):
+                    fn(arg)
+        return cbs.execution
+
+    def run_code_stream(self, code: str, *, context: Union[str, CodeContext, None] = None,
+                        language: Optional[str] = None,
+                        timeout: Optional[int] = None) -> EventStream[Dict[str, Any]]:
+        """A code run's raw events (``stdout``, ``stderr``, ``result``, ``error``, then
+        ``execution_complete``), as dicts."""
+        resp = self._run(core.run_code_stream(self._ref, code, context, language, timeout))
+        return EventStream(resp.stream, lambda d: d, core.CODE_END)
+
+
+    def connect_websocket(self, port: int, path: str = "/") -> WebSocket:
+        """A WebSocket to a server listening on ``port`` inside the sandbox (through
+        ``GET .../ws/{port}/path``; the port need not be exposed)."""
+        self._run(core.ensure(self._ref))
+        return open_websocket(self.client.url, core.ws_path(self._ref, port, path), None,
+                              self.client._headers, self.client.timeout,
+                              self.client._ssl_context)
+
+    # ---- terminal ----
+    def terminal(self, *, session: Optional[str] = None, cols: int = 80,
+                 rows: int = 24) -> Terminal:
+        """Attach to the terminal of a session (default: this handle's session, else
+        ``default``): a :class:`cella.Terminal` over the WebSocket ``GET .../pty``."""
+        ref = self._ref
+        self._run(core.ensure(ref))
+        query = {"cols": str(cols), "rows": str(rows)}
+        sid = session or ref.session_id
+        if sid is not None:
+            query["session"] = core.check_id(sid, "sessionId")
+        return open_terminal(self.client.url, ref.base + "/pty", query,
+                             self.client._headers, self.client.timeout,
+                             self.client._ssl_context)
+
+
+class Session(Sandbox):
+    """A session of a sandbox: the :class:`Sandbox` methods, with commands, processes and
+    env run in this session's persistent shell."""
+
+    def __init__(self, client: Client, ref: SandboxRef, info: SessionInfo) -> None:
+        super().__init__(client, ref)
+        self.info = info
+        """The session as it was when this object was made."""
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        return self.info.id
+
+    def delete(self) -> None:
+        """Delete this session."""
+        self._run(core.delete_session(self._ref, self.info.id))
+
+
+class Process:
+    """A background process of a sandbox."""
+
+    def __init__(self, sandbox: Sandbox, info: ProcessInfo) -> None:
+        self.sandbox = sandbox
+        """The sandbox it runs in."""
+        self.info = info
+        """Its status as last fetched."""
+
+    @property
+    def id(self) -> str:
+        """Its process id."""
+        return self.info.id
+
+    @property
+    def pid(self) -> int:
+        """Its pid in the sandbox."""
+        return self.info.pid
+
+    def status(self) -> ProcessInfo:
+        """Fetch its current status (also kept in ``info``)."""
+        self.info = self.sandbox._run(core.get_process(self.sandbox._ref, self.id))
+        return self.info
+
+    def logs(self) -> ProcessLogs:
+        """Its whole output so far."""
+        return self.sandbox._run(core.process_logs(self.sandbox._ref, self.id))
+
+    def stream_logs(self) -> EventStream[LogEvent]:
+        """Its output so far, then live output, then the ``exit`` event."""
+        return self.sandbox.stream_process_logs(self.id)
+
+    def wait_for_log(self, pattern: str, *, regex: bool = False,
+                     timeout: Optional[int] = None) -> WaitForLogResult:
+        """Wait for a line of its output containing ``pattern`` (``regex``: matching the
+        POSIX extended regular expression). ``timeout`` in ms:
+        :class:`cella.ProcessReadyTimeoutError` past it,
+        :class:`cella.ProcessExitedBeforeReadyError` if it exits first."""
+        return self.sandbox._run(core.wait_for_log(self.sandbox._ref, self.id, pattern, regex,
+                                                   timeout))
+
+    def wait_for_port(self, port: int, *, mode: Optional[str] = None, path: Optional[str] = None,
+                      status: Any = None, interval: Optional[int] = None,
+                      timeout: Optional[int] = None) -> None:
+        """Wait until ``port`` accepts connections (``mode="http"``: answers ``path`` with
+        a status in ``status``, a number or ``{"min","max"}``)."""
+        self.sandbox._run(core.wait_for_port(self.sandbox._ref, self.id, port, mode, path,
+                                             status, interval, timeout))
+
+    def wait_for_exit(self, timeout: Optional[int] = None) -> ProcessInfo:
+        """Wait for it to end; answers its final status."""
+        self.info = self.sandbox._run(core.wait_for_exit(self.sandbox._ref, self.id, timeout))
+        return self.info
+
+    def kill(self, signal: Optional[str] = None) -> ProcessInfo:
+        """Kill its whole tree; answers its final status."""
+        self.info = self.sandbox._run(core.kill_process(self.sandbox._ref, self.id, signal))
+        return self.info

@@ -1,0 +1,312 @@
+"""Unit tests without a daemon: the SSE parser, error decoding, request building."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import unittest
+
+import cella
+from cella import _core as core
+from cella._sse import SSEParser
+
+
+class SSETest(unittest.TestCase):
+    def test_split_anywhere(self) -> None:
+        stream = (b'data: {"type":"start"}\n\n: comment\n\ndata: {"type":"stdout",'
+                  b'"data":"x\\u00e9"}\r\n\r\ndata: {"type":"complete","exitCode":0}\n\n')
+        whole = SSEParser().feed(stream)
+        self.assertEqual([e["type"] for e in whole], ["start", "stdout", "complete"])
+        for _ in range(200):
+            p = SSEParser()
+            got = []
+            i = 0
+            while i < len(stream):
+                n = random.randint(1, 7)
+                got += p.feed(stream[i:i + n])
+                i += n
+            self.assertEqual(got, whole)
+            self.assertFalse(p.pending)
+
+    def test_bounded(self) -> None:
+        p = SSEParser(max_line=1024, max_event=2048)
+        with self.assertRaises(cella.SandboxError):
+            p.feed(b"data: " + b"x" * 2000)
+        p = SSEParser(max_line=1024, max_event=2048)
+        with self.assertRaises(cella.SandboxError):
+            for _ in range(5):
+                p.feed(b"data: " + b"y" * 1000 + b"\n")
+
+    def test_hostile(self) -> None:
+        rnd = random.Random(7)
+        for _ in range(2000):
+            blob = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(0, 200)))
+            p = SSEParser(max_line=4096, max_event=4096)
+            try:
+                for ev in p.feed(blob):
+                    self.assertIsInstance(ev, dict)
+            except cella.SandboxError:
+                pass
+
+    def test_pending(self) -> None:
+        p = SSEParser()
+        p.feed(b'data: {"a":1}\n')
+        self.assertTrue(p.pending)
+
+
+class ErrorTest(unittest.TestCase):
+    def test_every_code_has_its_class(self) -> None:
+        for code, cls in cella.errors.ERROR_CLASSES.items():
+            body = json.dumps({"code": code, "message": "m", "context": {"k": 1},
+                               "httpStatus": cls.default_status}).encode()
+            e = cella.errors.error_from_answer(cls.default_status, body)
+            self.assertIs(type(e), cls)
+            self.assertIsInstance(e, cella.SandboxError)
+            self.assertEqual((e.code, e.http_status, e.context, e.message),
+                             (code, cls.default_status, {"k": 1}, "m"))
+            self.assertIs(getattr(cella, cls.__name__), cls)
+
+    def test_unknown_and_garbage(self) -> None:
+        e = cella.errors.error_from_answer(418, b'{"code":"NEW_CODE","message":"x"}')
+        self.assertIs(type(e), cella.SandboxError)
+        self.assertEqual(e.code, "NEW_CODE")
+        e = cella.errors.error_from_answer(502, b"<html>bad gateway</html>")
+        self.assertIsInstance(e, cella.BadGatewayError)
+        e = cella.errors.error_from_answer(500, b"\xff\x00")
+        self.assertIsInstance(e, cella.SandboxError)
+
+    def test_builtins_not_shadowed(self) -> None:
+        self.assertIsNot(cella.FileNotFoundError, FileNotFoundError)
+        self.assertTrue(issubclass(cella.FileNotFoundError, cella.SandboxError))
+
+
+class RequestTest(unittest.TestCase):
+    def test_ids(self) -> None:
+        st = core.ClientState()
+        for bad in ("A", "", "a_b", "-a", "a-", "www", "x" * 64):
+            with self.assertRaises(cella.InvalidSandboxNameError):
+                core.SandboxRef(st, bad, {})
+        with self.assertRaises(TypeError):
+            core.SandboxRef(st, "ok", {"sleepAfter": "1m"})
+
+    def test_lazy_put_once(self) -> None:
+        st = core.ClientState()
+        ref = core.SandboxRef(st, "box", {"sleep_after": "10m", "keep_alive": True})
+        op = core.exec_(ref, "true")
+        put = next(op)
+        self.assertEqual((put.method, put.path, put.json),
+                         ("PUT", "/v1/sandboxes/box", {"sleepAfter": "10m", "keepAlive": True}))
+        ex = op.send(core.Response(201, {}, b"{}"))
+        self.assertEqual((ex.method, ex.path, ex.json), ("POST", "/v1/sandboxes/box/exec",
+                                                         {"command": "true"}))
+        op2 = core.exec_(ref, "true")
+        self.assertEqual(next(op2).path, "/v1/sandboxes/box/exec")  # no second PUT
+
+    def test_first_read_creates(self) -> None:
+        ref = core.SandboxRef(core.ClientState(), "box", {})
+        op = core.exists(ref, "a b+c")
+        get = next(op)
+        self.assertEqual(get.target(), "/v1/sandboxes/box/files/exists?path=a%20b%2Bc")
+        put = op.throw(cella.SandboxNotFoundError("gone"))
+        self.assertEqual(put.method, "PUT")
+        again = op.send(core.Response(201, {}, b"{}"))
+        self.assertEqual(again.target(), get.target())
+        with self.assertRaises(StopIteration) as stop:
+            op.send(core.Response(200, {}, b'{"exists":true}'))
+        self.assertIs(stop.exception.value, True)
+
+    def test_raw_path(self) -> None:
+        ref = core.SandboxRef(core.ClientState(), "box", {})
+        req = next(core.read_file(ref, b"/w/inv\xff"))  # type: ignore[arg-type]
+        self.assertEqual(req.query, {"path": "L3cvaW52/w==", "pathEncoding": "base64"})
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class WebSocketTest(unittest.TestCase):
+    def server_frame(self, opcode: int, payload: bytes, fin: bool = True) -> bytes:
+        from cella import _ws
+        # a server frame: the client's encoder without the mask bit and key
+        f = bytearray(_ws.encode_frame(opcode, payload, fin, b"\0\0\0\0"))
+        f[1] &= 0x7F
+        hl = 2 + (2 if (f[1] & 0x7F) == 126 else 8 if (f[1] & 0x7F) == 127 else 0)
+        return bytes(f[:hl]) + bytes(f[hl + 4:])
+
+    def test_accept_key(self) -> None:
+        from cella import _ws
+        self.assertEqual(_ws.accept_key("dGhlIHNhbXBsZSBub25jZQ=="), "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+
+    def test_masking_roundtrip(self) -> None:
+        from cella import _ws
+        for n in (0, 1, 125, 126, 65535, 65536, 70000):
+            data = os.urandom(n)
+            f = _ws.encode_frame(_ws.OP_BINARY, data, mask_key=b"abcd")
+            self.assertTrue(f[1] & 0x80)
+            hl = 2 + (2 if n >= 126 and n < 65536 else 8 if n >= 65536 else 0)
+            self.assertEqual(f[hl:hl + 4], b"abcd")
+            self.assertEqual(_ws.mask(f[hl + 4:], b"abcd"), data)
+
+    def test_fragmentation_and_control(self) -> None:
+        from cella import _ws
+        stream = (self.server_frame(_ws.OP_TEXT, b'{"ty', fin=False)
+                  + self.server_frame(_ws.OP_PING, b"p")
+                  + self.server_frame(_ws.OP_CONT, b'pe":1}')
+                  + self.server_frame(_ws.OP_BINARY, b"x" * 70000))
+        for step in (1, 3, 1000, len(stream)):
+            p = _ws.FrameParser()
+            got = []
+            for i in range(0, len(stream), step):
+                got += p.feed(stream[i:i + step])
+            self.assertEqual([(m.opcode, len(m.data)) for m in got],
+                             [(_ws.OP_PING, 1), (_ws.OP_TEXT, 10), (_ws.OP_BINARY, 70000)])
+            self.assertEqual(got[1].data, b'{"type":1}')
+
+    def test_violations(self) -> None:
+        from cella import _ws
+        bad = {
+            "masked": bytes([0x82, 0x81, 1, 2, 3, 4, 0]),
+            "rsv": bytes([0xC2, 0x00]),
+            "opcode": bytes([0x83, 0x00]),
+            "long control": bytes([0x89, 126, 0, 200]) + b"x" * 200,
+            "fragmented control": bytes([0x09, 0x00]),
+            "nonminimal16": bytes([0x82, 126, 0, 5]) + b"x" * 5,
+            "nonminimal64": bytes([0x82, 127]) + (5).to_bytes(8, "big") + b"x" * 5,
+            "huge": bytes([0x82, 127]) + (1 << 62).to_bytes(8, "big"),
+            "bare continuation": bytes([0x80, 0x00]),
+            "nested": bytes([0x01, 0x01]) + b"a" + bytes([0x02, 0x00]),
+            "bad utf8": bytes([0x81, 0x01, 0xFF]),
+        }
+        for name, data in bad.items():
+            with self.assertRaises(_ws.ProtocolError, msg=name):
+                _ws.FrameParser().feed(data)
+        with self.assertRaises(_ws.ProtocolError) as cm:
+            _ws.FrameParser(max_message=10).feed(bytes([0x82, 11]) + b"x" * 11)
+        self.assertEqual(cm.exception.close_code, 1009)
+
+    def test_hostile_input(self) -> None:
+        from cella import _ws
+        rnd = random.Random(13)
+        for _ in range(5000):
+            blob = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(0, 64)))
+            p = _ws.FrameParser(max_message=4096)
+            try:
+                for m in p.feed(blob):
+                    self.assertIn(m.opcode, (1, 2, 8, 9, 10))
+                    if m.opcode >= 8:
+                        self.assertLessEqual(len(m.data), 125)
+            except _ws.ProtocolError as e:
+                self.assertIn(e.close_code, (1002, 1007, 1009))
+
+
+class PackageTest(unittest.TestCase):
+    def test_installs_offline_with_debian_pip(self) -> None:
+        import subprocess
+        import sys
+        import tempfile
+        if not sys.executable.startswith("/usr/bin/"):
+            self.skipTest("checks Debian's python3 and its pip, setuptools and wheel")
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index",
+                                "--no-build-isolation", "--no-deps", "--target", d, here],
+                               capture_output=True, text=True, timeout=300)
+            if p.returncode != 0 and "No module named pip" in p.stderr:
+                self.skipTest("no pip")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(os.path.exists(os.path.join(d, "cella", "py.typed")))
+            out = subprocess.run([sys.executable, "-c", "import cella, sys; "
+                                  "print(cella.__file__, cella.__version__)"],
+                                 env=dict(os.environ, PYTHONPATH=d), capture_output=True,
+                                 text=True, timeout=60, cwd=d)
+            self.assertIn(os.path.join(d, "cella"), out.stdout)
+
+    def test_public_names_documented(self) -> None:
+        import inspect
+        for name in cella.__all__:
+            obj = getattr(cella, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                self.assertTrue(obj.__doc__, name)
+                for mname, m in vars(obj).items() if inspect.isclass(obj) else []:
+                    if not mname.startswith("_") and callable(m):
+                        self.assertTrue(m.__doc__, f"{name}.{mname}")
+
+
+class HTTPParserTest(unittest.TestCase):
+    """The sync transport's answer parsing (head, chunked and sized bodies) on split and
+    hostile input: only its own errors come out, never a crash or a hang."""
+
+    class FakeConn:
+        def __init__(self, data: bytes) -> None:
+            import io
+            self.rfile = io.BufferedReader(io.BytesIO(data))  # type: ignore[arg-type]
+            self.direct = False
+            self.closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    class FakePool:
+        def __init__(self) -> None:
+            self.returned: list[object] = []
+
+        def put(self, conn: object) -> None:
+            self.returned.append(conn)
+
+    def body(self, data: bytes, length: "int | None", chunked: bool) -> "tuple[bytes, object]":
+        from cella import _http
+        pool = self.FakePool()
+        conn = self.FakeConn(data)
+        b = _http.SyncBody(pool, conn, length, chunked, False)  # type: ignore[arg-type]
+        out = b""
+        while True:
+            d = b.read1(7)
+            if not d:
+                return out, pool
+            out += d
+
+    def test_head(self) -> None:
+        import io
+        from cella import _http
+        raw = (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Type: a/b\r\n"
+               b"X-Thing:  v  \r\ncontent-length: 3\r\n\r\nabc")
+        r = io.BufferedReader(io.BytesIO(raw))  # type: ignore[arg-type]
+        status, hdrs = _http._read_head(r)
+        self.assertEqual((status, hdrs["content-length"], hdrs["x-thing"]), (404, "3", "v"))
+        self.assertEqual(r.read(), b"abc")
+        for bad in (b"", b"HTTP/1.1 200 OK\r\nA: b\r\n", b"SMTP 200 ok\r\n\r\n",
+                    b"HTTP/1.1 abc OK\r\n\r\n", b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 10000):
+            with self.assertRaises((ValueError, ConnectionError)):
+                _http._read_head(io.BufferedReader(io.BytesIO(bad)))  # type: ignore[arg-type]
+
+    def test_chunked(self) -> None:
+        data, pool = self.body(b"3\r\nabc\r\n1;ext=1\r\nd\r\n0\r\nTrailer: x\r\n\r\n", None, True)
+        self.assertEqual(data, b"abcd")
+        self.assertEqual(len(pool.returned), 1)  # type: ignore[attr-defined]
+        for cut in (b"3\r\nab", b"3\r\nabc\r\n", b"3\r\nabcXY1\r\n", b"zz\r\n", b"3\r\nabc\r\n0\r\n",
+                    b"-5\r\nabc", b"+3\r\nabc\r\n0\r\n\r\n", b"\r\n"):
+            with self.assertRaises(cella.StreamClosedError, msg=repr(cut)):
+                self.body(cut, None, True)
+
+    def test_sized(self) -> None:
+        self.assertEqual(self.body(b"hello", 5, False)[0], b"hello")
+        with self.assertRaises(cella.StreamClosedError):
+            self.body(b"hel", 5, False)
+
+    def test_hostile(self) -> None:
+        import io
+        from cella import _http
+        rnd = random.Random(11)
+        alphabet = b"0123456789abcdefHTP/1. \r\n:;xz-+"
+        for _ in range(3000):
+            blob = bytes(rnd.choice(alphabet) for _ in range(rnd.randint(0, 120)))
+            try:
+                _http._read_head(io.BufferedReader(io.BytesIO(blob)))  # type: ignore[arg-type]
+            except (ValueError, ConnectionError):
+                pass
+            try:
+                self.body(blob, None, True)
+            except cella.SandboxError:
+                pass

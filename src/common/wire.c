@@ -1,0 +1,277 @@
+/* One encoder and one decoder per agent request body; see wire.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/json-path.h"
+#include "common/limits.h"
+#include "common/name.h"
+#include "common/path.h"
+#include "common/proto.h"
+#include "common/validate.h"
+#include "common/wire.h"
+
+static int invalid(struct cella_error *err, const char *field, const char *what)
+{
+        cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' %s", field, what);
+        return -EINVAL;
+}
+
+/* An optional member: absent and null are the same. */
+static json_t *member(json_t *j, const char *field)
+{
+        json_t *v = json_object_get(j, field);
+
+        return json_is_null(v) ? NULL : v;
+}
+
+static int opt_object(json_t *j, const char *field, json_t **ret, struct cella_error *err)
+{
+        json_t *v = member(j, field);
+
+        if (v && !json_is_object(v))
+                return invalid(err, field, "must be an object");
+        *ret = v;
+        return 0;
+}
+
+static int opt_id(json_t *j, const char *field, const char **ret, struct cella_error *err)
+{
+        json_t *v = member(j, field);
+
+        if (v && (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v) ||
+                  !cella_id_is_valid(json_string_value(v)))) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "'%s' must be 1..%d of [A-Za-z0-9_.-]", field, CELLA_ID_MAX);
+                return -EINVAL;
+        }
+        *ret = v ? json_string_value(v) : NULL;
+        return 0;
+}
+
+/* An integer in lo..hi (required: an absent one is an error too). */
+static int integer(json_t *j, const char *field, bool required, int64_t lo, int64_t hi,
+                   int64_t *ret, struct cella_error *err)
+{
+        json_t *v = member(j, field);
+
+        if (!v && !required)
+                return 0;
+        if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "'%s' must be an integer from %lld to %lld", field, (long long)lo,
+                                (long long)hi);
+                return -EINVAL;
+        }
+        *ret = json_integer_value(v);
+        return 0;
+}
+
+/* Set j[field] to v (taken) if the field is given, else drop v; -1 when out of memory. */
+static int put(json_t *j, const char *field, json_t *v, bool given)
+{
+        if (!given) {
+                json_decref(v);
+                return 0;
+        }
+        return v ? json_object_set_new(j, field, v) : -1;
+}
+
+json_t *wire_exec_encode(const struct wire_exec *x)
+{
+        json_t *j = json_object();
+
+        if (!j || put(j, "command", json_string(x->command), true) < 0 ||
+            put(j, "cwd", json_string(x->cwd ? x->cwd : ""), x->cwd) < 0 ||
+            put(j, "env", json_incref(x->env), x->env) < 0 ||
+            put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0 ||
+            put(j, "session", json_string(x->session ? x->session : ""), x->session) < 0 ||
+            put(j, "timeoutMs", json_integer(x->timeout_ms), true) < 0) {
+                json_decref(j);
+                return NULL;
+        }
+        return j;
+}
+
+int wire_exec_decode(json_t *j, struct wire_exec *ret, struct cella_error *err)
+{
+        json_t *v = json_object_get(j, "command");
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        if (!json_is_string(v) || !command_is_valid(json_string_value(v), json_string_length(v))) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "'command' must be a string of 1..%d bytes without NUL",
+                                CELLA_EXEC_MAX_COMMAND);
+                return -EINVAL;
+        }
+        ret->command = json_string_value(v);
+        v = member(j, "cwd");
+        if (v && !json_is_string(v))
+                return invalid(err, "cwd", "must be a string");
+        ret->cwd = json_string_value(v);
+        r = opt_object(j, "env", &ret->env, err);
+        if (r == 0)
+                r = opt_object(j, "baseEnv", &ret->base_env, err);
+        if (r == 0)
+                r = opt_id(j, "session", &ret->session, err);
+        if (r == 0)
+                r = integer(j, "timeoutMs", false, 0, CELLA_EXEC_MAX_TIMEOUT_MS, &ret->timeout_ms,
+                            err);
+        return r;
+}
+
+json_t *wire_pty_encode(const struct wire_pty *x)
+{
+        json_t *j = json_object();
+
+        if (!j || put(j, "sessionId", json_string(x->session ? x->session : ""), x->session) < 0 ||
+            put(j, "cols", json_integer(x->cols), true) < 0 ||
+            put(j, "rows", json_integer(x->rows), true) < 0 ||
+            put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0) {
+                json_decref(j);
+                return NULL;
+        }
+        return j;
+}
+
+int wire_pty_decode(json_t *j, struct wire_pty *ret, struct cella_error *err)
+{
+        int64_t cols = 0, rows = 0;
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        r = integer(j, "cols", true, 1, CELLA_PTY_MAX_DIM, &cols, err);
+        if (r == 0)
+                r = integer(j, "rows", true, 1, CELLA_PTY_MAX_DIM, &rows, err);
+        if (r == 0)
+                r = opt_id(j, "sessionId", &ret->session, err);
+        if (r == 0)
+                r = opt_object(j, "baseEnv", &ret->base_env, err);
+        ret->cols = (unsigned)cols;
+        ret->rows = (unsigned)rows;
+        return r;
+}
+
+static const char *const file_ops[] = {
+        [WIRE_FILE_STAT] = "stat",   [WIRE_FILE_EXISTS] = "exists", [WIRE_FILE_DELETE] = "delete",
+        [WIRE_FILE_MKDIR] = "mkdir", [WIRE_FILE_MOVE] = "move",     [WIRE_FILE_LIST] = "list",
+};
+
+json_t *wire_file_encode(uint8_t type, const struct wire_file *x)
+{
+        bool move = type == FRAME_FILE_OP && x->op == WIRE_FILE_MOVE;
+        bool rec = type == FRAME_FILE_OP && (x->op == WIRE_FILE_MKDIR ||
+                                             x->op == WIRE_FILE_DELETE || x->op == WIRE_FILE_LIST);
+        json_t *j = json_object();
+
+        if (type == FRAME_FILE_OP && (unsigned)x->op >= ARRAY_SIZE(file_ops)) {
+                json_decref(j);
+                return NULL;
+        }
+        if (!j ||
+            put(j, "op", json_string(type == FRAME_FILE_OP ? file_ops[x->op] : ""),
+                type == FRAME_FILE_OP) < 0 ||
+            put(j, "mode", json_integer(x->mode), type == FRAME_FILE_WRITE && x->mode >= 0) < 0 ||
+            put(j, "recursive", json_boolean(x->recursive), rec) < 0 ||
+            put(j, "includeHidden", json_boolean(x->include_hidden),
+                type == FRAME_FILE_OP && x->op == WIRE_FILE_LIST) < 0)
+                goto oom;
+        j = json_set_path(j, move ? "from" : "path", x->path);
+        if (j && move)
+                j = json_set_path(j, "to", x->to);
+        return j;
+oom:
+        json_decref(j);
+        return NULL;
+}
+
+/* The path in j's field, or, when j has field + "Base64" instead, the path whose raw bytes
+ * that is; absolute and normalised into out. */
+static int get_path(json_t *j, const char *field, char out[CELLA_PATH_MAX + 1],
+                    struct cella_error *err)
+{
+        char key[32];
+        json_t *b, *v;
+
+        snprintf(key, sizeof(key), "%sBase64", field);
+        b = json_object_get(j, key);
+        if (b) {
+                if (!json_is_string(b))
+                        return invalid(err, key, "must be a string");
+                /* a relative one would land in /workspace: cellad sends absolute ones */
+                return sandbox_path_decode(json_string_value(b), json_string_length(b), true, out,
+                                           CELLA_PATH_MAX + 1, err) < 0
+                               ? -EINVAL
+                               : 0;
+        }
+        v = json_object_get(j, field);
+        if (!json_is_string(v))
+                return invalid(err, field, "must be a string");
+        if (json_string_length(v) == 0 || json_string_value(v)[0] != '/')
+                return invalid(err, field, "must be an absolute path");
+        return sandbox_path_normalize(json_string_value(v), json_string_length(v), out,
+                                      CELLA_PATH_MAX + 1, err) < 0
+                       ? -EINVAL
+                       : 0;
+}
+
+static int get_bool(json_t *j, const char *field, bool *ret, struct cella_error *err)
+{
+        json_t *v = json_object_get(j, field);
+
+        if (v && !json_is_boolean(v))
+                return invalid(err, field, "must be a boolean");
+        *ret = json_is_true(v);
+        return 0;
+}
+
+int wire_file_decode(uint8_t type, json_t *j, struct wire_file *ret, char path[CELLA_PATH_MAX + 1],
+                     char to[CELLA_PATH_MAX + 1], struct cella_error *err)
+{
+        const char *name;
+        json_t *v;
+        size_t i;
+
+        memset(ret, 0, sizeof(*ret));
+        ret->mode = -1;
+        if (type == FRAME_FILE_WRITE) {
+                v = member(j, "mode");
+                if (v && (!json_is_integer(v) || json_integer_value(v) < 0 ||
+                          json_integer_value(v) > 07777)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "'mode' must be an integer in 0..07777");
+                        return -EINVAL;
+                }
+                ret->mode = v ? (int)json_integer_value(v) : -1;
+        }
+        if (type == FRAME_FILE_OP) {
+                v = json_object_get(j, "op");
+                if (!json_is_string(v))
+                        return invalid(err, "op", "must be a string");
+                name = json_string_value(v);
+                for (i = 0; i < ARRAY_SIZE(file_ops); i++)
+                        if (strcmp(name, file_ops[i]) == 0)
+                                break;
+                if (i == ARRAY_SIZE(file_ops)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "unknown file operation '%.32s'", name);
+                        return -EINVAL;
+                }
+                ret->op = (enum wire_file_op)i;
+                if (ret->op == WIRE_FILE_MOVE) {
+                        if (get_path(j, "from", path, err) < 0 || get_path(j, "to", to, err) < 0)
+                                return -EINVAL;
+                        ret->path = path;
+                        ret->to = to;
+                        return 0;
+                }
+        }
+        if (get_path(j, "path", path, err) < 0)
+                return -EINVAL;
+        ret->path = path;
+        if (type == FRAME_FILE_OP && (get_bool(j, "recursive", &ret->recursive, err) < 0 ||
+                                      get_bool(j, "includeHidden", &ret->include_hidden, err) < 0))
+                return -EINVAL;
+        return 0;
+}

@@ -1,0 +1,79 @@
+/* The bodies of the agent requests that cellad sends (docs/protocol.md), one encoder and
+ * one decoder per frame type, shared by both ends: cellad encodes what its API decoders
+ * (src/daemon/api-decode.c) validated, cella-init decodes it, so a field's name, type and
+ * meaning are written once.
+ *
+ * The rule for what is valid is applied once, by cellad, to what a client sends. The
+ * decoders here are the agent's bounds on what reaches it (the agent is behind cellad and
+ * trusts the shape, but never lets a body crash it or overflow a buffer): types, lengths,
+ * NULs and ids are checked, the rest (env names, paths) by the agent as it converts the
+ * fields into what it runs. Unknown members are ignored: an older agent keeps working with
+ * a newer cellad that adds one. Decoded strings and objects are borrowed from the JSON. */
+#ifndef CELLA_WIRE_H
+#define CELLA_WIRE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "common/limits.h"
+
+/* EXEC: {"command":s, "cwd"?:s, "env"?:{k:s}, "baseEnv"?:{k:s}, "session"?:s,
+ *        "timeoutMs"?:n} */
+struct wire_exec {
+        const char *command; /* 1..CELLA_EXEC_MAX_COMMAND bytes without NUL */
+        const char *cwd;     /* NULL: the workspace */
+        json_t *env;         /* the command's own variables; NULL: none */
+        json_t *base_env;    /* the sandbox's variables under a session's; NULL: none */
+        const char *session; /* NULL: a fresh shell, no session */
+        int64_t timeout_ms;  /* 0: none */
+};
+
+/* A new object, or NULL when out of memory. */
+json_t *wire_exec_encode(const struct wire_exec *x);
+/* 0 with *ret filled (borrowing from j), or -EINVAL with err set (VALIDATION_FAILED). */
+int wire_exec_decode(json_t *j, struct wire_exec *ret, struct cella_error *err);
+
+/* PTY: {"sessionId"?:s, "cols":n, "rows":n, "baseEnv"?:{k:s}}; on an open stream the same
+ * frame is a resize, of which cols and rows count. */
+struct wire_pty {
+        const char *session; /* NULL: "default" */
+        unsigned cols, rows; /* 1..CELLA_PTY_MAX_DIM */
+        json_t *base_env;    /* NULL: none */
+};
+
+json_t *wire_pty_encode(const struct wire_pty *x);
+int wire_pty_decode(json_t *j, struct wire_pty *ret, struct cella_error *err);
+
+/* FILE_READ {"path"}, FILE_WRITE {"path", "mode"?}, FILE_OP {"op", "path" (MOVE: "from",
+ * "to"), "recursive"? (MKDIR, DELETE, LIST), "includeHidden"? (LIST)}. Each path member is
+ * written as common/json-path.h writes one: text, and for a name that is not UTF-8 also
+ * "<member>Base64", which the decoder reads first. */
+enum wire_file_op {
+        WIRE_FILE_STAT,
+        WIRE_FILE_EXISTS,
+        WIRE_FILE_DELETE,
+        WIRE_FILE_MKDIR,
+        WIRE_FILE_MOVE,
+        WIRE_FILE_LIST,
+};
+
+struct wire_file {
+        enum wire_file_op op; /* FILE_OP */
+        const char *path;     /* MOVE: from */
+        const char *to;       /* MOVE */
+        int mode;             /* FILE_WRITE: permission bits, -1: not given */
+        bool recursive;
+        bool include_hidden;
+};
+
+/* The body of a frame of type (FILE_READ, FILE_WRITE or FILE_OP); NULL: out of memory. */
+json_t *wire_file_encode(uint8_t type, const struct wire_file *x);
+/* Decode j as a body of type. The paths are decoded, made absolute and normalised into
+ * path and to (ret->path and ret->to point there). 0, or -EINVAL with err set
+ * (VALIDATION_FAILED, NAME_TOO_LONG for a long path). */
+int wire_file_decode(uint8_t type, json_t *j, struct wire_file *ret, char path[CELLA_PATH_MAX + 1],
+                     char to[CELLA_PATH_MAX + 1], struct cella_error *err);
+
+#endif

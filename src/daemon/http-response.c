@@ -1,0 +1,416 @@
+/* The server's answers (see http-internal.h): writes queued on the socket, the status
+ * line and headers, sized and chunked bodies, the JSON error shape, SSE events, the end
+ * of a response (and what it means for the connection), and handing the socket over to a
+ * relay. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/buf.h"
+#include "common/limits.h"
+#include "common/timeutil.h"
+#include "daemon/http.h"
+#include "daemon/http-internal.h"
+
+struct wreq {
+        uv_write_t w;
+        struct conn *conn;
+        struct http_request *req; /* referenced, or NULL */
+        http_write_cb cb;
+        void *ud;
+        size_t counted; /* bytes counted in req->queued */
+        size_t len;
+        char data[];
+};
+
+/* ---- writing ---- */
+
+static void kick_cb(uv_idle_t *h)
+{
+        struct conn *c = h->data;
+
+        uv_idle_stop(h);
+        http_conn_process(c);
+}
+
+void http_conn_kick(struct conn *c)
+{
+        if (c->fuzz || c->closing)
+                return;
+        uv_idle_start(&c->kick, kick_cb);
+}
+
+/* A client that pipelines requests and does not read the answers: no new request is
+ * started while more than the high water of answers waits in the socket's queue. */
+bool http_conn_write_backlogged(const struct conn *c)
+{
+        return !c->fuzz && uv_stream_get_write_queue_size((const uv_stream_t *)&c->tcp) >
+                                   CELLA_HTTP_WRITE_HIGH_WATER;
+}
+
+static void write_cb(uv_write_t *w, int status)
+{
+        struct wreq *wr = (struct wreq *)w;
+        struct conn *c = wr->conn;
+        struct http_request *req = wr->req;
+
+        if (req)
+                req->queued -= wr->counted;
+        if (status < 0 && !c->closing)
+                http_conn_close(c);
+        else if (!c->closing)
+                c->write_ms = conn_now(c);
+        if (!c->closing && (!c->cur || !c->cur->dispatched) && c->in.len > 0 &&
+            !http_conn_write_backlogged(c))
+                http_conn_kick(c); /* parsing may have waited for the queue to drain */
+        if (wr->cb)
+                wr->cb(req, status < 0 ? -EPIPE : 0, wr->counted, wr->ud);
+        http_request_unref(req);
+        free(wr);
+}
+
+/* Queue the concatenation of parts on the socket. counted bytes are reported to cb and
+ * counted in req->queued. */
+int http_conn_write(struct conn *c, struct http_request *req, const struct iovec *parts,
+                    size_t nparts, size_t counted, http_write_cb cb, void *ud)
+{
+        size_t len = 0;
+        struct wreq *wr;
+        uv_buf_t b;
+        int r;
+
+        if (c->closing)
+                return -EPIPE;
+        for (size_t i = 0; i < nparts; i++)
+                len += parts[i].iov_len;
+        if (c->fuzz)
+                return 0;
+        wr = malloc(sizeof(*wr) + len);
+        if (!wr)
+                return -ENOMEM;
+        wr->conn = c;
+        wr->req = req;
+        wr->cb = cb;
+        wr->ud = ud;
+        wr->counted = counted;
+        wr->len = len;
+        len = 0;
+        for (size_t i = 0; i < nparts; i++) {
+                if (parts[i].iov_len)
+                        memcpy(wr->data + len, parts[i].iov_base, parts[i].iov_len);
+                len += parts[i].iov_len;
+        }
+        b = uv_buf_init(wr->data, (unsigned)len);
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
+                c->write_ms = conn_now(c); /* the send deadline counts from here */
+        r = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
+        if (r < 0) {
+                free(wr);
+                http_conn_close(c);
+                return -EPIPE;
+        }
+        if (req) {
+                http_request_ref(req);
+                req->queued += counted;
+        }
+        return 0;
+}
+
+static const char *status_text(int status)
+{
+        const char *s = http_status_str((enum http_status)status);
+
+        return s && strcmp(s, "<unknown>") != 0 ? s : "Unknown";
+}
+
+/* The status line and headers. content_length < 0: chunked (close-delimited on HTTP/1.0). */
+static int send_head(struct http_request *req, int status, const char *content_type,
+                     int64_t content_length, const char *extra)
+{
+        _cleanup_buf_ struct buf h = BUF_INIT;
+        struct iovec iov;
+        int r;
+
+        if (!req->conn || req->conn->closing)
+                return -EPIPE;
+        if (req->begun)
+                return -EALREADY;
+        req->begun = true;
+        req->status = status;
+        if (content_length < 0) {
+                if (req->http10)
+                        req->keep_alive = false;
+                else
+                        req->chunked = true;
+        }
+        r = buf_printf(&h, "HTTP/1.1 %d %s\r\n", status, status_text(status));
+        if (r >= 0 && content_type)
+                r = buf_printf(&h, "Content-Type: %s\r\n", content_type);
+        if (r >= 0 && content_length >= 0)
+                r = buf_printf(&h, "Content-Length: %lld\r\n", (long long)content_length);
+        if (r >= 0 && req->chunked)
+                r = buf_append_str(&h, "Transfer-Encoding: chunked\r\n");
+        if (r >= 0 && extra)
+                r = buf_append_str(&h, extra);
+        if (r >= 0)
+                r = buf_append_str(&h, req->keep_alive ? "Connection: keep-alive\r\n\r\n"
+                                                       : "Connection: close\r\n\r\n");
+        if (r < 0)
+                return r;
+        iov = (struct iovec){h.data, h.len};
+        return http_conn_write(req->conn, req, &iov, 1, 0, NULL, NULL);
+}
+
+/* A response is ended when the handler answered and before the body was asked for with
+ * Expect: 100-continue: the client may never send the body, so the connection cannot
+ * be reused. */
+static void before_response(struct http_request *req)
+{
+        if (req->expect_continue && !req->continue_sent && !req->body_complete)
+                req->keep_alive = false;
+}
+
+int http_response_begin(struct http_request *req, int status, const char *content_type,
+                        int64_t content_length, const char *extra_headers)
+{
+        if (!req->conn)
+                return -EPIPE;
+        if (req->begun)
+                return -EALREADY;
+        before_response(req);
+        return send_head(req, status, content_type, content_length, extra_headers);
+}
+
+int http_response_write(struct http_request *req, const void *data, size_t len, http_write_cb done,
+                        void *ud)
+{
+        char size_line[32];
+        struct iovec iov[3];
+        int n;
+
+        if (!req->conn || req->ended)
+                return -EPIPE;
+        if (!req->begun)
+                return -EINVAL;
+        if (req->head || len == 0)
+                return 0;
+        if (!req->chunked) {
+                iov[0] = (struct iovec){(void *)data, len};
+                return http_conn_write(req->conn, req, iov, 1, len, done, ud);
+        }
+        n = snprintf(size_line, sizeof(size_line), "%zx\r\n", len);
+        iov[0] = (struct iovec){size_line, (size_t)n};
+        iov[1] = (struct iovec){(void *)data, len};
+        iov[2] = (struct iovec){"\r\n", 2};
+        return http_conn_write(req->conn, req, iov, 3, len, done, ud);
+}
+
+size_t http_response_queued(const struct http_request *req)
+{
+        return req->queued;
+}
+
+int http_response_end(struct http_request *req)
+{
+        struct iovec iov;
+        int r;
+
+        if (!req->conn)
+                return -EPIPE;
+        if (req->ended)
+                return -EALREADY;
+        if (!req->begun)
+                return -EINVAL;
+        if (req->chunked && !req->head) {
+                iov = (struct iovec){"0\r\n\r\n", 5};
+                r = http_conn_write(req->conn, req, &iov, 1, 0, NULL, NULL);
+                if (r < 0)
+                        return r;
+        }
+        return http_req_end(req);
+}
+
+void http_request_close(struct http_request *req)
+{
+        struct conn *c = req->conn;
+
+        if (!c)
+                return;
+        req->aborted = true;
+        http_conn_close(c);
+}
+
+int http_request_take_socket(struct http_request *req, int *ret_fd, struct buf *leftover)
+{
+        struct conn *c = req->conn;
+        uv_os_fd_t fd;
+        int nfd;
+
+        if (!c || c->closing || c->shutting || c->fuzz)
+                return -EPIPE;
+        if (req->begun || req->ended)
+                return -EALREADY;
+        if (c->in_process)
+                return -EBUSY; /* inside on_request: the head is not consumed yet */
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > 0)
+                return -EBUSY;
+        if (uv_fileno((uv_handle_t *)&c->tcp, &fd) < 0)
+                return -EBADF;
+        nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (nfd < 0)
+                return -errno;
+        /* What the client sent after this request's head is the new protocol's. */
+        buf_reset(leftover);
+        if (c->in.len > 0 && buf_append(leftover, c->in.data, c->in.len) < 0) {
+                close(nfd);
+                return -ENOMEM;
+        }
+        buf_reset(&c->in);
+        req->status = 101;
+        req->begun = true;
+        req->ended = true;
+        req->keep_alive = false;
+        http_conn_detach(c, false);
+        /* libuv drops the fd from its poller before closing it; the duplicate keeps the
+         * socket open for the new owner. */
+        http_conn_close(c);
+        *ret_fd = nfd;
+        return 0;
+}
+
+static int respond_bytes(struct http_request *req, int status, const char *content_type,
+                         const void *data, size_t len, const char *extra)
+{
+        struct iovec iov;
+        int r;
+
+        r = http_response_begin(req, status, content_type, (int64_t)len, extra);
+        if (r < 0)
+                return r;
+        if (!req->head && len > 0) {
+                iov = (struct iovec){(void *)data, len};
+                r = http_conn_write(req->conn, req, &iov, 1, 0, NULL, NULL);
+                if (r < 0)
+                        return r;
+        }
+        return http_req_end(req);
+}
+
+int http_respond_bytes(struct http_request *req, int status, const char *content_type,
+                       const void *data, size_t len)
+{
+        return respond_bytes(req, status, content_type, data, len, NULL);
+}
+
+static int respond_json(struct http_request *req, int status, json_t *body, const char *extra)
+{
+        _cleanup_free_ char *s = json_dumps(body, JSON_COMPACT);
+
+        if (!s)
+                return -ENOMEM;
+        return respond_bytes(req, status, "application/json", s, strlen(s), extra);
+}
+
+int http_respond_json(struct http_request *req, int status, json_t *body)
+{
+        return respond_json(req, status, body, NULL);
+}
+
+static json_t *error_json(int code, const char *message, json_t *context)
+{
+        char ts[32];
+
+        time_format_iso(time_now_ms(), ts, sizeof(ts));
+        return json_pack("{s:s, s:s, s:O, s:i, s:s}", "code", cella_code_name(code), "message",
+                         message, "context", context ? context : json_object(), "httpStatus",
+                         cella_code_status(code), "timestamp", ts);
+}
+
+int http_respond_error(struct http_request *req, const struct cella_error *err, json_t *context)
+{
+        return http_respond_error_headers(req, err, context, NULL);
+}
+
+json_t *http_error_json(const struct cella_error *err, json_t *context)
+{
+        int code = err && err->code != CELLA_E_OK ? err->code : CELLA_E_INTERNAL_ERROR;
+        json_t *ctx = context ? json_incref(context) : json_object();
+        json_t *j = error_json(code, err && err->msg[0] ? err->msg : cella_code_name(code), ctx);
+
+        json_decref(ctx);
+        return j;
+}
+
+int http_respond_error_headers(struct http_request *req, const struct cella_error *err,
+                               json_t *context, const char *extra_headers)
+{
+        int code = err && err->code != CELLA_E_OK ? err->code : CELLA_E_INTERNAL_ERROR;
+        json_t *j = http_error_json(err, context);
+        int r;
+
+        if (!j)
+                return -ENOMEM;
+        r = respond_json(req, cella_code_status(code), j, extra_headers);
+        json_decref(j);
+        return r;
+}
+
+int http_respond_code(struct http_request *req, int code, const char *fmt, ...)
+{
+        struct cella_error e = {0};
+        va_list ap;
+
+        va_start(ap, fmt);
+        cella_error_setv(&e, code, fmt, ap);
+        va_end(ap);
+        return http_respond_error(req, &e, NULL);
+}
+
+int http_response_begin_sse(struct http_request *req)
+{
+        return http_response_begin(req, 200, "text/event-stream", -1,
+                                   "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n");
+}
+
+int http_sse_send(struct http_request *req, json_t *event, http_write_cb done, void *ud)
+{
+        _cleanup_buf_ struct buf b = BUF_INIT;
+        _cleanup_free_ char *s = json_dumps(event, JSON_COMPACT);
+
+        if (!s)
+                return -ENOMEM;
+        if (buf_append_str(&b, "data: ") < 0 || buf_append_str(&b, s) < 0 ||
+            buf_append_str(&b, "\n\n") < 0)
+                return -ENOMEM;
+        return http_response_write(req, b.data, b.len, done, ud);
+}
+
+/* The request's response is complete. The connection goes on with the next request once
+ * the body has been parsed too; a body still arriving after the answer is discarded (up
+ * to a limit), or the connection is closed when the client will not send it. */
+int http_req_end(struct http_request *req)
+{
+        struct conn *c = req->conn;
+
+        req->ended = true;
+        if (!c)
+                return 0;
+        req->body_mode = BODY_DISCARD;
+        if (!req->keep_alive) {
+                http_conn_detach(c, false);
+                http_conn_shutdown(c);
+                return 0;
+        }
+        if (req->body_complete) {
+                http_conn_detach(c, false);
+                http_conn_kick(c);
+        } else if (req->body_paused) {
+                req->body_paused = false;
+                buf_reset(&req->pending);
+                http_conn_kick(c);
+        }
+        return 0;
+}

@@ -1,0 +1,38 @@
+/* The runtime's state, shared by its parts: runtime.c makes and frees it (what is computed
+ * once per daemon), container.c starts and stops sandboxes with it. Nothing outside
+ * src/runtime includes this; the rest of the daemon sees struct runtime as opaque. */
+#ifndef CELLA_RUNTIME_RUNTIME_INTERNAL_H
+#define CELLA_RUNTIME_RUNTIME_INTERNAL_H
+
+#include <stdbool.h>
+
+#include "common/limits.h"
+#include "runtime/caps.h"
+#include "runtime/cgroup.h"
+#include "runtime/container.h"
+#include "runtime/disk.h"
+#include "runtime/filter.h"
+#include "runtime/mounts.h"
+#include "runtime/net.h"
+
+struct runtime {
+        struct cgroup_layout cg;
+        struct filter_prog filter;
+        struct caps caps;
+        struct mount_plan mounts;
+        int agent_fd;                           /* sealed memfd with cella-init */
+        int uts_fd;                             /* our own UTS namespace (after a rename) */
+        int net_fd;                             /* our own network namespace */
+        bool oom_protect;                       /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */
+        bool check_only;                        /* cellad --check: nothing of ours on the host */
+        bool disk_enforced;                     /* new sandboxes get a disk image */
+        char mkfs[64];                          /* mkfs.ext4 (when disk_enforced) */
+        char disk_template_dir[CELLA_PATH_MAX]; /* empty filesystems per size, or "" */
+        struct disk_spares *spares;             /* new disks made ahead (disk.h); NULL: none */
+        struct net *net;                        /* sandbox networking (net.h) */
+        char disk_state[256];                   /* for runtime_describe and the startup log */
+        char cgroup_name[64];
+        char description[CELLA_PATH_MAX + 512];
+};
+
+#endif

@@ -1,0 +1,112 @@
+/* Fuzz the agent request bodies' decoders (common/wire.h) on any JSON text: the input is
+ * parsed (as the agent parses a frame's payload), then decoded as each body type.
+ *
+ * Invariants: a refused body has err set and the result zeroed of borrowed pointers that
+ * matter; an accepted one is within the bounds wire.h promises (command 1..max bytes
+ * without NUL, session a valid id, timeout 0..max, dimensions 1..max, env objects), and
+ * encoding the decoded fields then decoding that gives the same fields back. The same for
+ * the file bodies (FILE_READ, FILE_WRITE, FILE_OP), paths in both their forms. */
+#include <errno.h>
+#include <string.h>
+
+#include "common/limits.h"
+#include "common/name.h"
+#include "common/proto.h"
+#include "common/wire.h"
+#include "fuzz.h"
+
+static bool same(const char *a, const char *b)
+{
+        return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void check_exec(json_t *j)
+{
+        struct cella_error err = {0};
+        struct wire_exec x, y;
+        json_t *again;
+
+        if (wire_exec_decode(j, &x, &err) < 0) {
+                FUZZ_CHECK(cella_error_is_set(&err));
+                return;
+        }
+        FUZZ_CHECK(x.command && x.command[0] && strlen(x.command) <= CELLA_EXEC_MAX_COMMAND);
+        FUZZ_CHECK(!x.session || cella_id_is_valid(x.session));
+        FUZZ_CHECK(x.timeout_ms >= 0 && x.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+        FUZZ_CHECK(!x.env || json_is_object(x.env));
+        FUZZ_CHECK(!x.base_env || json_is_object(x.base_env));
+        again = wire_exec_encode(&x);
+        FUZZ_CHECK(again != NULL);
+        FUZZ_CHECK(wire_exec_decode(again, &y, &err) == 0);
+        FUZZ_CHECK(strcmp(x.command, y.command) == 0 && same(x.cwd, y.cwd) &&
+                   same(x.session, y.session) && x.timeout_ms == y.timeout_ms);
+        FUZZ_CHECK((!x.env && !y.env) || json_equal(x.env, y.env));
+        FUZZ_CHECK((!x.base_env && !y.base_env) || json_equal(x.base_env, y.base_env));
+        json_decref(again);
+}
+
+static void check_pty(json_t *j)
+{
+        struct cella_error err = {0};
+        struct wire_pty x, y;
+        json_t *again;
+
+        if (wire_pty_decode(j, &x, &err) < 0) {
+                FUZZ_CHECK(cella_error_is_set(&err));
+                return;
+        }
+        FUZZ_CHECK(x.cols >= 1 && x.cols <= CELLA_PTY_MAX_DIM);
+        FUZZ_CHECK(x.rows >= 1 && x.rows <= CELLA_PTY_MAX_DIM);
+        FUZZ_CHECK(!x.session || cella_id_is_valid(x.session));
+        again = wire_pty_encode(&x);
+        FUZZ_CHECK(again != NULL);
+        FUZZ_CHECK(wire_pty_decode(again, &y, &err) == 0);
+        FUZZ_CHECK(x.cols == y.cols && x.rows == y.rows && same(x.session, y.session));
+        FUZZ_CHECK((!x.base_env && !y.base_env) || json_equal(x.base_env, y.base_env));
+        json_decref(again);
+}
+
+/* FILE_READ, FILE_WRITE, FILE_OP: paths absolute and normalised, a known op, a mode in
+ * range; re-encoded, the same request decodes again. */
+static void check_file(uint8_t type, json_t *j)
+{
+        char path[CELLA_PATH_MAX + 1], to[CELLA_PATH_MAX + 1];
+        char path2[CELLA_PATH_MAX + 1], to2[CELLA_PATH_MAX + 1];
+        struct cella_error err = {0};
+        struct wire_file x, y;
+        json_t *again;
+
+        if (wire_file_decode(type, j, &x, path, to, &err) < 0) {
+                FUZZ_CHECK(cella_error_is_set(&err));
+                return;
+        }
+        FUZZ_CHECK(x.path == path && path[0] == '/');
+        FUZZ_CHECK(type != FRAME_FILE_OP || (x.op >= WIRE_FILE_STAT && x.op <= WIRE_FILE_LIST));
+        FUZZ_CHECK((x.to != NULL) == (type == FRAME_FILE_OP && x.op == WIRE_FILE_MOVE));
+        FUZZ_CHECK(x.mode == -1 || (type == FRAME_FILE_WRITE && x.mode >= 0 && x.mode <= 07777));
+        again = wire_file_encode(type, &x);
+        FUZZ_CHECK(again != NULL);
+        FUZZ_CHECK(wire_file_decode(type, again, &y, path2, to2, &err) == 0);
+        FUZZ_CHECK(strcmp(path, path2) == 0 && same(x.to, y.to) && x.mode == y.mode);
+        FUZZ_CHECK(type != FRAME_FILE_OP || x.op == y.op);
+        if (type == FRAME_FILE_OP && x.op == WIRE_FILE_LIST)
+                FUZZ_CHECK(x.recursive == y.recursive && x.include_hidden == y.include_hidden);
+        json_decref(again);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        json_t *j = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
+
+        if (!json_is_object(j)) {
+                json_decref(j);
+                return 0;
+        }
+        check_exec(j);
+        check_pty(j);
+        check_file(FRAME_FILE_READ, j);
+        check_file(FRAME_FILE_WRITE, j);
+        check_file(FRAME_FILE_OP, j);
+        json_decref(j);
+        return 0;
+}

@@ -1,0 +1,165 @@
+/* common/wire.c: each agent request body decodes to what was encoded, and the decoders
+ * bound what they accept. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/limits.h"
+#include "common/proto.h"
+#include "common/wire.h"
+
+static json_t *parse(const char *s)
+{
+        json_t *j = json_loads(s, 0, NULL);
+
+        assert_non_null(j);
+        return j;
+}
+
+static void test_exec_roundtrip(void **state)
+{
+        json_t *env = parse("{\"A\":\"1\"}"), *base = parse("{\"B\":\"2\"}");
+        struct wire_exec in = {.command = "echo hi",
+                               .cwd = "/tmp",
+                               .env = env,
+                               .base_env = base,
+                               .session = "s1",
+                               .timeout_ms = 5000};
+        struct cella_error err = {0};
+        struct wire_exec out;
+        json_t *j;
+
+        (void)state;
+        j = wire_exec_encode(&in);
+        assert_non_null(j);
+        assert_int_equal(wire_exec_decode(j, &out, &err), 0);
+        assert_string_equal(out.command, "echo hi");
+        assert_string_equal(out.cwd, "/tmp");
+        assert_true(json_equal(out.env, env));
+        assert_true(json_equal(out.base_env, base));
+        assert_string_equal(out.session, "s1");
+        assert_int_equal(out.timeout_ms, 5000);
+        json_decref(j);
+
+        /* what is not given is not sent, and decodes as not given */
+        j = wire_exec_encode(&(struct wire_exec){.command = "true"});
+        assert_non_null(j);
+        assert_int_equal(json_object_size(j), 2); /* command, timeoutMs */
+        assert_int_equal(wire_exec_decode(j, &out, &err), 0);
+        assert_null(out.cwd);
+        assert_null(out.env);
+        assert_null(out.base_env);
+        assert_null(out.session);
+        assert_int_equal(out.timeout_ms, 0);
+        json_decref(j);
+        json_decref(env);
+        json_decref(base);
+}
+
+static void test_exec_bounds(void **state)
+{
+        static const char *const bad[] = {
+                "{}",
+                "{\"command\":\"\"}",
+                "{\"command\":1}",
+                "{\"command\":\"a\\u0000b\"}",
+                "{\"command\":\"x\",\"cwd\":1}",
+                "{\"command\":\"x\",\"env\":[]}",
+                "{\"command\":\"x\",\"baseEnv\":\"A=1\"}",
+                "{\"command\":\"x\",\"session\":\"..\"}",
+                "{\"command\":\"x\",\"session\":\"a/b\"}",
+                "{\"command\":\"x\",\"timeoutMs\":-1}",
+                "{\"command\":\"x\",\"timeoutMs\":1.5}",
+                "{\"command\":\"x\",\"timeoutMs\":99999999999999}",
+        };
+        struct wire_exec out;
+
+        (void)state;
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                struct cella_error err = {0};
+                json_t *j = json_loads(bad[i], JSON_ALLOW_NUL, NULL);
+
+                assert_non_null(j);
+                if (wire_exec_decode(j, &out, &err) != -EINVAL)
+                        fail_msg("accepted %s", bad[i]);
+                assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+                json_decref(j);
+        }
+}
+
+static void test_pty(void **state)
+{
+        struct cella_error err = {0};
+        struct wire_pty out;
+        json_t *j;
+
+        (void)state;
+        j = wire_pty_encode(&(struct wire_pty){.session = "dev", .cols = 80, .rows = 24});
+        assert_int_equal(wire_pty_decode(j, &out, &err), 0);
+        assert_string_equal(out.session, "dev");
+        assert_int_equal(out.cols, 80);
+        assert_int_equal(out.rows, 24);
+        assert_null(out.base_env);
+        json_decref(j);
+
+        j = parse("{\"cols\":0,\"rows\":24}");
+        assert_int_equal(wire_pty_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'cols' must be an integer from 1 to 1000");
+        json_decref(j);
+}
+
+static void test_file(void **state)
+{
+        char path[CELLA_PATH_MAX + 1], to[CELLA_PATH_MAX + 1];
+        struct cella_error err = {0};
+        struct wire_file out;
+        json_t *j;
+
+        (void)state;
+        /* a name that is not UTF-8 travels as base64 and comes back byte for byte */
+        j = wire_file_encode(
+                FRAME_FILE_OP,
+                &(struct wire_file){.op = WIRE_FILE_MOVE, .path = "/w/a\xff", .to = "/w/b"});
+        assert_non_null(json_object_get(j, "fromBase64"));
+        assert_int_equal(wire_file_decode(FRAME_FILE_OP, j, &out, path, to, &err), 0);
+        assert_int_equal(out.op, WIRE_FILE_MOVE);
+        assert_string_equal(out.path, "/w/a\xff");
+        assert_string_equal(out.to, "/w/b");
+        json_decref(j);
+
+        j = wire_file_encode(FRAME_FILE_WRITE, &(struct wire_file){.path = "/x", .mode = 0600});
+        assert_int_equal(wire_file_decode(FRAME_FILE_WRITE, j, &out, path, to, &err), 0);
+        assert_int_equal(out.mode, 0600);
+        json_decref(j);
+
+        j = parse("{\"op\":\"list\",\"path\":\"/a/../b\",\"includeHidden\":true}");
+        assert_int_equal(wire_file_decode(FRAME_FILE_OP, j, &out, path, to, &err), 0);
+        assert_string_equal(out.path, "/b");
+        assert_true(out.include_hidden);
+        assert_false(out.recursive);
+        json_decref(j);
+
+        j = parse("{\"op\":\"chmod\",\"path\":\"/a\"}");
+        assert_int_equal(wire_file_decode(FRAME_FILE_OP, j, &out, path, to, &err), -EINVAL);
+        assert_string_equal(err.msg, "unknown file operation 'chmod'");
+        json_decref(j);
+        memset(&err, 0, sizeof(err));
+        j = parse("{\"path\":\"rel\"}");
+        assert_int_equal(wire_file_decode(FRAME_FILE_READ, j, &out, path, to, &err), -EINVAL);
+        assert_string_equal(err.msg, "'path' must be an absolute path");
+        json_decref(j);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_exec_roundtrip),
+                cmocka_unit_test(test_exec_bounds),
+                cmocka_unit_test(test_pty),
+                cmocka_unit_test(test_file),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
