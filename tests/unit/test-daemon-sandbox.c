@@ -217,6 +217,20 @@ static void assert_slot_gone(struct sandbox_table *t, unsigned slot)
         assert_int_equal(t->slot_used[slot], 0);
 }
 
+/* The test's table (from its setup) and directory; the test is skipped without one. */
+#define TABLE_OR_SKIP(t, d)               \
+        struct sandbox_table *t = *state; \
+        if (!t)                           \
+                skip();                   \
+        struct sandbox_directory *d = sandbox_table_directory(t)
+
+/* g was called back calls times, the last time with code (0: success). */
+static void expect_got(const struct got *g, unsigned calls, int code)
+{
+        assert_int_equal(g->calls, calls);
+        assert_int_equal(g->code, code);
+}
+
 /* Each test gets a table (in *state; NULL when the host cannot run sandboxes). */
 static int with_table(void **state)
 {
@@ -237,10 +251,7 @@ static const struct sandbox_options no_net = {.network = "none"};
 /* Lookup, create, a get of a running one, and the states SandboxInfo shows. */
 static void test_states(void **state)
 {
-        struct sandbox_table *t = *state;
-        if (!t)
-                skip();
-        struct sandbox_directory *d = sandbox_table_directory(t);
+        TABLE_OR_SKIP(t, d);
         struct cella_error err = {0};
         struct got g = {0};
         struct sandbox *s = NULL;
@@ -304,10 +315,7 @@ static void test_states(void **state)
 /* Gets of one new name while it starts wait for that one start. */
 static void test_start_once(void **state)
 {
-        struct sandbox_table *t = *state;
-        if (!t)
-                skip();
-        struct sandbox_directory *d = sandbox_table_directory(t);
+        TABLE_OR_SKIP(t, d);
         struct got g[3] = {{0}};
         unsigned done = 0;
 
@@ -335,8 +343,7 @@ static void test_start_once(void **state)
                 done = g[0].calls + g[1].calls + g[2].calls;
         }
         for (int i = 0; i < 3; i++) {
-                assert_int_equal(g[i].calls, 1);
-                assert_int_equal(g[i].code, 0);
+                expect_got(&g[i], 1, 0);
                 assert_ptr_equal(g[i].s, s);
                 assert_int_equal(g[i].created, i == 0); /* the first get made it */
         }
@@ -348,10 +355,7 @@ static void test_start_once(void **state)
 /* PUT: a new name starts off the loop; an existing one is updated at once. */
 static void test_put(void **state)
 {
-        struct sandbox_table *t = *state;
-        if (!t)
-                skip();
-        struct sandbox_directory *d = sandbox_table_directory(t);
+        TABLE_OR_SKIP(t, d);
         json_t *labels = json_pack("{s:s}", "team", "a");
         struct sandbox_options o = {.network = "none", .labels = labels};
         struct got g = {0};
@@ -368,16 +372,14 @@ static void test_put(void **state)
         struct sandbox_options keep = {.has_keep_alive = true, .keep_alive = true};
         memset(&g, 0, sizeof(g));
         d->ops->put(d, "put", &keep, on_got, &g);
-        assert_int_equal(g.calls, 1);
-        assert_int_equal(g.code, 0);
+        expect_got(&g, 1, 0);
         assert_false(g.created);
         assert_true(g.s->keep_alive);
 
         struct sandbox_options other = {.image = "broken"};
         memset(&g, 0, sizeof(g));
         d->ops->put(d, "put", &other, on_got, &g);
-        assert_int_equal(g.calls, 1);
-        assert_int_equal(g.code, CELLA_E_VALIDATION_FAILED);
+        expect_got(&g, 1, CELLA_E_VALIDATION_FAILED);
         assert_non_null(strstr(g.msg, "exists with image 'default'"));
         table_close(t);
 }
@@ -385,10 +387,7 @@ static void test_put(void **state)
 /* A synchronous get joins a start in progress; the waiting get is answered by then. */
 static void test_join(void **state)
 {
-        struct sandbox_table *t = *state;
-        if (!t)
-                skip();
-        struct sandbox_directory *d = sandbox_table_directory(t);
+        TABLE_OR_SKIP(t, d);
         struct cella_error err = {0};
         struct got g = {0};
         struct sandbox *s = NULL;
@@ -399,8 +398,7 @@ static void test_join(void **state)
         assert_int_equal(d->ops->get_now(d, "joined", true, NULL, &s, &created, &err), 0);
         assert_false(created); /* the first get made it */
         assert_int_equal(s->state, SANDBOX_RUNNING);
-        assert_int_equal(g.calls, 1);
-        assert_int_equal(g.code, 0);
+        expect_got(&g, 1, 0);
         assert_ptr_equal(g.s, s);
         assert_true(g.created);
         /* The job's after-work callback still comes, and finds nothing left to do. */
@@ -412,10 +410,7 @@ static void test_join(void **state)
 /* A failed start is undone, at each step: nothing of the sandbox is left. */
 static void test_failure_undone(void **state)
 {
-        struct sandbox_table *t = *state;
-        if (!t)
-                skip();
-        struct sandbox_directory *d = sandbox_table_directory(t);
+        TABLE_OR_SKIP(t, d);
         struct cella_error err = {0};
         struct sandbox *s = NULL;
         struct got g = {0};
@@ -423,8 +418,7 @@ static void test_failure_undone(void **state)
         /* The image is not there: refused before anything is made. */
         struct sandbox_options absent = {.image = "absent", .network = "none"};
         d->ops->get(d, "f1", true, &absent, on_got, &g);
-        assert_int_equal(g.calls, 1);
-        assert_int_equal(g.code, CELLA_E_IMAGE_NOT_FOUND);
+        expect_got(&g, 1, CELLA_E_IMAGE_NOT_FOUND);
         assert_int_equal(d->ops->count(d), 0);
 
         /* The spec step (an instance type the decoder would have refused): the slot taken
@@ -432,8 +426,7 @@ static void test_failure_undone(void **state)
         struct sandbox_options badtype = {.instance_type = "nope", .network = "none"};
         memset(&g, 0, sizeof(g));
         d->ops->get(d, "f2", true, &badtype, on_got, &g);
-        assert_int_equal(g.calls, 1);
-        assert_int_equal(g.code, CELLA_E_VALIDATION_FAILED);
+        expect_got(&g, 1, CELLA_E_VALIDATION_FAILED);
         assert_int_equal(d->ops->count(d), 0);
         for (unsigned i = 0; i < CELLA_UID_SLOTS; i++)
                 assert_int_equal(t->slot_used[i], 0);
@@ -470,10 +463,7 @@ static void test_failure_undone(void **state)
 /* The warm pool builds off the loop; a new name of the default options is a claim. */
 static void test_pool_claim(void **state)
 {
-        struct sandbox_table *t = *state;
-        if (!t)
-                skip();
-        struct sandbox_directory *d = sandbox_table_directory(t);
+        TABLE_OR_SKIP(t, d);
         struct got g = {0};
 
         run_until(&t->pool_len, 1);
