@@ -13,7 +13,7 @@
 #include "daemon/api-decode.h"
 #include "daemon/api-field.h"
 #include "daemon/instance-type.h"
-#include "runtime/net.h"
+#include "daemon/sandbox-options.h"
 
 int api_check_string_object(json_t *o, const char *what, size_t max, struct cella_error *err)
 {
@@ -160,32 +160,20 @@ static int chk_duration(const struct field *f, json_t *v, json_t *body, void *ds
         return api_parse_duration(v, FIELD_AT(dst, f, int64_t), err) < 0 ? -EINVAL : 0;
 }
 
-/* networkAllow: an array of at most CELLA_NETWORK_ALLOW_MAX "CIDR[:port]" strings. */
+/* networkAllow: an array of at most CELLA_NETWORK_ALLOW_MAX "CIDR[:port]" strings, stored
+ * in canonical form (sandbox-options.h). */
 static int chk_network_allow(const struct field *f, json_t *v, json_t *body, void *dst,
                              struct cella_error *err)
 {
-        size_t i;
-        json_t *x;
+        json_t *canon = sandbox_options_network_allow(v, err);
+        int r;
 
         (void)body;
-        if (!json_is_array(v) || json_array_size(v) > CELLA_NETWORK_ALLOW_MAX)
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "networkAllow must be an array of at most %d strings",
-                                       CELLA_NETWORK_ALLOW_MAX),
-                       -EINVAL;
-        json_array_foreach(v, i, x)
-        {
-                struct net_allow na;
-                if (!json_is_string(x) ||
-                    net_allow_parse(json_string_value(x), json_string_length(x), &na) < 0)
-                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                               "networkAllow[%zu] must be an IPv4 \"CIDR\" or "
-                                               "\"CIDR:port\" with no host bits, e.g. "
-                                               "\"203.0.113.0/24:443\"",
-                                               i),
-                               -EINVAL;
-        }
-        return field_put_json(f, dst, v);
+        if (!canon)
+                return -EINVAL;
+        r = field_put_json(f, dst, canon);
+        json_decref(canon);
+        return r;
 }
 
 /* The env route's vars: names to NUL-free strings (set) or null (unset). */

@@ -7,6 +7,7 @@
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
+#include "daemon/sandbox-directory.h"
 
 #define CELLA_VERSION "0.1.0"
 
@@ -41,14 +42,30 @@ struct put_ctx {
         bool query_normalize;
 };
 
+/* The directory's answer to PUT (a new sandbox's after its start, off the loop): the
+ * request is held until then; answering a client that left is a no-op. */
+static void put_answer(struct sandbox *sb, bool created, const struct cella_error *err, void *ud)
+{
+        struct http_request *req = ud;
+
+        if (err) {
+                http_respond_error(req, err, NULL);
+        } else {
+                json_t *info = sandbox_info(sb);
+
+                sandbox_touch(sb);
+                http_respond_json(req, created ? 201 : 200, info);
+                json_decref(info);
+        }
+        http_request_unref(req);
+}
+
 static void put_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
         struct put_ctx *ctx = ud;
         struct api_put_sandbox p;
         struct cella_error err = {0};
         char name[CELLA_NAME_MAX + 1];
-        struct sandbox *sb = NULL;
-        bool created = false;
 
         if (api_decode_put_sandbox(body, len, &p, &err) < 0) {
                 http_respond_error(req, &err, NULL);
@@ -74,17 +91,10 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                         .network_allow = p.network_allow,
                 };
 
-                if (sandbox_table_put(ctx->a->cfg.table, name, &o, &sb, &created, &err) < 0) {
-                        http_respond_error(req, &err, NULL);
-                        goto done;
-                }
-        }
-        {
-                json_t *info = sandbox_info(sb);
+                struct sandbox_directory *d = sandbox_table_directory(ctx->a->cfg.table);
 
-                sandbox_touch(sb);
-                http_respond_json(req, created ? 201 : 200, info);
-                json_decref(info);
+                http_request_ref(req);
+                d->ops->put(d, name, &o, put_answer, req);
         }
 done:
         api_put_sandbox_done(&p);

@@ -5,6 +5,7 @@
 
 #include "common/timeutil.h"
 #include "daemon/api-service.h"
+#include "daemon/sandbox-directory.h"
 
 static bool is(const struct http_request *req, const char *m)
 {
@@ -47,6 +48,7 @@ static bool is_websocket_upgrade(const struct http_request *req)
 
 struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name)
 {
+        struct sandbox_directory *d = sandbox_table_directory(a->cfg.table);
         struct cella_error err = {0};
         struct sandbox *sb = NULL;
         bool created = false;
@@ -58,11 +60,11 @@ struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const c
          * request_from_allowed_origin() has checked, and a terminal or a relay is a
          * sandbox's first use like an exec (decision 0032). */
         if ((is(req, "GET") || is(req, "HEAD")) && !is_websocket_upgrade(req) &&
-            sandbox_table_get(a->cfg.table, name, false, NULL, &sb, NULL, &err) < 0) {
+            d->ops->get_now(d, name, false, NULL, &sb, NULL, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 return NULL;
         }
-        if (sandbox_table_get(a->cfg.table, name, true, NULL, &sb, &created, &err) < 0) {
+        if (d->ops->get_now(d, name, true, NULL, &sb, &created, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 return NULL;
         }

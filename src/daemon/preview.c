@@ -12,6 +12,7 @@
 #include "daemon/preview.h"
 #include "daemon/preview-internal.h"
 #include "daemon/ratelimit.h"
+#include "daemon/sandbox-directory.h"
 #include "daemon/store.h"
 
 /* ---- pure parts ---- */
@@ -381,11 +382,12 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
         struct cella_error e = {0};
         struct sandbox *sb = NULL;
         char name[CELLA_PREVIEW_PORT_NAME_MAX + 1], token[CELLA_PREVIEW_TOKEN_MAX + 1];
+        struct sandbox_directory *d = sandbox_table_directory(cfg->table);
         struct port_rec *rec;
 
         /* One answer for a missing sandbox, an unexposed port and a wrong token: the URL
          * reveals nothing about what exists. */
-        if (sandbox_table_get(cfg->table, t->id, false, NULL, &sb, NULL, &e) < 0) {
+        if (d->ops->get_now(d, t->id, false, NULL, &sb, NULL, &e) < 0) {
                 http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
                 return;
         }
@@ -393,8 +395,8 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
         if (!rec) {
                 int64_t instance = 0;
 
-                if (store_port_get(sandbox_table_store(cfg->table), t->id, t->port, name,
-                                   sizeof(name), token, sizeof(token), &instance) == 0) {
+                if (store_port_get(d->ops->store(d), t->id, t->port, name, sizeof(name), token,
+                                   sizeof(token), &instance) == 0) {
                         preview_port_remember(cfg, t->id, t->port, token, instance);
                         rec = cache_get(cfg, t->id, t->port);
                 }

@@ -2,8 +2,9 @@
  *
  * A struct sandbox is owned by the table; handlers borrow it for the duration of a
  * callback and keep it across callbacks only with sandbox_ref()/sandbox_unref().
- * This is the one interface the HTTP handlers use to reach sandboxes, so that a
- * multi-node directory can later stand behind it. */
+ * The HTTP handlers and the preview proxy find sandboxes through the table's directory
+ * (sandbox-directory.h, sandbox_table_directory()), an operations table another
+ * directory (several nodes) can stand behind; the functions here are the local one. */
 #ifndef CELLA_DAEMON_SANDBOX_H
 #define CELLA_DAEMON_SANDBOX_H
 
@@ -21,6 +22,10 @@ struct sandbox;
 struct runtime;
 struct store;
 
+/* Options as api_decode_put_sandbox() gives them: checked, and networkAllow in its
+ * canonical form (sandbox-options.h); the table checks only what needs itself or the host
+ * (an existing sandbox's image, instance type and network; the image being built; the
+ * network mode being there; disk). */
 struct sandbox_options {
         const char *image;         /* NULL: daemon default */
         const char *instance_type; /* NULL: default (see docs/decisions) */
@@ -32,7 +37,7 @@ struct sandbox_options {
         bool has_default_session;  /* default_session given */
         bool default_session;      /* calls without a sessionId use the session "default" */
         const char *network;       /* "none" or "outbound"; NULL: the daemon's default */
-        json_t *network_allow;     /* array of "CIDR[:port]" (validated), or NULL; borrowed */
+        json_t *network_allow;     /* array of canonical "CIDR[:port]", or NULL; borrowed */
 };
 
 struct sandbox_table_config {

@@ -23,6 +23,7 @@
 #include "common/name.h"
 #include "daemon/api-decode.h"
 #include "daemon/image.h"
+#include "runtime/net.h"
 #include "fuzz.h"
 
 static bool is_zero(const void *p, size_t n)
@@ -168,6 +169,27 @@ static void fuzz_image(const char *body, size_t len)
         }
 }
 
+/* networkAllow comes out canonical: each entry parses and formats back to itself. */
+static void check_network_allow(json_t *a)
+{
+        size_t i;
+        json_t *v;
+
+        if (!a)
+                return;
+        FUZZ_CHECK(json_is_array(a) && json_array_size(a) <= CELLA_NETWORK_ALLOW_MAX);
+        json_array_foreach(a, i, v)
+        {
+                struct net_allow na;
+                char text[64];
+
+                FUZZ_CHECK(json_is_string(v) &&
+                           net_allow_parse(json_string_value(v), json_string_length(v), &na) == 0);
+                net_allow_format(&na, text, sizeof(text));
+                FUZZ_CHECK(strcmp(text, json_string_value(v)) == 0);
+        }
+}
+
 static void fuzz_decoder(unsigned which, const char *body, size_t len)
 {
         struct cella_error err = {0};
@@ -181,6 +203,7 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 CHECK_OUTCOME(r, err, x, {
                         check_strings(x.env);
                         check_strings(x.labels);
+                        check_network_allow(x.network_allow);
                 });
                 api_put_sandbox_done(&x);
                 break;

@@ -30,6 +30,17 @@ static void test_put_sandbox(void **state)
         assert_string_equal(json_string_value(json_object_get(p.env, "A")), "1");
         assert_true(p.normalize_id);
         api_put_sandbox_done(&p);
+        /* networkAllow comes out canonical (what the table stores and compares) */
+        assert_int_equal(api_decode_put_sandbox(BODY("{\"networkAllow\":[\"198.51.100.7\","
+                                                     "\"203.0.113.0/24:443\"]}"),
+                                                &p, &err),
+                         0);
+        assert_int_equal(json_array_size(p.network_allow), 2);
+        assert_string_equal(json_string_value(json_array_get(p.network_allow, 0)),
+                            "198.51.100.7/32");
+        assert_string_equal(json_string_value(json_array_get(p.network_allow, 1)),
+                            "203.0.113.0/24:443");
+        api_put_sandbox_done(&p);
 
         static const char *const bad[] = {
                 "[]",

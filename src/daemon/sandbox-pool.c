@@ -1,0 +1,293 @@
+/* The warm pool (sandbox-internal.h, decision 0015): sandboxes of the default image and
+ * instance type built ahead, one per timer callback, and claimed by a create. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "daemon/instance-type.h"
+#include "daemon/sandbox-internal.h"
+
+/* ---- the warm pool ----
+ *
+ * A pool sandbox is a struct sandbox with pooled set, named "pool-<slot>" (a reserved
+ * name), running, its agent connected, outside the table and without a registry record.
+ * A claim gives it its name and options, its hostname and /etc files, and then writes
+ * its record: that write is the commit point. A daemon that dies before it leaves a pool
+ * sandbox that the next daemon removes (see sweep_leftovers); after it, a sandbox like any
+ * other, reattached by its record. */
+
+/* How many pool sandboxes to keep: the pool size, but never more than the user sandboxes
+ * still allowed, so that user and pool sandboxes together stay within --max-sandboxes. */
+static unsigned pool_target(const struct sandbox_table *t)
+{
+        unsigned room = t->max_sandboxes > t->count ? t->max_sandboxes - t->count : 0;
+        return t->pool_size < room ? t->pool_size : room;
+}
+
+void pool_schedule(struct sandbox_table *t, uint64_t delay_ms)
+{
+        if (t->pool_timer)
+                uv_timer_start(t->pool_timer, on_pool_timer, delay_ms, 0);
+}
+
+static void pool_unlink(struct sandbox *s)
+{
+        struct sandbox_table *t = s->table;
+        for (struct sandbox **pp = &t->pool; *pp; pp = &(*pp)->pool_next)
+                if (*pp == s) {
+                        *pp = s->pool_next;
+                        s->pool_next = NULL;
+                        t->pool_len--;
+                        return;
+                }
+}
+
+/* Kill a pool sandbox (or one whose claim failed) and remove everything of it: cgroups,
+ * files, slot. s is not in the table. */
+void pool_discard(struct sandbox *s)
+{
+        struct sandbox_table *t = s->table;
+        struct cella_error e = {0};
+        char dir[CELLA_PATH_MAX];
+
+        pool_unlink(s);
+        if (sandbox_teardown(s, SANDBOX_STOPPED, &e) < 0)
+                log_warn("pool: %s", e.msg);
+        if (sandbox_dir(s, dir, sizeof(dir)) == 0 && rm_rf(dir) < 0)
+                log_warn("pool: remove %s failed", dir);
+        release_slot(t, s->slot);
+        s->state = SANDBOX_DESTROYED;
+        sandbox_unref(s);
+        pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);
+}
+
+/* A SESSION request whose answer nobody waits for (the warm pool's default session). The
+ * agent handles the frames of one connection in order, so a later request sees its
+ * effect. Failures only cost the head start: the first exec makes the session itself. */
+static const struct agent_stream_ops oneway_ops = {NULL, NULL, NULL};
+
+static void session_oneway(struct sandbox *s, json_t *payload)
+{
+        struct cella_error e = {0};
+
+        if (payload && s->agent &&
+            agent_conn_open(s->agent, FRAME_SESSION, payload, &oneway_ops, NULL, NULL, &e) < 0)
+                log_debug("sandbox '%s': session request: %s", s->name, e.msg);
+        json_decref(payload);
+}
+
+/* Build one pool sandbox and add it to the pool. */
+static int pool_build(struct sandbox_table *t, struct cella_error *err)
+{
+        char name[CELLA_NAME_MAX + 1];
+        struct sandbox *s;
+        unsigned slot;
+
+        if (alloc_slot(t, &slot) < 0)
+                return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED, "no free uid range");
+        snprintf(name, sizeof(name), "pool-%u", slot);
+        s = sandbox_alloc(t, name, slot);
+        if (!s) {
+                release_slot(t, slot);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        s->pooled = true;
+        s->image = strdup(t->default_image);
+        s->instance_type = strdup(INSTANCE_TYPE_DEFAULT);
+        s->env = json_object();
+        s->labels = json_object();
+        s->sleep_after_ms = CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->network = network_default(t);
+        s->network_allow = json_array();
+        s->created_ms = s->last_active_ms = time_now_ms();
+        if (!s->image || !s->instance_type || !s->env || !s->labels || !s->network_allow) {
+                pool_discard(s);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        /* Off the loop: requests are served while it builds; pool_built() takes it on. */
+        if (sandbox_start_async(s, err) < 0) {
+                pool_discard(s);
+                return -1;
+        }
+        t->pool_building++;
+        return 0;
+}
+
+/* A build failed (e.g. the default image is not built yet): try again, less and less
+ * often. */
+static void pool_retry(struct sandbox_table *t, const char *why)
+{
+        t->pool_retry_ms = t->pool_retry_ms ? t->pool_retry_ms * 2 : CELLA_POOL_RETRY_MS;
+        if (t->pool_retry_ms > CELLA_POOL_RETRY_MAX_MS)
+                t->pool_retry_ms = CELLA_POOL_RETRY_MAX_MS;
+        log_warn("pool: build: %s (next try in %u s)", why, (unsigned)(t->pool_retry_ms / 1000));
+        pool_schedule(t, t->pool_retry_ms);
+}
+
+void pool_built(struct sandbox *s, const struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+
+        t->pool_building--;
+        if (err) {
+                pool_discard(s);
+                pool_retry(t, err->msg);
+                return;
+        }
+        /* Its default session's shell starts now, so a claim's first command is a builtin
+         * in a running shell, not a shell start. */
+        session_oneway(s,
+                       json_pack("{s:s, s:s, s:{}}", "op", "create", "id", "default", "baseEnv"));
+        s->pool_next = t->pool;
+        t->pool = s;
+        t->pool_len++;
+        t->pool_builds++;
+        t->pool_retry_ms = 0;
+        if (t->pool_len < pool_target(t))
+                pool_schedule(t, 0);
+        else if (t->pool_len > pool_target(t))
+                pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS); /* sandboxes made meanwhile */
+        else
+                log_debug("pool: %u ready", t->pool_len);
+}
+
+/* Is a request that claimed a sandbox still being served? (a sandbox claimed in the last
+ * CELLA_POOL_QUIET_MS with an open agent stream: the exec that came with the name) */
+static bool pool_claim_in_flight(const struct sandbox_table *t)
+{
+        int64_t since = time_now_ms() - CELLA_POOL_QUIET_MS;
+
+        if (t->pool_last_claim_ms < since)
+                return false;
+        for (unsigned i = 0; i < TABLE_BUCKETS; i++)
+                for (const struct sandbox *s = t->buckets[i]; s; s = s->next)
+                        if (s->claimed && s->created_ms >= since &&
+                            agent_conn_stream_count(s->agent) > 0)
+                                return true;
+        return false;
+}
+
+/* Refill (or trim) the pool by one sandbox at a time. A build's container start runs off
+ * the loop (sandbox_start_async); what is left on the loop (the spec, the exit watch, the
+ * agent link, about a tenth of it) and the build's CPU still wait until the requests that
+ * claimed are answered: claims push it back by
+ * CELLA_POOL_REFILL_DELAY_MS, and so does a claimed sandbox's first command still
+ * running, so that a burst of new names is served before the pool builds again. */
+void on_pool_timer(uv_timer_t *timer)
+{
+        struct sandbox_table *t = timer->data;
+        struct cella_error e = {0};
+        unsigned target = pool_target(t);
+
+        if (t->pool_building)
+                return; /* one build at a time: pool_built() schedules the next */
+        if (t->pool_len < target && pool_claim_in_flight(t)) {
+                pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);
+                return;
+        }
+        if (t->pool_len > target) {
+                pool_discard(t->pool); /* reschedules */
+                return;
+        }
+        if (t->pool_len == target)
+                return;
+        /* Pool sandboxes have disks too: none is built past the overcommit limit. */
+        if (disk_admit(t, new_disk_bytes(t, INSTANCE_TYPE_DEFAULT), &e) < 0) {
+                log_debug("pool: not built: %s", e.msg);
+                pool_schedule(t, CELLA_POOL_RETRY_MAX_MS);
+                return;
+        }
+        if (pool_build(t, &e) < 0)
+                pool_retry(t, e.msg);
+}
+
+/* Take a live pool sandbox with its agent connected out of the pool, or NULL when there is
+ * none; the dead ones found on the way are discarded. */
+struct sandbox *pool_take(struct sandbox_table *t)
+{
+        while (t->pool) {
+                struct sandbox *s = t->pool;
+                if (s->state == SANDBOX_RUNNING && s->agent && runtime_container_is_alive(&s->ct)) {
+                        pool_unlink(s);
+                        return s;
+                }
+                pool_discard(s);
+        }
+        return NULL;
+}
+
+/* Give pool sandbox s (taken out of the pool) the name and options of a new sandbox;
+ * opts are validated. On failure s is discarded. */
+int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options *opts,
+               struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+        uint64_t t0 = time_mono_us();
+        char dir[CELLA_PATH_MAX];
+        json_t *env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
+        json_t *labels = opts && opts->labels ? json_deep_copy(opts->labels) : json_object();
+
+        if (!env || !labels) {
+                json_decref(env);
+                json_decref(labels);
+                pool_discard(s);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        image_env_under(t, s->image, env);
+        json_decref(s->env);
+        json_decref(s->labels);
+        s->env = env;
+        s->labels = labels;
+        snprintf(s->name, sizeof(s->name), "%s", name);
+        /* The sandbox, as its user sees it, is made now. */
+        s->created_ms = s->last_active_ms = time_now_ms();
+        s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
+                                                             : CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
+        s->default_session = !(opts && opts->has_default_session && !opts->default_session);
+        if (sandbox_dir(s, dir, sizeof(dir)) < 0 ||
+            runtime_container_rename(t->rt, &s->ct, dir, name, err) < 0) {
+                pool_discard(s);
+                return -1;
+        }
+        uint64_t t1 = time_mono_us();
+        s->pooled = false;
+        s->claimed = true;
+        table_insert(t, s);
+        /* The commit point: from here on a restarted daemon reattaches it by this record. */
+        if (sandbox_persist(s, err) < 0) {
+                table_remove(t, s);
+                pool_discard(s);
+                return -1;
+        }
+        /* The default session started before the name and env were known. */
+        if (!s->default_session) {
+                session_oneway(s, json_pack("{s:s, s:s}", "op", "delete", "id", "default"));
+        } else {
+                json_t *vars = json_deep_copy(s->env);
+
+                if (vars)
+                        json_object_set_new(vars, "HOSTNAME", json_string(s->name));
+                session_oneway(s, vars ? json_pack("{s:s, s:s, s:o}", "op", "setenv", "id",
+                                                   "default", "env", vars)
+                                       : NULL);
+        }
+        t->pool_claims++;
+        t->pool_last_claim_ms = s->created_ms;
+        log_info("sandbox '%s' claimed from the pool (slot %u, pid %d) in %.2f ms (name %.2f "
+                 "ms, registry %.2f ms)",
+                 s->name, s->slot, (int)s->ct.pid, (double)(time_mono_us() - t0) / 1000.0,
+                 (double)(t1 - t0) / 1000.0, (double)(time_mono_us() - t1) / 1000.0);
+        pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);
+        return 0;
+}
+
+json_t *sandbox_table_pool_info(const struct sandbox_table *t)
+{
+        return json_pack("{s:I, s:I, s:I, s:I}", "size", (json_int_t)t->pool_size, "ready",
+                         (json_int_t)t->pool_len, "claims", (json_int_t)t->pool_claims, "builds",
+                         (json_int_t)t->pool_builds);
+}

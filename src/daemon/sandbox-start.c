@@ -1,0 +1,445 @@
+/* Starting, waiting for a start and stopping a sandbox (sandbox-internal.h): the start as
+ * a job that runs on the loop or on its thread pool, the callers that wait for it, the
+ * watch of PID 1, the agent link, and the one teardown every stop goes through. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/timeutil.h"
+#include "daemon/instance-type.h"
+#include "daemon/rebuild.h"
+#include "daemon/sandbox-internal.h"
+
+static void stop_exit_watch(struct sandbox *s)
+{
+        if (!s->exit_watch)
+                return;
+        uv_poll_stop(s->exit_watch);
+        uv_close((uv_handle_t *)s->exit_watch, on_handle_closed);
+        s->exit_watch = NULL;
+}
+
+static void close_agent(struct sandbox *s)
+{
+        struct agent_conn *c = s->agent;
+
+        s->agent = NULL;
+        if (c)
+                agent_conn_close(c);
+}
+
+void sandbox_unlink(struct sandbox *s)
+{
+        close_agent(s);
+        stop_exit_watch(s);
+        if (s->ct.pidfd >= 0)
+                close(s->ct.pidfd);
+        s->ct.pidfd = -EBADF;
+}
+
+int sandbox_teardown(struct sandbox *s, enum sandbox_state next, struct cella_error *err)
+{
+        close_agent(s);
+        stop_exit_watch(s);
+        /* With a pidfd (-EBADF once reaped, asleep or never started) PID 1 is killed and
+         * reaped; the cgroups go from the id alone. */
+        int r = runtime_container_destroy(s->table->rt, s->id, &s->ct, err);
+        s->state = next;
+        return r;
+}
+
+static void on_agent_lost(struct agent_conn *c, int err, void *userdata)
+{
+        struct sandbox *s = userdata;
+        if (s->agent == c)
+                s->agent = NULL;
+        log_info("sandbox '%s': agent connection closed (%s)", s->name,
+                 err ? strerror(-err) : "ok");
+}
+
+/* PID 1 of the sandbox exited (the agent crashed or was killed): reap it, mark the sandbox
+ * stopped. Its files stay; the next operation starts it again. */
+static void on_container_exit(uv_poll_t *w, int status, int events)
+{
+        struct sandbox *s = w->data;
+        int wstatus = 0;
+        int r = runtime_container_reap(&s->ct, &wstatus);
+
+        if (r == 0)
+                return; /* spurious */
+        if (r < 0) {
+                /* Not our child (reattached after a daemon restart): the readable pidfd
+                 * says it exited; its parent reaps it. */
+                if (s->ct.pidfd >= 0)
+                        close(s->ct.pidfd);
+                s->ct.pidfd = -EBADF;
+        }
+        log_warn("sandbox '%s': PID 1 exited (status 0x%x)", s->name, (unsigned)wstatus);
+        if (s->pooled) {
+                pool_discard(s);
+                return;
+        }
+        /* Sweeps what may be left in its cgroups. */
+        sandbox_teardown(s, SANDBOX_STOPPED, NULL);
+}
+
+/* Watch the pidfd of PID 1: readable once it has exited. */
+int watch_exit(struct sandbox *s)
+{
+        s->exit_watch = malloc(sizeof(*s->exit_watch));
+        if (!s->exit_watch || uv_poll_init(s->table->loop, s->exit_watch, s->ct.pidfd) < 0) {
+                free(s->exit_watch);
+                s->exit_watch = NULL;
+                return -ENOMEM;
+        }
+        s->exit_watch->data = s;
+        uv_poll_start(s->exit_watch, UV_READABLE, on_container_exit);
+        return 0;
+}
+
+int connect_agent(struct sandbox *s, struct cella_error *err)
+{
+        char dir[CELLA_PATH_MAX], sock[CELLA_PATH_MAX + 16];
+
+        if (sandbox_dir(s, dir, sizeof(dir)) < 0)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+        snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
+        return agent_conn_new(s->table->loop, sock, on_agent_lost, s, &s->agent, err);
+}
+
+/* The container spec of s (paths into dir and rootfs, CELLA_PATH_MAX each; the allowlist
+ * into allow) after checking that its image is built. */
+static int start_spec(struct sandbox *s, char *dir, char *rootfs, struct net_allow *allow,
+                      struct container_spec *ret, struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+        const struct instance_type *it = instance_type_find(s->instance_type);
+        char marker[CELLA_PATH_MAX + 16];
+        struct stat st;
+        int r;
+
+        if (!it)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "unknown instance type '%s' (known: %s)", s->instance_type,
+                                       instance_type_names());
+        if (sandbox_dir(s, dir, CELLA_PATH_MAX) < 0 ||
+            snprintf(rootfs, CELLA_PATH_MAX, "%s/%s/rootfs", t->images_dir, s->image) >=
+                    CELLA_PATH_MAX)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+        snprintf(marker, sizeof(marker), "%s/%s/.complete", t->images_dir, s->image);
+        if (stat(rootfs, &st) < 0 || !S_ISDIR(st.st_mode) || access(marker, F_OK) < 0)
+                return cella_error_set(err, CELLA_E_IMAGE_NOT_FOUND,
+                                       "image '%s' is not built (run: cella image build %s)",
+                                       s->image, s->image);
+        r = fs_mkdir_p(dir, 0700);
+        if (r < 0)
+                return cella_error_errno(err, r, "create sandbox directory %s", dir);
+        *ret = (struct container_spec){
+                .id = s->id,
+                .hostname = s->name,
+                .rootfs = rootfs,
+                .dir = dir,
+                .uid_base = t->uid_base + s->slot * CELLA_UID_RANGE,
+                .uid_count = CELLA_UID_RANGE,
+                .limits =
+                        {
+                                .memory_bytes = it->memory_bytes,
+                                .cpu_millis = it->cpu_millis,
+                                .pids_max = CELLA_DEFAULT_PIDS_MAX,
+                        },
+                .disk_bytes = t->disk_limit_override ? t->disk_limit_override : it->disk_bytes,
+                .network = s->network,
+                .slot = s->slot,
+                .net_allow = allow,
+                .net_allow_n = network_allow_list(s, allow),
+        };
+        return 0;
+}
+
+/* ---- starting ----
+ *
+ * A start is a job: start_spec() (on the loop: paths, limits, the image checked), then
+ * start_run() (the runtime's work: the sweep of leftovers, the container's start, its disk
+ * made and formatted, its network; under the table's runtime lock), then start_complete()
+ * (on the loop: the exit watch, the agent link, the record). sandbox_start() runs the three
+ * in a row; sandbox_start_async() runs start_run() on the loop's thread pool, and a start
+ * in progress is waited for by sandbox_join() where a caller cannot wait otherwise.
+ *
+ * Off the loop, start_run() touches only the job, the runtime and the log; no uv handle and
+ * no sandbox field. What of struct runtime a start shares with the loop's runtime calls is
+ * its network (one netlink socket and nft table, net.c): those calls hold rt_lock, as a
+ * start does. The rest a start changes belongs to its own id (cgroups, files, disk), and
+ * runtime_container_destroy and _rename of other sandboxes read only what runtime_new set
+ * (the cgroup layout, our own namespaces' fds), so they run beside a start unlocked. The runtime's child between clone3 and exec uses only what was computed
+ * before the clone and async-signal-safe calls (runtime/container.c), so cloning from a
+ * worker thread is safe; mkfs is spawned with every signal blocked (runtime/disk.c). */
+
+struct start_job {
+        uv_work_t work;
+        struct sandbox *s; /* referenced until the job is freed */
+        struct start_job *next;
+        char dir[CELLA_PATH_MAX];
+        char rootfs[CELLA_PATH_MAX];
+        struct net_allow allow[CELLA_NETWORK_ALLOW_MAX];
+        struct container_spec spec;
+        struct container ct;
+        struct cella_error err;
+        enum sandbox_state prev;
+        int r;
+        uint64_t t0, t1, t2;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool ran;      /* start_run() is over (under lock) */
+        bool finished; /* start_finish() has run (loop only) */
+};
+
+static void job_init(struct start_job *j, struct sandbox *s)
+{
+        memset(j, 0, sizeof(*j));
+        j->s = s;
+        j->ct.pid = -1;
+        j->ct.pidfd = -EBADF;
+        j->prev = s->state;
+}
+
+/* The runtime's part; any thread. */
+static void start_run(struct sandbox_table *t, struct start_job *j)
+{
+        pthread_mutex_lock(&t->rt_lock);
+        /* Leftovers of an earlier run (a daemon that died, a crashed agent) go first. */
+        j->t0 = time_mono_us();
+        runtime_container_destroy(t->rt, j->spec.id, NULL, NULL);
+        j->t1 = time_mono_us();
+        j->r = runtime_container_start(t->rt, &j->spec, &j->ct, &j->err);
+        j->t2 = time_mono_us();
+        pthread_mutex_unlock(&t->rt_lock);
+}
+
+/* The loop's part after start_run(): 0 with s RUNNING, or -1 with err and s back in the
+ * state it was in, everything of the attempt undone. */
+static int start_complete(struct sandbox *s, struct start_job *j, struct cella_error *err)
+{
+        if (j->r < 0) {
+                *err = j->err;
+                s->state = j->prev;
+                return -1;
+        }
+        s->ct = j->ct;
+        s->disk_promise = -1; /* its disk image may be new */
+        if (watch_exit(s) < 0) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "watch sandbox process");
+                goto undo_container;
+        }
+        s->pid_start = proc_start_time(s->ct.pid);
+        if (connect_agent(s, err) < 0)
+                goto undo_container;
+        s->state = SANDBOX_RUNNING;
+        log_info("sandbox '%s' started (slot %u, pid %d, image %s, %s, network %s) in %.2f ms "
+                 "(sweep %.2f ms, container %.2f ms)",
+                 s->name, s->slot, (int)s->ct.pid, s->image, s->instance_type,
+                 s->network ? "outbound" : "none", (double)(time_mono_us() - j->t0) / 1000.0,
+                 (double)(j->t1 - j->t0) / 1000.0, (double)(j->t2 - j->t1) / 1000.0);
+        /* The record (with the pid, so that a restarted daemon finds it) is written here
+         * once per start; a sandbox the registry does not know must not run (a pool
+         * sandbox has no record: a restarted daemon removes it). */
+        if (!s->pooled && sandbox_persist(s, err) < 0)
+                goto undo_container;
+        return 0;
+
+undo_container:
+        sandbox_teardown(s, j->prev, NULL);
+        return -1;
+}
+
+/* Build and start the container of s (its upper layer is reused if present). */
+int sandbox_start(struct sandbox *s, struct cella_error *err)
+{
+        struct start_job j;
+
+        job_init(&j, s);
+        if (start_spec(s, j.dir, j.rootfs, j.allow, &j.spec, err) < 0)
+                return -1;
+        s->state = SANDBOX_STARTING;
+        start_run(s->table, &j);
+        return start_complete(s, &j, err);
+}
+
+static void on_start_work(uv_work_t *w)
+{
+        struct start_job *j = w->data;
+
+        start_run(j->s->table, j);
+        pthread_mutex_lock(&j->lock);
+        j->ran = true;
+        pthread_cond_broadcast(&j->cond);
+        pthread_mutex_unlock(&j->lock);
+}
+
+/* Everything the loop does when a start job is over: its result to s, then to the pool or
+ * the waiters. Runs once per job, from the after-work callback or from sandbox_join(). */
+static void start_finish(struct start_job *j)
+{
+        struct sandbox *s = j->s;
+        struct sandbox_table *t = s->table;
+        struct cella_error err = {0};
+        bool fresh = s->fresh;
+        int r;
+
+        j->finished = true;
+        for (struct start_job **pp = &t->jobs; *pp; pp = &(*pp)->next)
+                if (*pp == j) {
+                        *pp = j->next;
+                        break;
+                }
+        s->job = NULL;
+        s->fresh = false;
+        r = start_complete(s, j, &err);
+        if (s->pooled) {
+                pool_built(s, r < 0 ? &err : NULL);
+                return;
+        }
+        if (r < 0 && fresh) {
+                bool existed;
+                /* Undo everything, files included: the sandbox never existed. */
+                sandbox_table_destroy(t, s->name, &existed, NULL);
+        } else if (r == 0 && fresh) {
+                pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS); /* one user sandbox more: trim */
+        }
+        sandbox_waiters_flush(s, r < 0 ? &err : NULL);
+}
+
+static void on_start_done(uv_work_t *w, int status)
+{
+        struct start_job *j = w->data;
+        struct sandbox *s = j->s;
+
+        (void)status; /* UV_ECANCELED when sandbox_join() ran it: finished already */
+        sandbox_ref(s);
+        if (!j->finished)
+                start_finish(j);
+        pthread_cond_destroy(&j->cond);
+        pthread_mutex_destroy(&j->lock);
+        free(j);
+        sandbox_unref(s); /* the job's */
+        sandbox_unref(s);
+}
+
+int sandbox_start_async(struct sandbox *s, struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+        struct start_job *j = malloc(sizeof(*j));
+
+        if (!j)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        job_init(j, s);
+        if (start_spec(s, j->dir, j->rootfs, j->allow, &j->spec, err) < 0) {
+                free(j);
+                return -1;
+        }
+        pthread_mutex_init(&j->lock, NULL);
+        pthread_cond_init(&j->cond, NULL);
+        j->work.data = j;
+        if (uv_queue_work(t->loop, &j->work, on_start_work, on_start_done) < 0) {
+                pthread_cond_destroy(&j->cond);
+                pthread_mutex_destroy(&j->lock);
+                free(j);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue the start");
+        }
+        sandbox_ref(s);
+        s->state = SANDBOX_STARTING;
+        s->job = j;
+        j->next = t->jobs;
+        t->jobs = j;
+        return 0;
+}
+
+void sandbox_join(struct sandbox *s)
+{
+        struct start_job *j = s->job;
+
+        if (!j)
+                return;
+        /* Still queued behind other work (an image import): run it here instead of
+         * waiting for a thread. The cancelled request's after-work callback frees it. */
+        if (uv_cancel((uv_req_t *)&j->work) == 0) {
+                start_run(s->table, j);
+                j->ran = true;
+        }
+        pthread_mutex_lock(&j->lock);
+        while (!j->ran)
+                pthread_cond_wait(&j->cond, &j->lock);
+        pthread_mutex_unlock(&j->lock);
+        sandbox_ref(s);
+        start_finish(j);
+        sandbox_unref(s);
+}
+
+void sandbox_join_all(struct sandbox_table *t)
+{
+        while (t->jobs)
+                sandbox_join(t->jobs->s);
+}
+
+/* ---- waiting for a start ---- */
+
+struct sandbox_waiter {
+        sandbox_get_cb cb;
+        void *userdata;
+        bool created;
+        struct sandbox_waiter *next;
+};
+
+int sandbox_wait(struct sandbox *s, bool created, sandbox_get_cb cb, void *userdata,
+                 struct cella_error *err)
+{
+        struct sandbox_waiter *w = malloc(sizeof(*w)), **pp = &s->waiters;
+
+        if (!w)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        *w = (struct sandbox_waiter){.cb = cb, .userdata = userdata, .created = created};
+        while (*pp) /* in arrival order */
+                pp = &(*pp)->next;
+        *pp = w;
+        return 0;
+}
+
+void sandbox_waiters_flush(struct sandbox *s, const struct cella_error *err)
+{
+        struct sandbox_waiter *w = s->waiters;
+
+        s->waiters = NULL;
+        sandbox_ref(s);
+        if (!err)
+                sandbox_touch(s);
+        while (w) {
+                struct sandbox_waiter *next = w->next;
+                w->cb(err ? NULL : s, w->created, err, w->userdata);
+                free(w);
+                w = next;
+        }
+        sandbox_unref(s);
+}
+
+/* Make sure s runs and has an agent connection; with async, a start it needs is queued
+ * (s->job set) instead of run here. s has no start in progress. */
+int sandbox_ensure_running(struct sandbox *s, bool async, struct cella_error *err)
+{
+        if (s->state == SANDBOX_RUNNING && runtime_container_is_alive(&s->ct)) {
+                if (!s->agent)
+                        return connect_agent(s, err);
+                return 0;
+        }
+        if (s->state == SANDBOX_RUNNING) {
+                /* Died and not yet noticed by the exit watch. */
+                runtime_container_reap(&s->ct, NULL);
+                sandbox_teardown(s, SANDBOX_STOPPED, NULL);
+        }
+        close_agent(s);
+        return async ? sandbox_start_async(s, err) : sandbox_start(s, err);
+}
