@@ -32,6 +32,7 @@ struct ws {
         bool reading;      /* uv_read_start is active */
         bool closing;      /* handles closing, on_close called */
         bool in_recv;      /* inside wslay_event_recv */
+        bool failing;      /* a frame wslay refused: our 1002 is being written, then we end */
         unsigned handles;
 };
 
@@ -124,8 +125,8 @@ size_t ws_queued(const struct ws *ws)
 
 static void update_reading(struct ws *ws)
 {
-        bool on = ws->want_reading && !ws->closing && ws_queued(ws) < CELLA_WS_HIGH_WATER &&
-                  wslay_event_want_read(ws->ctx);
+        bool on = ws->want_reading && !ws->closing && !ws->failing &&
+                  ws_queued(ws) < CELLA_WS_HIGH_WATER && wslay_event_want_read(ws->ctx);
 
         if (on == ws->reading)
                 return;
@@ -149,7 +150,45 @@ static void on_write_done(uv_write_t *req, int status)
                 ws_end(ws, WSLAY_CODE_ABNORMAL_CLOSURE);
                 return;
         }
+        if (ws->failing) {
+                if (ws->uv_queued == 0)
+                        ws_end(ws, WSLAY_CODE_PROTOCOL_ERROR);
+                return;
+        }
         ws_flush(ws);
+}
+
+static void on_close_grace(uv_timer_t *t);
+
+/* wslay's frame parser refused a frame header (a non-minimal length, a control frame over
+ * 125 bytes or fragmented): it queues a close without a status and fails. Say 1002 as
+ * RFC 6455 asks, behind what is already being written (closing the handle now would
+ * cancel those writes and the close frame with them), then end: when the writes are done,
+ * or after the grace period if the peer does not read. */
+static void fail_protocol(struct ws *ws)
+{
+        static const char close_1002[] = {(char)0x88, 0x02, 0x03, (char)0xea};
+        struct ws_write *w = malloc(sizeof(*w) + sizeof(close_1002));
+        uv_buf_t b;
+
+        ws->failing = true;
+        buf_reset(&ws->in);
+        update_reading(ws);
+        if (!w) {
+                ws_end(ws, WSLAY_CODE_PROTOCOL_ERROR);
+                return;
+        }
+        w->ws = ws;
+        w->len = sizeof(close_1002);
+        memcpy(w->data, close_1002, sizeof(close_1002));
+        b = uv_buf_init(w->data, (unsigned)w->len);
+        if (uv_write(&w->req, (uv_stream_t *)&ws->tcp, &b, 1, on_write_done) < 0) {
+                free(w);
+                ws_end(ws, WSLAY_CODE_PROTOCOL_ERROR);
+                return;
+        }
+        ws->uv_queued += w->len;
+        uv_timer_start(&ws->timer, on_close_grace, CLOSE_GRACE_MS, 0);
 }
 
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len, int flags,
@@ -221,7 +260,7 @@ static void on_msg_recv(wslay_event_context_ptr ctx, const struct wslay_event_on
  * route's callback does not call the route back with a message. */
 static void ws_flush(struct ws *ws)
 {
-        if (ws->closing)
+        if (ws->closing || ws->failing)
                 return;
         if (wslay_event_want_write(ws->ctx) && wslay_event_send(ws->ctx) != 0) {
                 ws_end(ws, WSLAY_CODE_ABNORMAL_CLOSURE);
@@ -244,22 +283,13 @@ static void ws_flush(struct ws *ws)
  * flush. */
 static void ws_pump(struct ws *ws)
 {
-        if (ws->closing || ws->in_recv)
+        if (ws->closing || ws->failing || ws->in_recv)
                 return;
         if (ws->in.len > 0 && wslay_event_want_read(ws->ctx)) {
                 ws->in_recv = true;
                 if (wslay_event_recv(ws->ctx) != 0) {
-                        /* wslay's frame parser refused a frame header (a non-minimal
-                         * length, a control frame over 125 bytes or fragmented): it queues
-                         * a close without a status and fails. Say 1002 as RFC 6455 asks,
-                         * best effort, before ending. */
-                        static const char close_1002[] = {(char)0x88, 0x02, 0x03, (char)0xea};
-                        uv_buf_t b = uv_buf_init((char *)close_1002, sizeof(close_1002));
-
                         ws->in_recv = false;
-                        if (ws->uv_queued == 0)
-                                (void)uv_try_write((uv_stream_t *)&ws->tcp, &b, 1);
-                        ws_end(ws, WSLAY_CODE_PROTOCOL_ERROR);
+                        fail_protocol(ws);
                         return;
                 }
                 ws->in_recv = false;
