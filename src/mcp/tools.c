@@ -85,10 +85,11 @@ static char **env_list(json_t *env)
         return list;
 }
 
-/* Answer text of a call (owned, freed here) as the structured result. */
-static json_t *answer(struct mcp_call *call, int rc, char *text)
+/* The answer *text of a call that returned rc, as the structured result; *text is freed.
+ * A pointer, so that the call may be an argument: C leaves the order of arguments open. */
+static json_t *answer(struct mcp_call *call, int rc, char **text)
 {
-        _cleanup_free_ char *t = text;
+        _cleanup_free_ char *t = TAKE_PTR(*text);
         json_t *j;
 
         if (rc != CELLA_OK)
@@ -168,14 +169,15 @@ static json_t *t_sandbox_create(struct mcp_call *call, json_t *args)
 
         if (bad)
                 return bad;
-        return answer(call, cella_sandbox_create(call->client, str(args, "name"), &o, &info), info);
+        return answer(call, cella_sandbox_create(call->client, str(args, "name"), &o, &info),
+                      &info);
 }
 
 static json_t *t_sandbox_list(struct mcp_call *call, json_t *args)
 {
         char *list = NULL;
 
-        return answer(call, cella_sandbox_list(call->client, &list), list);
+        return answer(call, cella_sandbox_list(call->client, &list), &list);
 }
 
 static json_t *t_sandbox_destroy(struct mcp_call *call, json_t *args)
@@ -257,7 +259,7 @@ static json_t *t_file_read(struct mcp_call *call, json_t *args)
                         str(args, "encoding") ? str(args, "encoding") : "utf-8");
         if (!path || !req || !(body = json_dumps(req, JSON_COMPACT)))
                 return NULL;
-        return answer(call, cella_request(call->client, "POST", path, body, &out), out);
+        return answer(call, cella_request(call->client, "POST", path, body, &out), &out);
 }
 
 static json_t *t_file_write(struct mcp_call *call, json_t *args)
@@ -275,7 +277,7 @@ static json_t *t_file_write(struct mcp_call *call, json_t *args)
                         str(args, "encoding") ? str(args, "encoding") : "utf-8");
         if (!path || !req || !(body = json_dumps(req, JSON_COMPACT)))
                 return NULL;
-        return answer(call, cella_request(call->client, "POST", path, body, &out), out);
+        return answer(call, cella_request(call->client, "POST", path, body, &out), &out);
 }
 
 static json_t *t_file_list(struct mcp_call *call, json_t *args)
@@ -289,7 +291,7 @@ static json_t *t_file_list(struct mcp_call *call, json_t *args)
                       cella_file_list(call->client, str(args, "sandbox"),
                                       str(args, "path") ? str(args, "path") : "/workspace",
                                       flag(args, "recursive"), flag(args, "includeHidden"), &out),
-                      out);
+                      &out);
 }
 
 static json_t *t_file_delete(struct mcp_call *call, json_t *args)
@@ -324,7 +326,7 @@ static json_t *t_process_start(struct mcp_call *call, json_t *args)
         return answer(call,
                       cella_process_start(call->client, str(args, "sandbox"), str(args, "command"),
                                           &o, &out),
-                      out);
+                      &out);
 }
 
 static json_t *t_process_list(struct mcp_call *call, json_t *args)
@@ -334,7 +336,7 @@ static json_t *t_process_list(struct mcp_call *call, json_t *args)
 
         if (bad)
                 return bad;
-        return answer(call, cella_process_list(call->client, str(args, "sandbox"), &out), out);
+        return answer(call, cella_process_list(call->client, str(args, "sandbox"), &out), &out);
 }
 
 static json_t *t_process_kill(struct mcp_call *call, json_t *args)
@@ -347,7 +349,7 @@ static json_t *t_process_kill(struct mcp_call *call, json_t *args)
         return answer(call,
                       cella_process_kill(call->client, str(args, "sandbox"), str(args, "processId"),
                                          str(args, "signal"), &out),
-                      out);
+                      &out);
 }
 
 static json_t *t_process_logs(struct mcp_call *call, json_t *args)
@@ -409,7 +411,7 @@ static json_t *t_wait_for_port(struct mcp_call *call, json_t *args)
                       cella_process_wait_port(call->client, str(args, "sandbox"),
                                               str(args, "processId"), (int)num(args, "port"), &o,
                                               &out),
-                      out);
+                      &out);
 }
 
 static json_t *t_expose_port(struct mcp_call *call, json_t *args)
@@ -422,7 +424,7 @@ static json_t *t_expose_port(struct mcp_call *call, json_t *args)
         return answer(call,
                       cella_port_expose(call->client, str(args, "sandbox"), (int)num(args, "port"),
                                         str(args, "name"), NULL, &out),
-                      out);
+                      &out);
 }
 
 /* ---- code ---- */
@@ -568,7 +570,7 @@ static json_t *t_git_checkout(struct mcp_call *call, json_t *args)
         return answer(call,
                       cella_git_checkout(call->client, str(args, "sandbox"), str(args, "repoUrl"),
                                          &o, &out),
-                      out);
+                      &out);
 }
 
 /* ---- the table ---- */
