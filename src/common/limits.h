@@ -178,5 +178,7 @@
 #define CELLA_MCP_MAX_RESOURCES 1000            /* entries one resources/list answers */
 #define CELLA_MCP_MAX_SUBSCRIPTIONS 64          /* resources watched per session */
 #define CELLA_MCP_PROGRESS_TEXT 4096            /* output bytes quoted in one progress message */
+#define CELLA_MCP_MAX_SESSIONS 256              /* /mcp sessions; the least recently used goes */
+#define CELLA_MCP_REPLAY 64                     /* /mcp stream events kept for Last-Event-ID */
 
 #endif

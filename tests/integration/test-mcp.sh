@@ -2,8 +2,9 @@
 # The MCP server (docs/mcp.md) driven by the official MCP TypeScript SDK client
 # (@modelcontextprotocol/sdk, installed in tests/mcp by scripts/sdk-deps.sh with npm ci
 # from the committed lock file): tests/mcp/mcp.test.js over stdio (`cella mcp` spawned by
-# the client) against a real cellad with auth on. Skips (77) without node or without
-# tests/mcp/node_modules (run make sdk).
+# the client) and over Streamable HTTP (cellad's /mcp; plus its sessions and Last-Event-ID
+# resumption by hand) against a real cellad with auth on. MCP_TRANSPORTS picks them
+# (default both). Skips (77) without node or without tests/mcp/node_modules (make sdk).
 . "$(dirname "$0")/lib.sh"
 
 MCP_DIR=$(cd "$(dirname "$0")/../mcp" && pwd)
@@ -17,6 +18,6 @@ start_cellad
 
 MCP_SANDBOX=$(sbx mcp)
 export MCP_SANDBOX CELLA_BUILD
-export MCP_TRANSPORTS=${MCP_TRANSPORTS:-stdio}
+export MCP_TRANSPORTS=${MCP_TRANSPORTS:-stdio http}
 info "node --test tests/mcp/mcp.test.js over: $MCP_TRANSPORTS"
 (cd "$MCP_DIR" && node --test --test-reporter=spec mcp.test.js) || fail "MCP suite failed"

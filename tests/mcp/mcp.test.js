@@ -288,3 +288,97 @@ for (const kind of TRANSPORTS) {
     });
   });
 }
+
+// The Streamable HTTP transport's own rules, by hand: session ids, DELETE, and a GET
+// stream resumed with Last-Event-ID.
+if (TRANSPORTS.includes('http')) {
+  describe('MCP over http: sessions and resumption', () => {
+    const box = `${PREFIX}-raw`;
+    const H = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream' };
+    let sid;
+    let n = 0;
+
+    // One request on its POST stream: every event's data, the response last.
+    async function rpc(method, params, headers = {}) {
+      const res = await fetch(`${URL_}/mcp`, {
+        method: 'POST',
+        headers: { ...H, ...(sid ? { 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' } : {}), ...headers },
+        body: JSON.stringify({ jsonrpc: '2.0', id: ++n, method, params }),
+      });
+      const text = await res.text();
+      return { res, events: text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6))) };
+    }
+
+    after(async () => {
+      if (sid) await fetch(`${URL_}/mcp`, { method: 'DELETE', headers: { ...H, 'Mcp-Session-Id': sid } });
+    });
+
+    it('needs a session id after initialize, and ends with DELETE', async () => {
+      const noSession = await rpc('tools/list', {});
+      assert.equal(noSession.res.status, 400);
+      const unknown = await rpc('tools/list', {}, { 'Mcp-Session-Id': 'nope' });
+      assert.equal(unknown.res.status, 404);
+      const init = await rpc('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } });
+      sid = init.res.headers.get('mcp-session-id');
+      assert.match(sid, /^[0-9a-f]{32}$/);
+      assert.equal(init.events.at(-1).result.protocolVersion, '2025-06-18');
+      const note = await fetch(`${URL_}/mcp`, { method: 'POST', headers: { ...H, 'Mcp-Session-Id': sid }, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+      assert.equal(note.status, 202);
+      const badVersion = await rpc('tools/list', {}, { 'MCP-Protocol-Version': '1999-01-01' });
+      assert.equal(badVersion.res.status, 400);
+      const list = await rpc('tools/list', {});
+      assert.equal(list.events.at(-1).result.tools.length, TOOLS.length);
+      const noAccept = await fetch(`${URL_}/mcp`, { headers: { Authorization: H.Authorization, 'Mcp-Session-Id': sid } });
+      assert.equal(noAccept.status, 405);
+      const wrong = await fetch(`${URL_}/mcp`, { method: 'POST', headers: { ...H, Authorization: 'Bearer wrong', 'Mcp-Session-Id': sid }, body: '{}' });
+      assert.equal(wrong.status, 401);
+      // a tool's progress and its response arrive on the POST's stream, in order
+      const ex = await rpc('tools/call', { name: 'exec', arguments: { sandbox: box, command: 'echo one; sleep 0.3; echo two' }, _meta: { progressToken: 'p' } });
+      assert.ok(ex.events.length >= 2);
+      assert.equal(ex.events[0].method, 'notifications/progress');
+      assert.equal(ex.events.at(-1).result.structuredContent.stdout, 'one\ntwo\n');
+    });
+
+    it('replays the stream after Last-Event-ID', async () => {
+      await rpc('tools/call', { name: 'file_write', arguments: { sandbox: box, path: 'r.txt', content: 'a' } });
+      const uri = `cella://${box}/workspace/r.txt`;
+      const sub = await rpc('resources/subscribe', { uri });
+      assert.deepEqual(sub.events.at(-1).result, {});
+      // no GET stream open: updates are kept for one (bounded wait for the watch to start)
+      const get = async (last) => {
+        const ac = new AbortController();
+        const res = await fetch(`${URL_}/mcp`, { headers: { ...H, Accept: 'text/event-stream', 'Mcp-Session-Id': sid, ...(last !== undefined ? { 'Last-Event-ID': String(last) } : {}) }, signal: ac.signal });
+        assert.equal(res.status, 200);
+        const reader = res.body.getReader();
+        let text = '';
+        const timer = setTimeout(() => ac.abort(), 1500);
+        try {
+          for (;;) {
+            const { value, done } = await reader.read();
+            if (done) break;
+            text += Buffer.from(value).toString();
+          }
+        } catch { /* aborted: what came is enough */ }
+        clearTimeout(timer);
+        return [...text.matchAll(/id: (\d+)\ndata: (.*)\n/g)].map((m) => ({ id: Number(m[1]), msg: JSON.parse(m[2]) }));
+      };
+      let replayed = [];
+      for (let i = 0; i < 20 && replayed.length === 0; i++) {
+        await rpc('tools/call', { name: 'file_write', arguments: { sandbox: box, path: 'r.txt', content: `b${i}` } });
+        replayed = (await get(0)).filter((e) => e.msg.method === 'notifications/resources/updated');
+      }
+      assert.ok(replayed.length > 0, 'an update replayed after Last-Event-ID 0');
+      assert.equal(replayed[0].msg.params.uri, uri);
+      // after the last id seen: nothing again
+      const last = replayed.at(-1).id;
+      const again = (await get(last)).filter((e) => e.id <= last);
+      assert.equal(again.length, 0);
+      await rpc('tools/call', { name: 'sandbox_destroy', arguments: { name: box } });
+      const del = await fetch(`${URL_}/mcp`, { method: 'DELETE', headers: { ...H, 'Mcp-Session-Id': sid } });
+      assert.equal(del.status, 200);
+      const gone = await rpc('tools/list', {});
+      assert.equal(gone.res.status, 404);
+      sid = undefined;
+    });
+  });
+}
