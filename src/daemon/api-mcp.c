@@ -181,9 +181,20 @@ static void on_wake(uv_async_t *h)
         }
 }
 
+struct close_job {
+        struct mcp_server *srv;
+        struct mcp_session *s;
+};
+
+/* Close an ended session's engine, then drop the session's reference the engine's send
+ * needed until then (a resource watch may send until the engine is closed). */
 static void *close_main(void *arg)
 {
-        mcp_server_close(arg);
+        struct close_job *job = arg;
+
+        mcp_server_close(job->srv);
+        session_unref(job->s);
+        free(job);
         return NULL;
 }
 
@@ -191,6 +202,7 @@ static void *close_main(void *arg)
  * thread of their own (closing waits for them; the loop never does). */
 static void session_end(struct mcp_session *s)
 {
+        struct close_job *job = malloc(sizeof(*job));
         struct mcp_server *srv = s->srv;
         pthread_attr_t attr;
         pthread_t th;
@@ -210,13 +222,21 @@ static void session_end(struct mcp_session *s)
                 http_response_end(s->get);
                 http_request_unref(s->get);
                 s->get = NULL;
+                session_unref(s);
         }
+        /* the table's reference goes to the closing thread */
+        if (!job) {
+                mcp_server_close(srv); /* no memory: wait here rather than leak */
+                session_unref(s);
+                return;
+        }
+        job->srv = srv;
+        job->s = s;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        if (pthread_create(&th, &attr, close_main, srv) != 0)
-                mcp_server_close(srv); /* no thread: wait here rather than leak */
+        if (pthread_create(&th, &attr, close_main, job) != 0)
+                close_main(job); /* no thread: wait here rather than leak */
         pthread_attr_destroy(&attr);
-        session_unref(s);
 }
 
 static struct mcp_session *session_find(const char *id)

@@ -54,8 +54,8 @@ int jsonrpc_decode(const char *text, size_t len, struct jsonrpc_msg *ret, json_t
         {
                 if (strcmp(key, "jsonrpc") && strcmp(key, "id") && strcmp(key, "method") &&
                     strcmp(key, "params") && strcmp(key, "result") && strcmp(key, "error")) {
-                        json_decref(root);
                         snprintf(errmsg, errlen, "unknown member \"%.64s\"", key);
+                        json_decref(root);
                         return JSONRPC_INVALID_REQUEST;
                 }
         }
