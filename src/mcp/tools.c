@@ -3,7 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <pthread.h>
 #include <sys/random.h>
+#include <time.h>
 
 #include "common/buf.h"
 #include "common/json-cleanup.h"
@@ -197,6 +200,45 @@ static json_t *t_sandbox_destroy(struct mcp_call *call, json_t *args)
 
 /* ---- commands ---- */
 
+/* exec's timeout: a thread that kills the command (by its process id, on a client of its
+ * own) unless the exec ends first. Invariant: done and fired change under lock only. */
+struct exec_timer {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool done, fired;
+        long ms;
+        struct mcp_call *call;
+        const char *sandbox, *id; /* the exec's, alive until the thread is joined */
+};
+
+static void *timer_main(void *arg)
+{
+        struct exec_timer *t = arg;
+        struct timespec at;
+        cella_client *c;
+        char *info = NULL;
+        int rc = 0;
+
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        at.tv_sec += t->ms / 1000;
+        at.tv_nsec += (t->ms % 1000) * 1000000L;
+        if (at.tv_nsec >= 1000000000L) {
+                at.tv_sec++;
+                at.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&t->lock);
+        while (!t->done && rc != ETIMEDOUT)
+                rc = pthread_cond_timedwait(&t->cond, &t->lock, &at);
+        t->fired = !t->done;
+        pthread_mutex_unlock(&t->lock);
+        if (!t->fired || !(c = mcp_server_client(t->call->srv)))
+                return NULL;
+        cella_process_kill(c, t->sandbox, t->id, "SIGKILL", &info);
+        cella_free(info);
+        cella_client_free(c);
+        return NULL;
+}
+
 /* exec: the command runs as a background process with an id of our own, so that a
  * cancellation can kill it (and its whole tree) by name while its output streams here;
  * each chunk of output is a progress notification. */
@@ -208,6 +250,9 @@ static json_t *t_exec(struct mcp_call *call, json_t *args)
                 .env = (const char *const *)env,
         };
         struct capture cap = {.call = call};
+        struct exec_timer timer = {0};
+        pthread_t timer_th;
+        bool timing = false;
         struct cella_exec_callbacks cb = {
                 .on_stdout = on_out, .on_stderr = on_err, .userdata = &cap};
         const char *sandbox = str(args, "sandbox");
@@ -228,7 +273,32 @@ static json_t *t_exec(struct mcp_call *call, json_t *args)
         if (rc != CELLA_OK)
                 return mcp_result_client_error(call, rc);
         mcp_call_set_kill(call, sandbox, id);
+        timer.call = call;
+        timer.sandbox = sandbox;
+        timer.id = id;
+        timer.ms = num(args, "timeoutMs");
+        if (timer.ms > 0) {
+                pthread_condattr_t ca;
+
+                pthread_mutex_init(&timer.lock, NULL);
+                pthread_condattr_init(&ca);
+                pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+                pthread_cond_init(&timer.cond, &ca);
+                pthread_condattr_destroy(&ca);
+                timing = pthread_create(&timer_th, NULL, timer_main, &timer) == 0;
+        }
         rc = cella_process_stream(call->client, sandbox, id, &cb, &exit_code);
+        if (timing) {
+                pthread_mutex_lock(&timer.lock);
+                timer.done = true;
+                pthread_cond_signal(&timer.cond);
+                pthread_mutex_unlock(&timer.lock);
+                pthread_join(timer_th, NULL);
+        }
+        if (timer.ms > 0) {
+                pthread_cond_destroy(&timer.cond);
+                pthread_mutex_destroy(&timer.lock);
+        }
         if (rc != CELLA_OK && rc != CELLA_ERR_CALLBACK) {
                 buf_free(&cap.out);
                 buf_free(&cap.err);
@@ -238,6 +308,8 @@ static json_t *t_exec(struct mcp_call *call, json_t *args)
                         text_of(&cap.err));
         if (res && cap.truncated)
                 json_object_set_new(res, "truncated", json_true());
+        if (res && timer.fired)
+                json_object_set_new(res, "timedOut", json_true());
         buf_free(&cap.out);
         buf_free(&cap.err);
         return mcp_result_structured(res);
@@ -624,17 +696,22 @@ const struct mcp_tool mcp_tools[] = {
          "(each cut at 1 MiB). Starts in /workspace (or cwd); each call is a fresh shell, so "
          "`cd` and `export` do not carry over: chain with && instead. Output streams as "
          "progress notifications when a progress token is given; cancelling the request "
-         "kills the command and everything it started. For servers and other long-running "
+         "kills the command and everything it started, as timeoutMs does after that long. "
+         "For servers and other long-running "
          "programs use process_start.",
          OBJ(SANDBOX_PROP ",\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":"
                           "\"A bash command line, e.g. \\\"pip install requests && python "
                           "main.py\\\".\"},"
                           "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory "
-                          "(default /workspace).\"}," ENV_PROP,
+                          "(default /workspace).\"},"
+                          "\"timeoutMs\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+                          "\"Kill the command after this long; the result then has timedOut: "
+                          "true.\"}," ENV_PROP,
              "\"sandbox\",\"command\""),
          "{\"type\":\"object\",\"properties\":{\"exitCode\":{\"type\":\"integer\"},\"stdout\":"
          "{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"truncated\":{\"type\":"
-         "\"boolean\"}},\"required\":[\"exitCode\",\"stdout\",\"stderr\"]}",
+         "\"boolean\"},\"timedOut\":{\"type\":\"boolean\"}},\"required\":[\"exitCode\","
+         "\"stdout\",\"stderr\"]}",
          false, true, false, true, t_exec},
         {"file_read", "Read a file",
          "Read a file of a sandbox. encoding utf-8 (default) returns text; base64 returns the "

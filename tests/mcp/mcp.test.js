@@ -144,6 +144,12 @@ for (const kind of TRANSPORTS) {
       // env and cwd for one command
       const r2 = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, command: 'pwd; echo $X', cwd: '/tmp', env: { X: 'y' } } }));
       assert.equal(r2.stdout, '/tmp\ny\n');
+      // a timeout kills the command: the result says so, and the sleep is gone
+      const r3 = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, command: 'echo before; sleep 100', timeoutMs: 500 } }, undefined, LONG));
+      assert.equal(r3.timedOut, true);
+      assert.equal(r3.stdout, 'before\n');
+      const left = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, command: 'pgrep -x sleep || true' } }));
+      assert.equal(left.stdout, '');
     });
 
     it('writes, reads, lists and deletes files (text and base64)', async () => {
