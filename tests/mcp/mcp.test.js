@@ -281,6 +281,26 @@ for (const kind of TRANSPORTS) {
         (e) => e instanceof McpError && e.code === -32002);
     });
 
+    if (kind === 'stdio') {
+      it('drops a line over 4 MiB whole and answers the next one', async () => {
+        const child = spawn(CELLA, ['mcp'], {
+          env: { ...process.env, CELLA_URL: URL_, CELLA_TOKEN: TOKEN },
+          stdio: ['pipe', 'pipe', 'inherit'],
+        });
+        let out = '';
+        child.stdout.on('data', (d) => { out += d; });
+        const big = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', params: { pad: 'x'.repeat(5 * 1024 * 1024) } });
+        child.stdin.write(big + '\n');
+        child.stdin.end(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'ping' }) + '\n');
+        await new Promise((resolve) => child.on('close', resolve));
+        const msgs = out.trim().split('\n').map((l) => JSON.parse(l));
+        assert.equal(msgs.length, 2, out.slice(0, 300));
+        assert.equal(msgs[0].error.code, -32700);
+        assert.equal(msgs[0].error.message, 'message too large');
+        assert.deepEqual(msgs[1], { jsonrpc: '2.0', id: 2, result: {} });
+      });
+    }
+
     it('refuses a wrong token', async () => {
       if (kind === 'stdio') {
         const c = await connect(kind, 'wrong-token');
