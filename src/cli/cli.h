@@ -51,6 +51,8 @@ int cmd_info(cella_client *c, struct cli_args *a);
 int cmd_destroy(cella_client *c, struct cli_args *a);
 int cmd_env(cella_client *c, struct cli_args *a);
 int cmd_health(cella_client *c, struct cli_args *a);
+/* cmd-mcp.c */
+int cmd_mcp(cella_client *c, struct cli_args *a);
 /* cmd-proc.c */
 int cmd_exec(cella_client *c, struct cli_args *a);
 int cmd_start(cella_client *c, struct cli_args *a);

@@ -225,6 +225,13 @@ const struct cli_command cli_commands[] = {
          "  --replace     import: replace an image of that name\n"
          "  --json        the server's JSON\n",
          "  docker save alpine | cella image import alpine -\n", 0},
+        {"mcp", "serve the Model Context Protocol on stdin/stdout (for AI agents)", "cella mcp",
+         "Runs an MCP server (JSON-RPC 2.0, one message a line) on stdin and stdout: AI\n"
+         "agents (Claude Desktop, Cursor, VS Code) get cella's sandboxes as tools and their\n"
+         "files as resources. It talks to the daemon at --url / CELLA_URL with --token /\n"
+         "CELLA_TOKEN; it logs to stderr only. Ends when stdin ends. docs/mcp.md lists the\n"
+         "tools and the agents' configuration.\n",
+         NULL, "  CELLA_URL=http://127.0.0.1:7070 cella mcp\n", 0},
         {"health", "the daemon's health answer", "cella health", NULL, NULL, "  cella health\n", 0},
         {"help", "help for a command", "cella help [COMMAND]", NULL, NULL, "  cella help wait\n",
          0},

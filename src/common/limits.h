@@ -171,4 +171,14 @@
 /* Image import (src/daemon/image-manifest.c) */
 #define CELLA_IMAGE_BLOB_PATH_MAX 512 /* a blob path named by a manifest */
 
+/* MCP server (src/mcp, docs/mcp.md, docs/decisions/0047-mcp-server.md) */
+#define CELLA_MCP_MAX_MESSAGE (4 * 1024 * 1024) /* one JSON-RPC message (a stdio line) */
+#define CELLA_MCP_MAX_INFLIGHT 64               /* tool calls running at once per session */
+#define CELLA_MCP_MAX_OUTPUT (1024 * 1024)      /* stdout/stderr kept per stream in a result */
+#define CELLA_MCP_MAX_RESOURCES 1000            /* entries one resources/list answers */
+#define CELLA_MCP_MAX_SUBSCRIPTIONS 64          /* resources watched per session */
+#define CELLA_MCP_PROGRESS_TEXT 4096            /* output bytes quoted in one progress message */
+#define CELLA_MCP_MAX_SESSIONS 256              /* /mcp sessions; the least recently used goes */
+#define CELLA_MCP_REPLAY 64                     /* /mcp stream events kept for Last-Event-ID */
+
 #endif

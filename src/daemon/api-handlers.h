@@ -71,6 +71,9 @@ API_HANDLER(api_ports_list);
 API_HANDLER(api_port_unexpose);
 API_HANDLER(api_ws);
 
+/* api-mcp.c: GET POST DELETE /mcp (MCP's Streamable HTTP transport) */
+API_HANDLER(api_mcp);
+
 /* api-images.c: /v1/images, /v1/images/{image}, /v1/images/{image}/{build,import}
  * (p->name: the image's name) */
 API_HANDLER(api_images_list);

@@ -11,6 +11,8 @@
 const struct api_route api_routes[] = {
         {"GET HEAD", "/v1/health", api_health, API_ROUTE_PUBLIC},
 
+        {"GET POST DELETE", "/mcp", api_mcp, 0},
+
         {"GET HEAD", "/v1/sandboxes", api_sandboxes_list, 0},
         {"PUT", SBX, api_sandbox_put, API_ROUTE_RAW_ID},
         {"GET HEAD", SBX, api_sandbox_get, 0},

@@ -1024,11 +1024,58 @@ def routes():
     return seeds
 
 
+def mcp():
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "c", "version": "1"}}}
+    call = {"jsonrpc": "2.0", "id": "a", "method": "tools/call",
+            "params": {"name": "exec", "arguments": {"sandbox": "box", "command": "ls",
+                                                     "env": {"A": "1"}},
+                       "_meta": {"progressToken": 7}}}
+    seeds = {
+        "initialize": js(init),
+        "initialized": js({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        "ping": js({"jsonrpc": "2.0", "id": 2, "method": "ping"}),
+        "tools-list": js({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}),
+        "call-exec": js(call),
+        "call-bad-args": js({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                             "params": {"name": "wait_for_port",
+                                        "arguments": {"sandbox": "b", "processId": "p",
+                                                      "port": 70000, "extra": [1]}}}),
+        "call-run-code": js({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+                             "params": {"name": "run_code",
+                                        "arguments": {"sandbox": "b", "code": "1+1",
+                                                      "language": "ruby"}}}),
+        "cancelled": js({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                         "params": {"requestId": "a", "reason": "user"}}),
+        "resource-read": js({"jsonrpc": "2.0", "id": 6, "method": "resources/read",
+                             "params": {"uri": "cella://box/workspace/a%20b.txt"}}),
+        "resource-bad-uri": js({"jsonrpc": "2.0", "id": 7, "method": "resources/subscribe",
+                                "params": {"uri": "cella://-x/%00"}}),
+        "response": js({"jsonrpc": "2.0", "id": 8, "result": {}}),
+        "error-response": js({"jsonrpc": "2.0", "id": 9, "error": {"code": -1, "message": "x"}}),
+        "batch": b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]',
+        "null-id": b'{"jsonrpc":"2.0","id":null,"method":"ping"}',
+        "float-id": b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
+        "dup-key": b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}',
+        "old-version": b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
+        "params-array": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}',
+        "extra-member": b'{"jsonrpc":"2.0","id":1,"method":"ping","x":1}',
+        "both": b'{"jsonrpc":"2.0","id":1,"result":1,"error":{}}',
+        "deep": b'[' * 3000 + b']' * 3000,
+        "nul-escape": b'{"jsonrpc":"2.0","id":"\\u0000","method":"ping"}',
+        "bad-utf8": b'{"jsonrpc":"2.0","id":1,"method":"p\xff"}',
+        "truncated": js(init)[:40],
+        "empty": b"",
+    }
+    return seeds
+
+
 TARGETS = {"proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,
-           "routes": routes}
+           "routes": routes, "mcp": mcp}
 
 
 def write(target):

@@ -3,8 +3,8 @@
 
 Checks, from the sources alone (every `#include "dir/name.h"` of src/*/*.c and *.h):
   1. layers include only themselves and the layers beneath them
-     (common <- runtime <- daemon; common <- agent; common <- client <- cli, the public
-     header include/cella/ for client and cli);
+     (common <- runtime <- daemon; common <- agent; common <- client <- mcp <- cli; mcp
+     <- daemon (/mcp); the public header include/cella/ for client, mcp and cli);
   2. inside src/daemon and src/agent, modules (a .c with its .h) import each other without a
      cycle: dispatch above, services below;
   3. the dispatchers' own headers are included only by the dispatcher and main
@@ -21,10 +21,11 @@ import sys
 ALLOWED = {
     "common": {"common"},
     "runtime": {"common", "runtime"},
-    "daemon": {"common", "runtime", "daemon"},
+    "daemon": {"common", "runtime", "mcp", "daemon"},
     "agent": {"common", "agent"},
     "client": {"common", "client", "cella"},
-    "cli": {"common", "cli", "cella"},
+    "mcp": {"common", "mcp", "cella"},
+    "cli": {"common", "mcp", "cli", "cella"},
 }
 DISPATCHER_HEADERS = {
     "daemon/api": {"daemon/api", "daemon/api-routes", "daemon/main"},

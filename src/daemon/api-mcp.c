@@ -1,0 +1,488 @@
+/* /mcp: the MCP server (src/mcp) over MCP's Streamable HTTP transport.
+ *
+ * POST carries one JSON-RPC message. A request is answered with an SSE stream on that
+ * POST: its progress notifications, then its response, which ends the stream; a
+ * notification or a response is answered 202. The first request, initialize, makes a
+ * session: its id comes back in Mcp-Session-Id and every later request must carry it (400
+ * without, 404 for one that ended). GET opens the session's stream for messages that
+ * belong to no request (resource updates); its events have ids, and a GET with
+ * Last-Event-ID gets those after it again (the last CELLA_MCP_REPLAY). DELETE ends the
+ * session: running calls are cancelled and their commands killed.
+ *
+ * The engine is the one `cella mcp` runs: its tools call this daemon through libcella on
+ * worker threads, at the address the request came to (the port of its Host, on loopback)
+ * with the request's own bearer token, so a tool does exactly what the same call through
+ * the API does, authorisation included. The engine sends from any thread: messages go
+ * through a queue to a uv_async handle and are written on the loop, never elsewhere.
+ * Sessions live in this file's table (loop thread only). */
+#include <ctype.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/json-cleanup.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/macros.h"
+#include "daemon/api-handlers.h"
+#include "daemon/http.h"
+#include "mcp/server.h"
+
+/* A POST's stream, waiting for the response to the request id it carries. */
+struct mcp_post {
+        struct http_request *req;
+        char *id; /* the request id as compact JSON text */
+        struct mcp_session *s;
+        struct mcp_post *next;
+};
+
+/* One session. Invariants: refs counts the table's reference and one per queued message
+ * (atomic: the engine's threads take them); everything else is touched on the loop only;
+ * srv is NULL once the session ended (DELETE or eviction) and then nothing is written. */
+struct mcp_session {
+        char id[33];
+        struct mcp_server *srv;
+        atomic_uint refs;
+        struct http_request *get; /* the standalone stream, or NULL */
+        struct mcp_post *posts;
+        uint64_t next_event;
+        uint64_t last_used; /* uv_now */
+        struct {
+                uint64_t id;
+                char *text;
+        } replay[CELLA_MCP_REPLAY];
+        struct mcp_session *next;
+};
+
+struct mcp_msg {
+        struct mcp_session *s;
+        char *text;
+        char *related; /* compact JSON of the request id, or NULL */
+        struct mcp_msg *next;
+};
+
+static struct mcp_session *sessions;
+static uv_async_t wake;
+static bool wake_ready;
+static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mcp_msg *queue_head, **queue_tail = &queue_head;
+
+static void session_unref(struct mcp_session *s)
+{
+        if (atomic_fetch_sub(&s->refs, 1) != 1)
+                return;
+        for (size_t i = 0; i < ARRAY_SIZE(s->replay); i++)
+                free(s->replay[i].text);
+        free(s);
+}
+
+/* The engine's send (any thread, one at a time): queue, wake the loop. */
+static void mcp_send(const char *text, size_t len, const json_t *related, void *ud)
+{
+        struct mcp_session *s = ud;
+        struct mcp_msg *m = calloc(1, sizeof(*m));
+
+        if (!m || !(m->text = strndup(text, len)) ||
+            (related && !(m->related = json_dumps(related, JSON_COMPACT | JSON_ENCODE_ANY)))) {
+                if (m)
+                        free(m->text);
+                free(m);
+                return;
+        }
+        atomic_fetch_add(&s->refs, 1);
+        m->s = s;
+        pthread_mutex_lock(&queue_lock);
+        *queue_tail = m;
+        queue_tail = &m->next;
+        pthread_mutex_unlock(&queue_lock);
+        uv_async_send(&wake);
+}
+
+static void sse_event(struct http_request *req, uint64_t id, const char *text)
+{
+        char head[48];
+
+        snprintf(head, sizeof(head), "id: %llu\ndata: ", (unsigned long long)id);
+        http_response_write(req, head, strlen(head), NULL, NULL);
+        http_response_write(req, text, strlen(text), NULL, NULL);
+        http_response_write(req, "\n\n", 2, NULL, NULL);
+}
+
+static void post_drop(struct mcp_post *p)
+{
+        struct mcp_session *s = p->s;
+
+        for (struct mcp_post **pp = &s->posts; *pp; pp = &(*pp)->next)
+                if (*pp == p) {
+                        *pp = p->next;
+                        break;
+                }
+        http_request_on_abort(p->req, NULL, NULL);
+        http_request_unref(p->req);
+        free(p->id);
+        free(p);
+        session_unref(s);
+}
+
+/* On the loop: write a message where it belongs. */
+static void deliver(struct mcp_msg *m)
+{
+        struct mcp_session *s = m->s;
+        uint64_t id = ++s->next_event;
+        bool response = false;
+
+        if (!s->srv)
+                return;
+        if (m->related) {
+                _cleanup_json_ json_t *j = json_loads(m->text, 0, NULL);
+
+                response = json_object_get(j, "result") || json_object_get(j, "error");
+                for (struct mcp_post *p = s->posts; p; p = p->next) {
+                        if (strcmp(p->id, m->related) != 0)
+                                continue;
+                        sse_event(p->req, id, m->text);
+                        if (response) {
+                                http_response_end(p->req);
+                                post_drop(p);
+                        }
+                        return;
+                }
+                if (response)
+                        return; /* its POST went away: nothing waits for it */
+        }
+        /* the standalone stream's messages are kept for a resuming GET */
+        size_t slot = id % CELLA_MCP_REPLAY;
+        free(s->replay[slot].text);
+        s->replay[slot].id = id;
+        s->replay[slot].text = strdup(m->text);
+        if (s->get)
+                sse_event(s->get, id, m->text);
+}
+
+static void on_wake(uv_async_t *h)
+{
+        struct mcp_msg *m, *next;
+
+        pthread_mutex_lock(&queue_lock);
+        m = queue_head;
+        queue_head = NULL;
+        queue_tail = &queue_head;
+        pthread_mutex_unlock(&queue_lock);
+        for (; m; m = next) {
+                next = m->next;
+                deliver(m);
+                session_unref(m->s);
+                free(m->text);
+                free(m->related);
+                free(m);
+        }
+}
+
+struct close_job {
+        struct mcp_server *srv;
+        struct mcp_session *s;
+};
+
+/* Close an ended session's engine, then drop the session's reference the engine's send
+ * needed until then (a resource watch may send until the engine is closed). */
+static void *close_main(void *arg)
+{
+        struct close_job *job = arg;
+
+        mcp_server_close(job->srv);
+        session_unref(job->s);
+        free(job);
+        return NULL;
+}
+
+/* End a session (loop): out of the table, its streams ended, its calls cancelled on a
+ * thread of their own (closing waits for them; the loop never does). */
+static void session_end(struct mcp_session *s)
+{
+        struct close_job *job = malloc(sizeof(*job));
+        struct mcp_server *srv = s->srv;
+        pthread_attr_t attr;
+        pthread_t th;
+
+        for (struct mcp_session **pp = &sessions; *pp; pp = &(*pp)->next)
+                if (*pp == s) {
+                        *pp = s->next;
+                        break;
+                }
+        s->srv = NULL;
+        while (s->posts) {
+                http_response_end(s->posts->req);
+                post_drop(s->posts);
+        }
+        if (s->get) {
+                http_request_on_abort(s->get, NULL, NULL);
+                http_response_end(s->get);
+                http_request_unref(s->get);
+                s->get = NULL;
+                session_unref(s);
+        }
+        /* the table's reference goes to the closing thread */
+        if (!job) {
+                mcp_server_close(srv); /* no memory: wait here rather than leak */
+                session_unref(s);
+                return;
+        }
+        job->srv = srv;
+        job->s = s;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&th, &attr, close_main, job) != 0)
+                close_main(job); /* no thread: wait here rather than leak */
+        pthread_attr_destroy(&attr);
+}
+
+static struct mcp_session *session_find(const char *id)
+{
+        for (struct mcp_session *s = sessions; s; s = s->next)
+                if (strcmp(s->id, id) == 0)
+                        return s;
+        return NULL;
+}
+
+/* The daemon as the engine's tools reach it: the port of the Host the request came to,
+ * on loopback. NULL when the Host is not host[:port]. */
+static char *self_url(struct http_request *req)
+{
+        const char *host = http_request_header(req, "Host"), *colon;
+        long port = 80;
+        char *end, *url = NULL;
+
+        if (!host)
+                return NULL;
+        colon = strrchr(host, ':');
+        if (colon && !strchr(colon, ']')) {
+                port = strtol(colon + 1, &end, 10);
+                if (end == colon + 1 || *end || port < 1 || port > 65535)
+                        return NULL;
+        }
+        return asprintf(&url, "http://127.0.0.1:%ld", port) < 0 ? NULL : url;
+}
+
+static struct mcp_session *session_new(struct http_request *req, struct cella_error *err)
+{
+        _cleanup_free_ char *url = self_url(req);
+        const char *auth = http_request_header(req, "Authorization");
+        struct mcp_server_options o = {.url = url};
+        struct mcp_transport t = {.send = mcp_send};
+        struct mcp_session *s, *oldest = NULL;
+        unsigned char rnd[16];
+        unsigned n = 0;
+        uv_loop_t *loop = http_request_loop(req);
+
+        if (!url) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "Host: not host[:port]");
+                return NULL;
+        }
+        if (!wake_ready) {
+                if (uv_async_init(loop, &wake, on_wake) < 0) {
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "uv_async_init failed");
+                        return NULL;
+                }
+                uv_unref((uv_handle_t *)&wake); /* never what keeps the loop running */
+                wake_ready = true;
+        }
+        /* at most CELLA_MCP_MAX_SESSIONS: the least recently used one makes room */
+        for (s = sessions; s; s = s->next, n++)
+                if (!oldest || s->last_used <= oldest->last_used)
+                        oldest = s;
+        if (n >= CELLA_MCP_MAX_SESSIONS && oldest)
+                session_end(oldest);
+        if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
+                o.token = auth + 7;
+        else
+                o.token = "";
+        if (!(s = calloc(1, sizeof(*s))) || getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd)) {
+                free(s);
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return NULL;
+        }
+        for (size_t i = 0; i < sizeof(rnd); i++)
+                snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
+        atomic_init(&s->refs, 1);
+        t.userdata = s;
+        if (mcp_server_new(&o, &t, &s->srv) < 0) {
+                free(s);
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return NULL;
+        }
+        s->last_used = uv_now(loop);
+        s->next = sessions;
+        sessions = s;
+        return s;
+}
+
+static void on_post_abort(struct http_request *req, void *ud)
+{
+        post_drop(ud);
+}
+
+static void on_get_abort(struct http_request *req, void *ud)
+{
+        struct mcp_session *s = ud;
+
+        if (s->get == req) {
+                http_request_unref(req);
+                s->get = NULL;
+        }
+        session_unref(s);
+}
+
+/* The MCP-Protocol-Version header, when sent, names a revision the server speaks. */
+static bool version_ok(struct http_request *req)
+{
+        const char *v = http_request_header(req, "MCP-Protocol-Version");
+
+        if (!v)
+                return true;
+        for (size_t i = 0; mcp_protocol_versions[i]; i++)
+                if (strcmp(v, mcp_protocol_versions[i]) == 0)
+                        return true;
+        /* the revision older clients assume when the header is missing */
+        return strcmp(v, "2025-03-26") == 0;
+}
+
+static struct mcp_session *session_of(struct http_request *req)
+{
+        const char *sid = http_request_header(req, "Mcp-Session-Id");
+        struct mcp_session *s;
+
+        if (!sid) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "Mcp-Session-Id header required (send initialize first)");
+                return NULL;
+        }
+        if (!(s = session_find(sid))) {
+                http_respond_code(req, CELLA_E_NOT_FOUND,
+                                  "no MCP session '%.64s' (it ended: initialize again)", sid);
+                return NULL;
+        }
+        if (!version_ok(req)) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "MCP-Protocol-Version: not a revision this server speaks");
+                return NULL;
+        }
+        s->last_used = uv_now(http_request_loop(req));
+        return s;
+}
+
+static void on_post_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        _cleanup_json_ json_t *j = json_loadb(body, len, JSON_DECODE_ANY, NULL);
+        const char *method = json_string_value(json_object_get(j, "method"));
+        json_t *id = json_object_get(j, "id");
+        bool is_request = method && id;
+        struct mcp_session *s;
+        struct cella_error err = {0};
+        struct mcp_post *p;
+        char headers[128];
+
+        if (!json_is_object(j)) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "the body is one JSON-RPC message (a JSON object)");
+                return;
+        }
+        if (!http_request_header(req, "Mcp-Session-Id") && is_request &&
+            strcmp(method, "initialize") == 0) {
+                if (!(s = session_new(req, &err))) {
+                        http_respond_error(req, &err, NULL);
+                        return;
+                }
+        } else if (!(s = session_of(req))) {
+                return;
+        }
+        if (!is_request) {
+                mcp_server_handle(s->srv, body, len);
+                http_respond_bytes(req, 202, "application/json", "", 0);
+                return;
+        }
+        if (!(p = calloc(1, sizeof(*p))) ||
+            !(p->id = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY))) {
+                free(p);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        snprintf(headers, sizeof(headers), "Cache-Control: no-cache\r\nMcp-Session-Id: %s\r\n",
+                 s->id);
+        if (http_response_begin(req, 200, "text/event-stream", -1, headers) < 0) {
+                free(p->id);
+                free(p);
+                return;
+        }
+        http_request_ref(req);
+        p->req = req;
+        p->s = s;
+        atomic_fetch_add(&s->refs, 1);
+        p->next = s->posts;
+        s->posts = p;
+        http_request_on_abort(req, on_post_abort, p);
+        mcp_server_handle(s->srv, body, len);
+}
+
+static void mcp_get(struct http_request *req)
+{
+        const char *accept = http_request_header(req, "Accept");
+        const char *last = http_request_header(req, "Last-Event-ID");
+        struct mcp_session *s;
+        char headers[128];
+        uint64_t after = 0;
+
+        if (!accept || !strstr(accept, "text/event-stream")) {
+                http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED,
+                                  "GET /mcp is an event stream: Accept: text/event-stream");
+                return;
+        }
+        if (!(s = session_of(req)))
+                return;
+        if (last)
+                after = strtoull(last, NULL, 10);
+        if (s->get) { /* a newer stream takes over */
+                struct http_request *old = s->get;
+
+                s->get = NULL;
+                http_request_on_abort(old, NULL, NULL);
+                http_response_end(old);
+                http_request_unref(old);
+                session_unref(s);
+        }
+        snprintf(headers, sizeof(headers), "Cache-Control: no-cache\r\nMcp-Session-Id: %s\r\n",
+                 s->id);
+        if (http_response_begin(req, 200, "text/event-stream", -1, headers) < 0)
+                return;
+        http_request_ref(req);
+        s->get = req;
+        atomic_fetch_add(&s->refs, 1);
+        http_request_on_abort(req, on_get_abort, s);
+        if (last)
+                for (uint64_t id = after + 1; id <= s->next_event; id++) {
+                        size_t slot = id % CELLA_MCP_REPLAY;
+
+                        if (s->replay[slot].id == id && s->replay[slot].text)
+                                sse_event(req, id, s->replay[slot].text);
+                }
+        else
+                http_response_write(req, ": stream open\n\n", 16, NULL, NULL);
+}
+
+void api_mcp(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        const char *method = http_request_method(req);
+        struct mcp_session *s;
+
+        if (strcmp(method, "POST") == 0) {
+                if (http_request_read_body(req, CELLA_MCP_MAX_MESSAGE, on_post_body, a) < 0)
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read the body");
+        } else if (strcmp(method, "GET") == 0) {
+                mcp_get(req);
+        } else if ((s = session_of(req))) {
+                session_end(s);
+                http_respond_bytes(req, 200, "application/json", "{\"success\":true}", 16);
+        }
+}

@@ -1,0 +1,869 @@
+/* The tool table: what each tool takes and gives (JSON Schemas), the hints, and the
+ * handlers, each a few libcella calls on the worker's client. docs/mcp.md lists them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "common/buf.h"
+#include "common/json-cleanup.h"
+#include "common/macros.h"
+#include "common/name.h"
+#include "common/utf8.h"
+#include "mcp/mcp-internal.h"
+
+#define SANDBOX_PROP                                                                        \
+        "\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63,"                \
+        "\"description\":\"Sandbox name: lowercase letters, digits and '-'. Made on first " \
+        "use (with the default image) if it does not exist.\"}"
+#define PATH_PROP(what)                                                         \
+        "\"path\":{\"type\":\"string\",\"minLength\":1,\"description\":\"" what \
+        " Absolute, or relative to /workspace.\"}"
+#define ENV_PROP                                                                       \
+        "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}," \
+        "\"description\":\"Environment variables for this command only.\"}"
+#define OBJ(props, req)                                                      \
+        "{\"type\":\"object\",\"properties\":{" props "},\"required\":[" req \
+        "],\"additionalProperties\":false}"
+
+/* ---- helpers ---- */
+
+static const char *str(json_t *args, const char *key)
+{
+        return json_string_value(json_object_get(args, key));
+}
+
+static bool flag(json_t *args, const char *key)
+{
+        return json_is_true(json_object_get(args, key));
+}
+
+static long num(json_t *args, const char *key)
+{
+        return (long)json_integer_value(json_object_get(args, key));
+}
+
+/* The sandbox argument checked as cellad checks it, so a bad name is a clear tool error
+ * and never reaches a URL. */
+static json_t *bad_sandbox(json_t *args)
+{
+        const char *name = str(args, "sandbox");
+        char norm[CELLA_NAME_MAX + 1];
+        struct cella_error err = {0};
+
+        if (!name)
+                name = str(args, "name");
+        if (sandbox_name_check(name, strlen(name), false, norm, &err) < 0)
+                return mcp_result_error("INVALID_SANDBOX_NAME", "%s", err.msg);
+        return NULL;
+}
+
+/* env {K: V} as "K=V" strings, NULL-terminated, in one allocation; NULL when absent. */
+static char **env_list(json_t *env)
+{
+        size_t n = json_object_size(env), size = (n + 1) * sizeof(char *), i = 0;
+        const char *k;
+        json_t *v;
+        char **list, *p;
+
+        if (!json_is_object(env) || n == 0)
+                return NULL;
+        json_object_foreach(env, k, v) size += strlen(k) + json_string_length(v) + 2;
+        if (!(list = calloc(1, size)))
+                return NULL;
+        p = (char *)(list + n + 1);
+        json_object_foreach(env, k, v)
+        {
+                size_t kl = strlen(k), vl = json_string_length(v);
+
+                list[i++] = p;
+                memcpy(p, k, kl);
+                p[kl] = '=';
+                memcpy(p + kl + 1, json_string_value(v), vl);
+                p += kl + vl + 2; /* calloc'd: the NUL is there */
+        }
+        return list;
+}
+
+/* The answer *text of a call that returned rc, as the structured result; *text is freed.
+ * A pointer, so that the call may be an argument: C leaves the order of arguments open. */
+static json_t *answer(struct mcp_call *call, int rc, char **text)
+{
+        _cleanup_free_ char *t = TAKE_PTR(*text);
+        json_t *j;
+
+        if (rc != CELLA_OK)
+                return mcp_result_client_error(call, rc);
+        if (!t)
+                return mcp_result_structured(json_pack("{sb}", "success", 1));
+        if (!(j = json_loads(t, 0, NULL)) || !json_is_object(j)) {
+                json_decref(j);
+                return mcp_result_client_error(call, CELLA_ERR_INVALID);
+        }
+        json_object_del(j, "timestamp");
+        return mcp_result_structured(j);
+}
+
+static char *sandbox_path(const char *sandbox, const char *rest)
+{
+        char *p = NULL;
+
+        return asprintf(&p, "/v1/sandboxes/%s%s", sandbox, rest) < 0 ? NULL : p;
+}
+
+/* Output bytes kept for a result: the first CELLA_MCP_MAX_OUTPUT bytes of a stream. */
+struct capture {
+        struct buf out, err;
+        bool truncated;
+        struct mcp_call *call;
+};
+
+static int keep(struct capture *cap, struct buf *b, const void *d, size_t n)
+{
+        size_t room = CELLA_MCP_MAX_OUTPUT - MIN(b->len, (size_t)CELLA_MCP_MAX_OUTPUT);
+
+        if (n > room)
+                cap->truncated = true;
+        if (buf_append(b, d, MIN(n, room)) < 0)
+                return -1;
+        mcp_call_progress(cap->call, (double)n, d, n);
+        return mcp_call_is_cancelled(cap->call) ? 1 : 0;
+}
+
+static int on_out(const void *d, size_t n, void *ud)
+{
+        struct capture *cap = ud;
+        return keep(cap, &cap->out, d, n);
+}
+
+static int on_err(const void *d, size_t n, void *ud)
+{
+        struct capture *cap = ud;
+        return keep(cap, &cap->err, d, n);
+}
+
+/* Bytes as a JSON string: UTF-8 as is, anything else made valid (U+FFFD). */
+static json_t *text_of(const struct buf *b)
+{
+        _cleanup_(buf_freep) struct buf s = {0};
+
+        if (utf8_sanitize(&s, b->data ? b->data : "", b->len) < 0)
+                return NULL;
+        return json_stringn(s.data ? s.data : "", s.len);
+}
+
+/* ---- sandboxes ---- */
+
+static json_t *t_sandbox_create(struct mcp_call *call, json_t *args)
+{
+        _cleanup_free_ char **env = env_list(json_object_get(args, "env"));
+        struct cella_sandbox_options o = {
+                .image = str(args, "image"),
+                .network = str(args, "network"),
+                .keep_alive = flag(args, "keepAlive"),
+                .sleep_after = str(args, "sleepAfter"),
+                .env = (const char *const *)env,
+        };
+        char *info = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        return answer(call, cella_sandbox_create(call->client, str(args, "name"), &o, &info),
+                      &info);
+}
+
+static json_t *t_sandbox_list(struct mcp_call *call, json_t *args)
+{
+        char *list = NULL;
+
+        return answer(call, cella_sandbox_list(call->client, &list), &list);
+}
+
+static json_t *t_sandbox_destroy(struct mcp_call *call, json_t *args)
+{
+        bool existed = false;
+        json_t *bad = bad_sandbox(args);
+        int rc;
+
+        if (bad)
+                return bad;
+        rc = cella_sandbox_destroy(call->client, str(args, "name"), &existed);
+        if (rc != CELLA_OK)
+                return mcp_result_client_error(call, rc);
+        return mcp_result_structured(
+                json_pack("{sssb}", "name", str(args, "name"), "destroyed", existed));
+}
+
+/* ---- commands ---- */
+
+/* exec's timeout: a thread that kills the command (by its process id, on a client of its
+ * own) unless the exec ends first. Invariant: done and fired change under lock only. */
+struct exec_timer {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        bool done, fired;
+        long ms;
+        struct mcp_call *call;
+        const char *sandbox, *id; /* the exec's, alive until the thread is joined */
+};
+
+static void *timer_main(void *arg)
+{
+        struct exec_timer *t = arg;
+        struct timespec at;
+        cella_client *c;
+        char *info = NULL;
+        int rc = 0;
+
+        clock_gettime(CLOCK_MONOTONIC, &at);
+        at.tv_sec += t->ms / 1000;
+        at.tv_nsec += (t->ms % 1000) * 1000000L;
+        if (at.tv_nsec >= 1000000000L) {
+                at.tv_sec++;
+                at.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&t->lock);
+        while (!t->done && rc != ETIMEDOUT)
+                rc = pthread_cond_timedwait(&t->cond, &t->lock, &at);
+        t->fired = !t->done;
+        pthread_mutex_unlock(&t->lock);
+        if (!t->fired || !(c = mcp_server_client(t->call->srv)))
+                return NULL;
+        cella_process_kill(c, t->sandbox, t->id, "SIGKILL", &info);
+        cella_free(info);
+        cella_client_free(c);
+        return NULL;
+}
+
+/* exec: the command runs as a background process with an id of our own, so that a
+ * cancellation can kill it (and its whole tree) by name while its output streams here;
+ * each chunk of output is a progress notification. */
+static json_t *t_exec(struct mcp_call *call, json_t *args)
+{
+        _cleanup_free_ char **env = env_list(json_object_get(args, "env"));
+        struct cella_process_options o = {
+                .cwd = str(args, "cwd"),
+                .env = (const char *const *)env,
+        };
+        struct capture cap = {.call = call};
+        struct exec_timer timer = {0};
+        pthread_t timer_th;
+        bool timing = false;
+        struct cella_exec_callbacks cb = {
+                .on_stdout = on_out, .on_stderr = on_err, .userdata = &cap};
+        const char *sandbox = str(args, "sandbox");
+        unsigned char rnd[8];
+        char id[32], *info = NULL;
+        int rc, exit_code = -1;
+        json_t *bad = bad_sandbox(args), *res;
+
+        if (bad)
+                return bad;
+        if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+                return mcp_result_error("INTERNAL_ERROR", "no random bytes");
+        snprintf(id, sizeof(id), "mcp-exec-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+                 rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+        o.id = id;
+        rc = cella_process_start(call->client, sandbox, str(args, "command"), &o, &info);
+        cella_free(info);
+        if (rc != CELLA_OK)
+                return mcp_result_client_error(call, rc);
+        mcp_call_set_kill(call, sandbox, id);
+        timer.call = call;
+        timer.sandbox = sandbox;
+        timer.id = id;
+        timer.ms = num(args, "timeoutMs");
+        if (timer.ms > 0) {
+                pthread_condattr_t ca;
+
+                pthread_mutex_init(&timer.lock, NULL);
+                pthread_condattr_init(&ca);
+                pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+                pthread_cond_init(&timer.cond, &ca);
+                pthread_condattr_destroy(&ca);
+                timing = pthread_create(&timer_th, NULL, timer_main, &timer) == 0;
+        }
+        rc = cella_process_stream(call->client, sandbox, id, &cb, &exit_code);
+        if (timing) {
+                pthread_mutex_lock(&timer.lock);
+                timer.done = true;
+                pthread_cond_signal(&timer.cond);
+                pthread_mutex_unlock(&timer.lock);
+                pthread_join(timer_th, NULL);
+        }
+        if (timer.ms > 0) {
+                pthread_cond_destroy(&timer.cond);
+                pthread_mutex_destroy(&timer.lock);
+        }
+        if (rc != CELLA_OK && rc != CELLA_ERR_CALLBACK) {
+                buf_free(&cap.out);
+                buf_free(&cap.err);
+                return mcp_result_client_error(call, rc);
+        }
+        res = json_pack("{sisoso}", "exitCode", exit_code, "stdout", text_of(&cap.out), "stderr",
+                        text_of(&cap.err));
+        if (res && cap.truncated)
+                json_object_set_new(res, "truncated", json_true());
+        if (res && timer.fired)
+                json_object_set_new(res, "timedOut", json_true());
+        buf_free(&cap.out);
+        buf_free(&cap.err);
+        return mcp_result_structured(res);
+}
+
+/* ---- files ---- */
+
+static json_t *t_file_read(struct mcp_call *call, json_t *args)
+{
+        _cleanup_free_ char *path = sandbox_path(str(args, "sandbox"), "/files/read");
+        _cleanup_json_ json_t *req = NULL;
+        _cleanup_free_ char *body = NULL;
+        char *out = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        req = json_pack("{ssss}", "path", str(args, "path"), "encoding",
+                        str(args, "encoding") ? str(args, "encoding") : "utf-8");
+        if (!path || !req || !(body = json_dumps(req, JSON_COMPACT)))
+                return NULL;
+        return answer(call, cella_request(call->client, "POST", path, body, &out), &out);
+}
+
+static json_t *t_file_write(struct mcp_call *call, json_t *args)
+{
+        _cleanup_free_ char *path = sandbox_path(str(args, "sandbox"), "/files/write");
+        _cleanup_json_ json_t *req = NULL;
+        _cleanup_free_ char *body = NULL;
+        char *out = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        req = json_pack("{sOsOss}", "path", json_object_get(args, "path"), "content",
+                        json_object_get(args, "content"), "encoding",
+                        str(args, "encoding") ? str(args, "encoding") : "utf-8");
+        if (!path || !req || !(body = json_dumps(req, JSON_COMPACT)))
+                return NULL;
+        return answer(call, cella_request(call->client, "POST", path, body, &out), &out);
+}
+
+static json_t *t_file_list(struct mcp_call *call, json_t *args)
+{
+        char *out = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        return answer(call,
+                      cella_file_list(call->client, str(args, "sandbox"),
+                                      str(args, "path") ? str(args, "path") : "/workspace",
+                                      flag(args, "recursive"), flag(args, "includeHidden"), &out),
+                      &out);
+}
+
+static json_t *t_file_delete(struct mcp_call *call, json_t *args)
+{
+        json_t *bad = bad_sandbox(args);
+        int rc;
+
+        if (bad)
+                return bad;
+        rc = cella_file_delete(call->client, str(args, "sandbox"), str(args, "path"),
+                               flag(args, "recursive"));
+        if (rc != CELLA_OK)
+                return mcp_result_client_error(call, rc);
+        return mcp_result_structured(json_pack("{sssb}", "path", str(args, "path"), "deleted", 1));
+}
+
+/* ---- processes ---- */
+
+static json_t *t_process_start(struct mcp_call *call, json_t *args)
+{
+        _cleanup_free_ char **env = env_list(json_object_get(args, "env"));
+        struct cella_process_options o = {
+                .id = str(args, "processId"),
+                .cwd = str(args, "cwd"),
+                .env = (const char *const *)env,
+        };
+        char *out = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        return answer(call,
+                      cella_process_start(call->client, str(args, "sandbox"), str(args, "command"),
+                                          &o, &out),
+                      &out);
+}
+
+static json_t *t_process_list(struct mcp_call *call, json_t *args)
+{
+        char *out = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        return answer(call, cella_process_list(call->client, str(args, "sandbox"), &out), &out);
+}
+
+static json_t *t_process_kill(struct mcp_call *call, json_t *args)
+{
+        char *out = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        return answer(call,
+                      cella_process_kill(call->client, str(args, "sandbox"), str(args, "processId"),
+                                         str(args, "signal"), &out),
+                      &out);
+}
+
+static json_t *t_process_logs(struct mcp_call *call, json_t *args)
+{
+        cella_exec_result *r = NULL;
+        struct buf out = {0}, err = {0};
+        const void *p;
+        size_t n;
+        json_t *bad = bad_sandbox(args), *res;
+        bool truncated = false;
+        int rc;
+
+        if (bad)
+                return bad;
+        rc = cella_process_logs(call->client, str(args, "sandbox"), str(args, "processId"), &r);
+        if (rc != CELLA_OK)
+                return mcp_result_client_error(call, rc);
+        /* the end of a long log is what a model wants: keep the last bytes */
+        p = cella_exec_result_stdout(r, &n);
+        truncated |= n > CELLA_MCP_MAX_OUTPUT;
+        if (n > CELLA_MCP_MAX_OUTPUT) {
+                p = (const char *)p + n - CELLA_MCP_MAX_OUTPUT;
+                n = CELLA_MCP_MAX_OUTPUT;
+        }
+        rc = buf_append(&out, p, n);
+        p = cella_exec_result_stderr(r, &n);
+        truncated |= n > CELLA_MCP_MAX_OUTPUT;
+        if (n > CELLA_MCP_MAX_OUTPUT) {
+                p = (const char *)p + n - CELLA_MCP_MAX_OUTPUT;
+                n = CELLA_MCP_MAX_OUTPUT;
+        }
+        if (rc == 0)
+                rc = buf_append(&err, p, n);
+        cella_exec_result_free(r);
+        res = rc < 0 ? NULL
+                     : json_pack("{sssoso}", "processId", str(args, "processId"), "stdout",
+                                 text_of(&out), "stderr", text_of(&err));
+        if (res && truncated)
+                json_object_set_new(res, "truncated", json_true());
+        buf_free(&out);
+        buf_free(&err);
+        return mcp_result_structured(res);
+}
+
+/* ---- ports ---- */
+
+static json_t *t_wait_for_port(struct mcp_call *call, json_t *args)
+{
+        struct cella_wait_port_options o = {
+                .http_path = str(args, "httpPath"),
+                .timeout_ms = json_object_get(args, "timeoutMs") ? num(args, "timeoutMs") : 60000,
+        };
+        char *out = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        return answer(call,
+                      cella_process_wait_port(call->client, str(args, "sandbox"),
+                                              str(args, "processId"), (int)num(args, "port"), &o,
+                                              &out),
+                      &out);
+}
+
+static json_t *t_expose_port(struct mcp_call *call, json_t *args)
+{
+        char *out = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        return answer(call,
+                      cella_port_expose(call->client, str(args, "sandbox"), (int)num(args, "port"),
+                                        str(args, "name"), NULL, &out),
+                      &out);
+}
+
+/* ---- code ---- */
+
+/* run_code's events gathered: logs, rich results (MCP content), the error. */
+struct code_run {
+        struct mcp_call *call;
+        json_t *content; /* the CallToolResult's content, images among them */
+        json_t *results; /* structured: each result's formats, and its text */
+        struct buf out, err;
+        json_t *error;
+        json_int_t count;
+        bool timed_out;
+};
+
+static void add_result(struct code_run *r, json_t *ev)
+{
+        static const char *const images[][2] = {{"png", "image/png"}, {"jpeg", "image/jpeg"}};
+        static const char *const texts[] = {"text",  "html", "markdown",  "svg",
+                                            "latex", "json", "javascript"};
+        json_t *formats = json_array(), *item = json_object(), *v;
+
+        for (size_t i = 0; i < ARRAY_SIZE(images); i++)
+                if (json_is_string(v = json_object_get(ev, images[i][0]))) {
+                        json_array_append_new(formats, json_string(images[i][0]));
+                        json_array_append_new(r->content,
+                                              json_pack("{sssOss}", "type", "image", "data", v,
+                                                        "mimeType", images[i][1]));
+                }
+        for (size_t i = 0; i < ARRAY_SIZE(texts); i++) {
+                _cleanup_free_ char *dumped = NULL;
+                const char *text;
+
+                if (!(v = json_object_get(ev, texts[i])))
+                        continue;
+                json_array_append_new(formats, json_string(texts[i]));
+                text = json_string_value(v);
+                if (!text && (dumped = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)))
+                        text = dumped;
+                if (!text)
+                        continue;
+                if (strcmp(texts[i], "text") == 0)
+                        json_object_set_new(item, "text", json_string(text));
+                /* text/plain, and the richer forms a model reads as text (HTML tables) */
+                if (strcmp(texts[i], "text") == 0 || strcmp(texts[i], "html") == 0 ||
+                    strcmp(texts[i], "markdown") == 0 || strcmp(texts[i], "json") == 0)
+                        json_array_append_new(r->content,
+                                              json_pack("{ssss}", "type", "text", "text", text));
+        }
+        json_object_set_new(item, "formats", formats);
+        json_array_append_new(r->results, item);
+}
+
+static int on_code_event(const char *text, size_t len, void *ud)
+{
+        struct code_run *r = ud;
+        _cleanup_json_ json_t *ev = json_loadb(text, len, 0, NULL);
+        const char *type = json_string_value(json_object_get(ev, "type"));
+        const char *s;
+
+        if (!type)
+                return 0;
+        if ((strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) &&
+            (s = json_string_value(json_object_get(ev, "text")))) {
+                buf_append(type[3] == 'o' ? &r->out : &r->err, s, strlen(s));
+                mcp_call_progress(r->call, (double)strlen(s), s, strlen(s));
+        } else if (strcmp(type, "result") == 0) {
+                add_result(r, ev);
+        } else if (strcmp(type, "error") == 0) {
+                json_decref(r->error);
+                r->error = json_pack("{sOsOsO}", "name", json_object_get(ev, "name"), "message",
+                                     json_object_get(ev, "message"), "traceback",
+                                     json_object_get(ev, "traceback"));
+                if (!r->error)
+                        r->error = json_pack("{ss}", "name", "Error");
+        } else if (strcmp(type, "execution_complete") == 0) {
+                r->count = json_integer_value(json_object_get(ev, "executionCount"));
+                r->timed_out = json_is_true(json_object_get(ev, "timedOut"));
+        }
+        return mcp_call_is_cancelled(r->call) ? 1 : 0;
+}
+
+static json_t *t_run_code(struct mcp_call *call, json_t *args)
+{
+        struct cella_code_options o = {
+                .language = str(args, "language"),
+                .context_id = str(args, "contextId"),
+                .timeout_ms = num(args, "timeoutMs"),
+        };
+        struct code_run r = {.call = call, .content = json_array(), .results = json_array()};
+        _cleanup_json_ json_t *structured = NULL;
+        _cleanup_free_ char *dumped = NULL;
+        json_t *bad = bad_sandbox(args), *res = NULL;
+        int rc;
+
+        if (bad || !r.content || !r.results)
+                goto out;
+        rc = cella_code_run(call->client, str(args, "sandbox"), str(args, "code"), &o,
+                            on_code_event, &r, NULL);
+        if (rc != CELLA_OK) {
+                res = mcp_result_client_error(call, rc);
+                goto out;
+        }
+        structured =
+                json_pack("{sosososI}", "stdout", text_of(&r.out), "stderr", text_of(&r.err),
+                          "results", json_incref(r.results), "executionCount", (json_int_t)r.count);
+        if (!structured)
+                goto out;
+        if (r.error)
+                json_object_set(structured, "error", r.error);
+        if (r.timed_out)
+                json_object_set_new(structured, "timedOut", json_true());
+        if (!(dumped = json_dumps(structured, JSON_COMPACT)))
+                goto out;
+        /* the summary first (logs, error), then each result as the content it is */
+        json_array_insert_new(r.content, 0, json_pack("{ssss}", "type", "text", "text", dumped));
+        res = json_pack("{sOsO}", "content", r.content, "structuredContent", structured);
+        if (res && r.error)
+                json_object_set_new(res, "isError", json_true());
+out:
+        json_decref(r.content);
+        json_decref(r.results);
+        json_decref(r.error);
+        buf_free(&r.out);
+        buf_free(&r.err);
+        return bad ? bad : res;
+}
+
+/* ---- git ---- */
+
+static json_t *t_git_checkout(struct mcp_call *call, json_t *args)
+{
+        struct cella_git_options o = {
+                .branch = str(args, "branch"),
+                .target_dir = str(args, "targetDir"),
+                .depth = num(args, "depth"),
+        };
+        char *out = NULL;
+        json_t *bad = bad_sandbox(args);
+
+        if (bad)
+                return bad;
+        return answer(call,
+                      cella_git_checkout(call->client, str(args, "sandbox"), str(args, "repoUrl"),
+                                         &o, &out),
+                      &out);
+}
+
+/* ---- the table ---- */
+
+#define PROCESS_INFO                                                                           \
+        "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"pid\":{\"type\":" \
+        "\"integer\"},\"command\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"     \
+        "\"exitCode\":{\"type\":\"integer\"}},\"required\":[\"id\",\"status\"]}"
+#define PROCESS_ID_PROP                                                                     \
+        "\"processId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"              \
+        "\"description\":\"The id given to process_start (or its generated id, or its pid " \
+        "as text).\"}"
+
+const struct mcp_tool mcp_tools[] = {
+        {"sandbox_create", "Create a sandbox",
+         "Create a sandbox (an isolated Linux machine: Debian with bash, python3, node, git) "
+         "or update the settings of an existing one. Optional: every other tool makes the "
+         "sandbox on first use with the defaults. Use it to pick an image, set environment "
+         "variables, cut network access (network: \"none\") or keep it from sleeping.",
+         OBJ("\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63,\"description\":"
+             "\"Sandbox name: lowercase letters, digits and '-'.\"},"
+             "\"image\":{\"type\":\"string\",\"description\":\"Image name (default: the "
+             "server's).\"},"
+             "\"env\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"},"
+             "\"description\":\"Environment variables of every command in the sandbox.\"},"
+             "\"network\":{\"type\":\"string\",\"enum\":[\"none\",\"outbound\"],"
+             "\"description\":\"none: loopback only; outbound: internet access.\"},"
+             "\"sleepAfter\":{\"type\":\"string\",\"description\":\"Idle time before it "
+             "sleeps (files kept, processes stopped): 30s, 10m, 2h.\"},"
+             "\"keepAlive\":{\"type\":\"boolean\",\"description\":\"Never sleep.\"}",
+             "\"name\""),
+         "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"state\":{"
+         "\"type\":\"string\"}},\"required\":[\"id\"]}",
+         false, false, true, false, t_sandbox_create},
+        {"sandbox_list", "List sandboxes",
+         "List every sandbox with its state (running, sleeping, stopped), image, labels and "
+         "last activity.",
+         OBJ("", ""),
+         "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":{"
+         "\"type\":\"object\"}}},\"required\":[\"sandboxes\"]}",
+         true, false, true, false, t_sandbox_list},
+        {"sandbox_destroy", "Destroy a sandbox",
+         "Destroy a sandbox: its processes are killed and its files are deleted for good. "
+         "Idempotent: destroyed is false when there was none.",
+         OBJ("\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63}", "\"name\""),
+         "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"destroyed\":{"
+         "\"type\":\"boolean\"}},\"required\":[\"name\",\"destroyed\"]}",
+         false, true, true, false, t_sandbox_destroy},
+        {"exec", "Run a shell command",
+         "Run a bash command line in a sandbox and return its exit code, stdout and stderr "
+         "(each cut at 1 MiB). Starts in /workspace (or cwd); each call is a fresh shell, so "
+         "`cd` and `export` do not carry over: chain with && instead. Output streams as "
+         "progress notifications when a progress token is given; cancelling the request "
+         "kills the command and everything it started, as timeoutMs does after that long. "
+         "For servers and other long-running "
+         "programs use process_start.",
+         OBJ(SANDBOX_PROP ",\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":"
+                          "\"A bash command line, e.g. \\\"pip install requests && python "
+                          "main.py\\\".\"},"
+                          "\"cwd\":{\"type\":\"string\",\"description\":\"Working directory "
+                          "(default /workspace).\"},"
+                          "\"timeoutMs\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
+                          "\"Kill the command after this long; the result then has timedOut: "
+                          "true.\"}," ENV_PROP,
+             "\"sandbox\",\"command\""),
+         "{\"type\":\"object\",\"properties\":{\"exitCode\":{\"type\":\"integer\"},\"stdout\":"
+         "{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"truncated\":{\"type\":"
+         "\"boolean\"},\"timedOut\":{\"type\":\"boolean\"}},\"required\":[\"exitCode\","
+         "\"stdout\",\"stderr\"]}",
+         false, true, false, true, t_exec},
+        {"file_read", "Read a file",
+         "Read a file of a sandbox. encoding utf-8 (default) returns text; base64 returns the "
+         "bytes of any file (images, archives). isBinary tells when a file is not text.",
+         OBJ(SANDBOX_PROP "," PATH_PROP("The file.") ",\"encoding\":{\"type\":\"string\","
+                                                     "\"enum\":[\"utf-8\",\"base64\"]}",
+             "\"sandbox\",\"path\""),
+         "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"content\":{"
+         "\"type\":\"string\"},\"encoding\":{\"type\":\"string\"},\"size\":{\"type\":"
+         "\"integer\"}},\"required\":[\"path\",\"content\"]}",
+         true, false, true, false, t_file_read},
+        {"file_write", "Write a file",
+         "Write a file in a sandbox (replacing it; parent directories are made). content is "
+         "text, or base64 of the bytes with encoding base64.",
+         OBJ(SANDBOX_PROP "," PATH_PROP("The file.") ",\"content\":{\"type\":\"string\"},"
+                                                     "\"encoding\":{\"type\":\"string\","
+                                                     "\"enum\":[\"utf-8\",\"base64\"]}",
+             "\"sandbox\",\"path\",\"content\""),
+         "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"size\":{"
+         "\"type\":\"integer\"}},\"required\":[\"path\"]}",
+         false, true, true, false, t_file_write},
+        {"file_list", "List a directory",
+         "List a directory of a sandbox (default /workspace): name, type, size, mode and "
+         "modification time of each entry; recursive descends, includeHidden shows dot "
+         "files.",
+         OBJ(SANDBOX_PROP "," PATH_PROP(
+                     "The directory (default /workspace).") ",\"recursive\":{\"type\":\"boolean\"},"
+                                                            "\"includeHidden\":{\"type\":"
+                                                            "\"boolean\"}",
+             "\"sandbox\""),
+         "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"files\":{"
+         "\"type\":\"array\",\"items\":{\"type\":\"object\"}},\"count\":{\"type\":"
+         "\"integer\"}},\"required\":[\"files\"]}",
+         true, false, true, false, t_file_list},
+        {"file_delete", "Delete a file",
+         "Delete a file, or a directory and everything in it with recursive: true.",
+         OBJ(SANDBOX_PROP
+             "," PATH_PROP("The file or directory.") ",\"recursive\":{\"type\":\"boolean\"}",
+             "\"sandbox\",\"path\""),
+         "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"deleted\":{"
+         "\"type\":\"boolean\"}},\"required\":[\"path\",\"deleted\"]}",
+         false, true, true, false, t_file_delete},
+        {"process_start", "Start a background process",
+         "Start a long-running command in the background (a web server, a watcher) and "
+         "return at once with its id. Read its output with process_logs, wait for its port "
+         "with wait_for_port, stop it with process_kill.",
+         OBJ(SANDBOX_PROP ",\"command\":{\"type\":\"string\",\"minLength\":1},"
+                          "\"processId\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,"
+                          "\"description\":\"An id of your choosing ([A-Za-z0-9_.-]); "
+                          "default: generated.\"},"
+                          "\"cwd\":{\"type\":\"string\"}," ENV_PROP,
+             "\"sandbox\",\"command\""),
+         PROCESS_INFO, false, false, false, true, t_process_start},
+        {"process_list", "List background processes",
+         "List a sandbox's background processes, running and finished, with status and exit "
+         "code.",
+         OBJ(SANDBOX_PROP, "\"sandbox\""),
+         "{\"type\":\"object\",\"properties\":{\"processes\":{\"type\":\"array\",\"items\":{"
+         "\"type\":\"object\"}}},\"required\":[\"processes\"]}",
+         true, false, true, false, t_process_list},
+        {"process_kill", "Stop a background process",
+         "Stop a background process and everything it started: SIGTERM, then SIGKILL after "
+         "a grace period (or the signal given, e.g. SIGINT). Answers once it has ended.",
+         OBJ(SANDBOX_PROP "," PROCESS_ID_PROP ",\"signal\":{\"type\":\"string\"}",
+             "\"sandbox\",\"processId\""),
+         PROCESS_INFO, false, true, true, false, t_process_kill},
+        {"process_logs", "Read a process's output",
+         "The output of a background process so far (the last 1 MiB of each stream).",
+         OBJ(SANDBOX_PROP "," PROCESS_ID_PROP, "\"sandbox\",\"processId\""),
+         "{\"type\":\"object\",\"properties\":{\"stdout\":{\"type\":\"string\"},\"stderr\":{"
+         "\"type\":\"string\"},\"truncated\":{\"type\":\"boolean\"}},\"required\":["
+         "\"stdout\",\"stderr\"]}",
+         true, false, true, false, t_process_logs},
+        {"wait_for_port", "Wait for a port",
+         "Wait until a background process listens on a port of the sandbox (a TCP connect, "
+         "or with httpPath a GET answered 200-399). Fails with PROCESS_EXITED_BEFORE_READY if "
+         "the process ends first, PROCESS_READY_TIMEOUT after timeoutMs (default 60000).",
+         OBJ(SANDBOX_PROP "," PROCESS_ID_PROP
+                          ",\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535},"
+                          "\"httpPath\":{\"type\":\"string\"},"
+                          "\"timeoutMs\":{\"type\":\"integer\",\"minimum\":0}",
+             "\"sandbox\",\"processId\",\"port\""),
+         "{\"type\":\"object\",\"properties\":{\"port\":{\"type\":\"integer\"}},\"required\":["
+         "\"port\"]}",
+         true, false, true, false, t_wait_for_port},
+        {"expose_port", "Expose a port",
+         "Give a port of the sandbox (1024-65535) a public preview URL that proxies HTTP and "
+         "WebSocket to it. Exposing again keeps the URL.",
+         OBJ(SANDBOX_PROP ",\"port\":{\"type\":\"integer\",\"minimum\":1024,\"maximum\":65535},"
+                          "\"name\":{\"type\":\"string\",\"description\":\"A label for the "
+                          "port.\"}",
+             "\"sandbox\",\"port\""),
+         "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\"},\"port\":{"
+         "\"type\":\"integer\"}},\"required\":[\"url\",\"port\"]}",
+         false, false, true, true, t_expose_port},
+        {"run_code", "Run code",
+         "Run Python (default), JavaScript or TypeScript in a long-lived interpreter of the "
+         "sandbox, like a notebook cell: variables and imports persist between calls of the "
+         "same language. The last expression's value is returned; matplotlib figures come "
+         "back as PNG images, pandas tables as HTML text. Errors in the code come back as a "
+         "tool error with the traceback.",
+         OBJ(SANDBOX_PROP ",\"code\":{\"type\":\"string\",\"minLength\":1},"
+                          "\"language\":{\"type\":\"string\",\"enum\":[\"python\","
+                          "\"javascript\",\"typescript\"]},"
+                          "\"contextId\":{\"type\":\"string\"},"
+                          "\"timeoutMs\":{\"type\":\"integer\",\"minimum\":0}",
+             "\"sandbox\",\"code\""),
+         "{\"type\":\"object\",\"properties\":{\"stdout\":{\"type\":\"string\"},\"stderr\":{"
+         "\"type\":\"string\"},\"results\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}"
+         "},\"error\":{\"type\":\"object\"},\"executionCount\":{\"type\":\"integer\"}},"
+         "\"required\":[\"stdout\",\"stderr\",\"results\"]}",
+         false, true, false, true, t_run_code},
+        {"git_checkout", "Clone a git repository",
+         "Clone a git repository into the sandbox (default /workspace/<name>). branch picks "
+         "a branch, depth makes a shallow clone.",
+         OBJ(SANDBOX_PROP ",\"repoUrl\":{\"type\":\"string\",\"minLength\":1},"
+                          "\"branch\":{\"type\":\"string\"},\"targetDir\":{\"type\":\"string\"},"
+                          "\"depth\":{\"type\":\"integer\",\"minimum\":0}",
+             "\"sandbox\",\"repoUrl\""),
+         "{\"type\":\"object\",\"properties\":{\"repoUrl\":{\"type\":\"string\"},\"branch\":{"
+         "\"type\":\"string\"},\"targetDir\":{\"type\":\"string\"}},\"required\":["
+         "\"targetDir\"]}",
+         false, false, false, true, t_git_checkout},
+};
+const size_t mcp_ntools = ARRAY_SIZE(mcp_tools);
+
+const struct mcp_tool *mcp_tool_find(const char *name)
+{
+        for (size_t i = 0; name && i < mcp_ntools; i++)
+                if (strcmp(mcp_tools[i].name, name) == 0)
+                        return &mcp_tools[i];
+        return NULL;
+}
+
+json_t *mcp_tool_describe(const struct mcp_tool *t)
+{
+        json_t *in = json_loads(t->input_schema, 0, NULL);
+        json_t *out = t->output_schema ? json_loads(t->output_schema, 0, NULL) : NULL;
+        json_t *d;
+
+        if (!in || (t->output_schema && !out)) {
+                json_decref(in);
+                json_decref(out);
+                return NULL;
+        }
+        d = json_pack("{sssssssos{sssbsbsbsb}}", "name", t->name, "title", t->title, "description",
+                      t->description, "inputSchema", in, "annotations", "title", t->title,
+                      "readOnlyHint", t->read_only, "destructiveHint", t->destructive,
+                      "idempotentHint", t->idempotent, "openWorldHint", t->open_world);
+        if (d && out)
+                json_object_set_new(d, "outputSchema", out);
+        else
+                json_decref(out);
+        return d;
+}

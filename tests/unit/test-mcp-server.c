@@ -1,0 +1,320 @@
+/* The MCP engine without a daemon: the JSON-RPC decoder, the schema check, resource URIs,
+ * and a session driven message by message through a transport that keeps what it is sent
+ * (initialize and version negotiation, the order rules, tools/list, argument errors, a
+ * tool call whose daemon does not answer). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/name.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/mcp-internal.h"
+#include "mcp/schema.h"
+#include "mcp/server.h"
+
+static int decode(const char *text, struct jsonrpc_msg *m, char *errmsg)
+{
+        json_t *id = NULL;
+        int r = jsonrpc_decode(text, strlen(text), m, &id, errmsg, 256);
+
+        json_decref(id);
+        return r;
+}
+
+static void test_decode_kinds(void **state)
+{
+        struct jsonrpc_msg m;
+        char err[256];
+
+        assert_int_equal(decode("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", &m, err), 0);
+        assert_int_equal(m.kind, JSONRPC_REQUEST);
+        assert_string_equal(m.method, "ping");
+        assert_null(m.params);
+        jsonrpc_msg_clear(&m);
+        assert_int_equal(decode("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                                "\"params\":{\"requestId\":\"x\"}}",
+                                &m, err),
+                         0);
+        assert_int_equal(m.kind, JSONRPC_NOTIFICATION);
+        assert_non_null(m.params);
+        jsonrpc_msg_clear(&m);
+        assert_int_equal(decode("{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"result\":{}}", &m, err), 0);
+        assert_int_equal(m.kind, JSONRPC_RESPONSE);
+        assert_int_equal(m.is_error, 0);
+        jsonrpc_msg_clear(&m);
+}
+
+static void test_decode_faults(void **state)
+{
+        static const struct {
+                const char *text;
+                int code;
+        } cases[] = {
+                {"{", JSONRPC_PARSE_ERROR},
+                {"", JSONRPC_PARSE_ERROR},
+                {"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", JSONRPC_INVALID_REQUEST},
+                {"42", JSONRPC_INVALID_REQUEST},
+                {"{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST},
+                {"{\"id\":1,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST},
+                {"{\"jsonrpc\":\"2.0\",\"id\":null,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1.5,\"method\":\"ping\"}", JSONRPC_INVALID_REQUEST},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\"}", JSONRPC_INVALID_REQUEST},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\",\"params\":[1]}",
+                 JSONRPC_INVALID_REQUEST},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"p\"}", JSONRPC_PARSE_ERROR},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\",\"x\":1}",
+                 JSONRPC_INVALID_REQUEST},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":1,\"error\":{}}",
+                 JSONRPC_INVALID_REQUEST},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1}", JSONRPC_INVALID_REQUEST},
+                {"{\"jsonrpc\":\"2.0\",\"id\":\"\\u0000\",\"method\":\"p\"}", JSONRPC_PARSE_ERROR},
+                {"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"p\xff\"}", JSONRPC_PARSE_ERROR},
+        };
+        struct jsonrpc_msg m;
+        json_t *id = NULL;
+        char err[256];
+
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                err[0] = '\0';
+                assert_int_equal(jsonrpc_decode(cases[i].text, strlen(cases[i].text), &m, &id, err,
+                                                sizeof(err)),
+                                 cases[i].code);
+                assert_true(err[0] != '\0');
+                json_decref(id);
+                id = NULL;
+        }
+        /* the id of a bad message is given back when it can be read */
+        const char *bad = "{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"p\"}";
+
+        assert_int_equal(jsonrpc_decode(bad, strlen(bad), &m, &id, err, sizeof(err)),
+                         JSONRPC_INVALID_REQUEST);
+        assert_true(json_is_integer(id) && json_integer_value(id) == 7);
+        json_decref(id);
+}
+
+static void test_schema(void **state)
+{
+        const struct mcp_tool *t = mcp_tool_find("wait_for_port");
+        json_t *schema = json_loads(t->input_schema, 0, NULL);
+        json_t *ok = json_pack("{sssssi}", "sandbox", "b", "processId", "p", "port", 8080);
+        json_t *big = json_pack("{sssssi}", "sandbox", "b", "processId", "p", "port", 70000);
+        json_t *str = json_pack("{sssssf}", "sandbox", "b", "processId", "p", "port", 1.5);
+        json_t *extra =
+                json_pack("{sssssisi}", "sandbox", "b", "processId", "p", "port", 1, "x", 1);
+        json_t *missing = json_pack("{ss}", "sandbox", "b");
+        char err[256];
+
+        assert_non_null(schema);
+        assert_true(schema_check(schema, ok, "arguments", err, sizeof(err)));
+        assert_false(schema_check(schema, big, "arguments", err, sizeof(err)));
+        assert_string_equal(err, "arguments.port: must be at most 65535");
+        assert_false(schema_check(schema, str, "arguments", err, sizeof(err)));
+        assert_string_equal(err, "arguments.port: must be an integer");
+        assert_false(schema_check(schema, extra, "arguments", err, sizeof(err)));
+        assert_string_equal(err, "arguments: unknown property \"x\"");
+        assert_false(schema_check(schema, missing, "arguments", err, sizeof(err)));
+        assert_string_equal(err, "arguments: missing required property \"processId\"");
+        json_decref(schema);
+        json_decref(ok);
+        json_decref(big);
+        json_decref(str);
+        json_decref(extra);
+        json_decref(missing);
+        t = mcp_tool_find("run_code");
+        schema = json_loads(t->input_schema, 0, NULL);
+        ok = json_pack("{ssssss}", "sandbox", "b", "code", "1", "language", "ruby");
+        assert_false(schema_check(schema, ok, "arguments", err, sizeof(err)));
+        assert_string_equal(err, "arguments.language: must be one of "
+                                 "[\"python\",\"javascript\",\"typescript\"]");
+        json_decref(ok);
+        ok = json_pack("{sss{si}}", "sandbox", "b", "env", "A", 1);
+        json_decref(schema);
+        schema = json_loads(mcp_tool_find("process_start")->input_schema, 0, NULL);
+        assert_false(schema_check(schema, ok, "arguments", err, sizeof(err)));
+        json_decref(ok);
+        json_decref(schema);
+}
+
+static void test_uri(void **state)
+{
+        char sb[CELLA_NAME_MAX + 1], path[64];
+
+        assert_int_equal(mcp_uri_parse("cella://box/workspace/a%20b.txt", sb, sizeof(sb), path,
+                                       sizeof(path)),
+                         0);
+        assert_string_equal(sb, "box");
+        assert_string_equal(path, "/workspace/a b.txt");
+        assert_int_equal(mcp_uri_parse("cella://box/", sb, sizeof(sb), path, sizeof(path)),
+                         -EINVAL);
+        assert_int_equal(mcp_uri_parse("cella://Box/x", sb, sizeof(sb), path, sizeof(path)),
+                         -EINVAL);
+        assert_int_equal(mcp_uri_parse("file:///etc/passwd", sb, sizeof(sb), path, sizeof(path)),
+                         -EINVAL);
+        assert_int_equal(mcp_uri_parse("cella://box/a%00b", sb, sizeof(sb), path, sizeof(path)),
+                         -EINVAL);
+        assert_int_equal(mcp_uri_parse("cella://box/a%zz", sb, sizeof(sb), path, sizeof(path)),
+                         -EINVAL);
+        assert_int_equal(mcp_uri_parse("cella://box/a?x=1", sb, sizeof(sb), path, sizeof(path)),
+                         -EINVAL);
+}
+
+/* ---- a session ---- */
+
+struct sink {
+        json_t *msgs;
+};
+
+static void keep(const char *text, size_t len, const json_t *related, void *ud)
+{
+        struct sink *s = ud;
+        json_t *m = json_loadb(text, len, 0, NULL);
+
+        assert_non_null(m);
+        assert_null(memchr(text, '\n', len));
+        json_array_append_new(s->msgs, m);
+}
+
+static json_t *last(struct sink *s)
+{
+        assert_true(json_array_size(s->msgs) > 0);
+        return json_array_get(s->msgs, json_array_size(s->msgs) - 1);
+}
+
+static void say(struct mcp_server *srv, const char *text)
+{
+        mcp_server_handle(srv, text, strlen(text));
+}
+
+static int error_code(json_t *m)
+{
+        return (int)json_integer_value(json_object_get(json_object_get(m, "error"), "code"));
+}
+
+static struct mcp_server *session(struct sink *sink)
+{
+        struct mcp_server_options o = {.url = "http://127.0.0.1:1", .token = "t"};
+        struct mcp_transport t = {.send = keep, .userdata = sink};
+        struct mcp_server *srv = NULL;
+
+        sink->msgs = json_array();
+        assert_int_equal(mcp_server_new(&o, &t, &srv), 0);
+        return srv;
+}
+
+static void test_initialize(void **state)
+{
+        struct sink sink;
+        struct mcp_server *srv = session(&sink);
+        json_t *r;
+
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}");
+        assert_int_equal(error_code(last(&sink)), JSONRPC_INVALID_REQUEST);
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}");
+        assert_true(json_is_object(json_object_get(last(&sink), "result")));
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"initialize\",\"params\":{}}");
+        assert_int_equal(error_code(last(&sink)), JSONRPC_INVALID_PARAMS);
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                 "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+        r = json_object_get(last(&sink), "result");
+        assert_string_equal(json_string_value(json_object_get(r, "protocolVersion")), "2025-06-18");
+        assert_string_equal(mcp_server_protocol_version(srv), "2025-06-18");
+        assert_true(json_is_true(json_object_get(
+                json_object_get(json_object_get(r, "capabilities"), "resources"), "subscribe")));
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"2025-06-18\",\"capabilities\":{}}}");
+        assert_int_equal(error_code(last(&sink)), JSONRPC_INVALID_REQUEST);
+        say(srv, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"nope\"}");
+        assert_int_equal(error_code(last(&sink)), JSONRPC_METHOD_NOT_FOUND);
+        say(srv, "not json");
+        assert_int_equal(error_code(last(&sink)), JSONRPC_PARSE_ERROR);
+        assert_true(json_is_null(json_object_get(last(&sink), "id")));
+        mcp_server_close(srv);
+        json_decref(sink.msgs);
+
+        /* an unknown revision gets the newest */
+        srv = session(&sink);
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":\"i\",\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"1999-01-01\",\"capabilities\":{}}}");
+        r = json_object_get(last(&sink), "result");
+        assert_string_equal(json_string_value(json_object_get(r, "protocolVersion")),
+                            MCP_PROTOCOL_LATEST);
+        assert_string_equal(json_string_value(json_object_get(last(&sink), "id")), "i");
+        mcp_server_close(srv);
+        json_decref(sink.msgs);
+}
+
+static void test_tools(void **state)
+{
+        struct sink sink;
+        struct mcp_server *srv = session(&sink);
+        json_t *tools, *t, *r, *content;
+        size_t i;
+
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}}");
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}");
+        tools = json_object_get(json_object_get(last(&sink), "result"), "tools");
+        assert_int_equal(json_array_size(tools), mcp_ntools);
+        assert_true(mcp_ntools >= 16);
+        json_array_foreach(tools, i, t)
+        {
+                json_t *in = json_object_get(t, "inputSchema");
+
+                assert_true(strlen(json_string_value(json_object_get(t, "description"))) > 40);
+                assert_string_equal(json_string_value(json_object_get(in, "type")), "object");
+                assert_true(json_is_object(json_object_get(t, "outputSchema")));
+                assert_true(json_is_boolean(
+                        json_object_get(json_object_get(t, "annotations"), "destructiveHint")));
+        }
+        /* sandbox_destroy is destructive */
+        assert_true(json_is_true(json_object_get(
+                json_object_get(json_array_get(tools, 2), "annotations"), "destructiveHint")));
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{"
+                 "\"name\":\"nope\"}}");
+        assert_int_equal(error_code(last(&sink)), JSONRPC_INVALID_PARAMS);
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{"
+                 "\"name\":\"expose_port\",\"arguments\":{\"sandbox\":\"b\",\"port\":80}}}");
+        assert_int_equal(error_code(last(&sink)), JSONRPC_INVALID_PARAMS);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(last(&sink), "error"),
+                                                              "message")),
+                            "arguments.port: must be at least 1024");
+        /* a valid call whose daemon does not answer: a tool error, from the worker */
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{"
+                 "\"name\":\"sandbox_list\",\"arguments\":{}}}");
+        mcp_server_drain(srv);
+        assert_int_equal(mcp_server_inflight(srv), 0);
+        r = last(&sink);
+        assert_int_equal(json_integer_value(json_object_get(r, "id")), 5);
+        r = json_object_get(r, "result");
+        assert_true(json_is_true(json_object_get(r, "isError")));
+        content = json_array_get(json_object_get(r, "content"), 0);
+        assert_string_equal(json_string_value(json_object_get(content, "type")), "text");
+        assert_non_null(strstr(json_string_value(json_object_get(content, "text")), "UNAVAILABLE"));
+        /* a bad sandbox name is a tool error that never reaches a URL */
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{"
+                 "\"name\":\"file_list\",\"arguments\":{\"sandbox\":\"../x\"}}}");
+        mcp_server_drain(srv);
+        r = json_object_get(last(&sink), "result");
+        assert_true(json_is_true(json_object_get(r, "isError")));
+        assert_string_equal(
+                json_string_value(json_object_get(
+                        json_object_get(json_object_get(r, "_meta"), "cella/error"), "code")),
+                "INVALID_SANDBOX_NAME");
+        mcp_server_close(srv);
+        json_decref(sink.msgs);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_decode_kinds), cmocka_unit_test(test_decode_faults),
+                cmocka_unit_test(test_schema),       cmocka_unit_test(test_uri),
+                cmocka_unit_test(test_initialize),   cmocka_unit_test(test_tools),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
