@@ -10,8 +10,8 @@
  * session: running calls are cancelled and their commands killed.
  *
  * The engine is the one `cella mcp` runs: its tools call this daemon through libcella on
- * worker threads, at the address the request came to (the port of its Host, on loopback)
- * with the request's own bearer token, so a tool does exactly what the same call through
+ * worker threads, at the API listener's own bound address (api_set_self_address), with
+ * the request's own bearer token, so a tool does exactly what the same call through
  * the API does, authorisation included. The engine sends from any thread: messages go
  * through a queue to a uv_async handle and are written on the loop, never elsewhere.
  * Sessions live in this file's table (loop thread only). */
@@ -247,28 +247,12 @@ static struct mcp_session *session_find(const char *id)
         return NULL;
 }
 
-/* The daemon as the engine's tools reach it: the port of the Host the request came to,
- * on loopback. NULL when the Host is not host[:port]. */
-static char *self_url(struct http_request *req)
+/* The engine's tools call the daemon at the API's own bound address (never at an address
+ * the request names: its Host is the client's to choose). */
+static struct mcp_session *session_new(struct api *a, struct http_request *req,
+                                       struct cella_error *err)
 {
-        const char *host = http_request_header(req, "Host"), *colon;
-        long port = 80;
-        char *end, *url = NULL;
-
-        if (!host)
-                return NULL;
-        colon = strrchr(host, ':');
-        if (colon && !strchr(colon, ']')) {
-                port = strtol(colon + 1, &end, 10);
-                if (end == colon + 1 || *end || port < 1 || port > 65535)
-                        return NULL;
-        }
-        return asprintf(&url, "http://127.0.0.1:%ld", port) < 0 ? NULL : url;
-}
-
-static struct mcp_session *session_new(struct http_request *req, struct cella_error *err)
-{
-        _cleanup_free_ char *url = self_url(req);
+        const char *url = a->self_url[0] ? a->self_url : NULL;
         const char *auth = http_request_header(req, "Authorization");
         struct mcp_server_options o = {.url = url};
         struct mcp_transport t = {.send = mcp_send};
@@ -278,7 +262,7 @@ static struct mcp_session *session_new(struct http_request *req, struct cella_er
         uv_loop_t *loop = http_request_loop(req);
 
         if (!url) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "Host: not host[:port]");
+                cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "the API is not listening");
                 return NULL;
         }
         if (!wake_ready) {
@@ -391,7 +375,7 @@ static void on_post_body(struct http_request *req, const char *body, size_t len,
         }
         if (!http_request_header(req, "Mcp-Session-Id") && is_request &&
             strcmp(method, "initialize") == 0) {
-                if (!(s = session_new(req, &err))) {
+                if (!(s = session_new(ud, req, &err))) {
                         http_respond_error(req, &err, NULL);
                         return;
                 }

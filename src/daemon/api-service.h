@@ -17,6 +17,7 @@ struct api {
         struct preview_config preview;
         json_t *images_busy;             /* names being built or imported (api-images.c) */
         struct auth_limiter *auth_fails; /* failed authentications per client address */
+        char self_url[96]; /* the API's own listener as cellad reaches it ("": not listening) */
 };
 
 /* What the route table (api-routes.c) captured and the dispatcher checked, for a handler:

@@ -147,6 +147,16 @@ void api_set_preview_port(struct api *a, int port)
         a->preview.url_port = port;
 }
 
+void api_set_self_address(struct api *a, const char *host, int port)
+{
+        if (strcmp(host, "0.0.0.0") == 0 || host[0] == '\0')
+                host = "127.0.0.1";
+        else if (strcmp(host, "::") == 0)
+                host = "::1";
+        snprintf(a->self_url, sizeof(a->self_url),
+                 strchr(host, ':') ? "http://[%s]:%d" : "http://%s:%d", host, port);
+}
+
 /* The preview target of a request: its Host, or when the Host is not a preview host the
  * first host of its X-Forwarded-Host (a reverse proxy written with fetch cannot set Host).
  * 1 with *t, and *fwd_host (to free) when the target came from X-Forwarded-Host; 0 for an

@@ -26,6 +26,9 @@ void api_handle_preview(struct http_request *req, void *userdata);
 void api_shutdown(struct api *a);
 /* The port printed in preview URLs (known once the listener is bound). */
 void api_set_preview_port(struct api *a, int port);
+/* The API listener's bound address (host as given to --listen, port as bound): what /mcp's
+ * tools call. A wildcard host is reached on loopback. */
+void api_set_self_address(struct api *a, const char *host, int port);
 void api_log_request(struct http_request *req, void *userdata);
 
 #endif

@@ -524,6 +524,7 @@ static int listen_http(struct daemon *d, const struct options *o)
                 return -1;
         }
         api_set_preview_port(d->api, http_server_port(d->srv));
+        api_set_self_address(d->api, o->host, http_server_port(d->srv));
         if (!o->preview_listen)
                 return 0;
         hcfg.host = phost;

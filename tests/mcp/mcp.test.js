@@ -5,6 +5,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -363,6 +364,31 @@ if (TRANSPORTS.includes('http')) {
       assert.ok(ex.events.length >= 2);
       assert.equal(ex.events[0].method, 'notifications/progress');
       assert.equal(ex.events.at(-1).result.structuredContent.stdout, 'one\ntwo\n');
+    });
+
+    it('calls the daemon at its own address, whatever Host the request names', async () => {
+      // fetch cannot set Host; node:http can. A Host naming another local port must not
+      // become where the tools send their requests (and the bearer token).
+      const u = new URL(URL_);
+      const post = (headers, body) => new Promise((resolve, reject) => {
+        const r = http.request({ host: u.hostname, port: u.port, path: '/mcp', method: 'POST',
+          headers: { ...H, Host: '127.0.0.1:1', ...headers } }, (res) => {
+          let text = '';
+          res.on('data', (d) => { text += d; });
+          res.on('end', () => resolve({ res, events: text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6))) }));
+        });
+        r.on('error', reject);
+        r.end(JSON.stringify(body));
+      });
+      const init = await post({}, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'host', version: '1' } } });
+      assert.equal(init.res.statusCode, 200);
+      const s = init.res.headers['mcp-session-id'];
+      const hs = { 'Mcp-Session-Id': s, 'MCP-Protocol-Version': '2025-11-25' };
+      await post(hs, { jsonrpc: '2.0', method: 'notifications/initialized' });
+      const list = await post(hs, { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'sandbox_list', arguments: {} } });
+      const result = list.events.at(-1).result;
+      assert.notEqual(result.isError, true, JSON.stringify(result));
+      await fetch(`${URL_}/mcp`, { method: 'DELETE', headers: { ...H, 'Mcp-Session-Id': s } });
     });
 
     it('replays the stream after Last-Event-ID', async () => {
