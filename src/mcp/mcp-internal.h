@@ -41,6 +41,9 @@ struct mcp_tool {
 extern const struct mcp_tool mcp_tools[];
 extern const size_t mcp_ntools;
 const struct mcp_tool *mcp_tool_find(const char *name);
+/* Run a tool on arguments its input schema accepted: the sandbox they name is checked
+ * first (a bad name is a tool error), then the handler runs. */
+json_t *mcp_tool_run(const struct mcp_tool *t, struct mcp_call *call, json_t *args);
 /* The tools/list entry of a tool (new reference), or NULL. */
 json_t *mcp_tool_describe(const struct mcp_tool *t);
 

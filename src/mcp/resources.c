@@ -220,6 +220,20 @@ static int on_watch(const char *json, size_t len, void *ud)
         return 0;
 }
 
+/* A subscription taken out of the list, its server's reference returned, and freed. */
+static void sub_drop(struct sub *sub)
+{
+        pthread_mutex_lock(&subs_lock);
+        for (struct sub **p = &subs; *p; p = &(*p)->next)
+                if (*p == sub) {
+                        *p = sub->next;
+                        break;
+                }
+        pthread_mutex_unlock(&subs_lock);
+        mcp_server_unref(sub->srv);
+        free(sub);
+}
+
 static void *watch_main(void *arg)
 {
         struct sub *sub = arg;
@@ -238,15 +252,7 @@ static void *watch_main(void *arg)
         if (c)
                 cella_watch(c, sub->sandbox, dir, &o, on_watch, sub);
         cella_client_free(c);
-        pthread_mutex_lock(&subs_lock);
-        for (struct sub **p = &subs; *p; p = &(*p)->next)
-                if (*p == sub) {
-                        *p = sub->next;
-                        break;
-                }
-        pthread_mutex_unlock(&subs_lock);
-        mcp_server_unref(sub->srv);
-        free(sub);
+        sub_drop(sub);
         return NULL;
 }
 
@@ -319,15 +325,7 @@ json_t *mcp_resources_subscribe(struct mcp_call *call, bool on, int *ret_code, c
         rc = pthread_create(&th, &attr, watch_main, sub);
         pthread_attr_destroy(&attr);
         if (rc != 0) {
-                pthread_mutex_lock(&subs_lock);
-                for (struct sub **p = &subs; *p; p = &(*p)->next)
-                        if (*p == sub) {
-                                *p = sub->next;
-                                break;
-                        }
-                pthread_mutex_unlock(&subs_lock);
-                mcp_server_unref(sub->srv);
-                free(sub);
+                sub_drop(sub);
                 return NULL;
         }
         return json_object();

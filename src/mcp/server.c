@@ -321,7 +321,7 @@ static json_t *run_call(struct mcp_call *call, int *ret_code, char *errmsg, size
                 json_t *args = json_object_get(call->params, "arguments");
                 _cleanup_json_ json_t *empty = args ? NULL : json_object();
 
-                return t->run(call, args ? args : empty);
+                return mcp_tool_run(t, call, args ? args : empty);
         }
         if (strcmp(m, "resources/list") == 0)
                 return mcp_resources_list(call, ret_code, errmsg, errlen);

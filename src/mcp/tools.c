@@ -46,8 +46,9 @@ static long num(json_t *args, const char *key)
         return (long)json_integer_value(json_object_get(args, key));
 }
 
-/* The sandbox argument checked as cellad checks it, so a bad name is a clear tool error
- * and never reaches a URL. */
+/* The sandbox the arguments name (sandbox, or name for sandbox_create and
+ * sandbox_destroy) checked as cellad checks it, so a bad name is a clear tool error and
+ * never reaches a URL; NULL when it is good or the tool names none (sandbox_list). */
 static json_t *bad_sandbox(json_t *args)
 {
         const char *name = str(args, "sandbox");
@@ -56,7 +57,7 @@ static json_t *bad_sandbox(json_t *args)
 
         if (!name)
                 name = str(args, "name");
-        if (sandbox_name_check(name, strlen(name), false, norm, &err) < 0)
+        if (name && sandbox_name_check(name, strlen(name), false, norm, &err) < 0)
                 return mcp_result_error("INVALID_SANDBOX_NAME", "%s", err.msg);
         return NULL;
 }
@@ -168,10 +169,7 @@ static json_t *t_sandbox_create(struct mcp_call *call, json_t *args)
                 .env = (const char *const *)env,
         };
         char *info = NULL;
-        json_t *bad = bad_sandbox(args);
 
-        if (bad)
-                return bad;
         return answer(call, cella_sandbox_create(call->client, str(args, "name"), &o, &info),
                       &info);
 }
@@ -186,11 +184,8 @@ static json_t *t_sandbox_list(struct mcp_call *call, json_t *args)
 static json_t *t_sandbox_destroy(struct mcp_call *call, json_t *args)
 {
         bool existed = false;
-        json_t *bad = bad_sandbox(args);
         int rc;
 
-        if (bad)
-                return bad;
         rc = cella_sandbox_destroy(call->client, str(args, "name"), &existed);
         if (rc != CELLA_OK)
                 return mcp_result_client_error(call, rc);
@@ -259,10 +254,8 @@ static json_t *t_exec(struct mcp_call *call, json_t *args)
         unsigned char rnd[8];
         char id[32], *info = NULL;
         int rc, exit_code = -1;
-        json_t *bad = bad_sandbox(args), *res;
+        json_t *res;
 
-        if (bad)
-                return bad;
         if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
                 return mcp_result_error("INTERNAL_ERROR", "no random bytes");
         snprintf(id, sizeof(id), "mcp-exec-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
@@ -317,48 +310,42 @@ static json_t *t_exec(struct mcp_call *call, json_t *args)
 
 /* ---- files ---- */
 
-static json_t *t_file_read(struct mcp_call *call, json_t *args)
+/* POST req (taken) to the sandbox's /files/<op>, the answer as the result. */
+static json_t *files_post(struct mcp_call *call, json_t *args, const char *op, json_t *take)
 {
-        _cleanup_free_ char *path = sandbox_path(str(args, "sandbox"), "/files/read");
-        _cleanup_json_ json_t *req = NULL;
+        _cleanup_free_ char *path = sandbox_path(str(args, "sandbox"), op);
+        _cleanup_json_ json_t *req = take;
         _cleanup_free_ char *body = NULL;
         char *out = NULL;
-        json_t *bad = bad_sandbox(args);
 
-        if (bad)
-                return bad;
-        req = json_pack("{ssss}", "path", str(args, "path"), "encoding",
-                        str(args, "encoding") ? str(args, "encoding") : "utf-8");
         if (!path || !req || !(body = json_dumps(req, JSON_COMPACT)))
                 return NULL;
         return answer(call, cella_request(call->client, "POST", path, body, &out), &out);
 }
 
+static const char *encoding(json_t *args)
+{
+        return str(args, "encoding") ? str(args, "encoding") : "utf-8";
+}
+
+static json_t *t_file_read(struct mcp_call *call, json_t *args)
+{
+        return files_post(
+                call, args, "/files/read",
+                json_pack("{ssss}", "path", str(args, "path"), "encoding", encoding(args)));
+}
+
 static json_t *t_file_write(struct mcp_call *call, json_t *args)
 {
-        _cleanup_free_ char *path = sandbox_path(str(args, "sandbox"), "/files/write");
-        _cleanup_json_ json_t *req = NULL;
-        _cleanup_free_ char *body = NULL;
-        char *out = NULL;
-        json_t *bad = bad_sandbox(args);
-
-        if (bad)
-                return bad;
-        req = json_pack("{sOsOss}", "path", json_object_get(args, "path"), "content",
-                        json_object_get(args, "content"), "encoding",
-                        str(args, "encoding") ? str(args, "encoding") : "utf-8");
-        if (!path || !req || !(body = json_dumps(req, JSON_COMPACT)))
-                return NULL;
-        return answer(call, cella_request(call->client, "POST", path, body, &out), &out);
+        return files_post(call, args, "/files/write",
+                          json_pack("{sOsOss}", "path", json_object_get(args, "path"), "content",
+                                    json_object_get(args, "content"), "encoding", encoding(args)));
 }
 
 static json_t *t_file_list(struct mcp_call *call, json_t *args)
 {
         char *out = NULL;
-        json_t *bad = bad_sandbox(args);
 
-        if (bad)
-                return bad;
         return answer(call,
                       cella_file_list(call->client, str(args, "sandbox"),
                                       str(args, "path") ? str(args, "path") : "/workspace",
@@ -368,11 +355,8 @@ static json_t *t_file_list(struct mcp_call *call, json_t *args)
 
 static json_t *t_file_delete(struct mcp_call *call, json_t *args)
 {
-        json_t *bad = bad_sandbox(args);
         int rc;
 
-        if (bad)
-                return bad;
         rc = cella_file_delete(call->client, str(args, "sandbox"), str(args, "path"),
                                flag(args, "recursive"));
         if (rc != CELLA_OK)
@@ -391,10 +375,7 @@ static json_t *t_process_start(struct mcp_call *call, json_t *args)
                 .env = (const char *const *)env,
         };
         char *out = NULL;
-        json_t *bad = bad_sandbox(args);
 
-        if (bad)
-                return bad;
         return answer(call,
                       cella_process_start(call->client, str(args, "sandbox"), str(args, "command"),
                                           &o, &out),
@@ -404,24 +385,30 @@ static json_t *t_process_start(struct mcp_call *call, json_t *args)
 static json_t *t_process_list(struct mcp_call *call, json_t *args)
 {
         char *out = NULL;
-        json_t *bad = bad_sandbox(args);
 
-        if (bad)
-                return bad;
         return answer(call, cella_process_list(call->client, str(args, "sandbox"), &out), &out);
 }
 
 static json_t *t_process_kill(struct mcp_call *call, json_t *args)
 {
         char *out = NULL;
-        json_t *bad = bad_sandbox(args);
 
-        if (bad)
-                return bad;
         return answer(call,
                       cella_process_kill(call->client, str(args, "sandbox"), str(args, "processId"),
                                          str(args, "signal"), &out),
                       &out);
+}
+
+/* The end of a long log is what a model wants: the last CELLA_MCP_MAX_OUTPUT bytes of
+ * (d, n) into b; *truncated set when that is not all of them. */
+static int keep_tail(struct buf *b, const void *d, size_t n, bool *truncated)
+{
+        if (n > CELLA_MCP_MAX_OUTPUT) {
+                *truncated = true;
+                d = (const char *)d + n - CELLA_MCP_MAX_OUTPUT;
+                n = CELLA_MCP_MAX_OUTPUT;
+        }
+        return buf_append(b, d, n);
 }
 
 static json_t *t_process_logs(struct mcp_call *call, json_t *args)
@@ -430,31 +417,18 @@ static json_t *t_process_logs(struct mcp_call *call, json_t *args)
         struct buf out = {0}, err = {0};
         const void *p;
         size_t n;
-        json_t *bad = bad_sandbox(args), *res;
+        json_t *res;
         bool truncated = false;
         int rc;
 
-        if (bad)
-                return bad;
         rc = cella_process_logs(call->client, str(args, "sandbox"), str(args, "processId"), &r);
         if (rc != CELLA_OK)
                 return mcp_result_client_error(call, rc);
-        /* the end of a long log is what a model wants: keep the last bytes */
         p = cella_exec_result_stdout(r, &n);
-        truncated |= n > CELLA_MCP_MAX_OUTPUT;
-        if (n > CELLA_MCP_MAX_OUTPUT) {
-                p = (const char *)p + n - CELLA_MCP_MAX_OUTPUT;
-                n = CELLA_MCP_MAX_OUTPUT;
-        }
-        rc = buf_append(&out, p, n);
+        rc = keep_tail(&out, p, n, &truncated);
         p = cella_exec_result_stderr(r, &n);
-        truncated |= n > CELLA_MCP_MAX_OUTPUT;
-        if (n > CELLA_MCP_MAX_OUTPUT) {
-                p = (const char *)p + n - CELLA_MCP_MAX_OUTPUT;
-                n = CELLA_MCP_MAX_OUTPUT;
-        }
         if (rc == 0)
-                rc = buf_append(&err, p, n);
+                rc = keep_tail(&err, p, n, &truncated);
         cella_exec_result_free(r);
         res = rc < 0 ? NULL
                      : json_pack("{sssoso}", "processId", str(args, "processId"), "stdout",
@@ -475,10 +449,7 @@ static json_t *t_wait_for_port(struct mcp_call *call, json_t *args)
                 .timeout_ms = json_object_get(args, "timeoutMs") ? num(args, "timeoutMs") : 60000,
         };
         char *out = NULL;
-        json_t *bad = bad_sandbox(args);
 
-        if (bad)
-                return bad;
         return answer(call,
                       cella_process_wait_port(call->client, str(args, "sandbox"),
                                               str(args, "processId"), (int)num(args, "port"), &o,
@@ -489,10 +460,7 @@ static json_t *t_wait_for_port(struct mcp_call *call, json_t *args)
 static json_t *t_expose_port(struct mcp_call *call, json_t *args)
 {
         char *out = NULL;
-        json_t *bad = bad_sandbox(args);
 
-        if (bad)
-                return bad;
         return answer(call,
                       cella_port_expose(call->client, str(args, "sandbox"), (int)num(args, "port"),
                                         str(args, "name"), NULL, &out),
@@ -589,10 +557,10 @@ static json_t *t_run_code(struct mcp_call *call, json_t *args)
         struct code_run r = {.call = call, .content = json_array(), .results = json_array()};
         _cleanup_json_ json_t *structured = NULL;
         _cleanup_free_ char *dumped = NULL;
-        json_t *bad = bad_sandbox(args), *res = NULL;
+        json_t *res = NULL;
         int rc;
 
-        if (bad || !r.content || !r.results)
+        if (!r.content || !r.results)
                 goto out;
         rc = cella_code_run(call->client, str(args, "sandbox"), str(args, "code"), &o,
                             on_code_event, &r, NULL);
@@ -622,7 +590,7 @@ out:
         json_decref(r.error);
         buf_free(&r.out);
         buf_free(&r.err);
-        return bad ? bad : res;
+        return res;
 }
 
 /* ---- git ---- */
@@ -635,10 +603,7 @@ static json_t *t_git_checkout(struct mcp_call *call, json_t *args)
                 .depth = num(args, "depth"),
         };
         char *out = NULL;
-        json_t *bad = bad_sandbox(args);
 
-        if (bad)
-                return bad;
         return answer(call,
                       cella_git_checkout(call->client, str(args, "sandbox"), str(args, "repoUrl"),
                                          &o, &out),
@@ -837,6 +802,13 @@ const struct mcp_tool mcp_tools[] = {
          false, false, false, true, t_git_checkout},
 };
 const size_t mcp_ntools = ARRAY_SIZE(mcp_tools);
+
+json_t *mcp_tool_run(const struct mcp_tool *t, struct mcp_call *call, json_t *args)
+{
+        json_t *bad = bad_sandbox(args);
+
+        return bad ? bad : t->run(call, args);
+}
 
 const struct mcp_tool *mcp_tool_find(const char *name)
 {

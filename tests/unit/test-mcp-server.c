@@ -309,12 +309,54 @@ static void test_tools(void **state)
         json_decref(sink.msgs);
 }
 
+/* Every tool that names a sandbox has it checked before its handler runs (which would
+ * reach the daemon through call->client: none here). */
+static void test_tool_sandbox_checked(void **state)
+{
+        struct mcp_call call = {0};
+        size_t checked = 0;
+
+        (void)state;
+        for (size_t i = 0; i < mcp_ntools; i++) {
+                json_t *args, *r;
+
+                if (strcmp(mcp_tools[i].name, "sandbox_list") == 0)
+                        continue; /* the one tool about no sandbox */
+                args = json_pack("{ssss}", "sandbox", "../x", "name", "Not_A_Name");
+                r = mcp_tool_run(&mcp_tools[i], &call, args);
+                assert_non_null(r);
+                assert_true(json_is_true(json_object_get(r, "isError")));
+                assert_string_equal(
+                        json_string_value(json_object_get(
+                                json_object_get(json_object_get(r, "_meta"), "cella/error"),
+                                "code")),
+                        "INVALID_SANDBOX_NAME");
+                json_decref(r);
+                json_decref(args);
+                /* sandbox_create and sandbox_destroy name theirs "name" */
+                args = json_pack("{ss}", "name", "Not_A_Name");
+                r = mcp_tool_run(&mcp_tools[i], &call, args);
+                if (strncmp(mcp_tools[i].name, "sandbox_", 8) == 0) {
+                        assert_non_null(r);
+                        assert_true(json_is_true(json_object_get(r, "isError")));
+                        checked++;
+                }
+                json_decref(r);
+                json_decref(args);
+        }
+        assert_int_equal(checked, 2);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_decode_kinds), cmocka_unit_test(test_decode_faults),
-                cmocka_unit_test(test_schema),       cmocka_unit_test(test_uri),
-                cmocka_unit_test(test_initialize),   cmocka_unit_test(test_tools),
+                cmocka_unit_test(test_decode_kinds),
+                cmocka_unit_test(test_decode_faults),
+                cmocka_unit_test(test_schema),
+                cmocka_unit_test(test_uri),
+                cmocka_unit_test(test_initialize),
+                cmocka_unit_test(test_tools),
+                cmocka_unit_test(test_tool_sandbox_checked),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
