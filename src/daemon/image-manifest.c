@@ -113,8 +113,9 @@ static int bad(struct cella_error *err, const char *what)
 
 /* A blob path named by docker's manifest.json: canonical, relative, and its digest when
  * the name carries it (blobs/sha256/HEX, HEX.json). */
-static int blob_from_path(const char *p, struct image_blob *b, struct cella_error *err)
+static int blob_from_path(json_t *v, struct image_blob *b, struct cella_error *err)
 {
+        const char *p = json_string_value(v);
         char canon[CELLA_IMAGE_BLOB_PATH_MAX];
         const char *base;
         char d[IMAGE_DIGEST_LEN + 1];
@@ -132,6 +133,33 @@ static int blob_from_path(const char *p, struct image_blob *b, struct cella_erro
             (strlen(base) == 69 && strcmp(base + 64, ".json") == 0 && image_digest_ok(d)))
                 memcpy(b->digest, d, sizeof(d));
         return 0;
+}
+
+/* The blobs of a manifest into m: its config and its layers (an array of 1 to
+ * CELLA_IMAGE_MAX_LAYERS, checked by the caller), each read by blob; on error m is
+ * emptied again. */
+static int manifest_blobs(json_t *config, json_t *layers,
+                          int (*blob)(json_t *, struct image_blob *, struct cella_error *),
+                          struct image_manifest *m, struct cella_error *err)
+{
+        json_t *l;
+        size_t i;
+        int r;
+
+        r = blob(config, &m->config, err);
+        if (r < 0)
+                goto free_manifest;
+        json_array_foreach(layers, i, l)
+        {
+                r = blob(l, &m->layers[i], err);
+                if (r < 0)
+                        goto free_manifest;
+                m->n_layers = i + 1;
+        }
+        return 0;
+free_manifest:
+        image_manifest_done(m);
+        return r;
 }
 
 /* Parse what (a file of the image) into *ret. Returns 0 or -EINVAL with *err set. */
@@ -153,8 +181,7 @@ int image_decode_docker_manifest(const char *json, size_t len, struct image_mani
                                  struct cella_error *err)
 {
         _cleanup_json_ json_t *j = NULL;
-        json_t *img, *layers, *l;
-        size_t i;
+        json_t *img, *layers;
         int r;
 
         memset(m, 0, sizeof(*m));
@@ -168,20 +195,7 @@ int image_decode_docker_manifest(const char *json, size_t len, struct image_mani
         if (json_array_size(layers) == 0 || json_array_size(layers) > CELLA_IMAGE_MAX_LAYERS)
                 return cella_error_set(err, CELLA_E_INVALID_IMAGE, "manifest.json: 1 to %d layers",
                                        CELLA_IMAGE_MAX_LAYERS);
-        r = blob_from_path(json_string_value(json_object_get(img, "Config")), &m->config, err);
-        if (r < 0)
-                goto free_manifest;
-        json_array_foreach(layers, i, l)
-        {
-                r = blob_from_path(json_string_value(l), &m->layers[i], err);
-                if (r < 0)
-                        goto free_manifest;
-                m->n_layers = i + 1;
-        }
-        return 0;
-free_manifest:
-        image_manifest_done(m);
-        return r;
+        return manifest_blobs(json_object_get(img, "Config"), layers, blob_from_path, m, err);
 }
 
 static bool media_is_index(const char *mt)
@@ -257,29 +271,17 @@ int image_decode_oci_manifest(const char *json, size_t len, struct image_manifes
             json_array_size(layers) > CELLA_IMAGE_MAX_LAYERS)
                 return cella_error_set(err, CELLA_E_INVALID_IMAGE, "image manifest: 1 to %d layers",
                                        CELLA_IMAGE_MAX_LAYERS);
-        r = blob_from_descriptor(json_object_get(j, "config"), &m->config, err);
-        if (r < 0)
-                goto free_manifest;
         json_array_foreach(layers, i, l)
         {
                 const char *mt = json_string_value(json_object_get(l, "mediaType"));
 
                 /* Layers are tar archives (maybe compressed); foreign or encrypted ones
                  * are not something we can apply. */
-                if (mt && !strstr(mt, "tar")) {
-                        r = cella_error_set(err, CELLA_E_INVALID_IMAGE,
-                                            "image manifest: unsupported layer type %.100s", mt);
-                        goto free_manifest;
-                }
-                r = blob_from_descriptor(l, &m->layers[i], err);
-                if (r < 0)
-                        goto free_manifest;
-                m->n_layers = i + 1;
+                if (mt && !strstr(mt, "tar"))
+                        return cella_error_set(err, CELLA_E_INVALID_IMAGE,
+                                               "image manifest: unsupported layer type %.100s", mt);
         }
-        return 0;
-free_manifest:
-        image_manifest_done(m);
-        return r;
+        return manifest_blobs(json_object_get(j, "config"), layers, blob_from_descriptor, m, err);
 }
 
 static json_t *string_array(json_t *v)
