@@ -346,6 +346,77 @@ start_cellad() {
         info "cellad $CELLAD_PID at $CELLA_URL (run $IT_RUN)"
 }
 
+# ---- a daemon a client's test suite may restart ----
+# start_restartable_cellad PY: cellad with auth on (exports CELLA_TOKEN) on a fixed loopback
+# port (PY, a python3, finds a free one), so that a restarted daemon has the same URL.
+# (Another process could take the port between the probe and cellad's bind: then
+# start_cellad fails, and so does the test.) Makes the FIFOs $CTL/req and $CTL/ack, open
+# read-write here (fds 7 and 8) for the whole run: the suite's opens never block, reads here
+# never see EOF between requests, and an answer waits in the FIFO until the suite reads it.
+# cellad and the suite get neither fd (run the suite with 7<&- 8<&-). Serve them with
+# serve_restarts.
+start_restartable_cellad() {
+        CELLA_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+        export CELLA_TOKEN
+        local port
+        port=$("$1" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+        RESTART_ARGS=(--listen "127.0.0.1:$port") # the last --listen wins over 127.0.0.1:0
+        CTL=$IT_TMP/ctl
+        mkdir "$CTL"
+        mkfifo "$CTL/req" "$CTL/ack"
+        exec 7<>"$CTL/req" 8<>"$CTL/ack"
+        RESTARTS=0
+        start_cellad "${RESTART_ARGS[@]}" 7<&- 8<&-
+        [ "$CELLA_URL" = "http://127.0.0.1:$port" ] || fail "cellad at $CELLA_URL, not on port $port"
+}
+
+# restart_daemon WHY: SIGKILL cellad, start it again on the same data dir and port. Runs in
+# the test's shell (CELLAD_PID must be the new daemon's for the cleanup). Sets RESTART_ERR
+# and returns 1 on what it can recover from; start_cellad's own failures (cellad not ready)
+# end the test, since nothing can go on without a daemon.
+restart_daemon() {
+        local url=$CELLA_URL
+        RESTART_ERR=
+        RESTARTS=$((RESTARTS + 1))
+        info "restart $RESTARTS ($1): SIGKILL cellad $CELLAD_PID"
+        if [ -n "$CELLAD_PID" ]; then
+                kill -KILL "$CELLAD_PID" 2>/dev/null || true
+                wait "$CELLAD_PID" 2>/dev/null || true
+        fi
+        CELLAD_PID=
+        cp "$CELLAD_LOG" "$IT_TMP/cellad.log.$RESTARTS" # start_cellad truncates the log
+        start_cellad "${RESTART_ARGS[@]}" 7<&- 8<&-
+        if [ "$CELLA_URL" != "$url" ]; then
+                RESTART_ERR="daemon came back at $CELLA_URL instead of $url"
+                return 1
+        fi
+}
+
+# serve_restarts PID: while the suite PID runs, answer each `restart` or `kill9-restart`
+# line on $CTL/req with `ok` or `error <message>` on $CTL/ack (a 1 s read timeout to notice
+# its end); then returns the suite's exit status.
+serve_restarts() {
+        local pid=$1 line rc=0
+        while kill -0 "$pid" 2>/dev/null; do
+                line=
+                read -r -t 1 -u 7 line || continue
+                case "$line" in
+                restart | kill9-restart)
+                        if restart_daemon "$line"; then
+                                echo ok >&8
+                        else
+                                info "restart failed: $RESTART_ERR"
+                                echo "error $RESTART_ERR" >&8
+                        fi
+                        ;;
+                '') ;;
+                *) echo "error unknown request '$line'" >&8 ;;
+                esac
+        done
+        wait "$pid" || rc=$?
+        return $rc
+}
+
 # stop_cellad: destroy every sandbox of this daemon, then SIGTERM it (SIGKILL after 20 s).
 stop_cellad() {
         [ -n "$CELLAD_PID" ] || return 0

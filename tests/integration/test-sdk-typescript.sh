@@ -19,47 +19,7 @@ shopt -u nullglob
 [ ${#suites[@]} -gt 0 ] || skip "no *.test.js in $SDK_DIR/build-test/test (run make sdk)"
 command -v python3 >/dev/null || skip "needs python3"
 
-CELLA_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-export CELLA_TOKEN
-
-# A fixed port, so that a restarted daemon has the same URL. (Another process could take
-# it between this probe and cellad's bind: then start_cellad fails, and so does the test.)
-PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-CELLAD_ARGS=(--listen "127.0.0.1:$PORT") # the last --listen wins over lib.sh's 127.0.0.1:0
-
-CTL=$IT_TMP/ctl
-mkdir "$CTL"
-mkfifo "$CTL/req" "$CTL/ack"
-# Both FIFOs stay open read-write here (fds 7 and 8) for the whole run: node's opens never
-# block, reads here never see EOF between requests, and an answer waits in the FIFO until
-# node reads it. cellad and node get neither fd.
-exec 7<>"$CTL/req" 8<>"$CTL/ack"
-
-start_cellad "${CELLAD_ARGS[@]}" 7<&- 8<&-
-[ "$CELLA_URL" = "http://127.0.0.1:$PORT" ] || fail "cellad at $CELLA_URL, not on port $PORT"
-
-RESTARTS=0
-# restart_daemon: SIGKILL cellad, start it again on the same data dir and port. Runs in this
-# shell (CELLAD_PID must be the new daemon's for lib.sh's cleanup). Sets RESTART_ERR and
-# returns 1 on what it can recover from; start_cellad's own failures (cellad not ready)
-# end the test, since nothing can go on without a daemon.
-restart_daemon() {
-        local url=$CELLA_URL
-        RESTART_ERR=
-        RESTARTS=$((RESTARTS + 1))
-        info "restart $RESTARTS ($1): SIGKILL cellad $CELLAD_PID"
-        if [ -n "$CELLAD_PID" ]; then
-                kill -KILL "$CELLAD_PID" 2>/dev/null || true
-                wait "$CELLAD_PID" 2>/dev/null || true
-        fi
-        CELLAD_PID=
-        cp "$CELLAD_LOG" "$IT_TMP/cellad.log.$RESTARTS" # start_cellad truncates the log
-        start_cellad "${CELLAD_ARGS[@]}" 7<&- 8<&-
-        if [ "$CELLA_URL" != "$url" ]; then
-                RESTART_ERR="daemon came back at $CELLA_URL instead of $url"
-                return 1
-        fi
-}
+start_restartable_cellad python3
 
 cd "$SDK_DIR"
 node_args=(--test)
@@ -71,25 +31,8 @@ CELLA_TEST_PREFIX=$(sbx "") CELLA_CTL=$CTL CELLA_BUILD=$CELLA_BUILD CELLA_URL=$C
         node "${node_args[@]}" "${suites[@]}" 7<&- 8<&- &
 NODE_PID=$!
 
-# Serve restart requests while node runs (a 1 s read timeout to notice its end).
-while kill -0 "$NODE_PID" 2>/dev/null; do
-        line=
-        read -r -t 1 -u 7 line || continue
-        case "$line" in
-        restart | kill9-restart)
-                if restart_daemon "$line"; then
-                        echo ok >&8
-                else
-                        info "restart failed: $RESTART_ERR"
-                        echo "error $RESTART_ERR" >&8
-                fi
-                ;;
-        '') ;;
-        *) echo "error unknown request '$line'" >&8 ;;
-        esac
-done
 rc=0
-wait "$NODE_PID" || rc=$?
+serve_restarts "$NODE_PID" || rc=$?
 NODE_PID=
 info "node --test exited with $rc after $RESTARTS daemon restart(s)"
 exit $rc
