@@ -16,12 +16,10 @@ command -v wrk >/dev/null || { echo "preview.sh: wrk is not installed (scripts/d
 cmake --build "$BUILD" --target cellad cella-init >/dev/null
 
 . "$src/bench/lib.sh"
-bench_cellad "$IMAGES" pvbench
+bench_sandbox pvbench
 dport=${url##*:}
 
 api() { curl -sS -f -X "$1" "$url$2" "${@:3}"; }
-api PUT /v1/sandboxes/pvbench -H 'Content-Type: application/json' -d '{"keepAlive":true}' \
-        >/dev/null
 cat >"$tmp/server.js" <<'JS'
 require('http').createServer((req, res) => {
   res.setHeader('Content-Type', 'text/plain');

@@ -13,9 +13,7 @@ N=${N:-1000}
 cmake --build "$BUILD" --target cellad cella-init pty-client >/dev/null
 
 . "$src/bench/lib.sh"
-bench_cellad "$IMAGES" ptybench
-curl -sS -f -X PUT "$url/v1/sandboxes/ptybench" -H 'Content-Type: application/json' \
-        -d '{"keepAlive":true}' >/dev/null
+bench_sandbox ptybench
 
 pc=$BUILD/tests/pty-client
 # warm-up: the terminal's shell starts with the first connection
@@ -24,10 +22,6 @@ ws=$("$pc" --url "$url" ptybench ready "echo-bench:$N")
 local=$("$pc" --local-echo-bench "$N")
 echo "$ws"
 echo "$local"
-
-fig() { # line field -> the number of p50=/p95=/max=
-        echo "$1" | grep -o "$2=[0-9]*" | cut -d= -f2
-}
 {
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r):" \
                 "$N keystrokes each, one at a time."

@@ -21,32 +21,11 @@ cmake -S "$src" -B "$BUILD" >/dev/null
 cmake --build "$BUILD" --target cellad cella-init sdk-client >/dev/null
 
 . "$src/bench/lib.sh"
-bench_cellad "$IMAGES" pybench
-curl -sS -f -X PUT "$url/v1/sandboxes/pybench" -H 'Content-Type: application/json' \
-        -d '{"keepAlive":true}' >/dev/null
+bench_sandbox pybench
 
-c=$BUILD/bench/sdk-client
-fig() { # line field -> the number after field=
-        echo "$1" | grep -o "$2=[0-9.]*" | cut -d= -f2
-}
-coproc PYB { exec "$PY" "$src/bench/sdk-python.py" "$url" pybench; }
-ask() {
-        local line
-        echo "$1" >&"${PYB[1]}"
-        read -r line <&"${PYB[0]}" || { echo "bench/sdk-python.py failed" >&2; exit 1; }
-        echo "$line"
-}
+sdk_start "$PY" "$src/bench/sdk-python.py" "$url" pybench
 ask "warm $WARM" >/dev/null
-median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-best() { sort -n | tail -n 1; }
-c50=() c95=() p50=() p95=()
-for r in $(seq 1 "$ROUNDS"); do
-        a=$("$c" "$url" pybench rt "$N")
-        b=$(ask "rt $N")
-        echo "round $r: libcella $a; python $b" >&2
-        c50+=("$(fig "$a" p50_us)") c95+=("$(fig "$a" p95_us)")
-        p50+=("$(fig "$b" p50_us)") p95+=("$(fig "$b" p95_us)")
-done
+rt_rounds pybench
 
 # The file: sparse (its pages are zeros the kernel makes, so the disk does not pace
 # either client); both clients read the same file.
@@ -64,11 +43,8 @@ for r in $(seq 1 "$REPS"); do
         up_p+=("$(fig "$u" mbps)") down_p+=("$(fig "$d" mbps)")
         echo "file $r: curl up ${up_c[-1]} MB/s down ${down_c[-1]} MB/s; python up $u; down $d" >&2
 done
-exec {PYB[1]}>&-
-wait "$PYB_PID" || true
+sdk_stop
 
-C50=$(printf '%s\n' "${c50[@]}" | median) C95=$(printf '%s\n' "${c95[@]}" | median)
-P50=$(printf '%s\n' "${p50[@]}" | median) P95=$(printf '%s\n' "${p95[@]}" | median)
 UC=$(printf '%s\n' "${up_c[@]}" | best) DC=$(printf '%s\n' "${down_c[@]}" | best)
 UP=$(printf '%s\n' "${up_p[@]}" | best) DP=$(printf '%s\n' "${down_p[@]}" | best)
 {
@@ -83,8 +59,8 @@ UP=$(printf '%s\n' "${up_p[@]}" | best) DP=$(printf '%s\n' "${down_p[@]}" | best
         echo "|---|---|---|---|---|"
         echo "| libcella (C, baseline) | $C50 | $C95 | | |"
         echo "| curl (baseline) | | | $UC | $DC |"
-        echo "| cella (Python SDK) | $P50 | $P95 | $UP | $DP |"
+        echo "| cella (Python SDK) | $S50 | $S95 | $UP | $DP |"
         echo
-        echo "The Python SDK adds $((P50 - C50)) us at p50 to an exec round trip; its upload runs at" \
+        echo "The Python SDK adds $((S50 - C50)) us at p50 to an exec round trip; its upload runs at" \
                 "$((100 * UP / UC)) % and its download at $((100 * DP / DC)) % of curl's rate."
 } | tee /dev/stderr | bench_figures "PYTHON SDK FIGURES"

@@ -20,46 +20,21 @@ cmake --build "$BUILD" --target cellad cella-init sdk-client >/dev/null
 [ -f "$src/sdk/typescript/dist/index.js" ] || "$src/scripts/sdk-deps.sh" >&2
 
 . "$src/bench/lib.sh"
-bench_cellad "$IMAGES" sdkbench
-curl -sS -f -X PUT "$url/v1/sandboxes/sdkbench" -H 'Content-Type: application/json' \
-        -d '{"keepAlive":true}' >/dev/null
+bench_sandbox sdkbench
 
 c=$BUILD/bench/sdk-client
-fig() { # line field -> the number after field=
-        echo "$1" | grep -o "$2=[0-9.]*" | cut -d= -f2
-}
-# The SDK runs in one node process for the whole run (a server using it lives long);
-# `ask LINE` sends it a command and answers its one line of figures.
-coproc TS { exec node "$src/bench/sdk-typescript.mjs" "$url" sdkbench; }
-ask() {
-        local line
-        echo "$1" >&"${TS[1]}"
-        read -r line <&"${TS[0]}" || { echo "bench/sdk-typescript.mjs failed" >&2; exit 1; }
-        echo "$line"
-}
+sdk_start node "$src/bench/sdk-typescript.mjs" "$url" sdkbench
 # Cold: the first N calls of a fresh process (after 100 unmeasured), JIT still warming.
 ask "warm 100" >/dev/null
 cold=$(ask "rt $N")
 ask "warm $WARM" >/dev/null
 echo "sdk, cold process: $cold; then $WARM calls to warm up" >&2
-# Each round measures both clients in turn; reported: medians of the rounds' p50 and p95.
-median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
-c50=() c95=() t50=() t95=()
-for r in $(seq 1 "$ROUNDS"); do
-        a=$("$c" "$url" sdkbench rt "$N")
-        b=$(ask "rt $N")
-        echo "round $r: libcella $a; sdk $b" >&2
-        c50+=("$(fig "$a" p50_us)") c95+=("$(fig "$a" p95_us)")
-        t50+=("$(fig "$b" p50_us)") t95+=("$(fig "$b" p95_us)")
-done
+rt_rounds sdkbench
 cs=$("$c" "$url" sdkbench stream "$STREAM_BYTES")
 tss=$(ask "stream $STREAM_BYTES")
 echo "stream: libcella $cs; sdk $tss" >&2
-exec {TS[1]}>&-
-wait "$TS_PID" || true
+sdk_stop
 
-C50=$(printf '%s\n' "${c50[@]}" | median) C95=$(printf '%s\n' "${c95[@]}" | median)
-T50=$(printf '%s\n' "${t50[@]}" | median) T95=$(printf '%s\n' "${t95[@]}" | median)
 {
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r)," \
                 "node $(node --version): $ROUNDS rounds of $N calls per client, taking turns" \
@@ -70,8 +45,8 @@ T50=$(printf '%s\n' "${t50[@]}" | median) T95=$(printf '%s\n' "${t95[@]}" | medi
         echo "| client | exec('true') p50 (us) | p95 (us) | execStream MB/s |"
         echo "|---|---|---|---|"
         echo "| libcella (C, baseline) | $C50 | $C95 | $(fig "$cs" mbps) |"
-        echo "| @cella/sandbox (TypeScript, Node) | $T50 | $T95 | $(fig "$tss" mbps) |"
+        echo "| @cella/sandbox (TypeScript, Node) | $S50 | $S95 | $(fig "$tss" mbps) |"
         echo "| @cella/sandbox, the first $N calls of a fresh process | $(fig "$cold" p50_us) | $(fig "$cold" p95_us) | |"
         echo
-        echo "The SDK adds $((T50 - C50)) us at p50 to an exec round trip."
+        echo "The SDK adds $((S50 - C50)) us at p50 to an exec round trip."
 } | tee /dev/stderr | bench_figures "SDK FIGURES"
