@@ -4,14 +4,13 @@ keep-alive connections (the request building and decoding are _core's)."""
 from __future__ import annotations
 
 import asyncio
-import ssl
 import time
 from typing import IO, Any, AsyncIterable, Dict, Iterable, List, Optional, Tuple, cast
-from urllib.parse import urlsplit
 
 from . import errors
 from ._core import Request, Response
 from ._http import chunk_size
+from ._wire import BodyBase, PoolBase, framing, is_final, parse_head
 
 CHUNK = 1 << 20
 HEAD_MAX = 64 * 1024
@@ -39,7 +38,7 @@ async def _timed(aw: Any, timeout: Optional[float]) -> Any:
         raise errors.ClientTimeoutError("timed out waiting for the daemon", http_status=0) from e
 
 
-class AsyncBody:
+class AsyncBody(BodyBase["_Conn"]):
     """The open body of a streamed answer."""
 
     def __init__(self, pool: "AsyncPool", conn: _Conn, length: Optional[int], chunked: bool,
@@ -112,40 +111,10 @@ class AsyncBody:
                 return b"".join(parts)
             parts.append(d)
 
-    def _done(self) -> None:
-        self._eof = True
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            if self._will_close:
-                conn.close()
-            else:
-                self._pool.put(conn)
-
-    def close(self) -> None:
-        """Release the connection (closed unless the answer was read to its end)."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
 
 
-class AsyncPool:
+class AsyncPool(PoolBase[_Conn]):
     """Keep-alive connections to one daemon, for one event loop."""
-
-    def __init__(self, url: str, timeout: Optional[float], size: int = 8,
-                 ssl_context: Optional[ssl.SSLContext] = None) -> None:
-        u = urlsplit(url)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise errors.ValidationFailedError(f"url must be http:// or https://, not {url!r}",
-                                               http_status=0)
-        self.https = u.scheme == "https"
-        self.host = u.hostname
-        self.port = u.port or (443 if self.https else 80)
-        self.hostport = f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
-        self.prefix = u.path.rstrip("/")
-        self.timeout = timeout
-        self.size = size
-        self.ssl_context = ssl_context or (ssl.create_default_context() if self.https else None)
-        self._idle: List[Tuple[_Conn, float]] = []
 
     async def _get(self, timeout: Optional[float]) -> Tuple[_Conn, bool]:
         now = time.monotonic()
@@ -211,18 +180,9 @@ class AsyncPool:
             except errors.SandboxError:
                 conn.close()
                 raise
-            te = hdrs.get("transfer-encoding", "").lower()
-            cl = hdrs.get("content-length")
-            will_close = hdrs.get("connection", "").lower() == "close"
-            length: Optional[int] = int(cl) if cl is not None and cl.isdigit() else None
-            if req.method == "HEAD" or status in (204, 304):
-                length = 0
-            chunked = "chunked" in te
-            if not chunked and length is None:
-                will_close = True
+            length, chunked, will_close = framing(req.method, status, hdrs)
             stream_timeout = None if req.stream else timeout
-            b = AsyncBody(self, conn, None if chunked else length, chunked, will_close,
-                          stream_timeout)
+            b = AsyncBody(self, conn, length, chunked, will_close, stream_timeout)
             if req.stream and status < 400:
                 return Response(status, hdrs, stream=b)
             data = await b.read_all()
@@ -266,16 +226,6 @@ class AsyncPool:
 
     async def _head(self, conn: _Conn) -> Tuple[int, Dict[str, str]]:
         while True:
-            raw = await conn.reader.readuntil(b"\r\n\r\n")
-            lines = raw.decode("latin-1").split("\r\n")
-            parts = lines[0].split(" ", 2)
-            if len(parts) < 2 or not parts[0].startswith("HTTP/1."):
-                raise ValueError(f"bad status line {lines[0]!r}")
-            status = int(parts[1])
-            hdrs: Dict[str, str] = {}
-            for line in lines[1:]:
-                if ":" in line:
-                    k, v = line.split(":", 1)
-                    hdrs[k.strip().lower()] = v.strip()
-            if status != 100:
+            status, hdrs = parse_head(await conn.reader.readuntil(b"\r\n\r\n"))
+            if is_final(status):
                 return status, hdrs

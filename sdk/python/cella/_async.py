@@ -6,18 +6,15 @@ same code as the sync client's (_core); only the transport differs."""
 from __future__ import annotations
 
 import asyncio
-import collections
 import inspect
 import ssl
-from typing import (IO, Any, AsyncIterator, Callable, Deque, Dict, Generic, Iterable, List,
+from typing import (IO, Any, AsyncIterator, Callable, Dict, Generic, Iterable, List,
                     Literal, Mapping, Optional, TypeVar, Union, overload)
 
 from . import _core as core
 from . import errors
 from ._aio import CHUNK, AsyncBody, AsyncPool
 from ._core import CodeCallbacks, Op, SandboxRef
-from ._sse import SSEParser
-from ._sync import auth_headers
 from ._ws import Terminal, WebSocket, open_terminal, open_websocket
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
@@ -40,11 +37,7 @@ class AsyncEventStream(Generic[E]):
     def __init__(self, body: AsyncBody, decode: Callable[[Dict[str, Any]], E],
                  end: Optional[frozenset[str]]) -> None:
         self._body = body
-        self._decode = decode
-        self._end = end
-        self._parser = SSEParser()
-        self._queue: Deque[Dict[str, Any]] = collections.deque()
-        self._ended = False
+        self._events = core.EventDecoder(decode, end)
         self._done = False
 
     def __aiter__(self) -> "AsyncEventStream[E]":
@@ -57,25 +50,18 @@ class AsyncEventStream(Generic[E]):
         await self.aclose()
 
     async def __anext__(self) -> E:
-        while not self._queue:
-            if self._done or self._ended:
+        while not self._events.ready:
+            if self._done or self._events.ended:
                 await self._finish()
                 raise StopAsyncIteration
             chunk = await self._body.read1(65536)
             if not chunk:
                 self._done = True
                 self._body.close()
-                if self._parser.pending or self._end is not None:
-                    raise errors.StreamClosedError(
-                        "the stream ended before its last event", http_status=0)
+                self._events.at_eof()
                 raise StopAsyncIteration
-            self._queue.extend(self._parser.feed(chunk))
-        ev = self._queue.popleft()
-        t = ev.get("type")
-        if self._end is not None and (t in self._end or
-                                      (t == "error" and ev.get("code") == "CONTEXT_DEAD")):
-            self._ended = True
-        return self._decode(ev)
+            self._events.feed(chunk)
+        return self._events.take()
 
     async def _finish(self) -> None:
         if self._done:
@@ -94,7 +80,7 @@ class AsyncEventStream(Generic[E]):
         self._body.close()
 
 
-class AsyncClient:
+class AsyncClient(core.ClientBase["AsyncSandbox"]):
     """An asyncio connection to one cellad (made by :func:`connect_async`); use it from
     one event loop. It owns keep-alive connections and remembers which sandbox options it
     has sent."""
@@ -102,14 +88,8 @@ class AsyncClient:
     def __init__(self, url: str = "http://127.0.0.1:7070", token: Optional[str] = None, *,
                  timeout: Optional[float] = 60.0, headers: Optional[Mapping[str, str]] = None,
                  pool_size: int = 8, ssl_context: Optional[ssl.SSLContext] = None) -> None:
-        self.url = url.rstrip("/")
-        """cellad's base URL."""
-        self.timeout = timeout
-        """Seconds a call may wait for the daemon (see :class:`cella.Client`)."""
+        super().__init__(url, token, timeout, headers, ssl_context)
         self._pool = AsyncPool(self.url, timeout, pool_size, ssl_context)
-        self._headers = auth_headers(token, headers)
-        self._ssl_context = ssl_context
-        self._state = core.ClientState()
 
     async def _run(self, op: Op[T]) -> T:
         try:
@@ -124,19 +104,8 @@ class AsyncClient:
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
-    def sandbox(self, id: str, *, destroy_on_exit: bool = False, sleep_after: Union[str, int, None] = None,
-                keep_alive: Optional[bool] = None, enable_default_session: Optional[bool] = None,
-                labels: Optional[Mapping[str, str]] = None, image: Optional[str] = None,
-                instance_type: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                network: Optional[str] = None,
-                network_allow: Optional[List[str]] = None) -> "AsyncSandbox":
-        """The handle of sandbox ``id`` (sends nothing); see :meth:`cella.Client.sandbox`."""
-        opts = {"sleep_after": sleep_after, "keep_alive": keep_alive,
-                "enable_default_session": enable_default_session,
-                "labels": dict(labels) if labels is not None else None, "image": image,
-                "instance_type": instance_type, "env": dict(env) if env is not None else None,
-                "network": network, "network_allow": network_allow}
-        return AsyncSandbox(self, SandboxRef(self._state, id, opts), destroy_on_exit)
+    def _handle(self, ref: SandboxRef, destroy_on_exit: bool) -> "AsyncSandbox":
+        return AsyncSandbox(self, ref, destroy_on_exit)
 
     async def health(self) -> Dict[str, Any]:
         """``GET /v1/health``."""
@@ -547,24 +516,8 @@ class AsyncSession(AsyncSandbox):
         await self._run(core.delete_session(self._ref, self.info.id))
 
 
-class AsyncProcess:
+class AsyncProcess(core.ProcessBase[AsyncSandbox]):
     """A background process of a sandbox."""
-
-    def __init__(self, sandbox: AsyncSandbox, info: ProcessInfo) -> None:
-        self.sandbox = sandbox
-        """The sandbox it runs in."""
-        self.info = info
-        """Its status as last fetched."""
-
-    @property
-    def id(self) -> str:
-        """Its process id."""
-        return self.info.id
-
-    @property
-    def pid(self) -> int:
-        """Its pid in the sandbox."""
-        return self.info.pid
 
     async def status(self) -> ProcessInfo:
         """Fetch its current status (also kept in ``info``)."""

@@ -12,20 +12,28 @@ decoding exist once.
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import re
+import ssl
 import threading
 from dataclasses import dataclass, field
-from typing import (IO, Any, Callable, Dict, Generator, Iterable, List, Mapping, Optional,
-                    Tuple, TypeVar, Union)
+from typing import (IO, Any, Callable, Deque, Dict, Generator, Generic, Iterable, List,
+                    Mapping, Optional, Tuple, TypeVar, Union)
 from urllib.parse import quote, urlencode
 
 from . import errors
+from ._sse import SSEParser
 from .types import (CodeContext, ExecResult, ExecEvent, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, ProcessInfo, ProcessLogs, Result,
                     SandboxInfo, SessionInfo, WaitForLogResult, WriteResult, Logs)
 
 T = TypeVar("T")
+E = TypeVar("E")
+H = TypeVar("H")
+S = TypeVar("S")
+
+VERSION = "0.1.0"
 
 Body = Union[bytes, IO[bytes], Iterable[bytes], None]
 """A raw request body: bytes, a binary file object (read to its end), or an iterable of
@@ -672,3 +680,112 @@ LOG_END = frozenset({"exit"})
 """The event that ends a process log stream."""
 CODE_END = frozenset({"execution_complete"})
 """The event that ends a code run's stream (or an ``error`` with code CONTEXT_DEAD)."""
+
+
+# ---- what the sync and the asyncio objects share (everything but the I/O) ----
+
+def auth_headers(token: Optional[str], headers: Optional[Mapping[str, str]]) -> Dict[str, str]:
+    """The headers every API request carries."""
+    h = {"User-Agent": f"cella-python/{VERSION}"}
+    if headers:
+        h.update(headers)
+    if token:
+        h["Authorization"] = f"Bearer {token}"
+    return h
+
+
+class ClientBase(Generic[H]):
+    """A client's settings and state; ``H`` is the type of its sandbox handles."""
+
+    def __init__(self, url: str, token: Optional[str], timeout: Optional[float],
+                 headers: Optional[Mapping[str, str]],
+                 ssl_context: Optional[ssl.SSLContext]) -> None:
+        self.url = url.rstrip("/")
+        """cellad's base URL."""
+        self.timeout = timeout
+        """Seconds a call may wait for the daemon's next byte (None: no limit). Calls with
+        a timeout of their own (exec, waits, run_code) wait that long plus 30 s."""
+        self._headers = auth_headers(token, headers)
+        self._ssl_context = ssl_context
+        self._state = ClientState()
+
+    def _handle(self, ref: SandboxRef, destroy_on_exit: bool) -> H:
+        raise NotImplementedError
+
+    def sandbox(self, id: str, *, destroy_on_exit: bool = False, sleep_after: Union[str, int, None] = None,
+                keep_alive: Optional[bool] = None, enable_default_session: Optional[bool] = None,
+                labels: Optional[Mapping[str, str]] = None, image: Optional[str] = None,
+                instance_type: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+                network: Optional[str] = None,
+                network_allow: Optional[List[str]] = None) -> H:
+        """The handle of sandbox ``id`` (sends nothing). The options are sent as one PUT
+        before the handle's first operation (once per client, id and options); without
+        options cellad creates the sandbox with its defaults on the first write.
+        ``destroy_on_exit``: ``with client.sandbox(...) as sb:`` (``async with`` for the
+        asyncio client) destroys it at the end."""
+        opts = {"sleep_after": sleep_after, "keep_alive": keep_alive,
+                "enable_default_session": enable_default_session,
+                "labels": dict(labels) if labels is not None else None, "image": image,
+                "instance_type": instance_type, "env": dict(env) if env is not None else None,
+                "network": network, "network_allow": network_allow}
+        return self._handle(SandboxRef(self._state, id, opts), destroy_on_exit)
+
+
+class ProcessBase(Generic[S]):
+    """A background process of a sandbox (of type ``S``)."""
+
+    def __init__(self, sandbox: S, info: ProcessInfo) -> None:
+        self.sandbox = sandbox
+        """The sandbox it runs in."""
+        self.info = info
+        """Its status as last fetched."""
+
+    @property
+    def id(self) -> str:
+        """Its process id."""
+        return self.info.id
+
+    @property
+    def pid(self) -> int:
+        """Its pid in the sandbox."""
+        return self.info.pid
+
+
+class EventDecoder(Generic[E]):
+    """The events of an SSE answer without the I/O: :meth:`feed` it the body's bytes as
+    they arrive; :attr:`ready` says an event is there to :meth:`take` (decoded by
+    ``decode``); :attr:`ended` once the stream's last event (one of ``end``, or an error
+    with code CONTEXT_DEAD) was taken; :meth:`at_eof` when the body ends."""
+
+    def __init__(self, decode: Callable[[Dict[str, Any]], E],
+                 end: Optional[frozenset[str]]) -> None:
+        self._decode = decode
+        self._end = end
+        self._parser = SSEParser()
+        self._queue: Deque[Dict[str, Any]] = collections.deque()
+        self.ended = False
+
+    def feed(self, chunk: bytes) -> None:
+        """Bytes of the body, in pieces of any size."""
+        self._queue.extend(self._parser.feed(chunk))
+
+    @property
+    def ready(self) -> bool:
+        """Whether an event is there to take."""
+        return bool(self._queue)
+
+    def take(self) -> E:
+        """The next event, decoded."""
+        ev = self._queue.popleft()
+        t = ev.get("type")
+        if self._end is not None and (t in self._end or
+                                      (t == "error" and ev.get("code") == "CONTEXT_DEAD")):
+            self.ended = True
+        return self._decode(ev)
+
+    def at_eof(self) -> None:
+        """The body ended: raise :class:`cella.StreamClosedError` when that cut an event,
+        or came before the last event of a stream that has one."""
+        if self._parser.pending or self._end is not None:
+            raise errors.StreamClosedError("the stream ended before its last event",
+                                           http_status=0)

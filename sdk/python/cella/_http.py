@@ -19,10 +19,10 @@ import struct
 import threading
 import time
 from typing import IO, Any, Dict, Iterable, List, Optional, Tuple, Union, cast
-from urllib.parse import urlsplit
 
 from . import errors
 from ._core import Body, Request, Response
+from ._wire import BodyBase, PoolBase, framing, is_final, parse_head
 
 IDLE_MAX = 60.0
 """Seconds a pooled connection may stay idle before it is dropped (cellad closes idle
@@ -98,7 +98,7 @@ def _undirect(conn: _Conn) -> None:
     conn.direct = False
 
 
-class SyncBody:
+class SyncBody(BodyBase["_Conn"]):
     """The body of an answer, read as it arrives. Reads raise
     :class:`cella.StreamClosedError` when the connection breaks before the answer's end and
     :class:`cella.ClientTimeoutError` when nothing arrives within the timeout."""
@@ -242,42 +242,14 @@ class SyncBody:
                 return b"".join(parts)
             parts.append(d)
 
-    def _done(self) -> None:
-        self._eof = True
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            if self._will_close:
-                conn.close()
-            else:
-                self._pool.put(conn)
-
-    def close(self) -> None:
-        """Release the connection: closed unless the answer was read to its end."""
-        conn, self._conn = self._conn, None
-        self._eof = True
-        if conn is not None:
-            conn.close()
 
 
-class Pool:
+class Pool(PoolBase[_Conn]):
     """Keep-alive connections to one daemon; ``send`` is thread-safe."""
 
     def __init__(self, url: str, timeout: Optional[float], size: int = 8,
                  ssl_context: Optional[ssl.SSLContext] = None) -> None:
-        u = urlsplit(url)
-        if u.scheme not in ("http", "https") or not u.hostname:
-            raise errors.ValidationFailedError(f"url must be http:// or https://, not {url!r}",
-                                               http_status=0)
-        self.https = u.scheme == "https"
-        self.host = u.hostname
-        self.port = u.port or (443 if self.https else 80)
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        self.hostport = f"{host}:{self.port}"
-        self.prefix = u.path.rstrip("/")
-        self.timeout = timeout
-        self.size = size
-        self.ssl_context = ssl_context or (ssl.create_default_context() if self.https else None)
-        self._idle: List[Tuple[_Conn, float]] = []
+        super().__init__(url, timeout, size, ssl_context)
         self._lock = threading.Lock()
 
     def _new(self, timeout: Optional[float]) -> _Conn:
@@ -366,16 +338,8 @@ class Pool:
                     _seek(body, start)
                     continue
                 raise _transport_error(e, what) from e
-            te = hdrs.get("transfer-encoding", "").lower()
-            cl = hdrs.get("content-length")
-            will_close = hdrs.get("connection", "").lower() == "close"
-            length: Optional[int] = int(cl) if cl is not None and cl.isdigit() else None
-            if req.method == "HEAD" or status in (204, 304):
-                length = 0
-            chunked = "chunked" in te
-            if not chunked and length is None:
-                will_close = True
-            b = SyncBody(self, conn, None if chunked else length, chunked, will_close, timeout)
+            length, chunked, will_close = framing(req.method, status, hdrs)
+            b = SyncBody(self, conn, length, chunked, will_close, timeout)
             if req.stream and status < 400:
                 if conn.sock.gettimeout() != timeout:
                     conn.sock.settimeout(timeout)
@@ -440,11 +404,7 @@ def _read_head(r: io.BufferedReader) -> Tuple[int, Dict[str, str]]:
         line = r.readline(HEAD_MAX)
         if not line:
             raise _NoAnswer("the connection closed before an answer")
-        parts = line.split(None, 2)
-        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-            raise ValueError(f"bad status line {line[:80]!r}")
-        status = int(parts[1])
-        hdrs: Dict[str, str] = {}
+        lines = [line]
         total = len(line)
         while True:
             line = r.readline(HEAD_MAX)
@@ -453,10 +413,9 @@ def _read_head(r: io.BufferedReader) -> Tuple[int, Dict[str, str]]:
                 raise ConnectionError("answer head cut or too long")
             if line in (b"\r\n", b"\n"):
                 break
-            k, sep, v = line.partition(b":")
-            if sep:
-                hdrs[k.strip().lower().decode("latin-1")] = v.strip().decode("latin-1")
-        if status >= 200 or status == 101:
+            lines.append(line)
+        status, hdrs = parse_head(b"".join(lines))
+        if is_final(status):
             return status, hdrs
 
 

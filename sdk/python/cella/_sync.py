@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-import collections
 import ssl
-from typing import (IO, Any, Callable, Deque, Dict, Generic, Iterable, Iterator, List,
-                    Literal, Mapping, Optional, TypeVar, Union, overload)
+from typing import (IO, Any, Callable, Dict, Generic, Iterable, Iterator, List, Literal,
+                    Mapping, Optional, TypeVar, Union, overload)
 
 from . import _core as core
 from . import errors
 from ._core import CodeCallbacks, Op, SandboxRef
 from ._http import CHUNK, Pool, SyncBody
-from ._sse import SSEParser
 from ._ws import Terminal, WebSocket, open_terminal, open_websocket
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
@@ -24,18 +22,6 @@ E = TypeVar("E")
 
 __all__ = ["connect", "Client", "Sandbox", "Session", "Process", "EventStream"]
 
-VERSION = "0.1.0"
-
-
-def auth_headers(token: Optional[str], headers: Optional[Mapping[str, str]]) -> Dict[str, str]:
-    """The headers every API request carries."""
-    h = {"User-Agent": f"cella-python/{VERSION}"}
-    if headers:
-        h.update(headers)
-    if token:
-        h["Authorization"] = f"Bearer {token}"
-    return h
-
 
 class EventStream(Generic[E]):
     """An iterator over the events of an SSE answer (exec_stream, watch, process logs,
@@ -46,11 +32,7 @@ class EventStream(Generic[E]):
     def __init__(self, body: SyncBody, decode: Callable[[Dict[str, Any]], E],
                  end: Optional[frozenset[str]]) -> None:
         self._body = body
-        self._decode = decode
-        self._end = end
-        self._parser = SSEParser()
-        self._queue: Deque[Dict[str, Any]] = collections.deque()
-        self._ended = False
+        self._events = core.EventDecoder(decode, end)
         self._done = False
 
     def __iter__(self) -> "EventStream[E]":
@@ -63,25 +45,18 @@ class EventStream(Generic[E]):
         self.close()
 
     def __next__(self) -> E:
-        while not self._queue:
-            if self._done or self._ended:
+        while not self._events.ready:
+            if self._done or self._events.ended:
                 self._finish()
                 raise StopIteration
             chunk = self._body.read1(65536)
             if not chunk:
                 self._done = True
                 self._body.close()
-                if self._parser.pending or self._end is not None:
-                    raise errors.StreamClosedError(
-                        "the stream ended before its last event", http_status=0)
+                self._events.at_eof()
                 raise StopIteration
-            self._queue.extend(self._parser.feed(chunk))
-        ev = self._queue.popleft()
-        t = ev.get("type")
-        if self._end is not None and (t in self._end or
-                                      (t == "error" and ev.get("code") == "CONTEXT_DEAD")):
-            self._ended = True
-        return self._decode(ev)
+            self._events.feed(chunk)
+        return self._events.take()
 
     def _finish(self) -> None:
         if self._done:
@@ -107,7 +82,7 @@ class EventStream(Generic[E]):
             pass
 
 
-class Client:
+class Client(core.ClientBase["Sandbox"]):
     """A connection to one cellad (made by :func:`connect`). Thread-safe; keep one and
     reuse it: it owns the keep-alive connections and remembers which sandbox options it
     has sent."""
@@ -115,15 +90,8 @@ class Client:
     def __init__(self, url: str = "http://127.0.0.1:7070", token: Optional[str] = None, *,
                  timeout: Optional[float] = 60.0, headers: Optional[Mapping[str, str]] = None,
                  pool_size: int = 8, ssl_context: Optional[ssl.SSLContext] = None) -> None:
-        self.url = url.rstrip("/")
-        """cellad's base URL."""
-        self.timeout = timeout
-        """Seconds a call may wait for the daemon's next byte (None: no limit). Calls with
-        a timeout of their own (exec, waits, run_code) wait that long plus 30 s."""
+        super().__init__(url, token, timeout, headers, ssl_context)
         self._pool = Pool(self.url, timeout, pool_size, ssl_context)
-        self._headers = auth_headers(token, headers)
-        self._ssl_context = ssl_context
-        self._state = core.ClientState()
 
     def _run(self, op: Op[T]) -> T:
         try:
@@ -138,22 +106,8 @@ class Client:
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
 
-    def sandbox(self, id: str, *, destroy_on_exit: bool = False, sleep_after: Union[str, int, None] = None,
-                keep_alive: Optional[bool] = None, enable_default_session: Optional[bool] = None,
-                labels: Optional[Mapping[str, str]] = None, image: Optional[str] = None,
-                instance_type: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-                network: Optional[str] = None,
-                network_allow: Optional[List[str]] = None) -> "Sandbox":
-        """The handle of sandbox ``id`` (sends nothing). The options are sent as one PUT
-        before the handle's first operation (once per client, id and options); without
-        options cellad creates the sandbox with its defaults on the first write.
-        ``destroy_on_exit``: ``with client.sandbox(...) as sb:`` destroys it at the end."""
-        opts = {"sleep_after": sleep_after, "keep_alive": keep_alive,
-                "enable_default_session": enable_default_session,
-                "labels": dict(labels) if labels is not None else None, "image": image,
-                "instance_type": instance_type, "env": dict(env) if env is not None else None,
-                "network": network, "network_allow": network_allow}
-        return Sandbox(self, SandboxRef(self._state, id, opts), destroy_on_exit)
+    def _handle(self, ref: SandboxRef, destroy_on_exit: bool) -> "Sandbox":
+        return Sandbox(self, ref, destroy_on_exit)
 
     def health(self) -> Dict[str, Any]:
         """``GET /v1/health``."""
@@ -507,24 +461,8 @@ class Session(Sandbox):
         self._run(core.delete_session(self._ref, self.info.id))
 
 
-class Process:
+class Process(core.ProcessBase[Sandbox]):
     """A background process of a sandbox."""
-
-    def __init__(self, sandbox: Sandbox, info: ProcessInfo) -> None:
-        self.sandbox = sandbox
-        """The sandbox it runs in."""
-        self.info = info
-        """Its status as last fetched."""
-
-    @property
-    def id(self) -> str:
-        """Its process id."""
-        return self.info.id
-
-    @property
-    def pid(self) -> int:
-        """Its pid in the sandbox."""
-        return self.info.pid
 
     def status(self) -> ProcessInfo:
         """Fetch its current status (also kept in ``info``)."""

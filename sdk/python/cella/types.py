@@ -38,6 +38,19 @@ def _bool(d: Mapping[str, Any], key: str, default: bool = False) -> bool:
     return v if isinstance(v, bool) else default
 
 
+def _opt_str(d: Mapping[str, Any], key: str) -> Optional[str]:
+    v = d.get(key)
+    return v if isinstance(v, str) else None
+
+
+def _output_event(d: Mapping[str, Any]) -> Dict[str, Any]:
+    """The fields an output event of a stream (exec, process logs) has whatever its kind:
+    type, data and data_bytes, exit_code, timestamp, raw."""
+    return {"type": _str(d, "type"), "data": output_text(d, "data"),
+            "data_bytes": output_bytes(d, "data"), "exit_code": _opt_int(d, "exitCode"),
+            "timestamp": _str(d, "timestamp"), "raw": dict(d)}
+
+
 def _b64(text: str) -> bytes:
     try:
         return base64.b64decode(text, validate=False)
@@ -98,11 +111,10 @@ class ExecResult:
     def from_json(cls, d: Mapping[str, Any]) -> "ExecResult":
         """Decode an ExecResult answer."""
         code = _int(d, "exitCode", -1)
-        sid = d.get("sessionId")
         return cls(exit_code=code, stdout=output_text(d, "stdout"),
                    stderr=output_text(d, "stderr"), success=_bool(d, "success", code == 0),
                    duration=_int(d, "duration"), command=_str(d, "command"),
-                   session_id=sid if isinstance(sid, str) else None,
+                   session_id=_opt_str(d, "sessionId"),
                    timestamp=_str(d, "timestamp"), truncated=_bool(d, "truncated"),
                    stdout_bytes=output_bytes(d, "stdout"),
                    stderr_bytes=output_bytes(d, "stderr"), raw=dict(d))
@@ -137,14 +149,8 @@ class ExecEvent:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ExecEvent":
         """Decode one SSE event of an exec stream."""
-        err = d.get("error")
-        code = d.get("code")
-        return cls(type=_str(d, "type"), data=output_text(d, "data"),
-                   data_bytes=output_bytes(d, "data"), exit_code=_opt_int(d, "exitCode"),
-                   duration=_opt_int(d, "duration"),
-                   error=err if isinstance(err, str) else None,
-                   code=code if isinstance(code, str) else None, pid=_opt_int(d, "pid"),
-                   timestamp=_str(d, "timestamp"), raw=dict(d))
+        return cls(**_output_event(d), duration=_opt_int(d, "duration"),
+                   error=_opt_str(d, "error"), code=_opt_str(d, "code"), pid=_opt_int(d, "pid"))
 
 
 @dataclass
@@ -296,15 +302,12 @@ class ProcessInfo:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ProcessInfo":
         """Decode a ProcessInfo answer."""
-        end = d.get("endTime")
-        sid = d.get("sessionId")
-        err = d.get("error")
         return cls(id=_str(d, "id"), pid=_int(d, "pid"), command=_str(d, "command"),
                    status=_str(d, "status"), start_time=_str(d, "startTime"),
-                   end_time=end if isinstance(end, str) else None,
+                   end_time=_opt_str(d, "endTime"),
                    exit_code=_opt_int(d, "exitCode"), signal=_opt_int(d, "signal"),
-                   session_id=sid if isinstance(sid, str) else None,
-                   error=err if isinstance(err, str) else None, raw=dict(d))
+                   session_id=_opt_str(d, "sessionId"), error=_opt_str(d, "error"),
+                   raw=dict(d))
 
 
 @dataclass
@@ -354,11 +357,7 @@ class LogEvent:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "LogEvent":
         """Decode one SSE event of a process stream."""
-        st = d.get("status")
-        return cls(type=_str(d, "type"), data=output_text(d, "data"),
-                   data_bytes=output_bytes(d, "data"), exit_code=_opt_int(d, "exitCode"),
-                   status=st if isinstance(st, str) else None,
-                   timestamp=_str(d, "timestamp"), raw=dict(d))
+        return cls(**_output_event(d), status=_opt_str(d, "status"))
 
 
 @dataclass
@@ -387,11 +386,8 @@ class ExposedPort:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "ExposedPort":
         """Decode a port answer."""
-        name = d.get("name")
-        st = d.get("status")
-        return cls(url=_str(d, "url"), port=_int(d, "port"),
-                   name=name if isinstance(name, str) else None,
-                   status=st if isinstance(st, str) else None)
+        return cls(url=_str(d, "url"), port=_int(d, "port"), name=_opt_str(d, "name"),
+                   status=_opt_str(d, "status"))
 
 
 @dataclass
@@ -414,8 +410,7 @@ class WatchEvent:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "WatchEvent":
         """Decode one SSE event of a watch."""
-        et = d.get("eventType")
-        return cls(type=_str(d, "type"), event_type=et if isinstance(et, str) else None,
+        return cls(type=_str(d, "type"), event_type=_opt_str(d, "eventType"),
                    path=_str(d, "path"), is_directory=_bool(d, "isDirectory"),
                    timestamp=_str(d, "timestamp"), raw=dict(d))
 
@@ -472,8 +467,7 @@ class Result:
     def from_json(cls, d: Mapping[str, Any]) -> "Result":
         """Decode one result."""
         def s(key: str) -> Optional[str]:
-            v = d.get(key)
-            return v if isinstance(v, str) else None
+            return _opt_str(d, key)
 
         def img(key: str) -> Optional[bytes]:
             v = d.get(key)

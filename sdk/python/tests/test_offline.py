@@ -55,6 +55,31 @@ class SSETest(unittest.TestCase):
         self.assertTrue(p.pending)
 
 
+class EventDecoderTest(unittest.TestCase):
+    """A stream's events, its end and its cut, as both clients' streams see them."""
+
+    def test_end_and_cut(self) -> None:
+        d = core.EventDecoder(lambda e: e["type"], core.EXEC_END)
+        for b in b'data: {"type":"start"}\n\ndata: {"type":"complete"}\n\ndata: {"type":"x"}\n\n':
+            d.feed(bytes([b]))
+        self.assertEqual((d.take(), d.ended), ("start", False))
+        self.assertEqual((d.take(), d.ended), ("complete", True))
+        d = core.EventDecoder(lambda e: e, core.CODE_END)
+        d.feed(b'data: {"type":"error","code":"CONTEXT_DEAD"}\n\n')
+        d.take()
+        self.assertTrue(d.ended)
+        cut = core.EventDecoder(lambda e: e, None)
+        cut.feed(b'data: {"type":"ev')
+        self.assertFalse(cut.ready)
+        with self.assertRaises(cella.StreamClosedError):
+            cut.at_eof()
+        whole = core.EventDecoder(lambda e: e, None)
+        whole.feed(b'data: {"type":"event"}\n\n')
+        whole.at_eof()  # a watch may end between events
+        with self.assertRaises(cella.StreamClosedError):
+            core.EventDecoder(lambda e: e, core.LOG_END).at_eof()
+
+
 class ErrorTest(unittest.TestCase):
     def test_every_code_has_its_class(self) -> None:
         for code, cls in cella.errors.ERROR_CLASSES.items():
@@ -280,6 +305,36 @@ class HTTPParserTest(unittest.TestCase):
                     b"HTTP/1.1 abc OK\r\n\r\n", b"HTTP/1.1 200 OK\r\n" + b"X: y\r\n" * 10000):
             with self.assertRaises((ValueError, ConnectionError)):
                 _http._read_head(io.BufferedReader(io.BytesIO(bad)))  # type: ignore[arg-type]
+
+    def test_head_async(self) -> None:
+        """The asyncio transport reads the same heads through the same parser."""
+        import asyncio
+        from cella import _aio
+
+        async def head(raw: bytes) -> "tuple[int, dict[str, str]]":
+            reader = asyncio.StreamReader(limit=_aio.HEAD_MAX)
+            reader.feed_data(raw)
+            reader.feed_eof()
+            conn = _aio._Conn(reader, None)  # type: ignore[arg-type]
+            return await _aio.AsyncPool("http://127.0.0.1:1", None)._head(conn)
+
+        raw = (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Type: a/b\r\n"
+               b"X-Thing:  v  \r\ncontent-length: 3\r\n\r\nabc")
+        status, hdrs = asyncio.run(head(raw))
+        self.assertEqual((status, hdrs["content-length"], hdrs["x-thing"]), (404, "3", "v"))
+        for bad in (b"SMTP 200 ok\r\n\r\n", b"HTTP/1.1 abc OK\r\n\r\n", b"HTTP/1.1 200 OK\r\n"):
+            with self.assertRaises((ValueError, asyncio.IncompleteReadError), msg=repr(bad)):
+                asyncio.run(head(bad))
+
+    def test_framing(self) -> None:
+        from cella._wire import framing
+        self.assertEqual(framing("GET", 200, {"content-length": "5"}), (5, False, False))
+        self.assertEqual(framing("GET", 200, {"transfer-encoding": "chunked",
+                                              "content-length": "5"}), (None, True, False))
+        self.assertEqual(framing("GET", 200, {}), (None, False, True))
+        self.assertEqual(framing("GET", 200, {"content-length": "-1"}), (None, False, True))
+        self.assertEqual(framing("HEAD", 200, {"content-length": "9"}), (0, False, False))
+        self.assertEqual(framing("GET", 204, {"connection": "close"}), (0, False, True))
 
     def test_chunked(self) -> None:
         data, pool = self.body(b"3\r\nabc\r\n1;ext=1\r\nd\r\n0\r\nTrailer: x\r\n\r\n", None, True)
