@@ -135,10 +135,9 @@ static int blob_from_path(json_t *v, struct image_blob *b, struct cella_error *e
         return 0;
 }
 
-/* The blobs of a manifest into m: its config and its layers (an array of 1 to
- * CELLA_IMAGE_MAX_LAYERS, checked by the caller), each read by blob; on error m is
- * emptied again. */
-static int manifest_blobs(json_t *config, json_t *layers,
+/* The blobs of manifest what into m: its config and its layers (an array of 1 to
+ * CELLA_IMAGE_MAX_LAYERS), each read by blob; on error m is emptied again. */
+static int manifest_blobs(const char *what, json_t *config, json_t *layers,
                           int (*blob)(json_t *, struct image_blob *, struct cella_error *),
                           struct image_manifest *m, struct cella_error *err)
 {
@@ -146,6 +145,10 @@ static int manifest_blobs(json_t *config, json_t *layers,
         size_t i;
         int r;
 
+        if (!json_is_array(layers) || json_array_size(layers) == 0 ||
+            json_array_size(layers) > CELLA_IMAGE_MAX_LAYERS)
+                return cella_error_set(err, CELLA_E_INVALID_IMAGE, "%s: 1 to %d layers", what,
+                                       CELLA_IMAGE_MAX_LAYERS);
         r = blob(config, &m->config, err);
         if (r < 0)
                 goto free_manifest;
@@ -192,10 +195,8 @@ int image_decode_docker_manifest(const char *json, size_t len, struct image_mani
         layers = json_object_get(img, "Layers");
         if (!json_is_object(img) || !json_is_array(layers))
                 return bad(err, "manifest.json: expected [{Config, Layers}]");
-        if (json_array_size(layers) == 0 || json_array_size(layers) > CELLA_IMAGE_MAX_LAYERS)
-                return cella_error_set(err, CELLA_E_INVALID_IMAGE, "manifest.json: 1 to %d layers",
-                                       CELLA_IMAGE_MAX_LAYERS);
-        return manifest_blobs(json_object_get(img, "Config"), layers, blob_from_path, m, err);
+        return manifest_blobs("manifest.json", json_object_get(img, "Config"), layers,
+                              blob_from_path, m, err);
 }
 
 static bool media_is_index(const char *mt)
@@ -267,10 +268,6 @@ int image_decode_oci_manifest(const char *json, size_t len, struct image_manifes
         if (r < 0)
                 return r;
         layers = json_object_get(j, "layers");
-        if (!json_is_array(layers) || json_array_size(layers) == 0 ||
-            json_array_size(layers) > CELLA_IMAGE_MAX_LAYERS)
-                return cella_error_set(err, CELLA_E_INVALID_IMAGE, "image manifest: 1 to %d layers",
-                                       CELLA_IMAGE_MAX_LAYERS);
         json_array_foreach(layers, i, l)
         {
                 const char *mt = json_string_value(json_object_get(l, "mediaType"));
@@ -281,7 +278,8 @@ int image_decode_oci_manifest(const char *json, size_t len, struct image_manifes
                         return cella_error_set(err, CELLA_E_INVALID_IMAGE,
                                                "image manifest: unsupported layer type %.100s", mt);
         }
-        return manifest_blobs(json_object_get(j, "config"), layers, blob_from_descriptor, m, err);
+        return manifest_blobs("image manifest", json_object_get(j, "config"), layers,
+                              blob_from_descriptor, m, err);
 }
 
 static json_t *string_array(json_t *v)

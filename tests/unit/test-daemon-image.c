@@ -166,7 +166,8 @@ static void test_decode_oci(void **state)
         assert_string_equal(
                 d, "sha256:1111111111111111111111111111111111111111111111111111111111111111");
         assert_true(nested);
-        assert_int_equal(image_decode_oci_index("{\"manifests\":[]}", 16, d, &nested, &err), -EINVAL);
+        assert_int_equal(image_decode_oci_index("{\"manifests\":[]}", 16, d, &nested, &err),
+                         -EINVAL);
         assert_int_equal(image_decode_oci_manifest(man, strlen(man), &m, &err), 0);
         assert_int_equal(m.n_layers, 1);
         assert_string_equal(m.layers[0].path, "blobs/sha256/" H64);
@@ -174,6 +175,29 @@ static void test_decode_oci(void **state)
         memset(&err, 0, sizeof(err));
         assert_int_equal(image_decode_oci_manifest(foreign, strlen(foreign), &m, &err), -EINVAL);
         assert_int_equal(err.code, CELLA_E_INVALID_IMAGE);
+        assert_int_equal(m.n_layers, 0);
+        {
+                static const char *const bad[] = {
+                        "{\"config\":{\"digest\":\"sha256:" H64 "\"}}",
+                        "{\"config\":{\"digest\":\"sha256:" H64 "\"},\"layers\":[]}",
+                        "{\"config\":{\"digest\":\"sha256:" H64 "\"},\"layers\":{}}",
+                        "{\"config\":{},\"layers\":[{\"digest\":\"sha256:" H64 "\"}]}",
+                        "{\"config\":{\"digest\":\"sha256:" H64 "\"},\"layers\":[{\"digest\":"
+                        "\"sha256:" H64 "\"},{\"digest\":\"md5:00\"}]}",
+                };
+
+                for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                        memset(&err, 0, sizeof(err));
+                        assert_int_equal(
+                                image_decode_oci_manifest(bad[i], strlen(bad[i]), &m, &err),
+                                -EINVAL);
+                        assert_int_equal(err.code, CELLA_E_INVALID_IMAGE);
+                        assert_int_equal(m.n_layers, 0);
+                        assert_null(m.config.path);
+                        if (i < 3)
+                                assert_non_null(strstr(err.msg, "image manifest: 1 to"));
+                }
+        }
         assert_false(image_digest_ok("sha256:" H64 "0"));
         assert_false(image_digest_ok(
                 "sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef"));
