@@ -134,22 +134,11 @@ def connect_async(url: str = "http://127.0.0.1:7070", token: Optional[str] = Non
                        ssl_context=ssl_context)
 
 
-class AsyncSandbox:
+class AsyncSandbox(core.SandboxBase[AsyncClient]):
     """A sandbox: commands, files, sessions, processes, ports, code, terminal.
 
     Made by :meth:`AsyncClient.sandbox`; the sandbox itself is created by the first operation.
     """
-
-    def __init__(self, client: AsyncClient, ref: SandboxRef, destroy_on_exit: bool = False) -> None:
-        self.client = client
-        """The client it talks through."""
-        self._ref = ref
-        self._destroy_on_exit = destroy_on_exit
-
-    @property
-    def id(self) -> str:
-        """The sandbox's name."""
-        return self._ref.id
 
     async def _run(self, op: Op[T]) -> T:
         return await self.client._run(op)

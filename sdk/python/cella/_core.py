@@ -31,6 +31,7 @@ from .types import (CodeContext, ExecResult, ExecEvent, Execution, ExecutionErro
 T = TypeVar("T")
 E = TypeVar("E")
 H = TypeVar("H")
+C = TypeVar("C")
 S = TypeVar("S")
 
 VERSION = "0.1.0"
@@ -729,6 +730,21 @@ class ClientBase(Generic[H]):
                 "instance_type": instance_type, "env": dict(env) if env is not None else None,
                 "network": network, "network_allow": network_allow}
         return self._handle(SandboxRef(self._state, id, opts), destroy_on_exit)
+
+
+class SandboxBase(Generic[C]):
+    """A sandbox handle's identity, talking through a client of type ``C``."""
+
+    def __init__(self, client: C, ref: SandboxRef, destroy_on_exit: bool = False) -> None:
+        self.client = client
+        """The client it talks through."""
+        self._ref = ref
+        self._destroy_on_exit = destroy_on_exit
+
+    @property
+    def id(self) -> str:
+        """The sandbox's name."""
+        return self._ref.id
 
 
 class ProcessBase(Generic[S]):

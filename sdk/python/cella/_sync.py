@@ -137,22 +137,11 @@ def connect(url: str = "http://127.0.0.1:7070", token: Optional[str] = None, *,
                   ssl_context=ssl_context)
 
 
-class Sandbox:
+class Sandbox(core.SandboxBase[Client]):
     """A sandbox: commands, files, sessions, processes, ports, code, terminal.
 
     Made by :meth:`Client.sandbox`; the sandbox itself is created by the first operation.
     """
-
-    def __init__(self, client: Client, ref: SandboxRef, destroy_on_exit: bool = False) -> None:
-        self.client = client
-        """The client it talks through."""
-        self._ref = ref
-        self._destroy_on_exit = destroy_on_exit
-
-    @property
-    def id(self) -> str:
-        """The sandbox's name."""
-        return self._ref.id
 
     def _run(self, op: Op[T]) -> T:
         return self.client._run(op)
