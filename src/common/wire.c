@@ -275,3 +275,75 @@ int wire_file_decode(uint8_t type, json_t *j, struct wire_file *ret, char path[C
                 return -EINVAL;
         return 0;
 }
+
+static const char *const session_ops[] = {
+        [WIRE_SESSION_CREATE] = "create",
+        [WIRE_SESSION_DELETE] = "delete",
+        [WIRE_SESSION_LIST] = "list",
+        [WIRE_SESSION_SETENV] = "setenv",
+};
+
+/* The members in the order cellad has always written them. */
+json_t *wire_session_encode(const struct wire_session *x)
+{
+        bool create = x->op == WIRE_SESSION_CREATE;
+        bool setenv = x->op == WIRE_SESSION_SETENV;
+        json_t *j;
+
+        if ((unsigned)x->op >= ARRAY_SIZE(session_ops) || (setenv && !x->env))
+                return NULL;
+        j = json_object();
+        if (!j || put(j, "op", json_string(session_ops[x->op]), true) < 0 ||
+            put(j, "baseEnv", x->base_env ? json_incref(x->base_env) : json_object(), create) < 0 ||
+            put(j, "commandTimeoutMs", json_integer(x->timeout_ms), create) < 0 ||
+            put(j, "env", json_incref(x->env), setenv) < 0 ||
+            put(j, "id", json_string(x->id ? x->id : ""), x->id && x->op != WIRE_SESSION_LIST) <
+                    0 ||
+            put(j, "cwd", json_string(x->cwd ? x->cwd : ""), create && x->cwd) < 0 ||
+            put(j, "env", json_incref(x->env), create && x->env) < 0) {
+                json_decref(j);
+                return NULL;
+        }
+        return j;
+}
+
+int wire_session_decode(json_t *j, struct wire_session *ret, struct cella_error *err)
+{
+        json_t *v = json_object_get(j, "op");
+        size_t i;
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        if (!json_is_string(v))
+                return invalid(err, "op", "must be a string");
+        for (i = 0; i < ARRAY_SIZE(session_ops); i++)
+                if (strcmp(json_string_value(v), session_ops[i]) == 0)
+                        break;
+        if (i == ARRAY_SIZE(session_ops)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown session operation '%.32s'",
+                                json_string_value(v));
+                return -EINVAL;
+        }
+        ret->op = (enum wire_session_op)i;
+        if (ret->op == WIRE_SESSION_LIST)
+                return 0;
+        r = opt_id(j, "id", &ret->id, err);
+        if (r == 0 && ret->op == WIRE_SESSION_DELETE && !ret->id)
+                return invalid(err, "id", "is required");
+        if (r < 0 || ret->op == WIRE_SESSION_DELETE)
+                return r;
+        r = opt_object(j, "env", &ret->env, err);
+        if (r == 0 && ret->op == WIRE_SESSION_SETENV && !ret->env)
+                return invalid(err, "env", "must be an object");
+        if (r < 0 || ret->op == WIRE_SESSION_SETENV)
+                return r;
+        v = member(j, "cwd");
+        if (v && !json_is_string(v))
+                return invalid(err, "cwd", "must be a string");
+        ret->cwd = json_string_value(v);
+        r = opt_object(j, "baseEnv", &ret->base_env, err);
+        if (r == 0)
+                r = integer(j, "commandTimeoutMs", false, 0, CELLA_EXEC_MAX_TIMEOUT_MS,
+                            &ret->timeout_ms, err);
+        return r;
+}

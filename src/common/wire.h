@@ -76,4 +76,28 @@ json_t *wire_file_encode(uint8_t type, const struct wire_file *x);
 int wire_file_decode(uint8_t type, json_t *j, struct wire_file *ret, char path[CELLA_PATH_MAX + 1],
                      char to[CELLA_PATH_MAX + 1], struct cella_error *err);
 
+/* SESSION: {"op":"create", "baseEnv":{k:s}, "commandTimeoutMs":n, "id"?:s, "cwd"?:s,
+ * "env"?:{k:s}}, {"op":"delete", "id":s}, {"op":"list"}, {"op":"setenv", "env":{k:s|null},
+ * "id"?:s} (without id: the sandbox's env, applied to every live session). */
+enum wire_session_op {
+        WIRE_SESSION_CREATE,
+        WIRE_SESSION_DELETE,
+        WIRE_SESSION_LIST,
+        WIRE_SESSION_SETENV,
+};
+
+struct wire_session {
+        enum wire_session_op op;
+        const char *id;     /* NULL: none (create: generated; setenv: every session) */
+        const char *cwd;    /* create; NULL: the workspace */
+        json_t *env;        /* create: {k:s}, NULL: none; setenv: {k:s|null}, required */
+        json_t *base_env;   /* create; NULL: none (encoded as {}) */
+        int64_t timeout_ms; /* create: the session's commandTimeoutMs, 0: none */
+};
+
+json_t *wire_session_encode(const struct wire_session *x);
+/* Types, the op, the id (required for delete), the timeout's range; an env's names and
+ * values are left to the agent, which converts them. */
+int wire_session_decode(json_t *j, struct wire_session *ret, struct cella_error *err);
+
 #endif
