@@ -347,3 +347,75 @@ int wire_session_decode(json_t *j, struct wire_session *ret, struct cella_error 
                             &ret->timeout_ms, err);
         return r;
 }
+
+json_t *wire_watch_encode(const struct wire_watch *x)
+{
+        json_t *j = json_object();
+
+        if (!j || put(j, "path", json_string(x->path), true) < 0 ||
+            put(j, "recursive", json_boolean(x->recursive), true) < 0 ||
+            put(j, "include", json_incref(x->include), x->include) < 0 ||
+            put(j, "exclude", json_incref(x->exclude), x->exclude) < 0) {
+                json_decref(j);
+                return NULL;
+        }
+        return j;
+}
+
+/* An optional array of globs, each a string of 1..CELLA_WATCH_PATTERN_MAX bytes. */
+static int opt_globs(json_t *j, const char *field, json_t **ret, struct cella_error *err)
+{
+        json_t *v = member(j, field), *g;
+        size_t i;
+
+        *ret = NULL;
+        if (!v)
+                return 0;
+        if (!json_is_array(v))
+                return invalid(err, field, "must be an array");
+        if (json_array_size(v) > CELLA_WATCH_MAX_PATTERNS) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' has more than %d patterns",
+                                field, CELLA_WATCH_MAX_PATTERNS);
+                return -EINVAL;
+        }
+        json_array_foreach(v, i, g)
+        {
+                if (!json_is_string(g) || json_string_length(g) == 0 ||
+                    json_string_length(g) > CELLA_WATCH_PATTERN_MAX ||
+                    strlen(json_string_value(g)) != json_string_length(g)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "'%s' must hold strings of 1..%d bytes without NUL", field,
+                                        CELLA_WATCH_PATTERN_MAX);
+                        return -EINVAL;
+                }
+        }
+        *ret = v;
+        return 0;
+}
+
+int wire_watch_decode(json_t *j, struct wire_watch *ret, struct cella_error *err)
+{
+        json_t *v = json_object_get(j, "path");
+
+        memset(ret, 0, sizeof(*ret));
+        if (!json_is_string(v))
+                return invalid(err, "path", "must be a string");
+        ret->path = json_string_value(v);
+        ret->recursive = true;
+        v = member(j, "recursive");
+        if (v && !json_is_boolean(v))
+                return invalid(err, "recursive", "must be a boolean");
+        if (v)
+                ret->recursive = json_is_true(v);
+        if (opt_globs(j, "include", &ret->include, err) < 0 ||
+            opt_globs(j, "exclude", &ret->exclude, err) < 0)
+                return -EINVAL;
+        if (json_array_size(ret->include) + json_array_size(ret->exclude) >
+            CELLA_WATCH_MAX_PATTERNS) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "more than %d include and exclude patterns",
+                                CELLA_WATCH_MAX_PATTERNS);
+                return -EINVAL;
+        }
+        return 0;
+}

@@ -100,4 +100,17 @@ json_t *wire_session_encode(const struct wire_session *x);
  * values are left to the agent, which converts them. */
 int wire_session_decode(json_t *j, struct wire_session *ret, struct cella_error *err);
 
+/* WATCH: {"path":s, "recursive":b, "include"?:[s], "exclude"?:[s]}; recursive defaults to
+ * true, an absent exclude means the agent's default excludes. */
+struct wire_watch {
+        const char *path; /* absolute (the agent normalises it) */
+        bool recursive;
+        json_t *include; /* array of 1..CELLA_WATCH_PATTERN_MAX byte globs; NULL: none */
+        json_t *exclude; /* the same; NULL: the defaults */
+};
+
+json_t *wire_watch_encode(const struct wire_watch *x);
+/* Types, and the globs' count (at most CELLA_WATCH_MAX_PATTERNS in all) and lengths. */
+int wire_watch_decode(json_t *j, struct wire_watch *ret, struct cella_error *err);
+
 #endif

@@ -190,6 +190,45 @@ static void test_session(void **state)
         json_decref(vars);
 }
 
+static void test_watch(void **state)
+{
+        json_t *inc = parse("[\"*.c\"]");
+        struct cella_error err = {0};
+        struct wire_watch out;
+        char *text;
+        json_t *j;
+
+        (void)state;
+        /* the members and their order as cellad has always sent them */
+        j = wire_watch_encode(
+                &(struct wire_watch){.path = "/w", .recursive = false, .include = inc});
+        text = json_dumps(j, JSON_COMPACT);
+        assert_string_equal(text, "{\"path\":\"/w\",\"recursive\":false,\"include\":[\"*.c\"]}");
+        free(text);
+        assert_int_equal(wire_watch_decode(j, &out, &err), 0);
+        assert_string_equal(out.path, "/w");
+        assert_false(out.recursive);
+        assert_true(json_equal(out.include, inc));
+        assert_null(out.exclude);
+        json_decref(j);
+
+        j = parse("{\"path\":\"/w\",\"exclude\":null}");
+        assert_int_equal(wire_watch_decode(j, &out, &err), 0);
+        assert_true(out.recursive);
+        assert_null(out.exclude);
+        json_decref(j);
+        j = parse("{\"path\":\"/w\",\"include\":[\"\"]}");
+        assert_int_equal(wire_watch_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'include' must hold strings of 1..256 bytes without NUL");
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"recursive\":true}");
+        assert_int_equal(wire_watch_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'path' must be a string");
+        json_decref(j);
+        json_decref(inc);
+}
+
 static void test_file(void **state)
 {
         char path[CELLA_PATH_MAX + 1], to[CELLA_PATH_MAX + 1];
@@ -240,6 +279,7 @@ int main(void)
                 cmocka_unit_test(test_pty),
                 cmocka_unit_test(test_file),
                 cmocka_unit_test(test_session),
+                cmocka_unit_test(test_watch),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
