@@ -6,6 +6,7 @@
 
 #include "common/base64.h"
 #include "common/git-url.h"
+#include "common/json-cleanup.h"
 #include "common/name.h"
 #include "common/path.h"
 #include "common/signal.h"
@@ -165,15 +166,12 @@ static int chk_duration(const struct field *f, json_t *v, json_t *body, void *ds
 static int chk_network_allow(const struct field *f, json_t *v, json_t *body, void *dst,
                              struct cella_error *err)
 {
-        json_t *canon = sandbox_options_network_allow(v, err);
-        int r;
+        _cleanup_json_ json_t *canon = sandbox_options_network_allow(v, err);
 
         (void)body;
         if (!canon)
                 return -EINVAL;
-        r = field_put_json(f, dst, canon);
-        json_decref(canon);
-        return r;
+        return field_put_json(f, dst, canon);
 }
 
 /* The env route's vars: names to NUL-free strings (set) or null (unset). */

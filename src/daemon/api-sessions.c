@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/name.h"
 #include "common/wire.h"
 #include "daemon/api-decode.h"
@@ -22,7 +23,7 @@ enum { K_CREATE, K_LIST, K_GET, K_DELETE, K_ENV };
 static void answer(struct api_req *r, json_t *result)
 {
         struct sess_call *c = (struct sess_call *)r;
-        json_t *j = NULL;
+        _cleanup_json_ json_t *j = NULL;
 
         if (c->kind == K_GET) {
                 json_t *list = json_object_get(result, "sessions"), *s;
@@ -57,7 +58,6 @@ static void answer(struct api_req *r, json_t *result)
                 j = json_incref(result);
         }
         api_req_respond_json(r, c->status, j);
-        json_decref(j);
 }
 
 static void call_free(struct api_req *r)
