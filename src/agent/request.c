@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/request.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/name.h"
 #include "common/path.h"
@@ -329,7 +330,7 @@ static int decode_pty(json_t *j, struct agent_request *r, struct cella_error *er
 
 static int decode_json(const struct frame *f, struct agent_request *r, struct cella_error *err)
 {
-        json_t *j _cleanup_(json_decrefp) = NULL;
+        _cleanup_json_ json_t *j = NULL;
         json_error_t je;
 
         j = json_loadb((const char *)f->payload, f->len, JSON_REJECT_DUPLICATES, &je);

@@ -5,6 +5,7 @@
 
 #include "agent/request.h"
 #include "agent/session.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 
 void session_request_done(struct session_request *r)
@@ -20,7 +21,7 @@ void session_request_done(struct session_request *r)
 /* setenv's env: identifier keys, string (set) or null (unset) values. */
 static int decode_setenv(json_t *env, struct session_request *r, struct cella_error *err)
 {
-        _cleanup_(json_decrefp) json_t *strings = NULL;
+        _cleanup_json_ json_t *strings = NULL;
         const char *key;
         json_t *val;
         size_t n;

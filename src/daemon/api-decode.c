@@ -828,7 +828,7 @@ static const struct field code_run_fields[] = {
 static int decode_out(const char *body, size_t len, const struct field *t, size_t n, json_t *out,
                       json_t **ret, struct cella_error *err)
 {
-        json_t *o _cleanup_(json_decrefp) = out;
+        _cleanup_json_ json_t *o = out;
         int r;
 
         *ret = NULL;
