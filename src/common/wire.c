@@ -77,20 +77,27 @@ static int put(json_t *j, const char *field, json_t *v, bool given)
         return v ? json_object_set_new(j, field, v) : -1;
 }
 
-json_t *wire_exec_encode(const struct wire_exec *x)
+/* j, or NULL (j dropped) when building it failed. */
+static json_t *built(json_t *j, bool failed)
 {
-        json_t *j = json_object();
-
-        if (!j || put(j, "command", json_string(x->command), true) < 0 ||
-            put(j, "cwd", json_string(x->cwd ? x->cwd : ""), x->cwd) < 0 ||
-            put(j, "env", json_incref(x->env), x->env) < 0 ||
-            put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0 ||
-            put(j, "session", json_string(x->session ? x->session : ""), x->session) < 0 ||
-            put(j, "timeoutMs", json_integer(x->timeout_ms), true) < 0) {
+        if (failed) {
                 json_decref(j);
                 return NULL;
         }
         return j;
+}
+
+json_t *wire_exec_encode(const struct wire_exec *x)
+{
+        json_t *j = json_object();
+
+        return built(j, !j || put(j, "command", json_string(x->command), true) < 0 ||
+                                put(j, "cwd", json_string(x->cwd ? x->cwd : ""), x->cwd) < 0 ||
+                                put(j, "env", json_incref(x->env), x->env) < 0 ||
+                                put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0 ||
+                                put(j, "session", json_string(x->session ? x->session : ""),
+                                    x->session) < 0 ||
+                                put(j, "timeoutMs", json_integer(x->timeout_ms), true) < 0);
 }
 
 int wire_exec_decode(json_t *j, struct wire_exec *ret, struct cella_error *err)
@@ -125,14 +132,12 @@ json_t *wire_pty_encode(const struct wire_pty *x)
 {
         json_t *j = json_object();
 
-        if (!j || put(j, "sessionId", json_string(x->session ? x->session : ""), x->session) < 0 ||
-            put(j, "cols", json_integer(x->cols), true) < 0 ||
-            put(j, "rows", json_integer(x->rows), true) < 0 ||
-            put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0) {
-                json_decref(j);
-                return NULL;
-        }
-        return j;
+        return built(j, !j ||
+                                put(j, "sessionId", json_string(x->session ? x->session : ""),
+                                    x->session) < 0 ||
+                                put(j, "cols", json_integer(x->cols), true) < 0 ||
+                                put(j, "rows", json_integer(x->rows), true) < 0 ||
+                                put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0);
 }
 
 int wire_pty_decode(json_t *j, struct wire_pty *ret, struct cella_error *err)
@@ -293,18 +298,16 @@ json_t *wire_session_encode(const struct wire_session *x)
         if ((unsigned)x->op >= ARRAY_SIZE(session_ops) || (setenv && !x->env))
                 return NULL;
         j = json_object();
-        if (!j || put(j, "op", json_string(session_ops[x->op]), true) < 0 ||
-            put(j, "baseEnv", x->base_env ? json_incref(x->base_env) : json_object(), create) < 0 ||
-            put(j, "commandTimeoutMs", json_integer(x->timeout_ms), create) < 0 ||
-            put(j, "env", json_incref(x->env), setenv) < 0 ||
-            put(j, "id", json_string(x->id ? x->id : ""), x->id && x->op != WIRE_SESSION_LIST) <
-                    0 ||
-            put(j, "cwd", json_string(x->cwd ? x->cwd : ""), create && x->cwd) < 0 ||
-            put(j, "env", json_incref(x->env), create && x->env) < 0) {
-                json_decref(j);
-                return NULL;
-        }
-        return j;
+        return built(
+                j, !j || put(j, "op", json_string(session_ops[x->op]), true) < 0 ||
+                           put(j, "baseEnv", x->base_env ? json_incref(x->base_env) : json_object(),
+                               create) < 0 ||
+                           put(j, "commandTimeoutMs", json_integer(x->timeout_ms), create) < 0 ||
+                           put(j, "env", json_incref(x->env), setenv) < 0 ||
+                           put(j, "id", json_string(x->id ? x->id : ""),
+                               x->id && x->op != WIRE_SESSION_LIST) < 0 ||
+                           put(j, "cwd", json_string(x->cwd ? x->cwd : ""), create && x->cwd) < 0 ||
+                           put(j, "env", json_incref(x->env), create && x->env) < 0);
 }
 
 int wire_session_decode(json_t *j, struct wire_session *ret, struct cella_error *err)
@@ -352,14 +355,10 @@ json_t *wire_watch_encode(const struct wire_watch *x)
 {
         json_t *j = json_object();
 
-        if (!j || put(j, "path", json_string(x->path), true) < 0 ||
-            put(j, "recursive", json_boolean(x->recursive), true) < 0 ||
-            put(j, "include", json_incref(x->include), x->include) < 0 ||
-            put(j, "exclude", json_incref(x->exclude), x->exclude) < 0) {
-                json_decref(j);
-                return NULL;
-        }
-        return j;
+        return built(j, !j || put(j, "path", json_string(x->path), true) < 0 ||
+                                put(j, "recursive", json_boolean(x->recursive), true) < 0 ||
+                                put(j, "include", json_incref(x->include), x->include) < 0 ||
+                                put(j, "exclude", json_incref(x->exclude), x->exclude) < 0);
 }
 
 /* An optional array of globs, each a string of 1..CELLA_WATCH_PATTERN_MAX bytes. */
