@@ -5,6 +5,7 @@
 
 #include "agent/code-request.h"
 #include "agent/request.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/utf8.h"
 
@@ -269,7 +270,7 @@ static int get_int(json_t *ev, const char *key, int64_t *ret, struct cella_error
 
 int code_event_decode(const char *line, size_t len, struct code_event *ret, struct cella_error *err)
 {
-        json_t *ev _cleanup_(json_decrefp) = NULL;
+        _cleanup_json_ json_t *ev = NULL;
         const char *type;
 
         memset(ret, 0, sizeof(*ret));

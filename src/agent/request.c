@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/request.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/name.h"
 #include "common/path.h"
@@ -265,24 +266,14 @@ static int decode_file(uint8_t type, json_t *j, struct agent_request *r, struct 
         return k;
 }
 
-/* An array (or null/absent: none) of at most CELLA_WATCH_MAX_PATTERNS non-empty globs. */
-static int decode_globs(json_t *v, const char *field, char ***ret, size_t *ret_n,
-                        struct cella_error *err)
+/* The globs of v (an array wire_watch_decode checked, or NULL: none) copied. */
+static int copy_globs(json_t *v, const char *field, char ***ret, size_t *ret_n,
+                      struct cella_error *err)
 {
-        size_t i, n;
+        size_t i, n = json_array_size(v);
 
-        if (!v || json_is_null(v))
+        if (!v)
                 return 0;
-        if (!json_is_array(v)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' must be an array", field);
-                return -EINVAL;
-        }
-        n = json_array_size(v);
-        if (n > CELLA_WATCH_MAX_PATTERNS) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' has more than %d patterns",
-                                field, CELLA_WATCH_MAX_PATTERNS);
-                return -EINVAL;
-        }
         *ret = calloc(n + 1, sizeof(char *));
         if (!*ret) {
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
@@ -299,39 +290,24 @@ static int decode_globs(json_t *v, const char *field, char ***ret, size_t *ret_n
         return 0;
 }
 
+/* WATCH (common/wire.h), the path normalised and the globs copied. */
 static int decode_watch(json_t *j, struct agent_request *r, struct cella_error *err)
 {
-        json_t *v;
+        struct wire_watch x;
         int k;
 
+        k = wire_watch_decode(j, &x, err);
+        if (k < 0)
+                return k;
         k = agent_decode_path(json_object_get(j, "path"), "path", &r->path, err);
         if (k < 0)
                 return k;
-        r->recursive = true;
-        v = json_object_get(j, "recursive");
-        if (v && !json_is_null(v)) {
-                if (!json_is_boolean(v)) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "'recursive' must be a boolean");
-                        return -EINVAL;
-                }
-                r->recursive = json_is_true(v);
-        }
-        k = decode_globs(json_object_get(j, "include"), "include", &r->include, &r->n_include, err);
+        r->recursive = x.recursive;
+        k = copy_globs(x.include, "include", &r->include, &r->n_include, err);
         if (k < 0)
                 return k;
-        v = json_object_get(j, "exclude");
-        r->exclude_given = v && !json_is_null(v);
-        k = decode_globs(v, "exclude", &r->exclude, &r->n_exclude, err);
-        if (k < 0)
-                return k;
-        if (r->n_include + r->n_exclude > CELLA_WATCH_MAX_PATTERNS) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                "more than %d include and exclude patterns",
-                                CELLA_WATCH_MAX_PATTERNS);
-                return -EINVAL;
-        }
-        return 0;
+        r->exclude_given = x.exclude != NULL;
+        return copy_globs(x.exclude, "exclude", &r->exclude, &r->n_exclude, err);
 }
 
 /* PTY (common/wire.h); the same frame on an open stream is a resize, of which only cols
@@ -354,7 +330,7 @@ static int decode_pty(json_t *j, struct agent_request *r, struct cella_error *er
 
 static int decode_json(const struct frame *f, struct agent_request *r, struct cella_error *err)
 {
-        json_t *j _cleanup_(json_decrefp) = NULL;
+        _cleanup_json_ json_t *j = NULL;
         json_error_t je;
 
         j = json_loadb((const char *)f->payload, f->len, JSON_REJECT_DUPLICATES, &je);

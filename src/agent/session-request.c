@@ -5,6 +5,7 @@
 
 #include "agent/request.h"
 #include "agent/session.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 
 void session_request_done(struct session_request *r)
@@ -17,33 +18,10 @@ void session_request_done(struct session_request *r)
         memset(r, 0, sizeof(*r));
 }
 
-static int decode_id(json_t *body, bool required, char **ret, struct cella_error *err)
-{
-        json_t *v = json_object_get(body, "id");
-        int k;
-
-        if (!v || json_is_null(v)) {
-                if (required) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'id' is required");
-                        return -EINVAL;
-                }
-                return 0;
-        }
-        k = agent_decode_string(v, "id", CELLA_ID_MAX, true, ret, err);
-        if (k < 0)
-                return k;
-        if (!agent_id_is_valid(*ret)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                "session id must be 1..%d of [A-Za-z0-9_.-]", CELLA_ID_MAX);
-                return -EINVAL;
-        }
-        return 0;
-}
-
 /* setenv's env: identifier keys, string (set) or null (unset) values. */
 static int decode_setenv(json_t *env, struct session_request *r, struct cella_error *err)
 {
-        _cleanup_(json_decrefp) json_t *strings = NULL;
+        _cleanup_json_ json_t *strings = NULL;
         const char *key;
         json_t *val;
         size_t n;
@@ -100,19 +78,12 @@ static int decode_setenv(json_t *env, struct session_request *r, struct cella_er
         return 0;
 }
 
+/* The body's fields come from wire_session_decode (common/wire.c), which checks their
+ * types, the id and the timeout; here they become the session's own strings, the cwd
+ * normalised and the env's names checked as they are converted. */
 int session_request_decode(json_t *body, struct session_request *r, struct cella_error *err)
 {
-        static const struct {
-                const char *name;
-                enum session_op op;
-        } ops[] = {
-                {"create", SESSION_OP_CREATE},
-                {"delete", SESSION_OP_DELETE},
-                {"list", SESSION_OP_LIST},
-                {"setenv", SESSION_OP_SETENV},
-        };
-        json_t *v;
-        size_t i;
+        struct wire_session x;
         int k;
 
         memset(r, 0, sizeof(*r));
@@ -121,49 +92,29 @@ int session_request_decode(json_t *body, struct session_request *r, struct cella
                                 "SESSION payload must be an object");
                 return -EINVAL;
         }
-        v = json_object_get(body, "op");
-        if (!json_is_string(v)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'op' must be a string");
-                return -EINVAL;
+        k = wire_session_decode(body, &x, err);
+        if (k < 0)
+                return k;
+        r->op = (enum session_op)x.op;
+        if (x.id) {
+                r->ctx.id = strdup(x.id);
+                if (!r->ctx.id) {
+                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return -ENOMEM;
+                }
         }
-        for (i = 0; i < ARRAY_SIZE(ops); i++)
-                if (strcmp(json_string_value(v), ops[i].name) == 0)
-                        break;
-        if (i == ARRAY_SIZE(ops)) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown session operation '%.32s'",
-                                json_string_value(v));
-                return -EINVAL;
-        }
-        r->op = ops[i].op;
         switch (r->op) {
         case SESSION_OP_LIST:
-                return 0;
         case SESSION_OP_DELETE:
-                return decode_id(body, true, &r->ctx.id, err);
+                return 0;
         case SESSION_OP_SETENV:
-                k = decode_id(body, false, &r->ctx.id, err);
-                if (k < 0)
-                        return k;
-                return decode_setenv(json_object_get(body, "env"), r, err);
+                return decode_setenv(x.env, r, err);
         case SESSION_OP_CREATE:
                 break;
         }
-        k = decode_id(body, false, &r->ctx.id, err);
-        if (k < 0)
-                return k;
         k = context_spec_decode_place(body, &r->ctx, err);
         if (k < 0)
                 return k;
-        v = json_object_get(body, "commandTimeoutMs");
-        if (v && !json_is_null(v)) {
-                if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-                    json_integer_value(v) > CELLA_EXEC_MAX_TIMEOUT_MS) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "'commandTimeoutMs' must be an integer in 0..%lld",
-                                        (long long)CELLA_EXEC_MAX_TIMEOUT_MS);
-                        return -EINVAL;
-                }
-                r->timeout_ms = json_integer_value(v);
-        }
+        r->timeout_ms = x.timeout_ms;
         return 0;
 }

@@ -20,16 +20,17 @@
 
 #include "agent/context-spec.h"
 #include "common/error.h"
+#include "common/wire.h"
 
 struct agent;
 struct conn;
 struct agent_request;
 
-enum session_op {
-        SESSION_OP_CREATE,
-        SESSION_OP_DELETE,
-        SESSION_OP_LIST,
-        SESSION_OP_SETENV,
+enum session_op { /* the wire's (common/wire.h) */
+                  SESSION_OP_CREATE = WIRE_SESSION_CREATE,
+                  SESSION_OP_DELETE = WIRE_SESSION_DELETE,
+                  SESSION_OP_LIST = WIRE_SESSION_LIST,
+                  SESSION_OP_SETENV = WIRE_SESSION_SETENV,
 };
 
 /* One decoded SESSION payload. Strings are owned, NUL-free and NUL-terminated.

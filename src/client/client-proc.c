@@ -9,6 +9,7 @@
 #include "client/client-internal.h"
 #include "common/base64.h"
 #include "common/buf.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 
 static json_t *exec_body(const char *command, const struct cella_exec_options *o)
@@ -49,7 +50,8 @@ static int client_take_output(json_t *obj, const char *field, const char *enc_fi
 int cella_exec(cella_client *c, const char *sandbox, const char *command,
                const struct cella_exec_options *o, cella_exec_result **ret)
 {
-        json_t *body = exec_body(command, o), *j;
+        json_t *body = exec_body(command, o);
+        _cleanup_json_ json_t *j = NULL;
         char *text = NULL;
         cella_exec_result *res;
         int r;
@@ -66,7 +68,6 @@ int cella_exec(cella_client *c, const char *sandbox, const char *command,
         free(text);
         res = calloc(1, sizeof(*res));
         if (!j || !res || !json_is_integer(json_object_get(j, "exitCode"))) {
-                json_decref(j);
                 free(res);
                 client_errorf(c, "INVALID_RESPONSE", "exec answer is not an ExecResult");
                 return CELLA_ERR_INVALID;
@@ -74,12 +75,10 @@ int cella_exec(cella_client *c, const char *sandbox, const char *command,
         res->exit_code = (int)json_integer_value(json_object_get(j, "exitCode"));
         if (client_take_output(j, "stdout", "stdoutEncoding", &res->out[0]) < 0 ||
             client_take_output(j, "stderr", "stderrEncoding", &res->out[1]) < 0) {
-                json_decref(j);
                 cella_exec_result_free(res);
                 client_errorf(c, "INVALID_RESPONSE", "exec answer has malformed output");
                 return CELLA_ERR_INVALID;
         }
-        json_decref(j);
         *ret = res;
         return CELLA_OK;
 }
@@ -122,12 +121,11 @@ struct exec_stream {
 static int on_exec_event(const char *event, const char *data, size_t len, void *ud)
 {
         struct exec_stream *x = ud;
-        json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
+        _cleanup_json_ json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
         const char *type = j ? json_string_value(json_object_get(j, "type")) : NULL;
         int r = 0;
 
         if (!type) {
-                json_decref(j);
                 client_errorf(x->c, "INVALID_RESPONSE", "malformed exec event");
                 return CELLA_ERR_INVALID;
         }
@@ -161,7 +159,6 @@ static int on_exec_event(const char *event, const char *data, size_t len, void *
                         x->error_has_exit_code = true;
                 }
         }
-        json_decref(j);
         return r;
 }
 
@@ -261,7 +258,7 @@ int cella_process_kill_all(cella_client *c, const char *sandbox, const char *sig
                            int *ret_killed)
 {
         char *text = NULL;
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         int r = client_request_json(c, "DELETE", proc_url(c, sandbox, NULL, NULL, NULL),
                                     signal ? json_pack("{s:s}", "signal", signal) : NULL, &text);
 
@@ -271,7 +268,6 @@ int cella_process_kill_all(cella_client *c, const char *sandbox, const char *sig
         free(text);
         if (ret_killed)
                 *ret_killed = (int)json_integer_value(json_object_get(j, "killed"));
-        json_decref(j);
         return CELLA_OK;
 }
 
@@ -280,7 +276,7 @@ int cella_process_logs(cella_client *c, const char *sandbox, const char *id,
 {
         char *text = NULL;
         cella_exec_result *res;
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         int r = client_request_url(c, "GET", proc_url(c, sandbox, id, "/logs", NULL), NULL, &text);
 
         if (r < 0)
@@ -290,12 +286,10 @@ int cella_process_logs(cella_client *c, const char *sandbox, const char *id,
         res = calloc(1, sizeof(*res));
         if (!j || !res || client_take_output(j, "stdout", "stdoutEncoding", &res->out[0]) < 0 ||
             client_take_output(j, "stderr", "stderrEncoding", &res->out[1]) < 0) {
-                json_decref(j);
                 cella_exec_result_free(res);
                 client_errorf(c, "INVALID_RESPONSE", "logs answer has malformed output");
                 return CELLA_ERR_INVALID;
         }
-        json_decref(j);
         *ret = res;
         return CELLA_OK;
 }

@@ -16,6 +16,7 @@
 #include "client/client-internal.h"
 #include "client/sse.h"
 #include "common/buf.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/macros.h"
 
@@ -135,7 +136,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
 /* Turn an error body into code/message. */
 static int api_error(cella_client *c, const struct buf *body)
 {
-        json_t *j = body->len ? json_loadb(body->data, body->len, 0, NULL) : NULL;
+        _cleanup_json_ json_t *j = body->len ? json_loadb(body->data, body->len, 0, NULL) : NULL;
         const char *code = j ? json_string_value(json_object_get(j, "code")) : NULL;
         const char *msg = j ? json_string_value(json_object_get(j, "message")) : NULL;
 
@@ -144,7 +145,6 @@ static int api_error(cella_client *c, const struct buf *body)
         else
                 client_errorf(c, "HTTP_ERROR", "HTTP %ld%s%.200s", c->status, body->len ? ": " : "",
                               body->len ? body->data : "");
-        json_decref(j);
         return CELLA_ERR_API;
 }
 
@@ -417,13 +417,12 @@ struct json_events {
 static int on_json_event(const char *event, const char *data, size_t len, void *ud)
 {
         struct json_events *x = ud;
-        json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
+        _cleanup_json_ json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
         const char *type = j ? json_string_value(json_object_get(j, "type")) : NULL;
         int r = 0;
 
         (void)event;
         if (!type) {
-                json_decref(j);
                 client_errorf(x->c, "INVALID_RESPONSE", "malformed event");
                 return CELLA_ERR_INVALID;
         }
@@ -440,7 +439,6 @@ static int on_json_event(const char *event, const char *data, size_t len, void *
                 client_errorf(x->c, "CANCELLED", "stopped by the caller");
                 r = CELLA_ERR_CALLBACK;
         }
-        json_decref(j);
         return r;
 }
 
@@ -541,9 +539,8 @@ int cella_sandbox_destroy(cella_client *c, const char *name, bool *ret_existed)
         int r = client_request_url(c, "DELETE", client_url(c, name, NULL, NULL, NULL, NULL), NULL,
                                    &body);
         if (r == CELLA_OK && ret_existed) {
-                json_t *j = json_loads(body, 0, NULL);
+                _cleanup_json_ json_t *j = json_loads(body, 0, NULL);
                 *ret_existed = json_is_true(json_object_get(j, "destroyed"));
-                json_decref(j);
         }
         free(body);
         return r;

@@ -77,20 +77,27 @@ static int put(json_t *j, const char *field, json_t *v, bool given)
         return v ? json_object_set_new(j, field, v) : -1;
 }
 
-json_t *wire_exec_encode(const struct wire_exec *x)
+/* j, or NULL (j dropped) when building it failed. */
+static json_t *built(json_t *j, bool failed)
 {
-        json_t *j = json_object();
-
-        if (!j || put(j, "command", json_string(x->command), true) < 0 ||
-            put(j, "cwd", json_string(x->cwd ? x->cwd : ""), x->cwd) < 0 ||
-            put(j, "env", json_incref(x->env), x->env) < 0 ||
-            put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0 ||
-            put(j, "session", json_string(x->session ? x->session : ""), x->session) < 0 ||
-            put(j, "timeoutMs", json_integer(x->timeout_ms), true) < 0) {
+        if (failed) {
                 json_decref(j);
                 return NULL;
         }
         return j;
+}
+
+json_t *wire_exec_encode(const struct wire_exec *x)
+{
+        json_t *j = json_object();
+
+        return built(j, !j || put(j, "command", json_string(x->command), true) < 0 ||
+                                put(j, "cwd", json_string(x->cwd ? x->cwd : ""), x->cwd) < 0 ||
+                                put(j, "env", json_incref(x->env), x->env) < 0 ||
+                                put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0 ||
+                                put(j, "session", json_string(x->session ? x->session : ""),
+                                    x->session) < 0 ||
+                                put(j, "timeoutMs", json_integer(x->timeout_ms), true) < 0);
 }
 
 int wire_exec_decode(json_t *j, struct wire_exec *ret, struct cella_error *err)
@@ -125,14 +132,12 @@ json_t *wire_pty_encode(const struct wire_pty *x)
 {
         json_t *j = json_object();
 
-        if (!j || put(j, "sessionId", json_string(x->session ? x->session : ""), x->session) < 0 ||
-            put(j, "cols", json_integer(x->cols), true) < 0 ||
-            put(j, "rows", json_integer(x->rows), true) < 0 ||
-            put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0) {
-                json_decref(j);
-                return NULL;
-        }
-        return j;
+        return built(j, !j ||
+                                put(j, "sessionId", json_string(x->session ? x->session : ""),
+                                    x->session) < 0 ||
+                                put(j, "cols", json_integer(x->cols), true) < 0 ||
+                                put(j, "rows", json_integer(x->rows), true) < 0 ||
+                                put(j, "baseEnv", json_incref(x->base_env), x->base_env) < 0);
 }
 
 int wire_pty_decode(json_t *j, struct wire_pty *ret, struct cella_error *err)
@@ -273,5 +278,143 @@ int wire_file_decode(uint8_t type, json_t *j, struct wire_file *ret, char path[C
         if (type == FRAME_FILE_OP && (get_bool(j, "recursive", &ret->recursive, err) < 0 ||
                                       get_bool(j, "includeHidden", &ret->include_hidden, err) < 0))
                 return -EINVAL;
+        return 0;
+}
+
+static const char *const session_ops[] = {
+        [WIRE_SESSION_CREATE] = "create",
+        [WIRE_SESSION_DELETE] = "delete",
+        [WIRE_SESSION_LIST] = "list",
+        [WIRE_SESSION_SETENV] = "setenv",
+};
+
+/* The members in the order cellad has always written them. */
+json_t *wire_session_encode(const struct wire_session *x)
+{
+        bool create = x->op == WIRE_SESSION_CREATE;
+        bool setenv = x->op == WIRE_SESSION_SETENV;
+        json_t *j;
+
+        if ((unsigned)x->op >= ARRAY_SIZE(session_ops) || (setenv && !x->env))
+                return NULL;
+        j = json_object();
+        return built(
+                j, !j || put(j, "op", json_string(session_ops[x->op]), true) < 0 ||
+                           put(j, "baseEnv", x->base_env ? json_incref(x->base_env) : json_object(),
+                               create) < 0 ||
+                           put(j, "commandTimeoutMs", json_integer(x->timeout_ms), create) < 0 ||
+                           put(j, "env", json_incref(x->env), setenv) < 0 ||
+                           put(j, "id", json_string(x->id ? x->id : ""),
+                               x->id && x->op != WIRE_SESSION_LIST) < 0 ||
+                           put(j, "cwd", json_string(x->cwd ? x->cwd : ""), create && x->cwd) < 0 ||
+                           put(j, "env", json_incref(x->env), create && x->env) < 0);
+}
+
+int wire_session_decode(json_t *j, struct wire_session *ret, struct cella_error *err)
+{
+        json_t *v = json_object_get(j, "op");
+        size_t i;
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        if (!json_is_string(v))
+                return invalid(err, "op", "must be a string");
+        for (i = 0; i < ARRAY_SIZE(session_ops); i++)
+                if (strcmp(json_string_value(v), session_ops[i]) == 0)
+                        break;
+        if (i == ARRAY_SIZE(session_ops)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown session operation '%.32s'",
+                                json_string_value(v));
+                return -EINVAL;
+        }
+        ret->op = (enum wire_session_op)i;
+        if (ret->op == WIRE_SESSION_LIST)
+                return 0;
+        r = opt_id(j, "id", &ret->id, err);
+        if (r == 0 && ret->op == WIRE_SESSION_DELETE && !ret->id)
+                return invalid(err, "id", "is required");
+        if (r < 0 || ret->op == WIRE_SESSION_DELETE)
+                return r;
+        r = opt_object(j, "env", &ret->env, err);
+        if (r == 0 && ret->op == WIRE_SESSION_SETENV && !ret->env)
+                return invalid(err, "env", "must be an object");
+        if (r < 0 || ret->op == WIRE_SESSION_SETENV)
+                return r;
+        v = member(j, "cwd");
+        if (v && !json_is_string(v))
+                return invalid(err, "cwd", "must be a string");
+        ret->cwd = json_string_value(v);
+        r = opt_object(j, "baseEnv", &ret->base_env, err);
+        if (r == 0)
+                r = integer(j, "commandTimeoutMs", false, 0, CELLA_EXEC_MAX_TIMEOUT_MS,
+                            &ret->timeout_ms, err);
+        return r;
+}
+
+json_t *wire_watch_encode(const struct wire_watch *x)
+{
+        json_t *j = json_object();
+
+        return built(j, !j || put(j, "path", json_string(x->path), true) < 0 ||
+                                put(j, "recursive", json_boolean(x->recursive), true) < 0 ||
+                                put(j, "include", json_incref(x->include), x->include) < 0 ||
+                                put(j, "exclude", json_incref(x->exclude), x->exclude) < 0);
+}
+
+/* An optional array of globs, each a string of 1..CELLA_WATCH_PATTERN_MAX bytes. */
+static int opt_globs(json_t *j, const char *field, json_t **ret, struct cella_error *err)
+{
+        json_t *v = member(j, field), *g;
+        size_t i;
+
+        *ret = NULL;
+        if (!v)
+                return 0;
+        if (!json_is_array(v))
+                return invalid(err, field, "must be an array");
+        if (json_array_size(v) > CELLA_WATCH_MAX_PATTERNS) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "'%s' has more than %d patterns",
+                                field, CELLA_WATCH_MAX_PATTERNS);
+                return -EINVAL;
+        }
+        json_array_foreach(v, i, g)
+        {
+                if (!json_is_string(g) || json_string_length(g) == 0 ||
+                    json_string_length(g) > CELLA_WATCH_PATTERN_MAX ||
+                    strlen(json_string_value(g)) != json_string_length(g)) {
+                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                        "'%s' must hold strings of 1..%d bytes without NUL", field,
+                                        CELLA_WATCH_PATTERN_MAX);
+                        return -EINVAL;
+                }
+        }
+        *ret = v;
+        return 0;
+}
+
+int wire_watch_decode(json_t *j, struct wire_watch *ret, struct cella_error *err)
+{
+        json_t *v = json_object_get(j, "path");
+
+        memset(ret, 0, sizeof(*ret));
+        if (!json_is_string(v))
+                return invalid(err, "path", "must be a string");
+        ret->path = json_string_value(v);
+        ret->recursive = true;
+        v = member(j, "recursive");
+        if (v && !json_is_boolean(v))
+                return invalid(err, "recursive", "must be a boolean");
+        if (v)
+                ret->recursive = json_is_true(v);
+        if (opt_globs(j, "include", &ret->include, err) < 0 ||
+            opt_globs(j, "exclude", &ret->exclude, err) < 0)
+                return -EINVAL;
+        if (json_array_size(ret->include) + json_array_size(ret->exclude) >
+            CELLA_WATCH_MAX_PATTERNS) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "more than %d include and exclude patterns",
+                                CELLA_WATCH_MAX_PATTERNS);
+                return -EINVAL;
+        }
         return 0;
 }

@@ -76,4 +76,41 @@ json_t *wire_file_encode(uint8_t type, const struct wire_file *x);
 int wire_file_decode(uint8_t type, json_t *j, struct wire_file *ret, char path[CELLA_PATH_MAX + 1],
                      char to[CELLA_PATH_MAX + 1], struct cella_error *err);
 
+/* SESSION: {"op":"create", "baseEnv":{k:s}, "commandTimeoutMs":n, "id"?:s, "cwd"?:s,
+ * "env"?:{k:s}}, {"op":"delete", "id":s}, {"op":"list"}, {"op":"setenv", "env":{k:s|null},
+ * "id"?:s} (without id: the sandbox's env, applied to every live session). */
+enum wire_session_op {
+        WIRE_SESSION_CREATE,
+        WIRE_SESSION_DELETE,
+        WIRE_SESSION_LIST,
+        WIRE_SESSION_SETENV,
+};
+
+struct wire_session {
+        enum wire_session_op op;
+        const char *id;     /* NULL: none (create: generated; setenv: every session) */
+        const char *cwd;    /* create; NULL: the workspace */
+        json_t *env;        /* create: {k:s}, NULL: none; setenv: {k:s|null}, required */
+        json_t *base_env;   /* create; NULL: none (encoded as {}) */
+        int64_t timeout_ms; /* create: the session's commandTimeoutMs, 0: none */
+};
+
+json_t *wire_session_encode(const struct wire_session *x);
+/* Types, the op, the id (required for delete), the timeout's range; an env's names and
+ * values are left to the agent, which converts them. */
+int wire_session_decode(json_t *j, struct wire_session *ret, struct cella_error *err);
+
+/* WATCH: {"path":s, "recursive":b, "include"?:[s], "exclude"?:[s]}; recursive defaults to
+ * true, an absent exclude means the agent's default excludes. */
+struct wire_watch {
+        const char *path; /* absolute (the agent normalises it) */
+        bool recursive;
+        json_t *include; /* array of 1..CELLA_WATCH_PATTERN_MAX byte globs; NULL: none */
+        json_t *exclude; /* the same; NULL: the defaults */
+};
+
+json_t *wire_watch_encode(const struct wire_watch *x);
+/* Types, and the globs' count (at most CELLA_WATCH_MAX_PATTERNS in all) and lengths. */
+int wire_watch_decode(json_t *j, struct wire_watch *ret, struct cella_error *err);
+
 #endif

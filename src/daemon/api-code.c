@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/name.h"
 #include "daemon/api-decode.h"
@@ -226,7 +227,7 @@ static void on_result(struct code_op *op, const struct frame *f)
         json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
         json_int_t count = 0;
         int timed_out = 0;
-        json_t *r;
+        _cleanup_json_ json_t *r = NULL;
 
         if (j)
                 json_unpack(j, "{s?I, s?b}", "executionCount", &count, "timedOut", &timed_out);
@@ -246,7 +247,6 @@ static void on_result(struct code_op *op, const struct frame *f)
         if (r && op->base.out.dropped)
                 json_object_set_new(r, "truncated", json_true());
         api_req_respond_json(&op->base, 200, r);
-        json_decref(r);
 }
 
 /* An ERROR: mid-run (the interpreter died) an error event in the run's vocabulary, before

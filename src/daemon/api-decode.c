@@ -6,6 +6,7 @@
 
 #include "common/base64.h"
 #include "common/git-url.h"
+#include "common/json-cleanup.h"
 #include "common/name.h"
 #include "common/path.h"
 #include "common/signal.h"
@@ -165,15 +166,12 @@ static int chk_duration(const struct field *f, json_t *v, json_t *body, void *ds
 static int chk_network_allow(const struct field *f, json_t *v, json_t *body, void *dst,
                              struct cella_error *err)
 {
-        json_t *canon = sandbox_options_network_allow(v, err);
-        int r;
+        _cleanup_json_ json_t *canon = sandbox_options_network_allow(v, err);
 
         (void)body;
         if (!canon)
                 return -EINVAL;
-        r = field_put_json(f, dst, canon);
-        json_decref(canon);
-        return r;
+        return field_put_json(f, dst, canon);
 }
 
 /* The env route's vars: names to NUL-free strings (set) or null (unset). */
@@ -768,44 +766,38 @@ out:
 
 void api_watch_done(struct api_watch *p)
 {
-        json_decref(p->payload);
+        json_decref(p->include);
+        json_decref(p->exclude);
         memset(p, 0, sizeof(*p));
 }
 
 static const struct field watch_fields[] = {
-        {"path", ":o", field_chk_path, F_STRING | F_OUT, .key = "path", .msg = STRING_MSG},
-        {"recursive", "?b", field_chk_bool, F_ALWAYS | F_OUT, .key = "recursive", .lo = 1},
-        {"include", "?o", chk_globs, F_OUT, .key = "include"},
-        {"exclude", "?o", chk_globs, F_OUT, .key = "exclude"},
+        {"path", ":o", field_chk_path, F_STRING | F_INLINE, .off = offsetof(struct api_watch, path),
+         .msg = STRING_MSG},
+        {"recursive", "?b", field_chk_bool, F_ALWAYS, .off = offsetof(struct api_watch, recursive),
+         .lo = 1},
+        {"include", "?o", chk_globs, 0, .off = offsetof(struct api_watch, include)},
+        {"exclude", "?o", chk_globs, 0, .off = offsetof(struct api_watch, exclude)},
 };
 
 int api_decode_watch(const char *body, size_t len, struct api_watch *ret, struct cella_error *err)
 {
-        json_t *j _cleanup_(json_decrefp) = NULL;
-        json_t *out _cleanup_(json_decrefp) = NULL;
         int r;
 
         memset(ret, 0, sizeof(*ret));
-        j = field_load_object(body, len, err);
-        if (!j)
-                return -EINVAL;
-        out = json_object();
-        if (!out)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory"), -ENOMEM;
-        r = field_walk(j, watch_fields, ARRAY_SIZE(watch_fields), out, err);
+        r = field_decode(body, len, watch_fields, ARRAY_SIZE(watch_fields), ret, err);
         if (r == -ENOMEM)
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (r == 0 && json_array_size(ret->include) + json_array_size(ret->exclude) >
+                              CELLA_WATCH_MAX_PATTERNS) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                "more than %d include and exclude patterns",
+                                CELLA_WATCH_MAX_PATTERNS);
+                r = -EINVAL;
+        }
         if (r < 0)
-                return r;
-        if (json_array_size(json_object_get(j, "include")) +
-                    json_array_size(json_object_get(j, "exclude")) >
-            CELLA_WATCH_MAX_PATTERNS)
-                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                       "more than %d include and exclude patterns",
-                                       CELLA_WATCH_MAX_PATTERNS),
-                       -EINVAL;
-        ret->payload = TAKE_PTR(out);
-        return 0;
+                api_watch_done(ret);
+        return r;
 }
 
 /* ---- code interpreter: the agent's CODE payload is built as the fields pass ---- */
@@ -836,7 +828,7 @@ static const struct field code_run_fields[] = {
 static int decode_out(const char *body, size_t len, const struct field *t, size_t n, json_t *out,
                       json_t **ret, struct cella_error *err)
 {
-        json_t *o _cleanup_(json_decrefp) = out;
+        _cleanup_json_ json_t *o = out;
         int r;
 
         *ret = NULL;

@@ -151,9 +151,12 @@ int api_parse_bool(const char *s, bool dflt, bool *ret);
 
 /* POST /v1/sandboxes/{id}/files/watch: {path, recursive?, include?: [glob],
  * exclude?: [glob]}; at most CELLA_WATCH_MAX_PATTERNS globs of 1..CELLA_WATCH_PATTERN_MAX
- * bytes in all. payload is the agent's WATCH frame (path normalised, recursive explicit). */
+ * bytes in all. The agent's WATCH frame is these fields (common/wire.h). */
 struct api_watch {
-        json_t *payload; /* owned */
+        char path[CELLA_PATH_MAX + 1]; /* normalised */
+        bool recursive;                /* default true */
+        json_t *include;               /* array of globs or NULL (owned) */
+        json_t *exclude;               /* array of globs or NULL: the defaults (owned) */
 };
 int api_decode_watch(const char *body, size_t len, struct api_watch *ret, struct cella_error *err);
 void api_watch_done(struct api_watch *p);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/timeutil.h"
 #include "common/utf8.h"
@@ -123,12 +124,11 @@ static void on_frame(struct api_req *r, const struct frame *f)
 
         switch (f->type) {
         case FRAME_STARTED: {
-                json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+                _cleanup_json_ json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
                 json_int_t pid = 0;
 
                 if (j)
                         json_unpack(j, "{s?I}", "pid", &pid);
-                json_decref(j);
                 op->pid = (int)pid;
                 if (r->mode == API_REQ_SSE)
                         api_req_event(r,

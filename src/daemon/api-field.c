@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/name.h"
 #include "common/path.h"
 #include "common/validate.h"
@@ -151,7 +152,7 @@ int field_walk(json_t *j, const struct field *t, size_t n, void *dst, struct cel
 int field_decode(const char *body, size_t len, const struct field *t, size_t n, void *dst,
                  struct cella_error *err)
 {
-        json_t *j _cleanup_(json_decrefp) = field_load_object(body, len, err);
+        _cleanup_json_ json_t *j = field_load_object(body, len, err);
 
         return j ? field_walk(j, t, n, dst, err) : -EINVAL;
 }

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "common/base64.h"
+#include "common/json-cleanup.h"
 #include "common/json-path.h"
 #include "common/limits.h"
 #include "common/path.h"
@@ -120,7 +121,7 @@ static void fail_code(struct file_op *op, int code, const char *msg)
  * missing size an agent fault; both fail the operation and return -1. */
 static int file_info_size(struct file_op *op, const struct frame *f, json_int_t *ret_size)
 {
-        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        _cleanup_json_ json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
         json_int_t size = -1;
         const char *type = NULL;
         bool dir;
@@ -128,7 +129,6 @@ static int file_info_size(struct file_op *op, const struct frame *f, json_int_t 
         if (j)
                 json_unpack(j, "{s?I, s?s}", "size", &size, "type", &type);
         dir = type && strcmp(type, "directory") == 0;
-        json_decref(j);
         if (dir) {
                 fail_code(op, CELLA_E_IS_DIRECTORY, "path is a directory");
                 return -1;
@@ -231,18 +231,17 @@ static void on_frame(struct api_req *r, const struct frame *f)
                 return;
         case FRAME_FILE_INFO:
                 if (op->kind == F_LIST) {
-                        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+                        _cleanup_json_ json_t *j =
+                                json_loadb((const char *)f->payload, f->len, 0, NULL);
 
                         op->info_bytes += f->len;
                         if (op->info_bytes > CELLA_FILES_JSON_MAX) {
-                                json_decref(j);
                                 fail_code(op, CELLA_E_FILE_TOO_LARGE,
                                           "listing too large; list a smaller directory");
                                 return;
                         }
                         if (json_is_object(j))
                                 json_array_append(op->files, j);
-                        json_decref(j);
                 } else if (op->kind == F_READ) {
                         json_int_t size;
 
@@ -263,7 +262,7 @@ static void on_frame(struct api_req *r, const struct frame *f)
 
         /* RESULT */
         {
-                json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+                _cleanup_json_ json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
                 json_int_t size = 0;
 
                 if (j)
@@ -335,7 +334,6 @@ static void on_frame(struct api_req *r, const struct frame *f)
                         res = NULL;
                         break;
                 }
-                json_decref(j);
                 respond(op, res);
         }
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/git-url.h"
+#include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/wire.h"
 #include "daemon/api-decode.h"
@@ -78,7 +79,7 @@ static void answer(struct api_req *r, json_t *result)
         if (json_is_true(json_object_get(result, "timedOut")) || code != 0) {
                 struct cella_error e = {0};
                 char clean[1024], line[200];
-                json_t *ctx;
+                _cleanup_json_ json_t *ctx = NULL;
 
                 /* the end of stderr holds git's verdict ("fatal: ..."), the start only
                  * progress: keep the tail when it is long */
@@ -106,10 +107,9 @@ static void answer(struct api_req *r, json_t *result)
                          cella_code_name(e.code));
                 if (r->http)
                         http_respond_error(r->http, &e, ctx);
-                json_decref(ctx);
         } else {
                 char branch[CELLA_GIT_MAX_BRANCH + 1];
-                json_t *j;
+                _cleanup_json_ json_t *j = NULL;
 
                 last_line(so, branch, sizeof(branch));
                 j = json_pack("{s:b, s:s, s:s, s:s, s:s}", "success", 1, "repoUrl", op->url,
@@ -117,7 +117,6 @@ static void answer(struct api_req *r, json_t *result)
                               op->in.target_dir, "timestamp", (api_timestamp(ts), ts));
                 log_info("sandbox '%s': git checkout of %s done", r->name, op->url);
                 api_req_respond_json(r, 200, j);
-                json_decref(j);
         }
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/json-cleanup.h"
 #include "common/name.h"
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -397,7 +398,7 @@ static void import_after(uv_work_t *w, int status)
                         log_warn("image import '%s' failed: %s", op->name, op->err.msg);
                         http_respond_error(op->req, &op->err, NULL);
                 } else {
-                        json_t *j = json_pack(
+                        _cleanup_json_ json_t *j = json_pack(
                                 "{s:s, s:s, s:I, s:I, s:I, s:I}", "name", op->name, "source",
                                 "import", "layers", (json_int_t)op->res.layers, "entries",
                                 (json_int_t)op->res.entries, "sizeBytes", (json_int_t)op->res.bytes,
@@ -408,7 +409,6 @@ static void import_after(uv_work_t *w, int status)
                                  (unsigned long long)op->res.entries,
                                  (unsigned long long)op->res.bytes);
                         http_respond_json(op->req, 201, j);
-                        json_decref(j);
                 }
         }
         import_free(op);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/name.h"
 #include "daemon/api-decode.h"
@@ -50,7 +51,7 @@ static void respond_logs(struct proc_call *pc, json_t *info)
 
 static void on_result(struct proc_call *pc, const struct frame *f)
 {
-        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        _cleanup_json_ json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
 
         if (!j) {
                 struct cella_error e = {0};
@@ -73,7 +74,6 @@ static void on_result(struct proc_call *pc, const struct frame *f)
         } else {
                 api_req_respond_json(&pc->base, 200, j);
         }
-        json_decref(j);
 }
 
 static void on_frame(struct api_req *r, const struct frame *f)

@@ -3,7 +3,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/name.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-req.h"
@@ -21,7 +23,7 @@ enum { K_CREATE, K_LIST, K_GET, K_DELETE, K_ENV };
 static void answer(struct api_req *r, json_t *result)
 {
         struct sess_call *c = (struct sess_call *)r;
-        json_t *j = NULL;
+        _cleanup_json_ json_t *j = NULL;
 
         if (c->kind == K_GET) {
                 json_t *list = json_object_get(result, "sessions"), *s;
@@ -56,7 +58,6 @@ static void answer(struct api_req *r, json_t *result)
                 j = json_incref(result);
         }
         api_req_respond_json(r, c->status, j);
-        json_decref(j);
 }
 
 static void call_free(struct api_req *r)
@@ -70,7 +71,7 @@ static void create_body(struct api_req *r, const char *body, size_t len)
 {
         struct cella_error err = {0};
         struct api_session p;
-        json_t *payload, *base;
+        json_t *payload;
 
         if (api_decode_session(body, len, &p, &err) < 0) {
                 api_req_fail(r, &err, NULL);
@@ -80,16 +81,12 @@ static void create_body(struct api_req *r, const char *body, size_t len)
                 api_session_done(&p);
                 return;
         }
-        base = sandbox_env(r->sb);
-        payload =
-                json_pack("{s:s, s:O, s:I}", "op", "create", "baseEnv", base ? base : json_object(),
-                          "commandTimeoutMs", (json_int_t)p.timeout_ms);
-        if (payload && p.id)
-                json_object_set_new(payload, "id", json_string(p.id));
-        if (payload && p.cwd)
-                json_object_set_new(payload, "cwd", json_string(p.cwd));
-        if (payload && p.env)
-                json_object_set(payload, "env", p.env);
+        payload = wire_session_encode(&(struct wire_session){.op = WIRE_SESSION_CREATE,
+                                                             .id = p.id,
+                                                             .cwd = p.cwd,
+                                                             .env = p.env,
+                                                             .base_env = sandbox_env(r->sb),
+                                                             .timeout_ms = p.timeout_ms});
         api_session_done(&p);
         api_req_open(r, FRAME_SESSION, payload);
         json_decref(payload);
@@ -131,9 +128,8 @@ static void env_body(struct api_req *r, const char *body, size_t len)
                 }
                 c->env = json_incref(sandbox_env(r->sb));
         }
-        payload = json_pack("{s:s, s:O}", "op", "setenv", "env", p.vars);
-        if (payload && c->sid[0])
-                json_object_set_new(payload, "id", json_string(c->sid));
+        payload = wire_session_encode(&(struct wire_session){
+                .op = WIRE_SESSION_SETENV, .id = c->sid[0] ? c->sid : NULL, .env = p.vars});
         api_env_done(&p);
         api_req_open(r, FRAME_SESSION, payload);
         json_decref(payload);
@@ -183,7 +179,7 @@ void api_sessions_list(struct api *a, struct http_request *req, const struct api
         struct sess_call *c = call_new(a, req, p, K_LIST, NULL);
 
         if (c)
-                call(c, json_pack("{s:s}", "op", "list"));
+                call(c, wire_session_encode(&(struct wire_session){.op = WIRE_SESSION_LIST}));
 }
 
 void api_session_env(struct api *a, struct http_request *req, const struct api_args *p)
@@ -199,7 +195,7 @@ void api_session_get(struct api *a, struct http_request *req, const struct api_a
         struct sess_call *c = call_new(a, req, p, K_GET, p->param);
 
         if (c)
-                call(c, json_pack("{s:s}", "op", "list"));
+                call(c, wire_session_encode(&(struct wire_session){.op = WIRE_SESSION_LIST}));
 }
 
 void api_session_delete(struct api *a, struct http_request *req, const struct api_args *p)
@@ -207,5 +203,6 @@ void api_session_delete(struct api *a, struct http_request *req, const struct ap
         struct sess_call *c = call_new(a, req, p, K_DELETE, p->param);
 
         if (c)
-                call(c, json_pack("{s:s, s:s}", "op", "delete", "id", p->param));
+                call(c, wire_session_encode(
+                                &(struct wire_session){.op = WIRE_SESSION_DELETE, .id = p->param}));
 }

@@ -7,6 +7,7 @@
 #include <sys/random.h>
 
 #include "common/base64.h"
+#include "common/json-cleanup.h"
 #include "common/utf8.h"
 #include "daemon/api-req.h"
 
@@ -318,13 +319,12 @@ static int writer_piece(struct out_writer *w, struct buf *piece)
                         return -ENOMEM;
         } else {
                 _cleanup_free_ char *s = NULL;
-                json_t *str;
+                _cleanup_json_ json_t *str = NULL;
 
                 if (w->off + n < b->len)
                         n = utf8_complete_prefix(d, n); /* a character is never split */
                 str = json_stringn(d, n);
                 s = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
-                json_decref(str);
                 if (!s || strlen(s) < 2 || buf_append(piece, s + 1, strlen(s) - 2) < 0)
                         return -ENOMEM;
         }
@@ -400,11 +400,10 @@ int api_outbuf_respond(struct http_request *req, int status, json_t *doc, struct
         w->cur = -1;
         for (int i = 0; i < 2; i++) {
                 /* the marker as jansson dumps it (its \u0001 escaped) */
-                json_t *m = json_string(marker_text(i));
+                _cleanup_json_ json_t *m = json_string(marker_text(i));
                 _cleanup_free_ char *dumped = m ? json_dumps(m, JSON_ENCODE_ANY) : NULL;
                 const char *at = dumped ? strstr(w->text, dumped) : NULL;
 
-                json_decref(m);
                 w->mark_at[i] = at ? (size_t)(at - w->text) + 1 : SIZE_MAX;
                 w->mark_len[i] = dumped ? strlen(dumped) - 2 : 0;
                 w->b64[i] = !utf8_is_valid(ob->out[i].data ? ob->out[i].data : "", ob->out[i].len);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/limits.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-req.h"
@@ -53,13 +54,20 @@ static void on_frame(struct api_req *r, const struct frame *f)
 static void watch_body(struct api_req *r, const char *body, size_t len)
 {
         struct cella_error err = {0};
-        struct api_watch in = {0};
+        struct api_watch in;
+        json_t *payload;
 
-        if (api_decode_watch(body, len, &in, &err) < 0)
+        if (api_decode_watch(body, len, &in, &err) < 0) {
                 api_req_fail(r, &err, NULL);
-        else
-                api_req_open(r, FRAME_WATCH, in.payload);
+                return;
+        }
+        payload = wire_watch_encode(&(struct wire_watch){.path = in.path,
+                                                         .recursive = in.recursive,
+                                                         .include = in.include,
+                                                         .exclude = in.exclude});
         api_watch_done(&in);
+        api_req_open(r, FRAME_WATCH, payload);
+        json_decref(payload);
 }
 
 static const struct api_req_ops watch_ops = {.frame = on_frame};

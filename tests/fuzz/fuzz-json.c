@@ -381,13 +381,10 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 memset(&x, 0xa5, sizeof(x));
                 r = api_decode_watch(body, len, &x, &err);
                 CHECK_OUTCOME(r, err, x, {
-                        json_t *inc = json_object_get(x.payload, "include");
-                        json_t *exc = json_object_get(x.payload, "exclude");
-
-                        FUZZ_CHECK(json_is_object(x.payload));
-                        check_path(json_string_value(json_object_get(x.payload, "path")));
-                        FUZZ_CHECK(json_is_boolean(json_object_get(x.payload, "recursive")));
-                        FUZZ_CHECK(json_array_size(inc) + json_array_size(exc) <=
+                        check_path(x.path);
+                        FUZZ_CHECK(!x.include || json_is_array(x.include));
+                        FUZZ_CHECK(!x.exclude || json_is_array(x.exclude));
+                        FUZZ_CHECK(json_array_size(x.include) + json_array_size(x.exclude) <=
                                    CELLA_WATCH_MAX_PATTERNS);
                 });
                 api_watch_done(&x);

@@ -5,7 +5,8 @@
  * matter; an accepted one is within the bounds wire.h promises (command 1..max bytes
  * without NUL, session a valid id, timeout 0..max, dimensions 1..max, env objects), and
  * encoding the decoded fields then decoding that gives the same fields back. The same for
- * the file bodies (FILE_READ, FILE_WRITE, FILE_OP), paths in both their forms. */
+ * the file bodies (FILE_READ, FILE_WRITE, FILE_OP), paths in both their forms, and for
+ * SESSION and WATCH. */
 #include <errno.h>
 #include <string.h>
 
@@ -94,6 +95,61 @@ static void check_file(uint8_t type, json_t *j)
         json_decref(again);
 }
 
+/* SESSION: a known op, a valid id (always for delete), an env object for setenv, the
+ * timeout in range; re-encoded, the same request decodes again. */
+static void check_session(json_t *j)
+{
+        struct cella_error err = {0};
+        struct wire_session x, y;
+        json_t *again;
+
+        if (wire_session_decode(j, &x, &err) < 0) {
+                FUZZ_CHECK(cella_error_is_set(&err));
+                return;
+        }
+        FUZZ_CHECK(x.op >= WIRE_SESSION_CREATE && x.op <= WIRE_SESSION_SETENV);
+        FUZZ_CHECK(!x.id || cella_id_is_valid(x.id));
+        FUZZ_CHECK(x.op != WIRE_SESSION_DELETE || x.id);
+        FUZZ_CHECK(x.op != WIRE_SESSION_SETENV || json_is_object(x.env));
+        FUZZ_CHECK(!x.env || json_is_object(x.env));
+        FUZZ_CHECK(!x.base_env || json_is_object(x.base_env));
+        FUZZ_CHECK(x.timeout_ms >= 0 && x.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+        again = wire_session_encode(&x);
+        FUZZ_CHECK(again != NULL);
+        FUZZ_CHECK(wire_session_decode(again, &y, &err) == 0);
+        FUZZ_CHECK(x.op == y.op && same(x.id, y.id) && same(x.cwd, y.cwd) &&
+                   x.timeout_ms == y.timeout_ms);
+        FUZZ_CHECK((!x.env && !y.env) || json_equal(x.env, y.env));
+        FUZZ_CHECK((!x.base_env && (!y.base_env || json_object_size(y.base_env) == 0)) ||
+                   json_equal(x.base_env, y.base_env));
+        json_decref(again);
+}
+
+/* WATCH: a path, globs within their bounds; re-encoded, the same request decodes again. */
+static void check_watch(json_t *j)
+{
+        struct cella_error err = {0};
+        struct wire_watch x, y;
+        json_t *again;
+
+        if (wire_watch_decode(j, &x, &err) < 0) {
+                FUZZ_CHECK(cella_error_is_set(&err));
+                return;
+        }
+        FUZZ_CHECK(x.path != NULL);
+        FUZZ_CHECK(!x.include || json_is_array(x.include));
+        FUZZ_CHECK(!x.exclude || json_is_array(x.exclude));
+        FUZZ_CHECK(json_array_size(x.include) + json_array_size(x.exclude) <=
+                   CELLA_WATCH_MAX_PATTERNS);
+        again = wire_watch_encode(&x);
+        FUZZ_CHECK(again != NULL);
+        FUZZ_CHECK(wire_watch_decode(again, &y, &err) == 0);
+        FUZZ_CHECK(strcmp(x.path, y.path) == 0 && x.recursive == y.recursive);
+        FUZZ_CHECK((!x.include && !y.include) || json_equal(x.include, y.include));
+        FUZZ_CHECK((!x.exclude && !y.exclude) || json_equal(x.exclude, y.exclude));
+        json_decref(again);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         json_t *j = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
@@ -107,6 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_file(FRAME_FILE_READ, j);
         check_file(FRAME_FILE_WRITE, j);
         check_file(FRAME_FILE_OP, j);
+        check_session(j);
+        check_watch(j);
         json_decref(j);
         return 0;
 }

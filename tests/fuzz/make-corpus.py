@@ -93,8 +93,8 @@ def frame_reader():
 
 
 def wire():
-    """Agent request bodies as the agent parses them: EXEC and PTY, valid and at each
-    bound."""
+    """Agent request bodies as the agent parses them: EXEC, PTY, the FILE_* bodies,
+    SESSION and WATCH, valid and at each bound."""
     bodies = {
         "exec": {"command": "echo hi", "timeoutMs": 0},
         "exec-all": {"command": "ls -la", "cwd": "/workspace/app", "env": {"A": "1"},
@@ -124,6 +124,27 @@ def wire():
         "op-mkdir": {"op": "mkdir", "path": "/a/b", "recursive": True},
         "op-delete-null": {"op": "delete", "path": "/a", "recursive": None},
         "op-unknown": {"op": "chmod", "path": "/a"},
+        "session-create": {"op": "create", "baseEnv": {"PATH": "/usr/bin"},
+                           "commandTimeoutMs": 60000, "id": "dev", "cwd": "/workspace/app",
+                           "env": {"A": "1"}},
+        "session-create-min": {"op": "create", "baseEnv": {}, "commandTimeoutMs": 0},
+        "session-create-timeout-big": {"op": "create", "commandTimeoutMs": 604800001},
+        "session-delete": {"op": "delete", "id": "dev"},
+        "session-delete-noid": {"op": "delete"},
+        "session-list": {"op": "list"},
+        "session-setenv": {"op": "setenv", "env": {"A": "1", "B": None}, "id": "dev"},
+        "session-setenv-all": {"op": "setenv", "env": {"A": "1"}},
+        "session-setenv-noenv": {"op": "setenv", "id": "dev"},
+        "session-id-bad": {"op": "create", "id": "a/b"},
+        "session-op-unknown": {"op": "rename", "id": "dev"},
+        "watch": {"path": "/workspace", "recursive": True},
+        "watch-globs": {"path": "/workspace/src", "recursive": False, "include": ["*.c"],
+                        "exclude": ["build/**", ".git"]},
+        "watch-null-exclude": {"path": "/w", "exclude": None},
+        "watch-glob-empty": {"path": "/w", "include": [""]},
+        "watch-glob-nul": {"path": "/w", "include": ["a\u0000b"]},
+        "watch-too-many": {"path": "/w", "include": ["a"] * 40, "exclude": ["b"] * 40},
+        "watch-recursive-str": {"path": "/w", "recursive": "yes"},
     }
     return {k: js(v) for k, v in bodies.items()}
 

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -111,6 +112,123 @@ static void test_pty(void **state)
         json_decref(j);
 }
 
+static void test_session(void **state)
+{
+        json_t *env = parse("{\"A\":\"1\"}"), *vars = parse("{\"A\":\"1\",\"B\":null}");
+        struct cella_error err = {0};
+        struct wire_session out;
+        char *text;
+        json_t *j;
+
+        (void)state;
+        /* the members and their order as cellad has always sent them */
+        j = wire_session_encode(&(struct wire_session){.op = WIRE_SESSION_CREATE,
+                                                       .id = "dev",
+                                                       .cwd = "/w",
+                                                       .env = env,
+                                                       .timeout_ms = 500});
+        text = json_dumps(j, JSON_COMPACT);
+        assert_string_equal(text, "{\"op\":\"create\",\"baseEnv\":{},\"commandTimeoutMs\":500,"
+                                  "\"id\":\"dev\",\"cwd\":\"/w\",\"env\":{\"A\":\"1\"}}");
+        free(text);
+        assert_int_equal(wire_session_decode(j, &out, &err), 0);
+        assert_int_equal(out.op, WIRE_SESSION_CREATE);
+        assert_string_equal(out.id, "dev");
+        assert_string_equal(out.cwd, "/w");
+        assert_true(json_equal(out.env, env));
+        assert_int_equal(json_object_size(out.base_env), 0);
+        assert_int_equal(out.timeout_ms, 500);
+        json_decref(j);
+
+        j = wire_session_encode(&(struct wire_session){.op = WIRE_SESSION_SETENV, .env = vars});
+        text = json_dumps(j, JSON_COMPACT);
+        assert_string_equal(text, "{\"op\":\"setenv\",\"env\":{\"A\":\"1\",\"B\":null}}");
+        free(text);
+        assert_int_equal(wire_session_decode(j, &out, &err), 0);
+        assert_int_equal(out.op, WIRE_SESSION_SETENV);
+        assert_null(out.id);
+        assert_true(json_equal(out.env, vars));
+        json_decref(j);
+
+        j = wire_session_encode(&(struct wire_session){.op = WIRE_SESSION_DELETE, .id = "dev"});
+        text = json_dumps(j, JSON_COMPACT);
+        assert_string_equal(text, "{\"op\":\"delete\",\"id\":\"dev\"}");
+        free(text);
+        json_decref(j);
+        j = wire_session_encode(&(struct wire_session){.op = WIRE_SESSION_LIST, .id = "x"});
+        text = json_dumps(j, JSON_COMPACT);
+        assert_string_equal(text, "{\"op\":\"list\"}");
+        free(text);
+        json_decref(j);
+        /* setenv without its env is not a request */
+        assert_null(wire_session_encode(&(struct wire_session){.op = WIRE_SESSION_SETENV}));
+
+        err = (struct cella_error){0};
+        j = parse("{\"op\":\"delete\"}");
+        assert_int_equal(wire_session_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'id' is required");
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"op\":\"rename\"}");
+        assert_int_equal(wire_session_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "unknown session operation 'rename'");
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"op\":\"create\",\"id\":\"a/b\"}");
+        assert_int_equal(wire_session_decode(j, &out, &err), -EINVAL);
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"op\":\"create\",\"commandTimeoutMs\":604800001}");
+        assert_int_equal(wire_session_decode(j, &out, &err), -EINVAL);
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"op\":\"setenv\",\"env\":[]}");
+        assert_int_equal(wire_session_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'env' must be an object");
+        json_decref(j);
+        json_decref(env);
+        json_decref(vars);
+}
+
+static void test_watch(void **state)
+{
+        json_t *inc = parse("[\"*.c\"]");
+        struct cella_error err = {0};
+        struct wire_watch out;
+        char *text;
+        json_t *j;
+
+        (void)state;
+        /* the members and their order as cellad has always sent them */
+        j = wire_watch_encode(
+                &(struct wire_watch){.path = "/w", .recursive = false, .include = inc});
+        text = json_dumps(j, JSON_COMPACT);
+        assert_string_equal(text, "{\"path\":\"/w\",\"recursive\":false,\"include\":[\"*.c\"]}");
+        free(text);
+        assert_int_equal(wire_watch_decode(j, &out, &err), 0);
+        assert_string_equal(out.path, "/w");
+        assert_false(out.recursive);
+        assert_true(json_equal(out.include, inc));
+        assert_null(out.exclude);
+        json_decref(j);
+
+        j = parse("{\"path\":\"/w\",\"exclude\":null}");
+        assert_int_equal(wire_watch_decode(j, &out, &err), 0);
+        assert_true(out.recursive);
+        assert_null(out.exclude);
+        json_decref(j);
+        j = parse("{\"path\":\"/w\",\"include\":[\"\"]}");
+        assert_int_equal(wire_watch_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'include' must hold strings of 1..256 bytes without NUL");
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"recursive\":true}");
+        assert_int_equal(wire_watch_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'path' must be a string");
+        json_decref(j);
+        json_decref(inc);
+}
+
 static void test_file(void **state)
 {
         char path[CELLA_PATH_MAX + 1], to[CELLA_PATH_MAX + 1];
@@ -160,6 +278,8 @@ int main(void)
                 cmocka_unit_test(test_exec_bounds),
                 cmocka_unit_test(test_pty),
                 cmocka_unit_test(test_file),
+                cmocka_unit_test(test_session),
+                cmocka_unit_test(test_watch),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -236,7 +236,9 @@ static void watch_bad(const char *body)
         struct api_watch w;
 
         assert_true(api_decode_watch(body, strlen(body), &w, &err) < 0);
-        assert_null(w.payload);
+        assert_null(w.include);
+        assert_null(w.exclude);
+        assert_int_equal(w.path[0], 0);
         assert_true(err.code == CELLA_E_VALIDATION_FAILED || err.code == CELLA_E_NAME_TOO_LONG);
 }
 
@@ -247,18 +249,18 @@ static void test_watch(void **state)
 
         (void)state;
         assert_int_equal(api_decode_watch(BODY("{\"path\":\"src\"}"), &w, &err), 0);
-        assert_string_equal(json_string_value(json_object_get(w.payload, "path")),
-                            "/workspace/src");
-        assert_true(json_is_true(json_object_get(w.payload, "recursive")));
-        assert_null(json_object_get(w.payload, "include"));
+        assert_string_equal(w.path, "/workspace/src");
+        assert_true(w.recursive);
+        assert_null(w.include);
+        assert_null(w.exclude);
         api_watch_done(&w);
         assert_int_equal(api_decode_watch(BODY("{\"path\":\"/w\",\"recursive\":false,"
                                                "\"include\":[\"*.c\"],\"exclude\":[]}"),
                                           &w, &err),
                          0);
-        assert_true(json_is_false(json_object_get(w.payload, "recursive")));
-        assert_int_equal(json_array_size(json_object_get(w.payload, "include")), 1);
-        assert_true(json_is_array(json_object_get(w.payload, "exclude")));
+        assert_false(w.recursive);
+        assert_int_equal(json_array_size(w.include), 1);
+        assert_true(json_is_array(w.exclude));
         api_watch_done(&w);
 
         watch_bad("{}");
