@@ -215,13 +215,31 @@ void api_port_unexpose(struct api *a, struct http_request *req, const struct api
         json_decref(j);
 }
 
+/* A wsConnect waiting for its sandbox. */
+struct ws_wait {
+        struct api_sandbox_wait wait;
+        struct api *a;
+        int port;
+        char *fwd;
+};
+
+static void ws_ready(struct http_request *req, struct sandbox *sb, void *ud)
+{
+        struct ws_wait *w = ud;
+
+        if (sb)
+                preview_ws(&w->a->preview, req, sb, w->port, w->fwd);
+        free(w->fwd);
+        free(w);
+}
+
 /* GET /v1/sandboxes/{name}/ws/{port}[/path]: wsConnect. The path after the port (and the
  * query) is the target sent to the sandbox. */
 void api_ws(struct api *a, struct http_request *req, const struct api_args *p)
 {
         const char *target = http_request_target(req), *q = strchr(target, '?');
         _cleanup_free_ char *fwd = NULL;
-        struct sandbox *sb;
+        struct ws_wait *w;
 
         /* The raw target's path after /ws/{port}: find it by its decoded twin's length
          * is not safe, so rebuild it from the decoded path (percent-encoding what must
@@ -244,8 +262,12 @@ void api_ws(struct api *a, struct http_request *req, const struct api_args *p)
                         return;
                 }
         }
-        sb = api_sandbox_for(a, req, p->name);
-        if (!sb)
+        w = malloc(sizeof(*w));
+        if (!w) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
-        preview_ws(&a->preview, req, sb, p->port, fwd);
+        }
+        *w = (struct ws_wait){.a = a, .port = p->port, .fwd = fwd};
+        fwd = NULL;
+        api_sandbox_for(a, req, p->name, &w->wait, ws_ready, w);
 }
