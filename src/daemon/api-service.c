@@ -84,7 +84,7 @@ void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
          * request_from_allowed_origin() has checked, and a terminal or a relay is a
          * sandbox's first use like an exec (decision 0032). The lookup starts nothing. */
         if ((is(req, "GET") || is(req, "HEAD")) && !is_websocket_upgrade(req) &&
-            d->ops->get_now(d, name, false, NULL, &sb, NULL, &err) < 0) {
+            d->ops->get_now(d, name, &sb, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 cb(req, NULL, ud);
                 return;
