@@ -1100,19 +1100,27 @@ static void assert_all_freed(void)
         assert_int_equal(api_sse_live(), 0);
 }
 
-/* Send head and body on a new connection, read at least `want` bytes (0: none), close. */
-static void send_and_leave(const char *head, size_t want)
+/* Open a connection and send head (a whole request) on it; the caller reads or closes. */
+static int send_only(const char *head)
 {
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
         struct timeval tv = {.tv_sec = 60}; /* hang guard only */
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        char tmp[4096];
-        size_t got = 0;
 
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+        return fd;
+}
+
+/* Send head and body on a new connection, read at least `want` bytes (0: none), close. */
+static void send_and_leave(const char *head, size_t want)
+{
+        int fd = send_only(head);
+        char tmp[4096];
+        size_t got = 0;
+
         while (got < want) {
                 ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
 
@@ -1171,20 +1179,6 @@ static void test_req_disconnect_frees(void **state)
                NULL);
         assert_all_freed();
 #undef EXEC_HEAD
-}
-
-/* Open a connection and send head (a whole request) on it; the caller reads or closes. */
-static int send_only(const char *head)
-{
-        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-        struct timeval tv = {.tv_sec = 60}; /* hang guard only */
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-        sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-        assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
-        return fd;
 }
 
 /* Wait (bounded) until a get is held: the request waits for its sandbox's start. */
