@@ -91,7 +91,7 @@ expect_status 404 SANDBOX_NOT_FOUND
 # answer, loops on a second connection: GET NAME, an exec on $O, GET NAME. Counts the
 # execs on $O answered while both GETs saw NAME not yet running (inside its start): a start
 # on the event loop would answer none of them. Prints "COUNT STATUS STDOUT" (the exec to
-# NAME's answer) in $IT_TMP/served.
+# NAME's answer) in $IT_TMP/served; sets SERVED to the count.
 served_during() {
         python3 - "$CELLA_URL" "$1" "$O" >"$IT_TMP/served" <<'PY'
 import http.client, json, os, sys, urllib.parse
@@ -129,26 +129,34 @@ print(served, r.status, out)
 PY
         SERVED=$(cut -d' ' -f1 "$IT_TMP/served")
         assert_eq "200 $1" "$(cut -d' ' -f2- "$IT_TMP/served")" "the exec to $1"
-        [ "$SERVED" -gt 0 ] || fail "no exec of another sandbox was answered while $1 started"
 }
 
+# A start lasts tens of ms: each case is tried up to three times (new names, new sleeps)
+# before it fails, so a fast start on a quiet machine is not taken for one on the loop.
 info "an exec to a new name starts it off the loop: another sandbox is served meanwhile"
-N=$(sbx first)
-served_during "$N"
+for try in 1 2 3; do
+        served_during "$(sbx first$try)"
+        [ "$SERVED" -gt 0 ] && break
+done
+[ "$SERVED" -gt 0 ] || fail "no exec of another sandbox was answered during 3 starts"
 info "other sandbox's execs answered during the start: $SERVED"
 
 info "an exec to a sleeping sandbox wakes it off the loop"
 W=$(sbx sleeper)
 api_json PUT "/v1/sandboxes/$W" '{"sleepAfter":1}'
 expect_status 201
-assert_eq hi "$(run_in "$W" 'echo hi')"
-for i in $(seq 1 100); do
-        api GET "/v1/sandboxes/$W" >/dev/null
-        [ "$(body .state)" = sleeping ] && break
-        sleep 0.2
+for try in 1 2 3; do
+        assert_eq hi "$(run_in "$W" 'echo hi')"
+        for i in $(seq 1 100); do
+                api GET "/v1/sandboxes/$W" >/dev/null
+                [ "$(body .state)" = sleeping ] && break
+                sleep 0.2
+        done
+        assert_eq sleeping "$(body .state)" "$W sleeps"
+        served_during "$W"
+        [ "$SERVED" -gt 0 ] && break
 done
-assert_eq sleeping "$(body .state)" "$W sleeps"
-served_during "$W"
+[ "$SERVED" -gt 0 ] || fail "no exec of another sandbox was answered during 3 wakes"
 info "other sandbox's execs answered during the wake: $SERVED"
 
 info "first uses of one new name at once (exec, exec, file write, session) start it once"
