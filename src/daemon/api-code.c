@@ -59,7 +59,7 @@ static const struct api_req_ops ctx_ops = {.result = ctx_answer};
 /* Send payload (consumed) for c. */
 static void ctx_call(struct ctx_call *c, json_t *payload)
 {
-        if (!api_req_find_sandbox(&c->base)) {
+        if (c->kind == K_CREATE && !api_req_find_sandbox(&c->base)) {
                 json_decref(payload);
                 return;
         }

@@ -160,6 +160,7 @@ static void exec_body(struct api_req *r, const char *body, size_t len)
         json_t *env, *payload;
         const char *session;
 
+        api_exec_done(&op->in); /* a second call, once the sandbox runs */
         if (api_decode_exec(body, len, &op->in, &err) < 0) {
                 api_req_fail(r, &err, NULL);
                 return;

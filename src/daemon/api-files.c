@@ -434,6 +434,7 @@ static void json_body(struct api_req *r, const char *body, size_t len)
                 if (api_decode_file_write(body, len, &p, &err) < 0)
                         break;
                 snprintf(op->path, sizeof(op->path), "%s", p.path);
+                buf_free(&op->data); /* a second call, once the sandbox runs */
                 op->data = p.content;
                 p.content = (struct buf)BUF_INIT;
                 api_file_write_done(&p);
@@ -526,49 +527,19 @@ static void file_free(struct api_req *r)
 static const struct api_req_ops file_ops = {
         .frame = on_frame, .writable = on_writable, .free = file_free};
 
-static void files(struct api *a, struct http_request *req, const char *name, const char *sub)
+/* The routes without a JSON body: checks, then the agent stream (run again once the
+ * sandbox runs, if it had to start). */
+static void files_step(struct api_req *r)
 {
-        struct file_op *op =
-                (struct file_op *)api_req_new(a, req, name, sizeof(struct file_op), &file_ops);
-        const char *m = http_request_method(req);
-
-        if (!op)
-                return;
-        op->mode = -1;
-
-        if (*sub) {
-                static const struct {
-                        const char *name;
-                        enum fkind kind;
-                } subs[] = {{"read", F_READ}, {"write", F_WRITE}, {"mkdir", F_MKDIR},
-                            {"move", F_MOVE}, {"list", F_LIST},   {"exists", F_EXISTS}};
-
-                for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
-                        if (strcmp(sub, subs[i].name) == 0)
-                                op->kind = subs[i].kind;
-        } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
-                op->kind = F_GET;
-                op->base.mode = API_REQ_RAW;
-        } else if (strcmp(m, "PUT") == 0) {
-                op->kind = F_PUT;
-        } else {
-                op->kind = F_DELETE;
-        }
+        struct file_op *op = (struct file_op *)r;
+        struct http_request *req = r->http;
 
         switch (op->kind) {
-        case F_READ:
-        case F_WRITE:
-        case F_MKDIR:
-        case F_MOVE:
-                api_req_read_body(&op->base,
-                                  op->kind == F_WRITE ? CELLA_FILES_JSON_MAX
-                                                      : CELLA_HTTP_MAX_JSON_BODY,
-                                  json_body);
-                return; /* the body read holds the handler's reference */
         case F_LIST:
                 if (query_path(req, op, true) < 0)
                         break;
-                op->files = json_array();
+                if (!op->files) /* a second call keeps the first's */
+                        op->files = json_array();
                 start(op, FRAME_FILE_OP,
                       wire_file_encode(FRAME_FILE_OP, &(struct wire_file){
                                                               .op = WIRE_FILE_LIST,
@@ -629,7 +600,54 @@ static void files(struct api *a, struct http_request *req, const char *name, con
                 }
                 break;
         }
+        default:
+                break;
         }
+}
+
+static void files(struct api *a, struct http_request *req, const char *name, const char *sub)
+{
+        struct file_op *op =
+                (struct file_op *)api_req_new(a, req, name, sizeof(struct file_op), &file_ops);
+        const char *m = http_request_method(req);
+
+        if (!op)
+                return;
+        op->mode = -1;
+
+        if (*sub) {
+                static const struct {
+                        const char *name;
+                        enum fkind kind;
+                } subs[] = {{"read", F_READ}, {"write", F_WRITE}, {"mkdir", F_MKDIR},
+                            {"move", F_MOVE}, {"list", F_LIST},   {"exists", F_EXISTS}};
+
+                for (size_t i = 0; i < ARRAY_SIZE(subs); i++)
+                        if (strcmp(sub, subs[i].name) == 0)
+                                op->kind = subs[i].kind;
+        } else if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0) {
+                op->kind = F_GET;
+                op->base.mode = API_REQ_RAW;
+        } else if (strcmp(m, "PUT") == 0) {
+                op->kind = F_PUT;
+        } else {
+                op->kind = F_DELETE;
+        }
+
+        switch (op->kind) {
+        case F_READ:
+        case F_WRITE:
+        case F_MKDIR:
+        case F_MOVE:
+                api_req_read_body(&op->base,
+                                  op->kind == F_WRITE ? CELLA_FILES_JSON_MAX
+                                                      : CELLA_HTTP_MAX_JSON_BODY,
+                                  json_body);
+                return; /* the body read holds the handler's reference */
+        default:
+                break;
+        }
+        api_req_run(&op->base, files_step);
         api_req_unref(&op->base);
 }
 

@@ -129,6 +129,7 @@ static void checkout_body(struct api_req *r, const char *body, size_t len)
         json_t *env, *vars, *payload;
         char depth[24] = "";
 
+        api_git_checkout_done(&op->in); /* a second call, once the sandbox runs */
         if (api_decode_git_checkout(body, len, &op->in, &err) < 0) {
                 api_req_fail(r, &err, NULL);
                 return;

@@ -2,8 +2,9 @@
  * dispatcher's route table (api-routes.c) points at. Each is an api_handler
  * (api-service.h): it is called once the route, the method and the path's parameters are
  * checked, and answers the request. Handlers under /v1/sandboxes/{id}/ validate the rest
- * of the request first and only then reach the sandbox with api_sandbox_for(), so a
- * malformed request creates nothing. Each handler file includes this for its own
+ * of the request first and only then reach the sandbox (api_req_find_sandbox() or
+ * api_sandbox_for(), which call back once it runs), so a malformed request creates
+ * nothing. Each handler file includes this for its own
  * prototypes and api-service.h for what it uses; none includes the dispatcher. */
 #ifndef CELLA_DAEMON_API_HANDLERS_H
 #define CELLA_DAEMON_API_HANDLERS_H

@@ -58,20 +58,26 @@ static int parse_port(json_t *v, struct cella_error *err)
         return (int)port;
 }
 
+/* An expose whose body is checked, waiting for its sandbox (api_sandbox_for). */
+struct expose {
+        struct api_sandbox_wait wait;
+        struct preview_config *cfg;
+        char *sname;
+        json_t *j; /* the body: name and want point into it */
+        const char *name, *want;
+        int port;
+};
+
+static void expose_done(struct http_request *req, struct sandbox *sb, void *ud);
+
 static void expose_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
-        struct preview_config *cfg = ud;
-        const char *sname = http_request_get_userdata(req);
-        struct store *st = sandbox_table_store(cfg->table);
-        char old_name[CELLA_PREVIEW_PORT_NAME_MAX + 1], old_token[CELLA_PREVIEW_TOKEN_MAX + 1];
-        char token[CELLA_PREVIEW_TOKEN_MAX + 1];
+        struct api *a = ud;
         const char *name = NULL, *want = NULL;
         struct cella_error err = {0};
-        struct sandbox *sb = NULL;
-        json_t *j, *port_v = NULL, *out;
+        json_t *j, *port_v = NULL;
+        struct expose *x;
         json_error_t je;
-        int64_t old_instance = 0;
-        bool existed;
         int port;
 
         j = json_loadb(body, len, 0, &je);
@@ -99,10 +105,43 @@ static void expose_body(struct http_request *req, const char *body, size_t len, 
                                   CELLA_PREVIEW_PORT_NAME_MAX);
                 goto out;
         }
-        if (sandbox_table_get(cfg->table, sname, true, NULL, &sb, NULL, &err) < 0) {
-                http_respond_error(req, &err, NULL);
+        x = malloc(sizeof(*x));
+        if (!x) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 goto out;
         }
+        *x = (struct expose){.cfg = &a->preview,
+                             .sname = http_request_get_userdata(req),
+                             .j = j,
+                             .name = name,
+                             .want = want,
+                             .port = port};
+        http_request_set_userdata(req, NULL); /* the wait's now */
+        api_sandbox_for(a, req, x->sname, &x->wait, expose_done, x);
+        return;
+out:
+        json_decref(j);
+        free(http_request_get_userdata(req));
+        http_request_set_userdata(req, NULL);
+}
+
+/* The sandbox runs (or its failure was answered, sb NULL): record the port. */
+static void expose_done(struct http_request *req, struct sandbox *sb, void *ud)
+{
+        struct expose *x = ud;
+        struct preview_config *cfg = x->cfg;
+        const char *sname = x->sname, *name = x->name, *want = x->want;
+        struct store *st = sandbox_table_store(cfg->table);
+        char old_name[CELLA_PREVIEW_PORT_NAME_MAX + 1], old_token[CELLA_PREVIEW_TOKEN_MAX + 1];
+        char token[CELLA_PREVIEW_TOKEN_MAX + 1];
+        struct cella_error err = {0};
+        int64_t old_instance = 0;
+        int port = x->port;
+        bool existed;
+        json_t *out;
+
+        if (!sb)
+                goto out;
         existed = store_port_get(st, sname, port, old_name, sizeof(old_name), old_token,
                                  sizeof(old_token), &old_instance) == 0;
         if (existed && want && strcmp(want, old_token) != 0 &&
@@ -142,9 +181,9 @@ static void expose_body(struct http_request *req, const char *body, size_t len, 
         http_respond_json(req, existed ? 200 : 201, out);
         json_decref(out);
 out:
-        json_decref(j);
-        free(http_request_get_userdata(req));
-        http_request_set_userdata(req, NULL);
+        json_decref(x->j);
+        free(x->sname);
+        free(x);
 }
 
 static void expose_abort(struct http_request *req, void *ud)
@@ -164,7 +203,7 @@ void api_ports_expose(struct api *a, struct http_request *req, const struct api_
         }
         http_request_set_userdata(req, copy);
         http_request_on_abort(req, expose_abort, NULL);
-        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, expose_body, &a->preview) < 0) {
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, expose_body, a) < 0) {
                 http_request_set_userdata(req, NULL);
                 free(copy);
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
@@ -215,13 +254,31 @@ void api_port_unexpose(struct api *a, struct http_request *req, const struct api
         json_decref(j);
 }
 
+/* A wsConnect waiting for its sandbox. */
+struct ws_wait {
+        struct api_sandbox_wait wait;
+        struct api *a;
+        int port;
+        char *fwd;
+};
+
+static void ws_ready(struct http_request *req, struct sandbox *sb, void *ud)
+{
+        struct ws_wait *w = ud;
+
+        if (sb)
+                preview_ws(&w->a->preview, req, sb, w->port, w->fwd);
+        free(w->fwd);
+        free(w);
+}
+
 /* GET /v1/sandboxes/{name}/ws/{port}[/path]: wsConnect. The path after the port (and the
  * query) is the target sent to the sandbox. */
 void api_ws(struct api *a, struct http_request *req, const struct api_args *p)
 {
         const char *target = http_request_target(req), *q = strchr(target, '?');
         _cleanup_free_ char *fwd = NULL;
-        struct sandbox *sb;
+        struct ws_wait *w;
 
         /* The raw target's path after /ws/{port}: find it by its decoded twin's length
          * is not safe, so rebuild it from the decoded path (percent-encoding what must
@@ -244,8 +301,12 @@ void api_ws(struct api *a, struct http_request *req, const struct api_args *p)
                         return;
                 }
         }
-        sb = api_sandbox_for(a, req, p->name);
-        if (!sb)
+        w = malloc(sizeof(*w));
+        if (!w) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
-        preview_ws(&a->preview, req, sb, p->port, fwd);
+        }
+        *w = (struct ws_wait){.a = a, .port = p->port, .fwd = fwd};
+        fwd = NULL;
+        api_sandbox_for(a, req, p->name, &w->wait, ws_ready, w);
 }

@@ -32,8 +32,10 @@
 struct pty_op {
         struct api_req base; /* first */
         struct ws *ws;
-        bool ended;       /* exit or error sent to the client */
-        struct buf input; /* typed bytes waiting for agent credit */
+        bool ended;                 /* exit or error sent to the client */
+        struct buf input;           /* typed bytes waiting for agent credit */
+        char sid[CELLA_ID_MAX + 1]; /* the session ("default" when not given) */
+        unsigned cols, rows;
 };
 
 static void send_json(struct pty_op *op, json_t *j)
@@ -220,6 +222,22 @@ static void op_free(struct api_req *r)
 static const struct api_req_ops pty_ops = {
         .frame = on_frame, .writable = on_writable, .closed = on_closed, .free = op_free};
 
+/* The terminal's agent stream, once the sandbox runs. */
+static void pty_open(struct api_req *r)
+{
+        struct pty_op *op = (struct pty_op *)r;
+        json_t *payload;
+
+        if (!api_req_find_sandbox(r))
+                return;
+        payload = wire_pty_encode(&(struct wire_pty){.session = op->sid,
+                                                     .cols = op->cols,
+                                                     .rows = op->rows,
+                                                     .base_env = sandbox_env(r->sb)});
+        api_req_open(r, FRAME_PTY, payload);
+        json_decref(payload);
+}
+
 void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
 {
         const char *name = p->name;
@@ -227,7 +245,7 @@ void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
         const char *sid = http_request_query(req, "session");
         unsigned cols, rows;
         struct api_req *r;
-        json_t *payload;
+        struct pty_op *op;
 
         if (!sid)
                 sid = http_request_query(req, "sessionId");
@@ -247,15 +265,10 @@ void api_pty(struct api *a, struct http_request *req, const struct api_args *p)
                 return;
         r->mode = API_REQ_RAW;
         r->frames_wake = false; /* typing keeps the sandbox awake, output alone does not */
-        if (api_req_find_sandbox(r)) {
-                json_t *base = sandbox_env(r->sb);
-
-                payload = wire_pty_encode(&(struct wire_pty){.session = sid ? sid : "default",
-                                                             .cols = cols,
-                                                             .rows = rows,
-                                                             .base_env = base});
-                api_req_open(r, FRAME_PTY, payload);
-                json_decref(payload);
-        }
+        op = (struct pty_op *)r;
+        snprintf(op->sid, sizeof(op->sid), "%s", sid ? sid : "default");
+        op->cols = cols;
+        op->rows = rows;
+        api_req_run(r, pty_open);
         api_req_unref(r);
 }

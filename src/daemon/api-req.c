@@ -98,7 +98,11 @@ static void body_read(struct http_request *http, const char *body, size_t len, v
 
         (void)http;
         r->reading = false;
+        r->in_body = true;
+        r->cur_body = body;
+        r->cur_len = len;
         r->body(r, body, len);
+        r->in_body = false;
         api_req_unref(r); /* the body read's */
 }
 
@@ -114,18 +118,87 @@ void api_req_read_body(struct api_req *r, size_t limit,
         }
 }
 
-bool api_req_find_sandbox(struct api_req *r)
+void api_req_run(struct api_req *r, void (*step)(struct api_req *r))
+{
+        r->step = step;
+        step(r);
+}
+
+/* The sandbox is there (sb), or its failure is answered or the client left (NULL). Inside
+ * api_req_find_sandbox's call (a running sandbox, an error), only the result is kept;
+ * after a start, the part that asked runs again. */
+static void sandbox_ready(struct http_request *http, struct sandbox *sb, void *ud)
+{
+        struct api_req *r = ud;
+        struct cella_error err = {0};
+
+        (void)http;
+        if (sb) {
+                sandbox_ref(sb);
+                r->sb = sb;
+        }
+        r->waiting = false;
+        if (r->finding)
+                return;
+        if (!r->sb || r->finished || !r->http) {
+                api_req_finish(r);
+        } else if (r->kept) {
+                r->in_body = true;
+                r->body(r, r->kept, r->cur_len);
+                r->in_body = false;
+        } else if (r->lost_body) {
+                cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                api_req_fail(r, &err, NULL);
+        } else if (r->step) {
+                r->step(r);
+        } else if (r->open_payload) {
+                api_req_open(r, r->open_type, r->open_payload);
+        }
+        free(r->kept);
+        r->kept = NULL;
+        json_decref(r->open_payload);
+        r->open_payload = NULL;
+        api_req_unref(r); /* the wait's */
+}
+
+/* api_req_find_sandbox, with the open to make again (payload NULL: none). */
+static bool find_sandbox(struct api_req *r, uint8_t type, json_t *payload)
 {
         if (r->sb)
                 return true;
-        if (!r->http)
+        if (!r->http || r->waiting)
                 return false;
-        r->sb = api_sandbox_for(r->api, r->http, r->name);
-        if (r->sb)
-                sandbox_ref(r->sb);
-        else
-                api_req_finish(r);
-        return r->sb != NULL;
+        r->finding = true;
+        r->waiting = true; /* until sandbox_ready */
+        r->refs++;         /* the wait's */
+        api_sandbox_for(r->api, r->http, r->name, &r->wait, sandbox_ready, r);
+        r->finding = false;
+        if (!r->waiting) {
+                /* answered inside the call: running, or the failure answered */
+                r->refs--; /* the caller holds one too */
+                if (!r->sb)
+                        api_req_finish(r);
+                return r->sb != NULL;
+        }
+        /* The sandbox starts or wakes off the loop: keep what runs again. */
+        if (r->in_body) {
+                r->kept = malloc(r->cur_len + 1);
+                if (r->kept) {
+                        memcpy(r->kept, r->cur_body, r->cur_len);
+                        r->kept[r->cur_len] = '\0';
+                } else {
+                        r->lost_body = true;
+                }
+        } else if (!r->step && payload) {
+                r->open_type = type;
+                r->open_payload = json_incref(payload);
+        }
+        return false;
+}
+
+bool api_req_find_sandbox(struct api_req *r)
+{
+        return find_sandbox(r, 0, NULL);
 }
 
 json_t *api_req_base_env(const struct api_req *r)
@@ -190,7 +263,7 @@ int api_req_open(struct api_req *r, uint8_t type, json_t *payload)
 {
         struct cella_error err = {0};
 
-        if (!api_req_find_sandbox(r))
+        if (!find_sandbox(r, type, payload))
                 return -1;
         if (!payload) {
                 cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");

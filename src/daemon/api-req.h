@@ -142,6 +142,19 @@ struct api_req {
         bool frames_wake;       /* the agent's frames keep the sandbox awake (default) */
         bool reading;           /* the body read holds the handler's reference */
         void (*body)(struct api_req *r, const char *body, size_t len);
+        /* Waiting for the sandbox's start (api_req_find_sandbox): what runs again once it
+         * runs. The wait holds a reference. */
+        struct api_sandbox_wait wait;
+        bool finding;                    /* inside api_req_find_sandbox's get */
+        bool waiting;                    /* a start or wake is awaited */
+        void (*step)(struct api_req *r); /* api_req_run's */
+        bool in_body;                    /* inside body's call */
+        const char *cur_body;            /* the body being handled */
+        size_t cur_len;
+        char *kept;        /* the body, kept to be handled again */
+        bool lost_body;    /* it could not be kept (out of memory) */
+        uint8_t open_type; /* an api_req_open waiting for the sandbox */
+        json_t *open_payload;
 };
 
 /* A new request of size bytes (the route's struct, zeroed, beginning with a struct
@@ -154,15 +167,26 @@ void api_req_unref(struct api_req *r);
 /* Requests not yet freed, in the whole process (for tests: every path frees). */
 unsigned api_req_live(void);
 /* Read the request's body (at most limit bytes) into body(r, ...); the handler's reference
- * goes to the read and is dropped after body returns. Failures are answered here. */
+ * goes to the read and is dropped after body returns. Failures are answered here. body may
+ * be called twice (see api_req_find_sandbox): before its sandbox, it must only decode and
+ * check, without effects that a second call would repeat. */
 void api_req_read_body(struct api_req *r, size_t limit,
                        void (*body)(struct api_req *r, const char *body, size_t len));
-/* The request's sandbox (a reference kept in r->sb); false after answering. */
+/* Run step(r), a route's part that needs no body (the handler keeps its reference); like
+ * body, it may be called again once its sandbox runs. */
+void api_req_run(struct api_req *r, void (*step)(struct api_req *r));
+/* The request's sandbox (a reference kept in r->sb): true when it runs now. false either
+ * after answering, or when the sandbox has to start or wake: the start runs off the loop
+ * and the route's part that asked (the body callback with the same body, api_req_run's
+ * step, or api_req_open with the same type and payload) runs again once the sandbox runs,
+ * finding it at once; if the client left meanwhile, nothing runs and the request is
+ * freed. Either way the caller returns: nothing it does after false is seen. */
 bool api_req_find_sandbox(struct api_req *r);
 /* A copy of the sandbox's env (new reference), for a payload's baseEnv. */
 json_t *api_req_base_env(const struct api_req *r);
 /* Open the agent stream of type with payload (borrowed; NULL: out of memory) on r's
- * sandbox (found first if it is not yet); -1 after answering. */
+ * sandbox (found first if it is not yet: api_req_find_sandbox); -1 after answering or
+ * while the sandbox starts (the open is made again then). */
 int api_req_open(struct api_req *r, uint8_t type, json_t *payload);
 /* The answer is given (or the client left): http is let go, the writer keeps only what is
  * in flight. Idempotent. */

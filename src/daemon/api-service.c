@@ -46,33 +46,52 @@ static bool is_websocket_upgrade(const struct http_request *req)
         return u && strcasecmp(u, "websocket") == 0;
 }
 
-struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name)
+static void sandbox_got(struct sandbox *sb, bool created, const struct cella_error *err, void *ud)
+{
+        struct api_sandbox_wait *w = ud;
+        struct http_request *req = w->req;
+        bool here = http_request_loop(req) != NULL; /* the client is still there */
+
+        (void)created;
+        if (!sb) {
+                if (here)
+                        http_respond_error(req, err, NULL);
+        } else if (!sandbox_agent(sb)) {
+                if (here)
+                        http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
+                                          "sandbox '%s' has no agent connection", sandbox_name(sb));
+                sb = NULL;
+        } else if (!here) {
+                sb = NULL;
+        } else {
+                sandbox_touch(sb);
+        }
+        w->cb(req, sb, w->ud);
+        http_request_unref(req);
+}
+
+void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
+                     struct api_sandbox_wait *w, api_sandbox_cb cb, void *ud)
 {
         struct sandbox_directory *d = sandbox_table_directory(a->cfg.table);
         struct cella_error err = {0};
         struct sandbox *sb = NULL;
-        bool created = false;
 
         /* Only explicit writes create: a GET or HEAD is what any web page can make a browser
          * send (an <img>, a link) without a token or an Origin, so it never makes a
          * sandbox. It still wakes one that exists. A WebSocket upgrade (ws, pty) is the
          * exception: browsers always send it with an Origin, which
          * request_from_allowed_origin() has checked, and a terminal or a relay is a
-         * sandbox's first use like an exec (decision 0032). */
+         * sandbox's first use like an exec (decision 0032). The lookup starts nothing. */
         if ((is(req, "GET") || is(req, "HEAD")) && !is_websocket_upgrade(req) &&
-            d->ops->get_now(d, name, false, NULL, &sb, NULL, &err) < 0) {
+            d->ops->get_now(d, name, &sb, &err) < 0) {
                 http_respond_error(req, &err, NULL);
-                return NULL;
+                cb(req, NULL, ud);
+                return;
         }
-        if (d->ops->get_now(d, name, true, NULL, &sb, &created, &err) < 0) {
-                http_respond_error(req, &err, NULL);
-                return NULL;
-        }
-        if (!sandbox_agent(sb)) {
-                http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
-                                  "sandbox '%s' has no agent connection", name);
-                return NULL;
-        }
-        sandbox_touch(sb);
-        return sb;
+        w->req = req;
+        w->cb = cb;
+        w->ud = ud;
+        http_request_ref(req);
+        d->ops->get(d, name, true, NULL, sandbox_got, w);
 }

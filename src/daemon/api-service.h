@@ -37,9 +37,22 @@ struct api_args {
 /* A route's handler: the method and parameters are checked, the request is its to answer. */
 typedef void (*api_handler)(struct api *a, struct http_request *req, const struct api_args *p);
 
-/* The sandbox named name, created if needed, running, with an agent link, marked active;
- * borrowed (sandbox_ref() to keep it). NULL after answering req with the error. */
-struct sandbox *api_sandbox_for(struct api *a, struct http_request *req, const char *name);
+/* Finding a request's sandbox, without blocking the loop: the sandbox named name, created
+ * if needed (only an explicit write or a WebSocket upgrade creates; a GET or HEAD wakes one
+ * that exists), running, with an agent link, marked active. cb gets it borrowed
+ * (sandbox_ref() to keep it), or NULL after req was answered with the error (or when the
+ * client left: then nothing is answered). A running sandbox is given before
+ * api_sandbox_for returns; one that starts or wakes is given once its start, on libuv's
+ * thread pool, finished (decision 0041). The wait holds a reference to req; w is the
+ * caller's and must live until cb. */
+typedef void (*api_sandbox_cb)(struct http_request *req, struct sandbox *sb, void *ud);
+struct api_sandbox_wait {
+        struct http_request *req;
+        api_sandbox_cb cb;
+        void *ud;
+};
+void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
+                     struct api_sandbox_wait *w, api_sandbox_cb cb, void *ud);
 
 /* Helpers */
 void api_timestamp(char out[32]);

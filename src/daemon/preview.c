@@ -387,7 +387,7 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
 
         /* One answer for a missing sandbox, an unexposed port and a wrong token: the URL
          * reveals nothing about what exists. */
-        if (d->ops->get_now(d, t->id, false, NULL, &sb, NULL, &e) < 0) {
+        if (d->ops->get_now(d, t->id, &sb, &e) < 0) {
                 http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
                 return;
         }

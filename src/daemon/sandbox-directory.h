@@ -1,14 +1,14 @@
 /* The sandbox directory: where the daemon finds sandboxes by name, as an operations table
  * (crun's cgroup managers are the model) so that another directory (one shared by several
  * nodes) can stand where the local table (sandbox.h) stands today. The HTTP handlers (through
- * api_sandbox_for) and the preview proxy reach sandboxes through it.
+ * api_sandbox_for, with get) and the preview proxy (get_now, a lookup) reach sandboxes
+ * through it.
  *
  * get is asynchronous: it calls back once the sandbox runs (create) or is found (lookup),
  * or with the error; the callback may come before get returns. Gets of one name while it
  * starts wait for that start, and a name is started once however many ask. put is
- * asynchronous the same way. get_now is get for callers whose request cannot wait outside
- * the call (it waits for a start in progress where it stands); destroy, list and the rest
- * are answered at once.
+ * asynchronous the same way. get_now is a lookup answered before it returns (it never
+ * starts nor waits for a start); destroy, list and the rest are answered at once too.
  *
  * A struct sandbox passed to a callback is borrowed for the callback; keep it with
  * sandbox_ref(). */
@@ -34,11 +34,10 @@ struct sandbox_directory_ops {
          * exactly once. */
         void (*get)(struct sandbox_directory *d, const char *name, bool create,
                     const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata);
-        /* get, answered before it returns: 0 with *ret (and *ret_created), or -1 with err.
-         * With create it waits for a start in progress; a lookup does not (it may see the
-         * sandbox not running yet). */
-        int (*get_now)(struct sandbox_directory *d, const char *name, bool create,
-                       const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
+        /* get without create, answered before it returns: 0 with *ret (in whatever state
+         * it is, maybe not running yet), or -1 with err (SANDBOX_NOT_FOUND). Nothing
+         * starts, nothing waits: a first use that needs a start goes through get. */
+        int (*get_now)(struct sandbox_directory *d, const char *name, struct sandbox **ret,
                        struct cella_error *err);
         /* PUT semantics: create with opts (called back when it runs, as get) or update an
          * existing one (called back before put returns). opts are read before put

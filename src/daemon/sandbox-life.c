@@ -421,12 +421,10 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
 
 /* ---- the local table as a directory (sandbox-directory.h) ---- */
 
-static int local_get_now(struct sandbox_directory *d, const char *name, bool create,
-                         const struct sandbox_options *opts, struct sandbox **ret,
-                         bool *ret_created, struct cella_error *err)
+static int local_get_now(struct sandbox_directory *d, const char *name, struct sandbox **ret,
+                         struct cella_error *err)
 {
-        return sandbox_table_get((struct sandbox_table *)d, name, create, opts, ret, ret_created,
-                                 err);
+        return sandbox_table_get((struct sandbox_table *)d, name, false, NULL, ret, NULL, err);
 }
 
 /* A new name is made as get makes it (its start off the loop); an existing one is updated

@@ -87,4 +87,112 @@ expect_status 404 IMAGE_NOT_FOUND
 api GET "/v1/sandboxes/$(sbx noimage)" >/dev/null
 expect_status 404 SANDBOX_NOT_FOUND
 
+# served_during NAME: sends an exec to NAME (which must start or wake) and, while it has no
+# answer, loops on a second connection: GET NAME, an exec on $O, GET NAME. Counts the
+# execs on $O answered while both GETs saw NAME not yet running (inside its start): a start
+# on the event loop would answer none of them. Prints "COUNT STATUS STDOUT" (the exec to
+# NAME's answer) in $IT_TMP/served; sets SERVED to the count.
+served_during() {
+        python3 - "$CELLA_URL" "$1" "$O" >"$IT_TMP/served" <<'PY'
+import http.client, json, os, sys, urllib.parse
+url, name, other = sys.argv[1:4]
+u = urllib.parse.urlparse(url)
+hdr = {"Content-Type": "application/json"}
+if os.environ.get("CELLA_TOKEN"):
+    hdr["Authorization"] = "Bearer " + os.environ["CELLA_TOKEN"]
+def conn():
+    return http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+def state(c):
+    c.request("GET", "/v1/sandboxes/" + name, headers=hdr)
+    r = c.getresponse()
+    b = r.read()
+    return json.loads(b).get("state") if r.status == 200 else None
+first, side = conn(), conn()
+first.request("POST", "/v1/sandboxes/%s/exec" % name,
+              body=json.dumps({"command": "echo $HOSTNAME"}), headers=hdr)
+served = 0
+for _ in range(5000):
+    st = state(side)
+    if st == "running":
+        break
+    if st is None:
+        continue
+    side.request("POST", "/v1/sandboxes/%s/exec" % other,
+                 body=json.dumps({"command": "echo hi"}), headers=hdr)
+    r = side.getresponse()
+    ok = r.status == 200 and json.loads(r.read()).get("stdout") == "hi\n"
+    if ok and state(side) not in ("running", None):
+        served += 1
+r = first.getresponse()
+out = json.loads(r.read()).get("stdout", "").strip()
+print(served, r.status, out)
+PY
+        SERVED=$(cut -d' ' -f1 "$IT_TMP/served")
+        assert_eq "200 $1" "$(cut -d' ' -f2- "$IT_TMP/served")" "the exec to $1"
+}
+
+# A start lasts tens of ms: each case is tried up to three times (new names, new sleeps)
+# before it fails, so a fast start on a quiet machine is not taken for one on the loop.
+info "an exec to a new name starts it off the loop: another sandbox is served meanwhile"
+for try in 1 2 3; do
+        served_during "$(sbx first$try)"
+        [ "$SERVED" -gt 0 ] && break
+done
+[ "$SERVED" -gt 0 ] || fail "no exec of another sandbox was answered during 3 starts"
+info "other sandbox's execs answered during the start: $SERVED"
+
+info "an exec to a sleeping sandbox wakes it off the loop"
+W=$(sbx sleeper)
+api_json PUT "/v1/sandboxes/$W" '{"sleepAfter":1}'
+expect_status 201
+for try in 1 2 3; do
+        assert_eq hi "$(run_in "$W" 'echo hi')"
+        for i in $(seq 1 100); do
+                api GET "/v1/sandboxes/$W" >/dev/null
+                [ "$(body .state)" = sleeping ] && break
+                sleep 0.2
+        done
+        assert_eq sleeping "$(body .state)" "$W sleeps"
+        served_during "$W"
+        [ "$SERVED" -gt 0 ] && break
+done
+[ "$SERVED" -gt 0 ] || fail "no exec of another sandbox was answered during 3 wakes"
+info "other sandbox's execs answered during the wake: $SERVED"
+
+info "first uses of one new name at once (exec, exec, file write, session) start it once"
+C=$(sbx crowd)
+req c1 POST "/v1/sandboxes/$C/exec" "$exec_req"
+req c2 POST "/v1/sandboxes/$C/exec" "$exec_req"
+req c3 POST "/v1/sandboxes/$C/files/write" '{"path":"/workspace/f","content":"x"}'
+req c4 POST "/v1/sandboxes/$C/sessions" '{}'
+wait_reqs
+for e in c1 c2; do
+        assert_eq 200 "$(status_of $e)" "$e: $(cat "$IT_TMP/$e.body")"
+        assert_eq "$C" "$(field_of $e .stdout | tr -d '\n')"
+done
+assert_eq 200 "$(status_of c3)" "file write: $(cat "$IT_TMP/c3.body")"
+assert_eq 201 "$(status_of c4)" "session: $(cat "$IT_TMP/c4.body")"
+assert_eq x "$(run_in "$C" 'cat /workspace/f')"
+assert_eq 1 "$(grep -c "sandbox '$C' started" "$CELLAD_LOG")" "one start of $C"
+
+info "a bad body is answered 400 before any sandbox is made"
+B=$(sbx badbody)
+api_json POST "/v1/sandboxes/$B/exec" '{"command":'
+expect_status 400
+api GET "/v1/sandboxes/$B" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+
+info "a client that leaves while its sandbox starts: the start completes, nothing is lost"
+L=$(sbx leaver)
+curl -sS -m 0.05 -X POST -H 'Content-Type: application/json' --data-binary "$exec_req" \
+        "$CELLA_URL/v1/sandboxes/$L/exec" >/dev/null 2>&1 || true
+for i in $(seq 1 150); do
+        api GET "/v1/sandboxes/$L" >/dev/null
+        [ "$API_STATUS" = 200 ] && [ "$(body .state)" = running ] && break
+        sleep 0.2
+done
+assert_eq running "$(body .state)" "$L runs after its client left"
+assert_eq "$L" "$(run_in "$L" 'echo $HOSTNAME')"
+assert_eq hi "$(run_in "$O" 'echo hi')" "the daemon still serves"
+
 info "start: ok"

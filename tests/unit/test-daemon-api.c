@@ -226,12 +226,11 @@ void sandbox_unref(struct sandbox *s)
 }
 
 /* The handlers reach the fake table through the directory's operations table. */
-static int fake_get_now(struct sandbox_directory *d, const char *name, bool create,
-                        const struct sandbox_options *opts, struct sandbox **ret,
-                        bool *ret_created, struct cella_error *err)
+static int fake_get_now(struct sandbox_directory *d, const char *name, struct sandbox **ret,
+                        struct cella_error *err)
 {
         (void)d;
-        return sandbox_table_get(NULL, name, create, opts, ret, ret_created, err);
+        return sandbox_table_get(NULL, name, false, NULL, ret, NULL, err);
 }
 
 static void fake_put(struct sandbox_directory *d, const char *name,
@@ -254,8 +253,51 @@ static struct store *fake_store(struct sandbox_directory *d)
         return NULL;
 }
 
+/* gets: how many the handlers made. With hold_gets set (by the test thread), a get is
+ * kept as a start in progress would be, and answered when the test sends release_async. */
+static unsigned gets, hold_gets;
+static struct {
+        char name[64];
+        sandbox_get_cb cb;
+        void *ud;
+} held;
+static uv_async_t release_async;
+
+static void fake_get(struct sandbox_directory *d, const char *name, bool create,
+                     const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata)
+{
+        struct cella_error err = {0};
+        struct sandbox *s = NULL;
+        bool created = false;
+
+        (void)d;
+        __atomic_add_fetch(&gets, 1, __ATOMIC_RELAXED);
+        if (create && __atomic_load_n(&hold_gets, __ATOMIC_RELAXED) && !held.cb) {
+                snprintf(held.name, sizeof(held.name), "%s", name);
+                held.cb = cb;
+                held.ud = userdata;
+                return;
+        }
+        if (sandbox_table_get(NULL, name, create, opts, &s, &created, &err) < 0)
+                cb(NULL, false, &err, userdata);
+        else
+                cb(s, created, NULL, userdata);
+}
+
+static void on_release(uv_async_t *a)
+{
+        sandbox_get_cb cb = held.cb;
+
+        (void)a;
+        if (!cb)
+                return;
+        held.cb = (sandbox_get_cb)1; /* not held again */
+        fake_get(NULL, held.name, true, NULL, cb, held.ud);
+        __atomic_store_n(&held.cb, NULL, __ATOMIC_RELEASE);
+}
+
 static const struct sandbox_directory_ops fake_ops = {
-        .get_now = fake_get_now, .put = fake_put, .store = fake_store};
+        .get = fake_get, .get_now = fake_get_now, .put = fake_put, .store = fake_store};
 static struct sandbox_directory fake_directory = {&fake_ops};
 
 struct sandbox_directory *sandbox_table_directory(struct sandbox_table *t)
@@ -528,6 +570,7 @@ static void on_stop(uv_async_t *a)
                 agent_conn_close(the_sandbox.conn);
         the_sandbox.conn = NULL;
         uv_close((uv_handle_t *)&stop_async, NULL);
+        uv_close((uv_handle_t *)&release_async, NULL);
 }
 
 static void *loop_thread(void *arg)
@@ -539,6 +582,7 @@ static void *loop_thread(void *arg)
         (void)arg;
         uv_loop_init(&loop);
         uv_async_init(&loop, &stop_async, on_stop);
+        uv_async_init(&loop, &release_async, on_release);
         if (api_new(&acfg, &api) < 0)
                 abort();
         cfg.userdata = api;
@@ -1056,19 +1100,27 @@ static void assert_all_freed(void)
         assert_int_equal(api_sse_live(), 0);
 }
 
-/* Send head and body on a new connection, read at least `want` bytes (0: none), close. */
-static void send_and_leave(const char *head, size_t want)
+/* Open a connection and send head (a whole request) on it; the caller reads or closes. */
+static int send_only(const char *head)
 {
         struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
         struct timeval tv = {.tv_sec = 60}; /* hang guard only */
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        char tmp[4096];
-        size_t got = 0;
 
         sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+        return fd;
+}
+
+/* Send head and body on a new connection, read at least `want` bytes (0: none), close. */
+static void send_and_leave(const char *head, size_t want)
+{
+        int fd = send_only(head);
+        char tmp[4096];
+        size_t got = 0;
+
         while (got < want) {
                 ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
 
@@ -1127,6 +1179,72 @@ static void test_req_disconnect_frees(void **state)
                NULL);
         assert_all_freed();
 #undef EXEC_HEAD
+}
+
+/* Wait (bounded) until a get is held: the request waits for its sandbox's start. */
+static void wait_held(void)
+{
+        for (int i = 0; i < 600 && !__atomic_load_n(&held.cb, __ATOMIC_ACQUIRE); i++)
+                usleep(10 * 1000);
+        assert_non_null(__atomic_load_n(&held.cb, __ATOMIC_ACQUIRE));
+}
+
+/* A handler whose sandbox must start waits for the directory's get without holding the
+ * loop: other requests are answered meanwhile, and the request goes on (the same body)
+ * once the sandbox runs. A client that leaves while it waits loses nothing and frees
+ * everything once the start ends. A bad body is answered before any get. */
+static void test_req_waits_for_start(void **state)
+{
+#define EXEC_REQ(body)                                                              \
+        "POST /v1/sandboxes/box1/exec HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n" \
+        "Content-Length: " #body "\r\n\r\n"
+        char buf[8192];
+        size_t got = 0;
+        unsigned before;
+        int fd;
+
+        (void)state;
+        assert_all_freed();
+        __atomic_store_n(&hold_gets, 1, __ATOMIC_RELAXED);
+
+        /* answered after the start, other requests answered during it */
+        fd = send_only(EXEC_REQ(20) "{\"command\":\"binary\"}");
+        wait_held();
+        assert_int_equal(api_req_live(), 1);
+        expect("GET", "/v1/health", NULL, NULL, "HTTP/1.1 200", NULL);
+        expect("GET", "/v1/sandboxes", NULL, NULL, "HTTP/1.1 200", NULL);
+        uv_async_send(&release_async);
+        while (got < sizeof(buf) - 1) {
+                ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+
+                assert_true(n > 0);
+                got += (size_t)n;
+                buf[got] = '\0';
+                if (strstr(buf, "exitCode"))
+                        break;
+        }
+        close(fd);
+        assert_non_null(strstr(buf, "HTTP/1.1 200"));
+        assert_all_freed();
+
+        /* the client leaves while its sandbox starts */
+        fd = send_only(EXEC_REQ(20) "{\"command\":\"binary\"}");
+        wait_held();
+        close(fd);
+        expect("GET", "/v1/health", NULL, NULL, "HTTP/1.1 200", NULL);
+        uv_async_send(&release_async);
+        assert_all_freed();
+
+        /* a bad body: 400, no get */
+        before = __atomic_load_n(&gets, __ATOMIC_RELAXED);
+        expect("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":", "HTTP/1.1 400", NULL);
+        assert_int_equal(__atomic_load_n(&gets, __ATOMIC_RELAXED), before);
+
+        __atomic_store_n(&hold_gets, 0, __ATOMIC_RELAXED);
+        expect("POST", "/v1/sandboxes/box1/exec", NULL, "{\"command\":\"binary\"}", "HTTP/1.1 200",
+               NULL);
+        assert_all_freed();
+#undef EXEC_REQ
 }
 
 #define SSE "Accept: text/event-stream\r\n"
@@ -1232,11 +1350,17 @@ static void test_token_compare(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_token_compare),   cmocka_unit_test(test_routing_and_auth),
-                cmocka_unit_test(test_images_routes),   cmocka_unit_test(test_exec_buffered),
-                cmocka_unit_test(test_exec_sse),        cmocka_unit_test(test_files_raw),
-                cmocka_unit_test(test_files_json),      cmocka_unit_test(test_disconnect_cancels),
-                cmocka_unit_test(test_origin_and_host), cmocka_unit_test(test_req_disconnect_frees),
+                cmocka_unit_test(test_token_compare),
+                cmocka_unit_test(test_routing_and_auth),
+                cmocka_unit_test(test_images_routes),
+                cmocka_unit_test(test_exec_buffered),
+                cmocka_unit_test(test_exec_sse),
+                cmocka_unit_test(test_files_raw),
+                cmocka_unit_test(test_files_json),
+                cmocka_unit_test(test_disconnect_cancels),
+                cmocka_unit_test(test_origin_and_host),
+                cmocka_unit_test(test_req_disconnect_frees),
+                cmocka_unit_test(test_req_waits_for_start),
                 cmocka_unit_test(test_req_agent_lost),
         };
 
