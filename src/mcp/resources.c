@@ -191,9 +191,11 @@ json_t *mcp_resources_read(struct mcp_call *call, int *ret_code, char *errmsg, s
 /* ---- subscriptions ---- */
 
 /* One watched resource. Invariant: the watch thread owns it; active is cleared by
- * unsubscribe or by the session's end, and the thread stops at the next event. */
+ * unsubscribe, which also interrupts client (under subs_lock: the thread frees the client
+ * only once the sub is out of the list), so the watch's stream ends at once. */
 struct sub {
         struct mcp_server *srv;
+        cella_client *client;
         char uri[4200];
         char sandbox[CELLA_NAME_MAX + 1];
         char path[4096];
@@ -223,7 +225,7 @@ static int on_watch(const char *json, size_t len, void *ud)
 static void *watch_main(void *arg)
 {
         struct sub *sub = arg;
-        cella_client *c = mcp_server_client(sub->srv);
+        cella_client *c = sub->client;
         char dir[4096];
         char *slash;
         const char *const none[] = {NULL};
@@ -235,9 +237,7 @@ static void *watch_main(void *arg)
                 slash[1] = '\0';
         else if (slash)
                 *slash = '\0';
-        if (c)
-                cella_watch(c, sub->sandbox, dir, &o, on_watch, sub);
-        cella_client_free(c);
+        cella_watch(c, sub->sandbox, dir, &o, on_watch, sub);
         pthread_mutex_lock(&subs_lock);
         for (struct sub **p = &subs; *p; p = &(*p)->next)
                 if (*p == sub) {
@@ -245,9 +245,21 @@ static void *watch_main(void *arg)
                         break;
                 }
         pthread_mutex_unlock(&subs_lock);
+        cella_client_free(c);
         mcp_server_unref(sub->srv);
         free(sub);
         return NULL;
+}
+
+void mcp_resources_close(struct mcp_server *srv)
+{
+        pthread_mutex_lock(&subs_lock);
+        for (struct sub *s = subs; s; s = s->next)
+                if (s->srv == srv) {
+                        atomic_store(&s->active, false);
+                        cella_client_interrupt(s->client);
+                }
+        pthread_mutex_unlock(&subs_lock);
 }
 
 json_t *mcp_resources_subscribe(struct mcp_call *call, bool on, int *ret_code, char *errmsg,
@@ -280,8 +292,10 @@ json_t *mcp_resources_subscribe(struct mcp_call *call, bool on, int *ret_code, c
                 n++;
                 if (strcmp(s->uri, uri) == 0) {
                         exists = true;
-                        if (!on)
+                        if (!on) {
                                 atomic_store(&s->active, false);
+                                cella_client_interrupt(s->client);
+                        }
                 }
         }
         pthread_mutex_unlock(&subs_lock);
@@ -307,6 +321,10 @@ json_t *mcp_resources_subscribe(struct mcp_call *call, bool on, int *ret_code, c
                 return NULL;
         }
         snprintf(sub->uri, sizeof(sub->uri), "%s", uri);
+        if (!(sub->client = mcp_server_client(call->srv))) {
+                free(sub);
+                return NULL;
+        }
         sub->srv = call->srv;
         atomic_init(&sub->active, true);
         mcp_server_ref(sub->srv);
@@ -327,6 +345,7 @@ json_t *mcp_resources_subscribe(struct mcp_call *call, bool on, int *ret_code, c
                         }
                 pthread_mutex_unlock(&subs_lock);
                 mcp_server_unref(sub->srv);
+                cella_client_free(sub->client);
                 free(sub);
                 return NULL;
         }

@@ -153,6 +153,47 @@ for (const kind of TRANSPORTS) {
       assert.equal(left.stdout, '');
     });
 
+    it('keeps cd and export in an exec session; lists no finished exec', async () => {
+      const a = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, sessionId: 'work', command: 'mkdir -p /tmp/s && cd /tmp/s && export MODE=fast' } }, undefined, LONG));
+      assert.equal(a.exitCode, 0);
+      assert.equal(a.sessionId, 'work');
+      const b = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, sessionId: 'work', command: 'pwd; echo "$MODE"' } }));
+      assert.equal(b.stdout, '/tmp/s\nfast\n');
+      // without a session: a fresh shell, nothing carried over
+      const c = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, command: 'pwd; echo "[$MODE]"' } }));
+      assert.equal(c.stdout, '/workspace\n[]\n');
+      // a session command's timeout stops it; the session keeps its state
+      const t = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, sessionId: 'work', command: 'echo before; sleep 100', timeoutMs: 500 } }, undefined, LONG));
+      assert.equal(t.timedOut, true);
+      const d = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, sessionId: 'work', command: 'pwd' } }));
+      assert.equal(d.stdout, '/tmp/s\n');
+      // exec's own background processes are gone from process_list once finished
+      const ps = structured(await client.callTool({ name: 'process_list', arguments: { sandbox: box } }));
+      assert.deepEqual(ps.processes.filter((x) => x.id.startsWith('mcp-exec-')), []);
+    });
+
+    it('cancelling run_code interrupts the running cell; the context keeps its state', async () => {
+      structured(await client.callTool({ name: 'run_code', arguments: { sandbox: box, code: 'kept = 41' } }, undefined, LONG));
+      structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, command: 'rm -f /tmp/cell-started' } }));
+      const ac = new AbortController();
+      const call = client.callTool({ name: 'run_code', arguments: { sandbox: box, code: 'import time\nopen("/tmp/cell-started", "w").close()\ntime.sleep(100)' } },
+        undefined, { timeout: 300000, signal: ac.signal });
+      call.catch(() => {});
+      for (let i = 0; ; i++) {
+        const r = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, command: 'test -e /tmp/cell-started && echo yes || true' } }));
+        if (r.stdout === 'yes\n') break;
+        assert.ok(i < 240, 'the cell never started');
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      ac.abort('enough');
+      await assert.rejects(call);
+      // the same (default) context answers the next cell: the sleep was interrupted (the
+      // bound is far below its 100 s), and its variables are still there
+      const next = await client.callTool({ name: 'run_code', arguments: { sandbox: box, code: 'kept + 1' } }, undefined, { timeout: 60000 });
+      structured(next);
+      assert.ok(next.content.some((x) => x.type === 'text' && x.text === '42'), JSON.stringify(next.content));
+    });
+
     it('writes, reads, lists and deletes files (text and base64)', async () => {
       structured(await client.callTool({ name: 'file_write', arguments: { sandbox: box, path: 'notes/a.txt', content: 'héllo\n' } }));
       const bin = Buffer.from([0, 1, 2, 255, 254]).toString('base64');
