@@ -432,6 +432,47 @@ if (TRANSPORTS.includes('http')) {
       await fetch(`${URL_}/mcp`, { method: 'DELETE', headers: { ...H, 'Mcp-Session-Id': s } });
     });
 
+    it('resumes a POST stream whose connection was lost with GET and Last-Event-ID', async () => {
+      // the first event of a long exec, then the connection is dropped
+      const ac = new AbortController();
+      const res = await fetch(`${URL_}/mcp`, {
+        method: 'POST',
+        headers: { ...H, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'resume-1', method: 'tools/call', params: { name: 'exec', arguments: { sandbox: box, command: 'echo one; sleep 1; echo two' }, _meta: { progressToken: 'r' } } }),
+        signal: ac.signal,
+      });
+      assert.equal(res.status, 200);
+      const reader = res.body.getReader();
+      let text = '';
+      while (!/\n\n/.test(text)) {
+        const { value, done } = await reader.read();
+        assert.ok(!done, 'the stream ended before its first event');
+        text += Buffer.from(value).toString();
+      }
+      ac.abort();
+      const first = /id: (\d+)-(\d+)\ndata: (.*)\n/.exec(text);
+      assert.ok(first, `a POST stream's event id names its stream: ${text}`);
+      assert.equal(JSON.parse(first[3]).method, 'notifications/progress');
+      // the rest of that stream, the response last, on a GET (it ends with the response)
+      const resumed = await fetch(`${URL_}/mcp`, { headers: { ...H, Accept: 'text/event-stream', 'Mcp-Session-Id': sid, 'Last-Event-ID': `${first[1]}-${first[2]}` } });
+      assert.equal(resumed.status, 200);
+      const events = [...(await resumed.text()).matchAll(/id: (\d+)-(\d+)\ndata: (.*)\n/g)]
+        .map((m) => ({ id: Number(m[1]), stream: m[2], msg: JSON.parse(m[3]) }));
+      assert.ok(events.length > 0);
+      for (const e of events) {
+        assert.equal(e.stream, first[2]);
+        assert.ok(e.id > Number(first[1]), 'only events after Last-Event-ID');
+      }
+      const last = events.at(-1).msg;
+      assert.equal(last.id, 'resume-1');
+      assert.equal(last.result.structuredContent.stdout, 'one\ntwo\n');
+      // delivered: the stream is not kept any more (and never another stream's events)
+      const again = await fetch(`${URL_}/mcp`, { headers: { ...H, Accept: 'text/event-stream', 'Mcp-Session-Id': sid, 'Last-Event-ID': `${first[1]}-${first[2]}` } });
+      // (400, not 404: a 404 would tell the client that its session ended)
+      assert.equal(again.status, 400);
+      assert.match((await again.json()).message, /not kept/);
+    });
+
     it('replays the stream after Last-Event-ID', async () => {
       await rpc('tools/call', { name: 'file_write', arguments: { sandbox: box, path: 'r.txt', content: 'a' } });
       const uri = `cella://${box}/workspace/r.txt`;
