@@ -4,7 +4,7 @@
 // real cellad (CELLA_URL, CELLA_TOKEN, CELLA_BUILD, MCP_SANDBOX: a sandbox name prefix).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -319,6 +319,35 @@ for (const kind of TRANSPORTS) {
       }
       assert.equal(got, uri);
       await client.unsubscribeResource({ uri });
+      if (kind === 'stdio') {
+        // a watch is cella mcp's one long-lived connection to cellad: unsubscribe ends it
+        // at once, even when its directory stays quiet (bounded waits)
+        const port = new URL(URL_).port;
+        const conns = () => execFileSync('ss', ['-Htnp', 'state', 'established', 'dport', '=', `:${port}`])
+          .toString().split('\n').filter((l) => l.includes(`pid=${client.transport.pid},`)).length;
+        const until = async (what, cond) => {
+          for (let i = 0; !cond(); i++) {
+            assert.ok(i < 120, what);
+            await new Promise((r) => setTimeout(r, 250));
+          }
+        };
+        structured(await client.callTool({ name: 'file_write', arguments: { sandbox: box, path: 'quiet/q.txt', content: 'q' } }));
+        await until('connections of finished calls still open', () => conns() === 0);
+        const quiet = `cella://${box}/workspace/quiet/q.txt`;
+        let quietUpdates = 0;
+        client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { if (n.params.uri === quiet) quietUpdates++; });
+        await client.subscribeResource({ uri: quiet });
+        await until('no connection for the watch', () => conns() === 1);
+        // the watch runs once a change is seen; then the directory stays quiet (its
+        // write's events are given 2 s to arrive) and the unsubscribe alone must end it
+        for (let i = 0; quietUpdates === 0; i++) {
+          assert.ok(i < 30, 'no update for the quiet file');
+          structured(await client.callTool({ name: 'file_write', arguments: { sandbox: box, path: 'quiet/q.txt', content: `q${i}` } }));
+          await new Promise((r) => setTimeout(r, 2000));
+        }
+        await client.unsubscribeResource({ uri: quiet });
+        await until('the watch still runs after unsubscribe', () => conns() === 0);
+      }
       await assert.rejects(client.readResource({ uri: `cella://${box}/workspace/nope.txt` }),
         (e) => e instanceof McpError && e.code === -32002);
     });
