@@ -6,8 +6,11 @@
  * session: its id comes back in Mcp-Session-Id and every later request must carry it (400
  * without, 404 for one that ended). GET opens the session's stream for messages that
  * belong to no request (resource updates); its events have ids, and a GET with
- * Last-Event-ID gets those after it again (the last CELLA_MCP_REPLAY). DELETE ends the
- * session: running calls are cancelled and their commands killed.
+ * Last-Event-ID gets those after it again (the last CELLA_MCP_REPLAY). A POST stream's
+ * event ids name it ("EVENT-STREAM"): when its connection breaks it waits, and a GET with
+ * such a Last-Event-ID carries it on (the spec's resumption). DELETE ends the session:
+ * running calls are cancelled and their commands killed; so does CELLA_MCP_IDLE_TIMEOUT_MS
+ * without a request or an open stream.
  *
  * The engine is the one `cella mcp` runs: its tools call this daemon through libcella on
  * worker threads, at the API listener's own bound address (api_set_self_address), with
