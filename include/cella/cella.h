@@ -33,6 +33,11 @@ typedef struct cella_exec_result cella_exec_result;
 /* url NULL: $CELLA_URL, else http://127.0.0.1:7070. token NULL: $CELLA_TOKEN (may be unset). */
 int cella_client_new(const char *url, const char *token, cella_client **ret);
 void cella_client_free(cella_client *c);
+/* From any thread: end the call in progress on c at once (its connection is shut down, so
+ * the server sees the client go: a code run is interrupted, a stream ends) and make it and
+ * every later call on c return CELLA_ERR_CALLBACK (code INTERRUPTED). For a thread
+ * blocked in a stream (cella_code_run, cella_watch, ...) that another thread must stop. */
+void cella_client_interrupt(cella_client *c);
 const char *cella_client_error_code(const cella_client *c);    /* "" when none */
 const char *cella_client_error_message(const cella_client *c); /* "" when none */
 long cella_client_http_status(const cella_client *c);

@@ -5,6 +5,8 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "cella/cella.h"
@@ -19,6 +21,11 @@ struct cella_client {
         char code[64]; /* last API error code */
         char message[512];
         long status;
+        /* cella_client_interrupt's (any thread): the flag, and the socket of the transfer
+         * in progress (-1: none) under sock_lock, so that it is never one already closed */
+        atomic_bool interrupted;
+        pthread_mutex_t sock_lock;
+        curl_socket_t sock;
 };
 
 struct cella_exec_result {

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,6 +47,8 @@ int cella_client_new(const char *url, const char *token, cella_client **ret)
         c = calloc(1, sizeof(*c));
         if (!c)
                 return CELLA_ERR_NOMEM;
+        pthread_mutex_init(&c->sock_lock, NULL);
+        c->sock = CURL_SOCKET_BAD;
         c->base = strdup(url);
         c->curl = curl_easy_init();
         if (!c->base || !c->curl) {
@@ -73,9 +76,55 @@ void cella_client_free(cella_client *c)
                 return;
         if (c->curl)
                 curl_easy_cleanup(c->curl);
+        pthread_mutex_destroy(&c->sock_lock);
         free(c->base);
         free(c->auth);
         free(c);
+}
+
+/* From any thread: a shutdown of the socket wakes the transfer blocked on it (the server
+ * sees the connection end), the flag fails it and every later call. */
+void cella_client_interrupt(cella_client *c)
+{
+        atomic_store(&c->interrupted, true);
+        pthread_mutex_lock(&c->sock_lock);
+        if (c->sock != CURL_SOCKET_BAD)
+                shutdown(c->sock, SHUT_RDWR);
+        pthread_mutex_unlock(&c->sock_lock);
+}
+
+static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+        cella_client *c = ud;
+        curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+
+        if (fd == CURL_SOCKET_BAD)
+                return fd;
+        pthread_mutex_lock(&c->sock_lock);
+        c->sock = fd;
+        if (atomic_load(&c->interrupted))
+                shutdown(fd, SHUT_RDWR);
+        pthread_mutex_unlock(&c->sock_lock);
+        return fd;
+}
+
+static int on_close_socket(void *ud, curl_socket_t fd)
+{
+        cella_client *c = ud;
+
+        pthread_mutex_lock(&c->sock_lock);
+        if (c->sock == fd)
+                c->sock = CURL_SOCKET_BAD;
+        pthread_mutex_unlock(&c->sock_lock);
+        return close(fd);
+}
+
+/* Curl's progress callback, called at least once a second: the net under the shutdown. */
+static int on_xfer(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+        cella_client *c = ud;
+
+        return atomic_load(&c->interrupted) ? 1 : 0;
 }
 
 const char *cella_client_error_code(const cella_client *c)
@@ -188,6 +237,17 @@ int client_perform(cella_client *c, const char *method, const char *url, const c
         curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, s);
         curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS, CELLA_CLIENT_CONNECT_TIMEOUT_MS);
         curl_easy_setopt(c->curl, CURLOPT_TCP_NODELAY, 1L);
+        curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+        curl_easy_setopt(c->curl, CURLOPT_OPENSOCKETDATA, c);
+        curl_easy_setopt(c->curl, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+        curl_easy_setopt(c->curl, CURLOPT_CLOSESOCKETDATA, c);
+        curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_xfer);
+        curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
+        curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+        if (atomic_load(&c->interrupted)) {
+                client_errorf(c, "INTERRUPTED", "the call was interrupted");
+                return CELLA_ERR_CALLBACK;
+        }
         h = curl_slist_append(h, "Expect:");
         if (c->auth)
                 h = curl_slist_append(h, c->auth);
@@ -220,7 +280,10 @@ int client_perform(cella_client *c, const char *method, const char *url, const c
         curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &c->status);
         curl_slist_free_all(h);
 
-        if (s->stream_err) {
+        if (atomic_load(&c->interrupted)) {
+                client_errorf(c, "INTERRUPTED", "the call was interrupted");
+                r = CELLA_ERR_CALLBACK;
+        } else if (s->stream_err) {
                 r = s->stream_err;
         } else if (up && up->err) {
                 client_errorf(c, "IO_ERROR", "read upload: %s", strerror(up->err));

@@ -180,5 +180,6 @@
 #define CELLA_MCP_PROGRESS_TEXT 4096            /* output bytes quoted in one progress message */
 #define CELLA_MCP_MAX_SESSIONS 256              /* /mcp sessions; the least recently used goes */
 #define CELLA_MCP_REPLAY 64                     /* /mcp stream events kept for Last-Event-ID */
+#define CELLA_MCP_IDLE_TIMEOUT_MS (30 * 60 * 1000) /* /mcp session unused this long ends */
 
 #endif

@@ -6,8 +6,11 @@
  * session: its id comes back in Mcp-Session-Id and every later request must carry it (400
  * without, 404 for one that ended). GET opens the session's stream for messages that
  * belong to no request (resource updates); its events have ids, and a GET with
- * Last-Event-ID gets those after it again (the last CELLA_MCP_REPLAY). DELETE ends the
- * session: running calls are cancelled and their commands killed.
+ * Last-Event-ID gets those after it again (the last CELLA_MCP_REPLAY). A POST stream's
+ * event ids name it ("EVENT-STREAM"): when its connection breaks it waits, and a GET with
+ * such a Last-Event-ID carries it on (the spec's resumption). DELETE ends the session:
+ * running calls are cancelled and their commands killed; so does CELLA_MCP_IDLE_TIMEOUT_MS
+ * without a request or an open stream.
  *
  * The engine is the one `cella mcp` runs: its tools call this daemon through libcella on
  * worker threads, at the API listener's own bound address (api_set_self_address), with
@@ -31,11 +34,20 @@
 #include "daemon/http.h"
 #include "mcp/server.h"
 
-/* A POST's stream, waiting for the response to the request id it carries. */
+/* A POST's stream, waiting for the response to the request id it carries. Its events
+ * are kept (the last CELLA_MCP_REPLAY) so that a client that lost the connection resumes
+ * it with GET and Last-Event-ID "EVENT-STREAM": req is then that GET, or NULL while no
+ * connection carries the stream (detached); done once the response was sent or kept. */
 struct mcp_post {
         struct http_request *req;
-        char *id; /* the request id as compact JSON text */
+        char *id;        /* the request id as compact JSON text */
+        uint64_t stream; /* this session's POST stream number, from 1 */
+        bool done;
         struct mcp_session *s;
+        struct {
+                uint64_t id;
+                char *text;
+        } replay[CELLA_MCP_REPLAY];
         struct mcp_post *next;
 };
 
@@ -49,7 +61,8 @@ struct mcp_session {
         struct http_request *get; /* the standalone stream, or NULL */
         struct mcp_post *posts;
         uint64_t next_event;
-        uint64_t last_used; /* uv_now */
+        uint64_t next_stream; /* POST streams numbered */
+        uint64_t last_used;   /* uv_now */
         struct {
                 uint64_t id;
                 char *text;
@@ -67,6 +80,8 @@ struct mcp_msg {
 static struct mcp_session *sessions;
 static uv_async_t wake;
 static bool wake_ready;
+static uv_timer_t idle_timer;
+static uint64_t idle_ms; /* CELLA_MCP_IDLE_TIMEOUT_MS, or the environment's for tests */
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcp_msg *queue_head, **queue_tail = &queue_head;
 
@@ -101,11 +116,17 @@ static void mcp_send(const char *text, size_t len, const json_t *related, void *
         uv_async_send(&wake);
 }
 
-static void sse_event(struct http_request *req, uint64_t id, const char *text)
+/* An event's id is the session's event count, unique across its streams; a POST
+ * stream's also names the stream ("12-3"), which a GET with Last-Event-ID resumes. */
+static void sse_event(struct http_request *req, uint64_t id, uint64_t stream, const char *text)
 {
-        char head[48];
+        char head[64];
 
-        snprintf(head, sizeof(head), "id: %llu\ndata: ", (unsigned long long)id);
+        if (stream)
+                snprintf(head, sizeof(head), "id: %llu-%llu\ndata: ", (unsigned long long)id,
+                         (unsigned long long)stream);
+        else
+                snprintf(head, sizeof(head), "id: %llu\ndata: ", (unsigned long long)id);
         http_response_write(req, head, strlen(head), NULL, NULL);
         http_response_write(req, text, strlen(text), NULL, NULL);
         http_response_write(req, "\n\n", 2, NULL, NULL);
@@ -120,11 +141,57 @@ static void post_drop(struct mcp_post *p)
                         *pp = p->next;
                         break;
                 }
-        http_request_on_abort(p->req, NULL, NULL);
-        http_request_unref(p->req);
+        if (p->req) {
+                s->last_used = uv_now(wake.loop); /* idle from its end */
+                http_request_on_abort(p->req, NULL, NULL);
+                http_request_unref(p->req);
+        }
+        for (size_t i = 0; i < ARRAY_SIZE(p->replay); i++)
+                free(p->replay[i].text);
         free(p->id);
         free(p);
         session_unref(s);
+}
+
+/* The connection carrying a POST stream went away: the stream waits for a resuming GET
+ * (its call runs on: a disconnect is no cancellation). */
+static void post_detach(struct mcp_post *p)
+{
+        p->s->last_used = uv_now(wake.loop);
+        http_request_on_abort(p->req, NULL, NULL);
+        http_request_unref(p->req);
+        p->req = NULL;
+}
+
+/* Streams kept for a resumption that may never come: at most CELLA_MCP_MAX_INFLIGHT
+ * answered ones per session, the oldest dropped first. */
+static void posts_trim(struct mcp_session *s)
+{
+        struct mcp_post *p, *oldest;
+        unsigned n;
+
+        for (;;) {
+                n = 0;
+                oldest = NULL;
+                for (p = s->posts; p; p = p->next)
+                        if (!p->req && p->done) {
+                                n++;
+                                oldest = p; /* the list is newest first */
+                        }
+                if (n <= CELLA_MCP_MAX_INFLIGHT)
+                        return;
+                post_drop(oldest);
+        }
+}
+
+/* An event kept for a resumption of the stream. */
+static void post_keep(struct mcp_post *p, uint64_t id, const char *text)
+{
+        size_t slot = id % CELLA_MCP_REPLAY;
+
+        free(p->replay[slot].text);
+        p->replay[slot].id = id;
+        p->replay[slot].text = strdup(text);
 }
 
 /* On the loop: write a message where it belongs. */
@@ -141,17 +208,24 @@ static void deliver(struct mcp_msg *m)
 
                 response = json_object_get(j, "result") || json_object_get(j, "error");
                 for (struct mcp_post *p = s->posts; p; p = p->next) {
-                        if (strcmp(p->id, m->related) != 0)
+                        if (p->done || strcmp(p->id, m->related) != 0)
                                 continue;
-                        sse_event(p->req, id, m->text);
+                        post_keep(p, id, m->text);
+                        if (p->req)
+                                sse_event(p->req, id, p->stream, m->text);
                         if (response) {
-                                http_response_end(p->req);
-                                post_drop(p);
+                                p->done = true;
+                                if (p->req) {
+                                        http_response_end(p->req);
+                                        post_drop(p);
+                                } else {
+                                        posts_trim(s);
+                                }
                         }
                         return;
                 }
                 if (response)
-                        return; /* its POST went away: nothing waits for it */
+                        return; /* no stream of this session waits for it */
         }
         /* the standalone stream's messages are kept for a resuming GET */
         size_t slot = id % CELLA_MCP_REPLAY;
@@ -159,7 +233,7 @@ static void deliver(struct mcp_msg *m)
         s->replay[slot].id = id;
         s->replay[slot].text = strdup(m->text);
         if (s->get)
-                sse_event(s->get, id, m->text);
+                sse_event(s->get, id, 0, m->text);
 }
 
 static void on_wake(uv_async_t *h)
@@ -214,7 +288,8 @@ static void session_end(struct mcp_session *s)
                 }
         s->srv = NULL;
         while (s->posts) {
-                http_response_end(s->posts->req);
+                if (s->posts->req)
+                        http_response_end(s->posts->req);
                 post_drop(s->posts);
         }
         if (s->get) {
@@ -237,6 +312,50 @@ static void session_end(struct mcp_session *s)
         if (pthread_create(&th, &attr, close_main, job) != 0)
                 close_main(job); /* no thread: wait here rather than leak */
         pthread_attr_destroy(&attr);
+}
+
+/* A session with an open stream is in use, however long since its last request. */
+static bool session_busy(struct mcp_session *s)
+{
+        if (s->get)
+                return true;
+        for (struct mcp_post *p = s->posts; p; p = p->next)
+                if (p->req)
+                        return true;
+        return false;
+}
+
+/* Sessions idle for idle_ms (no request, no stream open) end as DELETE ends them. */
+static void on_idle_timer(uv_timer_t *t)
+{
+        uint64_t now = uv_now(t->loop);
+        struct mcp_session *s, *next;
+
+        for (s = sessions; s; s = next) {
+                next = s->next;
+                if (!session_busy(s) && now - s->last_used >= idle_ms) {
+                        log_msg(LOG_LEVEL_DEBUG, "mcp: session %s idle, ended", s->id);
+                        session_end(s);
+                }
+        }
+}
+
+/* The idle timeout: CELLA_MCP_IDLE_TIMEOUT_MS in the environment (milliseconds, for tests)
+ * or the limit; swept a few times per timeout, at least once a minute. */
+static int idle_timer_start(uv_loop_t *loop)
+{
+        const char *env = getenv("CELLA_MCP_IDLE_TIMEOUT_MS");
+        char *end = NULL;
+        unsigned long long v = env ? strtoull(env, &end, 10) : 0;
+        uint64_t every;
+
+        idle_ms = env && *env && end && !*end && v > 0 ? v : CELLA_MCP_IDLE_TIMEOUT_MS;
+        every = idle_ms / 4 ? idle_ms / 4 : 1;
+        if (every > 60 * 1000)
+                every = 60 * 1000;
+        uv_timer_init(loop, &idle_timer);     /* cannot fail */
+        uv_unref((uv_handle_t *)&idle_timer); /* never what keeps the loop running */
+        return uv_timer_start(&idle_timer, on_idle_timer, every, every) < 0 ? -1 : 0;
 }
 
 static struct mcp_session *session_find(const char *id)
@@ -270,6 +389,11 @@ static struct mcp_session *session_new(struct api *a, struct http_request *req,
                         cella_error_set(err, CELLA_E_INTERNAL_ERROR, "uv_async_init failed");
                         return NULL;
                 }
+                if (idle_timer_start(loop) < 0) /* never with a live loop */
+                        log_msg(LOG_LEVEL_WARN,
+                                "mcp: no idle timer: sessions end only when "
+                                "%d exist",
+                                CELLA_MCP_MAX_SESSIONS);
                 uv_unref((uv_handle_t *)&wake); /* never what keeps the loop running */
                 wake_ready = true;
         }
@@ -305,7 +429,12 @@ static struct mcp_session *session_new(struct api *a, struct http_request *req,
 
 static void on_post_abort(struct http_request *req, void *ud)
 {
-        post_drop(ud);
+        struct mcp_post *p = ud;
+
+        if (p->done) /* nothing more to send on it */
+                post_drop(p);
+        else
+                post_detach(p);
 }
 
 static void on_get_abort(struct http_request *req, void *ud)
@@ -313,6 +442,7 @@ static void on_get_abort(struct http_request *req, void *ud)
         struct mcp_session *s = ud;
 
         if (s->get == req) {
+                s->last_used = uv_now(wake.loop);
                 http_request_unref(req);
                 s->get = NULL;
         }
@@ -353,7 +483,7 @@ static struct mcp_session *session_of(struct http_request *req)
                                   "MCP-Protocol-Version: not a revision this server speaks");
                 return NULL;
         }
-        s->last_used = uv_now(http_request_loop(req));
+        s->last_used = uv_now(wake.loop);
         return s;
 }
 
@@ -403,11 +533,58 @@ static void on_post_body(struct http_request *req, const char *body, size_t len,
         http_request_ref(req);
         p->req = req;
         p->s = s;
+        p->stream = ++s->next_stream;
         atomic_fetch_add(&s->refs, 1);
         p->next = s->posts;
         s->posts = p;
         http_request_on_abort(req, on_post_abort, p);
         mcp_server_handle(s->srv, body, len);
+}
+
+/* GET with Last-Event-ID "EVENT-STREAM": the POST stream STREAM goes on on this
+ * connection, from after EVENT (the events kept, then live; its response ends it). */
+static void post_resume(struct mcp_session *s, struct http_request *req, uint64_t after,
+                        uint64_t stream)
+{
+        struct mcp_post *p;
+        char headers[128];
+
+        for (p = s->posts; p && p->stream != stream; p = p->next)
+                ;
+        if (!p) {
+                /* not 404: that would tell the client its session ended */
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "Last-Event-ID: stream %llu of this session is not kept "
+                                  "(its response was delivered, or it was never opened)",
+                                  (unsigned long long)stream);
+                return;
+        }
+        if (p->req) { /* a newer connection takes over */
+                struct http_request *old = p->req;
+
+                p->req = NULL;
+                http_request_on_abort(old, NULL, NULL);
+                http_response_end(old);
+                http_request_unref(old);
+        }
+        snprintf(headers, sizeof(headers), "Cache-Control: no-cache\r\nMcp-Session-Id: %s\r\n",
+                 s->id);
+        if (http_response_begin(req, 200, "text/event-stream", -1, headers) < 0)
+                return;
+        for (uint64_t id = after + 1; id <= s->next_event; id++) {
+                size_t slot = id % CELLA_MCP_REPLAY;
+
+                if (p->replay[slot].id == id && p->replay[slot].text)
+                        sse_event(req, id, p->stream, p->replay[slot].text);
+        }
+        if (p->done) {
+                http_response_end(req);
+                post_drop(p);
+                return;
+        }
+        http_request_ref(req);
+        p->req = req;
+        http_request_on_abort(req, on_post_abort, p);
 }
 
 static void mcp_get(struct http_request *req)
@@ -425,8 +602,15 @@ static void mcp_get(struct http_request *req)
         }
         if (!(s = session_of(req)))
                 return;
-        if (last)
-                after = strtoull(last, NULL, 10);
+        if (last) {
+                char *end = NULL;
+
+                after = strtoull(last, &end, 10);
+                if (end && *end == '-') {
+                        post_resume(s, req, after, strtoull(end + 1, NULL, 10));
+                        return;
+                }
+        }
         if (s->get) { /* a newer stream takes over */
                 struct http_request *old = s->get;
 
@@ -449,7 +633,7 @@ static void mcp_get(struct http_request *req)
                         size_t slot = id % CELLA_MCP_REPLAY;
 
                         if (s->replay[slot].id == id && s->replay[slot].text)
-                                sse_event(req, id, s->replay[slot].text);
+                                sse_event(req, id, 0, s->replay[slot].text);
                 }
         else
                 http_response_write(req, ": stream open\n\n", 16, NULL, NULL);

@@ -77,6 +77,8 @@ json_t *mcp_resources_templates(void);
 json_t *mcp_resources_read(struct mcp_call *call, int *ret_code, char *errmsg, size_t errlen);
 json_t *mcp_resources_subscribe(struct mcp_call *call, bool on, int *ret_code, char *errmsg,
                                 size_t errlen);
+/* End the server's watches now (the session closes). */
+void mcp_resources_close(struct mcp_server *srv);
 /* Split cella://SANDBOX/PATH: 0 with sandbox and "/PATH" (percent-decoded), or -EINVAL. */
 int mcp_uri_parse(const char *uri, char *sandbox, size_t slen, char *path, size_t plen);
 

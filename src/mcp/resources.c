@@ -191,9 +191,11 @@ json_t *mcp_resources_read(struct mcp_call *call, int *ret_code, char *errmsg, s
 /* ---- subscriptions ---- */
 
 /* One watched resource. Invariant: the watch thread owns it; active is cleared by
- * unsubscribe or by the session's end, and the thread stops at the next event. */
+ * unsubscribe, which also interrupts client (under subs_lock: the thread frees the client
+ * only once the sub is out of the list), so the watch's stream ends at once. */
 struct sub {
         struct mcp_server *srv;
+        cella_client *client;
         char uri[4200];
         char sandbox[CELLA_NAME_MAX + 1];
         char path[4096];
@@ -220,7 +222,8 @@ static int on_watch(const char *json, size_t len, void *ud)
         return 0;
 }
 
-/* A subscription taken out of the list, its server's reference returned, and freed. */
+/* Out of the list first (unsubscribe interrupts the client of a listed subscription, under
+ * subs_lock), then its client freed, its server's reference returned, itself freed. */
 static void sub_drop(struct sub *sub)
 {
         pthread_mutex_lock(&subs_lock);
@@ -230,6 +233,7 @@ static void sub_drop(struct sub *sub)
                         break;
                 }
         pthread_mutex_unlock(&subs_lock);
+        cella_client_free(sub->client);
         mcp_server_unref(sub->srv);
         free(sub);
 }
@@ -237,7 +241,7 @@ static void sub_drop(struct sub *sub)
 static void *watch_main(void *arg)
 {
         struct sub *sub = arg;
-        cella_client *c = mcp_server_client(sub->srv);
+        cella_client *c = sub->client;
         char dir[4096];
         char *slash;
         const char *const none[] = {NULL};
@@ -249,11 +253,20 @@ static void *watch_main(void *arg)
                 slash[1] = '\0';
         else if (slash)
                 *slash = '\0';
-        if (c)
-                cella_watch(c, sub->sandbox, dir, &o, on_watch, sub);
-        cella_client_free(c);
+        cella_watch(c, sub->sandbox, dir, &o, on_watch, sub);
         sub_drop(sub);
         return NULL;
+}
+
+void mcp_resources_close(struct mcp_server *srv)
+{
+        pthread_mutex_lock(&subs_lock);
+        for (struct sub *s = subs; s; s = s->next)
+                if (s->srv == srv) {
+                        atomic_store(&s->active, false);
+                        cella_client_interrupt(s->client);
+                }
+        pthread_mutex_unlock(&subs_lock);
 }
 
 json_t *mcp_resources_subscribe(struct mcp_call *call, bool on, int *ret_code, char *errmsg,
@@ -286,8 +299,10 @@ json_t *mcp_resources_subscribe(struct mcp_call *call, bool on, int *ret_code, c
                 n++;
                 if (strcmp(s->uri, uri) == 0) {
                         exists = true;
-                        if (!on)
+                        if (!on) {
                                 atomic_store(&s->active, false);
+                                cella_client_interrupt(s->client);
+                        }
                 }
         }
         pthread_mutex_unlock(&subs_lock);
@@ -313,6 +328,10 @@ json_t *mcp_resources_subscribe(struct mcp_call *call, bool on, int *ret_code, c
                 return NULL;
         }
         snprintf(sub->uri, sizeof(sub->uri), "%s", uri);
+        if (!(sub->client = mcp_server_client(call->srv))) {
+                free(sub);
+                return NULL;
+        }
         sub->srv = call->srv;
         atomic_init(&sub->active, true);
         mcp_server_ref(sub->srv);

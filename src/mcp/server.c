@@ -228,6 +228,10 @@ static void cancel(struct mcp_server *s, const json_t *id)
                 if (call && (!id || json_equal(call->id, id))) {
                         atomic_store(&call->cancelled, true);
                         kill_locked(s, call);
+                        /* a call blocked on cellad (a silent code run) ends now: its
+                         * connection closing interrupts the run */
+                        if (call->client)
+                                cella_client_interrupt(call->client);
                 }
         }
         pthread_mutex_unlock(&s->lock);
@@ -345,11 +349,17 @@ static void *call_main(void *arg)
 {
         struct mcp_call *call = arg;
         struct mcp_server *s = call->srv;
+        cella_client *c;
         char errmsg[512] = "";
         int code = JSONRPC_INTERNAL_ERROR;
         json_t *result;
 
-        call->client = mcp_server_client(s);
+        c = mcp_server_client(s);
+        pthread_mutex_lock(&s->lock);
+        call->client = c; /* under the lock: a cancellation interrupts it */
+        if (c && atomic_load(&call->cancelled))
+                cella_client_interrupt(c);
+        pthread_mutex_unlock(&s->lock);
         result = call->client ? run_call(call, &code, errmsg, sizeof(errmsg)) : NULL;
         if (!result && !errmsg[0])
                 snprintf(errmsg, sizeof(errmsg), "out of memory");
@@ -599,6 +609,7 @@ void mcp_server_drain(struct mcp_server *s)
 void mcp_server_close(struct mcp_server *s)
 {
         cancel(s, NULL);
+        mcp_resources_close(s);
         pthread_mutex_lock(&s->lock);
         s->closed = true;
         while (s->workers > 0)

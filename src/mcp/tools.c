@@ -234,6 +234,62 @@ static void *timer_main(void *arg)
         return NULL;
 }
 
+#define EXEC_ID_PREFIX "mcp-exec-"
+
+/* exec in a named session: the session's persistent shell (created on first use), so `cd`
+ * and `export` carry over. The command streams on the exec route, whose client going away
+ * stops it (the session keeps its state): a cancellation interrupts the call's client. */
+static json_t *exec_in_session(struct mcp_call *call, json_t *args, char **env)
+{
+        const char *sandbox = str(args, "sandbox"), *sid = str(args, "sessionId");
+        struct cella_exec_options o = {
+                .cwd = str(args, "cwd"),
+                .env = (const char *const *)env,
+                .timeout_ms = (long)num(args, "timeoutMs"),
+                .session_id = sid,
+        };
+        struct capture cap = {.call = call};
+        struct cella_exec_callbacks cb = {
+                .on_stdout = on_out, .on_stderr = on_err, .userdata = &cap};
+        int rc, exit_code = -1;
+        bool timed_out = false;
+        json_t *res = NULL;
+
+        rc = cella_exec_stream(call->client, sandbox, str(args, "command"), &o, &cb, &exit_code);
+        if (rc == CELLA_ERR_API &&
+            strcmp(cella_client_error_code(call->client), "SESSION_NOT_FOUND") == 0) {
+                struct cella_session_options so = {.id = sid};
+                char *info = NULL;
+
+                rc = cella_session_create(call->client, sandbox, &so, &info);
+                cella_free(info);
+                if (rc == CELLA_OK ||
+                    (rc == CELLA_ERR_API &&
+                     strcmp(cella_client_error_code(call->client), "SESSION_ALREADY_EXISTS") == 0))
+                        rc = cella_exec_stream(call->client, sandbox, str(args, "command"), &o, &cb,
+                                               &exit_code);
+        }
+        if (rc == CELLA_ERR_API &&
+            strcmp(cella_client_error_code(call->client), "COMMAND_TIMEOUT") == 0) {
+                timed_out = true;
+                exit_code = -1;
+        } else if (rc != CELLA_OK && rc != CELLA_ERR_CALLBACK) {
+                res = mcp_result_client_error(call, rc);
+                goto out;
+        }
+        res = json_pack("{sisososs}", "exitCode", exit_code, "stdout", text_of(&cap.out), "stderr",
+                        text_of(&cap.err), "sessionId", sid);
+        if (res && cap.truncated)
+                json_object_set_new(res, "truncated", json_true());
+        if (res && timed_out)
+                json_object_set_new(res, "timedOut", json_true());
+        res = mcp_result_structured(res);
+out:
+        buf_free(&cap.out);
+        buf_free(&cap.err);
+        return res;
+}
+
 /* exec: the command runs as a background process with an id of our own, so that a
  * cancellation can kill it (and its whole tree) by name while its output streams here;
  * each chunk of output is a progress notification. */
@@ -256,15 +312,21 @@ static json_t *t_exec(struct mcp_call *call, json_t *args)
         int rc, exit_code = -1;
         json_t *res;
 
+        if (str(args, "sessionId"))
+                return exec_in_session(call, args, env);
         if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
                 return mcp_result_error("INTERNAL_ERROR", "no random bytes");
-        snprintf(id, sizeof(id), "mcp-exec-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+        snprintf(id, sizeof(id), EXEC_ID_PREFIX "%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
                  rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
         o.id = id;
         rc = cella_process_start(call->client, sandbox, str(args, "command"), &o, &info);
         cella_free(info);
-        if (rc != CELLA_OK)
+        if (rc != CELLA_OK) {
+                /* cancelled while starting: the command may have started all the same */
+                if (mcp_call_is_cancelled(call))
+                        mcp_call_set_kill(call, sandbox, id);
                 return mcp_result_client_error(call, rc);
+        }
         mcp_call_set_kill(call, sandbox, id);
         timer.call = call;
         timer.sandbox = sandbox;
@@ -382,11 +444,36 @@ static json_t *t_process_start(struct mcp_call *call, json_t *args)
                       &out);
 }
 
+/* exec's own processes once finished: their output was exec's result, they are no
+ * process of the model's (the agent forgets the oldest finished ones by itself). */
+static bool finished_exec(json_t *p)
+{
+        const char *id = json_string_value(json_object_get(p, "id"));
+        const char *status = json_string_value(json_object_get(p, "status"));
+
+        return id && strncmp(id, EXEC_ID_PREFIX, strlen(EXEC_ID_PREFIX)) == 0 && status &&
+               strcmp(status, "running") != 0;
+}
+
 static json_t *t_process_list(struct mcp_call *call, json_t *args)
 {
-        char *out = NULL;
+        _cleanup_free_ char *out = NULL;
+        json_t *list, *j;
+        int rc;
 
-        return answer(call, cella_process_list(call->client, str(args, "sandbox"), &out), &out);
+        rc = cella_process_list(call->client, str(args, "sandbox"), &out);
+        if (rc != CELLA_OK)
+                return mcp_result_client_error(call, rc);
+        if (!(j = json_loads(out, 0, NULL)) ||
+            !json_is_array(list = json_object_get(j, "processes"))) {
+                json_decref(j);
+                return mcp_result_client_error(call, CELLA_ERR_INVALID);
+        }
+        for (size_t i = json_array_size(list); i-- > 0;)
+                if (finished_exec(json_array_get(list, i)))
+                        json_array_remove(list, i);
+        json_object_del(j, "timestamp");
+        return mcp_result_structured(j);
 }
 
 static json_t *t_process_kill(struct mcp_call *call, json_t *args)
@@ -658,12 +745,16 @@ const struct mcp_tool mcp_tools[] = {
          false, true, true, false, t_sandbox_destroy},
         {"exec", "Run a shell command",
          "Run a bash command line in a sandbox and return its exit code, stdout and stderr "
-         "(each cut at 1 MiB). Starts in /workspace (or cwd); each call is a fresh shell, so "
-         "`cd` and `export` do not carry over: chain with && instead. Output streams as "
-         "progress notifications when a progress token is given; cancelling the request "
-         "kills the command and everything it started, as timeoutMs does after that long. "
-         "For servers and other long-running "
-         "programs use process_start.",
+         "(each cut at 1 MiB). Without sessionId each call is a fresh shell in /workspace "
+         "(or cwd), so `cd` and `export` do not carry over: chain with && instead. With "
+         "sessionId (any name, e.g. \"main\") the command runs in that session's persistent "
+         "shell, created on first use: `cd`, `export`, shell functions and variables carry "
+         "over to the next exec with the same sessionId (one command at a time per session; "
+         "a cwd or env given with the call applies to that command only). Output streams "
+         "as progress notifications when a progress token is given; cancelling the request "
+         "kills the command and everything it started, as timeoutMs does after that long "
+         "(a session keeps its state). For servers and other long-running programs use "
+         "process_start.",
          OBJ(SANDBOX_PROP ",\"command\":{\"type\":\"string\",\"minLength\":1,\"description\":"
                           "\"A bash command line, e.g. \\\"pip install requests && python "
                           "main.py\\\".\"},"
@@ -671,11 +762,16 @@ const struct mcp_tool mcp_tools[] = {
                           "(default /workspace).\"},"
                           "\"timeoutMs\":{\"type\":\"integer\",\"minimum\":1,\"description\":"
                           "\"Kill the command after this long; the result then has timedOut: "
-                          "true.\"}," ENV_PROP,
+                          "true.\"},"
+                          "\"sessionId\":{\"type\":\"string\",\"minLength\":1,"
+                          "\"maxLength\":64,\"description\":\"Run in this persistent shell "
+                          "session (1-64 of A-Z a-z 0-9 _ . -; created on first use) so that "
+                          "cd and export carry over.\"}," ENV_PROP,
              "\"sandbox\",\"command\""),
          "{\"type\":\"object\",\"properties\":{\"exitCode\":{\"type\":\"integer\"},\"stdout\":"
          "{\"type\":\"string\"},\"stderr\":{\"type\":\"string\"},\"truncated\":{\"type\":"
-         "\"boolean\"},\"timedOut\":{\"type\":\"boolean\"}},\"required\":[\"exitCode\","
+         "\"boolean\"},\"timedOut\":{\"type\":\"boolean\"},\"sessionId\":{\"type\":"
+         "\"string\"}},\"required\":[\"exitCode\","
          "\"stdout\",\"stderr\"]}",
          false, true, false, true, t_exec},
         {"file_read", "Read a file",
@@ -732,7 +828,8 @@ const struct mcp_tool mcp_tools[] = {
          PROCESS_INFO, false, false, false, true, t_process_start},
         {"process_list", "List background processes",
          "List a sandbox's background processes, running and finished, with status and exit "
-         "code.",
+         "code (exec's own commands once finished are not listed: their output was exec's "
+         "result).",
          OBJ(SANDBOX_PROP, "\"sandbox\""),
          "{\"type\":\"object\",\"properties\":{\"processes\":{\"type\":\"array\",\"items\":{"
          "\"type\":\"object\"}}},\"required\":[\"processes\"]}",

@@ -4,7 +4,7 @@
 // real cellad (CELLA_URL, CELLA_TOKEN, CELLA_BUILD, MCP_SANDBOX: a sandbox name prefix).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -153,6 +153,47 @@ for (const kind of TRANSPORTS) {
       assert.equal(left.stdout, '');
     });
 
+    it('keeps cd and export in an exec session; lists no finished exec', async () => {
+      const a = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, sessionId: 'work', command: 'mkdir -p /tmp/s && cd /tmp/s && export MODE=fast' } }, undefined, LONG));
+      assert.equal(a.exitCode, 0);
+      assert.equal(a.sessionId, 'work');
+      const b = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, sessionId: 'work', command: 'pwd; echo "$MODE"' } }));
+      assert.equal(b.stdout, '/tmp/s\nfast\n');
+      // without a session: a fresh shell, nothing carried over
+      const c = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, command: 'pwd; echo "[$MODE]"' } }));
+      assert.equal(c.stdout, '/workspace\n[]\n');
+      // a session command's timeout stops it; the session keeps its state
+      const t = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, sessionId: 'work', command: 'echo before; sleep 100', timeoutMs: 500 } }, undefined, LONG));
+      assert.equal(t.timedOut, true);
+      const d = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, sessionId: 'work', command: 'pwd' } }));
+      assert.equal(d.stdout, '/tmp/s\n');
+      // exec's own background processes are gone from process_list once finished
+      const ps = structured(await client.callTool({ name: 'process_list', arguments: { sandbox: box } }));
+      assert.deepEqual(ps.processes.filter((x) => x.id.startsWith('mcp-exec-')), []);
+    });
+
+    it('cancelling run_code interrupts the running cell; the context keeps its state', async () => {
+      structured(await client.callTool({ name: 'run_code', arguments: { sandbox: box, code: 'kept = 41' } }, undefined, LONG));
+      structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, command: 'rm -f /tmp/cell-started' } }));
+      const ac = new AbortController();
+      const call = client.callTool({ name: 'run_code', arguments: { sandbox: box, code: 'import time\nopen("/tmp/cell-started", "w").close()\ntime.sleep(100)' } },
+        undefined, { timeout: 300000, signal: ac.signal });
+      call.catch(() => {});
+      for (let i = 0; ; i++) {
+        const r = structured(await client.callTool({ name: 'exec', arguments: { sandbox: box, command: 'test -e /tmp/cell-started && echo yes || true' } }));
+        if (r.stdout === 'yes\n') break;
+        assert.ok(i < 240, 'the cell never started');
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      ac.abort('enough');
+      await assert.rejects(call);
+      // the same (default) context answers the next cell: the sleep was interrupted (the
+      // bound is far below its 100 s), and its variables are still there
+      const next = await client.callTool({ name: 'run_code', arguments: { sandbox: box, code: 'kept + 1' } }, undefined, { timeout: 60000 });
+      structured(next);
+      assert.ok(next.content.some((x) => x.type === 'text' && x.text === '42'), JSON.stringify(next.content));
+    });
+
     it('writes, reads, lists and deletes files (text and base64)', async () => {
       structured(await client.callTool({ name: 'file_write', arguments: { sandbox: box, path: 'notes/a.txt', content: 'héllo\n' } }));
       const bin = Buffer.from([0, 1, 2, 255, 254]).toString('base64');
@@ -278,6 +319,35 @@ for (const kind of TRANSPORTS) {
       }
       assert.equal(got, uri);
       await client.unsubscribeResource({ uri });
+      if (kind === 'stdio') {
+        // a watch is cella mcp's one long-lived connection to cellad: unsubscribe ends it
+        // at once, even when its directory stays quiet (bounded waits)
+        const port = new URL(URL_).port;
+        const conns = () => execFileSync('ss', ['-Htnp', 'state', 'established', 'dport', '=', `:${port}`])
+          .toString().split('\n').filter((l) => l.includes(`pid=${client.transport.pid},`)).length;
+        const until = async (what, cond) => {
+          for (let i = 0; !cond(); i++) {
+            assert.ok(i < 120, what);
+            await new Promise((r) => setTimeout(r, 250));
+          }
+        };
+        structured(await client.callTool({ name: 'file_write', arguments: { sandbox: box, path: 'quiet/q.txt', content: 'q' } }));
+        await until('connections of finished calls still open', () => conns() === 0);
+        const quiet = `cella://${box}/workspace/quiet/q.txt`;
+        let quietUpdates = 0;
+        client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { if (n.params.uri === quiet) quietUpdates++; });
+        await client.subscribeResource({ uri: quiet });
+        await until('no connection for the watch', () => conns() === 1);
+        // the watch runs once a change is seen; then the directory stays quiet (its
+        // write's events are given 2 s to arrive) and the unsubscribe alone must end it
+        for (let i = 0; quietUpdates === 0; i++) {
+          assert.ok(i < 30, 'no update for the quiet file');
+          structured(await client.callTool({ name: 'file_write', arguments: { sandbox: box, path: 'quiet/q.txt', content: `q${i}` } }));
+          await new Promise((r) => setTimeout(r, 2000));
+        }
+        await client.unsubscribeResource({ uri: quiet });
+        await until('the watch still runs after unsubscribe', () => conns() === 0);
+      }
       await assert.rejects(client.readResource({ uri: `cella://${box}/workspace/nope.txt` }),
         (e) => e instanceof McpError && e.code === -32002);
     });
@@ -389,6 +459,47 @@ if (TRANSPORTS.includes('http')) {
       const result = list.events.at(-1).result;
       assert.notEqual(result.isError, true, JSON.stringify(result));
       await fetch(`${URL_}/mcp`, { method: 'DELETE', headers: { ...H, 'Mcp-Session-Id': s } });
+    });
+
+    it('resumes a POST stream whose connection was lost with GET and Last-Event-ID', async () => {
+      // the first event of a long exec, then the connection is dropped
+      const ac = new AbortController();
+      const res = await fetch(`${URL_}/mcp`, {
+        method: 'POST',
+        headers: { ...H, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 'resume-1', method: 'tools/call', params: { name: 'exec', arguments: { sandbox: box, command: 'echo one; sleep 1; echo two' }, _meta: { progressToken: 'r' } } }),
+        signal: ac.signal,
+      });
+      assert.equal(res.status, 200);
+      const reader = res.body.getReader();
+      let text = '';
+      while (!/\n\n/.test(text)) {
+        const { value, done } = await reader.read();
+        assert.ok(!done, 'the stream ended before its first event');
+        text += Buffer.from(value).toString();
+      }
+      ac.abort();
+      const first = /id: (\d+)-(\d+)\ndata: (.*)\n/.exec(text);
+      assert.ok(first, `a POST stream's event id names its stream: ${text}`);
+      assert.equal(JSON.parse(first[3]).method, 'notifications/progress');
+      // the rest of that stream, the response last, on a GET (it ends with the response)
+      const resumed = await fetch(`${URL_}/mcp`, { headers: { ...H, Accept: 'text/event-stream', 'Mcp-Session-Id': sid, 'Last-Event-ID': `${first[1]}-${first[2]}` } });
+      assert.equal(resumed.status, 200);
+      const events = [...(await resumed.text()).matchAll(/id: (\d+)-(\d+)\ndata: (.*)\n/g)]
+        .map((m) => ({ id: Number(m[1]), stream: m[2], msg: JSON.parse(m[3]) }));
+      assert.ok(events.length > 0);
+      for (const e of events) {
+        assert.equal(e.stream, first[2]);
+        assert.ok(e.id > Number(first[1]), 'only events after Last-Event-ID');
+      }
+      const last = events.at(-1).msg;
+      assert.equal(last.id, 'resume-1');
+      assert.equal(last.result.structuredContent.stdout, 'one\ntwo\n');
+      // delivered: the stream is not kept any more (and never another stream's events)
+      const again = await fetch(`${URL_}/mcp`, { headers: { ...H, Accept: 'text/event-stream', 'Mcp-Session-Id': sid, 'Last-Event-ID': `${first[1]}-${first[2]}` } });
+      // (400, not 404: a 404 would tell the client that its session ended)
+      assert.equal(again.status, 400);
+      assert.match((await again.json()).message, /not kept/);
     });
 
     it('replays the stream after Last-Event-ID', async () => {

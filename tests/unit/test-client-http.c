@@ -1,7 +1,7 @@
 /* libcella against a tiny canned HTTP/1.1 server on a loopback ephemeral port (a forked
  * process, one connection at a time): chunked SSE split at odd places, base64 and NUL bytes,
  * error JSON, streamed uploads (Content-Length and chunked), streamed downloads, keep-alive,
- * transport errors. */
+ * transport errors, and cella_client_interrupt ending a silent stream from another thread. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -463,6 +464,111 @@ static void transport_error(void **state)
         close(lfd);
 }
 
+/* ---- cella_client_interrupt: a stream that never sends ends at once ---- */
+
+struct silent {
+        int lfd;
+        int seen[2]; /* a pipe: the server writes 'r' once the request is in */
+        bool eof;    /* the server saw the client close its connection */
+};
+
+/* Accept one connection, read its request head, start an SSE answer and send nothing
+ * more: wait for the client's end of the connection. */
+static void *silent_main(void *arg)
+{
+        struct silent *sv = arg;
+        static struct conn c;
+        char line[8192], tmp[64];
+        const char *head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                           "Transfer-Encoding: chunked\r\n\r\n";
+
+        c.fd = accept(sv->lfd, NULL, NULL);
+        c.len = 0;
+        if (c.fd < 0)
+                return NULL;
+        do {
+                if (read_line(&c, line, sizeof(line)) < 0)
+                        goto out;
+        } while (line[0]);
+        if (write(c.fd, head, strlen(head)) < 0 || write(sv->seen[1], "r", 1) != 1)
+                goto out;
+        /* the body (a code run's JSON) is not read: the first read after it ends is EOF */
+        for (;;) {
+                ssize_t n = read(c.fd, tmp, sizeof(tmp));
+                if (n == 0) {
+                        sv->eof = true;
+                        break;
+                }
+                if (n < 0)
+                        break;
+        }
+out:
+        close(c.fd);
+        return NULL;
+}
+
+struct run {
+        cella_client *c;
+        int rc;
+};
+
+static int never_called(const char *json, size_t len, void *ud)
+{
+        (void)json;
+        (void)len;
+        (void)ud;
+        return 0;
+}
+
+static void *run_main(void *arg)
+{
+        struct run *r = arg;
+        r->rc = cella_code_run(r->c, "box", "import time; time.sleep(100)", NULL, never_called,
+                               NULL, NULL);
+        return NULL;
+}
+
+static void interrupt_ends_a_silent_stream(void **state)
+{
+        struct silent sv = {0};
+        struct run r = {.rc = 1};
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        socklen_t alen = sizeof(a);
+        pthread_t srv, worker;
+        struct timespec deadline;
+        char url[64], ch;
+        (void)state;
+
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sv.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(sv.lfd >= 0);
+        assert_int_equal(bind(sv.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(listen(sv.lfd, 1), 0);
+        assert_int_equal(getsockname(sv.lfd, (struct sockaddr *)&a, &alen), 0);
+        assert_int_equal(pipe2(sv.seen, O_CLOEXEC), 0);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+        assert_int_equal(cella_client_new(url, NULL, &r.c), CELLA_OK);
+        assert_int_equal(pthread_create(&srv, NULL, silent_main, &sv), 0);
+        assert_int_equal(pthread_create(&worker, NULL, run_main, &r), 0);
+        /* the run is in and its stream open (and silent): interrupt it */
+        assert_int_equal(read(sv.seen[0], &ch, 1), 1);
+        cella_client_interrupt(r.c);
+        /* a generous bound: without the interrupt the stream would wait for ever */
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 60;
+        assert_int_equal(pthread_timedjoin_np(worker, NULL, &deadline), 0);
+        assert_int_equal(r.rc, CELLA_ERR_CALLBACK);
+        assert_string_equal(cella_client_error_code(r.c), "INTERRUPTED");
+        assert_int_equal(pthread_timedjoin_np(srv, NULL, &deadline), 0);
+        assert_true(sv.eof); /* the server saw the client go: cellad interrupts the run */
+        /* every later call fails at once, without a connection */
+        assert_int_equal(cella_health(r.c, NULL), CELLA_ERR_CALLBACK);
+        cella_client_free(r.c);
+        close(sv.lfd);
+        close(sv.seen[0]);
+        close(sv.seen[1]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -471,6 +577,7 @@ int main(void)
                 cmocka_unit_test(exec_buffered_bytes),
                 cmocka_unit_test(files_streamed),
                 cmocka_unit_test(transport_error),
+                cmocka_unit_test(interrupt_ends_a_silent_stream),
         };
         signal(SIGPIPE, SIG_IGN);
         return cmocka_run_group_tests(tests, setup, teardown);

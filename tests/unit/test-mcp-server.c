@@ -1,13 +1,21 @@
 /* The MCP engine without a daemon: the JSON-RPC decoder, the schema check, resource URIs,
  * and a session driven message by message through a transport that keeps what it is sent
  * (initialize and version negotiation, the order rules, tools/list, argument errors, a
- * tool call whose daemon does not answer). */
+ * tool call whose daemon does not answer, a cancelled call whose daemon stays silent). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/name.h"
 #include "mcp/jsonrpc.h"
@@ -347,6 +355,101 @@ static void test_tool_sandbox_checked(void **state)
         assert_int_equal(checked, 2);
 }
 
+/* A daemon that takes one request and never answers: it reports the request through a
+ * pipe, then waits for the client to close the connection. */
+struct silent {
+        int lfd, seen[2];
+        bool eof;
+};
+
+static void *silent_main(void *arg)
+{
+        struct silent *sv = arg;
+        char buf[4096];
+        size_t got = 0;
+        bool told = false;
+        int fd = accept(sv->lfd, NULL, NULL);
+
+        if (fd < 0)
+                return NULL;
+        for (;;) {
+                ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+
+                if (n <= 0) {
+                        sv->eof = n == 0;
+                        break;
+                }
+                got += (size_t)n;
+                buf[got] = '\0';
+                if (!told && strstr(buf, "\r\n\r\n")) {
+                        told = write(sv->seen[1], "r", 1) == 1;
+                        got = 0; /* the rest (the body) is not looked at */
+                }
+                if (got >= sizeof(buf) - 1)
+                        got = 0;
+        }
+        close(fd);
+        return NULL;
+}
+
+static void *drain_main(void *arg)
+{
+        mcp_server_drain(arg);
+        return NULL;
+}
+
+/* notifications/cancelled ends a run_code whose daemon stays silent at once (its
+ * connection is closed, which is how cellad learns to interrupt the run), with no answer. */
+static void test_cancel_silent(void **state)
+{
+        struct silent sv = {0};
+        struct sockaddr_in a = {.sin_family = AF_INET};
+        socklen_t alen = sizeof(a);
+        char url[64], ch;
+        struct mcp_server_options o = {.url = url, .token = "t"};
+        struct sink sink = {.msgs = json_array()};
+        struct mcp_transport t = {.send = keep, .userdata = &sink};
+        struct mcp_server *srv = NULL;
+        pthread_t th, drain;
+        struct timespec deadline;
+        json_t *m;
+        size_t i;
+
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        sv.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(sv.lfd >= 0);
+        assert_int_equal(bind(sv.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+        assert_int_equal(listen(sv.lfd, 1), 0);
+        assert_int_equal(getsockname(sv.lfd, (struct sockaddr *)&a, &alen), 0);
+        assert_int_equal(pipe2(sv.seen, O_CLOEXEC), 0);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+        assert_int_equal(pthread_create(&th, NULL, silent_main, &sv), 0);
+        assert_int_equal(mcp_server_new(&o, &t, &srv), 0);
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{"
+                 "\"protocolVersion\":\"2025-11-25\",\"capabilities\":{}}}");
+        say(srv, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{"
+                 "\"name\":\"run_code\",\"arguments\":{\"sandbox\":\"box\","
+                 "\"code\":\"import time; time.sleep(100)\"}}}");
+        assert_int_equal(read(sv.seen[0], &ch, 1), 1); /* the run is at the daemon */
+        say(srv, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                 "\"params\":{\"requestId\":7}}");
+        /* a generous bound: without the interrupt the call would wait for ever */
+        assert_int_equal(pthread_create(&drain, NULL, drain_main, srv), 0);
+        clock_gettime(CLOCK_REALTIME, &deadline);
+        deadline.tv_sec += 60;
+        assert_int_equal(pthread_timedjoin_np(drain, NULL, &deadline), 0);
+        assert_int_equal(mcp_server_inflight(srv), 0);
+        assert_int_equal(pthread_timedjoin_np(th, NULL, &deadline), 0);
+        assert_true(sv.eof); /* the daemon saw the connection end */
+        json_array_foreach(sink.msgs, i, m)
+                assert_false(json_integer_value(json_object_get(m, "id")) == 7);
+        mcp_server_close(srv);
+        json_decref(sink.msgs);
+        close(sv.lfd);
+        close(sv.seen[0]);
+        close(sv.seen[1]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -357,6 +460,7 @@ int main(void)
                 cmocka_unit_test(test_initialize),
                 cmocka_unit_test(test_tools),
                 cmocka_unit_test(test_tool_sandbox_checked),
+                cmocka_unit_test(test_cancel_silent),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
