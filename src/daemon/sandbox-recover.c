@@ -90,13 +90,15 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         s->keep_alive = rec->keep_alive != 0;
         s->default_session = rec->default_session != 0;
         s->network = rec->network && strcmp(rec->network, "outbound") == 0;
+        s->snapshot = rec->snapshot && rec->snapshot[0] ? strdup(rec->snapshot) : NULL;
         s->network_allow =
                 json_loads(rec->network_allow_json ? rec->network_allow_json : "[]", 0, NULL);
         if (!json_is_array(s->network_allow)) {
                 json_decref(s->network_allow);
                 s->network_allow = json_array();
         }
-        if (!s->image || !s->instance_type || !s->env || !s->labels || !s->network_allow) {
+        if (!s->image || !s->instance_type || !s->env || !s->labels || !s->network_allow ||
+            (rec->snapshot && rec->snapshot[0] && !s->snapshot)) {
                 sandbox_free(s);
                 return -ENOMEM;
         }

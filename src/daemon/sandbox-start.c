@@ -115,8 +115,8 @@ int connect_agent(struct sandbox *s, struct cella_error *err)
 
 /* The container spec of s (paths into dir and rootfs, CELLA_PATH_MAX each; the allowlist
  * into allow) after checking that its image is built. */
-static int start_spec(struct sandbox *s, char *dir, char *rootfs, struct net_allow *allow,
-                      struct container_spec *ret, struct cella_error *err)
+static int start_spec(struct sandbox *s, char *dir, char *rootfs, char *layer,
+                      struct net_allow *allow, struct container_spec *ret, struct cella_error *err)
 {
         struct sandbox_table *t = s->table;
         const struct instance_type *it = instance_type_find(s->instance_type);
@@ -137,6 +137,15 @@ static int start_spec(struct sandbox *s, char *dir, char *rootfs, struct net_all
                 return cella_error_set(err, CELLA_E_IMAGE_NOT_FOUND,
                                        "image '%s' is not built (run: cella image build %s)",
                                        s->image, s->image);
+        /* A snapshot's layer (docs/decisions/0048) above the image's. */
+        if (s->snapshot) {
+                if (snprintf(layer, CELLA_PATH_MAX, "%s/snapshots/%s/layer", t->data_dir,
+                             s->snapshot) >= CELLA_PATH_MAX)
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+                if (stat(layer, &st) < 0 || !S_ISDIR(st.st_mode))
+                        return cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND,
+                                               "the files of snapshot '%s' are gone", s->snapshot);
+        }
         r = fs_mkdir_p(dir, 0700);
         if (r < 0)
                 return cella_error_errno(err, r, "create sandbox directory %s", dir);
@@ -144,6 +153,7 @@ static int start_spec(struct sandbox *s, char *dir, char *rootfs, struct net_all
                 .id = s->id,
                 .hostname = s->name,
                 .rootfs = rootfs,
+                .layer = s->snapshot ? layer : NULL,
                 .dir = dir,
                 .uid_base = t->uid_base + s->slot * CELLA_UID_RANGE,
                 .uid_count = CELLA_UID_RANGE,
@@ -186,6 +196,7 @@ struct start_job {
         struct start_job *next;
         char dir[CELLA_PATH_MAX];
         char rootfs[CELLA_PATH_MAX];
+        char layer[CELLA_PATH_MAX];
         struct net_allow allow[CELLA_NETWORK_ALLOW_MAX];
         struct container_spec spec;
         struct container ct;
@@ -263,7 +274,7 @@ int sandbox_start(struct sandbox *s, struct cella_error *err)
         struct start_job j;
 
         job_init(&j, s);
-        if (start_spec(s, j.dir, j.rootfs, j.allow, &j.spec, err) < 0)
+        if (start_spec(s, j.dir, j.rootfs, j.layer, j.allow, &j.spec, err) < 0)
                 return -1;
         s->state = SANDBOX_STARTING;
         start_run(s->table, &j);
@@ -338,7 +349,7 @@ int sandbox_start_async(struct sandbox *s, struct cella_error *err)
         if (!j)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         job_init(j, s);
-        if (start_spec(s, j->dir, j->rootfs, j->allow, &j->spec, err) < 0) {
+        if (start_spec(s, j->dir, j->rootfs, j->layer, j->allow, &j->spec, err) < 0) {
                 free(j);
                 return -1;
         }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -58,6 +59,8 @@ static int copy_xattrs(int src, int dst, bool is_link)
  * holes (SEEK_DATA/SEEK_HOLE, copy_file_range). */
 static int copy_data(int src, int dst, off_t size, struct layer_copy_stats *st)
 {
+        bool cfr_fails = false, *no_cfr = &cfr_fails;
+
         if (ioctl(dst, FICLONE, src) == 0) {
                 st->cloned++;
                 return 0;
@@ -76,7 +79,21 @@ static int copy_data(int src, int dst, off_t size, struct layer_copy_stats *st)
                         return -errno;
                 off_t in = data, out = data;
                 while (in < hole) {
-                        ssize_t n = copy_file_range(src, &in, dst, &out, (size_t)(hole - in), 0);
+                        ssize_t n = -1;
+                        /* copy_file_range across filesystems (the sandbox's disk to the
+                         * data dir) is EXDEV on most: then sendfile, at the same offset. */
+                        if (!*no_cfr) {
+                                n = copy_file_range(src, &in, dst, &out, (size_t)(hole - in), 0);
+                                if (n < 0 && (errno == EXDEV || errno == EOPNOTSUPP ||
+                                              errno == ENOSYS || errno == EINVAL)) {
+                                        *no_cfr = true;
+                                        continue;
+                                }
+                        } else {
+                                if (lseek(dst, in, SEEK_SET) < 0)
+                                        return -errno;
+                                n = sendfile(dst, src, &in, (size_t)(hole - in));
+                        }
                         if (n < 0)
                                 return -errno;
                         if (n == 0)

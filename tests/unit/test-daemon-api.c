@@ -122,6 +122,39 @@ unsigned sandbox_table_count(const struct sandbox_table *t)
         return the_sandbox.exists;
 }
 
+/* Snapshots (sandbox-snapshot.c): none here; integration/snapshots covers them. */
+json_t *sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
+                                      const char *snap_name, struct cella_error *err)
+{
+        (void)t;
+        (void)snap_name;
+        return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'", name_of), NULL;
+}
+
+json_t *sandbox_table_snapshots(struct sandbox_table *t, const char *sandbox,
+                                struct cella_error *err)
+{
+        (void)t;
+        (void)sandbox;
+        (void)err;
+        return json_array();
+}
+
+json_t *sandbox_table_snapshot_get(struct sandbox_table *t, const char *id, char *image,
+                                   size_t image_sz, struct cella_error *err)
+{
+        (void)t;
+        (void)image;
+        (void)image_sz;
+        return cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND, "no snapshot '%s'", id), NULL;
+}
+
+int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id, struct cella_error *err)
+{
+        (void)t;
+        return cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND, "no snapshot '%s'", id);
+}
+
 bool sandbox_table_image_in_use(struct sandbox_table *t, const char *image)
 {
         (void)t;
@@ -227,8 +260,8 @@ void sandbox_unref(struct sandbox *s)
 
 /* The handlers reach the fake table through the directory's operations table. */
 static int fake_get_now(struct sandbox_directory *d, const char *name, bool create,
-                        const struct sandbox_options *opts, struct sandbox **ret,
-                        bool *ret_created, struct cella_error *err)
+                        const struct sandbox_options *opts, struct sandbox **ret, bool *ret_created,
+                        struct cella_error *err)
 {
         (void)d;
         return sandbox_table_get(NULL, name, create, opts, ret, ret_created, err);

@@ -1,0 +1,230 @@
+/* Filesystem snapshots of the table's sandboxes (docs/decisions/0048-snapshots-and-fork.md):
+ * the capture (runtime_container_snapshot) into <data-dir>/snapshots/<id>/layer, the
+ * registry's records, and what a sandbox made from one needs. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "common/macros.h"
+#include "common/name.h"
+#include "common/timeutil.h"
+#include "daemon/sandbox-internal.h"
+#include "daemon/sandbox.h"
+#include "daemon/store.h"
+#include "runtime/container.h"
+#include "runtime/layer.h"
+
+static json_t *snapshot_json(const struct store_snapshot *sn)
+{
+        char ts[32];
+
+        time_format_iso(sn->created_ms, ts, sizeof(ts));
+        return json_pack("{s:s, s:s, s:s, s:s, s:I, s:s}", "snapshotId", sn->id, "name", sn->name,
+                         "sandbox", sn->sandbox, "image", sn->image, "sizeBytes",
+                         (json_int_t)sn->size_bytes, "createdAt", ts);
+}
+
+struct find {
+        const char *id;      /* match the id or the name; NULL: any */
+        const char *sandbox; /* only this sandbox's; NULL: any */
+        json_t *arr;         /* collect */
+        json_t *one;         /* the match */
+        char image[CELLA_NAME_MAX + 1];
+        uint64_t bytes;
+};
+
+static int find_one(const struct store_snapshot *sn, void *ud)
+{
+        struct find *f = ud;
+
+        if (f->sandbox && strcmp(sn->sandbox, f->sandbox) != 0)
+                return 0;
+        f->bytes += (uint64_t)sn->size_bytes;
+        if (f->id && strcmp(sn->id, f->id) != 0 && strcmp(sn->name, f->id) != 0)
+                return 0;
+        json_t *j = snapshot_json(sn);
+        if (!j)
+                return -ENOMEM;
+        if (f->arr)
+                return json_array_append_new(f->arr, j) < 0 ? -ENOMEM : 0;
+        json_decref(f->one);
+        f->one = j;
+        snprintf(f->image, sizeof(f->image), "%s", sn->image);
+        return 0;
+}
+
+json_t *sandbox_table_snapshots(struct sandbox_table *t, const char *sandbox,
+                                struct cella_error *err)
+{
+        struct find f = {.sandbox = sandbox, .arr = json_array()};
+
+        if (!f.arr)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory"), NULL;
+        if (store_snapshot_foreach(t->store, find_one, &f, err) < 0) {
+                json_decref(f.arr);
+                return NULL;
+        }
+        return f.arr;
+}
+
+json_t *sandbox_table_snapshot_get(struct sandbox_table *t, const char *id, char *image,
+                                   size_t image_sz, struct cella_error *err)
+{
+        struct find f = {.id = id};
+
+        if (store_snapshot_foreach(t->store, find_one, &f, err) < 0) {
+                json_decref(f.one);
+                return NULL;
+        }
+        if (!f.one)
+                return cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND, "no snapshot '%s'", id),
+                       NULL;
+        if (image)
+                snprintf(image, image_sz, "%s", f.image);
+        return f.one;
+}
+
+uint64_t sandbox_table_snapshot_bytes(struct sandbox_table *t)
+{
+        struct find f = {.id = "", .sandbox = NULL};
+        struct cella_error err = {0};
+
+        /* every record counted, none matched ("" is no id) */
+        if (store_snapshot_foreach(t->store, find_one, &f, &err) < 0)
+                return 0;
+        json_decref(f.one);
+        return f.bytes;
+}
+
+static int snapshots_dir(struct sandbox_table *t, char *out, size_t size)
+{
+        if (snprintf(out, size, "%s/snapshots", t->data_dir) >= (int)size)
+                return -ENAMETOOLONG;
+        return fs_mkdir_p(out, 0700);
+}
+
+json_t *sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
+                                      const char *snap_name, struct cella_error *err)
+{
+        char top[CELLA_PATH_MAX], dir[CELLA_PATH_MAX], id[32], partial[48];
+        struct sandbox *s = table_find(t, name_of);
+        uint8_t rnd[8];
+        int r;
+
+        if (!s)
+                return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'", name_of),
+                       NULL;
+        if (s->job || s->state == SANDBOX_STARTING)
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "sandbox '%s' is starting; try again", name_of),
+                       NULL;
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+                return cella_error_errno(err, errno, "random id"), NULL;
+        snprintf(id, sizeof(id), "snap-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+                 rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+        if (!snap_name)
+                snap_name = id;
+        {
+                struct find f = {.id = snap_name};
+                struct cella_error e = {0};
+                if (store_snapshot_foreach(t->store, find_one, &f, &e) == 0 && f.one) {
+                        json_decref(f.one);
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "a snapshot named '%s' exists", snap_name),
+                               NULL;
+                }
+        }
+        r = snapshots_dir(t, top, sizeof(top));
+        if (r < 0)
+                return cella_error_errno(err, -r, "snapshots directory"), NULL;
+        if (sandbox_dir(s, dir, sizeof(dir)) < 0)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long"), NULL;
+        _cleanup_close_ int top_fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top_fd < 0)
+                return cella_error_errno(err, errno, "open %s", top), NULL;
+        /* <id>/ is made under a .partial- name and renamed when whole. */
+        snprintf(partial, sizeof(partial), ".partial-%s", id);
+        if (mkdirat(top_fd, partial, 0700) < 0)
+                return cella_error_errno(err, errno, "snapshot directory"), NULL;
+        _cleanup_close_ int snap_fd = openat(top_fd, partial, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (snap_fd < 0) {
+                r = -errno;
+                unlinkat(top_fd, partial, AT_REMOVEDIR);
+                return cella_error_errno(err, -r, "snapshot directory"), NULL;
+        }
+        struct layer_copy_stats st = {0};
+        int64_t t0 = time_now_ms();
+        r = runtime_container_snapshot(t->rt, s->id, dir, t->uid_base + s->slot * CELLA_UID_RANGE,
+                                       CELLA_UID_RANGE, snap_fd, "layer", &st, err);
+        if (r < 0) {
+                layer_remove(top_fd, partial);
+                return NULL;
+        }
+        struct store_snapshot rec = {
+                .id = id,
+                .name = snap_name,
+                .sandbox = s->name,
+                .image = s->image,
+                .size_bytes = (int64_t)st.bytes,
+                .created_ms = time_now_ms(),
+        };
+        if (renameat(top_fd, partial, top_fd, id) < 0) {
+                r = -errno;
+                layer_remove(snap_fd, "layer");
+                layer_remove(top_fd, partial);
+                return cella_error_errno(err, -r, "snapshot directory"), NULL;
+        }
+        if (store_snapshot_save(t->store, &rec, err) < 0) {
+                layer_remove(snap_fd, "layer");
+                unlinkat(top_fd, id, AT_REMOVEDIR);
+                return NULL;
+        }
+        log_info("snapshot '%s' (%s) of sandbox '%s': %llu bytes, %llu files (%llu cloned, "
+                 "%llu copied) in %lld ms",
+                 snap_name, id, s->name, (unsigned long long)st.bytes, (unsigned long long)st.files,
+                 (unsigned long long)st.cloned, (unsigned long long)st.copied,
+                 (long long)(time_now_ms() - t0));
+        return snapshot_json(&rec);
+}
+
+int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_name,
+                                  struct cella_error *err)
+{
+        char top[CELLA_PATH_MAX];
+        json_t *j = sandbox_table_snapshot_get(t, id_or_name, NULL, 0, err);
+        int r;
+
+        if (!j)
+                return -1;
+        char id[64];
+        snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(j, "snapshotId")));
+        json_decref(j);
+        if (sandbox_table_snapshot_in_use(t, id))
+                return cella_error_set(err, CELLA_E_SNAPSHOT_IN_USE,
+                                       "snapshot '%s' is used by a sandbox; destroy the sandboxes "
+                                       "made from it first",
+                                       id_or_name);
+        if (store_snapshot_delete(t->store, id, err) < 0)
+                return -1;
+        r = snapshots_dir(t, top, sizeof(top));
+        _cleanup_close_ int top_fd = r < 0 ? -EBADF : open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top_fd >= 0) {
+                _cleanup_close_ int snap_fd =
+                        openat(top_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                r = snap_fd < 0 ? -errno : layer_remove(snap_fd, "layer");
+                if (r >= 0 && unlinkat(top_fd, id, AT_REMOVEDIR) < 0)
+                        r = -errno;
+                if (r < 0 && r != -ENOENT)
+                        log_warn("snapshot '%s': remove files: %s", id, strerror(-r));
+        }
+        log_info("snapshot '%s' deleted", id);
+        return 0;
+}
