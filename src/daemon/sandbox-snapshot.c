@@ -38,13 +38,17 @@ struct find {
         json_t *arr;         /* collect */
         json_t *one;         /* the match */
         char image[CELLA_NAME_MAX + 1];
+        char parent[CELLA_NAME_MAX + 1];
         uint64_t bytes;
+        bool has_child; /* a snapshot whose parent is id */
 };
 
 static int find_one(const struct store_snapshot *sn, void *ud)
 {
         struct find *f = ud;
 
+        if (f->id && sn->parent && strcmp(sn->parent, f->id) == 0)
+                f->has_child = true;
         if (f->sandbox && strcmp(sn->sandbox, f->sandbox) != 0)
                 return 0;
         f->bytes += (uint64_t)sn->size_bytes;
@@ -58,6 +62,7 @@ static int find_one(const struct store_snapshot *sn, void *ud)
         json_decref(f->one);
         f->one = j;
         snprintf(f->image, sizeof(f->image), "%s", sn->image);
+        snprintf(f->parent, sizeof(f->parent), "%s", sn->parent ? sn->parent : "");
         return 0;
 }
 
@@ -104,6 +109,35 @@ uint64_t sandbox_table_snapshot_bytes(struct sandbox_table *t)
         return f.bytes;
 }
 
+int sandbox_table_snapshot_layers(struct sandbox_table *t, const char *id,
+                                  char (*paths)[CELLA_PATH_MAX], size_t max, size_t *ret_n,
+                                  struct cella_error *err)
+{
+        char cur[CELLA_NAME_MAX + 1];
+        size_t n = 0;
+
+        snprintf(cur, sizeof(cur), "%s", id);
+        while (cur[0]) {
+                struct find f = {.id = cur};
+                if (n >= max)
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "more than %zu snapshots stacked", max);
+                if (store_snapshot_foreach(t->store, find_one, &f, err) < 0)
+                        return -1;
+                json_decref(f.one);
+                if (!f.one)
+                        return cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND, "no snapshot '%s'",
+                                               cur);
+                if (snprintf(paths[n], CELLA_PATH_MAX, "%s/snapshots/%s/layer", t->data_dir, cur) >=
+                    CELLA_PATH_MAX)
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+                n++;
+                snprintf(cur, sizeof(cur), "%s", f.parent);
+        }
+        *ret_n = n;
+        return 0;
+}
+
 static int snapshots_dir(struct sandbox_table *t, char *out, size_t size)
 {
         if (snprintf(out, size, "%s/snapshots", t->data_dir) >= (int)size)
@@ -122,6 +156,17 @@ json_t *sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_
         if (!s)
                 return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'", name_of),
                        NULL;
+        if (s->snapshot) {
+                /* its layers and this one's must fit under a sandbox */
+                char(*chain)[CELLA_PATH_MAX] = malloc(CELLA_SNAPSHOT_MAX_LAYERS * sizeof(*chain));
+                size_t n = 0;
+                r = chain ? sandbox_table_snapshot_layers(t, s->snapshot, chain,
+                                                          CELLA_SNAPSHOT_MAX_LAYERS - 1, &n, err)
+                          : cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                free(chain);
+                if (r < 0)
+                        return NULL;
+        }
         if (s->job || s->state == SANDBOX_STARTING)
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
                                        "sandbox '%s' is starting; try again", name_of),
@@ -175,6 +220,7 @@ json_t *sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_
                 .image = s->image,
                 .size_bytes = (int64_t)st.bytes,
                 .created_ms = time_now_ms(),
+                .parent = s->snapshot,
         };
         if (renameat(top_fd, partial, top_fd, id) < 0) {
                 r = -errno;
@@ -207,6 +253,15 @@ int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_nam
         char id[64];
         snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(j, "snapshotId")));
         json_decref(j);
+        struct find users = {.id = id};
+        if (store_snapshot_foreach(t->store, find_one, &users, err) < 0)
+                return -1;
+        json_decref(users.one);
+        if (users.has_child)
+                return cella_error_set(err, CELLA_E_SNAPSHOT_IN_USE,
+                                       "snapshot '%s' is under a snapshot of a sandbox made from "
+                                       "it; delete that one first",
+                                       id_or_name);
         if (sandbox_table_snapshot_in_use(t, id))
                 return cella_error_set(err, CELLA_E_SNAPSHOT_IN_USE,
                                        "snapshot '%s' is used by a sandbox; destroy the sandboxes "

@@ -110,6 +110,11 @@ json_t *sandbox_table_snapshot_get(struct sandbox_table *t, const char *id, char
 /* Delete: SNAPSHOT_IN_USE while a sandbox was made from it, SNAPSHOT_NOT_FOUND. */
 int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_name,
                                   struct cella_error *err);
+/* The layers of snapshot id, topmost first: its own, then its parent's... (paths of
+ * CELLA_PATH_MAX; at most max); SNAPSHOT_NOT_FOUND, VALIDATION_FAILED past max. */
+int sandbox_table_snapshot_layers(struct sandbox_table *t, const char *id,
+                                  char (*paths)[CELLA_PATH_MAX], size_t max, size_t *ret_n,
+                                  struct cella_error *err);
 /* Bytes of every snapshot's files, each counted once however many sandboxes share it. */
 uint64_t sandbox_table_snapshot_bytes(struct sandbox_table *t);
 /* JSON array of sandbox_info() for every sandbox; new reference. */

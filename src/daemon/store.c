@@ -64,7 +64,8 @@ static const char schema[] =
         "  sandbox TEXT NOT NULL,"
         "  image TEXT NOT NULL,"
         "  size_bytes INTEGER NOT NULL,"
-        "  created_ms INTEGER NOT NULL);";
+        "  created_ms INTEGER NOT NULL,"
+        "  parent TEXT NOT NULL DEFAULT '');";
 
 /* Columns added after schema 1; adding one that exists fails harmlessly. */
 static const char *const migrations[] = {
@@ -541,7 +542,7 @@ int store_snapshot_save(struct store *s, const struct store_snapshot *sn, struct
 
         if (sqlite3_prepare_v2(s->db,
                                "INSERT INTO snapshots (id, name, sandbox, image, size_bytes,"
-                               " created_ms) VALUES (?1,?2,?3,?4,?5,?6)",
+                               " created_ms, parent) VALUES (?1,?2,?3,?4,?5,?6,?7)",
                                -1, &st, NULL) != SQLITE_OK)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
                                        sqlite3_errmsg(s->db));
@@ -551,6 +552,7 @@ int store_snapshot_save(struct store *s, const struct store_snapshot *sn, struct
         sqlite3_bind_text(st, 4, sn->image, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 5, sn->size_bytes);
         sqlite3_bind_int64(st, 6, sn->created_ms);
+        sqlite3_bind_text(st, 7, sn->parent ? sn->parent : "", -1, SQLITE_STATIC);
         int r = step_done(s, st, "save snapshot", err);
         sqlite3_finalize(st);
         return r;
@@ -578,7 +580,7 @@ int store_snapshot_foreach(struct store *s,
         int rc, r = 0;
 
         if (sqlite3_prepare_v2(s->db,
-                               "SELECT id, name, sandbox, image, size_bytes, created_ms"
+                               "SELECT id, name, sandbox, image, size_bytes, created_ms, parent"
                                " FROM snapshots ORDER BY created_ms, id",
                                -1, &st, NULL) != SQLITE_OK)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
@@ -591,6 +593,7 @@ int store_snapshot_foreach(struct store *s,
                         .image = col_text(st, 3),
                         .size_bytes = sqlite3_column_int64(st, 4),
                         .created_ms = sqlite3_column_int64(st, 5),
+                        .parent = col_text(st, 6),
                 };
                 r = fn(&sn, userdata);
                 if (r < 0)

@@ -81,6 +81,9 @@ struct store_snapshot {
         const char *image;   /* that sandbox's image: the snapshot's layers go over it */
         int64_t size_bytes;
         int64_t created_ms;
+        /* the snapshot that sandbox was made from: this one's layer goes over that one's
+         * (and its parent's...); NULL or "": none */
+        const char *parent;
 };
 /* Insert a new snapshot; an id or a name taken is an error. */
 int store_snapshot_save(struct store *s, const struct store_snapshot *sn, struct cella_error *err);

@@ -57,9 +57,11 @@ struct container_spec {
         const char *id;       /* cgroup directory name; [a-z0-9-] */
         const char *hostname; /* sandbox name */
         const char *rootfs;   /* image rootfs (read-only lower layer) */
-        /* A snapshot's layer (layer.h): a read-only lower layer above the image's, under
-         * the sandbox's own upper layer; NULL: none. */
-        const char *layer;
+        /* Snapshots' layers (layer.h), topmost first: read-only lower layers above the
+         * image's, under the sandbox's own upper layer (a snapshot of a sandbox made from a
+         * snapshot goes over that one's layers); at most CELLA_SNAPSHOT_MAX_LAYERS. */
+        const char *const *layers;
+        size_t n_layers;
         const char *dir;    /* sandbox dir: disk.img (or upper/, work/), agent.sock */
         uid_t uid_base;     /* first host uid/gid of the sandbox's range */
         uint32_t uid_count; /* CELLA_UID_RANGE */

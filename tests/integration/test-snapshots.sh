@@ -189,10 +189,36 @@ api_json POST "/v1/sandboxes/$C3/fork" "{\"name\":\"$F\"}"
 expect_status 400 VALIDATION_FAILED
 assert_eq 3 "$(api GET /v1/snapshots | jq '.snapshots | length')" "bad input made no snapshot"
 
+
+info "the CLI: snapshot create|ls|rm, fork"
+CLI=$CELLA_BUILD/cella
+out=$("$CLI" snapshot create "$C3" --name cli-snap)
+case "$out" in "snapshot snap-"*" (cli-snap) of '$C3': "*" bytes") ;; *) fail "snapshot create said '$out'" ;; esac
+"$CLI" snapshot ls "$C3" | grep -q " cli-snap " || fail "cella snapshot ls $C3: $("$CLI" snapshot ls "$C3")"
+assert_eq 4 "$("$CLI" snapshot ls --json | jq '.snapshots | length')" "cella snapshot ls --json"
+# a fork of a sandbox made from a snapshot: its layer goes over the snapshot's
+run_in "$C3" 'rm /workspace/data/f3; echo c3 >/workspace/who' >/dev/null
+CF=$(sbx cli-fork)
+out=$("$CLI" fork "$C3" "$CF")
+case "$out" in "forked '$C3' into '$CF' (snapshot snap-"*")") ;; *) fail "fork said '$out'" ;; esac
+assert_eq "$(echo "$sums" | grep -v '  f3$')" "$(run_in "$CF" 'cd /workspace/data && sha256sum f*')" \
+        "files of a fork of a sandbox made from a snapshot"
+assert_eq c3 "$(run_in "$CF" 'cat /workspace/who')" "its parent's own write"
+if "$CLI" snapshot rm base 2>"$IT_TMP/err"; then fail "cella snapshot rm of a used snapshot succeeded"; fi
+assert_contains "$(cat "$IT_TMP/err")" SNAPSHOT_IN_USE "cella snapshot rm's error"
+assert_eq "deleted snapshot 'cli-snap'" "$("$CLI" snapshot rm cli-snap)" "cella snapshot rm"
+CFSNAP=$(api GET "/v1/sandboxes/$CF" | jq -r .snapshot)
+api DELETE "/v1/sandboxes/$C3" >/dev/null
+api DELETE "/v1/sandboxes/$CF" >/dev/null
+# the fork's snapshot lies over base: base stays while it does
+api DELETE "/v1/snapshots/base" >/dev/null
+expect_status 409 SNAPSHOT_IN_USE
+api DELETE "/v1/snapshots/$CFSNAP" >/dev/null
+expect_status 200
+
 info "the last user gone, the snapshot is deleted with its files"
 for i in $(seq 1 20); do api DELETE "/v1/sandboxes/$(sbx "many$i")" >/dev/null; done
 api DELETE "/v1/sandboxes/$C" >/dev/null
-api DELETE "/v1/sandboxes/$C3" >/dev/null
 api DELETE "/v1/snapshots/base" >/dev/null
 expect_status 200
 [ ! -e "$IT_TMP/data/snapshots/$SNAP" ] || fail "files of $SNAP left"

@@ -112,8 +112,8 @@ static int collect_snap(const struct store_snapshot *sn, void *userdata)
 {
         char *out = userdata;
         size_t n = strlen(out);
-        snprintf(out + n, 256 - n, "%s,%s,%s,%s,%lld,%lld;", sn->id, sn->name, sn->sandbox,
-                 sn->image, (long long)sn->size_bytes, (long long)sn->created_ms);
+        snprintf(out + n, 256 - n, "%s,%s,%s,%s,%lld,%lld,%s;", sn->id, sn->name, sn->sandbox,
+                 sn->image, (long long)sn->size_bytes, (long long)sn->created_ms, sn->parent);
         return 0;
 }
 
@@ -136,10 +136,10 @@ static void test_store_snapshots(void **state)
         assert_non_null(mkdtemp(dir));
         snprintf(path, sizeof(path), "%s/cella.db", dir);
         assert_int_equal(store_open(path, &st, &err), 0);
-        struct store_snapshot a = {"snap-1", "one", "alpha", "default", 4096, 10};
-        struct store_snapshot b = {"snap-2", "two", "alpha", "py", 1 << 20, 20};
-        struct store_snapshot dup_id = {"snap-1", "three", "alpha", "default", 0, 30};
-        struct store_snapshot dup_name = {"snap-3", "two", "alpha", "default", 0, 30};
+        struct store_snapshot a = {"snap-1", "one", "alpha", "default", 4096, 10, NULL};
+        struct store_snapshot b = {"snap-2", "two", "alpha", "py", 1 << 20, 20, "snap-1"};
+        struct store_snapshot dup_id = {"snap-1", "three", "alpha", "default", 0, 30, NULL};
+        struct store_snapshot dup_name = {"snap-3", "two", "alpha", "default", 0, 30, NULL};
         assert_int_equal(store_snapshot_save(st, &b, &err), 0);
         assert_int_equal(store_snapshot_save(st, &a, &err), 0);
         assert_int_equal(store_snapshot_save(st, &dup_id, &err), -EIO);
@@ -163,8 +163,8 @@ static void test_store_snapshots(void **state)
 
         assert_int_equal(store_open(path, &st, &err), 0);
         assert_int_equal(store_snapshot_foreach(st, collect_snap, got, &err), 0);
-        assert_string_equal(got,
-                            "snap-1,one,alpha,default,4096,10;snap-2,two,alpha,py,1048576,20;");
+        assert_string_equal(
+                got, "snap-1,one,alpha,default,4096,10,;snap-2,two,alpha,py,1048576,20,snap-1;");
         got[0] = '\0';
         assert_int_equal(store_sandbox_foreach(st, collect_snapshot_of, got, &err), 0);
         assert_string_equal(got, "child=snap-1;plain=;");
@@ -172,7 +172,7 @@ static void test_store_snapshots(void **state)
         assert_int_equal(store_snapshot_delete(st, "snap-1", &err), 0);
         got[0] = '\0';
         assert_int_equal(store_snapshot_foreach(st, collect_snap, got, &err), 0);
-        assert_string_equal(got, "snap-2,two,alpha,py,1048576,20;");
+        assert_string_equal(got, "snap-2,two,alpha,py,1048576,20,snap-1;");
         store_close(st);
 
         char f[160];
