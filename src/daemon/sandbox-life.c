@@ -331,6 +331,11 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
         if (opts) {
                 if (sandbox_options_check_update(opts, name, s->image, s->instance_type, err) < 0)
                         return -1;
+                if (opts->snapshot && !(s->snapshot && strcmp(s->snapshot, opts->snapshot) == 0))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "sandbox '%s' exists; its files do not come from "
+                                               "snapshot '%s' (destroy it first)",
+                                               name, opts->snapshot);
                 if (opts->network) {
                         bool network;
                         if (network_wanted(t, opts, &network, err) < 0)

@@ -49,6 +49,12 @@ assert_eq gone "$(run_in "$C" '[ -e /etc/issue ] && echo there || echo gone')" \
         "a file the parent removed"
 assert_eq "$C" "$(run_in "$C" 'cat /etc/hostname')" "child's own hostname"
 assert_eq 0 "$(run_in "$C" 'stat -c %u /workspace/data/f1')" "owner inside the child"
+mi=$(run_in "$C" 'cat /proc/self/mountinfo /proc/1/mountinfo')
+assert_not_contains "$mi" "$IT_TMP" "the child's mountinfo names the data dir"
+assert_not_contains "$mi" snapshots "the child's mountinfo names the snapshots dir"
+# PUT again: the same snapshot is an update, another one (or one for a plain sandbox) 400
+api_json PUT "/v1/sandboxes/$C" "{\"fromSnapshot\":\"base\"}"
+expect_status 200
 
 info "writes are each sandbox's own"
 run_in "$C" 'echo child >/workspace/who; echo new >/workspace/data/f1; rm /workspace/data/f2' >/dev/null
@@ -170,6 +176,8 @@ expect_status 404 SNAPSHOT_NOT_FOUND
 api_json PUT "/v1/sandboxes/$X" '{"fromSnapshot":"../etc"}'
 expect_status 400 VALIDATION_FAILED
 api_json PUT "/v1/sandboxes/$X" '{"fromSnapshot":"base","image":"other"}'
+expect_status 400 VALIDATION_FAILED
+api_json PUT "/v1/sandboxes/$F" '{"fromSnapshot":"base"}'
 expect_status 400 VALIDATION_FAILED
 api GET "/v1/sandboxes/$X" >/dev/null
 expect_status 404 SANDBOX_NOT_FOUND
