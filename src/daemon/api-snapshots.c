@@ -14,8 +14,6 @@
 struct snap_ctx {
         struct api *a;
         char sandbox[CELLA_NAME_MAX + 1];
-        char snap_id[CELLA_NAME_MAX + 1];
-        char image[CELLA_NAME_MAX + 1];
 };
 
 static void snap_abort(struct http_request *req, void *ud)
@@ -74,6 +72,18 @@ static bool body_name(struct http_request *req, const char *body, size_t len, bo
         return true;
 }
 
+/* The capture's end: answered (a client that left: a no-op), the request released. */
+static void created(json_t *snap, const struct cella_error *err, void *ud)
+{
+        struct http_request *req = ud;
+
+        if (snap)
+                http_respond_json(req, 201, snap);
+        else
+                http_respond_error(req, err, NULL);
+        http_request_unref(req);
+}
+
 static void create_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
         struct snap_ctx *ctx = ud;
@@ -82,13 +92,12 @@ static void create_body(struct http_request *req, const char *body, size_t len, 
         bool given;
 
         if (body_name(req, body, len, false, "name?", name, sizeof(name), &given)) {
-                json_t *j = sandbox_table_snapshot_create(ctx->a->cfg.table, ctx->sandbox,
-                                                          given ? name : NULL, &err);
-                if (j)
-                        http_respond_json(req, 201, j);
-                else
+                http_request_ref(req);
+                if (sandbox_table_snapshot_create(ctx->a->cfg.table, ctx->sandbox,
+                                                  given ? name : NULL, created, req, &err) < 0) {
+                        http_request_unref(req);
                         http_respond_error(req, &err, NULL);
-                json_decref(j);
+                }
         }
         http_request_set_userdata(req, NULL);
         free(ctx);
@@ -139,12 +148,40 @@ static void fork_answer(struct sandbox *sb, bool created, const struct cella_err
         http_request_unref(req);
 }
 
+/* The fork's snapshot is taken: the child over it (the request still referenced). */
+struct fork_job {
+        struct api *a;
+        struct http_request *req;
+        char name[CELLA_NAME_MAX + 1];
+};
+
+static void fork_snapshot_taken(json_t *snap, const struct cella_error *err, void *ud)
+{
+        struct fork_job *f = ud;
+        struct http_request *req = f->req;
+
+        if (!snap) {
+                http_respond_error(req, err, NULL);
+                http_request_unref(req);
+        } else {
+                struct sandbox_options o = {
+                        .image = json_string_value(json_object_get(snap, "image")),
+                        .snapshot = json_string_value(json_object_get(snap, "snapshotId")),
+                };
+                struct sandbox_directory *d = sandbox_table_directory(f->a->cfg.table);
+
+                d->ops->put(d, f->name, &o, fork_answer, req); /* takes our reference */
+        }
+        free(f);
+}
+
 static void fork_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
         struct snap_ctx *ctx = ud;
         struct sandbox_table *t = ctx->a->cfg.table;
         struct cella_error err = {0};
         struct sandbox *existing = NULL;
+        struct fork_job *f = NULL;
         char name[CELLA_NAME_MAX + 1];
         bool given;
 
@@ -156,25 +193,21 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
                 goto out;
         }
         memset(&err, 0, sizeof(err));
-        {
-                /* named by its id: a fork's snapshot never takes a name a user may want */
-                json_t *sj = sandbox_table_snapshot_create(t, ctx->sandbox, NULL, &err);
-                if (!sj) {
-                        http_respond_error(req, &err, NULL);
-                        goto out;
-                }
-                snprintf(ctx->snap_id, sizeof(ctx->snap_id), "%s",
-                         json_string_value(json_object_get(sj, "snapshotId")));
-                snprintf(ctx->image, sizeof(ctx->image), "%s",
-                         json_string_value(json_object_get(sj, "image")));
-                json_decref(sj);
+        f = calloc(1, sizeof(*f));
+        if (!f) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto out;
         }
-        {
-                struct sandbox_options o = {.image = ctx->image, .snapshot = ctx->snap_id};
-                struct sandbox_directory *d = sandbox_table_directory(t);
-
-                http_request_ref(req);
-                d->ops->put(d, name, &o, fork_answer, req);
+        f->a = ctx->a;
+        f->req = req;
+        snprintf(f->name, sizeof(f->name), "%s", name);
+        http_request_ref(req);
+        /* named by its id: a fork's snapshot never takes a name a user may want */
+        if (sandbox_table_snapshot_create(t, ctx->sandbox, NULL, fork_snapshot_taken, f, &err) <
+            0) {
+                http_request_unref(req);
+                free(f);
+                http_respond_error(req, &err, NULL);
         }
 out:
         http_request_set_userdata(req, NULL);

@@ -10,6 +10,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <uv.h>
 
 #include "common/fsutil.h"
 #include "common/log.h"
@@ -145,17 +146,97 @@ static int snapshots_dir(struct sandbox_table *t, char *out, size_t size)
         return fs_mkdir_p(out, 0700);
 }
 
-json_t *sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
-                                      const char *snap_name, struct cella_error *err)
+/* A capture in progress: prepared on the loop, copied on the thread pool, recorded on the
+ * loop. The sandbox is referenced; what the copy needs is copied into the job. */
+struct snap_job {
+        uv_work_t work;
+        struct sandbox_table *t;
+        struct sandbox *s;
+        char id[32], partial[48];
+        char name[CELLA_NAME_MAX + 1];
+        char slot_id[16];
+        char dir[CELLA_PATH_MAX];
+        uid_t uid_base;
+        int top_fd, snap_fd;
+        struct layer_copy_stats st;
+        struct cella_error err;
+        int r;
+        int64_t t0;
+        sandbox_snapshot_cb cb;
+        void *ud;
+};
+
+static void on_snap_work(uv_work_t *w)
 {
-        char top[CELLA_PATH_MAX], dir[CELLA_PATH_MAX], id[32], partial[48];
+        struct snap_job *j = w->data;
+
+        j->r = runtime_container_snapshot(j->t->rt, j->slot_id, j->dir, j->uid_base,
+                                          CELLA_UID_RANGE, j->snap_fd, "layer", &j->t->rt_lock,
+                                          &j->st, &j->err);
+        if (j->r < 0)
+                layer_remove(j->top_fd, j->partial);
+}
+
+static void on_snap_done(uv_work_t *w, int status)
+{
+        struct snap_job *j = w->data;
+        struct sandbox_table *t = j->t;
+        struct sandbox *s = j->s;
+        json_t *out = NULL;
+
+        if (status < 0 && j->r >= 0) {
+                j->r = cella_error_errno(&j->err, -status, "snapshot");
+                layer_remove(j->top_fd, j->partial);
+        }
+        if (j->r >= 0) {
+                struct store_snapshot rec = {
+                        .id = j->id,
+                        .name = j->name,
+                        .sandbox = s->name,
+                        .image = s->image,
+                        .size_bytes = (int64_t)j->st.bytes,
+                        .created_ms = time_now_ms(),
+                        .parent = s->snapshot,
+                };
+                if (renameat(j->top_fd, j->partial, j->top_fd, j->id) < 0) {
+                        int e = errno;
+                        layer_remove(j->snap_fd, "layer");
+                        layer_remove(j->top_fd, j->partial);
+                        cella_error_errno(&j->err, e, "snapshot directory");
+                } else if (store_snapshot_save(t->store, &rec, &j->err) < 0) {
+                        layer_remove(j->snap_fd, "layer");
+                        unlinkat(j->top_fd, j->id, AT_REMOVEDIR);
+                } else {
+                        log_info("snapshot '%s' (%s) of sandbox '%s': %llu bytes, %llu files "
+                                 "(%llu cloned, %llu copied) in %lld ms",
+                                 j->name, j->id, s->name, (unsigned long long)j->st.bytes,
+                                 (unsigned long long)j->st.files, (unsigned long long)j->st.cloned,
+                                 (unsigned long long)j->st.copied,
+                                 (long long)(time_now_ms() - j->t0));
+                        out = snapshot_json(&rec);
+                        if (!out)
+                                cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                }
+        }
+        j->cb(out, out ? NULL : &j->err, j->ud);
+        json_decref(out);
+        close(j->snap_fd);
+        close(j->top_fd);
+        sandbox_unref(s);
+        free(j);
+}
+
+int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
+                                  const char *snap_name, sandbox_snapshot_cb cb, void *ud,
+                                  struct cella_error *err)
+{
+        char top[CELLA_PATH_MAX];
         struct sandbox *s = table_find(t, name_of);
         uint8_t rnd[8];
         int r;
 
         if (!s)
-                return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'", name_of),
-                       NULL;
+                return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'", name_of);
         if (s->snapshot) {
                 /* its layers and this one's must fit under a sandbox */
                 char(*chain)[CELLA_PATH_MAX] = malloc(CELLA_SNAPSHOT_MAX_LAYERS * sizeof(*chain));
@@ -165,80 +246,77 @@ json_t *sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_
                           : cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 free(chain);
                 if (r < 0)
-                        return NULL;
+                        return -1;
         }
         if (s->job || s->state == SANDBOX_STARTING)
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
-                                       "sandbox '%s' is starting; try again", name_of),
-                       NULL;
-        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-                return cella_error_errno(err, errno, "random id"), NULL;
-        snprintf(id, sizeof(id), "snap-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
-                 rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-        if (!snap_name)
-                snap_name = id;
+                                       "sandbox '%s' is starting; try again", name_of);
+        struct snap_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        j->top_fd = j->snap_fd = -EBADF;
+        if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+                free(j);
+                return cella_error_errno(err, errno, "random id");
+        }
+        snprintf(j->id, sizeof(j->id), "snap-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+                 rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+        snprintf(j->name, sizeof(j->name), "%s", snap_name ? snap_name : j->id);
         {
-                struct find f = {.id = snap_name};
+                struct find f = {.id = j->name};
                 struct cella_error e = {0};
                 if (store_snapshot_foreach(t->store, find_one, &f, &e) == 0 && f.one) {
                         json_decref(f.one);
+                        free(j);
                         return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                               "a snapshot named '%s' exists", snap_name),
-                               NULL;
+                                               "a snapshot named '%s' exists", snap_name);
                 }
         }
         r = snapshots_dir(t, top, sizeof(top));
-        if (r < 0)
-                return cella_error_errno(err, -r, "snapshots directory"), NULL;
-        if (sandbox_dir(s, dir, sizeof(dir)) < 0)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long"), NULL;
-        _cleanup_close_ int top_fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (top_fd < 0)
-                return cella_error_errno(err, errno, "open %s", top), NULL;
-        /* <id>/ is made under a .partial- name and renamed when whole. */
-        snprintf(partial, sizeof(partial), ".partial-%s", id);
-        if (mkdirat(top_fd, partial, 0700) < 0)
-                return cella_error_errno(err, errno, "snapshot directory"), NULL;
-        _cleanup_close_ int snap_fd = openat(top_fd, partial, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (snap_fd < 0) {
-                r = -errno;
-                unlinkat(top_fd, partial, AT_REMOVEDIR);
-                return cella_error_errno(err, -r, "snapshot directory"), NULL;
-        }
-        struct layer_copy_stats st = {0};
-        int64_t t0 = time_now_ms();
-        r = runtime_container_snapshot(t->rt, s->id, dir, t->uid_base + s->slot * CELLA_UID_RANGE,
-                                       CELLA_UID_RANGE, snap_fd, "layer", &st, err);
         if (r < 0) {
-                layer_remove(top_fd, partial);
-                return NULL;
+                free(j);
+                return cella_error_errno(err, -r, "snapshots directory");
         }
-        struct store_snapshot rec = {
-                .id = id,
-                .name = snap_name,
-                .sandbox = s->name,
-                .image = s->image,
-                .size_bytes = (int64_t)st.bytes,
-                .created_ms = time_now_ms(),
-                .parent = s->snapshot,
-        };
-        if (renameat(top_fd, partial, top_fd, id) < 0) {
+        if (sandbox_dir(s, j->dir, sizeof(j->dir)) < 0) {
+                free(j);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+        }
+        j->top_fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (j->top_fd < 0) {
                 r = -errno;
-                layer_remove(snap_fd, "layer");
-                layer_remove(top_fd, partial);
-                return cella_error_errno(err, -r, "snapshot directory"), NULL;
+                free(j);
+                return cella_error_errno(err, -r, "open %s", top);
         }
-        if (store_snapshot_save(t->store, &rec, err) < 0) {
-                layer_remove(snap_fd, "layer");
-                unlinkat(top_fd, id, AT_REMOVEDIR);
-                return NULL;
+        /* <id>/ is made under a .partial- name and renamed when whole. */
+        snprintf(j->partial, sizeof(j->partial), ".partial-%s", j->id);
+        if (mkdirat(j->top_fd, j->partial, 0700) < 0 ||
+            (j->snap_fd = openat(j->top_fd, j->partial, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+                r = -errno;
+                unlinkat(j->top_fd, j->partial, AT_REMOVEDIR);
+                close(j->top_fd);
+                free(j);
+                return cella_error_errno(err, -r, "snapshot directory");
         }
-        log_info("snapshot '%s' (%s) of sandbox '%s': %llu bytes, %llu files (%llu cloned, "
-                 "%llu copied) in %lld ms",
-                 snap_name, id, s->name, (unsigned long long)st.bytes, (unsigned long long)st.files,
-                 (unsigned long long)st.cloned, (unsigned long long)st.copied,
-                 (long long)(time_now_ms() - t0));
-        return snapshot_json(&rec);
+        snprintf(j->slot_id, sizeof(j->slot_id), "%s", s->id);
+        j->uid_base = t->uid_base + s->slot * CELLA_UID_RANGE;
+        j->t = t;
+        j->s = s;
+        j->cb = cb;
+        j->ud = ud;
+        j->t0 = time_now_ms();
+        j->work.data = j;
+        sandbox_ref(s);
+        r = uv_queue_work(t->loop, &j->work, on_snap_work, on_snap_done);
+        if (r < 0) {
+                sandbox_unref(s);
+                layer_remove(j->top_fd, j->partial);
+                close(j->snap_fd);
+                close(j->top_fd);
+                free(j);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue snapshot: %s",
+                                       uv_strerror(r));
+        }
+        return 0;
 }
 
 int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_name,

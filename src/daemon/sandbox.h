@@ -97,10 +97,13 @@ bool sandbox_table_snapshot_in_use(struct sandbox_table *t, const char *id);
 /* Filesystem snapshots (docs/decisions/0048-snapshots-and-fork.md); a snapshot's JSON is
  * {snapshotId, name, sandbox, image, sizeBytes, createdAt}, a new reference, NULL with
  * *err set. Create: the sandbox named name_of (any state but starting) frozen while its
- * writable layer is copied; snap_name NULL: its id. The capture runs on the caller's
- * thread. */
-json_t *sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
-                                      const char *snap_name, struct cella_error *err);
+ * writable layer is copied on the loop's thread pool; snap_name NULL: its id. cb gets the
+ * snapshot (borrowed) or the error, on the loop; a -1 return (err set) means no call. */
+typedef void (*sandbox_snapshot_cb)(json_t *snapshot, const struct cella_error *err,
+                                    void *userdata);
+int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
+                                  const char *snap_name, sandbox_snapshot_cb cb, void *userdata,
+                                  struct cella_error *err);
 /* All snapshots (sandbox NULL) or those of one sandbox: a JSON array. */
 json_t *sandbox_table_snapshots(struct sandbox_table *t, const char *sandbox,
                                 struct cella_error *err);

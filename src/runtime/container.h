@@ -16,6 +16,7 @@
 #define CELLA_RUNTIME_CONTAINER_H
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -133,9 +134,12 @@ struct layer_copy_stats;
  * from the sandbox's disk (a second mount of its filesystem: the same superblock as the
  * sandbox's, so what its processes wrote before they froze is there) or from <dir>/upper.
  * Owners are stored shifted out of [uid_base, uid_base + uid_count). On failure nothing
- * is left at dst_parent_fd/name. */
+ * is left at dst_parent_fd/name. disk_lock (or NULL) is held while the disk is attached
+ * and mounted: what a start of the same sandbox holds for its own, so that both find one
+ * loop device (two devices on one image would be two filesystems on it). */
 int runtime_container_snapshot(struct runtime *rt, const char *id, const char *dir, uid_t uid_base,
                                uint32_t uid_count, int dst_parent_fd, const char *name,
-                               struct layer_copy_stats *stats, struct cella_error *err);
+                               pthread_mutex_t *disk_lock, struct layer_copy_stats *stats,
+                               struct cella_error *err);
 
 #endif

@@ -57,7 +57,8 @@ static int freeze(int cg)
 
 int runtime_container_snapshot(struct runtime *rt, const char *id, const char *dir, uid_t uid_base,
                                uint32_t uid_count, int dst_parent_fd, const char *name,
-                               struct layer_copy_stats *stats, struct cella_error *err)
+                               pthread_mutex_t *disk_lock, struct layer_copy_stats *stats,
+                               struct cella_error *err)
 {
         char path[CELLA_PATH_MAX];
         int r;
@@ -69,8 +70,13 @@ int runtime_container_snapshot(struct runtime *rt, const char *id, const char *d
                 const char *what = "disk";
                 bool created = false;
                 r = disk_plan_make(dir, NULL, CELLA_DISK_MIN_BYTES, &plan);
-                if (r >= 0)
+                if (r >= 0) {
+                        if (disk_lock)
+                                pthread_mutex_lock(disk_lock);
                         r = disk_open(&plan, NULL, &disk, &created, &what);
+                        if (disk_lock)
+                                pthread_mutex_unlock(disk_lock);
+                }
                 if (r < 0)
                         return cella_error_errno(err, -r, "%s", what);
         }

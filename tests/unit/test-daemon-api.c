@@ -123,12 +123,15 @@ unsigned sandbox_table_count(const struct sandbox_table *t)
 }
 
 /* Snapshots (sandbox-snapshot.c): none here; integration/snapshots covers them. */
-json_t *sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
-                                      const char *snap_name, struct cella_error *err)
+int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
+                                  const char *snap_name, sandbox_snapshot_cb cb, void *ud,
+                                  struct cella_error *err)
 {
         (void)t;
         (void)snap_name;
-        return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'", name_of), NULL;
+        (void)cb;
+        (void)ud;
+        return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'", name_of);
 }
 
 json_t *sandbox_table_snapshots(struct sandbox_table *t, const char *sandbox,

@@ -744,7 +744,7 @@ static void test_snapshot_layer(void **state)
         assert_true(top >= 0);
         snprintf(path, sizeof(path), "%s/snapp", tmpdir);
         if (runtime_container_snapshot(rt, "snapp", path, slot_base(9), CELLA_UID_RANGE, top,
-                                       "snapl", &st, &err) < 0)
+                                       "snapl", NULL, &st, &err) < 0)
                 fail_msg("snapshot: %s", err.msg);
         assert_true(st.cloned + st.copied >= 1);
         snprintf(path, sizeof(path), "%s/snapl/workspace/probe.txt", tmpdir);
