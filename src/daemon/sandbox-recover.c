@@ -391,6 +391,13 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                         sandbox_table_free(t);
                         return -1;
                 }
+                unsigned snaps = 0;
+                if (rebuild_snapshots(t->store, t->data_dir, &snaps, err) < 0) {
+                        sandbox_table_free(t);
+                        return -1;
+                }
+                if (snaps)
+                        log_warn("registry: %u snapshots rebuilt from their files", snaps);
                 if (rb.found || rb.skipped)
                         log_warn("registry: rebuilt from %u identity files (%u sandboxes "
                                  "running, %u directories without one) in %.1f ms; lost with "

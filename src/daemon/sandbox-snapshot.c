@@ -17,6 +17,7 @@
 #include "common/macros.h"
 #include "common/name.h"
 #include "common/timeutil.h"
+#include "daemon/rebuild.h"
 #include "daemon/sandbox-internal.h"
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
@@ -166,6 +167,20 @@ struct snap_job {
         void *ud;
 };
 
+/* name in dir_fd: text, 0600, synced (the record of the files beside them). */
+static int write_file_at(int dir_fd, const char *name, const char *text)
+{
+        _cleanup_close_ int fd =
+                openat(dir_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        size_t len = strlen(text);
+
+        if (fd < 0)
+                return -errno;
+        if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0)
+                return -EIO;
+        return 0;
+}
+
 static void on_snap_work(uv_work_t *w)
 {
         struct snap_job *j = w->data;
@@ -198,14 +213,14 @@ static void on_snap_done(uv_work_t *w, int status)
                         .created_ms = time_now_ms(),
                         .parent = s->snapshot,
                 };
-                if (renameat(j->top_fd, j->partial, j->top_fd, j->id) < 0) {
+                _cleanup_free_ char *text = snapshot_identity_format(&rec);
+                if (!text || write_file_at(j->snap_fd, SNAPSHOT_IDENTITY_FILE, text) < 0 ||
+                    renameat(j->top_fd, j->partial, j->top_fd, j->id) < 0) {
                         int e = errno;
-                        layer_remove(j->snap_fd, "layer");
                         layer_remove(j->top_fd, j->partial);
-                        cella_error_errno(&j->err, e, "snapshot directory");
+                        cella_error_errno(&j->err, e ? e : EIO, "snapshot directory");
                 } else if (store_snapshot_save(t->store, &rec, &j->err) < 0) {
-                        layer_remove(j->snap_fd, "layer");
-                        unlinkat(j->top_fd, j->id, AT_REMOVEDIR);
+                        layer_remove(j->top_fd, j->id);
                 } else {
                         log_info("snapshot '%s' (%s) of sandbox '%s': %llu bytes, %llu files "
                                  "(%llu cloned, %llu copied) in %lld ms",
@@ -352,9 +367,8 @@ int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_nam
         if (top_fd >= 0) {
                 _cleanup_close_ int snap_fd =
                         openat(top_fd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                r = snap_fd < 0 ? -errno : layer_remove(snap_fd, "layer");
-                if (r >= 0 && unlinkat(top_fd, id, AT_REMOVEDIR) < 0)
-                        r = -errno;
+                (void)snap_fd;
+                r = layer_remove(top_fd, id);
                 if (r < 0 && r != -ENOENT)
                         log_warn("snapshot '%s': remove files: %s", id, strerror(-r));
         }

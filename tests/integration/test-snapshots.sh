@@ -159,6 +159,20 @@ api_json PUT "/v1/sandboxes/$C3" '{"fromSnapshot":"base"}'
 expect_status 201
 assert_eq "$sums" "$(run_in "$C3" 'cd /workspace/data && sha256sum f*')" "new child after the restart"
 
+info "a lost registry is rebuilt with the snapshots and what sandboxes were made from"
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+rm -f "$IT_TMP/data/cella.db" "$IT_TMP/data/cella.db-wal" "$IT_TMP/data/cella.db-shm"
+start_cellad
+grep -q "snapshots rebuilt from their files" "$CELLAD_LOG" || fail "no snapshot rebuilt: $(cat "$CELLAD_LOG")"
+assert_eq 3 "$(api GET /v1/snapshots | jq '.snapshots | length')" "snapshots after the rebuild"
+assert_eq base "$(api GET "/v1/snapshots/$SNAP" | jq -r .name)" "the snapshot's name after the rebuild"
+api GET "/v1/sandboxes/$C3" >/dev/null
+expect_status 200
+assert_eq "$SNAP" "$(body .snapshot)" "a child's snapshot after the rebuild"
+assert_eq "$sums" "$(run_in "$C3" 'cd /workspace/data && sha256sum f*')" "a child after the rebuild"
+
 info "a snapshot in use is not deleted"
 api DELETE "/v1/snapshots/base" >/dev/null
 expect_status 409 SNAPSHOT_IN_USE
