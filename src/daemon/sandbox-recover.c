@@ -413,6 +413,7 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         log_info("registry: %u sandboxes, %u reattached, in %.1f ms", t->count, t->reattached,
                  (double)(time_mono_us() - t0) / 1000.0);
         sweep_leftovers(t);
+        sandbox_table_snapshot_sweep(t);
         t->idle_timer = malloc(sizeof(*t->idle_timer));
         if (!t->idle_timer || uv_timer_init(loop, t->idle_timer) < 0) {
                 free(t->idle_timer);

@@ -1,6 +1,7 @@
 /* Filesystem snapshots of the table's sandboxes (docs/decisions/0048-snapshots-and-fork.md):
  * the capture (runtime_container_snapshot) into <data-dir>/snapshots/<id>/layer, the
  * registry's records, and what a sandbox made from one needs. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -374,4 +375,33 @@ int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_nam
         }
         log_info("snapshot '%s' deleted", id);
         return 0;
+}
+
+void sandbox_table_snapshot_sweep(struct sandbox_table *t)
+{
+        char top[CELLA_PATH_MAX];
+        struct dirent *de;
+
+        if (snprintf(top, sizeof(top), "%s/snapshots", t->data_dir) >= (int)sizeof(top))
+                return;
+        _cleanup_close_ int top_fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (top_fd < 0)
+                return;
+        int dup_fd = fcntl(top_fd, F_DUPFD_CLOEXEC, 3);
+        _cleanup_closedir_ DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+        if (!d) {
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                return;
+        }
+        while ((de = readdir(d))) {
+                if (strncmp(de->d_name, ".partial-", 9) != 0)
+                        continue;
+                int r = layer_remove(top_fd, de->d_name);
+                if (r < 0)
+                        log_warn("snapshots: remove %s/%s: %s", top, de->d_name, strerror(-r));
+                else
+                        log_info("snapshots: %s/%s, a capture a stop cut short, removed", top,
+                                 de->d_name);
+        }
 }

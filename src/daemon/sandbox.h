@@ -120,6 +120,8 @@ int sandbox_table_snapshot_layers(struct sandbox_table *t, const char *id,
                                   struct cella_error *err);
 /* Bytes of every snapshot's files, each counted once however many sandboxes share it. */
 uint64_t sandbox_table_snapshot_bytes(struct sandbox_table *t);
+/* Remove what captures cut short by a stop of cellad left (snapshots/.partial-*). */
+void sandbox_table_snapshot_sweep(struct sandbox_table *t);
 /* JSON array of sandbox_info() for every sandbox; new reference. */
 json_t *sandbox_table_list(struct sandbox_table *t);
 unsigned sandbox_table_count(const struct sandbox_table *t);

@@ -147,7 +147,11 @@ info "restart of cellad"
 kill -KILL "$CELLAD_PID"
 wait "$CELLAD_PID" 2>/dev/null || true
 CELLAD_PID=
+# what a capture cut short by the stop would leave
+mkdir -p "$IT_TMP/data/snapshots/.partial-snap-00000000deadbeef/layer/workspace"
+echo half >"$IT_TMP/data/snapshots/.partial-snap-00000000deadbeef/layer/workspace/x"
 start_cellad
+[ ! -e "$IT_TMP/data/snapshots/.partial-snap-00000000deadbeef" ] || fail "a partial capture was left"
 assert_eq 3 "$(api GET /v1/snapshots | jq '.snapshots | length')" "snapshots after the restart"
 api GET "/v1/sandboxes/$C2" >/dev/null
 expect_status 200
