@@ -267,12 +267,20 @@ void api_snapshot_get(struct api *a, struct http_request *req, const struct api_
 void api_snapshot_delete(struct api *a, struct http_request *req, const struct api_args *p)
 {
         struct cella_error err = {0};
+        char id[CELLA_NAME_MAX + 1];
+        json_t *sn = sandbox_table_snapshot_get(a->cfg.table, p->name, NULL, 0, &err);
 
-        if (sandbox_table_snapshot_delete(a->cfg.table, p->name, &err) < 0) {
+        if (!sn) {
                 http_respond_error(req, &err, NULL);
                 return;
         }
-        json_t *j = json_pack("{s:s, s:b}", "snapshotId", p->name, "deleted", 1);
+        snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(sn, "snapshotId")));
+        json_decref(sn);
+        if (sandbox_table_snapshot_delete(a->cfg.table, id, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        json_t *j = json_pack("{s:s, s:b}", "snapshotId", id, "deleted", 1);
         http_respond_json(req, 200, j);
         json_decref(j);
 }

@@ -247,6 +247,7 @@ for i in $(seq 1 20); do api DELETE "/v1/sandboxes/$(sbx "many$i")" >/dev/null; 
 api DELETE "/v1/sandboxes/$C" >/dev/null
 api DELETE "/v1/snapshots/base" >/dev/null
 expect_status 200
+assert_eq "$SNAP" "$(body .snapshotId)" "DELETE by name answers the id"
 [ ! -e "$IT_TMP/data/snapshots/$SNAP" ] || fail "files of $SNAP left"
 api GET "/v1/snapshots/base" >/dev/null
 expect_status 404 SNAPSHOT_NOT_FOUND
