@@ -69,7 +69,7 @@ row() { echo "| $1 | $(printf '%s\n' "${@:2}" | p50) | ${*:2} |"; }
 {
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r)," \
                 "$RUNS runs each; $size MiB of files (64 × 16 MiB); data dir on" \
-                "$(stat -f -c %T "$tmp")."
+                "$(findmnt -n -o FSTYPE -T "$tmp" || stat -f -c %T "$tmp")."
         echo
         echo "| | p50 (ms) | runs (ms) |"
         echo "|---|---|---|"
