@@ -258,6 +258,25 @@ int cella_image_import(cella_client *c, const char *name, int fd, bool replace, 
 /* Delete an image: IMAGE_IN_USE (409) while a sandbox uses it, IMAGE_NOT_FOUND (404). */
 int cella_image_delete(cella_client *c, const char *name, char **ret_json);
 
+/* ---- snapshots and fork (docs/api.md "Snapshots and fork") ----
+ * A snapshot's JSON: {snapshotId, name, sandbox, image, sizeBytes, createdAt}. */
+/* Capture the files of sandbox (its processes frozen meanwhile); name NULL: its id.
+ * Failures: SANDBOX_NOT_FOUND (404), VALIDATION_FAILED (400: a bad or taken name). */
+int cella_snapshot_create(cella_client *c, const char *sandbox, const char *name,
+                          char **ret_json);
+/* {snapshots: [...]}: every snapshot (sandbox NULL) or those taken of sandbox. */
+int cella_snapshot_list(cella_client *c, const char *sandbox, char **ret_json);
+/* One snapshot by id or name: SNAPSHOT_NOT_FOUND (404). */
+int cella_snapshot_get(cella_client *c, const char *id, char **ret_json);
+/* Delete: SNAPSHOT_IN_USE (409) while a sandbox made from it exists. */
+int cella_snapshot_delete(cella_client *c, const char *id, char **ret_json);
+/* Create sandbox name with the files of snapshot (PUT {fromSnapshot}): SandboxInfo. */
+int cella_sandbox_from_snapshot(cella_client *c, const char *name, const char *snapshot,
+                                char **ret_json);
+/* Fork sandbox into a new sandbox name (a snapshot now, and a sandbox over it): its
+ * SandboxInfo (with `snapshot`). */
+int cella_fork(cella_client *c, const char *sandbox, const char *name, char **ret_json);
+
 /* ---- terminal ----
  * A session's terminal over a WebSocket (GET .../pty, docs/api.md): one interactive shell
  * per session, shared by every connection to it. cella_pty_open connects (blocking) and

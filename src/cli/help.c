@@ -225,6 +225,21 @@ const struct cli_command cli_commands[] = {
          "  --replace     import: replace an image of that name\n"
          "  --json        the server's JSON\n",
          "  docker save alpine | cella image import alpine -\n", 0},
+        {"snapshot", "capture, list and delete snapshots of a sandbox's files",
+         "cella snapshot create NAME [--name SNAPSHOT] [--json]\n"
+         "cella snapshot ls [NAME] [--json]\n"
+         "cella snapshot rm SNAPSHOT",
+         "create captures the files of sandbox NAME (its processes frozen for the copy) and\n"
+         "prints its id; ls lists every snapshot, or those of NAME; rm deletes one (by id or\n"
+         "name), refused while a sandbox made from it exists. `cella create NAME` does not\n"
+         "take a snapshot: see fork, or PUT {\"fromSnapshot\"} (docs/api.md).\n",
+         "  --name S   create: the snapshot's name ([a-z0-9._-]; default: its id)\n"
+         "  --json     the server's JSON\n",
+         "  cella snapshot create box --name deps-installed\n", 0},
+        {"fork", "a new sandbox with the files of another, now", "cella fork NAME NEW [--json]",
+         "Snapshots sandbox NAME and creates sandbox NEW over that snapshot: NEW starts with\n"
+         "NAME's files, shared, not copied; each one's writes are its own.\n",
+         "  --json   the server's JSON (NEW's SandboxInfo)\n", "  cella fork box box-2\n", 1},
         {"mcp", "serve the Model Context Protocol on stdin/stdout (for AI agents)", "cella mcp",
          "Runs an MCP server (JSON-RPC 2.0, one message a line) on stdin and stdout: AI\n"
          "agents (Claude Desktop, Cursor, VS Code) get cella's sandboxes as tools and their\n"

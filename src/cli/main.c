@@ -99,7 +99,8 @@ static const struct {
         {"watch", cmd_watch},     {"shell", cmd_shell},     {"kill", cmd_kill},
         {"wait", cmd_wait},       {"git", cmd_git},         {"image", cmd_image},
         {"expose", cmd_ports},    {"ports", cmd_ports},     {"unexpose", cmd_ports},
-        {"health", cmd_health},   {"mcp", cmd_mcp},
+        {"health", cmd_health},   {"mcp", cmd_mcp},         {"snapshot", cmd_snapshot},
+        {"fork", cmd_fork},
 };
 
 static int dispatch(cella_client *c, struct cli_args *a)

@@ -52,6 +52,8 @@
         X(IMAGE_EXISTS, 409)                \
         X(IMAGE_BUSY, 409)                  \
         X(INVALID_IMAGE, 400)               \
+        X(SNAPSHOT_NOT_FOUND, 404)          \
+        X(SNAPSHOT_IN_USE, 409)             \
         X(UNAUTHORIZED, 401)                \
         X(NOT_FOUND, 404)                   \
         X(METHOD_NOT_ALLOWED, 405)          \

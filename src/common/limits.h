@@ -182,4 +182,10 @@
 #define CELLA_MCP_REPLAY 64                     /* /mcp stream events kept for Last-Event-ID */
 #define CELLA_MCP_IDLE_TIMEOUT_MS (30 * 60 * 1000) /* /mcp session unused this long ends */
 
+#define CELLA_SNAPSHOT_FREEZE_TIMEOUT_MS 10000 /* a sandbox's tasks all frozen within */
+#define CELLA_SNAPSHOT_MAX_LAYERS 16       /* snapshots stacked under a sandbox (fork of fork...) */
+#define CELLA_LAYER_MAX_DEPTH 512           /* directory depth of a captured layer */
+#define CELLA_LAYER_XATTR_LIST_MAX 65536    /* xattr names of one entry of a captured layer */
+#define CELLA_LAYER_XATTR_VALUE_MAX 65536   /* one xattr value (the kernel's XATTR_SIZE_MAX) */
+
 #endif

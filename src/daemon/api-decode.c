@@ -75,6 +75,7 @@ void api_put_sandbox_done(struct api_put_sandbox *p)
         json_decref(p->labels);
         free(p->network);
         json_decref(p->network_allow);
+        free(p->from_snapshot);
         memset(p, 0, sizeof(*p));
 }
 
@@ -415,6 +416,8 @@ static const struct field put_sandbox_fields[] = {
         {"network", "?o", field_chk_enum, 0, O(network), .one_of = networks,
          .msg = "network must be \"none\" or \"outbound\""},
         {"networkAllow", "?o", chk_network_allow, 0, O(network_allow)},
+        {"fromSnapshot", "?o", chk_image, 0, O(from_snapshot),
+         .msg = "fromSnapshot must be a snapshot id or name of [a-z0-9._-], 1-%d characters"},
 };
 #undef O
 

@@ -34,6 +34,7 @@ struct api_put_sandbox {
         bool default_session;
         char *network;         /* "none" or "outbound"; NULL: not given */
         json_t *network_allow; /* array of valid "CIDR[:port]" strings or NULL (owned) */
+        char *from_snapshot;   /* a snapshot's id or name (0048); NULL: none */
 };
 
 /* A sleepAfter value: a number of seconds, or a string "90", "30s", "10m", "2h", "1d".

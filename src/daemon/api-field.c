@@ -130,7 +130,7 @@ int field_walk(json_t *j, const struct field *t, size_t n, void *dst, struct cel
         /* jansson takes as many (key, destination) pairs as the format names */
 #define P(i) ((i) < n ? t[i].name : NULL), &v[i]
         if (json_unpack_ex(j, &je, JSON_STRICT, fmt, P(0), P(1), P(2), P(3), P(4), P(5), P(6), P(7),
-                           P(8), P(9)) < 0)
+                           P(8), P(9), P(10), P(11)) < 0)
                 return field_unpack_fail(&je, err);
 #undef P
         for (i = 0; i < n; i++) {

@@ -55,7 +55,7 @@ struct field {
         int (*valid)(const char *s, size_t len, struct cella_error *err); /* field_chk_git */
 };
 
-#define FIELD_MAX 10
+#define FIELD_MAX 12
 #define FIELD_AT(dst, f, type) ((type *)((char *)(dst) + (f)->off))
 
 /* The body as a JSON object (at most CELLA_FILES_JSON_MAX bytes); NULL with err set. */

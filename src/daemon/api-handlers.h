@@ -20,6 +20,14 @@ API_HANDLER(api_sandbox_put); /* p->raw: checked with the body's normalizeId */
 API_HANDLER(api_sandbox_get);
 API_HANDLER(api_sandbox_delete);
 
+/* api-snapshots.c: POST/GET /snapshots, POST /fork, /v1/snapshots[/{snap}] (0048) */
+API_HANDLER(api_snapshot_create);
+API_HANDLER(api_sandbox_snapshots);
+API_HANDLER(api_fork);
+API_HANDLER(api_snapshots_list);
+API_HANDLER(api_snapshot_get);
+API_HANDLER(api_snapshot_delete);
+
 /* api-exec.c: POST /exec */
 API_HANDLER(api_exec);
 /* api-sessions.c: POST /env (setEnvVars), /sessions, /sessions/{sid}, /sessions/{sid}/env */

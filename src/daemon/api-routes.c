@@ -18,6 +18,10 @@ const struct api_route api_routes[] = {
         {"GET HEAD", SBX, api_sandbox_get, 0},
         {"DELETE", SBX, api_sandbox_delete, 0},
 
+        {"POST", SBX "/snapshots", api_snapshot_create, 0},
+        {"GET HEAD", SBX "/snapshots", api_sandbox_snapshots, 0},
+        {"POST", SBX "/fork", api_fork, 0},
+
         {"POST", SBX "/exec", api_exec, 0},
         {"POST", SBX "/env", api_env, 0},
 
@@ -64,6 +68,10 @@ const struct api_route api_routes[] = {
         {"DELETE", "/v1/images/{image}", api_images_delete, 0},
         {"POST", "/v1/images/{image}/build", api_images_build, 0},
         {"POST", "/v1/images/{image}/import", api_images_import, 0},
+
+        {"GET HEAD", "/v1/snapshots", api_snapshots_list, 0},
+        {"GET HEAD", "/v1/snapshots/{snap}", api_snapshot_get, 0},
+        {"DELETE", "/v1/snapshots/{snap}", api_snapshot_delete, 0},
 };
 const size_t api_routes_count = sizeof(api_routes) / sizeof(api_routes[0]);
 

@@ -77,6 +77,7 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                 goto done;
         }
         {
+                char image[CELLA_NAME_MAX + 1], snap_id[CELLA_NAME_MAX + 1];
                 struct sandbox_options o = {
                         .image = p.image,
                         .instance_type = p.instance_type,
@@ -93,6 +94,26 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
 
                 struct sandbox_directory *d = sandbox_table_directory(ctx->a->cfg.table);
 
+                /* Its files start from a snapshot's: the snapshot's image, its layer. */
+                if (p.from_snapshot) {
+                        json_t *sj = sandbox_table_snapshot_get(ctx->a->cfg.table, p.from_snapshot,
+                                                                image, sizeof(image), &err);
+                        if (!sj) {
+                                http_respond_error(req, &err, NULL);
+                                goto done;
+                        }
+                        snprintf(snap_id, sizeof(snap_id), "%s",
+                                 json_string_value(json_object_get(sj, "snapshotId")));
+                        json_decref(sj);
+                        if (p.image && strcmp(p.image, image) != 0) {
+                                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                                  "snapshot '%s' is of image '%s', not '%s'",
+                                                  p.from_snapshot, image, p.image);
+                                goto done;
+                        }
+                        o.image = image;
+                        o.snapshot = snap_id;
+                }
                 http_request_ref(req);
                 d->ops->put(d, name, &o, put_answer, req);
         }

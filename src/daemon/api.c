@@ -324,7 +324,7 @@ static bool check_params(struct http_request *req, const struct api_match *m, st
                         }
                         p->port = (int)port;
                         p->tail = end;
-                } else if (IS("image")) {
+                } else if (IS("image") || IS("snap")) {
                         if (c->len > CELLA_NAME_MAX) {
                                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
                                                   "image name too long");

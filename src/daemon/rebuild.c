@@ -32,6 +32,10 @@ char *identity_format(const struct store_sandbox *rec)
                       "networkAllow", allow, "sleepAfterMs", (json_int_t)rec->sleep_after_ms,
                       "keepAlive", rec->keep_alive != 0, "enableDefaultSession",
                       rec->default_session != 0);
+        /* only when there is one: the files of other sandboxes stay as they were */
+        if (o && rec->snapshot && rec->snapshot[0] &&
+            json_object_set_new(o, "snapshot", json_string(rec->snapshot)) < 0)
+                return NULL;
         if (!o)
                 return NULL;
         return json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -53,7 +57,7 @@ static bool is_image_name(const char *s)
 int identity_parse(const char *text, size_t len, struct identity *ret)
 {
         struct identity id = {0};
-        const char *name = NULL, *image = NULL, *itype = NULL, *network = NULL;
+        const char *name = NULL, *image = NULL, *itype = NULL, *network = NULL, *snap = NULL;
         json_int_t created = 0, sleep_after = 0;
         int keep_alive = 0, default_session = 1;
         json_t *o, *allow = NULL, *v;
@@ -64,17 +68,17 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
         if (len > IDENTITY_MAX)
                 return -EINVAL;
         o = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
-        if (!o ||
-            json_unpack(o, "{s:s, s:s, s:s, s:I, s:s, s:o, s:I, s:b, s:b}", "name", &name, "image",
-                        &image, "instanceType", &itype, "createdMs", &created, "network", &network,
-                        "networkAllow", &allow, "sleepAfterMs", &sleep_after, "keepAlive",
-                        &keep_alive, "enableDefaultSession", &default_session) < 0)
+        if (!o || json_unpack(o, "{s:s, s:s, s:s, s:I, s:s, s:o, s:I, s:b, s:b, s?s}", "name",
+                              &name, "image", &image, "instanceType", &itype, "createdMs", &created,
+                              "network", &network, "networkAllow", &allow, "sleepAfterMs",
+                              &sleep_after, "keepAlive", &keep_alive, "enableDefaultSession",
+                              &default_session, "snapshot", &snap) < 0)
                 goto out;
         if (sandbox_name_check(name, strlen(name), false, id.name, NULL) < 0 ||
             sandbox_name_is_reserved(name) || !is_image_name(image) || !instance_type_find(itype) ||
             (strcmp(network, "none") != 0 && strcmp(network, "outbound") != 0) ||
             !json_is_array(allow) || json_array_size(allow) > CELLA_NETWORK_ALLOW_MAX ||
-            created < 0 || sleep_after <= 0)
+            created < 0 || sleep_after <= 0 || (snap && !image_name_is_valid(snap)))
                 goto out;
         json_array_foreach(allow, i, v)
         {
@@ -89,6 +93,7 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
         snprintf(id.instance_type, sizeof(id.instance_type), "%s", itype);
         snprintf(id.network, sizeof(id.network), "%s", network);
         snprintf(id.network_allow, sizeof(id.network_allow), "%s", allow_text);
+        snprintf(id.snapshot, sizeof(id.snapshot), "%s", snap ? snap : "");
         *ret = id;
         ret->rec = (struct store_sandbox){
                 .name = ret->name,
@@ -102,6 +107,7 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
                 .default_session = default_session != 0,
                 .network = ret->network,
                 .network_allow_json = ret->network_allow,
+                .snapshot = ret->snapshot,
         };
         r = 0;
 out:
@@ -353,5 +359,91 @@ int rebuild_registry(struct store *st, const char *data_dir, const char *cgroup_
         closedir(d);
         res.duration_ms = (double)(time_mono_us() - t0) / 1000.0;
         *ret = res;
+        return r;
+}
+
+char *snapshot_identity_format(const struct store_snapshot *rec)
+{
+        _cleanup_json_ json_t *o = json_pack(
+                "{s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "id", rec->id, "name", rec->name, "sandbox",
+                rec->sandbox, "image", rec->image, "sizeBytes", (json_int_t)rec->size_bytes,
+                "createdMs", (json_int_t)rec->created_ms, "parent", rec->parent ? rec->parent : "");
+        return o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+}
+
+int snapshot_identity_parse(const char *text, size_t len, struct snapshot_identity *ret)
+{
+        struct snapshot_identity s = {0};
+        const char *id = NULL, *name = NULL, *sandbox = NULL, *image = NULL, *parent = NULL;
+        json_int_t size = 0, created = 0;
+        _cleanup_json_ json_t *o = NULL;
+        char sname[CELLA_NAME_MAX + 1];
+
+        if (len > IDENTITY_MAX)
+                return -EINVAL;
+        o = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+        if (!o || json_unpack(o, "{s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "id", &id, "name", &name,
+                              "sandbox", &sandbox, "image", &image, "sizeBytes", &size, "createdMs",
+                              &created, "parent", &parent) < 0)
+                return -EINVAL;
+        if (!image_name_is_valid(id) || !image_name_is_valid(name) || !is_image_name(image) ||
+            (parent[0] && !image_name_is_valid(parent)) || size < 0 || created < 0 ||
+            sandbox_name_check(sandbox, strlen(sandbox), false, sname, NULL) < 0)
+                return -EINVAL;
+        snprintf(s.id, sizeof(s.id), "%s", id);
+        snprintf(s.name, sizeof(s.name), "%s", name);
+        snprintf(s.sandbox, sizeof(s.sandbox), "%s", sname);
+        snprintf(s.image, sizeof(s.image), "%s", image);
+        snprintf(s.parent, sizeof(s.parent), "%s", parent);
+        *ret = s;
+        ret->rec = (struct store_snapshot){
+                .id = ret->id,
+                .name = ret->name,
+                .sandbox = ret->sandbox,
+                .image = ret->image,
+                .size_bytes = size,
+                .created_ms = created,
+                .parent = ret->parent,
+        };
+        return 0;
+}
+
+int rebuild_snapshots(struct store *st, const char *data_dir, unsigned *ret_found,
+                      struct cella_error *err)
+{
+        char path[CELLA_PATH_MAX], file[CELLA_PATH_MAX + 300], text[IDENTITY_MAX + 1];
+        _cleanup_free_ struct snapshot_identity *id = malloc(sizeof(*id));
+        struct dirent *de;
+        DIR *d;
+        int r = 0;
+
+        *ret_found = 0;
+        if (!id)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        snprintf(path, sizeof(path), "%s/snapshots", data_dir);
+        d = opendir(path);
+        if (!d)
+                return 0;
+        while (r == 0 && (de = readdir(d))) {
+                ssize_t n;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(file, sizeof(file), "%s/%s/" SNAPSHOT_IDENTITY_FILE, path, de->d_name);
+                n = read_small(file, text, sizeof(text));
+                if (n < 0 || snapshot_identity_parse(text, (size_t)n, id) < 0 ||
+                    strcmp(id->id, de->d_name) != 0) {
+                        log_warn("registry: %s/%s has no valid %s: not a snapshot", path,
+                                 de->d_name, SNAPSHOT_IDENTITY_FILE);
+                        continue;
+                }
+                r = store_snapshot_save(st, &id->rec, err);
+                if (r == 0) {
+                        log_info("registry: snapshot '%s' rebuilt from %s/%s", id->name, path,
+                                 de->d_name);
+                        (*ret_found)++;
+                }
+        }
+        closedir(d);
         return r;
 }

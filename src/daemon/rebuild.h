@@ -32,6 +32,7 @@ struct identity {
         char instance_type[32];
         char network[16];
         char network_allow[IDENTITY_MAX];
+        char snapshot[65]; /* the snapshot its files start from (0048), or "" */
 };
 
 /* The identity text of rec (compact JSON, keys sorted; the caller frees it), or NULL when
@@ -44,6 +45,22 @@ int identity_parse(const char *text, size_t len, struct identity *ret);
 bool identity_is(const char *dir, const char *text);
 /* Write text to <dir>/sandbox.json (a temporary file renamed over it, mode 0600). */
 int identity_write(const char *dir, const char *text, struct cella_error *err);
+
+/* A snapshot's record, kept beside its files as <data-dir>/snapshots/<id>/snapshot.json
+ * (decision 0048), so that a rebuilt registry gets its snapshots back. */
+#define SNAPSHOT_IDENTITY_FILE "snapshot.json"
+struct snapshot_identity {
+        struct store_snapshot rec;
+        char id[65], name[65], sandbox[CELLA_NAME_MAX + 1], image[65], parent[65];
+};
+/* Its text (compact JSON, keys sorted; the caller frees it), or NULL: out of memory. */
+char *snapshot_identity_format(const struct store_snapshot *rec);
+/* Parse it (len bytes). Pure. 0, or -EINVAL for anything that is not a valid one. */
+int snapshot_identity_parse(const char *text, size_t len, struct snapshot_identity *ret);
+/* The records of every <data-dir>/snapshots/<id>/ with a valid snapshot.json whose id is
+ * its directory's, into st; *ret_found of them. */
+int rebuild_snapshots(struct store *st, const char *data_dir, unsigned *ret_found,
+                      struct cella_error *err);
 
 /* Field 22 of /proc/PID/stat (start time in clock ticks since boot), or -1. Together with
  * the pid it names one process for the life of the machine. */

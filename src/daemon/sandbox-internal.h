@@ -70,6 +70,7 @@ struct sandbox {
         bool default_session;
         bool network;          /* "outbound" (else "none": loopback only) */
         json_t *network_allow; /* array of canonical "CIDR[:port]" strings */
+        char *snapshot;        /* id of the snapshot its files start from (0048), or NULL */
         struct container ct;
         int64_t pid_start;     /* start time of ct.pid (/proc/PID/stat), to recognise it later */
         uv_poll_t *exit_watch; /* readable when PID 1 exits; heap: closed asynchronously */

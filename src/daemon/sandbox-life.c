@@ -88,8 +88,9 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         /* Pool sandboxes have the default network and no allowlist: anything else is a
          * build (network work happens only there, never at a claim). */
-        if (strcmp(image, t->default_image) == 0 && strcmp(itype, INSTANCE_TYPE_DEFAULT) == 0 &&
-            network == network_default(t) && json_array_size(allow) == 0) {
+        if (!(opts && opts->snapshot) && strcmp(image, t->default_image) == 0 &&
+            strcmp(itype, INSTANCE_TYPE_DEFAULT) == 0 && network == network_default(t) &&
+            json_array_size(allow) == 0) {
                 struct cella_error ce = {0};
                 s = pool_take(t);
                 if (s && pool_claim(s, name, opts, &ce) == 0) {
@@ -124,12 +125,14 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         if (s->env)
                 image_env_under(t, image, s->env);
         s->labels = opts && opts->labels ? json_deep_copy(opts->labels) : json_object();
+        s->snapshot = opts && opts->snapshot ? strdup(opts->snapshot) : NULL;
         s->created_ms = s->last_active_ms = time_now_ms();
         s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
                                                              : CELLA_DEFAULT_SLEEP_AFTER_MS;
         s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
         s->default_session = !(opts && opts->has_default_session && !opts->default_session);
-        if (!s->image || !s->instance_type || !s->env || !s->labels) {
+        if (!s->image || !s->instance_type || !s->env || !s->labels ||
+            (opts && opts->snapshot && !s->snapshot)) {
                 release_slot(t, slot);
                 sandbox_free(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
@@ -328,6 +331,11 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
         if (opts) {
                 if (sandbox_options_check_update(opts, name, s->image, s->instance_type, err) < 0)
                         return -1;
+                if (opts->snapshot && !(s->snapshot && strcmp(s->snapshot, opts->snapshot) == 0))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "sandbox '%s' exists; its files do not come from "
+                                               "snapshot '%s' (destroy it first)",
+                                               name, opts->snapshot);
                 if (opts->network) {
                         bool network;
                         if (network_wanted(t, opts, &network, err) < 0)

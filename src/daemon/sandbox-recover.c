@@ -90,13 +90,15 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         s->keep_alive = rec->keep_alive != 0;
         s->default_session = rec->default_session != 0;
         s->network = rec->network && strcmp(rec->network, "outbound") == 0;
+        s->snapshot = rec->snapshot && rec->snapshot[0] ? strdup(rec->snapshot) : NULL;
         s->network_allow =
                 json_loads(rec->network_allow_json ? rec->network_allow_json : "[]", 0, NULL);
         if (!json_is_array(s->network_allow)) {
                 json_decref(s->network_allow);
                 s->network_allow = json_array();
         }
-        if (!s->image || !s->instance_type || !s->env || !s->labels || !s->network_allow) {
+        if (!s->image || !s->instance_type || !s->env || !s->labels || !s->network_allow ||
+            (rec->snapshot && rec->snapshot[0] && !s->snapshot)) {
                 sandbox_free(s);
                 return -ENOMEM;
         }
@@ -389,6 +391,13 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                         sandbox_table_free(t);
                         return -1;
                 }
+                unsigned snaps = 0;
+                if (rebuild_snapshots(t->store, t->data_dir, &snaps, err) < 0) {
+                        sandbox_table_free(t);
+                        return -1;
+                }
+                if (snaps)
+                        log_warn("registry: %u snapshots rebuilt from their files", snaps);
                 if (rb.found || rb.skipped)
                         log_warn("registry: rebuilt from %u identity files (%u sandboxes "
                                  "running, %u directories without one) in %.1f ms; lost with "
@@ -404,6 +413,7 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         log_info("registry: %u sandboxes, %u reattached, in %.1f ms", t->count, t->reattached,
                  (double)(time_mono_us() - t0) / 1000.0);
         sweep_leftovers(t);
+        sandbox_table_snapshot_sweep(t);
         t->idle_timer = malloc(sizeof(*t->idle_timer));
         if (!t->idle_timer || uv_timer_init(loop, t->idle_timer) < 0) {
                 free(t->idle_timer);

@@ -61,7 +61,8 @@ static uint64_t disk_promised(struct sandbox_table *t)
                         sum += sandbox_disk_promise(s);
         for (struct sandbox *s = t->pool; s; s = s->pool_next)
                 sum += sandbox_disk_promise(s);
-        return sum;
+        /* snapshots' files, each once however many sandboxes share it (0048) */
+        return sum + sandbox_table_snapshot_bytes(t);
 }
 
 /* The size of the data dir's filesystem, and what of it is free (for unprivileged
@@ -131,12 +132,14 @@ int disk_admit(struct sandbox_table *t, uint64_t more, struct cella_error *err)
 json_t *sandbox_table_disk_info(struct sandbox_table *t)
 {
         uint64_t size = 0, avail = 0, promised = disk_promised(t);
+        uint64_t snaps = sandbox_table_snapshot_bytes(t);
 
         data_dir_space(t, &size, &avail);
-        return json_pack("{s:I, s:I, s:I, s:f, s:f, s:s, s:b}", "capacityBytes", (json_int_t)size,
-                         "freeBytes", (json_int_t)avail, "promisedBytes", (json_int_t)promised,
-                         "overcommit", size ? (double)promised / (double)size : 0.0,
-                         "overcommitLimit", t->disk_overcommit, "overcommitPolicy",
+        return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:b}", "capacityBytes",
+                         (json_int_t)size, "freeBytes", (json_int_t)avail, "promisedBytes",
+                         (json_int_t)promised, "snapshotBytes", (json_int_t)snaps, "overcommit",
+                         size ? (double)promised / (double)size : 0.0, "overcommitLimit",
+                         t->disk_overcommit, "overcommitPolicy",
                          t->disk_overcommit_refuse ? "refuse" : "warn", "overcommitted",
                          size && (double)promised > t->disk_overcommit * (double)size);
 }

@@ -115,8 +115,9 @@ int connect_agent(struct sandbox *s, struct cella_error *err)
 
 /* The container spec of s (paths into dir and rootfs, CELLA_PATH_MAX each; the allowlist
  * into allow) after checking that its image is built. */
-static int start_spec(struct sandbox *s, char *dir, char *rootfs, struct net_allow *allow,
-                      struct container_spec *ret, struct cella_error *err)
+static int start_spec(struct sandbox *s, char *dir, char *rootfs, char (*layers)[CELLA_PATH_MAX],
+                      const char **layer_ptrs, struct net_allow *allow, struct container_spec *ret,
+                      struct cella_error *err)
 {
         struct sandbox_table *t = s->table;
         const struct instance_type *it = instance_type_find(s->instance_type);
@@ -137,6 +138,20 @@ static int start_spec(struct sandbox *s, char *dir, char *rootfs, struct net_all
                 return cella_error_set(err, CELLA_E_IMAGE_NOT_FOUND,
                                        "image '%s' is not built (run: cella image build %s)",
                                        s->image, s->image);
+        /* Its snapshot's layers (docs/decisions/0048) above the image's. */
+        size_t n_layers = 0;
+        if (s->snapshot) {
+                if (sandbox_table_snapshot_layers(t, s->snapshot, layers, CELLA_SNAPSHOT_MAX_LAYERS,
+                                                  &n_layers, err) < 0)
+                        return -1;
+                for (size_t i = 0; i < n_layers; i++) {
+                        layer_ptrs[i] = layers[i];
+                        if (stat(layers[i], &st) < 0 || !S_ISDIR(st.st_mode))
+                                return cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND,
+                                                       "the files of snapshot '%s' are gone",
+                                                       s->snapshot);
+                }
+        }
         r = fs_mkdir_p(dir, 0700);
         if (r < 0)
                 return cella_error_errno(err, r, "create sandbox directory %s", dir);
@@ -144,6 +159,8 @@ static int start_spec(struct sandbox *s, char *dir, char *rootfs, struct net_all
                 .id = s->id,
                 .hostname = s->name,
                 .rootfs = rootfs,
+                .layers = layer_ptrs,
+                .n_layers = n_layers,
                 .dir = dir,
                 .uid_base = t->uid_base + s->slot * CELLA_UID_RANGE,
                 .uid_count = CELLA_UID_RANGE,
@@ -186,6 +203,8 @@ struct start_job {
         struct start_job *next;
         char dir[CELLA_PATH_MAX];
         char rootfs[CELLA_PATH_MAX];
+        char layers[CELLA_SNAPSHOT_MAX_LAYERS][CELLA_PATH_MAX];
+        const char *layer_ptrs[CELLA_SNAPSHOT_MAX_LAYERS];
         struct net_allow allow[CELLA_NETWORK_ALLOW_MAX];
         struct container_spec spec;
         struct container ct;
@@ -263,7 +282,7 @@ int sandbox_start(struct sandbox *s, struct cella_error *err)
         struct start_job j;
 
         job_init(&j, s);
-        if (start_spec(s, j.dir, j.rootfs, j.allow, &j.spec, err) < 0)
+        if (start_spec(s, j.dir, j.rootfs, j.layers, j.layer_ptrs, j.allow, &j.spec, err) < 0)
                 return -1;
         s->state = SANDBOX_STARTING;
         start_run(s->table, &j);
@@ -338,7 +357,8 @@ int sandbox_start_async(struct sandbox *s, struct cella_error *err)
         if (!j)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         job_init(j, s);
-        if (start_spec(s, j->dir, j->rootfs, j->allow, &j->spec, err) < 0) {
+        if (start_spec(s, j->dir, j->rootfs, j->layers, j->layer_ptrs, j->allow, &j->spec, err) <
+            0) {
                 free(j);
                 return -1;
         }

@@ -80,6 +80,7 @@ int rm_rf(const char *path)
 void sandbox_free(struct sandbox *s)
 {
         free(s->image);
+        free(s->snapshot);
         free(s->instance_type);
         json_decref(s->env);
         json_decref(s->labels);
@@ -160,6 +161,7 @@ int sandbox_persist(struct sandbox *s, struct cella_error *err)
                 .default_session = s->default_session,
                 .network = s->network ? "outbound" : "none",
                 .network_allow_json = allow,
+                .snapshot = s->snapshot,
         };
         if (identity_sync(s, &rec, err) < 0)
                 return -1;
@@ -198,6 +200,15 @@ bool sandbox_table_image_in_use(struct sandbox_table *t, const char *image)
         return false;
 }
 
+bool sandbox_table_snapshot_in_use(struct sandbox_table *t, const char *id)
+{
+        for (unsigned i = 0; i < TABLE_BUCKETS; i++)
+                for (struct sandbox *s = t->buckets[i]; s; s = s->next)
+                        if (s->snapshot && strcmp(s->snapshot, id) == 0)
+                                return true;
+        return false;
+}
+
 /* The state as SandboxInfo names it (docs/api.md): a start in progress is not visible
  * there, the sandbox is still "stopped" until it runs. */
 static const char *sandbox_state_name(enum sandbox_state st)
@@ -233,6 +244,8 @@ json_t *sandbox_info(const struct sandbox *s)
         if (info) {
                 json_object_set_new(info, "network", json_string(s->network ? "outbound" : "none"));
                 json_object_set(info, "networkAllow", s->network_allow);
+                if (s->snapshot)
+                        json_object_set_new(info, "snapshot", json_string(s->snapshot));
         }
         if (info && s->network) {
                 char addr[16];

@@ -38,6 +38,9 @@ struct sandbox_options {
         bool default_session;      /* calls without a sessionId use the session "default" */
         const char *network;       /* "none" or "outbound"; NULL: the daemon's default */
         json_t *network_allow;     /* array of canonical "CIDR[:port]", or NULL; borrowed */
+        /* id of a snapshot its files start from (0048), checked by the caller, whose image
+         * is then image; NULL: none */
+        const char *snapshot;
 };
 
 struct sandbox_table_config {
@@ -89,6 +92,36 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
 /* Some sandbox (any state: a sleeping one wakes on it) or the pool uses image, or it is
  * the daemon's default image. */
 bool sandbox_table_image_in_use(struct sandbox_table *t, const char *image);
+/* Was a sandbox of the table made from snapshot id (docs/decisions/0048)? */
+bool sandbox_table_snapshot_in_use(struct sandbox_table *t, const char *id);
+/* Filesystem snapshots (docs/decisions/0048-snapshots-and-fork.md); a snapshot's JSON is
+ * {snapshotId, name, sandbox, image, sizeBytes, createdAt}, a new reference, NULL with
+ * *err set. Create: the sandbox named name_of (any state but starting) frozen while its
+ * writable layer is copied on the loop's thread pool; snap_name NULL: its id. cb gets the
+ * snapshot (borrowed) or the error, on the loop; a -1 return (err set) means no call. */
+typedef void (*sandbox_snapshot_cb)(json_t *snapshot, const struct cella_error *err,
+                                    void *userdata);
+int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
+                                  const char *snap_name, sandbox_snapshot_cb cb, void *userdata,
+                                  struct cella_error *err);
+/* All snapshots (sandbox NULL) or those of one sandbox: a JSON array. */
+json_t *sandbox_table_snapshots(struct sandbox_table *t, const char *sandbox,
+                                struct cella_error *err);
+/* The snapshot of that id or name (SNAPSHOT_NOT_FOUND); its image into image if not NULL. */
+json_t *sandbox_table_snapshot_get(struct sandbox_table *t, const char *id, char *image,
+                                   size_t image_sz, struct cella_error *err);
+/* Delete: SNAPSHOT_IN_USE while a sandbox was made from it, SNAPSHOT_NOT_FOUND. */
+int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_name,
+                                  struct cella_error *err);
+/* The layers of snapshot id, topmost first: its own, then its parent's... (paths of
+ * CELLA_PATH_MAX; at most max); SNAPSHOT_NOT_FOUND, VALIDATION_FAILED past max. */
+int sandbox_table_snapshot_layers(struct sandbox_table *t, const char *id,
+                                  char (*paths)[CELLA_PATH_MAX], size_t max, size_t *ret_n,
+                                  struct cella_error *err);
+/* Bytes of every snapshot's files, each counted once however many sandboxes share it. */
+uint64_t sandbox_table_snapshot_bytes(struct sandbox_table *t);
+/* Remove what captures cut short by a stop of cellad left (snapshots/.partial-*). */
+void sandbox_table_snapshot_sweep(struct sandbox_table *t);
 /* JSON array of sandbox_info() for every sandbox; new reference. */
 json_t *sandbox_table_list(struct sandbox_table *t);
 unsigned sandbox_table_count(const struct sandbox_table *t);

@@ -55,7 +55,17 @@ static const char schema[] =
         "  name TEXT NOT NULL DEFAULT '',"
         "  token TEXT NOT NULL,"
         "  instance INTEGER NOT NULL DEFAULT 0,"
-        "  PRIMARY KEY (sandbox, port));";
+        "  PRIMARY KEY (sandbox, port));"
+        /* Filesystem snapshots (docs/decisions/0048-snapshots-and-fork.md): the layer is
+         * <data-dir>/snapshots/<id>/layer. */
+        "CREATE TABLE IF NOT EXISTS snapshots ("
+        "  id TEXT PRIMARY KEY,"
+        "  name TEXT NOT NULL UNIQUE,"
+        "  sandbox TEXT NOT NULL,"
+        "  image TEXT NOT NULL,"
+        "  size_bytes INTEGER NOT NULL,"
+        "  created_ms INTEGER NOT NULL,"
+        "  parent TEXT NOT NULL DEFAULT '');";
 
 /* Columns added after schema 1; adding one that exists fails harmlessly. */
 static const char *const migrations[] = {
@@ -67,6 +77,8 @@ static const char *const migrations[] = {
         /* Sandboxes made before network modes had loopback only: they keep it. */
         "ALTER TABLE sandboxes ADD COLUMN network TEXT NOT NULL DEFAULT 'none'",
         "ALTER TABLE sandboxes ADD COLUMN network_allow TEXT NOT NULL DEFAULT '[]'",
+        /* The snapshot a sandbox was made from ('': none). */
+        "ALTER TABLE sandboxes ADD COLUMN snapshot TEXT NOT NULL DEFAULT ''",
 };
 
 static int prepare(struct store *s, const char *sql, sqlite3_stmt **ret, struct cella_error *err)
@@ -232,12 +244,12 @@ static int open_db(struct store *s, const char *path, struct cella_error *err)
                      * sandbox's row on a slot conflict. */
                     "INSERT INTO sandboxes (name, slot, image, instance_type, env,"
                     " labels, created_ms, last_active_ms, pid, pid_start, sleep_after_ms,"
-                    " keep_alive, default_session, network, network_allow) VALUES"
-                    " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)"
+                    " keep_alive, default_session, network, network_allow, snapshot) VALUES"
+                    " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)"
                     " ON CONFLICT(name) DO UPDATE SET slot=?2, image=?3, instance_type=?4,"
                     " env=?5, labels=?6, created_ms=?7, last_active_ms=?8, pid=?9,"
                     " pid_start=?10, sleep_after_ms=?11, keep_alive=?12, default_session=?13,"
-                    " network=?14, network_allow=?15",
+                    " network=?14, network_allow=?15, snapshot=?16",
                     &s->save, err) < 0 ||
             prepare(s, "DELETE FROM sandboxes WHERE name = ?1", &s->del, err) < 0 ||
             prepare(s, "UPDATE sandboxes SET last_active_ms = ?2 WHERE name = ?1", &s->touch, err) <
@@ -245,7 +257,7 @@ static int open_db(struct store *s, const char *path, struct cella_error *err)
             prepare(s,
                     "SELECT name, slot, image, instance_type, env, labels, created_ms,"
                     " last_active_ms, pid, pid_start, sleep_after_ms, keep_alive, default_session,"
-                    " network, network_allow FROM sandboxes"
+                    " network, network_allow, snapshot FROM sandboxes"
                     " ORDER BY created_ms",
                     &s->all, err) < 0 ||
             prepare(s,
@@ -357,6 +369,7 @@ int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct c
         sqlite3_bind_text(s->save, 14, sb->network ? sb->network : "none", -1, SQLITE_STATIC);
         sqlite3_bind_text(s->save, 15, sb->network_allow_json ? sb->network_allow_json : "[]", -1,
                           SQLITE_STATIC);
+        sqlite3_bind_text(s->save, 16, sb->snapshot ? sb->snapshot : "", -1, SQLITE_STATIC);
         return step_done(s, s->save, "save sandbox", err);
 }
 
@@ -402,6 +415,7 @@ int store_sandbox_foreach(struct store *s,
                         .default_session = sqlite3_column_int64(s->all, 12),
                         .network = col_text(s->all, 13),
                         .network_allow_json = col_text(s->all, 14),
+                        .snapshot = col_text(s->all, 15),
                 };
                 r = fn(&sb, userdata);
                 if (r < 0)
@@ -518,6 +532,78 @@ int store_port_foreach(struct store *s, const char *sandbox,
                 return r;
         if (rc != SQLITE_DONE && rc != SQLITE_ROW)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: ports: %s",
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}
+
+int store_snapshot_save(struct store *s, const struct store_snapshot *sn, struct cella_error *err)
+{
+        sqlite3_stmt *st = NULL;
+
+        if (sqlite3_prepare_v2(s->db,
+                               "INSERT INTO snapshots (id, name, sandbox, image, size_bytes,"
+                               " created_ms, parent) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+                               -1, &st, NULL) != SQLITE_OK)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
+                                       sqlite3_errmsg(s->db));
+        sqlite3_bind_text(st, 1, sn->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, sn->name, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, sn->sandbox, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 4, sn->image, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 5, sn->size_bytes);
+        sqlite3_bind_int64(st, 6, sn->created_ms);
+        sqlite3_bind_text(st, 7, sn->parent ? sn->parent : "", -1, SQLITE_STATIC);
+        int r = step_done(s, st, "save snapshot", err);
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_snapshot_delete(struct store *s, const char *id, struct cella_error *err)
+{
+        sqlite3_stmt *st = NULL;
+
+        if (sqlite3_prepare_v2(s->db, "DELETE FROM snapshots WHERE id = ?1", -1, &st, NULL) !=
+            SQLITE_OK)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
+                                       sqlite3_errmsg(s->db));
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        int r = step_done(s, st, "delete snapshot", err);
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_snapshot_foreach(struct store *s,
+                           int (*fn)(const struct store_snapshot *sn, void *userdata),
+                           void *userdata, struct cella_error *err)
+{
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        if (sqlite3_prepare_v2(s->db,
+                               "SELECT id, name, sandbox, image, size_bytes, created_ms, parent"
+                               " FROM snapshots ORDER BY created_ms, id",
+                               -1, &st, NULL) != SQLITE_OK)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
+                                       sqlite3_errmsg(s->db));
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct store_snapshot sn = {
+                        .id = col_text(st, 0),
+                        .name = col_text(st, 1),
+                        .sandbox = col_text(st, 2),
+                        .image = col_text(st, 3),
+                        .size_bytes = sqlite3_column_int64(st, 4),
+                        .created_ms = sqlite3_column_int64(st, 5),
+                        .parent = col_text(st, 6),
+                };
+                r = fn(&sn, userdata);
+                if (r < 0)
+                        break;
+        }
+        sqlite3_finalize(st);
+        if (r < 0)
+                return r;
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: snapshots: %s",
                                        sqlite3_errmsg(s->db));
         return 0;
 }

@@ -29,6 +29,7 @@ struct store_sandbox {
         int64_t default_session; /* 0 or 1: calls without a sessionId use the session "default" */
         const char *network;     /* "none" or "outbound" */
         const char *network_allow_json; /* JSON array of "CIDR[:port]" */
+        const char *snapshot;           /* id of the snapshot it was made from; NULL or "": none */
 };
 
 /* Open (or create) the registry. A file that is not a sound SQLite database (garbage,
@@ -71,5 +72,26 @@ int store_port_delete(struct store *s, const char *sandbox, int port, struct cel
 int store_port_foreach(struct store *s, const char *sandbox,
                        int (*fn)(const struct store_port *p, void *userdata), void *userdata,
                        struct cella_error *err);
+
+/* Filesystem snapshots (docs/decisions/0048-snapshots-and-fork.md). */
+struct store_snapshot {
+        const char *id;
+        const char *name;
+        const char *sandbox; /* the sandbox it was taken of */
+        const char *image;   /* that sandbox's image: the snapshot's layers go over it */
+        int64_t size_bytes;
+        int64_t created_ms;
+        /* the snapshot that sandbox was made from: this one's layer goes over that one's
+         * (and its parent's...); NULL or "": none */
+        const char *parent;
+};
+/* Insert a new snapshot; an id or a name taken is an error. */
+int store_snapshot_save(struct store *s, const struct store_snapshot *sn, struct cella_error *err);
+/* Deleting what is absent is not an error. */
+int store_snapshot_delete(struct store *s, const char *id, struct cella_error *err);
+/* Every snapshot, oldest first (fields borrowed for the call); fn returning < 0 stops. */
+int store_snapshot_foreach(struct store *s,
+                           int (*fn)(const struct store_snapshot *sn, void *userdata),
+                           void *userdata, struct cella_error *err);
 
 #endif

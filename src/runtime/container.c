@@ -117,6 +117,7 @@ struct child_args {
         int psync_fd;    /* parent's end (closed in the child) */
         const char *dir; /* the sandbox dir: overlay mount point */
         int disk_fd;     /* detached mount of the sandbox's disk (upper, work), or -EBADF */
+        size_t n_layers; /* snapshots' layers that follow the image on the sync socket */
         int listen_fd;   /* agent socket -> fd 3 */
         int log_fd;      /* -> fd 1, 2 */
         int null_fd;     /* -> fd 0 */
@@ -196,13 +197,18 @@ static int place_fd(int fd, int target, bool cloexec)
 _Noreturn static void child_main(const struct child_args *a)
 {
         const struct runtime *rt = a->rt;
-        int lower, r;
+        int lower, snap[CELLA_SNAPSHOT_MAX_LAYERS], snap_tree[CELLA_SNAPSHOT_MAX_LAYERS], r;
         size_t idx = 0;
 
         close(a->psync_fd);
         lower = recv_fd(a->sync_fd);
         if (lower < 0)
                 child_fail(a->sync_fd, STEP_SYNC, errno, 0);
+        for (size_t i = 0; i < a->n_layers; i++) {
+                snap[i] = recv_fd(a->sync_fd);
+                if (snap[i] < 0)
+                        child_fail(a->sync_fd, STEP_SYNC, errno, 0);
+        }
 
         CHECK(STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
         /* The sandbox's disk (upper and work inside) goes over the sandbox dir, in this
@@ -247,8 +253,20 @@ _Noreturn static void child_main(const struct child_args *a)
               move_mount(lower, "", dir_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
         int lower_tree = open_tree(lower, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
         CHECK(STEP_LOWER, lower_tree);
+        /* Snapshots' layers: the same way, over the image, topmost first (the first
+         * "lowerdir+" given is the top one). */
+        for (size_t i = 0; i < a->n_layers; i++) {
+                CHECK(STEP_LOWER, move_mount(snap[i], "", dir_fd, "",
+                                             MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+                snap_tree[i] =
+                        open_tree(snap[i], "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+                CHECK(STEP_LOWER, snap_tree[i]);
+        }
         int ofs = fsopen("overlay", FSOPEN_CLOEXEC);
         CHECK(STEP_OVERLAY, ofs);
+        for (size_t i = 0; i < a->n_layers; i++)
+                CHECK(STEP_OVERLAY,
+                      fsconfig(ofs, FSCONFIG_SET_FD, "lowerdir+", NULL, snap_tree[i]));
         CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "lowerdir+", NULL, lower_tree));
         CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "upperdir", NULL, upper_fd));
         CHECK(STEP_OVERLAY, fsconfig(ofs, FSCONFIG_SET_FD, "workdir", NULL, work_fd));
@@ -261,6 +279,10 @@ _Noreturn static void child_main(const struct child_args *a)
         CHECK(STEP_ROOT, fchdir(root));
         close(lower);
         close(lower_tree);
+        for (size_t i = 0; i < a->n_layers; i++) {
+                close(snap[i]);
+                close(snap_tree[i]);
+        }
         close(layers);
         close(ofs);
 
@@ -438,7 +460,8 @@ static int send_fd(int sock, int fd)
         return n < 0 ? -errno : 0;
 }
 
-/* The idmapped, read-only, detached copy of the image for the child's user namespace. */
+/* The idmapped, read-only, detached copy of the image (or of a snapshot's layer) for the
+ * child's user namespace. */
 static int make_lower(const char *rootfs, pid_t pid)
 {
         char path[64];
@@ -533,10 +556,24 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 lower = make_lower(spec->rootfs, pid);
                 r = lower < 0 ? lower : 0;
         }
+        int snap[CELLA_SNAPSHOT_MAX_LAYERS];
+        size_t made = 0;
+        for (; r >= 0 && made < spec->n_layers; made++) {
+                what = "idmapped mount of a snapshot";
+                snap[made] = make_lower(spec->layers[made], pid);
+                r = snap[made] < 0 ? snap[made] : 0;
+                if (r < 0)
+                        break;
+        }
         if (r >= 0) {
                 what = "start child";
                 r = send_fd(psync, lower);
         }
+        for (size_t i = 0; r >= 0 && i < spec->n_layers; i++)
+                r = send_fd(psync, snap[i]);
+        for (size_t i = 0; i < made && i < spec->n_layers; i++)
+                if (snap[i] >= 0)
+                        close(snap[i]);
         if (r < 0)
                 return cella_error_errno(err, -r, "%s", what);
 
@@ -647,6 +684,9 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "bad uid range");
         if (strlen(spec->hostname) > 64)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "hostname too long");
+        if (spec->n_layers > CELLA_SNAPSHOT_MAX_LAYERS)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "more than %d snapshot layers",
+                                       CELLA_SNAPSHOT_MAX_LAYERS);
 
         _cleanup_close_ int dir_fd = open(spec->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dir_fd < 0)
@@ -744,6 +784,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                         .hostname = spec->hostname,
                         .dir = spec->dir,
                         .disk_fd = disk_fd,
+                        .n_layers = spec->n_layers,
                         .listen_fd = listen_fd,
                         .log_fd = log_fd,
                         .null_fd = null_fd,

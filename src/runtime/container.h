@@ -16,6 +16,7 @@
 #define CELLA_RUNTIME_CONTAINER_H
 
 #include <stdbool.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -57,9 +58,14 @@ struct container_spec {
         const char *id;       /* cgroup directory name; [a-z0-9-] */
         const char *hostname; /* sandbox name */
         const char *rootfs;   /* image rootfs (read-only lower layer) */
-        const char *dir;      /* sandbox dir: disk.img (or upper/, work/), agent.sock */
-        uid_t uid_base;       /* first host uid/gid of the sandbox's range */
-        uint32_t uid_count;   /* CELLA_UID_RANGE */
+        /* Snapshots' layers (layer.h), topmost first: read-only lower layers above the
+         * image's, under the sandbox's own upper layer (a snapshot of a sandbox made from a
+         * snapshot goes over that one's layers); at most CELLA_SNAPSHOT_MAX_LAYERS. */
+        const char *const *layers;
+        size_t n_layers;
+        const char *dir;    /* sandbox dir: disk.img (or upper/, work/), agent.sock */
+        uid_t uid_base;     /* first host uid/gid of the sandbox's range */
+        uint32_t uid_count; /* CELLA_UID_RANGE */
         struct container_limits limits;
         /* Disk limit (bytes) of a sandbox that gets a new disk image; 0: none. A sandbox
          * whose dir already holds an image keeps it (and its size) regardless. */
@@ -118,5 +124,22 @@ int runtime_foreach_id(struct runtime *rt, int (*fn)(const char *id, void *userd
 
 /* The cgroup parent's directory name in every hierarchy (e.g. "cella"). */
 const char *runtime_cgroup_name(const struct runtime *rt);
+
+struct layer_copy_stats;
+
+/* Capture a running (or stopped) container's writable layer as a snapshot's layer
+ * (layer.h) at dst_parent_fd/name: its processes are frozen (cgroup v2 cgroup.freeze, which
+ * every v2 cgroup has, controllers or not) for the copy and thawed after it, whatever
+ * happens; a stopped container (no cgroup) is copied as it is. The upper layer is read
+ * from the sandbox's disk (a second mount of its filesystem: the same superblock as the
+ * sandbox's, so what its processes wrote before they froze is there) or from <dir>/upper.
+ * Owners are stored shifted out of [uid_base, uid_base + uid_count). On failure nothing
+ * is left at dst_parent_fd/name. disk_lock (or NULL) is held while the disk is attached
+ * and mounted: what a start of the same sandbox holds for its own, so that both find one
+ * loop device (two devices on one image would be two filesystems on it). */
+int runtime_container_snapshot(struct runtime *rt, const char *id, const char *dir, uid_t uid_base,
+                               uint32_t uid_count, int dst_parent_fd, const char *name,
+                               pthread_mutex_t *disk_lock, struct layer_copy_stats *stats,
+                               struct cella_error *err);
 
 #endif

@@ -2,7 +2,9 @@
  * read from a sandbox directory. Invariants: success gives a valid sandbox name, a known
  * instance type, network "none" or "outbound", a positive sleepAfter and env/labels "{}";
  * formatting the parsed record and parsing that again gives the same record (the file
- * cellad writes is a fixed point); failure is -EINVAL. */
+ * cellad writes is a fixed point); failure is -EINVAL. The same input goes to the
+ * snapshot record parser (snapshot.json, decision 0048), with the same invariants: valid
+ * names, a format/parse fixed point, -EINVAL otherwise. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,33 @@
 #include "daemon/rebuild.h"
 #include "fuzz.h"
 
+static void snapshot_record(const uint8_t *data, size_t size)
+{
+        static struct snapshot_identity a, b;
+        char name[CELLA_NAME_MAX + 1];
+        char *text;
+        int r;
+
+        r = snapshot_identity_parse((const char *)data, size, &a);
+        if (r < 0) {
+                FUZZ_CHECK(r == -EINVAL);
+                return;
+        }
+        FUZZ_CHECK(sandbox_name_check(a.rec.sandbox, strlen(a.rec.sandbox), false, name, NULL) ==
+                   0);
+        FUZZ_CHECK(image_name_is_valid(a.rec.id) && image_name_is_valid(a.rec.name));
+        FUZZ_CHECK(a.rec.size_bytes >= 0 && a.rec.created_ms >= 0);
+        text = snapshot_identity_format(&a.rec);
+        if (!text)
+                return;
+        FUZZ_CHECK(snapshot_identity_parse(text, strlen(text), &b) == 0);
+        FUZZ_CHECK(strcmp(a.id, b.id) == 0 && strcmp(a.name, b.name) == 0);
+        FUZZ_CHECK(strcmp(a.sandbox, b.sandbox) == 0 && strcmp(a.image, b.image) == 0);
+        FUZZ_CHECK(strcmp(a.parent, b.parent) == 0);
+        FUZZ_CHECK(a.rec.size_bytes == b.rec.size_bytes && a.rec.created_ms == b.rec.created_ms);
+        free(text);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         static struct identity a, b;
@@ -19,6 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *text;
         int r;
 
+        snapshot_record(data, size);
         r = identity_parse((const char *)data, size, &a);
         if (r < 0) {
                 FUZZ_CHECK(r == -EINVAL);
@@ -42,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(a.rec.sleep_after_ms == b.rec.sleep_after_ms);
         FUZZ_CHECK(a.rec.keep_alive == b.rec.keep_alive);
         FUZZ_CHECK(a.rec.default_session == b.rec.default_session);
+        FUZZ_CHECK(strcmp(a.snapshot, b.snapshot) == 0);
         free(text);
         return 0;
 }

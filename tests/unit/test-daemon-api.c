@@ -122,6 +122,42 @@ unsigned sandbox_table_count(const struct sandbox_table *t)
         return the_sandbox.exists;
 }
 
+/* Snapshots (sandbox-snapshot.c): none here; integration/snapshots covers them. */
+int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
+                                  const char *snap_name, sandbox_snapshot_cb cb, void *ud,
+                                  struct cella_error *err)
+{
+        (void)t;
+        (void)snap_name;
+        (void)cb;
+        (void)ud;
+        return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'", name_of);
+}
+
+json_t *sandbox_table_snapshots(struct sandbox_table *t, const char *sandbox,
+                                struct cella_error *err)
+{
+        (void)t;
+        (void)sandbox;
+        (void)err;
+        return json_array();
+}
+
+json_t *sandbox_table_snapshot_get(struct sandbox_table *t, const char *id, char *image,
+                                   size_t image_sz, struct cella_error *err)
+{
+        (void)t;
+        (void)image;
+        (void)image_sz;
+        return cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND, "no snapshot '%s'", id), NULL;
+}
+
+int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id, struct cella_error *err)
+{
+        (void)t;
+        return cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND, "no snapshot '%s'", id);
+}
+
 bool sandbox_table_image_in_use(struct sandbox_table *t, const char *image)
 {
         (void)t;

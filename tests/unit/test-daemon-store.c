@@ -66,12 +66,13 @@ static void test_store_roundtrip(void **state)
         };
         struct store_sandbox b = {"beta", 1,  "default", "basic",    NULL,
                                   NULL,   20, 20,        0,          0,
-                                  600000, 1,  0,         "outbound", "[\"192.0.2.0/24:80\"]"};
+                                  600000, 1,  0,         "outbound", "[\"192.0.2.0/24:80\"]",
+                                  NULL};
         assert_int_equal(store_sandbox_save(st, &a, &err), 0);
         assert_int_equal(store_sandbox_save(st, &b, &err), 0);
         /* The slot is unique: another name on slot 1 is refused and reported. */
-        struct store_sandbox c = {"gamma", 1, "default", "lite", NULL, NULL,   30,  30,
-                                  0,       0, 600000,    0,      1,    "none", "[]"};
+        struct store_sandbox c = {"gamma", 1, "default", "lite", NULL, NULL,   30,   30,
+                                  0,       0, 600000,    0,      1,    "none", "[]", NULL};
         assert_int_equal(store_sandbox_save(st, &c, &err), -EIO);
         assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
         assert_non_null(strstr(err.msg, "UNIQUE"));
@@ -96,6 +97,82 @@ static void test_store_roundtrip(void **state)
         assert_int_equal(store_sandbox_foreach(st, collect, &seen, &err), 0);
         assert_int_equal(seen.n, 1);
         assert_string_equal(seen.names[0], "beta");
+        store_close(st);
+
+        char f[160];
+        const char *sfx[] = {"/cella.db", "/cella.db-wal", "/cella.db-shm"};
+        for (size_t i = 0; i < 3; i++) {
+                snprintf(f, sizeof(f), "%s%s", dir, sfx[i]);
+                unlink(f);
+        }
+        assert_int_equal(rmdir(dir), 0);
+}
+
+static int collect_snap(const struct store_snapshot *sn, void *userdata)
+{
+        char *out = userdata;
+        size_t n = strlen(out);
+        snprintf(out + n, 256 - n, "%s,%s,%s,%s,%lld,%lld,%s;", sn->id, sn->name, sn->sandbox,
+                 sn->image, (long long)sn->size_bytes, (long long)sn->created_ms, sn->parent);
+        return 0;
+}
+
+static int collect_snapshot_of(const struct store_sandbox *sb, void *userdata)
+{
+        char *out = userdata;
+        size_t n = strlen(out);
+        snprintf(out + n, 256 - n, "%s=%s;", sb->name, sb->snapshot);
+        return 0;
+}
+
+/* Snapshots and a sandbox's snapshot survive a reopen; an id or a name is taken once. */
+static void test_store_snapshots(void **state)
+{
+        char dir[] = "/tmp/cella-store-XXXXXX", path[128], got[256] = "";
+        struct cella_error err = {0};
+        struct store *st = NULL;
+
+        (void)state;
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/cella.db", dir);
+        assert_int_equal(store_open(path, &st, &err), 0);
+        struct store_snapshot a = {"snap-1", "one", "alpha", "default", 4096, 10, NULL};
+        struct store_snapshot b = {"snap-2", "two", "alpha", "py", 1 << 20, 20, "snap-1"};
+        struct store_snapshot dup_id = {"snap-1", "three", "alpha", "default", 0, 30, NULL};
+        struct store_snapshot dup_name = {"snap-3", "two", "alpha", "default", 0, 30, NULL};
+        assert_int_equal(store_snapshot_save(st, &b, &err), 0);
+        assert_int_equal(store_snapshot_save(st, &a, &err), 0);
+        assert_int_equal(store_snapshot_save(st, &dup_id, &err), -EIO);
+        assert_int_equal(store_snapshot_save(st, &dup_name, &err), -EIO);
+        struct store_sandbox child = {.name = "child",
+                                      .slot = 3,
+                                      .image = "default",
+                                      .instance_type = "lite",
+                                      .created_ms = 5,
+                                      .last_active_ms = 5,
+                                      .snapshot = "snap-1"};
+        struct store_sandbox plain = {.name = "plain",
+                                      .slot = 4,
+                                      .image = "default",
+                                      .instance_type = "lite",
+                                      .created_ms = 6,
+                                      .last_active_ms = 6};
+        assert_int_equal(store_sandbox_save(st, &child, &err), 0);
+        assert_int_equal(store_sandbox_save(st, &plain, &err), 0);
+        store_close(st);
+
+        assert_int_equal(store_open(path, &st, &err), 0);
+        assert_int_equal(store_snapshot_foreach(st, collect_snap, got, &err), 0);
+        assert_string_equal(
+                got, "snap-1,one,alpha,default,4096,10,;snap-2,two,alpha,py,1048576,20,snap-1;");
+        got[0] = '\0';
+        assert_int_equal(store_sandbox_foreach(st, collect_snapshot_of, got, &err), 0);
+        assert_string_equal(got, "child=snap-1;plain=;");
+        assert_int_equal(store_snapshot_delete(st, "snap-1", &err), 0);
+        assert_int_equal(store_snapshot_delete(st, "snap-1", &err), 0);
+        got[0] = '\0';
+        assert_int_equal(store_snapshot_foreach(st, collect_snap, got, &err), 0);
+        assert_string_equal(got, "snap-2,two,alpha,py,1048576,20,snap-1;");
         store_close(st);
 
         char f[160];
@@ -275,9 +352,8 @@ static void test_identity(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_store_roundtrip),
-                cmocka_unit_test(test_store_open_failure),
-                cmocka_unit_test(test_store_damaged),
+                cmocka_unit_test(test_store_roundtrip),    cmocka_unit_test(test_store_snapshots),
+                cmocka_unit_test(test_store_open_failure), cmocka_unit_test(test_store_damaged),
                 cmocka_unit_test(test_identity),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

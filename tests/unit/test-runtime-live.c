@@ -32,6 +32,7 @@
 #include "runtime/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/host-claim.h"
+#include "runtime/layer.h"
 
 #define ROOTFS "/var/lib/cella/images/default/rootfs"
 #define PROBE_DEFAULT CELLA_BUILD_DIR "/tests/probe-init"
@@ -81,8 +82,8 @@ static void make_dir(char *out, size_t size, const char *name)
         assert_true(mkdir(out, 0700) == 0 || errno == EEXIST);
 }
 
-static int start(const char *name, unsigned slot, const char *rootfs, uint64_t mem, uint32_t pids,
-                 struct container *c, struct cella_error *err)
+static int start_layer(const char *name, unsigned slot, const char *rootfs, const char *layer,
+                       uint64_t mem, uint32_t pids, struct container *c, struct cella_error *err)
 {
         char dir[256];
         make_dir(dir, sizeof(dir), name);
@@ -90,6 +91,8 @@ static int start(const char *name, unsigned slot, const char *rootfs, uint64_t m
                 .id = name,
                 .hostname = name,
                 .rootfs = rootfs,
+                .layers = &layer,
+                .n_layers = layer ? 1 : 0,
                 .dir = dir,
                 .uid_base = slot_base(slot),
                 .uid_count = CELLA_UID_RANGE,
@@ -106,6 +109,12 @@ static int start(const char *name, unsigned slot, const char *rootfs, uint64_t m
                               (double)(b.tv_sec - a.tv_sec) * 1e3 +
                                       (double)(b.tv_nsec - a.tv_nsec) / 1e6);
         return r;
+}
+
+static int start(const char *name, unsigned slot, const char *rootfs, uint64_t mem, uint32_t pids,
+                 struct container *c, struct cella_error *err)
+{
+        return start_layer(name, slot, rootfs, NULL, mem, pids, c, err);
 }
 
 /* Send one command to the probe, return its JSON answer. */
@@ -716,6 +725,57 @@ static void test_rename(void **state)
         destroy_and_check("rename", &c);
 }
 
+/* A running container's writable layer captured (frozen and thawed), then the lower layer
+ * of another container on another uid slot: it sees the file as root's, its own writes go
+ * to its own upper layer and leave the snapshot as it was, and the first still runs. */
+static void test_snapshot_layer(void **state)
+{
+        REQUIRE_RUNTIME();
+        static struct container p, c;
+        struct cella_error err = {0};
+        struct layer_copy_stats st;
+        struct stat before, after;
+        char path[512];
+
+        if (start("snapp", 9, ROOTFS, 0, 64, &p, &err) < 0)
+                fail_msg("start: %s", err.msg);
+        json_decref(ask("snapp", "facts")); /* writes /workspace/probe.txt */
+        int top = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(top >= 0);
+        snprintf(path, sizeof(path), "%s/snapp", tmpdir);
+        if (runtime_container_snapshot(rt, "snapp", path, slot_base(9), CELLA_UID_RANGE, top,
+                                       "snapl", NULL, &st, &err) < 0)
+                fail_msg("snapshot: %s", err.msg);
+        assert_true(st.cloned + st.copied >= 1);
+        snprintf(path, sizeof(path), "%s/snapl/workspace/probe.txt", tmpdir);
+        assert_int_equal(stat(path, &before), 0);
+        assert_int_equal(before.st_uid, 0);
+        /* thawed: the parent answers */
+        json_t *j = ask("snapp", "read /workspace/probe.txt");
+        assert_int_equal(jint(j, "stat_errno"), 0);
+        json_decref(j);
+
+        snprintf(path, sizeof(path), "%s/snapl", tmpdir);
+        if (start_layer("snapc", 10, ROOTFS, path, 0, 64, &c, &err) < 0)
+                fail_msg("start from snapshot: %s", err.msg);
+        j = ask("snapc", "read /workspace/probe.txt");
+        assert_int_equal(jint(j, "stat_errno"), 0);
+        assert_int_equal(jint(j, "uid"), 0);
+        json_decref(j);
+        json_decref(ask("snapc", "facts")); /* rewrites it: a copy-up into its own upper */
+        snprintf(path, sizeof(path), "%s/snapc/upper/workspace/probe.txt", tmpdir);
+        assert_int_equal(access(path, F_OK), 0);
+        snprintf(path, sizeof(path), "%s/snapl/workspace/probe.txt", tmpdir);
+        assert_int_equal(stat(path, &after), 0);
+        assert_int_equal(after.st_ino, before.st_ino);
+        assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+        assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+        destroy_and_check("snapc", &c);
+        destroy_and_check("snapp", &p);
+        assert_int_equal(layer_remove(top, "snapl"), 0);
+        close(top);
+}
+
 static void test_start_failure_is_reported(void **state)
 {
         REQUIRE_RUNTIME();
@@ -741,6 +801,7 @@ int main(void)
                 cmocka_unit_test(test_start_failure_is_reported),
                 cmocka_unit_test(test_planted_symlink_not_followed),
                 cmocka_unit_test(test_rename),
+                cmocka_unit_test(test_snapshot_layer),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,286 @@
+/* Filesystem snapshots and fork (docs/api.md "Snapshots", docs/decisions/0048):
+ * POST /v1/sandboxes/{id}/snapshots, GET /v1/sandboxes/{id}/snapshots, POST
+ * /v1/sandboxes/{id}/fork, GET /v1/snapshots, GET and DELETE /v1/snapshots/{snap}. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/name.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
+#include "daemon/sandbox-directory.h"
+#include "daemon/sandbox.h"
+
+struct snap_ctx {
+        struct api *a;
+        char sandbox[CELLA_NAME_MAX + 1];
+};
+
+static void snap_abort(struct http_request *req, void *ud)
+{
+        (void)ud;
+        free(http_request_get_userdata(req));
+        http_request_set_userdata(req, NULL);
+}
+
+/* The body {name?} (POST snapshots) or {name} (fork): the name, or NULL with req answered. */
+static bool body_name(struct http_request *req, const char *body, size_t len, bool required,
+                      const char *what, char *out, size_t outsz, bool *ret_given)
+{
+        struct cella_error err = {0};
+        const char *name = NULL;
+        json_error_t je;
+        json_t *j = NULL;
+
+        *ret_given = false;
+        if (len > 0) {
+                j = json_loadb(body, len, 0, &je);
+                if (!j || json_unpack_ex(j, &je, JSON_STRICT, "{s?s}", "name", &name) < 0) {
+                        http_respond_code(req, CELLA_E_VALIDATION_FAILED, "body must be {%s}: %s",
+                                          what, je.text);
+                        json_decref(j);
+                        return false;
+                }
+        }
+        if (!name) {
+                json_decref(j);
+                if (required) {
+                        http_respond_code(req, CELLA_E_VALIDATION_FAILED, "body must be {%s}",
+                                          what);
+                        return false;
+                }
+                return true;
+        }
+        if (required) {
+                if (sandbox_name_check(name, strlen(name), false, out, &err) < 0) {
+                        json_decref(j);
+                        http_respond_error(req, &err, NULL);
+                        return false;
+                }
+        } else if (!image_name_is_valid(name)) {
+                json_decref(j);
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "name must be 1-%d characters of [a-z0-9._-], not starting "
+                                  "with '.' or '-'",
+                                  CELLA_NAME_MAX);
+                return false;
+        } else {
+                snprintf(out, outsz, "%s", name);
+        }
+        json_decref(j);
+        *ret_given = true;
+        return true;
+}
+
+/* The capture's end: answered (a client that left: a no-op), the request released. */
+static void created(json_t *snap, const struct cella_error *err, void *ud)
+{
+        struct http_request *req = ud;
+
+        if (snap)
+                http_respond_json(req, 201, snap);
+        else
+                http_respond_error(req, err, NULL);
+        http_request_unref(req);
+}
+
+static void create_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct snap_ctx *ctx = ud;
+        struct cella_error err = {0};
+        char name[CELLA_NAME_MAX + 1];
+        bool given;
+
+        if (body_name(req, body, len, false, "name?", name, sizeof(name), &given)) {
+                http_request_ref(req);
+                if (sandbox_table_snapshot_create(ctx->a->cfg.table, ctx->sandbox,
+                                                  given ? name : NULL, created, req, &err) < 0) {
+                        http_request_unref(req);
+                        http_respond_error(req, &err, NULL);
+                }
+        }
+        http_request_set_userdata(req, NULL);
+        free(ctx);
+}
+
+static void read_body_into(struct api *a, struct http_request *req, const struct api_args *p,
+                           void (*fn)(struct http_request *, const char *, size_t, void *))
+{
+        struct snap_ctx *ctx = calloc(1, sizeof(*ctx));
+
+        if (!ctx) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        ctx->a = a;
+        snprintf(ctx->sandbox, sizeof(ctx->sandbox), "%s", p->name);
+        http_request_set_userdata(req, ctx);
+        http_request_on_abort(req, snap_abort, NULL);
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, fn, ctx) < 0) {
+                http_request_set_userdata(req, NULL);
+                free(ctx);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
+        }
+}
+
+void api_snapshot_create(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        read_body_into(a, req, p, create_body);
+}
+
+/* The fork's child: answered as PUT answers (SandboxInfo, 201) plus its snapshot. */
+static void fork_answer(struct sandbox *sb, bool created, const struct cella_error *err, void *ud)
+{
+        struct http_request *req = ud;
+
+        if (err) {
+                http_respond_error(req, err, NULL);
+        } else if (!created) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED, "sandbox '%s' exists",
+                                  sandbox_name(sb));
+        } else {
+                json_t *info = sandbox_info(sb);
+
+                sandbox_touch(sb);
+                http_respond_json(req, 201, info);
+                json_decref(info);
+        }
+        http_request_unref(req);
+}
+
+/* The fork's snapshot is taken: the child over it (the request still referenced). */
+struct fork_job {
+        struct api *a;
+        struct http_request *req;
+        char name[CELLA_NAME_MAX + 1];
+};
+
+static void fork_snapshot_taken(json_t *snap, const struct cella_error *err, void *ud)
+{
+        struct fork_job *f = ud;
+        struct http_request *req = f->req;
+
+        if (!snap) {
+                http_respond_error(req, err, NULL);
+                http_request_unref(req);
+        } else {
+                struct sandbox_options o = {
+                        .image = json_string_value(json_object_get(snap, "image")),
+                        .snapshot = json_string_value(json_object_get(snap, "snapshotId")),
+                };
+                struct sandbox_directory *d = sandbox_table_directory(f->a->cfg.table);
+
+                d->ops->put(d, f->name, &o, fork_answer, req); /* takes our reference */
+        }
+        free(f);
+}
+
+static void fork_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct snap_ctx *ctx = ud;
+        struct sandbox_table *t = ctx->a->cfg.table;
+        struct cella_error err = {0};
+        struct sandbox *existing = NULL;
+        struct fork_job *f = NULL;
+        char name[CELLA_NAME_MAX + 1];
+        bool given;
+
+        if (!body_name(req, body, len, true, "name", name, sizeof(name), &given))
+                goto out;
+        /* The child's name must be free before anything is captured. */
+        if (sandbox_table_get(t, name, false, NULL, &existing, NULL, &err) == 0) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED, "sandbox '%s' exists", name);
+                goto out;
+        }
+        memset(&err, 0, sizeof(err));
+        f = calloc(1, sizeof(*f));
+        if (!f) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                goto out;
+        }
+        f->a = ctx->a;
+        f->req = req;
+        snprintf(f->name, sizeof(f->name), "%s", name);
+        http_request_ref(req);
+        /* named by its id: a fork's snapshot never takes a name a user may want */
+        if (sandbox_table_snapshot_create(t, ctx->sandbox, NULL, fork_snapshot_taken, f, &err) <
+            0) {
+                http_request_unref(req);
+                free(f);
+                http_respond_error(req, &err, NULL);
+        }
+out:
+        http_request_set_userdata(req, NULL);
+        free(ctx);
+}
+
+void api_fork(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        read_body_into(a, req, p, fork_body);
+}
+
+static void respond_list(struct api *a, struct http_request *req, const char *sandbox)
+{
+        struct cella_error err = {0};
+        json_t *arr = sandbox_table_snapshots(a->cfg.table, sandbox, &err);
+
+        if (!arr) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        json_t *j = json_pack("{s:o}", "snapshots", arr);
+        http_respond_json(req, 200, j);
+        json_decref(j);
+}
+
+void api_snapshots_list(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        (void)p;
+        respond_list(a, req, NULL);
+}
+
+void api_sandbox_snapshots(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct cella_error err = {0};
+        struct sandbox *sb = NULL;
+
+        if (sandbox_table_get(a->cfg.table, p->name, false, NULL, &sb, NULL, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        respond_list(a, req, p->name);
+}
+
+void api_snapshot_get(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct cella_error err = {0};
+        json_t *j = sandbox_table_snapshot_get(a->cfg.table, p->name, NULL, 0, &err);
+
+        if (!j) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        http_respond_json(req, 200, j);
+        json_decref(j);
+}
+
+void api_snapshot_delete(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct cella_error err = {0};
+        char id[CELLA_NAME_MAX + 1];
+        json_t *sn = sandbox_table_snapshot_get(a->cfg.table, p->name, NULL, 0, &err);
+
+        if (!sn) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(sn, "snapshotId")));
+        json_decref(sn);
+        if (sandbox_table_snapshot_delete(a->cfg.table, id, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        json_t *j = json_pack("{s:s, s:b}", "snapshotId", id, "deleted", 1);
+        http_respond_json(req, 200, j);
+        json_decref(j);
+}
