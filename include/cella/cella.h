@@ -262,8 +262,7 @@ int cella_image_delete(cella_client *c, const char *name, char **ret_json);
  * A snapshot's JSON: {snapshotId, name, sandbox, image, sizeBytes, createdAt}. */
 /* Capture the files of sandbox (its processes frozen meanwhile); name NULL: its id.
  * Failures: SANDBOX_NOT_FOUND (404), VALIDATION_FAILED (400: a bad or taken name). */
-int cella_snapshot_create(cella_client *c, const char *sandbox, const char *name,
-                          char **ret_json);
+int cella_snapshot_create(cella_client *c, const char *sandbox, const char *name, char **ret_json);
 /* {snapshots: [...]}: every snapshot (sandbox NULL) or those taken of sandbox. */
 int cella_snapshot_list(cella_client *c, const char *sandbox, char **ret_json);
 /* One snapshot by id or name: SNAPSHOT_NOT_FOUND (404). */

@@ -62,11 +62,11 @@
 #define CELLA_LABELS_MAX 64                             /* labels per sandbox */
 
 /* Sessions and background processes (agent) */
-#define CELLA_ID_MAX 64                       /* session and process ids */
-#define CELLA_ENV_NAME_MAX 255 /* an environment variable's name (common/validate.h) */
-#define CELLA_PROC_MAX 1024                   /* processes kept (running and finished) */
-#define CELLA_PROC_RING (64 * 1024)           /* in-memory output per stream (no disk log) */
-#define CELLA_PROC_RING_TAIL (4 * 1024)       /* what a finished process keeps of it */
+#define CELLA_ID_MAX 64                 /* session and process ids */
+#define CELLA_ENV_NAME_MAX 255          /* an environment variable's name (common/validate.h) */
+#define CELLA_PROC_MAX 1024             /* processes kept (running and finished) */
+#define CELLA_PROC_RING (64 * 1024)     /* in-memory output per stream (no disk log) */
+#define CELLA_PROC_RING_TAIL (4 * 1024) /* what a finished process keeps of it */
 #define CELLA_PROC_MAX_LOG (64 * 1024 * 1024) /* log bytes kept on disk per process */
 #define CELLA_PROC_MAX_PATTERN 4096           /* waitLog pattern */
 #define CELLA_PROC_MAX_LINE (64 * 1024)       /* waitLog: longer lines are matched in pieces */
@@ -172,20 +172,20 @@
 #define CELLA_IMAGE_BLOB_PATH_MAX 512 /* a blob path named by a manifest */
 
 /* MCP server (src/mcp, docs/mcp.md, docs/decisions/0047-mcp-server.md) */
-#define CELLA_MCP_MAX_MESSAGE (4 * 1024 * 1024) /* one JSON-RPC message (a stdio line) */
-#define CELLA_MCP_MAX_INFLIGHT 64               /* tool calls running at once per session */
-#define CELLA_MCP_MAX_OUTPUT (1024 * 1024)      /* stdout/stderr kept per stream in a result */
-#define CELLA_MCP_MAX_RESOURCES 1000            /* entries one resources/list answers */
-#define CELLA_MCP_MAX_SUBSCRIPTIONS 64          /* resources watched per session */
-#define CELLA_MCP_PROGRESS_TEXT 4096            /* output bytes quoted in one progress message */
-#define CELLA_MCP_MAX_SESSIONS 256              /* /mcp sessions; the least recently used goes */
-#define CELLA_MCP_REPLAY 64                     /* /mcp stream events kept for Last-Event-ID */
+#define CELLA_MCP_MAX_MESSAGE (4 * 1024 * 1024)    /* one JSON-RPC message (a stdio line) */
+#define CELLA_MCP_MAX_INFLIGHT 64                  /* tool calls running at once per session */
+#define CELLA_MCP_MAX_OUTPUT (1024 * 1024)         /* stdout/stderr kept per stream in a result */
+#define CELLA_MCP_MAX_RESOURCES 1000               /* entries one resources/list answers */
+#define CELLA_MCP_MAX_SUBSCRIPTIONS 64             /* resources watched per session */
+#define CELLA_MCP_PROGRESS_TEXT 4096               /* output bytes quoted in one progress message */
+#define CELLA_MCP_MAX_SESSIONS 256                 /* /mcp sessions; the least recently used goes */
+#define CELLA_MCP_REPLAY 64                        /* /mcp stream events kept for Last-Event-ID */
 #define CELLA_MCP_IDLE_TIMEOUT_MS (30 * 60 * 1000) /* /mcp session unused this long ends */
 
 #define CELLA_SNAPSHOT_FREEZE_TIMEOUT_MS 10000 /* a sandbox's tasks all frozen within */
-#define CELLA_SNAPSHOT_MAX_LAYERS 16       /* snapshots stacked under a sandbox (fork of fork...) */
-#define CELLA_LAYER_MAX_DEPTH 512           /* directory depth of a captured layer */
-#define CELLA_LAYER_XATTR_LIST_MAX 65536    /* xattr names of one entry of a captured layer */
-#define CELLA_LAYER_XATTR_VALUE_MAX 65536   /* one xattr value (the kernel's XATTR_SIZE_MAX) */
+#define CELLA_SNAPSHOT_MAX_LAYERS 16      /* snapshots stacked under a sandbox (fork of fork...) */
+#define CELLA_LAYER_MAX_DEPTH 512         /* directory depth of a captured layer */
+#define CELLA_LAYER_XATTR_LIST_MAX 65536  /* xattr names of one entry of a captured layer */
+#define CELLA_LAYER_XATTR_VALUE_MAX 65536 /* one xattr value (the kernel's XATTR_SIZE_MAX) */
 
 #endif

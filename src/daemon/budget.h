@@ -13,7 +13,7 @@
 struct mem_budget {
         size_t limit; /* bytes; 0: no limit */
         size_t used;
-        size_t peak;      /* the most used at once (logs, tests) */
+        size_t peak;           /* the most used at once (logs, tests) */
         unsigned long refused; /* takes refused */
         size_t released;       /* given back since heap pages were last returned */
 };

@@ -79,7 +79,8 @@ static void report_error(const char *what, const char *sandbox, cella_client *c)
 {
         if (atomic_fetch_add(&errors_printed, 1) < 20)
                 fprintf(stderr, "error: %s on %s: %s %s\n", what, sandbox,
-                        c ? cella_client_error_code(c) : "", c ? cella_client_error_message(c) : "");
+                        c ? cella_client_error_code(c) : "",
+                        c ? cella_client_error_message(c) : "");
 }
 
 static int op_exec(cella_client *c, const char *sb, const char *cmd, const char *want)
@@ -210,7 +211,8 @@ static void *client_main(void *arg)
 
                 switch (op) {
                 case OP_EXEC:
-                        r = mixed ? op_exec(c, sb, "echo hi", "hi\n") : op_exec(c, sb, "true", NULL);
+                        r = mixed ? op_exec(c, sb, "echo hi", "hi\n")
+                                  : op_exec(c, sb, "true", NULL);
                         break;
                 case OP_FILE:
                         r = op_file(c, sb, cl->index, round);

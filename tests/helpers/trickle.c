@@ -45,8 +45,7 @@ static int open_one(const struct sockaddr_in *dst, uint32_t src)
                 return -1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            (connect(fd, (const struct sockaddr *)dst, sizeof(*dst)) < 0 &&
-             errno != EINPROGRESS)) {
+            (connect(fd, (const struct sockaddr *)dst, sizeof(*dst)) < 0 && errno != EINPROGRESS)) {
                 close(fd);
                 return -1;
         }
@@ -106,7 +105,8 @@ int main(int argc, char **argv)
                         if (s[i].next_ms > t)
                                 continue;
                         if (s[i].fd < 0) {
-                                s[i].fd = open_one(&dst, ntohl(first.s_addr) + (uint32_t)(i % nsrc));
+                                s[i].fd =
+                                        open_one(&dst, ntohl(first.s_addr) + (uint32_t)(i % nsrc));
                                 s[i].sent = 0;
                                 s[i].next_ms = t + (s[i].fd < 0 ? 1000 : interval);
                                 if (s[i].fd >= 0)

@@ -148,7 +148,8 @@ static void test_paths(void **state)
         assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
         memset(&err, 0, sizeof(err));
         memset(big, 'x', sizeof(big) - 1);
-        assert_int_equal(sandbox_path_normalize(big, strlen(big), out, sizeof(out), &err), -ENAMETOOLONG);
+        assert_int_equal(sandbox_path_normalize(big, strlen(big), out, sizeof(out), &err),
+                         -ENAMETOOLONG);
         assert_int_equal(err.code, CELLA_E_NAME_TOO_LONG);
         /* Too small an output buffer is an error, never an overflow. */
         memset(&err, 0, sizeof(err));

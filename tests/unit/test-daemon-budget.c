@@ -44,7 +44,7 @@ static void test_auth_buckets(void **state)
                 assert_false(auth_limiter_blocked(l, "127.0.0.1", t));
                 auth_limiter_failed(l, "127.0.0.1", t);
         }
-        assert_true(auth_limiter_blocked(l, "127.0.0.1", t)); /* the burst is spent */
+        assert_true(auth_limiter_blocked(l, "127.0.0.1", t));  /* the burst is spent */
         assert_false(auth_limiter_blocked(l, "127.0.0.2", t)); /* another address is not */
         /* one failure's worth refills in 1/RATE s */
         assert_true(auth_limiter_blocked(l, "127.0.0.1", t + 1000 / CELLA_AUTH_FAIL_RATE / 2));
