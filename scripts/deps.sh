@@ -25,6 +25,8 @@ packages=(
         curl jq ca-certificates python3 git sqlite3
         # the Python SDK (sdk/python): its install check and its strict type check
         python3-pip python3-setuptools python3-wheel python3-venv mypy
+        # integration/metrics parses GET /metrics with a Prometheus text-format parser
+        python3-prometheus-client
         # the preview test's browser (headless) and the preview-proxy benchmark
         chromium wrk
 )

@@ -17,6 +17,7 @@
 #include "common/startup.h"
 #include "daemon/api.h"
 #include "daemon/http.h"
+#include "daemon/metrics.h"
 #include "daemon/sandbox.h"
 #include "runtime/container.h"
 #include "runtime/host-claim.h"
@@ -597,6 +598,7 @@ int main(int argc, char **argv)
         static struct daemon d;
         int rc;
 
+        metrics_init();
         if ((rc = parse_options(argc, argv, &o)) >= 0 || (rc = check_options(&o)) >= 0)
                 return rc;
         set_up_process();
