@@ -247,6 +247,17 @@ const struct cli_command cli_commands[] = {
          "CELLA_TOKEN; it logs to stderr only. Ends when stdin ends. docs/mcp.md lists the\n"
          "tools and the agents' configuration.\n",
          NULL, "  CELLA_URL=http://127.0.0.1:7070 cella mcp\n", 0},
+        {"top", "the node at a glance: sandboxes, their states, rates (refreshing)",
+         "cella top [--interval D]\ncella top --once",
+         "Shows the daemon's counters from GET /metrics (sandboxes by state, the warm pool,\n"
+         "execs and their latency, starts, requests, errors, bytes streamed) and its\n"
+         "sandboxes (state, image, network, disk used, last activity), refreshed every\n"
+         "interval with each counter's rate over it and the latencies of that interval,\n"
+         "until interrupted. --once prints one frame with totals and exits (for scripts).\n"
+         "Needs the API token (--token / CELLA_TOKEN) when the daemon has one.\n",
+         "  --interval D   time between refreshes (default 2s; 100ms to 1h)\n"
+         "  --once         one frame, totals since the daemon started, then exit\n",
+         "  cella top\n  cella top --once | grep '^execs'\n", 0},
         {"health", "the daemon's health answer", "cella health", NULL, NULL, "  cella health\n", 0},
         {"help", "help for a command", "cella help [COMMAND]", NULL, NULL, "  cella help wait\n",
          0},

@@ -4,7 +4,7 @@
 # (cumulative buckets, +Inf equal to _count); after known traffic (a start, N execs with
 # known output, a file up and down, a request that fails with a known code, a preview
 # request with a wrong token, an unauthenticated scrape) each counter moved by exactly what
-# was done.
+# was done; `cella top --once` prints the sandboxes and the counters.
 . "$(dirname "$0")/lib.sh"
 
 # Debian's python3-prometheus-client is in the system python3 (not in one PATH may find first)
@@ -183,5 +183,28 @@ assert_eq 1 "$(delta cella_preview_requests_total status=4xx)" "the preview requ
 st=$(curl -sS -I -o "$IT_TMP/head" -w '%{http_code}' -H "Authorization: Bearer $CELLA_TOKEN" \
         "$CELLA_URL/metrics")
 assert_eq 200 "$st" "HEAD /metrics"
+
+# ---- cella top --once ----
+B=$(sbx b)
+api_json PUT "/v1/sandboxes/$B" '{"keepAlive":true}'
+expect_status 201
+out=$("$CELLA_BUILD/cella" top --once) || fail "cella top --once failed"
+echo "$out" >&2
+assert_contains "$out" "$A" "top shows $A"
+assert_contains "$out" "$B" "top shows $B"
+assert_contains "$(echo "$out" | grep -F "$A")" "running" "top shows $A's state"
+assert_contains "$out" "sandboxes 2" "top counts the sandboxes"
+assert_contains "$out" "execs $N" "top shows the execs"
+# without the token it fails with the API's answer
+CELLA_TOKEN= "$CELLA_BUILD/cella" top --once >"$IT_TMP/top.out" 2>"$IT_TMP/top.err" &&
+        fail "cella top without the token succeeded"
+assert_contains "$(cat "$IT_TMP/top.err")" "UNAUTHORIZED" "top reports the refusal"
+# refreshing: a frame per interval, the later ones with rates
+timeout -s INT 3 "$CELLA_BUILD/cella" top --interval 300ms >"$IT_TMP/top.live" 2>&1 || true
+frames=$(grep -c '^execs ' "$IT_TMP/top.live" || true)
+[ "$frames" -ge 2 ] || fail "cella top refreshed $frames times in 3 s: $(cat "$IT_TMP/top.live")"
+assert_contains "$(grep '^execs ' "$IT_TMP/top.live" | tail -n 1)" "/s)" "rates once refreshed"
+# --once with an interval is a usage error
+"$CELLA_BUILD/cella" top --once --interval 0 >/dev/null 2>&1 && fail "--interval 0 accepted"
 
 info "metrics: ok"
