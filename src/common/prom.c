@@ -68,13 +68,21 @@ int prom_sample_u64(struct buf *b, const char *name, const struct prom_label *l,
         return 0;
 }
 
+/* v in the fewest digits that read back as v ("0.1", not "0.10000000000000001"). */
 static int write_double(struct buf *b, double v)
 {
+        char t[32];
+
         if (isnan(v))
                 return buf_append_str(b, "NaN\n");
         if (isinf(v))
                 return buf_append_str(b, v > 0 ? "+Inf\n" : "-Inf\n");
-        return buf_printf(b, "%.17g\n", v);
+        for (int prec = 1; prec <= 17; prec++) {
+                snprintf(t, sizeof(t), "%.*g", prec, v);
+                if (strtod(t, NULL) == v)
+                        break;
+        }
+        return buf_printf(b, "%s\n", t);
 }
 
 int prom_sample_double(struct buf *b, const char *name, const struct prom_label *l, size_t n,
@@ -97,6 +105,17 @@ static void seconds(uint64_t us, char out[32])
                 for (len = (int)strlen(out); out[len - 1] == '0'; len--)
                         out[len - 1] = '\0';
         }
+}
+
+int prom_sample_seconds(struct buf *b, const char *name, const struct prom_label *l, size_t n,
+                        uint64_t us)
+{
+        char s[32];
+
+        seconds(us, s);
+        if (head(b, name, "", l, n, NULL) < 0 || buf_printf(b, "%s\n", s) < 0)
+                return -ENOMEM;
+        return 0;
 }
 
 void prom_histogram_observe(const uint64_t *bound_us, size_t nbounds, uint64_t *counts,

@@ -37,6 +37,9 @@ int prom_sample_u64(struct buf *b, const char *name, const struct prom_label *l,
                     uint64_t value);
 int prom_sample_double(struct buf *b, const char *name, const struct prom_label *l, size_t n,
                        double value);
+/* A duration of us microseconds as seconds, exactly ("0.000647", "12.5"). */
+int prom_sample_seconds(struct buf *b, const char *name, const struct prom_label *l, size_t n,
+                        uint64_t us);
 /* v escaped as a label value (without the quotes). */
 int prom_label_escape(struct buf *b, const char *v);
 

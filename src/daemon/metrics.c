@@ -16,8 +16,8 @@ const uint64_t metrics_start_bounds_us[METRICS_START_BUCKETS] = {
 };
 /* 0.25 ms .. 60 s: a warm exec is about half a millisecond (docs/performance.md). */
 const uint64_t metrics_exec_bounds_us[METRICS_EXEC_BUCKETS] = {
-        250,    500,    1000,   2500,    5000,    10000,    25000,    50000,
-        100000, 250000, 500000, 1000000, 2500000, 10000000, 30000000, 60000000,
+        250,    500,    1000,    2500,    5000,    10000,    25000,    50000,    100000,
+        250000, 500000, 1000000, 2500000, 5000000, 10000000, 30000000, 60000000,
 };
 
 void metrics_init(void)
@@ -268,7 +268,7 @@ static int render_process(struct buf *b)
         if (r == 0)
                 r = prom_family(b, "cella_uptime_seconds", "gauge", "Seconds since cellad started");
         if (r == 0)
-                r = prom_sample_double(b, "cella_uptime_seconds", NULL, 0, (double)up / 1e6);
+                r = prom_sample_seconds(b, "cella_uptime_seconds", NULL, 0, up);
         if (r == 0)
                 r = prom_family(b, "cella_http_connections_open", "gauge",
                                 "HTTP connections open (API and preview listeners)");

@@ -24,7 +24,7 @@
 #define METRICS_STATUS_CLASSES 5
 
 #define METRICS_START_BUCKETS 12
-#define METRICS_EXEC_BUCKETS 16
+#define METRICS_EXEC_BUCKETS 17
 
 enum metrics_bytes {
         METRICS_BYTES_STDOUT, /* a command's output, from the agent (exec, process logs, code) */

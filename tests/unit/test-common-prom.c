@@ -47,12 +47,20 @@ static void test_samples(void **state)
         assert_int_equal(prom_sample_double(&b, "g", NULL, 0, 1.5), 0);
         assert_int_equal(prom_sample_double(&b, "g", NULL, 0, INFINITY), 0);
         assert_int_equal(prom_sample_double(&b, "g", NULL, 0, NAN), 0);
+        assert_int_equal(prom_sample_double(&b, "g", NULL, 0, 0.1), 0);
+        assert_int_equal(prom_sample_double(&b, "g", NULL, 0, 1795771676.477), 0);
+        assert_int_equal(prom_sample_seconds(&b, "s", NULL, 0, 647148), 0);
+        assert_int_equal(prom_sample_seconds(&b, "s", NULL, 0, 12000000), 0);
         assert_string_equal(b.data,
                             "n_total 18446744073709551615\n"
                             "n_total{route=\"/v1/sandboxes/{id}\",msg=\"a\\\"b\\\\c\\nd\"} 0\n"
                             "g 1.5\n"
                             "g +Inf\n"
-                            "g NaN\n");
+                            "g NaN\n"
+                            "g 0.1\n"
+                            "g 1795771676.477\n"
+                            "s 0.647148\n"
+                            "s 12\n");
         buf_free(&b);
 }
 
