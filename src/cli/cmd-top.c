@@ -103,8 +103,8 @@ static void print_frame(cella_client *c, const struct frame_data *cur,
                         const struct frame_data *prev)
 {
         const char *m = cur->metrics;
-        char up[32], execs[48], starts[48], reqs[48], errs[48], prev_q[48], exec_q[64], start_q[64],
-                b[4][32];
+        char up[32], execs[48], starts[48], reqs[48], errs[48], previews[48], exec_q[64],
+                start_q[64], b[4][32];
         double uptime = val(m, "cella_uptime_seconds", NULL, NULL);
         json_t *s;
         size_t i;
@@ -129,10 +129,10 @@ static void print_frame(cella_client *c, const struct frame_data *cur,
                starts, start_q, val(m, "cella_sandbox_starts_total", "result=error", NULL));
         counter(reqs, sizeof(reqs), cur, prev, "cella_http_requests_total", NULL, NULL);
         counter(errs, sizeof(errs), cur, prev, "cella_errors_total", NULL, NULL);
-        counter(prev_q, sizeof(prev_q), cur, prev, "cella_preview_requests_total", NULL, NULL);
+        counter(previews, sizeof(previews), cur, prev, "cella_preview_requests_total", NULL, NULL);
         printf("requests %s  4xx %.0f  5xx %.0f  errors %s  preview %s\n", reqs,
                val(m, "cella_http_requests_total", "status=4xx", NULL),
-               val(m, "cella_http_requests_total", "status=5xx", NULL), errs, prev_q);
+               val(m, "cella_http_requests_total", "status=5xx", NULL), errs, previews);
         printf("streamed stdout %s  stderr %s  upload %s  download %s\n",
                fmt_bytes(val(m, "cella_stream_bytes_total", "stream=stdout", NULL), b[0]),
                fmt_bytes(val(m, "cella_stream_bytes_total", "stream=stderr", NULL), b[1]),
