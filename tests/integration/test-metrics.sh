@@ -4,7 +4,8 @@
 # (cumulative buckets, +Inf equal to _count); after known traffic (a start, N execs with
 # known output, a file up and down, a request that fails with a known code, a preview
 # request with a wrong token, an unauthenticated scrape) each counter moved by exactly what
-# was done; `cella top --once` prints the sandboxes and the counters.
+# was done; a sandbox that sleeps moves between the state gauges and its wake is a start;
+# `cella top --once` prints the sandboxes and the counters, `cella top` refreshes with rates.
 . "$(dirname "$0")/lib.sh"
 
 # Debian's python3-prometheus-client is in the system python3 (not in one PATH may find first)
@@ -206,5 +207,25 @@ frames=$(grep -c '^execs ' "$IT_TMP/top.live" || true)
 assert_contains "$(grep '^execs ' "$IT_TMP/top.live" | tail -n 1)" "/s)" "rates once refreshed"
 # --once with an interval is a usage error
 "$CELLA_BUILD/cella" top --once --interval 0 >/dev/null 2>&1 && fail "--interval 0 accepted"
+
+# ---- a sleeping sandbox: the state gauge follows, a wake is a start ----
+C=$(sbx c)
+api_json PUT "/v1/sandboxes/$C" '{"sleepAfter":"1s"}'
+expect_status 201
+for i in $(seq 1 60); do
+        api GET "/v1/sandboxes/$C" >/dev/null
+        [ "$(body .state)" = sleeping ] && break
+        sleep 0.5
+done
+assert_eq sleeping "$(body .state)" "C sleeps after 1 s idle"
+scrape "$IT_TMP/m2"
+check "$IT_TMP/m2"
+assert_eq 1 "$(value "$IT_TMP/m2" cella_sandboxes state=sleeping)" "one sleeping sandbox"
+assert_eq 2 "$(value "$IT_TMP/m2" cella_sandboxes state=running)" "two running sandboxes"
+run_in "$C" 'echo awake' >/dev/null
+scrape "$IT_TMP/m3"
+assert_eq 0 "$(value "$IT_TMP/m3" cella_sandboxes state=sleeping)" "the exec woke C"
+assert_eq 1 "$(($(value "$IT_TMP/m3" cella_sandbox_starts_total result=ok) -
+        $(value "$IT_TMP/m2" cella_sandbox_starts_total result=ok)))" "the wake is a start"
 
 info "metrics: ok"
