@@ -63,6 +63,9 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
         if (x.timeout_ms > 0)
                 op->in.timeout_ms = x.timeout_ms;
         api_timestamp(ts);
+        /* a JSON answer's timeout is counted where its error shape is built */
+        if (x.timed_out && op->base.mode == API_REQ_SSE)
+                metrics_error(CELLA_E_COMMAND_TIMEOUT);
         if (op->base.mode == API_REQ_SSE) {
                 if (x.timed_out)
                         api_req_end_sse(&op->base,

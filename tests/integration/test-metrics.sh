@@ -180,6 +180,27 @@ assert_eq 1 "$(delta cella_preview_requests_total status=4xx)" "the preview requ
         fail "connections accepted: $(value "$IT_TMP/m1" cella_http_connections_accepted_total)"
 [ "$(value "$IT_TMP/m1" cella_http_connections_open)" -ge 1 ] || fail "the scrape's connection"
 
+# ---- timeouts: an exec that ends by its timeout is an exec and a COMMAND_TIMEOUT, answered
+# as JSON (408) or as the SSE stream's last event ----
+scrape "$IT_TMP/t0"
+sx "$A" 'sleep 30' 300
+expect_status 408 COMMAND_TIMEOUT
+curl -sS -N -H "Authorization: Bearer $CELLA_TOKEN" -H 'Accept: text/event-stream' \
+        -H 'Content-Type: application/json' -d '{"command":"sleep 30","timeout":300}' \
+        "$CELLA_URL/v1/sandboxes/$A/exec" >"$IT_TMP/sse"
+assert_contains "$(cat "$IT_TMP/sse")" '"code":"COMMAND_TIMEOUT"' "the SSE stream's timeout event"
+scrape "$IT_TMP/t1"
+tdelta() {
+        echo $(($(value "$IT_TMP/t1" "$@") - $(value "$IT_TMP/t0" "$@")))
+}
+assert_eq 2 "$(tdelta cella_errors_total code=COMMAND_TIMEOUT)" "two timeouts"
+assert_eq 2 "$(tdelta cella_errors_total)" "no other error"
+assert_eq 2 "$(tdelta cella_execs_total)" "timed-out commands are execs"
+assert_eq 1 "$(tdelta cella_http_requests_total route=/v1/sandboxes/{id}/exec method=POST \
+        status=4xx)" "the 408"
+assert_eq 1 "$(tdelta cella_http_requests_total route=/v1/sandboxes/{id}/exec method=POST \
+        status=2xx)" "the SSE stream (200)"
+
 # HEAD: the headers alone
 st=$(curl -sS -I -o "$IT_TMP/head" -w '%{http_code}' -H "Authorization: Bearer $CELLA_TOKEN" \
         "$CELLA_URL/metrics")
@@ -195,7 +216,7 @@ assert_contains "$out" "$A" "top shows $A"
 assert_contains "$out" "$B" "top shows $B"
 assert_contains "$(echo "$out" | grep -F "$A")" "running" "top shows $A's state"
 assert_contains "$out" "sandboxes 2" "top counts the sandboxes"
-assert_contains "$out" "execs $N" "top shows the execs"
+assert_contains "$out" "execs $((N + 2)) " "top shows the execs (the N, and the two timed out)"
 # without the token it fails with the API's answer
 CELLA_TOKEN= "$CELLA_BUILD/cella" top --once >"$IT_TMP/top.out" 2>"$IT_TMP/top.err" &&
         fail "cella top without the token succeeded"
