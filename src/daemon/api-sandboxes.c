@@ -84,6 +84,7 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                         .env = p.env,
                         .labels = p.labels,
                         .sleep_after_ms = p.sleep_after_ms,
+                        .sleep_mode = p.sleep_mode,
                         .has_keep_alive = p.has_keep_alive,
                         .keep_alive = p.keep_alive,
                         .has_default_session = p.has_default_session,
