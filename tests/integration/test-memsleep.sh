@@ -38,6 +38,9 @@ REASON=${line#*with their files only: }
 [ -n "$REASON" ] || fail "an empty reason: $line"
 assert_contains "$(cat "$CELLAD_LOG")" "memory sleep unavailable" "cellad's log"
 assert_contains "$(cat "$CELLAD_LOG")" "$REASON" "cellad's log has --check's reason"
+api GET /v1/health >/dev/null
+assert_eq false "$(body .memorySleep.available)" "health: memory sleep unavailable"
+assert_eq "$REASON" "$(body .memorySleep.reason)" "health: the reason"
 if command -v criu >/dev/null; then
         # criu check's own verdict, beside cellad's reading of it
         if criu check >"$IT_TMP/criu-check" 2>&1; then
@@ -158,6 +161,29 @@ assert_eq kept "$(run_in "$C" 'cat /workspace/kept.txt')" "a files fork has the 
 api GET "/v1/sandboxes/$C" >/dev/null
 assert_eq files "$(body .sleepModeRequested)" "a fork's own sleepMode starts as files"
 
+info "the CLI: create --sleep-mode, info, fork --memory"
+CLI=$CELLA_BUILD/cella
+Q=$(sbx cli)
+out=$("$CLI" create "$Q" --sleep-mode memory) || fail "cella create --sleep-mode memory"
+assert_eq "created sandbox '$Q'" "$out" "create's line"
+api GET "/v1/sandboxes/$Q" >/dev/null
+assert_eq memory "$(body .sleepModeRequested)" "--sleep-mode memory sent"
+assert_contains "$("$CLI" info "$Q")" \
+        "sleep mode:    files (memory asked for; not on this host: $REASON)" "cella info"
+"$CLI" -q create "$Q" --sleep-mode files || fail "cella create --sleep-mode files"
+assert_contains "$("$CLI" info "$Q")" "sleep mode:    files" "cella info, files"
+RC=0
+"$CLI" create "$Q" --sleep-mode ram >"$IT_TMP/out" 2>"$IT_TMP/err" || RC=$?
+assert_eq 2 "$RC" "a bad --sleep-mode is a usage error"
+assert_contains "$(cat "$IT_TMP/err")" "--sleep-mode takes files or memory, not 'ram'" "its message"
+RC=0
+"$CLI" fork "$M" "$C-cli" --memory >"$IT_TMP/out" 2>"$IT_TMP/err" || RC=$?
+assert_eq 1 "$RC" "cella fork --memory fails here"
+assert_contains "$(cat "$IT_TMP/err")" MEMORY_SNAPSHOT_UNAVAILABLE "its error"
+assert_contains "$(cat "$IT_TMP/err")" "$REASON" "and the reason"
+api GET "/v1/sandboxes/$C-cli" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+
 info "restart: the requested mode is in the registry, the reason is the new daemon's"
 RESTART_ARGS=(--listen "$HOSTPORT")
 RESTARTS=0
@@ -174,6 +200,9 @@ api GET "/v1/sandboxes/$M" >/dev/null
 assert_eq files "$(body .sleepMode)" "no CRIU: files"
 assert_eq "no CRIU: $CELLA_CRIU: No such file or directory (Debian's package criu provides it)" \
         "$(body .sleepModeFallback)" "no CRIU: the reason"
+api GET /v1/health >/dev/null
+assert_eq "$(api GET "/v1/sandboxes/$M" >/dev/null; body .sleepModeFallback)" \
+        "$(api GET /v1/health >/dev/null; body .memorySleep.reason)" "health: the same reason"
 check=$("$CELLA_BUILD/cellad" --check --data-dir "$IT_TMP/check-dir" 2>&1) || fail "cellad --check: $check"
 assert_contains "$check" "with their files only: no CRIU: $CELLA_CRIU" "--check without CRIU"
 
