@@ -166,6 +166,7 @@ static json_t *t_sandbox_create(struct mcp_call *call, json_t *args)
                 .network = str(args, "network"),
                 .keep_alive = flag(args, "keepAlive"),
                 .sleep_after = str(args, "sleepAfter"),
+                .sleep_mode = str(args, "sleepMode"),
                 .env = (const char *const *)env,
         };
         char *info = NULL;
@@ -724,7 +725,10 @@ const struct mcp_tool mcp_tools[] = {
              "\"description\":\"none: loopback only; outbound: internet access.\"},"
              "\"sleepAfter\":{\"type\":\"string\",\"description\":\"Idle time before it "
              "sleeps (files kept, processes stopped): 30s, 10m, 2h.\"},"
-             "\"keepAlive\":{\"type\":\"boolean\",\"description\":\"Never sleep.\"}",
+             "\"keepAlive\":{\"type\":\"boolean\",\"description\":\"Never sleep.\"},"
+             "\"sleepMode\":{\"type\":\"string\",\"enum\":[\"files\",\"memory\"],"
+             "\"description\":\"What a sleep keeps: files, or memory (processes too, where "
+             "the host can; the answer's sleepMode says what it does).\"}",
              "\"name\""),
          "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"state\":{"
          "\"type\":\"string\"}},\"required\":[\"id\"]}",

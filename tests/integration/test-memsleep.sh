@@ -184,6 +184,22 @@ assert_contains "$(cat "$IT_TMP/err")" "$REASON" "and the reason"
 api GET "/v1/sandboxes/$C-cli" >/dev/null
 expect_status 404 SANDBOX_NOT_FOUND
 
+info "MCP: sandbox_create with sleepMode"
+G=$(sbx mcp)
+mcp_line() { # mcp_line ID TOOL ARGS: a tools/call line
+        echo "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}"
+}
+{
+        echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"memsleep","version":"1"}}}'
+        echo '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        mcp_line 2 sandbox_create "{\"name\":\"$G\",\"sleepMode\":\"memory\"}"
+        mcp_line 3 sandbox_create "{\"name\":\"$G\",\"sleepMode\":\"ram\"}"
+} | timeout 60 "$CLI" mcp >"$IT_TMP/mcp" || fail "cella mcp: $(cat "$IT_TMP/mcp")"
+got=$(jq -r 'select(.id == 2) | .result.content[0].text' "$IT_TMP/mcp")
+assert_eq memory "$(echo "$got" | jq -r .sleepModeRequested)" "MCP: sleepMode memory asked"
+assert_eq "$REASON" "$(echo "$got" | jq -r .sleepModeFallback)" "MCP: the reason"
+assert_eq -32602 "$(jq -r 'select(.id == 3) | .error.code' "$IT_TMP/mcp")" "MCP: a bad sleepMode"
+
 info "restart: the requested mode is in the registry, the reason is the new daemon's"
 RESTART_ARGS=(--listen "$HOSTPORT")
 RESTARTS=0
