@@ -326,9 +326,10 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                 cfg->disk_overcommit > 0 ? cfg->disk_overcommit : CELLA_DISK_OVERCOMMIT_DEFAULT;
         t->disk_overcommit_refuse = cfg->disk_overcommit_refuse;
         /* Nothing in this cellad checkpoints a sandbox yet: without a reason from the
-         * host check, that is the reason (docs/decisions/0050). */
+         * host check, that is the reason, so the reason is never "" and no sandbox is
+         * ever said to sleep with its memory (docs/decisions/0050). */
         snprintf(t->memsleep_reason, sizeof(t->memsleep_reason), "%s",
-                 cfg->memory_sleep_unavailable
+                 cfg->memory_sleep_unavailable && cfg->memory_sleep_unavailable[0]
                          ? cfg->memory_sleep_unavailable
                          : "this cellad does not checkpoint sandboxes (docs/decisions/0050)");
         if (t->max_sandboxes > CELLA_UID_SLOTS)

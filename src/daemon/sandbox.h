@@ -78,7 +78,8 @@ int sandbox_instance_claim(const char *data_dir, const char *network_range,
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err);
 /* Why sleepMode "memory" and fork with memory fall back or are refused on this host
- * (decision 0050); "" where they work. Owned by the table. */
+ * (decision 0050). Owned by the table. Never "" while cellad has no checkpoint of its
+ * own ("" is what a host where they work will say). */
 const char *sandbox_table_memory_sleep_fallback(const struct sandbox_table *t);
 void sandbox_table_free(struct sandbox_table *t); /* stops every sandbox's agent link */
 
