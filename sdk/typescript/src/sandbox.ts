@@ -315,9 +315,9 @@ export class Sandbox {
     const made = await snapshots.fork(this.core, name, options);
     const child = new Sandbox(new SandboxCore(this.core.t, name, made.options));
     child.core.forget();
-    const rest: SandboxOptions = { ...made.options };
-    delete rest.fromSnapshot;
-    if (Object.keys(rest).length === 0) child.core.markApplied();
+    // made from its snapshot by the fork: a PUT only for the other options given
+    const body = child.core.putBody();
+    if (body === null || Object.keys(body).every((k) => k === 'fromSnapshot')) child.core.markApplied();
     else await child.core.ready();
     return child;
   }

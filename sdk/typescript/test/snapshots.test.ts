@@ -125,7 +125,7 @@ describe('snapshots and fork against cellad', { skip }, () => {
     assert.equal((await from.getInfo()).snapshot, snap.snapshotId);
   });
 
-  test('a fork with no options sends nothing more; its handle recreates it from the snapshot', async () => {
+  test('a fork without options cellad keeps sends nothing more; its handle recreates it from the snapshot', async () => {
     const calls: string[] = [];
     const counted = connect({
       url: env.url,
@@ -139,7 +139,8 @@ describe('snapshots and fork against cellad', { skip }, () => {
     children.push(parent);
     await parent.writeFile('seed.txt', 'seed\n');
     calls.length = 0;
-    const c = child(await parent.fork({ name: sandboxName('snap-c2') }));
+    // containerTimeouts stays in the client: no PUT for it
+    const c = child(await parent.fork({ name: sandboxName('snap-c2'), containerTimeouts: { portReadyTimeoutMS: 5000 } }));
     assert.equal((await c.exec('cat seed.txt')).stdout, 'seed\n');
     assert.deepEqual(calls, [
       `POST /v1/sandboxes/${parent.id}/fork`,
