@@ -62,6 +62,7 @@ struct cella_sandbox_options {
         bool no_default_session; /* calls without a session run sessionless (fresh shell) */
         const char *network;     /* "none" or "outbound"; NULL: the daemon's default */
         const char *const *network_allow; /* "CIDR[:port]", NULL-terminated, or NULL */
+        const char *sleep_mode; /* "files" or "memory" (what a sleep keeps); NULL: not given */
 };
 int cella_sandbox_create(cella_client *c, const char *name, const struct cella_sandbox_options *o,
                          char **ret_json);
@@ -275,6 +276,9 @@ int cella_sandbox_from_snapshot(cella_client *c, const char *name, const char *s
 /* Fork sandbox into a new sandbox name (a snapshot now, and a sandbox over it): its
  * SandboxInfo (with `snapshot`). */
 int cella_fork(cella_client *c, const char *sandbox, const char *name, char **ret_json);
+/* A fork with the sandbox's processes too ({"memory": true}): MEMORY_SNAPSHOT_UNAVAILABLE
+ * (501) where the host cannot checkpoint them, and nothing is made. */
+int cella_fork_memory(cella_client *c, const char *sandbox, const char *name, char **ret_json);
 
 /* ---- metrics (GET /metrics, docs/metrics.md) ---- */
 /* The node's counters: *ret_text, the Prometheus text exposition (version 0.0.4); free

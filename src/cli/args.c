@@ -191,6 +191,14 @@ static int take_network(struct cli_args *a, const char *opt, const char *v)
         return 0;
 }
 
+static int take_sleep_mode(struct cli_args *a, const char *opt, const char *v)
+{
+        if (strcmp(v, "files") != 0 && strcmp(v, "memory") != 0)
+                return fail(a, "%s takes files or memory, not '%s'", opt, v);
+        a->sleep_mode = v;
+        return 0;
+}
+
 static int take_lang(struct cli_args *a, const char *opt, const char *v)
 {
         if (strcmp(v, "python") != 0 && strcmp(v, "javascript") != 0 &&
@@ -244,6 +252,7 @@ static const struct opt_def options[] = {
         FLAG_OPT(all, "-a", "--all"),
         FLAG_OPT(replace, "--replace"),
         FLAG_OPT(keep_alive, "--keep-alive"),
+        FLAG_OPT(memory, "--memory"),
         FLAG_OPT(no_default_session, "--no-default-session"),
         FLAG_OPT(no_recursive, "--no-recursive"),
         FLAG_OPT(follow, "-f", "--follow"),
@@ -267,6 +276,7 @@ static const struct opt_def options[] = {
         TAKE_OPT(take_token, "--token"),
         TAKE_OPT(take_sleep_after, "--sleep-after"),
         TAKE_OPT(take_network, "--network"),
+        TAKE_OPT(take_sleep_mode, "--sleep-mode"),
         TAKE_OPT(take_lang, "--lang"),
         TAKE_OPT(take_timeout, "--timeout"),
         TAKE_OPT(take_port, "--port"),

@@ -29,6 +29,8 @@ struct cli_args {
         const char *instance_type;         /* --instance-type */
         long sleep_after_s;                /* --sleep-after D, in seconds (0: not given) */
         bool keep_alive;                   /* --keep-alive */
+        const char *sleep_mode;            /* --sleep-mode files|memory */
+        bool memory;                       /* fork --memory */
         bool no_default_session;           /* --no-default-session */
         const char *network;               /* --network */
         const char *allow[CLI_MAX_KV + 1]; /* --allow CIDR[:port] */

@@ -188,4 +188,7 @@
 #define CELLA_LAYER_XATTR_LIST_MAX 65536  /* xattr names of one entry of a captured layer */
 #define CELLA_LAYER_XATTR_VALUE_MAX 65536 /* one xattr value (the kernel's XATTR_SIZE_MAX) */
 
+#define CELLA_CRIU_CHECK_TIMEOUT_MS 20000 /* `criu check` (memory sleep's host check) within */
+#define CELLA_CRIU_OUTPUT_MAX 65536       /* of its output, read for the reason */
+
 #endif

@@ -108,6 +108,17 @@ static void create_options(void **state)
         assert_string_equal(a.allow[1], "203.0.113.0/24");
         assert_int_equal(PARSE(&a, "create", "box", "--network", "all"), -1);
         assert_non_null(strstr(a.error, "none or outbound"));
+        assert_null(a.sleep_mode);
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-mode", "memory"), 0);
+        assert_string_equal(a.sleep_mode, "memory");
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-mode=files"), 0);
+        assert_string_equal(a.sleep_mode, "files");
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-mode", "Memory"), -1);
+        assert_non_null(strstr(a.error, "--sleep-mode takes files or memory, not 'Memory'"));
+        assert_int_equal(PARSE(&a, "fork", "box", "box-2", "--memory"), 0);
+        assert_true(a.memory);
+        assert_int_equal(PARSE(&a, "fork", "box", "box-2"), 0);
+        assert_false(a.memory);
 }
 
 static void usage_errors(void **state)
