@@ -280,6 +280,19 @@ int cella_fork(cella_client *c, const char *sandbox, const char *name, char **re
  * (501) where the host cannot checkpoint them, and nothing is made. */
 int cella_fork_memory(cella_client *c, const char *sandbox, const char *name, char **ret_json);
 
+/* ---- tenants' API keys (docs/api.md "Tenants and keys", docs/tenants.md) ----
+ * The admin's (the --token): a tenant's key is refused with PERMISSION_DENIED (403). A
+ * key's JSON: {id, tenant, maxSandboxes, maxMemory, createdAt}; a tenant's key is used as
+ * any token (cella_client_new's token). */
+/* A new key of tenant ([a-z0-9], at most 16) with its quotas (0: none; maxMemory in
+ * bytes): the key's JSON with `key`, the secret, shown this once. */
+int cella_key_create(cella_client *c, const char *tenant, long long max_sandboxes,
+                     long long max_memory, char **ret_json);
+/* {keys: [...]} (never a secret). */
+int cella_key_list(cella_client *c, char **ret_json);
+/* Remove key id: it is refused from the next request on. KEY_NOT_FOUND (404). */
+int cella_key_delete(cella_client *c, const char *id, char **ret_json);
+
 /* ---- metrics (GET /metrics, docs/metrics.md) ---- */
 /* The node's counters: *ret_text, the Prometheus text exposition (version 0.0.4); free
  * with cella_free. Needs the API token like every route but health. */

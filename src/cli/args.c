@@ -173,6 +173,73 @@ static int take_depth(struct cli_args *a, const char *opt, const char *v)
         return 0;
 }
 
+int cli_size_parse(const char *s, long long *ret)
+{
+        unsigned long long v = 0, mul = 1;
+        const char *p = s;
+
+        if (*p < '0' || *p > '9')
+                return -1;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                if (v > (1ULL << 62) / 10)
+                        return -1;
+                v = v * 10 + (unsigned)(*p - '0');
+        }
+        switch (*p) {
+        case 'K':
+        case 'k':
+                mul = 1ULL << 10;
+                break;
+        case 'M':
+        case 'm':
+                mul = 1ULL << 20;
+                break;
+        case 'G':
+        case 'g':
+                mul = 1ULL << 30;
+                break;
+        case 'T':
+        case 't':
+                mul = 1ULL << 40;
+                break;
+        case '\0':
+                break;
+        case 'B':
+                if (p[1] == '\0')
+                        break;
+                return -1;
+        default:
+                return -1;
+        }
+        if (mul > 1) {
+                p++;
+                if (*p == 'i')
+                        p++;
+                if (*p == 'B')
+                        p++;
+        } else if (*p == 'B') {
+                p++;
+        }
+        if (*p || (v && mul > (1ULL << 62) / v))
+                return -1;
+        *ret = (long long)(v * mul);
+        return 0;
+}
+
+static int take_max_sandboxes(struct cli_args *a, const char *opt, const char *v)
+{
+        if (number_in(v, 0, 2147483647L, &a->max_sandboxes) < 0)
+                return fail(a, "%s takes a number >= 0, not '%s'", opt, v);
+        return 0;
+}
+
+static int take_max_memory(struct cli_args *a, const char *opt, const char *v)
+{
+        if (cli_size_parse(v, &a->max_memory) < 0)
+                return fail(a, "%s takes a size (512M, 2G, or bytes), not '%s'", opt, v);
+        return 0;
+}
+
 /* After the command word "expose", --token is the port's token; before it, the API's. */
 static int take_token(struct cli_args *a, const char *opt, const char *v)
 {
@@ -273,6 +340,9 @@ static const struct opt_def options[] = {
         VALUE_OPT(http_path, "--http"),
         VALUE_OPT(branch, "--branch"),
         VALUE_OPT(dir, "--dir"),
+        VALUE_OPT(tenant, "--tenant"),
+        TAKE_OPT(take_max_sandboxes, "--max-sandboxes"),
+        TAKE_OPT(take_max_memory, "--max-memory"),
         TAKE_OPT(take_token, "--token"),
         TAKE_OPT(take_sleep_after, "--sleep-after"),
         TAKE_OPT(take_network, "--network"),

@@ -67,6 +67,10 @@ struct cli_args {
         const char *port_name;  /* expose --name */
         const char *port_token; /* expose --token (after the command word "expose"; before
                                    it, --token is the API token) */
+        /* tenants' keys */
+        const char *tenant;   /* key create --tenant */
+        long max_sandboxes;   /* key create --max-sandboxes N (0: none) */
+        long long max_memory; /* key create --max-memory SIZE, in bytes (0: none) */
         /* top */
         bool once;           /* --once */
         long interval_ms;    /* --interval D (0: not given) */
@@ -80,6 +84,9 @@ struct cli_args {
  * on (or after "--") is the command, taken verbatim. Returns 0 or -1 (args->error says
  * why). */
 int cli_parse(int argc, char **argv, struct cli_args *args);
+/* A size: digits, then an optional K, M, G or T (powers of 1024, "KiB", "Ki" and "KB" read
+ * the same), at most 2^62 bytes. 0 or -1. */
+int cli_size_parse(const char *s, long long *ret);
 
 /* Join words with single spaces into one shell command line, as ssh does. */
 int cli_join(char **words, int n, struct buf *out);

@@ -238,6 +238,21 @@ const struct cli_command cli_commands[] = {
          "  --name S   create: the snapshot's name ([a-z0-9._-]; default: its id)\n"
          "  --json     the server's JSON\n",
          "  cella snapshot create box --name deps-installed\n", 0},
+        {"key", "tenants' API keys: create, list, remove (the admin's)",
+         "cella key create --tenant T [--max-sandboxes N] [--max-memory SIZE] [--json]\n"
+         "cella key ls [--json]\n"
+         "cella key rm ID",
+         "create makes an API key of tenant T and prints it (cella_<id>_<secret>): it is shown\n"
+         "this once, cellad keeps only its hash. A tenant's key sees and touches only its\n"
+         "tenant's sandboxes and snapshots (names are per tenant) within its quotas; use it\n"
+         "as any token (--token, CELLA_TOKEN). ls lists the keys (never a secret); rm removes\n"
+         "one, refused from the next request on. Needs the admin token (docs/tenants.md).\n",
+         "  --tenant T          create: the tenant, 1-16 of [a-z0-9]\n"
+         "  --max-sandboxes N   create: its sandboxes, in any state (0: no limit)\n"
+         "  --max-memory SIZE   create: the memory of its running sandboxes' instance types\n"
+         "                      (512M, 2G, bytes; 0: no limit)\n"
+         "  --json              the server's JSON\n",
+         "  cella key create --tenant acme --max-sandboxes 10 --max-memory 16G\n", 0},
         {"fork", "a new sandbox with the files of another, now",
          "cella fork NAME NEW [--memory] [--json]",
          "Snapshots sandbox NAME and creates sandbox NEW over that snapshot: NEW starts with\n"

@@ -138,6 +138,12 @@
  * guessed, so cella takes only the longest) */
 #define CELLA_PREVIEW_TOKEN_MIN 16
 #define CELLA_PREVIEW_TOKEN_MAX 16
+
+/* Tenants and their API keys (docs/tenants.md, decision 0053) */
+#define CELLA_TENANT_MAX 16     /* a tenant's name: [a-z0-9] */
+#define CELLA_KEY_ID_LEN 12     /* a key's id: hex */
+#define CELLA_KEY_SECRET_LEN 32 /* a key's secret: base62 */
+#define CELLA_KEYS_MAX 10000    /* keys in the registry, revoked ones not counted */
 #define CELLA_PREVIEW_DOMAIN_MAX 200
 #define CELLA_PREVIEW_PORT_NAME_MAX 64
 #define CELLA_PREVIEW_HEAD_MAX (64 * 1024) /* a sandbox's response head */

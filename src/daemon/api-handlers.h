@@ -30,6 +30,9 @@ API_HANDLER(api_fork);
 API_HANDLER(api_snapshots_list);
 API_HANDLER(api_snapshot_get);
 API_HANDLER(api_snapshot_delete);
+API_HANDLER(api_keys_create);
+API_HANDLER(api_keys_list);
+API_HANDLER(api_keys_delete);
 
 /* api-exec.c: POST /exec */
 API_HANDLER(api_exec);

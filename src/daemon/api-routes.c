@@ -12,7 +12,11 @@ const struct api_route api_routes[] = {
         {"GET HEAD", "/v1/health", api_health, API_ROUTE_PUBLIC},
 
         {"GET POST DELETE", "/mcp", api_mcp, 0},
-        {"GET HEAD", "/metrics", api_metrics, 0},
+        {"GET HEAD", "/metrics", api_metrics, API_ROUTE_ADMIN},
+
+        {"POST", "/v1/keys", api_keys_create, API_ROUTE_ADMIN},
+        {"GET HEAD", "/v1/keys", api_keys_list, API_ROUTE_ADMIN},
+        {"DELETE", "/v1/keys/{key}", api_keys_delete, API_ROUTE_ADMIN},
 
         {"GET HEAD", "/v1/sandboxes", api_sandboxes_list, 0},
         {"PUT", SBX, api_sandbox_put, API_ROUTE_RAW_ID},
@@ -66,9 +70,9 @@ const struct api_route api_routes[] = {
         {"GET", SBX "/ws/{wsport*}", api_ws, 0},
 
         {"GET HEAD", "/v1/images", api_images_list, 0},
-        {"DELETE", "/v1/images/{image}", api_images_delete, 0},
-        {"POST", "/v1/images/{image}/build", api_images_build, 0},
-        {"POST", "/v1/images/{image}/import", api_images_import, 0},
+        {"DELETE", "/v1/images/{image}", api_images_delete, API_ROUTE_ADMIN},
+        {"POST", "/v1/images/{image}/build", api_images_build, API_ROUTE_ADMIN},
+        {"POST", "/v1/images/{image}/import", api_images_import, API_ROUTE_ADMIN},
 
         {"GET HEAD", "/v1/snapshots", api_snapshots_list, 0},
         {"GET HEAD", "/v1/snapshots/{snap}", api_snapshot_get, 0},

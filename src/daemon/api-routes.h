@@ -18,6 +18,9 @@
 /* {id} is passed as sent (p->raw): the handler checks it once it has the body's
  * normalizeId (PUT /v1/sandboxes/{id}). */
 #define API_ROUTE_RAW_ID 2u
+/* Only the admin (the --token, loopback-only mode) may call it; a tenant's key gets 403
+ * PERMISSION_DENIED (decision 0053). */
+#define API_ROUTE_ADMIN 4u
 
 struct api_route {
         const char *methods; /* space-separated: "GET HEAD" */

@@ -8,6 +8,7 @@
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
 #include "daemon/sandbox-directory.h"
+#include "daemon/tenant.h"
 
 #define CELLA_VERSION "0.1.0"
 
@@ -28,10 +29,27 @@ void api_health(struct api *a, struct http_request *req, const struct api_args *
         json_decref(j);
 }
 
+/* Keep in arr (SandboxInfo, each with its tenant's view) only tenant's sandboxes. */
+static void only_tenant(json_t *arr, const char *tenant)
+{
+        for (size_t i = json_array_size(arr); i-- > 0;) {
+                const char *t =
+                        json_string_value(json_object_get(json_array_get(arr, i), "tenant"));
+
+                if (strcmp(t ? t : "", tenant) != 0)
+                        json_array_remove(arr, i);
+        }
+}
+
 void api_sandboxes_list(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        json_t *j = json_pack("{s:o}", "sandboxes", sandbox_table_list(a->cfg.table));
+        json_t *arr = sandbox_table_list(a->cfg.table);
+        json_t *j;
 
+        /* the admin sees every tenant's, unless it names one */
+        if (arr && (!p->principal->admin || http_request_query(req, "tenant")))
+                only_tenant(arr, p->principal->tenant);
+        j = json_pack("{s:o}", "sandboxes", arr);
         if (!j) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
@@ -44,6 +62,7 @@ void api_sandboxes_list(struct api *a, struct http_request *req, const struct ap
  * body's normalizeId. */
 struct put_ctx {
         struct api *a;
+        struct principal who;             /* whom the request acts for */
         char raw[CELLA_NAME_MAX * 4 + 1]; /* the name as given (checked again) */
         bool query_normalize;
 };
@@ -78,7 +97,8 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                 goto out;
         }
         if (sandbox_name_check(ctx->raw, strlen(ctx->raw), ctx->query_normalize || p.normalize_id,
-                               name, &err) < 0) {
+                               name, &err) < 0 ||
+            tenant_qualify(ctx->who.tenant, name, name, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 goto done;
         }
@@ -101,10 +121,20 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
 
                 struct sandbox_directory *d = sandbox_table_directory(ctx->a->cfg.table);
 
-                /* Its files start from a snapshot's: the snapshot's image, its layer. */
+                /* A tenant's quotas hold for a new sandbox. */
+                struct sandbox *existing = NULL;
+                struct cella_error ne = {0};
+
+                if (d->ops->get_now(d, name, &existing, &ne) < 0 &&
+                    api_quota_check(ctx->a, &ctx->who, name, true, p.instance_type, &err) < 0) {
+                        http_respond_error(req, &err, NULL);
+                        goto done;
+                }
+                /* Its files start from a snapshot's (the tenant's own): the snapshot's
+                 * image, its layer. */
                 if (p.from_snapshot) {
-                        json_t *sj = sandbox_table_snapshot_get(ctx->a->cfg.table, p.from_snapshot,
-                                                                image, sizeof(image), &err);
+                        json_t *sj = api_snapshot_find(ctx->a, &ctx->who, p.from_snapshot, image,
+                                                       sizeof(image), &err);
                         if (!sj) {
                                 http_respond_error(req, &err, NULL);
                                 goto done;
@@ -152,6 +182,7 @@ void api_sandbox_put(struct api *a, struct http_request *req, const struct api_a
                 return;
         }
         ctx->a = a;
+        ctx->who = *p->principal;
         memcpy(ctx->raw, p->raw, p->raw_len);
         ctx->query_normalize = p->normalize;
         http_request_set_userdata(req, ctx);
@@ -189,7 +220,12 @@ void api_sandbox_delete(struct api *a, struct http_request *req, const struct ap
                 return;
         }
         preview_forget(&a->preview, p->name);
-        j = json_pack("{s:s, s:b}", "id", p->name, "destroyed", existed);
+        {
+                char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+
+                tenant_split(p->name, n, t);
+                j = json_pack("{s:s, s:b}", "id", n, "destroyed", existed);
+        }
         http_respond_json(req, 200, j);
         json_decref(j);
 }

@@ -5,7 +5,9 @@
 
 #include "common/timeutil.h"
 #include "daemon/api-service.h"
+#include "daemon/instance-type.h"
 #include "daemon/sandbox-directory.h"
+#include "daemon/tenant.h"
 
 static bool is(const struct http_request *req, const char *m)
 {
@@ -70,6 +72,62 @@ static void sandbox_got(struct sandbox *sb, bool created, const struct cella_err
         http_request_unref(req);
 }
 
+static bool holds_memory(const char *state)
+{
+        return state && strcmp(state, "sleeping") != 0 && strcmp(state, "stopped") != 0 &&
+               strcmp(state, "destroyed") != 0;
+}
+
+static uint64_t type_memory(const char *type)
+{
+        const struct instance_type *it = instance_type_find(type ? type : INSTANCE_TYPE_DEFAULT);
+
+        return it ? it->memory_bytes : 0;
+}
+
+int api_quota_check(struct api *a, const struct principal *p, const char *name, bool creating,
+                    const char *instance_type, struct cella_error *err)
+{
+        uint64_t mem = 0, want = creating ? type_memory(instance_type) : 0;
+        int64_t count = 0;
+        size_t i;
+        json_t *list, *e;
+
+        if (p->admin || (p->max_sandboxes <= 0 && p->max_memory_bytes <= 0))
+                return 0;
+        list = sandbox_table_list(a->cfg.table);
+        if (!list)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        json_array_foreach(list, i, e)
+        {
+                const char *t = json_string_value(json_object_get(e, "tenant"));
+                const char *id = json_string_value(json_object_get(e, "id"));
+                const char *type = json_string_value(json_object_get(e, "instanceType"));
+                char internal[CELLA_NAME_MAX + 1];
+
+                if (!t || !id || strcmp(t, p->tenant) != 0)
+                        continue;
+                count++;
+                if (tenant_qualify(t, id, internal, NULL) == 0 && strcmp(internal, name) == 0)
+                        want = type_memory(type); /* the one that wakes */
+                else if (holds_memory(json_string_value(json_object_get(e, "state"))))
+                        mem += type_memory(type);
+        }
+        json_decref(list);
+        if (creating && p->max_sandboxes > 0 && count + 1 > p->max_sandboxes)
+                return cella_error_set(err, CELLA_E_QUOTA_EXCEEDED,
+                                       "tenant '%s' has %lld sandboxes, its key's maxSandboxes is "
+                                       "%lld: destroy one first",
+                                       p->tenant, (long long)count, (long long)p->max_sandboxes);
+        if (p->max_memory_bytes > 0 && mem + want > (uint64_t)p->max_memory_bytes)
+                return cella_error_set(err, CELLA_E_QUOTA_EXCEEDED,
+                                       "tenant '%s' runs sandboxes of %llu bytes of memory; %llu "
+                                       "more would pass its key's maxMemory of %lld bytes",
+                                       p->tenant, (unsigned long long)mem, (unsigned long long)want,
+                                       (long long)p->max_memory_bytes);
+        return 0;
+}
+
 void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
                      struct api_sandbox_wait *w, api_sandbox_cb cb, void *ud)
 {
@@ -88,6 +146,20 @@ void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
                 http_respond_error(req, &err, NULL);
                 cb(req, NULL, ud);
                 return;
+        }
+        /* A tenant's quotas hold for what this get starts: a new sandbox, or a wake. */
+        if (!principal_of(req)->admin) {
+                struct cella_error qe = {0};
+                struct sandbox *cur = sb;
+                bool exists = cur || d->ops->get_now(d, name, &cur, &qe) == 0;
+
+                memset(&qe, 0, sizeof(qe));
+                if ((!exists || !sandbox_running(cur)) &&
+                    api_quota_check(a, principal_of(req), name, !exists, NULL, &qe) < 0) {
+                        http_respond_error(req, &qe, NULL);
+                        cb(req, NULL, ud);
+                        return;
+                }
         }
         w->req = req;
         w->cb = cb;

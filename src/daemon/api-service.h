@@ -12,6 +12,8 @@
 #include "daemon/preview.h"
 #include "daemon/sandbox.h"
 
+struct principal;
+
 struct api {
         struct api_config cfg;
         struct preview_config preview;
@@ -32,6 +34,10 @@ struct api_args {
         const char *param; /* {pid}, {sid}, {cid}: a valid id (cella_id_is_valid) */
         int port;          /* {port}: 1..CELLA_PORT_MAX */
         const char *tail;  /* /ws/{port}...: what follows the port ("" or "/...") */
+        /* Whom the route acts for (daemon/tenant.h): the request's principal, or for the
+         * admin the tenant its ?tenant= names. name is already that tenant's internal
+         * name. Never NULL. */
+        const struct principal *principal;
 };
 
 /* A route's handler: the method and parameters are checked, the request is its to answer. */
@@ -53,6 +59,21 @@ struct api_sandbox_wait {
 };
 void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
                      struct api_sandbox_wait *w, api_sandbox_cb cb, void *ud);
+
+/* A tenant's quotas (its key's maxSandboxes, maxMemory; decision 0053) before a start:
+ * creating name (of instance_type, NULL: the default) or waking it (creating false).
+ * maxSandboxes counts the tenant's sandboxes in any state, maxMemory the instance types'
+ * memory of those that run (not sleeping). 0, or -1 with err QUOTA_EXCEEDED. The admin
+ * has none. */
+int api_quota_check(struct api *a, const struct principal *p, const char *name, bool creating,
+                    const char *instance_type, struct cella_error *err);
+
+/* The snapshot id_or_name as principal p may reach it: its own tenant's name first, then
+ * an id; another tenant's is SNAPSHOT_NOT_FOUND like an absent one (the admin reaches
+ * any by id). New reference (the registry's view: internal names), or NULL with err;
+ * image as sandbox_table_snapshot_get. */
+json_t *api_snapshot_find(struct api *a, const struct principal *p, const char *id_or_name,
+                          char *image, size_t image_sz, struct cella_error *err);
 
 /* Helpers */
 void api_timestamp(char out[32]);

@@ -10,11 +10,51 @@
 #include "daemon/api-service.h"
 #include "daemon/sandbox-directory.h"
 #include "daemon/sandbox.h"
+#include "daemon/tenant.h"
 
 struct snap_ctx {
         struct api *a;
         char sandbox[CELLA_NAME_MAX + 1];
+        struct principal who; /* whom the request acts for */
 };
+
+json_t *api_snapshot_find(struct api *a, const struct principal *p, const char *id_or_name,
+                          char *image, size_t image_sz, struct cella_error *err)
+{
+        char q[CELLA_NAME_MAX + 1];
+        struct cella_error e = {0};
+        json_t *sn = NULL;
+
+        /* the tenant's own name first, then an id (or a default tenant's name) */
+        if (p->tenant[0] && tenant_snapshot_qualify(p->tenant, id_or_name, q, NULL) == 0)
+                sn = sandbox_table_snapshot_get(a->cfg.table, q, image, image_sz, &e);
+        if (!sn) {
+                memset(&e, 0, sizeof(e));
+                sn = sandbox_table_snapshot_get(a->cfg.table, id_or_name, image, image_sz, &e);
+        }
+        if (sn && !p->admin &&
+            !tenant_owns(p->tenant, json_string_value(json_object_get(sn, "sandbox")))) {
+                json_decref(sn);
+                sn = NULL;
+        }
+        if (!sn) /* one answer for absent and another tenant's: nothing to learn */
+                cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND, "no snapshot '%s'", id_or_name);
+        return sn;
+}
+
+/* Answer req with snapshot snap (borrowed) as its principal sees it. */
+static void respond_snapshot(struct http_request *req, int status, json_t *snap)
+{
+        json_t *v = json_deep_copy(snap);
+
+        if (!v) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        tenant_snapshot_view(v, &(struct principal){.admin = true});
+        http_respond_json(req, status, v);
+        json_decref(v);
+}
 
 static void snap_abort(struct http_request *req, void *ud)
 {
@@ -85,7 +125,7 @@ static void created(json_t *snap, const struct cella_error *err, void *ud)
         struct http_request *req = ud;
 
         if (snap)
-                http_respond_json(req, 201, snap);
+                respond_snapshot(req, 201, snap);
         else
                 http_respond_error(req, err, NULL);
         http_request_unref(req);
@@ -98,13 +138,16 @@ static void create_body(struct http_request *req, const char *body, size_t len, 
         char name[CELLA_NAME_MAX + 1];
         bool given;
 
-        if (body_name(req, body, len, false, "name?", name, sizeof(name), &given, NULL)) {
+        if (body_name(req, body, len, false, "name?", name, sizeof(name), &given, NULL) &&
+            (!given || tenant_snapshot_qualify(ctx->who.tenant, name, name, &err) == 0)) {
                 http_request_ref(req);
                 if (sandbox_table_snapshot_create(ctx->a->cfg.table, ctx->sandbox,
                                                   given ? name : NULL, created, req, &err) < 0) {
                         http_request_unref(req);
                         http_respond_error(req, &err, NULL);
                 }
+        } else if (cella_error_is_set(&err)) {
+                http_respond_error(req, &err, NULL);
         }
         http_request_set_userdata(req, NULL);
         free(ctx);
@@ -120,6 +163,7 @@ static void read_body_into(struct api *a, struct http_request *req, const struct
                 return;
         }
         ctx->a = a;
+        ctx->who = *p->principal;
         snprintf(ctx->sandbox, sizeof(ctx->sandbox), "%s", p->name);
         http_request_set_userdata(req, ctx);
         http_request_on_abort(req, snap_abort, NULL);
@@ -143,8 +187,11 @@ static void fork_answer(struct sandbox *sb, bool created, const struct cella_err
         if (err) {
                 http_respond_error(req, err, NULL);
         } else if (!created) {
+                json_t *info = sandbox_info(sb);
+
                 http_respond_code(req, CELLA_E_VALIDATION_FAILED, "sandbox '%s' exists",
-                                  sandbox_name(sb));
+                                  info ? json_string_value(json_object_get(info, "id")) : "?");
+                json_decref(info);
         } else {
                 json_t *info = sandbox_info(sb);
 
@@ -194,6 +241,11 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
 
         if (!body_name(req, body, len, true, "name, memory?", name, sizeof(name), &given, &memory))
                 goto out;
+        /* the child is the same tenant's */
+        if (tenant_qualify(ctx->who.tenant, name, name, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                goto out;
+        }
         /* With its processes: where this host cannot checkpoint them, nothing is made, and
          * the answer says why (a fork of the files alone is memory: false). */
         if (memory) {
@@ -203,8 +255,25 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
         }
         /* The child's name must be free before anything is captured. */
         if (sandbox_table_get(t, name, false, NULL, &existing, NULL, &err) == 0) {
-                http_respond_code(req, CELLA_E_VALIDATION_FAILED, "sandbox '%s' exists", name);
+                char n[CELLA_NAME_MAX + 1], tn[CELLA_TENANT_MAX + 1];
+
+                tenant_split(name, n, tn);
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED, "sandbox '%s' exists", n);
                 goto out;
+        }
+        memset(&err, 0, sizeof(err));
+        /* a tenant's quotas hold for the child (the parent's instance type) */
+        if (sandbox_table_get(t, ctx->sandbox, false, NULL, &existing, NULL, &err) == 0) {
+                json_t *pi = sandbox_info(existing);
+                int q = api_quota_check(
+                        ctx->a, &ctx->who, name, true,
+                        pi ? json_string_value(json_object_get(pi, "instanceType")) : NULL, &err);
+
+                json_decref(pi);
+                if (q < 0) {
+                        http_respond_error(req, &err, NULL);
+                        goto out;
+                }
         }
         memset(&err, 0, sizeof(err));
         f = calloc(1, sizeof(*f));
@@ -237,11 +306,16 @@ static void respond_list(struct api *a, struct http_request *req, const char *sa
 {
         struct cella_error err = {0};
         json_t *arr = sandbox_table_snapshots(a->cfg.table, sandbox, &err);
+        const struct principal *who = principal_of(req);
 
         if (!arr) {
                 http_respond_error(req, &err, NULL);
                 return;
         }
+        /* each as the caller sees it: a tenant's own only */
+        for (size_t i = json_array_size(arr); i-- > 0;)
+                if (!tenant_snapshot_view(json_array_get(arr, i), who))
+                        json_array_remove(arr, i);
         json_t *j = json_pack("{s:o}", "snapshots", arr);
         http_respond_json(req, 200, j);
         json_decref(j);
@@ -268,13 +342,13 @@ void api_sandbox_snapshots(struct api *a, struct http_request *req, const struct
 void api_snapshot_get(struct api *a, struct http_request *req, const struct api_args *p)
 {
         struct cella_error err = {0};
-        json_t *j = sandbox_table_snapshot_get(a->cfg.table, p->name, NULL, 0, &err);
+        json_t *j = api_snapshot_find(a, p->principal, p->name, NULL, 0, &err);
 
         if (!j) {
                 http_respond_error(req, &err, NULL);
                 return;
         }
-        http_respond_json(req, 200, j);
+        respond_snapshot(req, 200, j);
         json_decref(j);
 }
 
@@ -282,7 +356,7 @@ void api_snapshot_delete(struct api *a, struct http_request *req, const struct a
 {
         struct cella_error err = {0};
         char id[CELLA_NAME_MAX + 1];
-        json_t *sn = sandbox_table_snapshot_get(a->cfg.table, p->name, NULL, 0, &err);
+        json_t *sn = api_snapshot_find(a, p->principal, p->name, NULL, 0, &err);
 
         if (!sn) {
                 http_respond_error(req, &err, NULL);

@@ -3,6 +3,8 @@
  * (health) before the cross-origin and bearer-token checks, the rest after; the path's
  * parameters checked; then the route's handler, 404 NOT_FOUND or 405 METHOD_NOT_ALLOWED. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -15,6 +17,8 @@
 #include "daemon/api.h"
 #include "daemon/metrics.h"
 #include "daemon/ratelimit.h"
+#include "daemon/store.h"
+#include "daemon/tenant.h"
 #include "daemon/ws.h"
 
 int api_new(const struct api_config *cfg, struct api **ret)
@@ -128,19 +132,75 @@ static bool request_from_allowed_origin(struct api *a, struct http_request *req)
         return true;
 }
 
-static bool authorized(struct api *a, struct http_request *req)
-{
-        const char *h;
+/* The key a tenant's principal is made from (store_key_get's callback). */
+struct key_check {
+        const char *secret;
+        struct principal *p;
+};
 
-        if (!a->cfg.token || !a->cfg.token[0])
-                return true;
-        h = http_request_header(req, "Authorization");
+static int key_found(const struct store_key *k, void *ud)
+{
+        struct key_check *c = ud;
+
+        if (!apikey_secret_matches(c->secret, k->secret_sha256))
+                return -EACCES;
+        snprintf(c->p->tenant, sizeof(c->p->tenant), "%s", k->tenant);
+        snprintf(c->p->key_id, sizeof(c->p->key_id), "%s", k->id);
+        c->p->max_sandboxes = k->max_sandboxes;
+        c->p->max_memory_bytes = k->max_memory_bytes;
+        return 0;
+}
+
+/* The bearer token of req, or NULL without one. */
+static const char *bearer(struct http_request *req)
+{
+        const char *h = http_request_header(req, "Authorization");
+
         if (!h || strncasecmp(h, "Bearer ", 7) != 0)
-                return false;
+                return NULL;
         h += 7;
         while (*h == ' ')
                 h++;
-        return auth_token_equal(h, a->cfg.token);
+        return h;
+}
+
+/* Does req show a tenant's key (loopback-only mode checks only those)? */
+static bool shows_key(struct http_request *req)
+{
+        const char *h = bearer(req);
+
+        return h && strncmp(h, CELLA_KEY_PREFIX, sizeof(CELLA_KEY_PREFIX) - 1) == 0;
+}
+
+/* Who req comes from: 1 the admin (the --token; anyone in loopback-only mode who shows no
+ * key), 0 a tenant's key (set as the request's principal: it is read from the registry
+ * at every request, so a removed key stops at once), -1 neither. */
+static int authenticate(struct api *a, struct http_request *req)
+{
+        bool open = !a->cfg.token || !a->cfg.token[0];
+        const char *h = bearer(req);
+        char id[CELLA_KEY_ID_LEN + 1], secret[CELLA_KEY_SECRET_LEN + 1];
+        struct principal *p;
+        int r;
+
+        if (!open && h && auth_token_equal(h, a->cfg.token))
+                return 1;
+        if (!h || strncmp(h, CELLA_KEY_PREFIX, sizeof(CELLA_KEY_PREFIX) - 1) != 0)
+                return open ? 1 : -1;
+        if (apikey_parse(h, strlen(h), id, secret) < 0)
+                return -1;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -1;
+        struct key_check c = {.secret = secret, .p = p};
+        r = store_key_get(sandbox_table_store(a->cfg.table), id, key_found, &c);
+        explicit_bzero(secret, sizeof(secret));
+        if (r < 0) {
+                free(p);
+                return -1;
+        }
+        http_request_set_auth(req, p, free);
+        return 0;
 }
 
 void api_shutdown(struct api *a)
@@ -239,6 +299,7 @@ void api_handle_preview(struct http_request *req, void *userdata)
 /* The dispatcher's buffers for what api_args points at. */
 struct args_buf {
         char name[CELLA_NAME_MAX + 1];
+        struct principal acting;
         char param[CELLA_ID_MAX + 1];
 };
 
@@ -295,7 +356,8 @@ static bool check_params(struct http_request *req, const struct api_match *m, st
                         p->raw_len = c->len;
                         if (m->status == 200 && (m->route->flags & API_ROUTE_RAW_ID))
                                 continue;
-                        if (sandbox_name_check(c->value, c->len, p->normalize, b->name, &err) < 0) {
+                        if (sandbox_name_check(c->value, c->len, p->normalize, b->name, &err) < 0 ||
+                            tenant_qualify(p->principal->tenant, b->name, b->name, &err) < 0) {
                                 http_respond_error(req, &err, NULL);
                                 return false;
                         }
@@ -332,6 +394,20 @@ static bool check_params(struct http_request *req, const struct api_match *m, st
                         }
                         p->port = (int)port;
                         p->tail = end;
+                } else if (IS("key")) {
+                        if (c->len != CELLA_KEY_ID_LEN) {
+                                http_respond_code(req, CELLA_E_KEY_NOT_FOUND, "no key '%.*s'",
+                                                  (int)(c->len > 64 ? 64 : c->len), c->value);
+                                return false;
+                        }
+                        memcpy(b->param, c->value, c->len);
+                        b->param[c->len] = '\0';
+                        if (!apikey_id_is_valid(b->param)) {
+                                http_respond_code(req, CELLA_E_KEY_NOT_FOUND, "no key '%s'",
+                                                  b->param);
+                                return false;
+                        }
+                        p->param = b->param;
                 } else if (IS("image") || IS("snap")) {
                         if (c->len > CELLA_NAME_MAX) {
                                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
@@ -353,7 +429,14 @@ static void route(struct api *a, struct http_request *req, const struct api_matc
         struct api_args p = {0};
         struct args_buf b;
 
-        if (!check_params(req, m, &p, &b))
+        if (m->status == 200 && (m->route->flags & API_ROUTE_ADMIN) && !principal_of(req)->admin) {
+                http_respond_code(req, CELLA_E_PERMISSION_DENIED,
+                                  "%s %s is the admin's: a tenant's key may not call it",
+                                  http_request_method(req), http_request_path(req));
+                return;
+        }
+        p.principal = principal_acting(req, &b.acting);
+        if (!p.principal || !check_params(req, m, &p, &b))
                 return;
         if (m->status == 404)
                 http_respond_code(req, CELLA_E_NOT_FOUND, "no route %s", http_request_path(req));
@@ -399,12 +482,12 @@ void api_handle(struct http_request *req, void *userdata)
                                   "API's)");
                 return;
         }
-        if (a->cfg.token && a->cfg.token[0]) {
+        if ((a->cfg.token && a->cfg.token[0]) || shows_key(req)) {
                 char addr[64];
 
                 if (auth_throttled(a, req, addr))
                         return;
-                if (!authorized(a, req)) {
+                if (authenticate(a, req) < 0) {
                         auth_failed(a, addr);
                         http_respond_code(req, CELLA_E_UNAUTHORIZED,
                                           "missing or invalid bearer token (Authorization: "

@@ -83,6 +83,8 @@ struct http_request {
         void *abort_ud;
         void *userdata;
         int tag; /* http_request_set_tag */
+        void *auth; /* http_request_set_auth */
+        void (*auth_free)(void *);
 };
 
 /* Connections of one client address (in the server's hash of them). */

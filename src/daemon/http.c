@@ -44,6 +44,8 @@ void http_request_unref(struct http_request *req)
         http_headers_free(req->headers, req->nheaders);
         buf_free(&req->body);
         buf_free(&req->pending);
+        if (req->auth_free)
+                req->auth_free(req->auth);
         free(req);
 }
 
@@ -131,6 +133,19 @@ void http_request_set_userdata(struct http_request *req, void *userdata)
 void *http_request_get_userdata(const struct http_request *req)
 {
         return req->userdata;
+}
+
+void http_request_set_auth(struct http_request *req, void *auth, void (*free_fn)(void *))
+{
+        if (req->auth_free)
+                req->auth_free(req->auth);
+        req->auth = auth;
+        req->auth_free = free_fn;
+}
+
+const void *http_request_auth(const struct http_request *req)
+{
+        return req->auth;
 }
 
 void http_request_set_tag(struct http_request *req, int tag)

@@ -104,6 +104,11 @@ int http_request_status(const struct http_request *req);
 /* Opaque per-request pointer for the handler. */
 void http_request_set_userdata(struct http_request *req, void *userdata);
 void *http_request_get_userdata(const struct http_request *req);
+/* Who the application found the request to come from (its principal, decision 0053):
+ * an opaque pointer, freed with free_fn (may be NULL) when the request is freed or set
+ * again. */
+void http_request_set_auth(struct http_request *req, void *auth, void (*free_fn)(void *));
+const void *http_request_auth(const struct http_request *req);
 /* A number the application keeps with the request (0 until set), e.g. for its on_done. */
 void http_request_set_tag(struct http_request *req, int tag);
 int http_request_tag(const struct http_request *req);

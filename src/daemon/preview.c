@@ -13,6 +13,7 @@
 #include "daemon/preview-internal.h"
 #include "daemon/ratelimit.h"
 #include "daemon/sandbox-directory.h"
+#include "daemon/tenant.h"
 #include "daemon/store.h"
 
 /* ---- pure parts ---- */
@@ -376,32 +377,47 @@ void preview_forget(struct preview_config *cfg, const char *sandbox)
 
 /* ---- routing ---- */
 
-void preview_handle(struct preview_config *cfg, struct http_request *req,
-                    const struct preview_target *t, const char *fwd_host)
+/* The sandbox named id (internal) with port exposed under token: true with *ret_sb and
+ * *ret_rec. */
+static bool preview_find(struct preview_config *cfg, const char *id, const struct preview_target *t,
+                         struct sandbox **ret_sb, struct port_rec **ret_rec)
 {
         struct cella_error e = {0};
-        struct sandbox *sb = NULL;
         char name[CELLA_PREVIEW_PORT_NAME_MAX + 1], token[CELLA_PREVIEW_TOKEN_MAX + 1];
         struct sandbox_directory *d = sandbox_table_directory(cfg->table);
         struct port_rec *rec;
 
-        /* One answer for a missing sandbox, an unexposed port and a wrong token: the URL
-         * reveals nothing about what exists. */
-        if (d->ops->get_now(d, t->id, &sb, &e) < 0) {
-                http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
-                return;
-        }
-        rec = cache_get(cfg, t->id, t->port);
+        if (d->ops->get_now(d, id, ret_sb, &e) < 0)
+                return false;
+        rec = cache_get(cfg, id, t->port);
         if (!rec) {
                 int64_t instance = 0;
 
-                if (store_port_get(d->ops->store(d), t->id, t->port, name, sizeof(name), token,
+                if (store_port_get(d->ops->store(d), id, t->port, name, sizeof(name), token,
                                    sizeof(token), &instance) == 0) {
-                        preview_port_remember(cfg, t->id, t->port, token, instance);
-                        rec = cache_get(cfg, t->id, t->port);
+                        preview_port_remember(cfg, id, t->port, token, instance);
+                        rec = cache_get(cfg, id, t->port);
                 }
         }
-        if (!rec || !auth_token_equal(t->token, rec->token)) {
+        if (!rec || !auth_token_equal(t->token, rec->token))
+                return false;
+        *ret_rec = rec;
+        return true;
+}
+
+void preview_handle(struct preview_config *cfg, struct http_request *req,
+                    const struct preview_target *t, const char *fwd_host)
+{
+        struct sandbox *sb = NULL;
+        struct port_rec *rec = NULL;
+        char internal[CELLA_NAME_MAX + 1];
+
+        /* One answer for a missing sandbox, an unexposed port and a wrong token: the URL
+         * reveals nothing about what exists. The id is a default tenant's name, or a
+         * tenant's "<name>--<tenant>" (decision 0053): the token decides which. */
+        if (!preview_find(cfg, t->id, t, &sb, &rec) &&
+            !(tenant_preview_internal(t->id, internal) == 1 &&
+              preview_find(cfg, internal, t, &sb, &rec))) {
                 http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
                 return;
         }
@@ -448,8 +464,11 @@ void preview_shutdown(struct preview_config *cfg)
 int preview_url(const struct preview_config *cfg, const char *sandbox, int port, const char *token,
                 char *out, size_t size)
 {
+        char id[CELLA_NAME_MAX + 1];
         int n;
 
+        tenant_preview_id(sandbox, id); /* a tenant's: "<name>--<tenant>" */
+        sandbox = id;
         if (cfg->url_port > 0 && cfg->url_port != 80)
                 n = snprintf(out, size, "http://%d-%s-%s.%s:%d/", port, sandbox, token, cfg->domain,
                              cfg->url_port);

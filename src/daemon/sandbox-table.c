@@ -14,6 +14,7 @@
 #include "common/timeutil.h"
 #include "daemon/rebuild.h"
 #include "daemon/sandbox-internal.h"
+#include "daemon/tenant.h"
 #include "daemon/store.h"
 #include "runtime/disk.h"
 
@@ -279,6 +280,8 @@ json_t *sandbox_info(const struct sandbox *s)
                 json_object_set_new(info, "disk",
                                     json_pack("{s:I, s:I}", "limitBytes", (json_int_t)limit,
                                               "usedBytes", (json_int_t)used));
+        if (info)
+                tenant_info_view(info); /* a tenant's: its own name, and tenant */
         return info;
 }
 

@@ -65,7 +65,16 @@ static const char schema[] =
         "  image TEXT NOT NULL,"
         "  size_bytes INTEGER NOT NULL,"
         "  created_ms INTEGER NOT NULL,"
-        "  parent TEXT NOT NULL DEFAULT '');";
+        "  parent TEXT NOT NULL DEFAULT '');"
+        /* Tenants' API keys (docs/tenants.md, decision 0053): only the secret's SHA-256;
+         * a limit of 0 is none. Made by this statement in a registry of any age. */
+        "CREATE TABLE IF NOT EXISTS api_keys ("
+        "  id TEXT PRIMARY KEY,"
+        "  tenant TEXT NOT NULL,"
+        "  secret_sha256 TEXT NOT NULL,"
+        "  created_ms INTEGER NOT NULL,"
+        "  max_sandboxes INTEGER NOT NULL DEFAULT 0,"
+        "  max_memory_bytes INTEGER NOT NULL DEFAULT 0);";
 
 /* Columns added after schema 1; adding one that exists fails harmlessly. */
 static const char *const migrations[] = {
@@ -609,6 +618,109 @@ int store_snapshot_foreach(struct store *s,
                 return r;
         if (rc != SQLITE_DONE && rc != SQLITE_ROW)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: snapshots: %s",
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}
+
+/* ---- API keys ---- */
+
+static int key_prepare(struct store *s, const char *sql, sqlite3_stmt **st, struct cella_error *err)
+{
+        if (sqlite3_prepare_v2(s->db, sql, -1, st, NULL) != SQLITE_OK)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}
+
+int store_key_save(struct store *s, const struct store_key *k, struct cella_error *err)
+{
+        sqlite3_stmt *st = NULL;
+
+        if (key_prepare(s,
+                        "INSERT INTO api_keys (id, tenant, secret_sha256, created_ms,"
+                        " max_sandboxes, max_memory_bytes) VALUES (?1,?2,?3,?4,?5,?6)",
+                        &st, err) < 0)
+                return -EIO;
+        sqlite3_bind_text(st, 1, k->id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, k->tenant, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, k->secret_sha256, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 4, k->created_ms);
+        sqlite3_bind_int64(st, 5, k->max_sandboxes);
+        sqlite3_bind_int64(st, 6, k->max_memory_bytes);
+        int r = step_done(s, st, "save key", err);
+        sqlite3_finalize(st);
+        return r;
+}
+
+static void key_row(sqlite3_stmt *st, struct store_key *k)
+{
+        k->id = col_text(st, 0);
+        k->tenant = col_text(st, 1);
+        k->secret_sha256 = col_text(st, 2);
+        k->created_ms = sqlite3_column_int64(st, 3);
+        k->max_sandboxes = sqlite3_column_int64(st, 4);
+        k->max_memory_bytes = sqlite3_column_int64(st, 5);
+}
+
+#define KEY_COLUMNS "id, tenant, secret_sha256, created_ms, max_sandboxes, max_memory_bytes"
+
+int store_key_get(struct store *s, const char *id,
+                  int (*fn)(const struct store_key *k, void *userdata), void *userdata)
+{
+        sqlite3_stmt *st = NULL;
+        struct store_key k;
+        int rc, r = -ENOENT;
+
+        if (key_prepare(s, "SELECT " KEY_COLUMNS " FROM api_keys WHERE id = ?1", &st, NULL) < 0)
+                return -EIO;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+                key_row(st, &k);
+                r = fn(&k, userdata);
+        } else if (rc != SQLITE_DONE) {
+                r = -EIO;
+        }
+        sqlite3_finalize(st);
+        return r;
+}
+
+int store_key_delete(struct store *s, const char *id, bool *ret_existed, struct cella_error *err)
+{
+        sqlite3_stmt *st = NULL;
+
+        if (key_prepare(s, "DELETE FROM api_keys WHERE id = ?1", &st, err) < 0)
+                return -EIO;
+        sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
+        int r = step_done(s, st, "delete key", err);
+        sqlite3_finalize(st);
+        if (r == 0)
+                *ret_existed = sqlite3_changes(s->db) > 0;
+        return r;
+}
+
+int store_key_foreach(struct store *s, int (*fn)(const struct store_key *k, void *userdata),
+                      void *userdata, struct cella_error *err)
+{
+        sqlite3_stmt *st = NULL;
+        int rc, r = 0;
+
+        if (key_prepare(s, "SELECT " KEY_COLUMNS " FROM api_keys ORDER BY created_ms, id", &st,
+                        err) < 0)
+                return -EIO;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                struct store_key k;
+
+                key_row(st, &k);
+                r = fn(&k, userdata);
+                if (r < 0)
+                        break;
+        }
+        sqlite3_finalize(st);
+        if (r < 0)
+                return r;
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: keys: %s",
                                        sqlite3_errmsg(s->db));
         return 0;
 }

@@ -95,4 +95,25 @@ int store_snapshot_foreach(struct store *s,
                            int (*fn)(const struct store_snapshot *sn, void *userdata),
                            void *userdata, struct cella_error *err);
 
+/* Tenants' API keys (docs/tenants.md, decision 0053). Limits of 0 are none. */
+struct store_key {
+        const char *id;            /* CELLA_KEY_ID_LEN hex */
+        const char *tenant;        /* tenant_name_is_valid() */
+        const char *secret_sha256; /* hex */
+        int64_t created_ms;
+        int64_t max_sandboxes;
+        int64_t max_memory_bytes;
+};
+/* Insert a new key (an id taken is an error). */
+int store_key_save(struct store *s, const struct store_key *k, struct cella_error *err);
+/* The key of that id given to fn (fields borrowed for the call): fn's return, -ENOENT
+ * when there is none, -EIO when the registry fails. */
+int store_key_get(struct store *s, const char *id,
+                  int (*fn)(const struct store_key *k, void *userdata), void *userdata);
+/* Remove the key of that id (*ret_existed: there was one). */
+int store_key_delete(struct store *s, const char *id, bool *ret_existed, struct cella_error *err);
+/* Every key, oldest first; fn returning < 0 stops (that is returned). */
+int store_key_foreach(struct store *s, int (*fn)(const struct store_key *k, void *userdata),
+                      void *userdata, struct cella_error *err);
+
 #endif

@@ -421,7 +421,10 @@ serve_restarts() {
 stop_cellad() {
         [ -n "$CELLAD_PID" ] || return 0
         local ids id
-        ids=$(api GET /v1/sandboxes 2>/dev/null | jq -r '.sandboxes[].id' 2>/dev/null) || true
+        # a tenant's sandbox is reached by the admin with ?tenant= (docs/tenants.md)
+        ids=$(api GET /v1/sandboxes 2>/dev/null |
+                jq -r '.sandboxes[] | .id + (if .tenant then "?tenant=" + .tenant else "" end)' \
+                        2>/dev/null) || true
         for id in $ids; do
                 api DELETE "/v1/sandboxes/$id" >/dev/null 2>&1 || true
         done

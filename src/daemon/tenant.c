@@ -1,0 +1,166 @@
+/* Tenants and principals (tenant.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/tenant.h"
+
+static const struct principal admin = {.admin = true};
+
+const struct principal *principal_of(const struct http_request *req)
+{
+        const struct principal *p = http_request_auth(req);
+
+        return p ? p : &admin;
+}
+
+const struct principal *principal_acting(struct http_request *req, struct principal *out)
+{
+        const struct principal *p = principal_of(req);
+        const char *t = http_request_query(req, "tenant");
+
+        if (!t)
+                return p;
+        if (!p->admin) {
+                if (strcmp(t, p->tenant) == 0)
+                        return p;
+                http_respond_code(req, CELLA_E_PERMISSION_DENIED,
+                                  "only the admin key acts for another tenant (?tenant=)");
+                return NULL;
+        }
+        if (t[0] && !tenant_name_is_valid(t)) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "tenant must be 1-%d characters of [a-z0-9]", CELLA_TENANT_MAX);
+                return NULL;
+        }
+        *out = *p;
+        snprintf(out->tenant, sizeof(out->tenant), "%s", t);
+        return out;
+}
+
+/* name and tenant joined by sep into out: the internal form. */
+static int qualify(const char *tenant, const char *name, char sep, const char *what,
+                   char out[CELLA_NAME_MAX + 1], struct cella_error *err)
+{
+        size_t nl = strlen(name), tl = strlen(tenant);
+
+        if (tl == 0) {
+                if (nl > CELLA_NAME_MAX)
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "%s too long", what);
+                memcpy(out, name, nl + 1);
+                return 0;
+        }
+        /* + 2: the preview host's "--" (the internal separator is one character) */
+        if (nl + 2 + tl > CELLA_NAME_MAX)
+                return cella_error_set(
+                        err, sep == '.' ? CELLA_E_INVALID_SANDBOX_NAME : CELLA_E_VALIDATION_FAILED,
+                        "a %s of tenant '%s' is at most %zu characters", what, tenant,
+                        CELLA_NAME_MAX - 2 - tl);
+        /* name may be out itself */
+        memmove(out, name, nl);
+        out[nl] = sep;
+        memcpy(out + nl + 1, tenant, tl + 1);
+        return 0;
+}
+
+int tenant_qualify(const char *tenant, const char *name, char out[CELLA_NAME_MAX + 1],
+                   struct cella_error *err)
+{
+        return qualify(tenant, name, '.', "sandbox name", out, err);
+}
+
+int tenant_snapshot_qualify(const char *tenant, const char *name, char out[CELLA_NAME_MAX + 1],
+                            struct cella_error *err)
+{
+        return qualify(tenant, name, ':', "snapshot name", out, err);
+}
+
+static void split(const char *internal, char sep, char name[CELLA_NAME_MAX + 1],
+                  char tenant[CELLA_TENANT_MAX + 1])
+{
+        const char *s = strrchr(internal, sep);
+
+        if (!s || strlen(s + 1) > CELLA_TENANT_MAX) {
+                snprintf(name, CELLA_NAME_MAX + 1, "%s", internal);
+                tenant[0] = '\0';
+                return;
+        }
+        snprintf(name, CELLA_NAME_MAX + 1, "%.*s", (int)(s - internal), internal);
+        snprintf(tenant, CELLA_TENANT_MAX + 1, "%s", s + 1);
+}
+
+void tenant_split(const char *internal, char name[CELLA_NAME_MAX + 1],
+                  char tenant[CELLA_TENANT_MAX + 1])
+{
+        split(internal, '.', name, tenant);
+}
+
+bool tenant_owns(const char *tenant, const char *internal)
+{
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+
+        tenant_split(internal, n, t);
+        return strcmp(t, tenant) == 0;
+}
+
+void tenant_preview_id(const char *internal, char out[CELLA_NAME_MAX + 1])
+{
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+
+        tenant_split(internal, n, t);
+        size_t nl = strlen(n), tl = strlen(t);
+
+        if (t[0] && nl + 2 + tl <= CELLA_NAME_MAX) {
+                memcpy(out, n, nl);
+                memcpy(out + nl, "--", 2);
+                memcpy(out + nl + 2, t, tl + 1);
+        } else {
+                memcpy(out, n, nl + 1);
+        }
+}
+
+int tenant_preview_internal(const char *id, char out[CELLA_NAME_MAX + 1])
+{
+        const char *s = NULL;
+
+        for (const char *p = strstr(id, "--"); p; p = strstr(p + 1, "--"))
+                s = p;
+        if (!s || s == id || !tenant_name_is_valid(s + 2))
+                return 0;
+        snprintf(out, CELLA_NAME_MAX + 1, "%.*s.%s", (int)(s - id), id, s + 2);
+        return 1;
+}
+
+void tenant_info_view(json_t *info)
+{
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+        const char *id = json_string_value(json_object_get(info, "id"));
+
+        if (!id)
+                return;
+        tenant_split(id, n, t);
+        if (!t[0])
+                return;
+        json_object_set_new(info, "id", json_string(n));
+        json_object_set_new(info, "tenant", json_string(t));
+}
+
+bool tenant_snapshot_view(json_t *snap, const struct principal *viewer)
+{
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1], sn[CELLA_NAME_MAX + 1],
+                st[CELLA_TENANT_MAX + 1];
+        const char *sandbox = json_string_value(json_object_get(snap, "sandbox"));
+        const char *name = json_string_value(json_object_get(snap, "name"));
+
+        if (!sandbox || !name)
+                return false;
+        tenant_split(sandbox, n, t);
+        if (!viewer->admin && strcmp(t, viewer->tenant) != 0)
+                return false;
+        split(name, ':', sn, st);
+        json_object_set_new(snap, "sandbox", json_string(n));
+        json_object_set_new(snap, "name", json_string(sn));
+        if (t[0])
+                json_object_set_new(snap, "tenant", json_string(t));
+        return true;
+}

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# Tenants and API keys (docs/tenants.md, decision 0053): two tenants' keys each make "web"
+# and see only their own (list, get, exec, files, a terminal WebSocket, snapshots, fork and
+# fromSnapshot, preview URLs: the other's host cannot be guessed); another tenant's sandbox
+# or snapshot is 404 as an absent one; the admin sees all, each with its tenant, and acts
+# for one with ?tenant=; admin-only routes refuse a tenant's key; quotas refuse with 403
+# QUOTA_EXCEEDED and make nothing; a removed key is refused at once; keys outlive a
+# restart; the CLI's key commands.
+. "$(dirname "$0")/lib.sh"
+
+PC=$CELLA_BUILD/tests/pty-client
+CLI=$CELLA_BUILD/cella
+[ -x "$PC" ] || skip "no $PC"
+ADMIN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+CELLA_TOKEN=$ADMIN start_cellad
+export CELLA_TOKEN=$ADMIN
+
+TA=a$IT_RUN
+TB=b$IT_RUN
+as() { # as KEY FUNCTION ARGS...: the function with KEY as the bearer token
+        local k=$1
+        shift
+        CELLA_TOKEN=$k "$@"
+}
+
+info "keys: admin only, validated, the secret shown once"
+api_json POST /v1/keys "{\"tenant\":\"$TA\"}"
+expect_status 201
+KA=$(body .key)
+IDA=$(body .id)
+assert_eq "$TA" "$(body .tenant)" "key tenant"
+assert_eq 0 "$(body .maxSandboxes)" "no limit"
+[[ $KA =~ ^cella_[0-9a-f]{12}_[A-Za-z0-9]{32}$ ]] || fail "key shape: $KA"
+assert_eq "cella_${IDA}_" "${KA:0:19}" "the key carries its id"
+api_json POST /v1/keys "{\"tenant\":\"$TB\",\"maxSandboxes\":3}"
+expect_status 201
+KB=$(body .key)
+IDB=$(body .id)
+api_json POST /v1/keys '{"tenant":"Bad-Tenant"}'
+expect_status 400 VALIDATION_FAILED
+api_json POST /v1/keys "{\"tenant\":\"$TA\",\"maxSandboxes\":-1}"
+expect_status 400 VALIDATION_FAILED
+api_json POST /v1/keys "{\"tenant\":\"$TA\",\"bogus\":1}"
+expect_status 400 VALIDATION_FAILED
+api GET /v1/keys >/dev/null
+expect_status 200
+assert_eq 2 "$(body '.keys | length')" "two keys listed"
+assert_not_contains "$(body)" "${KA:19}" "GET /v1/keys never shows a secret"
+assert_not_contains "$(cat "$IT_TMP/data/cella.db" "$IT_TMP"/data/cella.db-wal 2>/dev/null | tr -d '\0')" \
+        "${KA:19}" "the registry holds no secret"
+api DELETE /v1/keys/000000000000 >/dev/null
+expect_status 404 KEY_NOT_FOUND
+api DELETE /v1/keys/nothex >/dev/null
+expect_status 404 KEY_NOT_FOUND
+as "$KA" api GET /v1/keys >/dev/null
+expect_status 403 PERMISSION_DENIED
+as "$KA" api_json POST /v1/keys "{\"tenant\":\"$TA\"}"
+expect_status 403 PERMISSION_DENIED
+as "$KA" api GET /metrics >/dev/null
+expect_status 403 PERMISSION_DENIED
+as "$KA" api POST /v1/images/x/import --data-binary @/dev/null >/dev/null
+expect_status 403 PERMISSION_DENIED
+as "$KA" api GET /v1/images >/dev/null
+expect_status 200
+as "cella_${IDA}_$(printf 'x%.0s' $(seq 32))" api GET /v1/sandboxes >/dev/null
+expect_status 401 UNAUTHORIZED
+
+info "each tenant's web is its own"
+as "$KA" api_json PUT /v1/sandboxes/web '{"labels":{"who":"a"}}'
+expect_status 201
+assert_eq web "$(body .id)" "a tenant sees its own name"
+assert_eq "$TA" "$(body .tenant)" "and its tenant"
+as "$KB" api_json PUT /v1/sandboxes/web '{"labels":{"who":"b"}}'
+expect_status 201
+assert_eq b "$(body .labels.who)" "B's web is a new one"
+api_json PUT /v1/sandboxes/web '{"labels":{"who":"admin"}}'
+expect_status 201
+assert_eq null "$(body .tenant)" "the admin's sandbox has no tenant"
+assert_eq a "$(as "$KA" run_in web 'echo a > /workspace/who; hostname >/dev/null; cat /workspace/who')" "exec A"
+assert_eq b "$(as "$KB" run_in web 'echo b > /workspace/who; cat /workspace/who')" "exec B"
+assert_eq admin "$(run_in web 'echo admin > /workspace/who; cat /workspace/who')" "exec admin"
+assert_eq a "$(as "$KA" run_in web 'cat /workspace/who')" "A still reads its own file"
+as "$KB" api GET "/v1/sandboxes/web/files?path=/workspace/who" >/dev/null
+expect_status 200
+assert_eq b "$(body | tr -d '\n')" "files API: B's own file"
+as "$KB" api_json POST /v1/sandboxes/web/files/write '{"path":"/workspace/f","content":"from-b"}'
+expect_status 200
+as "$KA" api GET "/v1/sandboxes/web/files?path=/workspace/f" >/dev/null
+expect_status 404 FILE_NOT_FOUND
+
+info "another tenant's sandbox is 404 as an absent one"
+as "$KB" api_json PUT /v1/sandboxes/bonly '{}'
+expect_status 201
+as "$KA" api GET /v1/sandboxes/bonly >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+as "$KA" api GET /v1/sandboxes/nothing >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+as "$KA" api GET /v1/sandboxes/bonly/files/list?path=/ >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+as "$KA" api DELETE /v1/sandboxes/bonly >/dev/null
+expect_status 200
+assert_eq false "$(body .destroyed)" "A's delete of B's name destroys nothing"
+as "$KB" api GET /v1/sandboxes/bonly >/dev/null
+expect_status 200
+as "$KA" api GET "/v1/sandboxes/web?tenant=$TB" >/dev/null
+expect_status 403 PERMISSION_DENIED
+
+info "lists"
+as "$KA" api GET /v1/sandboxes >/dev/null
+assert_eq "web" "$(body '[.sandboxes[].id] | join(",")')" "A lists its own only"
+as "$KB" api GET /v1/sandboxes >/dev/null
+assert_eq "bonly,web" "$(body '[.sandboxes[].id] | sort | join(",")')" "B lists its own only"
+api GET /v1/sandboxes >/dev/null
+assert_eq ":web,$TA:web,$TB:bonly,$TB:web" \
+        "$(body '[.sandboxes[] | "\(.tenant // ""):\(.id)"] | sort | join(",")')" \
+        "the admin lists every tenant's, each with its tenant"
+api GET "/v1/sandboxes?tenant=$TA" >/dev/null
+assert_eq "web $TA" "$(body '.sandboxes[] | "\(.id) \(.tenant)"')" "the admin lists one tenant's"
+api_json POST "/v1/sandboxes/web/exec?tenant=$TA" '{"command":"cat /workspace/who"}'
+expect_status 200
+assert_eq a "$(body .stdout | tr -d '\n')" "the admin acts for a tenant"
+api GET "/v1/sandboxes/web?tenant=$TA" >/dev/null
+expect_status 200
+assert_eq a "$(body .labels.who)" "the admin reaches A's web with ?tenant="
+
+info "terminal WebSocket"
+CELLA_TOKEN=$KA "$PC" --url "$CELLA_URL" --token "$KA" --timeout 60 web ready \
+        'send:echo X$(cat /workspace/who)Y\r' expect:XaY 'send:exit\r' exit:0 ||
+        fail "A's terminal"
+CELLA_TOKEN=$KB "$PC" --url "$CELLA_URL" --token "$KB" --timeout 60 web ready \
+        'send:echo X$(cat /workspace/who)Y\r' expect:XbY 'send:exit\r' exit:0 ||
+        fail "B's terminal"
+
+info "preview URLs: the token decides, the other tenant's host cannot be guessed"
+for t in A B; do
+        k=KA
+        [ $t = B ] && k=KB
+        as "${!k}" sx web "nohup python3 -m http.server 8000 --directory /workspace >/dev/null 2>&1 &"
+        expect_status 200
+done
+for i in $(seq 1 100); do
+        as "$KA" sx web 'python3 -c "import urllib.request;urllib.request.urlopen(\"http://127.0.0.1:8000/who\")"'
+        [ "$(body .exitCode)" = 0 ] && break
+        sleep 0.2
+done
+for i in $(seq 1 100); do
+        as "$KB" sx web 'python3 -c "import urllib.request;urllib.request.urlopen(\"http://127.0.0.1:8000/who\")"'
+        [ "$(body .exitCode)" = 0 ] && break
+        sleep 0.2
+done
+as "$KA" api_json POST /v1/sandboxes/web/ports '{"port":8000}'
+expect_status 201
+UA=$(body .url)
+as "$KB" api_json POST /v1/sandboxes/web/ports '{"port":8000}'
+expect_status 201
+UB=$(body .url)
+HOSTPORT=${CELLA_URL#http://}
+DPORT=${HOSTPORT##*:}
+TOKA=$(echo "$UA" | sed -E "s#^http://8000-web--$TA-([a-z0-9_]+)\.localhost:$DPORT/\$#\1#")
+TOKB=$(echo "$UB" | sed -E "s#^http://8000-web--$TB-([a-z0-9_]+)\.localhost:$DPORT/\$#\1#")
+assert_eq 16 "${#TOKA}" "A's preview host names its tenant ($UA)"
+assert_eq 16 "${#TOKB}" "B's preview host names its tenant ($UB)"
+pv() { # pv HOST: GET /who through the preview host, status printed, body in $IT_TMP/pv
+        curl -sS -o "$IT_TMP/pv" -w '%{http_code}' -H "Host: $1.localhost:$DPORT" "$CELLA_URL/who"
+}
+assert_eq 200 "$(pv "8000-web--$TA-$TOKA")" "A's URL"
+assert_eq a "$(tr -d '\n' <"$IT_TMP/pv")" "A's URL reaches A's web"
+assert_eq 200 "$(pv "8000-web--$TB-$TOKB")" "B's URL"
+assert_eq b "$(tr -d '\n' <"$IT_TMP/pv")" "B's URL reaches B's web"
+assert_eq 404 "$(pv "8000-web--$TA-$TOKB")" "B's token on A's host"
+assert_eq 404 "$(pv "8000-web-$TOKA")" "A's token on the default tenant's web"
+assert_eq 404 "$(pv "8000-web--$TB-$TOKA")" "A's token on B's host"
+
+info "snapshots are per tenant"
+as "$KA" api_json POST /v1/sandboxes/web/snapshots '{"name":"base"}'
+expect_status 201
+SA=$(body .snapshotId)
+assert_eq base "$(body .name)" "A's snapshot name"
+assert_eq web "$(body .sandbox)" "A's snapshot's sandbox"
+as "$KB" api_json POST /v1/sandboxes/web/snapshots '{"name":"base"}'
+expect_status 201
+SB=$(body .snapshotId)
+assert_ne "$SA" "$SB" "two snapshots named base"
+as "$KA" api GET /v1/snapshots >/dev/null
+assert_eq "$SA" "$(body '[.snapshots[].snapshotId] | join(",")')" "A lists its own snapshots"
+as "$KA" api GET /v1/snapshots/base >/dev/null
+expect_status 200
+assert_eq "$SA" "$(body .snapshotId)" "A's base is A's"
+as "$KB" api GET /v1/snapshots/base >/dev/null
+assert_eq "$SB" "$(body .snapshotId)" "B's base is B's"
+as "$KB" api GET "/v1/snapshots/$SA" >/dev/null
+expect_status 404 SNAPSHOT_NOT_FOUND
+as "$KB" api DELETE "/v1/snapshots/$SA" >/dev/null
+expect_status 404 SNAPSHOT_NOT_FOUND
+as "$KB" api_json PUT /v1/sandboxes/stolen "{\"fromSnapshot\":\"$SA\"}"
+expect_status 404 SNAPSHOT_NOT_FOUND
+as "$KB" api GET /v1/sandboxes/stolen >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+as "$KA" api_json PUT /v1/sandboxes/child '{"fromSnapshot":"base"}'
+expect_status 201
+assert_eq a "$(as "$KA" run_in child 'cat /workspace/who')" "A's child from A's base"
+as "$KA" api_json POST /v1/sandboxes/web/fork '{"name":"forked"}'
+expect_status 201
+assert_eq "$TA" "$(body .tenant)" "a fork is the same tenant's"
+assert_eq a "$(as "$KA" run_in forked 'cat /workspace/who')" "A's fork of A's web"
+api GET /v1/snapshots >/dev/null
+assert_eq 3 "$(body '[.snapshots[] | select(.tenant)] | length')" "the admin lists the tenants' snapshots"
+for s in forked child; do
+        as "$KA" api DELETE /v1/sandboxes/$s >/dev/null
+        expect_status 200
+done
+
+info "quotas"
+as "$KB" api_json PUT /v1/sandboxes/third '{}'
+expect_status 201
+as "$KB" api_json PUT /v1/sandboxes/fourth '{}'
+expect_status 403 QUOTA_EXCEEDED
+as "$KB" sx fourth 'true'
+expect_status 403 QUOTA_EXCEEDED
+as "$KB" api_json POST /v1/sandboxes/web/fork '{"name":"fourth"}'
+expect_status 403 QUOTA_EXCEEDED
+as "$KB" api GET /v1/sandboxes >/dev/null
+assert_eq 3 "$(body '.sandboxes | length')" "nothing made past maxSandboxes"
+api_json POST /v1/keys "{\"tenant\":\"c$IT_RUN\",\"maxMemory\":1048576}"
+expect_status 201
+KC=$(body .key)
+IDC=$(body .id)
+as "$KC" api_json PUT /v1/sandboxes/big '{}'
+expect_status 403 QUOTA_EXCEEDED
+as "$KC" sx big 'true'
+expect_status 403 QUOTA_EXCEEDED
+as "$KC" api GET /v1/sandboxes >/dev/null
+assert_eq 0 "$(body '.sandboxes | length')" "nothing made past maxMemory"
+
+info "a removed key is refused at once"
+api DELETE "/v1/keys/$IDB" >/dev/null
+expect_status 200
+as "$KB" api GET /v1/sandboxes >/dev/null
+expect_status 401 UNAUTHORIZED
+as "$KB" sx web 'true'
+expect_status 401 UNAUTHORIZED
+api GET "/v1/sandboxes/web?tenant=$TB" >/dev/null
+expect_status 200
+
+info "the CLI"
+out=$("$CLI" key create --tenant "d$IT_RUN" --max-sandboxes 2 --max-memory 2G)
+assert_contains "$out" "cella_" "cella key create prints the key"
+"$CLI" key ls >"$IT_TMP/ls"
+assert_contains "$(cat "$IT_TMP/ls")" "d$IT_RUN" "cella key ls"
+IDD=$("$CLI" --json key ls | jq -r ".keys[] | select(.tenant == \"d$IT_RUN\") | .id")
+assert_eq 2147483648 "$("$CLI" --json key ls | jq -r ".keys[] | select(.id == \"$IDD\") | .maxMemory")" "--max-memory 2G"
+"$CLI" key rm "$IDD" >/dev/null
+api GET /v1/keys >/dev/null
+assert_eq "" "$(body ".keys[] | select(.id == \"$IDD\") | .id")" "cella key rm"
+CELLA_TOKEN=$KA "$CLI" ls >"$IT_TMP/ls"
+assert_contains "$(cat "$IT_TMP/ls")" "web" "the CLI with a tenant's key"
+
+info "keys outlive a restart"
+stop_cellad
+CELLA_TOKEN=$ADMIN start_cellad
+as "$KA" api GET /v1/sandboxes >/dev/null
+expect_status 200
+as "$KB" api GET /v1/sandboxes >/dev/null
+expect_status 401 UNAUTHORIZED
+api GET /v1/keys >/dev/null
+assert_eq "$IDA,$IDC" "$(body '[.keys[].id] | join(",")')" "the keys after a restart"
+info "ok"
