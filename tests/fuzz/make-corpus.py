@@ -1127,7 +1127,33 @@ def prom():
     }
 
 
-TARGETS = {"proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
+def apikey():
+    """fuzz-apikey: bearer tokens (keys well and badly formed) and tenants' names."""
+    good = b"cella_0123456789ab_" + b"AbCdEfGhIjKlMnOpQrStUvWxYz012345"
+    return {
+        "key": good,
+        "key-upper-id": b"cella_0123456789AB_" + good[19:],
+        "key-short-secret": good[:-1],
+        "key-long": good + b"x",
+        "key-bad-char": good[:30] + b"-" + good[31:],
+        "key-no-sep": good[:18] + b"x" + good[19:],
+        "key-prefix-only": b"cella_",
+        "admin-token": b"5f2b8a0c9d1e3f4a5b6c7d8e9f0a1b2c",
+        "tenant": b"acme",
+        "tenant-max": b"a" * 16,
+        "tenant-long": b"a" * 17,
+        "tenant-dash": b"ac-me",
+        "preview-id": b"web--acme",
+        "preview-id-dashes": b"my--web--acme",
+        "preview-id-default": b"web",
+        "preview-id-trailing": b"web--",
+        "preview-id-leading": b"--acme",
+        "internal": b"web.acme",
+        "internal-long-tenant": b"web." + b"a" * 40,
+    }
+
+
+TARGETS = {"apikey": apikey, "proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,
