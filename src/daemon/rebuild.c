@@ -15,6 +15,7 @@
 #include "common/timeutil.h"
 #include "daemon/instance-type.h"
 #include "daemon/rebuild.h"
+#include "daemon/tenant.h"
 
 char *identity_format(const struct store_sandbox *rec)
 {
@@ -79,7 +80,7 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
                               &sleep_after, "keepAlive", &keep_alive, "enableDefaultSession",
                               &default_session, "snapshot", &snap, "sleepMode", &sleep_mode) < 0)
                 goto out;
-        if (sandbox_name_check(name, strlen(name), false, id.name, NULL) < 0 ||
+        if (tenant_internal_name_check(name, id.name) < 0 || /* a tenant's too: decision 0053 */
             sandbox_name_is_reserved(name) || !is_image_name(image) || !instance_type_find(itype) ||
             (strcmp(network, "none") != 0 && strcmp(network, "outbound") != 0) ||
             !json_is_array(allow) || json_array_size(allow) > CELLA_NETWORK_ALLOW_MAX ||
@@ -394,9 +395,9 @@ int snapshot_identity_parse(const char *text, size_t len, struct snapshot_identi
                               "sandbox", &sandbox, "image", &image, "sizeBytes", &size, "createdMs",
                               &created, "parent", &parent) < 0)
                 return -EINVAL;
-        if (!image_name_is_valid(id) || !image_name_is_valid(name) || !is_image_name(image) ||
-            (parent[0] && !image_name_is_valid(parent)) || size < 0 || created < 0 ||
-            sandbox_name_check(sandbox, strlen(sandbox), false, sname, NULL) < 0)
+        if (!image_name_is_valid(id) || !tenant_snapshot_name_is_valid(name) ||
+            !is_image_name(image) || (parent[0] && !image_name_is_valid(parent)) || size < 0 ||
+            created < 0 || tenant_internal_name_check(sandbox, sname) < 0)
                 return -EINVAL;
         snprintf(s.id, sizeof(s.id), "%s", id);
         snprintf(s.name, sizeof(s.name), "%s", name);

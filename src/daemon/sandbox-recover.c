@@ -20,6 +20,7 @@
 #include "daemon/rebuild.h"
 #include "daemon/sandbox-internal.h"
 #include "daemon/store.h"
+#include "daemon/tenant.h"
 #include "runtime/host-claim.h"
 
 /* A sandbox of an earlier daemon whose PID 1 still runs (the same process: pid and start
@@ -61,7 +62,7 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         struct sandbox *s;
 
         if (rec->slot < 0 || rec->slot >= CELLA_UID_SLOTS || t->slot_used[rec->slot] ||
-            sandbox_name_check(rec->name, strlen(rec->name), false, name, NULL) < 0 ||
+            tenant_internal_name_check(rec->name, name) < 0 || /* a tenant's too (0053) */
             table_find(t, rec->name)) {
                 log_warn("registry: skipping invalid record '%s'", rec->name);
                 return 0;

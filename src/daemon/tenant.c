@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/name.h"
 #include "daemon/tenant.h"
 
 static const struct principal admin = {.admin = true};
@@ -101,6 +102,36 @@ bool tenant_owns(const char *tenant, const char *internal)
 
         tenant_split(internal, n, t);
         return strcmp(t, tenant) == 0;
+}
+
+int tenant_internal_name_check(const char *s, char out[CELLA_NAME_MAX + 1])
+{
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1], q[CELLA_NAME_MAX + 1];
+        const char *dot = strrchr(s, '.');
+
+        if (strlen(s) > CELLA_NAME_MAX)
+                return -1;
+        if (!dot)
+                return sandbox_name_check(s, strlen(s), false, out, NULL);
+        tenant_split(s, n, t);
+        if (!tenant_name_is_valid(t) || sandbox_name_check(n, strlen(n), false, n, NULL) < 0 ||
+            tenant_qualify(t, n, q, NULL) < 0 || strcmp(q, s) != 0)
+                return -1;
+        memcpy(out, q, strlen(q) + 1);
+        return 0;
+}
+
+bool tenant_snapshot_name_is_valid(const char *s)
+{
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1], q[CELLA_NAME_MAX + 1];
+
+        if (!strchr(s, ':'))
+                return image_name_is_valid(s);
+        if (strlen(s) > CELLA_NAME_MAX)
+                return false;
+        split(s, ':', n, t);
+        return tenant_name_is_valid(t) && image_name_is_valid(n) &&
+               tenant_snapshot_qualify(t, n, q, NULL) == 0 && strcmp(q, s) == 0;
 }
 
 void tenant_preview_id(const char *internal, char out[CELLA_NAME_MAX + 1])

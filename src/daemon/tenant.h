@@ -51,6 +51,13 @@ bool tenant_owns(const char *tenant, const char *internal);
 int tenant_snapshot_qualify(const char *tenant, const char *name, char out[CELLA_NAME_MAX + 1],
                             struct cella_error *err);
 
+/* Is s a sandbox's internal name (a default tenant's valid name, or a valid name, '.' and
+ * a valid tenant, fitting as tenant_qualify makes them)? 0 with s copied to out, or -1.
+ * What the registry and the identity files hold is checked with it. */
+int tenant_internal_name_check(const char *s, char out[CELLA_NAME_MAX + 1]);
+/* The same for a snapshot's name (image_name_is_valid(), or that, ':' and a tenant). */
+bool tenant_snapshot_name_is_valid(const char *s);
+
 /* The sandbox id of a preview host for an internal name ("web.T" -> "web--T"). */
 void tenant_preview_id(const char *internal, char out[CELLA_NAME_MAX + 1]);
 /* The tenant reading of a preview host's id ("web--T" -> "web.T"): 1 with out, 0 when the

@@ -255,13 +255,38 @@ assert_eq "" "$(body ".keys[] | select(.id == \"$IDD\") | .id")" "cella key rm"
 CELLA_TOKEN=$KA "$CLI" ls >"$IT_TMP/ls"
 assert_contains "$(cat "$IT_TMP/ls")" "web" "the CLI with a tenant's key"
 
-info "keys outlive a restart"
-stop_cellad
+info "a restart (SIGKILL) keeps the keys and the tenants' sandboxes"
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
 CELLA_TOKEN=$ADMIN start_cellad
 as "$KA" api GET /v1/sandboxes >/dev/null
 expect_status 200
+assert_eq "web $TA" "$(body '.sandboxes[] | "\(.id) \(.tenant)"')" "A's sandboxes after a restart"
+assert_eq a "$(as "$KA" run_in web 'cat /workspace/who')" "A's web after a restart"
 as "$KB" api GET /v1/sandboxes >/dev/null
 expect_status 401 UNAUTHORIZED
 api GET /v1/keys >/dev/null
 assert_eq "$IDA,$IDC" "$(body '[.keys[].id] | join(",")')" "the keys after a restart"
+
+info "a registry rebuilt from the identity files keeps the tenants' sandboxes and snapshots"
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+rm -f "$IT_TMP/data/cella.db" "$IT_TMP/data/cella.db-wal" "$IT_TMP/data/cella.db-shm"
+CELLA_TOKEN=$ADMIN start_cellad
+api GET /v1/sandboxes >/dev/null
+assert_eq ":web,$TA:web,$TB:bonly,$TB:third,$TB:web" \
+        "$(body '[.sandboxes[] | "\(.tenant // ""):\(.id)"] | sort | join(",")')" \
+        "every tenant's sandbox rebuilt"
+api GET /v1/snapshots >/dev/null
+assert_eq "$TA:base:web,$TB:base:web" \
+        "$(body '[.snapshots[] | select(.tenant) | select(.name | startswith("snap-") | not) |
+                "\(.tenant):\(.name):\(.sandbox)"] | sort | join(",")')" \
+        "the tenants' snapshots rebuilt with their names"
+assert_eq 1 "$(body "[.snapshots[] | select(.tenant == \"$TA\") | select(.name | startswith(\"snap-\"))] | length")" \
+        "A's fork's snapshot rebuilt as A's"
+# keys live in the registry alone (decision 0053): a lost registry loses them
+api GET /v1/keys >/dev/null
+assert_eq 0 "$(body '.keys | length')" "no key survives a lost registry"
 info "ok"

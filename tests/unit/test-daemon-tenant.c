@@ -47,6 +47,28 @@ static void test_qualify_split(void **state)
         assert_string_equal(out, "base.v1:acme");
 }
 
+static void test_registry_names(void **state)
+{
+        char out[CELLA_NAME_MAX + 1];
+
+        (void)state;
+        assert_int_equal(tenant_internal_name_check("web", out), 0);
+        assert_string_equal(out, "web");
+        assert_int_equal(tenant_internal_name_check("web.acme", out), 0);
+        assert_string_equal(out, "web.acme");
+        assert_true(tenant_internal_name_check("web.Acme", out) < 0);
+        assert_true(tenant_internal_name_check("-web.acme", out) < 0);
+        assert_true(tenant_internal_name_check("web.", out) < 0);
+        assert_true(tenant_internal_name_check(".acme", out) < 0);
+        assert_true(tenant_internal_name_check("a.b.acme", out) < 0);
+        assert_true(tenant_internal_name_check("default", out) < 0);
+        assert_true(tenant_snapshot_name_is_valid("base.v1"));
+        assert_true(tenant_snapshot_name_is_valid("base.v1:acme"));
+        assert_false(tenant_snapshot_name_is_valid("base:"));
+        assert_false(tenant_snapshot_name_is_valid(":acme"));
+        assert_false(tenant_snapshot_name_is_valid("a:b:acme"));
+}
+
 static void test_preview_id(void **state)
 {
         char out[CELLA_NAME_MAX + 1];
@@ -96,6 +118,7 @@ int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_qualify_split),
+                cmocka_unit_test(test_registry_names),
                 cmocka_unit_test(test_preview_id),
                 cmocka_unit_test(test_views),
         };
