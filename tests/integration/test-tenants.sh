@@ -123,6 +123,27 @@ api GET "/v1/sandboxes/web?tenant=$TA" >/dev/null
 expect_status 200
 assert_eq a "$(body .labels.who)" "the admin reaches A's web with ?tenant="
 
+info "MCP with a tenant's key: its tools act for that tenant"
+mcp_line() { # mcp_line ID TOOL ARGS: a tools/call line
+        echo "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}"
+}
+{
+        echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"tenants","version":"1"}}}'
+        echo '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        mcp_line 2 sandbox_list '{}'
+        mcp_line 3 sandbox_create '{"name":"viamcp"}'
+} | CELLA_TOKEN=$KA timeout 60 "$CLI" mcp >"$IT_TMP/mcp" || fail "cella mcp: $(cat "$IT_TMP/mcp")"
+got=$(jq -r 'select(.id == 2) | .result.content[0].text' "$IT_TMP/mcp")
+assert_contains "$got" '"web"' "MCP sandbox_list: A's web"
+assert_not_contains "$got" bonly "MCP sandbox_list: nothing of B's"
+as "$KA" api GET /v1/sandboxes/viamcp >/dev/null
+expect_status 200
+assert_eq "$TA" "$(body .tenant)" "MCP sandbox_create made A's"
+as "$KB" api GET /v1/sandboxes/viamcp >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+as "$KA" api DELETE /v1/sandboxes/viamcp >/dev/null
+expect_status 200
+
 info "terminal WebSocket"
 CELLA_TOKEN=$KA "$PC" --url "$CELLA_URL" --token "$KA" --timeout 60 web ready \
         'send:echo X$(cat /workspace/who)Y\r' expect:XaY 'send:exit\r' exit:0 ||
