@@ -121,6 +121,43 @@ static void create_options(void **state)
         assert_false(a.memory);
 }
 
+static void key_options(void **state)
+{
+        struct cli_args a;
+        long long v = -1;
+
+        (void)state;
+        assert_int_equal(PARSE(&a, "key", "create", "--tenant", "acme", "--max-sandboxes", "10",
+                               "--max-memory", "2G"),
+                         0);
+        assert_string_equal(a.tenant, "acme");
+        assert_int_equal(a.max_sandboxes, 10);
+        assert_true(a.max_memory == 2LL << 30);
+        assert_int_equal(PARSE(&a, "key", "create", "--tenant=acme"), 0);
+        assert_int_equal(a.max_sandboxes, 0);
+        assert_true(a.max_memory == 0);
+        assert_int_equal(PARSE(&a, "key", "create", "--tenant", "acme", "--max-sandboxes", "-1"),
+                         -1);
+        assert_int_equal(PARSE(&a, "key", "create", "--tenant", "acme", "--max-memory", "2X"), -1);
+        assert_non_null(strstr(a.error, "--max-memory takes a size"));
+        assert_int_equal(cli_size_parse("512M", &v), 0);
+        assert_true(v == 512LL << 20);
+        assert_int_equal(cli_size_parse("1KiB", &v), 0);
+        assert_true(v == 1024);
+        assert_int_equal(cli_size_parse("1Gi", &v), 0);
+        assert_true(v == 1LL << 30);
+        assert_int_equal(cli_size_parse("4096", &v), 0);
+        assert_true(v == 4096);
+        assert_int_equal(cli_size_parse("10B", &v), 0);
+        assert_true(v == 10);
+        assert_int_equal(cli_size_parse("", &v), -1);
+        assert_int_equal(cli_size_parse("G", &v), -1);
+        assert_int_equal(cli_size_parse("1GG", &v), -1);
+        assert_int_equal(cli_size_parse("-1", &v), -1);
+        assert_int_equal(cli_size_parse("99999999999T", &v), -1);
+        assert_int_equal(cli_size_parse("99999999999999999999", &v), -1);
+}
+
 static void usage_errors(void **state)
 {
         struct cli_args a;
@@ -569,6 +606,7 @@ int main(void)
                 cmocka_unit_test(single_word_command_kept_verbatim),
                 cmocka_unit_test(flags_and_equals_form),
                 cmocka_unit_test(create_options),
+                cmocka_unit_test(key_options),
                 cmocka_unit_test(usage_errors),
                 cmocka_unit_test(join_edge_cases),
                 cmocka_unit_test(sleep_options),
