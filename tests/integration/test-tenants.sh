@@ -253,6 +253,36 @@ expect_status 403 QUOTA_EXCEEDED
 as "$KC" api GET /v1/sandboxes >/dev/null
 assert_eq 0 "$(body '.sandboxes | length')" "nothing made past maxMemory"
 
+info "maxMemory counts running sandboxes: a wake is checked too"
+api_json POST /v1/keys "{\"tenant\":\"e$IT_RUN\",\"maxMemory\":$((256 * 1024 * 1024))}"
+expect_status 201
+KE=$(body .key)
+IDE=$(body .id)
+as "$KE" api_json PUT /v1/sandboxes/one '{"instanceType":"lite","sleepAfter":1}'
+expect_status 201
+as "$KE" api_json PUT /v1/sandboxes/two '{"instanceType":"lite","sleepAfter":1}'
+expect_status 403 QUOTA_EXCEEDED
+for i in $(seq 1 150); do # one sleeps after 1 s idle: it holds no memory then
+        as "$KE" api GET /v1/sandboxes/one >/dev/null
+        [ "$(body .state)" = sleeping ] && break
+        sleep 0.2
+done
+assert_eq sleeping "$(body .state)" "one sleeps"
+as "$KE" api_json PUT /v1/sandboxes/two '{"instanceType":"lite","keepAlive":true}'
+expect_status 201
+as "$KE" sx one 'true'
+expect_status 403 QUOTA_EXCEEDED
+as "$KE" api GET /v1/sandboxes/one >/dev/null
+assert_eq sleeping "$(body .state)" "a wake past maxMemory wakes nothing"
+as "$KE" api DELETE /v1/sandboxes/two >/dev/null
+expect_status 200
+assert_eq 0 "$(as "$KE" run_in one 'echo $?')" "once two is gone, one wakes"
+for s in one; do
+        as "$KE" api DELETE /v1/sandboxes/$s >/dev/null
+done
+api DELETE "/v1/keys/$IDE" >/dev/null
+expect_status 200
+
 info "a removed key is refused at once"
 api DELETE "/v1/keys/$IDB" >/dev/null
 expect_status 200
