@@ -1088,6 +1088,17 @@ def mcp():
         "bad-utf8": b'{"jsonrpc":"2.0","id":1,"method":"p\xff"}',
         "truncated": js(init)[:40],
         "empty": b"",
+        # the same input as a Last-Event-ID of /mcp
+        "event-id": b"12",
+        "event-id-stream": b"12-3",
+        "event-id-max": b"18446744073709551615-18446744073709551615",
+        "event-id-over": b"18446744073709551616",
+        "event-id-no-stream": b"1-",
+        "event-id-stream-0": b"1-0",
+        "event-id-two-dashes": b"1-2-3",
+        "event-id-sign": b"+1",
+        "event-id-hex": b"0x10",
+        "event-id-zeros": b"007",
     }
     return seeds
 
