@@ -159,6 +159,8 @@ static int walk_dir(int dir, walk_fn fn, const struct walk *w)
         return errno ? -errno : 0;
 }
 
+static int copy_dir(int sfd, const struct stat *s, int ddir, const char *name, struct walk w);
+
 /* Copy the entry name of sdir into w->dst (a directory with all below it). */
 static int copy_entry(int sdir, const char *name, const struct walk *w)
 {
@@ -178,21 +180,9 @@ static int copy_entry(int sdir, const char *name, const struct walk *w)
                         openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (sfd < 0)
                         return -errno;
-                if (mkdirat(ddir, name, 0700) < 0)
-                        return -errno;
-                _cleanup_close_ int dfd =
-                        openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (dfd < 0)
-                        return -errno;
-                r = walk_dir(sfd, copy_entry,
-                             &(struct walk){.depth = w->depth + 1,
-                                            .dst = dfd,
-                                            .from = from,
-                                            .count = count,
-                                            .st = st});
-                if (r >= 0)
-                        r = copy_xattrs(sfd, dfd, false);
-                return r < 0 ? r : set_meta(dfd, &s, from, count, false);
+                struct walk below = *w;
+                below.depth++;
+                return copy_dir(sfd, &s, ddir, name, below);
         }
         if (S_ISREG(s.st_mode)) {
                 _cleanup_close_ int sfd = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -247,6 +237,24 @@ static int copy_entry(int sdir, const char *name, const struct walk *w)
         return 0;
 }
 
+/* Make directory name in ddir and fill it from the directory open at sfd (s: its stat):
+ * the entries (w: their depth, the id shift and the counts), then the xattrs and the
+ * metadata, which the entries' creation would change. */
+static int copy_dir(int sfd, const struct stat *s, int ddir, const char *name, struct walk w)
+{
+        if (mkdirat(ddir, name, 0700) < 0)
+                return -errno;
+        _cleanup_close_ int dfd =
+                openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        w.dst = dfd;
+        int r = walk_dir(sfd, copy_entry, &w);
+        if (r >= 0)
+                r = copy_xattrs(sfd, dfd, false);
+        return r < 0 ? r : set_meta(dfd, s, w.from, w.count, false);
+}
+
 int layer_copy(int src_fd, int dst_parent_fd, const char *name, uint32_t from, uint32_t count,
                struct layer_copy_stats *stats)
 {
@@ -260,17 +268,8 @@ int layer_copy(int src_fd, int dst_parent_fd, const char *name, uint32_t from, u
                 return -errno;
         if (!S_ISDIR(s.st_mode))
                 return -ENOTDIR;
-        if (mkdirat(dst_parent_fd, name, 0700) < 0)
-                return -errno;
-        _cleanup_close_ int dfd =
-                openat(dst_parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        int r = walk_dir(src_fd, copy_entry,
-                         &(struct walk){.dst = dfd, .from = from, .count = count, .st = stats});
-        if (r >= 0)
-                r = copy_xattrs(src_fd, dfd, false);
-        return r < 0 ? r : set_meta(dfd, &s, from, count, false);
+        return copy_dir(src_fd, &s, dst_parent_fd, name,
+                        (struct walk){.from = from, .count = count, .st = stats});
 }
 
 /* Remove the entry name of dir, a directory with all below it. */
