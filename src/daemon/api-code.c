@@ -46,10 +46,9 @@ static void ctx_answer(struct api_req *r, json_t *result)
         struct ctx_call *c = (struct ctx_call *)r;
 
         if (c->kind == K_DELETE) {
-                json_t *j = json_pack("{s:b, s:s}", "success", 1, "id", c->cid);
+                _cleanup_json_ json_t *j = json_pack("{s:b, s:s}", "success", 1, "id", c->cid);
 
                 api_req_respond_json(r, 200, j);
-                json_decref(j);
         } else {
                 api_req_respond_json(r, c->kind == K_CREATE ? 201 : 200, result);
         }
@@ -230,14 +229,13 @@ static json_t *logs_json(struct code_op *op)
 
 static void on_result(struct code_op *op, const struct frame *f)
 {
-        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        _cleanup_json_ json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        _cleanup_json_ json_t *r = NULL;
         json_int_t count = 0;
         int timed_out = 0;
-        _cleanup_json_ json_t *r = NULL;
 
         if (j)
                 json_unpack(j, "{s?I, s?b}", "executionCount", &count, "timedOut", &timed_out);
-        json_decref(j);
         if (op->base.mode == API_REQ_SSE) {
                 api_req_end_sse(&op->base,
                                 json_pack("{s:s, s:I, s:b}", "type", "execution_complete",

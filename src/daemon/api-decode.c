@@ -894,39 +894,27 @@ static int invalid(struct cella_error *err, const char *fmt, ...)
 int api_decode_pty_control(const char *body, size_t len, struct api_pty_control *ret,
                            struct cella_error *err)
 {
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         const char *type = NULL;
         json_int_t cols = 0, rows = 0;
         json_error_t je;
-        int r = -EINVAL;
 
         memset(ret, 0, sizeof(*ret));
         j = field_load_object(body, len, err);
         if (!j)
                 return -EINVAL;
-        if (json_unpack_ex(j, &je, 0, "{s:s}", "type", &type) < 0) {
-                field_unpack_fail(&je, err);
-                goto out;
-        }
-        if (strcmp(type, "resize") != 0) {
-                invalid(err, "unknown control message type '%.32s' (expected resize)", type);
-                goto out;
-        }
+        if (json_unpack_ex(j, &je, 0, "{s:s}", "type", &type) < 0)
+                return field_unpack_fail(&je, err);
+        if (strcmp(type, "resize") != 0)
+                return invalid(err, "unknown control message type '%.32s' (expected resize)", type);
         if (json_unpack_ex(j, &je, JSON_STRICT, "{s:s, s:I, s:I}", "type", &type, "cols", &cols,
-                           "rows", &rows) < 0) {
-                field_unpack_fail(&je, err);
-                goto out;
-        }
-        if (cols < 1 || cols > CELLA_PTY_MAX_DIM || rows < 1 || rows > CELLA_PTY_MAX_DIM) {
-                invalid(err, "cols and rows must be from 1 to %d", CELLA_PTY_MAX_DIM);
-                goto out;
-        }
+                           "rows", &rows) < 0)
+                return field_unpack_fail(&je, err);
+        if (cols < 1 || cols > CELLA_PTY_MAX_DIM || rows < 1 || rows > CELLA_PTY_MAX_DIM)
+                return invalid(err, "cols and rows must be from 1 to %d", CELLA_PTY_MAX_DIM);
         ret->cols = (unsigned)cols;
         ret->rows = (unsigned)rows;
-        r = 0;
-out:
-        json_decref(j);
-        return r;
+        return 0;
 }
 
 int api_parse_pty_dim(const char *s, const char *field, unsigned def, unsigned *ret,

@@ -37,7 +37,7 @@ struct proc_call {
 static void respond_logs(struct proc_call *pc, json_t *info)
 {
         const char *id = json_string_value(json_object_get(info, "id"));
-        json_t *r = json_pack("{s:s}", "processId", id ? id : pc->pid);
+        _cleanup_json_ json_t *r = json_pack("{s:s}", "processId", id ? id : pc->pid);
 
         if (r) {
                 /* the logs are counted in the memory budget and written piece by piece,
@@ -47,7 +47,6 @@ static void respond_logs(struct proc_call *pc, json_t *info)
                         json_object_set_new(r, "truncated", json_true());
         }
         api_req_respond_output(&pc->base, 200, r);
-        json_decref(r);
 }
 
 static void on_result(struct proc_call *pc, const struct frame *f)
