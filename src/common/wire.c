@@ -465,11 +465,6 @@ static const char *const proc_ops[] = {
         [WIRE_PROC_WAIT_EXIT] = "waitExit",
 };
 
-const char *wire_proc_op_name(enum wire_proc_op op)
-{
-        return (unsigned)op < ARRAY_SIZE(proc_ops) ? proc_ops[op] : "?";
-}
-
 static bool proc_is_wait(enum wire_proc_op op)
 {
         return op == WIRE_PROC_WAIT_LOG || op == WIRE_PROC_WAIT_PORT || op == WIRE_PROC_WAIT_EXIT;

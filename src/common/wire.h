@@ -166,7 +166,6 @@ json_t *wire_proc_encode(const struct wire_proc *x);
  * interval CELLA_PROC_DEFAULT_INTERVAL_MS); env names and the cwd's normalisation are the
  * agent's, which converts them. 0, or -EINVAL with err set (VALIDATION_FAILED). */
 int wire_proc_decode(json_t *j, struct wire_proc *ret, struct cella_error *err);
-const char *wire_proc_op_name(enum wire_proc_op op);
 
 /* CODE: {"op":"create", "language":s, "cwd"?:s, "env"?:{k:s}, "baseEnv"?:{k:s}},
  * {"op":"delete", "id":s}, {"op":"list"}, {"op":"run", "code":s, "id"?:s, "language"?:s,
