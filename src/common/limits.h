@@ -73,6 +73,8 @@
 #define CELLA_PROC_KILL_GRACE_MS 3000         /* SIGTERM, then SIGKILL after this */
 #define CELLA_PROC_MIN_INTERVAL_MS 10         /* waitPort poll interval, lower bound */
 #define CELLA_PROC_MAX_INTERVAL_MS 60000
+#define CELLA_PROC_DEFAULT_INTERVAL_MS 500 /* waitPort poll interval when none is given */
+#define CELLA_PROC_MAX_HTTP_PATH 2048      /* waitPort's HTTP path (common/validate.h) */
 #define CELLA_AGENT_MAX_SESSIONS 256 /* sessions (shells) per sandbox */
 
 /* Code interpreter (agent, docs/decisions/0021-code-interpreter.md) */
