@@ -54,6 +54,11 @@
         X(INVALID_IMAGE, 400)               \
         X(SNAPSHOT_NOT_FOUND, 404)          \
         X(SNAPSHOT_IN_USE, 409)             \
+        X(BACKUP_NOT_FOUND, 404)            \
+        X(BACKUP_EXPIRED, 400)              \
+        X(INVALID_BACKUP_CONFIG, 400)       \
+        X(BACKUP_CREATE_FAILED, 500)        \
+        X(BACKUP_RESTORE_FAILED, 500)       \
         X(UNAUTHORIZED, 401)                \
         X(NOT_FOUND, 404)                   \
         X(METHOD_NOT_ALLOWED, 405)          \
