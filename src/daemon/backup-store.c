@@ -493,8 +493,10 @@ static long s3_request(struct backup_store *st, const char *method, const char *
 
         if (!c)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "curl: out of memory"), -1;
-        snprintf(url, sizeof(url), "%s/%s/%s%s%s", st->spec.endpoint, st->spec.bucket,
-                 key ? key : "", query ? "?" : "", query ? query : "");
+        /* path style; the bucket itself without a trailing '/' (the canonical URI that
+         * servers compute for it) */
+        snprintf(url, sizeof(url), "%s/%s%s%s%s%s", st->spec.endpoint, st->spec.bucket,
+                 key ? "/" : "", key ? key : "", query ? "?" : "", query ? query : "");
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_AWS_SIGV4, st->sigv4);
         curl_easy_setopt(c, CURLOPT_USERPWD, st->userpwd);
@@ -505,6 +507,10 @@ static long s3_request(struct backup_store *st, const char *method, const char *
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, s3_write);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+        /* The body is not part of the signature (libcurl hashes only a body given as
+         * POSTFIELDS; an upload is streamed): S3 takes "UNSIGNED-PAYLOAD" for that, and
+         * the header is signed with the others. */
+        h = curl_slist_append(h, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
         if (st->token_header[0])
                 h = curl_slist_append(h, st->token_header);
         if (upload_fd >= 0) {
@@ -519,9 +525,9 @@ static long s3_request(struct backup_store *st, const char *method, const char *
                 curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
                 curl_easy_setopt(c, CURLOPT_READDATA, in);
                 curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)upload_len);
+                /* (an "Expect:" line to skip the 100-continue round trip would be signed
+                 * by libcurl 7.88 as an empty header it never sends) */
                 h = curl_slist_append(h, "Content-Type: application/zstd");
-                /* no "Expect: 100-continue" round trip */
-                h = curl_slist_append(h, "Expect:");
         } else if (text) {
                 curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
                 curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");

@@ -8,18 +8,89 @@
 # another sandbox archives as a link, never the host's content; archives crafted with
 # "../", absolute names or a link-then-file pair write nothing outside the target; a
 # backup with a short ttl cannot be restored (BACKUP_EXPIRED) and is swept from the store.
-# With IT_BACKUP_S3=1 (test-backups-s3.sh) the same runs against an S3 server.
+# A backup put into the store by someone else (another cellad sharing it) is listed and
+# restored. With IT_BACKUP_S3=1 (test-backups-s3.sh) the same runs against a real S3
+# server on loopback (@20minutes/s3rver, pinned by tests/s3's lock file), which checks
+# SigV4 signatures: a wrongly signed request is refused, and so is every request of a
+# cellad given the wrong secret; the backup of 40 MiB of random data is one object.
 . "$(dirname "$0")/lib.sh"
 
 STORE_ARGS=()
-if [ -n "${IT_BACKUP_STORE:-}" ]; then
-        STORE_ARGS=(--backup-store "$IT_BACKUP_STORE")
+S3=
+if [ -n "${IT_BACKUP_S3:-}" ]; then
+        S3DIR="$(cd "$(dirname "$0")/../s3" && pwd)"
+        command -v node >/dev/null && [ -d "$S3DIR/node_modules/@20minutes/s3rver" ] ||
+                skip "no node or no s3rver (scripts/sdk-deps.sh installs it from tests/s3)"
+        mkdir -p "$IT_TMP/s3"
+        node "$S3DIR/server.js" "$IT_TMP/s3" cella-it >"$IT_TMP/s3.log" 2>&1 &
+        S3PORT=
+        for _ in $(seq 1 150); do
+                S3PORT=$(awk '/^listening/ {print $2}' "$IT_TMP/s3.log")
+                [ -n "$S3PORT" ] && break
+                sleep 0.2
+        done
+        [ -n "$S3PORT" ] || fail "the S3 server did not start: $(cat "$IT_TMP/s3.log")"
+        S3=http://127.0.0.1:$S3PORT
+        export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+        unset AWS_SESSION_TOKEN
+        s3() { # METHOD KEY [curl args]: a signed request to the bucket; prints the status
+                local m=$1 k=$2
+                shift 2
+                curl -s -o "$IT_TMP/s3body" -w '%{http_code}' -X "$m" --aws-sigv4 aws:amz:us-east-1:s3 \
+                        --user "S3RVER:${S3SECRET:-S3RVER}" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+                        "$@" "$S3/cella-it/$k"
+        }
+        info "the S3 server checks signatures"
+        assert_eq 200 "$(s3 PUT probe -T /etc/hostname)" "a signed upload"
+        assert_eq 403 "$(S3SECRET=wrong s3 PUT probe -T /etc/hostname)" "an upload signed with the wrong secret"
+        assert_eq 204 "$(s3 DELETE probe)" "a signed delete"
+        STORE_ARGS=(--backup-store "s3://cella-it/it?endpoint=$S3&region=us-east-1")
+        info "a cellad with the wrong secret cannot store a backup"
+        AWS_SECRET_ACCESS_KEY=wrong start_cellad "${STORE_ARGS[@]}"
+        W=$(sbx wrong)
+        run_in "$W" 'mkdir -p /workspace/w && echo ok' >/dev/null
+        api_json POST "/v1/sandboxes/$W/backups" '{"dir":"/workspace/w"}'
+        expect_status 500 BACKUP_CREATE_FAILED
+        assert_contains "$(body .message)" "403" "the server's refusal"
+        api GET /v1/backups >/dev/null
+        expect_status 500 INTERNAL_ERROR
+        api DELETE "/v1/sandboxes/$W" >/dev/null
+        stop_cellad
+        assert_eq "" "$(ls -A "$IT_TMP/data/backups")" "what the refused backup left"
 fi
 start_cellad "${STORE_ARGS[@]}"
 
-# store_archive ID: the path of a backup's archive in the local store.
-store_archive() {
-        echo "$IT_TMP/data/backups/$1/archive.tar.zst"
+# get_archive ID FILE / put_archive ID FILE, get_record ID FILE / put_record ID FILE: a
+# backup's archive and record, from and into the store.
+store_file() { # ID NAME: the local path, or the S3 key
+        if [ -n "$S3" ]; then echo "it/backups/$1/$2"; else echo "$IT_TMP/data/backups/$1/$2"; fi
+}
+get_file() {
+        if [ -n "$S3" ]; then
+                assert_eq 200 "$(s3 GET "$(store_file "$1" "$2")")" "S3 GET $2"
+                cp "$IT_TMP/s3body" "$3"
+        else
+                cp "$(store_file "$1" "$2")" "$3"
+        fi
+}
+put_file() {
+        if [ -n "$S3" ]; then
+                assert_eq 200 "$(s3 PUT "$(store_file "$1" "$2")" -T "$3")" "S3 PUT $2"
+        else
+                cp "$3" "$(store_file "$1" "$2")"
+        fi
+}
+get_archive() { get_file "$1" archive.tar.zst "$2"; }
+put_archive() { put_file "$1" archive.tar.zst "$2"; }
+get_record() { get_file "$1" backup.json "$2"; }
+put_record() { put_file "$1" backup.json "$2"; }
+gone_from_store() { # ID
+        if [ -n "$S3" ]; then
+                assert_eq 404 "$(s3 GET "$(store_file "$1" backup.json)")" "record of $1 in S3"
+                assert_eq 404 "$(s3 GET "$(store_file "$1" archive.tar.zst)")" "archive of $1 in S3"
+        else
+                [ ! -e "$IT_TMP/data/backups/$1" ] || fail "files of backup $1 left"
+        fi
 }
 
 A=$(sbx bka)
@@ -29,7 +100,7 @@ run_in "$A" 'set -e; mkdir -p /workspace/proj/src /workspace/proj/empty /workspa
         cd /workspace/proj
         echo hello >src/main.c; chmod 0640 src/main.c
         printf "#!/bin/sh\necho hi\n" >run.sh; chmod 0755 run.sh
-        head -c 3000000 /dev/urandom >blob
+        head -c 41943040 /dev/urandom >blob
         ln -s src/main.c link-rel; ln -s /etc/shadow link-shadow; ln -s /nonexistent dangling
         mkfifo fifo
         truncate -s 512M sparse; echo tail-data >>sparse
@@ -51,7 +122,7 @@ assert_eq /workspace/proj "$(body .dir)" "dir"
 assert_eq first "$(body .name)" "name"
 assert_eq "$A" "$(body .sandbox)" "sandbox"
 size=$(body .sizeBytes)
-[ "$size" -gt 3000000 ] && [ "$size" -lt 20000000 ] || fail "sizeBytes $size (the sparse file stored whole?)"
+[ "$size" -gt 41943040 ] && [ "$size" -lt 60000000 ] || fail "sizeBytes $size (the sparse file stored whole?)"
 created=$(date -d "$(body .createdAt)" +%s)
 expires=$(date -d "$(body .expiresAt)" +%s)
 assert_eq 3600 $((expires - created)) "expiresAt - createdAt"
@@ -62,17 +133,13 @@ assert_eq "$size" "$(body .sizeBytes)" "get"
 assert_eq "$ID" "$(api GET /v1/backups | jq -r '.backups[0].id')" "list"
 
 info "the host's /etc/shadow is not in the backup"
-if [ -z "${IT_BACKUP_STORE:-}" ]; then
-        arch=$(store_archive "$ID")
-        [ -f "$arch" ] || fail "no archive at $arch"
-        listing=$(zstd -dc "$arch" | tar -tvf -)
-        assert_contains "$listing" "link-shadow -> /etc/shadow" "the link is archived as a link"
-        root_hash=$(grep '^root:' /etc/shadow | cut -d: -f2 | head -c 20)
-        if [ -n "$root_hash" ] && [ "${#root_hash}" -gt 4 ]; then
-                if zstd -dc "$arch" | grep -qaF "$root_hash"; then
-                        fail "the host's /etc/shadow content is in the archive"
-                fi
-        fi
+get_archive "$ID" "$IT_TMP/a.tar.zst"
+assert_eq "$size" "$(stat -c %s "$IT_TMP/a.tar.zst")" "the stored archive's size"
+listing=$(zstd -dc "$IT_TMP/a.tar.zst" | tar -tvf -)
+assert_contains "$listing" "link-shadow -> /etc/shadow" "the link is archived as a link"
+shadow_line=$(head -n 1 /etc/shadow)
+if zstd -dc "$IT_TMP/a.tar.zst" | grep -qaF "$shadow_line"; then
+        fail "the host's /etc/shadow content is in the archive"
 fi
 
 info "restore into the same sandbox: the directory is replaced"
@@ -128,6 +195,7 @@ expect_status 404 BACKUP_NOT_FOUND
 api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{"dir":"/proc/x"}'
 expect_status 400 INVALID_BACKUP_CONFIG
 assert_eq 1 "$(api GET /v1/backups | jq '.backups | length')" "bad input made no backup"
+[ -n "$S3" ] || assert_eq "" "$(ls -A "$IT_TMP/data/backups" | grep -v "^$ID\$" || true)" "the local store after bad input"
 
 info "a link into another sandbox archives as a link"
 run_in "$B" 'mkdir -p /workspace/secret && echo b-secret-7731 >/workspace/secret/s && echo ok' >/dev/null
@@ -136,22 +204,22 @@ run_in "$A" "mkdir -p /workspace/esc && ln -s $bdir /workspace/esc/other && ln -
 api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/esc"}'
 expect_status 201
 ESC=$(body .id)
-if [ -z "${IT_BACKUP_STORE:-}" ]; then
-        if zstd -dc "$(store_archive "$ESC")" | grep -qaF b-secret-7731; then
-                fail "another sandbox's file is in the backup"
-        fi
+get_archive "$ESC" "$IT_TMP/esc.tar.zst"
+if zstd -dc "$IT_TMP/esc.tar.zst" | grep -qaF b-secret-7731; then
+        fail "another sandbox's file is in the backup"
 fi
 api_json POST "/v1/sandboxes/$A/backups/$ESC/restore" '{"dir":"/workspace/esc2"}'
 expect_status 200
 assert_eq "$bdir" "$(run_in "$A" 'readlink /workspace/esc2/other')" "the link restored as a link"
 
-if [ -z "${IT_BACKUP_STORE:-}" ]; then
+if true; then
         info "a damaged archive is refused and changes nothing"
         before=$(run_in "$A" "$sums_cmd")
         run_in "$A" 'echo marker >/workspace/proj/marker && echo ok' >/dev/null
         before=$(run_in "$A" "$sums_cmd")
-        arch=$(store_archive "$ID")
-        cp "$arch" "$IT_TMP/good.tar.zst"
+        arch=$IT_TMP/work.tar.zst
+        get_archive "$ID" "$IT_TMP/good.tar.zst"
+        cp "$IT_TMP/good.tar.zst" "$arch"
         # a byte flipped in the middle
         python3 - "$arch" <<'EOF'
 import sys
@@ -160,6 +228,7 @@ b = bytearray(open(p, 'rb').read())
 b[len(b) // 2] ^= 0xff
 open(p, 'wb').write(bytes(b))
 EOF
+        put_archive "$ID" "$arch"
         api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{}'
         expect_status 500 BACKUP_RESTORE_FAILED
         assert_contains "$(body .message)" "damaged" "the message"
@@ -167,6 +236,7 @@ EOF
         assert_eq "" "$(run_in "$A" 'ls -a /workspace | grep cella-restore || true')" "no temporary left"
         # truncated
         head -c $((size / 2)) "$IT_TMP/good.tar.zst" >"$arch"
+        put_archive "$ID" "$arch"
         api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{}'
         expect_status 500 BACKUP_RESTORE_FAILED
         assert_eq "$before" "$(run_in "$A" "$sums_cmd")" "the target after a truncated archive"
@@ -174,7 +244,7 @@ EOF
         api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{"dir":"/workspace/never"}'
         expect_status 500 BACKUP_RESTORE_FAILED
         assert_eq gone "$(run_in "$A" '[ -e /workspace/never ] && echo there || echo gone')" "new dir"
-        cp "$IT_TMP/good.tar.zst" "$arch"
+        put_archive "$ID" "$IT_TMP/good.tar.zst"
 
         info "crafted archives write nothing outside the target"
         crafted() { # NAME: an archive built by python's tarfile (stdin: the script's body)
@@ -215,23 +285,40 @@ t.close()
 EOF
         for c in dotdot absolute linkfile device; do
                 # the crafted archive stands in for the good one, its record made to match
-                cp "$IT_TMP/$c.tar.zst" "$arch"
-                rec="$IT_TMP/data/backups/$ID/backup.json"
-                cp "$rec" "$IT_TMP/rec.json"
+                arch=$IT_TMP/$c.tar.zst
+                put_archive "$ID" "$arch"
+                get_record "$ID" "$IT_TMP/rec.json"
                 jq -c --arg s "$(sha256sum <"$arch" | cut -d' ' -f1)" \
                         --argjson n "$(stat -c %s "$arch")" '.sha256=$s | .sizeBytes=$n' \
-                        "$IT_TMP/rec.json" >"$rec"
+                        "$IT_TMP/rec.json" >"$IT_TMP/rec2.json"
+                put_record "$ID" "$IT_TMP/rec2.json"
                 api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{"dir":"/workspace/t/in"}'
                 expect_status 500 BACKUP_RESTORE_FAILED
                 out=$(run_in "$A" 'ls -a /workspace /workspace/t 2>&1; ls /escape* /workspace/escape* 2>&1 || true')
                 assert_not_contains "$out" escape- "$c: a file outside the target"
                 assert_not_contains "$out" "in" "$c: the target made"
                 assert_not_contains "$out" cella-restore "$c: a temporary left"
-                cp "$IT_TMP/rec.json" "$rec"
+                put_record "$ID" "$IT_TMP/rec.json"
         done
         [ ! -e /escape-absolute ] && [ ! -e "$IT_TMP/escape-dotdot" ] || fail "a crafted archive wrote on the host"
-        cp "$IT_TMP/good.tar.zst" "$arch"
+        put_archive "$ID" "$IT_TMP/good.tar.zst"
+        api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{"dir":"/workspace/again"}'
+        expect_status 200
+        assert_eq "$want" "$(run_in "$A" "${sums_cmd//\/workspace\/proj//workspace/again}")" "the good archive again"
 fi
+
+info "a backup another cellad put in the store is listed and restored"
+OTHER=11111111-2222-4333-8444-555555555555
+get_record "$ID" "$IT_TMP/rec.json"
+jq -c --arg id "$OTHER" '.id=$id | .sandbox="elsewhere" | .name="from-another-node"' \
+        "$IT_TMP/rec.json" >"$IT_TMP/other.json"
+[ -n "$S3" ] || mkdir -p "$IT_TMP/data/backups/$OTHER"
+put_archive "$OTHER" "$IT_TMP/good.tar.zst"
+put_record "$OTHER" "$IT_TMP/other.json"
+assert_eq from-another-node "$(api GET /v1/backups | jq -r --arg id "$OTHER" '.backups[] | select(.id==$id) | .name')" "listed"
+api_json POST "/v1/sandboxes/$B/backups/$OTHER/restore" '{"dir":"/workspace/other"}'
+expect_status 200
+assert_eq "$want" "$(run_in "$B" "${sums_cmd//\/workspace\/proj//workspace/other}")" "restored from the other's backup"
 
 info "delete"
 api DELETE "/v1/backups/$ESC" >/dev/null
@@ -239,7 +326,7 @@ expect_status 200
 assert_eq true "$(body .deleted)" "deleted"
 api GET "/v1/backups/$ESC" >/dev/null
 expect_status 404 BACKUP_NOT_FOUND
-[ -z "${IT_BACKUP_STORE:-}" ] && { [ ! -e "$IT_TMP/data/backups/$ESC" ] || fail "files of a deleted backup"; }
+gone_from_store "$ESC"
 
 info "expiry"
 api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj/src","ttl":1}'
@@ -258,7 +345,7 @@ for _ in $(seq 1 60); do
         sleep 0.5
 done
 expect_status 404 BACKUP_NOT_FOUND
-[ -z "${IT_BACKUP_STORE:-}" ] && { [ ! -e "$IT_TMP/data/backups/$EXP" ] || fail "files of an expired backup"; }
+gone_from_store "$EXP"
 api GET "/v1/backups/$ID" >/dev/null
 expect_status 200
 
