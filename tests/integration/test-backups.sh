@@ -320,6 +320,21 @@ api_json POST "/v1/sandboxes/$B/backups/$OTHER/restore" '{"dir":"/workspace/othe
 expect_status 200
 assert_eq "$want" "$(run_in "$B" "${sums_cmd//\/workspace\/proj//workspace/other}")" "restored from the other's backup"
 
+info "the CLI: backup create|restore|ls|rm"
+CLI=$CELLA_BUILD/cella
+out=$("$CLI" backup create "$A" /workspace/proj/src --name cli-label --ttl 600)
+case "$out" in "backup "????????-????-4???-????-????????????" of '$A':/workspace/proj/src: "*" bytes, expires "*) ;;
+*) fail "backup create said '$out'" ;; esac
+CLIB=$(echo "$out" | cut -d' ' -f2)
+"$CLI" backup ls | grep -q "^$CLIB  *cli-label " || fail "cella backup ls: $("$CLI" backup ls)"
+assert_eq cli-label "$("$CLI" backup ls --json | jq -r --arg id "$CLIB" '.backups[] | select(.id==$id) | .name')" "backup ls --json"
+out=$("$CLI" backup restore "$B" "$CLIB" --dir /tmp/cli-src)
+assert_eq "restored backup $CLIB into '$B':/tmp/cli-src" "$out" "backup restore"
+assert_eq hello "$(run_in "$B" 'cat /tmp/cli-src/main.c')" "the restored file"
+"$CLI" backup restore "$B" 00000000-0000-4000-8000-000000000000 2>"$IT_TMP/cli.err" && fail "restore of an unknown backup succeeded"
+assert_contains "$(cat "$IT_TMP/cli.err")" BACKUP_NOT_FOUND "the CLI's error"
+assert_eq "deleted backup '$CLIB'" "$("$CLI" backup rm "$CLIB")" "backup rm"
+
 info "delete"
 api DELETE "/v1/backups/$ESC" >/dev/null
 expect_status 200
