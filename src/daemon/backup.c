@@ -28,6 +28,10 @@ struct backups {
         char archiver[CELLA_PATH_MAX];
         uv_timer_t sweep_timer;
         bool sweeping;
+        /* Jobs that read or write a sandbox: it is kept from sleeping while they run (a
+         * sleep would stop it under the archiver). */
+        struct job *holding;
+        uv_timer_t hold_timer;
 };
 
 enum job_kind { JOB_CREATE, JOB_RESTORE, JOB_LIST, JOB_GET, JOB_DELETE, JOB_SWEEP };
@@ -42,10 +46,12 @@ struct job {
         struct backup_record rec;
         char dir[CELLA_BACKUP_DIR_MAX + 1];
         int64_t ttl_s;
+        uint64_t t0_us, archived_us, synced_us, done_us; /* time_mono_us() of its steps */
         json_t *result;
         struct cella_error err;
         backup_cb cb;
         void *ud;
+        struct job *hold_next; /* in b->holding while s is set */
 };
 
 const char *backups_store_describe(const struct backups *b)
@@ -187,6 +193,7 @@ static void work_create(struct job *j)
         }
         if (archiver_end(pid, errp[0], CELLA_E_BACKUP_CREATE_FAILED, &j->err) < 0)
                 goto out;
+        j->archived_us = time_mono_us();
         if (werr || fsync(fd) < 0) {
                 cella_error_errno(&j->err, werr ? werr : errno, "write backup archive");
                 if (j->err.code != CELLA_E_NO_SPACE)
@@ -201,6 +208,7 @@ static void work_create(struct job *j)
         j->rec.expires_ms = j->rec.created_ms + j->ttl_s * 1000;
         close(fd);
         fd = -1;
+        j->synced_us = time_mono_us();
         if (backup_store_commit(b->store, &j->rec, &j->err) < 0) {
                 cella_error_prefix(&j->err, "store");
                 j->err.code = CELLA_E_BACKUP_CREATE_FAILED;
@@ -384,6 +392,8 @@ static void on_work(uv_work_t *w)
 {
         struct job *j = w->data;
 
+        j->t0_us = time_mono_us();
+
         switch (j->kind) {
         case JOB_CREATE:
                 work_create(j);
@@ -408,6 +418,26 @@ static void on_work(uv_work_t *w)
                 work_sweep(j);
                 break;
         }
+        j->done_us = time_mono_us();
+}
+
+static void hold_remove(struct job *j)
+{
+        for (struct job **p = &j->b->holding; *p; p = &(*p)->hold_next)
+                if (*p == j) {
+                        *p = j->hold_next;
+                        break;
+                }
+}
+
+/* Every sandbox a job reads or writes counts as active (the idle check would otherwise
+ * put it to sleep under a long backup or restore). */
+static void on_hold_timer(uv_timer_t *t)
+{
+        struct backups *b = t->data;
+
+        for (struct job *j = b->holding; j; j = j->hold_next)
+                sandbox_touch(j->s);
 }
 
 static void on_done(uv_work_t *w, int status)
@@ -422,15 +452,26 @@ static void on_done(uv_work_t *w, int status)
                 if (!j->result && !cella_error_is_set(&j->err))
                         cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "no result");
                 if (j->kind == JOB_CREATE && j->result)
-                        log_info("backup '%s' of %s:%s: %lld bytes", j->rec.id, j->rec.sandbox,
-                                 j->rec.dir, (long long)j->rec.size_bytes);
+                        log_info("backup '%s' of %s:%s: %lld bytes in %.1f ms (archived in "
+                                 "%.1f, synced in %.1f, stored in %.1f)",
+                                 j->rec.id, j->rec.sandbox, j->rec.dir,
+                                 (long long)j->rec.size_bytes, (j->done_us - j->t0_us) / 1e3,
+                                 (j->archived_us - j->t0_us) / 1e3,
+                                 (j->synced_us - j->archived_us) / 1e3,
+                                 (j->done_us - j->synced_us) / 1e3);
+                else if (j->kind == JOB_RESTORE && j->result)
+                        log_info("backup '%s' restored into %s:%s in %.1f ms", j->rec.id,
+                                 sandbox_name(j->s), j->dir, (j->done_us - j->t0_us) / 1e3);
                 j->cb(j->result, j->result ? NULL : &j->err, j->ud);
         }
         json_decref(j->result);
         if (j->pidfd >= 0)
                 close(j->pidfd);
-        if (j->s)
+        if (j->s) {
+                hold_remove(j);
+                sandbox_touch(j->s);
                 sandbox_unref(j->s);
+        }
         free(j);
 }
 
@@ -464,6 +505,10 @@ static int job_queue(struct job *j, struct cella_error *err)
                 free(j);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue: %s", uv_strerror(r));
         }
+        if (j->s) {
+                j->hold_next = j->b->holding;
+                j->b->holding = j;
+        }
         return 0;
 }
 
@@ -496,11 +541,13 @@ int backups_create(struct backups *b, struct sandbox *s, const char *dir, const 
                                        "ttl must be 1 to %lld seconds", CELLA_BACKUP_TTL_MAX);
         if (!(j = job_new(b, JOB_CREATE, cb, ud, err)))
                 return -1;
-        if (backup_id_new(j->rec.id) < 0 || job_sandbox(j, s, err) < 0) {
-                if (j->pidfd >= 0)
-                        close(j->pidfd);
+        if (backup_id_new(j->rec.id) < 0) {
                 free(j);
-                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "sandbox '%s'", s->name);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "random id");
+        }
+        if (job_sandbox(j, s, err) < 0) {
+                free(j);
+                return -1;
         }
         snprintf(j->rec.name, sizeof(j->rec.name), "%s", name ? name : "");
         snprintf(j->rec.sandbox, sizeof(j->rec.sandbox), "%s", s->name);
@@ -596,6 +643,10 @@ int backups_new(uv_loop_t *loop, const char *store_spec, const char *data_dir, c
         uv_timer_start(&b->sweep_timer, on_sweep_timer, CELLA_BACKUP_SWEEP_MS,
                        CELLA_BACKUP_SWEEP_MS);
         uv_unref((uv_handle_t *)&b->sweep_timer);
+        uv_timer_init(loop, &b->hold_timer);
+        b->hold_timer.data = b;
+        uv_timer_start(&b->hold_timer, on_hold_timer, 500, 500);
+        uv_unref((uv_handle_t *)&b->hold_timer);
         *ret = b;
         return 0;
 }
