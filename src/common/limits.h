@@ -199,5 +199,6 @@
 #define CELLA_BACKUP_STORE_SPEC_MAX 2048      /* bytes of --backup-store */
 #define CELLA_BACKUP_S3_LIST_MAX (1024 * 1024) /* one ListObjectsV2 answer */
 #define CELLA_BACKUP_ERROR_MAX 240            /* what the archiver says when it fails */
+#define CELLA_BACKUP_PIPE_BYTES (1024 * 1024) /* the archive's pipe to and from cella-archive */
 
 #endif

@@ -94,6 +94,9 @@ int backup_archive_write_cwd(int out_fd, struct backup_archive_stats *st, struct
                               ARCHIVE_READDISK_NO_ACL | ARCHIVE_READDISK_NO_FFLAGS);
         if (archive_write_set_format_pax_restricted(out) != ARCHIVE_OK ||
             archive_write_add_filter_zstd(out) != ARCHIVE_OK ||
+            /* 1 MiB writes into the pipe, not libarchive's 10 KiB blocks (a hundred
+             * thousand wake-ups of the reader per GiB) */
+            archive_write_set_bytes_per_block(out, BLOCK * 4) != ARCHIVE_OK ||
             archive_write_set_bytes_in_last_block(out, 1) != ARCHIVE_OK ||
             archive_write_open_fd(out, out_fd) != ARCHIVE_OK) {
                 archive_fail(out, err, CELLA_E_BACKUP_CREATE_FAILED, "archive");

@@ -61,6 +61,16 @@ const char *backups_store_describe(const struct backups *b)
 
 /* ---- cella-archive ---- */
 
+/* A pipe of CELLA_BACKUP_PIPE_BYTES (the default 64 KiB would wake each side every few
+ * blocks); close-on-exec. */
+static int big_pipe(int p[2])
+{
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        (void)fcntl(p[0], F_SETPIPE_SZ, CELLA_BACKUP_PIPE_BYTES); /* best effort */
+        return 0;
+}
+
 /* Start the archiver with argv; its stdin/stdout are in_fd/out_fd (-1: /dev/null), its
  * stderr err_fd, its fd 3 the pidfd. */
 static int spawn_archiver(struct job *j, char *const argv[], int in_fd, int out_fd, int err_fd,
@@ -162,7 +172,7 @@ static void work_create(struct job *j)
                 cella_error_errno(&j->err, fd < 0 ? errno : ENOMEM, "backup archive");
                 goto out;
         }
-        if (pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        if (big_pipe(outp) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
                 cella_error_errno(&j->err, errno, "pipe");
                 goto out;
         }
@@ -255,7 +265,7 @@ static void work_restore(struct job *j)
         if (!j->dir[0])
                 snprintf(j->dir, sizeof(j->dir), "%s", j->rec.dir);
         snprintf(size, sizeof(size), "%lld", (long long)j->rec.size_bytes);
-        if (pipe2(inp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+        if (big_pipe(inp) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
                 cella_error_errno(&j->err, errno, "pipe");
                 goto out;
         }
