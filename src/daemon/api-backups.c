@@ -96,26 +96,25 @@ static void bk_abort(struct http_request *req, void *ud)
         http_request_set_userdata(req, NULL);
 }
 
-static void answered(json_t *result, const struct cella_error *err, void *ud)
+/* An operation's end: answered (a client that left: a no-op), the request released. */
+static void answer(struct http_request *req, int status, json_t *result,
+                   const struct cella_error *err)
 {
-        struct http_request *req = ud;
-
         if (result)
-                http_respond_json(req, json_object_get(result, "success") ? 200 : 201, result);
+                http_respond_json(req, status, result);
         else
                 http_respond_error(req, err, NULL);
         http_request_unref(req);
 }
 
+static void answered_201(json_t *result, const struct cella_error *err, void *ud)
+{
+        answer(ud, 201, result, err);
+}
+
 static void answered_200(json_t *result, const struct cella_error *err, void *ud)
 {
-        struct http_request *req = ud;
-
-        if (result)
-                http_respond_json(req, 200, result);
-        else
-                http_respond_error(req, err, NULL);
-        http_request_unref(req);
+        answer(ud, 200, result, err);
 }
 
 static void got_sandbox(struct http_request *req, struct sandbox *sb, void *ud)
@@ -129,11 +128,11 @@ static void got_sandbox(struct http_request *req, struct sandbox *sb, void *ud)
                 http_request_ref(req);
                 if (r->restore)
                         rc = backups_restore(r->a->cfg.backups, sb, r->id,
-                                             r->dir[0] ? r->dir : NULL, answered, req, &err);
+                                             r->dir[0] ? r->dir : NULL, answered_200, req, &err);
                 else
                         rc = backups_create(r->a->cfg.backups, sb, r->create.dir,
                                             r->create.has_name ? r->create.name : NULL,
-                                            r->create.ttl_s, answered, req, &err);
+                                            r->create.ttl_s, answered_201, req, &err);
                 if (rc < 0) {
                         http_request_unref(req);
                         http_respond_error(req, &err, NULL);
