@@ -54,6 +54,7 @@
         X(INVALID_IMAGE, 400)               \
         X(SNAPSHOT_NOT_FOUND, 404)          \
         X(SNAPSHOT_IN_USE, 409)             \
+        X(MEMORY_SNAPSHOT_UNAVAILABLE, 501) \
         X(BACKUP_NOT_FOUND, 404)            \
         X(BACKUP_EXPIRED, 400)              \
         X(INVALID_BACKUP_CONFIG, 400)       \

@@ -188,6 +188,8 @@
 #define CELLA_LAYER_XATTR_LIST_MAX 65536  /* xattr names of one entry of a captured layer */
 #define CELLA_LAYER_XATTR_VALUE_MAX 65536 /* one xattr value (the kernel's XATTR_SIZE_MAX) */
 
+#define CELLA_CRIU_CHECK_TIMEOUT_MS 20000 /* `criu check` (memory sleep's host check) within */
+#define CELLA_CRIU_OUTPUT_MAX 65536       /* of its output, read for the reason */
 /* Backups (src/daemon/backup*.c, docs/decisions/0049-backups.md) */
 #define CELLA_BACKUP_TTL_DEFAULT 259200       /* seconds a backup is kept (the hosted SDK's) */
 #define CELLA_BACKUP_TTL_MAX (366LL * 86400)  /* the longest ttl accepted, in seconds */

@@ -74,6 +74,7 @@ void api_put_sandbox_done(struct api_put_sandbox *p)
         json_decref(p->env);
         json_decref(p->labels);
         free(p->network);
+        free(p->sleep_mode);
         json_decref(p->network_allow);
         free(p->from_snapshot);
         memset(p, 0, sizeof(*p));
@@ -396,6 +397,7 @@ static int chk_code(const struct field *f, json_t *v, json_t *body, void *dst,
         }
 
 static const char *const networks[] = {"none", "outbound", NULL};
+static const char *const sleep_modes[] = {"files", "memory", NULL};
 static const char *const port_modes[] = {"tcp", "http", NULL};
 static const char *const languages[] = {"python", "javascript", "typescript", NULL};
 
@@ -409,6 +411,8 @@ static const struct field put_sandbox_fields[] = {
         {"labels", "?o", chk_string_object, 0, O(labels), .hi = CELLA_LABELS_MAX},
         {"normalizeId", "?b", field_chk_bool, 0, O(normalize_id)},
         {"sleepAfter", "?o", chk_duration, 0, O(sleep_after_ms)},
+        {"sleepMode", "?o", field_chk_enum, 0, O(sleep_mode), .one_of = sleep_modes,
+         .msg = "sleepMode must be \"files\" or \"memory\""},
         {"keepAlive", "?b", field_chk_bool, 0, O(keep_alive),
          .has = offsetof(struct api_put_sandbox, has_keep_alive) + 1},
         {"enableDefaultSession", "?b", field_chk_bool, 0, O(default_session),

@@ -20,7 +20,7 @@
 #include "common/limits.h"
 
 /* PUT /v1/sandboxes/{id}: {image?, instanceType?, env?, labels?, normalizeId?, sleepAfter?,
- * keepAlive?, enableDefaultSession?, network?, networkAllow?} */
+ * sleepMode?, keepAlive?, enableDefaultSession?, network?, networkAllow?, fromSnapshot?} */
 struct api_put_sandbox {
         char *image;         /* NULL: default */
         char *instance_type; /* NULL: default */
@@ -28,6 +28,7 @@ struct api_put_sandbox {
         json_t *labels;      /* object of strings or NULL (owned) */
         bool normalize_id;
         int64_t sleep_after_ms; /* 0: not given */
+        char *sleep_mode;       /* "files" or "memory" (0050); NULL: not given */
         bool has_keep_alive;
         bool keep_alive;
         bool has_default_session; /* enableDefaultSession given */

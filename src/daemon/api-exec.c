@@ -14,6 +14,7 @@
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-req.h"
+#include "daemon/metrics.h"
 
 struct exec_op {
         struct api_req base; /* first; base.out holds stdout, stderr (buffered mode) */
@@ -57,10 +58,14 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
         char ts[32];
 
         api_exit_parse(f, &x);
+        metrics_exec_done(http_request_start_us(op->base.http));
         /* a session's commandTimeoutMs is the agent's to apply: it says which it was */
         if (x.timeout_ms > 0)
                 op->in.timeout_ms = x.timeout_ms;
         api_timestamp(ts);
+        /* a JSON answer's timeout is counted where its error shape is built */
+        if (x.timed_out && op->base.mode == API_REQ_SSE)
+                metrics_error(CELLA_E_COMMAND_TIMEOUT);
         if (op->base.mode == API_REQ_SSE) {
                 if (x.timed_out)
                         api_req_end_sse(&op->base,

@@ -14,6 +14,7 @@
 #include "common/timeutil.h"
 #include "daemon/http.h"
 #include "daemon/http-internal.h"
+#include "daemon/metrics.h"
 
 struct wreq {
         uv_write_t w;
@@ -340,6 +341,7 @@ json_t *http_error_json(const struct cella_error *err, json_t *context)
         json_t *ctx = context ? json_incref(context) : json_object();
         json_t *j = error_json(code, err && err->msg[0] ? err->msg : cella_code_name(code), ctx);
 
+        metrics_error(code);
         json_decref(ctx);
         return j;
 }

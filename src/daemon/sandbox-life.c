@@ -129,6 +129,7 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         s->created_ms = s->last_active_ms = time_now_ms();
         s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
                                                              : CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->sleep_memory = opts && opts->sleep_mode && strcmp(opts->sleep_mode, "memory") == 0;
         s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
         s->default_session = !(opts && opts->has_default_session && !opts->default_session);
         if (!s->image || !s->instance_type || !s->env || !s->labels ||
@@ -286,6 +287,7 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
         json_t *old_env = json_deep_copy(s->env), *old_labels = json_incref(s->labels);
         int64_t old_sleep = s->sleep_after_ms;
         bool old_keep = s->keep_alive, old_default = s->default_session;
+        bool old_memory = s->sleep_memory;
 
         if (!old_env) {
                 json_decref(old_labels);
@@ -300,6 +302,7 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
                 s->sleep_after_ms = old_sleep;
                 s->keep_alive = old_keep;
                 s->default_session = old_default;
+                s->sleep_memory = old_memory;
         }
         json_decref(old_env);
         json_decref(old_labels);
@@ -377,6 +380,8 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
                 }
                 if (opts->sleep_after_ms > 0)
                         s->sleep_after_ms = opts->sleep_after_ms;
+                if (opts->sleep_mode)
+                        s->sleep_memory = strcmp(opts->sleep_mode, "memory") == 0;
                 if (opts->has_keep_alive)
                         s->keep_alive = opts->keep_alive;
                 if (opts->has_default_session)

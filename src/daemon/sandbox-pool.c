@@ -246,6 +246,7 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
         s->created_ms = s->last_active_ms = time_now_ms();
         s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
                                                              : CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->sleep_memory = opts && opts->sleep_mode && strcmp(opts->sleep_mode, "memory") == 0;
         s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
         s->default_session = !(opts && opts->has_default_session && !opts->default_session);
         if (sandbox_dir(s, dir, sizeof(dir)) < 0 ||

@@ -162,6 +162,7 @@ int sandbox_persist(struct sandbox *s, struct cella_error *err)
                 .network = s->network ? "outbound" : "none",
                 .network_allow_json = allow,
                 .snapshot = s->snapshot,
+                .sleep_mode = s->sleep_memory ? "memory" : "files",
         };
         if (identity_sync(s, &rec, err) < 0)
                 return -1;
@@ -228,6 +229,25 @@ static const char *sandbox_state_name(enum sandbox_state st)
         return "stopped";
 }
 
+const char *sandbox_table_memory_sleep_fallback(const struct sandbox_table *t)
+{
+        return t->memsleep_reason;
+}
+
+/* sleepModeRequested (what PUT asked), sleepMode (what a sleep does here) and, when they
+ * differ, sleepModeFallback: why this host sleeps it as "files" (docs/decisions/0050). */
+static void sleep_mode_info(const struct sandbox *s, json_t *info)
+{
+        const char *reason = s->table->memsleep_reason;
+        bool memory = s->sleep_memory && !reason[0];
+
+        json_object_set_new(info, "sleepModeRequested",
+                            json_string(s->sleep_memory ? "memory" : "files"));
+        json_object_set_new(info, "sleepMode", json_string(memory ? "memory" : "files"));
+        if (s->sleep_memory && !memory)
+                json_object_set_new(info, "sleepModeFallback", json_string(reason));
+}
+
 json_t *sandbox_info(const struct sandbox *s)
 {
         char created[32], active[32], dir[CELLA_PATH_MAX];
@@ -246,6 +266,7 @@ json_t *sandbox_info(const struct sandbox *s)
                 json_object_set(info, "networkAllow", s->network_allow);
                 if (s->snapshot)
                         json_object_set_new(info, "snapshot", json_string(s->snapshot));
+                sleep_mode_info(s, info);
         }
         if (info && s->network) {
                 char addr[16];

@@ -1032,6 +1032,10 @@ def routes():
         "percent": b"POST /v1/sandboxes/a%2Fb/exec",
         "double-slash": b"GET //v1//sandboxes",
         "images": b"GET /v1/images",
+        "metrics": b"GET /metrics",
+        "metrics-head": b"HEAD /metrics",
+        "metrics-post": b"POST /metrics",
+        "metrics-slash": b"GET /metrics/",
         "image-build": b"POST /v1/images/base/build",
         "image-long": b"DELETE /v1/images/" + b"n" * 300,
         "image-deep": b"POST /v1/images/base/build/x/y",
@@ -1067,6 +1071,18 @@ def mcp():
                              "params": {"name": "run_code",
                                         "arguments": {"sandbox": "b", "code": "1+1",
                                                       "language": "ruby"}}}),
+        "call-fork": js({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+                         "params": {"name": "sandbox_fork",
+                                    "arguments": {"sandbox": "box", "name": "box-2"}}}),
+        "call-snapshot-create": js({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+                                    "params": {"name": "snapshot_create",
+                                               "arguments": {"sandbox": "box",
+                                                             "name": "x" * 64}}}),
+        "call-create-from-snapshot": js({"jsonrpc": "2.0", "id": 12, "method": "tools/call",
+                                         "params": {"name": "sandbox_create",
+                                                    "arguments": {"name": "b",
+                                                                  "fromSnapshot": "..",
+                                                                  "keepAlive": "yes"}}}),
         "cancelled": js({"jsonrpc": "2.0", "method": "notifications/cancelled",
                          "params": {"requestId": "a", "reason": "user"}}),
         "resource-read": js({"jsonrpc": "2.0", "id": 6, "method": "resources/read",
@@ -1092,11 +1108,30 @@ def mcp():
     return seeds
 
 
+def prom():
+    """fuzz-prom: lines of the Prometheus text format (what GET /metrics writes and `cella
+    top` reads), good and bad; each input is also escaped as a label value and parsed back."""
+    return {
+        "plain": b"x 1",
+        "labels": b'cella_http_requests_total{route="/v1/sandboxes/{id}/exec",method="POST",'
+                  b'status="2xx"} 7',
+        "escapes": b'x{msg="a\\"b\\\\c\\nd"} +Inf 1700000000000',
+        "family": b"# HELP x_total a\\nb\n# TYPE x_total counter\nx_total 0\n\n",
+        "histogram": b'd_seconds_bucket{le="0.0005"} 2\nd_seconds_bucket{le="+Inf"} 4\n'
+                     b"d_seconds_sum 9.001001\nd_seconds_count 4\n",
+        "too-many-labels": b'x{a="",b="",c="",d="",e="",f="",g="",h="",i=""} 1',
+        "duplicate-label": b'x{l="v",l="w"} 1',
+        "floats": b"x NaN\ny -Inf\nz 1e-3\nw 0x10",
+        "bad-escape": b'x{l="\\t"} 1\r\n',
+        "double": b"process_start_time_seconds 1795770000.123\n",
+    }
+
+
 TARGETS = {"proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,
-           "routes": routes, "mcp": mcp}
+           "routes": routes, "mcp": mcp, "prom": prom}
 
 
 def write(target):

@@ -452,6 +452,38 @@ static void test_sleep_after(void **state)
         api_put_sandbox_done(&p);
 }
 
+/* sleepMode (decision 0050): "files" or "memory"; anything else is a clear 400. */
+static void test_sleep_mode(void **state)
+{
+        static const char *const bad[] = {
+                "{\"sleepMode\":\"disk\"}",     "{\"sleepMode\":\"Memory\"}",
+                "{\"sleepMode\":\"\"}",         "{\"sleepMode\":true}",
+                "{\"sleepMode\":[\"memory\"]}", "{\"sleepMode\":\"memory\\u0000\"}",
+        };
+        struct api_put_sandbox p;
+        struct cella_error err = {0};
+        const char *ok = "{\"sleepMode\":\"memory\",\"sleepAfter\":\"30s\"}";
+
+        (void)state;
+        assert_int_equal(api_decode_put_sandbox(ok, strlen(ok), &p, &err), 0);
+        assert_string_equal(p.sleep_mode, "memory");
+        assert_int_equal(p.sleep_after_ms, 30000);
+        api_put_sandbox_done(&p);
+        assert_int_equal(api_decode_put_sandbox("{\"sleepMode\":\"files\"}", 21, &p, &err), 0);
+        assert_string_equal(p.sleep_mode, "files");
+        api_put_sandbox_done(&p);
+        assert_int_equal(api_decode_put_sandbox("{}", 2, &p, &err), 0);
+        assert_null(p.sleep_mode);
+        api_put_sandbox_done(&p);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                memset(&err, 0, sizeof(err));
+                assert_true(api_decode_put_sandbox(bad[i], strlen(bad[i]), &p, &err) < 0);
+                assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+                assert_non_null(strstr(err.msg, "sleepMode must be \"files\" or \"memory\""));
+                assert_null(p.sleep_mode);
+        }
+}
+
 static void test_env(void **state)
 {
         struct api_env e;
@@ -633,12 +665,13 @@ static void test_processes(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_put_sandbox),  cmocka_unit_test(test_exec),
-                cmocka_unit_test(test_files),        cmocka_unit_test(test_helpers),
-                cmocka_unit_test(test_sleep_after),  cmocka_unit_test(test_env),
-                cmocka_unit_test(test_session),      cmocka_unit_test(test_processes),
-                cmocka_unit_test(test_git_checkout), cmocka_unit_test(test_watch),
-                cmocka_unit_test(test_code),         cmocka_unit_test(test_pty),
+                cmocka_unit_test(test_put_sandbox), cmocka_unit_test(test_exec),
+                cmocka_unit_test(test_files),       cmocka_unit_test(test_helpers),
+                cmocka_unit_test(test_sleep_after), cmocka_unit_test(test_sleep_mode),
+                cmocka_unit_test(test_env),         cmocka_unit_test(test_session),
+                cmocka_unit_test(test_processes),   cmocka_unit_test(test_git_checkout),
+                cmocka_unit_test(test_watch),       cmocka_unit_test(test_code),
+                cmocka_unit_test(test_pty),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -341,7 +342,8 @@ static void test_tool_sandbox_checked(void **state)
                         "INVALID_SANDBOX_NAME");
                 json_decref(r);
                 json_decref(args);
-                /* sandbox_create and sandbox_destroy name theirs "name" */
+                /* sandbox_create and sandbox_destroy name theirs "name", as sandbox_fork
+                 * names the sandbox it makes */
                 args = json_pack("{ss}", "name", "Not_A_Name");
                 r = mcp_tool_run(&mcp_tools[i], &call, args);
                 if (strncmp(mcp_tools[i].name, "sandbox_", 8) == 0) {
@@ -352,7 +354,47 @@ static void test_tool_sandbox_checked(void **state)
                 json_decref(r);
                 json_decref(args);
         }
-        assert_int_equal(checked, 2);
+        assert_int_equal(checked, 3);
+}
+
+/* The tool error (cella/error code) of running the tool name on args (JSON text) with no
+ * daemon behind the call: the checks before any request. */
+static const char *refused(const char *name, const char *args_text, char *code, size_t len)
+{
+        struct mcp_call call = {0};
+        json_t *args = json_loads(args_text, 0, NULL), *r;
+
+        assert_non_null(args);
+        r = mcp_tool_run(mcp_tool_find(name), &call, args);
+        assert_non_null(r);
+        assert_true(json_is_true(json_object_get(r, "isError")));
+        snprintf(code, len, "%s",
+                 json_string_value(json_object_get(
+                         json_object_get(json_object_get(r, "_meta"), "cella/error"), "code")));
+        json_decref(r);
+        json_decref(args);
+        return code;
+}
+
+/* sandbox_fork checks the name of the sandbox it makes too; snapshot_delete refuses a
+ * reference a URL would resolve away. Neither reaches the daemon. */
+static void test_snapshot_tools_checked(void **state)
+{
+        char code[64];
+
+        (void)state;
+        assert_string_equal(refused("sandbox_fork", "{\"sandbox\":\"box\",\"name\":\"Not_A_Name\"}",
+                                    code, sizeof(code)),
+                            "INVALID_SANDBOX_NAME");
+        assert_string_equal(refused("sandbox_fork", "{\"sandbox\":\"box\",\"name\":\"-x\"}", code,
+                                    sizeof(code)),
+                            "INVALID_SANDBOX_NAME");
+        assert_string_equal(refused("snapshot_delete", "{\"snapshot\":\"..\"}", code, sizeof(code)),
+                            "VALIDATION_FAILED");
+        assert_string_equal(refused("snapshot_delete", "{\"snapshot\":\".\"}", code, sizeof(code)),
+                            "VALIDATION_FAILED");
+        assert_string_equal(refused("snapshot_list", "{\"sandbox\":\"../x\"}", code, sizeof(code)),
+                            "INVALID_SANDBOX_NAME");
 }
 
 /* A daemon that takes one request and never answers: it reports the request through a
@@ -459,6 +501,7 @@ int main(void)
                 cmocka_unit_test(test_uri),
                 cmocka_unit_test(test_initialize),
                 cmocka_unit_test(test_tools),
+                cmocka_unit_test(test_snapshot_tools_checked),
                 cmocka_unit_test(test_tool_sandbox_checked),
                 cmocka_unit_test(test_cancel_silent),
         };
