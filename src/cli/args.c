@@ -273,6 +273,7 @@ static const struct opt_def options[] = {
         VALUE_OPT(http_path, "--http"),
         VALUE_OPT(branch, "--branch"),
         VALUE_OPT(dir, "--dir"),
+        VALUE_OPT(ttl, "--ttl"),
         TAKE_OPT(take_token, "--token"),
         TAKE_OPT(take_sleep_after, "--sleep-after"),
         TAKE_OPT(take_network, "--network"),

@@ -23,6 +23,9 @@ const struct api_route api_routes[] = {
         {"GET HEAD", SBX "/snapshots", api_sandbox_snapshots, 0},
         {"POST", SBX "/fork", api_fork, 0},
 
+        {"POST", SBX "/backups", api_backup_create, 0},
+        {"POST", SBX "/backups/{bid}/restore", api_backup_restore, 0},
+
         {"POST", SBX "/exec", api_exec, 0},
         {"POST", SBX "/env", api_env, 0},
 
@@ -73,6 +76,10 @@ const struct api_route api_routes[] = {
         {"GET HEAD", "/v1/snapshots", api_snapshots_list, 0},
         {"GET HEAD", "/v1/snapshots/{snap}", api_snapshot_get, 0},
         {"DELETE", "/v1/snapshots/{snap}", api_snapshot_delete, 0},
+
+        {"GET HEAD", "/v1/backups", api_backups_list, 0},
+        {"GET HEAD", "/v1/backups/{bid}", api_backup_get, 0},
+        {"DELETE", "/v1/backups/{bid}", api_backup_delete, 0},
 };
 const size_t api_routes_count = sizeof(api_routes) / sizeof(api_routes[0]);
 
