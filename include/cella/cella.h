@@ -308,6 +308,25 @@ int cella_metrics_value(const char *text, const char *name, const char *const *m
 int cella_metrics_quantile(const char *text, const char *before_text, const char *name, double q,
                            double *ret);
 
+/* ---- backups (docs/api.md "Backups") ----
+ * A backup's JSON: {id, name?, sandbox, dir, sizeBytes, createdAt, expiresAt}. */
+/* Archive dir of sandbox into the daemon's backup store; name NULL: none; ttl_s 0: the
+ * default (259200 s). Failures: SANDBOX_NOT_FOUND (404), INVALID_BACKUP_CONFIG (400),
+ * BACKUP_CREATE_FAILED (500). */
+int cella_backup_create(cella_client *c, const char *sandbox, const char *dir, const char *name,
+                        int64_t ttl_s, char **ret_json);
+/* Replace dir (NULL: the backup's) of sandbox with backup id's content, all or nothing:
+ * {success, id, dir, sandbox}. Failures: BACKUP_NOT_FOUND (404), BACKUP_EXPIRED (400),
+ * INVALID_BACKUP_CONFIG (400), BACKUP_RESTORE_FAILED (500: the directory is unchanged). */
+int cella_backup_restore(cella_client *c, const char *sandbox, const char *id, const char *dir,
+                         char **ret_json);
+/* {backups: [...]}, newest first. */
+int cella_backup_list(cella_client *c, char **ret_json);
+/* One backup: BACKUP_NOT_FOUND (404). */
+int cella_backup_get(cella_client *c, const char *id, char **ret_json);
+/* {id, deleted}: BACKUP_NOT_FOUND (404). */
+int cella_backup_delete(cella_client *c, const char *id, char **ret_json);
+
 /* ---- terminal ----
  * A session's terminal over a WebSocket (GET .../pty, docs/api.md): one interactive shell
  * per session, shared by every connection to it. cella_pty_open connects (blocking) and

@@ -343,6 +343,7 @@ static const struct opt_def options[] = {
         VALUE_OPT(tenant, "--tenant"),
         TAKE_OPT(take_max_sandboxes, "--max-sandboxes"),
         TAKE_OPT(take_max_memory, "--max-memory"),
+        VALUE_OPT(ttl, "--ttl"),
         TAKE_OPT(take_token, "--token"),
         TAKE_OPT(take_sleep_after, "--sleep-after"),
         TAKE_OPT(take_network, "--network"),

@@ -63,6 +63,7 @@ struct cli_args {
         const char *branch; /* --branch */
         long depth;         /* --depth N (0: not given) */
         const char *dir;    /* --dir */
+        const char *ttl;    /* backup create --ttl SECONDS */
         /* exposed ports */
         const char *port_name;  /* expose --name */
         const char *port_token; /* expose --token (after the command word "expose"; before

@@ -261,6 +261,22 @@ const struct cli_command cli_commands[] = {
          "           host cannot checkpoint them: `cellad --check` says why)\n"
          "  --json   the server's JSON (NEW's SandboxInfo)\n",
          "  cella fork box box-2\n", 1},
+        {"backup", "archive a sandbox's directory, restore it, list and delete backups",
+         "cella backup create NAME DIR [--name LABEL] [--ttl SECONDS] [--json]\n"
+         "cella backup restore NAME BACKUP [--dir DIR] [--json]\n"
+         "cella backup ls [--json]\n"
+         "cella backup rm BACKUP",
+         "create archives directory DIR of sandbox NAME into the daemon's backup store and\n"
+         "prints the backup's id; restore replaces DIR (default: the backup's) of sandbox\n"
+         "NAME, any sandbox, with a backup's content, all or nothing; ls lists the store's\n"
+         "backups (those other daemons sharing it made too); rm deletes one. A backup\n"
+         "expires after its ttl (default 3 days) and cannot be restored then.\n",
+         "  --name L     create: a label for the backup\n"
+         "  --ttl S      create: seconds the backup is kept (default 259200)\n"
+         "  --dir D      restore: the directory to replace (default: the backup's)\n"
+         "  --json       the server's JSON\n",
+         "  cella backup create box /workspace/app --ttl 86400\n"
+         "  cella backup restore box-2 0b5e6f0e-2c64-4d0c-9d44-52c1f1b8a0e3\n", 0},
         {"mcp", "serve the Model Context Protocol on stdin/stdout (for AI agents)", "cella mcp",
          "Runs an MCP server (JSON-RPC 2.0, one message a line) on stdin and stdout: AI\n"
          "agents (Claude Desktop, Cursor, VS Code) get cella's sandboxes as tools and their\n"

@@ -57,6 +57,11 @@
         X(MEMORY_SNAPSHOT_UNAVAILABLE, 501) \
         X(KEY_NOT_FOUND, 404)               \
         X(QUOTA_EXCEEDED, 403)              \
+        X(BACKUP_NOT_FOUND, 404)            \
+        X(BACKUP_EXPIRED, 400)              \
+        X(INVALID_BACKUP_CONFIG, 400)       \
+        X(BACKUP_CREATE_FAILED, 500)        \
+        X(BACKUP_RESTORE_FAILED, 500)       \
         X(UNAUTHORIZED, 401)                \
         X(NOT_FOUND, 404)                   \
         X(METHOD_NOT_ALLOWED, 405)          \

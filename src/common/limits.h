@@ -73,6 +73,8 @@
 #define CELLA_PROC_KILL_GRACE_MS 3000         /* SIGTERM, then SIGKILL after this */
 #define CELLA_PROC_MIN_INTERVAL_MS 10         /* waitPort poll interval, lower bound */
 #define CELLA_PROC_MAX_INTERVAL_MS 60000
+#define CELLA_PROC_DEFAULT_INTERVAL_MS 500 /* waitPort poll interval when none is given */
+#define CELLA_PROC_MAX_HTTP_PATH 2048      /* waitPort's HTTP path (common/validate.h) */
 #define CELLA_AGENT_MAX_SESSIONS 256 /* sessions (shells) per sandbox */
 
 /* Code interpreter (agent, docs/decisions/0021-code-interpreter.md) */
@@ -196,5 +198,17 @@
 
 #define CELLA_CRIU_CHECK_TIMEOUT_MS 20000 /* `criu check` (memory sleep's host check) within */
 #define CELLA_CRIU_OUTPUT_MAX 65536       /* of its output, read for the reason */
+/* Backups (src/daemon/backup*.c, docs/decisions/0049-backups.md) */
+#define CELLA_BACKUP_TTL_DEFAULT 259200       /* seconds a backup is kept (the hosted SDK's) */
+#define CELLA_BACKUP_TTL_MAX (366LL * 86400)  /* the longest ttl accepted, in seconds */
+#define CELLA_BACKUP_NAME_MAX 256             /* bytes of a backup's name */
+#define CELLA_BACKUP_DIR_MAX 1024             /* bytes of the directory a backup is of */
+#define CELLA_BACKUP_RECORD_MAX 8192          /* bytes of one backup's JSON record */
+#define CELLA_BACKUP_LIST_MAX 10000           /* backups one listing reads */
+#define CELLA_BACKUP_SWEEP_MS 2000            /* how often expired backups are looked for */
+#define CELLA_BACKUP_STORE_SPEC_MAX 2048      /* bytes of --backup-store */
+#define CELLA_BACKUP_S3_LIST_MAX (1024 * 1024) /* one ListObjectsV2 answer */
+#define CELLA_BACKUP_ERROR_MAX 240            /* what the archiver says when it fails */
+#define CELLA_BACKUP_PIPE_BYTES (1024 * 1024) /* the archive's pipe to and from cella-archive */
 
 #endif

@@ -8,6 +8,7 @@
 
 struct sandbox_table;
 struct mem_budget;
+struct backups;
 
 struct api_config {
         uv_loop_t *loop;
@@ -19,6 +20,7 @@ struct api_config {
         int preview_url_port;       /* the port in preview URLs (0: none) */
         int64_t image_import_max;   /* an import's tarball (0: CELLA_IMAGE_IMPORT_MAX) */
         struct mem_budget *budget;  /* buffered exec output is counted here (may be NULL) */
+        struct backups *backups;    /* backups (backup.h); NULL: none */
 };
 
 #endif

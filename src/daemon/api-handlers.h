@@ -34,6 +34,13 @@ API_HANDLER(api_keys_create);
 API_HANDLER(api_keys_list);
 API_HANDLER(api_keys_delete);
 
+/* api-backups.c: POST /backups, POST /backups/{bid}/restore, /v1/backups[/{bid}] (0049) */
+API_HANDLER(api_backup_create);
+API_HANDLER(api_backup_restore);
+API_HANDLER(api_backups_list);
+API_HANDLER(api_backup_get);
+API_HANDLER(api_backup_delete);
+
 /* api-exec.c: POST /exec */
 API_HANDLER(api_exec);
 /* api-sessions.c: POST /env (setEnvVars), /sessions, /sessions/{sid}, /sessions/{sid}/env */

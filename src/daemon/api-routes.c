@@ -27,6 +27,11 @@ const struct api_route api_routes[] = {
         {"GET HEAD", SBX "/snapshots", api_sandbox_snapshots, 0},
         {"POST", SBX "/fork", api_fork, 0},
 
+        /* Backups are the admin's until they are kept per tenant (decision 0053): a
+         * tenant's key could otherwise list and restore another tenant's. */
+        {"POST", SBX "/backups", api_backup_create, API_ROUTE_ADMIN},
+        {"POST", SBX "/backups/{bid}/restore", api_backup_restore, API_ROUTE_ADMIN},
+
         {"POST", SBX "/exec", api_exec, 0},
         {"POST", SBX "/env", api_env, 0},
 
@@ -77,6 +82,10 @@ const struct api_route api_routes[] = {
         {"GET HEAD", "/v1/snapshots", api_snapshots_list, 0},
         {"GET HEAD", "/v1/snapshots/{snap}", api_snapshot_get, 0},
         {"DELETE", "/v1/snapshots/{snap}", api_snapshot_delete, 0},
+
+        {"GET HEAD", "/v1/backups", api_backups_list, API_ROUTE_ADMIN},
+        {"GET HEAD", "/v1/backups/{bid}", api_backup_get, API_ROUTE_ADMIN},
+        {"DELETE", "/v1/backups/{bid}", api_backup_delete, API_ROUTE_ADMIN},
 };
 const size_t api_routes_count = sizeof(api_routes) / sizeof(api_routes[0]);
 

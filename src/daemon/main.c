@@ -16,6 +16,7 @@
 #include "common/macros.h"
 #include "common/startup.h"
 #include "daemon/api.h"
+#include "daemon/backup.h"
 #include "daemon/http.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox.h"
@@ -35,7 +36,7 @@ static void usage(FILE *f)
                 "              [--network-range CIDR] [--uid-base UID] [--buffer-budget SIZE]\n"
                 "              [--max-connections N] [--max-connections-per-client N]\n"
                 "              [--disk-overcommit RATIO] [--disk-overcommit-policy warn|refuse]\n"
-                "              [--check] [--help]\n"
+                "              [--backup-store s3://BUCKET?endpoint=URL] [--check] [--help]\n"
                 "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
                 "  --images DIR         images (default DATA-DIR/images)\n"
@@ -67,6 +68,10 @@ static void usage(FILE *f)
                 "                       else the first of " NET_DEFAULT_RANGE ", 10.64.0.0/16 to\n"
                 "                       10.127.0.0/16 that no other cella instance, address\n"
                 "                       or route of the host overlaps)\n"
+                "  --backup-store URL   where backups are kept: s3://BUCKET[/PREFIX]?endpoint=\n"
+                "                       http(s)://HOST:PORT[&region=R], credentials from\n"
+                "                       AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+                "                       AWS_SESSION_TOKEN (default: DATA-DIR/backups)\n"
                 "  --uid-base UID       first host uid of the sandboxes (a multiple of 65536\n"
                 "                       from 0x10000000); they use 0x10000000 uids from it\n"
                 "                       (default: as before, else the first free block)\n"
@@ -159,7 +164,7 @@ static bool is_loopback(const char *host)
 /* What the command line says, then what cellad derives from it (paths, host, port). */
 struct options {
         const char *listen, *data_dir, *images, *image, *builder, *token;
-        const char *preview_domain, *preview_listen, *network_range;
+        const char *preview_domain, *preview_listen, *network_range, *backup_store;
         unsigned long max_sandboxes, pool_size, max_conns, max_per_client;
         enum disk_mode disk_mode;
         uint64_t disk_override, import_max, budget_bytes;
@@ -171,6 +176,7 @@ struct options {
         int port;
         char exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
         char agent_path[PATH_MAX];
+        char archiver_path[PATH_MAX];
 };
 
 /* What runs: the loop and the objects built on it, freed in reverse by shut_down. */
@@ -178,6 +184,7 @@ struct daemon {
         uv_loop_t *loop;
         struct mem_budget budget;
         struct sandbox_table *table;
+        struct backups *backups;
         struct api *api;
         struct http_server *srv, *psrv;
         uv_signal_t sigint, sigterm;
@@ -302,6 +309,11 @@ static int on_option(int c, const char *arg, void *ud)
         case 'N':
                 o->network_range = arg;
                 break;
+        case 'S':
+                if (strlen(arg) > CELLA_BACKUP_STORE_SPEC_MAX)
+                        return bad_value("backup-store", arg, "too long");
+                o->backup_store = arg;
+                break;
         case 'c':
                 o->check = true;
                 break;
@@ -366,6 +378,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                 {"max-connections-per-client", required_argument, NULL, 'K'},
                 {"disk-overcommit", required_argument, NULL, 'V'},
                 {"disk-overcommit-policy", required_argument, NULL, 'Y'},
+                {"backup-store", required_argument, NULL, 'S'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -416,6 +429,7 @@ static int check_options(struct options *o)
         if ((slash = strrchr(o->exe_dir, '/')))
                 *slash = '\0';
         snprintf(o->agent_path, sizeof(o->agent_path), "%s/cella-init", o->exe_dir);
+        snprintf(o->archiver_path, sizeof(o->archiver_path), "%s/cella-archive", o->exe_dir);
         if (!o->images) {
                 snprintf(o->images_buf, sizeof(o->images_buf), "%s/images", o->data_dir);
                 o->images = o->images_buf;
@@ -515,6 +529,12 @@ static int start_table(struct daemon *d, struct options *o)
                 fprintf(stderr, "cellad: %s\n", err.msg);
                 return -1;
         }
+        if (backups_new(d->loop, o->backup_store, o->data_dir, o->archiver_path, &d->backups,
+                        &err) < 0) {
+                fprintf(stderr, "cellad: --backup-store: %s\n", err.msg);
+                return -1;
+        }
+        log_info("backups: %s", backups_store_describe(d->backups));
         return 0;
 }
 
@@ -523,7 +543,7 @@ static int start_api(struct daemon *d, const struct options *o)
 {
         struct api_config acfg = {d->loop,    d->table,          o->token, o->images,
                                   o->builder, o->preview_domain, 0,        (int64_t)o->import_max,
-                                  &d->budget};
+                                  &d->budget, d->backups};
 
         if (!o->preview_domain[0] || strlen(o->preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
             strpbrk(o->preview_domain, ":/ ")) {
@@ -620,6 +640,7 @@ static void shut_down(struct daemon *d)
         uv_walk(d->loop, close_walk, NULL);
         uv_run(d->loop, UV_RUN_DEFAULT);
         api_free(d->api);
+        backups_free(d->backups);
         uv_loop_close(d->loop);
 }
 

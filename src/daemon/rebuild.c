@@ -66,7 +66,8 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
         const char *sleep_mode = NULL;
         json_int_t created = 0, sleep_after = 0;
         int keep_alive = 0, default_session = 1;
-        json_t *o, *allow = NULL, *v;
+        _cleanup_json_ json_t *o = NULL;
+        json_t *allow = NULL, *v;
         char *allow_text = NULL;
         int r = -EINVAL;
         size_t i;
@@ -121,7 +122,6 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
         r = 0;
 out:
         free(allow_text);
-        json_decref(o);
         return r;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/fsutil.h"
+#include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/name.h"
 #include "common/timeutil.h"
@@ -318,8 +319,9 @@ json_t *sandbox_env(const struct sandbox *s)
 
 int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err)
 {
-        json_t *env = json_deep_copy(s->env), *v;
+        _cleanup_json_ json_t *env = json_deep_copy(s->env);
         const char *k;
+        json_t *v;
 
         if (!env)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
@@ -330,20 +332,18 @@ int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err)
                 else
                         json_object_set(env, k, v);
         }
-        if (json_object_size(env) > CELLA_EXEC_MAX_ENV) {
-                json_decref(env);
+        if (json_object_size(env) > CELLA_EXEC_MAX_ENV)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "a sandbox has at most %d environment variables",
                                        CELLA_EXEC_MAX_ENV);
-        }
         /* What the registry refused (a full data directory) did not happen. */
         json_t *old = s->env;
         s->env = env;
         if (sandbox_persist(s, err) < 0) {
                 s->env = old;
-                json_decref(env);
-                return -1;
+                return -1; /* env dropped */
         }
+        env = NULL; /* s->env's now */
         json_decref(old);
         return 0;
 }

@@ -94,7 +94,7 @@ def frame_reader():
 
 def wire():
     """Agent request bodies as the agent parses them: EXEC, PTY, the FILE_* bodies,
-    SESSION and WATCH, valid and at each bound."""
+    SESSION, WATCH, PROC and CODE, valid and at each bound."""
     bodies = {
         "exec": {"command": "echo hi", "timeoutMs": 0},
         "exec-all": {"command": "ls -la", "cwd": "/workspace/app", "env": {"A": "1"},
@@ -145,6 +145,43 @@ def wire():
         "watch-glob-nul": {"path": "/w", "include": ["a\u0000b"]},
         "watch-too-many": {"path": "/w", "include": ["a"] * 40, "exclude": ["b"] * 40},
         "watch-recursive-str": {"path": "/w", "recursive": "yes"},
+        "proc-start": {"op": "start", "command": "python3 -m http.server", "id": "web",
+                       "session": "dev", "env": {"A": "1"}, "cwd": "/workspace/app",
+                       "baseEnv": {"PATH": "/usr/bin"}},
+        "proc-start-digits": {"op": "start", "command": "x", "id": "42"},
+        "proc-start-pid": {"op": "start", "command": "x", "id": 42},
+        "proc-start-nocommand": {"op": "start"},
+        "proc-list": {"op": "list"},
+        "proc-get-pid": {"op": "get", "id": 1234},
+        "proc-get-pid-zero": {"op": "get", "id": 0},
+        "proc-logs-noid": {"op": "logs"},
+        "proc-kill": {"op": "kill", "signal": 9, "id": "web"},
+        "proc-kill-name": {"op": "kill", "signal": "SIGINT", "id": "web"},
+        "proc-kill-bad": {"op": "kill", "signal": 65, "id": "web"},
+        "proc-killall": {"op": "killall", "signal": "TERM"},
+        "proc-waitlog": {"op": "waitLog", "pattern": "ready", "regex": True, "timeoutMs": 5000,
+                         "id": "web"},
+        "proc-waitlog-empty": {"op": "waitLog", "pattern": "", "id": "web"},
+        "proc-waitport": {"op": "waitPort", "port": 8080, "mode": "http", "path": "/health",
+                          "statusMin": 200, "statusMax": 204, "intervalMs": 100,
+                          "timeoutMs": 30000, "id": "web"},
+        "proc-waitport-min": {"op": "waitPort", "port": 1, "id": "web"},
+        "proc-waitport-status": {"op": "waitPort", "port": 80, "statusMin": 500, "id": "web"},
+        "proc-waitport-path": {"op": "waitPort", "port": 80, "path": "/a b", "id": "web"},
+        "proc-waitport-mode-nul": {"op": "waitPort", "port": 80, "mode": "http\u0000", "id": "w"},
+        "proc-waitexit": {"op": "waitExit", "timeoutMs": 0, "id": "web"},
+        "proc-op-unknown": {"op": "restart", "id": "web"},
+        "code-create": {"op": "create", "language": "python", "cwd": "/workspace/nb",
+                        "env": {"A": "1"}, "baseEnv": {"PATH": "/usr/bin"}},
+        "code-create-lang": {"op": "create", "language": "cobol"},
+        "code-run": {"op": "run", "code": "1+1", "id": "default-python",
+                     "language": "typescript", "timeoutMs": 1500, "baseEnv": {}},
+        "code-run-min": {"op": "run", "code": ""},
+        "code-run-nul": {"op": "run", "code": "a\u0000b"},
+        "code-run-nocode": {"op": "run"},
+        "code-delete": {"op": "delete", "id": "ctx-1"},
+        "code-delete-noid": {"op": "delete"},
+        "code-list": {"op": "list"},
     }
     return {k: js(v) for k, v in bodies.items()}
 
@@ -1104,6 +1141,17 @@ def mcp():
         "bad-utf8": b'{"jsonrpc":"2.0","id":1,"method":"p\xff"}',
         "truncated": js(init)[:40],
         "empty": b"",
+        # the same input as a Last-Event-ID of /mcp
+        "event-id": b"12",
+        "event-id-stream": b"12-3",
+        "event-id-max": b"18446744073709551615-18446744073709551615",
+        "event-id-over": b"18446744073709551616",
+        "event-id-no-stream": b"1-",
+        "event-id-stream-0": b"1-0",
+        "event-id-two-dashes": b"1-2-3",
+        "event-id-sign": b"+1",
+        "event-id-hex": b"0x10",
+        "event-id-zeros": b"007",
     }
     return seeds
 

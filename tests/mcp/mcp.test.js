@@ -562,6 +562,23 @@ if (TRANSPORTS.includes('http')) {
       assert.match((await again.json()).message, /not kept/);
     });
 
+    it('refuses a Last-Event-ID that is not EVENT or EVENT-STREAM in decimal with 400', async () => {
+      // (fetch trims header values, so no case with spaces; each must be refused before
+      // any stream opens: a 200 would hang until the timeout, which fails the test)
+      for (const last of ['', 'abc', '12x', '-1', '+1', '0x10', '1.5', '1-', '-1-2', '1-2-3', '1-0',
+        '18446744073709551616', '1-18446744073709551616']) {
+        const res = await fetch(`${URL_}/mcp`, { headers: { ...H, Accept: 'text/event-stream', 'Mcp-Session-Id': sid, 'Last-Event-ID': last }, signal: AbortSignal.timeout(10000) });
+        assert.equal(res.status, 400, `Last-Event-ID '${last}'`);
+        const body = await res.json();
+        assert.equal(body.code, 'VALIDATION_FAILED', `Last-Event-ID '${last}'`);
+        assert.match(body.message, /^Last-Event-ID must be an event id this server sent/);
+      }
+      // the largest id it could send is a valid one (no POST stream 2^64-1: not kept)
+      const res = await fetch(`${URL_}/mcp`, { headers: { ...H, Accept: 'text/event-stream', 'Mcp-Session-Id': sid, 'Last-Event-ID': '18446744073709551615-18446744073709551615' }, signal: AbortSignal.timeout(10000) });
+      assert.equal(res.status, 400);
+      assert.match((await res.json()).message, /not kept/);
+    });
+
     it('replays the stream after Last-Event-ID', async () => {
       await rpc('tools/call', { name: 'file_write', arguments: { sandbox: box, path: 'r.txt', content: 'a' } });
       const uri = `cella://${box}/workspace/r.txt`;

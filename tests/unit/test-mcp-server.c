@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/name.h"
+#include "mcp/event-id.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp-internal.h"
 #include "mcp/schema.h"
@@ -168,6 +169,41 @@ static void test_uri(void **state)
                          -EINVAL);
         assert_int_equal(mcp_uri_parse("cella://box/a?x=1", sb, sizeof(sb), path, sizeof(path)),
                          -EINVAL);
+}
+
+/* Last-Event-ID of /mcp: what the server writes parses back; nothing else parses (and
+ * leaves the outputs alone). */
+static void test_event_id(void **state)
+{
+        static const char *const bad[] = {
+                "",     "-",   "-1",   "1-",   "1-0",   "+1",    " 1",  "1 ",
+                "1-2-3", "0x10", "1.5", "abc", "1-a",   "1--2",  "1-+2", "٣",
+                "18446744073709551616", "1-18446744073709551616", "99999999999999999999",
+        };
+        char buf[MCP_EVENT_ID_MAX];
+        uint64_t ev = 7, st = 7;
+
+        (void)state;
+        assert_int_equal(mcp_event_id_format(buf, sizeof(buf), 12, 0), 2);
+        assert_string_equal(buf, "12");
+        assert_int_equal(mcp_event_id_parse(buf, &ev, &st), 0);
+        assert_int_equal(ev, 12);
+        assert_int_equal(st, 0);
+        mcp_event_id_format(buf, sizeof(buf), UINT64_MAX, UINT64_MAX);
+        assert_string_equal(buf, "18446744073709551615-18446744073709551615");
+        assert_int_equal(mcp_event_id_parse(buf, &ev, &st), 0);
+        assert_true(ev == UINT64_MAX && st == UINT64_MAX);
+        assert_int_equal(mcp_event_id_parse("0", &ev, &st), 0);
+        assert_true(ev == 0 && st == 0);
+        assert_int_equal(mcp_event_id_parse("007-3", &ev, &st), 0);
+        assert_true(ev == 7 && st == 3);
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                ev = st = 42;
+                if (mcp_event_id_parse(bad[i], &ev, &st) != -EINVAL)
+                        fail_msg("accepted '%s'", bad[i]);
+                assert_true(ev == 42 && st == 42);
+        }
+        assert_int_equal(mcp_event_id_parse(NULL, &ev, &st), -EINVAL);
 }
 
 /* ---- a session ---- */
@@ -499,6 +535,7 @@ int main(void)
                 cmocka_unit_test(test_decode_faults),
                 cmocka_unit_test(test_schema),
                 cmocka_unit_test(test_uri),
+                cmocka_unit_test(test_event_id),
                 cmocka_unit_test(test_initialize),
                 cmocka_unit_test(test_tools),
                 cmocka_unit_test(test_snapshot_tools_checked),

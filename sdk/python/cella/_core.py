@@ -26,7 +26,8 @@ from . import errors
 from ._sse import SSEParser
 from .types import (CodeContext, ExecResult, ExecEvent, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, ProcessInfo, ProcessLogs, Result,
-                    SandboxInfo, SessionInfo, SnapshotInfo, WaitForLogResult, WriteResult, Logs)
+                    SandboxInfo, SessionInfo, SnapshotInfo, WaitForLogResult, WriteResult, Logs,
+                    DirectoryBackup, RestoreBackupResult)
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -651,6 +652,38 @@ def git_checkout(ref: SandboxRef, repo_url: str, branch: Optional[str],
     doc = yield from call_json(ref, Request("POST", ref.base + "/git/checkout", json=body,
                                             timeout=ms_timeout(600000 if timeout is None else timeout)))
     return GitCheckoutResult.from_json(doc)
+
+
+# ---- backups (docs/api.md "Backups") ----
+
+def create_backup(ref: SandboxRef, dir: str, name: Optional[str],
+                  ttl: Optional[int]) -> Op[DirectoryBackup]:
+    """POST /backups."""
+    doc = yield from call_json(ref, Request("POST", ref.base + "/backups", json=_drop_none(
+        {"dir": dir, "name": name, "ttl": ttl}), timeout=LONG_MARGIN * 60))
+    return DirectoryBackup.from_json(doc)
+
+
+def restore_backup(ref: SandboxRef, backup: Union[str, DirectoryBackup],
+                   dir: Optional[str]) -> Op[RestoreBackupResult]:
+    """POST /backups/{backupId}/restore."""
+    ident = backup.id if isinstance(backup, DirectoryBackup) else backup
+    doc = yield from call_json(ref, Request("POST", ref.base + "/backups/" + q(ident) + "/restore",
+                                            json=_drop_none({"dir": dir}),
+                                            timeout=LONG_MARGIN * 60))
+    return RestoreBackupResult.from_json(doc)
+
+
+def list_backups(ref: SandboxRef) -> Op[List[DirectoryBackup]]:
+    """GET /v1/backups."""
+    doc = yield from call_json(ref, Request("GET", "/v1/backups", idempotent=True))
+    return [DirectoryBackup.from_json(b) for b in doc.get("backups", []) if isinstance(b, dict)]
+
+
+def delete_backup(ref: SandboxRef, backup: Union[str, DirectoryBackup]) -> Op[None]:
+    """DELETE /v1/backups/{backupId}."""
+    ident = backup.id if isinstance(backup, DirectoryBackup) else backup
+    yield from call(ref, Request("DELETE", "/v1/backups/" + q(ident)))
 
 
 # ---- code interpreter ----

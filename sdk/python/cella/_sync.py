@@ -15,7 +15,8 @@ from ._ws import Terminal, WebSocket, open_terminal, open_websocket
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
                     ProcessLogs, Result, SandboxInfo, SessionInfo, SnapshotInfo, WaitForLogResult,
-                    WatchEvent, WriteResult)
+                    WatchEvent, WriteResult, DirectoryBackup,
+                    RestoreBackupResult)
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -412,6 +413,29 @@ class Sandbox(core.SandboxBase[Client]):
         """``git clone`` inside the sandbox (``timeout`` in ms, default 10 minutes)."""
         return self._run(core.git_checkout(self._ref, repo_url, branch, target_dir, depth,
                                            timeout))
+
+    # ---- backups ----
+    def create_backup(self, dir: str, *, name: Optional[str] = None,
+                      ttl: Optional[int] = None) -> DirectoryBackup:
+        """Archive ``dir`` (absolute, under /workspace, /home, /tmp, /var/tmp or /app) into
+        cellad's backup store, kept ``ttl`` seconds (default 259200)."""
+        return self._run(core.create_backup(self._ref, dir, name, ttl))
+
+    def restore_backup(self, backup: Union[str, DirectoryBackup], *,
+                       dir: Optional[str] = None) -> RestoreBackupResult:
+        """Replace ``dir`` (default: the backup's) of this sandbox with the backup's content,
+        all or nothing; the backup may be of another sandbox."""
+        if dir is None and isinstance(backup, DirectoryBackup):
+            dir = backup.dir
+        return self._run(core.restore_backup(self._ref, backup, dir))
+
+    def list_backups(self) -> List[DirectoryBackup]:
+        """Every backup of the store (other sandboxes' and daemons' too), newest first."""
+        return self._run(core.list_backups(self._ref))
+
+    def delete_backup(self, backup: Union[str, DirectoryBackup]) -> None:
+        """Delete a backup (:class:`BackupNotFoundError` if there is none)."""
+        self._run(core.delete_backup(self._ref, backup))
 
     # ---- code interpreter ----
     def create_code_context(self, *, language: Optional[str] = None, cwd: Optional[str] = None,

@@ -437,6 +437,38 @@ class GitCloneFailedError(SandboxError):
     code = "GIT_CLONE_FAILED"
     default_status = 500
 
+class BackupNotFoundError(SandboxError):
+    """The API error ``BACKUP_NOT_FOUND`` (HTTP 404): no backup of that id in the store."""
+
+    code = "BACKUP_NOT_FOUND"
+    default_status = 404
+
+class BackupExpiredError(SandboxError):
+    """The API error ``BACKUP_EXPIRED`` (HTTP 400): the backup's ttl has passed."""
+
+    code = "BACKUP_EXPIRED"
+    default_status = 400
+
+class InvalidBackupConfigError(SandboxError):
+    """The API error ``INVALID_BACKUP_CONFIG`` (HTTP 400): a bad dir, name or ttl."""
+
+    code = "INVALID_BACKUP_CONFIG"
+    default_status = 400
+
+class BackupCreateFailedError(SandboxError):
+    """The API error ``BACKUP_CREATE_FAILED`` (HTTP 500) (the hosted SDK's
+    ``BackupCreateError``)."""
+
+    code = "BACKUP_CREATE_FAILED"
+    default_status = 500
+
+class BackupRestoreFailedError(SandboxError):
+    """The API error ``BACKUP_RESTORE_FAILED`` (HTTP 500): a damaged or refused archive; the
+    directory is as it was (the hosted SDK's ``BackupRestoreError``)."""
+
+    code = "BACKUP_RESTORE_FAILED"
+    default_status = 500
+
 class InternalError(SandboxError):
     """The API error ``INTERNAL_ERROR`` (HTTP 500)."""
 
@@ -505,6 +537,11 @@ ERROR_CLASSES: Dict[str, Type[SandboxError]] = {
     "GIT_AUTH_FAILED": GitAuthFailedError,
     "GIT_NETWORK_ERROR": GitNetworkError,
     "GIT_CLONE_FAILED": GitCloneFailedError,
+    "BACKUP_NOT_FOUND": BackupNotFoundError,
+    "BACKUP_EXPIRED": BackupExpiredError,
+    "INVALID_BACKUP_CONFIG": InvalidBackupConfigError,
+    "BACKUP_CREATE_FAILED": BackupCreateFailedError,
+    "BACKUP_RESTORE_FAILED": BackupRestoreFailedError,
     "INTERNAL_ERROR": InternalError,
 }
 """Every known API error code and its class."""

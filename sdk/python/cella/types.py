@@ -16,6 +16,7 @@ __all__ = [
     "ProcessInfo", "ProcessLogs", "LogEvent", "ExposedPort", "WatchEvent", "CodeContext",
     "Result", "ExecutionError", "Logs", "Execution", "GitCheckoutResult", "WaitForLogResult",
     "SnapshotInfo",
+    "DirectoryBackup", "RestoreBackupResult",
 ]
 
 
@@ -605,3 +606,41 @@ class GitCheckoutResult:
         """Decode a checkout answer."""
         return cls(repo_url=_str(d, "repoUrl"), branch=_str(d, "branch"),
                    target_dir=_str(d, "targetDir"))
+
+
+@dataclass
+class DirectoryBackup:
+    """A backup of one directory (:meth:`Sandbox.create_backup`; docs/api.md "Backups"):
+    the hosted SDK's ``{id, dir}`` handle plus what cellad says of it."""
+
+    id: str
+    dir: str
+    name: Optional[str] = None
+    sandbox: str = ""
+    """The sandbox it was made of."""
+    size_bytes: int = 0
+    """Bytes of its archive (zstd tar) in the store."""
+    created_at: str = ""
+    expires_at: str = ""
+    """ISO time after which it cannot be restored and is removed."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "DirectoryBackup":
+        """Decode a backup."""
+        return cls(id=_str(d, "id"), dir=_str(d, "dir"), name=_opt_str(d, "name"),
+                   sandbox=_str(d, "sandbox"), size_bytes=_int(d, "sizeBytes"),
+                   created_at=_str(d, "createdAt"), expires_at=_str(d, "expiresAt"))
+
+
+@dataclass
+class RestoreBackupResult:
+    """What :meth:`Sandbox.restore_backup` did (the hosted SDK's ``{success, dir, id}``)."""
+
+    success: bool
+    dir: str
+    id: str
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "RestoreBackupResult":
+        """Decode a restore answer."""
+        return cls(success=_bool(d, "success"), dir=_str(d, "dir"), id=_str(d, "id"))

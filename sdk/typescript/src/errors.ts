@@ -219,7 +219,7 @@ export class OperationInterruptedError extends SandboxError {}
  * instead (also in `suggestion`); `context.method` names the method. Code `NOT_SUPPORTED`. */
 export class NotSupportedError extends SandboxError {}
 
-// ---- backups (hosted names; cella has no backups yet, they throw NotSupportedError) ----
+// ---- backups (hosted names and codes; docs/api.md "Backups") ----
 export class BackupNotFoundError extends SandboxError {}
 export class BackupExpiredError extends SandboxError {}
 export class InvalidBackupConfigError extends SandboxError {}

@@ -11,6 +11,7 @@ export type { ConnectOptions } from './transport.js';
 export { parseSSEStream, responseToAsyncIterable, asyncIterableToSSEStream } from './sse.js';
 export { streamFile, collectFile } from './files.js';
 export type { WriteFileOptions, ReadFileOptions } from './files.js';
+export type { BackupOptions, DirectoryBackup, RestoreBackupResult } from './backups.js';
 export { CodeInterpreter, Execution } from './interpreter.js';
 export {
   SandboxError,

@@ -4,6 +4,7 @@
  * (docs/api.md: lazy creation by name). Each method is one module's function
  * (commands, processes, files, ports, interpreter, terminal) bound to the handle.
  */
+import * as backups from './backups.js';
 import * as commands from './commands.js';
 import { SandboxCore } from './core.js';
 import {
@@ -607,22 +608,28 @@ export class Sandbox {
     return null;
   }
 
+  // ------------------------------------------------------------------ backups (backups.ts)
+
+  /** Archives `dir` into cellad's backup store (docs/api.md "Backups"). */
+  createBackup(options: backups.BackupOptions): Promise<backups.DirectoryBackup> {
+    return backups.createBackup(this.core, options);
+  }
+  /** Replaces `backup.dir` (or the backup's dir) of this sandbox with the backup's content,
+   * all or nothing; the backup may be of another sandbox. */
+  restoreBackup(backup: Pick<backups.DirectoryBackup, 'id'> & { dir?: string }): Promise<backups.RestoreBackupResult> {
+    return backups.restoreBackup(this.core, backup);
+  }
+  /** cella only: every backup of the store, newest first. */
+  listBackups(): Promise<backups.DirectoryBackup[]> {
+    return backups.listBackups(this.core);
+  }
+  /** cella only: deletes a backup (BackupNotFoundError if there is none). */
+  deleteBackup(id: string): Promise<void> {
+    return backups.deleteBackup(this.core, id);
+  }
+
   // ------------------------------------------------------------------ not supported here
 
-  async createBackup(_options: unknown): Promise<never> {
-    throw notSupported(
-      'createBackup',
-      'backups are stored in Cloudflare R2, which cella does not have',
-      'the sandbox keeps /workspace across sleep and daemon restarts; copy files out with readFile or exec tar',
-    );
-  }
-  async restoreBackup(_options: unknown): Promise<never> {
-    throw notSupported(
-      'restoreBackup',
-      'backups are stored in Cloudflare R2, which cella does not have',
-      'write files back with writeFile (streamed, any size) or exec tar',
-    );
-  }
   async mountBucket(_bucket: string, _mountPath: string, _options?: unknown): Promise<never> {
     throw notSupported(
       'mountBucket',
@@ -802,11 +809,11 @@ export class ExecutionSession {
   deleteCodeContext(contextId: string): Promise<void> {
     return this.#sandbox.deleteCodeContext(contextId);
   }
-  createBackup(options: unknown): Promise<never> {
+  createBackup(options: backups.BackupOptions): Promise<backups.DirectoryBackup> {
     return this.#sandbox.createBackup(options);
   }
-  restoreBackup(options: unknown): Promise<never> {
-    return this.#sandbox.restoreBackup(options);
+  restoreBackup(backup: Pick<backups.DirectoryBackup, 'id'> & { dir?: string }): Promise<backups.RestoreBackupResult> {
+    return this.#sandbox.restoreBackup(backup);
   }
   mountBucket(bucket: string, mountPath: string, options?: unknown): Promise<never> {
     return this.#sandbox.mountBucket(bucket, mountPath, options);

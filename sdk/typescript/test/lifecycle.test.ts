@@ -1,6 +1,6 @@
 // Lifecycle (hosted SDK §1, §11): getSandbox options reaching cellad, the setters, getState,
 // start, destroy, renewActivityTimeout and sleep, startAndWaitForPorts, containerFetch, the
-// methods cella does not have (NotSupportedError), and gitCheckout against a repository
+// methods cella does not have (NotSupportedError; backups: backups.test.ts), and gitCheckout against a repository
 // served inside the sandbox itself (no network beyond its loopback).
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -341,10 +341,8 @@ describe('startAndWaitForPorts and containerFetch', { skip }, () => {
 
 describe('methods cella does not have: NotSupportedError naming an alternative', { skip }, () => {
   const s = sb('life-h');
-  test('createBackup, restoreBackup, mountBucket, unmountBucket, tunnels', async () => {
+  test('mountBucket, unmountBucket, tunnels', async () => {
     const calls: Array<[string, () => Promise<unknown>]> = [
-      ['createBackup', () => s.createBackup({ dir: '/workspace' })],
-      ['restoreBackup', () => s.restoreBackup({ id: 'x', dir: '/workspace' })],
       ['mountBucket', () => s.mountBucket('bucket', '/mnt/b', { endpoint: 'https://s3.example' })],
       ['unmountBucket', () => s.unmountBucket('/mnt/b')],
       ['tunnels.get', () => s.tunnels.get(8080)],
@@ -363,7 +361,7 @@ describe('methods cella does not have: NotSupportedError naming an alternative',
     }
     // each says why, and only the Cloudflare features name Cloudflare
     const reason = async (call: () => Promise<unknown>) => (await rejectsWith(call, NotSupportedError)).message;
-    assert.match(await reason(() => s.createBackup({ dir: '/workspace' })), /R2/);
+    assert.match(await reason(() => s.mountBucket('bucket', '/mnt/b')), /R2/);
     assert.match(await reason(() => s.tunnels.list()), /cloudflared/);
     for (const [what, call] of calls.filter(([w]) => ['stop', 'checkChanges', 'cleanupCompletedProcesses'].includes(w))) {
       const m = await reason(call);
@@ -372,7 +370,6 @@ describe('methods cella does not have: NotSupportedError naming an alternative',
     }
     // the session's delegates too
     const session = await s.getSession('ns');
-    await rejectsWith(session.createBackup({ dir: '/workspace' }), NotSupportedError);
     await rejectsWith(session.mountBucket('b', '/mnt'), NotSupportedError);
   });
 });

@@ -1,0 +1,81 @@
+#!/bin/bash
+# Backup and restore benchmark (docs/decisions/0049): a sandbox with 1 GiB of files (64 files
+# of 16 MiB of random bytes) in /workspace/big; RUNS times: POST /backups of it (to its 201:
+# the archive made inside the sandbox, streamed into the local store) and POST .../restore
+# into a new directory (to its 200: fetched, checked, extracted, renamed into place), beside
+# `tar -cf - | zstd -3` of the same amount of data on the host (into the data dir's
+# filesystem) and `zstd -d | tar -xf -` of that archive; MB/s of the tree's bytes.
+# Usage: bench/backups.sh (env: BUILD, IMAGES, RUNS). Needs root.
+set -euo pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$src/build}
+IMAGES=${IMAGES:-/var/lib/cella/images}
+RUNS=${RUNS:-3}
+cmake --build "$BUILD" --target cellad cella-init cella-archive >/dev/null
+
+. "$src/bench/lib.sh"
+bench_cellad "$IMAGES" bkbench
+p50() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.1f", (b - a) / 1e6}'; }
+mbs() { awk -v bytes="$1" -v ms="$2" 'BEGIN {printf "%.0f", bytes / 1e6 / (ms / 1e3)}'; }
+req() { # METHOD PATH [BODY]: the answer in $tmp/answer, fails on an HTTP error
+        curl -sS -f -o "$tmp/answer" -X "$1" -H 'Content-Type: application/json' \
+                ${3:+--data-binary "$3"} "$url$2"
+}
+req POST /v1/sandboxes/bkbench/exec \
+        '{"command":"mkdir -p /workspace/big && for i in $(seq 1 64); do head -c 16777216 /dev/urandom >/workspace/big/f$i; done && du -sb /workspace/big","timeout":600000}'
+bytes=$(jq -r .stdout "$tmp/answer" | cut -f1)
+mkdir -p "$tmp/host/big"
+for i in $(seq 1 64); do head -c 16777216 /dev/urandom >"$tmp/host/big/f$i"; done
+
+backups=() restores=() tars=() untars=() archive=0
+for i in $(seq 1 "$RUNS"); do
+        sync
+        t0=$(date +%s%N)
+        req POST /v1/sandboxes/bkbench/backups '{"dir":"/workspace/big"}'
+        t1=$(date +%s%N)
+        backups+=("$(ms "$t0" "$t1")")
+        id=$(jq -r .id "$tmp/answer")
+        archive=$(jq -r .sizeBytes "$tmp/answer")
+
+        sync
+        t0=$(date +%s%N)
+        req POST "/v1/sandboxes/bkbench/backups/$id/restore" '{"dir":"/workspace/restored"}'
+        t1=$(date +%s%N)
+        restores+=("$(ms "$t0" "$t1")")
+        req POST /v1/sandboxes/bkbench/exec '{"command":"rm -rf /workspace/restored","timeout":600000}'
+        req DELETE "/v1/backups/$id"
+
+        sync
+        t0=$(date +%s%N)
+        tar -C "$tmp/host/big" -cf - . | zstd -q -3 -o "$tmp/host.tar.zst"
+        t1=$(date +%s%N)
+        tars+=("$(ms "$t0" "$t1")")
+
+        sync
+        mkdir "$tmp/host/out"
+        t0=$(date +%s%N)
+        zstd -q -d -c "$tmp/host.tar.zst" | tar -C "$tmp/host/out" -xf -
+        t1=$(date +%s%N)
+        untars+=("$(ms "$t0" "$t1")")
+        rm -rf "$tmp/host/out" "$tmp/host.tar.zst"
+done
+row() { # LABEL MS...: p50 ms, MB/s at p50, runs
+        local p
+        p=$(printf '%s\n' "${@:2}" | p50)
+        echo "| $1 | $p | $(mbs "$bytes" "$p") | ${*:2} |"
+}
+{
+        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r)," \
+                "$RUNS runs each; $((bytes / 1048576)) MiB of files (64 × 16 MiB of random" \
+                "bytes, archive $((archive / 1048576)) MiB); data dir on" \
+                "$(findmnt -n -o FSTYPE -T "$tmp" || stat -f -c %T "$tmp"); local store."
+        echo
+        echo "| | p50 (ms) | MB/s at p50 | runs (ms) |"
+        echo "|---|---|---|---|"
+        row "backup (POST /backups, to its 201)" "${backups[@]}"
+        row "\`tar -cf - \| zstd -3\` on the host (baseline)" "${tars[@]}"
+        row "restore into a new dir (POST .../restore, to its 200)" "${restores[@]}"
+        row "\`zstd -d \| tar -xf -\` on the host (baseline)" "${untars[@]}"
+} | tee "$tmp/figures" | bench_figures "BACKUP FIGURES"
+cat "$tmp/figures"

@@ -1,0 +1,257 @@
+/* Backups (docs/api.md "Backups", docs/decisions/0049-backups.md): POST
+ * /v1/sandboxes/{id}/backups, POST /v1/sandboxes/{id}/backups/{bid}/restore, GET
+ * /v1/backups, GET and DELETE /v1/backups/{bid}. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json-cleanup.h"
+#include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
+#include "daemon/backup-archive.h"
+#include "daemon/backup-store.h"
+#include "daemon/backup.h"
+#include "daemon/sandbox-directory.h"
+#include "daemon/sandbox.h"
+
+int api_decode_backup_create(const char *body, size_t len, struct api_backup_create *ret,
+                             struct cella_error *err)
+{
+        const char *dir = NULL, *name = NULL;
+        json_t *ttl = NULL;
+        json_error_t je;
+
+        memset(ret, 0, sizeof(*ret));
+        ret->ttl_s = CELLA_BACKUP_TTL_DEFAULT;
+        _cleanup_json_ json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+        if (!j || json_unpack_ex(j, &je, JSON_STRICT, "{s:s, s?s, s?o}", "dir", &dir, "name", &name,
+                                 "ttl", &ttl) < 0)
+                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                       "body must be {dir, name?, ttl?}: %s", je.text);
+        if (backup_dir_check(dir, err) < 0)
+                return -1;
+        snprintf(ret->dir, sizeof(ret->dir), "%s", dir);
+        if (name) {
+                size_t nl = strlen(name);
+                if (nl == 0 || nl > CELLA_BACKUP_NAME_MAX)
+                        return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                               "name must be 1-%d bytes", CELLA_BACKUP_NAME_MAX);
+                for (size_t i = 0; i < nl; i++)
+                        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+                                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                                       "name has a control character");
+                snprintf(ret->name, sizeof(ret->name), "%s", name);
+                ret->has_name = true;
+        }
+        if (ttl && !json_is_null(ttl)) {
+                if (!json_is_integer(ttl) || json_integer_value(ttl) < 1 ||
+                    json_integer_value(ttl) > CELLA_BACKUP_TTL_MAX)
+                        return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                               "ttl must be a whole number of seconds, 1 to "
+                                               "%lld",
+                                               CELLA_BACKUP_TTL_MAX);
+                ret->ttl_s = json_integer_value(ttl);
+        }
+        return 0;
+}
+
+int api_decode_backup_restore(const char *body, size_t len, char *dir, size_t dirsz,
+                              struct cella_error *err)
+{
+        const char *d = NULL;
+        json_error_t je;
+
+        dir[0] = '\0';
+        if (len == 0)
+                return 0;
+        _cleanup_json_ json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+        if (!j || json_unpack_ex(j, &je, JSON_STRICT, "{s?s}", "dir", &d) < 0)
+                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                       "body must be {dir?}: %s", je.text);
+        if (d) {
+                if (backup_dir_check(d, err) < 0)
+                        return -1;
+                snprintf(dir, dirsz, "%s", d);
+        }
+        return 0;
+}
+
+/* A request in progress: its body decoded, then its sandbox found (and woken), then the
+ * operation. */
+struct bk_req {
+        struct api *a;
+        struct http_request *req;
+        struct api_sandbox_wait wait;
+        bool restore;
+        struct api_backup_create create;
+        char id[BACKUP_ID_LEN + 1];
+        char dir[CELLA_BACKUP_DIR_MAX + 1];
+        char sandbox[CELLA_NAME_MAX + 1];
+};
+
+static void bk_abort(struct http_request *req, void *ud)
+{
+        (void)ud;
+        free(http_request_get_userdata(req));
+        http_request_set_userdata(req, NULL);
+}
+
+/* An operation's end: answered (a client that left: a no-op), the request released. */
+static void answer(struct http_request *req, int status, json_t *result,
+                   const struct cella_error *err)
+{
+        if (result)
+                http_respond_json(req, status, result);
+        else
+                http_respond_error(req, err, NULL);
+        http_request_unref(req);
+}
+
+static void answered_201(json_t *result, const struct cella_error *err, void *ud)
+{
+        answer(ud, 201, result, err);
+}
+
+static void answered_200(json_t *result, const struct cella_error *err, void *ud)
+{
+        answer(ud, 200, result, err);
+}
+
+static void got_sandbox(struct http_request *req, struct sandbox *sb, void *ud)
+{
+        struct bk_req *r = ud;
+        struct cella_error err = {0};
+        int rc;
+
+        if (sb) {
+                sandbox_touch(sb);
+                http_request_ref(req);
+                if (r->restore)
+                        rc = backups_restore(r->a->cfg.backups, sb, r->id,
+                                             r->dir[0] ? r->dir : NULL, answered_200, req, &err);
+                else
+                        rc = backups_create(r->a->cfg.backups, sb, r->create.dir,
+                                            r->create.has_name ? r->create.name : NULL,
+                                            r->create.ttl_s, answered_201, req, &err);
+                if (rc < 0) {
+                        http_request_unref(req);
+                        http_respond_error(req, &err, NULL);
+                }
+        }
+        free(r);
+}
+
+static void body_read(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct bk_req *r = ud;
+        struct cella_error err = {0};
+        int rc;
+
+        http_request_set_userdata(req, NULL);
+        if (r->restore)
+                rc = api_decode_backup_restore(body, len, r->dir, sizeof(r->dir), &err);
+        else
+                rc = api_decode_backup_create(body, len, &r->create, &err);
+        if (rc < 0) {
+                http_respond_error(req, &err, NULL);
+                free(r);
+                return;
+        }
+        api_sandbox_for(r->a, req, r->sandbox, &r->wait, got_sandbox, r);
+}
+
+static void read_request(struct api *a, struct http_request *req, const struct api_args *p,
+                         bool restore)
+{
+        struct bk_req *r;
+
+        if (!a->cfg.backups) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "backups are not configured");
+                return;
+        }
+        r = calloc(1, sizeof(*r));
+        if (!r) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        r->a = a;
+        r->req = req;
+        r->restore = restore;
+        snprintf(r->sandbox, sizeof(r->sandbox), "%s", p->name);
+        if (restore)
+                snprintf(r->id, sizeof(r->id), "%s", p->param);
+        http_request_set_userdata(req, r);
+        http_request_on_abort(req, bk_abort, NULL);
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, body_read, r) < 0) {
+                http_request_set_userdata(req, NULL);
+                free(r);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
+        }
+}
+
+void api_backup_create(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct sandbox_directory *d = sandbox_table_directory(a->cfg.table);
+        struct cella_error err = {0};
+        struct sandbox *sb = NULL;
+
+        /* A backup is of a sandbox that exists: this write does not create one. */
+        if (d->ops->get_now(d, p->name, &sb, &err) < 0) {
+                http_respond_error(req, &err, NULL);
+                return;
+        }
+        read_request(a, req, p, false);
+}
+
+void api_backup_restore(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        read_request(a, req, p, true);
+}
+
+static bool configured(struct api *a, struct http_request *req)
+{
+        if (a->cfg.backups)
+                return true;
+        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "backups are not configured");
+        return false;
+}
+
+void api_backups_list(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct cella_error err = {0};
+
+        (void)p;
+        if (!configured(a, req))
+                return;
+        http_request_ref(req);
+        if (backups_list(a->cfg.backups, answered_200, req, &err) < 0) {
+                http_request_unref(req);
+                http_respond_error(req, &err, NULL);
+        }
+}
+
+void api_backup_get(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct cella_error err = {0};
+
+        if (!configured(a, req))
+                return;
+        http_request_ref(req);
+        if (backups_get(a->cfg.backups, p->param, answered_200, req, &err) < 0) {
+                http_request_unref(req);
+                http_respond_error(req, &err, NULL);
+        }
+}
+
+void api_backup_delete(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        struct cella_error err = {0};
+
+        if (!configured(a, req))
+                return;
+        http_request_ref(req);
+        if (backups_delete(a->cfg.backups, p->param, answered_200, req, &err) < 0) {
+                http_request_unref(req);
+                http_respond_error(req, &err, NULL);
+        }
+}

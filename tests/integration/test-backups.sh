@@ -1,0 +1,367 @@
+#!/bin/bash
+# Backups (docs/api.md "Backups", decision 0049): a directory with files, modes, symbolic
+# links, an empty directory and a large sparse file goes round trip through the local store
+# (checksums), into the same and another sandbox; the target directory is replaced whole;
+# a damaged archive (truncated, a flipped byte) is refused with BACKUP_RESTORE_FAILED and
+# leaves the target exactly as it was; bad input gets its code (relative dir, "..", a dir
+# outside the allowed ones, bad ttl, unknown backup 404); a link to /etc/shadow or into
+# another sandbox archives as a link, never the host's content; archives crafted with
+# "../", absolute names or a link-then-file pair write nothing outside the target; a
+# backup with a short ttl cannot be restored (BACKUP_EXPIRED) and is swept from the store.
+# A backup put into the store by someone else (another cellad sharing it) is listed and
+# restored. With IT_BACKUP_S3=1 (test-backups-s3.sh) the same runs against a real S3
+# server on loopback (@20minutes/s3rver, pinned by tests/s3's lock file), which checks
+# SigV4 signatures: a wrongly signed request is refused, and so is every request of a
+# cellad given the wrong secret; the backup of 40 MiB of random data is one object.
+. "$(dirname "$0")/lib.sh"
+
+STORE_ARGS=()
+S3=
+if [ -n "${IT_BACKUP_S3:-}" ]; then
+        S3DIR="$(cd "$(dirname "$0")/../s3" && pwd)"
+        command -v node >/dev/null && [ -d "$S3DIR/node_modules/@20minutes/s3rver" ] ||
+                skip "no node or no s3rver (scripts/sdk-deps.sh installs it from tests/s3)"
+        mkdir -p "$IT_TMP/s3"
+        node "$S3DIR/server.js" "$IT_TMP/s3" cella-it >"$IT_TMP/s3.log" 2>&1 &
+        S3PORT=
+        for _ in $(seq 1 150); do
+                S3PORT=$(awk '/^listening/ {print $2}' "$IT_TMP/s3.log")
+                [ -n "$S3PORT" ] && break
+                sleep 0.2
+        done
+        [ -n "$S3PORT" ] || fail "the S3 server did not start: $(cat "$IT_TMP/s3.log")"
+        S3=http://127.0.0.1:$S3PORT
+        export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
+        unset AWS_SESSION_TOKEN
+        s3() { # METHOD KEY [curl args]: a signed request to the bucket; prints the status
+                local m=$1 k=$2
+                shift 2
+                curl -s -o "$IT_TMP/s3body" -w '%{http_code}' -X "$m" --aws-sigv4 aws:amz:us-east-1:s3 \
+                        --user "S3RVER:${S3SECRET:-S3RVER}" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+                        "$@" "$S3/cella-it/$k"
+        }
+        info "the S3 server checks signatures"
+        assert_eq 200 "$(s3 PUT probe -T /etc/hostname)" "a signed upload"
+        assert_eq 403 "$(S3SECRET=wrong s3 PUT probe -T /etc/hostname)" "an upload signed with the wrong secret"
+        assert_eq 204 "$(s3 DELETE probe)" "a signed delete"
+        STORE_ARGS=(--backup-store "s3://cella-it/it?endpoint=$S3&region=us-east-1")
+        info "a cellad with the wrong secret cannot store a backup"
+        AWS_SECRET_ACCESS_KEY=wrong start_cellad "${STORE_ARGS[@]}"
+        W=$(sbx wrong)
+        run_in "$W" 'mkdir -p /workspace/w && echo ok' >/dev/null
+        api_json POST "/v1/sandboxes/$W/backups" '{"dir":"/workspace/w"}'
+        expect_status 500 BACKUP_CREATE_FAILED
+        assert_contains "$(body .message)" "403" "the server's refusal"
+        api GET /v1/backups >/dev/null
+        expect_status 500 INTERNAL_ERROR
+        api DELETE "/v1/sandboxes/$W" >/dev/null
+        stop_cellad
+        assert_eq "" "$(ls -A "$IT_TMP/data/backups")" "what the refused backup left"
+fi
+start_cellad "${STORE_ARGS[@]}"
+
+# get_archive ID FILE / put_archive ID FILE, get_record ID FILE / put_record ID FILE: a
+# backup's archive and record, from and into the store.
+store_file() { # ID NAME: the local path, or the S3 key
+        if [ -n "$S3" ]; then echo "it/backups/$1/$2"; else echo "$IT_TMP/data/backups/$1/$2"; fi
+}
+get_file() {
+        if [ -n "$S3" ]; then
+                assert_eq 200 "$(s3 GET "$(store_file "$1" "$2")")" "S3 GET $2"
+                cp "$IT_TMP/s3body" "$3"
+        else
+                cp "$(store_file "$1" "$2")" "$3"
+        fi
+}
+put_file() {
+        if [ -n "$S3" ]; then
+                assert_eq 200 "$(s3 PUT "$(store_file "$1" "$2")" -T "$3")" "S3 PUT $2"
+        else
+                cp "$3" "$(store_file "$1" "$2")"
+        fi
+}
+get_archive() { get_file "$1" archive.tar.zst "$2"; }
+put_archive() { put_file "$1" archive.tar.zst "$2"; }
+get_record() { get_file "$1" backup.json "$2"; }
+put_record() { put_file "$1" backup.json "$2"; }
+gone_from_store() { # ID
+        if [ -n "$S3" ]; then
+                assert_eq 404 "$(s3 GET "$(store_file "$1" backup.json)")" "record of $1 in S3"
+                assert_eq 404 "$(s3 GET "$(store_file "$1" archive.tar.zst)")" "archive of $1 in S3"
+        else
+                [ ! -e "$IT_TMP/data/backups/$1" ] || fail "files of backup $1 left"
+        fi
+}
+
+A=$(sbx bka)
+B=$(sbx bkb)
+info "a tree in $A"
+run_in "$A" 'set -e; mkdir -p /workspace/proj/src /workspace/proj/empty /workspace/proj/deep/a/b
+        cd /workspace/proj
+        echo hello >src/main.c; chmod 0640 src/main.c
+        printf "#!/bin/sh\necho hi\n" >run.sh; chmod 0755 run.sh
+        head -c 41943040 /dev/urandom >blob
+        ln -s src/main.c link-rel; ln -s /etc/shadow link-shadow; ln -s /nonexistent dangling
+        mkfifo fifo
+        truncate -s 512M sparse; echo tail-data >>sparse
+        dd if=/dev/urandom of=sparse bs=1M count=2 seek=100 conv=notrunc 2>/dev/null
+        echo deep >deep/a/b/c.txt
+        chown 1000:1000 deep/a/b/c.txt
+        echo x >setuid; chmod 4755 setuid
+        echo ok' >/dev/null
+sums_cmd='cd /workspace/proj && find . -type f ! -name setuid | sort | xargs sha256sum &&
+        find . -printf "%p %y %m %U:%G %l\n" | grep -v "^./setuid " | sort'
+want=$(run_in "$A" "$sums_cmd")
+
+info "create"
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj","name":"first","ttl":3600}'
+expect_status 201
+ID=$(body .id)
+case "$ID" in ????????-????-4???-????-????????????) ;; *) fail "backup id '$ID'" ;; esac
+assert_eq /workspace/proj "$(body .dir)" "dir"
+assert_eq first "$(body .name)" "name"
+assert_eq "$A" "$(body .sandbox)" "sandbox"
+size=$(body .sizeBytes)
+[ "$size" -gt 41943040 ] && [ "$size" -lt 60000000 ] || fail "sizeBytes $size (the sparse file stored whole?)"
+created=$(date -d "$(body .createdAt)" +%s)
+expires=$(date -d "$(body .expiresAt)" +%s)
+assert_eq 3600 $((expires - created)) "expiresAt - createdAt"
+
+api GET "/v1/backups/$ID" >/dev/null
+expect_status 200
+assert_eq "$size" "$(body .sizeBytes)" "get"
+assert_eq "$ID" "$(api GET /v1/backups | jq -r '.backups[0].id')" "list"
+
+info "the host's /etc/shadow is not in the backup"
+get_archive "$ID" "$IT_TMP/a.tar.zst"
+assert_eq "$size" "$(stat -c %s "$IT_TMP/a.tar.zst")" "the stored archive's size"
+listing=$(zstd -dc "$IT_TMP/a.tar.zst" | tar -tvf -)
+assert_contains "$listing" "link-shadow -> /etc/shadow" "the link is archived as a link"
+shadow_line=$(head -n 1 /etc/shadow)
+if zstd -dc "$IT_TMP/a.tar.zst" | grep -qaF "$shadow_line"; then
+        fail "the host's /etc/shadow content is in the archive"
+fi
+
+info "restore into the same sandbox: the directory is replaced"
+run_in "$A" 'cd /workspace/proj && echo changed >src/main.c && rm -rf deep && echo extra >new-file && echo ok' >/dev/null
+api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{}'
+expect_status 200
+assert_eq true "$(body .success)" "success"
+assert_eq "$ID" "$(body .id)" "restore id"
+assert_eq /workspace/proj "$(body .dir)" "restore dir"
+got=$(run_in "$A" "$sums_cmd")
+assert_eq "$want" "$got" "restored tree (checksums, types, modes, owners, links)"
+assert_eq gone "$(run_in "$A" '[ -e /workspace/proj/new-file ] && echo there || echo gone')" \
+        "a file made after the backup"
+assert_eq 755 "$(run_in "$A" 'stat -c %a /workspace/proj/setuid')" "set-id bits dropped"
+assert_eq "" "$(run_in "$A" 'ls -a /workspace | grep cella-restore || true')" "no temporary left"
+alloc=$(run_in "$A" 'du -k /workspace/proj/sparse | cut -f1')
+[ "$alloc" -lt 65536 ] || fail "the sparse file takes ${alloc} KiB after the restore"
+
+info "restore into another sandbox and another dir"
+api_json POST "/v1/sandboxes/$B/backups/$ID/restore" '{"dir":"/home/copy"}'
+expect_status 200
+assert_eq "$B" "$(body .sandbox)" "restored sandbox"
+got=$(run_in "$B" "${sums_cmd//\/workspace\/proj//home/copy}")
+assert_eq "$want" "$got" "tree in the other sandbox"
+# The restore made the directory with the sandbox's own ids, not the host's.
+assert_eq "0:0 1000:1000" "$(run_in "$B" 'stat -c %u:%g /home/copy; stat -c %u:%g /home/copy/deep/a/b/c.txt' | tr '\n' ' ' | sed 's/ $//')" "owners"
+
+info "bad input"
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"workspace/proj"}'
+expect_status 400 INVALID_BACKUP_CONFIG
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/../etc"}'
+expect_status 400 INVALID_BACKUP_CONFIG
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/etc"}'
+expect_status 400 INVALID_BACKUP_CONFIG
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj","ttl":0}'
+expect_status 400 INVALID_BACKUP_CONFIG
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj","ttl":"soon"}'
+expect_status 400 INVALID_BACKUP_CONFIG
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj","extra":1}'
+expect_status 400 INVALID_BACKUP_CONFIG
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/none"}'
+expect_status 400 INVALID_BACKUP_CONFIG
+api_json POST "/v1/sandboxes/nosuch/backups" '{"dir":"/workspace"}'
+expect_status 404 SANDBOX_NOT_FOUND
+api GET /v1/backups/00000000-0000-4000-8000-000000000000 >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+api GET /v1/backups/not-an-id >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+api DELETE /v1/backups/00000000-0000-4000-8000-000000000000 >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+api_json POST "/v1/sandboxes/$A/backups/00000000-0000-4000-8000-000000000000/restore" '{}'
+expect_status 404 BACKUP_NOT_FOUND
+api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{"dir":"/proc/x"}'
+expect_status 400 INVALID_BACKUP_CONFIG
+assert_eq 1 "$(api GET /v1/backups | jq '.backups | length')" "bad input made no backup"
+[ -n "$S3" ] || assert_eq "" "$(ls -A "$IT_TMP/data/backups" | grep -v "^$ID\$" || true)" "the local store after bad input"
+
+info "a link into another sandbox archives as a link"
+run_in "$B" 'mkdir -p /workspace/secret && echo b-secret-7731 >/workspace/secret/s && echo ok' >/dev/null
+bdir=$(ls -d "$IT_TMP"/data/sandboxes/s* | head -n 1)
+run_in "$A" "mkdir -p /workspace/esc && ln -s $bdir /workspace/esc/other && ln -s /proc/1/root /workspace/esc/proc-root && echo ok" >/dev/null
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/esc"}'
+expect_status 201
+ESC=$(body .id)
+get_archive "$ESC" "$IT_TMP/esc.tar.zst"
+if zstd -dc "$IT_TMP/esc.tar.zst" | grep -qaF b-secret-7731; then
+        fail "another sandbox's file is in the backup"
+fi
+api_json POST "/v1/sandboxes/$A/backups/$ESC/restore" '{"dir":"/workspace/esc2"}'
+expect_status 200
+assert_eq "$bdir" "$(run_in "$A" 'readlink /workspace/esc2/other')" "the link restored as a link"
+
+if true; then
+        info "a damaged archive is refused and changes nothing"
+        before=$(run_in "$A" "$sums_cmd")
+        run_in "$A" 'echo marker >/workspace/proj/marker && echo ok' >/dev/null
+        before=$(run_in "$A" "$sums_cmd")
+        arch=$IT_TMP/work.tar.zst
+        get_archive "$ID" "$IT_TMP/good.tar.zst"
+        cp "$IT_TMP/good.tar.zst" "$arch"
+        # a byte flipped in the middle
+        python3 - "$arch" <<'EOF'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+b[len(b) // 2] ^= 0xff
+open(p, 'wb').write(bytes(b))
+EOF
+        put_archive "$ID" "$arch"
+        api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{}'
+        expect_status 500 BACKUP_RESTORE_FAILED
+        assert_contains "$(body .message)" "damaged" "the message"
+        assert_eq "$before" "$(run_in "$A" "$sums_cmd")" "the target after a damaged archive"
+        assert_eq "" "$(run_in "$A" 'ls -a /workspace | grep cella-restore || true')" "no temporary left"
+        # truncated
+        head -c $((size / 2)) "$IT_TMP/good.tar.zst" >"$arch"
+        put_archive "$ID" "$arch"
+        api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{}'
+        expect_status 500 BACKUP_RESTORE_FAILED
+        assert_eq "$before" "$(run_in "$A" "$sums_cmd")" "the target after a truncated archive"
+        # into a new dir: it is not made
+        api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{"dir":"/workspace/never"}'
+        expect_status 500 BACKUP_RESTORE_FAILED
+        assert_eq gone "$(run_in "$A" '[ -e /workspace/never ] && echo there || echo gone')" "new dir"
+        put_archive "$ID" "$IT_TMP/good.tar.zst"
+
+        info "crafted archives write nothing outside the target"
+        crafted() { # NAME: an archive built by python's tarfile (stdin: the script's body)
+                python3 - "$IT_TMP/$1.tar" || fail "build $1"
+                zstd -q -f "$IT_TMP/$1.tar" -o "$IT_TMP/$1.tar.zst"
+        }
+        crafted dotdot <<'EOF'
+import io, sys, tarfile
+t = tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT)
+for name in ['.', './ok', '../../escape-dotdot']:
+    i = tarfile.TarInfo(name)
+    if name == '.':
+        i.type = tarfile.DIRTYPE; i.mode = 0o755; t.addfile(i); continue
+    d = b'pwned\n'; i.size = len(d); t.addfile(i, io.BytesIO(d))
+t.close()
+EOF
+        crafted absolute <<'EOF'
+import io, sys, tarfile
+t = tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT)
+i = tarfile.TarInfo('/workspace/escape-absolute'); d = b'pwned\n'; i.size = len(d)
+t.addfile(i, io.BytesIO(d))
+t.close()
+EOF
+        crafted linkfile <<'EOF'
+import io, sys, tarfile
+t = tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT)
+i = tarfile.TarInfo('./l'); i.type = tarfile.SYMTYPE; i.linkname = '/workspace'; t.addfile(i)
+i = tarfile.TarInfo('./l/escape-link'); d = b'pwned\n'; i.size = len(d)
+t.addfile(i, io.BytesIO(d))
+t.close()
+EOF
+        crafted device <<'EOF'
+import sys, tarfile
+t = tarfile.open(sys.argv[1], 'w', format=tarfile.PAX_FORMAT)
+i = tarfile.TarInfo('./null'); i.type = tarfile.CHRTYPE; i.devmajor = 1; i.devminor = 3
+t.addfile(i)
+t.close()
+EOF
+        for c in dotdot absolute linkfile device; do
+                # the crafted archive stands in for the good one, its record made to match
+                arch=$IT_TMP/$c.tar.zst
+                put_archive "$ID" "$arch"
+                get_record "$ID" "$IT_TMP/rec.json"
+                jq -c --arg s "$(sha256sum <"$arch" | cut -d' ' -f1)" \
+                        --argjson n "$(stat -c %s "$arch")" '.sha256=$s | .sizeBytes=$n' \
+                        "$IT_TMP/rec.json" >"$IT_TMP/rec2.json"
+                put_record "$ID" "$IT_TMP/rec2.json"
+                api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{"dir":"/workspace/t/in"}'
+                expect_status 500 BACKUP_RESTORE_FAILED
+                out=$(run_in "$A" 'ls -a /workspace /workspace/t 2>&1; ls /escape* /workspace/escape* 2>&1 || true')
+                assert_not_contains "$out" escape- "$c: a file outside the target"
+                assert_not_contains "$out" "in" "$c: the target made"
+                assert_not_contains "$out" cella-restore "$c: a temporary left"
+                put_record "$ID" "$IT_TMP/rec.json"
+        done
+        [ ! -e /escape-absolute ] && [ ! -e "$IT_TMP/escape-dotdot" ] || fail "a crafted archive wrote on the host"
+        put_archive "$ID" "$IT_TMP/good.tar.zst"
+        api_json POST "/v1/sandboxes/$A/backups/$ID/restore" '{"dir":"/workspace/again"}'
+        expect_status 200
+        assert_eq "$want" "$(run_in "$A" "${sums_cmd//\/workspace\/proj//workspace/again}")" "the good archive again"
+fi
+
+info "a backup another cellad put in the store is listed and restored"
+OTHER=11111111-2222-4333-8444-555555555555
+get_record "$ID" "$IT_TMP/rec.json"
+jq -c --arg id "$OTHER" '.id=$id | .sandbox="elsewhere" | .name="from-another-node"' \
+        "$IT_TMP/rec.json" >"$IT_TMP/other.json"
+[ -n "$S3" ] || mkdir -p "$IT_TMP/data/backups/$OTHER"
+put_archive "$OTHER" "$IT_TMP/good.tar.zst"
+put_record "$OTHER" "$IT_TMP/other.json"
+assert_eq from-another-node "$(api GET /v1/backups | jq -r --arg id "$OTHER" '.backups[] | select(.id==$id) | .name')" "listed"
+api_json POST "/v1/sandboxes/$B/backups/$OTHER/restore" '{"dir":"/workspace/other"}'
+expect_status 200
+assert_eq "$want" "$(run_in "$B" "${sums_cmd//\/workspace\/proj//workspace/other}")" "restored from the other's backup"
+
+info "the CLI: backup create|restore|ls|rm"
+CLI=$CELLA_BUILD/cella
+out=$("$CLI" backup create "$A" /workspace/proj/src --name cli-label --ttl 600)
+case "$out" in "backup "????????-????-4???-????-????????????" of '$A':/workspace/proj/src: "*" bytes, expires "*) ;;
+*) fail "backup create said '$out'" ;; esac
+CLIB=$(echo "$out" | cut -d' ' -f2)
+"$CLI" backup ls | grep -q "^$CLIB  *cli-label " || fail "cella backup ls: $("$CLI" backup ls)"
+assert_eq cli-label "$("$CLI" backup ls --json | jq -r --arg id "$CLIB" '.backups[] | select(.id==$id) | .name')" "backup ls --json"
+out=$("$CLI" backup restore "$B" "$CLIB" --dir /tmp/cli-src)
+assert_eq "restored backup $CLIB into '$B':/tmp/cli-src" "$out" "backup restore"
+assert_eq hello "$(run_in "$B" 'cat /tmp/cli-src/main.c')" "the restored file"
+"$CLI" backup restore "$B" 00000000-0000-4000-8000-000000000000 2>"$IT_TMP/cli.err" && fail "restore of an unknown backup succeeded"
+assert_contains "$(cat "$IT_TMP/cli.err")" BACKUP_NOT_FOUND "the CLI's error"
+assert_eq "deleted backup '$CLIB'" "$("$CLI" backup rm "$CLIB")" "backup rm"
+
+info "delete"
+api DELETE "/v1/backups/$ESC" >/dev/null
+expect_status 200
+assert_eq true "$(body .deleted)" "deleted"
+api GET "/v1/backups/$ESC" >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+gone_from_store "$ESC"
+
+info "expiry"
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj/src","ttl":1}'
+expect_status 201
+EXP=$(body .id)
+sleep 1.2
+api_json POST "/v1/sandboxes/$A/backups/$EXP/restore" '{}'
+case "$API_STATUS" in
+400) expect_status 400 BACKUP_EXPIRED ;;
+404) expect_status 404 BACKUP_NOT_FOUND ;; # already swept
+*) fail "restore of an expired backup: HTTP $API_STATUS $(body)" ;;
+esac
+for _ in $(seq 1 60); do
+        api GET "/v1/backups/$EXP" >/dev/null
+        [ "$API_STATUS" = 404 ] && break
+        sleep 0.5
+done
+expect_status 404 BACKUP_NOT_FOUND
+gone_from_store "$EXP"
+api GET "/v1/backups/$ID" >/dev/null
+expect_status 200
+
+info "ok"
