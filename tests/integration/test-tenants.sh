@@ -62,6 +62,11 @@ as "$KA" api POST /v1/images/x/import --data-binary @/dev/null >/dev/null
 expect_status 403 PERMISSION_DENIED
 as "$KA" api GET /v1/images >/dev/null
 expect_status 200
+# backups are the admin's until they are kept per tenant (decision 0053)
+as "$KA" api GET /v1/backups >/dev/null
+expect_status 403 PERMISSION_DENIED
+as "$KA" api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace"}'
+expect_status 403 PERMISSION_DENIED
 as "cella_${IDA}_$(printf 'x%.0s' $(seq 32))" api GET /v1/sandboxes >/dev/null
 expect_status 401 UNAUTHORIZED
 
