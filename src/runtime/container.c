@@ -70,6 +70,7 @@ enum child_step {
         STEP_LOOPBACK,
         STEP_CAPS,
         STEP_NNP,
+        STEP_SESSION,
         STEP_SIGNALS,
         STEP_SECCOMP,
         STEP_FDS,
@@ -97,6 +98,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_LOOPBACK] = "bring up lo",
         [STEP_CAPS] = "set capabilities",
         [STEP_NNP] = "set no_new_privs",
+        [STEP_SESSION] = "setsid",
         [STEP_SIGNALS] = "reset signals",
         [STEP_SECCOMP] = "install seccomp filter",
         [STEP_FDS] = "set up file descriptors",
@@ -305,6 +307,10 @@ _Noreturn static void child_main(const struct child_args *a)
         if (r < 0)
                 child_fail(a->sync_fd, STEP_CAPS, r, 0);
         CHECK(STEP_NNP, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+        /* The agent leads its own session (and process group): nothing of the sandbox
+         * belongs to cellad's, which a checkpoint of the tree could not take along
+         * (docs/decisions/0050). Pid 1 of a new pid namespace leads no group yet. */
+        CHECK(STEP_SESSION, setsid());
 
         /* Dispositions set to ignore and the signal mask survive exec: the agent (and
          * everything it runs) starts with defaults, whatever cellad's thread had.
