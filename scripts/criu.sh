@@ -86,7 +86,7 @@ echo "criu.sh: no CRIU of at least $min that passes its check here (PATH's: ${ha
 
 # The orig tarball's line ('URI' name size SHA256:hash) from the first suite with a CRIU
 # of at least $min.
-line= version=
+line='' version=''
 for suite in $suites; do
         st="$work/apt-$suite"
         mkdir -p "$st"/{lists/partial,cache/archives/partial}

@@ -23,7 +23,8 @@ packages=(
         e2fsprogs
         # memory sleep's host check (decision 0050): `criu check` says whether CRIU can
         # checkpoint here (Debian 12's 3.17 cannot on Linux 6.13 and later; scripts/criu.sh
-        # then builds trixie's CRIU 4.1, with the libraries this package brings and these)
+        # then builds a newer one from Debian's source with the libraries this package brings
+        # and these)
         criu protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev protobuf-compiler
         libnl-3-dev libnet1-dev libbsd-dev libaio-dev uuid-dev libgnutls28-dev python3-protobuf
         # tests, scripts and the README tour

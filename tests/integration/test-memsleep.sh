@@ -300,7 +300,7 @@ else
         wait "$CELLAD_PID" 2>/dev/null || true
         CELLAD_PID=
         # the agent closes its end of the connection once it sees cellad gone
-        for i in $(seq 1 100); do
+        for _ in $(seq 1 100); do
                 [ "$(find "/proc/$A/fd" -lname 'socket:*' 2>/dev/null | wc -l)" -le 1 ] && break
                 sleep 0.1
         done
