@@ -24,6 +24,9 @@ req() { # METHOD PATH [BODY]: the answer in $tmp/answer, fails on an HTTP error
         curl -sS -f -o "$tmp/answer" -X "$1" -H 'Content-Type: application/json' \
                 ${3:+--data-binary "$3"} "$url$2"
 }
+# the CRIU cellad runs (runtime/criu.h): CELLA_CRIU, else scripts/criu.sh's, else PATH's
+criu=${CELLA_CRIU:-criu}
+[ -z "${CELLA_CRIU:-}" ] && [ -x /var/cache/cella/criu/criu ] && criu=/var/cache/cella/criu/criu
 P=8000
 S=membench
 req PUT "/v1/sandboxes/$S" '{"sleepMode":"memory","sleepAfter":1}'
@@ -72,8 +75,8 @@ row() { echo "| $1 | $(printf '%s\n' "${@:2}" | pct 50) | $(printf '%s\n' "${@:2
 {
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r)," \
                 "$RUNS sleeps and wakes of one sandbox (sleepMode \"memory\") running" \
-                "\`python3 -m http.server\`; criu: $(criu --version 2>/dev/null |
-                sed -n 's/^Version: //p' || true)$(command -v criu >/dev/null || echo none)."
+                "\`python3 -m http.server\`; criu (the one cellad runs: $criu): $("$criu" --version \
+                2>/dev/null | sed -n 's/^Version: //p' || true)$(command -v "$criu" >/dev/null || echo none)."
         echo
         if [ "$mode" = memory ]; then
                 echo "Memory sleep in effect."

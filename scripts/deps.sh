@@ -22,8 +22,11 @@ packages=(
         # disk limits: mkfs.ext4 for the per-sandbox disk images
         e2fsprogs
         # memory sleep's host check (decision 0050): `criu check` says whether CRIU can
-        # checkpoint here (Debian 12's 3.17 cannot on Linux 6.13 and later)
-        criu
+        # checkpoint here (Debian 12's 3.17 cannot on Linux 6.13 and later; scripts/criu.sh
+        # then builds a newer one from Debian's source with the libraries this package brings
+        # and these)
+        criu protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev protobuf-compiler
+        libnl-3-dev libnet1-dev libbsd-dev libaio-dev uuid-dev libgnutls28-dev python3-protobuf
         # tests, scripts and the README tour
         curl jq ca-certificates python3 git sqlite3
         # the Python SDK (sdk/python): its install check and its strict type check
@@ -45,8 +48,10 @@ done
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 if [ ${#missing[@]} -eq 0 ]; then
-        exit 0
+        # a CRIU that passes its check here (docs/decisions/0050), built once if needed
+        exec bash "$here/criu.sh"
 fi
 
 echo "deps.sh: installing ${missing[*]}"
@@ -61,3 +66,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -q
 "${sudo[@]}" apt-get install -y -q "${missing[@]}" </dev/null
+exec bash "$here/criu.sh"

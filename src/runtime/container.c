@@ -3,8 +3,8 @@
  * Parent (cellad):  plan -> dirs, agent socket, cgroups -> clone3 -> uid/gid maps, v1
  *                   cgroups, oom_score_adj, idmapped lower mount -> "go" + fd -> wait for
  *                   exec (EOF on the sync socket) or a {step, errno} report.
- * Child:            ids, cgroupns, hostname, overlay, mounts, pivot_root, lo, caps,
- *                   no_new_privs, seccomp, fds, execveat(agent memfd).
+ * Child:            agent socket, ids, cgroupns, hostname, overlay, mounts, pivot_root,
+ *                   lo, caps, no_new_privs, setsid, seccomp, fds, execveat(agent memfd).
  *
  * The child between clone3 and exec only uses data computed before the clone (its copy
  * of our memory), raw syscalls and stack buffers: cellad may have threads, so no malloc
@@ -52,6 +52,7 @@
 
 enum child_step {
         STEP_SYNC,
+        STEP_SOCKET,
         STEP_SETGROUPS,
         STEP_SETGID,
         STEP_SETUID,
@@ -70,6 +71,7 @@ enum child_step {
         STEP_LOOPBACK,
         STEP_CAPS,
         STEP_NNP,
+        STEP_SESSION,
         STEP_SIGNALS,
         STEP_SECCOMP,
         STEP_FDS,
@@ -79,6 +81,7 @@ enum child_step {
 
 static const char *const step_names[_STEP_MAX] = {
         [STEP_SYNC] = "wait for parent",
+        [STEP_SOCKET] = "agent socket",
         [STEP_SETGROUPS] = "setgroups",
         [STEP_SETGID] = "setresgid",
         [STEP_SETUID] = "setresuid",
@@ -97,6 +100,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_LOOPBACK] = "bring up lo",
         [STEP_CAPS] = "set capabilities",
         [STEP_NNP] = "set no_new_privs",
+        [STEP_SESSION] = "setsid",
         [STEP_SIGNALS] = "reset signals",
         [STEP_SECCOMP] = "install seccomp filter",
         [STEP_FDS] = "set up file descriptors",
@@ -118,9 +122,10 @@ struct child_args {
         const char *dir; /* the sandbox dir: overlay mount point */
         int disk_fd;     /* detached mount of the sandbox's disk (upper, work), or -EBADF */
         size_t n_layers; /* snapshots' layers that follow the image on the sync socket */
-        int listen_fd;   /* agent socket -> fd 3 */
-        int log_fd;      /* -> fd 1, 2 */
-        int null_fd;     /* -> fd 0 */
+        /* the agent socket's path (nothing there): bound by the child -> fd 3 */
+        const struct sockaddr_un *agent_sa;
+        int log_fd;  /* -> fd 1, 2 */
+        int null_fd; /* -> fd 0 */
 };
 
 _Noreturn static void child_fail(int fd, int step, int err, int index)
@@ -211,6 +216,18 @@ _Noreturn static void child_main(const struct child_args *a)
         }
 
         CHECK(STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
+        /* The agent's listening socket is made here, so that it belongs to the sandbox's
+         * network namespace (a socket is of the namespace it was made in): a checkpoint
+         * of the sandbox (CRIU) takes no socket of a namespace outside it (decision
+         * 0050). Bound at the host path, before the disk goes over the sandbox dir and
+         * while our fsuid is still host root (the dir's owner): cellad connects to it
+         * there as before. */
+        int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK(STEP_SOCKET, listen_fd);
+        CHECK(STEP_SOCKET,
+              bind(listen_fd, (const struct sockaddr *)a->agent_sa, sizeof(*a->agent_sa)));
+        CHECK(STEP_SOCKET, chmod(a->agent_sa->sun_path, 0600));
+        CHECK(STEP_SOCKET, listen(listen_fd, 16));
         /* The sandbox's disk (upper and work inside) goes over the sandbox dir, in this
          * namespace only: overlay takes its upper layer from a mount of our namespace.
          * Only this namespace holds the filesystem; it is unmounted when it dies. */
@@ -305,6 +322,10 @@ _Noreturn static void child_main(const struct child_args *a)
         if (r < 0)
                 child_fail(a->sync_fd, STEP_CAPS, r, 0);
         CHECK(STEP_NNP, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+        /* The agent leads its own session (and process group): nothing of the sandbox
+         * belongs to cellad's, which a checkpoint of the tree could not take along
+         * (docs/decisions/0050). Pid 1 of a new pid namespace leads no group yet. */
+        CHECK(STEP_SESSION, setsid());
 
         /* Dispositions set to ignore and the signal mask survive exec: the agent (and
          * everything it runs) starts with defaults, whatever cellad's thread had.
@@ -327,7 +348,7 @@ _Noreturn static void child_main(const struct child_args *a)
          * placement clobbers another source. */
         int nul = fcntl(a->null_fd, F_DUPFD_CLOEXEC, 6);
         int log = fcntl(a->log_fd, F_DUPFD_CLOEXEC, 6);
-        int lis = fcntl(a->listen_fd, F_DUPFD_CLOEXEC, 6);
+        int lis = fcntl(listen_fd, F_DUPFD_CLOEXEC, 6);
         int mem = fcntl(rt->agent_fd, F_DUPFD_CLOEXEC, 6);
         int syn = fcntl(a->sync_fd, F_DUPFD_CLOEXEC, 6);
         if (nul < 0 || log < 0 || lis < 0 || mem < 0 || syn < 0)
@@ -741,19 +762,13 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                 }
         }
 
-        /* 2. The agent's listening socket, bound before the child exists. */
+        /* 2. The agent's listening socket's path: the child binds it (child_main). */
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/agent.sock", spec->dir);
         if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "socket path too long");
-        _cleanup_close_ int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (listen_fd < 0)
-                return cella_error_errno(err, errno, "socket");
         if (unlink(sa.sun_path) < 0 && errno != ENOENT)
                 return cella_error_errno(err, errno, "unlink %s", sa.sun_path);
-        if (bind(listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-            chmod(sa.sun_path, 0600) < 0 || listen(listen_fd, 16) < 0)
-                return cella_error_errno(err, errno, "agent socket");
 
         snprintf(buf, sizeof(buf), "%s/agent.log", spec->dir);
         _cleanup_close_ int log_fd =
@@ -785,7 +800,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                         .dir = spec->dir,
                         .disk_fd = disk_fd,
                         .n_layers = spec->n_layers,
-                        .listen_fd = listen_fd,
+                        .agent_sa = &sa,
                         .log_fd = log_fd,
                         .null_fd = null_fd,
                 };

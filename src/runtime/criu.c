@@ -18,6 +18,13 @@
 
 extern char **environ;
 
+const char *criu_binary(const char *env, bool built)
+{
+        if (env && *env)
+                return env;
+        return built ? CRIU_BUILT_PATH : "criu";
+}
+
 int criu_version_parse(const char *out, size_t len, char *ver, size_t versz)
 {
         static const char key[] = "Version: ";
@@ -209,8 +216,7 @@ void criu_probe_host(struct criu_probe *p)
         int status = 0, r;
 
         memset(p, 0, sizeof(*p));
-        if (!bin || !*bin)
-                bin = "criu";
+        bin = criu_binary(bin, access(CRIU_BUILT_PATH, X_OK) == 0);
         snprintf(p->binary, sizeof(p->binary), "%s", bin);
         if (!out) {
                 snprintf(p->reason, sizeof(p->reason), "out of memory");

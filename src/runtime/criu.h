@@ -4,9 +4,10 @@
  * criu_probe_host() runs the CRIU binary twice (`criu --version`, `criu check`) with its
  * output captured, once at cellad's start and for `cellad --check`; what the output means
  * is read by the pure criu_version_parse() and criu_check_reason() (unit tests, fuzz
- * target fuzz/criu). The binary is CELLA_CRIU from the environment when set (a path, or a
- * name looked up in PATH; tests point it at a missing file or a stand-in script to see
- * the failures), else "criu" in PATH. */
+ * target fuzz/criu). The binary is the first of: CELLA_CRIU from the environment when set
+ * (a path, or a name looked up in PATH; tests point it at a missing file or a stand-in
+ * script to see the failures), CRIU_BUILT_PATH when it is there (the CRIU scripts/criu.sh
+ * builds where the system's fails its check), "criu" in PATH. */
 #ifndef CELLA_RUNTIME_CRIU_H
 #define CELLA_RUNTIME_CRIU_H
 
@@ -15,12 +16,19 @@
 
 #define CRIU_REASON_MAX 400
 
+/* Where scripts/criu.sh puts the CRIU it builds (a link to criu-VERSION/criu). */
+#define CRIU_BUILT_PATH "/var/cache/cella/criu/criu"
+
 struct criu_probe {
         bool check_passed;            /* `criu check` exited 0 */
         char binary[256];             /* what was run ("criu", or CELLA_CRIU) */
         char version[32];             /* "3.17.1"; "" when unknown */
         char reason[CRIU_REASON_MAX]; /* why not, when !check_passed: one line */
 };
+
+/* The CRIU binary to run: env (CELLA_CRIU) when set and not empty, else CRIU_BUILT_PATH
+ * when built says it is there (executable), else "criu" (looked up in PATH). */
+const char *criu_binary(const char *env, bool built);
 
 /* "Version: 3.17.1" anywhere in out[0..len) (not NUL-terminated): the version, at most
  * 31 bytes of [0-9A-Za-z.+~-], into ver. Returns 0, or -EINVAL when there is none. */

@@ -16,7 +16,13 @@
 #   (memory freed), the preview URL is stale (410, no wake), the files stay and any API
 #   request wakes the sandbox with them;
 # * fork with "memory": true is refused, 501 MEMORY_SNAPSHOT_UNAVAILABLE with the reason,
-#   and makes nothing (no sandbox, no snapshot); "memory": false is a files fork.
+#   and makes nothing (no sandbox, no snapshot); "memory": false is a files fork;
+# * where the CRIU cellad runs can checkpoint here (its check passes; at least 4.1, 4.2 on
+#   Linux 6.16 and later), a running sandbox with a python http.server and a code context
+#   is dumped whole by hand (--leave-running, cellad down, cellad's bind mounts and the
+#   agent log external): what the checkpoint needs of the runtime (the agent leads its own
+#   session, its listening socket is of the sandbox's network namespace) holds, and the
+#   sandbox runs on.
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
@@ -41,9 +47,12 @@ assert_contains "$(cat "$CELLAD_LOG")" "$REASON" "cellad's log has --check's rea
 api GET /v1/health >/dev/null
 assert_eq false "$(body .memorySleep.available)" "health: memory sleep unavailable"
 assert_eq "$REASON" "$(body .memorySleep.reason)" "health: the reason"
-if command -v criu >/dev/null; then
+# the CRIU cellad runs: the one scripts/criu.sh built when it is there, else PATH's
+CRIU_BIN=criu
+[ -x /var/cache/cella/criu/criu ] && CRIU_BIN=/var/cache/cella/criu/criu
+if command -v "$CRIU_BIN" >/dev/null; then
         # criu check's own verdict, beside cellad's reading of it
-        if criu check >"$IT_TMP/criu-check" 2>&1; then
+        if "$CRIU_BIN" check >"$IT_TMP/criu-check" 2>&1; then
                 assert_contains "$REASON" "passes its check here" "criu check passed"
         else
                 assert_contains "$REASON" "check fails on this kernel: " "criu check failed"
@@ -251,4 +260,73 @@ assert_eq memory "$(body .sleepModeRequested)" "from the identity file"
 api GET "/v1/sandboxes/$F" >/dev/null
 assert_eq files "$(body .sleepModeRequested)" "files stays files"
 assert_eq kept "$(run_in "$M" 'cat /workspace/kept.txt')" "files kept throughout"
+info "a running sandbox can be checkpointed whole (what the checkpoint needs of the runtime)"
+# The CRIU cellad runs, where it is one that can checkpoint here: its check passes and it
+# is at least 4.1, or 4.2 on Linux 6.16 and later (decision 0050: older ones cannot dump a
+# TCP socket on those kernels). The tree is dumped with --leave-running while cellad is
+# down (the agent's end of cellad's connection belongs to cellad's network namespace and
+# goes with it), with the mounts cellad binds given as external, as cellad's own dump
+# will: this fails if the agent shares cellad's session or its listening socket is of
+# cellad's network namespace, and the sandbox must run on unharmed.
+kernel=$(uname -r)
+kernel=${kernel%%-*}
+min=4.1
+dpkg --compare-versions "$kernel" ge 6.16 && min=4.2
+ver=$("$CRIU_BIN" --version 2>/dev/null | sed -n 's/^Version: //p' | head -1) || true
+if [ -z "$ver" ] || ! dpkg --compare-versions "$ver" ge "$min" || ! "$CRIU_BIN" check >/dev/null 2>&1; then
+        info "skipped: no CRIU of at least $min passing its check here (${ver:-none}; scripts/criu.sh builds one)"
+else
+        K=$(sbx ckpt)
+        api_json PUT "/v1/sandboxes/$K" '{"sleepMode":"memory"}'
+        expect_status 201
+        run_in "$K" 'echo ckpt >/workspace/index.html' >/dev/null
+        api_json POST "/v1/sandboxes/$K/processes" \
+                "{\"command\":\"cd /workspace && exec python3 -m http.server $P\",\"processId\":\"web\"}"
+        expect_status 200
+        api_json POST "/v1/sandboxes/$K/processes/web/waitForPort" "{\"port\":$P,\"timeout\":30000}"
+        expect_status 200
+        api_json POST "/v1/sandboxes/$K/contexts" '{"language":"python"}'
+        expect_status 201
+        KCTX=$(body .id)
+        api_json POST "/v1/sandboxes/$K/code" "{\"code\":\"y = 7\",\"contextId\":\"$KCTX\"}"
+        expect_status 200
+        A=
+        for p in $(sandbox_pids "$K"); do
+                [ "$(awk '/^NSpid:/ {print $NF}' "/proc/$p/status" 2>/dev/null)" = 1 ] && A=$p
+        done
+        [ -n "$A" ] || fail "no pid 1 of $K"
+        assert_eq "$A" "$(ps -o sid= -p "$A" | tr -d ' ')" "the agent leads its own session"
+        kill -KILL "$CELLAD_PID"
+        wait "$CELLAD_PID" 2>/dev/null || true
+        CELLAD_PID=
+        # the agent closes its end of the connection once it sees cellad gone
+        for _ in $(seq 1 100); do
+                [ "$(find "/proc/$A/fd" -lname 'socket:*' 2>/dev/null | wc -l)" -le 1 ] && break
+                sleep 0.1
+        done
+        ext=()
+        while read -r mp; do
+                ext+=(--external "mnt[$mp]:m$(echo "$mp" | tr / _)")
+        done < <(awk '{for (i = 7; i <= NF; i++) if ($i == "-") break;
+                       if ($(i + 1) == "devtmpfs" || $(i + 1) == "cgroup2") print $5}' "/proc/$A/mountinfo")
+        mnt=$(awk '/^mnt_id:/ {print $2}' "/proc/$A/fdinfo/1")
+        ino=$(stat -L -c %i "/proc/$A/fd/1")
+        mkdir "$IT_TMP/ckpt"
+        RC=0
+        "$CRIU_BIN" dump -t "$A" -D "$IT_TMP/ckpt" -o dump.log --leave-running \
+                --network-lock nftables "${ext[@]}" \
+                --external "$(printf 'file[%x:%x]' "$mnt" "$ino")" 2>"$IT_TMP/criu-dump" || RC=$?
+        # cellad back first, so that a failure leaves nothing behind
+        start_cellad "${RESTART_ARGS[@]}"
+        [ "$RC" = 0 ] || fail "criu dump of $K: $(grep 'Error' "$IT_TMP/ckpt/dump.log" |
+                grep -v RLIMIT_NOFILE | head -3 | tr '\n' ' ')"
+        size=$(du -sb "$IT_TMP/ckpt" | cut -f1)
+        info "checkpoint of $K (python http.server and a code context): $((size / 1048576)) MiB"
+        [ "$size" -gt 1048576 ] || fail "an image of $size bytes holds no process memory"
+        assert_eq ckpt "$(run_in "$K" "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:$P/index.html\").read().decode().strip())'")" \
+                "the server runs on after the dump"
+        api_json POST "/v1/sandboxes/$K/code" "{\"code\":\"y + 1\",\"contextId\":\"$KCTX\"}"
+        expect_status 200
+        assert_eq 8 "$(body '.results[0].text')" "so does the code context"
+fi
 info "memsleep: ok"

@@ -144,9 +144,22 @@ static void test_probe(void **state)
         assert_int_equal(rmdir(dir), 0);
 }
 
+static void test_binary(void **state)
+{
+        (void)state;
+        /* CELLA_CRIU first, then the CRIU scripts/criu.sh built, then PATH's */
+        assert_string_equal(criu_binary("/opt/criu", true), "/opt/criu");
+        assert_string_equal(criu_binary("/opt/criu", false), "/opt/criu");
+        assert_string_equal(criu_binary("", true), CRIU_BUILT_PATH);
+        assert_string_equal(criu_binary(NULL, true), CRIU_BUILT_PATH);
+        assert_string_equal(criu_binary(NULL, false), "criu");
+        assert_string_equal(criu_binary("", false), "criu");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_binary),
                 cmocka_unit_test(test_version),
                 cmocka_unit_test(test_reason),
                 cmocka_unit_test(test_probe),
