@@ -21,6 +21,8 @@ packages=(
         nftables
         # disk limits: mkfs.ext4 for the per-sandbox disk images
         e2fsprogs
+        # the reflinked snapshots' test and bench: an XFS data dir (mkfs.xfs -m reflink=1)
+        xfsprogs
         # tests, scripts and the README tour
         curl jq ca-certificates python3 git sqlite3
         # the Python SDK (sdk/python): its install check and its strict type check
