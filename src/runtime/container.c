@@ -544,7 +544,8 @@ static int make_lower_disk(const char *dir, uid_t id_base, const struct containe
         if (r < 0)
                 return r;
         _cleanup_close_ int mnt = m;
-        _cleanup_close_ int tree = open_tree(mnt, "upper", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        _cleanup_close_ int tree =
+                open_tree(mnt, "upper", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
         if (tree < 0)
                 return -errno;
         _cleanup_close_ int userns = -EBADF;

@@ -786,10 +786,29 @@ int disk_clone(int src_fd, int dst_dir_fd, uint64_t *ret_allocated)
         return 0;
 }
 
+/* A read-only ext4 mount of dev (a detached fsmount fd) or -errno. */
+static int mount_image_ro(const char *dev)
+{
+        _cleanup_close_ int fs = fsopen("ext4", FSOPEN_CLOEXEC);
+        if (fs < 0)
+                return -errno;
+        /* Read-only superblock on a read-only device; the image was written out with an
+         * empty journal, and norecovery makes sure no journal is ever replayed into it. */
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
+            fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0 ||
+            fsconfig(fs, FSCONFIG_SET_FLAG, "norecovery", NULL, 0) < 0 ||
+            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        int m = fsmount(fs, FSMOUNT_CLOEXEC,
+                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        return m < 0 ? -errno : m;
+}
+
 int disk_open_ro(const char *dir, int *ret_mount_fd)
 {
         char image[CELLA_PATH_MAX], note[CELLA_PATH_MAX], dev[64];
         struct stat st;
+        int m = -ENOENT;
 
         if (snprintf(image, sizeof(image), "%s/disk.img", dir) >= (int)sizeof(image) ||
             snprintf(note, sizeof(note), "%s/disk.loop", dir) >= (int)sizeof(note))
@@ -799,29 +818,24 @@ int disk_open_ro(const char *dir, int *ret_mount_fd)
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return -EINVAL;
-        /* The device a child still mounts (one superblock per snapshot), or a new one. */
+        /* The device a sandbox still mounts (one superblock per snapshot)... */
         _cleanup_close_ int loop = find_bound_loop(note, &st, true, dev, sizeof(dev));
-        if (loop < 0) {
+        if (loop >= 0)
+                m = mount_image_ro(dev);
+        /* ...or, when there is none (or it is being released with its last mount), a new
+         * one. */
+        if (m < 0) {
                 int num;
+                if (loop >= 0)
+                        close(TAKE_FD(loop));
                 loop = attach_loop(img, true, dev, sizeof(dev), &num);
                 if (loop < 0)
                         return loop;
                 write_note(note, num);
+                m = mount_image_ro(dev);
+                if (m < 0)
+                        return m;
         }
-        _cleanup_close_ int fs = fsopen("ext4", FSOPEN_CLOEXEC);
-        if (fs < 0)
-                return -errno;
-        /* Read-only superblock on a read-only device; the image was frozen clean, and
-         * norecovery makes sure no journal is ever replayed into it. */
-        if (fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
-            fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0 ||
-            fsconfig(fs, FSCONFIG_SET_FLAG, "norecovery", NULL, 0) < 0 ||
-            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-                return -errno;
-        int m = fsmount(fs, FSMOUNT_CLOEXEC,
-                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-        if (m < 0)
-                return -errno;
         *ret_mount_fd = m;
         return 0;
 }

@@ -119,8 +119,16 @@ static int runtime_probe(struct runtime *rt, const struct runtime_config *cfg, s
                 snprintf(rt->reflink_state, sizeof(rt->reflink_state),
                          "snapshots copy the writable layer (data dir not probed)");
         } else {
-                char why[200] = "";
-                rt->reflink = disk_reflink_probe(cfg->data_dir, why, sizeof(why)) >= 0;
+                char why[200] = "", dir[CELLA_PATH_MAX];
+                /* A data dir not made yet (cellad --check): its nearest existing parent,
+                 * which it will be made on. */
+                snprintf(dir, sizeof(dir), "%s", cfg->data_dir);
+                r = disk_reflink_probe(dir, why, sizeof(why));
+                for (char *slash; r == -ENOENT && (slash = strrchr(dir, '/')) && slash != dir;) {
+                        *slash = '\0';
+                        r = disk_reflink_probe(dir, why, sizeof(why));
+                }
+                rt->reflink = r >= 0;
                 if (rt->reflink)
                         snprintf(rt->reflink_state, sizeof(rt->reflink_state),
                                  "data dir has reflinks: a snapshot of a sandbox with a disk "

@@ -23,8 +23,10 @@ XFS_LOOP=$(losetup --find --show "$XFS_IMG")
 mkdir -p "$IT_TMP/data"
 mount -t xfs "$XFS_LOOP" "$IT_TMP/data"
 
-# Once the daemons are gone: the snapshots' read-only loop devices go with their last
-# mount (autoclear), then the filesystem is unmounted and its device released.
+# Once the daemons are gone: the sandboxes' and snapshots' loop devices go with their last
+# mount (autoclear), then the filesystem is unmounted and its device released. A mount
+# namespace that another process of the host copied while the filesystem was mounted
+# keeps it (and its device) until that process ends: bounded wait, then lib.sh's check.
 it_unmount_hook() {
         local i
         for i in $(seq 1 100); do
@@ -32,7 +34,13 @@ it_unmount_hook() {
                 sleep 0.1
         done
         umount "$IT_TMP/data" || umount -l "$IT_TMP/data"
-        [ -n "$XFS_LOOP" ] && losetup -d "$XFS_LOOP"
+        [ -n "$XFS_LOOP" ] || return 0
+        losetup -d "$XFS_LOOP"
+        for i in $(seq 1 600); do
+                grep -qF "$XFS_IMG" "/sys/block/${XFS_LOOP#/dev/}/loop/backing_file" 2>/dev/null ||
+                        return 0
+                sleep 0.1
+        done
 }
 
 # Loop devices bound to a file of the data dir (the sandboxes' disks, the snapshots' clones).
