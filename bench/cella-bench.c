@@ -9,6 +9,7 @@
  *
  * usage: cella-bench [--cellad PATH] [--images DIR] [--image NAME] [--tti N] [--warm N]
  *                    [--burst N] [--cellad-log FILE] [--dense N] [--procs N]
+ *                    [--code N] [--only code|warm|procs]
  *
  * --cellad-log appends the daemons' own log (level info: per-request and per-start times)
  * to FILE, to see where the time of a figure goes.
@@ -950,7 +951,7 @@ int main(int argc, char **argv)
         int mem_n = 0, rc = 1;
         struct code_figures cf = {0};
         int n_code = 100;
-        bool only_code = false, only_warm = false;
+        bool only_code = false, only_warm = false, only_procs = false;
 
         /* Defaults: IMAGES from the environment, cellad next to this program's build dir. */
         if (getenv("IMAGES") && *getenv("IMAGES"))
@@ -997,6 +998,7 @@ int main(int argc, char **argv)
                 else if (strcmp(argv[i], "--only") == 0) {
                         only_code = strcmp(argv[i + 1], "code") == 0;
                         only_warm = strcmp(argv[i + 1], "warm") == 0;
+                        only_procs = strcmp(argv[i + 1], "procs") == 0;
                 }
         }
         if (n_tti < 1 || n_tti > 10000 || n_warm < 1 || n_warm > 100000 || n_burst < 1 ||
@@ -1052,6 +1054,28 @@ int main(int argc, char **argv)
                 printf("| cella session round trip (`echo hi` in a named session) | %d | %.3f | "
                        "%.3f |\n",
                        n_warm, pct(sess, n_warm, 0.5), pct(sess, n_warm, 0.95));
+                rc = 0;
+                goto out;
+        }
+        if (only_procs) {
+                /* `--only procs`: background process starts alone (`--procs N` of them in
+                 * one sandbox; run the binary directly, as for --only code). */
+                char *extra[] = {"--pool", "0", NULL};
+
+                snprintf(name, sizeof(name), "bench-%d-procs", (int)getpid());
+                if (!curl || start_cellad(cellad, images, extra) < 0)
+                        goto out;
+                /* sandboxes outlive cellad: this one is destroyed on every path */
+                for (int i = 0; i < n_procs && (i > 0 || exec_in(name, "true", "")); i++)
+                        if ((pstart[i] = start_true(name)) < 0)
+                                break;
+                destroy(name);
+                if (pstart[n_procs - 1] <= 0)
+                        goto out;
+                printf("| figure | N | p50 (ms) | p95 (ms) |\n|---|---|---|---|\n");
+                printf("| cella background process start (`true`, HTTP round trip) | %d | %.2f | "
+                       "%.2f |\n",
+                       n_procs, pct(pstart, n_procs, 0.5), pct(pstart, n_procs, 0.95));
                 rc = 0;
                 goto out;
         }

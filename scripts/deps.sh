@@ -21,12 +21,17 @@ packages=(
         nftables
         # disk limits: mkfs.ext4 for the per-sandbox disk images
         e2fsprogs
+        # memory sleep's host check (decision 0050): `criu check` says whether CRIU can
+        # checkpoint here (Debian 12's 3.17 cannot on Linux 6.13 and later)
+        criu
         # the reflinked snapshots' test and bench: an XFS data dir (mkfs.xfs -m reflink=1)
         xfsprogs
         # tests, scripts and the README tour
         curl jq ca-certificates python3 git sqlite3
         # the Python SDK (sdk/python): its install check and its strict type check
         python3-pip python3-setuptools python3-wheel python3-venv mypy
+        # integration/metrics parses GET /metrics with a Prometheus text-format parser
+        python3-prometheus-client
         # the preview test's browser (headless) and the preview-proxy benchmark
         chromium wrk
 )

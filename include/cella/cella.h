@@ -62,6 +62,7 @@ struct cella_sandbox_options {
         bool no_default_session; /* calls without a session run sessionless (fresh shell) */
         const char *network;     /* "none" or "outbound"; NULL: the daemon's default */
         const char *const *network_allow; /* "CIDR[:port]", NULL-terminated, or NULL */
+        const char *sleep_mode; /* "files" or "memory" (what a sleep keeps); NULL: not given */
 };
 int cella_sandbox_create(cella_client *c, const char *name, const struct cella_sandbox_options *o,
                          char **ret_json);
@@ -275,6 +276,24 @@ int cella_sandbox_from_snapshot(cella_client *c, const char *name, const char *s
 /* Fork sandbox into a new sandbox name (a snapshot now, and a sandbox over it): its
  * SandboxInfo (with `snapshot`). */
 int cella_fork(cella_client *c, const char *sandbox, const char *name, char **ret_json);
+/* A fork with the sandbox's processes too ({"memory": true}): MEMORY_SNAPSHOT_UNAVAILABLE
+ * (501) where the host cannot checkpoint them, and nothing is made. */
+int cella_fork_memory(cella_client *c, const char *sandbox, const char *name, char **ret_json);
+
+/* ---- metrics (GET /metrics, docs/metrics.md) ---- */
+/* The node's counters: *ret_text, the Prometheus text exposition (version 0.0.4); free
+ * with cella_free. Needs the API token like every route but health. */
+int cella_metrics(cella_client *c, char **ret_text);
+/* In text (an answer of cella_metrics), the sum of the samples named name whose labels
+ * include each "label=value" of match (NULL-terminated; NULL: every sample of that name).
+ * *ret is 0 when no sample matches. CELLA_ERR_INVALID when text is not the text format. */
+int cella_metrics_value(const char *text, const char *name, const char *const *match, double *ret);
+/* The q-quantile (0 < q < 1) of histogram name (its _bucket samples) in text, estimated
+ * from the buckets as Prometheus's histogram_quantile() does (linear within a bucket);
+ * before_text, when not NULL, is an earlier answer: the quantile of what was observed
+ * between the two. *ret is -1 when no observation falls in that span. */
+int cella_metrics_quantile(const char *text, const char *before_text, const char *name, double q,
+                           double *ret);
 
 /* ---- terminal ----
  * A session's terminal over a WebSocket (GET .../pty, docs/api.md): one interactive shell

@@ -9,17 +9,18 @@
 #include "common/limits.h"
 #include "common/utf8.h"
 
-static const char *const lang_names[] = {"python", "javascript", "typescript"};
-
 const char *code_lang_name(enum code_lang l)
 {
-        return (unsigned)l < ARRAY_SIZE(lang_names) ? lang_names[l] : "?";
+        for (size_t i = 0; wire_code_langs[i]; i++)
+                if (i == (size_t)l)
+                        return wire_code_langs[i];
+        return "?";
 }
 
 int code_lang_parse(const char *s, enum code_lang *ret)
 {
-        for (size_t i = 0; i < ARRAY_SIZE(lang_names); i++)
-                if (strcmp(s, lang_names[i]) == 0) {
+        for (size_t i = 0; wire_code_langs[i]; i++)
+                if (strcmp(s, wire_code_langs[i]) == 0) {
                         *ret = (enum code_lang)i;
                         return 0;
                 }
@@ -33,111 +34,37 @@ void code_request_done(struct code_request *r)
         memset(r, 0, sizeof(*r));
 }
 
-static int decode_language(json_t *v, struct code_request *r, struct cella_error *err)
-{
-        if (!v)
-                return 0;
-        if (!json_is_string(v) || code_lang_parse(json_string_value(v), &r->language) < 0) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                "'language' must be python, javascript or typescript");
-                return -EINVAL;
-        }
-        r->language_given = true;
-        return 0;
-}
-
-/* Only the keys in allowed[] may appear. */
-static int check_keys(json_t *body, const char *const *allowed, size_t n, const char *op,
-                      struct cella_error *err)
-{
-        const char *key;
-        json_t *v;
-
-        json_object_foreach(body, key, v)
-        {
-                size_t i;
-
-                for (i = 0; i < n; i++)
-                        if (strcmp(key, allowed[i]) == 0)
-                                break;
-                if (i == n) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "unknown field '%.64s' in a %s request", key, op);
-                        return -EINVAL;
-                }
-        }
-        return 0;
-}
-
-static int decode_create(json_t *b, struct code_request *r, struct cella_error *err)
-{
-        static const char *const keys[] = {"op", "language", "cwd", "env", "baseEnv"};
-        if (check_keys(b, keys, ARRAY_SIZE(keys), "create", err) < 0 ||
-            decode_language(json_object_get(b, "language"), r, err) < 0)
-                return -EINVAL;
-        return context_spec_decode_place(b, &r->ctx, err) < 0 ? -EINVAL : 0;
-}
-
-static int decode_run(json_t *b, struct code_request *r, struct cella_error *err)
-{
-        static const char *const keys[] = {"op", "id", "language", "code", "timeoutMs", "baseEnv"};
-        json_t *id = json_object_get(b, "id"), *t = json_object_get(b, "timeoutMs");
-
-        if (check_keys(b, keys, ARRAY_SIZE(keys), "run", err) < 0 ||
-            decode_language(json_object_get(b, "language"), r, err) < 0)
-                return -EINVAL;
-        if (id && !json_is_null(id) && agent_decode_id(id, "id", &r->ctx.id, err) < 0)
-                return -EINVAL;
-        if (agent_decode_string(json_object_get(b, "code"), "code", CELLA_CODE_MAX_CODE, false,
-                                &r->code, err) < 0)
-                return -EINVAL;
-        if (t && !json_is_null(t)) {
-                if (!json_is_integer(t) || json_integer_value(t) < 0 ||
-                    json_integer_value(t) > CELLA_EXEC_MAX_TIMEOUT_MS) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "'timeoutMs' must be an integer in 0..%lld",
-                                        (long long)CELLA_EXEC_MAX_TIMEOUT_MS);
-                        return -EINVAL;
-                }
-                r->timeout_ms = json_integer_value(t);
-        }
-        return agent_decode_env(json_object_get(b, "baseEnv"), "baseEnv", &r->ctx.base_env,
-                                &r->ctx.n_base_env, err);
-}
-
+/* The body's members come from wire_code_decode (common/wire.c), which checks their types
+ * and bounds; here they become the request's own strings: a create's place (the cwd
+ * normalised, the env's names checked as they are converted) by context_spec, as a
+ * session's. */
 int code_request_decode(json_t *body, struct code_request *r, struct cella_error *err)
 {
-        static const char *const id_keys[] = {"op", "id"};
-        static const char *const list_keys[] = {"op"};
-        const char *op;
+        struct wire_code x;
+        int k;
 
         memset(r, 0, sizeof(*r));
-        r->language = CODE_PYTHON;
-        if (!json_is_object(body) || !json_is_string(json_object_get(body, "op"))) {
-                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "a CODE request needs an 'op'");
+        if (!json_is_object(body)) {
+                cella_error_set(err, CELLA_E_VALIDATION_FAILED, "CODE payload must be an object");
                 return -EINVAL;
         }
-        op = json_string_value(json_object_get(body, "op"));
-        if (strcmp(op, "create") == 0) {
-                r->op = CODE_OP_CREATE;
-                return decode_create(body, r, err);
+        k = wire_code_decode(body, &x, err);
+        if (k < 0)
+                return k;
+        r->op = (enum code_op)x.op;
+        r->language = (enum code_lang)x.language;
+        r->language_given = x.language_given;
+        r->timeout_ms = x.timeout_ms;
+        if ((x.id && !(r->ctx.id = strdup(x.id))) || (x.code && !(r->code = strdup(x.code)))) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return -ENOMEM;
         }
-        if (strcmp(op, "run") == 0) {
-                r->op = CODE_OP_RUN;
-                return decode_run(body, r, err);
-        }
-        if (strcmp(op, "list") == 0) {
-                r->op = CODE_OP_LIST;
-                return check_keys(body, list_keys, ARRAY_SIZE(list_keys), "list", err);
-        }
-        if (strcmp(op, "delete") == 0) {
-                r->op = CODE_OP_DELETE;
-                if (check_keys(body, id_keys, ARRAY_SIZE(id_keys), "delete", err) < 0)
-                        return -EINVAL;
-                return agent_decode_id(json_object_get(body, "id"), "id", &r->ctx.id, err);
-        }
-        cella_error_set(err, CELLA_E_VALIDATION_FAILED, "unknown CODE op '%.32s'", op);
-        return -EINVAL;
+        if (r->op == CODE_OP_CREATE)
+                return context_spec_decode_place(body, &r->ctx, err);
+        if (r->op == CODE_OP_RUN)
+                return agent_decode_env(x.base_env, "baseEnv", &r->ctx.base_env, &r->ctx.n_base_env,
+                                        err);
+        return 0;
 }
 
 /* ---- runner events ---- */

@@ -14,9 +14,20 @@
 
 #include "agent/context-spec.h"
 #include "common/error.h"
+#include "common/wire.h"
 
-enum code_op { CODE_OP_CREATE, CODE_OP_DELETE, CODE_OP_LIST, CODE_OP_RUN };
-enum code_lang { CODE_PYTHON, CODE_JAVASCRIPT, CODE_TYPESCRIPT };
+/* The body's ops and languages (common/wire.h) */
+enum code_op {
+        CODE_OP_CREATE = WIRE_CODE_CREATE,
+        CODE_OP_DELETE = WIRE_CODE_DELETE,
+        CODE_OP_LIST = WIRE_CODE_LIST,
+        CODE_OP_RUN = WIRE_CODE_RUN,
+};
+enum code_lang {
+        CODE_PYTHON = WIRE_CODE_PYTHON,
+        CODE_JAVASCRIPT = WIRE_CODE_JAVASCRIPT,
+        CODE_TYPESCRIPT = WIRE_CODE_TYPESCRIPT,
+};
 
 /* create  language, cwd (NULL: /workspace), env, base_env
  * delete  id
@@ -33,6 +44,8 @@ struct code_request {
         int64_t timeout_ms;
 };
 
+/* The body's schema is common/wire.c's (wire_code_decode): 0, or -EINVAL with err set
+ * (VALIDATION_FAILED), or -ENOMEM; *ret is always initialised. */
 int code_request_decode(json_t *body, struct code_request *ret, struct cella_error *err);
 void code_request_done(struct code_request *r);
 

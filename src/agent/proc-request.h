@@ -1,4 +1,6 @@
-/* Decoding of a PROC frame's body (docs/protocol.md, decision 0012) into a typed request.
+/* Decoding of a PROC frame's body (docs/protocol.md, decision 0012) into a typed request:
+ * the body's schema is common/wire.c's (wire_proc_decode); this turns it into the
+ * request's own strings.
  *
  * Pure: no I/O; everything a request owns is released by proc_request_done(), also after a
  * failed decode. Reached by the agent fuzz target (tests/fuzz/fuzz-agent.c). */
@@ -11,18 +13,20 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/wire.h"
 
+/* The body's ops (common/wire.h) */
 enum proc_op {
-        PROC_START,
-        PROC_LIST,
-        PROC_GET,
-        PROC_KILL,
-        PROC_KILLALL,
-        PROC_LOGS,
-        PROC_STREAM,
-        PROC_WAIT_LOG,
-        PROC_WAIT_PORT,
-        PROC_WAIT_EXIT,
+        PROC_START = WIRE_PROC_START,
+        PROC_LIST = WIRE_PROC_LIST,
+        PROC_GET = WIRE_PROC_GET,
+        PROC_KILL = WIRE_PROC_KILL,
+        PROC_KILLALL = WIRE_PROC_KILLALL,
+        PROC_LOGS = WIRE_PROC_LOGS,
+        PROC_STREAM = WIRE_PROC_STREAM,
+        PROC_WAIT_LOG = WIRE_PROC_WAIT_LOG,
+        PROC_WAIT_PORT = WIRE_PROC_WAIT_PORT,
+        PROC_WAIT_EXIT = WIRE_PROC_WAIT_EXIT,
 };
 
 /* Which fields are meaningful depends on op:
@@ -57,10 +61,9 @@ struct proc_request {
         int64_t timeout_ms;
 };
 
-/* Returns 0, or -EINVAL with err set (VALIDATION_FAILED; NAME_TOO_LONG for a long cwd).
- * *ret is always initialised. */
+/* Returns 0, or -EINVAL with err set (VALIDATION_FAILED; NAME_TOO_LONG for a long cwd), or
+ * -ENOMEM (INTERNAL_ERROR). *ret is always initialised. */
 int proc_request_decode(json_t *body, struct proc_request *ret, struct cella_error *err);
 void proc_request_done(struct proc_request *r);
-const char *proc_op_name(enum proc_op op);
 
 #endif

@@ -133,6 +133,18 @@ static int take_timeout(struct cli_args *a, const char *opt, const char *v)
         return 0;
 }
 
+static int take_interval(struct cli_args *a, const char *opt, const char *v)
+{
+        int64_t ms;
+
+        if (duration_opt(a, opt, v, 1, 1, CLI_INTERVAL_MAX_MS, &ms) < 0)
+                return -1;
+        if (ms < CLI_INTERVAL_MIN_MS)
+                return fail(a, "%s takes %d ms or more, not '%s'", opt, CLI_INTERVAL_MIN_MS, v);
+        a->interval_ms = (long)ms;
+        return 0;
+}
+
 /* A number in [min, max] from v into *ret; -1 if v is not one. */
 static int number_in(const char *v, long min, long max, long *ret)
 {
@@ -176,6 +188,14 @@ static int take_network(struct cli_args *a, const char *opt, const char *v)
         if (strcmp(v, "none") != 0 && strcmp(v, "outbound") != 0)
                 return fail(a, "--network takes none or outbound, not '%s'", v);
         a->network = v;
+        return 0;
+}
+
+static int take_sleep_mode(struct cli_args *a, const char *opt, const char *v)
+{
+        if (strcmp(v, "files") != 0 && strcmp(v, "memory") != 0)
+                return fail(a, "%s takes files or memory, not '%s'", opt, v);
+        a->sleep_mode = v;
         return 0;
 }
 
@@ -232,11 +252,13 @@ static const struct opt_def options[] = {
         FLAG_OPT(all, "-a", "--all"),
         FLAG_OPT(replace, "--replace"),
         FLAG_OPT(keep_alive, "--keep-alive"),
+        FLAG_OPT(memory, "--memory"),
         FLAG_OPT(no_default_session, "--no-default-session"),
         FLAG_OPT(no_recursive, "--no-recursive"),
         FLAG_OPT(follow, "-f", "--follow"),
         FLAG_OPT(regex, "--regex"),
         FLAG_OPT(exit, "--exit"),
+        FLAG_OPT(once, "--once"),
         VALUE_OPT(url, "--url"),
         VALUE_OPT(port_name, "--name"),
         VALUE_OPT(cwd, "--cwd"),
@@ -254,10 +276,12 @@ static const struct opt_def options[] = {
         TAKE_OPT(take_token, "--token"),
         TAKE_OPT(take_sleep_after, "--sleep-after"),
         TAKE_OPT(take_network, "--network"),
+        TAKE_OPT(take_sleep_mode, "--sleep-mode"),
         TAKE_OPT(take_lang, "--lang"),
         TAKE_OPT(take_timeout, "--timeout"),
         TAKE_OPT(take_port, "--port"),
         TAKE_OPT(take_depth, "--depth"),
+        TAKE_OPT(take_interval, "--interval"),
         LIST_OPT(packages, npackages, NULL, "--package"),
         LIST_OPT(include, ninclude, NULL, "--include"),
         LIST_OPT(exclude, nexclude, NULL, "--exclude"),
@@ -330,6 +354,8 @@ static int check_together(struct cli_args *a)
                 return fail(a, "wait takes one of --log PATTERN, --port N or --exit");
         if ((a->regex && !a->log) || (a->http_path && !a->port))
                 return fail(a, "--regex goes with --log, --http with --port");
+        if (a->once && a->interval_ms)
+                return fail(a, "--interval is for the refreshing view, not --once");
         return 0;
 }
 

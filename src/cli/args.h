@@ -29,6 +29,8 @@ struct cli_args {
         const char *instance_type;         /* --instance-type */
         long sleep_after_s;                /* --sleep-after D, in seconds (0: not given) */
         bool keep_alive;                   /* --keep-alive */
+        const char *sleep_mode;            /* --sleep-mode files|memory */
+        bool memory;                       /* fork --memory */
         bool no_default_session;           /* --no-default-session */
         const char *network;               /* --network */
         const char *allow[CLI_MAX_KV + 1]; /* --allow CIDR[:port] */
@@ -65,7 +67,10 @@ struct cli_args {
         const char *port_name;  /* expose --name */
         const char *port_token; /* expose --token (after the command word "expose"; before
                                    it, --token is the API token) */
-        const char *pos[64];    /* positional words (command name first) */
+        /* top */
+        bool once;           /* --once */
+        long interval_ms;    /* --interval D (0: not given) */
+        const char *pos[64]; /* positional words (command name first) */
         int npos;
         bool rest_is_command; /* after "--" or the first command word of exec */
         char error[256];      /* usage error, when parse returns -1 */
@@ -81,6 +86,9 @@ int cli_join(char **words, int n, struct buf *out);
 
 /* The longest --timeout: an exec's own limit (7 days). */
 #define CLI_TIMEOUT_MAX_MS CELLA_EXEC_MAX_TIMEOUT_MS
+/* top --interval's range: 100 ms to 1 h. */
+#define CLI_INTERVAL_MIN_MS 100
+#define CLI_INTERVAL_MAX_MS (3600L * 1000)
 /* --sleep-after's range, the API's: 1 s to 30 days, whole seconds. */
 #define CLI_SLEEP_AFTER_MAX_S (30L * 24 * 3600)
 

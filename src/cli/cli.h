@@ -75,5 +75,7 @@ int cmd_image(cella_client *c, struct cli_args *a);
 int cmd_snapshot(cella_client *c, struct cli_args *a);
 int cmd_fork(cella_client *c, struct cli_args *a);
 int cmd_ports(cella_client *c, struct cli_args *a); /* expose, unexpose, ports */
+/* cmd-top.c */
+int cmd_top(cella_client *c, struct cli_args *a);
 
 #endif

@@ -106,6 +106,12 @@ static void print_state(json_t *j)
                 putchar('\n');
         }
         printf("keep alive:    %s\n", json_is_true(json_object_get(j, "keepAlive")) ? "yes" : "no");
+        /* what a sleep keeps, and why not memory where it was asked for (decision 0050) */
+        if (json_is_string(json_object_get(j, "sleepModeFallback")))
+                printf("sleep mode:    files (memory asked for; not on this host: %s)\n",
+                       cli_str(j, "sleepModeFallback"));
+        else if (json_is_string(json_object_get(j, "sleepMode")))
+                printf("sleep mode:    %s\n", cli_str(j, "sleepMode"));
 }
 
 static void print_info(cella_client *c, json_t *j, const struct cli_args *a)
@@ -159,7 +165,8 @@ int cmd_create(cella_client *c, struct cli_args *a)
                                           .keep_alive = a->keep_alive,
                                           .no_default_session = a->no_default_session,
                                           .network = a->network,
-                                          .network_allow = a->nallow ? a->allow : NULL};
+                                          .network_allow = a->nallow ? a->allow : NULL,
+                                          .sleep_mode = a->sleep_mode};
         char *text = NULL;
         int r;
 

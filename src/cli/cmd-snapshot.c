@@ -74,5 +74,8 @@ int cmd_fork(cella_client *c, struct cli_args *a)
 
         if (!cli_has_args(a, 3))
                 return cli_bad_args(a);
-        return cli_answer(c, a, cella_fork(c, a->pos[1], a->pos[2], &text), &text, print_forked);
+        return cli_answer(c, a,
+                          a->memory ? cella_fork_memory(c, a->pos[1], a->pos[2], &text)
+                                    : cella_fork(c, a->pos[1], a->pos[2], &text),
+                          &text, print_forked);
 }

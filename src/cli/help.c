@@ -48,8 +48,8 @@ const struct cli_command cli_commands[] = {
          "  cella mv box /workspace/a.txt /workspace/b.txt\n", 1},
         {"create", "create a sandbox, or change the settings of one",
          "cella create NAME [--image I] [--instance-type T] [--sleep-after D] [--keep-alive]\n"
-         "      [--no-default-session] [--network none|outbound] [--allow CIDR[:PORT]]...\n"
-         "      [--env K=V]... [--label K=V]...",
+         "      [--sleep-mode files|memory] [--no-default-session] [--network none|outbound]\n"
+         "      [--allow CIDR[:PORT]]... [--env K=V]... [--label K=V]...",
          "Creates the sandbox, or updates the env, labels, sleep settings and allowlist of\n"
          "an existing one, and prints `created sandbox 'NAME'` (or `updated ...`); --json\n"
          "prints its SandboxInfo. A sandbox sleeps after D without activity: its processes,\n"
@@ -59,6 +59,8 @@ const struct cli_command cli_commands[] = {
          "  --sleep-after D        idle time before it sleeps, 1s to 30d, whole seconds\n"
          "                         (bare number: seconds; default 10m)\n"
          "  --keep-alive           never sleep\n"
+         "  --sleep-mode M         what a sleep keeps: files (default) or memory (the\n"
+         "                         processes too, where the host can: `cella info` says)\n"
          "  --no-default-session   each exec without --session is a fresh shell\n"
          "  --network none|outbound  loopback only, or NAT to the internet (default)\n"
          "  --allow CIDR[:PORT]    a destination allowed despite the refusals (repeatable)\n"
@@ -69,8 +71,8 @@ const struct cli_command cli_commands[] = {
         {"info", "show a sandbox: state, sleep settings, last activity, image, ...",
          "cella info NAME [--json]",
          "Prints the sandbox's state (running, sleeping, stopped), when it sleeps (its\n"
-         "sleep-after time and keep-alive), its last activity, image, instance type,\n"
-         "network, disk use, labels and env.\n",
+         "sleep-after time, keep-alive and sleep mode), its last activity, image, instance\n"
+         "type, network, disk use, labels and env.\n",
          "  --json   the SandboxInfo JSON\n", "  cella info box\n", 1},
         {"list", "list the sandboxes", "cella list [--json]",
          "One line per sandbox: name, state, sleep-after (`never` with keep-alive), time\n"
@@ -236,10 +238,14 @@ const struct cli_command cli_commands[] = {
          "  --name S   create: the snapshot's name ([a-z0-9._-]; default: its id)\n"
          "  --json     the server's JSON\n",
          "  cella snapshot create box --name deps-installed\n", 0},
-        {"fork", "a new sandbox with the files of another, now", "cella fork NAME NEW [--json]",
+        {"fork", "a new sandbox with the files of another, now",
+         "cella fork NAME NEW [--memory] [--json]",
          "Snapshots sandbox NAME and creates sandbox NEW over that snapshot: NEW starts with\n"
          "NAME's files, shared, not copied; each one's writes are its own.\n",
-         "  --json   the server's JSON (NEW's SandboxInfo)\n", "  cella fork box box-2\n", 1},
+         "  --memory the processes too (refused, MEMORY_SNAPSHOT_UNAVAILABLE, where the\n"
+         "           host cannot checkpoint them: `cellad --check` says why)\n"
+         "  --json   the server's JSON (NEW's SandboxInfo)\n",
+         "  cella fork box box-2\n", 1},
         {"mcp", "serve the Model Context Protocol on stdin/stdout (for AI agents)", "cella mcp",
          "Runs an MCP server (JSON-RPC 2.0, one message a line) on stdin and stdout: AI\n"
          "agents (Claude Desktop, Cursor, VS Code) get cella's sandboxes as tools and their\n"
@@ -247,6 +253,17 @@ const struct cli_command cli_commands[] = {
          "CELLA_TOKEN; it logs to stderr only. Ends when stdin ends. docs/mcp.md lists the\n"
          "tools and the agents' configuration.\n",
          NULL, "  CELLA_URL=http://127.0.0.1:7070 cella mcp\n", 0},
+        {"top", "the node at a glance: sandboxes, their states, rates (refreshing)",
+         "cella top [--interval D]\ncella top --once",
+         "Shows the daemon's counters from GET /metrics (sandboxes by state, the warm pool,\n"
+         "execs and their latency, starts, requests, errors, bytes streamed) and its\n"
+         "sandboxes (state, image, network, disk used, last activity), refreshed every\n"
+         "interval with each counter's rate over it and the latencies of that interval,\n"
+         "until interrupted. --once prints one frame with totals and exits (for scripts).\n"
+         "Needs the API token (--token / CELLA_TOKEN) when the daemon has one.\n",
+         "  --interval D   time between refreshes (default 2s; 100ms to 1h)\n"
+         "  --once         one frame, totals since the daemon started, then exit\n",
+         "  cella top\n  cella top --once | grep '^execs'\n", 0},
         {"health", "the daemon's health answer", "cella health", NULL, NULL, "  cella health\n", 0},
         {"help", "help for a command", "cella help [COMMAND]", NULL, NULL, "  cella help wait\n",
          0},

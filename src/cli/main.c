@@ -100,7 +100,7 @@ static const struct {
         {"wait", cmd_wait},       {"git", cmd_git},         {"image", cmd_image},
         {"expose", cmd_ports},    {"ports", cmd_ports},     {"unexpose", cmd_ports},
         {"health", cmd_health},   {"mcp", cmd_mcp},         {"snapshot", cmd_snapshot},
-        {"fork", cmd_fork},
+        {"fork", cmd_fork},       {"top", cmd_top},
 };
 
 static int dispatch(cella_client *c, struct cli_args *a)

@@ -68,3 +68,13 @@ int cella_fork(cella_client *c, const char *sandbox, const char *name, char **re
         return client_request_json(c, "POST", client_sandbox_url(c, sandbox, "/fork", NULL), b,
                                    ret_json);
 }
+
+int cella_fork_memory(cella_client *c, const char *sandbox, const char *name, char **ret_json)
+{
+        json_t *b = json_pack("{s:s, s:b}", "name", name, "memory", 1);
+
+        if (!b)
+                return CELLA_ERR_NOMEM;
+        return client_request_json(c, "POST", client_sandbox_url(c, sandbox, "/fork", NULL), b,
+                                   ret_json);
+}

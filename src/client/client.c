@@ -564,6 +564,8 @@ int cella_sandbox_create(cella_client *c, const char *name, const struct cella_s
                 json_object_set_new(body, "instanceType", json_string(o->instance_type));
         if (o && o->sleep_after)
                 json_object_set_new(body, "sleepAfter", json_string(o->sleep_after));
+        if (o && o->sleep_mode)
+                json_object_set_new(body, "sleepMode", json_string(o->sleep_mode));
         if (o && o->keep_alive)
                 json_object_set_new(body, "keepAlive", json_true());
         if (o && o->no_default_session)

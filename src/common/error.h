@@ -54,6 +54,7 @@
         X(INVALID_IMAGE, 400)               \
         X(SNAPSHOT_NOT_FOUND, 404)          \
         X(SNAPSHOT_IN_USE, 409)             \
+        X(MEMORY_SNAPSHOT_UNAVAILABLE, 501) \
         X(UNAUTHORIZED, 401)                \
         X(NOT_FOUND, 404)                   \
         X(METHOD_NOT_ALLOWED, 405)          \

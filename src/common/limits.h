@@ -73,6 +73,8 @@
 #define CELLA_PROC_KILL_GRACE_MS 3000         /* SIGTERM, then SIGKILL after this */
 #define CELLA_PROC_MIN_INTERVAL_MS 10         /* waitPort poll interval, lower bound */
 #define CELLA_PROC_MAX_INTERVAL_MS 60000
+#define CELLA_PROC_DEFAULT_INTERVAL_MS 500 /* waitPort poll interval when none is given */
+#define CELLA_PROC_MAX_HTTP_PATH 2048      /* waitPort's HTTP path (common/validate.h) */
 #define CELLA_AGENT_MAX_SESSIONS 256 /* sessions (shells) per sandbox */
 
 /* Code interpreter (agent, docs/decisions/0021-code-interpreter.md) */
@@ -187,5 +189,8 @@
 #define CELLA_LAYER_MAX_DEPTH 512         /* directory depth of a captured layer */
 #define CELLA_LAYER_XATTR_LIST_MAX 65536  /* xattr names of one entry of a captured layer */
 #define CELLA_LAYER_XATTR_VALUE_MAX 65536 /* one xattr value (the kernel's XATTR_SIZE_MAX) */
+
+#define CELLA_CRIU_CHECK_TIMEOUT_MS 20000 /* `criu check` (memory sleep's host check) within */
+#define CELLA_CRIU_OUTPUT_MAX 65536       /* of its output, read for the reason */
 
 #endif

@@ -25,3 +25,13 @@ bool command_is_valid(const char *s, size_t len)
 {
         return s && len >= 1 && len <= CELLA_EXEC_MAX_COMMAND && memchr(s, '\0', len) == NULL;
 }
+
+bool http_path_is_valid(const char *s, size_t len)
+{
+        if (!s || len == 0 || len > CELLA_PROC_MAX_HTTP_PATH || s[0] != '/')
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+                        return false;
+        return true;
+}

@@ -20,4 +20,9 @@ bool env_name_is_valid(const char *s);
 /* A command for the shell: 1..CELLA_EXEC_MAX_COMMAND bytes (len), none of them NUL. */
 bool command_is_valid(const char *s, size_t len);
 
+/* The path of an HTTP request a port check sends (waitPort): '/' then printable ASCII
+ * without spaces, at most CELLA_PROC_MAX_HTTP_PATH bytes (len), so that it goes on the
+ * request line as it is. */
+bool http_path_is_valid(const char *s, size_t len);
+
 #endif

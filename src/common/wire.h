@@ -113,4 +113,93 @@ json_t *wire_watch_encode(const struct wire_watch *x);
 /* Types, and the globs' count (at most CELLA_WATCH_MAX_PATTERNS in all) and lengths. */
 int wire_watch_decode(json_t *j, struct wire_watch *ret, struct cella_error *err);
 
+/* PROC: {"op":..., ...}, background processes (docs/protocol.md); which members an op
+ * takes:
+ *   start     "command":s, "id"?:s (not only digits), "session"?:s, "cwd"?:s,
+ *             "env"?:{k:s}, "baseEnv"?:{k:s}
+ *   list      nothing
+ *   get, logs, stream, waitExit  "id":s|n (a process id, or a pid as a number or digits)
+ *   kill      "id", "signal"?:n|s (a number 1..64 or a name)
+ *   killall   "signal"?
+ *   waitLog   "id", "pattern":s, "regex"?:b
+ *   waitPort  "id", "port":n, "mode"?:"tcp"|"http", "path"?:s, "statusMin"?:n,
+ *             "statusMax"?:n, "intervalMs"?:n
+ *   waits     "timeoutMs"?:n */
+enum wire_proc_op {
+        WIRE_PROC_START,
+        WIRE_PROC_LIST,
+        WIRE_PROC_GET,
+        WIRE_PROC_KILL,
+        WIRE_PROC_KILLALL,
+        WIRE_PROC_LOGS,
+        WIRE_PROC_STREAM,
+        WIRE_PROC_WAIT_LOG,
+        WIRE_PROC_WAIT_PORT,
+        WIRE_PROC_WAIT_EXIT,
+};
+
+/* What the encoder leaves out and the decoder fills in is each member's default. */
+struct wire_proc {
+        enum wire_proc_op op;
+        const char *id;      /* NULL: none (start: generated); else an id or a pid's digits */
+        char pid[24];        /* decoded: the text of a pid given as a number (id points here) */
+        const char *command; /* start: 1..CELLA_EXEC_MAX_COMMAND bytes without NUL */
+        const char *session; /* start; NULL: none */
+        const char *cwd;     /* start; NULL: the session's, or the workspace */
+        json_t *env;         /* start; NULL: none */
+        json_t *base_env;    /* start; NULL: none */
+        int signal;          /* kill, killall: 1..64; 0: the default (SIGTERM, then SIGKILL) */
+        const char *pattern; /* waitLog: 1..CELLA_PROC_MAX_PATTERN bytes without NUL */
+        bool regex;          /* waitLog */
+        int port;            /* waitPort: 1..65535 */
+        bool http;           /* waitPort: mode "http" */
+        const char *path;    /* waitPort: http_path_is_valid; NULL: "/" */
+        int status_min;      /* waitPort: 100..599, at most status_max; 0: 200 */
+        int status_max;      /* waitPort: 0: 399 */
+        int64_t interval_ms; /* waitPort: CELLA_PROC_MIN/MAX_INTERVAL_MS; 0: the default */
+        int64_t timeout_ms;  /* the waits: 0: none */
+};
+
+/* The op's members of *x in the order cellad always wrote them; NULL: out of memory. */
+json_t *wire_proc_encode(const struct wire_proc *x);
+/* The op, every member's type and bound, the defaults filled in (status 200..399, the
+ * interval CELLA_PROC_DEFAULT_INTERVAL_MS); env names and the cwd's normalisation are the
+ * agent's, which converts them. 0, or -EINVAL with err set (VALIDATION_FAILED). */
+int wire_proc_decode(json_t *j, struct wire_proc *ret, struct cella_error *err);
+
+/* CODE: {"op":"create", "language":s, "cwd"?:s, "env"?:{k:s}, "baseEnv"?:{k:s}},
+ * {"op":"delete", "id":s}, {"op":"list"}, {"op":"run", "code":s, "id"?:s, "language"?:s,
+ * "timeoutMs"?:n, "baseEnv"?:{k:s}} (without id: the language's default context). */
+enum wire_code_op {
+        WIRE_CODE_CREATE,
+        WIRE_CODE_DELETE,
+        WIRE_CODE_LIST,
+        WIRE_CODE_RUN,
+};
+
+enum wire_code_lang {
+        WIRE_CODE_PYTHON,
+        WIRE_CODE_JAVASCRIPT,
+        WIRE_CODE_TYPESCRIPT,
+};
+
+/* The languages' names by enum wire_code_lang, NULL-terminated. */
+extern const char *const wire_code_langs[];
+
+struct wire_code {
+        enum wire_code_op op;
+        const char *id;               /* delete; run: NULL the default context */
+        enum wire_code_lang language; /* create; run (when language_given) */
+        bool language_given;          /* run: a given language must be the context's */
+        const char *cwd;              /* create; NULL: the workspace */
+        json_t *env;                  /* create; NULL: none */
+        json_t *base_env;             /* create, run; NULL: none */
+        const char *code;             /* run: at most CELLA_CODE_MAX_CODE bytes without NUL */
+        int64_t timeout_ms;           /* run: 0: none */
+};
+
+json_t *wire_code_encode(const struct wire_code *x);
+/* The op, the members' types and bounds, ids; env names and the cwd are the agent's. */
+int wire_code_decode(json_t *j, struct wire_code *ret, struct cella_error *err);
+
 #endif

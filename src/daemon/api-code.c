@@ -26,6 +26,7 @@
 #include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/name.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-req.h"
@@ -45,10 +46,9 @@ static void ctx_answer(struct api_req *r, json_t *result)
         struct ctx_call *c = (struct ctx_call *)r;
 
         if (c->kind == K_DELETE) {
-                json_t *j = json_pack("{s:b, s:s}", "success", 1, "id", c->cid);
+                _cleanup_json_ json_t *j = json_pack("{s:b, s:s}", "success", 1, "id", c->cid);
 
                 api_req_respond_json(r, 200, j);
-                json_decref(j);
         } else {
                 api_req_respond_json(r, c->kind == K_CREATE ? 201 : 200, result);
         }
@@ -56,29 +56,34 @@ static void ctx_answer(struct api_req *r, json_t *result)
 
 static const struct api_req_ops ctx_ops = {.result = ctx_answer};
 
-/* Send payload (consumed) for c. */
-static void ctx_call(struct ctx_call *c, json_t *payload)
+/* Open the CODE stream of x for c. */
+static void ctx_call(struct ctx_call *c, const struct wire_code *x)
 {
-        if (c->kind == K_CREATE && !api_req_find_sandbox(&c->base)) {
-                json_decref(payload);
-                return;
-        }
-        if (payload && c->kind == K_CREATE)
-                json_object_set_new(payload, "baseEnv", api_req_base_env(&c->base));
+        _cleanup_json_ json_t *payload = wire_code_encode(x);
+
         api_req_open(&c->base, FRAME_CODE, payload);
-        json_decref(payload);
 }
 
 static void create_body(struct api_req *r, const char *body, size_t len)
 {
         struct cella_error err = {0};
-        json_t *payload;
+        struct api_context_create in;
+        _cleanup_json_ json_t *base_env = NULL;
 
-        if (api_decode_context_create(body, len, &payload, &err) < 0) {
+        if (api_decode_context_create(body, len, &in, &err) < 0) {
                 api_req_fail(r, &err, NULL);
                 return;
         }
-        ctx_call((struct ctx_call *)r, payload);
+        if (api_req_find_sandbox(r)) {
+                base_env = api_req_base_env(r);
+                ctx_call((struct ctx_call *)r,
+                         &(struct wire_code){.op = WIRE_CODE_CREATE,
+                                             .language = (enum wire_code_lang)in.language,
+                                             .cwd = in.cwd,
+                                             .env = in.env,
+                                             .base_env = base_env});
+        }
+        api_context_create_done(&in);
 }
 
 static struct ctx_call *ctx_new(struct api *a, struct http_request *req, const char *name, int kind)
@@ -97,7 +102,7 @@ void api_contexts_list(struct api *a, struct http_request *req, const struct api
 
         if (!c)
                 return;
-        ctx_call(c, json_pack("{s:s}", "op", "list"));
+        ctx_call(c, &(struct wire_code){.op = WIRE_CODE_LIST});
         api_req_unref(&c->base);
 }
 
@@ -116,7 +121,7 @@ void api_context_delete(struct api *a, struct http_request *req, const struct ap
         if (!c)
                 return;
         snprintf(c->cid, sizeof(c->cid), "%s", p->param);
-        ctx_call(c, json_pack("{s:s, s:s}", "op", "delete", "id", p->param));
+        ctx_call(c, &(struct wire_code){.op = WIRE_CODE_DELETE, .id = c->cid});
         api_req_unref(&c->base);
 }
 
@@ -224,14 +229,13 @@ static json_t *logs_json(struct code_op *op)
 
 static void on_result(struct code_op *op, const struct frame *f)
 {
-        json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        _cleanup_json_ json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
+        _cleanup_json_ json_t *r = NULL;
         json_int_t count = 0;
         int timed_out = 0;
-        _cleanup_json_ json_t *r = NULL;
 
         if (j)
                 json_unpack(j, "{s?I, s?b}", "executionCount", &count, "timedOut", &timed_out);
-        json_decref(j);
         if (op->base.mode == API_REQ_SSE) {
                 api_req_end_sse(&op->base,
                                 json_pack("{s:s, s:I, s:b}", "type", "execution_complete",
@@ -291,26 +295,36 @@ static void run_body(struct api_req *r, const char *body, size_t len)
 {
         struct code_op *op = (struct code_op *)r;
         struct cella_error err = {0};
-        json_t *payload = NULL;
+        struct api_code_run in;
+        _cleanup_json_ json_t *base_env = NULL;
+        _cleanup_json_ json_t *payload = NULL;
 
-        if (api_decode_code_run(body, len, &payload, &err) < 0) {
+        if (api_decode_code_run(body, len, &in, &err) < 0) {
                 api_req_fail(r, &err, NULL);
                 return;
         }
-        if (!api_req_find_sandbox(r))
-                goto out;
-        json_object_set_new(payload, "baseEnv", api_req_base_env(r));
+        if (!api_req_find_sandbox(r)) {
+                api_code_run_done(&in);
+                return;
+        }
+        base_env = api_req_base_env(r);
+        payload = wire_code_encode(&(struct wire_code){.op = WIRE_CODE_RUN,
+                                                       .id = in.context_id,
+                                                       .language = (enum wire_code_lang)in.language,
+                                                       .language_given = in.language_given,
+                                                       .code = in.code,
+                                                       .timeout_ms = in.timeout_ms,
+                                                       .base_env = base_env});
+        api_code_run_done(&in);
         r->mode = api_wants_sse(r->http) ? API_REQ_SSE : API_REQ_JSON;
         r->data_key = "text"; /* stdout/stderr events are {type, text} */
         op->results = json_array();
         if (!op->results) {
                 cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 api_req_fail(r, &err, NULL);
-                goto out;
+                return;
         }
         api_req_open(r, FRAME_CODE, payload);
-out:
-        json_decref(payload);
 }
 
 static void op_free(struct api_req *r)

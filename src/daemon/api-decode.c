@@ -11,6 +11,7 @@
 #include "common/path.h"
 #include "common/signal.h"
 #include "common/validate.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-field.h"
 #include "daemon/instance-type.h"
@@ -74,6 +75,7 @@ void api_put_sandbox_done(struct api_put_sandbox *p)
         json_decref(p->env);
         json_decref(p->labels);
         free(p->network);
+        free(p->sleep_mode);
         json_decref(p->network_allow);
         free(p->from_snapshot);
         memset(p, 0, sizeof(*p));
@@ -294,31 +296,43 @@ static int chk_signal(const struct field *f, json_t *v, json_t *body, void *dst,
                 sig = cella_signal_parse(json_string_value(v));
         if (sig < 1)
                 return field_fail(f, err);
-        return json_object_set_new(dst, f->key, json_integer(sig)) < 0 ? -ENOMEM : 0;
+        *FIELD_AT(dst, f, int) = sig;
+        return 0;
 }
 
-/* waitPort's HTTP path: '/' then printable ASCII without spaces, at most 2048 bytes. */
+/* waitPort's HTTP path (http_path_is_valid). msg: the limit. */
 static int chk_http_path(const struct field *f, json_t *v, json_t *body, void *dst,
                          struct cella_error *err)
 {
-        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-        bool ok = s && s[0] == '/' && !field_has_nul(v) && json_string_length(v) <= 2048;
-
         (void)body;
-        for (; ok && *s; s++)
-                if ((unsigned char)*s <= ' ' || (unsigned char)*s >= 0x7f)
-                        ok = false;
-        return ok ? field_put_json(f, dst, v) : field_fail(f, err);
+        if (!json_is_string(v) || !http_path_is_valid(json_string_value(v), json_string_length(v)))
+                return field_fail(f, err, CELLA_PROC_MAX_HTTP_PATH);
+        return field_put_string(f, dst, json_string_value(v));
 }
 
-/* waitPort's status: a number or {min, max}, within 100..599. */
+/* One of f->one_of, exactly, stored as its index (an int); f->has: a bool set. msg: none. */
+static int chk_choice(const struct field *f, json_t *v, json_t *body, void *dst,
+                      struct cella_error *err)
+{
+        (void)body;
+        for (size_t i = 0; json_is_string(v) && f->one_of[i]; i++)
+                if (strlen(f->one_of[i]) == json_string_length(v) &&
+                    strcmp(f->one_of[i], json_string_value(v)) == 0) {
+                        *FIELD_AT(dst, f, int) = (int)i;
+                        if (f->has)
+                                *(bool *)((char *)dst + f->has - 1) = true;
+                        return 0;
+                }
+        return field_fail(f, err);
+}
+
+/* waitPort's status: a number or {min, max}, within lo..hi (dst: struct api_process). */
 static int chk_status(const struct field *f, json_t *v, json_t *body, void *dst,
                       struct cella_error *err)
 {
         json_int_t smin = 200, smax = 399;
         json_error_t je;
 
-        (void)f;
         (void)body;
         if (json_is_integer(v)) {
                 smin = smax = json_integer_value(v);
@@ -328,13 +342,12 @@ static int chk_status(const struct field *f, json_t *v, json_t *body, void *dst,
                                        "status must be a number or {min, max}"),
                        -EINVAL;
         }
-        if (smin < 100 || smax > 599 || smin > smax)
+        if (smin < f->lo || smax > f->hi || smin > smax)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "status range must be within 100..599, min <= max"),
                        -EINVAL;
-        if (json_object_set_new(dst, "statusMin", json_integer(smin)) < 0 ||
-            json_object_set_new(dst, "statusMax", json_integer(smax)) < 0)
-                return -ENOMEM;
+        ((struct api_process *)dst)->status_min = smin;
+        ((struct api_process *)dst)->status_max = smax;
         return 0;
 }
 
@@ -379,7 +392,7 @@ static int chk_code(const struct field *f, json_t *v, json_t *body, void *dst,
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "code is longer than %d bytes", CELLA_CODE_MAX_CODE),
                        -EINVAL;
-        return field_put_json(f, dst, v);
+        return field_put_string(f, dst, json_string_value(v));
 }
 
 /* ---- the requests ---- */
@@ -388,16 +401,16 @@ static int chk_code(const struct field *f, json_t *v, json_t *body, void *dst,
 #define MS_MSG "%s must be milliseconds between %lld and %lld"
 #define STRING_MSG "%s must be a string"
 #define ENV_NAME_MSG "env key '%.64s' is not an identifier"
-#define TIMEOUT_OUT                                                                      \
-        {                                                                                \
-                "timeout", "?o", field_chk_number, F_NULL_ABSENT | F_OUT | F_REAL_TRUNC, \
-                        .key = "timeoutMs", .msg = MS_MSG, .lo = 0,                      \
-                        .hi = CELLA_EXEC_MAX_TIMEOUT_MS                                  \
+#define TIMEOUT(type)                                                              \
+        {                                                                          \
+                "timeout", "?o", field_chk_number, F_NULL_ABSENT | F_REAL_TRUNC,   \
+                        .off = offsetof(type, timeout_ms), .msg = MS_MSG, .lo = 0, \
+                        .hi = CELLA_EXEC_MAX_TIMEOUT_MS                            \
         }
 
 static const char *const networks[] = {"none", "outbound", NULL};
+static const char *const sleep_modes[] = {"files", "memory", NULL};
 static const char *const port_modes[] = {"tcp", "http", NULL};
-static const char *const languages[] = {"python", "javascript", "typescript", NULL};
 
 #define O(m) .off = offsetof(struct api_put_sandbox, m)
 static const struct field put_sandbox_fields[] = {
@@ -409,6 +422,8 @@ static const struct field put_sandbox_fields[] = {
         {"labels", "?o", chk_string_object, 0, O(labels), .hi = CELLA_LABELS_MAX},
         {"normalizeId", "?b", field_chk_bool, 0, O(normalize_id)},
         {"sleepAfter", "?o", chk_duration, 0, O(sleep_after_ms)},
+        {"sleepMode", "?o", field_chk_enum, 0, O(sleep_mode), .one_of = sleep_modes,
+         .msg = "sleepMode must be \"files\" or \"memory\""},
         {"keepAlive", "?b", field_chk_bool, 0, O(keep_alive),
          .has = offsetof(struct api_put_sandbox, has_keep_alive) + 1},
         {"enableDefaultSession", "?b", field_chk_bool, 0, O(default_session),
@@ -657,75 +672,82 @@ int api_decode_move(const char *body, size_t len, struct api_move *ret, struct c
         return r;
 }
 
-/* ---- background processes: the agent's PROC payload is built as the fields pass ---- */
+/* ---- background processes ---- */
 
+void api_process_done(struct api_process *p)
+{
+        free(p->command);
+        free(p->process_id);
+        free(p->session_id);
+        json_decref(p->env);
+        free(p->cwd);
+        free(p->pattern);
+        free(p->path);
+        memset(p, 0, sizeof(*p));
+}
+
+#define O(m) .off = offsetof(struct api_process, m)
 static const struct field proc_start_fields[] = {
-        {"command", ":o", field_chk_command, F_OUT | F_ONE_MSG, .key = "command",
+        {"command", ":o", field_chk_command, F_ONE_MSG, O(command),
          .msg = "command must be a non-empty string without NUL bytes, at most %d bytes"},
-        {"processId", "?o", field_chk_id, F_NULL_ABSENT | F_OUT | F_NOT_DIGITS, .key = "id",
+        {"processId", "?o", field_chk_id, F_NULL_ABSENT | F_NOT_DIGITS, O(process_id),
          .msg = "%s must be 1..%d of [A-Za-z0-9_.-], not only digits"},
-        {"sessionId", "?o", field_chk_id, F_NULL_ABSENT | F_OUT, .key = "session",
+        {"sessionId", "?o", field_chk_id, F_NULL_ABSENT, O(session_id),
          .msg = "%s must be 1..%d of [A-Za-z0-9_.-]"},
-        {"env", "?o", chk_string_object, F_NULL_ABSENT | F_OUT, .key = "env",
+        {"env", "?o", chk_string_object, F_NULL_ABSENT, O(env),
          .msg = "env: '%.64s' is not an identifier", .hi = CELLA_EXEC_MAX_ENV},
-        {"cwd", "?o", field_chk_path, F_NULL_ABSENT | F_OUT | F_STRING, .key = "cwd",
-         .msg = STRING_MSG},
+        {"cwd", "?o", field_chk_path, F_NULL_ABSENT | F_STRING, O(cwd), .msg = STRING_MSG},
 };
 
 static const struct field proc_kill_fields[] = {
-        {"signal", "?o", chk_signal, F_NULL_ABSENT | F_OUT, .key = "signal",
+        {"signal", "?o", chk_signal, F_NULL_ABSENT, O(signal),
          .msg = "signal must be a signal name (SIGTERM, TERM) or a number in 1..64"},
 };
 
 static const struct field proc_wait_log_fields[] = {
-        {"pattern", ":o", field_chk_text, F_OUT, .key = "pattern", .hi = CELLA_PROC_MAX_PATTERN,
+        {"pattern", ":o", field_chk_text, 0, O(pattern), .hi = CELLA_PROC_MAX_PATTERN,
          .msg = "pattern must be a non-empty string without NUL bytes, at most %d bytes"},
-        {"regex", "?o", field_chk_bool, F_NULL_ABSENT | F_OUT, .key = "regex",
-         .msg = "regex must be a boolean"},
-        TIMEOUT_OUT,
+        {"regex", "?o", field_chk_bool, F_NULL_ABSENT, O(regex), .msg = "regex must be a boolean"},
+        TIMEOUT(struct api_process),
 };
 
 static const struct field proc_wait_port_fields[] = {
-        {"port", ":o", field_chk_number, F_OUT, .key = "port", .lo = 1, .hi = 65535,
+        {"port", ":o", field_chk_number, 0, O(port), .lo = 1, .hi = 65535,
          .msg = "%s must be an integer in %lld..%lld", .code = CELLA_E_INVALID_PORT},
-        {"mode", "?o", field_chk_enum, F_NULL_ABSENT | F_OUT, .key = "mode", .one_of = port_modes,
+        {"mode", "?o", chk_choice, F_NULL_ABSENT, O(mode), .one_of = port_modes,
          .msg = "mode must be \"tcp\" or \"http\""},
-        {"path", "?o", chk_http_path, F_NULL_ABSENT | F_OUT, .key = "path",
-         .msg = "path must start with '/' and be printable ASCII without spaces (at most 2048 "
+        {"path", "?o", chk_http_path, F_NULL_ABSENT, O(path),
+         .msg = "path must start with '/' and be printable ASCII without spaces (at most %d "
                 "bytes)"},
-        {"status", "?o", chk_status, F_NULL_ABSENT | F_OUT, .key = "status"},
-        {"interval", "?o", field_chk_number, F_NULL_ABSENT | F_OUT | F_REAL_TRUNC,
-         .key = "intervalMs", .msg = MS_MSG, .lo = CELLA_PROC_MIN_INTERVAL_MS,
-         .hi = CELLA_PROC_MAX_INTERVAL_MS},
-        TIMEOUT_OUT,
+        {"status", "?o", chk_status, F_NULL_ABSENT, .lo = 100, .hi = 599},
+        {"interval", "?o", field_chk_number, F_NULL_ABSENT | F_REAL_TRUNC, O(interval_ms),
+         .msg = MS_MSG, .lo = CELLA_PROC_MIN_INTERVAL_MS, .hi = CELLA_PROC_MAX_INTERVAL_MS},
+        TIMEOUT(struct api_process),
 };
 
 static const struct field proc_wait_exit_fields[] = {
-        TIMEOUT_OUT,
+        TIMEOUT(struct api_process),
 };
+#undef O
 
 int api_decode_process(enum api_proc_call call, const char *body, size_t len,
-                       const char *query_signal, json_t **ret, struct cella_error *err)
+                       const char *query_signal, struct api_process *ret, struct cella_error *err)
 {
         static const struct {
-                const char *op;
                 const struct field *fields;
                 size_t n;
         } calls[] = {
-                [API_PROC_START] = {"start", proc_start_fields, ARRAY_SIZE(proc_start_fields)},
-                [API_PROC_KILL] = {"kill", proc_kill_fields, ARRAY_SIZE(proc_kill_fields)},
-                [API_PROC_WAIT_LOG] = {"waitLog", proc_wait_log_fields,
-                                       ARRAY_SIZE(proc_wait_log_fields)},
-                [API_PROC_WAIT_PORT] = {"waitPort", proc_wait_port_fields,
-                                        ARRAY_SIZE(proc_wait_port_fields)},
-                [API_PROC_WAIT_EXIT] = {"waitExit", proc_wait_exit_fields,
-                                        ARRAY_SIZE(proc_wait_exit_fields)},
+                [API_PROC_START] = {proc_start_fields, ARRAY_SIZE(proc_start_fields)},
+                [API_PROC_KILL] = {proc_kill_fields, ARRAY_SIZE(proc_kill_fields)},
+                [API_PROC_WAIT_LOG] = {proc_wait_log_fields, ARRAY_SIZE(proc_wait_log_fields)},
+                [API_PROC_WAIT_PORT] = {proc_wait_port_fields, ARRAY_SIZE(proc_wait_port_fields)},
+                [API_PROC_WAIT_EXIT] = {proc_wait_exit_fields, ARRAY_SIZE(proc_wait_exit_fields)},
         };
         static const struct field signal_unchecked[] = {{"signal", "?o", .check = NULL}};
-        json_t *j = NULL, *out = NULL;
+        _cleanup_json_ json_t *j = NULL;
         int r = -EINVAL;
 
-        *ret = NULL;
+        memset(ret, 0, sizeof(*ret));
         if ((unsigned)call >= ARRAY_SIZE(calls))
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "bad call"), -EINVAL;
         /* kill and waitForExit may come without a body */
@@ -733,35 +755,24 @@ int api_decode_process(enum api_proc_call call, const char *body, size_t len,
                 j = json_object();
         else
                 j = field_load_object(body, len, err);
-        out = json_pack("{s:s}", "op", calls[call].op);
-        if (!j || !out)
-                goto out;
-        if (call == API_PROC_KILL && query_signal) {
+        if (j && call == API_PROC_KILL && query_signal) {
                 /* the signal from the query; the body may not name one too */
-                r = field_walk(j, signal_unchecked, 1, out, err);
-                if (r < 0)
-                        goto out;
-                if (json_object_get(j, "signal"))
+                r = field_walk(j, signal_unchecked, 1, ret, err);
+                if (r == 0 && json_object_get(j, "signal"))
                         r = (cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                              "signal given in the query and the body"),
                              -EINVAL);
-                else if (cella_signal_parse(query_signal) < 1)
+                else if (r == 0 && cella_signal_parse(query_signal) < 1)
                         r = field_fail(&proc_kill_fields[0], err);
-                else
-                        r = json_object_set_new(out, "signal",
-                                                json_integer(cella_signal_parse(query_signal))) < 0
-                                    ? -ENOMEM
-                                    : 0;
-        } else {
-                r = field_walk(j, calls[call].fields, calls[call].n, out, err);
+                else if (r == 0)
+                        ret->signal = cella_signal_parse(query_signal);
+        } else if (j) {
+                r = field_walk(j, calls[call].fields, calls[call].n, ret, err);
         }
-        if (r == 0)
-                *ret = TAKE_PTR(out);
-out:
         if (r == -ENOMEM || (r < 0 && !cella_error_is_set(err)))
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-        json_decref(out);
-        json_decref(j);
+        if (r < 0)
+                api_process_done(ret);
         return r;
 }
 
@@ -803,58 +814,74 @@ int api_decode_watch(const char *body, size_t len, struct api_watch *ret, struct
         return r;
 }
 
-/* ---- code interpreter: the agent's CODE payload is built as the fields pass ---- */
+/* ---- code interpreter ---- */
 
-#define LANGUAGE_OUT                                                               \
-        {                                                                          \
-                "language", "?o", field_chk_enum, F_NULL_ABSENT | F_OUT,           \
-                        .key = "language", .one_of = languages,                    \
-                        .msg = "language must be python, javascript or typescript" \
-        }
+#define LANGUAGE_MSG "language must be python, javascript or typescript"
+
+void api_context_create_done(struct api_context_create *p)
+{
+        free(p->cwd);
+        json_decref(p->env);
+        memset(p, 0, sizeof(*p));
+}
 
 static const struct field context_create_fields[] = {
-        LANGUAGE_OUT,
-        {"cwd", "?o", field_chk_path, F_NULL_ABSENT | F_OUT | F_STRING, .key = "cwd",
-         .msg = STRING_MSG},
-        {"env", "?o", chk_string_object, F_NULL_ABSENT | F_OUT, .key = "env", .msg = ENV_NAME_MSG,
+        {"language", "?o", chk_choice, F_NULL_ABSENT,
+         .off = offsetof(struct api_context_create, language), .one_of = wire_code_langs,
+         .msg = LANGUAGE_MSG},
+        {"cwd", "?o", field_chk_path, F_NULL_ABSENT | F_STRING,
+         .off = offsetof(struct api_context_create, cwd), .msg = STRING_MSG},
+        {"env", "?o", chk_string_object, F_NULL_ABSENT,
+         .off = offsetof(struct api_context_create, env), .msg = ENV_NAME_MSG,
          .hi = CELLA_EXEC_MAX_ENV},
 };
 
-static const struct field code_run_fields[] = {
-        {"code", ":o", chk_code, F_OUT, .key = "code"},
-        {"contextId", "?o", field_chk_id, F_NULL_ABSENT | F_OUT, .key = "id", .msg = ID_MSG},
-        LANGUAGE_OUT,
-        TIMEOUT_OUT,
-};
-
-/* Walk t over body into a new JSON object that starts as out (taken). */
-static int decode_out(const char *body, size_t len, const struct field *t, size_t n, json_t *out,
-                      json_t **ret, struct cella_error *err)
+int api_decode_context_create(const char *body, size_t len, struct api_context_create *ret,
+                              struct cella_error *err)
 {
-        _cleanup_json_ json_t *o = out;
         int r;
 
-        *ret = NULL;
-        if (!o)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory"), -ENOMEM;
-        r = field_decode(body, len, t, n, o, err);
+        memset(ret, 0, sizeof(*ret));
+        ret->language = WIRE_CODE_PYTHON;
+        r = field_decode(body, len, context_create_fields, ARRAY_SIZE(context_create_fields), ret,
+                         err);
         if (r == -ENOMEM)
                 cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-        if (r == 0)
-                *ret = TAKE_PTR(o);
+        if (r < 0)
+                api_context_create_done(ret);
         return r;
 }
 
-int api_decode_context_create(const char *body, size_t len, json_t **ret, struct cella_error *err)
+void api_code_run_done(struct api_code_run *p)
 {
-        return decode_out(body, len, context_create_fields, ARRAY_SIZE(context_create_fields),
-                          json_pack("{s:s, s:s}", "op", "create", "language", "python"), ret, err);
+        free(p->code);
+        free(p->context_id);
+        memset(p, 0, sizeof(*p));
 }
 
-int api_decode_code_run(const char *body, size_t len, json_t **ret, struct cella_error *err)
+static const struct field code_run_fields[] = {
+        {"code", ":o", chk_code, 0, .off = offsetof(struct api_code_run, code)},
+        {"contextId", "?o", field_chk_id, F_NULL_ABSENT,
+         .off = offsetof(struct api_code_run, context_id), .msg = ID_MSG},
+        {"language", "?o", chk_choice, F_NULL_ABSENT,
+         .off = offsetof(struct api_code_run, language),
+         .has = offsetof(struct api_code_run, language_given) + 1, .one_of = wire_code_langs,
+         .msg = LANGUAGE_MSG},
+        TIMEOUT(struct api_code_run),
+};
+
+int api_decode_code_run(const char *body, size_t len, struct api_code_run *ret,
+                        struct cella_error *err)
 {
-        return decode_out(body, len, code_run_fields, ARRAY_SIZE(code_run_fields),
-                          json_pack("{s:s}", "op", "run"), ret, err);
+        int r;
+
+        memset(ret, 0, sizeof(*ret));
+        r = field_decode(body, len, code_run_fields, ARRAY_SIZE(code_run_fields), ret, err);
+        if (r == -ENOMEM)
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (r < 0)
+                api_code_run_done(ret);
+        return r;
 }
 
 static int invalid(struct cella_error *err, const char *fmt, ...) _printf_(2, 3);
@@ -871,39 +898,27 @@ static int invalid(struct cella_error *err, const char *fmt, ...)
 int api_decode_pty_control(const char *body, size_t len, struct api_pty_control *ret,
                            struct cella_error *err)
 {
-        json_t *j;
+        _cleanup_json_ json_t *j = NULL;
         const char *type = NULL;
         json_int_t cols = 0, rows = 0;
         json_error_t je;
-        int r = -EINVAL;
 
         memset(ret, 0, sizeof(*ret));
         j = field_load_object(body, len, err);
         if (!j)
                 return -EINVAL;
-        if (json_unpack_ex(j, &je, 0, "{s:s}", "type", &type) < 0) {
-                field_unpack_fail(&je, err);
-                goto out;
-        }
-        if (strcmp(type, "resize") != 0) {
-                invalid(err, "unknown control message type '%.32s' (expected resize)", type);
-                goto out;
-        }
+        if (json_unpack_ex(j, &je, 0, "{s:s}", "type", &type) < 0)
+                return field_unpack_fail(&je, err);
+        if (strcmp(type, "resize") != 0)
+                return invalid(err, "unknown control message type '%.32s' (expected resize)", type);
         if (json_unpack_ex(j, &je, JSON_STRICT, "{s:s, s:I, s:I}", "type", &type, "cols", &cols,
-                           "rows", &rows) < 0) {
-                field_unpack_fail(&je, err);
-                goto out;
-        }
-        if (cols < 1 || cols > CELLA_PTY_MAX_DIM || rows < 1 || rows > CELLA_PTY_MAX_DIM) {
-                invalid(err, "cols and rows must be from 1 to %d", CELLA_PTY_MAX_DIM);
-                goto out;
-        }
+                           "rows", &rows) < 0)
+                return field_unpack_fail(&je, err);
+        if (cols < 1 || cols > CELLA_PTY_MAX_DIM || rows < 1 || rows > CELLA_PTY_MAX_DIM)
+                return invalid(err, "cols and rows must be from 1 to %d", CELLA_PTY_MAX_DIM);
         ret->cols = (unsigned)cols;
         ret->rows = (unsigned)rows;
-        r = 0;
-out:
-        json_decref(j);
-        return r;
+        return 0;
 }
 
 int api_parse_pty_dim(const char *s, const char *field, unsigned def, unsigned *ret,

@@ -20,7 +20,7 @@
 #include "common/limits.h"
 
 /* PUT /v1/sandboxes/{id}: {image?, instanceType?, env?, labels?, normalizeId?, sleepAfter?,
- * keepAlive?, enableDefaultSession?, network?, networkAllow?} */
+ * sleepMode?, keepAlive?, enableDefaultSession?, network?, networkAllow?, fromSnapshot?} */
 struct api_put_sandbox {
         char *image;         /* NULL: default */
         char *instance_type; /* NULL: default */
@@ -28,6 +28,7 @@ struct api_put_sandbox {
         json_t *labels;      /* object of strings or NULL (owned) */
         bool normalize_id;
         int64_t sleep_after_ms; /* 0: not given */
+        char *sleep_mode;       /* "files" or "memory" (0050); NULL: not given */
         bool has_keep_alive;
         bool keep_alive;
         bool has_default_session; /* enableDefaultSession given */
@@ -125,15 +126,15 @@ struct api_move {
 int api_decode_move(const char *body, size_t len, struct api_move *ret, struct cella_error *err);
 void api_move_done(struct api_move *p);
 
-/* Background processes: each call's body into the PROC frame body the agent takes
- * (docs/protocol.md), without the process id (from the path) and baseEnv (the sandbox's).
+/* Background processes: each call's body. The route makes the agent's PROC body of it
+ * (common/wire.h) with the process id from the path and the sandbox's env as baseEnv.
  *   START      {command, processId?, sessionId?, env?, cwd?}
  *   KILL       {signal?} or ?signal= (query_signal), body may be empty
  *   WAIT_LOG   {pattern, regex?, timeout?}
  *   WAIT_PORT  {port, mode?: "tcp"|"http", path?, status?: n | {min?, max?}, interval?,
  *              timeout?}
  *   WAIT_EXIT  {timeout?}, body may be empty
- * *ret is a new object on success, NULL on failure. */
+ * The members of another call stay zero. */
 enum api_proc_call {
         API_PROC_START,
         API_PROC_KILL,
@@ -141,8 +142,26 @@ enum api_proc_call {
         API_PROC_WAIT_PORT,
         API_PROC_WAIT_EXIT,
 };
+struct api_process {
+        char *command;      /* START */
+        char *process_id;   /* START: processId (not only digits), NULL: generated */
+        char *session_id;   /* START, or NULL */
+        json_t *env;        /* START: object of strings or NULL (owned) */
+        char *cwd;          /* START: normalised, or NULL */
+        int signal;         /* KILL: 1..64, 0: not given */
+        char *pattern;      /* WAIT_LOG */
+        bool regex;         /* WAIT_LOG */
+        int64_t port;       /* WAIT_PORT: 1..65535 */
+        int mode;           /* WAIT_PORT: 0 "tcp" (the default), 1 "http" */
+        char *path;         /* WAIT_PORT: http_path_is_valid, or NULL */
+        int64_t status_min; /* WAIT_PORT: 100..599, both 0 when not given */
+        int64_t status_max;
+        int64_t interval_ms; /* WAIT_PORT: 0: not given */
+        int64_t timeout_ms;  /* the waits: 0: none */
+};
 int api_decode_process(enum api_proc_call call, const char *body, size_t len,
-                       const char *query_signal, json_t **ret, struct cella_error *err);
+                       const char *query_signal, struct api_process *ret, struct cella_error *err);
+void api_process_done(struct api_process *p);
 
 /* Shared checks, also used for query parameters. */
 /* An object of NUL-free strings with non-empty keys without '=', at most max entries. */
@@ -163,12 +182,27 @@ int api_decode_watch(const char *body, size_t len, struct api_watch *ret, struct
 void api_watch_done(struct api_watch *p);
 
 /* POST /v1/sandboxes/{id}/contexts: {language?: python|javascript|typescript (default
- * python), cwd?, env?}. *ret: the agent's CODE payload {op:"create", language, cwd?, env?}
- * (new reference). */
-int api_decode_context_create(const char *body, size_t len, json_t **ret, struct cella_error *err);
+ * python), cwd?, env?}; the route makes the agent's CODE create of it (common/wire.h). */
+struct api_context_create {
+        int language; /* enum wire_code_lang */
+        char *cwd;    /* normalised, or NULL */
+        json_t *env;  /* object of strings or NULL (owned) */
+};
+int api_decode_context_create(const char *body, size_t len, struct api_context_create *ret,
+                              struct cella_error *err);
+void api_context_create_done(struct api_context_create *p);
 /* POST /v1/sandboxes/{id}/code: {code, contextId?, language?, timeout? (ms)}; code at most
- * CELLA_CODE_MAX_CODE bytes, NUL-free. *ret: {op:"run", code, id?, language?, timeoutMs?}. */
-int api_decode_code_run(const char *body, size_t len, json_t **ret, struct cella_error *err);
+ * CELLA_CODE_MAX_CODE bytes, NUL-free; the route makes the agent's CODE run of it. */
+struct api_code_run {
+        char *code;
+        char *context_id; /* NULL: the language's default context */
+        int language;     /* enum wire_code_lang, when language_given */
+        bool language_given;
+        int64_t timeout_ms; /* 0: none */
+};
+int api_decode_code_run(const char *body, size_t len, struct api_code_run *ret,
+                        struct cella_error *err);
+void api_code_run_done(struct api_code_run *p);
 /* A terminal's control message (a WebSocket text frame from the client):
  * {"type":"resize","cols":n,"rows":n}, cols and rows 1..CELLA_PTY_MAX_DIM. */
 struct api_pty_control {

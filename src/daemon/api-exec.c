@@ -14,6 +14,7 @@
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-req.h"
+#include "daemon/metrics.h"
 
 struct exec_op {
         struct api_req base; /* first; base.out holds stdout, stderr (buffered mode) */
@@ -57,10 +58,14 @@ static void on_exit_frame(struct exec_op *op, const struct frame *f)
         char ts[32];
 
         api_exit_parse(f, &x);
+        metrics_exec_done(http_request_start_us(op->base.http));
         /* a session's commandTimeoutMs is the agent's to apply: it says which it was */
         if (x.timeout_ms > 0)
                 op->in.timeout_ms = x.timeout_ms;
         api_timestamp(ts);
+        /* a JSON answer's timeout is counted where its error shape is built */
+        if (x.timed_out && op->base.mode == API_REQ_SSE)
+                metrics_error(CELLA_E_COMMAND_TIMEOUT);
         if (op->base.mode == API_REQ_SSE) {
                 if (x.timed_out)
                         api_req_end_sse(&op->base,
@@ -157,7 +162,7 @@ static void exec_body(struct api_req *r, const char *body, size_t len)
 {
         struct exec_op *op = (struct exec_op *)r;
         struct cella_error err = {0};
-        json_t *env, *payload;
+        _cleanup_json_ json_t *payload = NULL;
         const char *session;
 
         api_exec_done(&op->in); /* a second call, once the sandbox runs */
@@ -174,7 +179,7 @@ static void exec_body(struct api_req *r, const char *body, size_t len)
                 /* The session's shell has the sandbox's env; the command's own env and cwd
                  * apply to it alone (the agent runs it in a subshell). */
                 json_t *base = sandbox_env(r->sb);
-                json_t *empty = base ? NULL : json_object();
+                _cleanup_json_ json_t *empty = base ? NULL : json_object();
 
                 payload = wire_exec_encode(&(struct wire_exec){
                         .command = op->in.command,
@@ -184,9 +189,9 @@ static void exec_body(struct api_req *r, const char *body, size_t len)
                         .session = session,
                         .timeout_ms = op->in.timeout_ms,
                 });
-                json_decref(empty);
         } else {
-                env = api_req_base_env(r);
+                _cleanup_json_ json_t *env = api_req_base_env(r);
+
                 if (env && op->in.env)
                         json_object_update(env, op->in.env);
                 payload = env ? wire_exec_encode(&(struct wire_exec){
@@ -196,13 +201,11 @@ static void exec_body(struct api_req *r, const char *body, size_t len)
                                         .timeout_ms = op->in.timeout_ms,
                                 })
                               : NULL;
-                json_decref(env);
         }
         r->mode = api_wants_sse(r->http) ? API_REQ_SSE : API_REQ_JSON;
         op->start_us = time_mono_us();
         if (api_req_open(r, FRAME_EXEC, payload) == 0 && r->mode == API_REQ_SSE)
                 api_req_begin_sse(r);
-        json_decref(payload);
 }
 
 static void op_free(struct api_req *r)

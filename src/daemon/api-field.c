@@ -92,16 +92,12 @@ int field_fail(const struct field *f, struct cella_error *err, ...)
 
 int field_put_json(const struct field *f, void *dst, json_t *v)
 {
-        if (f->flags & F_OUT)
-                return json_object_set(dst, f->key, v) < 0 ? -ENOMEM : 0;
         *FIELD_AT(dst, f, json_t *) = json_incref(v);
         return 0;
 }
 
 int field_put_string(const struct field *f, void *dst, const char *s)
 {
-        if (f->flags & F_OUT)
-                return json_object_set_new(dst, f->key, json_string(s)) < 0 ? -ENOMEM : 0;
         *FIELD_AT(dst, f, char *) = strdup(s);
         return *FIELD_AT(dst, f, char *) ? 0 : -ENOMEM;
 }
@@ -168,8 +164,6 @@ int field_chk_bool(const struct field *f, json_t *v, json_t *body, void *dst,
         (void)body;
         if (v && !json_is_boolean(v))
                 return field_fail(f, err); /* "?o" fields: msg without arguments */
-        if (f->flags & F_OUT)
-                return json_object_set_new(dst, f->key, json_boolean(b)) < 0 ? -ENOMEM : 0;
         *FIELD_AT(dst, f, bool) = b;
         if (f->has)
                 *(bool *)((char *)dst + f->has - 1) = true;
@@ -206,8 +200,6 @@ int field_chk_number(const struct field *f, json_t *v, json_t *body, void *dst,
                 n = (int64_t)d;
         if (n < f->lo || n > f->hi)
                 return field_fail(f, err, f->name, (long long)f->lo, (long long)f->hi);
-        if (f->flags & F_OUT)
-                return json_object_set_new(dst, f->key, json_integer(n)) < 0 ? -ENOMEM : 0;
         *FIELD_AT(dst, f, int64_t) = n;
         return 0;
 }
@@ -242,7 +234,7 @@ int field_chk_path(const struct field *f, json_t *v, json_t *body, void *dst,
         return field_put_string(f, dst, path);
 }
 
-/* A non-empty NUL-free string of at most hi bytes. msg: hi. */
+/* A non-empty NUL-free string of at most hi bytes, copied. msg: hi. */
 int field_chk_text(const struct field *f, json_t *v, json_t *body, void *dst,
                    struct cella_error *err)
 {
@@ -250,7 +242,7 @@ int field_chk_text(const struct field *f, json_t *v, json_t *body, void *dst,
         if (!json_is_string(v) || json_string_length(v) == 0 || field_has_nul(v) ||
             json_string_length(v) > (size_t)f->hi)
                 return field_fail(f, err, (int)f->hi);
-        return field_put_json(f, dst, v);
+        return field_put_string(f, dst, json_string_value(v));
 }
 
 /* A command for the shell (common/validate.h). F_ONE_MSG: msg (the limit) for every fault;
@@ -263,7 +255,7 @@ int field_chk_command(const struct field *f, json_t *v, json_t *body, void *dst,
 
         (void)body;
         if (command_is_valid(s, n))
-                return f->flags & F_OUT ? field_put_json(f, dst, v) : field_put_string(f, dst, s);
+                return field_put_string(f, dst, s);
         if (!s || n == 0 || (f->flags & F_ONE_MSG))
                 return field_fail(f, err, CELLA_EXEC_MAX_COMMAND);
         if (field_has_nul(v))

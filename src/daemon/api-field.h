@@ -26,13 +26,12 @@
 enum {
         F_NULL_ABSENT = 1 << 0, /* null is the same as absent */
         F_ALWAYS = 1 << 1,      /* check also when absent (v is NULL): defaults */
-        F_OUT = 1 << 2,         /* dst is a JSON object: store under key, not at off */
-        F_INLINE = 1 << 3,      /* a path stored into char[CELLA_PATH_MAX + 1] at off */
-        F_STRING = 1 << 4,      /* a path: msg (with the name) if not a string */
-        F_REAL_WHOLE = 1 << 5,  /* a number: also a real with an integral value */
-        F_REAL_TRUNC = 1 << 6,  /* a number: also a real in lo..hi, truncated */
-        F_NOT_DIGITS = 1 << 7,  /* an id: not only digits */
-        F_ONE_MSG = 1 << 8,     /* a command: msg for every fault (with the limit) */
+        F_INLINE = 1 << 2,      /* a path stored into char[CELLA_PATH_MAX + 1] at off */
+        F_STRING = 1 << 3,      /* a path: msg (with the name) if not a string */
+        F_REAL_WHOLE = 1 << 4,  /* a number: also a real with an integral value */
+        F_REAL_TRUNC = 1 << 5,  /* a number: also a real in lo..hi, truncated */
+        F_NOT_DIGITS = 1 << 6,  /* an id: not only digits */
+        F_ONE_MSG = 1 << 7,     /* a command: msg for every fault (with the limit) */
 };
 
 struct field;
@@ -46,7 +45,6 @@ struct field {
         unsigned flags;
         size_t off;                /* destination in a struct dst */
         size_t has;                /* 1 + offset of a bool set when the field is given */
-        const char *key;           /* F_OUT: the key in the JSON dst */
         const char *msg;           /* the error message (format: see each check) */
         int64_t lo, hi;            /* bounds (and the default of a boolean in lo) */
         const char *const *one_of; /* field_chk_enum: NULL-terminated */
@@ -70,8 +68,7 @@ int field_path(json_t *s, const char *what, char out[CELLA_PATH_MAX + 1], struct
 
 /* Field f's error: f->msg formatted with the arguments its check documents; -EINVAL. */
 int field_fail(const struct field *f, struct cella_error *err, ...);
-/* Store a value: under f->key in a JSON dst (F_OUT), or at f->off (a json_t * reference /
- * a strdup'ed string). */
+/* Store a value at f->off: a json_t * reference / a strdup'ed string. */
 int field_put_json(const struct field *f, void *dst, json_t *v);
 int field_put_string(const struct field *f, void *dst, const char *s);
 

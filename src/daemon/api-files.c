@@ -18,6 +18,7 @@
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-req.h"
+#include "daemon/metrics.h"
 
 enum fkind { F_GET, F_PUT, F_DELETE, F_READ, F_WRITE, F_MKDIR, F_MOVE, F_LIST, F_EXISTS };
 
@@ -177,6 +178,7 @@ static void get_frame(struct file_op *op, const struct frame *f)
                         return;
                 }
                 op->sent += f->len;
+                metrics_bytes(METRICS_BYTES_DOWNLOAD, f->len);
                 api_req_write(r, f->payload, f->len);
                 return;
         case FRAME_RESULT:
@@ -383,6 +385,7 @@ static size_t put_data(struct http_request *req, const char *data, size_t len, v
         if (n == 0 || agent_stream_send_data(s, data, n) < 0)
                 return 0; /* paused until on_writable */
         op->size += n;
+        metrics_bytes(METRICS_BYTES_UPLOAD, n);
         return n;
 }
 

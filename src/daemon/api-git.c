@@ -126,7 +126,9 @@ static void checkout_body(struct api_req *r, const char *body, size_t len)
 {
         struct git_op *op = (struct git_op *)r;
         struct cella_error err = {0};
-        json_t *env, *vars, *payload;
+        _cleanup_json_ json_t *env = NULL;
+        _cleanup_json_ json_t *vars = NULL;
+        _cleanup_json_ json_t *payload = NULL;
         char depth[24] = "";
 
         api_git_checkout_done(&op->in); /* a second call, once the sandbox runs */
@@ -144,19 +146,12 @@ static void checkout_body(struct api_req *r, const char *body, size_t len)
                          "CELLA_GIT_BRANCH", op->in.branch ? op->in.branch : "", "CELLA_GIT_DEPTH",
                          depth, "CELLA_GIT_DIR", op->in.target_dir, "LC_ALL", "C",
                          "GIT_TERMINAL_PROMPT", "0");
-        if (!vars || (env && json_object_update(env, vars) < 0)) {
-                json_decref(env);
-                env = NULL;
-        }
-        json_decref(vars);
-        payload = env ? wire_exec_encode(&(struct wire_exec){.command = clone_script,
-                                                             .cwd = "/",
-                                                             .env = env,
-                                                             .timeout_ms = op->in.timeout_ms})
-                      : NULL;
-        json_decref(env);
-        api_req_open(r, FRAME_EXEC, payload);
-        json_decref(payload);
+        if (env && vars && json_object_update(env, vars) == 0)
+                payload = wire_exec_encode(&(struct wire_exec){.command = clone_script,
+                                                               .cwd = "/",
+                                                               .env = env,
+                                                               .timeout_ms = op->in.timeout_ms});
+        api_req_open(r, FRAME_EXEC, payload); /* NULL: out of memory, answered so */
 }
 
 void api_git_checkout(struct api *a, struct http_request *req, const struct api_args *p)

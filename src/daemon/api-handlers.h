@@ -20,6 +20,9 @@ API_HANDLER(api_sandbox_put); /* p->raw: checked with the body's normalizeId */
 API_HANDLER(api_sandbox_get);
 API_HANDLER(api_sandbox_delete);
 
+/* api-metrics.c: GET /metrics (the Prometheus text format) */
+API_HANDLER(api_metrics);
+
 /* api-snapshots.c: POST/GET /snapshots, POST /fork, /v1/snapshots[/{snap}] (0048) */
 API_HANDLER(api_snapshot_create);
 API_HANDLER(api_sandbox_snapshots);

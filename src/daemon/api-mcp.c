@@ -32,7 +32,15 @@
 #include "common/macros.h"
 #include "daemon/api-handlers.h"
 #include "daemon/http.h"
+#include "mcp/event-id.h"
 #include "mcp/server.h"
+
+/* The last CELLA_MCP_REPLAY events of a stream, each in the slot of its id modulo
+ * CELLA_MCP_REPLAY (an empty slot: text NULL). */
+struct mcp_replay {
+        uint64_t id;
+        char *text;
+};
 
 /* A POST's stream, waiting for the response to the request id it carries. Its events
  * are kept (the last CELLA_MCP_REPLAY) so that a client that lost the connection resumes
@@ -44,10 +52,7 @@ struct mcp_post {
         uint64_t stream; /* this session's POST stream number, from 1 */
         bool done;
         struct mcp_session *s;
-        struct {
-                uint64_t id;
-                char *text;
-        } replay[CELLA_MCP_REPLAY];
+        struct mcp_replay replay[CELLA_MCP_REPLAY];
         struct mcp_post *next;
 };
 
@@ -63,10 +68,7 @@ struct mcp_session {
         uint64_t next_event;
         uint64_t next_stream; /* POST streams numbered */
         uint64_t last_used;   /* uv_now */
-        struct {
-                uint64_t id;
-                char *text;
-        } replay[CELLA_MCP_REPLAY];
+        struct mcp_replay replay[CELLA_MCP_REPLAY];
         struct mcp_session *next;
 };
 
@@ -85,12 +87,27 @@ static uint64_t idle_ms; /* CELLA_MCP_IDLE_TIMEOUT_MS, or the environment's for 
 static pthread_mutex_t queue_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct mcp_msg *queue_head, **queue_tail = &queue_head;
 
+static void replay_free(struct mcp_replay ring[CELLA_MCP_REPLAY])
+{
+        for (size_t i = 0; i < CELLA_MCP_REPLAY; i++)
+                free(ring[i].text);
+}
+
+/* Keep event id (text copied; without memory the slot stays empty). */
+static void replay_keep(struct mcp_replay ring[CELLA_MCP_REPLAY], uint64_t id, const char *text)
+{
+        size_t slot = id % CELLA_MCP_REPLAY;
+
+        free(ring[slot].text);
+        ring[slot].id = id;
+        ring[slot].text = strdup(text);
+}
+
 static void session_unref(struct mcp_session *s)
 {
         if (atomic_fetch_sub(&s->refs, 1) != 1)
                 return;
-        for (size_t i = 0; i < ARRAY_SIZE(s->replay); i++)
-                free(s->replay[i].text);
+        replay_free(s->replay);
         free(s);
 }
 
@@ -120,14 +137,12 @@ static void mcp_send(const char *text, size_t len, const json_t *related, void *
  * stream's also names the stream ("12-3"), which a GET with Last-Event-ID resumes. */
 static void sse_event(struct http_request *req, uint64_t id, uint64_t stream, const char *text)
 {
-        char head[64];
+        char head[MCP_EVENT_ID_MAX + 16] = "id: ";
+        size_t n = 4;
 
-        if (stream)
-                snprintf(head, sizeof(head), "id: %llu-%llu\ndata: ", (unsigned long long)id,
-                         (unsigned long long)stream);
-        else
-                snprintf(head, sizeof(head), "id: %llu\ndata: ", (unsigned long long)id);
-        http_response_write(req, head, strlen(head), NULL, NULL);
+        n += mcp_event_id_format(head + n, sizeof(head) - n, id, stream);
+        n += (size_t)snprintf(head + n, sizeof(head) - n, "\ndata: ");
+        http_response_write(req, head, n, NULL, NULL);
         http_response_write(req, text, strlen(text), NULL, NULL);
         http_response_write(req, "\n\n", 2, NULL, NULL);
 }
@@ -146,8 +161,7 @@ static void post_drop(struct mcp_post *p)
                 http_request_on_abort(p->req, NULL, NULL);
                 http_request_unref(p->req);
         }
-        for (size_t i = 0; i < ARRAY_SIZE(p->replay); i++)
-                free(p->replay[i].text);
+        replay_free(p->replay);
         free(p->id);
         free(p);
         session_unref(s);
@@ -184,16 +198,6 @@ static void posts_trim(struct mcp_session *s)
         }
 }
 
-/* An event kept for a resumption of the stream. */
-static void post_keep(struct mcp_post *p, uint64_t id, const char *text)
-{
-        size_t slot = id % CELLA_MCP_REPLAY;
-
-        free(p->replay[slot].text);
-        p->replay[slot].id = id;
-        p->replay[slot].text = strdup(text);
-}
-
 /* On the loop: write a message where it belongs. */
 static void deliver(struct mcp_msg *m)
 {
@@ -210,7 +214,7 @@ static void deliver(struct mcp_msg *m)
                 for (struct mcp_post *p = s->posts; p; p = p->next) {
                         if (p->done || strcmp(p->id, m->related) != 0)
                                 continue;
-                        post_keep(p, id, m->text);
+                        replay_keep(p->replay, id, m->text); /* for a resumption */
                         if (p->req)
                                 sse_event(p->req, id, p->stream, m->text);
                         if (response) {
@@ -228,10 +232,7 @@ static void deliver(struct mcp_msg *m)
                         return; /* no stream of this session waits for it */
         }
         /* the standalone stream's messages are kept for a resuming GET */
-        size_t slot = id % CELLA_MCP_REPLAY;
-        free(s->replay[slot].text);
-        s->replay[slot].id = id;
-        s->replay[slot].text = strdup(m->text);
+        replay_keep(s->replay, id, m->text);
         if (s->get)
                 sse_event(s->get, id, 0, m->text);
 }
@@ -487,6 +488,40 @@ static struct mcp_session *session_of(struct http_request *req)
         return s;
 }
 
+/* req becomes the connection of the stream that *slot holds (a POST stream's or the
+ * session's standalone one): the connection that held it until now is ended and released
+ * (a newer one takes over), req's SSE head is sent and the events of ring after `after`
+ * (stream: the POST stream's number, 0 for the standalone one; ring NULL: none) are sent
+ * again. *slot then holds a reference on req; the caller sets req's abort callback (and
+ * drops what an ended connection held beyond its request). 0, or -1 when req's head
+ * could not be sent (*slot is left empty). */
+static int stream_begin(struct mcp_session *s, struct http_request **slot, struct http_request *req,
+                        const struct mcp_replay *ring, uint64_t after, uint64_t stream)
+{
+        struct http_request *old = *slot;
+        char headers[128];
+
+        if (old) {
+                *slot = NULL;
+                http_request_on_abort(old, NULL, NULL);
+                http_response_end(old);
+                http_request_unref(old);
+        }
+        snprintf(headers, sizeof(headers), "Cache-Control: no-cache\r\nMcp-Session-Id: %s\r\n",
+                 s->id);
+        if (http_response_begin(req, 200, "text/event-stream", -1, headers) < 0)
+                return -1;
+        for (uint64_t id = after + 1; ring && id <= s->next_event; id++) {
+                const struct mcp_replay *e = &ring[id % CELLA_MCP_REPLAY];
+
+                if (e->id == id && e->text)
+                        sse_event(req, id, stream, e->text);
+        }
+        http_request_ref(req);
+        *slot = req;
+        return 0;
+}
+
 static void on_post_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
         _cleanup_json_ json_t *j = json_loadb(body, len, JSON_DECODE_ANY, NULL);
@@ -496,7 +531,6 @@ static void on_post_body(struct http_request *req, const char *body, size_t len,
         struct mcp_session *s;
         struct cella_error err = {0};
         struct mcp_post *p;
-        char headers[128];
 
         if (!json_is_object(j)) {
                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
@@ -523,15 +557,11 @@ static void on_post_body(struct http_request *req, const char *body, size_t len,
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }
-        snprintf(headers, sizeof(headers), "Cache-Control: no-cache\r\nMcp-Session-Id: %s\r\n",
-                 s->id);
-        if (http_response_begin(req, 200, "text/event-stream", -1, headers) < 0) {
+        if (stream_begin(s, &p->req, req, NULL, 0, 0) < 0) {
                 free(p->id);
                 free(p);
                 return;
         }
-        http_request_ref(req);
-        p->req = req;
         p->s = s;
         p->stream = ++s->next_stream;
         atomic_fetch_add(&s->refs, 1);
@@ -547,7 +577,6 @@ static void post_resume(struct mcp_session *s, struct http_request *req, uint64_
                         uint64_t stream)
 {
         struct mcp_post *p;
-        char headers[128];
 
         for (p = s->posts; p && p->stream != stream; p = p->next)
                 ;
@@ -559,31 +588,13 @@ static void post_resume(struct mcp_session *s, struct http_request *req, uint64_
                                   (unsigned long long)stream);
                 return;
         }
-        if (p->req) { /* a newer connection takes over */
-                struct http_request *old = p->req;
-
-                p->req = NULL;
-                http_request_on_abort(old, NULL, NULL);
-                http_response_end(old);
-                http_request_unref(old);
-        }
-        snprintf(headers, sizeof(headers), "Cache-Control: no-cache\r\nMcp-Session-Id: %s\r\n",
-                 s->id);
-        if (http_response_begin(req, 200, "text/event-stream", -1, headers) < 0)
+        if (stream_begin(s, &p->req, req, p->replay, after, p->stream) < 0)
                 return;
-        for (uint64_t id = after + 1; id <= s->next_event; id++) {
-                size_t slot = id % CELLA_MCP_REPLAY;
-
-                if (p->replay[slot].id == id && p->replay[slot].text)
-                        sse_event(req, id, p->stream, p->replay[slot].text);
-        }
         if (p->done) {
                 http_response_end(req);
                 post_drop(p);
                 return;
         }
-        http_request_ref(req);
-        p->req = req;
         http_request_on_abort(req, on_post_abort, p);
 }
 
@@ -591,9 +602,10 @@ static void mcp_get(struct http_request *req)
 {
         const char *accept = http_request_header(req, "Accept");
         const char *last = http_request_header(req, "Last-Event-ID");
+        uint64_t after = 0, stream = 0;
         struct mcp_session *s;
-        char headers[128];
-        uint64_t after = 0;
+        bool had_stream;
+        int r;
 
         if (!accept || !strstr(accept, "text/event-stream")) {
                 http_respond_code(req, CELLA_E_METHOD_NOT_ALLOWED,
@@ -602,40 +614,26 @@ static void mcp_get(struct http_request *req)
         }
         if (!(s = session_of(req)))
                 return;
-        if (last) {
-                char *end = NULL;
-
-                after = strtoull(last, &end, 10);
-                if (end && *end == '-') {
-                        post_resume(s, req, after, strtoull(end + 1, NULL, 10));
-                        return;
-                }
-        }
-        if (s->get) { /* a newer stream takes over */
-                struct http_request *old = s->get;
-
-                s->get = NULL;
-                http_request_on_abort(old, NULL, NULL);
-                http_response_end(old);
-                http_request_unref(old);
-                session_unref(s);
-        }
-        snprintf(headers, sizeof(headers), "Cache-Control: no-cache\r\nMcp-Session-Id: %s\r\n",
-                 s->id);
-        if (http_response_begin(req, 200, "text/event-stream", -1, headers) < 0)
+        if (last && mcp_event_id_parse(last, &after, &stream) < 0) {
+                http_respond_code(req, CELLA_E_VALIDATION_FAILED,
+                                  "Last-Event-ID must be an event id this server sent: EVENT or "
+                                  "EVENT-STREAM in decimal digits (got '%.64s')",
+                                  last);
                 return;
-        http_request_ref(req);
-        s->get = req;
+        }
+        if (stream) {
+                post_resume(s, req, after, stream);
+                return;
+        }
+        had_stream = s->get != NULL;
+        r = stream_begin(s, &s->get, req, last ? s->replay : NULL, after, 0);
+        if (had_stream)
+                session_unref(s); /* the reference of the stream taken over */
+        if (r < 0)
+                return;
         atomic_fetch_add(&s->refs, 1);
         http_request_on_abort(req, on_get_abort, s);
-        if (last)
-                for (uint64_t id = after + 1; id <= s->next_event; id++) {
-                        size_t slot = id % CELLA_MCP_REPLAY;
-
-                        if (s->replay[slot].id == id && s->replay[slot].text)
-                                sse_event(req, id, 0, s->replay[slot].text);
-                }
-        else
+        if (!last)
                 http_response_write(req, ": stream open\n\n", 16, NULL, NULL);
 }
 

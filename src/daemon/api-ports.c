@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
 #include "daemon/preview.h"
@@ -212,26 +213,24 @@ void api_ports_expose(struct api *a, struct http_request *req, const struct api_
 
 void api_ports_list(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        struct list_ctx c = {&a->preview, p->name, 0, json_array()};
+        _cleanup_json_ json_t *ports = json_array();
+        _cleanup_json_ json_t *j = NULL;
+        struct list_ctx c = {&a->preview, p->name, 0, ports};
         struct cella_error err = {0};
         struct sandbox *sb = NULL;
-        json_t *j;
 
         if (sandbox_table_get(a->cfg.table, p->name, false, NULL, &sb, NULL, &err) < 0) {
-                json_decref(c.arr);
                 http_respond_error(req, &err, NULL);
                 return;
         }
         c.instance = sandbox_instance(sb);
-        if (!c.arr || store_port_foreach(sandbox_table_store(a->cfg.table), p->name, list_one, &c,
+        if (!ports || store_port_foreach(sandbox_table_store(a->cfg.table), p->name, list_one, &c,
                                          &err) < 0) {
-                json_decref(c.arr);
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot list ports");
                 return;
         }
-        j = json_pack("{s:o}", "ports", c.arr);
+        j = json_pack("{s:O}", "ports", ports);
         http_respond_json(req, 200, j);
-        json_decref(j);
 }
 
 void api_port_unexpose(struct api *a, struct http_request *req, const struct api_args *p)

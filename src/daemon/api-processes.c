@@ -10,6 +10,7 @@
 #include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/name.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-req.h"
@@ -36,7 +37,7 @@ struct proc_call {
 static void respond_logs(struct proc_call *pc, json_t *info)
 {
         const char *id = json_string_value(json_object_get(info, "id"));
-        json_t *r = json_pack("{s:s}", "processId", id ? id : pc->pid);
+        _cleanup_json_ json_t *r = json_pack("{s:s}", "processId", id ? id : pc->pid);
 
         if (r) {
                 /* the logs are counted in the memory budget and written piece by piece,
@@ -46,7 +47,6 @@ static void respond_logs(struct proc_call *pc, json_t *info)
                         json_object_set_new(r, "truncated", json_true());
         }
         api_req_respond_output(&pc->base, 200, r);
-        json_decref(r);
 }
 
 static void on_result(struct proc_call *pc, const struct frame *f)
@@ -102,67 +102,72 @@ static void on_frame(struct api_req *r, const struct frame *f)
         }
 }
 
-/* The PROC body for this call, from the request body (validated, nothing touched yet). */
-static json_t *payload_for(struct proc_call *pc, struct http_request *req, const char *body,
-                           size_t len, struct cella_error *err)
-{
-        static const char *const plain[] = {
-                [K_LIST] = "list", [K_GET] = "get", [K_LOGS] = "logs", [K_STREAM] = "stream"};
-        const char *qsig = http_request_query(req, "signal");
-        json_t *p = NULL;
-
-        switch (pc->kind) {
-        case K_START:
-                api_decode_process(API_PROC_START, body, len, NULL, &p, err);
-                break;
-        case K_KILL:
-        case K_KILLALL:
-                if (api_decode_process(API_PROC_KILL, body, len, qsig, &p, err) == 0 &&
-                    pc->kind == K_KILLALL)
-                        json_object_set_new(p, "op", json_string("killall"));
-                break;
-        case K_WAIT_LOG:
-                api_decode_process(API_PROC_WAIT_LOG, body, len, NULL, &p, err);
-                break;
-        case K_WAIT_PORT:
-                api_decode_process(API_PROC_WAIT_PORT, body, len, NULL, &p, err);
-                break;
-        case K_WAIT_EXIT:
-                api_decode_process(API_PROC_WAIT_EXIT, body, len, NULL, &p, err);
-                break;
-        default:
-                if (len > 0) {
-                        cella_error_set(err, CELLA_E_VALIDATION_FAILED,
-                                        "this route takes no request body");
-                        return NULL;
-                }
-                p = json_pack("{s:s}", "op", plain[pc->kind]);
-                if (!p)
-                        cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                break;
-        }
-        if (p && pc->pid[0])
-                json_object_set_new(p, "id", json_string(pc->pid));
-        return p;
-}
+/* The agent's PROC op and the API's body decoder of each kind of call. */
+static const struct {
+        enum wire_proc_op op;
+        int call; /* enum api_proc_call; -1: the route takes no body */
+} kinds[] = {
+        [K_START] = {WIRE_PROC_START, API_PROC_START},
+        [K_LIST] = {WIRE_PROC_LIST, -1},
+        [K_GET] = {WIRE_PROC_GET, -1},
+        [K_LOGS] = {WIRE_PROC_LOGS, -1},
+        [K_STREAM] = {WIRE_PROC_STREAM, -1},
+        [K_KILL] = {WIRE_PROC_KILL, API_PROC_KILL},
+        [K_KILLALL] = {WIRE_PROC_KILLALL, API_PROC_KILL},
+        [K_WAIT_LOG] = {WIRE_PROC_WAIT_LOG, API_PROC_WAIT_LOG},
+        [K_WAIT_PORT] = {WIRE_PROC_WAIT_PORT, API_PROC_WAIT_PORT},
+        [K_WAIT_EXIT] = {WIRE_PROC_WAIT_EXIT, API_PROC_WAIT_EXIT},
+};
 
 static void call_body(struct api_req *r, const char *body, size_t len)
 {
         struct proc_call *pc = (struct proc_call *)r;
         struct cella_error err = {0};
-        json_t *payload;
+        struct api_process in = {0};
+        _cleanup_json_ json_t *base_env = NULL;
+        _cleanup_json_ json_t *payload = NULL;
 
-        payload = payload_for(pc, r->http, body, len, &err);
-        if (!payload) {
+        if (kinds[pc->kind].call < 0 && len > 0) {
+                cella_error_set(&err, CELLA_E_VALIDATION_FAILED,
+                                "this route takes no request body");
                 api_req_fail(r, &err, NULL);
                 return;
         }
-        if (api_req_find_sandbox(r)) {
-                if (pc->kind == K_START)
-                        json_object_set_new(payload, "baseEnv", api_req_base_env(r));
-                api_req_open(r, FRAME_PROC, payload);
+        if (kinds[pc->kind].call >= 0 &&
+            api_decode_process((enum api_proc_call)kinds[pc->kind].call, body, len,
+                               http_request_query(r->http, "signal"), &in, &err) < 0) {
+                api_req_fail(r, &err, NULL);
+                return;
         }
-        json_decref(payload);
+        if (!api_req_find_sandbox(r)) {
+                api_process_done(&in);
+                return;
+        }
+        if (pc->kind == K_START)
+                base_env = api_req_base_env(r);
+        payload = wire_proc_encode(&(struct wire_proc){
+                .op = kinds[pc->kind].op,
+                .id = pc->kind == K_START ? in.process_id
+                      : pc->pid[0]        ? pc->pid
+                                          : NULL,
+                .command = in.command,
+                .session = in.session_id,
+                .cwd = in.cwd,
+                .env = in.env,
+                .base_env = base_env,
+                .signal = in.signal,
+                .pattern = in.pattern,
+                .regex = in.regex,
+                .port = (int)in.port,
+                .http = in.mode == 1,
+                .path = in.path,
+                .status_min = (int)in.status_min,
+                .status_max = (int)in.status_max,
+                .interval_ms = in.interval_ms,
+                .timeout_ms = in.timeout_ms,
+        });
+        api_process_done(&in);
+        api_req_open(r, FRAME_PROC, payload);
 }
 
 static const struct api_req_ops proc_ops = {.frame = on_frame};

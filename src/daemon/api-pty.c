@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/name.h"
 #include "common/wire.h"
@@ -226,7 +227,7 @@ static const struct api_req_ops pty_ops = {
 static void pty_open(struct api_req *r)
 {
         struct pty_op *op = (struct pty_op *)r;
-        json_t *payload;
+        _cleanup_json_ json_t *payload = NULL;
 
         if (!api_req_find_sandbox(r))
                 return;
@@ -235,7 +236,6 @@ static void pty_open(struct api_req *r)
                                                      .rows = op->rows,
                                                      .base_env = sandbox_env(r->sb)});
         api_req_open(r, FRAME_PTY, payload);
-        json_decref(payload);
 }
 
 void api_pty(struct api *a, struct http_request *req, const struct api_args *p)

@@ -7,6 +7,7 @@
 
 #include "common/limits.h"
 #include "daemon/api-req.h"
+#include "daemon/metrics.h"
 
 /* ---- lifetime ---- */
 
@@ -325,6 +326,7 @@ void api_req_fail(struct api_req *r, const struct cella_error *e, json_t *ev)
                 else
                         ev = json_pack("{s:s, s:s, s:s}", "type", "error", "error", e->msg, "code",
                                        cella_code_name(e->code));
+                metrics_error(e->code);
                 api_sse_event(r->writer, ev, 0);
                 if (r->http)
                         http_response_end(r->http);
@@ -389,6 +391,7 @@ void api_req_event(struct api_req *r, json_t *ev, size_t ack)
 
 void api_req_output(struct api_req *r, int which, const uint8_t *data, size_t len)
 {
+        metrics_bytes(which ? METRICS_BYTES_STDERR : METRICS_BYTES_STDOUT, len);
         if (r->mode == API_REQ_SSE && !r->finished) {
                 api_req_begin_sse(r);
                 if (r->writer) {

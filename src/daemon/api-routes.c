@@ -12,6 +12,7 @@ const struct api_route api_routes[] = {
         {"GET HEAD", "/v1/health", api_health, API_ROUTE_PUBLIC},
 
         {"GET POST DELETE", "/mcp", api_mcp, 0},
+        {"GET HEAD", "/metrics", api_metrics, 0},
 
         {"GET HEAD", "/v1/sandboxes", api_sandboxes_list, 0},
         {"PUT", SBX, api_sandbox_put, API_ROUTE_RAW_ID},

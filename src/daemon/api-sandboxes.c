@@ -17,7 +17,13 @@ void api_health(struct api *a, struct http_request *req, const struct api_args *
                               "sandboxes", (json_int_t)sandbox_table_count(a->cfg.table), "pool",
                               sandbox_table_pool_info(a->cfg.table), "disk",
                               sandbox_table_disk_info(a->cfg.table));
+        const char *why = sandbox_table_memory_sleep_fallback(a->cfg.table);
 
+        /* what sleepMode "memory" does on this host (decision 0050) */
+        if (j)
+                json_object_set_new(j, "memorySleep",
+                                    why[0] ? json_pack("{s:b, s:s}", "available", 0, "reason", why)
+                                           : json_pack("{s:b}", "available", 1));
         http_respond_json(req, 200, j);
         json_decref(j);
 }
@@ -84,6 +90,7 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                         .env = p.env,
                         .labels = p.labels,
                         .sleep_after_ms = p.sleep_after_ms,
+                        .sleep_mode = p.sleep_mode,
                         .has_keep_alive = p.has_keep_alive,
                         .keep_alive = p.keep_alive,
                         .has_default_session = p.has_default_session,

@@ -71,7 +71,7 @@ static void create_body(struct api_req *r, const char *body, size_t len)
 {
         struct cella_error err = {0};
         struct api_session p;
-        json_t *payload;
+        _cleanup_json_ json_t *payload = NULL;
 
         if (api_decode_session(body, len, &p, &err) < 0) {
                 api_req_fail(r, &err, NULL);
@@ -89,7 +89,6 @@ static void create_body(struct api_req *r, const char *body, size_t len)
                                                              .timeout_ms = p.timeout_ms});
         api_session_done(&p);
         api_req_open(r, FRAME_SESSION, payload);
-        json_decref(payload);
 }
 
 static void env_body(struct api_req *r, const char *body, size_t len)
@@ -97,7 +96,7 @@ static void env_body(struct api_req *r, const char *body, size_t len)
         struct sess_call *c = (struct sess_call *)r;
         struct cella_error err = {0};
         struct api_env p;
-        json_t *payload;
+        _cleanup_json_ json_t *payload = NULL;
 
         if (api_decode_env(body, len, &p, &err) < 0) {
                 api_req_fail(r, &err, NULL);
@@ -132,7 +131,6 @@ static void env_body(struct api_req *r, const char *body, size_t len)
                 .op = WIRE_SESSION_SETENV, .id = c->sid[0] ? c->sid : NULL, .env = p.vars});
         api_env_done(&p);
         api_req_open(r, FRAME_SESSION, payload);
-        json_decref(payload);
 }
 
 /* A call of kind on the sandbox's agent for req; the path's {sid} when sid. */

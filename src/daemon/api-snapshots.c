@@ -23,10 +23,12 @@ static void snap_abort(struct http_request *req, void *ud)
         http_request_set_userdata(req, NULL);
 }
 
-/* The body {name?} (POST snapshots) or {name} (fork): the name, or NULL with req answered. */
+/* The body {name?} (POST snapshots) or {name, memory?} (fork, ret_memory not NULL): the
+ * name, or false with req answered. */
 static bool body_name(struct http_request *req, const char *body, size_t len, bool required,
-                      const char *what, char *out, size_t outsz, bool *ret_given)
+                      const char *what, char *out, size_t outsz, bool *ret_given, bool *ret_memory)
 {
+        int memory = 0;
         struct cella_error err = {0};
         const char *name = NULL;
         json_error_t je;
@@ -35,7 +37,10 @@ static bool body_name(struct http_request *req, const char *body, size_t len, bo
         *ret_given = false;
         if (len > 0) {
                 j = json_loadb(body, len, 0, &je);
-                if (!j || json_unpack_ex(j, &je, JSON_STRICT, "{s?s}", "name", &name) < 0) {
+                if (!j || (ret_memory ? json_unpack_ex(j, &je, JSON_STRICT, "{s?s, s?b}", "name",
+                                                       &name, "memory", &memory)
+                                      : json_unpack_ex(j, &je, JSON_STRICT, "{s?s}", "name",
+                                                       &name)) < 0) {
                         http_respond_code(req, CELLA_E_VALIDATION_FAILED, "body must be {%s}: %s",
                                           what, je.text);
                         json_decref(j);
@@ -69,6 +74,8 @@ static bool body_name(struct http_request *req, const char *body, size_t len, bo
         }
         json_decref(j);
         *ret_given = true;
+        if (ret_memory)
+                *ret_memory = memory != 0;
         return true;
 }
 
@@ -91,7 +98,7 @@ static void create_body(struct http_request *req, const char *body, size_t len, 
         char name[CELLA_NAME_MAX + 1];
         bool given;
 
-        if (body_name(req, body, len, false, "name?", name, sizeof(name), &given)) {
+        if (body_name(req, body, len, false, "name?", name, sizeof(name), &given, NULL)) {
                 http_request_ref(req);
                 if (sandbox_table_snapshot_create(ctx->a->cfg.table, ctx->sandbox,
                                                   given ? name : NULL, created, req, &err) < 0) {
@@ -183,10 +190,17 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
         struct sandbox *existing = NULL;
         struct fork_job *f = NULL;
         char name[CELLA_NAME_MAX + 1];
-        bool given;
+        bool given, memory = false;
 
-        if (!body_name(req, body, len, true, "name", name, sizeof(name), &given))
+        if (!body_name(req, body, len, true, "name, memory?", name, sizeof(name), &given, &memory))
                 goto out;
+        /* With its processes: where this host cannot checkpoint them, nothing is made, and
+         * the answer says why (a fork of the files alone is memory: false). */
+        if (memory) {
+                http_respond_code(req, CELLA_E_MEMORY_SNAPSHOT_UNAVAILABLE, "fork with memory: %s",
+                                  sandbox_table_memory_sleep_fallback(t));
+                goto out;
+        }
         /* The child's name must be free before anything is captured. */
         if (sandbox_table_get(t, name, false, NULL, &existing, NULL, &err) == 0) {
                 http_respond_code(req, CELLA_E_VALIDATION_FAILED, "sandbox '%s' exists", name);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/wire.h"
 #include "daemon/api-decode.h"
@@ -55,7 +56,7 @@ static void watch_body(struct api_req *r, const char *body, size_t len)
 {
         struct cella_error err = {0};
         struct api_watch in;
-        json_t *payload;
+        _cleanup_json_ json_t *payload = NULL;
 
         if (api_decode_watch(body, len, &in, &err) < 0) {
                 api_req_fail(r, &err, NULL);
@@ -67,7 +68,6 @@ static void watch_body(struct api_req *r, const char *body, size_t len)
                                                          .exclude = in.exclude});
         api_watch_done(&in);
         api_req_open(r, FRAME_WATCH, payload);
-        json_decref(payload);
 }
 
 static const struct api_req_ops watch_ops = {.frame = on_frame};

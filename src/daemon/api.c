@@ -13,6 +13,7 @@
 #include "daemon/api-routes.h"
 #include "daemon/api-service.h"
 #include "daemon/api.h"
+#include "daemon/metrics.h"
 #include "daemon/ratelimit.h"
 #include "daemon/ws.h"
 
@@ -33,6 +34,11 @@ int api_new(const struct api_config *cfg, struct api **ret)
         a->preview.table = cfg->table;
         a->preview.domain = cfg->preview_domain ? cfg->preview_domain : "localhost";
         a->preview.url_port = cfg->preview_url_port;
+        for (size_t i = 0; i < api_routes_count; i++)
+                if (metrics_route(i, api_routes[i].pattern, api_routes[i].methods) < 0)
+                        log_warn("metrics: route %s beyond METRICS_ROUTES_MAX: counted as "
+                                 "unmatched",
+                                 api_routes[i].pattern);
         *ret = a;
         return 0;
 }
@@ -54,6 +60,7 @@ void api_log_request(struct http_request *req, void *userdata)
         size_t i;
 
         (void)userdata;
+        metrics_http_done(http_request_tag(req), http_request_status(req));
         /* The decoded path is the client's: no control bytes reach the log (one line per
          * request, no forged lines), and it is cut to a sane length. */
         for (i = 0; p[i] && i < sizeof(path) - 4; i++)
@@ -206,6 +213,7 @@ static bool preview_request(struct api *a, struct http_request *req, bool previe
 
         if (r == 0 && !preview_only)
                 return false;
+        http_request_set_tag(req, METRICS_TAG_PREVIEW);
         if (auth_throttled(a, req, addr))
                 return true;
         if (r > 0) {
@@ -355,6 +363,18 @@ static void route(struct api *a, struct http_request *req, const struct api_matc
                 m->route->handler(a, req, &p);
 }
 
+/* The route and method req is counted under in GET /metrics (unmatched: left untagged). */
+static void tag_route(struct http_request *req, const struct api_match *m)
+{
+        size_t i = m->status == 200 ? (size_t)(m->route - api_routes) : METRICS_ROUTES_MAX;
+        int mi = i < METRICS_ROUTES_MAX
+                         ? metrics_method_index(m->route->methods, http_request_method(req))
+                         : -1;
+
+        if (mi >= 0)
+                http_request_set_tag(req, METRICS_TAG_ROUTE(i, mi));
+}
+
 void api_handle(struct http_request *req, void *userdata)
 {
         struct api *a = userdata;
@@ -368,6 +388,7 @@ void api_handle(struct http_request *req, void *userdata)
 
         api_route_match(api_routes, api_routes_count, http_request_method(req),
                         http_request_path(req), &m);
+        tag_route(req, &m);
         if (m.route && (m.route->flags & API_ROUTE_PUBLIC)) {
                 route(a, req, &m);
                 return;

@@ -82,6 +82,7 @@ struct http_request {
         void (*abort_cb)(struct http_request *req, void *ud);
         void *abort_ud;
         void *userdata;
+        int tag; /* http_request_set_tag */
 };
 
 /* Connections of one client address (in the server's hash of them). */

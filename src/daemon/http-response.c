@@ -10,10 +10,12 @@
 #include <unistd.h>
 
 #include "common/buf.h"
+#include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/timeutil.h"
 #include "daemon/http.h"
 #include "daemon/http-internal.h"
+#include "daemon/metrics.h"
 
 struct wreq {
         uv_write_t w;
@@ -340,6 +342,7 @@ json_t *http_error_json(const struct cella_error *err, json_t *context)
         json_t *ctx = context ? json_incref(context) : json_object();
         json_t *j = error_json(code, err && err->msg[0] ? err->msg : cella_code_name(code), ctx);
 
+        metrics_error(code);
         json_decref(ctx);
         return j;
 }
@@ -348,14 +351,11 @@ int http_respond_error_headers(struct http_request *req, const struct cella_erro
                                json_t *context, const char *extra_headers)
 {
         int code = err && err->code != CELLA_E_OK ? err->code : CELLA_E_INTERNAL_ERROR;
-        json_t *j = http_error_json(err, context);
-        int r;
+        _cleanup_json_ json_t *j = http_error_json(err, context);
 
         if (!j)
                 return -ENOMEM;
-        r = respond_json(req, cella_code_status(code), j, extra_headers);
-        json_decref(j);
-        return r;
+        return respond_json(req, cella_code_status(code), j, extra_headers);
 }
 
 int http_respond_code(struct http_request *req, int code, const char *fmt, ...)

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "daemon/http.h"
 #include "daemon/http-internal.h"
+#include "daemon/metrics.h"
 
 void http_conn_free(struct conn *c)
 {
@@ -116,6 +117,7 @@ void http_conn_close(struct conn *c)
         else
                 srv->tail = c->prev;
         srv->nconns--;
+        metrics.connections_open--;
         peer_put(srv, c->peer);
         c->peer = NULL;
         c->handles_open = 2;
@@ -274,6 +276,8 @@ static void on_connection(uv_stream_t *ls, int status)
                 srv->tail = c;
         srv->conns = c;
         srv->nconns++;
+        metrics.connections_open++;
+        metrics.connections_accepted++;
         c->head_ms = c->read_ms = c->write_ms = uv_now(srv->loop);
         http_conn_update_reading(c);
         if (!c->reading)

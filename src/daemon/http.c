@@ -133,6 +133,16 @@ void *http_request_get_userdata(const struct http_request *req)
         return req->userdata;
 }
 
+void http_request_set_tag(struct http_request *req, int tag)
+{
+        req->tag = tag;
+}
+
+int http_request_tag(const struct http_request *req)
+{
+        return req->tag;
+}
+
 void http_request_on_abort(struct http_request *req, void (*cb)(struct http_request *req, void *ud),
                            void *ud)
 {

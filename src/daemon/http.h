@@ -104,6 +104,9 @@ int http_request_status(const struct http_request *req);
 /* Opaque per-request pointer for the handler. */
 void http_request_set_userdata(struct http_request *req, void *userdata);
 void *http_request_get_userdata(const struct http_request *req);
+/* A number the application keeps with the request (0 until set), e.g. for its on_done. */
+void http_request_set_tag(struct http_request *req, int tag);
+int http_request_tag(const struct http_request *req);
 /* Called once if the client goes away before the response is ended. */
 void http_request_on_abort(struct http_request *req, void (*cb)(struct http_request *req, void *ud),
                            void *ud);

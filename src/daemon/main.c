@@ -17,8 +17,10 @@
 #include "common/startup.h"
 #include "daemon/api.h"
 #include "daemon/http.h"
+#include "daemon/metrics.h"
 #include "daemon/sandbox.h"
 #include "runtime/container.h"
+#include "runtime/criu.h"
 #include "runtime/host-claim.h"
 
 static void usage(FILE *f)
@@ -101,6 +103,23 @@ static void print_disk_check(const char *data_dir, double overcommit, bool refus
                "(--disk-overcommit, --disk-overcommit-policy)\n",
                data_dir, size / (1 << 30), avail / (1 << 30), overcommit,
                overcommit * size / (1 << 30), refuse ? "refuses new sandboxes" : "warns");
+}
+
+/* Why sleepMode "memory" falls back to files here (decision 0050): what the host check
+ * found, or, where CRIU passes its check, that nothing in this cellad checkpoints a
+ * sandbox yet. Never "": there is always a reason today. */
+static void memory_sleep_reason(char *out, size_t outsz)
+{
+        struct criu_probe p;
+
+        criu_probe_host(&p);
+        if (p.check_passed)
+                snprintf(out, outsz,
+                         "criu %s passes its check here, but this cellad does not checkpoint "
+                         "sandboxes (docs/decisions/0050)",
+                         p.version);
+        else
+                snprintf(out, outsz, "%s", p.reason);
 }
 
 /* "HOST:PORT", "[v6]:PORT". */
@@ -455,6 +474,14 @@ static int run_check(const struct options *o)
         }
         printf("%s\n%s\n", runtime_describe(rt), host_claim_describe(claim));
         print_disk_check(o->data_dir, o->overcommit, o->overcommit_refuse);
+        {
+                char why[CRIU_REASON_MAX];
+
+                memory_sleep_reason(why, sizeof(why));
+                printf("memory sleep (sleepMode \"memory\", fork with memory): unavailable, "
+                       "sandboxes sleep with their files only: %s\n",
+                       why);
+        }
         runtime_free(rt);
         host_claim_free(claim);
         return 0;
@@ -465,6 +492,10 @@ static int run_check(const struct options *o)
 static int start_table(struct daemon *d, struct options *o)
 {
         struct cella_error err = {0};
+        char memsleep[CRIU_REASON_MAX];
+
+        memory_sleep_reason(memsleep, sizeof(memsleep));
+        log_info("memory sleep unavailable (sleepMode \"memory\" sleeps with files): %s", memsleep);
         struct sandbox_table_config cfg = {
                 .data_dir = o->data_dir,
                 .images_dir = o->images,
@@ -478,6 +509,7 @@ static int start_table(struct daemon *d, struct options *o)
                 .disk_overcommit = o->overcommit,
                 .disk_overcommit_refuse = o->overcommit_refuse,
                 .uid_base = o->has_uid_base ? &o->uid_base : NULL,
+                .memory_sleep_unavailable = memsleep,
         };
 
         if (sandbox_table_new(d->loop, &cfg, &d->table, &err) < 0) {
@@ -598,6 +630,7 @@ int main(int argc, char **argv)
         static struct daemon d;
         int rc;
 
+        metrics_init();
         if ((rc = parse_options(argc, argv, &o)) >= 0 || (rc = check_options(&o)) >= 0)
                 return rc;
         set_up_process();

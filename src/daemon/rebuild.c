@@ -36,6 +36,10 @@ char *identity_format(const struct store_sandbox *rec)
         if (o && rec->snapshot && rec->snapshot[0] &&
             json_object_set_new(o, "snapshot", json_string(rec->snapshot)) < 0)
                 return NULL;
+        /* likewise sleepMode, only when it is not the default "files" (0050) */
+        if (o && rec->sleep_mode && strcmp(rec->sleep_mode, "memory") == 0 &&
+            json_object_set_new(o, "sleepMode", json_string("memory")) < 0)
+                return NULL;
         if (!o)
                 return NULL;
         return json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -58,9 +62,11 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
 {
         struct identity id = {0};
         const char *name = NULL, *image = NULL, *itype = NULL, *network = NULL, *snap = NULL;
+        const char *sleep_mode = NULL;
         json_int_t created = 0, sleep_after = 0;
         int keep_alive = 0, default_session = 1;
-        json_t *o, *allow = NULL, *v;
+        _cleanup_json_ json_t *o = NULL;
+        json_t *allow = NULL, *v;
         char *allow_text = NULL;
         int r = -EINVAL;
         size_t i;
@@ -68,17 +74,18 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
         if (len > IDENTITY_MAX)
                 return -EINVAL;
         o = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
-        if (!o || json_unpack(o, "{s:s, s:s, s:s, s:I, s:s, s:o, s:I, s:b, s:b, s?s}", "name",
+        if (!o || json_unpack(o, "{s:s, s:s, s:s, s:I, s:s, s:o, s:I, s:b, s:b, s?s, s?s}", "name",
                               &name, "image", &image, "instanceType", &itype, "createdMs", &created,
                               "network", &network, "networkAllow", &allow, "sleepAfterMs",
                               &sleep_after, "keepAlive", &keep_alive, "enableDefaultSession",
-                              &default_session, "snapshot", &snap) < 0)
+                              &default_session, "snapshot", &snap, "sleepMode", &sleep_mode) < 0)
                 goto out;
         if (sandbox_name_check(name, strlen(name), false, id.name, NULL) < 0 ||
             sandbox_name_is_reserved(name) || !is_image_name(image) || !instance_type_find(itype) ||
             (strcmp(network, "none") != 0 && strcmp(network, "outbound") != 0) ||
             !json_is_array(allow) || json_array_size(allow) > CELLA_NETWORK_ALLOW_MAX ||
-            created < 0 || sleep_after <= 0 || (snap && !image_name_is_valid(snap)))
+            created < 0 || sleep_after <= 0 || (snap && !image_name_is_valid(snap)) ||
+            (sleep_mode && strcmp(sleep_mode, "files") != 0 && strcmp(sleep_mode, "memory") != 0))
                 goto out;
         json_array_foreach(allow, i, v)
         {
@@ -94,6 +101,7 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
         snprintf(id.network, sizeof(id.network), "%s", network);
         snprintf(id.network_allow, sizeof(id.network_allow), "%s", allow_text);
         snprintf(id.snapshot, sizeof(id.snapshot), "%s", snap ? snap : "");
+        snprintf(id.sleep_mode, sizeof(id.sleep_mode), "%s", sleep_mode ? sleep_mode : "files");
         *ret = id;
         ret->rec = (struct store_sandbox){
                 .name = ret->name,
@@ -108,11 +116,11 @@ int identity_parse(const char *text, size_t len, struct identity *ret)
                 .network = ret->network,
                 .network_allow_json = ret->network_allow,
                 .snapshot = ret->snapshot,
+                .sleep_mode = ret->sleep_mode,
         };
         r = 0;
 out:
         free(allow_text);
-        json_decref(o);
         return r;
 }
 

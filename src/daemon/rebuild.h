@@ -32,7 +32,8 @@ struct identity {
         char instance_type[32];
         char network[16];
         char network_allow[IDENTITY_MAX];
-        char snapshot[65]; /* the snapshot its files start from (0048), or "" */
+        char snapshot[65];  /* the snapshot its files start from (0048), or "" */
+        char sleep_mode[8]; /* "files" or "memory" (0050) */
 };
 
 /* The identity text of rec (compact JSON, keys sorted; the caller frees it), or NULL when

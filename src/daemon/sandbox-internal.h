@@ -23,6 +23,7 @@
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
 #include "runtime/container.h"
+#include "runtime/criu.h"
 #include "runtime/net.h"
 
 #define TABLE_BUCKETS 1024
@@ -66,6 +67,8 @@ struct sandbox {
         int64_t last_active_ms;
         int64_t persisted_active_ms;
         int64_t sleep_after_ms;
+        bool sleep_memory; /* sleepMode "memory" asked for (0050); in effect only where the
+                            * table's memsleep_reason is empty */
         bool keep_alive;
         bool default_session;
         bool network;          /* "outbound" (else "none": loopback only) */
@@ -95,6 +98,9 @@ struct sandbox_table {
         double disk_overcommit;       /* promised disk / the data dir's size that is allowed */
         bool disk_overcommit_refuse;  /* past it, refuse new disks (else only warn) */
         bool disk_overcommitted;      /* past it now (logged once per crossing) */
+        /* Why sleepMode "memory" falls back to files on this host (criu.h, 0050); "": it
+         * does not. */
+        char memsleep_reason[CRIU_REASON_MAX];
         struct runtime *rt;
         struct store *store;
         int lock_fd;              /* <data-dir>/cellad.lock, flock()ed for the daemon's life */

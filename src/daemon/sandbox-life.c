@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "common/fsutil.h"
+#include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/name.h"
 #include "common/timeutil.h"
@@ -82,7 +83,7 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                                        "no image '%s' (cella image ls; build or import it)", image);
         if (network_wanted(t, opts, &network, err) < 0)
                 return -1;
-        json_t *allow =
+        _cleanup_json_ json_t *allow =
                 opts && opts->network_allow ? json_deep_copy(opts->network_allow) : json_array();
         if (!allow)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
@@ -94,31 +95,25 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                 struct cella_error ce = {0};
                 s = pool_take(t);
                 if (s && pool_claim(s, name, opts, &ce) == 0) {
-                        json_decref(allow);
                         *ret = s;
                         return 0;
                 }
                 if (s)
                         log_warn("sandbox '%s': claim failed (%s); building it", name, ce.msg);
         }
-        if (disk_admit(t, new_disk_bytes(t, itype), err) < 0) {
-                json_decref(allow);
+        if (disk_admit(t, new_disk_bytes(t, itype), err) < 0)
                 return -1;
-        }
-        if (alloc_slot(t, &slot) < 0) {
-                json_decref(allow);
+        if (alloc_slot(t, &slot) < 0)
                 return cella_error_set(err, CELLA_E_SANDBOX_LIMIT_REACHED,
                                        "no free uid range for a new sandbox");
-        }
 
         s = sandbox_alloc(t, name, slot);
         if (!s) {
-                json_decref(allow);
                 release_slot(t, slot);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
         s->network = network;
-        s->network_allow = allow;
+        s->network_allow = TAKE_PTR(allow);
         s->image = strdup(image);
         s->instance_type = strdup(itype);
         s->env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
@@ -129,6 +124,7 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         s->created_ms = s->last_active_ms = time_now_ms();
         s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
                                                              : CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->sleep_memory = opts && opts->sleep_mode && strcmp(opts->sleep_mode, "memory") == 0;
         s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
         s->default_session = !(opts && opts->has_default_session && !opts->default_session);
         if (!s->image || !s->instance_type || !s->env || !s->labels ||
@@ -283,14 +279,14 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
         /* Kept to undo the update when it fails, e.g. when the registry refuses it (a full
          * data directory): what answered an error did not happen. (A new networkAllow is
          * applied as it is validated, and stays.) */
-        json_t *old_env = json_deep_copy(s->env), *old_labels = json_incref(s->labels);
+        _cleanup_json_ json_t *old_env = json_deep_copy(s->env);
+        _cleanup_json_ json_t *old_labels = json_incref(s->labels);
         int64_t old_sleep = s->sleep_after_ms;
         bool old_keep = s->keep_alive, old_default = s->default_session;
+        bool old_memory = s->sleep_memory;
 
-        if (!old_env) {
-                json_decref(old_labels);
+        if (!old_env)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-        }
         int r = sandbox_update(t, s, opts, err);
         if (r < 0) {
                 json_decref(s->env);
@@ -300,11 +296,9 @@ int sandbox_table_put(struct sandbox_table *t, const char *name, const struct sa
                 s->sleep_after_ms = old_sleep;
                 s->keep_alive = old_keep;
                 s->default_session = old_default;
-        }
-        json_decref(old_env);
-        json_decref(old_labels);
-        if (r < 0)
+                s->sleep_memory = old_memory;
                 return -1;
+        }
         if (ret_created)
                 *ret_created = false;
         *ret = s;
@@ -347,21 +341,19 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
                                                        name, s->network ? "outbound" : "none");
                 }
                 if (opts->network_allow) {
-                        json_t *allow = json_deep_copy(opts->network_allow);
+                        _cleanup_json_ json_t *allow = json_deep_copy(opts->network_allow);
                         if (!allow)
                                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
                                                        "out of memory");
                         if (!json_equal(allow, s->network_allow)) {
                                 struct net_allow list[CELLA_NETWORK_ALLOW_MAX];
                                 json_decref(s->network_allow);
-                                s->network_allow = allow;
-                                allow = NULL;
+                                s->network_allow = TAKE_PTR(allow);
                                 /* Its chain is rewritten now (a stopped one's too: it
                                  * exists iff the allowlist is not empty). */
                                 if (s->network && allow_rewrite(t, s, list, err) < 0)
                                         return -1;
                         }
-                        json_decref(allow);
                 }
                 if (opts->env)
                         json_object_update(s->env, opts->env);
@@ -377,6 +369,8 @@ static int sandbox_update(struct sandbox_table *t, struct sandbox *s,
                 }
                 if (opts->sleep_after_ms > 0)
                         s->sleep_after_ms = opts->sleep_after_ms;
+                if (opts->sleep_mode)
+                        s->sleep_memory = strcmp(opts->sleep_mode, "memory") == 0;
                 if (opts->has_keep_alive)
                         s->keep_alive = opts->keep_alive;
                 if (opts->has_default_session)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "daemon/instance-type.h"
@@ -227,25 +228,25 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
         struct sandbox_table *t = s->table;
         uint64_t t0 = time_mono_us();
         char dir[CELLA_PATH_MAX];
-        json_t *env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
-        json_t *labels = opts && opts->labels ? json_deep_copy(opts->labels) : json_object();
+        _cleanup_json_ json_t *env = opts && opts->env ? json_deep_copy(opts->env) : json_object();
+        _cleanup_json_ json_t *labels =
+                opts && opts->labels ? json_deep_copy(opts->labels) : json_object();
 
         if (!env || !labels) {
-                json_decref(env);
-                json_decref(labels);
                 pool_discard(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
         image_env_under(t, s->image, env);
         json_decref(s->env);
         json_decref(s->labels);
-        s->env = env;
-        s->labels = labels;
+        s->env = TAKE_PTR(env);
+        s->labels = TAKE_PTR(labels);
         snprintf(s->name, sizeof(s->name), "%s", name);
         /* The sandbox, as its user sees it, is made now. */
         s->created_ms = s->last_active_ms = time_now_ms();
         s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
                                                              : CELLA_DEFAULT_SLEEP_AFTER_MS;
+        s->sleep_memory = opts && opts->sleep_mode && strcmp(opts->sleep_mode, "memory") == 0;
         s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
         s->default_session = !(opts && opts->has_default_session && !opts->default_session);
         if (sandbox_dir(s, dir, sizeof(dir)) < 0 ||

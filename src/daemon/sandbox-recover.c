@@ -88,6 +88,7 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         s->sleep_after_ms =
                 rec->sleep_after_ms > 0 ? rec->sleep_after_ms : CELLA_DEFAULT_SLEEP_AFTER_MS;
         s->keep_alive = rec->keep_alive != 0;
+        s->sleep_memory = rec->sleep_mode && strcmp(rec->sleep_mode, "memory") == 0;
         s->default_session = rec->default_session != 0;
         s->network = rec->network && strcmp(rec->network, "outbound") == 0;
         s->snapshot = rec->snapshot && rec->snapshot[0] ? strdup(rec->snapshot) : NULL;
@@ -324,6 +325,13 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         t->disk_overcommit =
                 cfg->disk_overcommit > 0 ? cfg->disk_overcommit : CELLA_DISK_OVERCOMMIT_DEFAULT;
         t->disk_overcommit_refuse = cfg->disk_overcommit_refuse;
+        /* Nothing in this cellad checkpoints a sandbox yet: without a reason from the
+         * host check, that is the reason, so the reason is never "" and no sandbox is
+         * ever said to sleep with its memory (docs/decisions/0050). */
+        snprintf(t->memsleep_reason, sizeof(t->memsleep_reason), "%s",
+                 cfg->memory_sleep_unavailable && cfg->memory_sleep_unavailable[0]
+                         ? cfg->memory_sleep_unavailable
+                         : "this cellad does not checkpoint sandboxes (docs/decisions/0050)");
         if (t->max_sandboxes > CELLA_UID_SLOTS)
                 t->max_sandboxes = CELLA_UID_SLOTS;
         if (!t->data_dir || !t->images_dir || !t->default_image) {

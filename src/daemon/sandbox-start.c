@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "daemon/instance-type.h"
+#include "daemon/metrics.h"
 #include "daemon/rebuild.h"
 #include "daemon/sandbox-internal.h"
 
@@ -247,6 +248,7 @@ static void start_run(struct sandbox_table *t, struct start_job *j)
 static int start_complete(struct sandbox *s, struct start_job *j, struct cella_error *err)
 {
         if (j->r < 0) {
+                metrics_start_failed();
                 *err = j->err;
                 s->state = j->prev;
                 return -1;
@@ -271,9 +273,11 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
          * sandbox has no record: a restarted daemon removes it). */
         if (!s->pooled && sandbox_persist(s, err) < 0)
                 goto undo_container;
+        metrics_start_done(time_mono_us() - j->t0);
         return 0;
 
 undo_container:
+        metrics_start_failed();
         sandbox_teardown(s, j->prev, NULL);
         return -1;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/fsutil.h"
+#include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/name.h"
 #include "common/timeutil.h"
@@ -162,6 +163,7 @@ int sandbox_persist(struct sandbox *s, struct cella_error *err)
                 .network = s->network ? "outbound" : "none",
                 .network_allow_json = allow,
                 .snapshot = s->snapshot,
+                .sleep_mode = s->sleep_memory ? "memory" : "files",
         };
         if (identity_sync(s, &rec, err) < 0)
                 return -1;
@@ -228,6 +230,25 @@ static const char *sandbox_state_name(enum sandbox_state st)
         return "stopped";
 }
 
+const char *sandbox_table_memory_sleep_fallback(const struct sandbox_table *t)
+{
+        return t->memsleep_reason;
+}
+
+/* sleepModeRequested (what PUT asked), sleepMode (what a sleep does here) and, when they
+ * differ, sleepModeFallback: why this host sleeps it as "files" (docs/decisions/0050). */
+static void sleep_mode_info(const struct sandbox *s, json_t *info)
+{
+        const char *reason = s->table->memsleep_reason;
+        bool memory = s->sleep_memory && !reason[0];
+
+        json_object_set_new(info, "sleepModeRequested",
+                            json_string(s->sleep_memory ? "memory" : "files"));
+        json_object_set_new(info, "sleepMode", json_string(memory ? "memory" : "files"));
+        if (s->sleep_memory && !memory)
+                json_object_set_new(info, "sleepModeFallback", json_string(reason));
+}
+
 json_t *sandbox_info(const struct sandbox *s)
 {
         char created[32], active[32], dir[CELLA_PATH_MAX];
@@ -246,6 +267,7 @@ json_t *sandbox_info(const struct sandbox *s)
                 json_object_set(info, "networkAllow", s->network_allow);
                 if (s->snapshot)
                         json_object_set_new(info, "snapshot", json_string(s->snapshot));
+                sleep_mode_info(s, info);
         }
         if (info && s->network) {
                 char addr[16];
@@ -294,8 +316,9 @@ json_t *sandbox_env(const struct sandbox *s)
 
 int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err)
 {
-        json_t *env = json_deep_copy(s->env), *v;
+        _cleanup_json_ json_t *env = json_deep_copy(s->env);
         const char *k;
+        json_t *v;
 
         if (!env)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
@@ -306,20 +329,18 @@ int sandbox_set_env(struct sandbox *s, json_t *vars, struct cella_error *err)
                 else
                         json_object_set(env, k, v);
         }
-        if (json_object_size(env) > CELLA_EXEC_MAX_ENV) {
-                json_decref(env);
+        if (json_object_size(env) > CELLA_EXEC_MAX_ENV)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                        "a sandbox has at most %d environment variables",
                                        CELLA_EXEC_MAX_ENV);
-        }
         /* What the registry refused (a full data directory) did not happen. */
         json_t *old = s->env;
         s->env = env;
         if (sandbox_persist(s, err) < 0) {
                 s->env = old;
-                json_decref(env);
-                return -1;
+                return -1; /* env dropped */
         }
+        env = NULL; /* s->env's now */
         json_decref(old);
         return 0;
 }

@@ -32,6 +32,7 @@ struct sandbox_options {
         json_t *env;               /* object of strings, or NULL; borrowed */
         json_t *labels;            /* object of strings, or NULL; borrowed */
         int64_t sleep_after_ms;    /* idle time before the sandbox sleeps; 0: default */
+        const char *sleep_mode;    /* "files" or "memory" (0050); NULL: not given ("files") */
         bool has_keep_alive;       /* keep_alive given */
         bool keep_alive;           /* never sleep */
         bool has_default_session;  /* default_session given */
@@ -58,6 +59,9 @@ struct sandbox_table_config {
          * dir's filesystem size that is allowed; 0: CELLA_DISK_OVERCOMMIT_DEFAULT */
         double disk_overcommit;
         bool disk_overcommit_refuse; /* --disk-overcommit-policy refuse (else warn) */
+        /* Why sleepMode "memory" cannot be had on this host (runtime/criu.h, decision
+         * 0050): sandboxes asking for it sleep as "files" and say this; NULL: it can. */
+        const char *memory_sleep_unavailable;
 };
 
 struct host_claim;
@@ -73,6 +77,10 @@ int sandbox_instance_claim(const char *data_dir, const char *network_range,
 
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err);
+/* Why sleepMode "memory" and fork with memory fall back or are refused on this host
+ * (decision 0050). Owned by the table. Never "" while cellad has no checkpoint of its
+ * own ("" is what a host where they work will say). */
+const char *sandbox_table_memory_sleep_fallback(const struct sandbox_table *t);
 void sandbox_table_free(struct sandbox_table *t); /* stops every sandbox's agent link */
 
 /* Find the sandbox named name (already validated). With create, make it (with opts, or

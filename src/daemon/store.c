@@ -79,6 +79,8 @@ static const char *const migrations[] = {
         "ALTER TABLE sandboxes ADD COLUMN network_allow TEXT NOT NULL DEFAULT '[]'",
         /* The snapshot a sandbox was made from ('': none). */
         "ALTER TABLE sandboxes ADD COLUMN snapshot TEXT NOT NULL DEFAULT ''",
+        /* What sleep keeps (docs/decisions/0050-memory-sleep.md): 'files' or 'memory'. */
+        "ALTER TABLE sandboxes ADD COLUMN sleep_mode TEXT NOT NULL DEFAULT 'files'",
         /* How a snapshot's layer is stored and whose ids own it (0051). */
         "ALTER TABLE snapshots ADD COLUMN method TEXT NOT NULL DEFAULT 'copy'",
         "ALTER TABLE snapshots ADD COLUMN id_base INTEGER NOT NULL DEFAULT 0",
@@ -247,12 +249,12 @@ static int open_db(struct store *s, const char *path, struct cella_error *err)
                      * sandbox's row on a slot conflict. */
                     "INSERT INTO sandboxes (name, slot, image, instance_type, env,"
                     " labels, created_ms, last_active_ms, pid, pid_start, sleep_after_ms,"
-                    " keep_alive, default_session, network, network_allow, snapshot) VALUES"
-                    " (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)"
+                    " keep_alive, default_session, network, network_allow, snapshot, sleep_mode)"
+                    " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)"
                     " ON CONFLICT(name) DO UPDATE SET slot=?2, image=?3, instance_type=?4,"
                     " env=?5, labels=?6, created_ms=?7, last_active_ms=?8, pid=?9,"
                     " pid_start=?10, sleep_after_ms=?11, keep_alive=?12, default_session=?13,"
-                    " network=?14, network_allow=?15, snapshot=?16",
+                    " network=?14, network_allow=?15, snapshot=?16, sleep_mode=?17",
                     &s->save, err) < 0 ||
             prepare(s, "DELETE FROM sandboxes WHERE name = ?1", &s->del, err) < 0 ||
             prepare(s, "UPDATE sandboxes SET last_active_ms = ?2 WHERE name = ?1", &s->touch, err) <
@@ -260,7 +262,7 @@ static int open_db(struct store *s, const char *path, struct cella_error *err)
             prepare(s,
                     "SELECT name, slot, image, instance_type, env, labels, created_ms,"
                     " last_active_ms, pid, pid_start, sleep_after_ms, keep_alive, default_session,"
-                    " network, network_allow, snapshot FROM sandboxes"
+                    " network, network_allow, snapshot, sleep_mode FROM sandboxes"
                     " ORDER BY created_ms",
                     &s->all, err) < 0 ||
             prepare(s,
@@ -373,6 +375,8 @@ int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct c
         sqlite3_bind_text(s->save, 15, sb->network_allow_json ? sb->network_allow_json : "[]", -1,
                           SQLITE_STATIC);
         sqlite3_bind_text(s->save, 16, sb->snapshot ? sb->snapshot : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->save, 17, sb->sleep_mode ? sb->sleep_mode : "files", -1,
+                          SQLITE_STATIC);
         return step_done(s, s->save, "save sandbox", err);
 }
 
@@ -419,6 +423,7 @@ int store_sandbox_foreach(struct store *s,
                         .network = col_text(s->all, 13),
                         .network_allow_json = col_text(s->all, 14),
                         .snapshot = col_text(s->all, 15),
+                        .sleep_mode = col_text(s->all, 16),
                 };
                 r = fn(&sb, userdata);
                 if (r < 0)

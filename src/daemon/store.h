@@ -30,6 +30,7 @@ struct store_sandbox {
         const char *network;     /* "none" or "outbound" */
         const char *network_allow_json; /* JSON array of "CIDR[:port]" */
         const char *snapshot;           /* id of the snapshot it was made from; NULL or "": none */
+        const char *sleep_mode;         /* "files" or "memory" (0050); NULL: "files" */
 };
 
 /* Open (or create) the registry. A file that is not a sound SQLite database (garbage,

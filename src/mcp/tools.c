@@ -49,17 +49,21 @@ static long num(json_t *args, const char *key)
 /* The sandbox the arguments name (sandbox, or name for sandbox_create and
  * sandbox_destroy) checked as cellad checks it, so a bad name is a clear tool error and
  * never reaches a URL; NULL when it is good or the tool names none (sandbox_list). */
-static json_t *bad_sandbox(json_t *args)
+static json_t *bad_name(const char *name)
 {
-        const char *name = str(args, "sandbox");
         char norm[CELLA_NAME_MAX + 1];
         struct cella_error err = {0};
 
-        if (!name)
-                name = str(args, "name");
         if (name && sandbox_name_check(name, strlen(name), false, norm, &err) < 0)
                 return mcp_result_error("INVALID_SANDBOX_NAME", "%s", err.msg);
         return NULL;
+}
+
+static json_t *bad_sandbox(json_t *args)
+{
+        const char *name = str(args, "sandbox");
+
+        return bad_name(name ? name : str(args, "name"));
 }
 
 /* env {K: V} as "K=V" strings, NULL-terminated, in one allocation; NULL when absent. */
@@ -158,14 +162,36 @@ static json_t *text_of(const struct buf *b)
 
 /* ---- sandboxes ---- */
 
+/* sandbox_create with fromSnapshot: one PUT of the arguments as they are (their names are
+ * the API's) but the name, so that the snapshot and the other settings make the sandbox
+ * together (network, for one, cannot change once it exists). */
+static json_t *create_from_snapshot(struct mcp_call *call, json_t *args)
+{
+        _cleanup_free_ char *path = sandbox_path(str(args, "name"), "");
+        _cleanup_json_ json_t *req = json_deep_copy(args);
+        _cleanup_free_ char *body = NULL;
+        char *out = NULL;
+
+        if (!path || !req)
+                return NULL;
+        json_object_del(req, "name");
+        if (!(body = json_dumps(req, JSON_COMPACT)))
+                return NULL;
+        return answer(call, cella_request(call->client, "PUT", path, body, &out), &out);
+}
+
 static json_t *t_sandbox_create(struct mcp_call *call, json_t *args)
 {
+        if (str(args, "fromSnapshot"))
+                return create_from_snapshot(call, args);
+
         _cleanup_free_ char **env = env_list(json_object_get(args, "env"));
         struct cella_sandbox_options o = {
                 .image = str(args, "image"),
                 .network = str(args, "network"),
                 .keep_alive = flag(args, "keepAlive"),
                 .sleep_after = str(args, "sleepAfter"),
+                .sleep_mode = str(args, "sleepMode"),
                 .env = (const char *const *)env,
         };
         char *info = NULL;
@@ -191,6 +217,81 @@ static json_t *t_sandbox_destroy(struct mcp_call *call, json_t *args)
                 return mcp_result_client_error(call, rc);
         return mcp_result_structured(
                 json_pack("{sssb}", "name", str(args, "name"), "destroyed", existed));
+}
+
+/* ---- snapshots and fork ---- */
+
+/* A snapshot named by id or name must stand as one path segment: "." and ".." would be
+ * resolved away by the URL (the schema already asks for 1-63 characters). */
+static json_t *bad_snapshot(const char *ref)
+{
+        if (strcmp(ref, ".") == 0 || strcmp(ref, "..") == 0)
+                return mcp_result_error("VALIDATION_FAILED",
+                                        "snapshot: '%s' names no snapshot (an id or a name)", ref);
+        return NULL;
+}
+
+static json_t *t_snapshot_create(struct mcp_call *call, json_t *args)
+{
+        char *out = NULL;
+
+        return answer(
+                call,
+                cella_snapshot_create(call->client, str(args, "sandbox"), str(args, "name"), &out),
+                &out);
+}
+
+/* Every snapshot, or those taken of sandbox: filtered here from the whole list, since
+ * snapshots outlive their sandbox and the sandbox's own route answers 404 once it is
+ * gone (docs/decisions/0052). */
+static json_t *t_snapshot_list(struct mcp_call *call, json_t *args)
+{
+        const char *sandbox = str(args, "sandbox");
+        _cleanup_free_ char *out = NULL;
+        _cleanup_json_ json_t *doc = NULL;
+        json_t *all, *kept, *snap;
+        size_t i;
+        int rc;
+
+        rc = cella_snapshot_list(call->client, NULL, &out);
+        if (rc != CELLA_OK)
+                return mcp_result_client_error(call, rc);
+        doc = out ? json_loads(out, 0, NULL) : NULL;
+        if (!json_is_array(all = json_object_get(doc, "snapshots")))
+                return mcp_result_client_error(call, CELLA_ERR_INVALID);
+        if (!(kept = json_array()))
+                return NULL;
+        json_array_foreach(all, i, snap)
+        {
+                const char *of = json_string_value(json_object_get(snap, "sandbox"));
+
+                if (!sandbox || (of && strcmp(of, sandbox) == 0))
+                        json_array_append(kept, snap);
+        }
+        return mcp_result_structured(json_pack("{so}", "snapshots", kept));
+}
+
+static json_t *t_snapshot_delete(struct mcp_call *call, json_t *args)
+{
+        const char *ref = str(args, "snapshot");
+        json_t *bad = bad_snapshot(ref);
+        char *out = NULL;
+
+        if (bad)
+                return bad;
+        return answer(call, cella_snapshot_delete(call->client, ref, &out), &out);
+}
+
+/* The new sandbox's name is checked as the one forked is (bad_sandbox checks that one). */
+static json_t *t_sandbox_fork(struct mcp_call *call, json_t *args)
+{
+        json_t *bad = bad_name(str(args, "name"));
+        char *out = NULL;
+
+        if (bad)
+                return bad;
+        return answer(call, cella_fork(call->client, str(args, "sandbox"), str(args, "name"), &out),
+                      &out);
 }
 
 /* ---- commands ---- */
@@ -708,6 +809,12 @@ static json_t *t_git_checkout(struct mcp_call *call, json_t *args)
         "\"description\":\"The id given to process_start (or its generated id, or its pid " \
         "as text).\"}"
 
+#define SNAPSHOT_INFO                                                                         \
+        "{\"type\":\"object\",\"properties\":{\"snapshotId\":{\"type\":\"string\"},\"name\":" \
+        "{\"type\":\"string\"},\"sandbox\":{\"type\":\"string\"},\"image\":{\"type\":"        \
+        "\"string\"},\"sizeBytes\":{\"type\":\"integer\"},\"createdAt\":{\"type\":"           \
+        "\"string\"}},\"required\":[\"snapshotId\",\"name\",\"sandbox\"]}"
+
 const struct mcp_tool mcp_tools[] = {
         {"sandbox_create", "Create a sandbox",
          "Create a sandbox (an isolated Linux machine: Debian with bash, python3, node, git) "
@@ -724,7 +831,14 @@ const struct mcp_tool mcp_tools[] = {
              "\"description\":\"none: loopback only; outbound: internet access.\"},"
              "\"sleepAfter\":{\"type\":\"string\",\"description\":\"Idle time before it "
              "sleeps (files kept, processes stopped): 30s, 10m, 2h.\"},"
-             "\"keepAlive\":{\"type\":\"boolean\",\"description\":\"Never sleep.\"}",
+             "\"keepAlive\":{\"type\":\"boolean\",\"description\":\"Never sleep.\"},"
+             "\"sleepMode\":{\"type\":\"string\",\"enum\":[\"files\",\"memory\"],"
+             "\"description\":\"What a sleep keeps: files, or memory (processes too, where "
+             "the host can; the answer's sleepMode says what it does).\"},"
+             "\"fromSnapshot\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63,"
+             "\"description\":\"Start with the files of this snapshot (its id or name, from "
+             "snapshot_create or snapshot_list); the image is the snapshot's. Only when the "
+             "sandbox is created.\"}",
              "\"name\""),
          "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"state\":{"
          "\"type\":\"string\"}},\"required\":[\"id\"]}",
@@ -743,6 +857,51 @@ const struct mcp_tool mcp_tools[] = {
          "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"destroyed\":{"
          "\"type\":\"boolean\"}},\"required\":[\"name\",\"destroyed\"]}",
          false, true, true, false, t_sandbox_destroy},
+        {"snapshot_create", "Snapshot a sandbox",
+         "Save the files of a sandbox as they are now (everything it changed over its image: "
+         "installed packages, /workspace, ...) as a snapshot. Its processes pause for the copy "
+         "and then go on. The snapshot outlives the sandbox: start new sandboxes with its "
+         "files with sandbox_create fromSnapshot, e.g. to try several approaches from the "
+         "same checkpoint. Processes and memory are not saved.",
+         OBJ(SANDBOX_PROP ",\"name\":{\"type\":\"string\",\"minLength\":1,"
+                          "\"maxLength\":63,\"description\":\"A name for it (a-z 0-9 . _ -, "
+                          "unique); default: its id.\"}",
+             "\"sandbox\""),
+         SNAPSHOT_INFO, false, false, false, false, t_snapshot_create},
+        {"snapshot_list", "List snapshots",
+         "List the snapshots (oldest first) with their id, name, the sandbox they were taken "
+         "of, image, size and time; with sandbox, only those of that sandbox (also once it "
+         "was destroyed).",
+         OBJ("\"sandbox\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63,"
+             "\"description\":\"Only the snapshots taken of this sandbox.\"}",
+             ""),
+         "{\"type\":\"object\",\"properties\":{\"snapshots\":{\"type\":\"array\","
+         "\"items\":" SNAPSHOT_INFO "}},\"required\":[\"snapshots\"]}",
+         true, false, true, false, t_snapshot_list},
+        {"snapshot_delete", "Delete a snapshot",
+         "Delete a snapshot for good (by id or name). Refused with SNAPSHOT_IN_USE while a "
+         "sandbox made from it exists (destroy those first); SNAPSHOT_NOT_FOUND when there is "
+         "none.",
+         OBJ("\"snapshot\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63,"
+             "\"description\":\"The snapshot's id or name.\"}",
+             "\"snapshot\""),
+         "{\"type\":\"object\",\"properties\":{\"snapshotId\":{\"type\":\"string\"},"
+         "\"deleted\":{\"type\":\"boolean\"}},\"required\":[\"snapshotId\",\"deleted\"]}",
+         false, true, true, false, t_snapshot_delete},
+        {"sandbox_fork", "Fork a sandbox",
+         "Make a new sandbox that starts with a copy of another's files as they are now "
+         "(a snapshot taken and shared, not copied: quick whatever the size). The two then "
+         "go their own ways: writes in one never reach the other. Processes are not copied, "
+         "and the new sandbox has the default settings. The result names the snapshot "
+         "(snapshot), which stays until deleted.",
+         OBJ(SANDBOX_PROP ",\"name\":{\"type\":\"string\",\"minLength\":1,"
+                          "\"maxLength\":63,\"description\":\"The new sandbox's name "
+                          "(lowercase letters, digits and '-'); it must not exist.\"}",
+             "\"sandbox\",\"name\""),
+         "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"state\":{"
+         "\"type\":\"string\"},\"snapshot\":{\"type\":\"string\"}},\"required\":[\"id\","
+         "\"snapshot\"]}",
+         false, false, false, false, t_sandbox_fork},
         {"exec", "Run a shell command",
          "Run a bash command line in a sandbox and return its exit code, stdout and stderr "
          "(each cut at 1 MiB). Without sessionId each call is a fresh shell in /workspace "

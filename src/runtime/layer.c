@@ -123,12 +123,50 @@ static int set_meta(int fd, const struct stat *s, uint32_t from, uint32_t count,
         return utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-static int copy_dir(int src, int dst, uint32_t from, uint32_t count, unsigned depth,
-                    struct layer_copy_stats *st);
+/* Where a walk is: the level below the root (0: its entries) and, for a copy, the
+ * directory the entries go to, the id shift and the counts. */
+struct walk {
+        unsigned depth;
+        int dst;
+        uint32_t from, count;
+        struct layer_copy_stats *st;
+};
 
-static int copy_entry(int sdir, int ddir, const char *name, uint32_t from, uint32_t count,
-                      unsigned depth, struct layer_copy_stats *st)
+typedef int (*walk_fn)(int dir, const char *name, const struct walk *w);
+
+/* fn(dir, name, w) for every entry of the directory open at dir but "." and "..", in
+ * readdir's order (fn may remove the entry it is given), up to the first failure. The
+ * stream reads a duplicate of dir, which stays open. 0, or fn's or readdir's -errno. */
+static int walk_dir(int dir, walk_fn fn, const struct walk *w)
 {
+        int dup_fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
+        if (dup_fd < 0)
+                return -errno;
+        _cleanup_closedir_ DIR *d = fdopendir(dup_fd);
+        if (!d) {
+                int e = errno;
+                close(dup_fd);
+                return -e;
+        }
+        struct dirent *e;
+        while ((errno = 0, e = readdir(d))) {
+                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                        continue;
+                int r = fn(dir, e->d_name, w);
+                if (r < 0)
+                        return r;
+        }
+        return errno ? -errno : 0;
+}
+
+static int copy_dir(int sfd, const struct stat *s, int ddir, const char *name, struct walk w);
+
+/* Copy the entry name of sdir into w->dst (a directory with all below it). */
+static int copy_entry(int sdir, const char *name, const struct walk *w)
+{
+        uint32_t from = w->from, count = w->count;
+        int ddir = w->dst;
+        struct layer_copy_stats *st = w->st;
         struct stat s;
         int r;
 
@@ -136,22 +174,15 @@ static int copy_entry(int sdir, int ddir, const char *name, uint32_t from, uint3
                 return -errno;
         st->files++;
         if (S_ISDIR(s.st_mode)) {
-                if (depth >= CELLA_LAYER_MAX_DEPTH)
+                if (w->depth >= CELLA_LAYER_MAX_DEPTH)
                         return -ELOOP;
                 _cleanup_close_ int sfd =
                         openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (sfd < 0)
                         return -errno;
-                if (mkdirat(ddir, name, 0700) < 0)
-                        return -errno;
-                _cleanup_close_ int dfd =
-                        openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (dfd < 0)
-                        return -errno;
-                r = copy_dir(sfd, dfd, from, count, depth + 1, st);
-                if (r >= 0)
-                        r = copy_xattrs(sfd, dfd, false);
-                return r < 0 ? r : set_meta(dfd, &s, from, count, false);
+                struct walk below = *w;
+                below.depth++;
+                return copy_dir(sfd, &s, ddir, name, below);
         }
         if (S_ISREG(s.st_mode)) {
                 _cleanup_close_ int sfd = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -206,27 +237,22 @@ static int copy_entry(int sdir, int ddir, const char *name, uint32_t from, uint3
         return 0;
 }
 
-static int copy_dir(int src, int dst, uint32_t from, uint32_t count, unsigned depth,
-                    struct layer_copy_stats *st)
+/* Make directory name in ddir and fill it from the directory open at sfd (s: its stat):
+ * the entries (w: their depth, the id shift and the counts), then the xattrs and the
+ * metadata, which the entries' creation would change. */
+static int copy_dir(int sfd, const struct stat *s, int ddir, const char *name, struct walk w)
 {
-        int dup_fd = fcntl(src, F_DUPFD_CLOEXEC, 3);
-        if (dup_fd < 0)
+        if (mkdirat(ddir, name, 0700) < 0)
                 return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(dup_fd);
-        if (!d) {
-                int e = errno;
-                close(dup_fd);
-                return -e;
-        }
-        struct dirent *e;
-        while ((errno = 0, e = readdir(d))) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                        continue;
-                int r = copy_entry(src, dst, e->d_name, from, count, depth, st);
-                if (r < 0)
-                        return r;
-        }
-        return errno ? -errno : 0;
+        _cleanup_close_ int dfd =
+                openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return -errno;
+        w.dst = dfd;
+        int r = walk_dir(sfd, copy_entry, &w);
+        if (r >= 0)
+                r = copy_xattrs(sfd, dfd, false);
+        return r < 0 ? r : set_meta(dfd, s, w.from, w.count, false);
 }
 
 int layer_copy(int src_fd, int dst_parent_fd, const char *name, uint32_t from, uint32_t count,
@@ -242,48 +268,25 @@ int layer_copy(int src_fd, int dst_parent_fd, const char *name, uint32_t from, u
                 return -errno;
         if (!S_ISDIR(s.st_mode))
                 return -ENOTDIR;
-        if (mkdirat(dst_parent_fd, name, 0700) < 0)
-                return -errno;
-        _cleanup_close_ int dfd =
-                openat(dst_parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return -errno;
-        int r = copy_dir(src_fd, dfd, from, count, 0, stats);
-        if (r >= 0)
-                r = copy_xattrs(src_fd, dfd, false);
-        return r < 0 ? r : set_meta(dfd, &s, from, count, false);
+        return copy_dir(src_fd, &s, dst_parent_fd, name,
+                        (struct walk){.from = from, .count = count, .st = stats});
 }
 
-static int remove_tree(int dir, unsigned depth)
+/* Remove the entry name of dir, a directory with all below it. */
+static int remove_entry(int dir, const char *name, const struct walk *w)
 {
-        int dup_fd = fcntl(dir, F_DUPFD_CLOEXEC, 3);
-        if (dup_fd < 0)
+        if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR || w->depth >= CELLA_LAYER_MAX_DEPTH + 1)
                 return -errno;
-        _cleanup_closedir_ DIR *d = fdopendir(dup_fd);
-        if (!d) {
-                int e = errno;
-                close(dup_fd);
-                return -e;
-        }
-        struct dirent *e;
-        while ((errno = 0, e = readdir(d))) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                        continue;
-                if (unlinkat(dir, e->d_name, 0) == 0 || errno == ENOENT)
-                        continue;
-                if (errno != EISDIR || depth >= CELLA_LAYER_MAX_DEPTH + 1)
-                        return -errno;
-                _cleanup_close_ int sub =
-                        openat(dir, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (sub < 0)
-                        return -errno;
-                int r = remove_tree(sub, depth + 1);
-                if (r < 0)
-                        return r;
-                if (unlinkat(dir, e->d_name, AT_REMOVEDIR) < 0)
-                        return -errno;
-        }
-        return errno ? -errno : 0;
+        _cleanup_close_ int sub =
+                openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0)
+                return -errno;
+        int r = walk_dir(sub, remove_entry, &(struct walk){.depth = w->depth + 1});
+        if (r < 0)
+                return r;
+        return unlinkat(dir, name, AT_REMOVEDIR) < 0 ? -errno : 0;
 }
 
 int layer_remove(int dir_fd, const char *name)
@@ -292,7 +295,7 @@ int layer_remove(int dir_fd, const char *name)
                 openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        int r = remove_tree(fd, 0);
+        int r = walk_dir(fd, remove_entry, &(struct walk){.depth = 0});
         if (r < 0)
                 return r;
         return unlinkat(dir_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;

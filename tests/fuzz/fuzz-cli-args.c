@@ -4,7 +4,8 @@
  *
  * Invariants: cli_parse returns 0 or -1; -1 comes with a message; 0 leaves pos[] NULL-ended,
  * every list within CLI_MAX_KV and NULL past its end, and every checked value in its range
- * (--timeout, --sleep-after, --port, --depth, --network, --lang, wait's one condition). */
+ * (--timeout, --sleep-after, --port, --depth, --network, --lang, --interval, wait's one
+ * condition; top's --once without --interval). */
 #include <string.h>
 
 #include "cli/args.h"
@@ -54,6 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    !strcmp(a.lang, "typescript"));
         FUZZ_CHECK(!a.regex || a.log);
         FUZZ_CHECK(!a.http_path || a.port);
+        FUZZ_CHECK(a.interval_ms == 0 ||
+                   (a.interval_ms >= CLI_INTERVAL_MIN_MS && a.interval_ms <= CLI_INTERVAL_MAX_MS));
+        FUZZ_CHECK(!a.once || a.interval_ms == 0);
         if (a.pos[0] && strcmp(a.pos[0], "wait") == 0 && !a.help)
                 FUZZ_CHECK((a.log != NULL) + (a.port != 0) + a.exit == 1);
         return 0;

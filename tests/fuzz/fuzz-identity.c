@@ -1,6 +1,7 @@
 /* Fuzz the identity file parser (src/daemon/rebuild.h): the input is a file's text, as
  * read from a sandbox directory. Invariants: success gives a valid sandbox name, a known
- * instance type, network "none" or "outbound", a positive sleepAfter and env/labels "{}";
+ * instance type, network "none" or "outbound", a positive sleepAfter, sleepMode "files" or
+ * "memory" and env/labels "{}";
  * formatting the parsed record and parsing that again gives the same record (the file
  * cellad writes is a fixed point); failure is -EINVAL. The same input goes to the
  * snapshot record parser (snapshot.json, decision 0048), with the same invariants: valid
@@ -80,6 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_CHECK(a.rec.keep_alive == b.rec.keep_alive);
         FUZZ_CHECK(a.rec.default_session == b.rec.default_session);
         FUZZ_CHECK(strcmp(a.snapshot, b.snapshot) == 0);
+        FUZZ_CHECK(strcmp(a.sleep_mode, "files") == 0 || strcmp(a.sleep_mode, "memory") == 0);
+        FUZZ_CHECK(strcmp(a.sleep_mode, b.sleep_mode) == 0);
         free(text);
         return 0;
 }

@@ -11,7 +11,9 @@
  * Invariants, from the header's contract: success is 0 with err unset and the result
  * well-formed (commands and strings NUL-free, paths absolute and normalised, timeouts
  * non-negative, env/labels objects of strings); failure is -EINVAL with err set, or -ENOMEM,
- * and *ret left all zero, so that the _done() call the handlers always make is a no-op. */
+ * and *ret left all zero, so that the _done() call the handlers always make is a no-op.
+ * What a process or code call accepts is also encoded as its route encodes it
+ * (common/wire.h), and the agent's decoder must read the same members back. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdbool.h>
@@ -21,6 +23,7 @@
 #include "common/limits.h"
 #include "common/path.h"
 #include "common/name.h"
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 #include "daemon/image.h"
 #include "runtime/net.h"
@@ -190,6 +193,72 @@ static void check_network_allow(json_t *a)
         }
 }
 
+/* What cellad accepted, sent as its route sends it (common/wire.h), is what the agent
+ * reads: the same members, the defaults filled in. */
+static void check_proc_wire(enum api_proc_call call, const struct api_process *p)
+{
+        static const enum wire_proc_op ops[] = {
+                [API_PROC_START] = WIRE_PROC_START,
+                [API_PROC_KILL] = WIRE_PROC_KILL,
+                [API_PROC_WAIT_LOG] = WIRE_PROC_WAIT_LOG,
+                [API_PROC_WAIT_PORT] = WIRE_PROC_WAIT_PORT,
+                [API_PROC_WAIT_EXIT] = WIRE_PROC_WAIT_EXIT,
+        };
+        struct wire_proc x = {.op = ops[call],
+                              .id = call == API_PROC_START ? p->process_id : "web-1",
+                              .command = p->command,
+                              .session = p->session_id,
+                              .cwd = p->cwd,
+                              .env = p->env,
+                              .signal = p->signal,
+                              .pattern = p->pattern,
+                              .regex = p->regex,
+                              .port = (int)p->port,
+                              .http = p->mode == 1,
+                              .path = p->path,
+                              .status_min = (int)p->status_min,
+                              .status_max = (int)p->status_max,
+                              .interval_ms = p->interval_ms,
+                              .timeout_ms = p->timeout_ms},
+                         y;
+        struct cella_error err = {0};
+        json_t *j = wire_proc_encode(&x);
+
+        FUZZ_CHECK(j != NULL);
+        FUZZ_CHECK(wire_proc_decode(j, &y, &err) == 0);
+        FUZZ_CHECK(y.op == x.op && y.signal == x.signal && y.regex == x.regex &&
+                   y.timeout_ms == x.timeout_ms);
+        FUZZ_CHECK((!x.id && !y.id) || strcmp(x.id, y.id) == 0);
+        FUZZ_CHECK((!x.command && !y.command) || strcmp(x.command, y.command) == 0);
+        FUZZ_CHECK((!x.cwd && !y.cwd) || strcmp(x.cwd, y.cwd) == 0);
+        FUZZ_CHECK((!x.pattern && !y.pattern) || strcmp(x.pattern, y.pattern) == 0);
+        if (x.op == WIRE_PROC_WAIT_PORT) {
+                FUZZ_CHECK(y.port == x.port && y.http == x.http);
+                FUZZ_CHECK((!x.path && !y.path) || strcmp(x.path, y.path) == 0);
+                FUZZ_CHECK(y.status_min == (x.status_min ? x.status_min : 200));
+                FUZZ_CHECK(y.status_max == (x.status_max ? x.status_max : 399));
+                FUZZ_CHECK(y.interval_ms ==
+                           (x.interval_ms ? x.interval_ms : CELLA_PROC_DEFAULT_INTERVAL_MS));
+        }
+        json_decref(j);
+}
+
+static void check_code_wire(const struct wire_code *x)
+{
+        struct cella_error err = {0};
+        struct wire_code y;
+        json_t *j = wire_code_encode(x);
+
+        FUZZ_CHECK(j != NULL);
+        FUZZ_CHECK(wire_code_decode(j, &y, &err) == 0);
+        FUZZ_CHECK(y.op == x->op && y.language == x->language && y.timeout_ms == x->timeout_ms);
+        FUZZ_CHECK((!x->id && !y.id) || strcmp(x->id, y.id) == 0);
+        FUZZ_CHECK((!x->cwd && !y.cwd) || strcmp(x->cwd, y.cwd) == 0);
+        FUZZ_CHECK((!x->code && !y.code) || strcmp(x->code, y.code) == 0);
+        FUZZ_CHECK((!x->env && !y.env) || json_equal(x->env, y.env));
+        json_decref(j);
+}
+
 static void fuzz_decoder(unsigned which, const char *body, size_t len)
 {
         struct cella_error err = {0};
@@ -287,11 +356,11 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
         case 13:
         case 14:
         case 15: {
-                /* Background processes: the PROC body for the agent, or a clean failure. */
+                /* Background processes: a body for the agent's PROC, or a clean failure. */
                 enum api_proc_call call =
                         which <= 12 ? (enum api_proc_call)(which - 8) : API_PROC_KILL;
+                struct api_process x;
                 char *q = NULL;
-                json_t *out = (json_t *)0x1;
 
                 if (which > 12) {
                         q = malloc(len + 1);
@@ -300,41 +369,24 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                         memcpy(q, body, len);
                         q[len] = '\0';
                 }
-                r = api_decode_process(call, q ? "" : body, q ? 0 : len, q, &out, &err);
-                if (r == 0) {
-                        const char *op;
-
-                        FUZZ_CHECK(!cella_error_is_set(&err));
-                        FUZZ_CHECK(json_is_object(out));
-                        op = json_string_value(json_object_get(out, "op"));
-                        FUZZ_CHECK(op != NULL);
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_process(call, q ? "" : body, q ? 0 : len, q, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
                         if (call == API_PROC_START) {
-                                const char *c = json_string_value(json_object_get(out, "command"));
-
-                                FUZZ_CHECK(c && c[0] && strlen(c) <= CELLA_EXEC_MAX_COMMAND);
-                                check_strings(json_object_get(out, "env"));
-                                if (json_object_get(out, "cwd"))
-                                        check_path(json_string_value(json_object_get(out, "cwd")));
+                                FUZZ_CHECK(x.command && x.command[0] &&
+                                           strlen(x.command) <= CELLA_EXEC_MAX_COMMAND);
+                                FUZZ_CHECK(!x.process_id || cella_id_is_valid(x.process_id));
+                                check_strings(x.env);
+                                if (x.cwd)
+                                        check_path(x.cwd);
                         }
-                        if (json_object_get(out, "signal")) {
-                                json_int_t s = json_integer_value(json_object_get(out, "signal"));
-
-                                FUZZ_CHECK(s >= 1 && s <= 64);
-                        }
-                        if (json_object_get(out, "timeoutMs"))
-                                FUZZ_CHECK(json_integer_value(json_object_get(out, "timeoutMs")) >=
-                                           0);
-                        if (call == API_PROC_WAIT_PORT) {
-                                json_int_t p = json_integer_value(json_object_get(out, "port"));
-
-                                FUZZ_CHECK(p >= 1 && p <= 65535);
-                        }
-                } else {
-                        FUZZ_CHECK(r == -EINVAL || r == -ENOMEM);
-                        FUZZ_CHECK(cella_error_is_set(&err));
-                        FUZZ_CHECK(out == NULL);
-                }
-                json_decref(out);
+                        FUZZ_CHECK(x.signal >= 0 && x.signal <= 64);
+                        FUZZ_CHECK(x.timeout_ms >= 0 && x.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+                        if (call == API_PROC_WAIT_PORT)
+                                FUZZ_CHECK(x.port >= 1 && x.port <= 65535);
+                        check_proc_wire(call, &x);
+                });
+                api_process_done(&x);
                 free(q);
                 break;
         }
@@ -390,38 +442,44 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 api_watch_done(&x);
                 break;
         }
-        case 19:
-        case 20: {
-                json_t *x = NULL;
+        case 19: {
+                struct api_context_create x;
 
-                if (which == 19)
-                        r = api_decode_context_create(body, len, &x, &err);
-                else
-                        r = api_decode_code_run(body, len, &x, &err);
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_context_create(body, len, &x, &err);
                 CHECK_OUTCOME(r, err, x, {
-                        const char *lang = json_string_value(json_object_get(x, "language"));
-                        json_t *cwd = json_object_get(x, "cwd");
-                        json_t *id = json_object_get(x, "id");
-
-                        FUZZ_CHECK(json_is_object(x));
-                        FUZZ_CHECK(!lang || !strcmp(lang, "python") ||
-                                   !strcmp(lang, "javascript") || !strcmp(lang, "typescript"));
-                        if (cwd)
-                                check_path(json_string_value(cwd));
-                        FUZZ_CHECK(!id || cella_id_is_valid(json_string_value(id)));
-                        if (which == 20) {
-                                json_t *code = json_object_get(x, "code");
-
-                                FUZZ_CHECK(json_is_string(code) &&
-                                           json_string_length(code) <= CELLA_CODE_MAX_CODE &&
-                                           strlen(json_string_value(code)) ==
-                                                   json_string_length(code));
-                                FUZZ_CHECK(!json_object_get(x, "timeoutMs") ||
-                                           json_integer_value(json_object_get(x, "timeoutMs")) >=
-                                                   0);
-                        }
+                        FUZZ_CHECK(x.language >= WIRE_CODE_PYTHON &&
+                                   x.language <= WIRE_CODE_TYPESCRIPT);
+                        if (x.cwd)
+                                check_path(x.cwd);
+                        check_strings(x.env);
+                        check_code_wire(&(struct wire_code){.op = WIRE_CODE_CREATE,
+                                                            .language = x.language,
+                                                            .cwd = x.cwd,
+                                                            .env = x.env});
                 });
-                json_decref(x);
+                api_context_create_done(&x);
+                break;
+        }
+        case 20: {
+                struct api_code_run x;
+
+                memset(&x, 0xa5, sizeof(x));
+                r = api_decode_code_run(body, len, &x, &err);
+                CHECK_OUTCOME(r, err, x, {
+                        FUZZ_CHECK(x.code && strlen(x.code) <= CELLA_CODE_MAX_CODE);
+                        FUZZ_CHECK(!x.context_id || cella_id_is_valid(x.context_id));
+                        FUZZ_CHECK(!x.language_given || (x.language >= WIRE_CODE_PYTHON &&
+                                                         x.language <= WIRE_CODE_TYPESCRIPT));
+                        FUZZ_CHECK(x.timeout_ms >= 0 && x.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+                        check_code_wire(&(struct wire_code){.op = WIRE_CODE_RUN,
+                                                            .id = x.context_id,
+                                                            .language = x.language,
+                                                            .language_given = x.language_given,
+                                                            .code = x.code,
+                                                            .timeout_ms = x.timeout_ms});
+                });
+                api_code_run_done(&x);
                 break;
         }
         case 22:

@@ -6,11 +6,14 @@
  * object; params is an object or absent; ids are strings or integers); a fault has one of
  * the JSON-RPC codes and a message, and an id only when it is a string or an integer; the
  * schema check says yes or no with a message; a parsed URI names a valid sandbox and an
- * absolute path without NUL. */
+ * absolute path without NUL. The input is also a Last-Event-ID of /mcp: one that parses is
+ * digits with at most one dash and a non-zero stream after it, and is written back the
+ * same (but for leading zeros). */
 #include <string.h>
 
 #include "common/name.h"
 #include "fuzz.h"
+#include "mcp/event-id.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp-internal.h"
 #include "mcp/schema.h"
@@ -26,6 +29,24 @@ static void check_uri(const char *uri)
         FUZZ_CHECK(path[0] == '/' && strlen(path) >= 2);
 }
 
+static void check_event_id(const uint8_t *data, size_t size)
+{
+        char text[64], again[MCP_EVENT_ID_MAX];
+        uint64_t ev, st, ev2, st2;
+
+        if (size >= sizeof(text))
+                return;
+        memcpy(text, data, size);
+        text[size] = '\0';
+        if (mcp_event_id_parse(text, &ev, &st) < 0)
+                return;
+        FUZZ_CHECK(strlen(text) == size && strspn(text, "0123456789-") == size);
+        FUZZ_CHECK(strchr(text, '-') == strrchr(text, '-'));
+        FUZZ_CHECK(!strchr(text, '-') == (st == 0));
+        mcp_event_id_format(again, sizeof(again), ev, st);
+        FUZZ_CHECK(mcp_event_id_parse(again, &ev2, &st2) == 0 && ev2 == ev && st2 == st);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct jsonrpc_msg m;
@@ -33,6 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char errmsg[256];
         int r;
 
+        check_event_id(data, size);
         r = jsonrpc_decode((const char *)data, size, &m, &id, errmsg, sizeof(errmsg));
         if (r < 0) {
                 FUZZ_CHECK(r == JSONRPC_PARSE_ERROR || r == JSONRPC_INVALID_REQUEST);

@@ -6,13 +6,14 @@
  * without NUL, session a valid id, timeout 0..max, dimensions 1..max, env objects), and
  * encoding the decoded fields then decoding that gives the same fields back. The same for
  * the file bodies (FILE_READ, FILE_WRITE, FILE_OP), paths in both their forms, and for
- * SESSION and WATCH. */
+ * SESSION, WATCH, PROC and CODE. */
 #include <errno.h>
 #include <string.h>
 
 #include "common/limits.h"
 #include "common/name.h"
 #include "common/proto.h"
+#include "common/validate.h"
 #include "common/wire.h"
 #include "fuzz.h"
 
@@ -150,6 +151,87 @@ static void check_watch(json_t *j)
         json_decref(again);
 }
 
+/* PROC: a known op, an id where the op needs one (never only digits for a start), each
+ * member within its bound, the defaults filled in; re-encoded, the same request decodes
+ * again. */
+static void check_proc(json_t *j)
+{
+        struct cella_error err = {0};
+        struct wire_proc x, y;
+        json_t *again;
+
+        if (wire_proc_decode(j, &x, &err) < 0) {
+                FUZZ_CHECK(cella_error_is_set(&err));
+                return;
+        }
+        FUZZ_CHECK(x.op >= WIRE_PROC_START && x.op <= WIRE_PROC_WAIT_EXIT);
+        if (x.op == WIRE_PROC_START) {
+                FUZZ_CHECK(command_is_valid(x.command, strlen(x.command)));
+                FUZZ_CHECK(!x.id ||
+                           (cella_id_is_valid(x.id) && strspn(x.id, "0123456789") < strlen(x.id)));
+                FUZZ_CHECK(!x.session || cella_id_is_valid(x.session));
+        } else if (x.op != WIRE_PROC_LIST && x.op != WIRE_PROC_KILLALL) {
+                FUZZ_CHECK(x.id && cella_id_is_valid(x.id));
+        }
+        FUZZ_CHECK(x.signal >= 0 && x.signal <= 64);
+        FUZZ_CHECK(x.timeout_ms >= 0 && x.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+        if (x.op == WIRE_PROC_WAIT_LOG)
+                FUZZ_CHECK(x.pattern && x.pattern[0] &&
+                           strlen(x.pattern) <= CELLA_PROC_MAX_PATTERN);
+        if (x.op == WIRE_PROC_WAIT_PORT) {
+                FUZZ_CHECK(x.port >= 1 && x.port <= 65535);
+                FUZZ_CHECK(!x.path || http_path_is_valid(x.path, strlen(x.path)));
+                FUZZ_CHECK(x.status_min >= 100 && x.status_min <= x.status_max &&
+                           x.status_max <= 599);
+                FUZZ_CHECK(x.interval_ms >= CELLA_PROC_MIN_INTERVAL_MS &&
+                           x.interval_ms <= CELLA_PROC_MAX_INTERVAL_MS);
+        }
+        again = wire_proc_encode(&x);
+        FUZZ_CHECK(again != NULL);
+        FUZZ_CHECK(wire_proc_decode(again, &y, &err) == 0);
+        FUZZ_CHECK(x.op == y.op && same(x.command, y.command) && same(x.session, y.session) &&
+                   same(x.cwd, y.cwd) && x.signal == y.signal && same(x.pattern, y.pattern) &&
+                   x.regex == y.regex && x.port == y.port && x.http == y.http &&
+                   same(x.path, y.path) && x.status_min == y.status_min &&
+                   x.status_max == y.status_max && x.interval_ms == y.interval_ms &&
+                   x.timeout_ms == y.timeout_ms);
+        FUZZ_CHECK(x.op == WIRE_PROC_LIST || x.op == WIRE_PROC_KILLALL || same(x.id, y.id));
+        FUZZ_CHECK((!x.env && !y.env) || json_equal(x.env, y.env));
+        FUZZ_CHECK((!x.base_env && !y.base_env) || json_equal(x.base_env, y.base_env));
+        json_decref(again);
+}
+
+/* CODE: a known op, an id for delete, a known language, code within its bound; re-encoded,
+ * the same request decodes again. */
+static void check_code(json_t *j)
+{
+        struct cella_error err = {0};
+        struct wire_code x, y;
+        json_t *again;
+
+        if (wire_code_decode(j, &x, &err) < 0) {
+                FUZZ_CHECK(cella_error_is_set(&err));
+                return;
+        }
+        FUZZ_CHECK(x.op >= WIRE_CODE_CREATE && x.op <= WIRE_CODE_RUN);
+        FUZZ_CHECK(x.language >= WIRE_CODE_PYTHON && x.language <= WIRE_CODE_TYPESCRIPT);
+        FUZZ_CHECK(!x.id || cella_id_is_valid(x.id));
+        FUZZ_CHECK(x.op != WIRE_CODE_DELETE || x.id);
+        FUZZ_CHECK(x.op != WIRE_CODE_RUN || (x.code && strlen(x.code) <= CELLA_CODE_MAX_CODE));
+        FUZZ_CHECK(x.timeout_ms >= 0 && x.timeout_ms <= CELLA_EXEC_MAX_TIMEOUT_MS);
+        again = wire_code_encode(&x);
+        FUZZ_CHECK(again != NULL);
+        FUZZ_CHECK(wire_code_decode(again, &y, &err) == 0);
+        FUZZ_CHECK(x.op == y.op && same(x.id, y.id) && same(x.cwd, y.cwd) && same(x.code, y.code) &&
+                   x.timeout_ms == y.timeout_ms);
+        FUZZ_CHECK(x.op != WIRE_CODE_CREATE || x.language == y.language);
+        FUZZ_CHECK(x.op != WIRE_CODE_RUN || (x.language_given == y.language_given &&
+                                             (!x.language_given || x.language == y.language)));
+        FUZZ_CHECK((!x.env && !y.env) || json_equal(x.env, y.env));
+        FUZZ_CHECK((!x.base_env && !y.base_env) || json_equal(x.base_env, y.base_env));
+        json_decref(again);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         json_t *j = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
@@ -165,6 +247,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_file(FRAME_FILE_OP, j);
         check_session(j);
         check_watch(j);
+        check_proc(j);
+        check_code(j);
         json_decref(j);
         return 0;
 }

@@ -94,7 +94,7 @@ def frame_reader():
 
 def wire():
     """Agent request bodies as the agent parses them: EXEC, PTY, the FILE_* bodies,
-    SESSION and WATCH, valid and at each bound."""
+    SESSION, WATCH, PROC and CODE, valid and at each bound."""
     bodies = {
         "exec": {"command": "echo hi", "timeoutMs": 0},
         "exec-all": {"command": "ls -la", "cwd": "/workspace/app", "env": {"A": "1"},
@@ -145,6 +145,43 @@ def wire():
         "watch-glob-nul": {"path": "/w", "include": ["a\u0000b"]},
         "watch-too-many": {"path": "/w", "include": ["a"] * 40, "exclude": ["b"] * 40},
         "watch-recursive-str": {"path": "/w", "recursive": "yes"},
+        "proc-start": {"op": "start", "command": "python3 -m http.server", "id": "web",
+                       "session": "dev", "env": {"A": "1"}, "cwd": "/workspace/app",
+                       "baseEnv": {"PATH": "/usr/bin"}},
+        "proc-start-digits": {"op": "start", "command": "x", "id": "42"},
+        "proc-start-pid": {"op": "start", "command": "x", "id": 42},
+        "proc-start-nocommand": {"op": "start"},
+        "proc-list": {"op": "list"},
+        "proc-get-pid": {"op": "get", "id": 1234},
+        "proc-get-pid-zero": {"op": "get", "id": 0},
+        "proc-logs-noid": {"op": "logs"},
+        "proc-kill": {"op": "kill", "signal": 9, "id": "web"},
+        "proc-kill-name": {"op": "kill", "signal": "SIGINT", "id": "web"},
+        "proc-kill-bad": {"op": "kill", "signal": 65, "id": "web"},
+        "proc-killall": {"op": "killall", "signal": "TERM"},
+        "proc-waitlog": {"op": "waitLog", "pattern": "ready", "regex": True, "timeoutMs": 5000,
+                         "id": "web"},
+        "proc-waitlog-empty": {"op": "waitLog", "pattern": "", "id": "web"},
+        "proc-waitport": {"op": "waitPort", "port": 8080, "mode": "http", "path": "/health",
+                          "statusMin": 200, "statusMax": 204, "intervalMs": 100,
+                          "timeoutMs": 30000, "id": "web"},
+        "proc-waitport-min": {"op": "waitPort", "port": 1, "id": "web"},
+        "proc-waitport-status": {"op": "waitPort", "port": 80, "statusMin": 500, "id": "web"},
+        "proc-waitport-path": {"op": "waitPort", "port": 80, "path": "/a b", "id": "web"},
+        "proc-waitport-mode-nul": {"op": "waitPort", "port": 80, "mode": "http\u0000", "id": "w"},
+        "proc-waitexit": {"op": "waitExit", "timeoutMs": 0, "id": "web"},
+        "proc-op-unknown": {"op": "restart", "id": "web"},
+        "code-create": {"op": "create", "language": "python", "cwd": "/workspace/nb",
+                        "env": {"A": "1"}, "baseEnv": {"PATH": "/usr/bin"}},
+        "code-create-lang": {"op": "create", "language": "cobol"},
+        "code-run": {"op": "run", "code": "1+1", "id": "default-python",
+                     "language": "typescript", "timeoutMs": 1500, "baseEnv": {}},
+        "code-run-min": {"op": "run", "code": ""},
+        "code-run-nul": {"op": "run", "code": "a\u0000b"},
+        "code-run-nocode": {"op": "run"},
+        "code-delete": {"op": "delete", "id": "ctx-1"},
+        "code-delete-noid": {"op": "delete"},
+        "code-list": {"op": "list"},
     }
     return {k: js(v) for k, v in bodies.items()}
 
@@ -1032,6 +1069,10 @@ def routes():
         "percent": b"POST /v1/sandboxes/a%2Fb/exec",
         "double-slash": b"GET //v1//sandboxes",
         "images": b"GET /v1/images",
+        "metrics": b"GET /metrics",
+        "metrics-head": b"HEAD /metrics",
+        "metrics-post": b"POST /metrics",
+        "metrics-slash": b"GET /metrics/",
         "image-build": b"POST /v1/images/base/build",
         "image-long": b"DELETE /v1/images/" + b"n" * 300,
         "image-deep": b"POST /v1/images/base/build/x/y",
@@ -1067,6 +1108,18 @@ def mcp():
                              "params": {"name": "run_code",
                                         "arguments": {"sandbox": "b", "code": "1+1",
                                                       "language": "ruby"}}}),
+        "call-fork": js({"jsonrpc": "2.0", "id": 10, "method": "tools/call",
+                         "params": {"name": "sandbox_fork",
+                                    "arguments": {"sandbox": "box", "name": "box-2"}}}),
+        "call-snapshot-create": js({"jsonrpc": "2.0", "id": 11, "method": "tools/call",
+                                    "params": {"name": "snapshot_create",
+                                               "arguments": {"sandbox": "box",
+                                                             "name": "x" * 64}}}),
+        "call-create-from-snapshot": js({"jsonrpc": "2.0", "id": 12, "method": "tools/call",
+                                         "params": {"name": "sandbox_create",
+                                                    "arguments": {"name": "b",
+                                                                  "fromSnapshot": "..",
+                                                                  "keepAlive": "yes"}}}),
         "cancelled": js({"jsonrpc": "2.0", "method": "notifications/cancelled",
                          "params": {"requestId": "a", "reason": "user"}}),
         "resource-read": js({"jsonrpc": "2.0", "id": 6, "method": "resources/read",
@@ -1088,15 +1141,45 @@ def mcp():
         "bad-utf8": b'{"jsonrpc":"2.0","id":1,"method":"p\xff"}',
         "truncated": js(init)[:40],
         "empty": b"",
+        # the same input as a Last-Event-ID of /mcp
+        "event-id": b"12",
+        "event-id-stream": b"12-3",
+        "event-id-max": b"18446744073709551615-18446744073709551615",
+        "event-id-over": b"18446744073709551616",
+        "event-id-no-stream": b"1-",
+        "event-id-stream-0": b"1-0",
+        "event-id-two-dashes": b"1-2-3",
+        "event-id-sign": b"+1",
+        "event-id-hex": b"0x10",
+        "event-id-zeros": b"007",
     }
     return seeds
+
+
+def prom():
+    """fuzz-prom: lines of the Prometheus text format (what GET /metrics writes and `cella
+    top` reads), good and bad; each input is also escaped as a label value and parsed back."""
+    return {
+        "plain": b"x 1",
+        "labels": b'cella_http_requests_total{route="/v1/sandboxes/{id}/exec",method="POST",'
+                  b'status="2xx"} 7',
+        "escapes": b'x{msg="a\\"b\\\\c\\nd"} +Inf 1700000000000',
+        "family": b"# HELP x_total a\\nb\n# TYPE x_total counter\nx_total 0\n\n",
+        "histogram": b'd_seconds_bucket{le="0.0005"} 2\nd_seconds_bucket{le="+Inf"} 4\n'
+                     b"d_seconds_sum 9.001001\nd_seconds_count 4\n",
+        "too-many-labels": b'x{a="",b="",c="",d="",e="",f="",g="",h="",i=""} 1',
+        "duplicate-label": b'x{l="v",l="w"} 1',
+        "floats": b"x NaN\ny -Inf\nz 1e-3\nw 0x10",
+        "bad-escape": b'x{l="\\t"} 1\r\n',
+        "double": b"process_start_time_seconds 1795770000.123\n",
+    }
 
 
 TARGETS = {"proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,
-           "routes": routes, "mcp": mcp}
+           "routes": routes, "mcp": mcp, "prom": prom}
 
 
 def write(target):

@@ -7,7 +7,8 @@
 # restartDaemon()): node writes `restart` or `kill9-restart` as a line to the FIFO
 # $CELLA_CTL/req; this script SIGKILLs cellad, starts it again on the same data dir and
 # port (so CELLA_URL stays valid) and answers `ok` or `error <message>` on $CELLA_CTL/ack.
-# Skips (77) without node or without a compiled suite.
+# SDK_TS_SUITES (e.g. "snapshots errors") runs some suites only. Skips (77) without node
+# or without a compiled suite.
 . "$(dirname "$0")/lib.sh"
 
 SDK_DIR=$(cd "$(dirname "$0")/../../sdk/typescript" && pwd)
@@ -16,6 +17,10 @@ command -v node >/dev/null || skip "needs node"
 shopt -s nullglob
 suites=("$SDK_DIR"/build-test/test/*.test.js)
 shopt -u nullglob
+if [ -n "${SDK_TS_SUITES:-}" ]; then
+        suites=()
+        for s in $SDK_TS_SUITES; do suites+=("$SDK_DIR/build-test/test/$s.test.js"); done
+fi
 [ ${#suites[@]} -gt 0 ] || skip "no *.test.js in $SDK_DIR/build-test/test (run make sdk)"
 command -v python3 >/dev/null || skip "needs python3"
 

@@ -87,7 +87,8 @@ function structured(result) {
 
 const TOOLS = ['sandbox_create', 'sandbox_list', 'sandbox_destroy', 'exec', 'file_read',
   'file_write', 'file_list', 'file_delete', 'process_start', 'process_list', 'process_kill',
-  'process_logs', 'wait_for_port', 'expose_port', 'run_code', 'git_checkout'];
+  'process_logs', 'wait_for_port', 'expose_port', 'run_code', 'git_checkout',
+  'snapshot_create', 'snapshot_list', 'snapshot_delete', 'sandbox_fork'];
 
 for (const kind of TRANSPORTS) {
   describe(`MCP over ${kind}`, () => {
@@ -192,6 +193,65 @@ for (const kind of TRANSPORTS) {
       const next = await client.callTool({ name: 'run_code', arguments: { sandbox: box, code: 'kept + 1' } }, undefined, { timeout: 60000 });
       structured(next);
       assert.ok(next.content.some((x) => x.type === 'text' && x.text === '42'), JSON.stringify(next.content));
+    });
+
+    it('snapshots a sandbox, forks it, starts one from a snapshot, lists and deletes', async () => {
+      const call = (name, args) => client.callTool({ name, arguments: args }, undefined, LONG);
+      const kid = `${box}-kid`;
+      const from = `${box}-from`;
+      const snapName = `${box}-snap`;
+      structured(await call('exec', { sandbox: box, command: 'mkdir -p /opt/tool && echo v1 > /opt/tool/version && echo seed > /workspace/seed.txt' }));
+      const snap = structured(await call('snapshot_create', { sandbox: box, name: snapName }));
+      assert.match(snap.snapshotId, /^snap-[0-9a-f]{16}$/);
+      assert.equal(snap.name, snapName);
+      assert.equal(snap.sandbox, box);
+      assert.ok(snap.sizeBytes > 0);
+      // the parent goes on; the fork has its files now, a sandbox from the snapshot those then
+      structured(await call('exec', { sandbox: box, command: 'echo v2 > /opt/tool/version' }));
+      const forked = structured(await call('sandbox_fork', { sandbox: box, name: kid }));
+      assert.equal(forked.id, kid);
+      assert.match(forked.snapshot, /^snap-[0-9a-f]{16}$/);
+      assert.equal(structured(await call('exec', { sandbox: kid, command: 'cat /opt/tool/version /workspace/seed.txt' })).stdout, 'v2\nseed\n');
+      const made = structured(await call('sandbox_create', { name: from, fromSnapshot: snapName, keepAlive: true, env: { FROM: 'snap' } }));
+      assert.equal(made.snapshot, snap.snapshotId);
+      assert.equal(made.keepAlive, true);
+      assert.equal(structured(await call('exec', { sandbox: from, command: 'cat /opt/tool/version; echo $FROM' })).stdout, 'v1\nsnap\n');
+      // each its own writes
+      structured(await call('file_write', { sandbox: kid, path: 'kid.txt', content: 'k' }));
+      assert.equal((await call('file_read', { sandbox: box, path: 'kid.txt' })).isError, true);
+
+      const all = structured(await call('snapshot_list', {}));
+      const ids = all.snapshots.map((s) => s.snapshotId);
+      assert.ok(ids.includes(snap.snapshotId) && ids.includes(forked.snapshot));
+      const mine = structured(await call('snapshot_list', { sandbox: box }));
+      assert.deepEqual(mine.snapshots.map((s) => s.snapshotId), [snap.snapshotId, forked.snapshot]);
+      assert.deepEqual(structured(await call('snapshot_list', { sandbox: `${box}-none` })).snapshots, []);
+
+      // errors as tool errors with cella's codes: in use (409), not found (404), a taken name
+      const busy = await call('snapshot_delete', { snapshot: snapName });
+      assert.equal(busy.isError, true);
+      assert.match(busy.content[0].text, /^SNAPSHOT_IN_USE \(HTTP 409\): /);
+      assert.equal(busy._meta['cella/error'].code, 'SNAPSHOT_IN_USE');
+      const missing = await call('snapshot_delete', { snapshot: `${box}-missing` });
+      assert.equal(missing._meta['cella/error'].code, 'SNAPSHOT_NOT_FOUND');
+      assert.equal(missing._meta['cella/error'].httpStatus, 404);
+      const ghost = await call('sandbox_create', { name: `${box}-ghost`, fromSnapshot: `${box}-missing` });
+      assert.equal(ghost._meta['cella/error'].code, 'SNAPSHOT_NOT_FOUND');
+      const dot = await call('snapshot_delete', { snapshot: '..' });
+      assert.equal(dot._meta['cella/error'].code, 'VALIDATION_FAILED');
+      const taken = await call('snapshot_create', { sandbox: box, name: snapName });
+      assert.equal(taken._meta['cella/error'].code, 'VALIDATION_FAILED');
+      const onto = await call('sandbox_fork', { sandbox: box, name: from });
+      assert.equal(onto._meta['cella/error'].code, 'VALIDATION_FAILED');
+      // bad arguments are protocol errors, as for every tool
+      await assert.rejects(call('sandbox_fork', { sandbox: box }), (e) => e instanceof McpError && e.code === ErrorCode.InvalidParams);
+
+      // deleted once its sandboxes are gone
+      structured(await call('sandbox_destroy', { name: from }));
+      structured(await call('sandbox_destroy', { name: kid }));
+      assert.deepEqual(structured(await call('snapshot_delete', { snapshot: snapName })), { snapshotId: snap.snapshotId, deleted: true });
+      structured(await call('snapshot_delete', { snapshot: forked.snapshot }));
+      assert.deepEqual(structured(await call('snapshot_list', { sandbox: box })).snapshots, []);
     });
 
     it('writes, reads, lists and deletes files (text and base64)', async () => {
@@ -500,6 +560,23 @@ if (TRANSPORTS.includes('http')) {
       // (400, not 404: a 404 would tell the client that its session ended)
       assert.equal(again.status, 400);
       assert.match((await again.json()).message, /not kept/);
+    });
+
+    it('refuses a Last-Event-ID that is not EVENT or EVENT-STREAM in decimal with 400', async () => {
+      // (fetch trims header values, so no case with spaces; each must be refused before
+      // any stream opens: a 200 would hang until the timeout, which fails the test)
+      for (const last of ['', 'abc', '12x', '-1', '+1', '0x10', '1.5', '1-', '-1-2', '1-2-3', '1-0',
+        '18446744073709551616', '1-18446744073709551616']) {
+        const res = await fetch(`${URL_}/mcp`, { headers: { ...H, Accept: 'text/event-stream', 'Mcp-Session-Id': sid, 'Last-Event-ID': last }, signal: AbortSignal.timeout(10000) });
+        assert.equal(res.status, 400, `Last-Event-ID '${last}'`);
+        const body = await res.json();
+        assert.equal(body.code, 'VALIDATION_FAILED', `Last-Event-ID '${last}'`);
+        assert.match(body.message, /^Last-Event-ID must be an event id this server sent/);
+      }
+      // the largest id it could send is a valid one (no POST stream 2^64-1: not kept)
+      const res = await fetch(`${URL_}/mcp`, { headers: { ...H, Accept: 'text/event-stream', 'Mcp-Session-Id': sid, 'Last-Event-ID': '18446744073709551615-18446744073709551615' }, signal: AbortSignal.timeout(10000) });
+      assert.equal(res.status, 400);
+      assert.match((await res.json()).message, /not kept/);
     });
 
     it('replays the stream after Last-Event-ID', async () => {

@@ -1590,7 +1590,7 @@ static void test_code(void **state)
         assert_int_equal(r.end_type, FRAME_ERROR);
         assert_string_equal(jstr(r.end, "code"), "CONTEXT_NOT_FOUND");
         ccall_free(&r);
-        ccall(303, &r, "{\"op\":\"run\",\"code\":\"1\",\"bogus\":1}");
+        ccall(303, &r, "{\"op\":\"run\",\"code\":\"1\",\"timeoutMs\":-1}");
         assert_int_equal(r.end_type, FRAME_ERROR);
         assert_string_equal(jstr(r.end, "code"), "VALIDATION_FAILED");
         ccall_free(&r);

@@ -108,6 +108,17 @@ static void create_options(void **state)
         assert_string_equal(a.allow[1], "203.0.113.0/24");
         assert_int_equal(PARSE(&a, "create", "box", "--network", "all"), -1);
         assert_non_null(strstr(a.error, "none or outbound"));
+        assert_null(a.sleep_mode);
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-mode", "memory"), 0);
+        assert_string_equal(a.sleep_mode, "memory");
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-mode=files"), 0);
+        assert_string_equal(a.sleep_mode, "files");
+        assert_int_equal(PARSE(&a, "create", "box", "--sleep-mode", "Memory"), -1);
+        assert_non_null(strstr(a.error, "--sleep-mode takes files or memory, not 'Memory'"));
+        assert_int_equal(PARSE(&a, "fork", "box", "box-2", "--memory"), 0);
+        assert_true(a.memory);
+        assert_int_equal(PARSE(&a, "fork", "box", "box-2"), 0);
+        assert_false(a.memory);
 }
 
 static void usage_errors(void **state)
@@ -357,6 +368,28 @@ static int64_t dur(const char *s, int64_t unit)
 
 /* One grammar for every duration option: bare numbers in the option's unit, NUMBER UNIT
  * groups from the largest unit to the smallest. */
+static void top_options(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "top"), 0);
+        assert_false(a.once);
+        assert_int_equal(a.interval_ms, 0);
+        assert_int_equal(PARSE(&a, "top", "--once"), 0);
+        assert_true(a.once);
+        assert_int_equal(PARSE(&a, "top", "--interval", "500ms"), 0);
+        assert_int_equal(a.interval_ms, 500);
+        assert_int_equal(PARSE(&a, "top", "--interval=1h"), 0);
+        assert_int_equal(a.interval_ms, 3600000);
+        assert_int_equal(PARSE(&a, "top", "--interval", "99"), -1);
+        assert_non_null(strstr(a.error, "100 ms or more"));
+        assert_int_equal(PARSE(&a, "top", "--interval", "0"), -1);
+        assert_int_equal(PARSE(&a, "top", "--interval", "61m"), -1);
+        assert_int_equal(PARSE(&a, "top", "--interval", "soon"), -1);
+        assert_int_equal(PARSE(&a, "top", "--once", "--interval", "1s"), -1);
+        assert_non_null(strstr(a.error, "--interval"));
+}
+
 static void duration_forms(void **state)
 {
         (void)state;
@@ -546,6 +579,7 @@ int main(void)
                 cmocka_unit_test(code_options),
                 cmocka_unit_test(image_options),
                 cmocka_unit_test(shell_options),
+                cmocka_unit_test(top_options),
                 cmocka_unit_test(duration_forms),
                 cmocka_unit_test(duration_errors),
                 cmocka_unit_test(duration_format_round_trip),

@@ -54,12 +54,34 @@ static void test_command_bounds(void **state)
         assert_false(command_is_valid(big, CELLA_EXEC_MAX_COMMAND + 1));
 }
 
+static void test_http_path(void **state)
+{
+        static char big[CELLA_PROC_MAX_HTTP_PATH + 1];
+
+        (void)state;
+        assert_true(http_path_is_valid("/", 1));
+        assert_true(http_path_is_valid("/health?x=1&y=%20", 17));
+        assert_false(http_path_is_valid("", 0));
+        assert_false(http_path_is_valid(NULL, 0));
+        assert_false(http_path_is_valid("health", 6));
+        assert_false(http_path_is_valid("/a b", 4));
+        assert_false(http_path_is_valid("/a\tb", 4));
+        assert_false(http_path_is_valid("/a\0b", 4));
+        assert_false(http_path_is_valid("/\x7f", 2));
+        assert_false(http_path_is_valid("/\xc3\xa9", 3));
+        memset(big, 'x', sizeof(big));
+        big[0] = '/';
+        assert_true(http_path_is_valid(big, CELLA_PROC_MAX_HTTP_PATH));
+        assert_false(http_path_is_valid(big, CELLA_PROC_MAX_HTTP_PATH + 1));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_env_name),
                 cmocka_unit_test(test_command),
                 cmocka_unit_test(test_command_bounds),
+                cmocka_unit_test(test_http_path),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -229,6 +229,211 @@ static void test_watch(void **state)
         json_decref(inc);
 }
 
+/* A body dumped as cellad sends it. */
+static void assert_dump(json_t *j, const char *want)
+{
+        char *text;
+
+        assert_non_null(j);
+        text = json_dumps(j, JSON_COMPACT);
+        assert_string_equal(text, want);
+        free(text);
+}
+
+static void proc_refused(const char *body, const char *msg)
+{
+        struct cella_error err = {0};
+        struct wire_proc out;
+        json_t *j = parse(body);
+
+        assert_int_equal(wire_proc_decode(j, &out, &err), -EINVAL);
+        assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+        if (msg)
+                assert_string_equal(err.msg, msg);
+        json_decref(j);
+}
+
+static void test_proc(void **state)
+{
+        json_t *env = parse("{\"A\":\"1\"}"), *base = parse("{\"PATH\":\"/bin\"}");
+        struct cella_error err = {0};
+        struct wire_proc out;
+        json_t *j;
+
+        (void)state;
+        /* the members and their order as cellad has always sent them */
+        j = wire_proc_encode(&(struct wire_proc){.op = WIRE_PROC_START,
+                                                 .command = "sleep 9",
+                                                 .id = "web",
+                                                 .session = "dev",
+                                                 .env = env,
+                                                 .cwd = "/workspace/app",
+                                                 .base_env = base});
+        assert_dump(j, "{\"op\":\"start\",\"command\":\"sleep 9\",\"id\":\"web\",\"session\":"
+                       "\"dev\",\"env\":{\"A\":\"1\"},\"cwd\":\"/workspace/app\",\"baseEnv\":"
+                       "{\"PATH\":\"/bin\"}}");
+        assert_int_equal(wire_proc_decode(j, &out, &err), 0);
+        assert_int_equal(out.op, WIRE_PROC_START);
+        assert_string_equal(out.command, "sleep 9");
+        assert_string_equal(out.id, "web");
+        assert_string_equal(out.session, "dev");
+        assert_string_equal(out.cwd, "/workspace/app");
+        assert_true(json_equal(out.env, env) && json_equal(out.base_env, base));
+        json_decref(j);
+        j = wire_proc_encode(&(struct wire_proc){.op = WIRE_PROC_KILL, .signal = 2, .id = "web"});
+        assert_dump(j, "{\"op\":\"kill\",\"signal\":2,\"id\":\"web\"}");
+        json_decref(j);
+        j = wire_proc_encode(&(struct wire_proc){.op = WIRE_PROC_KILLALL, .id = "ignored"});
+        assert_dump(j, "{\"op\":\"killall\"}");
+        json_decref(j);
+        j = wire_proc_encode(&(struct wire_proc){
+                .op = WIRE_PROC_WAIT_LOG, .pattern = "ready", .regex = true, .id = "web"});
+        assert_dump(j, "{\"op\":\"waitLog\",\"pattern\":\"ready\",\"regex\":true,\"id\":\"web\"}");
+        json_decref(j);
+        j = wire_proc_encode(&(struct wire_proc){.op = WIRE_PROC_WAIT_PORT,
+                                                 .port = 8080,
+                                                 .http = true,
+                                                 .path = "/h",
+                                                 .status_min = 200,
+                                                 .status_max = 204,
+                                                 .interval_ms = 100,
+                                                 .timeout_ms = 3000,
+                                                 .id = "web"});
+        assert_dump(j, "{\"op\":\"waitPort\",\"port\":8080,\"mode\":\"http\",\"path\":\"/h\","
+                       "\"statusMin\":200,\"statusMax\":204,\"intervalMs\":100,\"timeoutMs\":"
+                       "3000,\"id\":\"web\"}");
+        json_decref(j);
+        /* the defaults: filled in by the decoder, left out by the encoder */
+        j = wire_proc_encode(&(struct wire_proc){.op = WIRE_PROC_WAIT_PORT, .port = 80, .id = "1"});
+        assert_dump(j, "{\"op\":\"waitPort\",\"port\":80,\"id\":\"1\"}");
+        assert_int_equal(wire_proc_decode(j, &out, &err), 0);
+        assert_false(out.http);
+        assert_null(out.path);
+        assert_int_equal(out.status_min, 200);
+        assert_int_equal(out.status_max, 399);
+        assert_int_equal(out.interval_ms, CELLA_PROC_DEFAULT_INTERVAL_MS);
+        assert_int_equal(out.timeout_ms, 0);
+        json_decref(j);
+        /* a pid as a number */
+        j = parse("{\"op\":\"get\",\"id\":1234}");
+        assert_int_equal(wire_proc_decode(j, &out, &err), 0);
+        assert_string_equal(out.id, "1234");
+        assert_int_equal(out.op, WIRE_PROC_GET);
+        json_decref(j);
+        /* unknown members are ignored */
+        j = parse("{\"op\":\"list\",\"later\":[1]}");
+        assert_int_equal(wire_proc_decode(j, &out, &err), 0);
+        json_decref(j);
+        /* start and waitLog without what they need are no requests */
+        assert_null(wire_proc_encode(&(struct wire_proc){.op = WIRE_PROC_START}));
+        assert_null(wire_proc_encode(&(struct wire_proc){.op = WIRE_PROC_WAIT_LOG, .id = "a"}));
+
+        proc_refused("{\"op\":\"restart\"}", "unknown process operation 'restart'");
+        proc_refused("{\"op\":\"get\"}", "'id' is required");
+        proc_refused("{\"op\":\"get\",\"id\":0}", "'id' as a pid must be in 1..2147483647");
+        proc_refused("{\"op\":\"start\",\"command\":\"x\",\"id\":\"42\"}",
+                     "'id' must not be only digits (those name pids)");
+        proc_refused("{\"op\":\"start\",\"command\":\"x\",\"id\":42}", NULL);
+        proc_refused("{\"op\":\"start\",\"command\":\"\"}",
+                     "'command' must be a string of 1..1048576 bytes without NUL");
+        proc_refused("{\"op\":\"start\",\"command\":\"x\",\"cwd\":7}", "'cwd' must be a string");
+        proc_refused("{\"op\":\"kill\",\"id\":\"a\",\"signal\":65}",
+                     "'signal' must be a signal name (SIGTERM, TERM) or a number in 1..64");
+        proc_refused("{\"op\":\"waitLog\",\"id\":\"a\",\"pattern\":\"\"}",
+                     "'pattern' must be a string of 1..4096 bytes without NUL");
+        proc_refused("{\"op\":\"waitLog\",\"id\":\"a\",\"pattern\":\"x\",\"regex\":1}",
+                     "'regex' must be a boolean");
+        proc_refused("{\"op\":\"waitPort\",\"id\":\"a\",\"port\":65536}",
+                     "'port' must be an integer from 1 to 65535");
+        proc_refused("{\"op\":\"waitPort\",\"id\":\"a\",\"port\":1,\"mode\":\"udp\"}",
+                     "'mode' must be \"tcp\" or \"http\"");
+        proc_refused("{\"op\":\"waitPort\",\"id\":\"a\",\"port\":1,\"path\":\"x\"}", NULL);
+        proc_refused("{\"op\":\"waitPort\",\"id\":\"a\",\"port\":1,\"statusMin\":400}",
+                     "'statusMin' must not be above 'statusMax' (400 > 399)");
+        proc_refused("{\"op\":\"waitPort\",\"id\":\"a\",\"port\":1,\"intervalMs\":1}", NULL);
+        proc_refused("{\"op\":\"waitExit\",\"id\":\"a\",\"timeoutMs\":-1}", NULL);
+        json_decref(env);
+        json_decref(base);
+}
+
+static void test_code(void **state)
+{
+        json_t *env = parse("{\"A\":\"1\"}"), *base = parse("{}");
+        struct cella_error err = {0};
+        struct wire_code out;
+        json_t *j;
+
+        (void)state;
+        j = wire_code_encode(&(struct wire_code){.op = WIRE_CODE_CREATE,
+                                                 .language = WIRE_CODE_TYPESCRIPT,
+                                                 .cwd = "/w",
+                                                 .env = env,
+                                                 .base_env = base});
+        assert_dump(j, "{\"op\":\"create\",\"language\":\"typescript\",\"cwd\":\"/w\",\"env\":"
+                       "{\"A\":\"1\"},\"baseEnv\":{}}");
+        assert_int_equal(wire_code_decode(j, &out, &err), 0);
+        assert_int_equal(out.op, WIRE_CODE_CREATE);
+        assert_int_equal(out.language, WIRE_CODE_TYPESCRIPT);
+        assert_string_equal(out.cwd, "/w");
+        json_decref(j);
+        j = wire_code_encode(&(struct wire_code){.op = WIRE_CODE_RUN,
+                                                 .code = "1+1",
+                                                 .id = "ctx",
+                                                 .language = WIRE_CODE_JAVASCRIPT,
+                                                 .language_given = true,
+                                                 .timeout_ms = 1500,
+                                                 .base_env = base});
+        assert_dump(j, "{\"op\":\"run\",\"code\":\"1+1\",\"id\":\"ctx\",\"language\":"
+                       "\"javascript\",\"timeoutMs\":1500,\"baseEnv\":{}}");
+        assert_int_equal(wire_code_decode(j, &out, &err), 0);
+        assert_true(out.language_given);
+        assert_int_equal(out.language, WIRE_CODE_JAVASCRIPT);
+        assert_int_equal(out.timeout_ms, 1500);
+        assert_string_equal(out.code, "1+1");
+        json_decref(j);
+        /* a run without a language names none; the default context's */
+        j = wire_code_encode(&(struct wire_code){.op = WIRE_CODE_RUN, .code = ""});
+        assert_dump(j, "{\"op\":\"run\",\"code\":\"\"}");
+        assert_int_equal(wire_code_decode(j, &out, &err), 0);
+        assert_false(out.language_given);
+        assert_null(out.id);
+        json_decref(j);
+        j = wire_code_encode(&(struct wire_code){.op = WIRE_CODE_DELETE, .id = "ctx"});
+        assert_dump(j, "{\"op\":\"delete\",\"id\":\"ctx\"}");
+        json_decref(j);
+        j = wire_code_encode(&(struct wire_code){.op = WIRE_CODE_LIST, .id = "x"});
+        assert_dump(j, "{\"op\":\"list\"}");
+        json_decref(j);
+        assert_null(wire_code_encode(&(struct wire_code){.op = WIRE_CODE_DELETE}));
+        assert_null(wire_code_encode(&(struct wire_code){.op = WIRE_CODE_RUN}));
+
+        j = parse("{\"op\":\"compile\"}");
+        assert_int_equal(wire_code_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "unknown code operation 'compile'");
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"op\":\"create\",\"language\":\"Python\"}");
+        assert_int_equal(wire_code_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'language' must be python, javascript or typescript");
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"op\":\"delete\"}");
+        assert_int_equal(wire_code_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'id' is required");
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"op\":\"run\",\"code\":\"x\",\"timeoutMs\":1.5}");
+        assert_int_equal(wire_code_decode(j, &out, &err), -EINVAL);
+        json_decref(j);
+        err = (struct cella_error){0};
+        j = parse("{\"op\":\"run\"}");
+        assert_int_equal(wire_code_decode(j, &out, &err), -EINVAL);
+        assert_string_equal(err.msg, "'code' must be a string of 0..524288 bytes without NUL");
+        json_decref(j);
+        json_decref(env);
+        json_decref(base);
+}
+
 static void test_file(void **state)
 {
         char path[CELLA_PATH_MAX + 1], to[CELLA_PATH_MAX + 1];
@@ -280,6 +485,8 @@ int main(void)
                 cmocka_unit_test(test_file),
                 cmocka_unit_test(test_session),
                 cmocka_unit_test(test_watch),
+                cmocka_unit_test(test_proc),
+                cmocka_unit_test(test_code),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

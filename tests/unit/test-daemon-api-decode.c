@@ -7,6 +7,7 @@
 
 #include <cmocka.h>
 
+#include "common/wire.h"
 #include "daemon/api-decode.h"
 
 #define BODY(s) s, sizeof(s) - 1
@@ -277,58 +278,65 @@ static void test_watch(void **state)
 static void code_bad(bool run, const char *body)
 {
         struct cella_error err = {0};
-        json_t *p = (json_t *)1;
+        struct api_context_create c;
+        struct api_code_run x;
 
-        if (run)
-                assert_true(api_decode_code_run(body, strlen(body), &p, &err) < 0);
-        else
-                assert_true(api_decode_context_create(body, strlen(body), &p, &err) < 0);
-        assert_null(p);
+        if (run) {
+                assert_true(api_decode_code_run(body, strlen(body), &x, &err) < 0);
+                assert_null(x.code);
+                assert_null(x.context_id);
+        } else {
+                assert_true(api_decode_context_create(body, strlen(body), &c, &err) < 0);
+                assert_null(c.cwd);
+                assert_null(c.env);
+        }
         assert_true(err.code == CELLA_E_VALIDATION_FAILED || err.code == CELLA_E_NAME_TOO_LONG);
 }
 
 static void test_code(void **state)
 {
         struct cella_error err = {0};
-        json_t *p;
+        struct api_context_create c;
+        struct api_code_run x;
 
         (void)state;
-        assert_int_equal(api_decode_context_create(BODY("{}"), &p, &err), 0);
-        assert_string_equal(json_string_value(json_object_get(p, "op")), "create");
-        assert_string_equal(json_string_value(json_object_get(p, "language")), "python");
-        assert_null(json_object_get(p, "cwd"));
-        json_decref(p);
+        assert_int_equal(api_decode_context_create(BODY("{}"), &c, &err), 0);
+        assert_int_equal(c.language, WIRE_CODE_PYTHON);
+        assert_null(c.cwd);
+        assert_null(c.env);
+        api_context_create_done(&c);
         assert_int_equal(api_decode_context_create(BODY("{\"language\":\"typescript\",\"cwd\":"
                                                         "\"src\",\"env\":{\"A\":\"1\"}}"),
-                                                   &p, &err),
+                                                   &c, &err),
                          0);
-        assert_string_equal(json_string_value(json_object_get(p, "language")), "typescript");
-        assert_string_equal(json_string_value(json_object_get(p, "cwd")), "/workspace/src");
-        assert_string_equal(json_string_value(json_object_get(json_object_get(p, "env"), "A")),
-                            "1");
-        json_decref(p);
+        assert_int_equal(c.language, WIRE_CODE_TYPESCRIPT);
+        assert_string_equal(c.cwd, "/workspace/src");
+        assert_string_equal(json_string_value(json_object_get(c.env, "A")), "1");
+        api_context_create_done(&c);
         code_bad(false, "[]");
         code_bad(false, "{\"language\":\"ruby\"}");
+        code_bad(false, "{\"language\":\"python\\u0000x\"}");
         code_bad(false, "{\"language\":null,\"x\":1}");
         code_bad(false, "{\"cwd\":7}");
         code_bad(false, "{\"env\":{\"A\":1}}");
         code_bad(false, "{\"env\":{\"A=B\":\"1\"}}");
 
-        assert_int_equal(api_decode_code_run(BODY("{\"code\":\"1+1\"}"), &p, &err), 0);
-        assert_string_equal(json_string_value(json_object_get(p, "op")), "run");
-        assert_string_equal(json_string_value(json_object_get(p, "code")), "1+1");
-        assert_null(json_object_get(p, "id"));
-        assert_null(json_object_get(p, "language"));
-        json_decref(p);
+        assert_int_equal(api_decode_code_run(BODY("{\"code\":\"1+1\"}"), &x, &err), 0);
+        assert_string_equal(x.code, "1+1");
+        assert_null(x.context_id);
+        assert_false(x.language_given);
+        assert_int_equal(x.timeout_ms, 0);
+        api_code_run_done(&x);
         assert_int_equal(api_decode_code_run(BODY("{\"code\":\"\",\"contextId\":\"ctx-1\","
                                                   "\"language\":\"javascript\",\"timeout\":"
                                                   "2500.5}"),
-                                             &p, &err),
+                                             &x, &err),
                          0);
-        assert_string_equal(json_string_value(json_object_get(p, "id")), "ctx-1");
-        assert_string_equal(json_string_value(json_object_get(p, "language")), "javascript");
-        assert_int_equal(json_integer_value(json_object_get(p, "timeoutMs")), 2500);
-        json_decref(p);
+        assert_string_equal(x.context_id, "ctx-1");
+        assert_true(x.language_given);
+        assert_int_equal(x.language, WIRE_CODE_JAVASCRIPT);
+        assert_int_equal(x.timeout_ms, 2500);
+        api_code_run_done(&x);
         code_bad(true, "{}");
         code_bad(true, "{\"code\":null}");
         code_bad(true, "{\"code\":\"a\\u0000b\"}");
@@ -452,6 +460,38 @@ static void test_sleep_after(void **state)
         api_put_sandbox_done(&p);
 }
 
+/* sleepMode (decision 0050): "files" or "memory"; anything else is a clear 400. */
+static void test_sleep_mode(void **state)
+{
+        static const char *const bad[] = {
+                "{\"sleepMode\":\"disk\"}",     "{\"sleepMode\":\"Memory\"}",
+                "{\"sleepMode\":\"\"}",         "{\"sleepMode\":true}",
+                "{\"sleepMode\":[\"memory\"]}", "{\"sleepMode\":\"memory\\u0000\"}",
+        };
+        struct api_put_sandbox p;
+        struct cella_error err = {0};
+        const char *ok = "{\"sleepMode\":\"memory\",\"sleepAfter\":\"30s\"}";
+
+        (void)state;
+        assert_int_equal(api_decode_put_sandbox(ok, strlen(ok), &p, &err), 0);
+        assert_string_equal(p.sleep_mode, "memory");
+        assert_int_equal(p.sleep_after_ms, 30000);
+        api_put_sandbox_done(&p);
+        assert_int_equal(api_decode_put_sandbox("{\"sleepMode\":\"files\"}", 21, &p, &err), 0);
+        assert_string_equal(p.sleep_mode, "files");
+        api_put_sandbox_done(&p);
+        assert_int_equal(api_decode_put_sandbox("{}", 2, &p, &err), 0);
+        assert_null(p.sleep_mode);
+        api_put_sandbox_done(&p);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                memset(&err, 0, sizeof(err));
+                assert_true(api_decode_put_sandbox(bad[i], strlen(bad[i]), &p, &err) < 0);
+                assert_int_equal(err.code, CELLA_E_VALIDATION_FAILED);
+                assert_non_null(strstr(err.msg, "sleepMode must be \"files\" or \"memory\""));
+                assert_null(p.sleep_mode);
+        }
+}
+
 static void test_env(void **state)
 {
         struct api_env e;
@@ -530,43 +570,45 @@ static void test_session(void **state)
         assert_null(e.session_id);
 }
 
-/* Background processes: a valid body becomes the PROC body; a bad one is refused. */
-static json_t *proc_ok(enum api_proc_call call, const char *body, const char *q)
+/* Background processes: a valid body is decoded for the PROC body; a bad one is refused
+ * and leaves nothing. */
+static void proc_ok(enum api_proc_call call, const char *body, const char *q, struct api_process *p)
 {
         struct cella_error err = {0};
-        json_t *out = NULL;
 
-        if (api_decode_process(call, body, strlen(body), q, &out, &err) != 0)
+        if (api_decode_process(call, body, strlen(body), q, p, &err) != 0)
                 fail_msg("refused %s: %s", body, err.msg);
-        assert_non_null(out);
-        return out;
 }
 
 static void proc_bad(enum api_proc_call call, const char *body, const char *q, int code)
 {
         struct cella_error err = {0};
-        json_t *out = (json_t *)1;
+        struct api_process p;
 
-        if (api_decode_process(call, body, strlen(body), q, &out, &err) != -EINVAL)
+        if (api_decode_process(call, body, strlen(body), q, &p, &err) != -EINVAL)
                 fail_msg("accepted %s", body);
-        assert_null(out);
+        assert_null(p.command);
+        assert_null(p.process_id);
+        assert_null(p.env);
+        assert_null(p.pattern);
         assert_int_equal(err.code, code);
 }
 
 static void test_processes(void **state)
 {
-        json_t *j;
+        struct api_process p;
 
         (void)state;
-        j = proc_ok(API_PROC_START,
-                    "{\"command\":\"sleep 1\",\"processId\":\"web-1\",\"sessionId\":\"s\","
-                    "\"env\":{\"A\":\"1\"},\"cwd\":\"app/../srv\"}",
-                    NULL);
-        assert_string_equal(json_string_value(json_object_get(j, "op")), "start");
-        assert_string_equal(json_string_value(json_object_get(j, "id")), "web-1");
-        assert_string_equal(json_string_value(json_object_get(j, "session")), "s");
-        assert_string_equal(json_string_value(json_object_get(j, "cwd")), "/workspace/srv");
-        json_decref(j);
+        proc_ok(API_PROC_START,
+                "{\"command\":\"sleep 1\",\"processId\":\"web-1\",\"sessionId\":\"s\","
+                "\"env\":{\"A\":\"1\"},\"cwd\":\"app/../srv\"}",
+                NULL, &p);
+        assert_string_equal(p.command, "sleep 1");
+        assert_string_equal(p.process_id, "web-1");
+        assert_string_equal(p.session_id, "s");
+        assert_string_equal(p.cwd, "/workspace/srv");
+        assert_string_equal(json_string_value(json_object_get(p.env, "A")), "1");
+        api_process_done(&p);
         proc_bad(API_PROC_START, "{\"command\":\"\"}", NULL, CELLA_E_VALIDATION_FAILED);
         proc_bad(API_PROC_START, "{\"command\":\"x\",\"processId\":\"12\"}", NULL,
                  CELLA_E_VALIDATION_FAILED);
@@ -578,42 +620,46 @@ static void test_processes(void **state)
                  CELLA_E_VALIDATION_FAILED);
         proc_bad(API_PROC_START, "{\"command\":", NULL, CELLA_E_VALIDATION_FAILED);
 
-        j = proc_ok(API_PROC_KILL, "", NULL);
-        assert_null(json_object_get(j, "signal"));
-        json_decref(j);
-        j = proc_ok(API_PROC_KILL, "", "SIGINT");
-        assert_int_equal(json_integer_value(json_object_get(j, "signal")), 2);
-        json_decref(j);
-        j = proc_ok(API_PROC_KILL, "{\"signal\":\"usr1\"}", NULL);
-        assert_int_equal(json_integer_value(json_object_get(j, "signal")), 10);
-        json_decref(j);
-        j = proc_ok(API_PROC_KILL, "{\"signal\":9}", NULL);
-        assert_int_equal(json_integer_value(json_object_get(j, "signal")), 9);
-        json_decref(j);
+        proc_ok(API_PROC_KILL, "", NULL, &p);
+        assert_int_equal(p.signal, 0);
+        api_process_done(&p);
+        proc_ok(API_PROC_KILL, "", "SIGINT", &p);
+        assert_int_equal(p.signal, 2);
+        proc_ok(API_PROC_KILL, "{\"signal\":\"usr1\"}", NULL, &p);
+        assert_int_equal(p.signal, 10);
+        proc_ok(API_PROC_KILL, "{\"signal\":9}", NULL, &p);
+        assert_int_equal(p.signal, 9);
         proc_bad(API_PROC_KILL, "", "SIGNOPE", CELLA_E_VALIDATION_FAILED);
         proc_bad(API_PROC_KILL, "", "65", CELLA_E_VALIDATION_FAILED);
         proc_bad(API_PROC_KILL, "{\"signal\":0}", NULL, CELLA_E_VALIDATION_FAILED);
         proc_bad(API_PROC_KILL, "{\"signal\":\"TERM\"}", "INT", CELLA_E_VALIDATION_FAILED);
 
-        j = proc_ok(API_PROC_WAIT_LOG, "{\"pattern\":\"a+\",\"regex\":true,\"timeout\":5}", NULL);
-        assert_int_equal(json_integer_value(json_object_get(j, "timeoutMs")), 5);
-        assert_true(json_is_true(json_object_get(j, "regex")));
-        json_decref(j);
+        proc_ok(API_PROC_WAIT_LOG, "{\"pattern\":\"a+\",\"regex\":true,\"timeout\":5}", NULL, &p);
+        assert_string_equal(p.pattern, "a+");
+        assert_int_equal(p.timeout_ms, 5);
+        assert_true(p.regex);
+        api_process_done(&p);
         proc_bad(API_PROC_WAIT_LOG, "{\"pattern\":\"\"}", NULL, CELLA_E_VALIDATION_FAILED);
         proc_bad(API_PROC_WAIT_LOG, "{\"pattern\":\"a\",\"timeout\":-1}", NULL,
                  CELLA_E_VALIDATION_FAILED);
 
-        j = proc_ok(API_PROC_WAIT_PORT,
-                    "{\"port\":8080,\"mode\":\"http\",\"path\":\"/h\",\"status\":{\"min\":200,"
-                    "\"max\":204},\"interval\":100}",
-                    NULL);
-        assert_int_equal(json_integer_value(json_object_get(j, "statusMin")), 200);
-        assert_int_equal(json_integer_value(json_object_get(j, "statusMax")), 204);
-        assert_int_equal(json_integer_value(json_object_get(j, "intervalMs")), 100);
-        json_decref(j);
-        j = proc_ok(API_PROC_WAIT_PORT, "{\"port\":1,\"status\":204}", NULL);
-        assert_int_equal(json_integer_value(json_object_get(j, "statusMin")), 204);
-        json_decref(j);
+        proc_ok(API_PROC_WAIT_PORT,
+                "{\"port\":8080,\"mode\":\"http\",\"path\":\"/h\",\"status\":{\"min\":200,"
+                "\"max\":204},\"interval\":100}",
+                NULL, &p);
+        assert_int_equal(p.port, 8080);
+        assert_int_equal(p.mode, 1);
+        assert_string_equal(p.path, "/h");
+        assert_int_equal(p.status_min, 200);
+        assert_int_equal(p.status_max, 204);
+        assert_int_equal(p.interval_ms, 100);
+        api_process_done(&p);
+        proc_ok(API_PROC_WAIT_PORT, "{\"port\":1,\"status\":204}", NULL, &p);
+        assert_int_equal(p.status_min, 204);
+        assert_int_equal(p.status_max, 204);
+        assert_int_equal(p.mode, 0);
+        assert_null(p.path);
+        api_process_done(&p);
         proc_bad(API_PROC_WAIT_PORT, "{\"port\":0}", NULL, CELLA_E_INVALID_PORT);
         proc_bad(API_PROC_WAIT_PORT, "{\"port\":80,\"mode\":\"udp\"}", NULL,
                  CELLA_E_VALIDATION_FAILED);
@@ -624,21 +670,22 @@ static void test_processes(void **state)
         proc_bad(API_PROC_WAIT_PORT, "{\"port\":80,\"interval\":1}", NULL,
                  CELLA_E_VALIDATION_FAILED);
 
-        j = proc_ok(API_PROC_WAIT_EXIT, "", NULL);
-        assert_string_equal(json_string_value(json_object_get(j, "op")), "waitExit");
-        json_decref(j);
+        proc_ok(API_PROC_WAIT_EXIT, "", NULL, &p);
+        assert_int_equal(p.timeout_ms, 0);
+        api_process_done(&p);
         proc_bad(API_PROC_WAIT_EXIT, "{\"timeout\":\"1s\"}", NULL, CELLA_E_VALIDATION_FAILED);
 }
 
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_put_sandbox),  cmocka_unit_test(test_exec),
-                cmocka_unit_test(test_files),        cmocka_unit_test(test_helpers),
-                cmocka_unit_test(test_sleep_after),  cmocka_unit_test(test_env),
-                cmocka_unit_test(test_session),      cmocka_unit_test(test_processes),
-                cmocka_unit_test(test_git_checkout), cmocka_unit_test(test_watch),
-                cmocka_unit_test(test_code),         cmocka_unit_test(test_pty),
+                cmocka_unit_test(test_put_sandbox), cmocka_unit_test(test_exec),
+                cmocka_unit_test(test_files),       cmocka_unit_test(test_helpers),
+                cmocka_unit_test(test_sleep_after), cmocka_unit_test(test_sleep_mode),
+                cmocka_unit_test(test_env),         cmocka_unit_test(test_session),
+                cmocka_unit_test(test_processes),   cmocka_unit_test(test_git_checkout),
+                cmocka_unit_test(test_watch),       cmocka_unit_test(test_code),
+                cmocka_unit_test(test_pty),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -122,6 +122,13 @@ unsigned sandbox_table_count(const struct sandbox_table *t)
         return the_sandbox.exists;
 }
 
+/* Memory sleep (decision 0050): unavailable here; integration/memsleep covers it. */
+const char *sandbox_table_memory_sleep_fallback(const struct sandbox_table *t)
+{
+        (void)t;
+        return "no CRIU in this test";
+}
+
 /* Snapshots (sandbox-snapshot.c): none here; integration/snapshots covers them. */
 int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
                                   const char *snap_name, sandbox_snapshot_cb cb, void *ud,

@@ -13,6 +13,7 @@
 
 #include "daemon/api-handlers.h"
 #include "daemon/api-routes.h"
+#include "daemon/metrics.h"
 
 static struct api_match match(const char *method, const char *path)
 {
@@ -250,6 +251,16 @@ static void test_documented(void **state)
 
         (void)state;
         assert_true(api_routes_count <= sizeof(seen) / sizeof(seen[0]));
+        /* every route has counters of its own in GET /metrics */
+        assert_true(api_routes_count <= METRICS_ROUTES_MAX);
+        for (size_t i = 0; i < api_routes_count; i++) {
+                const char *ms = api_routes[i].methods;
+                size_t n = 1;
+
+                for (const char *c = ms; *c; c++)
+                        n += *c == ' ';
+                assert_true(n <= METRICS_ROUTE_METHODS);
+        }
         snprintf(path, sizeof(path), "%s/docs/api.md", CELLA_SOURCE_DIR);
         f = fopen(path, "r");
         assert_non_null(f);
@@ -260,7 +271,8 @@ static void test_documented(void **state)
                 struct api_match m;
 
                 if (sscanf(line, "| %15[A-Z] | %1023[^ |] |", method, pat) != 2 ||
-                    (strncmp(pat, "/v1/", 4) != 0 && strcmp(pat, "/mcp") != 0))
+                    (strncmp(pat, "/v1/", 4) != 0 && strcmp(pat, "/mcp") != 0 &&
+                     strcmp(pat, "/metrics") != 0))
                         continue;
                 /* the path without the query and optional parts; {x} become samples */
                 pat[strcspn(pat, "?[")] = '\0';

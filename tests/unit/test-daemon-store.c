@@ -23,6 +23,7 @@ struct seen {
         int64_t active[4];
         int64_t pid[4], pid_start[4];
         char env[4][64];
+        char sleep_mode[4][16];
 };
 
 static int collect(const struct store_sandbox *sb, void *userdata)
@@ -31,6 +32,7 @@ static int collect(const struct store_sandbox *sb, void *userdata)
         if (s->n < 4) {
                 snprintf(s->names[s->n], 64, "%s", sb->name);
                 snprintf(s->env[s->n], 64, "%s", sb->env_json);
+                snprintf(s->sleep_mode[s->n], 16, "%s", sb->sleep_mode);
                 s->slot[s->n] = sb->slot;
                 s->active[s->n] = sb->last_active_ms;
                 s->pid[s->n] = sb->pid;
@@ -64,15 +66,15 @@ static void test_store_roundtrip(void **state)
                 .pid_start = 777,
                 .sleep_after_ms = 600000,
         };
-        struct store_sandbox b = {"beta", 1,  "default", "basic",    NULL,
-                                  NULL,   20, 20,        0,          0,
-                                  600000, 1,  0,         "outbound", "[\"192.0.2.0/24:80\"]",
-                                  NULL};
+        struct store_sandbox b = {"beta", 1,       "default", "basic",    NULL,
+                                  NULL,   20,      20,        0,          0,
+                                  600000, 1,       0,         "outbound", "[\"192.0.2.0/24:80\"]",
+                                  NULL,   "memory"};
         assert_int_equal(store_sandbox_save(st, &a, &err), 0);
         assert_int_equal(store_sandbox_save(st, &b, &err), 0);
         /* The slot is unique: another name on slot 1 is refused and reported. */
-        struct store_sandbox c = {"gamma", 1, "default", "lite", NULL, NULL,   30,   30,
-                                  0,       0, 600000,    0,      1,    "none", "[]", NULL};
+        struct store_sandbox c = {"gamma", 1,      "default", "lite", NULL,   NULL, 30,   30,  0,
+                                  0,       600000, 0,         1,      "none", "[]", NULL, NULL};
         assert_int_equal(store_sandbox_save(st, &c, &err), -EIO);
         assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
         assert_non_null(strstr(err.msg, "UNIQUE"));
@@ -87,6 +89,9 @@ static void test_store_roundtrip(void **state)
         assert_string_equal(seen.env[0], "{\"K\":\"V\"}");
         assert_int_equal(seen.pid[0], 4321);
         assert_int_equal(seen.pid_start[0], 777);
+        /* sleepMode: "files" unless given (0050) */
+        assert_string_equal(seen.sleep_mode[0], "files");
+        assert_string_equal(seen.sleep_mode[1], "memory");
         assert_string_equal(seen.names[1], "beta");
         assert_int_equal(seen.slot[1], 1);
         assert_int_equal(seen.active[1], 99);
@@ -308,6 +313,7 @@ static void test_identity(void **state)
                 .default_session = 0,
                 .network = "outbound",
                 .network_allow_json = "[\"203.0.113.0/24:443\"]",
+                .sleep_mode = "memory",
         };
         struct identity id;
         char *text = identity_format(&rec);
@@ -327,6 +333,15 @@ static void test_identity(void **state)
         assert_int_equal(id.rec.keep_alive, 1);
         assert_int_equal(id.rec.default_session, 0);
         assert_int_equal(id.rec.pid, 0);
+        assert_string_equal(id.rec.sleep_mode, "memory");
+        free(text);
+        /* "files", the default, is left out: files of sandboxes made before stay as they are */
+        rec.sleep_mode = "files";
+        text = identity_format(&rec);
+        assert_non_null(text);
+        assert_null(strstr(text, "sleepMode"));
+        assert_int_equal(identity_parse(text, strlen(text), &id), 0);
+        assert_string_equal(id.rec.sleep_mode, "files");
         free(text);
 
         static const char *const bad[] = {
@@ -351,6 +366,9 @@ static void test_identity(void **state)
                 "{\"name\":\"pool-3\",\"image\":\"default\",\"instanceType\":\"lite\","
                 "\"createdMs\":1,\"network\":\"none\",\"networkAllow\":[],\"sleepAfterMs\":1,"
                 "\"keepAlive\":false,\"enableDefaultSession\":true}",
+                "{\"name\":\"ok\",\"image\":\"default\",\"instanceType\":\"lite\","
+                "\"createdMs\":1,\"network\":\"none\",\"networkAllow\":[],\"sleepAfterMs\":1,"
+                "\"keepAlive\":false,\"enableDefaultSession\":true,\"sleepMode\":\"disk\"}",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
                 assert_int_equal(identity_parse(bad[i], strlen(bad[i]), &id), -EINVAL);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/name.h"
+#include "mcp/event-id.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp-internal.h"
 #include "mcp/schema.h"
@@ -167,6 +169,41 @@ static void test_uri(void **state)
                          -EINVAL);
         assert_int_equal(mcp_uri_parse("cella://box/a?x=1", sb, sizeof(sb), path, sizeof(path)),
                          -EINVAL);
+}
+
+/* Last-Event-ID of /mcp: what the server writes parses back; nothing else parses (and
+ * leaves the outputs alone). */
+static void test_event_id(void **state)
+{
+        static const char *const bad[] = {
+                "",     "-",   "-1",   "1-",   "1-0",   "+1",    " 1",  "1 ",
+                "1-2-3", "0x10", "1.5", "abc", "1-a",   "1--2",  "1-+2", "٣",
+                "18446744073709551616", "1-18446744073709551616", "99999999999999999999",
+        };
+        char buf[MCP_EVENT_ID_MAX];
+        uint64_t ev = 7, st = 7;
+
+        (void)state;
+        assert_int_equal(mcp_event_id_format(buf, sizeof(buf), 12, 0), 2);
+        assert_string_equal(buf, "12");
+        assert_int_equal(mcp_event_id_parse(buf, &ev, &st), 0);
+        assert_int_equal(ev, 12);
+        assert_int_equal(st, 0);
+        mcp_event_id_format(buf, sizeof(buf), UINT64_MAX, UINT64_MAX);
+        assert_string_equal(buf, "18446744073709551615-18446744073709551615");
+        assert_int_equal(mcp_event_id_parse(buf, &ev, &st), 0);
+        assert_true(ev == UINT64_MAX && st == UINT64_MAX);
+        assert_int_equal(mcp_event_id_parse("0", &ev, &st), 0);
+        assert_true(ev == 0 && st == 0);
+        assert_int_equal(mcp_event_id_parse("007-3", &ev, &st), 0);
+        assert_true(ev == 7 && st == 3);
+        for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+                ev = st = 42;
+                if (mcp_event_id_parse(bad[i], &ev, &st) != -EINVAL)
+                        fail_msg("accepted '%s'", bad[i]);
+                assert_true(ev == 42 && st == 42);
+        }
+        assert_int_equal(mcp_event_id_parse(NULL, &ev, &st), -EINVAL);
 }
 
 /* ---- a session ---- */
@@ -341,7 +378,8 @@ static void test_tool_sandbox_checked(void **state)
                         "INVALID_SANDBOX_NAME");
                 json_decref(r);
                 json_decref(args);
-                /* sandbox_create and sandbox_destroy name theirs "name" */
+                /* sandbox_create and sandbox_destroy name theirs "name", as sandbox_fork
+                 * names the sandbox it makes */
                 args = json_pack("{ss}", "name", "Not_A_Name");
                 r = mcp_tool_run(&mcp_tools[i], &call, args);
                 if (strncmp(mcp_tools[i].name, "sandbox_", 8) == 0) {
@@ -352,7 +390,47 @@ static void test_tool_sandbox_checked(void **state)
                 json_decref(r);
                 json_decref(args);
         }
-        assert_int_equal(checked, 2);
+        assert_int_equal(checked, 3);
+}
+
+/* The tool error (cella/error code) of running the tool name on args (JSON text) with no
+ * daemon behind the call: the checks before any request. */
+static const char *refused(const char *name, const char *args_text, char *code, size_t len)
+{
+        struct mcp_call call = {0};
+        json_t *args = json_loads(args_text, 0, NULL), *r;
+
+        assert_non_null(args);
+        r = mcp_tool_run(mcp_tool_find(name), &call, args);
+        assert_non_null(r);
+        assert_true(json_is_true(json_object_get(r, "isError")));
+        snprintf(code, len, "%s",
+                 json_string_value(json_object_get(
+                         json_object_get(json_object_get(r, "_meta"), "cella/error"), "code")));
+        json_decref(r);
+        json_decref(args);
+        return code;
+}
+
+/* sandbox_fork checks the name of the sandbox it makes too; snapshot_delete refuses a
+ * reference a URL would resolve away. Neither reaches the daemon. */
+static void test_snapshot_tools_checked(void **state)
+{
+        char code[64];
+
+        (void)state;
+        assert_string_equal(refused("sandbox_fork", "{\"sandbox\":\"box\",\"name\":\"Not_A_Name\"}",
+                                    code, sizeof(code)),
+                            "INVALID_SANDBOX_NAME");
+        assert_string_equal(refused("sandbox_fork", "{\"sandbox\":\"box\",\"name\":\"-x\"}", code,
+                                    sizeof(code)),
+                            "INVALID_SANDBOX_NAME");
+        assert_string_equal(refused("snapshot_delete", "{\"snapshot\":\"..\"}", code, sizeof(code)),
+                            "VALIDATION_FAILED");
+        assert_string_equal(refused("snapshot_delete", "{\"snapshot\":\".\"}", code, sizeof(code)),
+                            "VALIDATION_FAILED");
+        assert_string_equal(refused("snapshot_list", "{\"sandbox\":\"../x\"}", code, sizeof(code)),
+                            "INVALID_SANDBOX_NAME");
 }
 
 /* A daemon that takes one request and never answers: it reports the request through a
@@ -457,8 +535,10 @@ int main(void)
                 cmocka_unit_test(test_decode_faults),
                 cmocka_unit_test(test_schema),
                 cmocka_unit_test(test_uri),
+                cmocka_unit_test(test_event_id),
                 cmocka_unit_test(test_initialize),
                 cmocka_unit_test(test_tools),
+                cmocka_unit_test(test_snapshot_tools_checked),
                 cmocka_unit_test(test_tool_sandbox_checked),
                 cmocka_unit_test(test_cancel_silent),
         };

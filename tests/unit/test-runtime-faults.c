@@ -36,14 +36,19 @@
 #include "runtime/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/host-claim.h"
+#include "runtime-fixture.h"
 
-#define ROOTFS "/var/lib/cella/images/default/rootfs"
-#define PROBE_DEFAULT CELLA_BUILD_DIR "/tests/probe-init"
+#define ROOTFS RUNTIME_FIXTURE_ROOTFS
 #define CG_NAME "cella-test-faults"
 
-static struct runtime *rt;
-static struct cgroup_layout layout;
-static char tmpdir[] = "/tmp/cella-runtime-faults-XXXXXX";
+static const char *const test_ids[] = {"f-sock",    "f-clone",  "f-cgdir", "f-cglim",
+                                       "f-uidmap",  "f-idmap",  "f-mount", "f-disk",
+                                       "f-destroy", "f-rename", "f-mkfs"};
+static struct runtime_fixture fx = {.what = "runtime fault tests",
+                                    .cgroup_name = CG_NAME,
+                                    .ids = test_ids,
+                                    .n_ids = ARRAY_SIZE(test_ids),
+                                    .tmpdir = "/tmp/cella-runtime-faults-XXXXXX"};
 
 /* ---- the wrapped calls: each fails with its errno while armed ---- */
 
@@ -238,7 +243,7 @@ static struct host_state host_state(void)
                                    .mounts = count_lines("/proc/self/mountinfo")};
 }
 
-/* A loop device whose backing file is under our tmpdir. */
+/* A loop device whose backing file is under our fx.tmpdir. */
 static bool loop_left(void)
 {
         DIR *d = opendir("/sys/block");
@@ -255,29 +260,12 @@ static bool loop_left(void)
                 FILE *f = fopen(p, "re");
                 if (!f)
                         continue;
-                if (fgets(b, sizeof(b), f) && strstr(b, tmpdir))
+                if (fgets(b, sizeof(b), f) && strstr(b, fx.tmpdir))
                         found = true;
                 fclose(f);
         }
         closedir(d);
         return found;
-}
-
-static bool cgroup_left(const char *id)
-{
-        char p[CELLA_PATH_MAX + 128];
-
-        snprintf(p, sizeof(p), "%s/%s/%s", layout.v2_root, CG_NAME, id);
-        if (access(p, F_OK) == 0)
-                return true;
-        for (int c = 0; c < _CGROUP_V1_MAX; c++) {
-                if (layout.mode != CGROUP_MODE_HYBRID || !layout.v1_root[c][0])
-                        continue;
-                snprintf(p, sizeof(p), "%s/%s/%s", layout.v1_root[c], CG_NAME, id);
-                if (access(p, F_OK) == 0)
-                        return true;
-        }
-        return false;
 }
 
 /* Nothing of the failed start of id is left: descriptors and mounts as before, its
@@ -290,7 +278,7 @@ static void assert_nothing_left(const char *id, struct host_state before)
 
         assert_int_equal(now.fds, before.fds);
         assert_int_equal(now.mounts, before.mounts);
-        assert_false(cgroup_left(id));
+        assert_false(runtime_fixture_cgroup_left(&fx, id));
         errno = 0;
         assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
         assert_int_equal(errno, ECHILD);
@@ -311,16 +299,12 @@ static uid_t slot_base(unsigned slot)
         return last_block + (4100u + slot) * CELLA_UID_RANGE;
 }
 
-static const char *const test_ids[] = {"f-sock",    "f-clone",  "f-cgdir", "f-cglim",
-                                       "f-uidmap",  "f-idmap",  "f-mount", "f-disk",
-                                       "f-destroy", "f-rename", "f-mkfs"};
-
 static int start(const char *id, unsigned slot, bool disk, struct container *c,
                  struct cella_error *err)
 {
         char dir[256];
 
-        snprintf(dir, sizeof(dir), "%s/%s", tmpdir, id);
+        snprintf(dir, sizeof(dir), "%s/%s", fx.tmpdir, id);
         assert_true(mkdir(dir, 0700) == 0 || errno == EEXIST);
         struct container_spec spec = {
                 .id = id,
@@ -333,7 +317,7 @@ static int start(const char *id, unsigned slot, bool disk, struct container *c,
                 .disk_bytes = disk ? CELLA_DISK_MIN_BYTES : 0,
         };
         *c = (struct container){.pid = 0, .pidfd = -EBADF};
-        return runtime_container_start(rt, &spec, c, err);
+        return runtime_container_start(fx.rt, &spec, c, err);
 }
 
 /* Start id with one step armed to fail: the failure is reported as want_code with the
@@ -362,23 +346,23 @@ static void expect_failure(const char *id, unsigned slot, bool disk, int want_er
         if (r < 0)
                 fail_msg("%s: the start after the failure: %s", id, err.msg);
         assert_true(runtime_container_is_alive(&c));
-        assert_int_equal(runtime_container_destroy(rt, id, &c, &err), 0);
-        assert_false(cgroup_left(id));
+        assert_int_equal(runtime_container_destroy(fx.rt, id, &c, &err), 0);
+        assert_false(runtime_fixture_cgroup_left(&fx, id));
 }
 
 #define REQUIRE_RUNTIME()       \
         do {                    \
-                if (!rt)        \
+                if (!fx.rt)     \
                         skip(); \
         } while (0)
 
-#define REQUIRE_DISK()                                                       \
-        do {                                                                 \
-                REQUIRE_RUNTIME();                                           \
-                if (!runtime_disk_enforced(rt)) {                            \
-                        print_message("SKIP: %s\n", runtime_disk_state(rt)); \
-                        skip();                                              \
-                }                                                            \
+#define REQUIRE_DISK()                                                          \
+        do {                                                                    \
+                REQUIRE_RUNTIME();                                              \
+                if (!runtime_disk_enforced(fx.rt)) {                            \
+                        print_message("SKIP: %s\n", runtime_disk_state(fx.rt)); \
+                        skip();                                                 \
+                }                                                               \
         } while (0)
 
 static void test_socketpair(void **state)
@@ -404,7 +388,7 @@ static void test_clone3(void **state)
 static void test_cgroup_dir(void **state)
 {
         char want[CELLA_PATH_MAX + 256];
-        const char *v1_or_v2 = layout.mode == CGROUP_MODE_HYBRID ? "memory" : "";
+        const char *v1_or_v2 = fx.layout.mode == CGROUP_MODE_HYBRID ? "memory" : "";
 
         (void)state;
         REQUIRE_RUNTIME();
@@ -412,14 +396,14 @@ static void test_cgroup_dir(void **state)
         fail_mkdir = EACCES;
         match_a = CG_NAME "/f-cgdir";
         match_b = v1_or_v2;
-        if (layout.mode == CGROUP_MODE_HYBRID)
+        if (fx.layout.mode == CGROUP_MODE_HYBRID)
                 snprintf(want, sizeof(want),
                          "create sandbox 'f-cgdir': cgroup %s/%s/f-cgdir: Permission denied",
-                         layout.v1_root[CGROUP_V1_MEMORY], CG_NAME);
+                         fx.layout.v1_root[CGROUP_V1_MEMORY], CG_NAME);
         else
                 snprintf(want, sizeof(want),
                          "create sandbox 'f-cgdir': cgroup %s/%s/f-cgdir: Permission denied",
-                         layout.v2_root, CG_NAME);
+                         fx.layout.v2_root, CG_NAME);
         expect_failure("f-cgdir", 2, false, -EACCES, CELLA_E_PERMISSION_DENIED, want);
 }
 
@@ -475,7 +459,7 @@ static void test_disk_mkfs(void **state)
 
         (void)state;
         REQUIRE_DISK();
-        snprintf(img, sizeof(img), "%s/f-mkfs/disk.img", tmpdir);
+        snprintf(img, sizeof(img), "%s/f-mkfs/disk.img", fx.tmpdir);
         fail_spawn = ENOEXEC;
         struct cella_error err = {0};
         struct container c;
@@ -496,7 +480,7 @@ static void test_disk_mkfs(void **state)
         if (r < 0)
                 fail_msg("the start after the failure: %s", err.msg);
         assert_int_equal(access(img, F_OK), 0);
-        assert_int_equal(runtime_container_destroy(rt, "f-mkfs", &c, &err), 0);
+        assert_int_equal(runtime_container_destroy(fx.rt, "f-mkfs", &c, &err), 0);
 }
 
 /* The disk image is made and attached to a loop device, its mount fails: the loop device
@@ -540,7 +524,7 @@ static void test_destroy_cgroup_left(void **state)
         fail_rmdir = EACCES;
         match_a = CG_NAME "/f-destroy";
         match_b = "";
-        r = runtime_container_destroy(rt, "f-destroy", &c, &err);
+        r = runtime_container_destroy(fx.rt, "f-destroy", &c, &err);
         int failed_calls = hits;
         disarm();
         print_message("f-destroy: %s\n", err.msg);
@@ -554,9 +538,9 @@ static void test_destroy_cgroup_left(void **state)
         assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
         assert_int_equal(errno, ECHILD);
         assert_int_equal(host_state().fds, before.fds);
-        assert_true(cgroup_left("f-destroy"));
-        assert_int_equal(runtime_container_destroy(rt, "f-destroy", NULL, NULL), 0);
-        assert_false(cgroup_left("f-destroy"));
+        assert_true(runtime_fixture_cgroup_left(&fx, "f-destroy"));
+        assert_int_equal(runtime_container_destroy(fx.rt, "f-destroy", NULL, NULL), 0);
+        assert_false(runtime_fixture_cgroup_left(&fx, "f-destroy"));
 }
 
 /* Renaming: the kernel hostname cannot be set. The thread that visited the sandbox's UTS
@@ -574,11 +558,11 @@ static void test_rename_sethostname(void **state)
         r = start("f-rename", 9, false, &c, &err);
         if (r < 0)
                 fail_msg("start: %s", err.msg);
-        snprintf(dir, sizeof(dir), "%s/f-rename", tmpdir);
+        snprintf(dir, sizeof(dir), "%s/f-rename", fx.tmpdir);
         assert_int_equal(stat("/proc/thread-self/ns/uts", &uts_before), 0);
         int fds = count_fds();
         fail_sethostname = EPERM;
-        r = runtime_container_rename(rt, &c, dir, "renamed", &err);
+        r = runtime_container_rename(fx.rt, &c, dir, "renamed", &err);
         int failed_calls = hits;
         disarm();
         print_message("f-rename: %s\n", err.msg);
@@ -592,93 +576,22 @@ static void test_rename_sethostname(void **state)
         assert_int_equal(uts_after.st_dev, uts_before.st_dev);
         assert_int_equal(count_fds(), fds);
         memset(&err, 0, sizeof(err));
-        assert_int_equal(runtime_container_rename(rt, &c, dir, "renamed", &err), 0);
-        assert_int_equal(runtime_container_destroy(rt, "f-rename", &c, &err), 0);
+        assert_int_equal(runtime_container_rename(fx.rt, &c, dir, "renamed", &err), 0);
+        assert_int_equal(runtime_container_destroy(fx.rt, "f-rename", &c, &err), 0);
 }
 
 /* ---- setup ---- */
 
-/* The probe runs inside the image: only a static one can (see test-runtime-live.c). */
-static bool is_static_elf(const char *path)
-{
-        Elf64_Ehdr eh;
-        Elf64_Phdr ph;
-        bool ok = true;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-        if (fd < 0)
-                return false;
-        if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh))
-                ok = false;
-        for (int i = 0; ok && i < eh.e_phnum; i++) {
-                if (pread(fd, &ph, sizeof(ph),
-                          (off_t)(eh.e_phoff + (uint64_t)i * eh.e_phentsize)) !=
-                    (ssize_t)sizeof(ph))
-                        ok = false;
-                else if (ph.p_type == PT_INTERP)
-                        ok = false;
-        }
-        close(fd);
-        return ok;
-}
-
 static int group_setup(void **state)
 {
-        const char *probe = getenv("CELLA_TEST_PROBE");
-
         (void)state;
-        if (!probe || !*probe)
-                probe = PROBE_DEFAULT;
-        if (geteuid() != 0) {
-                print_message("SKIP: runtime fault tests need root\n");
-                return 0;
-        }
-        if (access(ROOTFS "/usr/bin", F_OK) < 0) {
-                print_message("SKIP: default image missing at " ROOTFS "\n");
-                return 0;
-        }
-        if (access(probe, X_OK) < 0 || !is_static_elf(probe)) {
-                print_message("SKIP: %s is not a static executable\n", probe);
-                return 0;
-        }
-        struct runtime_config cfg = {.agent_path = probe, .cgroup_name = CG_NAME};
-        struct cella_error err = {0};
-        if (runtime_new(&cfg, &rt, &err) < 0) {
-                print_message("runtime_new: %s\n", err.msg);
-                return -1;
-        }
-        assert_int_equal(cgroup_detect_host(&layout), 0);
-        for (size_t i = 0; i < ARRAY_SIZE(test_ids); i++)
-                runtime_container_destroy(rt, test_ids[i], NULL, NULL);
-        if (!mkdtemp(tmpdir))
-                return -1;
-        return 0;
+        return runtime_fixture_setup(&fx);
 }
 
 static int group_teardown(void **state)
 {
-        char p[CELLA_PATH_MAX + 64];
-
         (void)state;
-        if (!rt)
-                return 0;
-        for (size_t i = 0; i < ARRAY_SIZE(test_ids); i++)
-                runtime_container_destroy(rt, test_ids[i], NULL, NULL);
-        pid_t pid = fork();
-        if (pid == 0) {
-                execl("/bin/rm", "rm", "-rf", "--", tmpdir, (char *)NULL);
-                _exit(127);
-        }
-        waitpid(pid, NULL, 0);
-        snprintf(p, sizeof(p), "%s/%s", layout.v2_root, CG_NAME);
-        rmdir(p);
-        for (int c = 0; c < _CGROUP_V1_MAX; c++) {
-                if (layout.mode != CGROUP_MODE_HYBRID || !layout.v1_root[c][0])
-                        continue;
-                snprintf(p, sizeof(p), "%s/%s", layout.v1_root[c], CG_NAME);
-                rmdir(p);
-        }
-        runtime_free(rt);
+        runtime_fixture_teardown(&fx);
         return 0;
 }
 

@@ -33,24 +33,19 @@
 #include "runtime/container.h"
 #include "runtime/host-claim.h"
 #include "runtime/layer.h"
+#include "runtime-fixture.h"
 
-#define ROOTFS "/var/lib/cella/images/default/rootfs"
-#define PROBE_DEFAULT CELLA_BUILD_DIR "/tests/probe-init"
-/* CELLA_TEST_PROBE overrides it, e.g. a static probe for a sanitizer build. */
-static const char *probe_path(void)
-{
-        const char *p = getenv("CELLA_TEST_PROBE");
-        return p && *p ? p : PROBE_DEFAULT;
-}
-#define PROBE probe_path()
+#define ROOTFS RUNTIME_FIXTURE_ROOTFS
 #define CG_NAME "cella-test"
-
-static struct runtime *rt;
-static struct cgroup_layout layout;
-static char tmpdir[] = "/tmp/cella-runtime-test-XXXXXX";
 
 static const char *const test_ids[] = {"iso", "mem",     "pids", "sep-a",  "sep-b",    "again",
                                        "bad", "planted", "nest", "orphan", "planted2", "rename"};
+/* CELLA_TEST_PROBE overrides the probe, e.g. a static one for a sanitizer build. */
+static struct runtime_fixture fx = {.what = "runtime live tests",
+                                    .cgroup_name = CG_NAME,
+                                    .ids = test_ids,
+                                    .n_ids = ARRAY_SIZE(test_ids),
+                                    .tmpdir = "/tmp/cella-runtime-test-XXXXXX"};
 /* Containers started (static storage: a failed assertion leaves the test function), so
  * the group teardown can destroy what a failing test left running. */
 struct tracked {
@@ -78,7 +73,7 @@ static uid_t slot_base(unsigned slot)
 
 static void make_dir(char *out, size_t size, const char *name)
 {
-        snprintf(out, size, "%s/%s", tmpdir, name);
+        snprintf(out, size, "%s/%s", fx.tmpdir, name);
         assert_true(mkdir(out, 0700) == 0 || errno == EEXIST);
 }
 
@@ -100,7 +95,7 @@ static int start_layer(const char *name, unsigned slot, const char *rootfs, cons
         };
         struct timespec a, b;
         clock_gettime(CLOCK_MONOTONIC, &a);
-        int r = runtime_container_start(rt, &spec, c, err);
+        int r = runtime_container_start(fx.rt, &spec, c, err);
         clock_gettime(CLOCK_MONOTONIC, &b);
         if (r == 0)
                 track(name, c);
@@ -121,7 +116,7 @@ static int start(const char *name, unsigned slot, const char *rootfs, uint64_t m
 static json_t *ask(const char *name, const char *cmd)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/agent.sock", tmpdir, name);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/agent.sock", fx.tmpdir, name);
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         assert_true(fd >= 0);
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -197,130 +192,38 @@ static bool host_mountinfo_mentions(const char *s)
         return found;
 }
 
-static bool cgroup_dirs_exist(const char *id)
-{
-        char p[CELLA_PATH_MAX + 64];
-        struct stat st;
-        cgroup_v2_dir(&layout, CG_NAME, id, p, sizeof(p));
-        if (stat(p, &st) == 0)
-                return true;
-        for (int c = 0; c < _CGROUP_V1_MAX; c++) {
-                if (layout.mode != CGROUP_MODE_HYBRID || !layout.v1_root[c][0])
-                        continue;
-                snprintf(p, sizeof(p), "%s/%s/%s", layout.v1_root[c], CG_NAME, id);
-                if (stat(p, &st) == 0)
-                        return true;
-        }
-        return false;
-}
-
 static void destroy_and_check(const char *id, struct container *c)
 {
         struct cella_error err = {0};
         pid_t pid = c->pid;
-        assert_int_equal(runtime_container_destroy(rt, id, c, &err), 0);
+        assert_int_equal(runtime_container_destroy(fx.rt, id, c, &err), 0);
         assert_int_equal(c->pidfd, -EBADF);
         assert_int_equal(kill(pid, 0), -1);
         assert_int_equal(errno, ESRCH);
-        assert_false(cgroup_dirs_exist(id));
-        assert_false(host_mountinfo_mentions(tmpdir));
-}
-
-/* The probe runs inside the image, which has none of the build's shared libraries (a
- * sanitizer build links helpers dynamically): only a static probe can run there. */
-static bool is_static_elf(const char *path)
-{
-        Elf64_Ehdr eh;
-        Elf64_Phdr ph;
-        bool ok = true;
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        if (pread(fd, &eh, sizeof(eh), 0) != (ssize_t)sizeof(eh) ||
-            memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64) {
-                close(fd);
-                return false;
-        }
-        for (unsigned i = 0; i < eh.e_phnum; i++) {
-                off_t off = (off_t)eh.e_phoff + (off_t)i * eh.e_phentsize;
-                if (pread(fd, &ph, sizeof(ph), off) != (ssize_t)sizeof(ph) ||
-                    ph.p_type == PT_INTERP) {
-                        ok = false;
-                        break;
-                }
-        }
-        close(fd);
-        return ok;
+        assert_false(runtime_fixture_cgroup_left(&fx, id));
+        assert_false(host_mountinfo_mentions(fx.tmpdir));
 }
 
 static int group_setup(void **state)
 {
-        if (geteuid() != 0) {
-                print_message("SKIP: runtime live tests need root\n");
-                return 0;
-        }
-        if (access(ROOTFS "/usr/bin", F_OK) < 0) {
-                print_message("SKIP: default image missing at " ROOTFS "\n");
-                return 0;
-        }
-        if (access(PROBE, X_OK) < 0) {
-                print_message("SKIP: %s not built\n", PROBE);
-                return 0;
-        }
-        if (!is_static_elf(PROBE)) {
-                print_message("SKIP: %s is not a static executable (sanitizer build?)\n", PROBE);
-                return 0;
-        }
-        struct runtime_config cfg = {.agent_path = PROBE, .cgroup_name = CG_NAME};
-        struct cella_error err = {0};
-        if (runtime_new(&cfg, &rt, &err) < 0) {
-                print_message("runtime_new: %s\n", err.msg);
-                return -1;
-        }
-        print_message("runtime: %s\n", runtime_describe(rt));
-        assert_int_equal(cgroup_detect_host(&layout), 0);
-        /* Leftovers of an interrupted earlier run: the after-restart path (no pidfd). */
-        for (size_t i = 0; i < ARRAY_SIZE(test_ids); i++)
-                if (runtime_container_destroy(rt, test_ids[i], NULL, &err) < 0)
-                        print_message("cleanup %s: %s\n", test_ids[i], err.msg);
-        if (!mkdtemp(tmpdir))
-                return -1;
-        return 0;
+        (void)state;
+        return runtime_fixture_setup(&fx);
 }
 
 static int group_teardown(void **state)
 {
-        if (rt) {
-                char p[CELLA_PATH_MAX + 64];
-                for (size_t i = 0; i < ARRAY_SIZE(live); i++)
-                        if (live[i].c && live[i].c->pidfd >= 0)
-                                runtime_container_destroy(rt, live[i].id, live[i].c, NULL);
-                for (size_t i = 0; i < ARRAY_SIZE(test_ids); i++)
-                        runtime_container_destroy(rt, test_ids[i], NULL, NULL);
-                /* Plain removal of the temp tree: files are owned by the test's uid ranges. */
-                pid_t pid = fork();
-                if (pid == 0) {
-                        execl("/bin/rm", "rm", "-rf", "--", tmpdir, (char *)NULL);
-                        _exit(127);
-                }
-                waitpid(pid, NULL, 0);
-                /* The shared parents of the test cgroups. */
-                snprintf(p, sizeof(p), "%s/%s", layout.v2_root, CG_NAME);
-                rmdir(p);
-                for (int c = 0; c < _CGROUP_V1_MAX; c++) {
-                        if (layout.mode != CGROUP_MODE_HYBRID || !layout.v1_root[c][0])
-                                continue;
-                        snprintf(p, sizeof(p), "%s/%s", layout.v1_root[c], CG_NAME);
-                        rmdir(p);
-                }
-                runtime_free(rt);
-        }
+        (void)state;
+        /* what a failing test left running, with its container (pidfd) */
+        for (size_t i = 0; fx.rt && i < ARRAY_SIZE(live); i++)
+                if (live[i].c && live[i].c->pidfd >= 0)
+                        runtime_container_destroy(fx.rt, live[i].id, live[i].c, NULL);
+        runtime_fixture_teardown(&fx);
         return 0;
 }
 
 #define REQUIRE_RUNTIME()       \
         do {                    \
-                if (!rt)        \
+                if (!fx.rt)     \
                         skip(); \
         } while (0)
 
@@ -384,7 +287,7 @@ static void test_isolation(void **state)
         assert_string_equal(jstr(f, "sig_blk"), "0000000000000000");
         assert_string_equal(jstr(f, "no_new_privs"), "1");
         assert_string_equal(jstr(f, "oom_score_adj"),
-                            runtime_oom_protected(rt) ? "-1000\n" : "0\n");
+                            runtime_oom_protected(fx.rt) ? "-1000\n" : "0\n");
         assert_non_null(strstr(jstr(f, "cgroup"), "0::/\n"));
         assert_true(jbool(f, "lower_root_owned"));
         assert_true(jbool(f, "workspace_writable"));
@@ -409,23 +312,23 @@ static void test_isolation(void **state)
         json_decref(f);
 
         /* Host side: writes landed in upper/, owned by the sandbox's root. */
-        snprintf(path, sizeof(path), "%s/iso/upper/workspace/probe.txt", tmpdir);
+        snprintf(path, sizeof(path), "%s/iso/upper/workspace/probe.txt", fx.tmpdir);
         assert_int_equal(stat(path, &st), 0);
         assert_int_equal(st.st_uid, slot_base(1));
-        snprintf(path, sizeof(path), "%s/iso/upper/etc/debian_version", tmpdir);
+        snprintf(path, sizeof(path), "%s/iso/upper/etc/debian_version", fx.tmpdir);
         assert_int_equal(stat(path, &st), 0);
         assert_int_equal(st.st_uid, slot_base(1));
-        snprintf(path, sizeof(path), "%s/iso/agent.sock", tmpdir);
+        snprintf(path, sizeof(path), "%s/iso/agent.sock", fx.tmpdir);
         assert_int_equal(stat(path, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0600);
         /* The image itself is untouched. */
         assert_int_equal(access(ROOTFS "/etc/probe-copy-up", F_OK), -1);
         /* Nothing mounted on the host. */
-        assert_false(host_mountinfo_mentions(tmpdir));
+        assert_false(host_mountinfo_mentions(fx.tmpdir));
 
         destroy_and_check("iso", &c);
         /* Idempotent. */
-        assert_int_equal(runtime_container_destroy(rt, "iso", NULL, &err), 0);
+        assert_int_equal(runtime_container_destroy(fx.rt, "iso", NULL, &err), 0);
 }
 
 static void test_memory_limit(void **state)
@@ -461,7 +364,7 @@ static void test_destroy_removes_sub_cgroups(void **state)
                 fail_msg("subcgroup failed: errno %d", (int)jint(r, "errno"));
         assert_true(strlen(jstr(r, "cgroup_procs")) > 0);
         json_decref(r);
-        cgroup_v2_dir(&layout, CG_NAME, "nest", path, sizeof(path));
+        cgroup_v2_dir(&fx.layout, CG_NAME, "nest", path, sizeof(path));
         strncat(path, "/cmd/1/cgroup.procs", sizeof(path) - strlen(path) - 1);
         assert_int_equal(access(path, F_OK), 0);
         destroy_and_check("nest", &c);
@@ -487,17 +390,17 @@ static void test_destroy_after_restart(void **state)
         json_t *f = ask("orphan", "facts");
         assert_int_equal(jint(f, "pid"), 1);
         json_decref(f);
-        assert_true(cgroup_dirs_exist("orphan"));
-        assert_int_equal(runtime_container_destroy(rt, "orphan", NULL, &err), 0);
-        assert_false(cgroup_dirs_exist("orphan"));
+        assert_true(runtime_fixture_cgroup_left(&fx, "orphan"));
+        assert_int_equal(runtime_container_destroy(fx.rt, "orphan", NULL, &err), 0);
+        assert_false(runtime_fixture_cgroup_left(&fx, "orphan"));
         /* Nobody listens any more. */
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/orphan/agent.sock", tmpdir);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/orphan/agent.sock", fx.tmpdir);
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), -1);
         assert_int_equal(errno, ECONNREFUSED);
         close(fd);
-        cgroup_v2_dir(&layout, CG_NAME, "orphan", path, sizeof(path));
+        cgroup_v2_dir(&fx.layout, CG_NAME, "orphan", path, sizeof(path));
         assert_int_equal(access(path, F_OK), -1);
 }
 
@@ -526,12 +429,12 @@ static void test_uid_ranges_separate(void **state)
         /* A file owned by A's root, placed where B can see it. */
         /* Before B starts (the overlay caches what it looked up). */
         make_dir(path, sizeof(path), "sep-b");
-        snprintf(path, sizeof(path), "%s/sep-b/upper", tmpdir);
+        snprintf(path, sizeof(path), "%s/sep-b/upper", fx.tmpdir);
         assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
-        snprintf(path, sizeof(path), "%s/sep-b/upper/workspace", tmpdir);
+        snprintf(path, sizeof(path), "%s/sep-b/upper/workspace", fx.tmpdir);
         assert_true(mkdir(path, 0755) == 0 || errno == EEXIST);
         assert_int_equal(chown(path, slot_base(5), slot_base(5)), 0);
-        snprintf(path, sizeof(path), "%s/sep-b/upper/workspace/a-secret", tmpdir);
+        snprintf(path, sizeof(path), "%s/sep-b/upper/workspace/a-secret", fx.tmpdir);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         assert_true(fd >= 0);
         assert_int_equal(fchown(fd, slot_base(4), slot_base(4)), 0);
@@ -564,7 +467,7 @@ static void test_restart_keeps_upper_and_reaps(void **state)
         /* PID 1 exits by itself: reap reports its status. */
         int sfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/again/agent.sock", tmpdir);
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/again/agent.sock", fx.tmpdir);
         assert_int_equal(connect(sfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         assert_int_equal(write(sfd, "exit 7", 6), 6);
         char byte;
@@ -579,8 +482,8 @@ static void test_restart_keeps_upper_and_reaps(void **state)
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 7);
         assert_int_equal(c.pidfd, -EBADF);
-        assert_int_equal(runtime_container_destroy(rt, "again", &c, &err), 0);
-        assert_false(cgroup_dirs_exist("again"));
+        assert_int_equal(runtime_container_destroy(fx.rt, "again", &c, &err), 0);
+        assert_false(runtime_fixture_cgroup_left(&fx, "again"));
 
         if (start("again", 6, ROOTFS, 0, 64, &c, &err) < 0)
                 fail_msg("restart: %s", err.msg);
@@ -601,11 +504,11 @@ static void test_planted_symlink_not_followed(void **state)
         struct cella_error err = {0};
         char path[600], target[256];
         make_dir(path, sizeof(path), "planted");
-        snprintf(path, sizeof(path), "%s/planted/upper", tmpdir);
+        snprintf(path, sizeof(path), "%s/planted/upper", fx.tmpdir);
         assert_int_equal(mkdir(path, 0755), 0);
-        snprintf(target, sizeof(target), "%s/host-target", tmpdir);
+        snprintf(target, sizeof(target), "%s/host-target", fx.tmpdir);
         assert_int_equal(mkdir(target, 0700), 0);
-        snprintf(path, sizeof(path), "%s/planted/upper/etc", tmpdir);
+        snprintf(path, sizeof(path), "%s/planted/upper/etc", fx.tmpdir);
         assert_int_equal(symlink(target, path), 0);
         if (start("planted", 8, ROOTFS, 0, 64, &c, &err) < 0)
                 fail_msg("start with /etc a symlink: %s", err.msg);
@@ -618,9 +521,9 @@ static void test_planted_symlink_not_followed(void **state)
         /* /tmp planted as a symlink to a host path: replaced by a directory, the tmpfs
          * lands inside the sandbox. */
         make_dir(path, sizeof(path), "planted2");
-        snprintf(path, sizeof(path), "%s/planted2/upper", tmpdir);
+        snprintf(path, sizeof(path), "%s/planted2/upper", fx.tmpdir);
         assert_int_equal(mkdir(path, 0755), 0);
-        snprintf(path, sizeof(path), "%s/planted2/upper/tmp", tmpdir);
+        snprintf(path, sizeof(path), "%s/planted2/upper/tmp", fx.tmpdir);
         assert_int_equal(symlink(target, path), 0);
         if (start("planted2", 11, ROOTFS, 0, 64, &c, &err) < 0)
                 fail_msg("start: %s", err.msg);
@@ -635,13 +538,13 @@ static void test_planted_symlink_not_followed(void **state)
         /* /tmp and /run planted as files, /workspace as a symlink out of the sandbox: the
          * mount points become directories, the agent starts in / (not in the target). */
         make_dir(path, sizeof(path), "planted3");
-        snprintf(path, sizeof(path), "%s/planted3/upper", tmpdir);
+        snprintf(path, sizeof(path), "%s/planted3/upper", fx.tmpdir);
         assert_int_equal(mkdir(path, 0755), 0);
-        snprintf(path, sizeof(path), "%s/planted3/upper/tmp", tmpdir);
+        snprintf(path, sizeof(path), "%s/planted3/upper/tmp", fx.tmpdir);
         assert_int_equal(close(open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)), 0);
-        snprintf(path, sizeof(path), "%s/planted3/upper/run", tmpdir);
+        snprintf(path, sizeof(path), "%s/planted3/upper/run", fx.tmpdir);
         assert_int_equal(close(open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)), 0);
-        snprintf(path, sizeof(path), "%s/planted3/upper/workspace", tmpdir);
+        snprintf(path, sizeof(path), "%s/planted3/upper/workspace", fx.tmpdir);
         assert_int_equal(symlink(target, path), 0);
         if (start("planted3", 13, ROOTFS, 0, 64, &c, &err) < 0)
                 fail_msg("start with /tmp and /run files: %s", err.msg);
@@ -665,8 +568,8 @@ static void test_rename(void **state)
         if (start("rename", 12, ROOTFS, 0, 64, &c, &err) < 0)
                 fail_msg("start: %s", err.msg);
         assert_int_equal(gethostname(before, sizeof(before)), 0);
-        snprintf(dir, sizeof(dir), "%s/rename", tmpdir);
-        if (runtime_container_rename(rt, &c, dir, "claimed-name", &err) < 0)
+        snprintf(dir, sizeof(dir), "%s/rename", fx.tmpdir);
+        if (runtime_container_rename(fx.rt, &c, dir, "claimed-name", &err) < 0)
                 fail_msg("rename: %s", err.msg);
         assert_int_equal(gethostname(after, sizeof(after)), 0);
         assert_string_equal(before, after);
@@ -676,7 +579,7 @@ static void test_rename(void **state)
         assert_non_null(strstr(jstr(f, "etc_hosts"), "127.0.0.1 localhost claimed-name\n"));
         json_decref(f);
 
-        snprintf(target, sizeof(target), "%s/rename-target", tmpdir);
+        snprintf(target, sizeof(target), "%s/rename-target", fx.tmpdir);
         int fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         assert_true(fd >= 0);
         assert_int_equal(write(fd, "host\n", 5), 5);
@@ -714,7 +617,7 @@ static void test_rename(void **state)
                 if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
                         fail_msg("plant a symlink in the sandbox: step %d", WEXITSTATUS(st));
         }
-        assert_int_equal(runtime_container_rename(rt, &c, dir, "other", &err), -ELOOP);
+        assert_int_equal(runtime_container_rename(fx.rt, &c, dir, "other", &err), -ELOOP);
         print_message("expected failure: %s\n", err.msg);
         char buf[16] = "";
         fd = open(target, O_RDONLY | O_CLOEXEC);
@@ -740,14 +643,14 @@ static void test_snapshot_layer(void **state)
         if (start("snapp", 9, ROOTFS, 0, 64, &p, &err) < 0)
                 fail_msg("start: %s", err.msg);
         json_decref(ask("snapp", "facts")); /* writes /workspace/probe.txt */
-        int top = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int top = open(fx.tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(top >= 0);
-        snprintf(path, sizeof(path), "%s/snapp", tmpdir);
-        if (runtime_container_snapshot(rt, "snapp", path, slot_base(9), CELLA_UID_RANGE, top,
+        snprintf(path, sizeof(path), "%s/snapp", fx.tmpdir);
+        if (runtime_container_snapshot(fx.rt, "snapp", path, slot_base(9), CELLA_UID_RANGE, top,
                                        "snapl", NULL, &st, &err) < 0)
                 fail_msg("snapshot: %s", err.msg);
         assert_true(st.cloned + st.copied >= 1);
-        snprintf(path, sizeof(path), "%s/snapl/workspace/probe.txt", tmpdir);
+        snprintf(path, sizeof(path), "%s/snapl/workspace/probe.txt", fx.tmpdir);
         assert_int_equal(stat(path, &before), 0);
         assert_int_equal(before.st_uid, 0);
         /* thawed: the parent answers */
@@ -755,7 +658,7 @@ static void test_snapshot_layer(void **state)
         assert_int_equal(jint(j, "stat_errno"), 0);
         json_decref(j);
 
-        snprintf(path, sizeof(path), "%s/snapl", tmpdir);
+        snprintf(path, sizeof(path), "%s/snapl", fx.tmpdir);
         if (start_layer("snapc", 10, ROOTFS, path, 0, 64, &c, &err) < 0)
                 fail_msg("start from snapshot: %s", err.msg);
         j = ask("snapc", "read /workspace/probe.txt");
@@ -763,9 +666,9 @@ static void test_snapshot_layer(void **state)
         assert_int_equal(jint(j, "uid"), 0);
         json_decref(j);
         json_decref(ask("snapc", "facts")); /* rewrites it: a copy-up into its own upper */
-        snprintf(path, sizeof(path), "%s/snapc/upper/workspace/probe.txt", tmpdir);
+        snprintf(path, sizeof(path), "%s/snapc/upper/workspace/probe.txt", fx.tmpdir);
         assert_int_equal(access(path, F_OK), 0);
-        snprintf(path, sizeof(path), "%s/snapl/workspace/probe.txt", tmpdir);
+        snprintf(path, sizeof(path), "%s/snapl/workspace/probe.txt", fx.tmpdir);
         assert_int_equal(stat(path, &after), 0);
         assert_int_equal(after.st_ino, before.st_ino);
         assert_int_equal(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
@@ -785,7 +688,7 @@ static void test_start_failure_is_reported(void **state)
         assert_true(cella_error_is_set(&err));
         assert_non_null(strstr(err.msg, "create sandbox 'bad': "));
         print_message("expected failure: %s\n", err.msg);
-        assert_false(cgroup_dirs_exist("bad"));
+        assert_false(runtime_fixture_cgroup_left(&fx, "bad"));
 }
 
 int main(void)

@@ -26,7 +26,7 @@ from . import errors
 from ._sse import SSEParser
 from .types import (CodeContext, ExecResult, ExecEvent, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, ProcessInfo, ProcessLogs, Result,
-                    SandboxInfo, SessionInfo, WaitForLogResult, WriteResult, Logs)
+                    SandboxInfo, SessionInfo, SnapshotInfo, WaitForLogResult, WriteResult, Logs)
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -104,7 +104,7 @@ SANDBOX_OPTIONS = {
     "sleep_after": "sleepAfter", "keep_alive": "keepAlive",
     "enable_default_session": "enableDefaultSession", "labels": "labels", "image": "image",
     "instance_type": "instanceType", "env": "env", "network": "network",
-    "network_allow": "networkAllow",
+    "network_allow": "networkAllow", "from_snapshot": "fromSnapshot",
 }
 """The options of ``client.sandbox(id, ...)`` that shape the sandbox (sent as one PUT)."""
 
@@ -279,6 +279,82 @@ def set_options(ref: SandboxRef, **changes: Any) -> Op[SandboxInfo]:
     ref.key = json.dumps(ref.options, sort_keys=True)
     ref.state.mark(ref.id, ref.key)
     return SandboxInfo.from_json(resp.json())
+
+
+# ---- snapshots and fork ----
+
+def _snapshot_path(snapshot: str) -> str:
+    """``/v1/snapshots/{snapshot}``; a reference that cannot stand as a path segment (not a
+    non-empty str, or ``.``/``..``) raises :class:`ValidationFailedError`."""
+    if not isinstance(snapshot, str) or snapshot in ("", ".", ".."):
+        raise errors.ValidationFailedError("a snapshot is named by its id or name",
+                                           http_status=400, context={"snapshotId": str(snapshot)})
+    return "/v1/snapshots/" + q(snapshot)
+
+
+def create_snapshot(ref: SandboxRef, name: Optional[str]) -> Op[SnapshotInfo]:
+    """POST /snapshots: the sandbox's files now (its processes frozen for the copy)."""
+    if name is not None and not isinstance(name, str):
+        raise errors.ValidationFailedError("a snapshot name is a str", http_status=400)
+    yield from ensure(ref)
+    resp = yield Request("POST", ref.base + "/snapshots",
+                         json={"name": name} if name is not None else {}, timeout=None)
+    return SnapshotInfo.from_json(resp.json())
+
+
+def list_snapshots(sandbox: Optional[str] = None) -> Op[List[SnapshotInfo]]:
+    """GET /v1/snapshots (oldest first); with ``sandbox``, those taken of it, filtered here:
+    snapshots outlive their sandbox, whose own route answers 404 once it is gone."""
+    resp = yield Request("GET", "/v1/snapshots", idempotent=True)
+    doc = resp.json()
+    found = doc.get("snapshots", []) if isinstance(doc, dict) else []
+    snaps = [SnapshotInfo.from_json(x) for x in found if isinstance(x, dict)]
+    return [x for x in snaps if sandbox is None or x.sandbox == sandbox]
+
+
+def get_snapshot(snapshot: str) -> Op[SnapshotInfo]:
+    """GET /v1/snapshots/{id or name}."""
+    resp = yield Request("GET", _snapshot_path(snapshot), idempotent=True)
+    return SnapshotInfo.from_json(resp.json())
+
+
+def delete_snapshot(snapshot: str) -> Op[str]:
+    """DELETE /v1/snapshots/{id or name}; answers the id of the snapshot deleted."""
+    resp = yield Request("DELETE", _snapshot_path(snapshot))
+    return _str_of(resp.json(), "snapshotId")
+
+
+FORK_OPTIONS = ("sleep_after", "keep_alive", "labels", "env", "network_allow")
+"""The options of a fork's child: those cellad changes on an existing sandbox."""
+
+
+def child_ref(ref: SandboxRef, name: str, options: Mapping[str, Any]) -> SandboxRef:
+    """The handle identity of a fork's child ``name`` (checked here) with ``options``."""
+    return SandboxRef(ref.state, name, {k: v for k, v in options.items() if k in FORK_OPTIONS})
+
+
+def fork(ref: SandboxRef, child: SandboxRef) -> Op[SandboxInfo]:
+    """POST /fork {name}: a snapshot now and the sandbox ``child`` over it. The child's
+    handle then has ``fromSnapshot`` (so it makes the child again from the same snapshot
+    after a destroy, as a ``from_snapshot`` handle does); its other options, if any, are
+    sent in one PUT."""
+    yield from ensure(ref)
+    resp = yield Request("POST", ref.base + "/fork", json={"name": child.id}, timeout=None)
+    info = SandboxInfo.from_json(resp.json())
+    child.state.forget(child.id)
+    if info.snapshot:
+        child.options["fromSnapshot"] = info.snapshot
+        child.key = json.dumps(child.options, sort_keys=True)
+    if any(k != "fromSnapshot" for k in child.options):
+        info = yield from create(child)
+    else:
+        child.state.mark(child.id, child.key)
+    return info
+
+
+def _str_of(doc: Any, key: str) -> str:
+    v = doc.get(key) if isinstance(doc, dict) else None
+    return v if isinstance(v, str) else ""
 
 
 def ws_path(ref: SandboxRef, port: int, path: str) -> str:
@@ -718,17 +794,22 @@ class ClientBase(Generic[H]):
                 labels: Optional[Mapping[str, str]] = None, image: Optional[str] = None,
                 instance_type: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
                 network: Optional[str] = None,
-                network_allow: Optional[List[str]] = None) -> H:
+                network_allow: Optional[List[str]] = None,
+                from_snapshot: Optional[str] = None) -> H:
         """The handle of sandbox ``id`` (sends nothing). The options are sent as one PUT
         before the handle's first operation (once per client, id and options); without
         options cellad creates the sandbox with its defaults on the first write.
+        ``from_snapshot`` (a snapshot's id or name): the sandbox starts with the snapshot's
+        files and has its image (:class:`cella.SnapshotNotFoundError` if there is none; an
+        existing sandbox not made from it: :class:`cella.ValidationFailedError`).
         ``destroy_on_exit``: ``with client.sandbox(...) as sb:`` (``async with`` for the
         asyncio client) destroys it at the end."""
         opts = {"sleep_after": sleep_after, "keep_alive": keep_alive,
                 "enable_default_session": enable_default_session,
                 "labels": dict(labels) if labels is not None else None, "image": image,
                 "instance_type": instance_type, "env": dict(env) if env is not None else None,
-                "network": network, "network_allow": network_allow}
+                "network": network, "network_allow": network_allow,
+                "from_snapshot": from_snapshot}
         return self._handle(SandboxRef(self._state, id, opts), destroy_on_exit)
 
 

@@ -14,7 +14,7 @@ from ._http import CHUNK, Pool, SyncBody
 from ._ws import Terminal, WebSocket, open_terminal, open_websocket
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
-                    ProcessLogs, Result, SandboxInfo, SessionInfo, WaitForLogResult,
+                    ProcessLogs, Result, SandboxInfo, SessionInfo, SnapshotInfo, WaitForLogResult,
                     WatchEvent, WriteResult)
 
 T = TypeVar("T")
@@ -117,6 +117,22 @@ class Client(core.ClientBase["Sandbox"]):
         """Every sandbox (``GET /v1/sandboxes``)."""
         return self._run(core.list_sandboxes())
 
+    # ---- snapshots ----
+    def list_snapshots(self, sandbox: Optional[str] = None) -> List[SnapshotInfo]:
+        """Every snapshot, oldest first; with ``sandbox``, those taken of that sandbox (also
+        once it is destroyed: snapshots outlive their sandbox)."""
+        return self._run(core.list_snapshots(sandbox))
+
+    def get_snapshot(self, snapshot: str) -> SnapshotInfo:
+        """A snapshot by id or name; :class:`cella.SnapshotNotFoundError` if there is none."""
+        return self._run(core.get_snapshot(snapshot))
+
+    def delete_snapshot(self, snapshot: str) -> str:
+        """Delete a snapshot (by id or name); answers its id.
+        :class:`cella.SnapshotInUseError` while a sandbox made from it exists,
+        :class:`cella.SnapshotNotFoundError` if there is none."""
+        return self._run(core.delete_snapshot(snapshot))
+
     def close(self) -> None:
         """Close the idle connections (the client stays usable)."""
         self._pool.close()
@@ -177,6 +193,38 @@ class Sandbox(core.SandboxBase[Client]):
     def set_labels(self, labels: Mapping[str, str]) -> SandboxInfo:
         """Replace the sandbox's labels (one PUT)."""
         return self._run(core.set_options(self._ref, labels=dict(labels)))
+
+    # ---- snapshots and fork ----
+    def create_snapshot(self, name: Optional[str] = None) -> SnapshotInfo:
+        """A snapshot of the sandbox's files now (its processes are frozen for the copy and
+        run on after). It outlives the sandbox; ``client.sandbox(id, from_snapshot=...)``
+        makes sandboxes that start with its files. ``name``: 1-63 of ``a-z 0-9 . _ -``,
+        unique (default: its id; a taken or bad one is
+        :class:`cella.ValidationFailedError`). A sandbox that does not exist:
+        :class:`cella.SandboxNotFoundError`."""
+        return self._run(core.create_snapshot(self._ref, name))
+
+    def list_snapshots(self) -> List[SnapshotInfo]:
+        """The snapshots taken of this sandbox, oldest first."""
+        return self._run(core.list_snapshots(self._ref.id))
+
+    def fork(self, name: str, *, destroy_on_exit: bool = False,
+             sleep_after: Union[str, int, None] = None, keep_alive: Optional[bool] = None,
+             labels: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
+             network_allow: Optional[List[str]] = None) -> "Sandbox":
+        """A new sandbox ``name`` with this sandbox's files as they are now (a snapshot,
+        shared, not copied; ``get_info().snapshot`` names it), answered as its handle, as
+        ``client.sandbox(name, from_snapshot=...)`` would make it. The other options are
+        sent in one PUT once it exists; settings fixed at creation (image, network,
+        instance type) are the defaults: for others, :meth:`create_snapshot` and
+        ``client.sandbox(name, from_snapshot=..., ...)``. The snapshot stays after the child
+        is destroyed, until deleted. A taken name: :class:`cella.ValidationFailedError`."""
+        child = core.child_ref(self._ref, name, {
+            "sleep_after": sleep_after, "keep_alive": keep_alive,
+            "labels": dict(labels) if labels is not None else None,
+            "env": dict(env) if env is not None else None, "network_allow": network_allow})
+        self._run(core.fork(self._ref, child))
+        return Sandbox(self.client, child, destroy_on_exit)
 
     # ---- commands ----
     def exec(self, command: str, *, timeout: Optional[int] = None,

@@ -316,6 +316,19 @@ class InvalidImageError(SandboxError):
     code = "INVALID_IMAGE"
     default_status = 400
 
+class SnapshotNotFoundError(SandboxError):
+    """The API error ``SNAPSHOT_NOT_FOUND`` (HTTP 404): no snapshot has that id or name."""
+
+    code = "SNAPSHOT_NOT_FOUND"
+    default_status = 404
+
+class SnapshotInUseError(SandboxError):
+    """The API error ``SNAPSHOT_IN_USE`` (HTTP 409): a sandbox made from the snapshot (in
+    any state), or a snapshot taken of such a sandbox, exists."""
+
+    code = "SNAPSHOT_IN_USE"
+    default_status = 409
+
 class UnauthorizedError(SandboxError):
     """The API error ``UNAUTHORIZED`` (HTTP 401)."""
 
@@ -472,6 +485,8 @@ ERROR_CLASSES: Dict[str, Type[SandboxError]] = {
     "IMAGE_EXISTS": ImageExistsError,
     "IMAGE_BUSY": ImageBusyError,
     "INVALID_IMAGE": InvalidImageError,
+    "SNAPSHOT_NOT_FOUND": SnapshotNotFoundError,
+    "SNAPSHOT_IN_USE": SnapshotInUseError,
     "UNAUTHORIZED": UnauthorizedError,
     "NOT_FOUND": NotFoundError,
     "METHOD_NOT_ALLOWED": MethodNotAllowedError,

@@ -15,6 +15,7 @@ __all__ = [
     "ExecResult", "ExecEvent", "SandboxInfo", "SessionInfo", "FileInfo", "WriteResult",
     "ProcessInfo", "ProcessLogs", "LogEvent", "ExposedPort", "WatchEvent", "CodeContext",
     "Result", "ExecutionError", "Logs", "Execution", "GitCheckoutResult", "WaitForLogResult",
+    "SnapshotInfo",
 ]
 
 
@@ -177,6 +178,8 @@ class SandboxInfo:
     """Whether sleep is disabled."""
     network: str = ""
     """``none`` or ``outbound``."""
+    snapshot: Optional[str] = None
+    """The id of the snapshot it was made from (``from_snapshot``, ``fork``), if any."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
     """The answer as cellad sent it."""
 
@@ -190,7 +193,34 @@ class SandboxInfo:
                    labels=dict(labels) if isinstance(labels, dict) else {},
                    env=dict(env) if isinstance(env, dict) else {},
                    sleep_after=_int(d, "sleepAfter"), keep_alive=_bool(d, "keepAlive"),
-                   network=_str(d, "network"), raw=dict(d))
+                   network=_str(d, "network"), snapshot=_opt_str(d, "snapshot"), raw=dict(d))
+
+
+@dataclass
+class SnapshotInfo:
+    """A snapshot: a sandbox's files at one moment (``GET /v1/snapshots/{id}``)."""
+
+    id: str
+    """``snap-`` and 16 hex digits (the API's ``snapshotId``)."""
+    name: str
+    """Its name: the one given to ``create_snapshot``, else its id."""
+    sandbox: str = ""
+    """The sandbox it was taken of (which may since have been destroyed)."""
+    image: str = ""
+    """The image under it: sandboxes made from it have this image."""
+    size_bytes: int = 0
+    """Bytes it occupies on cellad's disk (counted once, however many sandboxes use it)."""
+    created_at: str = ""
+    """When it was taken (ISO-8601)."""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+    """The answer as cellad sent it."""
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "SnapshotInfo":
+        """Decode a Snapshot answer."""
+        return cls(id=_str(d, "snapshotId"), name=_str(d, "name"), sandbox=_str(d, "sandbox"),
+                   image=_str(d, "image"), size_bytes=_int(d, "sizeBytes"),
+                   created_at=_str(d, "createdAt"), raw=dict(d))
 
 
 @dataclass

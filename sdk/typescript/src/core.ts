@@ -38,6 +38,7 @@ export class SandboxCore {
       env: o.env,
       network: o.network,
       networkAllow: o.networkAllow,
+      fromSnapshot: o.fromSnapshot,
     });
     return Object.keys(b).length > 0 ? b : null;
   }
@@ -123,6 +124,15 @@ export class SandboxCore {
       await this.start('sandbox.create');
       return op();
     }
+  }
+
+  /**
+   * The handle's options count as applied without a request: the sandbox was just made
+   * with them (a fork's child, made from its snapshot by the fork itself).
+   */
+  markApplied(): void {
+    const body = this.putBody();
+    if (body) this.t.configured.set(this.key(body), Promise.resolve());
   }
 
   /**

@@ -171,6 +171,16 @@ export class SandboxNotFoundError extends SandboxError {}
  * `--disk-overcommit`. Nothing of the request happened. A sandbox's own disk full is
  * `NoSpaceError`. */
 export class InsufficientStorageError extends SandboxError {}
+
+// ---- snapshots (cella) ----
+/** Base class of the snapshot errors. */
+export class SnapshotError extends SandboxError {}
+/** No snapshot has that id or name (404 `SNAPSHOT_NOT_FOUND`): `getSnapshot`,
+ * `deleteSnapshot`, and a sandbox created `fromSnapshot` one that is not there. */
+export class SnapshotNotFoundError extends SnapshotError {}
+/** The snapshot cannot be deleted (409 `SNAPSHOT_IN_USE`): a sandbox made from it (in any
+ * state), or a snapshot taken of such a sandbox, exists. Destroy those first. */
+export class SnapshotInUseError extends SnapshotError {}
 /**
  * An invalid sandbox id: `getSandbox` refuses it before any request (code
  * `INVALID_SANDBOX_NAME`, also cellad's answer for a bad name). The hosted SDK throws it for
@@ -291,6 +301,8 @@ const byCode: Record<string, ErrorClass> = {
   INVALID_SANDBOX_NAME: SandboxSecurityError,
   SANDBOX_NOT_FOUND: SandboxNotFoundError,
   INSUFFICIENT_STORAGE: InsufficientStorageError,
+  SNAPSHOT_NOT_FOUND: SnapshotNotFoundError,
+  SNAPSHOT_IN_USE: SnapshotInUseError,
   SANDBOX_UNAVAILABLE: ContainerUnavailableError,
   SANDBOX_LIMIT_REACHED: ContainerUnavailableError,
   CONTAINER_UNAVAILABLE: ContainerUnavailableError,

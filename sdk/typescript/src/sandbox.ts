@@ -21,6 +21,7 @@ import * as interpreter from './interpreter.js';
 import type { CodeContext, CreateContextOptions, RunCodeOptions } from './types.js';
 import * as ports from './ports.js';
 import * as processes from './processes.js';
+import * as snapshots from './snapshots.js';
 import * as terminals from './terminal.js';
 import * as websockets from './websocket.js';
 import type { PtyOptions } from './types.js';
@@ -57,6 +58,11 @@ import type {
   WatchOptions,
   WriteFileResult,
   DeleteFileResult,
+  CreateSnapshotOptions,
+  DeleteSnapshotResult,
+  ForkOptions,
+  ListSnapshotsOptions,
+  SnapshotInfo,
 } from './types.js';
 import { cleanEnv, compact, nowIso } from './util.js';
 
@@ -82,6 +88,23 @@ export class CellaNamespace {
   async listSandboxes(): Promise<SandboxInfo[]> {
     const r = await this.transport.json<{ sandboxes: SandboxInfo[] }>('GET', '/v1/sandboxes');
     return r.sandboxes;
+  }
+
+  // ------------------------------------------------------------------ snapshots
+
+  /** cella: every snapshot, oldest first; with `{ sandbox }`, those taken of that sandbox
+   * (also once it is destroyed). */
+  listSnapshots(options?: ListSnapshotsOptions): Promise<SnapshotInfo[]> {
+    return snapshots.listSnapshots(this.transport, options);
+  }
+  /** cella: a snapshot by id or name; `SnapshotNotFoundError` when there is none. */
+  getSnapshot(snapshotId: string): Promise<SnapshotInfo> {
+    return snapshots.getSnapshot(this.transport, snapshotId);
+  }
+  /** cella: deletes a snapshot (by id or name). `SnapshotInUseError` while a sandbox made
+   * from it exists, `SnapshotNotFoundError` when there is none. */
+  deleteSnapshot(snapshotId: string): Promise<DeleteSnapshotResult> {
+    return snapshots.deleteSnapshot(this.transport, snapshotId);
   }
 }
 
@@ -261,6 +284,42 @@ export class Sandbox {
       },
     );
     return { success: true, repoUrl: r.repoUrl, branch: r.branch, targetDir: r.targetDir, timestamp: r.timestamp, exitCode: 0 };
+  }
+
+  // ------------------------------------------------------------------ snapshots and fork
+
+  /**
+   * cella: a snapshot of the sandbox's files now (its processes are frozen for the copy and
+   * run on after). It outlives the sandbox; `getSandbox(ns, id, { fromSnapshot })` makes
+   * sandboxes that start with its files. A taken or bad `name`: `ValidationFailedError`.
+   */
+  createSnapshot(options?: CreateSnapshotOptions): Promise<SnapshotInfo> {
+    return snapshots.createSnapshot(this.core, options);
+  }
+  /** cella: the snapshots taken of this sandbox, oldest first (`ns.listSnapshots({ sandbox })`). */
+  listSnapshots(): Promise<SnapshotInfo[]> {
+    return snapshots.listSnapshots(this.core.t, { sandbox: this.id });
+  }
+  /**
+   * cella: a new sandbox `name` with this sandbox's files as they are now (a snapshot,
+   * shared, not copied; its `getInfo().snapshot` names it). Answers the new sandbox's
+   * handle, as `getSandbox(ns, name, { fromSnapshot })` would, with the other options
+   * given applied. The snapshot stays after the child is destroyed, until deleted
+   * (`ns.deleteSnapshot`). A name that is taken: `ValidationFailedError`.
+   */
+  async fork(options: ForkOptions): Promise<Sandbox> {
+    if (typeof options !== 'object' || options === null)
+      throw clientError(ValidationFailedError, 'VALIDATION_FAILED', 400, 'fork(options): options.name is required');
+    const name = options.normalizeId && typeof options.name === 'string' ? options.name.toLowerCase() : options.name;
+    checkId(name);
+    const made = await snapshots.fork(this.core, name, options);
+    const child = new Sandbox(new SandboxCore(this.core.t, name, made.options));
+    child.core.forget();
+    // made from its snapshot by the fork: a PUT only for the other options given
+    const body = child.core.putBody();
+    if (body === null || Object.keys(body).every((k) => k === 'fromSnapshot')) child.core.markApplied();
+    else await child.core.ready();
+    return child;
   }
 
   // ------------------------------------------------------------------ environment

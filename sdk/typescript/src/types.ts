@@ -39,6 +39,11 @@ export interface SandboxOptions {
   network?: 'none' | 'outbound';
   /** cella: destinations opened before the private-range refusals, `"a.b.c.d[/n][:port]"`. */
   networkAllow?: string[];
+  /** cella: a snapshot (id or name) the sandbox starts with the files of, at creation; its
+   * image is the snapshot's. A handle whose sandbox exists and was made from another
+   * snapshot (or none) fails its first operation with `ValidationFailedError`; one made
+   * from this snapshot is used as it is. Unknown: `SnapshotNotFoundError`. */
+  fromSnapshot?: string;
 }
 
 /** What `GET /v1/sandboxes/{id}` answers (cella). */
@@ -58,6 +63,8 @@ export interface SandboxInfo {
   networkAllow: string[];
   networkAddress?: string;
   disk?: { limitBytes: number; usedBytes: number };
+  /** The id of the snapshot it was made from (`fromSnapshot`, `fork`), if any. */
+  snapshot?: string;
 }
 
 /** The hosted `Container.getState()` shape. */
@@ -95,6 +102,70 @@ export interface StartAndWaitForPortsOptions {
   ports?: number | number[];
   cancellationOptions?: CancellationOptions;
   startOptions?: ContainerStartConfigOptions;
+}
+
+// ---------------------------------------------------------------- snapshots and fork (cella)
+
+/** A snapshot: a sandbox's files at one moment (`GET /v1/snapshots/{id}`). */
+export interface SnapshotInfo {
+  /** `snap-` and 16 hex digits. */
+  snapshotId: string;
+  /** Its name: the one given to `createSnapshot`, else its id. */
+  name: string;
+  /** The sandbox it was taken of (which may since have been destroyed). */
+  sandbox: string;
+  /** The image under it: sandboxes made from it have this image. */
+  image: string;
+  /** Bytes it occupies on cellad's disk (counted once, however many sandboxes use it). */
+  sizeBytes: number;
+  /** ISO time it was taken. */
+  createdAt: string;
+}
+
+/** Options of `sandbox.createSnapshot()`. */
+export interface CreateSnapshotOptions {
+  /** 1-63 of `a-z 0-9 . _ -`, not starting with `.` or `-`, unique among snapshots;
+   * default: its id. A taken or bad name is `ValidationFailedError`. */
+  name?: string;
+  /** Aborting cancels the request (a capture under way still completes in cellad). */
+  signal?: AbortSignal;
+}
+
+/** Options of `ns.listSnapshots()`. */
+export interface ListSnapshotsOptions {
+  /** Only those taken of this sandbox (also once it is destroyed). */
+  sandbox?: string;
+}
+
+/** What `ns.deleteSnapshot()` answers. */
+export interface DeleteSnapshotResult {
+  /** The id of the snapshot deleted (also when it was named by its name). */
+  snapshotId: string;
+  deleted: boolean;
+}
+
+/**
+ * Options of `sandbox.fork()`: the new sandbox's name, and options of its handle (as
+ * `getSandbox` takes them) that cellad applies to an existing sandbox, sent in one `PUT`
+ * once the fork is made. The child has the parent's image and files; its environment,
+ * labels, network and other settings are cellad's defaults unless given here. Options
+ * fixed at creation (`image`, `instanceType`, `network`, `enableDefaultSession`) cannot
+ * be given to a fork: take a snapshot and use `getSandbox(ns, id, { fromSnapshot, ... })`.
+ */
+export interface ForkOptions {
+  /** The new sandbox's id: a free, valid sandbox name (else `SandboxSecurityError` here, or
+   * `ValidationFailedError` from cellad when a sandbox of that name exists). */
+  name: string;
+  /** Lower-case `name` before use. */
+  normalizeId?: boolean;
+  sleepAfter?: string | number;
+  keepAlive?: boolean;
+  labels?: Record<string, string>;
+  env?: Record<string, string>;
+  networkAllow?: string[];
+  containerTimeouts?: SandboxOptions['containerTimeouts'];
+  /** Aborting cancels the request (a fork under way still completes in cellad). */
+  signal?: AbortSignal;
 }
 
 // ---------------------------------------------------------------- commands

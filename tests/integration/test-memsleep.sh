@@ -1,0 +1,254 @@
+#!/bin/bash
+# Memory sleep (docs/decisions/0050-memory-sleep.md): sleepMode "memory" asks sleep to keep
+# a sandbox's processes with CRIU; where the host cannot (cellad's check at start: criu
+# --version and criu check; `cellad --check` prints the same reason), the sandbox sleeps
+# with its files only, as sleepMode "files" does, and SandboxInfo says so
+# (sleepModeRequested "memory", sleepMode "files", sleepModeFallback: why). This build has
+# no checkpoint of its own, so on every host the fallback is what is checked here:
+# * the reason is the host check's: the same as `cellad --check` and cellad's log, and a
+#   host without CRIU or whose `criu check` fails (simulated with CELLA_CRIU pointing at a
+#   missing file, and at a stand-in script failing its check) gives its own reason;
+# * sleepMode is validated (400 VALIDATION_FAILED, nothing made), kept by PUT on an existing
+#   sandbox, in the registry across a SIGKILL restart and in the identity file (a registry
+#   deleted while cellad was down is rebuilt with it);
+# * a fallback sleep is a files sleep: a python http.server started as a background process
+#   and a code context holding a variable are gone, the processes and cgroups are gone
+#   (memory freed), the preview URL is stale (410, no wake), the files stay and any API
+#   request wakes the sandbox with them;
+# * fork with "memory": true is refused, 501 MEMORY_SNAPSHOT_UNAVAILABLE with the reason,
+#   and makes nothing (no sandbox, no snapshot); "memory": false is a files fork.
+. "$(dirname "$0")/lib.sh"
+start_cellad
+
+# wait_sleeping NAME: until GET says sleeping (30 s at most).
+wait_sleeping() {
+        for i in $(seq 1 150); do
+                api GET "/v1/sandboxes/$1" >/dev/null
+                [ "$(body .state)" = sleeping ] && return 0
+                sleep 0.2
+        done
+        fail "$1 did not sleep: $(body)"
+}
+
+info "the host check: cellad --check and cellad's log give one reason"
+check=$("$CELLA_BUILD/cellad" --check --data-dir "$IT_TMP/check-dir" 2>&1) || fail "cellad --check: $check"
+line=$(echo "$check" | grep '^memory sleep ') || fail "no memory sleep line in: $check"
+assert_contains "$line" 'unavailable, sandboxes sleep with their files only: ' "--check says"
+REASON=${line#*with their files only: }
+[ -n "$REASON" ] || fail "an empty reason: $line"
+assert_contains "$(cat "$CELLAD_LOG")" "memory sleep unavailable" "cellad's log"
+assert_contains "$(cat "$CELLAD_LOG")" "$REASON" "cellad's log has --check's reason"
+api GET /v1/health >/dev/null
+assert_eq false "$(body .memorySleep.available)" "health: memory sleep unavailable"
+assert_eq "$REASON" "$(body .memorySleep.reason)" "health: the reason"
+if command -v criu >/dev/null; then
+        # criu check's own verdict, beside cellad's reading of it
+        if criu check >"$IT_TMP/criu-check" 2>&1; then
+                assert_contains "$REASON" "passes its check here" "criu check passed"
+        else
+                assert_contains "$REASON" "check fails on this kernel: " "criu check failed"
+                first=$(grep -v 'exited, status=' "$IT_TMP/criu-check" | grep -m1 'Error (' |
+                        sed 's/^.*Error ([^)]*): //') || true
+                [ -z "$first" ] || assert_contains "$REASON" "$first" "criu's first error"
+        fi
+else
+        assert_contains "$REASON" "no CRIU" "no criu binary"
+fi
+info "memory sleep here: $REASON"
+
+info "sleepMode: validated, nothing made by a bad one"
+B=$(sbx bad)
+for bad in '"disk"' '"Memory"' '""' 'true' '["memory"]' 'null'; do
+        api_json PUT "/v1/sandboxes/$B" "{\"sleepMode\":$bad}"
+        expect_status 400 VALIDATION_FAILED
+        assert_contains "$(body .message)" 'sleepMode must be "files" or "memory"' "$bad"
+done
+api GET "/v1/sandboxes/$B" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+
+info "default: files, no fallback"
+F=$(sbx files)
+api_json PUT "/v1/sandboxes/$F" '{}'
+expect_status 201
+assert_eq files "$(body .sleepModeRequested)" "requested by default"
+assert_eq files "$(body .sleepMode)" "in effect by default"
+assert_eq null "$(body .sleepModeFallback)" "no fallback for files"
+
+info "memory asked: files in effect, and why"
+M=$(sbx mem)
+api_json PUT "/v1/sandboxes/$M" '{"sleepMode":"memory","sleepAfter":"2s"}'
+expect_status 201
+assert_eq memory "$(body .sleepModeRequested)" "requested"
+assert_eq files "$(body .sleepMode)" "in effect"
+assert_eq "$REASON" "$(body .sleepModeFallback)" "fallback reason as --check says"
+api GET /v1/sandboxes >/dev/null
+assert_eq memory "$(body ".sandboxes[] | select(.id == \"$M\") | .sleepModeRequested")" \
+        "the list says it too"
+
+info "PUT on the existing sandbox changes it; an error keeps it"
+api_json PUT "/v1/sandboxes/$F" '{"sleepMode":"memory"}'
+expect_status 200
+assert_eq memory "$(body .sleepModeRequested)" "changed to memory"
+assert_eq "$REASON" "$(body .sleepModeFallback)" "and falls back"
+api_json PUT "/v1/sandboxes/$F" '{"sleepMode":"nap"}'
+expect_status 400 VALIDATION_FAILED
+api GET "/v1/sandboxes/$F" >/dev/null
+assert_eq memory "$(body .sleepModeRequested)" "a refused PUT changed nothing"
+api_json PUT "/v1/sandboxes/$F" '{"sleepMode":"files"}'
+expect_status 200
+assert_eq files "$(body .sleepModeRequested)" "back to files"
+assert_eq null "$(body .sleepModeFallback)" "no fallback once files"
+api_json PUT "/v1/sandboxes/$F" '{"labels":{"a":"b"}}'
+assert_eq files "$(body .sleepModeRequested)" "a PUT without sleepMode keeps it"
+
+info "a fallback sleep is a files sleep: processes and the code context go, files stay"
+P=8765
+run_in "$M" 'echo kept >/workspace/kept.txt; echo page >/workspace/index.html' >/dev/null
+api_json POST "/v1/sandboxes/$M/processes" \
+        "{\"command\":\"cd /workspace && exec python3 -m http.server $P\",\"processId\":\"web\"}"
+expect_status 200
+api_json POST "/v1/sandboxes/$M/processes/web/waitForPort" "{\"port\":$P,\"timeout\":30000}"
+expect_status 200
+api_json POST "/v1/sandboxes/$M/contexts" '{"language":"python"}'
+expect_status 201
+CTX=$(body .id)
+api_json POST "/v1/sandboxes/$M/code" "{\"code\":\"x = 41\\nx + 1\",\"contextId\":\"$CTX\"}"
+expect_status 200
+assert_eq 42 "$(body '.results[0].text')" "the context's variable"
+api_json POST "/v1/sandboxes/$M/ports" "{\"port\":$P}"
+expect_status 201
+TOKEN=$(body .url | sed -E "s#^http://$P-$M-([a-z0-9_]+)\..*#\1#")
+HOSTPORT=${CELLA_URL#http://}
+PHOST="$P-$M-$TOKEN.localhost:${HOSTPORT##*:}"
+pv() { curl -sS -o "$IT_TMP/pv" -w '%{http_code}' -H "Host: $PHOST" "$CELLA_URL$1"; }
+assert_eq 200 "$(pv /index.html)" "the server answers through the preview URL"
+assert_eq page "$(cat "$IT_TMP/pv")" "its page"
+[ -n "$(sandbox_pids "$M")" ] || fail "no process of the running sandbox"
+wait_sleeping "$M"
+assert_eq "" "$(sandbox_pids "$M")" "no process left asleep (memory freed)"
+assert_eq "" "$(sandbox_cgroups "$M")" "no cgroup left asleep"
+api GET "/v1/sandboxes/$M" >/dev/null
+assert_eq files "$(body .sleepMode)" "slept with files"
+assert_eq 410 "$(pv /index.html)" "asleep: the preview URL is stale, as with files"
+assert_eq STALE_PREVIEW_URL "$(jq -r .code "$IT_TMP/pv")" "stale code"
+api GET "/v1/sandboxes/$M" >/dev/null
+assert_eq sleeping "$(body .state)" "the preview URL did not wake it"
+assert_eq kept "$(run_in "$M" 'cat /workspace/kept.txt')" "an exec wakes it with its files"
+api GET "/v1/sandboxes/$M/processes/web" >/dev/null
+expect_status 404 PROCESS_NOT_FOUND
+api_json POST "/v1/sandboxes/$M/code" "{\"code\":\"x\",\"contextId\":\"$CTX\"}"
+expect_status 404 CONTEXT_NOT_FOUND
+api GET "/v1/sandboxes/$M" >/dev/null
+assert_eq running "$(body .state)" "awake"
+assert_eq memory "$(body .sleepModeRequested)" "still asks for memory"
+
+info "fork with memory: refused with the reason, nothing made"
+api GET /v1/snapshots >/dev/null
+snaps=$(body '.snapshots | length')
+C=$(sbx child)
+api_json POST "/v1/sandboxes/$M/fork" "{\"name\":\"$C\",\"memory\":true}"
+expect_status 501 MEMORY_SNAPSHOT_UNAVAILABLE
+assert_eq "fork with memory: $REASON" "$(body .message)" "the reason"
+api GET "/v1/sandboxes/$C" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+api GET /v1/snapshots >/dev/null
+assert_eq "$snaps" "$(body '.snapshots | length')" "no snapshot taken"
+api_json POST "/v1/sandboxes/$M/fork" "{\"name\":\"$C\",\"memory\":\"yes\"}"
+expect_status 400 VALIDATION_FAILED
+api_json POST "/v1/sandboxes/$M/fork" "{\"name\":\"$C\",\"memory\":false}"
+expect_status 201
+assert_eq kept "$(run_in "$C" 'cat /workspace/kept.txt')" "a files fork has the files"
+api GET "/v1/sandboxes/$C" >/dev/null
+assert_eq files "$(body .sleepModeRequested)" "a fork's own sleepMode starts as files"
+
+info "the CLI: create --sleep-mode, info, fork --memory"
+CLI=$CELLA_BUILD/cella
+Q=$(sbx cli)
+out=$("$CLI" create "$Q" --sleep-mode memory) || fail "cella create --sleep-mode memory"
+assert_eq "created sandbox '$Q'" "$out" "create's line"
+api GET "/v1/sandboxes/$Q" >/dev/null
+assert_eq memory "$(body .sleepModeRequested)" "--sleep-mode memory sent"
+assert_contains "$("$CLI" info "$Q")" \
+        "sleep mode:    files (memory asked for; not on this host: $REASON)" "cella info"
+"$CLI" -q create "$Q" --sleep-mode files || fail "cella create --sleep-mode files"
+assert_contains "$("$CLI" info "$Q")" "sleep mode:    files" "cella info, files"
+RC=0
+"$CLI" create "$Q" --sleep-mode ram >"$IT_TMP/out" 2>"$IT_TMP/err" || RC=$?
+assert_eq 2 "$RC" "a bad --sleep-mode is a usage error"
+assert_contains "$(cat "$IT_TMP/err")" "--sleep-mode takes files or memory, not 'ram'" "its message"
+RC=0
+"$CLI" fork "$M" "$C-cli" --memory >"$IT_TMP/out" 2>"$IT_TMP/err" || RC=$?
+assert_eq 1 "$RC" "cella fork --memory fails here"
+assert_contains "$(cat "$IT_TMP/err")" MEMORY_SNAPSHOT_UNAVAILABLE "its error"
+assert_contains "$(cat "$IT_TMP/err")" "$REASON" "and the reason"
+api GET "/v1/sandboxes/$C-cli" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+
+info "MCP: sandbox_create with sleepMode"
+G=$(sbx mcp)
+mcp_line() { # mcp_line ID TOOL ARGS: a tools/call line
+        echo "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"$2\",\"arguments\":$3}}"
+}
+{
+        echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"memsleep","version":"1"}}}'
+        echo '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        mcp_line 2 sandbox_create "{\"name\":\"$G\",\"sleepMode\":\"memory\"}"
+        mcp_line 3 sandbox_create "{\"name\":\"$G\",\"sleepMode\":\"ram\"}"
+} | timeout 60 "$CLI" mcp >"$IT_TMP/mcp" || fail "cella mcp: $(cat "$IT_TMP/mcp")"
+got=$(jq -r 'select(.id == 2) | .result.content[0].text' "$IT_TMP/mcp")
+assert_eq memory "$(echo "$got" | jq -r .sleepModeRequested)" "MCP: sleepMode memory asked"
+assert_eq "$REASON" "$(echo "$got" | jq -r .sleepModeFallback)" "MCP: the reason"
+assert_eq -32602 "$(jq -r 'select(.id == 3) | .error.code' "$IT_TMP/mcp")" "MCP: a bad sleepMode"
+
+info "restart: the requested mode is in the registry, the reason is the new daemon's"
+RESTART_ARGS=(--listen "$HOSTPORT")
+RESTARTS=0
+restart_daemon "kill -9" || fail "$RESTART_ERR"
+api GET "/v1/sandboxes/$M" >/dev/null
+expect_status 200
+assert_eq memory "$(body .sleepModeRequested)" "after a restart"
+assert_eq "$REASON" "$(body .sleepModeFallback)" "same host, same reason"
+
+info "a host without CRIU (simulated: CELLA_CRIU names a missing file)"
+export CELLA_CRIU=$IT_TMP/no-such-criu
+restart_daemon "no criu" || fail "$RESTART_ERR"
+api GET "/v1/sandboxes/$M" >/dev/null
+assert_eq files "$(body .sleepMode)" "no CRIU: files"
+assert_eq "no CRIU: $CELLA_CRIU: No such file or directory (Debian's package criu provides it)" \
+        "$(body .sleepModeFallback)" "no CRIU: the reason"
+api GET /v1/health >/dev/null
+assert_eq "$(api GET "/v1/sandboxes/$M" >/dev/null; body .sleepModeFallback)" \
+        "$(api GET /v1/health >/dev/null; body .memorySleep.reason)" "health: the same reason"
+check=$("$CELLA_BUILD/cellad" --check --data-dir "$IT_TMP/check-dir" 2>&1) || fail "cellad --check: $check"
+assert_contains "$check" "with their files only: no CRIU: $CELLA_CRIU" "--check without CRIU"
+
+info "a host whose criu check fails (simulated: a stand-in that fails its check)"
+cat >"$IT_TMP/fake-criu" <<'EOF'
+#!/bin/sh
+case "$1" in
+--version) echo "Version: 9.9.9" ;;
+check) echo "Error (criu/kerndat.c:1): memfd: no such kernel feature" >&2; exit 1 ;;
+*) exit 2 ;;
+esac
+EOF
+chmod 755 "$IT_TMP/fake-criu"
+export CELLA_CRIU=$IT_TMP/fake-criu
+restart_daemon "criu check fails" || fail "$RESTART_ERR"
+api GET "/v1/sandboxes/$M" >/dev/null
+assert_eq "criu 9.9.9 check fails on this kernel: memfd: no such kernel feature" \
+        "$(body .sleepModeFallback)" "the stand-in's reason"
+unset CELLA_CRIU
+
+info "a registry deleted while cellad was down: rebuilt with sleepMode"
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+rm -f "$IT_TMP/data/cella.db" "$IT_TMP/data/cella.db-wal" "$IT_TMP/data/cella.db-shm"
+start_cellad "${RESTART_ARGS[@]}"
+api GET "/v1/sandboxes/$M" >/dev/null
+expect_status 200
+assert_eq memory "$(body .sleepModeRequested)" "from the identity file"
+api GET "/v1/sandboxes/$F" >/dev/null
+assert_eq files "$(body .sleepModeRequested)" "files stays files"
+assert_eq kept "$(run_in "$M" 'cat /workspace/kept.txt')" "files kept throughout"
+info "memsleep: ok"

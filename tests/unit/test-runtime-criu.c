@@ -1,0 +1,155 @@
+/* runtime/criu.h: what CRIU's output means (the version, why `criu check` failed), and
+ * the host check run against stand-ins for the binary (a missing one, one that fails its
+ * check, one that passes). The real binary on the real kernel is integration/memsleep's. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runtime/criu.h"
+
+/* `criu check` of Debian 12's criu 3.17.1 on Linux 6.18, as it printed it. */
+static const char vdso_failure[] =
+        "Error (criu/util.c:642): exited, status=1\n"
+        "Error (criu/util.c:642): exited, status=1\n"
+        "Error (criu/vdso.c:381): vdso: Unexpected rt vDSO area bounds\n"
+        "Error (criu/vdso.c:613): vdso: Failed to fill self vdso symtable\n"
+        "Error (criu/kerndat.c:1615): kerndat_vdso_fill_symtable failed when initializing "
+        "kerndat.\n"
+        "Error (criu/crtools.c:260): Could not initialize kernel features detection.\n";
+
+static void test_version(void **state)
+{
+        char v[32];
+
+        (void)state;
+        assert_int_equal(criu_version_parse("Version: 3.17.1\n", 16, v, sizeof(v)), 0);
+        assert_string_equal(v, "3.17.1");
+        const char *two = "Version: 4.1\nGitID: v4.1-12-gabc\n";
+        assert_int_equal(criu_version_parse(two, strlen(two), v, sizeof(v)), 0);
+        assert_string_equal(v, "4.1");
+        /* only at a line's start; not NUL-terminated input is read within len */
+        assert_int_equal(criu_version_parse("xVersion: 1\n", 12, v, sizeof(v)), -EINVAL);
+        assert_int_equal(criu_version_parse("Version: 3.17.1", 11, v, sizeof(v)), 0);
+        assert_string_equal(v, "3.");
+        assert_int_equal(criu_version_parse("Version: 3.17.1", 9, v, sizeof(v)), -EINVAL);
+        assert_int_equal(criu_version_parse("Version: \n", 10, v, sizeof(v)), -EINVAL);
+        assert_int_equal(criu_version_parse("", 0, v, sizeof(v)), -EINVAL);
+        assert_int_equal(criu_version_parse("Version: 3.17;rm\n", 17, v, sizeof(v)), 0);
+        assert_string_equal(v, "3.17");
+}
+
+static void test_reason(void **state)
+{
+        char r[CRIU_REASON_MAX];
+        size_t n;
+
+        (void)state;
+        /* the first error that is not a probe's exit status */
+        n = criu_check_reason(vdso_failure, strlen(vdso_failure), false, r, sizeof(r));
+        assert_string_equal(r, "vdso: Unexpected rt vDSO area bounds");
+        assert_int_equal(n, strlen(r));
+        /* on a kernel with [vvar_vclock], what that means */
+        n = criu_check_reason(vdso_failure, strlen(vdso_failure), true, r, sizeof(r));
+        assert_non_null(strstr(r, "vdso: Unexpected rt vDSO area bounds ("));
+        assert_non_null(strstr(r, "[vvar_vclock], Linux 6.13 and later"));
+        assert_non_null(strstr(r, "4.1"));
+        assert_int_equal(n, strlen(r));
+        /* no Error line: the last line that says something */
+        const char *plain = "Looks good.\nbut not here\n\n  \n";
+        criu_check_reason(plain, strlen(plain), true, r, sizeof(r));
+        assert_string_equal(r, "but not here");
+        /* only exit statuses: the last of them, whole */
+        const char *st = "Error (criu/util.c:642): exited, status=1\n";
+        criu_check_reason(st, strlen(st), false, r, sizeof(r));
+        assert_string_equal(r, "Error (criu/util.c:642): exited, status=1");
+        criu_check_reason("", 0, false, r, sizeof(r));
+        assert_string_equal(r, "");
+        /* control bytes are not passed on; the text is cut to fit */
+        const char *ctl = "Error (x.c:1): bad\033[31m thing\r\n";
+        criu_check_reason(ctl, strlen(ctl), false, r, sizeof(r));
+        assert_string_equal(r, "bad?[31m thing");
+        char small[8];
+        n = criu_check_reason(vdso_failure, strlen(vdso_failure), true, small, sizeof(small));
+        assert_int_equal(n, 7);
+        assert_string_equal(small, "vdso: U");
+        n = criu_check_reason(vdso_failure, strlen(vdso_failure), true, small, 1);
+        assert_int_equal(n, 0);
+}
+
+/* A stand-in for criu at dir/name printing version and check output, exiting with rc. */
+static void stand_in(const char *path, const char *check_out, int rc)
+{
+        FILE *f = fopen(path, "w");
+
+        assert_non_null(f);
+        fprintf(f,
+                "#!/bin/sh\n"
+                "case \"$1\" in\n"
+                "--version) echo 'Version: 3.17.1'; exit 0;;\n"
+                "check) printf '%%s' '%s'; exit %d;;\n"
+                "esac\nexit 2\n",
+                check_out, rc);
+        fclose(f);
+        assert_int_equal(chmod(path, 0755), 0);
+}
+
+static void test_probe(void **state)
+{
+        char dir[] = "/tmp/cella-criu-XXXXXX", bin[128];
+        struct criu_probe p;
+
+        (void)state;
+        assert_non_null(mkdtemp(dir));
+        snprintf(bin, sizeof(bin), "%s/criu", dir);
+
+        /* no binary */
+        setenv("CELLA_CRIU", bin, 1);
+        criu_probe_host(&p);
+        assert_false(p.check_passed);
+        assert_string_equal(p.binary, bin);
+        assert_non_null(strstr(p.reason, "no CRIU"));
+        assert_non_null(strstr(p.reason, "No such file or directory"));
+
+        /* a check that fails says why */
+        stand_in(bin, "Error (criu/vdso.c:381): vdso: Unexpected rt vDSO area bounds\n", 1);
+        criu_probe_host(&p);
+        assert_false(p.check_passed);
+        assert_string_equal(p.version, "3.17.1");
+        assert_non_null(strstr(p.reason, "criu 3.17.1 check fails on this kernel: vdso: "
+                                         "Unexpected rt vDSO area bounds"));
+
+        /* a silent failure is still a reason */
+        stand_in(bin, "", 3);
+        criu_probe_host(&p);
+        assert_false(p.check_passed);
+        assert_non_null(strstr(p.reason, "exit status 3 with no message"));
+
+        /* a check that passes */
+        stand_in(bin, "Looks good.\n", 0);
+        criu_probe_host(&p);
+        assert_true(p.check_passed);
+        assert_string_equal(p.version, "3.17.1");
+        assert_string_equal(p.reason, "");
+
+        unsetenv("CELLA_CRIU");
+        unlink(bin);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_version),
+                cmocka_unit_test(test_reason),
+                cmocka_unit_test(test_probe),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
