@@ -27,6 +27,8 @@ packages=(
         # and these)
         criu protobuf-c-compiler libprotobuf-c-dev libprotobuf-dev protobuf-compiler
         libnl-3-dev libnet1-dev libbsd-dev libaio-dev uuid-dev libgnutls28-dev python3-protobuf
+        # the reflinked snapshots' test and bench: an XFS data dir (mkfs.xfs -m reflink=1)
+        xfsprogs
         # tests, scripts and the README tour
         curl jq ca-certificates python3 git sqlite3
         # the Python SDK (sdk/python): its install check and its strict type check

@@ -479,6 +479,7 @@ static int run_check(const struct options *o)
                 .disk_mode = o->disk_mode,
                 .network_range = range,
                 .check_only = true,
+                .data_dir = o->data_dir,
         };
         if (runtime_new(&rcfg, &rt, &err) < 0) {
                 fprintf(stderr, "cellad: %s\n", err.msg);

@@ -377,6 +377,11 @@ char *snapshot_identity_format(const struct store_snapshot *rec)
                 "{s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "id", rec->id, "name", rec->name, "sandbox",
                 rec->sandbox, "image", rec->image, "sizeBytes", (json_int_t)rec->size_bytes,
                 "createdMs", (json_int_t)rec->created_ms, "parent", rec->parent ? rec->parent : "");
+        /* A clone's (0051) only: the records of copies stay as they were. */
+        if (o && rec->method && strcmp(rec->method, "clone") == 0 &&
+            (json_object_set_new(o, "method", json_string("clone")) < 0 ||
+             json_object_set_new(o, "idBase", json_integer((json_int_t)rec->id_base)) < 0))
+                return NULL;
         return o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 }
 
@@ -384,16 +389,24 @@ int snapshot_identity_parse(const char *text, size_t len, struct snapshot_identi
 {
         struct snapshot_identity s = {0};
         const char *id = NULL, *name = NULL, *sandbox = NULL, *image = NULL, *parent = NULL;
-        json_int_t size = 0, created = 0;
+        const char *method = "copy";
+        json_int_t size = 0, created = 0, id_base = 0;
         _cleanup_json_ json_t *o = NULL;
         char sname[CELLA_NAME_MAX + 1];
 
         if (len > IDENTITY_MAX)
                 return -EINVAL;
         o = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
-        if (!o || json_unpack(o, "{s:s, s:s, s:s, s:s, s:I, s:I, s:s}", "id", &id, "name", &name,
-                              "sandbox", &sandbox, "image", &image, "sizeBytes", &size, "createdMs",
-                              &created, "parent", &parent) < 0)
+        if (!o || json_unpack(o, "{s:s, s:s, s:s, s:s, s:I, s:I, s:s, s?s, s?I}", "id", &id, "name",
+                              &name, "sandbox", &sandbox, "image", &image, "sizeBytes", &size,
+                              "createdMs", &created, "parent", &parent, "method", &method, "idBase",
+                              &id_base) < 0)
+                return -EINVAL;
+        /* A clone's owners are a sandbox's host range: never 0 (host root's) nor past 2^32. */
+        if (strcmp(method, "copy") == 0
+                    ? id_base != 0
+                    : strcmp(method, "clone") != 0 || id_base <= 0 ||
+                              id_base > (json_int_t)UINT32_MAX - CELLA_UID_RANGE)
                 return -EINVAL;
         if (!image_name_is_valid(id) || !tenant_snapshot_name_is_valid(name) ||
             !is_image_name(image) || (parent[0] && !image_name_is_valid(parent)) || size < 0 ||
@@ -404,6 +417,7 @@ int snapshot_identity_parse(const char *text, size_t len, struct snapshot_identi
         snprintf(s.sandbox, sizeof(s.sandbox), "%s", sname);
         snprintf(s.image, sizeof(s.image), "%s", image);
         snprintf(s.parent, sizeof(s.parent), "%s", parent);
+        snprintf(s.method, sizeof(s.method), "%s", method);
         *ret = s;
         ret->rec = (struct store_snapshot){
                 .id = ret->id,
@@ -413,6 +427,8 @@ int snapshot_identity_parse(const char *text, size_t len, struct snapshot_identi
                 .size_bytes = size,
                 .created_ms = created,
                 .parent = ret->parent,
+                .method = ret->method,
+                .id_base = id_base,
         };
         return 0;
 }

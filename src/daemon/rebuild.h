@@ -53,6 +53,7 @@ int identity_write(const char *dir, const char *text, struct cella_error *err);
 struct snapshot_identity {
         struct store_snapshot rec;
         char id[65], name[65], sandbox[CELLA_NAME_MAX + 1], image[65], parent[65];
+        char method[8];
 };
 /* Its text (compact JSON, keys sorted; the caller frees it), or NULL: out of memory. */
 char *snapshot_identity_format(const struct store_snapshot *rec);

@@ -382,11 +382,13 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         rcfg.network_range = range;
         snprintf(templates, sizeof(templates), "%s/disk-templates", t->data_dir);
         rcfg.disk_template_dir = templates;
+        rcfg.data_dir = t->data_dir;
         if (runtime_new(&rcfg, &t->rt, err) < 0) {
                 sandbox_table_free(t);
                 return -1;
         }
         log_info("%s", runtime_disk_state(t->rt));
+        log_info("%s", runtime_reflink_state(t->rt));
         log_info("%s", net_state(runtime_net(t->rt)));
         snprintf(path, sizeof(path), "%s/cella.db", t->data_dir);
         if (store_open(path, &t->store, err) < 0) {

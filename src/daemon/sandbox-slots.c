@@ -133,15 +133,18 @@ json_t *sandbox_table_disk_info(struct sandbox_table *t)
 {
         uint64_t size = 0, avail = 0, promised = disk_promised(t);
         uint64_t snaps = sandbox_table_snapshot_bytes(t);
+        /* how a snapshot of a sandbox with a disk is taken here (0051) */
+        bool clone = runtime_reflink(t->rt) && runtime_disk_enforced(t->rt);
 
         data_dir_space(t, &size, &avail);
-        return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:b}", "capacityBytes",
+        return json_pack("{s:I, s:I, s:I, s:I, s:f, s:f, s:s, s:b, s:b, s:s}", "capacityBytes",
                          (json_int_t)size, "freeBytes", (json_int_t)avail, "promisedBytes",
                          (json_int_t)promised, "snapshotBytes", (json_int_t)snaps, "overcommit",
                          size ? (double)promised / (double)size : 0.0, "overcommitLimit",
                          t->disk_overcommit, "overcommitPolicy",
                          t->disk_overcommit_refuse ? "refuse" : "warn", "overcommitted",
-                         size && (double)promised > t->disk_overcommit * (double)size);
+                         size && (double)promised > t->disk_overcommit * (double)size, "reflink",
+                         runtime_reflink(t->rt), "snapshotMethod", clone ? "clone" : "copy");
 }
 
 /* The network a new sandbox gets when the request names none: outbound where the host can

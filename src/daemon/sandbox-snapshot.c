@@ -30,9 +30,10 @@ static json_t *snapshot_json(const struct store_snapshot *sn)
         char ts[32];
 
         time_format_iso(sn->created_ms, ts, sizeof(ts));
-        return json_pack("{s:s, s:s, s:s, s:s, s:I, s:s}", "snapshotId", sn->id, "name", sn->name,
-                         "sandbox", sn->sandbox, "image", sn->image, "sizeBytes",
-                         (json_int_t)sn->size_bytes, "createdAt", ts);
+        return json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s}", "snapshotId", sn->id, "name",
+                         sn->name, "sandbox", sn->sandbox, "image", sn->image, "sizeBytes",
+                         (json_int_t)sn->size_bytes, "createdAt", ts, "method",
+                         sn->method && strcmp(sn->method, "clone") == 0 ? "clone" : "copy");
 }
 
 struct find {
@@ -42,6 +43,8 @@ struct find {
         json_t *one;         /* the match */
         char image[CELLA_NAME_MAX + 1];
         char parent[CELLA_NAME_MAX + 1];
+        bool clone;      /* the match's layer is a disk clone (0051) */
+        int64_t id_base; /* and its owners' base */
         uint64_t bytes;
         bool has_child; /* a snapshot whose parent is id */
 };
@@ -66,6 +69,8 @@ static int find_one(const struct store_snapshot *sn, void *ud)
         f->one = j;
         snprintf(f->image, sizeof(f->image), "%s", sn->image);
         snprintf(f->parent, sizeof(f->parent), "%s", sn->parent ? sn->parent : "");
+        f->clone = sn->method && strcmp(sn->method, "clone") == 0;
+        f->id_base = sn->id_base;
         return 0;
 }
 
@@ -116,6 +121,13 @@ int sandbox_table_snapshot_layers(struct sandbox_table *t, const char *id,
                                   char (*paths)[CELLA_PATH_MAX], size_t max, size_t *ret_n,
                                   struct cella_error *err)
 {
+        return sandbox_table_snapshot_chain(t, id, paths, NULL, max, ret_n, err);
+}
+
+int sandbox_table_snapshot_chain(struct sandbox_table *t, const char *id,
+                                 char (*paths)[CELLA_PATH_MAX], struct container_layer *info,
+                                 size_t max, size_t *ret_n, struct cella_error *err)
+{
         char cur[CELLA_NAME_MAX + 1];
         size_t n = 0;
 
@@ -134,6 +146,9 @@ int sandbox_table_snapshot_layers(struct sandbox_table *t, const char *id,
                 if (snprintf(paths[n], CELLA_PATH_MAX, "%s/snapshots/%s/layer", t->data_dir, cur) >=
                     CELLA_PATH_MAX)
                         return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+                if (info)
+                        info[n] = (struct container_layer){.disk = f.clone,
+                                                           .id_base = (uid_t)f.id_base};
                 n++;
                 snprintf(cur, sizeof(cur), "%s", f.parent);
         }
@@ -213,6 +228,8 @@ static void on_snap_done(uv_work_t *w, int status)
                         .size_bytes = (int64_t)j->st.bytes,
                         .created_ms = time_now_ms(),
                         .parent = s->snapshot,
+                        .method = j->st.disk_cloned ? "clone" : "copy",
+                        .id_base = j->st.disk_cloned ? (int64_t)j->uid_base : 0,
                 };
                 _cleanup_free_ char *text = snapshot_identity_format(&rec);
                 if (!text || write_file_at(j->snap_fd, SNAPSHOT_IDENTITY_FILE, text) < 0 ||
@@ -223,11 +240,12 @@ static void on_snap_done(uv_work_t *w, int status)
                 } else if (store_snapshot_save(t->store, &rec, &j->err) < 0) {
                         layer_remove(j->top_fd, j->id);
                 } else {
-                        log_info("snapshot '%s' (%s) of sandbox '%s': %llu bytes, %llu files "
-                                 "(%llu cloned, %llu copied) in %lld ms",
-                                 j->name, j->id, s->name, (unsigned long long)j->st.bytes,
-                                 (unsigned long long)j->st.files, (unsigned long long)j->st.cloned,
-                                 (unsigned long long)j->st.copied,
+                        log_info("snapshot '%s' (%s) of sandbox '%s' (%s): %llu bytes, %llu "
+                                 "files (%llu cloned, %llu copied) in %lld ms",
+                                 j->name, j->id, s->name,
+                                 j->st.disk_cloned ? "its disk cloned" : "its layer copied",
+                                 (unsigned long long)j->st.bytes, (unsigned long long)j->st.files,
+                                 (unsigned long long)j->st.cloned, (unsigned long long)j->st.copied,
                                  (long long)(time_now_ms() - j->t0));
                         out = snapshot_json(&rec);
                         if (!out)

@@ -117,8 +117,8 @@ int connect_agent(struct sandbox *s, struct cella_error *err)
 /* The container spec of s (paths into dir and rootfs, CELLA_PATH_MAX each; the allowlist
  * into allow) after checking that its image is built. */
 static int start_spec(struct sandbox *s, char *dir, char *rootfs, char (*layers)[CELLA_PATH_MAX],
-                      const char **layer_ptrs, struct net_allow *allow, struct container_spec *ret,
-                      struct cella_error *err)
+                      const char **layer_ptrs, struct container_layer *layer_info,
+                      struct net_allow *allow, struct container_spec *ret, struct cella_error *err)
 {
         struct sandbox_table *t = s->table;
         const struct instance_type *it = instance_type_find(s->instance_type);
@@ -142,8 +142,8 @@ static int start_spec(struct sandbox *s, char *dir, char *rootfs, char (*layers)
         /* Its snapshot's layers (docs/decisions/0048) above the image's. */
         size_t n_layers = 0;
         if (s->snapshot) {
-                if (sandbox_table_snapshot_layers(t, s->snapshot, layers, CELLA_SNAPSHOT_MAX_LAYERS,
-                                                  &n_layers, err) < 0)
+                if (sandbox_table_snapshot_chain(t, s->snapshot, layers, layer_info,
+                                                 CELLA_SNAPSHOT_MAX_LAYERS, &n_layers, err) < 0)
                         return -1;
                 for (size_t i = 0; i < n_layers; i++) {
                         layer_ptrs[i] = layers[i];
@@ -162,6 +162,7 @@ static int start_spec(struct sandbox *s, char *dir, char *rootfs, char (*layers)
                 .rootfs = rootfs,
                 .layers = layer_ptrs,
                 .n_layers = n_layers,
+                .layer_info = layer_info,
                 .dir = dir,
                 .uid_base = t->uid_base + s->slot * CELLA_UID_RANGE,
                 .uid_count = CELLA_UID_RANGE,
@@ -206,6 +207,7 @@ struct start_job {
         char rootfs[CELLA_PATH_MAX];
         char layers[CELLA_SNAPSHOT_MAX_LAYERS][CELLA_PATH_MAX];
         const char *layer_ptrs[CELLA_SNAPSHOT_MAX_LAYERS];
+        struct container_layer layer_info[CELLA_SNAPSHOT_MAX_LAYERS];
         struct net_allow allow[CELLA_NETWORK_ALLOW_MAX];
         struct container_spec spec;
         struct container ct;
@@ -286,7 +288,8 @@ int sandbox_start(struct sandbox *s, struct cella_error *err)
         struct start_job j;
 
         job_init(&j, s);
-        if (start_spec(s, j.dir, j.rootfs, j.layers, j.layer_ptrs, j.allow, &j.spec, err) < 0)
+        if (start_spec(s, j.dir, j.rootfs, j.layers, j.layer_ptrs, j.layer_info, j.allow, &j.spec,
+                       err) < 0)
                 return -1;
         s->state = SANDBOX_STARTING;
         start_run(s->table, &j);
@@ -361,8 +364,8 @@ int sandbox_start_async(struct sandbox *s, struct cella_error *err)
         if (!j)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         job_init(j, s);
-        if (start_spec(s, j->dir, j->rootfs, j->layers, j->layer_ptrs, j->allow, &j->spec, err) <
-            0) {
+        if (start_spec(s, j->dir, j->rootfs, j->layers, j->layer_ptrs, j->layer_info, j->allow,
+                       &j->spec, err) < 0) {
                 free(j);
                 return -1;
         }

@@ -126,6 +126,12 @@ int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_nam
 int sandbox_table_snapshot_layers(struct sandbox_table *t, const char *id,
                                   char (*paths)[CELLA_PATH_MAX], size_t max, size_t *ret_n,
                                   struct cella_error *err);
+/* The same, with how each layer is stored (container.h: a directory, or a disk clone and
+ * the base of its owners, 0051) in info (max entries; NULL: not wanted). */
+struct container_layer;
+int sandbox_table_snapshot_chain(struct sandbox_table *t, const char *id,
+                                 char (*paths)[CELLA_PATH_MAX], struct container_layer *info,
+                                 size_t max, size_t *ret_n, struct cella_error *err);
 /* Bytes of every snapshot's files, each counted once however many sandboxes share it. */
 uint64_t sandbox_table_snapshot_bytes(struct sandbox_table *t);
 /* Remove what captures cut short by a stop of cellad left (snapshots/.partial-*). */

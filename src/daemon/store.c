@@ -90,6 +90,9 @@ static const char *const migrations[] = {
         "ALTER TABLE sandboxes ADD COLUMN snapshot TEXT NOT NULL DEFAULT ''",
         /* What sleep keeps (docs/decisions/0050-memory-sleep.md): 'files' or 'memory'. */
         "ALTER TABLE sandboxes ADD COLUMN sleep_mode TEXT NOT NULL DEFAULT 'files'",
+        /* How a snapshot's layer is stored and whose ids own it (0051). */
+        "ALTER TABLE snapshots ADD COLUMN method TEXT NOT NULL DEFAULT 'copy'",
+        "ALTER TABLE snapshots ADD COLUMN id_base INTEGER NOT NULL DEFAULT 0",
 };
 
 static int prepare(struct store *s, const char *sql, sqlite3_stmt **ret, struct cella_error *err)
@@ -556,7 +559,8 @@ int store_snapshot_save(struct store *s, const struct store_snapshot *sn, struct
 
         if (sqlite3_prepare_v2(s->db,
                                "INSERT INTO snapshots (id, name, sandbox, image, size_bytes,"
-                               " created_ms, parent) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+                               " created_ms, parent, method, id_base)"
+                               " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
                                -1, &st, NULL) != SQLITE_OK)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
                                        sqlite3_errmsg(s->db));
@@ -567,6 +571,9 @@ int store_snapshot_save(struct store *s, const struct store_snapshot *sn, struct
         sqlite3_bind_int64(st, 5, sn->size_bytes);
         sqlite3_bind_int64(st, 6, sn->created_ms);
         sqlite3_bind_text(st, 7, sn->parent ? sn->parent : "", -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 8, sn->method && sn->method[0] ? sn->method : "copy", -1,
+                          SQLITE_STATIC);
+        sqlite3_bind_int64(st, 9, sn->id_base);
         int r = step_done(s, st, "save snapshot", err);
         sqlite3_finalize(st);
         return r;
@@ -594,8 +601,8 @@ int store_snapshot_foreach(struct store *s,
         int rc, r = 0;
 
         if (sqlite3_prepare_v2(s->db,
-                               "SELECT id, name, sandbox, image, size_bytes, created_ms, parent"
-                               " FROM snapshots ORDER BY created_ms, id",
+                               "SELECT id, name, sandbox, image, size_bytes, created_ms, parent,"
+                               " method, id_base FROM snapshots ORDER BY created_ms, id",
                                -1, &st, NULL) != SQLITE_OK)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
                                        sqlite3_errmsg(s->db));
@@ -608,6 +615,8 @@ int store_snapshot_foreach(struct store *s,
                         .size_bytes = sqlite3_column_int64(st, 4),
                         .created_ms = sqlite3_column_int64(st, 5),
                         .parent = col_text(st, 6),
+                        .method = col_text(st, 7),
+                        .id_base = sqlite3_column_int64(st, 8),
                 };
                 r = fn(&sn, userdata);
                 if (r < 0)

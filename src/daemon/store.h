@@ -85,6 +85,11 @@ struct store_snapshot {
         /* the snapshot that sandbox was made from: this one's layer goes over that one's
          * (and its parent's...); NULL or "": none */
         const char *parent;
+        /* how the layer is stored (0051): "copy" (snapshots/<id>/layer, owners the
+         * sandbox's own ids) or "clone" (snapshots/<id>/layer/disk.img, a reflinked clone
+         * of the sandbox's disk, owners id_base + n); NULL or "": "copy" */
+        const char *method;
+        int64_t id_base; /* "clone": the host uid/gid base of the sandbox it was taken of */
 };
 /* Insert a new snapshot; an id or a name taken is an error. */
 int store_snapshot_save(struct store *s, const struct store_snapshot *sn, struct cella_error *err);

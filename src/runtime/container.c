@@ -504,6 +504,93 @@ static int make_lower(const char *rootfs, pid_t pid)
         return TAKE_FD(tree);
 }
 
+/* A user namespace whose ids [from, from + count) are the host's [to, to + count), and
+ * nothing else: an idmapped mount made with it shows a file that a sandbox of host range
+ * `from` owns as owned by the same id of the sandbox of range `to` (ids outside `from`'s
+ * range: the overflow id). Made by a child that only waits for its pipe to close (it
+ * runs nothing but read and _exit: safe after a clone from a threaded process). Returns
+ * an fd of the namespace or -errno. */
+static int mapped_userns(uint32_t from, uint32_t to, uint32_t count)
+{
+        char map[64], path[64];
+        int pfd[2], r = 0;
+
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return -errno;
+        struct clone_args ca;
+        memset(&ca, 0, sizeof(ca));
+        ca.flags = CLONE_NEWUSER;
+        ca.exit_signal = SIGCHLD;
+        pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+        if (pid == 0) {
+                char b;
+                close(pfd[1]);
+                while (read(pfd[0], &b, 1) < 0 && errno == EINTR)
+                        ;
+                _exit(0);
+        }
+        close(pfd[0]);
+        if (pid < 0) {
+                r = -errno;
+                close(pfd[1]);
+                return r;
+        }
+        snprintf(map, sizeof(map), "%u %u %u\n", (unsigned)from, (unsigned)to, (unsigned)count);
+        r = write_proc(pid, "uid_map", map);
+        if (r >= 0)
+                r = write_proc(pid, "gid_map", map);
+        int ns = -EBADF;
+        if (r >= 0) {
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+                ns = open(path, O_RDONLY | O_CLOEXEC);
+                if (ns < 0)
+                        r = -errno;
+        }
+        close(pfd[1]);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return r < 0 ? r : ns;
+}
+
+/* The idmapped, read-only, detached copy of a layer stored in a snapshot's disk clone
+ * (dir/disk.img): its filesystem mounted read-only (shared by every sandbox made from it),
+ * "upper" of it cloned, its owners (id_base + n) mapped onto the sandbox's range. */
+static int make_lower_disk(const char *dir, uid_t id_base, const struct container_spec *spec,
+                           pid_t pid)
+{
+        char path[64];
+        int m, r;
+
+        r = disk_open_ro(dir, &m);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int mnt = m;
+        _cleanup_close_ int tree =
+                open_tree(mnt, "upper", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+        if (tree < 0)
+                return -errno;
+        _cleanup_close_ int userns = -EBADF;
+        if (id_base) {
+                userns =
+                        mapped_userns((uint32_t)id_base, (uint32_t)spec->uid_base, spec->uid_count);
+        } else {
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+                userns = open(path, O_RDONLY | O_CLOEXEC);
+                if (userns < 0)
+                        userns = -errno;
+        }
+        if (userns < 0)
+                return userns;
+        struct mount_attr attr = {
+                .attr_set =
+                        MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                .userns_fd = (uint64_t)userns,
+        };
+        if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return -errno;
+        return TAKE_FD(tree);
+}
+
 static pid_t do_clone3(int cgroup_fd, int *ret_pidfd)
 {
         struct clone_args ca;
@@ -580,8 +667,13 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
         int snap[CELLA_SNAPSHOT_MAX_LAYERS];
         size_t made = 0;
         for (; r >= 0 && made < spec->n_layers; made++) {
+                const struct container_layer *li =
+                        spec->layer_info ? &spec->layer_info[made] : NULL;
                 what = "idmapped mount of a snapshot";
-                snap[made] = make_lower(spec->layers[made], pid);
+                if (li && li->disk)
+                        snap[made] = make_lower_disk(spec->layers[made], li->id_base, spec, pid);
+                else
+                        snap[made] = make_lower(spec->layers[made], pid);
                 r = snap[made] < 0 ? snap[made] : 0;
                 if (r < 0)
                         break;

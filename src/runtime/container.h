@@ -33,6 +33,9 @@ struct runtime_config {
         const char *disk_template_dir; /* a dir of cellad's for disk templates; NULL: none */
         const char *network_range;     /* --network-range CIDR; NULL: NET_DEFAULT_RANGE */
         bool check_only;               /* cellad --check: probe, change nothing on the host */
+        /* The data dir, where snapshots are made: probed for reflinks (disk.h,
+         * disk_reflink_probe; docs/decisions/0051). NULL: not probed, none assumed. */
+        const char *data_dir;
 };
 
 int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct cella_error *err);
@@ -45,6 +48,11 @@ const char *runtime_describe(const struct runtime *rt);
 const char *runtime_disk_state(const struct runtime *rt);
 /* Does a sandbox started now get a disk image of its own (limits enforced)? */
 bool runtime_disk_enforced(const struct runtime *rt);
+/* Does the data dir share extents (FICLONE), so that a snapshot of a sandbox with a disk
+ * is a reflinked clone of its disk image (docs/decisions/0051)? And one line saying so, or
+ * why not. */
+bool runtime_reflink(const struct runtime *rt);
+const char *runtime_reflink_state(const struct runtime *rt);
 /* Sandbox networking of this daemon (net.h): NULL only for a runtime without one. */
 struct net *runtime_net(const struct runtime *rt);
 
@@ -52,6 +60,19 @@ struct container_limits {
         uint64_t memory_bytes; /* 0: none */
         uint32_t cpu_millis;   /* 1000 = one CPU; 0: none */
         uint32_t pids_max;     /* 0: none */
+};
+
+/* A snapshot's layer as it is stored (docs/decisions/0048, 0051). */
+struct container_layer {
+        /* false: layers[i] is the layer's directory. true: layers[i] is a snapshot's
+         * directory holding disk.img, a reflinked clone of a sandbox's disk; the layer is
+         * "upper" in its filesystem, mounted read-only (disk_open_ro). */
+        bool disk;
+        /* Owners in the layer are host ids id_base + n, n < uid_count (a sandbox's upper
+         * layer as it wrote it): the layer is seen through a mapping of that range onto
+         * the sandbox's. 0: they are n (a copied layer), seen through the sandbox's own
+         * namespace like the image. */
+        uid_t id_base;
 };
 
 struct container_spec {
@@ -63,6 +84,9 @@ struct container_spec {
          * snapshot goes over that one's layers); at most CELLA_SNAPSHOT_MAX_LAYERS. */
         const char *const *layers;
         size_t n_layers;
+        /* n_layers entries saying how each layer is stored; NULL: every one a directory
+         * of the sandbox-relative ids (0048). */
+        const struct container_layer *layer_info;
         const char *dir;    /* sandbox dir: disk.img (or upper/, work/), agent.sock */
         uid_t uid_base;     /* first host uid/gid of the sandbox's range */
         uint32_t uid_count; /* CELLA_UID_RANGE */

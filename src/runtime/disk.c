@@ -368,12 +368,12 @@ static int create_image(const struct disk_plan *plan, const char *mkfs, const ch
 
 /* The loop device whose number is in the note, if it is still bound to the image
  * (dev/ino of the open image fd): an open fd of it, else -ENOENT. */
-static int find_bound_loop(const struct disk_plan *plan, const struct stat *img, char *dev,
+static int find_bound_loop(const char *loop_note, const struct stat *img, bool read_only, char *dev,
                            size_t dev_sz)
 {
         char buf[32];
         struct loop_info64 info;
-        _cleanup_close_ int note = open(plan->loop_note, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int note = open(loop_note, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         ssize_t n;
         char *end;
         long num;
@@ -389,13 +389,15 @@ static int find_bound_loop(const struct disk_plan *plan, const struct stat *img,
         if (errno || end == buf || num < 0 || num > (1 << 20))
                 return -ENOENT;
         snprintf(dev, dev_sz, "/dev/loop%ld", num);
-        _cleanup_close_ int fd = open(dev, O_RDWR | O_CLOEXEC);
+        _cleanup_close_ int fd = open(dev, (read_only ? O_RDONLY : O_RDWR) | O_CLOEXEC);
         if (fd < 0 || ioctl(fd, LOOP_GET_STATUS64, &info) < 0)
                 return -ENOENT;
         /* lo_device is the kernel's new_encode_dev() of the backing file's device. */
         unsigned maj = (unsigned)((info.lo_device & 0xfff00) >> 8);
         unsigned min = (unsigned)((info.lo_device & 0xff) | ((info.lo_device >> 12) & 0xfff00));
         if (info.lo_inode != img->st_ino || maj != major(img->st_dev) || min != minor(img->st_dev))
+                return -ENOENT;
+        if (!!(info.lo_flags & LO_FLAGS_READ_ONLY) != read_only)
                 return -ENOENT;
         return TAKE_FD(fd);
 }
@@ -412,8 +414,9 @@ static void write_note(const char *path, int num)
         }
 }
 
-/* Bind a free loop device to img_fd (autoclear); its fd, and its number in *ret_num. */
-static int attach_loop(int img_fd, char *dev, size_t dev_sz, int *ret_num)
+/* Bind a free loop device to img_fd (autoclear, read-only if asked); its fd, and its number
+ * in *ret_num. */
+static int attach_loop(int img_fd, bool read_only, char *dev, size_t dev_sz, int *ret_num)
 {
         _cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
         int r = -EBUSY;
@@ -433,7 +436,7 @@ static int attach_loop(int img_fd, char *dev, size_t dev_sz, int *ret_num)
                 cfg.fd = (uint32_t)img_fd;
                 cfg.block_size = 4096;
                 /* Autoclear: the device is released with the filesystem's last user. */
-                cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+                cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | (read_only ? LO_FLAGS_READ_ONLY : 0);
                 if (ioctl(fd, LOOP_CONFIGURE, &cfg) < 0) {
                         r = -errno;
                         if (r == -EBUSY)
@@ -491,10 +494,10 @@ int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
         if (img < 0 || fstat(img, &st) < 0)
                 return -errno;
         *what = "attach disk image to a loop device";
-        _cleanup_close_ int loop = find_bound_loop(plan, &st, dev, sizeof(dev));
+        _cleanup_close_ int loop = find_bound_loop(plan->loop_note, &st, false, dev, sizeof(dev));
         if (loop < 0) {
                 int num;
-                loop = attach_loop(img, dev, sizeof(dev), &num);
+                loop = attach_loop(img, false, dev, sizeof(dev), &num);
                 if (loop < 0)
                         return loop;
                 /* Remember the device, so that the next start finds it if the previous
@@ -562,7 +565,7 @@ static int spare_make(const struct disk_plan *plan, const char *mkfs, int *ret_m
                 unlink(plan->spare);
                 return r;
         }
-        _cleanup_close_ int loop = attach_loop(img, dev, sizeof(dev), ret_loop_num);
+        _cleanup_close_ int loop = attach_loop(img, false, dev, sizeof(dev), ret_loop_num);
         r = loop < 0 ? loop : mount_image(dev);
         if (r < 0) {
                 unlink(plan->spare);
@@ -733,5 +736,106 @@ int disk_usage(const char *dir, uint64_t *ret_limit, uint64_t *ret_used)
                 return -EINVAL;
         *ret_limit = (uint64_t)st.st_size;
         *ret_used = (uint64_t)st.st_blocks * 512;
+        return 0;
+}
+
+int disk_reflink_probe(const char *dir, char *why, size_t why_sz)
+{
+        static const char block[4096] = "cella reflink probe";
+        /* Unnamed files: nothing is left in dir, whatever happens. */
+        _cleanup_close_ int src = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (src < 0) {
+                int e = errno;
+                snprintf(why, why_sz, "%s: %s", dir, strerror(e));
+                return -e;
+        }
+        _cleanup_close_ int dst = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (dst < 0) {
+                int e = errno;
+                snprintf(why, why_sz, "%s: %s", dir, strerror(e));
+                return -e;
+        }
+        if (write(src, block, sizeof(block)) != (ssize_t)sizeof(block) || fsync(src) < 0) {
+                int e = errno ? errno : EIO;
+                snprintf(why, why_sz, "write a probe file in %s: %s", dir, strerror(e));
+                return -e;
+        }
+        if (ioctl(dst, FICLONE, src) < 0) {
+                int e = errno;
+                snprintf(why, why_sz, "%s has no reflinks (FICLONE: %s)", dir, strerror(e));
+                return -e;
+        }
+        return 0;
+}
+
+int disk_clone(int src_fd, int dst_dir_fd, uint64_t *ret_allocated)
+{
+        struct stat st;
+        int r;
+
+        _cleanup_close_ int dst = openat(
+                dst_dir_fd, "disk.img", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (dst < 0)
+                return -errno;
+        if (ioctl(dst, FICLONE, src_fd) < 0 || fsync(dst) < 0 || fstat(dst, &st) < 0) {
+                r = -errno;
+                unlinkat(dst_dir_fd, "disk.img", 0);
+                return r;
+        }
+        *ret_allocated = (uint64_t)st.st_blocks * 512;
+        return 0;
+}
+
+/* A read-only ext4 mount of dev (a detached fsmount fd) or -errno. */
+static int mount_image_ro(const char *dev)
+{
+        _cleanup_close_ int fs = fsopen("ext4", FSOPEN_CLOEXEC);
+        if (fs < 0)
+                return -errno;
+        /* Read-only superblock on a read-only device; the image was written out with an
+         * empty journal, and norecovery makes sure no journal is ever replayed into it. */
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
+            fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0 ||
+            fsconfig(fs, FSCONFIG_SET_FLAG, "norecovery", NULL, 0) < 0 ||
+            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        int m = fsmount(fs, FSMOUNT_CLOEXEC,
+                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        return m < 0 ? -errno : m;
+}
+
+int disk_open_ro(const char *dir, int *ret_mount_fd)
+{
+        char image[CELLA_PATH_MAX], note[CELLA_PATH_MAX], dev[64];
+        struct stat st;
+        int m = -ENOENT;
+
+        if (snprintf(image, sizeof(image), "%s/disk.img", dir) >= (int)sizeof(image) ||
+            snprintf(note, sizeof(note), "%s/disk.loop", dir) >= (int)sizeof(note))
+                return -ENAMETOOLONG;
+        _cleanup_close_ int img = open(image, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (img < 0 || fstat(img, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        /* The device a sandbox still mounts (one superblock per snapshot)... */
+        _cleanup_close_ int loop = find_bound_loop(note, &st, true, dev, sizeof(dev));
+        if (loop >= 0)
+                m = mount_image_ro(dev);
+        /* ...or, when there is none (or it is being released with its last mount), a new
+         * one. */
+        if (m < 0) {
+                int num;
+                if (loop >= 0)
+                        close(TAKE_FD(loop));
+                loop = attach_loop(img, true, dev, sizeof(dev), &num);
+                if (loop < 0)
+                        return loop;
+                write_note(note, num);
+                m = mount_image_ro(dev);
+                if (m < 0)
+                        return m;
+        }
+        *ret_mount_fd = m;
         return 0;
 }

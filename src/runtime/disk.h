@@ -117,4 +117,22 @@ bool runtime_has_filesystem(const char *table, const char *fs);
  * blocks: files plus filesystem metadata). Returns 0, or -ENOENT without an image. */
 int disk_usage(const char *dir, uint64_t *ret_limit, uint64_t *ret_used);
 
+/* Does the filesystem of dir share extents between files (FICLONE: XFS with reflink=1,
+ * btrfs)? Tried on two unnamed files in dir (nothing is left there). 0, or -errno with the
+ * reason in why. */
+int disk_reflink_probe(const char *dir, char *why, size_t why_sz);
+
+/* A reflinked clone of the disk image open at src_fd as dst_dir_fd/disk.img (new, synced):
+ * its extents shared with the source, O(metadata) (docs/decisions/0051). The clone's
+ * allocated bytes in *ret_allocated. On failure nothing is left. 0 or -errno (-EXDEV,
+ * -EOPNOTSUPP, -EINVAL: the filesystem has no reflinks). */
+int disk_clone(int src_fd, int dst_dir_fd, uint64_t *ret_allocated);
+
+/* A read-only detached mount (fsmount fd: ro, nosuid, nodev, close-on-exec) of the
+ * filesystem in <dir>/disk.img, a snapshot's clone: on a read-only loop device (autoclear;
+ * the one still bound to it, noted in <dir>/disk.loop, is reused, so that every sandbox
+ * made from the snapshot shares one device and one superblock), mounted ro with
+ * norecovery (the journal is never replayed into it). 0 or -errno. */
+int disk_open_ro(const char *dir, int *ret_mount_fd);
+
 #endif

@@ -20,6 +20,10 @@ struct layer_copy_stats {
         uint64_t files;  /* entries copied */
         uint64_t cloned; /* regular files cloned by FICLONE */
         uint64_t copied; /* regular files copied byte by byte */
+        /* runtime_container_snapshot: the sandbox's disk image was cloned whole (reflink,
+         * docs/decisions/0051) into <name>/disk.img instead of its upper layer being
+         * copied; bytes is then the clone's allocated bytes, files 0. */
+        bool disk_cloned;
 };
 
 /* Shift an owner id of the source into the copy's: id - from when in [from, from + count),

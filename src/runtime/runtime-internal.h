@@ -31,8 +31,10 @@ struct runtime {
         struct disk_spares *spares;             /* new disks made ahead (disk.h); NULL: none */
         struct net *net;                        /* sandbox networking (net.h) */
         char disk_state[256];                   /* for runtime_describe and the startup log */
+        bool reflink;            /* the data dir shares extents: snapshots clone disks (0051) */
+        char reflink_state[256]; /* for runtime_describe, --check and /v1/health */
         char cgroup_name[64];
-        char description[CELLA_PATH_MAX + 512];
+        char description[CELLA_PATH_MAX + 768];
 };
 
 #endif

@@ -115,6 +115,28 @@ static int runtime_probe(struct runtime *rt, const struct runtime_config *cfg, s
                         snprintf(rt->disk_state, sizeof(rt->disk_state),
                                  "disk limits NOT enforced: %s", why);
         }
+        if (!cfg->data_dir) {
+                snprintf(rt->reflink_state, sizeof(rt->reflink_state),
+                         "snapshots copy the writable layer (data dir not probed)");
+        } else {
+                char why[200] = "", dir[CELLA_PATH_MAX];
+                /* A data dir not made yet (cellad --check): its nearest existing parent,
+                 * which it will be made on. */
+                snprintf(dir, sizeof(dir), "%s", cfg->data_dir);
+                r = disk_reflink_probe(dir, why, sizeof(why));
+                for (char *slash; r == -ENOENT && (slash = strrchr(dir, '/')) && slash != dir;) {
+                        *slash = '\0';
+                        r = disk_reflink_probe(dir, why, sizeof(why));
+                }
+                rt->reflink = r >= 0;
+                if (rt->reflink)
+                        snprintf(rt->reflink_state, sizeof(rt->reflink_state),
+                                 "data dir has reflinks: a snapshot of a sandbox with a disk "
+                                 "clones its image");
+                else
+                        snprintf(rt->reflink_state, sizeof(rt->reflink_state),
+                                 "snapshots copy the writable layer: %s", why);
+        }
         return 0;
 }
 
@@ -170,11 +192,11 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         snprintf(rt->description, sizeof(rt->description),
                  "cgroups %s at %s; idmapped overlay lower (userxattr); seccomp deny list "
                  "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s; %s; "
-                 "%s",
+                 "%s; %s",
                  cgroup_mode_name(rt->cg.mode), rt->cg.v2_root, (unsigned)rt->filter.len, skipped,
                  rt->oom_protect ? "agent oom_score_adj -1000"
                                  : "no CAP_SYS_RESOURCE: agent oom_score_adj left at 0",
-                 rt->disk_state, net_state(rt->net));
+                 rt->disk_state, rt->reflink_state, net_state(rt->net));
         *ret = rt;
         return 0;
 free_runtime:
@@ -226,6 +248,16 @@ const char *runtime_describe(const struct runtime *rt)
 const char *runtime_disk_state(const struct runtime *rt)
 {
         return rt->disk_state;
+}
+
+bool runtime_reflink(const struct runtime *rt)
+{
+        return rt->reflink;
+}
+
+const char *runtime_reflink_state(const struct runtime *rt)
+{
+        return rt->reflink_state;
 }
 
 bool runtime_disk_enforced(const struct runtime *rt)

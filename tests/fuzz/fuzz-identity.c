@@ -5,7 +5,8 @@
  * formatting the parsed record and parsing that again gives the same record (the file
  * cellad writes is a fixed point); failure is -EINVAL. The same input goes to the
  * snapshot record parser (snapshot.json, decision 0048), with the same invariants: valid
- * names, a format/parse fixed point, -EINVAL otherwise. */
+ * names, a format/parse fixed point, -EINVAL otherwise; a disk clone's record (decision
+ * 0051) has a positive owners' base that leaves room for a whole range, a copy's none. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +32,19 @@ static void snapshot_record(const uint8_t *data, size_t size)
                    0);
         FUZZ_CHECK(image_name_is_valid(a.rec.id) && image_name_is_valid(a.rec.name));
         FUZZ_CHECK(a.rec.size_bytes >= 0 && a.rec.created_ms >= 0);
+        if (strcmp(a.method, "clone") == 0)
+                FUZZ_CHECK(a.rec.id_base > 0 &&
+                           a.rec.id_base <= (int64_t)UINT32_MAX - CELLA_UID_RANGE);
+        else
+                FUZZ_CHECK(strcmp(a.method, "copy") == 0 && a.rec.id_base == 0);
         text = snapshot_identity_format(&a.rec);
         if (!text)
                 return;
         FUZZ_CHECK(snapshot_identity_parse(text, strlen(text), &b) == 0);
         FUZZ_CHECK(strcmp(a.id, b.id) == 0 && strcmp(a.name, b.name) == 0);
         FUZZ_CHECK(strcmp(a.sandbox, b.sandbox) == 0 && strcmp(a.image, b.image) == 0);
-        FUZZ_CHECK(strcmp(a.parent, b.parent) == 0);
+        FUZZ_CHECK(strcmp(a.parent, b.parent) == 0 && strcmp(a.method, b.method) == 0);
+        FUZZ_CHECK(a.rec.id_base == b.rec.id_base);
         FUZZ_CHECK(a.rec.size_bytes == b.rec.size_bytes && a.rec.created_ms == b.rec.created_ms);
         free(text);
 }

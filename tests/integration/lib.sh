@@ -18,7 +18,8 @@
 # docs/decisions/0033-instance-claims.md) still holds the range, and a daemon given it would
 # refuse to start. Host uids are not given: each daemon claims a block of its own (all
 # >= 0x10000000), and the claim file goes at exit. A test may define it_cleanup_hook, called
-# first at exit (its own namespaces).
+# first at exit (its own namespaces), and it_unmount_hook, called once its daemons are
+# stopped and before the checks (a filesystem of its own that the data dir is on).
 #
 # Sandboxes' cgroups are named by uid slot (s<slot>) below a cgroup parent that belongs to
 # the daemon's data dir (cellad logs it at start: "sandbox cgroups under 'NAME'"); a
@@ -486,6 +487,9 @@ it_cleanup() {
                 IT_FAILED_CLEANUP=1
         fi
         CELLAD_PID=
+        if declare -F it_unmount_hook >/dev/null; then
+                it_unmount_hook
+        fi
         if left=$(wait_empty run_cgroups); then :; else
                 echo "LEAK: cgroups of this run left: $left" >&2
                 for j in $left; do

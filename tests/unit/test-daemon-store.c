@@ -117,8 +117,9 @@ static int collect_snap(const struct store_snapshot *sn, void *userdata)
 {
         char *out = userdata;
         size_t n = strlen(out);
-        snprintf(out + n, 256 - n, "%s,%s,%s,%s,%lld,%lld,%s;", sn->id, sn->name, sn->sandbox,
-                 sn->image, (long long)sn->size_bytes, (long long)sn->created_ms, sn->parent);
+        snprintf(out + n, 256 - n, "%s,%s,%s,%s,%lld,%lld,%s,%s,%lld;", sn->id, sn->name,
+                 sn->sandbox, sn->image, (long long)sn->size_bytes, (long long)sn->created_ms,
+                 sn->parent, sn->method, (long long)sn->id_base);
         return 0;
 }
 
@@ -141,10 +142,14 @@ static void test_store_snapshots(void **state)
         assert_non_null(mkdtemp(dir));
         snprintf(path, sizeof(path), "%s/cella.db", dir);
         assert_int_equal(store_open(path, &st, &err), 0);
-        struct store_snapshot a = {"snap-1", "one", "alpha", "default", 4096, 10, NULL};
-        struct store_snapshot b = {"snap-2", "two", "alpha", "py", 1 << 20, 20, "snap-1"};
-        struct store_snapshot dup_id = {"snap-1", "three", "alpha", "default", 0, 30, NULL};
-        struct store_snapshot dup_name = {"snap-3", "two", "alpha", "default", 0, 30, NULL};
+        /* a copied layer (no method given: "copy") and a disk clone with its owners' base */
+        struct store_snapshot a = {"snap-1", "one", "alpha", "default", 4096, 10, NULL, NULL, 0};
+        struct store_snapshot b = {"snap-2", "two",    "alpha", "py",  1 << 20,
+                                   20,       "snap-1", "clone", 196608};
+        struct store_snapshot dup_id = {"snap-1", "three", "alpha", "default", 0,
+                                        30,       NULL,    NULL,    0};
+        struct store_snapshot dup_name = {"snap-3", "two", "alpha", "default", 0,
+                                          30,       NULL,  NULL,    0};
         assert_int_equal(store_snapshot_save(st, &b, &err), 0);
         assert_int_equal(store_snapshot_save(st, &a, &err), 0);
         assert_int_equal(store_snapshot_save(st, &dup_id, &err), -EIO);
@@ -169,7 +174,9 @@ static void test_store_snapshots(void **state)
         assert_int_equal(store_open(path, &st, &err), 0);
         assert_int_equal(store_snapshot_foreach(st, collect_snap, got, &err), 0);
         assert_string_equal(
-                got, "snap-1,one,alpha,default,4096,10,;snap-2,two,alpha,py,1048576,20,snap-1;");
+                got,
+                "snap-1,one,alpha,default,4096,10,,copy,0;snap-2,two,alpha,py,1048576,20,snap-1,"
+                "clone,196608;");
         got[0] = '\0';
         assert_int_equal(store_sandbox_foreach(st, collect_snapshot_of, got, &err), 0);
         assert_string_equal(got, "child=snap-1;plain=;");
@@ -177,7 +184,7 @@ static void test_store_snapshots(void **state)
         assert_int_equal(store_snapshot_delete(st, "snap-1", &err), 0);
         got[0] = '\0';
         assert_int_equal(store_snapshot_foreach(st, collect_snap, got, &err), 0);
-        assert_string_equal(got, "snap-2,two,alpha,py,1048576,20,snap-1;");
+        assert_string_equal(got, "snap-2,two,alpha,py,1048576,20,snap-1,clone,196608;");
         store_close(st);
 
         char f[160];

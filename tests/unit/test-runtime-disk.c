@@ -6,7 +6,9 @@
  * mount fd stop at ENOSPC near the limit, the inode limit holds, files survive a release
  * and a reopen (which attaches a fresh loop device), a second open while the first mount
  * lives reuses its loop device (also after a rename of the sandbox dir), a spare is taken by rename and replaced by the worker,
- * usage follows the image; nothing stays bound to a loop device afterwards. */
+ * usage follows the image; nothing stays bound to a loop device afterwards. A snapshot's
+ * image (0051) mounts read-only, shared, and the reflink probe leaves nothing behind. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -271,6 +273,107 @@ static void test_live_spares(void **state)
         assert_false(loop_left());
 }
 
+/* Entries of dir (without . and ..). */
+static int count_entries(const char *dir)
+{
+        char cmd[512];
+        snprintf(cmd, sizeof(cmd), "%s", dir);
+        DIR *d = opendir(cmd);
+        struct dirent *e;
+        int n = 0;
+        assert_non_null(d);
+        while ((e = readdir(d)))
+                n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+        closedir(d);
+        return n;
+}
+
+/* The reflink probe leaves nothing in its dir and says why it fails; a snapshot's image
+ * (here a byte copy: /tmp has no reflinks on this host, and then disk_clone refuses and
+ * leaves nothing) mounts read-only on a read-only loop device, once for every opener, and
+ * the device goes with the last mount (docs/decisions/0051). */
+static void test_live_readonly(void **state)
+{
+        char mkfs[64], dir[256], snap[256], path[CELLA_PATH_MAX * 2 + 64], why[200] = "";
+        struct disk_plan plan;
+        bool created = false;
+        const char *what = NULL;
+        uint64_t alloc = 0;
+        int m, r1, r2;
+
+        (void)state;
+        assert_int_equal(disk_reflink_probe("/nonexistent-cella-dir", why, sizeof(why)), -ENOENT);
+        assert_non_null(strstr(why, "/nonexistent-cella-dir"));
+        if (live_prereqs(mkfs, sizeof(mkfs)) < 0)
+                skip();
+        int before = count_entries(tmpdir);
+        why[0] = '\0';
+        int probe = disk_reflink_probe(tmpdir, why, sizeof(why));
+        assert_true(probe == 0 || why[0] != '\0');
+        assert_int_equal(count_entries(tmpdir), before);
+
+        snprintf(dir, sizeof(dir), "%s/ro-src", tmpdir);
+        snprintf(snap, sizeof(snap), "%s/ro-snap", tmpdir);
+        assert_int_equal(mkdir(dir, 0700), 0);
+        assert_int_equal(mkdir(snap, 0700), 0);
+        assert_int_equal(disk_plan_make(dir, NULL, CELLA_DISK_MIN_BYTES, &plan), 0);
+        assert_int_equal(disk_open(&plan, mkfs, &m, &created, &what), 0);
+        assert_int_equal(mkdirat(m, "upper", 0755), 0);
+        int fd = openat(m, "upper/kept", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "hi", 2), 2);
+        close(fd);
+        fd = openat(m, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* the mount fd is O_PATH */
+        assert_true(fd >= 0);
+        assert_int_equal(syncfs(fd), 0);
+        close(fd);
+
+        int img = open(plan.image, O_RDONLY | O_CLOEXEC);
+        int sfd = open(snap, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        assert_true(img >= 0 && sfd >= 0);
+        r1 = disk_clone(img, sfd, &alloc);
+        if (probe < 0) {
+                assert_true(r1 < 0);
+                assert_int_equal(count_entries(snap), 0);
+                snprintf(path, sizeof(path), "cp --sparse=always %s %s/disk.img", plan.image, snap);
+                char *argv[] = {"sh", "-c", path, NULL};
+                extern char **environ;
+                pid_t pid = fork();
+                if (pid == 0) {
+                        execve("/bin/sh", argv, environ);
+                        _exit(127);
+                }
+                int st;
+                waitpid(pid, &st, 0);
+                assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        } else {
+                assert_int_equal(r1, 0);
+                assert_true(alloc > 0);
+        }
+        close(img);
+        close(sfd);
+        close(m);
+
+        r1 = r2 = -1;
+        assert_int_equal(disk_open_ro(snap, &r1), 0);
+        assert_int_equal(disk_open_ro(snap, &r2), 0);
+        snprintf(path, sizeof(path), "%s/disk.img", snap);
+        assert_int_equal(loops_bound(path), 1);
+        char buf[8] = "";
+        fd = openat(r2, "upper/kept", O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        assert_int_equal(read(fd, buf, sizeof(buf)), 2);
+        assert_memory_equal(buf, "hi", 2);
+        close(fd);
+        assert_int_equal(openat(r1, "upper/new", O_WRONLY | O_CREAT | O_CLOEXEC, 0644), -1);
+        assert_int_equal(errno, EROFS);
+        close(r1);
+        close(r2);
+        for (int i = 0; i < 100 && loop_left(); i++)
+                usleep(10000);
+        assert_false(loop_left());
+}
+
 static int setup(void **state)
 {
         return mkdtemp(tmpdir) ? 0 : -1;
@@ -299,6 +402,7 @@ int main(void)
                 cmocka_unit_test(test_probe_reasons),
                 cmocka_unit_test(test_live_disk),
                 cmocka_unit_test(test_live_spares),
+                cmocka_unit_test(test_live_readonly),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
