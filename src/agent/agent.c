@@ -147,6 +147,17 @@ const struct frame_route *agent_frame_route(uint8_t type)
 
 /* ---- dispatch ---- */
 
+/* PTY both opens a stream, naming its session, and resizes an open one (cols and rows
+ * only). A resize for a stream that is not open crossed that stream's end (the shell exited
+ * while cellad passed a client's resize on): a late frame, dropped like the others. Taken
+ * for an open, it attached a stream cellad no longer knows to the default session's
+ * terminal (starting a shell there) and, never acknowledged, that stream's window ran out
+ * and stalled the terminal's output. */
+static bool is_late_resize(const struct agent_request *req, int r)
+{
+        return req->type == FRAME_PTY && r == 0 && !req->session_given;
+}
+
 /* A frame opening stream f->stream (s: the open stream with that id, if any). */
 static void open_stream(struct conn *c, const struct frame_route *route, struct stream *s,
                         struct agent_request *req, int r, const struct cella_error *err)
@@ -188,7 +199,7 @@ static void dispatch(struct conn *c, const struct frame *f)
                 s = conn_find_stream(c, f->stream);
                 if (s && route->on_stream)
                         route->on_stream(c, s, &req, r, &err);
-                else if (route->open)
+                else if (route->open && !(route->on_stream && is_late_resize(&req, r)))
                         open_stream(c, route, s, &req, r, &err);
                 else /* Late frames for a stream that already ended are dropped. */
                         log_debug("%s for unknown stream %u dropped", frame_type_name(f->type),

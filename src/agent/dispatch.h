@@ -26,7 +26,8 @@ struct frame_route {
         agent_open_fn *open;
         /* A frame on an open stream, routed to the stream's ops (struct stream_ops). r is
          * the decode result: 0, or -EINVAL with err set. A frame for a stream that is not
-         * open is dropped (a late frame for a stream that already ended). */
+         * open is dropped (a late frame for a stream that already ended); so is a PTY
+         * without sessionId, the resize form of the one type that has both routes. */
         void (*on_stream)(struct conn *c, struct stream *s, const struct agent_request *req, int r,
                           const struct cella_error *err);
 };

@@ -322,6 +322,7 @@ static int decode_pty(json_t *j, struct agent_request *r, struct cella_error *er
                 return k;
         r->cols = x.cols;
         r->rows = x.rows;
+        r->session_given = x.session != NULL;
         k = dup_string(x.session ? x.session : "default", &r->session, err);
         if (k < 0)
                 return k;

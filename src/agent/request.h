@@ -31,7 +31,7 @@ enum agent_file_op { /* the wire's (common/wire.h) */
  *   EXEC        also session (NULL: sessionless) and base_env ("K=V", the sandbox's env)
  *   FILE_OP     op, path, to (move; from is in path), recursive, include_hidden
  *   WATCH       path, recursive (default true), include, exclude (globs)
- *   PTY         session (sessionId, default "default"), cols, rows, base_env
+ *   PTY         session (sessionId, default "default"), session_given, cols, rows, base_env
  *   SESSION, PROC  body: the payload object, validated further by the module's own decoder
  *               (session_request_decode, proc_request_decode)
  *   WINDOW      credit
@@ -63,6 +63,7 @@ struct agent_request {
         size_t n_exclude;
         bool exclude_given;
         unsigned cols, rows; /* PTY: 1..CELLA_PTY_MAX_DIM */
+        bool session_given;  /* PTY: sessionId was in the frame (an opening PTY names it) */
         uint32_t credit;
         const uint8_t *data;
         size_t len;

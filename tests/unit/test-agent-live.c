@@ -1801,6 +1801,66 @@ static void test_frame_table(void **state)
         exec_result_free(&r);
 }
 
+/* A resize that crosses the end of its terminal: the shell exited and the agent ended the
+ * stream with EXIT while cellad, not having read that EXIT yet, passed a client's resize on
+ * as a PTY frame on the same stream. That PTY is a late frame for a stream that ended and is
+ * dropped; it must not open a stream (a phantom attach that starts the default session's
+ * shell, or a stream cellad never acknowledges, whose window then stalls the terminal). */
+static void test_pty_late_resize(void **state)
+{
+        struct rframe f;
+        uint8_t type;
+        bool ended = false;
+        json_t *j;
+
+        (void)state;
+        j = session_call(700, &type, "{\"op\":\"create\",\"id\":\"late\",\"cwd\":\"%s\"}", tmpdir);
+        assert_int_equal(type, FRAME_RESULT);
+        json_decref(j);
+        send_json(conn, FRAME_PTY, 701, "{\"sessionId\":\"late\",\"cols\":80,\"rows\":24}");
+        send_frame(conn, FRAME_DATA, 701, "exit 3\n", 7);
+        while (!ended) {
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, 701);
+                if (f.type == FRAME_STDOUT) {
+                        send_window(conn, 701, f.len);
+                } else if (f.type == FRAME_EXIT) {
+                        j = frame_json(&f);
+                        assert_int_equal(json_integer_value(json_object_get(j, "exitCode")), 3);
+                        json_decref(j);
+                        ended = true;
+                } else if (f.type != FRAME_STARTED && f.type != FRAME_WINDOW) {
+                        fail_msg("unexpected frame %d: %s", f.type, (char *)f.payload);
+                }
+                free(f.payload);
+        }
+        /* the resize cellad sent before it read the EXIT: nothing answers it */
+        send_json(conn, FRAME_PTY, 701, "{\"cols\":132,\"rows\":43}");
+        send_frame(conn, FRAME_PING, 0, "late", 4);
+        assert_true(recv_frame(conn, &f));
+        if (f.type != FRAME_PONG)
+                fail_msg("the late resize was answered with frame %d on stream %u: %s", f.type,
+                         f.stream, (char *)f.payload);
+        free(f.payload);
+        /* the session's next terminal is a new shell, at the size its own stream opens with */
+        call_frame(FRAME_PTY, 702, &f, "{\"sessionId\":\"late\",\"cols\":90,\"rows\":20}");
+        expect_frame(&f, FRAME_STARTED, "pid");
+        send_frame(conn, FRAME_DATA, 702, "stty size\n", 10);
+        pty_expect(702, "20 90");
+        send_frame(conn, FRAME_CANCEL, 702, NULL, 0);
+        for (;;) {
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, 702);
+                type = f.type;
+                free(f.payload);
+                if (type == FRAME_RESULT)
+                        break;
+        }
+        j = session_call(703, &type, "{\"op\":\"delete\",\"id\":\"late\"}");
+        assert_int_equal(type, FRAME_RESULT);
+        json_decref(j);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -1826,6 +1886,7 @@ int main(void)
                 cmocka_unit_test(test_code),
                 cmocka_unit_test(test_proc_table_bounded),
                 cmocka_unit_test(test_frame_table),
+                cmocka_unit_test(test_pty_late_resize),
         };
 
         signal(SIGPIPE, SIG_IGN);
