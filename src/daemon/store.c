@@ -408,43 +408,67 @@ static const char *col_text(sqlite3_stmt *st, int i)
         return t ? (const char *)t : "";
 }
 
+/* Steps st through its rows, handing each to row (which converts it and calls the caller's
+ * function); stops at the first negative return and returns it. The statement is reset
+ * and its bindings cleared, so a prepared one is ready again; a statement prepared for
+ * the call is the caller's to finalize. */
+static int each_row(struct store *s, sqlite3_stmt *st, const char *what,
+                    int (*row)(sqlite3_stmt *st, void *it), void *it, struct cella_error *err)
+{
+        int rc, r = 0;
+
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                r = row(st, it);
+                if (r < 0)
+                        break;
+        }
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+        if (r < 0)
+                return r;
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: %s: %s", what,
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}
+
+struct sandbox_iter {
+        int (*fn)(const struct store_sandbox *sb, void *userdata);
+        void *userdata;
+};
+
+static int sandbox_row(sqlite3_stmt *st, void *p)
+{
+        struct sandbox_iter *it = p;
+        struct store_sandbox sb = {
+                .name = col_text(st, 0),
+                .slot = sqlite3_column_int64(st, 1),
+                .image = col_text(st, 2),
+                .instance_type = col_text(st, 3),
+                .env_json = col_text(st, 4),
+                .labels_json = col_text(st, 5),
+                .created_ms = sqlite3_column_int64(st, 6),
+                .last_active_ms = sqlite3_column_int64(st, 7),
+                .pid = sqlite3_column_int64(st, 8),
+                .pid_start = sqlite3_column_int64(st, 9),
+                .sleep_after_ms = sqlite3_column_int64(st, 10),
+                .keep_alive = sqlite3_column_int64(st, 11),
+                .default_session = sqlite3_column_int64(st, 12),
+                .network = col_text(st, 13),
+                .network_allow_json = col_text(st, 14),
+                .snapshot = col_text(st, 15),
+                .sleep_mode = col_text(st, 16),
+        };
+        return it->fn(&sb, it->userdata);
+}
+
 int store_sandbox_foreach(struct store *s,
                           int (*fn)(const struct store_sandbox *sb, void *userdata), void *userdata,
                           struct cella_error *err)
 {
-        int rc, r = 0;
+        struct sandbox_iter it = {fn, userdata};
 
-        while ((rc = sqlite3_step(s->all)) == SQLITE_ROW) {
-                struct store_sandbox sb = {
-                        .name = col_text(s->all, 0),
-                        .slot = sqlite3_column_int64(s->all, 1),
-                        .image = col_text(s->all, 2),
-                        .instance_type = col_text(s->all, 3),
-                        .env_json = col_text(s->all, 4),
-                        .labels_json = col_text(s->all, 5),
-                        .created_ms = sqlite3_column_int64(s->all, 6),
-                        .last_active_ms = sqlite3_column_int64(s->all, 7),
-                        .pid = sqlite3_column_int64(s->all, 8),
-                        .pid_start = sqlite3_column_int64(s->all, 9),
-                        .sleep_after_ms = sqlite3_column_int64(s->all, 10),
-                        .keep_alive = sqlite3_column_int64(s->all, 11),
-                        .default_session = sqlite3_column_int64(s->all, 12),
-                        .network = col_text(s->all, 13),
-                        .network_allow_json = col_text(s->all, 14),
-                        .snapshot = col_text(s->all, 15),
-                        .sleep_mode = col_text(s->all, 16),
-                };
-                r = fn(&sb, userdata);
-                if (r < 0)
-                        break;
-        }
-        sqlite3_reset(s->all);
-        if (r < 0)
-                return r;
-        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: list: %s",
-                                       sqlite3_errmsg(s->db));
-        return 0;
+        return each_row(s, s->all, "list", sandbox_row, &it, err);
 }
 
 int store_meta_get(struct store *s, const char *key, char *buf, size_t size)
@@ -525,32 +549,32 @@ int store_port_delete(struct store *s, const char *sandbox, int port, struct cel
         return step_done(s, s->port_del, "delete port", err);
 }
 
+struct port_iter {
+        int (*fn)(const struct store_port *p, void *userdata);
+        void *userdata;
+};
+
+static int port_row(sqlite3_stmt *st, void *p)
+{
+        struct port_iter *it = p;
+        struct store_port port = {
+                .port = sqlite3_column_int64(st, 0),
+                .name = col_text(st, 1),
+                .token = col_text(st, 2),
+                .instance = sqlite3_column_int64(st, 3),
+        };
+
+        return it->fn(&port, it->userdata);
+}
+
 int store_port_foreach(struct store *s, const char *sandbox,
                        int (*fn)(const struct store_port *p, void *userdata), void *userdata,
                        struct cella_error *err)
 {
-        int rc, r = 0;
+        struct port_iter it = {fn, userdata};
 
         sqlite3_bind_text(s->port_list, 1, sandbox, -1, SQLITE_STATIC);
-        while ((rc = sqlite3_step(s->port_list)) == SQLITE_ROW) {
-                struct store_port p = {
-                        .port = sqlite3_column_int64(s->port_list, 0),
-                        .name = col_text(s->port_list, 1),
-                        .token = col_text(s->port_list, 2),
-                        .instance = sqlite3_column_int64(s->port_list, 3),
-                };
-                r = fn(&p, userdata);
-                if (r < 0)
-                        break;
-        }
-        sqlite3_reset(s->port_list);
-        sqlite3_clear_bindings(s->port_list);
-        if (r < 0)
-                return r;
-        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: ports: %s",
-                                       sqlite3_errmsg(s->db));
-        return 0;
+        return each_row(s, s->port_list, "ports", port_row, &it, err);
 }
 
 int store_snapshot_save(struct store *s, const struct store_snapshot *sn, struct cella_error *err)
@@ -593,12 +617,35 @@ int store_snapshot_delete(struct store *s, const char *id, struct cella_error *e
         return r;
 }
 
+struct snapshot_iter {
+        int (*fn)(const struct store_snapshot *sn, void *userdata);
+        void *userdata;
+};
+
+static int snapshot_row(sqlite3_stmt *st, void *p)
+{
+        struct snapshot_iter *it = p;
+        struct store_snapshot sn = {
+                .id = col_text(st, 0),
+                .name = col_text(st, 1),
+                .sandbox = col_text(st, 2),
+                .image = col_text(st, 3),
+                .size_bytes = sqlite3_column_int64(st, 4),
+                .created_ms = sqlite3_column_int64(st, 5),
+                .parent = col_text(st, 6),
+                .method = col_text(st, 7),
+                .id_base = sqlite3_column_int64(st, 8),
+        };
+
+        return it->fn(&sn, it->userdata);
+}
+
 int store_snapshot_foreach(struct store *s,
                            int (*fn)(const struct store_snapshot *sn, void *userdata),
                            void *userdata, struct cella_error *err)
 {
+        struct snapshot_iter it = {fn, userdata};
         sqlite3_stmt *st = NULL;
-        int rc, r = 0;
 
         if (sqlite3_prepare_v2(s->db,
                                "SELECT id, name, sandbox, image, size_bytes, created_ms, parent,"
@@ -606,29 +653,9 @@ int store_snapshot_foreach(struct store *s,
                                -1, &st, NULL) != SQLITE_OK)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: prepare: %s",
                                        sqlite3_errmsg(s->db));
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                struct store_snapshot sn = {
-                        .id = col_text(st, 0),
-                        .name = col_text(st, 1),
-                        .sandbox = col_text(st, 2),
-                        .image = col_text(st, 3),
-                        .size_bytes = sqlite3_column_int64(st, 4),
-                        .created_ms = sqlite3_column_int64(st, 5),
-                        .parent = col_text(st, 6),
-                        .method = col_text(st, 7),
-                        .id_base = sqlite3_column_int64(st, 8),
-                };
-                r = fn(&sn, userdata);
-                if (r < 0)
-                        break;
-        }
+        int r = each_row(s, st, "snapshots", snapshot_row, &it, err);
         sqlite3_finalize(st);
-        if (r < 0)
-                return r;
-        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: snapshots: %s",
-                                       sqlite3_errmsg(s->db));
-        return 0;
+        return r;
 }
 
 /* ---- API keys ---- */
@@ -661,14 +688,26 @@ int store_key_save(struct store *s, const struct store_key *k, struct cella_erro
         return r;
 }
 
-static void key_row(sqlite3_stmt *st, struct store_key *k)
+struct key_iter {
+        int (*fn)(const struct store_key *k, void *userdata);
+        void *userdata;
+        int r; /* fn's last return */
+};
+
+static int key_row(sqlite3_stmt *st, void *p)
 {
-        k->id = col_text(st, 0);
-        k->tenant = col_text(st, 1);
-        k->secret_sha256 = col_text(st, 2);
-        k->created_ms = sqlite3_column_int64(st, 3);
-        k->max_sandboxes = sqlite3_column_int64(st, 4);
-        k->max_memory_bytes = sqlite3_column_int64(st, 5);
+        struct key_iter *it = p;
+        struct store_key k = {
+                .id = col_text(st, 0),
+                .tenant = col_text(st, 1),
+                .secret_sha256 = col_text(st, 2),
+                .created_ms = sqlite3_column_int64(st, 3),
+                .max_sandboxes = sqlite3_column_int64(st, 4),
+                .max_memory_bytes = sqlite3_column_int64(st, 5),
+        };
+
+        it->r = it->fn(&k, it->userdata);
+        return it->r;
 }
 
 #define KEY_COLUMNS "id, tenant, secret_sha256, created_ms, max_sandboxes, max_memory_bytes"
@@ -676,22 +715,16 @@ static void key_row(sqlite3_stmt *st, struct store_key *k)
 int store_key_get(struct store *s, const char *id,
                   int (*fn)(const struct store_key *k, void *userdata), void *userdata)
 {
+        struct key_iter it = {fn, userdata, -ENOENT};
         sqlite3_stmt *st = NULL;
-        struct store_key k;
-        int rc, r = -ENOENT;
 
+        /* id is the primary key: one row at the most */
         if (key_prepare(s, "SELECT " KEY_COLUMNS " FROM api_keys WHERE id = ?1", &st, NULL) < 0)
                 return -EIO;
         sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
-        rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-                key_row(st, &k);
-                r = fn(&k, userdata);
-        } else if (rc != SQLITE_DONE) {
-                r = -EIO;
-        }
+        int r = each_row(s, st, "key", key_row, &it, NULL);
         sqlite3_finalize(st);
-        return r;
+        return r < 0 ? r : it.r;
 }
 
 int store_key_delete(struct store *s, const char *id, bool *ret_existed, struct cella_error *err)
@@ -711,25 +744,13 @@ int store_key_delete(struct store *s, const char *id, bool *ret_existed, struct 
 int store_key_foreach(struct store *s, int (*fn)(const struct store_key *k, void *userdata),
                       void *userdata, struct cella_error *err)
 {
+        struct key_iter it = {fn, userdata, -ENOENT};
         sqlite3_stmt *st = NULL;
-        int rc, r = 0;
 
         if (key_prepare(s, "SELECT " KEY_COLUMNS " FROM api_keys ORDER BY created_ms, id", &st,
                         err) < 0)
                 return -EIO;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-                struct store_key k;
-
-                key_row(st, &k);
-                r = fn(&k, userdata);
-                if (r < 0)
-                        break;
-        }
+        int r = each_row(s, st, "keys", key_row, &it, err);
         sqlite3_finalize(st);
-        if (r < 0)
-                return r;
-        if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: keys: %s",
-                                       sqlite3_errmsg(s->db));
-        return 0;
+        return r;
 }
