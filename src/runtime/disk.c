@@ -449,21 +449,29 @@ static int attach_loop(int img_fd, bool read_only, char *dev, size_t dev_sz, int
         return r;
 }
 
-static int mount_image(const char *dev)
+/* An ext4 mount of dev (a detached fsmount fd) or -errno. Read-write: deleted files give
+ * their blocks back to the host (the loop device punches holes in the image), inode
+ * tables stay unwritten (and the image sparse), an error remounts it read-only.
+ * Read-only (ro): a read-only superblock on a read-only device; the image was written
+ * out with an empty journal, and norecovery makes sure no journal is ever replayed into
+ * it. */
+static int mount_ext4(const char *dev, bool ro)
 {
         _cleanup_close_ int fs = fsopen("ext4", FSOPEN_CLOEXEC);
         if (fs < 0)
                 return -errno;
-        if (fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
-            /* deleted files give their blocks back to the host (the loop device punches
-             * holes in the image) */
-            fsconfig(fs, FSCONFIG_SET_FLAG, "discard", NULL, 0) < 0 ||
-            /* inode tables stay unwritten (and the image sparse) */
-            fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
-            fsconfig(fs, FSCONFIG_SET_STRING, "errors", "remount-ro", 0) < 0 ||
-            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        bool failed = fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0;
+        if (ro)
+                failed = failed || fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0 ||
+                         fsconfig(fs, FSCONFIG_SET_FLAG, "norecovery", NULL, 0) < 0;
+        else
+                failed = failed || fsconfig(fs, FSCONFIG_SET_FLAG, "discard", NULL, 0) < 0 ||
+                         fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
+                         fsconfig(fs, FSCONFIG_SET_STRING, "errors", "remount-ro", 0) < 0;
+        if (failed || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
                 return -errno;
-        int m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        int m = fsmount(fs, FSMOUNT_CLOEXEC,
+                        (ro ? MOUNT_ATTR_RDONLY : 0) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
         return m < 0 ? -errno : m;
 }
 
@@ -505,7 +513,7 @@ int disk_open(const struct disk_plan *plan, const char *mkfs, int *ret_mount_fd,
                 write_note(plan->loop_note, num);
         }
         *what = "mount disk image";
-        r = mount_image(dev);
+        r = mount_ext4(dev, false);
         if (r < 0)
                 return r;
         /* From here the filesystem holds the loop device, which holds the image: closing
@@ -566,7 +574,7 @@ static int spare_make(const struct disk_plan *plan, const char *mkfs, int *ret_m
                 return r;
         }
         _cleanup_close_ int loop = attach_loop(img, false, dev, sizeof(dev), ret_loop_num);
-        r = loop < 0 ? loop : mount_image(dev);
+        r = loop < 0 ? loop : mount_ext4(dev, false);
         if (r < 0) {
                 unlink(plan->spare);
                 return r;
@@ -786,24 +794,6 @@ int disk_clone(int src_fd, int dst_dir_fd, uint64_t *ret_allocated)
         return 0;
 }
 
-/* A read-only ext4 mount of dev (a detached fsmount fd) or -errno. */
-static int mount_image_ro(const char *dev)
-{
-        _cleanup_close_ int fs = fsopen("ext4", FSOPEN_CLOEXEC);
-        if (fs < 0)
-                return -errno;
-        /* Read-only superblock on a read-only device; the image was written out with an
-         * empty journal, and norecovery makes sure no journal is ever replayed into it. */
-        if (fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
-            fsconfig(fs, FSCONFIG_SET_FLAG, "ro", NULL, 0) < 0 ||
-            fsconfig(fs, FSCONFIG_SET_FLAG, "norecovery", NULL, 0) < 0 ||
-            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-                return -errno;
-        int m = fsmount(fs, FSMOUNT_CLOEXEC,
-                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-        return m < 0 ? -errno : m;
-}
-
 int disk_open_ro(const char *dir, int *ret_mount_fd)
 {
         char image[CELLA_PATH_MAX], note[CELLA_PATH_MAX], dev[64];
@@ -821,7 +811,7 @@ int disk_open_ro(const char *dir, int *ret_mount_fd)
         /* The device a sandbox still mounts (one superblock per snapshot)... */
         _cleanup_close_ int loop = find_bound_loop(note, &st, true, dev, sizeof(dev));
         if (loop >= 0)
-                m = mount_image_ro(dev);
+                m = mount_ext4(dev, true);
         /* ...or, when there is none (or it is being released with its last mount), a new
          * one. */
         if (m < 0) {
@@ -832,7 +822,7 @@ int disk_open_ro(const char *dir, int *ret_mount_fd)
                 if (loop < 0)
                         return loop;
                 write_note(note, num);
-                m = mount_image_ro(dev);
+                m = mount_ext4(dev, true);
                 if (m < 0)
                         return m;
         }
