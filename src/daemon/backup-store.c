@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/name.h"
+#include "common/pct.h"
 #include "common/timeutil.h"
 #include "daemon/backup-archive.h"
 #include "daemon/backup-store.h"
@@ -144,47 +145,6 @@ json_t *backup_record_json(const struct backup_record *rec)
 
 /* ---- the s3:// URL ---- */
 
-static bool is_unreserved(char c)
-{
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '-' || c == '_' || c == '.' || c == '~';
-}
-
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
-/* Percent-decode s[0..n) into out; false when malformed or too long. */
-static bool pct_decode(const char *s, size_t n, char *out, size_t outsz)
-{
-        size_t o = 0;
-
-        for (size_t i = 0; i < n; i++) {
-                char c = s[i];
-                if (c == '%') {
-                        if (i + 2 >= n)
-                                return false;
-                        int h = hexval(s[i + 1]), l = hexval(s[i + 2]);
-                        if (h < 0 || l < 0)
-                                return false;
-                        c = (char)(h * 16 + l);
-                        i += 2;
-                }
-                if (c == '\0' || o + 1 >= outsz)
-                        return false;
-                out[o++] = c;
-        }
-        out[o] = '\0';
-        return true;
-}
-
 int backup_s3_spec_parse(const char *spec, struct backup_s3_spec *out, struct cella_error *err)
 {
         const char *p, *q;
@@ -217,7 +177,7 @@ int backup_s3_spec_parse(const char *spec, struct backup_s3_spec *out, struct ce
                 if (n + 2 > sizeof(out->prefix))
                         return cella_error_set(err, CELLA_E_VALIDATION_FAILED, "prefix too long");
                 for (size_t i = 0; i < n; i++)
-                        if (!(is_unreserved(p[i]) || p[i] == '/') ||
+                        if (!(pct_unreserved(p[i]) || p[i] == '/') ||
                             (p[i] == '/' && (i == 0 || p[i - 1] == '/')))
                                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                                        "prefix must be of [A-Za-z0-9._~-] "
@@ -238,7 +198,7 @@ int backup_s3_spec_parse(const char *spec, struct backup_s3_spec *out, struct ce
                 if (kl >= kv)
                         return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                                "backup store: parameter without '='");
-                if (!pct_decode(q + kl + 1, kv - kl - 1, val, sizeof(val)))
+                if (pct_decode(q + kl + 1, kv - kl - 1, false, val, sizeof(val), NULL) < 0)
                         return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                                "backup store: bad parameter value");
                 if (kl == 8 && strncmp(q, "endpoint", 8) == 0) {
@@ -263,7 +223,7 @@ int backup_s3_spec_parse(const char *spec, struct backup_s3_spec *out, struct ce
                                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                                        "bad region");
                         for (size_t i = 0; i < vl; i++)
-                                if (!(is_unreserved(val[i])))
+                                if (!(pct_unreserved(val[i])))
                                         return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                                                "bad region");
                         memcpy(out->region, val, vl + 1);
@@ -820,7 +780,7 @@ static void pct_encode(const char *s, char *out, size_t outsz)
         size_t o = 0;
 
         for (; *s && o + 4 < outsz; s++) {
-                if (is_unreserved(*s))
+                if (pct_unreserved(*s))
                         out[o++] = *s;
                 else
                         o += (size_t)snprintf(out + o, outsz - o, "%%%02X", (unsigned char)*s);

@@ -14,6 +14,7 @@
 
 #include "common/buf.h"
 #include "common/limits.h"
+#include "common/pct.h"
 #include "daemon/http.h"
 #include "daemon/http-internal.h"
 
@@ -154,53 +155,18 @@ static int on_header_value(http_parser *p, const char *at, size_t len)
         return 0;
 }
 
-static int hexval(char ch)
-{
-        if (ch >= '0' && ch <= '9')
-                return ch - '0';
-        if (ch >= 'a' && ch <= 'f')
-                return ch - 'a' + 10;
-        if (ch >= 'A' && ch <= 'F')
-                return ch - 'A' + 10;
-        return -1;
-}
-
 /* Percent-decode s[0..len) into a new string. -EINVAL for a bad escape or a NUL. */
-static int pct_decode(const char *s, size_t len, bool plus_space, char **ret)
+static int pct_decode_new(const char *s, size_t len, bool plus_space, char **ret)
 {
         char *out = malloc(len + 1);
-        size_t o = 0;
 
         if (!out)
                 return -ENOMEM;
-        for (size_t i = 0; i < len; i++) {
-                char ch = s[i];
-
-                if (ch == '%') {
-                        int hi, lo;
-
-                        if (len - i < 3) {
-                                free(out);
-                                return -EINVAL;
-                        }
-                        hi = hexval(s[i + 1]);
-                        lo = hexval(s[i + 2]);
-                        if (hi < 0 || lo < 0) {
-                                free(out);
-                                return -EINVAL;
-                        }
-                        ch = (char)(hi * 16 + lo);
-                        i += 2;
-                } else if (ch == '+' && plus_space) {
-                        ch = ' ';
-                }
-                if (ch == '\0') {
-                        free(out);
-                        return -EINVAL;
-                }
-                out[o++] = ch;
+        int r = pct_decode(s, len, plus_space, out, len + 1, NULL);
+        if (r < 0) {
+                free(out);
+                return r;
         }
-        out[o] = '\0';
         *ret = out;
         return 0;
 }
@@ -220,10 +186,10 @@ static int parse_query(struct http_request *req, const char *q, size_t len)
                 while (eq < end && q[eq] != '=')
                         eq++;
                 if (end > i) {
-                        if (pct_decode(q + i, eq - i, true, &k) < 0)
+                        if (pct_decode_new(q + i, eq - i, true, &k) < 0)
                                 return -EINVAL;
-                        if (pct_decode(q + (eq < end ? eq + 1 : end), eq < end ? end - eq - 1 : 0,
-                                       true, &v) < 0) {
+                        if (pct_decode_new(q + (eq < end ? eq + 1 : end),
+                                           eq < end ? end - eq - 1 : 0, true, &v) < 0) {
                                 free(k);
                                 return -EINVAL;
                         }
@@ -257,8 +223,8 @@ static int parse_target(struct conn *c, struct http_request *req)
         if (!req->target)
                 return -ENOMEM;
         if (u.field_set & (1 << UF_PATH)) {
-                if (pct_decode(url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len, false,
-                               &req->path) < 0)
+                if (pct_decode_new(url + u.field_data[UF_PATH].off, u.field_data[UF_PATH].len,
+                                   false, &req->path) < 0)
                         return -EINVAL;
         } else {
                 req->path = strdup("/");

@@ -13,19 +13,9 @@
 #include "common/json-cleanup.h"
 #include "common/macros.h"
 #include "common/name.h"
+#include "common/pct.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/mcp-internal.h"
-
-static int hexval(char c)
-{
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
 
 int mcp_uri_parse(const char *uri, char *sandbox, size_t slen, char *path, size_t plen)
 {
@@ -43,23 +33,10 @@ int mcp_uri_parse(const char *uri, char *sandbox, size_t slen, char *path, size_
                 return -EINVAL;
         memcpy(sandbox, p, n);
         sandbox[n] = '\0';
-        for (p = slash; *p; p++) {
-                int c = (unsigned char)*p;
-
-                if (c == '%') {
-                        int hi = hexval(p[1]), lo = hi < 0 ? -1 : hexval(p[2]);
-
-                        if (hi < 0 || lo < 0 || (c = hi * 16 + lo) == 0)
-                                return -EINVAL;
-                        p += 2;
-                }
-                if (c == '?' || c == '#' || o + 1 >= plen)
-                        return -EINVAL;
-                path[o++] = (char)c;
-        }
-        if (o < 2)
+        /* the path: decoded, without a query or a fragment, more than "/" */
+        if (pct_decode(slash, strlen(slash), false, path, plen, &o) < 0 || o < 2 ||
+            memchr(path, '?', o) || memchr(path, '#', o))
                 return -EINVAL;
-        path[o] = '\0';
         return 0;
 }
 
@@ -72,8 +49,7 @@ static char *uri_of(const char *sandbox, const char *path)
         if (buf_printf(&b, "cella://%s", sandbox) < 0)
                 return NULL;
         for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-                if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                    (*p >= '0' && *p <= '9') || strchr("-._~/", *p)) {
+                if (pct_unreserved((char)*p) || *p == '/') {
                         if (buf_append(&b, p, 1) < 0)
                                 return NULL;
                 } else if (buf_printf(&b, "%%%02X", *p) < 0) {

@@ -1201,7 +1201,29 @@ def apikey():
     }
 
 
-TARGETS = {"apikey": apikey, "proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
+def pct():
+    """fuzz-pct: percent-encoded query values, s3:// parameters and cella:// paths."""
+    return {
+        "empty": b"",
+        "plain": b"plain-._~",
+        "space": b"a%20b",
+        "plus": b"a+b%2B",
+        "lower-upper": b"%2f%2F",
+        "utf8": b"%C3%A9t%C3%A9",
+        "high": b"%ff%FE",
+        "double": b"%2541",
+        "endpoint": b"http%3A%2F%2F127.0.0.1%3A9000",
+        "resource-path": b"/workspace/a%20b/%3Fq%23f",
+        "short-end": b"a%4",
+        "lone": b"%",
+        "bad-hex": b"%4g%g4",
+        "nul-escaped": b"a%00b",
+        "nul-raw": b"a\x00b",
+        "raw-bytes": bytes(range(256)),
+    }
+
+
+TARGETS = {"apikey": apikey, "pct": pct, "proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,
