@@ -42,30 +42,89 @@ static int collect(const struct store_sandbox *sb, void *userdata)
         return 0;
 }
 
+/* A sandbox's record with every field of its own (what test_identity starts from too). */
+static const struct store_sandbox alpha = {
+        .name = "alpha",
+        .slot = 0,
+        .image = "default",
+        .instance_type = "lite",
+        .env_json = "{\"K\":\"V\"}",
+        .labels_json = "{}",
+        .created_ms = 10,
+        .last_active_ms = 10,
+        .pid = 4321,
+        .pid_start = 777,
+        .sleep_after_ms = 600000,
+};
+
+static void rm_dir(const char *dir)
+{
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        char f[512];
+
+        while (d && (de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                        snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
+                        unlink(f);
+                }
+        if (d)
+                closedir(d);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+/* The fixture: a registry opened in a directory of its own, removed with all it holds. */
+struct reg {
+        char dir[32];
+        char path[64];
+        struct store *st;
+        struct cella_error err;
+};
+
+static int reg_setup(void **state)
+{
+        struct reg *r = calloc(1, sizeof(*r));
+
+        assert_non_null(r);
+        snprintf(r->dir, sizeof(r->dir), "/tmp/cella-store-XXXXXX");
+        assert_non_null(mkdtemp(r->dir));
+        snprintf(r->path, sizeof(r->path), "%s/cella.db", r->dir);
+        assert_int_equal(store_open(r->path, &r->st, &r->err), 0);
+        *state = r;
+        return 0;
+}
+
+static void reg_close(struct reg *r)
+{
+        store_close(r->st);
+        r->st = NULL;
+}
+
+/* Closed and opened again (what a restart of cellad does). */
+static void reg_reopen(struct reg *r)
+{
+        reg_close(r);
+        assert_int_equal(store_open(r->path, &r->st, &r->err), 0);
+}
+
+static int reg_teardown(void **state)
+{
+        struct reg *r = *state;
+
+        reg_close(r);
+        rm_dir(r->dir);
+        free(r);
+        return 0;
+}
+
 static void test_store_roundtrip(void **state)
 {
-        char dir[] = "/tmp/cella-store-XXXXXX", path[128];
+        struct reg *r = *state;
+        struct store *st = r->st;
         struct cella_error err = {0};
-        struct store *st = NULL;
         struct seen seen = {0};
+        struct store_sandbox a = alpha;
 
-        assert_non_null(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/cella.db", dir);
-        assert_int_equal(store_open(path, &st, &err), 0);
-
-        struct store_sandbox a = {
-                .name = "alpha",
-                .slot = 0,
-                .image = "default",
-                .instance_type = "lite",
-                .env_json = "{\"K\":\"V\"}",
-                .labels_json = "{}",
-                .created_ms = 10,
-                .last_active_ms = 10,
-                .pid = 4321,
-                .pid_start = 777,
-                .sleep_after_ms = 600000,
-        };
         struct store_sandbox b = {"beta", 1,       "default", "basic",    NULL,
                                   NULL,   20,      20,        0,          0,
                                   600000, 1,       0,         "outbound", "[\"192.0.2.0/24:80\"]",
@@ -79,10 +138,10 @@ static void test_store_roundtrip(void **state)
         assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
         assert_non_null(strstr(err.msg, "UNIQUE"));
         assert_int_equal(store_sandbox_touch(st, "beta", 99), 0);
-        store_close(st);
 
         /* Everything is there after reopening. */
-        assert_int_equal(store_open(path, &st, &err), 0);
+        reg_reopen(r);
+        st = r->st;
         assert_int_equal(store_sandbox_foreach(st, collect, &seen, &err), 0);
         assert_int_equal(seen.n, 2);
         assert_string_equal(seen.names[0], "alpha");
@@ -102,15 +161,6 @@ static void test_store_roundtrip(void **state)
         assert_int_equal(store_sandbox_foreach(st, collect, &seen, &err), 0);
         assert_int_equal(seen.n, 1);
         assert_string_equal(seen.names[0], "beta");
-        store_close(st);
-
-        char f[160];
-        const char *sfx[] = {"/cella.db", "/cella.db-wal", "/cella.db-shm"};
-        for (size_t i = 0; i < 3; i++) {
-                snprintf(f, sizeof(f), "%s%s", dir, sfx[i]);
-                unlink(f);
-        }
-        assert_int_equal(rmdir(dir), 0);
 }
 
 static int collect_snap(const struct store_snapshot *sn, void *userdata)
@@ -134,14 +184,11 @@ static int collect_snapshot_of(const struct store_sandbox *sb, void *userdata)
 /* Snapshots and a sandbox's snapshot survive a reopen; an id or a name is taken once. */
 static void test_store_snapshots(void **state)
 {
-        char dir[] = "/tmp/cella-store-XXXXXX", path[128], got[256] = "";
+        struct reg *r = *state;
+        struct store *st = r->st;
         struct cella_error err = {0};
-        struct store *st = NULL;
+        char got[256] = "";
 
-        (void)state;
-        assert_non_null(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/cella.db", dir);
-        assert_int_equal(store_open(path, &st, &err), 0);
         /* a copied layer (no method given: "copy") and a disk clone with its owners' base */
         struct store_snapshot a = {"snap-1", "one", "alpha", "default", 4096, 10, NULL, NULL, 0};
         struct store_snapshot b = {"snap-2", "two",    "alpha", "py",  1 << 20,
@@ -169,9 +216,9 @@ static void test_store_snapshots(void **state)
                                       .last_active_ms = 6};
         assert_int_equal(store_sandbox_save(st, &child, &err), 0);
         assert_int_equal(store_sandbox_save(st, &plain, &err), 0);
-        store_close(st);
 
-        assert_int_equal(store_open(path, &st, &err), 0);
+        reg_reopen(r);
+        st = r->st;
         assert_int_equal(store_snapshot_foreach(st, collect_snap, got, &err), 0);
         assert_string_equal(
                 got,
@@ -185,15 +232,6 @@ static void test_store_snapshots(void **state)
         got[0] = '\0';
         assert_int_equal(store_snapshot_foreach(st, collect_snap, got, &err), 0);
         assert_string_equal(got, "snap-2,two,alpha,py,1048576,20,snap-1,clone,196608;");
-        store_close(st);
-
-        char f[160];
-        const char *sfx[] = {"/cella.db", "/cella.db-wal", "/cella.db-shm"};
-        for (size_t i = 0; i < 3; i++) {
-                snprintf(f, sizeof(f), "%s%s", dir, sfx[i]);
-                unlink(f);
-        }
-        assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_store_open_failure(void **state)
@@ -227,109 +265,69 @@ static int count_prefixed(const char *dir, const char *prefix)
         return n;
 }
 
-static void rm_dir(const char *dir)
-{
-        DIR *d = opendir(dir);
-        struct dirent *de;
-        char f[512];
-
-        while (d && (de = readdir(d)))
-                if (de->d_name[0] != '.') {
-                        snprintf(f, sizeof(f), "%s/%s", dir, de->d_name);
-                        unlink(f);
-                }
-        if (d)
-                closedir(d);
-        assert_int_equal(rmdir(dir), 0);
-}
-
 static void test_store_damaged(void **state)
 {
-        char dir[] = "/tmp/cella-store-XXXXXX", path[128], wal[140], buf[4096];
+        struct reg *r = *state;
         struct cella_error err = {0};
-        struct store *st = NULL;
-        struct store_sandbox a = {
-                .name = "alpha",
-                .image = "default",
-                .instance_type = "lite",
-                .created_ms = 1,
-                .last_active_ms = 1,
-                .sleep_after_ms = 1000,
-        };
+        char wal[80], buf[4096];
         struct seen seen = {0};
 
-        (void)state;
-        assert_non_null(mkdtemp(dir));
-        snprintf(path, sizeof(path), "%s/cella.db", dir);
-        snprintf(wal, sizeof(wal), "%s-wal", path);
+        snprintf(wal, sizeof(wal), "%s-wal", r->path);
 
         /* New: fresh. Reopened: not fresh, records kept. */
-        assert_int_equal(store_open(path, &st, &err), 0);
-        assert_true(store_is_fresh(st));
-        assert_int_equal(store_sandbox_save(st, &a, &err), 0);
-        store_close(st);
-        assert_int_equal(store_open(path, &st, &err), 0);
-        assert_false(store_is_fresh(st));
-        assert_int_equal(store_sandbox_foreach(st, collect, &seen, &err), 0);
+        assert_true(store_is_fresh(r->st));
+        assert_int_equal(store_sandbox_save(r->st, &alpha, &err), 0);
+        reg_reopen(r);
+        assert_false(store_is_fresh(r->st));
+        assert_int_equal(store_sandbox_foreach(r->st, collect, &seen, &err), 0);
         assert_int_equal(seen.n, 1);
-        store_close(st);
+        reg_close(r);
 
         /* Garbage: kept aside as it was, a new empty registry. */
         memset(buf, 0x5a, sizeof(buf));
-        write_file(path, buf, sizeof(buf));
-        assert_int_equal(store_open(path, &st, &err), 0);
-        assert_true(store_is_fresh(st));
+        write_file(r->path, buf, sizeof(buf));
+        reg_reopen(r);
+        assert_true(store_is_fresh(r->st));
         seen.n = 0;
-        assert_int_equal(store_sandbox_foreach(st, collect, &seen, &err), 0);
+        assert_int_equal(store_sandbox_foreach(r->st, collect, &seen, &err), 0);
         assert_int_equal(seen.n, 0);
-        assert_int_equal(count_prefixed(dir, "cella.db.corrupt-"), 1);
-        store_close(st);
+        assert_int_equal(count_prefixed(r->dir, "cella.db.corrupt-"), 1);
+        reg_close(r);
 
         /* A -wal without its database is kept aside, not replayed. */
-        unlink(path);
+        unlink(r->path);
         write_file(wal, buf, sizeof(buf));
-        assert_int_equal(store_open(path, &st, &err), 0);
-        assert_true(store_is_fresh(st));
-        assert_true(count_prefixed(dir, "cella.db.corrupt-") >= 2);
-        store_close(st);
-        rm_dir(dir);
+        reg_reopen(r);
+        assert_true(store_is_fresh(r->st));
+        assert_true(count_prefixed(r->dir, "cella.db.corrupt-") >= 2);
 }
 
 static void test_identity(void **state)
 {
-        struct store_sandbox rec = {
-                .name = "web-1",
-                .slot = 7,
-                .image = "default",
-                .instance_type = "lite",
-                .env_json = "{\"SECRET\":\"x\"}",
-                .labels_json = "{\"a\":\"b\"}",
-                .created_ms = 1234,
-                .last_active_ms = 99,
-                .pid = 42,
-                .pid_start = 43,
-                .sleep_after_ms = 7200000,
-                .keep_alive = 1,
-                .default_session = 0,
-                .network = "outbound",
-                .network_allow_json = "[\"203.0.113.0/24:443\"]",
-                .sleep_mode = "memory",
-        };
+        struct store_sandbox rec = alpha;
         struct identity id;
-        char *text = identity_format(&rec);
 
         (void)state;
+        rec.env_json = "{\"SECRET\":\"x\"}";
+        rec.labels_json = "{\"LABELED\":\"b\"}";
+        rec.keep_alive = 1;
+        rec.network = "outbound";
+        rec.network_allow_json = "[\"203.0.113.0/24:443\"]";
+        rec.sleep_mode = "memory";
+        char *text = identity_format(&rec);
         assert_non_null(text);
-        assert_null(strstr(text, "SECRET")); /* env and labels stay in the registry */
+        /* env and labels stay in the registry */
+        assert_null(strstr(text, "SECRET"));
+        assert_null(strstr(text, "LABELED"));
         assert_int_equal(identity_parse(text, strlen(text), &id), 0);
-        assert_string_equal(id.rec.name, "web-1");
+        assert_string_equal(id.rec.name, "alpha");
         assert_string_equal(id.rec.image, "default");
         assert_string_equal(id.rec.instance_type, "lite");
         assert_string_equal(id.rec.network, "outbound");
         assert_string_equal(id.rec.network_allow_json, "[\"203.0.113.0/24:443\"]");
         assert_string_equal(id.rec.env_json, "{}");
-        assert_int_equal(id.rec.created_ms, 1234);
-        assert_int_equal(id.rec.sleep_after_ms, 7200000);
+        assert_int_equal(id.rec.created_ms, 10);
+        assert_int_equal(id.rec.sleep_after_ms, 600000);
         assert_int_equal(id.rec.keep_alive, 1);
         assert_int_equal(id.rec.default_session, 0);
         assert_int_equal(id.rec.pid, 0);
@@ -377,8 +375,10 @@ static void test_identity(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_store_roundtrip),    cmocka_unit_test(test_store_snapshots),
-                cmocka_unit_test(test_store_open_failure), cmocka_unit_test(test_store_damaged),
+                cmocka_unit_test_setup_teardown(test_store_roundtrip, reg_setup, reg_teardown),
+                cmocka_unit_test_setup_teardown(test_store_snapshots, reg_setup, reg_teardown),
+                cmocka_unit_test_setup_teardown(test_store_damaged, reg_setup, reg_teardown),
+                cmocka_unit_test(test_store_open_failure),
                 cmocka_unit_test(test_identity),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
