@@ -432,14 +432,22 @@ static int each_row(struct store *s, sqlite3_stmt *st, const char *what,
         return 0;
 }
 
-struct sandbox_iter {
-        int (*fn)(const struct store_sandbox *sb, void *userdata);
+/* What each_row's row functions hand a row to: the caller's function of its record's type
+ * and its userdata; r is the function's last return. */
+struct row_iter {
+        union {
+                int (*sandbox)(const struct store_sandbox *sb, void *userdata);
+                int (*port)(const struct store_port *p, void *userdata);
+                int (*snapshot)(const struct store_snapshot *sn, void *userdata);
+                int (*key)(const struct store_key *k, void *userdata);
+        } fn;
         void *userdata;
+        int r;
 };
 
 static int sandbox_row(sqlite3_stmt *st, void *p)
 {
-        struct sandbox_iter *it = p;
+        struct row_iter *it = p;
         struct store_sandbox sb = {
                 .name = col_text(st, 0),
                 .slot = sqlite3_column_int64(st, 1),
@@ -459,14 +467,14 @@ static int sandbox_row(sqlite3_stmt *st, void *p)
                 .snapshot = col_text(st, 15),
                 .sleep_mode = col_text(st, 16),
         };
-        return it->fn(&sb, it->userdata);
+        return it->fn.sandbox(&sb, it->userdata);
 }
 
 int store_sandbox_foreach(struct store *s,
                           int (*fn)(const struct store_sandbox *sb, void *userdata), void *userdata,
                           struct cella_error *err)
 {
-        struct sandbox_iter it = {fn, userdata};
+        struct row_iter it = {.fn.sandbox = fn, .userdata = userdata};
 
         return each_row(s, s->all, "list", sandbox_row, &it, err);
 }
@@ -549,14 +557,9 @@ int store_port_delete(struct store *s, const char *sandbox, int port, struct cel
         return step_done(s, s->port_del, "delete port", err);
 }
 
-struct port_iter {
-        int (*fn)(const struct store_port *p, void *userdata);
-        void *userdata;
-};
-
 static int port_row(sqlite3_stmt *st, void *p)
 {
-        struct port_iter *it = p;
+        struct row_iter *it = p;
         struct store_port port = {
                 .port = sqlite3_column_int64(st, 0),
                 .name = col_text(st, 1),
@@ -564,14 +567,14 @@ static int port_row(sqlite3_stmt *st, void *p)
                 .instance = sqlite3_column_int64(st, 3),
         };
 
-        return it->fn(&port, it->userdata);
+        return it->fn.port(&port, it->userdata);
 }
 
 int store_port_foreach(struct store *s, const char *sandbox,
                        int (*fn)(const struct store_port *p, void *userdata), void *userdata,
                        struct cella_error *err)
 {
-        struct port_iter it = {fn, userdata};
+        struct row_iter it = {.fn.port = fn, .userdata = userdata};
 
         sqlite3_bind_text(s->port_list, 1, sandbox, -1, SQLITE_STATIC);
         return each_row(s, s->port_list, "ports", port_row, &it, err);
@@ -617,14 +620,9 @@ int store_snapshot_delete(struct store *s, const char *id, struct cella_error *e
         return r;
 }
 
-struct snapshot_iter {
-        int (*fn)(const struct store_snapshot *sn, void *userdata);
-        void *userdata;
-};
-
 static int snapshot_row(sqlite3_stmt *st, void *p)
 {
-        struct snapshot_iter *it = p;
+        struct row_iter *it = p;
         struct store_snapshot sn = {
                 .id = col_text(st, 0),
                 .name = col_text(st, 1),
@@ -637,14 +635,14 @@ static int snapshot_row(sqlite3_stmt *st, void *p)
                 .id_base = sqlite3_column_int64(st, 8),
         };
 
-        return it->fn(&sn, it->userdata);
+        return it->fn.snapshot(&sn, it->userdata);
 }
 
 int store_snapshot_foreach(struct store *s,
                            int (*fn)(const struct store_snapshot *sn, void *userdata),
                            void *userdata, struct cella_error *err)
 {
-        struct snapshot_iter it = {fn, userdata};
+        struct row_iter it = {.fn.snapshot = fn, .userdata = userdata};
         sqlite3_stmt *st = NULL;
 
         if (sqlite3_prepare_v2(s->db,
@@ -688,15 +686,9 @@ int store_key_save(struct store *s, const struct store_key *k, struct cella_erro
         return r;
 }
 
-struct key_iter {
-        int (*fn)(const struct store_key *k, void *userdata);
-        void *userdata;
-        int r; /* fn's last return */
-};
-
 static int key_row(sqlite3_stmt *st, void *p)
 {
-        struct key_iter *it = p;
+        struct row_iter *it = p;
         struct store_key k = {
                 .id = col_text(st, 0),
                 .tenant = col_text(st, 1),
@@ -706,7 +698,7 @@ static int key_row(sqlite3_stmt *st, void *p)
                 .max_memory_bytes = sqlite3_column_int64(st, 5),
         };
 
-        it->r = it->fn(&k, it->userdata);
+        it->r = it->fn.key(&k, it->userdata);
         return it->r;
 }
 
@@ -715,7 +707,7 @@ static int key_row(sqlite3_stmt *st, void *p)
 int store_key_get(struct store *s, const char *id,
                   int (*fn)(const struct store_key *k, void *userdata), void *userdata)
 {
-        struct key_iter it = {fn, userdata, -ENOENT};
+        struct row_iter it = {.fn.key = fn, .userdata = userdata, .r = -ENOENT};
         sqlite3_stmt *st = NULL;
 
         /* id is the primary key: one row at the most */
@@ -744,7 +736,7 @@ int store_key_delete(struct store *s, const char *id, bool *ret_existed, struct 
 int store_key_foreach(struct store *s, int (*fn)(const struct store_key *k, void *userdata),
                       void *userdata, struct cella_error *err)
 {
-        struct key_iter it = {fn, userdata, -ENOENT};
+        struct row_iter it = {.fn.key = fn, .userdata = userdata};
         sqlite3_stmt *st = NULL;
 
         if (key_prepare(s, "SELECT " KEY_COLUMNS " FROM api_keys ORDER BY created_ms, id", &st,
