@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <errno.h>
 
 #include "common/pct.h"
@@ -10,13 +11,9 @@ bool pct_unreserved(char c)
 
 static int hexval(char c)
 {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
+        if (!isxdigit((unsigned char)c))
+                return -1;
+        return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10; /* 0x20: a letter's lower case */
 }
 
 int pct_decode(const char *s, size_t n, bool plus_space, char *out, size_t outsz, size_t *ret_len)
