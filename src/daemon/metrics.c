@@ -124,6 +124,15 @@ static int family_u64(struct buf *b, const char *name, const char *type, const c
         return r < 0 ? r : prom_sample_u64(b, name, NULL, 0, v);
 }
 
+/* A histogram family without labels. */
+static int family_histogram(struct buf *b, const char *name, const char *help,
+                            const struct prom_histogram *h)
+{
+        int r = prom_family(b, name, "histogram", help);
+
+        return r < 0 ? r : prom_histogram_write(b, name, NULL, 0, h);
+}
+
 /* A family with a sample for each value of one label (values[i]: v[i]); zero samples are
  * left out unless zeros. */
 static int family_by_label(struct buf *b, const char *name, const char *type, const char *help,
@@ -221,11 +230,10 @@ static int render_sandboxes(const struct metrics_gauges *g, struct buf *b)
                 r = prom_sample_u64(b, "cella_sandbox_starts_total", &failed, 1,
                                     metrics.start_failures);
         if (r == 0)
-                r = prom_family(b, "cella_sandbox_start_duration_seconds", "histogram",
-                                "Time from a container start's beginning to its agent "
-                                "answering, of the starts that succeeded");
-        if (r == 0)
-                r = prom_histogram_write(b, "cella_sandbox_start_duration_seconds", NULL, 0, &h);
+                r = family_histogram(b, "cella_sandbox_start_duration_seconds",
+                                     "Time from a container start's beginning to its agent "
+                                     "answering, of the starts that succeeded",
+                                     &h);
         return r;
 }
 
@@ -241,11 +249,10 @@ static int render_exec(struct buf *b)
                            hist_count(metrics.exec_counts, METRICS_EXEC_BUCKETS));
 
         if (r == 0)
-                r = prom_family(b, "cella_exec_duration_seconds", "histogram",
-                                "Time from an exec request's arrival to its command's end, "
-                                "sandbox start or wake included");
-        if (r == 0)
-                r = prom_histogram_write(b, "cella_exec_duration_seconds", NULL, 0, &h);
+                r = family_histogram(b, "cella_exec_duration_seconds",
+                                     "Time from an exec request's arrival to its command's end, "
+                                     "sandbox start or wake included",
+                                     &h);
         if (r == 0)
                 r = family_by_label(b, "cella_stream_bytes_total", "counter",
                                     "Bytes streamed between clients and sandboxes: commands' "
