@@ -259,6 +259,106 @@ run_mounts() {
         grep -F "$IT_TMP" /proc/self/mountinfo || true
 }
 
+# wait_state NAME STATE [SECONDS]: poll GET /v1/sandboxes/NAME (every 0.2 s, SECONDS at most,
+# 30 by default) until its state is STATE; the test fails after that. The last answer stays
+# in $IT_TMP/body.
+wait_state() {
+        local i secs=${3:-30}
+        for i in $(seq 1 $((secs * 5))); do
+                api GET "/v1/sandboxes/$1" >/dev/null
+                [ "$(body .state)" = "$2" ] && return 0
+                sleep 0.2
+        done
+        fail "$1 is not $2 after $secs s: $(body)"
+}
+
+# wait_sleeping NAME [SECONDS]: wait_state NAME sleeping.
+wait_sleeping() {
+        wait_state "$1" sleeping "${2:-30}"
+}
+
+# ---- snapshots ----
+# take_snapshot NAME SNAPSHOT: POST a snapshot of sandbox NAME named SNAPSHOT (201); sets SNAP
+# (its id); the answer stays in $IT_TMP/body.
+take_snapshot() {
+        api_json POST "/v1/sandboxes/$1/snapshots" "{\"name\":\"$2\"}"
+        expect_status 201
+        SNAP=$(body .snapshotId)
+}
+
+# create_many_from_snapshot SNAPSHOT N: PUT the sandboxes many1..manyN from SNAPSHOT all at
+# once; each must answer 201.
+create_many_from_snapshot() {
+        local i n pids=
+        for i in $(seq 1 "$2"); do
+                n=$(sbx "many$i")
+                curl -sS -o "$IT_TMP/many$i" -w '%{http_code}' -X PUT \
+                        -H 'Content-Type: application/json' --data-binary "{\"fromSnapshot\":\"$1\"}" \
+                        "$CELLA_URL/v1/sandboxes/$n" >"$IT_TMP/many$i.status" &
+                pids="$pids $!"
+        done
+        for i in $pids; do wait "$i" || fail "a concurrent create failed"; done
+        for i in $(seq 1 "$2"); do
+                assert_eq 201 "$(cat "$IT_TMP/many$i.status")" "create $i: $(cat "$IT_TMP/many$i")"
+        done
+}
+
+# assert_mountinfo_hides NAME WHO: the mount tables seen in sandbox NAME name neither the
+# test's temp dir (cellad's data dir) nor the snapshots' dir.
+assert_mountinfo_hides() {
+        local mi
+        mi=$(run_in "$1" 'cat /proc/self/mountinfo /proc/1/mountinfo')
+        assert_not_contains "$mi" "$IT_TMP" "the $2's mountinfo names the data dir"
+        assert_not_contains "$mi" snapshots "the $2's mountinfo names the snapshots dir"
+}
+
+# start_writer NAME: in sandbox NAME, a loop writes files of 256 KiB in /workspace/w (each
+# renamed into place, then its checksum appended to sums); returns once 20 are recorded
+# (20 s at most).
+start_writer() {
+        local i
+        run_in "$1" 'mkdir -p /workspace/w && cd /workspace/w && (i=0; while [ $i -lt 100000 ]; do
+                i=$((i+1)); head -c 262144 /dev/urandom >$i.tmp && mv $i.tmp $i && sha256sum $i >>sums;
+                done) </dev/null >/dev/null 2>&1 & echo started' >/dev/null
+        for i in $(seq 1 200); do
+                [ "$(run_in "$1" 'wc -l </workspace/w/sums 2>/dev/null || echo 0')" -ge 20 ] && return 0
+                sleep 0.1
+        done
+        fail "the writer in $1 recorded fewer than 20 files"
+}
+
+# snapshot_writer NAME COPY [METHOD]: snapshot the writer NAME (no name given: the snapshot
+# is named by its id; made by METHOD when given), make the sandbox COPY from it, and check
+# that COPY holds at least 20 files, each with the checksum recorded for it. Sets WSNAP (the
+# snapshot's id) and WRITTEN (the files in it).
+snapshot_writer() {
+        api_json POST "/v1/sandboxes/$1/snapshots" '{}'
+        expect_status 201
+        WSNAP=$(body .snapshotId)
+        assert_eq "$WSNAP" "$(body .name)" "a snapshot without a name is named by its id"
+        [ -z "${3:-}" ] || assert_eq "$3" "$(body .method)" "a snapshot during writes"
+        api_json PUT "/v1/sandboxes/$2" "{\"fromSnapshot\":\"$WSNAP\"}"
+        expect_status 201
+        WRITTEN=$(run_in "$2" 'wc -l </workspace/w/sums')
+        [ "$WRITTEN" -ge 20 ] || fail "only $WRITTEN files recorded in the snapshot"
+        run_in "$2" 'cd /workspace/w && sha256sum -c --quiet sums && echo consistent' \
+                >"$IT_TMP/check" || true
+        assert_eq consistent "$(cat "$IT_TMP/check")" "checksums of $WRITTEN files in $WSNAP"
+}
+
+# writer_goes_on NAME N: the writer NAME records more than N files (it was thawed after
+# the snapshot; 10 s at most), then it is stopped.
+writer_goes_on() {
+        local i m
+        for i in $(seq 1 100); do
+                m=$(run_in "$1" 'wc -l </workspace/w/sums')
+                [ "$m" -gt "$2" ] && break
+                sleep 0.1
+        done
+        [ "$m" -gt "$2" ] || fail "the writer stopped after the snapshot ($m files)"
+        run_in "$1" 'kill -9 -1 2>/dev/null; echo' >/dev/null || true
+}
+
 # Loop devices bound to a file below the temp dir (sandbox disk images).
 run_loops() {
         local f
@@ -369,6 +469,13 @@ start_restartable_cellad() {
         RESTARTS=0
         start_cellad "${RESTART_ARGS[@]}" 7<&- 8<&-
         [ "$CELLA_URL" = "http://127.0.0.1:$port" ] || fail "cellad at $CELLA_URL, not on port $port"
+}
+
+# kill9_cellad: SIGKILL cellad and reap it (a crash; start_cellad starts it again).
+kill9_cellad() {
+        kill -KILL "$CELLAD_PID"
+        wait "$CELLAD_PID" 2>/dev/null || true
+        CELLAD_PID=
 }
 
 # restart_daemon WHY: SIGKILL cellad, start it again on the same data dir and port. Runs in

@@ -74,9 +74,7 @@ run_in "$P" 'mkdir -p /workspace/data && for i in $(seq 1 16); do
 sums=$(run_in "$P" 'cat /workspace/sums')
 
 info "snapshot: a clone of the parent's disk"
-api_json POST "/v1/sandboxes/$P/snapshots" '{"name":"base"}'
-expect_status 201
-SNAP=$(body .snapshotId)
+take_snapshot "$P" base
 assert_eq clone "$(body .method)" "snapshot method on XFS"
 [ "$(body .sizeBytes)" -ge 1073741824 ] || fail "sizeBytes $(body .sizeBytes) < 1 GiB"
 [ -f "$IT_TMP/data/snapshots/$SNAP/layer/disk.img" ] || fail "no disk clone of $SNAP"
@@ -100,9 +98,7 @@ assert_eq "1000 1001 mine" "$(run_in "$F" 'stat -c "%u %g" /home/u/f; cat /home/
 assert_eq /etc/passwd "$(run_in "$F" 'readlink /workspace/link')" "a symlink in the fork"
 assert_eq "hello from the parent ran" "$(run_in "$F" '/workspace/bin/hello && /workspace/bin/mytrue &&
         echo ran' | tr '\n' ' ' | sed 's/ $//')" "programs of the parent run in the fork"
-mi=$(run_in "$F" 'cat /proc/self/mountinfo /proc/1/mountinfo')
-assert_not_contains "$mi" "$IT_TMP" "the fork's mountinfo names the data dir"
-assert_not_contains "$mi" snapshots "the fork's mountinfo names the snapshots dir"
+assert_mountinfo_hides "$F" fork
 
 info "writes are each sandbox's own"
 run_in "$F" 'echo fork >/workspace/who; echo new >/workspace/data/f1; rm /workspace/data/f2;
@@ -124,18 +120,7 @@ out=$(run_in "$C" 'touch /workspace/data/f1 2>&1 && echo writable')
 assert_eq writable "$out" "a child writes over the snapshot's files (its own upper layer)"
 
 info "100 sandboxes from one snapshot at once"
-pids=
-for i in $(seq 1 100); do
-        n=$(sbx "many$i")
-        curl -sS -o "$IT_TMP/many$i" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
-                --data-binary '{"fromSnapshot":"base"}' "$CELLA_URL/v1/sandboxes/$n" \
-                >"$IT_TMP/many$i.status" &
-        pids="$pids $!"
-done
-for p in $pids; do wait "$p" || fail "a concurrent create failed"; done
-for i in $(seq 1 100); do
-        assert_eq 201 "$(cat "$IT_TMP/many$i.status")" "create $i: $(cat "$IT_TMP/many$i")"
-done
+create_many_from_snapshot base 100
 f16=$(echo "$sums" | grep '  f16$')
 for i in $(seq 1 100); do
         n=$(sbx "many$i")
@@ -152,35 +137,11 @@ for i in $(seq 1 100); do api DELETE "/v1/sandboxes/$(sbx "many$i")" >/dev/null;
 
 info "snapshot during heavy writes"
 W=$(sbx writer)
-run_in "$W" 'mkdir -p /workspace/w && cd /workspace/w && (i=0; while [ $i -lt 100000 ]; do
-        i=$((i+1)); head -c 262144 /dev/urandom >$i.tmp && mv $i.tmp $i && sha256sum $i >>sums;
-        done) </dev/null >/dev/null 2>&1 & echo started' >/dev/null
-for i in $(seq 1 100); do
-        [ "$(run_in "$W" 'wc -l </workspace/w/sums 2>/dev/null || echo 0')" -ge 20 ] && break
-        sleep 0.1
-done
+start_writer "$W"
 for round in 1 2 3; do
-        api_json POST "/v1/sandboxes/$W/snapshots" '{}'
-        expect_status 201
-        WSNAP=$(body .snapshotId)
-        assert_eq clone "$(body .method)" "a snapshot during writes"
-        WC=$(sbx "writer-copy$round")
-        api_json PUT "/v1/sandboxes/$WC" "{\"fromSnapshot\":\"$WSNAP\"}"
-        expect_status 201
-        n=$(run_in "$WC" 'wc -l </workspace/w/sums')
-        [ "$n" -ge 20 ] || fail "only $n files recorded in the snapshot"
-        run_in "$WC" 'cd /workspace/w && sha256sum -c --quiet sums && echo consistent' \
-                >"$IT_TMP/check" || true
-        assert_eq consistent "$(cat "$IT_TMP/check")" "checksums of $n files in snapshot $round"
+        snapshot_writer "$W" "$(sbx "writer-copy$round")" clone
 done
-m=$(run_in "$W" 'wc -l </workspace/w/sums')
-for i in $(seq 1 100); do
-        [ "$m" -gt "$n" ] && break
-        sleep 0.1
-        m=$(run_in "$W" 'wc -l </workspace/w/sums')
-done
-[ "$m" -gt "$n" ] || fail "the writer stopped after the snapshot ($m files)"
-run_in "$W" 'kill -9 -1 2>/dev/null; echo' >/dev/null || true
+writer_goes_on "$W" "$WRITTEN"
 
 info "snapshots of sandboxes made from snapshots"
 # the fork (made from a clone) is cloned in turn: its layer over the parent's
@@ -217,9 +178,7 @@ sum=$(api GET /v1/snapshots | jq '[.snapshots[].sizeBytes] | add')
 assert_eq "$sum" "$snapbytes" "snapshotBytes is the sum of the snapshots' sizes"
 
 info "restart of cellad"
-kill -KILL "$CELLAD_PID"
-wait "$CELLAD_PID" 2>/dev/null || true
-CELLAD_PID=
+kill9_cellad
 start_cellad
 nsnaps=$(api GET /v1/snapshots | jq '.snapshots | length')
 assert_eq 6 "$nsnaps" "snapshots after the restart"
@@ -233,9 +192,7 @@ nloops=$(grep -lF "$clone_img" /sys/block/loop*/loop/backing_file 2>/dev/null | 
 assert_eq 1 "$nloops" "loop devices on the snapshot's clone after the restart"
 
 info "a lost registry is rebuilt with the clones"
-kill -KILL "$CELLAD_PID"
-wait "$CELLAD_PID" 2>/dev/null || true
-CELLAD_PID=
+kill9_cellad
 rm -f "$IT_TMP/data/cella.db" "$IT_TMP/data/cella.db-wal" "$IT_TMP/data/cella.db-shm"
 start_cellad
 assert_eq "$nsnaps" "$(api GET /v1/snapshots | jq '.snapshots | length')" "snapshots after the rebuild"
@@ -248,9 +205,7 @@ assert_eq "1000 1001 x" "$(run_in "$G2" 'stat -c "%u %g" /home/u/f; cat /home/u/
 
 info "layers of both kinds in one chain"
 # without disk images a sandbox's layer is copied (file by file, each cloned on XFS)
-kill -KILL "$CELLAD_PID"
-wait "$CELLAD_PID" 2>/dev/null || true
-CELLAD_PID=
+kill9_cellad
 start_cellad --disk-quota off
 api GET /v1/health >/dev/null
 assert_eq copy "$(body .disk.snapshotMethod)" "snapshotMethod with --disk-quota off"
@@ -263,9 +218,7 @@ api_json POST "/v1/sandboxes/$N/snapshots" '{"name":"copy-over-clone"}'
 expect_status 201
 assert_eq copy "$(body .method)" "a snapshot of a sandbox without a disk"
 [ -d "$IT_TMP/data/snapshots/$(body .snapshotId)/layer/workspace" ] || fail "no copied layer"
-kill -KILL "$CELLAD_PID"
-wait "$CELLAD_PID" 2>/dev/null || true
-CELLAD_PID=
+kill9_cellad
 start_cellad
 M=$(sbx mixed)
 api_json PUT "/v1/sandboxes/$M" '{"fromSnapshot":"copy-over-clone"}'

@@ -19,9 +19,7 @@ run_in "$P" 'mkdir -p /workspace/data && for i in $(seq 1 10); do
 sums=$(run_in "$P" 'cat /workspace/sums')
 
 info "snapshot"
-api_json POST "/v1/sandboxes/$P/snapshots" '{"name":"base"}'
-expect_status 201
-SNAP=$(body .snapshotId)
+take_snapshot "$P" base
 assert_eq base "$(body .name)" "snapshot name"
 assert_eq "$P" "$(body .sandbox)" "snapshot's sandbox"
 assert_eq default "$(body .image)" "snapshot's image"
@@ -49,9 +47,7 @@ assert_eq gone "$(run_in "$C" '[ -e /etc/issue ] && echo there || echo gone')" \
         "a file the parent removed"
 assert_eq "$C" "$(run_in "$C" 'cat /etc/hostname')" "child's own hostname"
 assert_eq 0 "$(run_in "$C" 'stat -c %u /workspace/data/f1')" "owner inside the child"
-mi=$(run_in "$C" 'cat /proc/self/mountinfo /proc/1/mountinfo')
-assert_not_contains "$mi" "$IT_TMP" "the child's mountinfo names the data dir"
-assert_not_contains "$mi" snapshots "the child's mountinfo names the snapshots dir"
+assert_mountinfo_hides "$C" child
 # PUT again: the same snapshot is an update, another one (or one for a plain sandbox) 400
 api_json PUT "/v1/sandboxes/$C" "{\"fromSnapshot\":\"base\"}"
 expect_status 200
@@ -80,18 +76,7 @@ run_in "$F" 'echo forked >/workspace/who' >/dev/null
 assert_eq parent-v2 "$(run_in "$P" 'cat /workspace/who')" "parent after the fork's write"
 
 info "20 sandboxes from one snapshot at once"
-pids=
-for i in $(seq 1 20); do
-        n=$(sbx "many$i")
-        curl -sS -o "$IT_TMP/many$i" -w '%{http_code}' -X PUT -H 'Content-Type: application/json' \
-                --data-binary '{"fromSnapshot":"base"}' "$CELLA_URL/v1/sandboxes/$n" \
-                >"$IT_TMP/many$i.status" &
-        pids="$pids $!"
-done
-for p in $pids; do wait "$p" || fail "a concurrent create failed"; done
-for i in $(seq 1 20); do
-        assert_eq 201 "$(cat "$IT_TMP/many$i.status")" "create $i: $(cat "$IT_TMP/many$i")"
-done
+create_many_from_snapshot base 20
 for i in $(seq 1 20); do
         n=$(sbx "many$i")
         assert_eq "$(echo "$sums" | grep '  f10$')" "$(run_in "$n" 'cd /workspace/data && sha256sum f10')" \
@@ -102,34 +87,10 @@ assert_eq 22 "$(api GET /v1/sandboxes | jq "[.sandboxes[] | select(.snapshot == 
 
 info "snapshot during heavy writes"
 W=$(sbx writer)
-run_in "$W" 'mkdir -p /workspace/w && cd /workspace/w && (i=0; while [ $i -lt 100000 ]; do
-        i=$((i+1)); head -c 262144 /dev/urandom >$i.tmp && mv $i.tmp $i && sha256sum $i >>sums;
-        done) </dev/null >/dev/null 2>&1 & echo started' >/dev/null
-for i in $(seq 1 100); do
-        [ "$(run_in "$W" 'wc -l </workspace/w/sums 2>/dev/null || echo 0')" -ge 20 ] && break
-        sleep 0.1
-done
-api_json POST "/v1/sandboxes/$W/snapshots" '{}'
-expect_status 201
-WSNAP=$(body .snapshotId)
-assert_eq "$WSNAP" "$(body .name)" "a snapshot without a name is named by its id"
-WC=$(sbx writer-copy)
-api_json PUT "/v1/sandboxes/$WC" "{\"fromSnapshot\":\"$WSNAP\"}"
-expect_status 201
-n=$(run_in "$WC" 'wc -l </workspace/w/sums')
-[ "$n" -ge 20 ] || fail "only $n files recorded in the snapshot"
-run_in "$WC" 'cd /workspace/w && sha256sum -c --quiet sums && echo consistent' >"$IT_TMP/check" ||
-        true
-assert_eq consistent "$(cat "$IT_TMP/check")" "checksums of $n files in the snapshot"
+start_writer "$W"
+snapshot_writer "$W" "$(sbx writer-copy)"
 # the writer was thawed: it goes on
-m=$(run_in "$W" 'wc -l </workspace/w/sums')
-for i in $(seq 1 100); do
-        [ "$m" -gt "$n" ] && break
-        sleep 0.1
-        m=$(run_in "$W" 'wc -l </workspace/w/sums')
-done
-[ "$m" -gt "$n" ] || fail "the writer stopped after the snapshot ($m files)"
-run_in "$W" 'pkill -f "head -c 262144" ; kill -9 -1 2>/dev/null; echo' >/dev/null || true
+writer_goes_on "$W" "$WRITTEN"
 
 info "destroy of the parent keeps its children and the snapshot"
 api DELETE "/v1/sandboxes/$P" >/dev/null
@@ -144,9 +105,7 @@ wbytes=$(api GET "/v1/snapshots/$WSNAP" | jq .sizeBytes)
         fail "snapshotBytes $snapbytes: not base + fork + writer counted once each"
 
 info "restart of cellad"
-kill -KILL "$CELLAD_PID"
-wait "$CELLAD_PID" 2>/dev/null || true
-CELLAD_PID=
+kill9_cellad
 # what a capture cut short by the stop would leave
 mkdir -p "$IT_TMP/data/snapshots/.partial-snap-00000000deadbeef/layer/workspace"
 echo half >"$IT_TMP/data/snapshots/.partial-snap-00000000deadbeef/layer/workspace/x"
@@ -164,9 +123,7 @@ expect_status 201
 assert_eq "$sums" "$(run_in "$C3" 'cd /workspace/data && sha256sum f*')" "new child after the restart"
 
 info "a lost registry is rebuilt with the snapshots and what sandboxes were made from"
-kill -KILL "$CELLAD_PID"
-wait "$CELLAD_PID" 2>/dev/null || true
-CELLAD_PID=
+kill9_cellad
 rm -f "$IT_TMP/data/cella.db" "$IT_TMP/data/cella.db-wal" "$IT_TMP/data/cella.db-shm"
 start_cellad
 grep -q "snapshots rebuilt from their files" "$CELLAD_LOG" || fail "no snapshot rebuilt: $(cat "$CELLAD_LOG")"
