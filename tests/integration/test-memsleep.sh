@@ -26,16 +26,6 @@
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
-# wait_sleeping NAME: until GET says sleeping (30 s at most).
-wait_sleeping() {
-        for i in $(seq 1 150); do
-                api GET "/v1/sandboxes/$1" >/dev/null
-                [ "$(body .state)" = sleeping ] && return 0
-                sleep 0.2
-        done
-        fail "$1 did not sleep: $(body)"
-}
-
 info "the host check: cellad --check and cellad's log give one reason"
 check=$("$CELLA_BUILD/cellad" --check --data-dir "$IT_TMP/check-dir" 2>&1) || fail "cellad --check: $check"
 line=$(echo "$check" | grep '^memory sleep ') || fail "no memory sleep line in: $check"

@@ -27,12 +27,7 @@ api GET "/v1/sandboxes/$S" >/dev/null
 assert_eq running "$(body .state)" "running right after a long command"
 
 info "idle: sleeps"
-for i in $(seq 1 60); do
-        api GET "/v1/sandboxes/$S" >/dev/null
-        [ "$(body .state)" = sleeping ] && break
-        sleep 0.2
-done
-assert_eq sleeping "$(body .state)" "state after sleepAfter idle"
+wait_sleeping "$S" 12
 assert_eq "" "$(sandbox_pids "$S")" "no process of a sleeping sandbox"
 assert_eq "" "$(sandbox_cgroups "$S")" "no cgroup of a sleeping sandbox"
 sleep 1
@@ -103,12 +98,7 @@ alive keeper
 awake "cella wait --exit that timed out"
 
 info "idle again: the sandbox sleeps, and its processes are gone"
-for i in $(seq 1 150); do
-        api GET "/v1/sandboxes/$W" >/dev/null
-        [ "$(body .state)" = sleeping ] && break
-        sleep 0.2
-done
-assert_eq sleeping "$(body .state)" "state once idle after the waits"
+wait_sleeping "$W"
 assert_eq "" "$(sandbox_pids "$W")" "no process of the sleeping sandbox"
 api GET "/v1/sandboxes/$W/processes/keeper" >/dev/null
 expect_status 404 PROCESS_NOT_FOUND

@@ -5,16 +5,6 @@
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
-# wait_sleeping NAME: until GET says sleeping (20 s at most).
-wait_sleeping() {
-        for i in $(seq 1 100); do
-                api GET "/v1/sandboxes/$1" >/dev/null
-                [ "$(body .state)" = sleeping ] && return 0
-                sleep 0.2
-        done
-        fail "$1 did not sleep: $(body)"
-}
-
 # case_ NAME BREAK [EXPECTED_PWD]: a sandbox, broken by the command BREAK (which must
 # succeed), asleep, then woken by an exec that must answer.
 case_() {
