@@ -195,3 +195,16 @@ bool tenant_snapshot_view(json_t *snap, const struct principal *viewer)
                 json_object_set_new(snap, "tenant", json_string(t));
         return true;
 }
+
+void tenant_backup_view(json_t *backup)
+{
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+        const char *sandbox = json_string_value(json_object_get(backup, "sandbox"));
+
+        if (!sandbox)
+                return;
+        tenant_split(sandbox, n, t);
+        json_object_set_new(backup, "sandbox", json_string(n));
+        if (t[0])
+                json_object_set_new(backup, "tenant", json_string(t));
+}

@@ -71,4 +71,9 @@ void tenant_info_view(json_t *info);
  * tenant) may not see it; name and sandbox the tenant's, tenant set for a tenant's. */
 bool tenant_snapshot_view(json_t *snap, const struct principal *viewer);
 
+/* A backup's JSON (or a restore's answer) as a client sees it (in place): sandbox the
+ * client's name, tenant set for a tenant's sandbox. Who may see it is the backup
+ * store's filter (backup.h). */
+void tenant_backup_view(json_t *backup);
+
 #endif

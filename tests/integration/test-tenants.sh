@@ -5,7 +5,7 @@
 # or snapshot is 404 as an absent one; the admin sees all, each with its tenant, and acts
 # for one with ?tenant=; admin-only routes refuse a tenant's key; quotas refuse with 403
 # QUOTA_EXCEEDED and make nothing; a removed key is refused at once; keys outlive a
-# restart; the CLI's key commands.
+# restart; the CLI's key commands; backups are per tenant as snapshots are.
 . "$(dirname "$0")/lib.sh"
 
 PC=$CELLA_BUILD/tests/pty-client
@@ -62,11 +62,6 @@ as "$KA" api POST /v1/images/x/import --data-binary @/dev/null >/dev/null
 expect_status 403 PERMISSION_DENIED
 as "$KA" api GET /v1/images >/dev/null
 expect_status 200
-# backups are the admin's until they are kept per tenant (decision 0053)
-as "$KA" api GET /v1/backups >/dev/null
-expect_status 403 PERMISSION_DENIED
-as "$KA" api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace"}'
-expect_status 403 PERMISSION_DENIED
 as "cella_${IDA}_$(printf 'x%.0s' $(seq 32))" api GET /v1/sandboxes >/dev/null
 expect_status 401 UNAUTHORIZED
 
@@ -235,6 +230,62 @@ for s in forked child; do
         as "$KA" api DELETE /v1/sandboxes/$s >/dev/null
         expect_status 200
 done
+
+info "backups are per tenant"
+as "$KA" api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace","name":"a-work"}'
+expect_status 201
+BA=$(body .id)
+assert_eq web "$(body .sandbox)" "A's backup names A's sandbox as A names it"
+assert_eq "$TA" "$(body .tenant)" "and its tenant"
+assert_contains "$(cat "$IT_TMP/data/backups/$BA/backup.json")" "\"web.$TA\"" \
+        "the store's record keeps the internal name (a shared store knows the tenant)"
+as "$KB" api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace"}'
+expect_status 201
+BB=$(body .id)
+api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace"}'
+expect_status 201
+BADM=$(body .id)
+assert_eq null "$(body .tenant)" "the admin's backup has no tenant"
+as "$KA" api GET /v1/backups >/dev/null
+expect_status 200
+assert_eq "$BA web $TA" "$(body '.backups[] | "\(.id) \(.sandbox) \(.tenant)"')" "A lists its own backup only"
+as "$KB" api GET /v1/backups >/dev/null
+assert_eq "$BB" "$(body '[.backups[].id] | join(",")')" "B lists its own backup only"
+api GET /v1/backups >/dev/null
+assert_eq "$(printf '%s\n' ":$BADM" "$TA:$BA" "$TB:$BB" | sort | paste -sd,)" \
+        "$(body '[.backups[] | "\(.tenant // ""):\(.id)"] | sort | join(",")')" \
+        "the admin lists every tenant's backups, each with its tenant"
+api GET "/v1/backups/$BA" >/dev/null
+expect_status 200
+assert_eq "web $TA" "$(body '"\(.sandbox) \(.tenant)"')" "the admin gets A's backup"
+NOBK=00000000-0000-4000-8000-000000000000
+as "$KB" api GET "/v1/backups/$NOBK" >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+absent=$(body .message | sed "s/$NOBK/ID/")
+as "$KB" api GET "/v1/backups/$BA" >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+assert_eq "$absent" "$(body .message | sed "s/$BA/ID/")" "A's backup answers B as an absent one"
+as "$KB" api_json POST "/v1/sandboxes/web/backups/$BA/restore" '{}'
+expect_status 404 BACKUP_NOT_FOUND
+assert_eq "$absent" "$(body .message | sed "s/$BA/ID/")" "B cannot restore A's backup"
+as "$KB" api DELETE "/v1/backups/$BA" >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+as "$KB" api_json POST "/v1/sandboxes/web/backups/$BB/restore?tenant=$TA" '{}'
+expect_status 403 PERMISSION_DENIED
+assert_eq b "$(as "$KB" run_in web 'cat /workspace/who')" "B's web untouched"
+assert_eq a "$(as "$KA" run_in web 'cat /workspace/who; echo changed > /workspace/who')" "A's web untouched"
+as "$KA" api_json POST "/v1/sandboxes/web/backups/$BA/restore" '{}'
+expect_status 200
+assert_eq web "$(body .sandbox)" "a restore's answer names A's sandbox as A names it"
+assert_eq a "$(as "$KA" run_in web 'cat /workspace/who')" "A restores its own backup"
+as "$KA" api DELETE "/v1/backups/$BA" >/dev/null
+expect_status 200
+as "$KA" api DELETE "/v1/backups/$BB" >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+api DELETE "/v1/backups/$BB" >/dev/null
+expect_status 200
+api DELETE "/v1/backups/$BADM" >/dev/null
+expect_status 200
 
 info "quotas"
 as "$KB" api_json PUT /v1/sandboxes/third '{}'

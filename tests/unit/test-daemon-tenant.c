@@ -114,13 +114,32 @@ static void test_views(void **state)
         json_decref(info);
 }
 
+static void test_backup_view(void **state)
+{
+        (void)state;
+        json_t *b = json_pack("{s:s, s:s}", "id", "x", "sandbox", "web.acme");
+
+        tenant_backup_view(b);
+        assert_string_equal(json_string_value(json_object_get(b, "sandbox")), "web");
+        assert_string_equal(json_string_value(json_object_get(b, "tenant")), "acme");
+        json_decref(b);
+        b = json_pack("{s:s, s:s}", "id", "x", "sandbox", "web");
+        tenant_backup_view(b);
+        assert_string_equal(json_string_value(json_object_get(b, "sandbox")), "web");
+        assert_null(json_object_get(b, "tenant"));
+        json_decref(b);
+        b = json_pack("{s:s}", "id", "x"); /* no sandbox: left as it is */
+        tenant_backup_view(b);
+        assert_int_equal(json_object_size(b), 1);
+        json_decref(b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_qualify_split),
-                cmocka_unit_test(test_registry_names),
-                cmocka_unit_test(test_preview_id),
-                cmocka_unit_test(test_views),
+                cmocka_unit_test(test_qualify_split), cmocka_unit_test(test_registry_names),
+                cmocka_unit_test(test_preview_id),    cmocka_unit_test(test_views),
+                cmocka_unit_test(test_backup_view),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
