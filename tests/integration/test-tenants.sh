@@ -4,8 +4,9 @@
 # fromSnapshot, preview URLs: the other's host cannot be guessed); another tenant's sandbox
 # or snapshot is 404 as an absent one; the admin sees all, each with its tenant, and acts
 # for one with ?tenant=; admin-only routes refuse a tenant's key; quotas refuse with 403
-# QUOTA_EXCEEDED and make nothing; a removed key is refused at once; keys outlive a
-# restart; the CLI's key commands; backups are per tenant as snapshots are.
+# QUOTA_EXCEEDED and make nothing, and creates racing for the last slots make no more than
+# the quota; a removed key is refused at once; keys outlive a restart; the CLI's key
+# commands; backups are per tenant as snapshots are.
 . "$(dirname "$0")/lib.sh"
 
 PC=$CELLA_BUILD/tests/pty-client
@@ -298,6 +299,87 @@ as "$KB" api_json POST /v1/sandboxes/web/fork '{"name":"fourth"}'
 expect_status 403 QUOTA_EXCEEDED
 as "$KB" api GET /v1/sandboxes >/dev/null
 assert_eq 3 "$(body '.sandboxes | length')" "nothing made past maxSandboxes"
+
+info "quotas: ten creates (or forks) racing for three slots make three"
+api_json POST /v1/keys "{\"tenant\":\"f$IT_RUN\",\"maxSandboxes\":3}"
+expect_status 201
+KF=$(body .key)
+IDF=$(body .id)
+pids=()
+for i in $(seq 0 9); do
+        curl -sS -o "$IT_TMP/race$i" -w '%{http_code}' -X PUT -H "Authorization: Bearer $KF" \
+                -H 'Content-Type: application/json' --data-binary '{}' \
+                "$CELLA_URL/v1/sandboxes/race$i" >"$IT_TMP/race$i.status" &
+        pids+=($!)
+done
+for p in "${pids[@]}"; do
+        wait "$p" || fail "a racing create's curl failed"
+done
+made=0 refused=0
+for i in $(seq 0 9); do
+        case "$(cat "$IT_TMP/race$i.status")" in
+        201) made=$((made + 1)) ;;
+        403)
+                assert_eq QUOTA_EXCEEDED "$(jq -r .code <"$IT_TMP/race$i")" "a refused racer's code"
+                refused=$((refused + 1))
+                ;;
+        *) fail "racer $i: $(cat "$IT_TMP/race$i.status") $(cat "$IT_TMP/race$i")" ;;
+        esac
+done
+assert_eq "3 7" "$made $refused" "ten racing creates with maxSandboxes 3: three made, seven refused"
+as "$KF" api GET /v1/sandboxes >/dev/null
+assert_eq 3 "$(body '.sandboxes | length')" "three sandboxes exist"
+gone=$(body '.sandboxes[0].id')
+as "$KF" api DELETE "/v1/sandboxes/$gone" >/dev/null
+expect_status 200
+as "$KF" api_json PUT /v1/sandboxes/late '{"fromSnapshot":"nothing"}'
+expect_status 404 SNAPSHOT_NOT_FOUND
+as "$KF" api_json PUT /v1/sandboxes/late '{"image":"no-such-image"}'
+[ "$API_STATUS" -ge 400 ] || fail "a create from no image: $API_STATUS"
+as "$KF" api_json PUT /v1/sandboxes/late '{}'
+expect_status 201 # the failed creates held the slot no longer
+as "$KF" api_json PUT /v1/sandboxes/later '{}'
+expect_status 403 QUOTA_EXCEEDED
+as "$KF" api GET /v1/sandboxes >/dev/null
+for s in $(body '.sandboxes[].id'); do
+        [ "$s" = late ] && continue
+        as "$KF" api DELETE "/v1/sandboxes/$s" >/dev/null
+        expect_status 200
+done
+# forks: the check comes before the parent's snapshot is taken, the child after it
+as "$KF" api_json PUT /v1/sandboxes/second '{}'
+expect_status 201
+pids=()
+for i in $(seq 0 9); do
+        curl -sS -o "$IT_TMP/race$i" -w '%{http_code}' -X POST -H "Authorization: Bearer $KF" \
+                -H 'Content-Type: application/json' --data-binary "{\"name\":\"fork$i\"}" \
+                "$CELLA_URL/v1/sandboxes/late/fork" >"$IT_TMP/race$i.status" &
+        pids+=($!)
+done
+for p in "${pids[@]}"; do
+        wait "$p" || fail "a racing fork's curl failed"
+done
+made=0 refused=0
+for i in $(seq 0 9); do
+        case "$(cat "$IT_TMP/race$i.status")" in
+        201) made=$((made + 1)) ;;
+        403)
+                assert_eq QUOTA_EXCEEDED "$(jq -r .code <"$IT_TMP/race$i")" "a refused fork's code"
+                refused=$((refused + 1))
+                ;;
+        *) fail "fork $i: $(cat "$IT_TMP/race$i.status") $(cat "$IT_TMP/race$i")" ;;
+        esac
+done
+assert_eq "1 9" "$made $refused" "ten racing forks for the last slot: one made"
+as "$KF" api GET /v1/sandboxes >/dev/null
+assert_eq 3 "$(body '.sandboxes | length')" "three sandboxes exist after the forks"
+for s in $(body '.sandboxes[].id'); do
+        as "$KF" api DELETE "/v1/sandboxes/$s" >/dev/null
+        expect_status 200
+done
+api DELETE "/v1/keys/$IDF" >/dev/null
+expect_status 200
+
 api_json POST /v1/keys "{\"tenant\":\"c$IT_RUN\",\"maxMemory\":1048576}"
 expect_status 201
 KC=$(body .key)
