@@ -232,6 +232,44 @@ for s in forked child; do
         expect_status 200
 done
 
+info "messages name a tenant's sandboxes and snapshots as the tenant does"
+public() { # public WHAT: the last answer names no internal name of A's
+        assert_not_contains "$(body)" ".$TA" "$1: no internal sandbox name"
+        assert_not_contains "$(body)" ":$TA" "$1: no internal snapshot name"
+}
+as "$KA" api GET /v1/sandboxes/nothing >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+assert_contains "$(body .message)" "'nothing'" "a 404 names the sandbox"
+public "a sandbox's 404"
+as "$KA" api GET /v1/snapshots/nosnap >/dev/null
+expect_status 404 SNAPSHOT_NOT_FOUND
+public "a snapshot's 404"
+as "$KA" api_json POST /v1/sandboxes/nothing/backups '{"dir":"/workspace"}'
+expect_status 404 SANDBOX_NOT_FOUND
+assert_contains "$(body .message)" "'nothing'" "a backup's 404 names the sandbox"
+public "a backup's 404"
+as "$KA" api_json PUT /v1/sandboxes/kid '{"fromSnapshot":"base"}'
+expect_status 201
+as "$KA" api DELETE /v1/snapshots/base >/dev/null
+expect_status 409 SNAPSHOT_IN_USE
+public "a snapshot's 409"
+as "$KA" api_json POST /v1/sandboxes/web/fork '{"name":"kid"}'
+expect_status 400 VALIDATION_FAILED
+public "a fork onto a name in use"
+as "$KA" api_json POST /v1/sandboxes/web/snapshots '{"name":"base"}'
+[ "$API_STATUS" -ge 400 ] || fail "a second snapshot named base: $API_STATUS"
+public "a snapshot name in use"
+as "$KA" api_json POST /v1/sandboxes/kid/exec '{"command":"sleep 5","timeout":100}'
+expect_status 408 COMMAND_TIMEOUT
+public "an exec's timeout"
+as "$KA" api_json POST /v1/sandboxes/kid/exec '{"command":"true","sessionId":"nosuch"}'
+[ "$API_STATUS" -ge 400 ] || fail "an exec in no session: $API_STATUS"
+public "an exec in no session"
+as "$KA" api DELETE /v1/sandboxes/kid >/dev/null
+expect_status 200
+api GET /v1/sandboxes/nothing >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+
 info "backups are per tenant"
 as "$KA" api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace","name":"a-work"}'
 expect_status 201

@@ -134,12 +134,33 @@ static void test_backup_view(void **state)
         json_decref(b);
 }
 
+static void test_text_view(void **state)
+{
+        char out[256];
+
+        (void)state;
+        tenant_text_view("acme", "sandbox 'web.acme' does not exist", out, sizeof(out));
+        assert_string_equal(out, "sandbox 'web' does not exist");
+        tenant_text_view("acme", "snapshot \"base:acme\" is used by 'kid.acme'", out, sizeof(out));
+        assert_string_equal(out, "snapshot \"base\" is used by 'kid'");
+        /* another tenant's, a file, an unquoted word, a quote left open: as they are */
+        tenant_text_view("acme", "'web.other' '/w/x.acme' x.acme 'a.acme", out, sizeof(out));
+        assert_string_equal(out, "'web.other' '/w/x.acme' x.acme 'a.acme");
+        tenant_text_view("acme", "'.acme' ':acme' 'web.acme.acme'", out, sizeof(out));
+        assert_string_equal(out, "'.acme' ':acme' 'web.acme.acme'");
+        /* cut to the room given, still a string */
+        tenant_text_view("acme", "sandbox 'web.acme'", out, 12);
+        assert_int_equal(strlen(out), 11);
+        tenant_text_view("acme", "", out, sizeof(out));
+        assert_string_equal(out, "");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_qualify_split), cmocka_unit_test(test_registry_names),
                 cmocka_unit_test(test_preview_id),    cmocka_unit_test(test_views),
-                cmocka_unit_test(test_backup_view),
+                cmocka_unit_test(test_backup_view),   cmocka_unit_test(test_text_view),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
