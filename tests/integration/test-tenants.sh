@@ -133,10 +133,15 @@ mcp_line() { # mcp_line ID TOOL ARGS: a tools/call line
         echo '{"jsonrpc":"2.0","method":"notifications/initialized"}'
         mcp_line 2 sandbox_list '{}'
         mcp_line 3 sandbox_create '{"name":"viamcp"}'
+        mcp_line 4 snapshot_create '{"sandbox":"ghost"}'
 } | CELLA_TOKEN=$KA timeout 60 "$CLI" mcp >"$IT_TMP/mcp" || fail "cella mcp: $(cat "$IT_TMP/mcp")"
 got=$(jq -r 'select(.id == 2) | .result.content[0].text' "$IT_TMP/mcp")
 assert_contains "$got" '"web"' "MCP sandbox_list: A's web"
 assert_not_contains "$got" bonly "MCP sandbox_list: nothing of B's"
+got=$(jq -c 'select(.id == 4) | .result' "$IT_TMP/mcp")
+assert_eq true "$(echo "$got" | jq -r .isError)" "MCP snapshot_create of no sandbox: a tool error"
+assert_contains "$got" "'ghost'" "the tool error names the sandbox"
+assert_not_contains "$got" ".$TA" "as the tenant names it"
 as "$KA" api GET /v1/sandboxes/viamcp >/dev/null
 expect_status 200
 assert_eq "$TA" "$(body .tenant)" "MCP sandbox_create made A's"
