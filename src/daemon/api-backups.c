@@ -13,6 +13,7 @@
 #include "daemon/backup.h"
 #include "daemon/sandbox-directory.h"
 #include "daemon/sandbox.h"
+#include "daemon/tenant.h"
 
 int api_decode_backup_create(const char *body, size_t len, struct api_backup_create *ret,
                              struct cella_error *err)
@@ -87,6 +88,8 @@ struct bk_req {
         char id[BACKUP_ID_LEN + 1];
         char dir[CELLA_BACKUP_DIR_MAX + 1];
         char sandbox[CELLA_NAME_MAX + 1];
+        bool owner_any;
+        char owner[CELLA_TENANT_MAX + 1];
 };
 
 static void bk_abort(struct http_request *req, void *ud)
@@ -96,10 +99,26 @@ static void bk_abort(struct http_request *req, void *ud)
         http_request_set_userdata(req, NULL);
 }
 
-/* An operation's end: answered (a client that left: a no-op), the request released. */
+/* The tenant whose backups a request sees: a tenant key's own; NULL for the admin (every
+ * tenant's, with or without ?tenant=). */
+static const char *owner_of(const struct principal *who)
+{
+        return who->admin ? NULL : who->tenant;
+}
+
+/* An operation's end: answered (a client that left: a no-op), the request released.
+ * Sandboxes are named as the client names them (a tenant's without its suffix). */
 static void answer(struct http_request *req, int status, json_t *result,
                    const struct cella_error *err)
 {
+        json_t *list = result ? json_object_get(result, "backups") : NULL;
+        json_t *e;
+        size_t i;
+
+        if (list)
+                json_array_foreach(list, i, e) tenant_backup_view(e);
+        else if (result)
+                tenant_backup_view(result);
         if (result)
                 http_respond_json(req, status, result);
         else
@@ -123,12 +142,16 @@ static void got_sandbox(struct http_request *req, struct sandbox *sb, void *ud)
         struct cella_error err = {0};
         int rc;
 
+        /* sb is the caller's own (its name is the caller's tenant's internal name): a
+         * restore reaches no other tenant's sandbox, and one it creates or wakes passed
+         * api_quota_check in api_sandbox_for. */
         if (sb) {
                 sandbox_touch(sb);
                 http_request_ref(req);
                 if (r->restore)
-                        rc = backups_restore(r->a->cfg.backups, sb, r->id,
-                                             r->dir[0] ? r->dir : NULL, answered_200, req, &err);
+                        rc = backups_restore(
+                                r->a->cfg.backups, sb, r->id, r->dir[0] ? r->dir : NULL,
+                                r->owner_any ? NULL : r->owner, answered_200, req, &err);
                 else
                         rc = backups_create(r->a->cfg.backups, sb, r->create.dir,
                                             r->create.has_name ? r->create.name : NULL,
@@ -177,6 +200,8 @@ static void read_request(struct api *a, struct http_request *req, const struct a
         r->a = a;
         r->req = req;
         r->restore = restore;
+        r->owner_any = !owner_of(p->principal);
+        snprintf(r->owner, sizeof(r->owner), "%s", p->principal->tenant);
         snprintf(r->sandbox, sizeof(r->sandbox), "%s", p->name);
         if (restore)
                 snprintf(r->id, sizeof(r->id), "%s", p->param);
@@ -220,11 +245,10 @@ void api_backups_list(struct api *a, struct http_request *req, const struct api_
 {
         struct cella_error err = {0};
 
-        (void)p;
         if (!configured(a, req))
                 return;
         http_request_ref(req);
-        if (backups_list(a->cfg.backups, answered_200, req, &err) < 0) {
+        if (backups_list(a->cfg.backups, owner_of(p->principal), answered_200, req, &err) < 0) {
                 http_request_unref(req);
                 http_respond_error(req, &err, NULL);
         }
@@ -237,7 +261,8 @@ void api_backup_get(struct api *a, struct http_request *req, const struct api_ar
         if (!configured(a, req))
                 return;
         http_request_ref(req);
-        if (backups_get(a->cfg.backups, p->param, answered_200, req, &err) < 0) {
+        if (backups_get(a->cfg.backups, p->param, owner_of(p->principal), answered_200, req, &err) <
+            0) {
                 http_request_unref(req);
                 http_respond_error(req, &err, NULL);
         }
@@ -250,7 +275,8 @@ void api_backup_delete(struct api *a, struct http_request *req, const struct api
         if (!configured(a, req))
                 return;
         http_request_ref(req);
-        if (backups_delete(a->cfg.backups, p->param, answered_200, req, &err) < 0) {
+        if (backups_delete(a->cfg.backups, p->param, owner_of(p->principal), answered_200, req,
+                           &err) < 0) {
                 http_request_unref(req);
                 http_respond_error(req, &err, NULL);
         }

@@ -41,6 +41,7 @@ static json_t *error_with_output(struct exec_op *op, const struct cella_error *e
         api_outbuf_set(&op->base.out, ctx);
         j = http_error_json(e, ctx);
         json_decref(ctx);
+        http_request_error_view(op->base.http, j);
         return j;
 }
 

@@ -327,6 +327,7 @@ void api_req_fail(struct api_req *r, const struct cella_error *e, json_t *ev)
                         ev = json_pack("{s:s, s:s, s:s}", "type", "error", "error", e->msg, "code",
                                        cella_code_name(e->code));
                 metrics_error(e->code);
+                http_request_error_view(r->http, ev);
                 api_sse_event(r->writer, ev, 0);
                 if (r->http)
                         http_response_end(r->http);

@@ -69,9 +69,19 @@ struct put_ctx {
 
 /* The directory's answer to PUT (a new sandbox's after its start, off the loop): the
  * request is held until then; answering a client that left is a no-op. */
+struct put_wait {
+        struct api *a;
+        struct http_request *req;
+        struct quota_hold *hold; /* the new sandbox's on its tenant's quotas, until here */
+};
+
 static void put_answer(struct sandbox *sb, bool created, const struct cella_error *err, void *ud)
 {
-        struct http_request *req = ud;
+        struct put_wait *pw = ud;
+        struct http_request *req = pw->req;
+
+        api_quota_release(pw->a, pw->hold);
+        free(pw);
 
         if (err) {
                 http_respond_error(req, err, NULL);
@@ -125,8 +135,12 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                 struct sandbox *existing = NULL;
                 struct cella_error ne = {0};
 
+                struct quota_hold *hold = NULL;
+                struct put_wait *pw;
+
                 if (d->ops->get_now(d, name, &existing, &ne) < 0 &&
-                    api_quota_check(ctx->a, &ctx->who, name, true, p.instance_type, &err) < 0) {
+                    api_quota_reserve(ctx->a, &ctx->who, name, true, p.instance_type, &hold, &err) <
+                            0) {
                         http_respond_error(req, &err, NULL);
                         goto done;
                 }
@@ -136,6 +150,7 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                         json_t *sj = api_snapshot_find(ctx->a, &ctx->who, p.from_snapshot, image,
                                                        sizeof(image), &err);
                         if (!sj) {
+                                api_quota_release(ctx->a, hold);
                                 http_respond_error(req, &err, NULL);
                                 goto done;
                         }
@@ -146,13 +161,23 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                                 http_respond_code(req, CELLA_E_VALIDATION_FAILED,
                                                   "snapshot '%s' is of image '%s', not '%s'",
                                                   p.from_snapshot, image, p.image);
+                                api_quota_release(ctx->a, hold);
                                 goto done;
                         }
                         o.image = image;
                         o.snapshot = snap_id;
                 }
+                pw = calloc(1, sizeof(*pw));
+                if (!pw) {
+                        api_quota_release(ctx->a, hold);
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        goto done;
+                }
+                pw->a = ctx->a;
+                pw->req = req;
+                pw->hold = hold;
                 http_request_ref(req);
-                d->ops->put(d, name, &o, put_answer, req);
+                d->ops->put(d, name, &o, put_answer, pw);
         }
 done:
         api_put_sandbox_done(&p);

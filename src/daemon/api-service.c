@@ -1,5 +1,6 @@
 /* Services beneath the handlers (api-service.h): finding a request's sandbox, and
  * reading an agent's ERROR. */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -7,6 +8,7 @@
 #include "daemon/api-service.h"
 #include "daemon/instance-type.h"
 #include "daemon/sandbox-directory.h"
+#include "daemon/sandbox.h"
 #include "daemon/tenant.h"
 
 static bool is(const struct http_request *req, const char *m)
@@ -55,6 +57,9 @@ static void sandbox_got(struct sandbox *sb, bool created, const struct cella_err
         bool here = http_request_loop(req) != NULL; /* the client is still there */
 
         (void)created;
+        /* made, woken or failed: the table counts it (or there is nothing to count) */
+        api_quota_release(w->a, w->hold);
+        w->hold = NULL;
         if (!sb) {
                 if (here)
                         http_respond_error(req, err, NULL);
@@ -85,6 +90,37 @@ static uint64_t type_memory(const char *type)
         return it ? it->memory_bytes : 0;
 }
 
+/* A start in progress, held against its tenant's quotas (api_quota_reserve). */
+struct quota_hold {
+        struct quota_hold *next;
+        char tenant[CELLA_TENANT_MAX + 1];
+        char name[CELLA_NAME_MAX + 1]; /* internal */
+        uint64_t memory;               /* what it will run with */
+        bool seen;                     /* in the table (api_quota_check's pass) */
+        bool seen_holds;               /* and the table's entry holds memory already */
+};
+
+/* The holds of tenant other than name's, each name once: what the table does not count
+ * yet (a sandbox being made) or counts without its memory (one waking). */
+static void count_holds(struct api *a, const char *tenant, const char *name, int64_t *count,
+                        uint64_t *mem)
+{
+        for (struct quota_hold *h = a->quota_holds; h; h = h->next) {
+                bool dup = false;
+
+                if (strcmp(h->tenant, tenant) != 0 || strcmp(h->name, name) == 0)
+                        continue;
+                for (struct quota_hold *g = a->quota_holds; g != h && !dup; g = g->next)
+                        dup = strcmp(g->tenant, tenant) == 0 && strcmp(g->name, h->name) == 0;
+                if (dup)
+                        continue;
+                if (!h->seen)
+                        (*count)++;
+                if (!h->seen_holds)
+                        *mem += h->memory;
+        }
+}
+
 int api_quota_check(struct api *a, const struct principal *p, const char *name, bool creating,
                     const char *instance_type, struct cella_error *err)
 {
@@ -92,28 +128,40 @@ int api_quota_check(struct api *a, const struct principal *p, const char *name, 
         int64_t count = 0;
         size_t i;
         json_t *list, *e;
+        struct quota_hold *h;
 
         if (p->admin || (p->max_sandboxes <= 0 && p->max_memory_bytes <= 0))
                 return 0;
         list = sandbox_table_list(a->cfg.table);
         if (!list)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        for (h = a->quota_holds; h; h = h->next)
+                h->seen = h->seen_holds = false;
         json_array_foreach(list, i, e)
         {
                 const char *t = json_string_value(json_object_get(e, "tenant"));
                 const char *id = json_string_value(json_object_get(e, "id"));
                 const char *type = json_string_value(json_object_get(e, "instanceType"));
+                bool holds = holds_memory(json_string_value(json_object_get(e, "state")));
                 char internal[CELLA_NAME_MAX + 1];
 
                 if (!t || !id || strcmp(t, p->tenant) != 0)
                         continue;
                 count++;
-                if (tenant_qualify(t, id, internal, NULL) == 0 && strcmp(internal, name) == 0)
+                if (tenant_qualify(t, id, internal, NULL) < 0)
+                        internal[0] = '\0';
+                for (h = a->quota_holds; h; h = h->next)
+                        if (strcmp(h->tenant, t) == 0 && strcmp(h->name, internal) == 0) {
+                                h->seen = true;
+                                h->seen_holds = holds;
+                        }
+                if (strcmp(internal, name) == 0)
                         want = type_memory(type); /* the one that wakes */
-                else if (holds_memory(json_string_value(json_object_get(e, "state"))))
+                else if (holds)
                         mem += type_memory(type);
         }
         json_decref(list);
+        count_holds(a, p->tenant, name, &count, &mem);
         if (creating && p->max_sandboxes > 0 && count + 1 > p->max_sandboxes)
                 return cella_error_set(err, CELLA_E_QUOTA_EXCEEDED,
                                        "tenant '%s' has %lld sandboxes, its key's maxSandboxes is "
@@ -128,6 +176,51 @@ int api_quota_check(struct api *a, const struct principal *p, const char *name, 
         return 0;
 }
 
+int api_quota_reserve(struct api *a, const struct principal *p, const char *name, bool creating,
+                      const char *instance_type, struct quota_hold **ret, struct cella_error *err)
+{
+        struct sandbox_directory *d = sandbox_table_directory(a->cfg.table);
+        struct sandbox *cur = NULL;
+        struct cella_error ne = {0};
+        struct quota_hold *h;
+
+        *ret = NULL;
+        if (api_quota_check(a, p, name, creating, instance_type, err) < 0)
+                return -1;
+        if (p->admin || (p->max_sandboxes <= 0 && p->max_memory_bytes <= 0))
+                return 0;
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        snprintf(h->tenant, sizeof(h->tenant), "%s", p->tenant);
+        snprintf(h->name, sizeof(h->name), "%s", name);
+        if (creating) {
+                h->memory = type_memory(instance_type);
+        } else if (d->ops->get_now(d, name, &cur, &ne) == 0) {
+                json_t *info = sandbox_info(cur);
+
+                h->memory = type_memory(
+                        info ? json_string_value(json_object_get(info, "instanceType")) : NULL);
+                json_decref(info);
+        }
+        h->next = a->quota_holds;
+        a->quota_holds = h;
+        *ret = h;
+        return 0;
+}
+
+void api_quota_release(struct api *a, struct quota_hold *h)
+{
+        if (!h)
+                return;
+        for (struct quota_hold **pp = &a->quota_holds; *pp; pp = &(*pp)->next)
+                if (*pp == h) {
+                        *pp = h->next;
+                        break;
+                }
+        free(h);
+}
+
 void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
                      struct api_sandbox_wait *w, api_sandbox_cb cb, void *ud)
 {
@@ -135,6 +228,8 @@ void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
         struct cella_error err = {0};
         struct sandbox *sb = NULL;
 
+        w->a = a;
+        w->hold = NULL;
         /* Only explicit writes create: a GET or HEAD is what any web page can make a browser
          * send (an <img>, a link) without a token or an Origin, so it never makes a
          * sandbox. It still wakes one that exists. A WebSocket upgrade (ws, pty) is the
@@ -155,7 +250,8 @@ void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
 
                 memset(&qe, 0, sizeof(qe));
                 if ((!exists || !sandbox_running(cur)) &&
-                    api_quota_check(a, principal_of(req), name, !exists, NULL, &qe) < 0) {
+                    api_quota_reserve(a, principal_of(req), name, !exists, NULL, &w->hold, &qe) <
+                            0) {
                         http_respond_error(req, &qe, NULL);
                         cb(req, NULL, ud);
                         return;

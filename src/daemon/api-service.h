@@ -20,6 +20,7 @@ struct api {
         json_t *images_busy;             /* names being built or imported (api-images.c) */
         struct auth_limiter *auth_fails; /* failed authentications per client address */
         char self_url[96]; /* the API's own listener as cellad reaches it ("": not listening) */
+        struct quota_hold *quota_holds; /* starts a tenant's quotas hold (api_quota_reserve) */
 };
 
 /* What the route table (api-routes.c) captured and the dispatcher checked, for a handler:
@@ -52,10 +53,13 @@ typedef void (*api_handler)(struct api *a, struct http_request *req, const struc
  * thread pool, finished (decision 0041). The wait holds a reference to req; w is the
  * caller's and must live until cb. */
 typedef void (*api_sandbox_cb)(struct http_request *req, struct sandbox *sb, void *ud);
+struct quota_hold;
 struct api_sandbox_wait {
         struct http_request *req;
         api_sandbox_cb cb;
         void *ud;
+        struct api *a;
+        struct quota_hold *hold; /* what the start holds of a tenant's quotas until cb */
 };
 void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
                      struct api_sandbox_wait *w, api_sandbox_cb cb, void *ud);
@@ -67,6 +71,15 @@ void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
  * has none. */
 int api_quota_check(struct api *a, const struct principal *p, const char *name, bool creating,
                     const char *instance_type, struct cella_error *err);
+/* api_quota_check and, when it passes, the start held against the tenant's quotas in the
+ * same step on the loop thread, until api_quota_release (the start's end, made or
+ * failed): a start in progress counts as its sandbox would (one more sandbox, its
+ * instance type's memory), so two starts racing for a last slot cannot both pass. *ret:
+ * the hold, or NULL when nothing is held (the admin, a key without quotas). */
+int api_quota_reserve(struct api *a, const struct principal *p, const char *name, bool creating,
+                      const char *instance_type, struct quota_hold **ret, struct cella_error *err);
+/* The hold released (NULL: nothing). */
+void api_quota_release(struct api *a, struct quota_hold *h);
 
 /* The snapshot id_or_name as principal p may reach it: its own tenant's name first, then
  * an id; another tenant's is SNAPSHOT_NOT_FOUND like an absent one (the admin reaches

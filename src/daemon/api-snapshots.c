@@ -179,10 +179,22 @@ void api_snapshot_create(struct api *a, struct http_request *req, const struct a
         read_body_into(a, req, p, create_body);
 }
 
+/* A fork in progress (the request still referenced). */
+struct fork_job {
+        struct api *a;
+        struct http_request *req;
+        char name[CELLA_NAME_MAX + 1];
+        struct quota_hold *hold; /* the child's on its tenant's quotas, until its answer */
+};
+
 /* The fork's child: answered as PUT answers (SandboxInfo, 201) plus its snapshot. */
 static void fork_answer(struct sandbox *sb, bool created, const struct cella_error *err, void *ud)
 {
-        struct http_request *req = ud;
+        struct fork_job *f = ud;
+        struct http_request *req = f->req;
+
+        api_quota_release(f->a, f->hold);
+        free(f);
 
         if (err) {
                 http_respond_error(req, err, NULL);
@@ -202,13 +214,7 @@ static void fork_answer(struct sandbox *sb, bool created, const struct cella_err
         http_request_unref(req);
 }
 
-/* The fork's snapshot is taken: the child over it (the request still referenced). */
-struct fork_job {
-        struct api *a;
-        struct http_request *req;
-        char name[CELLA_NAME_MAX + 1];
-};
-
+/* The fork's snapshot is taken: the child over it. */
 static void fork_snapshot_taken(json_t *snap, const struct cella_error *err, void *ud)
 {
         struct fork_job *f = ud;
@@ -217,6 +223,8 @@ static void fork_snapshot_taken(json_t *snap, const struct cella_error *err, voi
         if (!snap) {
                 http_respond_error(req, err, NULL);
                 http_request_unref(req);
+                api_quota_release(f->a, f->hold);
+                free(f);
         } else {
                 struct sandbox_options o = {
                         .image = json_string_value(json_object_get(snap, "image")),
@@ -224,9 +232,8 @@ static void fork_snapshot_taken(json_t *snap, const struct cella_error *err, voi
                 };
                 struct sandbox_directory *d = sandbox_table_directory(f->a->cfg.table);
 
-                d->ops->put(d, f->name, &o, fork_answer, req); /* takes our reference */
+                d->ops->put(d, f->name, &o, fork_answer, f); /* takes f and our reference */
         }
-        free(f);
 }
 
 static void fork_body(struct http_request *req, const char *body, size_t len, void *ud)
@@ -238,6 +245,7 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
         struct fork_job *f = NULL;
         char name[CELLA_NAME_MAX + 1];
         bool given, memory = false;
+        struct quota_hold *hold = NULL;
 
         if (!body_name(req, body, len, true, "name, memory?", name, sizeof(name), &given, &memory))
                 goto out;
@@ -265,9 +273,10 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
         /* a tenant's quotas hold for the child (the parent's instance type) */
         if (sandbox_table_get(t, ctx->sandbox, false, NULL, &existing, NULL, &err) == 0) {
                 json_t *pi = sandbox_info(existing);
-                int q = api_quota_check(
+                int q = api_quota_reserve(
                         ctx->a, &ctx->who, name, true,
-                        pi ? json_string_value(json_object_get(pi, "instanceType")) : NULL, &err);
+                        pi ? json_string_value(json_object_get(pi, "instanceType")) : NULL, &hold,
+                        &err);
 
                 json_decref(pi);
                 if (q < 0) {
@@ -278,17 +287,20 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
         memset(&err, 0, sizeof(err));
         f = calloc(1, sizeof(*f));
         if (!f) {
+                api_quota_release(ctx->a, hold);
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 goto out;
         }
         f->a = ctx->a;
         f->req = req;
+        f->hold = hold;
         snprintf(f->name, sizeof(f->name), "%s", name);
         http_request_ref(req);
         /* named by its id: a fork's snapshot never takes a name a user may want */
         if (sandbox_table_snapshot_create(t, ctx->sandbox, NULL, fork_snapshot_taken, f, &err) <
             0) {
                 http_request_unref(req);
+                api_quota_release(ctx->a, hold);
                 free(f);
                 http_respond_error(req, &err, NULL);
         }

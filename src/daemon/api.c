@@ -201,6 +201,7 @@ static int authenticate(struct api *a, struct http_request *req)
                 return -1;
         }
         http_request_set_auth(req, p, free);
+        http_request_set_error_view(req, tenant_error_view);
         return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "daemon/backup.h"
 #include "daemon/sandbox-internal.h"
 #include "daemon/sandbox.h"
+#include "daemon/tenant.h"
 
 extern char **environ;
 
@@ -52,7 +53,27 @@ struct job {
         backup_cb cb;
         void *ud;
         struct job *hold_next; /* in b->holding while s is set */
+        /* The tenant whose backups the job sees (those of its sandboxes: the record's
+         * internal sandbox name says whose); any: every tenant's (the admin). */
+        bool any_owner;
+        char owner[CELLA_TENANT_MAX + 1];
 };
+
+/* Is the record one the job may see? Another tenant's is answered as an absent one. */
+static bool visible(const struct job *j, const struct backup_record *rec)
+{
+        return j->any_owner || tenant_owns(j->owner, rec->sandbox);
+}
+
+/* The record of the job's id, when the job may see it. 0, or -1 with err. */
+static int owned_record(struct job *j)
+{
+        if (backup_store_record(j->b->store, j->rec.id, &j->rec, &j->err) < 0)
+                return -1;
+        if (visible(j, &j->rec))
+                return 0;
+        return cella_error_set(&j->err, CELLA_E_BACKUP_NOT_FOUND, "no backup '%s'", j->rec.id);
+}
 
 const char *backups_store_describe(const struct backups *b)
 {
@@ -253,7 +274,7 @@ static void work_restore(struct job *j)
         pid_t pid;
         int r;
 
-        if (backup_store_record(b->store, j->rec.id, &j->rec, &j->err) < 0)
+        if (owned_record(j) < 0)
                 return;
         if (j->rec.expires_ms <= time_now_ms()) {
                 char ts[32];
@@ -302,12 +323,20 @@ out:
         }
 }
 
+struct collecting {
+        const struct job *job;
+        json_t *arr;
+};
+
 static int collect(const struct backup_record *rec, void *ud)
 {
-        json_t *arr = ud;
-        json_t *j = backup_record_json(rec);
+        struct collecting *c = ud;
+        json_t *arr = c->arr;
+        json_t *j;
 
-        if (!j)
+        if (!visible(c->job, rec))
+                return 0;
+        if (!(j = backup_record_json(rec)))
                 return -ENOMEM;
         json_object_set_new(j, "_created", json_integer(rec->created_ms));
         return json_array_append_new(arr, j) < 0 ? -ENOMEM : 0;
@@ -330,7 +359,9 @@ static void work_list(struct job *j)
                 cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }
-        if (backup_store_list(j->b->store, collect, arr, &j->err) < 0)
+        struct collecting c = {.job = j, .arr = arr};
+
+        if (backup_store_list(j->b->store, collect, &c, &j->err) < 0)
                 return;
         n = json_array_size(arr);
         json_t **v = calloc(n ? n : 1, sizeof(*v));
@@ -415,12 +446,12 @@ static void on_work(uv_work_t *w)
                 work_list(j);
                 break;
         case JOB_GET:
-                if (backup_store_record(j->b->store, j->rec.id, &j->rec, &j->err) == 0 &&
-                    !(j->result = backup_record_json(&j->rec)))
+                if (owned_record(j) == 0 && !(j->result = backup_record_json(&j->rec)))
                         cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 break;
         case JOB_DELETE:
-                if (backup_store_delete(j->b->store, j->rec.id, &j->err) == 0 &&
+                if (owned_record(j) == 0 &&
+                    backup_store_delete(j->b->store, j->rec.id, &j->err) == 0 &&
                     !(j->result = json_pack("{s:s, s:b}", "id", j->rec.id, "deleted", 1)))
                         cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 break;
@@ -485,8 +516,8 @@ static void on_done(uv_work_t *w, int status)
         free(j);
 }
 
-static struct job *job_new(struct backups *b, enum job_kind kind, backup_cb cb, void *ud,
-                           struct cella_error *err)
+static struct job *job_new(struct backups *b, enum job_kind kind, const char *owner, backup_cb cb,
+                           void *ud, struct cella_error *err)
 {
         struct job *j = calloc(1, sizeof(*j));
 
@@ -500,6 +531,8 @@ static struct job *job_new(struct backups *b, enum job_kind kind, backup_cb cb, 
         j->ud = ud;
         j->pidfd = -EBADF;
         j->work.data = j;
+        j->any_owner = !owner;
+        snprintf(j->owner, sizeof(j->owner), "%s", owner ? owner : "");
         return j;
 }
 
@@ -549,7 +582,7 @@ int backups_create(struct backups *b, struct sandbox *s, const char *dir, const 
         if (ttl < 1 || ttl > CELLA_BACKUP_TTL_MAX)
                 return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
                                        "ttl must be 1 to %lld seconds", CELLA_BACKUP_TTL_MAX);
-        if (!(j = job_new(b, JOB_CREATE, cb, ud, err)))
+        if (!(j = job_new(b, JOB_CREATE, NULL, cb, ud, err)))
                 return -1;
         if (backup_id_new(j->rec.id) < 0) {
                 free(j);
@@ -568,7 +601,7 @@ int backups_create(struct backups *b, struct sandbox *s, const char *dir, const 
 }
 
 int backups_restore(struct backups *b, struct sandbox *s, const char *id, const char *dir,
-                    backup_cb cb, void *ud, struct cella_error *err)
+                    const char *owner, backup_cb cb, void *ud, struct cella_error *err)
 {
         struct job *j;
 
@@ -576,7 +609,7 @@ int backups_restore(struct backups *b, struct sandbox *s, const char *id, const 
                 return cella_error_set(err, CELLA_E_BACKUP_NOT_FOUND, "no backup '%.64s'", id);
         if (dir && backup_dir_check(dir, err) < 0)
                 return -1;
-        if (!(j = job_new(b, JOB_RESTORE, cb, ud, err)))
+        if (!(j = job_new(b, JOB_RESTORE, owner, cb, ud, err)))
                 return -1;
         if (job_sandbox(j, s, err) < 0) {
                 free(j);
@@ -587,35 +620,37 @@ int backups_restore(struct backups *b, struct sandbox *s, const char *id, const 
         return job_queue(j, err);
 }
 
-int backups_list(struct backups *b, backup_cb cb, void *ud, struct cella_error *err)
+int backups_list(struct backups *b, const char *owner, backup_cb cb, void *ud,
+                 struct cella_error *err)
 {
-        struct job *j = job_new(b, JOB_LIST, cb, ud, err);
+        struct job *j = job_new(b, JOB_LIST, owner, cb, ud, err);
 
         return j ? job_queue(j, err) : -1;
 }
 
-static int by_id(struct backups *b, enum job_kind kind, const char *id, backup_cb cb, void *ud,
-                 struct cella_error *err)
+static int by_id(struct backups *b, enum job_kind kind, const char *id, const char *owner,
+                 backup_cb cb, void *ud, struct cella_error *err)
 {
         struct job *j;
 
         if (!backup_id_is_valid(id))
                 return cella_error_set(err, CELLA_E_BACKUP_NOT_FOUND, "no backup '%.64s'", id);
-        if (!(j = job_new(b, kind, cb, ud, err)))
+        if (!(j = job_new(b, kind, owner, cb, ud, err)))
                 return -1;
         snprintf(j->rec.id, sizeof(j->rec.id), "%s", id);
         return job_queue(j, err);
 }
 
-int backups_get(struct backups *b, const char *id, backup_cb cb, void *ud, struct cella_error *err)
+int backups_get(struct backups *b, const char *id, const char *owner, backup_cb cb, void *ud,
+                struct cella_error *err)
 {
-        return by_id(b, JOB_GET, id, cb, ud, err);
+        return by_id(b, JOB_GET, id, owner, cb, ud, err);
 }
 
-int backups_delete(struct backups *b, const char *id, backup_cb cb, void *ud,
+int backups_delete(struct backups *b, const char *id, const char *owner, backup_cb cb, void *ud,
                    struct cella_error *err)
 {
-        return by_id(b, JOB_DELETE, id, cb, ud, err);
+        return by_id(b, JOB_DELETE, id, owner, cb, ud, err);
 }
 
 static void on_sweep_timer(uv_timer_t *t)
@@ -626,7 +661,7 @@ static void on_sweep_timer(uv_timer_t *t)
 
         if (b->sweeping)
                 return;
-        j = job_new(b, JOB_SWEEP, NULL, NULL, &err);
+        j = job_new(b, JOB_SWEEP, NULL, NULL, NULL, &err);
         if (!j)
                 return;
         b->sweeping = true;

@@ -32,14 +32,20 @@ const char *backups_store_describe(const struct backups *b);
  * NULL; ttl in seconds (1..CELLA_BACKUP_TTL_MAX). The result is the backup's JSON. */
 int backups_create(struct backups *b, struct sandbox *s, const char *dir, const char *name,
                    int64_t ttl, backup_cb cb, void *ud, struct cella_error *err);
+/* owner: the tenant whose backups the operation sees (those of its sandboxes, the
+ * record's internal sandbox name saying whose; decision 0053), NULL: every tenant's (the
+ * admin). Another tenant's backup is BACKUP_NOT_FOUND exactly as an absent one. Results
+ * name sandboxes by their internal names. */
 /* Replace dir (NULL: the backup's) of the running sandbox s with backup id's content.
  * Result: {success, id, dir, sandbox}. */
 int backups_restore(struct backups *b, struct sandbox *s, const char *id, const char *dir,
-                    backup_cb cb, void *ud, struct cella_error *err);
+                    const char *owner, backup_cb cb, void *ud, struct cella_error *err);
 /* {backups: [...]} newest first; one backup; {id, deleted}. */
-int backups_list(struct backups *b, backup_cb cb, void *ud, struct cella_error *err);
-int backups_get(struct backups *b, const char *id, backup_cb cb, void *ud, struct cella_error *err);
-int backups_delete(struct backups *b, const char *id, backup_cb cb, void *ud,
+int backups_list(struct backups *b, const char *owner, backup_cb cb, void *ud,
+                 struct cella_error *err);
+int backups_get(struct backups *b, const char *id, const char *owner, backup_cb cb, void *ud,
+                struct cella_error *err);
+int backups_delete(struct backups *b, const char *id, const char *owner, backup_cb cb, void *ud,
                    struct cella_error *err);
 
 /* The bodies of POST /backups {dir, name?, ttl?} and POST /backups/{bid}/restore {dir?}

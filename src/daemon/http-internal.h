@@ -85,6 +85,7 @@ struct http_request {
         int tag; /* http_request_set_tag */
         void *auth; /* http_request_set_auth */
         void (*auth_free)(void *);
+        http_error_view_fn error_view; /* http_request_set_error_view */
 };
 
 /* Connections of one client address (in the server's hash of them). */

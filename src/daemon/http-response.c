@@ -355,6 +355,7 @@ int http_respond_error_headers(struct http_request *req, const struct cella_erro
 
         if (!j)
                 return -ENOMEM;
+        http_request_error_view(req, j);
         return respond_json(req, cella_code_status(code), j, extra_headers);
 }
 

@@ -148,6 +148,17 @@ const void *http_request_auth(const struct http_request *req)
         return req->auth;
 }
 
+void http_request_set_error_view(struct http_request *req, http_error_view_fn fn)
+{
+        req->error_view = fn;
+}
+
+void http_request_error_view(const struct http_request *req, json_t *error)
+{
+        if (req && error && req->error_view)
+                req->error_view(req, error);
+}
+
 void http_request_set_tag(struct http_request *req, int tag)
 {
         req->tag = tag;

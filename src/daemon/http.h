@@ -109,6 +109,15 @@ void *http_request_get_userdata(const struct http_request *req);
  * again. */
 void http_request_set_auth(struct http_request *req, void *auth, void (*free_fn)(void *));
 const void *http_request_auth(const struct http_request *req);
+/* How an error is shown to the request's client (decision 0053: a tenant sees its own
+ * names): fn rewrites an error's JSON in place (an answer's {code, message, context} or
+ * an event's {type, error, code}). Set by the application with the principal; every
+ * error answer (http_respond_error*) goes through it. */
+typedef void (*http_error_view_fn)(const struct http_request *req, json_t *error);
+void http_request_set_error_view(struct http_request *req, http_error_view_fn fn);
+/* The request's error view applied to error (NULL, or no view set: nothing done); for
+ * errors the application writes itself (SSE and WebSocket events). */
+void http_request_error_view(const struct http_request *req, json_t *error);
 /* A number the application keeps with the request (0 until set), e.g. for its on_done. */
 void http_request_set_tag(struct http_request *req, int tag);
 int http_request_tag(const struct http_request *req);

@@ -81,8 +81,10 @@ struct sandbox {
         /* Bytes of disk promised to it: its disk image's size (0: it has none); -1: not
          * looked at since its last start (sandbox_disk_promise() reads it then). */
         int64_t disk_promise;
-        char *identity;        /* the text of its identity file as last written (rebuild.h) */
-        struct start_job *job; /* its start in progress off the loop, or NULL */
+        char *identity;         /* the text of its identity file as last written (rebuild.h) */
+        struct start_job *job;  /* its start in progress off the loop, or NULL */
+        struct snap_job *snaps; /* its snapshot captures: the running one first, then those
+                                  * waiting for it (sandbox-snapshot.c) */
         struct sandbox_waiter *waiters; /* gets waiting for that start, in arrival order */
         bool fresh; /* made by the start in progress: a failed start destroys it */
 };

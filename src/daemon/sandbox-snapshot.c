@@ -181,6 +181,7 @@ struct snap_job {
         int64_t t0;
         sandbox_snapshot_cb cb;
         void *ud;
+        struct snap_job *next; /* the capture of the same sandbox that waits for this one */
 };
 
 /* name in dir_fd: text, 0600, synced (the record of the files beside them). */
@@ -196,6 +197,8 @@ static int write_file_at(int dir_fd, const char *name, const char *text)
                 return -EIO;
         return 0;
 }
+
+static void snap_run(struct snap_job *j);
 
 static void on_snap_work(uv_work_t *w)
 {
@@ -256,8 +259,26 @@ static void on_snap_done(uv_work_t *w, int status)
         json_decref(out);
         close(j->snap_fd);
         close(j->top_fd);
-        sandbox_unref(s);
+        /* the next capture of s, which waited for this one's thaw */
+        struct snap_job *next = j->next;
+        s->snaps = next;
         free(j);
+        if (next)
+                snap_run(next);
+        sandbox_unref(s);
+}
+
+/* Run j (the first of its sandbox's captures) on the loop's thread pool. */
+static void snap_run(struct snap_job *j)
+{
+        int r = uv_queue_work(j->t->loop, &j->work, on_snap_work, on_snap_done);
+        if (r < 0) {
+                cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "queue snapshot: %s",
+                                uv_strerror(r));
+                j->r = -1;
+                layer_remove(j->top_fd, j->partial);
+                on_snap_done(&j->work, 0);
+        }
 }
 
 int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
@@ -340,16 +361,17 @@ int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
         j->t0 = time_now_ms();
         j->work.data = j;
         sandbox_ref(s);
-        r = uv_queue_work(t->loop, &j->work, on_snap_work, on_snap_done);
-        if (r < 0) {
-                sandbox_unref(s);
-                layer_remove(j->top_fd, j->partial);
-                close(j->snap_fd);
-                close(j->top_fd);
-                free(j);
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue snapshot: %s",
-                                       uv_strerror(r));
+        /* Captures of one sandbox run one after the other: each freezes and thaws its
+         * cgroup, and one must not thaw another's freeze. */
+        if (s->snaps) {
+                struct snap_job *last = s->snaps;
+                while (last->next)
+                        last = last->next;
+                last->next = j;
+                return 0;
         }
+        s->snaps = j;
+        snap_run(j);
         return 0;
 }
 

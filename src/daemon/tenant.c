@@ -195,3 +195,94 @@ bool tenant_snapshot_view(json_t *snap, const struct principal *viewer)
                 json_object_set_new(snap, "tenant", json_string(t));
         return true;
 }
+
+void tenant_backup_view(json_t *backup)
+{
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+        const char *sandbox = json_string_value(json_object_get(backup, "sandbox"));
+
+        if (!sandbox)
+                return;
+        tenant_split(sandbox, n, t);
+        json_object_set_new(backup, "sandbox", json_string(n));
+        if (t[0])
+                json_object_set_new(backup, "tenant", json_string(t));
+}
+
+/* Is s (len bytes) one of tenant's internal names (a sandbox's "<name>.<tenant>" or a
+ * snapshot's "<name>:<tenant>")? Its name's length, or 0. */
+static size_t own_internal(const char *tenant, const char *s, size_t len)
+{
+        char buf[CELLA_NAME_MAX + 1], q[CELLA_NAME_MAX + 1];
+        size_t tl = strlen(tenant);
+
+        if (!tl || len <= tl + 1 || len > CELLA_NAME_MAX || memcmp(s + len - tl, tenant, tl) != 0)
+                return 0;
+        memcpy(buf, s, len);
+        buf[len] = '\0';
+        if (buf[len - tl - 1] == '.' && tenant_internal_name_check(buf, q) == 0)
+                return len - tl - 1;
+        if (buf[len - tl - 1] == ':' && tenant_snapshot_name_is_valid(buf))
+                return len - tl - 1;
+        return 0;
+}
+
+void tenant_text_view(const char *tenant, const char *in, char *out, size_t outsz)
+{
+        size_t o = 0;
+
+        if (!outsz)
+                return;
+        for (const char *p = in; *p && o + 1 < outsz;) {
+                const char *end = (*p == '\'' || *p == '"') ? strchr(p + 1, *p) : NULL;
+                size_t n = end ? own_internal(tenant, p + 1, (size_t)(end - p - 1)) : 0;
+
+                if (n && o + n + 2 < outsz) { /* 'web.acme' -> 'web' */
+                        memcpy(out + o, p, n + 1);
+                        out[o + n + 1] = *p;
+                        o += n + 2;
+                        p = end + 1;
+                } else {
+                        out[o++] = *p++;
+                }
+        }
+        out[o] = '\0';
+}
+
+static void view_field(const char *tenant, json_t *obj, const char *key)
+{
+        const char *s = json_string_value(json_object_get(obj, key));
+        char *v;
+        size_t n;
+
+        if (!s)
+                return;
+        if ((n = own_internal(tenant, s, strlen(s)))) {
+                json_object_set_new(obj, key, json_stringn(s, n));
+                return;
+        }
+        if (!strchr(s, '.') && !strchr(s, ':'))
+                return;
+        v = malloc(strlen(s) + 1);
+        if (!v)
+                return;
+        tenant_text_view(tenant, s, v, strlen(s) + 1);
+        if (strcmp(v, s) != 0)
+                json_object_set_new(obj, key, json_string(v));
+        free(v);
+}
+
+void tenant_error_view(const struct http_request *req, json_t *error)
+{
+        const struct principal *p = principal_of(req);
+        json_t *ctx = json_object_get(error, "context");
+        const char *k;
+        json_t *v;
+
+        if (p->admin || !p->tenant[0] || !json_is_object(error))
+                return;
+        view_field(p->tenant, error, "message");
+        view_field(p->tenant, error, "error");
+        if (json_is_object(ctx))
+                json_object_foreach(ctx, k, v) if (json_is_string(v)) view_field(p->tenant, ctx, k);
+}

@@ -71,4 +71,17 @@ void tenant_info_view(json_t *info);
  * tenant) may not see it; name and sandbox the tenant's, tenant set for a tenant's. */
 bool tenant_snapshot_view(json_t *snap, const struct principal *viewer);
 
+/* An error's JSON (an answer's or an event's) as the request's principal sees it (an
+ * http_error_view_fn): for a tenant, every quoted internal name of its own in message,
+ * error and context's strings ('web.acme', 'base:acme') becomes its name ('web', 'base'),
+ * and a context string that is one becomes that name too. The admin's: untouched. */
+void tenant_error_view(const struct http_request *req, json_t *error);
+/* The same for one text: in (NUL-terminated) into out (outsz bytes; truncated). */
+void tenant_text_view(const char *tenant, const char *in, char *out, size_t outsz);
+
+/* A backup's JSON (or a restore's answer) as a client sees it (in place): sandbox the
+ * client's name, tenant set for a tenant's sandbox. Who may see it is the backup
+ * store's filter (backup.h). */
+void tenant_backup_view(json_t *backup);
+
 #endif

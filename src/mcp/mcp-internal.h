@@ -1,4 +1,4 @@
-/* What the MCP engine's modules share (server.c, tools.c, resources.c); never included
+/* What the MCP engine's modules share (server.c, tools*.c, resources.c); never included
  * outside src/mcp. */
 #ifndef CELLA_MCP_INTERNAL_H
 #define CELLA_MCP_INTERNAL_H

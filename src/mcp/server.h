@@ -5,7 +5,7 @@
  * serialised (one call at a time, any thread). Requests that talk to cellad (tools/call and
  * the resources requests) run on worker threads with a libcella client of their own, so the reader
  * keeps reading and sees notifications/cancelled while a command runs. Tools and
- * resources are in mcp/tools.c and mcp/resources.c; docs/mcp.md lists them. */
+ * resources are in mcp/tools*.c and mcp/resources.c; docs/mcp.md lists them. */
 #ifndef CELLA_MCP_SERVER_H
 #define CELLA_MCP_SERVER_H
 

@@ -5,7 +5,9 @@
  * Invariants: a parsed key is exactly "cella_" + its id + "_" + its secret (the id valid,
  * the secret 32 of [A-Za-z0-9]), and its secret matches its own hash and no other's; a
  * valid tenant joined to a name splits back to the same two; a preview id read as a
- * tenant's names a valid tenant, and the internal name maps back to that preview id. */
+ * tenant's names a valid tenant, and the internal name maps back to that preview id; a
+ * message shown to tenant "acme" (tenant_text_view) is never longer than the text, stays
+ * within its buffer, and is the text itself when it names nothing of acme's. */
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +53,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK(tenant_name_is_valid(t));
                 tenant_preview_id(internal, back);
                 FUZZ_CHECK(strcmp(back, s) == 0);
+        }
+        {
+                char v[256], small[8];
+
+                tenant_text_view("acme", s, v, sizeof(v));
+                FUZZ_CHECK(strlen(v) <= size);
+                tenant_text_view("acme", s, small, sizeof(small));
+                FUZZ_CHECK(strlen(small) < sizeof(small));
+                if (!strstr(s, "acme"))
+                        FUZZ_CHECK(strcmp(v, s) == 0);
         }
         if (size <= CELLA_NAME_MAX) {
                 tenant_split(s, n, t); /* any internal name: no overflow, a tenant or none */

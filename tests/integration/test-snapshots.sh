@@ -89,6 +89,28 @@ info "snapshot during heavy writes"
 W=$(sbx writer)
 start_writer "$W"
 snapshot_writer "$W" "$(sbx writer-copy)"
+info "snapshots of one sandbox at once (while it writes): one after the other, each whole"
+pids=
+for i in 1 2 3 4; do
+        curl -sS -o "$IT_TMP/cs$i" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+                --data-binary '{}' "$CELLA_URL/v1/sandboxes/$W/snapshots" >"$IT_TMP/cs$i.status" &
+        pids="$pids $!"
+done
+for p in $pids; do wait "$p" || fail "a concurrent snapshot failed"; done
+for i in 1 2 3 4; do
+        assert_eq 201 "$(cat "$IT_TMP/cs$i.status")" "snapshot $i of 4 at once: $(cat "$IT_TMP/cs$i")"
+done
+CC=$(sbx writer-at-once)
+api_json PUT "/v1/sandboxes/$CC" "{\"fromSnapshot\":\"$(jq -r .snapshotId "$IT_TMP/cs4")\"}"
+expect_status 201
+run_in "$CC" 'cd /workspace/w && sha256sum -c --quiet sums && echo consistent' >"$IT_TMP/check" ||
+        true
+assert_eq consistent "$(cat "$IT_TMP/check")" "checksums in a snapshot taken beside three others"
+api DELETE "/v1/sandboxes/$CC" >/dev/null
+for i in 1 2 3 4; do
+        api DELETE "/v1/snapshots/$(jq -r .snapshotId "$IT_TMP/cs$i")" >/dev/null
+        expect_status 200
+done
 # the writer was thawed: it goes on
 writer_goes_on "$W" "$WRITTEN"
 

@@ -4,8 +4,9 @@
 # fromSnapshot, preview URLs: the other's host cannot be guessed); another tenant's sandbox
 # or snapshot is 404 as an absent one; the admin sees all, each with its tenant, and acts
 # for one with ?tenant=; admin-only routes refuse a tenant's key; quotas refuse with 403
-# QUOTA_EXCEEDED and make nothing; a removed key is refused at once; keys outlive a
-# restart; the CLI's key commands.
+# QUOTA_EXCEEDED and make nothing, and creates racing for the last slots make no more than
+# the quota; a removed key is refused at once; keys outlive a restart; the CLI's key
+# commands; backups are per tenant as snapshots are.
 . "$(dirname "$0")/lib.sh"
 
 PC=$CELLA_BUILD/tests/pty-client
@@ -62,11 +63,6 @@ as "$KA" api POST /v1/images/x/import --data-binary @/dev/null >/dev/null
 expect_status 403 PERMISSION_DENIED
 as "$KA" api GET /v1/images >/dev/null
 expect_status 200
-# backups are the admin's until they are kept per tenant (decision 0053)
-as "$KA" api GET /v1/backups >/dev/null
-expect_status 403 PERMISSION_DENIED
-as "$KA" api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace"}'
-expect_status 403 PERMISSION_DENIED
 as "cella_${IDA}_$(printf 'x%.0s' $(seq 32))" api GET /v1/sandboxes >/dev/null
 expect_status 401 UNAUTHORIZED
 
@@ -137,10 +133,15 @@ mcp_line() { # mcp_line ID TOOL ARGS: a tools/call line
         echo '{"jsonrpc":"2.0","method":"notifications/initialized"}'
         mcp_line 2 sandbox_list '{}'
         mcp_line 3 sandbox_create '{"name":"viamcp"}'
+        mcp_line 4 snapshot_create '{"sandbox":"ghost"}'
 } | CELLA_TOKEN=$KA timeout 60 "$CLI" mcp >"$IT_TMP/mcp" || fail "cella mcp: $(cat "$IT_TMP/mcp")"
 got=$(jq -r 'select(.id == 2) | .result.content[0].text' "$IT_TMP/mcp")
 assert_contains "$got" '"web"' "MCP sandbox_list: A's web"
 assert_not_contains "$got" bonly "MCP sandbox_list: nothing of B's"
+got=$(jq -c 'select(.id == 4) | .result' "$IT_TMP/mcp")
+assert_eq true "$(echo "$got" | jq -r .isError)" "MCP snapshot_create of no sandbox: a tool error"
+assert_contains "$got" "'ghost'" "the tool error names the sandbox"
+assert_not_contains "$got" ".$TA" "as the tenant names it"
 as "$KA" api GET /v1/sandboxes/viamcp >/dev/null
 expect_status 200
 assert_eq "$TA" "$(body .tenant)" "MCP sandbox_create made A's"
@@ -236,6 +237,100 @@ for s in forked child; do
         expect_status 200
 done
 
+info "messages name a tenant's sandboxes and snapshots as the tenant does"
+public() { # public WHAT: the last answer names no internal name of A's
+        assert_not_contains "$(body)" ".$TA" "$1: no internal sandbox name"
+        assert_not_contains "$(body)" ":$TA" "$1: no internal snapshot name"
+}
+as "$KA" api GET /v1/sandboxes/nothing >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+assert_contains "$(body .message)" "'nothing'" "a 404 names the sandbox"
+public "a sandbox's 404"
+as "$KA" api GET /v1/snapshots/nosnap >/dev/null
+expect_status 404 SNAPSHOT_NOT_FOUND
+public "a snapshot's 404"
+as "$KA" api_json POST /v1/sandboxes/nothing/backups '{"dir":"/workspace"}'
+expect_status 404 SANDBOX_NOT_FOUND
+assert_contains "$(body .message)" "'nothing'" "a backup's 404 names the sandbox"
+public "a backup's 404"
+as "$KA" api_json PUT /v1/sandboxes/kid '{"fromSnapshot":"base"}'
+expect_status 201
+as "$KA" api DELETE /v1/snapshots/base >/dev/null
+expect_status 409 SNAPSHOT_IN_USE
+public "a snapshot's 409"
+as "$KA" api_json POST /v1/sandboxes/web/fork '{"name":"kid"}'
+expect_status 400 VALIDATION_FAILED
+public "a fork onto a name in use"
+as "$KA" api_json POST /v1/sandboxes/web/snapshots '{"name":"base"}'
+[ "$API_STATUS" -ge 400 ] || fail "a second snapshot named base: $API_STATUS"
+public "a snapshot name in use"
+as "$KA" api_json POST /v1/sandboxes/kid/exec '{"command":"sleep 5","timeout":100}'
+expect_status 408 COMMAND_TIMEOUT
+public "an exec's timeout"
+as "$KA" api_json POST /v1/sandboxes/kid/exec '{"command":"true","sessionId":"nosuch"}'
+[ "$API_STATUS" -ge 400 ] || fail "an exec in no session: $API_STATUS"
+public "an exec in no session"
+as "$KA" api DELETE /v1/sandboxes/kid >/dev/null
+expect_status 200
+api GET /v1/sandboxes/nothing >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+
+info "backups are per tenant"
+as "$KA" api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace","name":"a-work"}'
+expect_status 201
+BA=$(body .id)
+assert_eq web "$(body .sandbox)" "A's backup names A's sandbox as A names it"
+assert_eq "$TA" "$(body .tenant)" "and its tenant"
+assert_contains "$(cat "$IT_TMP/data/backups/$BA/backup.json")" "\"web.$TA\"" \
+        "the store's record keeps the internal name (a shared store knows the tenant)"
+as "$KB" api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace"}'
+expect_status 201
+BB=$(body .id)
+api_json POST /v1/sandboxes/web/backups '{"dir":"/workspace"}'
+expect_status 201
+BADM=$(body .id)
+assert_eq null "$(body .tenant)" "the admin's backup has no tenant"
+as "$KA" api GET /v1/backups >/dev/null
+expect_status 200
+assert_eq "$BA web $TA" "$(body '.backups[] | "\(.id) \(.sandbox) \(.tenant)"')" "A lists its own backup only"
+as "$KB" api GET /v1/backups >/dev/null
+assert_eq "$BB" "$(body '[.backups[].id] | join(",")')" "B lists its own backup only"
+api GET /v1/backups >/dev/null
+assert_eq "$(printf '%s\n' ":$BADM" "$TA:$BA" "$TB:$BB" | sort | paste -sd,)" \
+        "$(body '[.backups[] | "\(.tenant // ""):\(.id)"] | sort | join(",")')" \
+        "the admin lists every tenant's backups, each with its tenant"
+api GET "/v1/backups/$BA" >/dev/null
+expect_status 200
+assert_eq "web $TA" "$(body '"\(.sandbox) \(.tenant)"')" "the admin gets A's backup"
+NOBK=00000000-0000-4000-8000-000000000000
+as "$KB" api GET "/v1/backups/$NOBK" >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+absent=$(body .message | sed "s/$NOBK/ID/")
+as "$KB" api GET "/v1/backups/$BA" >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+assert_eq "$absent" "$(body .message | sed "s/$BA/ID/")" "A's backup answers B as an absent one"
+as "$KB" api_json POST "/v1/sandboxes/web/backups/$BA/restore" '{}'
+expect_status 404 BACKUP_NOT_FOUND
+assert_eq "$absent" "$(body .message | sed "s/$BA/ID/")" "B cannot restore A's backup"
+as "$KB" api DELETE "/v1/backups/$BA" >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+as "$KB" api_json POST "/v1/sandboxes/web/backups/$BB/restore?tenant=$TA" '{}'
+expect_status 403 PERMISSION_DENIED
+assert_eq b "$(as "$KB" run_in web 'cat /workspace/who')" "B's web untouched"
+assert_eq a "$(as "$KA" run_in web 'cat /workspace/who; echo changed > /workspace/who')" "A's web untouched"
+as "$KA" api_json POST "/v1/sandboxes/web/backups/$BA/restore" '{}'
+expect_status 200
+assert_eq web "$(body .sandbox)" "a restore's answer names A's sandbox as A names it"
+assert_eq a "$(as "$KA" run_in web 'cat /workspace/who')" "A restores its own backup"
+as "$KA" api DELETE "/v1/backups/$BA" >/dev/null
+expect_status 200
+as "$KA" api DELETE "/v1/backups/$BB" >/dev/null
+expect_status 404 BACKUP_NOT_FOUND
+api DELETE "/v1/backups/$BB" >/dev/null
+expect_status 200
+api DELETE "/v1/backups/$BADM" >/dev/null
+expect_status 200
+
 info "quotas"
 as "$KB" api_json PUT /v1/sandboxes/third '{}'
 expect_status 201
@@ -247,6 +342,87 @@ as "$KB" api_json POST /v1/sandboxes/web/fork '{"name":"fourth"}'
 expect_status 403 QUOTA_EXCEEDED
 as "$KB" api GET /v1/sandboxes >/dev/null
 assert_eq 3 "$(body '.sandboxes | length')" "nothing made past maxSandboxes"
+
+info "quotas: ten creates (or forks) racing for three slots make three"
+api_json POST /v1/keys "{\"tenant\":\"f$IT_RUN\",\"maxSandboxes\":3}"
+expect_status 201
+KF=$(body .key)
+IDF=$(body .id)
+pids=()
+for i in $(seq 0 9); do
+        curl -sS -o "$IT_TMP/race$i" -w '%{http_code}' -X PUT -H "Authorization: Bearer $KF" \
+                -H 'Content-Type: application/json' --data-binary '{}' \
+                "$CELLA_URL/v1/sandboxes/race$i" >"$IT_TMP/race$i.status" &
+        pids+=($!)
+done
+for p in "${pids[@]}"; do
+        wait "$p" || fail "a racing create's curl failed"
+done
+made=0 refused=0
+for i in $(seq 0 9); do
+        case "$(cat "$IT_TMP/race$i.status")" in
+        201) made=$((made + 1)) ;;
+        403)
+                assert_eq QUOTA_EXCEEDED "$(jq -r .code <"$IT_TMP/race$i")" "a refused racer's code"
+                refused=$((refused + 1))
+                ;;
+        *) fail "racer $i: $(cat "$IT_TMP/race$i.status") $(cat "$IT_TMP/race$i")" ;;
+        esac
+done
+assert_eq "3 7" "$made $refused" "ten racing creates with maxSandboxes 3: three made, seven refused"
+as "$KF" api GET /v1/sandboxes >/dev/null
+assert_eq 3 "$(body '.sandboxes | length')" "three sandboxes exist"
+gone=$(body '.sandboxes[0].id')
+as "$KF" api DELETE "/v1/sandboxes/$gone" >/dev/null
+expect_status 200
+as "$KF" api_json PUT /v1/sandboxes/late '{"fromSnapshot":"nothing"}'
+expect_status 404 SNAPSHOT_NOT_FOUND
+as "$KF" api_json PUT /v1/sandboxes/late '{"image":"no-such-image"}'
+[ "$API_STATUS" -ge 400 ] || fail "a create from no image: $API_STATUS"
+as "$KF" api_json PUT /v1/sandboxes/late '{}'
+expect_status 201 # the failed creates held the slot no longer
+as "$KF" api_json PUT /v1/sandboxes/later '{}'
+expect_status 403 QUOTA_EXCEEDED
+as "$KF" api GET /v1/sandboxes >/dev/null
+for s in $(body '.sandboxes[].id'); do
+        [ "$s" = late ] && continue
+        as "$KF" api DELETE "/v1/sandboxes/$s" >/dev/null
+        expect_status 200
+done
+# forks: the check comes before the parent's snapshot is taken, the child after it
+as "$KF" api_json PUT /v1/sandboxes/second '{}'
+expect_status 201
+pids=()
+for i in $(seq 0 9); do
+        curl -sS -o "$IT_TMP/race$i" -w '%{http_code}' -X POST -H "Authorization: Bearer $KF" \
+                -H 'Content-Type: application/json' --data-binary "{\"name\":\"fork$i\"}" \
+                "$CELLA_URL/v1/sandboxes/late/fork" >"$IT_TMP/race$i.status" &
+        pids+=($!)
+done
+for p in "${pids[@]}"; do
+        wait "$p" || fail "a racing fork's curl failed"
+done
+made=0 refused=0
+for i in $(seq 0 9); do
+        case "$(cat "$IT_TMP/race$i.status")" in
+        201) made=$((made + 1)) ;;
+        403)
+                assert_eq QUOTA_EXCEEDED "$(jq -r .code <"$IT_TMP/race$i")" "a refused fork's code"
+                refused=$((refused + 1))
+                ;;
+        *) fail "fork $i: $(cat "$IT_TMP/race$i.status") $(cat "$IT_TMP/race$i")" ;;
+        esac
+done
+assert_eq "1 9" "$made $refused" "ten racing forks for the last slot: one made"
+as "$KF" api GET /v1/sandboxes >/dev/null
+assert_eq 3 "$(body '.sandboxes | length')" "three sandboxes exist after the forks"
+for s in $(body '.sandboxes[].id'); do
+        as "$KF" api DELETE "/v1/sandboxes/$s" >/dev/null
+        expect_status 200
+done
+api DELETE "/v1/keys/$IDF" >/dev/null
+expect_status 200
+
 api_json POST /v1/keys "{\"tenant\":\"c$IT_RUN\",\"maxMemory\":1048576}"
 expect_status 201
 KC=$(body .key)

@@ -114,13 +114,53 @@ static void test_views(void **state)
         json_decref(info);
 }
 
+static void test_backup_view(void **state)
+{
+        (void)state;
+        json_t *b = json_pack("{s:s, s:s}", "id", "x", "sandbox", "web.acme");
+
+        tenant_backup_view(b);
+        assert_string_equal(json_string_value(json_object_get(b, "sandbox")), "web");
+        assert_string_equal(json_string_value(json_object_get(b, "tenant")), "acme");
+        json_decref(b);
+        b = json_pack("{s:s, s:s}", "id", "x", "sandbox", "web");
+        tenant_backup_view(b);
+        assert_string_equal(json_string_value(json_object_get(b, "sandbox")), "web");
+        assert_null(json_object_get(b, "tenant"));
+        json_decref(b);
+        b = json_pack("{s:s}", "id", "x"); /* no sandbox: left as it is */
+        tenant_backup_view(b);
+        assert_int_equal(json_object_size(b), 1);
+        json_decref(b);
+}
+
+static void test_text_view(void **state)
+{
+        char out[256];
+
+        (void)state;
+        tenant_text_view("acme", "sandbox 'web.acme' does not exist", out, sizeof(out));
+        assert_string_equal(out, "sandbox 'web' does not exist");
+        tenant_text_view("acme", "snapshot \"base:acme\" is used by 'kid.acme'", out, sizeof(out));
+        assert_string_equal(out, "snapshot \"base\" is used by 'kid'");
+        /* another tenant's, a file, an unquoted word, a quote left open: as they are */
+        tenant_text_view("acme", "'web.other' '/w/x.acme' x.acme 'a.acme", out, sizeof(out));
+        assert_string_equal(out, "'web.other' '/w/x.acme' x.acme 'a.acme");
+        tenant_text_view("acme", "'.acme' ':acme' 'web.acme.acme'", out, sizeof(out));
+        assert_string_equal(out, "'.acme' ':acme' 'web.acme.acme'");
+        /* cut to the room given, still a string */
+        tenant_text_view("acme", "sandbox 'web.acme'", out, 12);
+        assert_int_equal(strlen(out), 11);
+        tenant_text_view("acme", "", out, sizeof(out));
+        assert_string_equal(out, "");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_qualify_split),
-                cmocka_unit_test(test_registry_names),
-                cmocka_unit_test(test_preview_id),
-                cmocka_unit_test(test_views),
+                cmocka_unit_test(test_qualify_split), cmocka_unit_test(test_registry_names),
+                cmocka_unit_test(test_preview_id),    cmocka_unit_test(test_views),
+                cmocka_unit_test(test_backup_view),   cmocka_unit_test(test_text_view),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
