@@ -44,6 +44,8 @@ static int reattach(struct sandbox *s)
         }
         s->ct.pidfd = fd;
         if (watch_exit(s) < 0 || connect_agent(s, &e) < 0) {
+                log_warn("sandbox '%s' not reattached: %s", s->name,
+                         e.msg[0] ? e.msg : "cannot watch its process");
                 sandbox_unlink(s);
                 return -1;
         }

@@ -265,9 +265,10 @@ info "a running sandbox can be checkpointed whole (what the checkpoint needs of 
 # is at least 4.1, or 4.2 on Linux 6.16 and later (decision 0050: older ones cannot dump a
 # TCP socket on those kernels). The tree is dumped with --leave-running while cellad is
 # down (the agent's end of cellad's connection belongs to cellad's network namespace and
-# goes with it), with the mounts cellad binds given as external, as cellad's own dump
-# will: this fails if the agent shares cellad's session or its listening socket is of
-# cellad's network namespace, and the sandbox must run on unharmed.
+# goes with it), with the mounts cellad binds given as external (the host's devices, the
+# cgroup, the agent's executable), as cellad's own dump will: this fails if the agent
+# shares cellad's session or its listening socket is of cellad's network namespace, and
+# the sandbox must run on unharmed.
 kernel=$(uname -r)
 kernel=${kernel%%-*}
 min=4.1
@@ -308,7 +309,8 @@ else
         while read -r mp; do
                 ext+=(--external "mnt[$mp]:m$(echo "$mp" | tr / _)")
         done < <(awk '{for (i = 7; i <= NF; i++) if ($i == "-") break;
-                       if ($(i + 1) == "devtmpfs" || $(i + 1) == "cgroup2") print $5}' "/proc/$A/mountinfo")
+                       if ($(i + 1) == "devtmpfs" || $(i + 1) == "cgroup2" ||
+                           $5 == "/run/.cella/cella-init") print $5}' "/proc/$A/mountinfo")
         mnt=$(awk '/^mnt_id:/ {print $2}' "/proc/$A/fdinfo/1")
         ino=$(stat -L -c %i "/proc/$A/fd/1")
         mkdir "$IT_TMP/ckpt"
