@@ -339,7 +339,15 @@ else
         # What cellad's wake is to do (decision 0050, experiment 18), by hand: this fails if
         # the agent's executable, log or socket is one CRIU cannot restore (a memfd, a log
         # opened O_NOFOLLOW or host root's, a socket bound outside the sandbox's mounts).
-        # The veth goes first (a restore cannot rejoin it); cellad does not recreate it yet.
+        # The veth goes first (a restore cannot rejoin it); the restarted cellad makes it
+        # again as a start does (the same address).
+        api_json POST "/v1/sandboxes/$K/ports" "{\"port\":$P}"
+        expect_status 201
+        KTOKEN=$(body .url | sed -E "s#^http://$P-$K-([a-z0-9_]+)\..*#\1#")
+        kpv() { curl -sS -o "$IT_TMP/kpv" -w '%{http_code}' -H "Host: $P-$K-$KTOKEN.localhost:${CELLA_URL##*:}" "$CELLA_URL$1"; }
+        assert_eq 200 "$(kpv /index.html)" "$K's server through its preview URL"
+        kaddr=$(nsenter -t "$A" -n ip -4 -o addr show dev eth0 | awk '{print $4}')
+        [ -n "$kaddr" ] || fail "$K has no eth0 address"
         uidb=$(awk 'NR == 1 {print $2}' "/proc/$A/uid_map")
         D=$IT_TMP/data/sandboxes/s$(sandbox_slot "$K")
         cgs=$(sandbox_cgroups "$K")
@@ -405,6 +413,20 @@ else
                 pid_start = $(sed 's/.*) //' "/proc/$R/stat" | awk '{print $20}') WHERE name = '$K'"
         start_cellad "${RESTART_ARGS[@]}"
         assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$K' reattached" "the restored $K reattached"
+        assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$K': its network namespace has no veth" \
+                "the restored $K's veth, made again"
+        assert_eq "$kaddr" "$(nsenter -t "$R" -n ip -4 -o addr show dev eth0 | awk '{print $4}')" \
+                "the restored $K's address"
+        assert_contains "$(nsenter -t "$R" -n ip route show default)" "default via" \
+                "the restored $K's default route"
+        # A port exposure belongs to the PID 1's run (its start time), and the restored PID 1
+        # is a new one: exposed again here (200: the port was exposed), as cellad's wake
+        # is to carry it over (0050).
+        api_json POST "/v1/sandboxes/$K/ports" "{\"port\":$P}"
+        expect_status 200
+        KTOKEN=$(body .url | sed -E "s#^http://$P-$K-([a-z0-9_]+)\..*#\1#")
+        assert_eq 200 "$(kpv /index.html)" "$K's server through its preview URL after the restore"
+        assert_eq ckpt "$(cat "$IT_TMP/kpv")" "its page"
         api_json POST "/v1/sandboxes/$K/code" "{\"code\":\"y + 2\",\"contextId\":\"$KCTX\"}"
         expect_status 200
         assert_eq 9 "$(body '.results[0].text')" "the code context's variable after the restore"
