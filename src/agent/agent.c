@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -242,6 +243,32 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
                 frame_reader_compact(&c->in);
 }
 
+/* Is the peer of an accepted connection cellad? In a sandbox (we are PID 1 of its pid
+ * namespace) the socket is at /run/.cella/agent.sock, which the sandbox's root can reach:
+ * cellad connects from outside our pid namespace, so the kernel gives its pid as 0 here,
+ * and a peer with a pid of ours is a process of the sandbox, refused (it would otherwise
+ * replace cellad's connection). Outside a sandbox (the agent's own tests) anyone with
+ * access to the socket may connect. */
+static bool peer_is_cellad(uv_pipe_t *pipe)
+{
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        uv_os_fd_t fd;
+
+        if (getpid() != 1)
+                return true;
+        if (uv_fileno((uv_handle_t *)pipe, &fd) < 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+                log_warn("accept: no peer credentials: %s", strerror(errno));
+                return false;
+        }
+        if (cred.pid != 0) {
+                log_warn("refused a connection from pid %d of the sandbox", (int)cred.pid);
+                return false;
+        }
+        return true;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
         struct agent *a = server->data;
@@ -268,6 +295,11 @@ static void on_connection(uv_stream_t *server, int status)
         r = uv_accept(server, (uv_stream_t *)&c->pipe);
         if (r < 0) {
                 log_warn("accept: %s", uv_strerror(r));
+                c->closing = true;
+                uv_close((uv_handle_t *)&c->pipe, conn_on_closed);
+                return;
+        }
+        if (!peer_is_cellad(&c->pipe)) {
                 c->closing = true;
                 uv_close((uv_handle_t *)&c->pipe, conn_on_closed);
                 return;

@@ -23,6 +23,24 @@
 #include "daemon/tenant.h"
 #include "runtime/host-claim.h"
 
+/* An outbound sandbox whose veth is gone gets it again as a start makes it (the slot's
+ * addresses and route, its allowlist): a sandbox restored from a checkpoint has a network
+ * namespace of CRIU's making with only lo, since a veth cannot cross a restore (decision
+ * 0050); the preview proxy reaches it either way (it connects inside the namespace).
+ * Returns 0 or -errno with *err set. */
+static int reattach_network(struct sandbox *s, struct cella_error *err)
+{
+        struct net *n = runtime_net(s->table->rt);
+        struct net_allow allow[CELLA_NETWORK_ALLOW_MAX];
+
+        if (!s->network || !n || !net_available(n) || net_sandbox_plugged(n, s->slot))
+                return 0;
+        log_info("sandbox '%s': its network namespace has no veth (a restored checkpoint); "
+                 "made again",
+                 s->name);
+        return net_sandbox_setup(n, s->slot, s->ct.pid, allow, network_allow_list(s, allow), err);
+}
+
 /* A sandbox of an earlier daemon whose PID 1 still runs (the same process: pid and start
  * time match) is taken over: its pidfd watched, its agent connected. Returns 0 when it
  * is running again under this daemon, -1 when it has to be started afresh. */
@@ -43,7 +61,9 @@ static int reattach(struct sandbox *s)
                 return -1;
         }
         s->ct.pidfd = fd;
-        if (watch_exit(s) < 0 || connect_agent(s, &e) < 0) {
+        if (watch_exit(s) < 0 || connect_agent(s, &e) < 0 || reattach_network(s, &e) < 0) {
+                log_warn("sandbox '%s' not reattached: %s", s->name,
+                         e.msg[0] ? e.msg : "cannot watch its process");
                 sandbox_unlink(s);
                 return -1;
         }

@@ -104,14 +104,31 @@ int watch_exit(struct sandbox *s)
         return 0;
 }
 
+/* The agent listens inside the sandbox (/run/.cella/agent.sock): its socket is reached
+ * through a descriptor resolved in the sandbox's root (runtime_container_agent_socket), so
+ * a symlink the tenant puts there leads to nothing of the host's. libuv connects at once
+ * (a unix socket's connect completes or fails in the call), so the descriptor is closed
+ * right after. A sandbox started by a build that bound the socket in its dir on the host
+ * (cellad's 0700 dir, never the tenant's) is reached there. */
 int connect_agent(struct sandbox *s, struct cella_error *err)
 {
         char dir[CELLA_PATH_MAX], sock[CELLA_PATH_MAX + 16];
+        struct stat st;
+        int r;
 
-        if (sandbox_dir(s, dir, sizeof(dir)) < 0)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
-        snprintf(sock, sizeof(sock), "%s/agent.sock", dir);
-        return agent_conn_new(s->table->loop, sock, on_agent_lost, s, &s->agent, err);
+        _cleanup_close_ int fd = runtime_container_agent_socket(&s->ct);
+        if (fd >= 0)
+                snprintf(sock, sizeof(sock), "/proc/self/fd/%d", fd);
+        else if (fd == -ENOENT && sandbox_dir(s, dir, sizeof(dir)) >= 0 &&
+                 snprintf(sock, sizeof(sock), "%s/agent.sock", dir) < (int)sizeof(sock) &&
+                 lstat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+                log_info("sandbox '%s': its agent listens at %s (started by an earlier build)",
+                         s->name, sock);
+        else
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "the sandbox's agent socket: %s", strerror(-fd));
+        r = agent_conn_new(s->table->loop, sock, on_agent_lost, s, &s->agent, err);
+        return r;
 }
 
 /* The container spec of s (paths into dir and rootfs, CELLA_PATH_MAX each; the allowlist

@@ -1,10 +1,11 @@
 /* Container start and teardown (see container.h and docs/runtime.md).
  *
- * Parent (cellad):  plan -> dirs, agent socket, cgroups -> clone3 -> uid/gid maps, v1
- *                   cgroups, oom_score_adj, idmapped lower mount -> "go" + fd -> wait for
- *                   exec (EOF on the sync socket) or a {step, errno} report.
- * Child:            agent socket, ids, cgroupns, hostname, overlay, mounts, pivot_root,
- *                   lo, caps, no_new_privs, setsid, seccomp, fds, execveat(agent memfd).
+ * Parent (cellad):  plan -> dirs, agent log, agent bind, cgroups -> clone3 -> uid/gid
+ *                   maps, v1 cgroups, oom_score_adj, idmapped lower mount -> "go" + fd ->
+ *                   wait for exec (EOF on the sync socket) or a {step, errno} report.
+ * Child:            ids, cgroupns, hostname, overlay, mounts, agent bind, pivot_root,
+ *                   agent socket, lo, caps, no_new_privs, setsid, seccomp, fds,
+ *                   execve(/run/.cella/cella-init).
  *
  * The child between clone3 and exec only uses data computed before the clone (its copy
  * of our memory), raw syscalls and stack buffers: cellad may have threads, so no malloc
@@ -65,6 +66,7 @@ enum child_step {
         STEP_OVERLAY,
         STEP_ROOT,
         STEP_MOUNTS,
+        STEP_AGENT,
         STEP_PIVOT,
         STEP_OLDROOT,
         STEP_WORKSPACE,
@@ -94,6 +96,7 @@ static const char *const step_names[_STEP_MAX] = {
         [STEP_OVERLAY] = "mount overlay",
         [STEP_ROOT] = "enter new root",
         [STEP_MOUNTS] = "mount",
+        [STEP_AGENT] = "bind agent executable",
         [STEP_PIVOT] = "pivot_root",
         [STEP_OLDROOT] = "detach old root",
         [STEP_WORKSPACE] = "chdir /workspace",
@@ -122,8 +125,9 @@ struct child_args {
         const char *dir; /* the sandbox dir: overlay mount point */
         int disk_fd;     /* detached mount of the sandbox's disk (upper, work), or -EBADF */
         size_t n_layers; /* snapshots' layers that follow the image on the sync socket */
-        /* the agent socket's path (nothing there): bound by the child -> fd 3 */
-        const struct sockaddr_un *agent_sa;
+        /* a detached read-only bind mount of cellad's copy of cella-init (cloned in the
+         * parent, whose descriptors reach it), attached by the child at MOUNTS_AGENT_EXE */
+        int agent_mnt;
         int log_fd;  /* -> fd 1, 2 */
         int null_fd; /* -> fd 0 */
 };
@@ -216,18 +220,6 @@ _Noreturn static void child_main(const struct child_args *a)
         }
 
         CHECK(STEP_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
-        /* The agent's listening socket is made here, so that it belongs to the sandbox's
-         * network namespace (a socket is of the namespace it was made in): a checkpoint
-         * of the sandbox (CRIU) takes no socket of a namespace outside it (decision
-         * 0050). Bound at the host path, before the disk goes over the sandbox dir and
-         * while our fsuid is still host root (the dir's owner): cellad connects to it
-         * there as before. */
-        int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        CHECK(STEP_SOCKET, listen_fd);
-        CHECK(STEP_SOCKET,
-              bind(listen_fd, (const struct sockaddr *)a->agent_sa, sizeof(*a->agent_sa)));
-        CHECK(STEP_SOCKET, chmod(a->agent_sa->sun_path, 0600));
-        CHECK(STEP_SOCKET, listen(listen_fd, 16));
         /* The sandbox's disk (upper and work inside) goes over the sandbox dir, in this
          * namespace only: overlay takes its upper layer from a mount of our namespace.
          * Only this namespace holds the filesystem; it is unmounted when it dies. */
@@ -306,11 +298,33 @@ _Noreturn static void child_main(const struct child_args *a)
         r = mounts_apply(&rt->mounts, &idx);
         if (r < 0)
                 child_fail(a->sync_fd, STEP_MOUNTS, r, (int)idx);
+        /* The agent's executable: cellad's copy of cella-init, read-only, on the mount point
+         * the plan made in the agent's dir. A regular file that a checkpoint can restore
+         * as the agent's executable, which the tenant can neither write (read-only mounts,
+         * a host root's file), unmount or cover (no CAP_SYS_ADMIN) nor rename or remove
+         * (a mount point). */
+        CHECK(STEP_AGENT,
+              move_mount(a->agent_mnt, "", AT_FDCWD, MOUNTS_AGENT_EXE, MOVE_MOUNT_F_EMPTY_PATH));
 
         CHECK(STEP_PIVOT, syscall(SYS_pivot_root, ".", "."));
         CHECK(STEP_OLDROOT, umount2(".", MNT_DETACH));
         CHECK(STEP_OLDROOT, chdir("/"));
         close(root);
+        /* The agent's listening socket, made here so that it belongs to the sandbox's
+         * network namespace and bound in the sandbox's own /run: a checkpoint (CRIU)
+         * takes no socket of a namespace outside the tree and rebinds a listening socket
+         * only at a path of a mount it restores (docs/decisions/0050). Nothing of the
+         * tenant runs yet. cellad reaches it through the PID 1's root, resolved inside
+         * that root (runtime_container_agent_socket). */
+        int listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        CHECK(STEP_SOCKET, listen_fd);
+        {
+                static const struct sockaddr_un sa = {.sun_family = AF_UNIX,
+                                                      .sun_path = "/" MOUNTS_AGENT_SOCKET};
+                CHECK(STEP_SOCKET, bind(listen_fd, (const struct sockaddr *)&sa, sizeof(sa)));
+        }
+        CHECK(STEP_SOCKET, chmod("/" MOUNTS_AGENT_SOCKET, 0600));
+        CHECK(STEP_SOCKET, listen(listen_fd, 16));
         /* The agent's cwd: /workspace, or / when the tenant made /workspace something
          * that cannot be entered (the old root is gone: nothing it points to is the
          * host's). */
@@ -343,21 +357,19 @@ _Noreturn static void child_main(const struct child_args *a)
                         syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
         CHECK(STEP_SIGNALS, syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof(none)));
 
-        /* fds: 0 null, 1-2 log, 3 agent socket, 4 agent memfd (cloexec), 5 sync
-         * (cloexec); everything else closed. Sources move above 5 first so that no
-         * placement clobbers another source. */
+        /* fds: 0 null, 1-2 log, 3 agent socket, 5 sync (cloexec); everything else
+         * closed. Sources move above 5 first so that no placement clobbers another
+         * source. */
         int nul = fcntl(a->null_fd, F_DUPFD_CLOEXEC, 6);
         int log = fcntl(a->log_fd, F_DUPFD_CLOEXEC, 6);
         int lis = fcntl(listen_fd, F_DUPFD_CLOEXEC, 6);
-        int mem = fcntl(rt->agent_fd, F_DUPFD_CLOEXEC, 6);
         int syn = fcntl(a->sync_fd, F_DUPFD_CLOEXEC, 6);
-        if (nul < 0 || log < 0 || lis < 0 || mem < 0 || syn < 0)
+        if (nul < 0 || log < 0 || lis < 0 || syn < 0)
                 child_fail(a->sync_fd, STEP_FDS, errno, 0);
         if (place_fd(syn, 5, true) < 0)
                 child_fail(a->sync_fd, STEP_FDS, errno, 0);
         if (place_fd(nul, 0, false) < 0 || place_fd(log, 1, false) < 0 ||
-            place_fd(log, 2, false) < 0 || place_fd(lis, 3, false) < 0 ||
-            place_fd(mem, 4, true) < 0)
+            place_fd(log, 2, false) < 0 || place_fd(lis, 3, false) < 0)
                 child_fail(5, STEP_FDS, errno, 0);
         if (close_range(6, ~0U, 0) < 0)
                 child_fail(5, STEP_FDS, errno, 0);
@@ -368,7 +380,7 @@ _Noreturn static void child_main(const struct child_args *a)
 
         static char *const argv[] = {"cella-init", NULL};
         static char *const envp[] = {NULL};
-        syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
+        execve("/" MOUNTS_AGENT_EXE, argv, envp);
         child_fail(5, STEP_EXEC, errno, 0);
 }
 
@@ -784,6 +796,48 @@ static int open_disk(struct runtime *rt, const struct container_spec *spec, int 
         return 0;
 }
 
+/* The agent's log (its stdout and stderr), opened in the sandbox dir (cellad's, 0700: no
+ * path of it is the tenant's) with no symlink followed, by resolution flags rather than
+ * O_NOFOLLOW: the file's flags are what a checkpoint's restore reopens it with through
+ * /proc/self/fd, where O_NOFOLLOW refuses the magic link. Owned by the sandbox's root,
+ * whose restored agent does that reopen (docs/decisions/0050); it stays reachable only
+ * through the descriptor. Returns the fd or -errno. */
+static int open_agent_log(int dir_fd, uid_t owner)
+{
+        struct open_how how = {
+                .flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                .mode = 0600,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                           RESOLVE_NO_XDEV,
+        };
+        _cleanup_close_ int fd = (int)syscall(SYS_openat2, dir_fd, "agent.log", &how, sizeof(how));
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode) || st.st_nlink != 1)
+                return -EPERM;
+        if ((st.st_uid != owner || st.st_gid != owner) && fchown(fd, owner, owner) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+/* A detached bind mount of the agent's executable, read-only, no setuid, no devices, for
+ * one start (a detached mount is attached once). Returns the fd or -errno. */
+static int agent_bind(const struct runtime *rt)
+{
+        _cleanup_close_ int fd =
+                open_tree(rt->agent_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        if (fd < 0)
+                return -errno;
+        struct mount_attr attr = {.attr_set =
+                                          MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
 /* The start, every failure undone; the messages say what failed, the caller adds whose. */
 static int container_start(struct runtime *rt, const struct container_spec *spec,
                            struct container *ret, struct cella_error *err)
@@ -854,19 +908,18 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                 }
         }
 
-        /* 2. The agent's listening socket's path: the child binds it (child_main). */
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/agent.sock", spec->dir);
-        if (n < 0 || (size_t)n >= sizeof(sa.sun_path))
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "socket path too long");
-        if (unlink(sa.sun_path) < 0 && errno != ENOENT)
-                return cella_error_errno(err, errno, "unlink %s", sa.sun_path);
+        /* 2. The agent's listening socket is bound by the child inside the sandbox
+         * (child_main); a socket left at the path older builds used goes, so that only
+         * the sandbox's own is ever reached (runtime_container_agent_socket). */
+        if (unlinkat(dir_fd, "agent.sock", 0) < 0 && errno != ENOENT)
+                return cella_error_errno(err, errno, "unlink %s/agent.sock", spec->dir);
 
-        snprintf(buf, sizeof(buf), "%s/agent.log", spec->dir);
-        _cleanup_close_ int log_fd =
-                open(buf, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_close_ int log_fd = open_agent_log(dir_fd, owner);
         if (log_fd < 0)
-                return cella_error_errno(err, errno, "open %s", buf);
+                return cella_error_errno(err, -log_fd, "open %s/agent.log", spec->dir);
+        _cleanup_close_ int agent_mnt = agent_bind(rt);
+        if (agent_mnt < 0)
+                return cella_error_errno(err, -agent_mnt, "bind the agent's executable");
         _cleanup_close_ int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (null_fd < 0)
                 return cella_error_errno(err, errno, "/dev/null");
@@ -892,7 +945,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                         .dir = spec->dir,
                         .disk_fd = disk_fd,
                         .n_layers = spec->n_layers,
-                        .agent_sa = &sa,
+                        .agent_mnt = agent_mnt,
                         .log_fd = log_fd,
                         .null_fd = null_fd,
                 };
@@ -1032,6 +1085,38 @@ int runtime_container_rename(struct runtime *rt, const struct container *c, cons
         if (r < 0)
                 cella_error_prefix(err, "name sandbox '%s'", hostname);
         return r;
+}
+
+int runtime_container_agent_socket(const struct container *c)
+{
+        char root_path[64];
+
+        if (!c || c->pidfd < 0)
+                return -ESRCH;
+        snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)c->pid);
+        _cleanup_close_ int root_fd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        /* The pid was the sandbox's when its root was opened if the pidfd still lives. */
+        if (!runtime_container_is_alive(c))
+                return -ESRCH;
+        /* The socket's path is the tenant's to change (the sandbox's root owns /run): any
+         * symlink on it resolves inside the sandbox's root, never to a host path, and no
+         * magic link (/proc/<pid>/fd, /proc/<pid>/root) leads out of it. */
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd =
+                (int)syscall(SYS_openat2, root_fd, MOUNTS_AGENT_SOCKET, &how, sizeof(how));
+        if (fd < 0)
+                return -errno;
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISSOCK(st.st_mode))
+                return -ENOTSOCK;
+        return TAKE_FD(fd);
 }
 
 int runtime_container_socket(struct runtime *rt, const struct container *c)

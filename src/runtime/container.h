@@ -2,15 +2,16 @@
  *
  * struct runtime holds what is computed once per daemon: the cgroup layout of the host
  * (v2 controllers, or the v1 + unified hybrid), the seccomp BPF program, the capability
- * set, and a sealed memfd copy of cella-init that every sandbox execs as PID 1.
+ * set, and a descriptor on cella-init that every sandbox execs as PID 1 from a read-only
+ * bind mount at /run/.cella/cella-init.
  *
- * runtime_container_start() plans (pure data) and then applies: a listening unix socket at
- * <dir>/agent.sock handed to the agent as fd 3, clone3 into new user, pid, mount, uts, ipc,
+ * runtime_container_start() plans (pure data) and then applies: clone3 into new user, pid, mount, uts, ipc,
  * net (and then cgroup) namespaces, uid/gid map of the sandbox's 65536-uid host range,
  * cgroup placement and limits, an idmapped mount of the image rootfs as overlay lower
  * layer, upper/work in the sandbox's disk image <dir>/disk.img (disk.h: the kernel
  * enforces its size; without one, in <dir>), fresh /proc, minimal /dev, /tmp, /workspace,
- * pivot_root, capabilities, no_new_privs, seccomp, exec of cella-init. Mounts live only in the
+ * pivot_root, a listening unix socket at /run/.cella/agent.sock inside the sandbox handed
+ * to the agent as fd 3, capabilities, no_new_privs, seccomp, exec of cella-init. Mounts live only in the
  * sandbox's mount namespace, so nothing is left on the host when it dies. */
 #ifndef CELLA_RUNTIME_CONTAINER_H
 #define CELLA_RUNTIME_CONTAINER_H
@@ -108,9 +109,17 @@ struct container {
 };
 
 /* Start a container. On success *ret has the pid and a pidfd; the agent is listening on
- * <dir>/agent.sock when this returns (the socket is bound before the child starts). */
+ * /run/.cella/agent.sock inside the sandbox when this returns (the child binds it before
+ * the exec): runtime_container_agent_socket() reaches it. */
 int runtime_container_start(struct runtime *rt, const struct container_spec *spec,
                             struct container *ret, struct cella_error *err);
+
+/* The agent's listening socket of a running container: an O_PATH descriptor on
+ * /run/.cella/agent.sock resolved inside the PID 1's root (RESOLVE_IN_ROOT, no magic
+ * link), so that whatever the tenant made of that path leads to nothing outside the
+ * sandbox. Connect to it as "/proc/self/fd/<fd>" and close it. Returns the fd, -ESRCH when
+ * the container is not running, -ENOTSOCK when the path is not a socket, or -errno. */
+int runtime_container_agent_socket(const struct container *c);
 
 /* Kill every process of the container (cgroup.kill where the kernel has it, else SIGKILL
  * to every pid of its cgroups), wait for PID 1 to be gone, close the pidfd, remove its

@@ -85,6 +85,13 @@ int mounts_plan(unsigned tmp_size_mb, struct mount_plan *p)
                      .flags = MS_BIND, .optional = true);
         for (size_t i = 0; i < ARRAY_SIZE(ro_paths); i++)
                 PUSH(.kind = MOUNT_RO_BIND, .target = ro_paths[i], .flags = NSN, .optional = true);
+        /* The agent's own directory on /run (sandbox root's, 0700): the mount point of its
+         * executable (a read-only bind of the host's cella-init, attached by the child) and
+         * its listening socket (bound by the child after pivot_root). Both are in the
+         * sandbox's own mounts, where a checkpoint (CRIU) finds and restores them
+         * (docs/decisions/0050). */
+        PUSH(.kind = MOUNT_MKDIR, .target = MOUNTS_AGENT_DIR, .mode = 0700);
+        PUSH(.kind = MOUNT_FILE, .target = MOUNTS_AGENT_EXE, .mode = 0555);
         return 0;
 }
 

@@ -31,6 +31,13 @@ struct mount_step {
 
 #define MOUNTS_MAX 48
 
+/* The agent's directory, its executable's mount point and its listening socket, relative
+ * to the new root (the socket is bound at "/" MOUNTS_AGENT_SOCKET after pivot_root). The
+ * executable's name is the agent's comm and argv[0]: "cella-init". */
+#define MOUNTS_AGENT_DIR "run/.cella"
+#define MOUNTS_AGENT_EXE MOUNTS_AGENT_DIR "/cella-init"
+#define MOUNTS_AGENT_SOCKET MOUNTS_AGENT_DIR "/agent.sock"
+
 struct mount_plan {
         size_t n;
         struct mount_step steps[MOUNTS_MAX];

@@ -930,6 +930,15 @@ int net_sandbox_setup(struct net *n, unsigned slot, pid_t pid, const struct net_
         return r;
 }
 
+bool net_sandbox_plugged(const struct net *n, unsigned slot)
+{
+        struct net_plan p;
+
+        if (!net_available(n) || net_plan_make(&n->range, n->ifprefix, slot, &p) < 0)
+                return false;
+        return if_nametoindex(p.host_ifname) != 0;
+}
+
 int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow, size_t n_allow,
                       struct cella_error *err)
 {

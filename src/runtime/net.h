@@ -150,6 +150,9 @@ const char *net_resolv_conf(const struct net *n);
  * is removed first. Returns 0 or -errno with *err set. */
 int net_sandbox_setup(struct net *n, unsigned slot, pid_t pid, const struct net_allow *allow,
                       size_t n_allow, struct cella_error *err);
+/* Does slot's veth exist (its host end)? A restored checkpoint's network namespace has
+ * none until net_sandbox_setup() gives it one again (docs/decisions/0050). */
+bool net_sandbox_plugged(const struct net *n, unsigned slot);
 /* Rewrite the allow chain of slot (none: chain and map element removed). 0 or -errno with
  * *err set. */
 int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow, size_t n_allow,

@@ -20,7 +20,8 @@ struct runtime {
         struct filter_prog filter;
         struct caps caps;
         struct mount_plan mounts;
-        int agent_fd;                           /* sealed memfd with cella-init */
+        int agent_fd;                           /* O_PATH on cella-init in agent_mnt */
+        int agent_mnt;                          /* cellad's detached read-only tmpfs */
         int uts_fd;                             /* our own UTS namespace (after a rename) */
         int net_fd;                             /* our own network namespace */
         bool oom_protect;                       /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */

@@ -1,6 +1,6 @@
 /* The runtime: what is computed once per daemon (see container.h): the host's cgroup
- * layout, the seccomp program, the capability set, the mount plan, cella-init sealed in a
- * memfd, disk limits and networking. Sandboxes are started with it in container.c. */
+ * layout, the seccomp program, the capability set, the mount plan, cella-init's executable
+ * (a private read-only copy), disk limits and networking. Sandboxes are started with it in container.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,7 +21,17 @@
 #define MFD_EXEC 0x0010U
 #endif
 
-static int load_agent(const char *path)
+/* The agent's executable: a copy of the host's cella-init in a tmpfs of cellad's own that
+ * is mounted nowhere (a detached mount, reachable only through our descriptors) and
+ * read-only once written. Each start attaches a read-only bind of that file in the sandbox
+ * (container.c). A regular file rather than a memfd, since a checkpoint (CRIU) restores a
+ * process's executable only from a file it can reopen by path (docs/decisions/0050); a
+ * private copy rather than a bind of the host's path, which would show that path in the
+ * sandbox's mountinfo (the bind's root is the file's path in its filesystem: here
+ * "/cella-init") and would change under the sandboxes when the host's file is rebuilt.
+ * *ret_mnt is the tmpfs (kept open: the bind is cloned from it), the return value an
+ * O_PATH descriptor on the file, or -errno. */
+static int load_agent(const char *path, int *ret_mnt)
 {
         _cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
         if (src < 0)
@@ -31,29 +41,44 @@ static int load_agent(const char *path)
                 return -errno;
         if (!S_ISREG(st.st_mode))
                 return -EINVAL;
-        _cleanup_close_ int fd =
-                memfd_create("cella-init", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
-        if (fd < 0 && errno == EINVAL)
-                fd = memfd_create("cella-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+        if (fs < 0)
+                return -errno;
+        if (fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+            fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                return -errno;
+        _cleanup_close_ int mnt =
+                fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        if (mnt < 0)
+                return -errno;
+        {
+                _cleanup_close_ int fd =
+                        openat(mnt, "cella-init", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0555);
+                if (fd < 0)
+                        return -errno;
+                off_t left = st.st_size;
+                while (left > 0) {
+                        ssize_t n = sendfile(fd, src, NULL, (size_t)left);
+                        if (n < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                return -errno;
+                        }
+                        if (n == 0)
+                                return -EIO;
+                        left -= n;
+                }
+                if (fchmod(fd, 0555) < 0)
+                        return -errno;
+        }
+        struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+        if (mount_setattr(mnt, "", AT_EMPTY_PATH, &ro, sizeof(ro)) < 0)
+                return -errno;
+        int fd = openat(mnt, "cella-init", O_PATH | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
-        off_t left = st.st_size;
-        while (left > 0) {
-                ssize_t n = sendfile(fd, src, NULL, (size_t)left);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        return -EIO;
-                left -= n;
-        }
-        if (fchmod(fd, 0555) < 0)
-                return -errno;
-        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
-                return -errno;
-        return TAKE_FD(fd);
+        *ret_mnt = TAKE_FD(mnt);
+        return fd;
 }
 
 /* What the host must offer, checked and prepared once: cgroups, overlay, idmapped mounts,
@@ -86,7 +111,7 @@ static int runtime_probe(struct runtime *rt, const struct runtime_config *cfg, s
         r = mounts_plan(CELLA_TMP_SIZE_MB, &rt->mounts);
         if (r < 0)
                 return cella_error_errno(err, -r, "mount plan");
-        r = load_agent(cfg->agent_path);
+        r = load_agent(cfg->agent_path, &rt->agent_mnt);
         if (r < 0)
                 return cella_error_errno(err, -r, "load agent %s", cfg->agent_path);
         rt->agent_fd = r;
@@ -149,6 +174,7 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         if (!rt)
                 return cella_error_errno(err, ENOMEM, "runtime");
         rt->agent_fd = -EBADF;
+        rt->agent_mnt = -EBADF;
         rt->uts_fd = -EBADF;
         rt->net_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
         if (rt->net_fd < 0) {
@@ -191,7 +217,8 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
         }
         snprintf(rt->description, sizeof(rt->description),
                  "cgroups %s at %s; idmapped overlay lower (userxattr); seccomp deny list "
-                 "(%u instructions, %zu syscalls unknown here); agent sealed in memfd; %s; %s; "
+                 "(%u instructions, %zu syscalls unknown here); agent copied to a private tmpfs "
+                 "and bound read-only at /" MOUNTS_AGENT_EXE "; %s; %s; "
                  "%s; %s",
                  cgroup_mode_name(rt->cg.mode), rt->cg.v2_root, (unsigned)rt->filter.len, skipped,
                  rt->oom_protect ? "agent oom_score_adj -1000"
@@ -233,6 +260,8 @@ void runtime_free(struct runtime *rt)
         caps_done(&rt->caps);
         if (rt->agent_fd >= 0)
                 close(rt->agent_fd);
+        if (rt->agent_mnt >= 0)
+                close(rt->agent_mnt);
         if (rt->uts_fd >= 0)
                 close(rt->uts_fd);
         if (rt->net_fd >= 0)

@@ -11,8 +11,9 @@
 . "$(dirname "$0")/lib.sh"
 HOSTPID=
 SRVPID=
+SOCKPID=
 it_cleanup_hook() { # the host-side processes this test starts
-        for p in $HOSTPID $SRVPID; do kill "$p" 2>/dev/null || true; done
+        for p in $HOSTPID $SRVPID $SOCKPID; do kill "$p" 2>/dev/null || true; done
 }
 start_cellad --pool 0 --disk-limit-override 2G
 
@@ -200,4 +201,59 @@ attack "CPU hog" "cpu cgroup share (cpu.shares / cpu quota of the instance type)
 
 run_in "$A" 'rm -rf /workspace/many /workspace/fill; echo' >/dev/null
 info "figures (ms): $(tr '\n' ';' <"$FIG")"
+
+# ---- the agent's socket path ----
+# The agent listens at /run/.cella/agent.sock inside the sandbox, a path its root may
+# change; cellad connects to it again after a restart. A host socket that records every
+# connection, and both sandboxes' paths pointed at it: by an absolute symlink (A) and
+# through a magic link of the sandbox's /proc (B).
+case_ "cellad led to a host socket by the agent socket's path" \
+        "cellad resolves the path inside the sandbox's root (openat2 RESOLVE_IN_ROOT, no magic links)"
+HOSTSOCK=$IT_TMP/host-agent.sock
+HITS=$IT_TMP/host-agent.hits
+: >"$HITS"
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1])
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    with open(sys.argv[2], "a") as f:
+        f.write("hit\n")
+    c.close()' "$HOSTSOCK" "$HITS" &
+SOCKPID=$!
+for _ in $(seq 1 100); do [ -S "$HOSTSOCK" ] && break; sleep 0.1; done
+# the listener counts: a connection from the host is recorded
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$HOSTSOCK"
+for _ in $(seq 1 100); do [ -s "$HITS" ] && break; sleep 0.1; done
+assert_eq 1 "$(wc -l <"$HITS")" "the host socket's own check"
+: >"$HITS"
+# The sandbox's root reaches the socket, but the agent takes only cellad's connections (a
+# peer outside its pid namespace): a tenant's would replace cellad's.
+out=$(run_in "$A" "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.settimeout(20); s.connect(\"/run/.cella/agent.sock\"); print(\"read\", len(s.recv(4096)))'")
+assert_eq "read 0" "$out" "a tenant's connection to the agent (closed before any frame)"
+assert_eq still "$(run_in "$A" 'echo still')" "cellad's connection after the tenant's try"
+run_in "$A" "rm -f /run/.cella/agent.sock && ln -s $HOSTSOCK /run/.cella/agent.sock && echo" >/dev/null
+run_in "$B" "rm -f /run/.cella/agent.sock && ln -s /proc/1/root/../../..$HOSTSOCK /run/.cella/agent.sock && echo" >/dev/null
+assert_eq "$HOSTSOCK" "$(run_in "$A" 'readlink /run/.cella/agent.sock')" "A's planted symlink"
+info "cellad killed and started again: it connects to both agents afresh"
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+cp "$CELLAD_LOG" "$IT_TMP/cellad.log.before-restart"
+start_cellad --pool 0 --disk-limit-override 2G
+# Neither reattached (their agents are unreachable): both were stopped, and start again
+# from their files on their next use, with a fresh /run.
+for x in "$A" "$B"; do
+        sx "$x" 'echo back; readlink /run/.cella/agent.sock || echo no-link' 60000
+        expect_status 200
+        assert_eq "back no-link" "$(body .stdout | xargs)" "$x after the restart"
+done
+for x in "$A" "$B"; do
+        assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$x' not reattached: the sandbox's agent socket" \
+                "$x's broken agent path, said"
+done
+sleep 1 # a late connection would be recorded by now
+assert_eq 0 "$(wc -l <"$HITS")" "connections cellad made to the host socket"
 info "hostile-tenant: ok"

@@ -10,11 +10,27 @@ B=$(sbx b)
 info "PID 1 is cella-init, host processes invisible"
 out=$(run_in "$A" 'tr "\0" " " </proc/1/cmdline; echo; ps -eo pid=,comm= | wc -l; ps -eo comm=')
 assert_contains "$(echo "$out" | head -n 1)" cella-init "PID 1 cmdline"
-# Its name too: the runtime execs it from a memfd, whose name would be "memfd:cella-ini".
+# Its name too (it runs from /run/.cella/cella-init; never from a memfd, whose name would
+# be "memfd:cella-ini").
 assert_eq cella-init "$(run_in "$A" 'cat /proc/1/comm')" "/proc/1/comm"
 assert_eq "cella-init cella-init" "$(run_in "$A" 'ps -p 1 -o comm=,args=' | tr -s ' ')" \
         "ps -p 1 -o comm=,args="
 assert_not_contains "$(run_in "$A" 'ps -eo comm=,args=')" "memfd:" "ps names a memfd"
+info "the agent's executable: a read-only bind of cellad's copy the tenant cannot replace"
+assert_eq "700 0" "$(run_in "$A" 'stat -c "%a %u" /run/.cella')" "the agent's dir"
+for cmd in 'cp /bin/true /run/.cella/cella-init' 'echo x >>/run/.cella/cella-init' \
+        'rm -f /run/.cella/cella-init' 'mv /run/.cella/cella-init /run/.cella/x' \
+        'umount /run/.cella/cella-init' 'umount -l /run/.cella/cella-init' \
+        'mount -t tmpfs none /run/.cella' 'chmod u+w /run/.cella/cella-init'; do
+        sx "$A" "$cmd"
+        expect_status 200
+        assert_ne 0 "$(exit_code)" "the tenant's [$cmd] succeeded"
+done
+# Still the agent's binary, read-only, the same bytes as the build's.
+assert_eq "$(sha256sum <"$CELLA_BUILD/cella-init" | cut -d' ' -f1)" \
+        "$(run_in "$A" 'sha256sum </run/.cella/cella-init' | cut -d' ' -f1)" "the agent's bytes"
+assert_contains "$(run_in "$A" "awk '\$5 == \"/run/.cella/cella-init\" {print \$4, \$6}' /proc/self/mountinfo")" \
+        "/cella-init ro," "the agent's bind mount"
 # Inside: cella-init, the shell, ps (and maybe wc); never the host's daemons.
 nproc_inside=$(echo "$out" | sed -n 2p)
 [ "$nproc_inside" -le 5 ] || fail "sandbox sees $nproc_inside processes: $out"
@@ -89,6 +105,7 @@ roots=$(run_in "$A" "awk '{print \$4}' /proc/self/mountinfo | sort -u | tr '\n' 
 for r in $roots; do
         case "$r" in
         / | /null | /zero | /full | /random | /urandom | /tty | /sys | /irq | /bus | /sysrq-trigger) ;;
+        /cella-init) ;; # the agent's executable, bound from cellad's private tmpfs
         *) fail "a mount's root reveals [$r]: $roots" ;;
         esac
 done

@@ -24,6 +24,10 @@
 #   session, its listening socket is of the sandbox's network namespace) holds, and the
 #   sandbox runs on.
 . "$(dirname "$0")/lib.sh"
+AGENT_DIR=
+it_cleanup_hook() { # the agent's copy a restore by hand maps (below)
+        [ -z "$AGENT_DIR" ] || rm -rf "$AGENT_DIR"
+}
 start_cellad
 
 info "the host check: cellad --check and cellad's log give one reason"
@@ -255,9 +259,10 @@ info "a running sandbox can be checkpointed whole (what the checkpoint needs of 
 # is at least 4.1, or 4.2 on Linux 6.16 and later (decision 0050: older ones cannot dump a
 # TCP socket on those kernels). The tree is dumped with --leave-running while cellad is
 # down (the agent's end of cellad's connection belongs to cellad's network namespace and
-# goes with it), with the mounts cellad binds given as external, as cellad's own dump
-# will: this fails if the agent shares cellad's session or its listening socket is of
-# cellad's network namespace, and the sandbox must run on unharmed.
+# goes with it), with the mounts cellad binds given as external (the host's devices, the
+# cgroup, the agent's executable), as cellad's own dump will: this fails if the agent
+# shares cellad's session or its listening socket is of cellad's network namespace, and
+# the sandbox must run on unharmed.
 kernel=$(uname -r)
 kernel=${kernel%%-*}
 min=4.1
@@ -298,7 +303,8 @@ else
         while read -r mp; do
                 ext+=(--external "mnt[$mp]:m$(echo "$mp" | tr / _)")
         done < <(awk '{for (i = 7; i <= NF; i++) if ($i == "-") break;
-                       if ($(i + 1) == "devtmpfs" || $(i + 1) == "cgroup2") print $5}' "/proc/$A/mountinfo")
+                       if ($(i + 1) == "devtmpfs" || $(i + 1) == "cgroup2" ||
+                           $5 == "/run/.cella/cella-init") print $5}' "/proc/$A/mountinfo")
         mnt=$(awk '/^mnt_id:/ {print $2}' "/proc/$A/fdinfo/1")
         ino=$(stat -L -c %i "/proc/$A/fd/1")
         mkdir "$IT_TMP/ckpt"
@@ -318,5 +324,103 @@ else
         api_json POST "/v1/sandboxes/$K/code" "{\"code\":\"y + 1\",\"contextId\":\"$KCTX\"}"
         expect_status 200
         assert_eq 8 "$(body '.results[0].text')" "so does the code context"
+
+        info "the same sandbox dumped whole (the tree ends) and restored by hand, then reattached"
+        # What cellad's wake is to do (decision 0050, experiment 18), by hand: this fails if
+        # the agent's executable, log or socket is one CRIU cannot restore (a memfd, a log
+        # opened O_NOFOLLOW or host root's, a socket bound outside the sandbox's mounts).
+        # The veth goes first (a restore cannot rejoin it); the restarted cellad makes it
+        # again as a start does (the same address).
+        api_json POST "/v1/sandboxes/$K/ports" "{\"port\":$P}"
+        expect_status 201
+        KTOKEN=$(body .url | sed -E "s#^http://$P-$K-([a-z0-9_]+)\..*#\1#")
+        kpv() { curl -sS -o "$IT_TMP/kpv" -w '%{http_code}' -H "Host: $P-$K-$KTOKEN.localhost:${CELLA_URL##*:}" "$CELLA_URL$1"; }
+        assert_eq 200 "$(kpv /index.html)" "$K's server through its preview URL"
+        kaddr=$(nsenter -t "$A" -n ip -4 -o addr show dev eth0 | awk '{print $4}')
+        [ -n "$kaddr" ] || fail "$K has no eth0 address"
+        uidb=$(awk 'NR == 1 {print $2}' "/proc/$A/uid_map")
+        D=$IT_TMP/data/sandboxes/s$(sandbox_slot "$K")
+        cgs=$(sandbox_cgroups "$K")
+        v2cg=
+        for c in $cgs; do [ "$(stat -f -c %T "$c")" = cgroup2fs ] && v2cg=$c; done
+        if [ -z "$v2cg" ] || [ ! -f "$D/disk.img" ]; then
+                fail "no v2 cgroup or disk image for $K ($cgs, $D)"
+        fi
+        nsenter -t "$A" -n ip link del eth0 2>/dev/null || true
+        kill -KILL "$CELLAD_PID"
+        wait "$CELLAD_PID" 2>/dev/null || true
+        CELLAD_PID=
+        for _ in $(seq 1 100); do
+                [ "$(find "/proc/$A/fd" -lname 'socket:*' 2>/dev/null | wc -l)" -le 1 ] && break
+                sleep 0.1
+        done
+        mkdir "$IT_TMP/ckpt2" "$IT_TMP/root2"
+        logext=$(printf 'file[%x:%x]' "$(awk '/^mnt_id:/ {print $2}' "/proc/$A/fdinfo/1")" \
+                "$(stat -L -c %i "/proc/$A/fd/1")")
+        RC=0
+        "$CRIU_BIN" dump -t "$A" -D "$IT_TMP/ckpt2" -o dump.log --network-lock nftables \
+                "${ext[@]}" --external "$logext" 2>"$IT_TMP/criu-dump2" || RC=$?
+        [ "$RC" = 0 ] || fail "criu dump (the tree ending) of $K: $(grep 'Error' "$IT_TMP/ckpt2/dump.log" |
+                grep -v RLIMIT_NOFILE | head -3 | tr '\n' ' ')"
+        left=$(wait_empty sandbox_pids "$K") || fail "processes of $K left after the dump: $left"
+        # the agent's executable: the same bytes and mode as cellad's copy (CRIU checks
+        # both), where the restored tree's root can reach it (CRIU opens it from inside the
+        # sandbox's user namespace: not under the test's 0700 dir)
+        AGENT_DIR=$(mktemp -d /tmp/cella-it-agent.XXXXXX)
+        chmod 0755 "$AGENT_DIR"
+        install -m 0555 "$CELLA_BUILD/cella-init" "$AGENT_DIR/cella-init"
+        rext=()
+        for m in "${ext[@]}"; do
+                case "$m" in
+                mnt\[/run/.cella/cella-init\]:*) rext+=(--external "mnt[${m#*]:}]:$AGENT_DIR/cella-init") ;;
+                mnt\[/sys/fs/cgroup\]:*) rext+=(--external "mnt[${m#*]:}]:$v2cg") ;;
+                mnt\[/proc/*) rext+=(--external "mnt[${m#*]:}]:/dev/null") ;;
+                mnt\[*) mp=${m#mnt[}; rext+=(--external "mnt[${m#*]:}]:${mp%%]*}") ;;
+                esac
+        done
+        RC=0
+        # shellcheck disable=SC2016 # expanded by the inner bash
+        CGS="$cgs" CELLA_IMAGES="$CELLA_IMAGES" unshare -m --propagation private bash -c '
+                set -e
+                T=$1 D=$2 uidb=$3 criu=$4 logext=$5; shift 5
+                mkdir -p "$T/disk2" "$T/lower2"
+                mount -o loop "$D/disk.img" "$T/disk2"
+                mount --bind -o "X-mount.idmap=0:$uidb:65536" "$CELLA_IMAGES/default/rootfs" "$T/lower2"
+                mount -t overlay -o "lowerdir=$T/lower2,upperdir=$T/disk2/upper,workdir=$T/disk2/work,userxattr" none "$T/root2"
+                for c in $CGS; do echo $$ >"$c/cgroup.procs"; done
+                exec 7>>"$D/agent.log"
+                "$criu" restore -D "$T/ckpt2" -o restore.log --restore-detached --root "$T/root2" \
+                        --manage-cgroups=none "$@" --inherit-fd "fd[7]:$logext" --pidfile "$T/pid2"
+        ' restore "$IT_TMP" "$D" "$uidb" "$CRIU_BIN" "$logext" "${rext[@]}" \
+                2>"$IT_TMP/criu-restore" || RC=$?
+        [ "$RC" = 0 ] || fail "criu restore of $K: $(cat "$IT_TMP/criu-restore") $(grep 'Error' "$IT_TMP/ckpt2/restore.log" |
+                grep -v 'RLIMIT_NOFILE\|tables\|already assigned' | head -3 | tr '\n' ' ')"
+        rm -rf "$AGENT_DIR" # the restored tree holds its bind mount, not the path
+        R=$(cat "$IT_TMP/pid2")
+        assert_eq 1 "$(awk '/^NSpid:/ {print $NF}' "/proc/$R/status")" "the restored tree's PID 1"
+        # the registry pointed at the restored PID 1, as cellad's wake will record it
+        sqlite3 "$IT_TMP/data/cella.db" "UPDATE sandboxes SET pid = $R,
+                pid_start = $(sed 's/.*) //' "/proc/$R/stat" | awk '{print $20}') WHERE name = '$K'"
+        start_cellad "${RESTART_ARGS[@]}"
+        assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$K' reattached" "the restored $K reattached"
+        assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$K': its network namespace has no veth" \
+                "the restored $K's veth, made again"
+        assert_eq "$kaddr" "$(nsenter -t "$R" -n ip -4 -o addr show dev eth0 | awk '{print $4}')" \
+                "the restored $K's address"
+        assert_contains "$(nsenter -t "$R" -n ip route show default)" "default via" \
+                "the restored $K's default route"
+        # A port exposure belongs to the PID 1's run (its start time), and the restored PID 1
+        # is a new one: exposed again here (200: the port was exposed), as cellad's wake
+        # is to carry it over (0050).
+        api_json POST "/v1/sandboxes/$K/ports" "{\"port\":$P}"
+        expect_status 200
+        KTOKEN=$(body .url | sed -E "s#^http://$P-$K-([a-z0-9_]+)\..*#\1#")
+        assert_eq 200 "$(kpv /index.html)" "$K's server through its preview URL after the restore"
+        assert_eq ckpt "$(cat "$IT_TMP/kpv")" "its page"
+        api_json POST "/v1/sandboxes/$K/code" "{\"code\":\"y + 2\",\"contextId\":\"$KCTX\"}"
+        expect_status 200
+        assert_eq 9 "$(body '.results[0].text')" "the code context's variable after the restore"
+        assert_eq ckpt "$(run_in "$K" "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:$P/index.html\").read().decode().strip())'")" \
+                "the server after the restore"
 fi
 info "memsleep: ok"

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -112,14 +113,70 @@ static int start(const char *name, unsigned slot, const char *rootfs, uint64_t m
         return start_layer(name, slot, rootfs, NULL, mem, pids, c, err);
 }
 
+/* The host pid of a sandbox's PID 1, found in its v2 cgroup (whichever process of this
+ * program started it): the process whose innermost pid is 1. 0 when there is none. */
+static pid_t pid1_of(const char *name)
+{
+        char path[CELLA_PATH_MAX + 64], line[256];
+        pid_t found = 0;
+
+        cgroup_v2_dir(&fx.layout, CG_NAME, name, path, sizeof(path));
+        strncat(path, "/cgroup.procs", sizeof(path) - strlen(path) - 1);
+        FILE *procs = fopen(path, "re");
+        if (!procs)
+                return 0;
+        while (!found && fgets(line, sizeof(line), procs)) {
+                pid_t pid = (pid_t)strtol(line, NULL, 10);
+                snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+                FILE *st = fopen(path, "re");
+                while (st && fgets(line, sizeof(line), st))
+                        if (strncmp(line, "NSpid:", 6) == 0) {
+                                const char *last = strrchr(line, '\t');
+                                if (last && strtol(last + 1, NULL, 10) == 1)
+                                        found = pid;
+                        }
+                if (st)
+                        fclose(st);
+        }
+        fclose(procs);
+        return found;
+}
+
+/* Connect to a sandbox's agent socket as cellad does: resolved in its root
+ * (runtime_container_agent_socket), connected through /proc/self/fd. Returns the
+ * connected socket, or -errno (-ESRCH: no sandbox runs). */
+static int agent_connect(const char *name)
+{
+        struct container c = {.pid = pid1_of(name), .pidfd = -EBADF};
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+
+        if (c.pid <= 0)
+                return -ESRCH;
+        c.pidfd = (int)syscall(SYS_pidfd_open, c.pid, 0);
+        if (c.pidfd < 0)
+                return -ESRCH;
+        int path_fd = runtime_container_agent_socket(&c);
+        close(c.pidfd);
+        if (path_fd < 0)
+                return path_fd;
+        snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d", path_fd);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        int r = fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? -errno : 0;
+        close(path_fd);
+        if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
+                return r;
+        }
+        return fd;
+}
+
 /* Send one command to the probe, return its JSON answer. */
 static json_t *ask(const char *name, const char *cmd)
 {
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/agent.sock", fx.tmpdir, name);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        assert_true(fd >= 0);
-        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        int fd = agent_connect(name);
+        if (fd < 0)
+                fail_msg("connect to %s's agent: %s", name, strerror(-fd));
         assert_int_equal(write(fd, cmd, strlen(cmd)), (ssize_t)strlen(cmd));
         static char buf[1 << 20];
         size_t n = 0;
@@ -275,8 +332,9 @@ static void test_isolation(void **state)
         assert_true(jint(f, "personality_query") >= 0);
         assert_int_equal(jint(f, "clone_newuser_errno"), EPERM);
         assert_int_equal(jint(f, "clone3_errno"), ENOSYS);
-        /* PID 1 runs from the sealed memfd, not from a host path. */
-        assert_non_null(strstr(jstr(f, "exe"), "memfd:"));
+        /* PID 1 runs from the read-only bind of the agent's binary in its own dir, not
+         * from a host path, and cannot write it. */
+        assert_string_equal(jstr(f, "exe"), "/run/.cella/cella-init");
         assert_true(jint(f, "exe_write_errno") != 0);
         snprintf(expect, sizeof(expect), "%016llx", (unsigned long long)caps_default_mask());
         assert_string_equal(jstr(f, "cap_eff"), expect);
@@ -318,8 +376,21 @@ static void test_isolation(void **state)
         snprintf(path, sizeof(path), "%s/iso/upper/etc/debian_version", fx.tmpdir);
         assert_int_equal(stat(path, &st), 0);
         assert_int_equal(st.st_uid, slot_base(1));
+        /* The agent's socket is the sandbox's own (/run/.cella/agent.sock, sandbox
+         * root's, 0600), none in the sandbox dir; its log is the sandbox root's. */
+        snprintf(path, sizeof(path), "/proc/%d/root/run/.cella/agent.sock", (int)c.pid);
+        assert_int_equal(lstat(path, &st), 0);
+        assert_true(S_ISSOCK(st.st_mode));
+        assert_int_equal(st.st_mode & 0777, 0600);
+        assert_int_equal(st.st_uid, slot_base(1));
+        snprintf(path, sizeof(path), "/proc/%d/root/run/.cella", (int)c.pid);
+        assert_int_equal(lstat(path, &st), 0);
+        assert_int_equal(st.st_mode & 0777, 0700);
         snprintf(path, sizeof(path), "%s/iso/agent.sock", fx.tmpdir);
+        assert_int_equal(access(path, F_OK), -1);
+        snprintf(path, sizeof(path), "%s/iso/agent.log", fx.tmpdir);
         assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_uid, slot_base(1));
         assert_int_equal(st.st_mode & 0777, 0600);
         /* The image itself is untouched. */
         assert_int_equal(access(ROOTFS "/etc/probe-copy-up", F_OK), -1);
@@ -393,13 +464,8 @@ static void test_destroy_after_restart(void **state)
         assert_true(runtime_fixture_cgroup_left(&fx, "orphan"));
         assert_int_equal(runtime_container_destroy(fx.rt, "orphan", NULL, &err), 0);
         assert_false(runtime_fixture_cgroup_left(&fx, "orphan"));
-        /* Nobody listens any more. */
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/orphan/agent.sock", fx.tmpdir);
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), -1);
-        assert_int_equal(errno, ECONNREFUSED);
-        close(fd);
+        /* Nobody listens any more: no PID 1, no socket. */
+        assert_int_equal(agent_connect("orphan"), -ESRCH);
         cgroup_v2_dir(&fx.layout, CG_NAME, "orphan", path, sizeof(path));
         assert_int_equal(access(path, F_OK), -1);
 }
@@ -465,10 +531,8 @@ static void test_restart_keeps_upper_and_reaps(void **state)
                 fail_msg("start: %s", err.msg);
         json_decref(ask("again", "facts")); /* writes /workspace/probe.txt */
         /* PID 1 exits by itself: reap reports its status. */
-        int sfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/again/agent.sock", fx.tmpdir);
-        assert_int_equal(connect(sfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+        int sfd = agent_connect("again");
+        assert_true(sfd >= 0);
         assert_int_equal(write(sfd, "exit 7", 6), 6);
         char byte;
         assert_int_equal(read(sfd, &byte, 1), 0);

@@ -184,7 +184,7 @@ static void test_mount_plan(void **state)
         assert_true(p.steps[0].flags & MS_NOSUID);
         assert_true(p.steps[0].flags & MS_NOEXEC);
         bool tmp = false, run = false, devpts = false, cg = false, kcore = false, sys_ro = false;
-        bool sysfs_seen = false;
+        bool sysfs_seen = false, agent_dir = false, agent_exe = false;
         for (size_t i = 0; i < p.n; i++) {
                 const struct mount_step *s = &p.steps[i];
                 /* All targets are relative to the new root, never host paths. */
@@ -223,8 +223,19 @@ static void test_mount_plan(void **state)
                         sys_ro = true;
                 if (s->kind == MOUNT_BIND && s->source[0] == '/')
                         assert_true(strncmp(s->source, "/dev/", 5) == 0);
+                /* The agent's dir is made after /run is mounted, the sandbox root's only;
+                 * its executable's mount point is a file in it. */
+                if (s->kind == MOUNT_MKDIR && strcmp(s->target, "run/.cella") == 0) {
+                        assert_true(run);
+                        assert_int_equal(s->mode, 0700);
+                        agent_dir = true;
+                }
+                if (s->kind == MOUNT_FILE && strcmp(s->target, "run/.cella/cella-init") == 0) {
+                        assert_true(agent_dir);
+                        agent_exe = true;
+                }
         }
-        assert_true(tmp && run && devpts && cg && kcore && sys_ro);
+        assert_true(tmp && run && devpts && cg && kcore && sys_ro && agent_dir && agent_exe);
 }
 
 static bool has_rule(const char *name, int err, enum filter_match m)
