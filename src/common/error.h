@@ -72,6 +72,7 @@
         X(BAD_REQUEST, 400)                 \
         X(SANDBOX_UNAVAILABLE, 503)         \
         X(SERVER_BUSY, 503)                 \
+        X(CLUSTER_UNAVAILABLE, 503)         \
         X(REQUEST_TIMEOUT, 408)             \
         X(TOO_MANY_REQUESTS, 429)           \
         X(INVALID_GIT_URL, 400)             \
