@@ -563,6 +563,24 @@ int etcd_delete(struct etcd *e, const char *key, size_t key_len, bool prefix, et
         return submit(e, ETCD_OP_DELETE, range_body(key, key_len, prefix), cb, userdata);
 }
 
+/* A txn of one compare (taken), one success request and one failure request (taken). */
+static int txn(struct etcd *e, json_t *cmp, json_t *then, json_t *otherwise, etcd_cb cb,
+               void *userdata)
+{
+        json_t *a1 = json_array(), *a2 = json_array(), *a3 = json_array();
+
+        if (!a1 || json_array_append_new(a1, cmp) < 0)
+                json_decref(a1), a1 = NULL;
+        if (!a2 || json_array_append_new(a2, then) < 0)
+                json_decref(a2), a2 = NULL;
+        if (!a3 || json_array_append_new(a3, otherwise) < 0)
+                json_decref(a3), a3 = NULL;
+        return submit(e, ETCD_OP_TXN,
+                      obj(3, (const char *const[]){"compare", "success", "failure"},
+                          (json_t *[]){a1, a2, a3}),
+                      cb, userdata);
+}
+
 int etcd_create(struct etcd *e, const char *key, size_t key_len, const char *value,
                 size_t value_len, int64_t lease, etcd_cb cb, void *userdata)
 {
@@ -573,18 +591,22 @@ int etcd_create(struct etcd *e, const char *key, size_t key_len, const char *val
                           (json_t *[]){put_body(key, key_len, value, value_len, lease)});
         json_t *get = obj(1, (const char *const[]){"request_range"},
                           (json_t *[]){range_body(key, key_len, false)});
-        json_t *a1 = json_array(), *a2 = json_array(), *a3 = json_array();
 
-        if (!a1 || json_array_append_new(a1, cmp) < 0)
-                cmp = NULL, json_decref(a1), a1 = NULL;
-        if (!a2 || json_array_append_new(a2, put) < 0)
-                json_decref(a2), a2 = NULL;
-        if (!a3 || json_array_append_new(a3, get) < 0)
-                json_decref(a3), a3 = NULL;
-        return submit(e, ETCD_OP_TXN,
-                      obj(3, (const char *const[]){"compare", "success", "failure"},
-                          (json_t *[]){a1, a2, a3}),
-                      cb, userdata);
+        return txn(e, cmp, put, get, cb, userdata);
+}
+
+int etcd_delete_leased(struct etcd *e, const char *key, size_t key_len, int64_t lease, etcd_cb cb,
+                       void *userdata)
+{
+        json_t *cmp = obj(4, (const char *const[]){"key", "target", "lease", "result"},
+                          (json_t *[]){b64(key, key_len), json_string("LEASE"), int_string(lease),
+                                       json_string("EQUAL")});
+        json_t *del = obj(1, (const char *const[]){"request_delete_range"},
+                          (json_t *[]){range_body(key, key_len, false)});
+        json_t *get = obj(1, (const char *const[]){"request_range"},
+                          (json_t *[]){range_body(key, key_len, false)});
+
+        return txn(e, cmp, del, get, cb, userdata);
 }
 
 int etcd_lease_grant(struct etcd *e, int64_t ttl, etcd_cb cb, void *userdata)

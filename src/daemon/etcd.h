@@ -107,7 +107,8 @@ const struct etcd_stats *etcd_stats(const struct etcd *e);
 /* The endpoint requests go to now. */
 const char *etcd_endpoint(const struct etcd *e);
 
-/* The operations. Keys and values are bytes (key_len/value_len); prefix: the range is every
+/* The operations: 0 when the request is on its way (cb will be called), or -ENOMEM,
+ * -EBUSY (CELLA_ETCD_PENDING_MAX in flight) and cb will not be. Keys and values are bytes (key_len/value_len); prefix: the range is every
  * key starting with key. lease 0: none. */
 int etcd_range(struct etcd *e, const char *key, size_t key_len, bool prefix, etcd_cb cb,
                void *userdata);
@@ -120,6 +121,10 @@ int etcd_delete(struct etcd *e, const char *key, size_t key_len, bool prefix, et
  * key: exactly one succeeds, the other reads the winner's value. */
 int etcd_create(struct etcd *e, const char *key, size_t key_len, const char *value,
                 size_t value_len, int64_t lease, etcd_cb cb, void *userdata);
+/* A txn: if key is held under lease, delete it; otherwise read it (kvs[0], when it
+ * exists). Releases what this lease holds, never another's. */
+int etcd_delete_leased(struct etcd *e, const char *key, size_t key_len, int64_t lease, etcd_cb cb,
+                       void *userdata);
 int etcd_lease_grant(struct etcd *e, int64_t ttl, etcd_cb cb, void *userdata);
 /* One keepalive; the answer's ttl is 0 when the lease is gone (then r is -ENOENT). */
 int etcd_lease_keepalive(struct etcd *e, int64_t id, etcd_cb cb, void *userdata);

@@ -248,6 +248,26 @@ static void test_lease(void **state)
         assert_int_equal(k.a.lease_id, g.a.lease_id);
         assert_int_equal(k.a.ttl, 30);
 
+        /* A delete under another lease leaves the key; under its own it goes. */
+        {
+                struct result d1 = {0}, d2 = {0}, d3 = {0};
+
+                assert_int_equal(
+                        etcd_delete_leased(c.e, "/leased", 7, g.a.lease_id + 1, on_answer, &d1), 0);
+                run_until(&c.loop, &d1.done);
+                assert_int_equal(d1.a.r, 0);
+                assert_false(d1.a.succeeded);
+                assert_string_equal(d1.value0, "x");
+                assert_int_equal(etcd_put(c.e, "/leased2", 8, "y", 1, g.a.lease_id, on_answer, &d2),
+                                 0);
+                run_until(&c.loop, &d2.done);
+                assert_int_equal(
+                        etcd_delete_leased(c.e, "/leased2", 8, g.a.lease_id, on_answer, &d3), 0);
+                run_until(&c.loop, &d3.done);
+                assert_int_equal(d3.a.r, 0);
+                assert_true(d3.a.succeeded);
+        }
+
         /* Revoking the lease deletes what was put under it. */
         assert_int_equal(etcd_lease_revoke(c.e, g.a.lease_id, on_answer, &v), 0);
         run_until(&c.loop, &v.done);
