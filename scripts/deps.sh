@@ -35,6 +35,9 @@ packages=(
         python3-pip python3-setuptools python3-wheel python3-venv mypy
         # integration/metrics parses GET /metrics with a Prometheus text-format parser
         python3-prometheus-client
+        # the cluster's store (decision 0055): test-daemon-etcd and integration/cluster start
+        # their own etcd members on loopback ports (the package's own service is not used)
+        etcd-server
         # the preview test's browser (headless) and the preview-proxy benchmark
         chromium wrk
 )

@@ -72,6 +72,8 @@
         X(BAD_REQUEST, 400)                 \
         X(SANDBOX_UNAVAILABLE, 503)         \
         X(SERVER_BUSY, 503)                 \
+        X(CLUSTER_UNAVAILABLE, 503)         \
+        X(SANDBOX_ON_OTHER_NODE, 409)       \
         X(REQUEST_TIMEOUT, 408)             \
         X(TOO_MANY_REQUESTS, 429)           \
         X(INVALID_GIT_URL, 400)             \

@@ -211,4 +211,20 @@
 #define CELLA_BACKUP_ERROR_MAX 240            /* what the archiver says when it fails */
 #define CELLA_BACKUP_PIPE_BYTES (1024 * 1024) /* the archive's pipe to and from cella-archive */
 
+/* The cluster on etcd (src/daemon/etcd.c, cluster.c; docs/decisions/0055-cluster.md) */
+#define CELLA_ETCD_ENDPOINTS_MAX 16          /* endpoints in --cluster etcd=... */
+#define CELLA_ETCD_SPEC_MAX 4096             /* bytes of --cluster */
+#define CELLA_ETCD_ANSWER_MAX (4 * 1024 * 1024) /* bytes of one answer of the gateway */
+#define CELLA_ETCD_RANGE_MAX 100000          /* keys one range answer may hold */
+#define CELLA_ETCD_CONNECT_TIMEOUT_MS 1000   /* connecting to one endpoint within */
+#define CELLA_ETCD_ATTEMPT_TIMEOUT_MS 2500   /* one attempt at one endpoint answered within */
+#define CELLA_ETCD_PENDING_MAX 4096          /* requests in flight at once */
+#define CELLA_CLUSTER_LEASE_TTL 5            /* seconds a node's lease outlives its last keepalive */
+#define CELLA_CLUSTER_KEEPALIVE_MS 1500      /* a node's keepalive period (a third of the TTL) */
+#define CELLA_CLUSTER_PUBLISH_MS 200         /* load changes within this are one record put */
+#define CELLA_CLUSTER_REVOKE_TIMEOUT_MS 1000 /* the lease's revoke at exit, waited for at most */
+#define CELLA_CLUSTER_URL_MAX 255            /* bytes of --advertise */
+#define CELLA_CLUSTER_KEY_MAX 256            /* bytes of a name's key in etcd */
+#define CELLA_CLUSTER_IMAGES_MAX 256         /* images a node's record lists */
+
 #endif

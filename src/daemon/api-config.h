@@ -9,6 +9,7 @@
 struct sandbox_table;
 struct mem_budget;
 struct backups;
+struct cluster;
 
 struct api_config {
         uv_loop_t *loop;
@@ -21,6 +22,7 @@ struct api_config {
         int64_t image_import_max;   /* an import's tarball (0: CELLA_IMAGE_IMPORT_MAX) */
         struct mem_budget *budget;  /* buffered exec output is counted here (may be NULL) */
         struct backups *backups;    /* backups (backup.h); NULL: none */
+        struct cluster *cluster;    /* the cluster this node is in (cluster.h); NULL: none */
 };
 
 #endif

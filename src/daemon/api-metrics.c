@@ -2,6 +2,8 @@
  * decision 0054), behind the bearer token like every route but /v1/health. */
 #include "common/prom.h"
 #include "daemon/api-handlers.h"
+#include "daemon/api-service.h"
+#include "daemon/cluster.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox-metrics.h"
 
@@ -12,7 +14,7 @@ void api_metrics(struct api *a, struct http_request *req, const struct api_args 
 
         (void)p;
         sandbox_table_metrics(a->cfg.table, &g);
-        if (metrics_render(&g, &b) < 0) {
+        if (metrics_render(&g, &b) < 0 || (a->cfg.cluster && cluster_metrics(a->cfg.cluster, &b) < 0)) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }

@@ -7,6 +7,7 @@
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
+#include "daemon/cluster.h"
 #include "daemon/sandbox-directory.h"
 #include "daemon/tenant.h"
 
@@ -41,10 +42,38 @@ static void only_tenant(json_t *arr, const char *tenant)
         }
 }
 
+/* The cluster's answer to the list (cluster_sandboxes: already the tenant's alone). */
+static void list_answer(json_t *j, const struct cella_error *err, void *ud)
+{
+        struct http_request *req = ud;
+
+        if (err)
+                http_respond_error(req, err, NULL);
+        else
+                http_respond_json(req, 200, j);
+        json_decref(j);
+        http_request_unref(req);
+}
+
 void api_sandboxes_list(struct api *a, struct http_request *req, const struct api_args *p)
 {
-        json_t *arr = sandbox_table_list(a->cfg.table);
+        json_t *arr;
         json_t *j;
+
+        /* On a cluster node: every node's (cluster.h), from etcd. */
+        if (a->cfg.cluster) {
+                bool all = p->principal->admin && !http_request_query(req, "tenant");
+
+                http_request_ref(req);
+                if (cluster_sandboxes(a->cfg.cluster, all ? NULL : p->principal->tenant,
+                                      list_answer, req) < 0) {
+                        http_respond_code(req, CELLA_E_SERVER_BUSY,
+                                          "too many requests to etcd at once");
+                        http_request_unref(req);
+                }
+                return;
+        }
+        arr = sandbox_table_list(a->cfg.table);
 
         /* the admin sees every tenant's, unless it names one */
         if (arr && (!p->principal->admin || http_request_query(req, "tenant")))
@@ -129,7 +158,7 @@ static void put_body(struct http_request *req, const char *body, size_t len, voi
                         .network_allow = p.network_allow,
                 };
 
-                struct sandbox_directory *d = sandbox_table_directory(ctx->a->cfg.table);
+                struct sandbox_directory *d = api_directory(ctx->a);
 
                 /* A tenant's quotas hold for a new sandbox. */
                 struct sandbox *existing = NULL;
@@ -240,7 +269,9 @@ void api_sandbox_delete(struct api *a, struct http_request *req, const struct ap
         bool existed = false;
         json_t *j;
 
-        if (sandbox_table_destroy(a->cfg.table, p->name, &existed, &err) < 0) {
+        struct sandbox_directory *d = api_directory(a);
+
+        if (d->ops->destroy(d, p->name, &existed, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 return;
         }

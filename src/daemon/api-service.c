@@ -7,6 +7,7 @@
 #include "common/timeutil.h"
 #include "daemon/api-service.h"
 #include "daemon/instance-type.h"
+#include "daemon/cluster.h"
 #include "daemon/sandbox-directory.h"
 #include "daemon/sandbox.h"
 #include "daemon/tenant.h"
@@ -224,7 +225,7 @@ void api_quota_release(struct api *a, struct quota_hold *h)
 void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
                      struct api_sandbox_wait *w, api_sandbox_cb cb, void *ud)
 {
-        struct sandbox_directory *d = sandbox_table_directory(a->cfg.table);
+        struct sandbox_directory *d = api_directory(a);
         struct cella_error err = {0};
         struct sandbox *sb = NULL;
 
@@ -262,4 +263,10 @@ void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
         w->ud = ud;
         http_request_ref(req);
         d->ops->get(d, name, true, NULL, sandbox_got, w);
+}
+
+struct sandbox_directory *api_directory(struct api *a)
+{
+        return a->cfg.cluster ? cluster_directory(a->cfg.cluster)
+                              : sandbox_table_directory(a->cfg.table);
 }

@@ -88,6 +88,10 @@ void api_quota_release(struct api *a, struct quota_hold *h);
 json_t *api_snapshot_find(struct api *a, const struct principal *p, const char *id_or_name,
                           char *image, size_t image_sz, struct cella_error *err);
 
+/* Where sandboxes are found by name: the cluster's directory on a cluster node, else the
+ * local table's (sandbox-directory.h). */
+struct sandbox_directory *api_directory(struct api *a);
+
 /* Helpers */
 void api_timestamp(char out[32]);
 /* Fill err from an agent ERROR frame payload. */

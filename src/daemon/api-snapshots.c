@@ -230,7 +230,7 @@ static void fork_snapshot_taken(json_t *snap, const struct cella_error *err, voi
                         .image = json_string_value(json_object_get(snap, "image")),
                         .snapshot = json_string_value(json_object_get(snap, "snapshotId")),
                 };
-                struct sandbox_directory *d = sandbox_table_directory(f->a->cfg.table);
+                struct sandbox_directory *d = api_directory(f->a);
 
                 d->ops->put(d, f->name, &o, fork_answer, f); /* takes f and our reference */
         }

@@ -17,6 +17,7 @@
 #include "common/startup.h"
 #include "daemon/api.h"
 #include "daemon/backup.h"
+#include "daemon/cluster.h"
 #include "daemon/http.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox.h"
@@ -37,6 +38,7 @@ static void usage(FILE *f)
                 "              [--max-connections N] [--max-connections-per-client N]\n"
                 "              [--disk-overcommit RATIO] [--disk-overcommit-policy warn|refuse]\n"
                 "              [--backup-store s3://BUCKET?endpoint=URL] [--check] [--help]\n"
+                "              [--cluster etcd=URL[,URL...] --node NAME --advertise URL]\n"
                 "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
                 "  --images DIR         images (default DATA-DIR/images)\n"
@@ -79,6 +81,10 @@ static void usage(FILE *f)
                 "                       output and JSON bodies (default 256M)\n"
                 "  --max-connections N  HTTP connections at once (default %d)\n"
                 "  --max-connections-per-client N  of them from one address (default %d)\n"
+                "  --cluster etcd=URL[,URL...]  be a node of the cluster whose etcd answers\n"
+                "                       there (docs/cluster.md); needs --node, --advertise\n"
+                "  --node NAME          this node's name in the cluster (a-z, 0-9, '-')\n"
+                "  --advertise URL      this node's API as the other nodes reach it\n"
                 "  --check              print what the kernel offers, the network range and\n"
                 "                       host uids this data dir would use, and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
@@ -165,6 +171,7 @@ static bool is_loopback(const char *host)
 struct options {
         const char *listen, *data_dir, *images, *image, *builder, *token;
         const char *preview_domain, *preview_listen, *network_range, *backup_store;
+        const char *cluster, *node, *advertise; /* --cluster etcd=..., --node, --advertise */
         unsigned long max_sandboxes, pool_size, max_conns, max_per_client;
         enum disk_mode disk_mode;
         uint64_t disk_override, import_max, budget_bytes;
@@ -185,6 +192,7 @@ struct daemon {
         struct mem_budget budget;
         struct sandbox_table *table;
         struct backups *backups;
+        struct cluster *cluster;
         struct api *api;
         struct http_server *srv, *psrv;
         uv_signal_t sigint, sigterm;
@@ -317,6 +325,21 @@ static int on_option(int c, const char *arg, void *ud)
         case 'c':
                 o->check = true;
                 break;
+        case 'G':
+                if (cluster_spec_parse(arg, &o->cluster) < 0)
+                        return bad_value("cluster", arg, "etcd=http://HOST:PORT[,...]");
+                break;
+        case 'W':
+                if (!cluster_node_name_is_valid(arg))
+                        return bad_value("node", arg, "1 to 63 of a-z, 0-9 and '-'");
+                o->node = arg;
+                break;
+        case 'A':
+                if (strlen(arg) > CELLA_CLUSTER_URL_MAX ||
+                    (strncmp(arg, "http://", 7) != 0 && strncmp(arg, "https://", 8) != 0))
+                        return bad_value("advertise", arg, "an http:// or https:// URL");
+                o->advertise = arg;
+                break;
         case 'm':
                 if (!parse_ulong(arg, 1, 1000000, &o->max_sandboxes))
                         return bad_value("max-sandboxes", arg, NULL);
@@ -379,6 +402,9 @@ static int parse_options(int argc, char **argv, struct options *o)
                 {"disk-overcommit", required_argument, NULL, 'V'},
                 {"disk-overcommit-policy", required_argument, NULL, 'Y'},
                 {"backup-store", required_argument, NULL, 'S'},
+                {"cluster", required_argument, NULL, 'G'},
+                {"node", required_argument, NULL, 'W'},
+                {"advertise", required_argument, NULL, 'A'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -409,6 +435,10 @@ static int check_options(struct options *o)
         ssize_t n;
         char *slash;
 
+        if (!!o->cluster != !!o->node || !!o->cluster != !!o->advertise) {
+                fprintf(stderr, "cellad: --cluster, --node and --advertise go together\n");
+                return 2;
+        }
         if (parse_listen(o->listen, o->host, sizeof(o->host), &o->port) < 0) {
                 fprintf(stderr, "cellad: bad --listen '%s' (HOST:PORT)\n", o->listen);
                 return 2;
@@ -536,6 +566,16 @@ static int start_table(struct daemon *d, struct options *o)
                 return -1;
         }
         log_info("backups: %s", backups_store_describe(d->backups));
+        if (o->cluster) {
+                struct cluster_config ccfg = {o->cluster, o->node,    o->advertise,
+                                              o->images,  CELLA_VERSION, (unsigned)o->max_sandboxes};
+
+                if (cluster_new(d->loop, &ccfg, d->table, &d->cluster, &err) < 0) {
+                        fprintf(stderr, "cellad: %s\n", err.msg);
+                        return -1;
+                }
+                log_info("cluster: node '%s' (%s) on etcd %s", o->node, o->advertise, o->cluster);
+        }
         return 0;
 }
 
@@ -544,7 +584,7 @@ static int start_api(struct daemon *d, const struct options *o)
 {
         struct api_config acfg = {d->loop,    d->table,          o->token, o->images,
                                   o->builder, o->preview_domain, 0,        (int64_t)o->import_max,
-                                  &d->budget, d->backups};
+                                  &d->budget, d->backups,   d->cluster};
 
         if (!o->preview_domain[0] || strlen(o->preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
             strpbrk(o->preview_domain, ":/ ")) {
@@ -637,6 +677,7 @@ static void shut_down(struct daemon *d)
         http_server_free(d->psrv);
         if (d->api)
                 api_shutdown(d->api);
+        cluster_free(d->cluster); /* before the table: pending claims answer with an error */
         sandbox_table_free(d->table);
         uv_walk(d->loop, close_walk, NULL);
         uv_run(d->loop, UV_RUN_DEFAULT);

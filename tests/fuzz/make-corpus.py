@@ -1223,11 +1223,71 @@ def pct():
     }
 
 
+
+def etcd():
+    """Answers of etcd's v3 JSON gateway (src/daemon/etcd.h); the first byte is enum etcd_op
+    (0 range, 1 put, 2 deleterange, 3 txn, 4 lease grant, 5 keepalive, 6 revoke)."""
+    import base64 as b64m
+
+    def b(s):
+        return b64m.b64encode(s.encode()).decode()
+
+    hdr = {"cluster_id": "14841639068965178418", "member_id": "10276657743932975437",
+           "revision": "12", "raft_term": "2"}
+    kv = {"key": b("/cella/nodes/a"), "create_revision": "5", "mod_revision": "9",
+          "version": "3", "value": b('{"advertise":"http://10.0.0.1:7000"}'),
+          "lease": "7587869548925540100"}
+    err = {"error": "etcdserver: requested lease not found", "code": 5,
+           "message": "etcdserver: requested lease not found"}
+    return {
+        "range": bytes([0]) + js({"header": hdr, "kvs": [kv, dict(kv, key=b("/cella/nodes/b"))],
+                                  "count": "2"}),
+        "range-empty": bytes([0]) + js({"header": hdr}),
+        "range-more": bytes([0]) + js({"header": hdr, "kvs": [kv], "more": True,
+                                       "count": "40"}),
+        "range-numbers": bytes([0]) + js({"header": {"revision": 12},
+                                          "kvs": [dict(kv, version=3)], "count": 1}),
+        "range-bad-key": bytes([0]) + js({"header": hdr, "kvs": [dict(kv, key="!!")]}),
+        "range-empty-key": bytes([0]) + js({"header": hdr, "kvs": [dict(kv, key="")]}),
+        "range-kvs-object": bytes([0]) + js({"header": hdr, "kvs": {"a": 1}}),
+        "range-overflow": bytes([0]) + js({"header": {"revision": "99999999999999999999"}}),
+        "range-negative-count": bytes([0]) + js({"count": "-3"}),
+        "range-duplicate": bytes([0]) + b'{"header":{},"header":{}}',
+        "put": bytes([1]) + js({"header": hdr}),
+        "put-error": bytes([1]) + js(err),
+        "put-error-no-message": bytes([1]) + js({"code": 14}),
+        "delete": bytes([2]) + js({"header": hdr, "deleted": "2"}),
+        "delete-negative": bytes([2]) + js({"header": hdr, "deleted": "-1"}),
+        "txn-won": bytes([3]) + js({"header": hdr, "succeeded": True,
+                                    "responses": [{"response_put": {"header": hdr}}]}),
+        "txn-lost": bytes([3]) + js({"header": hdr, "responses": [
+            {"response_range": {"header": hdr, "kvs": [kv], "count": "1"}}]}),
+        "txn-lost-no-range": bytes([3]) + js({"header": hdr, "responses": [{}]}),
+        "txn-succeeded-string": bytes([3]) + js({"header": hdr, "succeeded": "true"}),
+        "grant": bytes([4]) + js({"header": hdr, "ID": "7587869548925540100", "TTL": "5"}),
+        "grant-error": bytes([4]) + js({"header": hdr, "ID": "1", "TTL": "5",
+                                        "error": "lease already exists"}),
+        "grant-no-ttl": bytes([4]) + js({"header": hdr, "ID": "1"}),
+        "keepalive": bytes([5]) + js({"result": {"header": hdr, "ID": "7587869548925540100",
+                                                "TTL": "5"}}),
+        "keepalive-lost": bytes([5]) + js({"result": {"header": hdr,
+                                                     "ID": "7587869548925540100"}}),
+        "keepalive-error": bytes([5]) + js({"error": {"grpc_code": 14, "http_code": 503,
+                                                     "message": "unavailable",
+                                                     "code": 14}}),
+        "keepalive-no-result": bytes([5]) + js({"header": hdr}),
+        "revoke": bytes([6]) + js({"header": hdr}),
+        "not-json": bytes([0]) + b"<html>502 Bad Gateway</html>",
+        "array": bytes([0]) + b"[]",
+        "empty": bytes([3]),
+    }
+
+
 TARGETS = {"apikey": apikey, "pct": pct, "proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,
-           "routes": routes, "mcp": mcp, "prom": prom}
+           "routes": routes, "mcp": mcp, "prom": prom, "etcd": etcd}
 
 
 def write(target):

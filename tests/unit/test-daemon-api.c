@@ -339,8 +339,18 @@ static void on_release(uv_async_t *a)
         __atomic_store_n(&held.cb, NULL, __ATOMIC_RELEASE);
 }
 
-static const struct sandbox_directory_ops fake_ops = {
-        .get = fake_get, .get_now = fake_get_now, .put = fake_put, .store = fake_store};
+static int fake_destroy(struct sandbox_directory *d, const char *name, bool *ret_existed,
+                        struct cella_error *err)
+{
+        (void)d;
+        return sandbox_table_destroy(NULL, name, ret_existed, err);
+}
+
+static const struct sandbox_directory_ops fake_ops = {.get = fake_get,
+                                                      .get_now = fake_get_now,
+                                                      .put = fake_put,
+                                                      .destroy = fake_destroy,
+                                                      .store = fake_store};
 static struct sandbox_directory fake_directory = {&fake_ops};
 
 struct sandbox_directory *sandbox_table_directory(struct sandbox_table *t)
@@ -619,7 +629,7 @@ static void on_stop(uv_async_t *a)
 static void *loop_thread(void *arg)
 {
         struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false",
-                                  NULL,  0,    0,        NULL,   NULL};
+                                  NULL,  0,    0,        NULL,   NULL, NULL};
         struct http_server_config cfg = {.host = "127.0.0.1", .on_request = api_handle};
         struct cella_error err = {0};
 

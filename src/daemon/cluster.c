@@ -1,0 +1,966 @@
+/* cellad as a node of a cluster on etcd (cluster.h; docs/cluster.md, decision 0055):
+ * membership under a lease, the names' ownership, the cluster's view of nodes and
+ * sandboxes, and the directory that stands in front of the local table.
+ *
+ * Invariants: lease is 0 or the lease etcd granted last (it may have lapsed unseen while
+ * etcd is out of reach); at most one grant, one keepalive and one record put are in
+ * flight; a claim holds its copy of the request's options until its callback has run; the
+ * struct goes once closing, its etcd client freed and its timers closed. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <curl/curl.h>
+
+#include "common/json-cleanup.h"
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/name.h"
+#include "common/prom.h"
+#include "common/timeutil.h"
+#include "daemon/cluster.h"
+#include "daemon/etcd.h"
+#include "daemon/metrics.h"
+#include "daemon/sandbox-metrics.h"
+#include "daemon/tenant.h"
+
+#define NODES_PREFIX "/cella/nodes/"
+#define NAMES_PREFIX "/cella/names/"
+
+struct cluster {
+        struct sandbox_directory dir; /* first: the ops get it back as the cluster */
+        uv_loop_t *loop;
+        struct etcd *etcd;
+        struct sandbox_table *table;
+        struct sandbox_directory *local;
+        char node[64];
+        char advertise[CELLA_CLUSTER_URL_MAX + 1];
+        char images_dir[4096];
+        char version[32];
+        unsigned capacity;
+        int64_t started_ms;
+
+        int64_t lease; /* 0: not registered */
+        bool granting, keepalive_pending, publishing, publish_again;
+        bool unreachable_logged;
+        uv_timer_t tick;    /* keepalive, and registering again */
+        uv_timer_t publish; /* the coalesced record put */
+        unsigned published_running, published_count;
+        bool published;
+
+        /* counters for /metrics */
+        uint64_t registrations, lease_losses, claims_won, claims_lost, stale_copies;
+
+        bool closing;
+        unsigned handles; /* open timers */
+};
+
+static const struct sandbox_directory_ops cluster_ops;
+
+/* ---- names, keys, the command line ---- */
+
+int cluster_spec_parse(const char *spec, const char **ret_endpoints)
+{
+        if (strncmp(spec, "etcd=", 5) != 0 || !spec[5] || strlen(spec) > CELLA_ETCD_SPEC_MAX)
+                return -EINVAL;
+        *ret_endpoints = spec + 5;
+        return 0;
+}
+
+bool cluster_node_name_is_valid(const char *s)
+{
+        size_t n = strlen(s);
+
+        if (n == 0 || n > 63 || s[0] == '-')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+                        return false;
+        return true;
+}
+
+int cluster_name_key(const char *internal, char *out, size_t outsz)
+{
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+        int w;
+
+        if (!internal[0] || strlen(internal) > CELLA_NAME_MAX)
+                return -EINVAL;
+        tenant_split(internal, n, t);
+        w = snprintf(out, outsz, NAMES_PREFIX "%s/%s", t[0] ? t : "-", n);
+        return w < 0 || (size_t)w >= outsz ? -EINVAL : 0;
+}
+
+/* ---- membership ---- */
+
+static void grant(struct cluster *c);
+static void publish_now(struct cluster *c);
+static void reclaim(struct cluster *c);
+
+static void lease_lost(struct cluster *c, const char *why)
+{
+        if (!c->lease)
+                return;
+        log_warn("cluster: node '%s' lost its lease %lld (%s): registering again", c->node,
+                 (long long)c->lease, why);
+        c->lease = 0;
+        c->published = false;
+        c->lease_losses++;
+        grant(c);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The images this node has (a directory with a rootfs), sorted, into arr. */
+static void images_json(struct cluster *c, json_t *arr)
+{
+        DIR *d = opendir(c->images_dir);
+        struct dirent *de;
+        char *names[CELLA_CLUSTER_IMAGES_MAX];
+        size_t n = 0;
+
+        if (!d)
+                return;
+        while ((de = readdir(d)) && n < CELLA_CLUSTER_IMAGES_MAX) {
+                char path[4096 + 300];
+                struct stat st;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof(path), "%s/%s/rootfs", c->images_dir, de->d_name);
+                if (stat(path, &st) == 0 && S_ISDIR(st.st_mode) && (names[n] = strdup(de->d_name)))
+                        n++;
+        }
+        closedir(d);
+        qsort(names, n, sizeof(names[0]), cmp_str);
+        for (size_t i = 0; i < n; i++) {
+                json_array_append_new(arr, json_string(names[i]));
+                free(names[i]);
+        }
+}
+
+static void load(struct cluster *c, unsigned *running, unsigned *count)
+{
+        struct metrics_gauges g = {0};
+
+        sandbox_table_metrics(c->table, &g);
+        *running = g.sandboxes[0] + g.sandboxes[3]; /* running and starting */
+        *count = sandbox_table_count(c->table);
+}
+
+static void on_published(const struct etcd_answer *a, void *ud)
+{
+        struct cluster *c = ud;
+
+        c->publishing = false;
+        if (c->closing)
+                return;
+        if (a->r == -ENOENT) {
+                lease_lost(c, a->err.msg);
+                return;
+        }
+        if (a->r < 0) {
+                c->published = false;
+                log_warn("cluster: publishing node '%s': %s", c->node, a->err.msg);
+                return;
+        }
+        c->published = true;
+        if (c->publish_again) {
+                c->publish_again = false;
+                publish_now(c);
+        }
+}
+
+static void publish_now(struct cluster *c)
+{
+        _cleanup_json_ json_t *rec = NULL;
+        _cleanup_free_ char *s = NULL;
+        char key[sizeof(NODES_PREFIX) + 64], started[32];
+        unsigned running, count;
+
+        if (!c->lease || c->closing)
+                return;
+        if (c->publishing) {
+                c->publish_again = true;
+                return;
+        }
+        load(c, &running, &count);
+        time_format_iso(c->started_ms, started, sizeof(started));
+        rec = json_pack("{s:s, s:s, s:I, s:I, s:I, s:[], s:s, s:s}", "node", c->node, "advertise",
+                        c->advertise, "capacity", (json_int_t)c->capacity, "sandboxes",
+                        (json_int_t)count, "running", (json_int_t)running, "images", "version",
+                        c->version, "startedAt", started);
+        if (!rec)
+                return;
+        images_json(c, json_object_get(rec, "images"));
+        s = json_dumps(rec, JSON_COMPACT);
+        if (!s)
+                return;
+        snprintf(key, sizeof(key), NODES_PREFIX "%s", c->node);
+        if (etcd_put(c->etcd, key, strlen(key), s, strlen(s), c->lease, on_published, c) == 0) {
+                c->publishing = true;
+                c->published_running = running;
+                c->published_count = count;
+        }
+}
+
+static void on_publish_timer(uv_timer_t *t)
+{
+        publish_now(t->data);
+}
+
+void cluster_load_changed(struct cluster *c)
+{
+        if (c && !c->closing && !uv_is_active((uv_handle_t *)&c->publish))
+                uv_timer_start(&c->publish, on_publish_timer, CELLA_CLUSTER_PUBLISH_MS, 0);
+}
+
+static void on_granted(const struct etcd_answer *a, void *ud)
+{
+        struct cluster *c = ud;
+
+        c->granting = false;
+        if (c->closing)
+                return;
+        if (a->r < 0) {
+                if (!c->unreachable_logged)
+                        log_warn("cluster: node '%s' cannot register: %s (serving its own "
+                                 "sandboxes; trying again)",
+                                 c->node, a->err.msg);
+                c->unreachable_logged = true;
+                return;
+        }
+        c->unreachable_logged = false;
+        c->lease = a->lease_id;
+        c->registrations++;
+        log_info("cluster: node '%s' registered at %s (lease %lld, ttl %llds)", c->node,
+                 etcd_endpoint(c->etcd), (long long)c->lease, (long long)a->ttl);
+        publish_now(c);
+        reclaim(c);
+}
+
+static void grant(struct cluster *c)
+{
+        if (c->granting || c->lease || c->closing)
+                return;
+        if (etcd_lease_grant(c->etcd, CELLA_CLUSTER_LEASE_TTL, on_granted, c) == 0)
+                c->granting = true;
+}
+
+static void on_keepalive(const struct etcd_answer *a, void *ud)
+{
+        struct cluster *c = ud;
+
+        c->keepalive_pending = false;
+        if (c->closing)
+                return;
+        if (a->r == -ENOENT) {
+                lease_lost(c, a->err.msg);
+                return;
+        }
+        if (a->r < 0) {
+                /* etcd out of reach: the lease may live on; serve, and keep asking. */
+                if (!c->unreachable_logged)
+                        log_warn("cluster: keepalive of node '%s': %s (serving its own "
+                                 "sandboxes)",
+                                 c->node, a->err.msg);
+                c->unreachable_logged = true;
+                return;
+        }
+        if (c->unreachable_logged)
+                log_info("cluster: etcd answers again (%s)", etcd_endpoint(c->etcd));
+        c->unreachable_logged = false;
+        if (!c->published)
+                publish_now(c);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+        struct cluster *c = t->data;
+        unsigned running, count;
+
+        if (!c->lease) {
+                grant(c);
+                return;
+        }
+        if (!c->keepalive_pending && etcd_lease_keepalive(c->etcd, c->lease, on_keepalive, c) == 0)
+                c->keepalive_pending = true;
+        load(c, &running, &count);
+        if (c->published && (running != c->published_running || count != c->published_count))
+                cluster_load_changed(c);
+}
+
+/* ---- claims: a name's ownership ---- */
+
+struct claim {
+        struct cluster *c;
+        bool is_put, create;
+        sandbox_get_cb cb;
+        void *userdata;
+        char name[CELLA_NAME_MAX + 1];
+        char key[CELLA_CLUSTER_KEY_MAX];
+        /* the request's options, copied (put reads them before it returns; the claim
+         * answers later) */
+        bool has_opts;
+        struct sandbox_options o;
+        char *image, *instance_type, *sleep_mode, *network, *snapshot;
+};
+
+static void claim_free(struct claim *q)
+{
+        json_decref(q->o.env);
+        json_decref(q->o.labels);
+        json_decref(q->o.network_allow);
+        free(q->image);
+        free(q->instance_type);
+        free(q->sleep_mode);
+        free(q->network);
+        free(q->snapshot);
+        free(q);
+}
+
+static int dup_opt(const char *in, char **keep, const char **out)
+{
+        if (!in)
+                return 0;
+        *keep = strdup(in);
+        if (!*keep)
+                return -ENOMEM;
+        *out = *keep;
+        return 0;
+}
+
+static int claim_copy_opts(struct claim *q, const struct sandbox_options *o)
+{
+        if (!o)
+                return 0;
+        q->has_opts = true;
+        q->o = *o;
+        q->o.image = q->o.instance_type = q->o.sleep_mode = q->o.network = q->o.snapshot = NULL;
+        json_incref(q->o.env);
+        json_incref(q->o.labels);
+        json_incref(q->o.network_allow);
+        if (dup_opt(o->image, &q->image, &q->o.image) < 0 ||
+            dup_opt(o->instance_type, &q->instance_type, &q->o.instance_type) < 0 ||
+            dup_opt(o->sleep_mode, &q->sleep_mode, &q->o.sleep_mode) < 0 ||
+            dup_opt(o->network, &q->network, &q->o.network) < 0 ||
+            dup_opt(o->snapshot, &q->snapshot, &q->o.snapshot) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+static void on_released(const struct etcd_answer *a, void *ud)
+{
+        char *key = ud;
+
+        if (a->r < 0)
+                log_warn("cluster: releasing %s: %s (its lease frees it)", key, a->err.msg);
+        free(key);
+}
+
+/* Give up name's record if this node's lease holds it (after a failed create, a destroy). */
+static void release(struct cluster *c, const char *name)
+{
+        char key[CELLA_CLUSTER_KEY_MAX];
+        char *k;
+
+        if (!c->lease || c->closing || cluster_name_key(name, key, sizeof(key)) < 0)
+                return;
+        k = strdup(key);
+        if (k && etcd_delete_leased(c->etcd, k, strlen(k), c->lease, on_released, k) < 0)
+                free(k);
+}
+
+/* The local table's answer to a claimed name's create. */
+static void claim_local_done(struct sandbox *s, bool created, const struct cella_error *err,
+                             void *ud)
+{
+        struct claim *q = ud;
+
+        if (err && !q->c->closing)
+                release(q->c, q->name);
+        else
+                cluster_load_changed(q->c);
+        q->cb(s, created, err, q->userdata);
+        claim_free(q);
+}
+
+static void claim_go_local(struct claim *q)
+{
+        struct sandbox_directory *l = q->c->local;
+
+        if (q->is_put)
+                l->ops->put(l, q->name, q->has_opts ? &q->o : NULL, claim_local_done, q);
+        else
+                l->ops->get(l, q->name, q->create, q->has_opts ? &q->o : NULL, claim_local_done, q);
+}
+
+static void claim_fail(struct claim *q, const struct cella_error *err)
+{
+        q->cb(NULL, false, err, q->userdata);
+        claim_free(q);
+}
+
+static void on_claimed(const struct etcd_answer *a, void *ud)
+{
+        struct claim *q = ud;
+        struct cluster *c = q->c;
+        struct cella_error err = {0};
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+        const char *owner = NULL;
+        _cleanup_json_ json_t *rec = NULL;
+
+        tenant_split(q->name, n, t);
+        if (c->closing) {
+                cella_error_set(&err, CELLA_E_SERVER_BUSY, "cellad is stopping");
+                claim_fail(q, &err);
+                return;
+        }
+        if (a->r < 0) {
+                if (a->r == -ENOENT)
+                        lease_lost(c, a->err.msg);
+                cella_error_set(&err, CELLA_E_CLUSTER_UNAVAILABLE, "place sandbox '%s': %s", n,
+                                a->err.msg);
+                claim_fail(q, &err);
+                return;
+        }
+        if (a->succeeded) {
+                c->claims_won++;
+                claim_go_local(q);
+                return;
+        }
+        if (a->n_kvs > 0)
+                rec = json_loadb(a->kvs[0].value, a->kvs[0].value_len, 0, NULL);
+        owner = json_string_value(json_object_get(rec, "node"));
+        if (owner && strcmp(owner, c->node) == 0) {
+                /* Ours already (a create racing on this node, or one re-claimed). */
+                claim_go_local(q);
+                return;
+        }
+        c->claims_lost++;
+        cella_error_set(&err, CELLA_E_SANDBOX_ON_OTHER_NODE,
+                        "sandbox '%s' lives on node '%.63s': send its requests to that node "
+                        "(this node does not forward them yet)",
+                        n, owner ? owner : "?");
+        claim_fail(q, &err);
+}
+
+/* Claim name for this node, then create it here (get with create, or put). */
+static void claim(struct cluster *c, const char *name, bool is_put, bool create,
+                  const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata)
+{
+        struct cella_error err = {0};
+        struct claim *q = calloc(1, sizeof(*q));
+        _cleanup_free_ char *value = NULL;
+        char since[32];
+        _cleanup_json_ json_t *rec = NULL;
+
+        if (!q) {
+                cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                cb(NULL, false, &err, userdata);
+                return;
+        }
+        q->c = c;
+        q->is_put = is_put;
+        q->create = create;
+        q->cb = cb;
+        q->userdata = userdata;
+        snprintf(q->name, sizeof(q->name), "%s", name);
+        if (claim_copy_opts(q, opts) < 0 || cluster_name_key(name, q->key, sizeof(q->key)) < 0) {
+                cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                claim_fail(q, &err);
+                return;
+        }
+        if (!c->lease) {
+                cella_error_set(&err, CELLA_E_CLUSTER_UNAVAILABLE,
+                                "place sandbox: node '%s' is not registered with etcd (it "
+                                "cannot reach it): new names cannot be placed",
+                                c->node);
+                claim_fail(q, &err);
+                return;
+        }
+        time_format_iso(time_now_ms(), since, sizeof(since));
+        rec = json_pack("{s:s, s:s, s:s}", "node", c->node, "since", since, "image",
+                        opts && opts->image ? opts->image : "");
+        value = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+        if (!value || etcd_create(c->etcd, q->key, strlen(q->key), value, strlen(value), c->lease,
+                                  on_claimed, q) < 0) {
+                cella_error_set(&err, CELLA_E_SERVER_BUSY,
+                                "place sandbox: too many requests "
+                                "to etcd at once");
+                claim_fail(q, &err);
+        }
+}
+
+struct reclaim {
+        struct cluster *c;
+        char name[CELLA_NAME_MAX + 1];
+};
+
+static void on_reclaimed(const struct etcd_answer *a, void *ud)
+{
+        struct reclaim *r = ud;
+        struct cluster *c = r->c;
+
+        if (!c->closing && a->r == 0 && !a->succeeded && a->n_kvs > 0) {
+                _cleanup_json_ json_t *rec =
+                        json_loadb(a->kvs[0].value, a->kvs[0].value_len, 0, NULL);
+                const char *owner = json_string_value(json_object_get(rec, "node"));
+
+                if (owner && strcmp(owner, c->node) != 0) {
+                        c->stale_copies++;
+                        log_warn("cluster: sandbox '%s' is owned by node '%s': the copy here "
+                                 "is stale",
+                                 r->name, owner);
+                }
+        }
+        free(r);
+}
+
+/* After (re)registering: claim the names of the sandboxes this node has. */
+static void reclaim(struct cluster *c)
+{
+        _cleanup_json_ json_t *list = sandbox_table_list(c->table);
+        size_t i;
+        json_t *info;
+
+        json_array_foreach(list, i, info)
+        {
+                const char *id = json_string_value(json_object_get(info, "id"));
+                const char *t = json_string_value(json_object_get(info, "tenant"));
+                struct reclaim *r;
+                char key[CELLA_CLUSTER_KEY_MAX], since[32];
+                _cleanup_free_ char *value = NULL;
+                _cleanup_json_ json_t *rec = NULL;
+
+                if (!id)
+                        continue;
+                r = calloc(1, sizeof(*r));
+                if (!r)
+                        return;
+                r->c = c;
+                if (tenant_qualify(t ? t : "", id, r->name, NULL) < 0 ||
+                    cluster_name_key(r->name, key, sizeof(key)) < 0) {
+                        free(r);
+                        continue;
+                }
+                time_format_iso(time_now_ms(), since, sizeof(since));
+                rec = json_pack("{s:s, s:s, s:s}", "node", c->node, "since", since, "image",
+                                json_string_value(json_object_get(info, "image")) ?: "");
+                value = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+                if (!value || etcd_create(c->etcd, key, strlen(key), value, strlen(value), c->lease,
+                                          on_reclaimed, r) < 0)
+                        free(r);
+        }
+}
+
+/* ---- the directory ---- */
+
+static struct cluster *of(struct sandbox_directory *d)
+{
+        return (struct cluster *)d;
+}
+
+static void dir_get(struct sandbox_directory *d, const char *name, bool create,
+                    const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata)
+{
+        struct cluster *c = of(d);
+        struct sandbox *s = NULL;
+        struct cella_error err = {0};
+
+        if (!create || c->local->ops->get_now(c->local, name, &s, &err) == 0)
+                c->local->ops->get(c->local, name, create, opts, cb, userdata);
+        else
+                claim(c, name, false, create, opts, cb, userdata);
+}
+
+static int dir_get_now(struct sandbox_directory *d, const char *name, struct sandbox **ret,
+                       struct cella_error *err)
+{
+        struct cluster *c = of(d);
+
+        return c->local->ops->get_now(c->local, name, ret, err);
+}
+
+static void dir_put(struct sandbox_directory *d, const char *name,
+                    const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata)
+{
+        struct cluster *c = of(d);
+        struct sandbox *s = NULL;
+        struct cella_error err = {0};
+
+        if (c->local->ops->get_now(c->local, name, &s, &err) == 0)
+                c->local->ops->put(c->local, name, opts, cb, userdata);
+        else
+                claim(c, name, true, true, opts, cb, userdata);
+}
+
+static int dir_destroy(struct sandbox_directory *d, const char *name, bool *ret_existed,
+                       struct cella_error *err)
+{
+        struct cluster *c = of(d);
+        bool existed = false;
+        int r = c->local->ops->destroy(c->local, name, &existed, err);
+
+        if (r >= 0 && existed) {
+                release(c, name);
+                cluster_load_changed(c);
+        }
+        if (r >= 0 && ret_existed)
+                *ret_existed = existed;
+        return r;
+}
+
+static json_t *dir_list(struct sandbox_directory *d)
+{
+        return of(d)->local->ops->list(of(d)->local);
+}
+
+static unsigned dir_count(struct sandbox_directory *d)
+{
+        return of(d)->local->ops->count(of(d)->local);
+}
+
+static bool dir_image_in_use(struct sandbox_directory *d, const char *image)
+{
+        return of(d)->local->ops->image_in_use(of(d)->local, image);
+}
+
+static struct store *dir_store(struct sandbox_directory *d)
+{
+        return of(d)->local->ops->store(of(d)->local);
+}
+
+static const struct sandbox_directory_ops cluster_ops = {
+        .get = dir_get,
+        .get_now = dir_get_now,
+        .put = dir_put,
+        .destroy = dir_destroy,
+        .list = dir_list,
+        .count = dir_count,
+        .image_in_use = dir_image_in_use,
+        .store = dir_store,
+};
+
+struct sandbox_directory *cluster_directory(struct cluster *c)
+{
+        return &c->dir;
+}
+
+/* ---- the cluster's views ---- */
+
+struct view {
+        struct cluster *c;
+        cluster_json_cb cb;
+        void *userdata;
+        bool all_tenants;
+        char tenant[CELLA_TENANT_MAX + 1];
+};
+
+static void on_nodes(const struct etcd_answer *a, void *ud)
+{
+        struct view *v = ud;
+        _cleanup_json_ json_t *arr = json_array();
+        _cleanup_json_ json_t *j = NULL;
+
+        if (a->r < 0 || !arr) {
+                struct cella_error err = {0};
+
+                cella_error_set(&err, CELLA_E_CLUSTER_UNAVAILABLE, "list nodes: %s",
+                                a->r < 0 ? a->err.msg : "out of memory");
+                v->cb(NULL, &err, v->userdata);
+                free(v);
+                return;
+        }
+        for (size_t i = 0; i < a->n_kvs; i++) {
+                json_t *rec = json_loadb(a->kvs[i].value, a->kvs[i].value_len, 0, NULL);
+                const char *node = json_string_value(json_object_get(rec, "node"));
+
+                if (!json_is_object(rec) || !node) {
+                        json_decref(rec);
+                        continue;
+                }
+                json_object_set_new(rec, "self", json_boolean(strcmp(node, v->c->node) == 0));
+                json_array_append_new(arr, rec);
+        }
+        j = json_pack("{s:O}", "nodes", arr);
+        v->cb(j, NULL, v->userdata);
+        free(v);
+}
+
+static struct view *view_new(struct cluster *c, cluster_json_cb cb, void *userdata)
+{
+        struct view *v = calloc(1, sizeof(*v));
+
+        if (v) {
+                v->c = c;
+                v->cb = cb;
+                v->userdata = userdata;
+        }
+        return v;
+}
+
+int cluster_nodes(struct cluster *c, cluster_json_cb cb, void *userdata)
+{
+        struct view *v = view_new(c, cb, userdata);
+        int r;
+
+        if (!v)
+                return -ENOMEM;
+        r = etcd_range(c->etcd, NODES_PREFIX, strlen(NODES_PREFIX), true, on_nodes, v);
+        if (r < 0)
+                free(v);
+        return r;
+}
+
+static void on_names(const struct etcd_answer *a, void *ud)
+{
+        struct view *v = ud;
+        struct cluster *c = v->c;
+        _cleanup_json_ json_t *arr = sandbox_table_list(c->table);
+        size_t i;
+        json_t *info;
+
+        if (!arr) {
+                struct cella_error err = {0};
+
+                cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                v->cb(NULL, &err, v->userdata);
+                free(v);
+                return;
+        }
+        /* This node's own, in full. */
+        for (i = json_array_size(arr); i-- > 0;) {
+                const char *t;
+
+                info = json_array_get(arr, i);
+                t = json_string_value(json_object_get(info, "tenant"));
+                if (!v->all_tenants && strcmp(t ? t : "", v->tenant) != 0) {
+                        json_array_remove(arr, i);
+                        continue;
+                }
+                json_object_set_new(info, "node", json_string(c->node));
+        }
+        /* Other nodes', as their names' records say. */
+        for (size_t k = 0; a->r == 0 && k < a->n_kvs; k++) {
+                const char *key = a->kvs[k].key + strlen(NAMES_PREFIX);
+                const char *slash = strchr(key, '/');
+                _cleanup_json_ json_t *rec = NULL;
+                const char *node;
+                char tenant[CELLA_TENANT_MAX + 1];
+
+                if (strncmp(a->kvs[k].key, NAMES_PREFIX, strlen(NAMES_PREFIX)) != 0 || !slash ||
+                    (size_t)(slash - key) > CELLA_TENANT_MAX || !slash[1])
+                        continue;
+                rec = json_loadb(a->kvs[k].value, a->kvs[k].value_len, 0, NULL);
+                node = json_string_value(json_object_get(rec, "node"));
+                if (!node || strcmp(node, c->node) == 0)
+                        continue;
+                snprintf(tenant, sizeof(tenant), "%.*s", (int)(slash - key), key);
+                if (strcmp(tenant, "-") == 0)
+                        tenant[0] = '\0';
+                info = json_pack("{s:s, s:s, s:s, s:s}", "id", slash + 1, "node", node, "image",
+                                 json_string_value(json_object_get(rec, "image")) ?: "",
+                                 "createdAt",
+                                 json_string_value(json_object_get(rec, "since")) ?: "");
+                if (info && tenant[0])
+                        json_object_set_new(info, "tenant", json_string(tenant));
+                json_array_append_new(arr, info);
+        }
+        if (a->r < 0) {
+                /* etcd out of reach: this node's own, said to be only those. */
+                json_t *j = json_pack("{s:O, s:b, s:s}", "sandboxes", arr, "partial", 1,
+                                      "partialReason", a->err.msg);
+
+                v->cb(j, NULL, v->userdata);
+                json_decref(j);
+        } else {
+                json_t *j = json_pack("{s:O}", "sandboxes", arr);
+
+                v->cb(j, NULL, v->userdata);
+                json_decref(j);
+        }
+        free(v);
+}
+
+int cluster_sandboxes(struct cluster *c, const char *tenant, cluster_json_cb cb, void *userdata)
+{
+        struct view *v = view_new(c, cb, userdata);
+        char prefix[sizeof(NAMES_PREFIX) + CELLA_TENANT_MAX + 2];
+        int r;
+
+        if (!v)
+                return -ENOMEM;
+        v->all_tenants = !tenant;
+        snprintf(v->tenant, sizeof(v->tenant), "%s", tenant ? tenant : "");
+        if (tenant)
+                snprintf(prefix, sizeof(prefix), NAMES_PREFIX "%s/", tenant[0] ? tenant : "-");
+        else
+                snprintf(prefix, sizeof(prefix), NAMES_PREFIX);
+        r = etcd_range(c->etcd, prefix, strlen(prefix), true, on_names, v);
+        if (r < 0)
+                free(v);
+        return r;
+}
+
+int cluster_metrics(struct cluster *c, struct buf *b)
+{
+        static const char *const ops[ETCD_OP_MAX] = {
+                "range",           "put",         "deleterange", "txn", "lease_grant",
+                "lease_keepalive", "lease_revoke"};
+        const struct etcd_stats *st = etcd_stats(c->etcd);
+        int r = prom_family(b, "cella_etcd_requests_total", "counter",
+                            "Requests to etcd answered, by operation and result");
+
+        for (int i = 0; r >= 0 && i < ETCD_OP_MAX; i++) {
+                struct prom_label ok[] = {{"op", ops[i]}, {"result", "ok"}};
+                struct prom_label bad[] = {{"op", ops[i]}, {"result", "error"}};
+
+                r = prom_sample_u64(b, "cella_etcd_requests_total", ok, 2,
+                                    st->requests[i] - st->failures[i]);
+                if (r >= 0)
+                        r = prom_sample_u64(b, "cella_etcd_requests_total", bad, 2,
+                                            st->failures[i]);
+        }
+        if (r >= 0)
+                r = prom_family(b, "cella_etcd_failovers_total", "counter",
+                                "Moves to the next etcd endpoint after one did not answer");
+        if (r >= 0)
+                r = prom_sample_u64(b, "cella_etcd_failovers_total", NULL, 0, st->failovers);
+        if (r >= 0)
+                r = prom_family(b, "cella_etcd_up", "gauge",
+                                "1 when the last request reached an etcd endpoint that answered");
+        if (r >= 0)
+                r = prom_sample_u64(b, "cella_etcd_up", NULL, 0, st->healthy ? 1 : 0);
+        if (r >= 0)
+                r = prom_family(b, "cella_cluster_registered", "gauge",
+                                "1 while this node holds a lease and its record");
+        if (r >= 0)
+                r = prom_sample_u64(b, "cella_cluster_registered", NULL, 0, c->lease ? 1 : 0);
+        if (r >= 0)
+                r = prom_family(b, "cella_cluster_registrations_total", "counter",
+                                "Leases granted to this node (1 + registrations after a loss)");
+        if (r >= 0)
+                r = prom_sample_u64(b, "cella_cluster_registrations_total", NULL, 0,
+                                    c->registrations);
+        if (r >= 0)
+                r = prom_family(b, "cella_cluster_lease_losses_total", "counter",
+                                "Times etcd said this node's lease was gone");
+        if (r >= 0)
+                r = prom_sample_u64(b, "cella_cluster_lease_losses_total", NULL, 0,
+                                    c->lease_losses);
+        if (r >= 0)
+                r = prom_family(b, "cella_cluster_claims_total", "counter",
+                                "New names this node asked etcd for, by result (won: placed "
+                                "here; lost: owned by another node)");
+        if (r >= 0) {
+                struct prom_label won = {"result", "won"}, lost = {"result", "lost"};
+
+                r = prom_sample_u64(b, "cella_cluster_claims_total", &won, 1, c->claims_won);
+                if (r >= 0)
+                        r = prom_sample_u64(b, "cella_cluster_claims_total", &lost, 1,
+                                            c->claims_lost);
+        }
+        return r < 0 ? r : 0;
+}
+
+/* ---- life ---- */
+
+static void on_timer_closed(uv_handle_t *h)
+{
+        struct cluster *c = h->data;
+
+        if (--c->handles == 0)
+                free(c);
+}
+
+int cluster_new(uv_loop_t *loop, const struct cluster_config *cfg, struct sandbox_table *table,
+                struct cluster **ret, struct cella_error *err)
+{
+        struct cluster *c;
+        int r;
+
+        if (!cluster_node_name_is_valid(cfg->node))
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "--node '%.80s': 1 to 63 of a-z, 0-9 and '-', not "
+                                       "starting with '-'",
+                                       cfg->node);
+        if (strlen(cfg->advertise) > CELLA_CLUSTER_URL_MAX ||
+            (strncmp(cfg->advertise, "http://", 7) != 0 &&
+             strncmp(cfg->advertise, "https://", 8) != 0))
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "--advertise '%.80s': the node's API as other nodes reach "
+                                       "it, an http:// or https:// URL",
+                                       cfg->advertise);
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return cella_error_errno(err, ENOMEM, "cluster");
+        r = etcd_new(loop, cfg->etcd, &c->etcd, err);
+        if (r < 0) {
+                free(c);
+                return cella_error_prefix(err, "--cluster");
+        }
+        c->dir.ops = &cluster_ops;
+        c->loop = loop;
+        c->table = table;
+        c->local = sandbox_table_directory(table);
+        snprintf(c->node, sizeof(c->node), "%s", cfg->node);
+        snprintf(c->advertise, sizeof(c->advertise), "%s", cfg->advertise);
+        snprintf(c->images_dir, sizeof(c->images_dir), "%s", cfg->images_dir);
+        snprintf(c->version, sizeof(c->version), "%s", cfg->version);
+        c->capacity = cfg->capacity;
+        c->started_ms = time_now_ms();
+        uv_timer_init(loop, &c->tick);
+        uv_timer_init(loop, &c->publish);
+        c->tick.data = c->publish.data = c;
+        c->handles = 2;
+        uv_timer_start(&c->tick, on_tick, CELLA_CLUSTER_KEEPALIVE_MS, CELLA_CLUSTER_KEEPALIVE_MS);
+        grant(c);
+        *ret = c;
+        return 0;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *userdata)
+{
+        return size * n;
+}
+
+/* The lease's revoke at exit, blocking for at most CELLA_CLUSTER_REVOKE_TIMEOUT_MS: the
+ * loop has stopped by then, and a node that says it goes frees its names at once rather
+ * than a TTL later. */
+static void revoke_now(struct cluster *c)
+{
+        CURL *h = curl_easy_init();
+        char url[600], body[64];
+
+        if (!h)
+                return;
+        snprintf(url, sizeof(url), "%s/v3/lease/revoke", etcd_endpoint(c->etcd));
+        snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)c->lease);
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)CELLA_CLUSTER_REVOKE_TIMEOUT_MS);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+        curl_easy_perform(h);
+        curl_easy_cleanup(h);
+}
+
+void cluster_free(struct cluster *c)
+{
+        if (!c)
+                return;
+        c->closing = true;
+        if (c->lease)
+                revoke_now(c);
+        etcd_free(c->etcd); /* pending claims answer now, with an error */
+        uv_timer_stop(&c->tick);
+        uv_timer_stop(&c->publish);
+        uv_close((uv_handle_t *)&c->tick, on_timer_closed);
+        uv_close((uv_handle_t *)&c->publish, on_timer_closed);
+}

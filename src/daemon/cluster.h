@@ -1,0 +1,77 @@
+/* cellad as one node of a cluster on etcd (docs/cluster.md, decision 0055).
+ *
+ * Membership: the node grants itself a lease (CELLA_CLUSTER_LEASE_TTL s), keeps it alive
+ * every CELLA_CLUSTER_KEEPALIVE_MS and publishes /cella/nodes/<node> under it (its
+ * advertise URL, capacity, load, images, version, start time), again when its load changes
+ * (coalesced: at most one put per CELLA_CLUSTER_PUBLISH_MS). etcd out of reach: the node
+ * serves its own sandboxes on and registers again (a new lease, its record, its names) as
+ * soon as etcd answers.
+ *
+ * Names: /cella/names/<tenant>/<name> (tenant "-" for the default one) = {node, since,
+ * image}, put under the owner's lease by a create-if-absent transaction, so that two
+ * nodes racing on a name agree on one owner and a lapsed lease frees its names. The
+ * cluster's sandbox directory (cluster_directory) stands in front of the local table:
+ * a name that is not here is claimed before it is created here; a name owned by another
+ * node is refused with 409 SANDBOX_ON_OTHER_NODE naming the owner (forwarding will serve it
+ * instead), etcd out of reach with 503 CLUSTER_UNAVAILABLE.
+ *
+ * Loop thread only. */
+#ifndef CELLA_DAEMON_CLUSTER_H
+#define CELLA_DAEMON_CLUSTER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/error.h"
+#include "daemon/sandbox-directory.h"
+
+/* The version a node publishes: GET /v1/health's (api-sandboxes.c says it too). */
+#ifndef CELLA_VERSION
+#define CELLA_VERSION "0.1.0"
+#endif
+
+struct cluster_config {
+        const char *etcd;       /* "http://h:p[,...]" (--cluster etcd=...) */
+        const char *node;       /* --node: 1-63 of [a-z0-9-], not starting with '-' */
+        const char *advertise;  /* --advertise: the node's API as other nodes reach it */
+        const char *images_dir; /* the images it publishes */
+        const char *version;
+        unsigned capacity; /* --max-sandboxes */
+};
+
+struct cluster;
+
+/* "etcd=URL[,URL...]" (the value of --cluster) into its endpoint list (a pointer into
+ * spec). 0, or -EINVAL. */
+int cluster_spec_parse(const char *spec, const char **ret_endpoints);
+/* A node name: 1-63 of [a-z0-9-], first not '-'. */
+bool cluster_node_name_is_valid(const char *s);
+/* The name's key: "/cella/names/<tenant or ->/<name>" of an internal name. 0 or -EINVAL. */
+int cluster_name_key(const char *internal, char *out, size_t outsz);
+
+/* Join: starts registering at once (the loop does the rest). local is the table's
+ * directory, in front of which cluster_directory stands. */
+int cluster_new(uv_loop_t *loop, const struct cluster_config *cfg, struct sandbox_table *table,
+                struct cluster **ret, struct cella_error *err);
+/* Leave: the lease is revoked when etcd answers in time (the names and the record go at
+ * once), else it lapses. */
+void cluster_free(struct cluster *c);
+
+struct sandbox_directory *cluster_directory(struct cluster *c);
+/* The load changed (a sandbox made, destroyed, started, slept): publish it (coalesced). */
+void cluster_load_changed(struct cluster *c);
+
+/* The live nodes: calls cb with {"nodes":[record + "node", ...]} (new reference) or err. */
+typedef void (*cluster_json_cb)(json_t *j, const struct cella_error *err, void *userdata);
+int cluster_nodes(struct cluster *c, cluster_json_cb cb, void *userdata);
+/* The cluster's sandboxes of tenant (NULL: every tenant's): local (full SandboxInfo) and
+ * remote (what the name's record says: id, tenant, node, image, createdAt), each with
+ * "node". cb gets a JSON array (new reference) or err. */
+int cluster_sandboxes(struct cluster *c, const char *tenant, cluster_json_cb cb, void *userdata);
+
+/* /metrics: the etcd client's and the membership's series. */
+int cluster_metrics(struct cluster *c, struct buf *b);
+
+#endif
