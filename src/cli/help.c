@@ -276,7 +276,8 @@ const struct cli_command cli_commands[] = {
          "  --dir D      restore: the directory to replace (default: the backup's)\n"
          "  --json       the server's JSON\n",
          "  cella backup create box /workspace/app --ttl 86400\n"
-         "  cella backup restore box-2 0b5e6f0e-2c64-4d0c-9d44-52c1f1b8a0e3\n", 0},
+         "  cella backup restore box-2 0b5e6f0e-2c64-4d0c-9d44-52c1f1b8a0e3\n",
+         0},
         {"mcp", "serve the Model Context Protocol on stdin/stdout (for AI agents)", "cella mcp",
          "Runs an MCP server (JSON-RPC 2.0, one message a line) on stdin and stdout: AI\n"
          "agents (Claude Desktop, Cursor, VS Code) get cella's sandboxes as tools and their\n"

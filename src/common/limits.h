@@ -75,7 +75,7 @@
 #define CELLA_PROC_MAX_INTERVAL_MS 60000
 #define CELLA_PROC_DEFAULT_INTERVAL_MS 500 /* waitPort poll interval when none is given */
 #define CELLA_PROC_MAX_HTTP_PATH 2048      /* waitPort's HTTP path (common/validate.h) */
-#define CELLA_AGENT_MAX_SESSIONS 256 /* sessions (shells) per sandbox */
+#define CELLA_AGENT_MAX_SESSIONS 256       /* sessions (shells) per sandbox */
 
 /* Code interpreter (agent, docs/decisions/0021-code-interpreter.md) */
 #define CELLA_CODE_MAX_CODE (512 * 1024)         /* bytes of code in one run */
@@ -199,29 +199,29 @@
 #define CELLA_CRIU_CHECK_TIMEOUT_MS 20000 /* `criu check` (memory sleep's host check) within */
 #define CELLA_CRIU_OUTPUT_MAX 65536       /* of its output, read for the reason */
 /* Backups (src/daemon/backup*.c, docs/decisions/0049-backups.md) */
-#define CELLA_BACKUP_TTL_DEFAULT 259200       /* seconds a backup is kept (the hosted SDK's) */
-#define CELLA_BACKUP_TTL_MAX (366LL * 86400)  /* the longest ttl accepted, in seconds */
-#define CELLA_BACKUP_NAME_MAX 256             /* bytes of a backup's name */
-#define CELLA_BACKUP_DIR_MAX 1024             /* bytes of the directory a backup is of */
-#define CELLA_BACKUP_RECORD_MAX 8192          /* bytes of one backup's JSON record */
-#define CELLA_BACKUP_LIST_MAX 10000           /* backups one listing reads */
-#define CELLA_BACKUP_SWEEP_MS 2000            /* how often expired backups are looked for */
-#define CELLA_BACKUP_STORE_SPEC_MAX 2048      /* bytes of --backup-store */
+#define CELLA_BACKUP_TTL_DEFAULT 259200        /* seconds a backup is kept (the hosted SDK's) */
+#define CELLA_BACKUP_TTL_MAX (366LL * 86400)   /* the longest ttl accepted, in seconds */
+#define CELLA_BACKUP_NAME_MAX 256              /* bytes of a backup's name */
+#define CELLA_BACKUP_DIR_MAX 1024              /* bytes of the directory a backup is of */
+#define CELLA_BACKUP_RECORD_MAX 8192           /* bytes of one backup's JSON record */
+#define CELLA_BACKUP_LIST_MAX 10000            /* backups one listing reads */
+#define CELLA_BACKUP_SWEEP_MS 2000             /* how often expired backups are looked for */
+#define CELLA_BACKUP_STORE_SPEC_MAX 2048       /* bytes of --backup-store */
 #define CELLA_BACKUP_S3_LIST_MAX (1024 * 1024) /* one ListObjectsV2 answer */
-#define CELLA_BACKUP_ERROR_MAX 240            /* what the archiver says when it fails */
-#define CELLA_BACKUP_PIPE_BYTES (1024 * 1024) /* the archive's pipe to and from cella-archive */
+#define CELLA_BACKUP_ERROR_MAX 240             /* what the archiver says when it fails */
+#define CELLA_BACKUP_PIPE_BYTES (1024 * 1024)  /* the archive's pipe to and from cella-archive */
 
 /* The cluster on etcd (src/daemon/etcd.c, cluster.c; docs/decisions/0055-cluster.md) */
-#define CELLA_ETCD_ENDPOINTS_MAX 16          /* endpoints in --cluster etcd=... */
-#define CELLA_ETCD_SPEC_MAX 4096             /* bytes of --cluster */
+#define CELLA_ETCD_ENDPOINTS_MAX 16             /* endpoints in --cluster etcd=... */
+#define CELLA_ETCD_SPEC_MAX 4096                /* bytes of --cluster */
 #define CELLA_ETCD_ANSWER_MAX (4 * 1024 * 1024) /* bytes of one answer of the gateway */
-#define CELLA_ETCD_RANGE_MAX 100000          /* keys one range answer may hold */
-#define CELLA_ETCD_CONNECT_TIMEOUT_MS 1000   /* connecting to one endpoint within */
-#define CELLA_ETCD_ATTEMPT_TIMEOUT_MS 2500   /* one attempt at one endpoint answered within */
-#define CELLA_ETCD_PENDING_MAX 4096          /* requests in flight at once */
-#define CELLA_CLUSTER_LEASE_TTL 5            /* seconds a node's lease outlives its last keepalive */
-#define CELLA_CLUSTER_KEEPALIVE_MS 1500      /* a node's keepalive period (a third of the TTL) */
-#define CELLA_CLUSTER_PUBLISH_MS 200         /* load changes within this are one record put */
+#define CELLA_ETCD_RANGE_MAX 100000             /* keys one range answer may hold */
+#define CELLA_ETCD_CONNECT_TIMEOUT_MS 1000      /* connecting to one endpoint within */
+#define CELLA_ETCD_ATTEMPT_TIMEOUT_MS 2500      /* one attempt at one endpoint answered within */
+#define CELLA_ETCD_PENDING_MAX 4096             /* requests in flight at once */
+#define CELLA_CLUSTER_LEASE_TTL 5       /* seconds a node's lease outlives its last keepalive */
+#define CELLA_CLUSTER_KEEPALIVE_MS 1500 /* a node's keepalive period (a third of the TTL) */
+#define CELLA_CLUSTER_PUBLISH_MS 200    /* load changes within this are one record put */
 #define CELLA_CLUSTER_REVOKE_TIMEOUT_MS 1000 /* the lease's revoke at exit, waited for at most */
 #define CELLA_CLUSTER_URL_MAX 255            /* bytes of --advertise */
 #define CELLA_CLUSTER_KEY_MAX 256            /* bytes of a name's key in etcd */

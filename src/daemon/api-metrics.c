@@ -14,7 +14,8 @@ void api_metrics(struct api *a, struct http_request *req, const struct api_args 
 
         (void)p;
         sandbox_table_metrics(a->cfg.table, &g);
-        if (metrics_render(&g, &b) < 0 || (a->cfg.cluster && cluster_metrics(a->cfg.cluster, &b) < 0)) {
+        if (metrics_render(&g, &b) < 0 ||
+            (a->cfg.cluster && cluster_metrics(a->cfg.cluster, &b) < 0)) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }

@@ -412,16 +412,15 @@ static bool check_params(struct http_request *req, const struct api_match *m, st
                         p->param = b->param;
                 } else if (IS("bid")) { /* a backup's id (backup-store.h) */
                         if (c->len != BACKUP_ID_LEN || c->len > CELLA_ID_MAX) {
-                                http_respond_code(req, CELLA_E_BACKUP_NOT_FOUND,
-                                                  "no backup '%.*s'", (int)MIN(c->len, 64),
-                                                  c->value);
+                                http_respond_code(req, CELLA_E_BACKUP_NOT_FOUND, "no backup '%.*s'",
+                                                  (int)MIN(c->len, 64), c->value);
                                 return false;
                         }
                         memcpy(b->param, c->value, c->len);
                         b->param[c->len] = '\0';
                         if (!backup_id_is_valid(b->param)) {
-                                http_respond_code(req, CELLA_E_BACKUP_NOT_FOUND,
-                                                  "no backup '%s'", b->param);
+                                http_respond_code(req, CELLA_E_BACKUP_NOT_FOUND, "no backup '%s'",
+                                                  b->param);
                                 return false;
                         }
                         p->param = b->param;

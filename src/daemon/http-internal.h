@@ -82,7 +82,7 @@ struct http_request {
         void (*abort_cb)(struct http_request *req, void *ud);
         void *abort_ud;
         void *userdata;
-        int tag; /* http_request_set_tag */
+        int tag;    /* http_request_set_tag */
         void *auth; /* http_request_set_auth */
         void (*auth_free)(void *);
         http_error_view_fn error_view; /* http_request_set_error_view */

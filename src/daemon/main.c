@@ -567,8 +567,9 @@ static int start_table(struct daemon *d, struct options *o)
         }
         log_info("backups: %s", backups_store_describe(d->backups));
         if (o->cluster) {
-                struct cluster_config ccfg = {o->cluster, o->node,    o->advertise,
-                                              o->images,  CELLA_VERSION, (unsigned)o->max_sandboxes};
+                struct cluster_config ccfg = {o->cluster,    o->node,
+                                              o->advertise,  o->images,
+                                              CELLA_VERSION, (unsigned)o->max_sandboxes};
 
                 if (cluster_new(d->loop, &ccfg, d->table, &d->cluster, &err) < 0) {
                         fprintf(stderr, "cellad: %s\n", err.msg);
@@ -582,9 +583,9 @@ static int start_table(struct daemon *d, struct options *o)
 /* Step 4: the HTTP API over the table. */
 static int start_api(struct daemon *d, const struct options *o)
 {
-        struct api_config acfg = {d->loop,    d->table,          o->token, o->images,
-                                  o->builder, o->preview_domain, 0,        (int64_t)o->import_max,
-                                  &d->budget, d->backups,   d->cluster};
+        struct api_config acfg = {d->loop,    d->table,          o->token,  o->images,
+                                  o->builder, o->preview_domain, 0,         (int64_t)o->import_max,
+                                  &d->budget, d->backups,        d->cluster};
 
         if (!o->preview_domain[0] || strlen(o->preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
             strpbrk(o->preview_domain, ":/ ")) {
