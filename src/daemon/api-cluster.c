@@ -5,18 +5,6 @@
 #include "daemon/api-service.h"
 #include "daemon/cluster.h"
 
-static void nodes_answer(json_t *j, const struct cella_error *err, void *ud)
-{
-        struct http_request *req = ud;
-
-        if (err)
-                http_respond_error(req, err, NULL);
-        else
-                http_respond_json(req, 200, j);
-        json_decref(j);
-        http_request_unref(req);
-}
-
 void api_cluster_nodes(struct api *a, struct http_request *req, const struct api_args *p)
 {
         (void)p;
@@ -26,7 +14,7 @@ void api_cluster_nodes(struct api *a, struct http_request *req, const struct api
                 return;
         }
         http_request_ref(req);
-        if (cluster_nodes(a->cfg.cluster, nodes_answer, req) < 0) {
+        if (cluster_nodes(a->cfg.cluster, api_answer_json, req) < 0) {
                 http_respond_code(req, CELLA_E_SERVER_BUSY, "too many requests to etcd at once");
                 http_request_unref(req);
         }

@@ -42,19 +42,6 @@ static void only_tenant(json_t *arr, const char *tenant)
         }
 }
 
-/* The cluster's answer to the list (cluster_sandboxes: already the tenant's alone). */
-static void list_answer(json_t *j, const struct cella_error *err, void *ud)
-{
-        struct http_request *req = ud;
-
-        if (err)
-                http_respond_error(req, err, NULL);
-        else
-                http_respond_json(req, 200, j);
-        json_decref(j);
-        http_request_unref(req);
-}
-
 void api_sandboxes_list(struct api *a, struct http_request *req, const struct api_args *p)
 {
         json_t *arr;
@@ -66,7 +53,7 @@ void api_sandboxes_list(struct api *a, struct http_request *req, const struct ap
 
                 http_request_ref(req);
                 if (cluster_sandboxes(a->cfg.cluster, all ? NULL : p->principal->tenant,
-                                      list_answer, req) < 0) {
+                                      api_answer_json, req) < 0) {
                         http_respond_code(req, CELLA_E_SERVER_BUSY,
                                           "too many requests to etcd at once");
                         http_request_unref(req);

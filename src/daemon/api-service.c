@@ -270,3 +270,15 @@ struct sandbox_directory *api_directory(struct api *a)
         return a->cfg.cluster ? cluster_directory(a->cfg.cluster)
                               : sandbox_table_directory(a->cfg.table);
 }
+
+void api_answer_json(json_t *j, const struct cella_error *err, void *userdata)
+{
+        struct http_request *req = userdata;
+
+        if (err)
+                http_respond_error(req, err, NULL);
+        else
+                http_respond_json(req, 200, j);
+        json_decref(j);
+        http_request_unref(req);
+}

@@ -93,6 +93,10 @@ json_t *api_snapshot_find(struct api *a, const struct principal *p, const char *
 struct sandbox_directory *api_directory(struct api *a);
 
 /* Helpers */
+/* An asynchronous JSON answer's callback (userdata: the request, referenced by the caller):
+ * j (taken) as 200, or err. */
+void api_answer_json(json_t *j, const struct cella_error *err, void *userdata);
+
 void api_timestamp(char out[32]);
 /* Fill err from an agent ERROR frame payload. */
 void api_agent_error(const struct frame *f, struct cella_error *err);
