@@ -70,6 +70,7 @@ run: build image
 test: build image sdk
 	@rc=0; \
 	echo "=== ctest $(BUILD): unit, integration, fuzz corpus replay"; \
+	tests/helpers/reap-leftovers.sh; \
 	ctest --test-dir $(BUILD) --output-on-failure -j $(CTEST_JOBS) $(CTEST_ARGS) || rc=1; \
 	echo "=== ASan+UBSan pass"; \
 	$(MAKE) --no-print-directory test-asan || rc=1; \
@@ -77,12 +78,14 @@ test: build image sdk
 	exit $$rc
 
 test-unit: build
+	tests/helpers/reap-leftovers.sh
 	ctest --test-dir $(BUILD) --output-on-failure -j $(CTEST_JOBS) -L 'unit|fuzz' $(CTEST_ARGS)
 
 build-asan: deps $(ASAN_BUILD)/CMakeCache.txt
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 test-asan: build-asan image
+	tests/helpers/reap-leftovers.sh
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(CTEST_JOBS) \
 		-L '$(ASAN_LABELS)' $(CTEST_ARGS)
 

@@ -59,6 +59,8 @@ command -v curl >/dev/null || skip "needs curl"
 command -v jq >/dev/null || skip "needs jq"
 
 IT_TMP=$(mktemp -d /tmp/cella-it.XXXXXX)
+# Who owns the dir, for tests/helpers/reap-leftovers.sh after a run killed before its cleanup.
+echo $$ >"$IT_TMP/owner"
 # Per-run sandbox name prefix: lower case letters and digits only.
 IT_RUN=$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 6)
 [ ${#IT_RUN} -eq 6 ] || IT_RUN=r$$
