@@ -226,5 +226,7 @@
 #define CELLA_CLUSTER_URL_MAX 255            /* bytes of --advertise */
 #define CELLA_CLUSTER_KEY_MAX 256            /* bytes of a name's key in etcd */
 #define CELLA_CLUSTER_IMAGES_MAX 256         /* images a node's record lists */
+#define CELLA_CLUSTER_KEYS_POLL_MS 500       /* a node reads the keys' marker this often */
+#define CELLA_CLUSTER_KEYS_RELOAD_MS 30000   /* and every key at least this often */
 
 #endif

@@ -20,6 +20,7 @@
 #include "common/name.h"
 #include "common/prom.h"
 #include "common/timeutil.h"
+#include "daemon/cluster-keys.h"
 #include "daemon/cluster.h"
 #include "daemon/etcd.h"
 #include "daemon/metrics.h"
@@ -55,6 +56,9 @@ struct cluster {
 
         bool closing;
         unsigned handles; /* open timers */
+
+        /* tenants: their keys (cluster-keys.c) */
+        struct cluster_keys *keys;
 };
 
 static const struct sandbox_directory_ops cluster_ops;
@@ -450,6 +454,11 @@ static void on_claimed(const struct etcd_answer *a, void *ud)
         claim_fail(q, &err);
 }
 
+struct cluster_keys *cluster_keys(struct cluster *c)
+{
+        return c->keys;
+}
+
 /* Claim name for this node, then create it here (get with create, or put). */
 static void claim(struct cluster *c, const char *name, bool is_put, bool create,
                   const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata)
@@ -808,6 +817,18 @@ int cluster_sandboxes(struct cluster *c, const char *tenant, cluster_json_cb cb,
         return r;
 }
 
+/* The tenants' series of a cluster node: its copy of the keys. */
+static int cluster_tenant_metrics(struct cluster *c, struct buf *b)
+{
+        int r = prom_family(b, "cella_cluster_keys", "gauge",
+                            "Tenants' keys in this node's copy of etcd's");
+
+        if (r >= 0)
+                r = prom_sample_u64(b, "cella_cluster_keys", NULL, 0,
+                                    c->keys ? cluster_keys_count(c->keys) : 0);
+        return r;
+}
+
 int cluster_metrics(struct cluster *c, struct buf *b)
 {
         static const char *const ops[ETCD_OP_MAX] = {
@@ -866,6 +887,8 @@ int cluster_metrics(struct cluster *c, struct buf *b)
                         r = prom_sample_u64(b, "cella_cluster_claims_total", &lost, 1,
                                             c->claims_lost);
         }
+        if (r >= 0)
+                r = cluster_tenant_metrics(c, b);
         return r < 0 ? r : 0;
 }
 
@@ -920,6 +943,8 @@ int cluster_new(uv_loop_t *loop, const struct cluster_config *cfg, struct sandbo
         c->tick.data = c->publish.data = c;
         c->handles = 2;
         uv_timer_start(&c->tick, on_tick, CELLA_CLUSTER_KEEPALIVE_MS, CELLA_CLUSTER_KEEPALIVE_MS);
+        if (cluster_keys_new(loop, c->etcd, sandbox_table_store(table), &c->keys) < 0)
+                log_warn("cluster: no memory for the tenants' keys: no key authenticates");
         grant(c);
         *ret = c;
         return 0;
@@ -958,7 +983,8 @@ void cluster_free(struct cluster *c)
         c->closing = true;
         if (c->lease)
                 revoke_now(c);
-        etcd_free(c->etcd); /* pending claims answer now, with an error */
+        cluster_keys_free(c->keys); /* its pending requests answer with etcd_free's error */
+        etcd_free(c->etcd);         /* pending claims answer now, with an error */
         uv_timer_stop(&c->tick);
         uv_timer_stop(&c->publish);
         uv_close((uv_handle_t *)&c->tick, on_timer_closed);

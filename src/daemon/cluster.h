@@ -71,6 +71,9 @@ int cluster_nodes(struct cluster *c, cluster_json_cb cb, void *userdata);
  * "node". cb gets a JSON array (new reference) or err. */
 int cluster_sandboxes(struct cluster *c, const char *tenant, cluster_json_cb cb, void *userdata);
 
+/* Tenants' keys on this node (cluster-keys.h): etcd's, with this node's copy. */
+struct cluster_keys *cluster_keys(struct cluster *c);
+
 /* /metrics: the etcd client's and the membership's series. */
 int cluster_metrics(struct cluster *c, struct buf *b);
 
