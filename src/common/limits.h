@@ -228,5 +228,6 @@
 #define CELLA_CLUSTER_IMAGES_MAX 256         /* images a node's record lists */
 #define CELLA_CLUSTER_KEYS_POLL_MS 500       /* a node reads the keys' marker this often */
 #define CELLA_CLUSTER_KEYS_RELOAD_MS 30000   /* and every key at least this often */
+#define CELLA_CLUSTER_CLAIM_TRIES 16         /* a quota-held claim's txn tried at most */
 
 #endif

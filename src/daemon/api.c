@@ -41,6 +41,8 @@ int api_new(const struct api_config *cfg, struct api **ret)
         a->preview.table = cfg->table;
         a->preview.domain = cfg->preview_domain ? cfg->preview_domain : "localhost";
         a->preview.url_port = cfg->preview_url_port;
+        if (cfg->cluster)
+                cluster_set_quota_source(cfg->cluster, api_quota_cluster, a);
         for (size_t i = 0; i < api_routes_count; i++)
                 if (metrics_route(i, api_routes[i].pattern, api_routes[i].methods) < 0)
                         log_warn("metrics: route %s beyond METRICS_ROUTES_MAX: counted as "

@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "common/buf.h"
@@ -73,6 +74,21 @@ int cluster_sandboxes(struct cluster *c, const char *tenant, cluster_json_cb cb,
 
 /* Tenants' keys on this node (cluster-keys.h): etcd's, with this node's copy. */
 struct cluster_keys *cluster_keys(struct cluster *c);
+
+/* What a tenant's new sandbox must fit across the cluster (its key's quotas, decision
+ * 0053): a name of a tenant held to them is claimed only in a transaction that counts the
+ * tenant's names (/cella/names/<tenant>/, each record with its "memory") and fails when
+ * another name of the tenant was claimed meanwhile (then it counts again). */
+struct cluster_quota {
+        int64_t max_sandboxes; /* 0: none */
+        int64_t max_memory;    /* bytes; 0: none */
+        uint64_t memory;       /* the new sandbox's instance type's */
+        uint64_t local_memory; /* what the tenant's sandboxes and starts on this node hold */
+};
+/* The quotas a start of name (internal) is held to: true with *out, false when none. */
+typedef bool (*cluster_quota_fn)(const char *name, struct cluster_quota *out, void *userdata);
+/* Where claims find them (NULL: nowhere; every claim is a plain create-if-absent). */
+void cluster_set_quota_source(struct cluster *c, cluster_quota_fn fn, void *userdata);
 
 /* /metrics: the etcd client's and the membership's series. */
 int cluster_metrics(struct cluster *c, struct buf *b);
