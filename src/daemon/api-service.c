@@ -260,6 +260,51 @@ void api_quota_release(struct api *a, struct quota_hold *h)
         free(h);
 }
 
+/* A wake held to a tenant's maxMemory on a cluster node, while the cluster checks it. */
+struct wake_wait {
+        struct api_sandbox_wait *w;
+        char name[CELLA_NAME_MAX + 1];
+};
+
+static void wake_checked(const struct cella_error *err, void *ud)
+{
+        struct wake_wait *ww = ud;
+        struct api_sandbox_wait *w = ww->w;
+        struct sandbox_directory *d = api_directory(w->a);
+
+        if (err)
+                sandbox_got(NULL, false, err, w);
+        else
+                d->ops->get(d, ww->name, true, NULL, sandbox_got, w);
+        free(ww);
+}
+
+/* w's start is a wake held to a tenant's maxMemory on a cluster node: check it against the
+ * other nodes' sandboxes first (then the get). false when there is nothing to check. */
+static bool wake_check(struct api *a, const char *name, struct api_sandbox_wait *w)
+{
+        struct quota_hold *h = w->hold;
+        struct cluster_quota q;
+        struct wake_wait *ww;
+
+        if (!a->cfg.cluster || !h || h->creating || h->max_memory <= 0)
+                return false;
+        ww = calloc(1, sizeof(*ww));
+        if (!ww)
+                return false;
+        ww->w = w;
+        snprintf(ww->name, sizeof(ww->name), "%s", name);
+        q = (struct cluster_quota){.max_sandboxes = h->max_sandboxes,
+                                   .max_memory = h->max_memory,
+                                   .memory = h->memory,
+                                   .local_memory = h->local_memory};
+        if (cluster_quota_check_wake(a->cfg.cluster, name, &q, wake_checked, ww) < 0) {
+                free(ww);
+                return false;
+        }
+        return true;
+}
+
 void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
                      struct api_sandbox_wait *w, api_sandbox_cb cb, void *ud)
 {
@@ -300,6 +345,8 @@ void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
         w->cb = cb;
         w->ud = ud;
         http_request_ref(req);
+        if (wake_check(a, name, w))
+                return;
         d->ops->get(d, name, true, NULL, sandbox_got, w);
 }
 

@@ -641,6 +641,88 @@ static void quota_claim(struct claim *q)
         }
 }
 
+struct wake_check {
+        struct cluster *c;
+        struct cluster_quota q;
+        char name[CELLA_NAME_MAX + 1];
+        char key[CELLA_CLUSTER_KEY_MAX];
+        cluster_check_cb cb;
+        void *userdata;
+};
+
+static void on_wake_counted(const struct etcd_answer *a, void *ud)
+{
+        struct wake_check *w = ud;
+        struct cluster *c = w->c;
+        struct cella_error err = {0};
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+        uint64_t remote = 0;
+
+        if (c->closing) {
+                cella_error_set(&err, CELLA_E_SERVER_BUSY, "cellad is stopping");
+                w->cb(&err, w->userdata);
+                free(w);
+                return;
+        }
+        for (size_t i = 0; a->r == 0 && i < a->n_kvs; i++) {
+                _cleanup_json_ json_t *rec = NULL;
+                const char *node;
+                json_int_t mem;
+
+                if (strcmp(a->kvs[i].key, w->key) == 0)
+                        continue;
+                rec = json_loadb(a->kvs[i].value, a->kvs[i].value_len, 0, NULL);
+                node = json_string_value(json_object_get(rec, "node"));
+                mem = json_integer_value(json_object_get(rec, "memory"));
+                if (mem > 0 && node && strcmp(node, c->node) != 0)
+                        remote += (uint64_t)mem;
+        }
+        if (remote + w->q.local_memory + w->q.memory <= (uint64_t)w->q.max_memory) {
+                w->cb(NULL, w->userdata);
+                free(w);
+                return;
+        }
+        tenant_split(w->name, n, t);
+        c->quota_refusals++;
+        cella_error_set(&err, CELLA_E_QUOTA_EXCEEDED,
+                        "tenant '%s' holds sandboxes of %llu bytes of memory across the cluster; "
+                        "waking '%s' (%llu more) would pass its key's maxMemory of %lld bytes",
+                        t, (unsigned long long)(remote + w->q.local_memory), n,
+                        (unsigned long long)w->q.memory, (long long)w->q.max_memory);
+        w->cb(&err, w->userdata);
+        free(w);
+}
+
+int cluster_quota_check_wake(struct cluster *c, const char *name, const struct cluster_quota *q,
+                             cluster_check_cb cb, void *userdata)
+{
+        struct wake_check *w;
+        char prefix[CELLA_CLUSTER_KEY_MAX];
+        const char *slash;
+        int r;
+
+        if (c->closing)
+                return -EBUSY;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        if (cluster_name_key(name, w->key, sizeof(w->key)) < 0) {
+                free(w);
+                return -EINVAL;
+        }
+        w->c = c;
+        w->q = *q;
+        w->cb = cb;
+        w->userdata = userdata;
+        snprintf(w->name, sizeof(w->name), "%s", name);
+        slash = strrchr(w->key, '/');
+        snprintf(prefix, sizeof(prefix), "%.*s", (int)(slash - w->key + 1), w->key);
+        r = etcd_range(c->etcd, prefix, strlen(prefix), true, on_wake_counted, w);
+        if (r < 0)
+                free(w);
+        return r;
+}
+
 void cluster_set_quota_source(struct cluster *c, cluster_quota_fn fn, void *userdata)
 {
         c->quota_fn = fn;
@@ -1030,9 +1112,9 @@ static int cluster_tenant_metrics(struct cluster *c, struct buf *b)
                                     c->keys ? cluster_keys_count(c->keys) : 0);
         if (r >= 0)
                 r = prom_family(b, "cella_cluster_quota_claims_total", "counter",
-                                "Claims of a tenant's new names held to its quotas, by outcome "
-                                "(refused: QUOTA_EXCEEDED; recounted: another of its names was "
-                                "claimed meanwhile)");
+                                "A tenant's new names and wakes checked against its quotas "
+                                "across the cluster, by outcome (refused: QUOTA_EXCEEDED; "
+                                "recounted: another of its names was claimed meanwhile)");
         if (r >= 0)
                 r = prom_sample_u64(b, "cella_cluster_quota_claims_total", &refused, 1,
                                     c->quota_refusals);

@@ -89,6 +89,15 @@ struct cluster_quota {
 typedef bool (*cluster_quota_fn)(const char *name, struct cluster_quota *out, void *userdata);
 /* Where claims find them (NULL: nowhere; every claim is a plain create-if-absent). */
 void cluster_set_quota_source(struct cluster *c, cluster_quota_fn fn, void *userdata);
+/* A wake of name (internal; q: its quotas, memory the sandbox's) checked across the
+ * cluster: the memory of the tenant's sandboxes on the other nodes (their records, running
+ * or not) + q->local_memory + q->memory must fit q->max_memory. cb gets QUOTA_EXCEEDED, or
+ * NULL: it fits, or etcd did not answer (a wake waits on nothing of etcd's; the node's own
+ * check has passed). Not a claim: two nodes waking at once may together pass the quota.
+ * 0 when on its way (cb is called, never before this returns), or -ENOMEM/-EBUSY. */
+typedef void (*cluster_check_cb)(const struct cella_error *err, void *userdata);
+int cluster_quota_check_wake(struct cluster *c, const char *name, const struct cluster_quota *q,
+                             cluster_check_cb cb, void *userdata);
 
 /* /metrics: the etcd client's and the membership's series. */
 int cluster_metrics(struct cluster *c, struct buf *b);

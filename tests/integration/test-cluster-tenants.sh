@@ -7,7 +7,8 @@
 # work against any node; a tenant's key never sees, reaches or guesses another tenant's
 # sandboxes through any node (list, get, exec, preview URLs); a tenant's maxSandboxes and
 # maxMemory hold across nodes (N through different nodes make N sandboxes, the next one is
-# 403 QUOTA_EXCEEDED; two creates racing through two nodes for the last slot make one); a
+# 403 QUOTA_EXCEEDED; two creates racing through two nodes for the last slot make one; a
+# wake past maxMemory with another node's sandbox is refused and wakes nothing); a
 # destroyed sandbox and a killed node's lapsed lease give the slot back; etcd out of reach:
 # known keys keep working, a new key is 503 CLUSTER_UNAVAILABLE. lib.sh checks node a at
 # exit, the hook below b and c.
@@ -369,10 +370,37 @@ assert_contains "$(body .message)" "maxMemory" "the memory figure"
 on c "$KM" api_json PUT /v1/sandboxes/m3 '{"instanceType":"lite"}'
 expect_status 403 QUOTA_EXCEEDED
 
+info "maxMemory across nodes: a wake is checked against the other nodes' sandboxes"
+TW=w$IT_RUN
+on a "$CELLA_TOKEN" api_json POST /v1/keys "{\"tenant\":\"$TW\",\"maxMemory\":$((8 * 1024 * 1024 * 1024))}"
+expect_status 201
+KW=$(body .key)
+wait_status b "$KW" 200 >/dev/null
+on a "$KW" api_json PUT /v1/sandboxes/w1 '{"sleepAfter":1}'
+expect_status 201
+for i in $(seq 1 150); do # it sleeps after 1 s idle
+        on a "$KW" api GET /v1/sandboxes/w1 >/dev/null
+        [ "$(body .state)" = sleeping ] && break
+        sleep 0.2
+done
+assert_eq sleeping "$(body .state)" "w1 sleeps"
+on b "$KW" api_json PUT /v1/sandboxes/w3 '{"keepAlive":true}'
+expect_status 201
+on a "$KW" api_json PUT /v1/sandboxes/w2 '{"keepAlive":true}'
+expect_status 201
+on a "$KW" sx w1 'true'
+expect_status 403 QUOTA_EXCEEDED
+assert_contains "$(body .message)" "waking 'w1'" "the wake's figures, in the tenant's names"
+on a "$KW" api GET /v1/sandboxes/w1 >/dev/null
+assert_eq sleeping "$(body .state)" "a wake past maxMemory across nodes wakes nothing"
+on b "$KW" api DELETE /v1/sandboxes/w3 >/dev/null
+expect_status 200
+assert_eq 0 "$(on a "$KW" run_in w1 'echo $?')" "once b's is gone, w1 wakes"
+
 info "the tenants' series of /metrics"
 on c "$CELLA_TOKEN" api GET /metrics >"$IT_TMP/metrics"
 expect_status 200
-assert_eq 4 "$(awk '$1 == "cella_cluster_keys" {print $2}' "$IT_TMP/metrics")" "c's copy holds the four keys"
+assert_eq 5 "$(awk '$1 == "cella_cluster_keys" {print $2}' "$IT_TMP/metrics")" "c's copy holds the five keys"
 refused=$(awk '$1 == "cella_cluster_quota_claims_total{result=\"refused\"}" {print $2}' "$IT_TMP/metrics")
 [ "${refused:-0}" -ge 2 ] || fail "c's quota refusals since its restart: [$refused], expected >= 2"
 
