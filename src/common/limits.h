@@ -214,7 +214,7 @@
 /* The cluster on etcd (src/daemon/etcd.c, cluster.c; docs/decisions/0055-cluster.md) */
 #define CELLA_ETCD_ENDPOINTS_MAX 16             /* endpoints in --cluster etcd=... */
 #define CELLA_ETCD_SPEC_MAX 4096                /* bytes of --cluster */
-#define CELLA_ETCD_ANSWER_MAX (4 * 1024 * 1024) /* bytes of one answer of the gateway */
+#define CELLA_ETCD_ANSWER_MAX (8 * 1024 * 1024) /* bytes of one answer of the gateway */
 #define CELLA_ETCD_RANGE_MAX 100000             /* keys one range answer may hold */
 #define CELLA_ETCD_CONNECT_TIMEOUT_MS 1000      /* connecting to one endpoint within */
 #define CELLA_ETCD_ATTEMPT_TIMEOUT_MS 2500      /* one attempt at one endpoint answered within */
