@@ -95,7 +95,8 @@ it_cleanup_hook() {
         for n in b c; do
                 stop_extra $n
         done
-        use_daemon a
+        # node a is lib.sh's (when it was started)
+        if [ -n "${D[a.log]:-}" ]; then use_daemon a; else CELLAD_PID=; fi
         stop_etcd
         return 0
 }
