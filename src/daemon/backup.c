@@ -47,6 +47,7 @@ struct job {
         struct backup_record rec;
         char dir[CELLA_BACKUP_DIR_MAX + 1];
         int64_t ttl_s;
+        struct api_backup_create *opts;                  /* create: the request's options (owned) */
         uint64_t t0_us, archived_us, synced_us, done_us; /* time_mono_us() of its steps */
         json_t *result;
         struct cella_error err;
@@ -170,7 +171,8 @@ static void work_create(struct job *j)
 {
         struct backups *b = j->b;
         char path[CELLA_PATH_MAX + 64];
-        char *argv[] = {"cella-archive", "create", j->dir, NULL};
+        char *argv[4 + 2 * CELLA_BACKUP_EXCLUDES_MAX + 1] = {"cella-archive", "create", j->dir};
+        int argc = 3;
         int outp[2] = {-1, -1}, errp[2] = {-1, -1};
         EVP_MD_CTX *md = NULL;
         char *buf = NULL;
@@ -183,6 +185,14 @@ static void work_create(struct job *j)
         unsigned char digest[32];
         unsigned int dl = 0;
 
+        if (j->opts->gitignore)
+                argv[argc++] = "--gitignore";
+        for (unsigned i = 0, off = 0; i < j->opts->nexcludes; i++) {
+                argv[argc++] = "--exclude";
+                argv[argc++] = j->opts->excludes + off;
+                off += (unsigned)strlen(j->opts->excludes + off) + 1;
+        }
+        argv[argc] = NULL;
         if (backup_store_begin(b->store, j->rec.id, path, sizeof(path), &j->err) < 0)
                 goto out;
         begun = true;
@@ -506,6 +516,7 @@ static void on_done(uv_work_t *w, int status)
                 j->cb(j->result, j->result ? NULL : &j->err, j->ud);
         }
         json_decref(j->result);
+        free(j->opts);
         if (j->pidfd >= 0)
                 close(j->pidfd);
         if (j->s) {
@@ -545,6 +556,7 @@ static int job_queue(struct job *j, struct cella_error *err)
                         close(j->pidfd);
                 if (j->s)
                         sandbox_unref(j->s);
+                free(j->opts);
                 free(j);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue: %s", uv_strerror(r));
         }
@@ -572,6 +584,28 @@ static int job_sandbox(struct job *j, struct sandbox *s, struct cella_error *err
 int backups_create(struct backups *b, struct sandbox *s, const char *dir, const char *name,
                    int64_t ttl, backup_cb cb, void *ud, struct cella_error *err)
 {
+        _cleanup_free_ struct api_backup_create *o = calloc(1, sizeof(*o));
+
+        if (!o)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (!dir || strlen(dir) > CELLA_BACKUP_DIR_MAX)
+                return backup_dir_check(dir, err);
+        snprintf(o->dir, sizeof(o->dir), "%s", dir);
+        if (name && strlen(name) > CELLA_BACKUP_NAME_MAX)
+                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                       "name is longer than %d bytes", CELLA_BACKUP_NAME_MAX);
+        o->has_name = name != NULL;
+        snprintf(o->name, sizeof(o->name), "%s", name ? name : "");
+        o->ttl_s = ttl;
+        o->multipart = true;
+        return backups_create_with(b, s, o, cb, ud, err);
+}
+
+int backups_create_with(struct backups *b, struct sandbox *s, const struct api_backup_create *o,
+                        backup_cb cb, void *ud, struct cella_error *err)
+{
+        const char *dir = o->dir, *name = o->has_name ? o->name : NULL;
+        int64_t ttl = o->ttl_s;
         struct job *j;
 
         if (backup_dir_check(dir, err) < 0)
@@ -584,11 +618,19 @@ int backups_create(struct backups *b, struct sandbox *s, const char *dir, const 
                                        "ttl must be 1 to %lld seconds", CELLA_BACKUP_TTL_MAX);
         if (!(j = job_new(b, JOB_CREATE, NULL, cb, ud, err)))
                 return -1;
+        j->opts = malloc(sizeof(*j->opts));
+        if (!j->opts) {
+                free(j);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        memcpy(j->opts, o, sizeof(*o));
         if (backup_id_new(j->rec.id) < 0) {
+                free(j->opts);
                 free(j);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "random id");
         }
         if (job_sandbox(j, s, err) < 0) {
+                free(j->opts);
                 free(j);
                 return -1;
         }

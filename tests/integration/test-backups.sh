@@ -13,6 +13,9 @@
 # server on loopback (@20minutes/s3rver, pinned by tests/s3's lock file), which checks
 # SigV4 signatures: a wrongly signed request is refused, and so is every request of a
 # cellad given the wrong secret; the backup of 40 MiB of random data is one object.
+# Excludes and .gitignore files (nested, negated, directory-only, anchored, "**") leave out
+# what they match, through the CLI and the API; bad patterns and a hostile .gitignore are
+# 400 INVALID_BACKUP_CONFIG.
 . "$(dirname "$0")/lib.sh"
 
 STORE_ARGS=()
@@ -334,6 +337,55 @@ assert_eq hello "$(run_in "$B" 'cat /tmp/cli-src/main.c')" "the restored file"
 "$CLI" backup restore "$B" 00000000-0000-4000-8000-000000000000 2>"$IT_TMP/cli.err" && fail "restore of an unknown backup succeeded"
 assert_contains "$(cat "$IT_TMP/cli.err")" BACKUP_NOT_FOUND "the CLI's error"
 assert_eq "deleted backup '$CLIB'" "$("$CLI" backup rm "$CLIB")" "backup rm"
+
+info "excludes and .gitignore files leave out what they match"
+run_in "$A" 'set -e; rm -rf /workspace/gi; mkdir -p /workspace/gi && cd /workspace/gi
+        mkdir -p node_modules/m src/gen build docs/a/b vendor/keep
+        printf "build/\n*.tmp\n/top.txt\ndocs/**/*.html\n!important.tmp\n" >.gitignore
+        printf "gen/\n!x.tmp\n" >src/.gitignore
+        printf "*\n" >build/.gitignore
+        touch node_modules/m/i.js src/a.c src/gen/g.c src/x.tmp src/y.tmp build/o.o top.txt \
+                src/top.txt docs/a/b/p.html docs/i.html docs/readme.md debug.log main.c \
+                important.tmp vendor/keep/v.log
+        echo ok' >/dev/null
+out=$("$CELLA_BUILD/cella" backup create "$A" /workspace/gi --gitignore --exclude node_modules \
+        --exclude '*.log' --exclude '!vendor/keep/*.log' --json)
+GI=$(echo "$out" | jq -r .id)
+api_json POST "/v1/sandboxes/$B/backups/$GI/restore" '{"dir":"/workspace/gi-copy"}'
+expect_status 200
+assert_eq "$(printf '%s\n' . ./.gitignore ./docs ./docs/a ./docs/a/b ./docs/readme.md \
+        ./important.tmp ./main.c ./src ./src/.gitignore ./src/a.c ./src/top.txt ./src/x.tmp \
+        ./vendor ./vendor/keep ./vendor/keep/v.log)" \
+        "$(run_in "$B" 'cd /workspace/gi-copy && find . | LC_ALL=C sort')" "the tree without what was left out"
+# the same through the API, without gitignore: only the excludes
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/gi","excludes":["/build/","**/*.tmp"]}'
+expect_status 201
+GI2=$(body .id)
+api_json POST "/v1/sandboxes/$B/backups/$GI2/restore" '{"dir":"/workspace/gi-copy2"}'
+expect_status 200
+assert_eq "$(printf '%s\n' ./.gitignore ./debug.log ./docs/a/b/p.html ./docs/i.html ./docs/readme.md \
+        ./main.c ./node_modules/m/i.js ./src/.gitignore ./src/a.c ./src/gen/g.c ./src/top.txt \
+        ./top.txt ./vendor/keep/v.log)" \
+        "$(run_in "$B" 'cd /workspace/gi-copy2 && find . -type f | LC_ALL=C sort')" "excludes alone"
+for bad in '{"dir":"/workspace/gi","excludes":["a[b"]}' '{"dir":"/workspace/gi","excludes":[""]}' \
+        '{"dir":"/workspace/gi","excludes":"*.log"}' '{"dir":"/workspace/gi","excludes":[1]}' \
+        '{"dir":"/workspace/gi","excludes":["a//b"]}' '{"dir":"/workspace/gi","gitignore":"yes"}' \
+        '{"dir":"/workspace/gi","consistent":1}' '{"dir":"/workspace/gi","multipart":"no"}'; do
+        api_json POST "/v1/sandboxes/$A/backups" "$bad"
+        expect_status 400 INVALID_BACKUP_CONFIG
+done
+many=$(jq -cn '{dir:"/workspace/gi", excludes:[range(0;257) | "p\(.)"]}')
+api_json POST "/v1/sandboxes/$A/backups" "$many"
+expect_status 400 INVALID_BACKUP_CONFIG
+# a hostile .gitignore: over the size limit, the backup is refused naming it
+run_in "$A" 'head -c 70000 /dev/zero | tr "\0" "a" >/workspace/gi/src/.gitignore && echo ok' >/dev/null
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/gi","gitignore":true}'
+expect_status 400 INVALID_BACKUP_CONFIG
+assert_contains "$(body .message)" "src/.gitignore" "the message names the file"
+api DELETE "/v1/backups/$GI" >/dev/null
+expect_status 200
+api DELETE "/v1/backups/$GI2" >/dev/null
+expect_status 200
 
 info "delete"
 api DELETE "/v1/backups/$ESC" >/dev/null
