@@ -216,6 +216,8 @@
 #define CELLA_BACKUP_GITIGNORE_BYTES 65536     /* bytes of one .gitignore a backup reads */
 #define CELLA_BACKUP_GITIGNORE_ACTIVE 4096     /* .gitignore patterns in effect for one path */
 #define CELLA_BACKUP_GITIGNORE_TOTAL 16384     /* .gitignore patterns one backup reads */
+#define CELLA_BACKUP_PART_BYTES (8 << 20)      /* an S3 multipart upload's part (S3: >= 5 MiB) */
+#define CELLA_BACKUP_PARTS_MAX 10000           /* parts of one S3 multipart upload (S3's) */
 
 /* The cluster on etcd (src/daemon/etcd.c, cluster.c; docs/decisions/0055-cluster.md) */
 #define CELLA_ETCD_ENDPOINTS_MAX 16             /* endpoints in --cluster etcd=... */

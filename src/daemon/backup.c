@@ -47,7 +47,9 @@ struct job {
         struct backup_record rec;
         char dir[CELLA_BACKUP_DIR_MAX + 1];
         int64_t ttl_s;
-        struct api_backup_create *opts;                  /* create: the request's options (owned) */
+        struct api_backup_create *opts; /* create: the request's options (owned) */
+        const char *how;                /* create: how it was stored, for the log */
+        unsigned parts;                 /* create: the parts of its multipart upload */
         uint64_t t0_us, archived_us, synced_us, done_us; /* time_mono_us() of its steps */
         json_t *result;
         struct cella_error err;
@@ -181,6 +183,10 @@ static void work_create(struct job *j)
         uint64_t bytes = 0;
         bool begun = false;
         int werr = 0;
+        /* to a bucket with multipart: streamed there, no local copy */
+        bool streamed = j->opts->multipart && backup_store_is_s3(b->store);
+        struct backup_upload *up = NULL;
+        struct cella_error uerr = {0};
         ssize_t n;
         unsigned char digest[32];
         unsigned int dl = 0;
@@ -193,14 +199,20 @@ static void work_create(struct job *j)
                 off += (unsigned)strlen(j->opts->excludes + off) + 1;
         }
         argv[argc] = NULL;
-        if (backup_store_begin(b->store, j->rec.id, path, sizeof(path), &j->err) < 0)
-                goto out;
-        begun = true;
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (streamed) {
+                if (backup_store_upload_begin(b->store, j->rec.id, &up, &j->err) < 0)
+                        goto out;
+        } else {
+                if (backup_store_begin(b->store, j->rec.id, path, sizeof(path), &j->err) < 0)
+                        goto out;
+                begun = true;
+                fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        }
         md = EVP_MD_CTX_new();
         buf = malloc(256 * 1024);
-        if (fd < 0 || !md || !buf || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-                cella_error_errno(&j->err, fd < 0 ? errno : ENOMEM, "backup archive");
+        if ((!streamed && fd < 0) || !md || !buf ||
+            EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+                cella_error_errno(&j->err, !streamed && fd < 0 ? errno : ENOMEM, "backup archive");
                 goto out;
         }
         if (big_pipe(outp) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
@@ -215,12 +227,19 @@ static void work_create(struct job *j)
                 cella_error_errno(&j->err, -r, "start %s", b->archiver);
                 goto out;
         }
-        /* Streamed: each block read is hashed and written to the archive's file. */
+        /* Streamed: each block read is hashed and written to the archive's file, or to
+         * the bucket's upload. An upload that fails stops the archiver (its pipe closed:
+         * SIGPIPE), and says why. */
         while ((n = read(outp[0], buf, 256 * 1024)) > 0 || (n < 0 && errno == EINTR)) {
                 if (n <= 0 || werr)
                         continue;
                 EVP_DigestUpdate(md, buf, (size_t)n);
                 bytes += (uint64_t)n;
+                if (streamed) {
+                        if (backup_store_upload_write(up, buf, (size_t)n, &uerr) < 0)
+                                break;
+                        continue;
+                }
                 for (ssize_t off = 0; off < n;) {
                         ssize_t w = write(fd, buf + off, (size_t)(n - off));
                         if (w < 0 && errno == EINTR)
@@ -232,10 +251,17 @@ static void work_create(struct job *j)
                         off += w;
                 }
         }
+        if (cella_error_is_set(&uerr)) {
+                close(outp[0]);
+                outp[0] = -1;
+                archiver_end(pid, errp[0], CELLA_E_BACKUP_CREATE_FAILED, &j->err);
+                cella_error_set(&j->err, CELLA_E_BACKUP_CREATE_FAILED, "store: %s", uerr.msg);
+                goto out;
+        }
         if (archiver_end(pid, errp[0], CELLA_E_BACKUP_CREATE_FAILED, &j->err) < 0)
                 goto out;
         j->archived_us = time_mono_us();
-        if (werr || fsync(fd) < 0) {
+        if (!streamed && (werr || fsync(fd) < 0)) {
                 cella_error_errno(&j->err, werr ? werr : errno, "write backup archive");
                 if (j->err.code != CELLA_E_NO_SPACE)
                         j->err.code = CELLA_E_BACKUP_CREATE_FAILED;
@@ -247,10 +273,13 @@ static void work_create(struct job *j)
         j->rec.size_bytes = (int64_t)bytes;
         j->rec.created_ms = time_now_ms();
         j->rec.expires_ms = j->rec.created_ms + j->ttl_s * 1000;
-        close(fd);
+        if (fd >= 0)
+                close(fd);
         fd = -1;
         j->synced_us = time_mono_us();
-        if (backup_store_commit(b->store, &j->rec, &j->err) < 0) {
+        j->how = streamed ? "streamed" : backup_store_is_s3(b->store) ? "spooled" : "local";
+        if (streamed ? backup_store_upload_finish(up, &j->rec, &j->err) < 0
+                     : backup_store_commit(b->store, &j->rec, &j->err) < 0) {
                 cella_error_prefix(&j->err, "store");
                 j->err.code = CELLA_E_BACKUP_CREATE_FAILED;
                 goto out;
@@ -264,6 +293,9 @@ out:
                 close(fd);
         if (begun)
                 backup_store_abort(b->store, j->rec.id);
+        if (up)
+                j->parts = backup_store_upload_parts(up);
+        backup_store_upload_free(up); /* aborted unless finished */
         for (int i = 0; i < 2; i++) {
                 if (outp[i] >= 0)
                         close(outp[i]);
@@ -504,12 +536,13 @@ static void on_done(uv_work_t *w, int status)
                         cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "no result");
                 if (j->kind == JOB_CREATE && j->result)
                         log_info("backup '%s' of %s:%s: %lld bytes in %.1f ms (archived in "
-                                 "%.1f, synced in %.1f, stored in %.1f)",
+                                 "%.1f, synced in %.1f, stored in %.1f; %s, %u parts)",
                                  j->rec.id, j->rec.sandbox, j->rec.dir,
                                  (long long)j->rec.size_bytes, (j->done_us - j->t0_us) / 1e3,
                                  (j->archived_us - j->t0_us) / 1e3,
                                  (j->synced_us - j->archived_us) / 1e3,
-                                 (j->done_us - j->synced_us) / 1e3);
+                                 (j->done_us - j->synced_us) / 1e3, j->how ? j->how : "",
+                                 j->parts);
                 else if (j->kind == JOB_RESTORE && j->result)
                         log_info("backup '%s' restored into %s:%s in %.1f ms", j->rec.id,
                                  sandbox_name(j->s), j->dir, (j->done_us - j->t0_us) / 1e3);

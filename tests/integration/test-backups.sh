@@ -15,7 +15,10 @@
 # cellad given the wrong secret; the backup of 40 MiB of random data is one object.
 # Excludes and .gitignore files (nested, negated, directory-only, anchored, "**") leave out
 # what they match, through the CLI and the API; bad patterns and a hostile .gitignore are
-# 400 INVALID_BACKUP_CONFIG.
+# 400 INVALID_BACKUP_CONFIG. To S3, an archive of several parts is a multipart upload
+# streamed from the archiver (no local copy), a small one or multipart:false one PUT, and a
+# backup that fails midway (its archiver killed) aborts its upload: no object, no upload
+# left in progress.
 . "$(dirname "$0")/lib.sh"
 
 STORE_ARGS=()
@@ -415,5 +418,87 @@ expect_status 404 BACKUP_NOT_FOUND
 gone_from_store "$EXP"
 api GET "/v1/backups/$ID" >/dev/null
 expect_status 200
+
+if [ -n "$S3" ]; then
+        info "multipart: an archive of several parts is streamed to the bucket, no local copy"
+        s3bucket() { # QUERY: a signed GET of the bucket itself (no '/' after its name); 200
+                assert_eq 200 "$(curl -s -o "$IT_TMP/s3body" -w '%{http_code}' --aws-sigv4 aws:amz:us-east-1:s3 \
+                        --user S3RVER:S3RVER -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+                        "$S3/cella-it?$1")" "GET bucket?$1" >/dev/null
+        }
+        s3keys() { # KEYS: the bucket's keys under it/backups/
+                s3bucket "list-type=2&prefix=it%2Fbackups%2F"
+                KEYS=$(grep -o '<Key>[^<]*</Key>' "$IT_TMP/s3body" | sed 's/<[^>]*>//g' | sort)
+        }
+        s3uploads() { # UPLOADS: the multipart uploads in progress (ListMultipartUploads)
+                s3bucket "uploads="
+                grep -q '<ListMultipartUploadsResult' "$IT_TMP/s3body" || fail "ListMultipartUploads: $(cat "$IT_TMP/s3body")"
+                UPLOADS=$(grep -o '<UploadId>[^<]*</UploadId>' "$IT_TMP/s3body" || true)
+        }
+        now=$(run_in "$A" "$sums_cmd")
+        api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj"}'
+        expect_status 201
+        MP=$(body .id)
+        mpsize=$(body .sizeBytes)
+        grep "backup '$MP'" "$CELLAD_LOG" | grep -q "streamed, [5-9] parts" ||
+                fail "the 40 MiB archive in 5 to 9 parts: $(grep "backup '$MP'" "$CELLAD_LOG")"
+        get_archive "$MP" "$IT_TMP/mp.tar.zst"
+        assert_eq "$mpsize" "$(stat -c %s "$IT_TMP/mp.tar.zst")" "the completed object's size"
+        assert_eq "$(get_record "$MP" "$IT_TMP/mp.json"; jq -r .sha256 "$IT_TMP/mp.json")" \
+                "$(sha256sum <"$IT_TMP/mp.tar.zst" | cut -d' ' -f1)" "its SHA-256"
+        s3uploads
+        assert_eq "" "$UPLOADS" "uploads left in progress"
+        api_json POST "/v1/sandboxes/$B/backups/$MP/restore" '{"dir":"/workspace/mp"}'
+        expect_status 200
+        assert_eq "$now" "$(run_in "$B" "${sums_cmd//\/workspace\/proj//workspace/mp}")" "restored from the parts"
+        # small: one PUT; multipart false: spooled, one PUT
+        api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj/src"}'
+        expect_status 201
+        SM=$(body .id)
+        grep "backup '$SM'" "$CELLAD_LOG" | grep -q "streamed, 0 parts" || fail "a small archive: $(grep "backup '$SM'" "$CELLAD_LOG")"
+        api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj","multipart":false}'
+        expect_status 201
+        SP=$(body .id)
+        grep "backup '$SP'" "$CELLAD_LOG" | grep -q "spooled, 0 parts" || fail "multipart false: $(grep "backup '$SP'" "$CELLAD_LOG")"
+        api_json POST "/v1/sandboxes/$B/backups/$SP/restore" '{"dir":"/workspace/sp"}'
+        expect_status 200
+        assert_eq "$now" "$(run_in "$B" "${sums_cmd//\/workspace\/proj//workspace/sp}")" "restored from one PUT"
+        for id in "$MP" "$SM" "$SP"; do
+                api DELETE "/v1/backups/$id" >/dev/null
+                expect_status 200
+        done
+
+        info "multipart: a backup that fails midway aborts its upload, nothing stays"
+        run_in "$A" 'mkdir -p /workspace/big && head -c 402653184 /dev/urandom >/workspace/big/r && echo ok' >/dev/null
+        s3keys
+        keys_before=$KEYS
+        (
+                api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/big"}'
+                echo "$API_STATUS $(jq -r .code <"$IT_TMP/body")" >"$IT_TMP/abort.status"
+        ) &
+        bgpid=$!
+        # an upload in progress with a part stored, then the archiver killed
+        for _ in $(seq 1 600); do
+                s3uploads
+                [ -n "$UPLOADS" ] && [ -n "$(find "$IT_TMP/s3" -path '*uploads*' -name 1 2>/dev/null)" ] && break
+                sleep 0.1
+        done
+        [ -n "$UPLOADS" ] || fail "no multipart upload was seen"
+        arch=$(pgrep -P "$CELLAD_PID" -x cella-archive || true)
+        [ -n "$arch" ] || fail "no cella-archive under cellad $CELLAD_PID"
+        kill -KILL $arch
+        wait "$bgpid" || true
+        assert_eq "500 BACKUP_CREATE_FAILED" "$(cat "$IT_TMP/abort.status")" "the failed backup's answer"
+        for _ in $(seq 1 100); do
+                s3uploads
+                [ -z "$UPLOADS" ] && break
+                sleep 0.1
+        done
+        assert_eq "" "$UPLOADS" "uploads left after the failure"
+        s3keys
+        assert_eq "$keys_before" "$KEYS" "the bucket's objects after the failure"
+        assert_eq "" "$(ls -A "$IT_TMP/data/backups")" "a local copy"
+        run_in "$A" 'rm -rf /workspace/big && echo ok' >/dev/null
+fi
 
 info "ok"
