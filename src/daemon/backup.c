@@ -50,6 +50,8 @@ struct job {
         struct api_backup_create *opts; /* create: the request's options (owned) */
         const char *how;                /* create: how it was stored, for the log */
         unsigned parts;                 /* create: the parts of its multipart upload */
+        bool captured; /* create with consistent: its place in s's capture queue is held */
+        bool frozen;   /* its sandbox is frozen (by work_create, until the archive is read) */
         uint64_t t0_us, archived_us, synced_us, done_us; /* time_mono_us() of its steps */
         json_t *result;
         struct cella_error err;
@@ -169,6 +171,18 @@ static int archiver_end(pid_t pid, int err_fd, int fallback, struct cella_error 
                                line[0] ? line : "no message");
 }
 
+/* The sandbox of a consistent backup thawed, if work_create froze it. */
+static void thaw(struct job *j)
+{
+        struct cella_error e = {0};
+
+        if (!j->frozen)
+                return;
+        j->frozen = false;
+        if (runtime_container_freeze(j->s->table->rt, j->s->id, false, &e) < 0)
+                log_error("backup '%s': thaw sandbox '%s': %s", j->rec.id, j->s->name, e.msg);
+}
+
 static void work_create(struct job *j)
 {
         struct backups *b = j->b;
@@ -219,6 +233,16 @@ static void work_create(struct job *j)
                 cella_error_errno(&j->err, errno, "pipe");
                 goto out;
         }
+        /* consistent: the sandbox frozen from before the archiver reads the first file to
+         * after it read the last (its tasks stopped: the tree does not change meanwhile) */
+        if (j->opts->consistent) {
+                if (runtime_container_freeze(j->s->table->rt, j->s->id, true, &j->err) < 0) {
+                        cella_error_prefix(&j->err, "consistent backup");
+                        j->err.code = CELLA_E_BACKUP_CREATE_FAILED;
+                        goto out;
+                }
+                j->frozen = true;
+        }
         r = spawn_archiver(j, argv, -1, outp[1], errp[1], &pid);
         close(outp[1]);
         close(errp[1]);
@@ -251,6 +275,7 @@ static void work_create(struct job *j)
                         off += w;
                 }
         }
+        thaw(j);
         if (cella_error_is_set(&uerr)) {
                 close(outp[0]);
                 outp[0] = -1;
@@ -289,6 +314,7 @@ static void work_create(struct job *j)
         if (!j->result)
                 cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "out of memory");
 out:
+        thaw(j);
         if (fd >= 0)
                 close(fd);
         if (begun)
@@ -552,6 +578,8 @@ static void on_done(uv_work_t *w, int status)
         free(j->opts);
         if (j->pidfd >= 0)
                 close(j->pidfd);
+        if (j->captured)
+                sandbox_capture_done(j->s); /* thawed by now: the next capture may run */
         if (j->s) {
                 hold_remove(j);
                 sandbox_touch(j->s);
@@ -598,6 +626,22 @@ static int job_queue(struct job *j, struct cella_error *err)
                 j->b->holding = j;
         }
         return 0;
+}
+
+/* A consistent backup's turn in its sandbox's capture queue (on the loop): queued on the
+ * thread pool; one that cannot be is answered and gives its turn up. */
+static void capture_turn(void *ud)
+{
+        struct job *j = ud;
+        struct sandbox *s = j->s;
+        backup_cb cb = j->cb;
+        void *cb_ud = j->ud;
+        struct cella_error err = {0};
+
+        if (job_queue(j, &err) < 0) {
+                cb(NULL, &err, cb_ud);
+                sandbox_capture_done(s); /* s is the queue's reference until then */
+        }
 }
 
 /* The job takes s (referenced) and a duplicate of its PID 1's pidfd. */
@@ -672,7 +716,19 @@ int backups_create_with(struct backups *b, struct sandbox *s, const struct api_b
         snprintf(j->rec.dir, sizeof(j->rec.dir), "%s", dir);
         snprintf(j->dir, sizeof(j->dir), "%s", dir);
         j->ttl_s = ttl;
-        return job_queue(j, err);
+        if (!o->consistent)
+                return job_queue(j, err);
+        /* its turn among the sandbox's captures: no snapshot thaws it under the archiver,
+         * and it thaws none */
+        if (sandbox_capture_queue(s, capture_turn, j) < 0) {
+                close(j->pidfd);
+                sandbox_unref(j->s);
+                free(j->opts);
+                free(j);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        j->captured = true;
+        return 0;
 }
 
 int backups_restore(struct backups *b, struct sandbox *s, const char *id, const char *dir,

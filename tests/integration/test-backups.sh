@@ -18,7 +18,9 @@
 # 400 INVALID_BACKUP_CONFIG. To S3, an archive of several parts is a multipart upload
 # streamed from the archiver (no local copy), a small one or multipart:false one PUT, and a
 # backup that fails midway (its archiver killed) aborts its upload: no object, no upload
-# left in progress.
+# left in progress. A consistent backup of a directory a writer keeps changing restores as
+# one point in time (every recorded checksum holds, no file beyond), and a snapshot asked
+# for meanwhile waits its turn and succeeds.
 . "$(dirname "$0")/lib.sh"
 
 STORE_ARGS=()
@@ -389,6 +391,42 @@ api DELETE "/v1/backups/$GI" >/dev/null
 expect_status 200
 api DELETE "/v1/backups/$GI2" >/dev/null
 expect_status 200
+
+if [ -z "$S3" ]; then
+        info "consistent: a backup while a writer writes is one point in time, a snapshot waits its turn"
+        W=$(sbx bkw)
+        start_writer "$W"
+        # a large file first: the archive takes a while, the writer writes meanwhile
+        run_in "$W" 'head -c 134217728 /dev/urandom >/workspace/w/0-big && echo ok' >/dev/null
+        curl -sS -o "$IT_TMP/cons.body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+                --data-binary '{"dir":"/workspace/w","consistent":true}' \
+                "$CELLA_URL/v1/sandboxes/$W/backups" >"$IT_TMP/cons.status" &
+        cpid=$!
+        sleep 0.2
+        curl -sS -o "$IT_TMP/snap.body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+                --data-binary '{}' "$CELLA_URL/v1/sandboxes/$W/snapshots" >"$IT_TMP/snap.status"
+        wait "$cpid" || fail "the consistent backup's request"
+        assert_eq 201 "$(cat "$IT_TMP/cons.status")" "the consistent backup: $(cat "$IT_TMP/cons.body")"
+        assert_eq 201 "$(cat "$IT_TMP/snap.status")" "the snapshot beside it: $(cat "$IT_TMP/snap.body")"
+        CONS=$(jq -r .id <"$IT_TMP/cons.body")
+        n=$(run_in "$W" 'wc -l </workspace/w/sums')
+        writer_goes_on "$W" "$n"
+        api_json POST "/v1/sandboxes/$B/backups/$CONS/restore" '{"dir":"/workspace/wcopy"}'
+        expect_status 200
+        # every file the writer recorded is there with its checksum, and no file beyond the
+        # one it had renamed but not yet recorded
+        run_in "$B" 'cd /workspace/wcopy && sha256sum -c --quiet sums && m=$(wc -l <sums) &&
+                n=$(ls | grep -cE "^[0-9]+$") && [ "$m" -ge 20 ] &&
+                { [ "$n" -eq "$m" ] || [ "$n" -eq $((m + 1)) ]; } && echo consistent $m $n' \
+                >"$IT_TMP/cons.check" || true
+        assert_contains "$(cat "$IT_TMP/cons.check")" consistent "the restored tree is one point in time ($(cat "$IT_TMP/cons.check"))"
+        api DELETE "/v1/snapshots/$(jq -r .snapshotId <"$IT_TMP/snap.body")" >/dev/null
+        expect_status 200
+        api DELETE "/v1/backups/$CONS" >/dev/null
+        expect_status 200
+        api DELETE "/v1/sandboxes/$W" >/dev/null
+        expect_status 200
+fi
 
 info "delete"
 api DELETE "/v1/backups/$ESC" >/dev/null
