@@ -1,6 +1,7 @@
 /* Where backups are kept: the local directory and the S3 bucket (backup-store.h). */
 #include <curl/curl.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -998,6 +999,16 @@ int backup_s3_upload_query(unsigned part, const char *upload_id, char *out, size
         return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
 }
 
+/* A part uploaded by a thread of its own while the next one fills. */
+struct part_job {
+        struct backup_upload *u;
+        unsigned n; /* its number, 1-based */
+        char *buf;
+        size_t len, cap;
+        int rc;
+        struct cella_error err;
+};
+
 struct backup_upload {
         struct backup_store *st;
         char id[BACKUP_ID_LEN + 1];
@@ -1005,9 +1016,14 @@ struct backup_upload {
         char upload_id[1100]; /* "" until the multipart upload is made */
         char *buf;            /* the part being filled */
         size_t len, cap;
-        unsigned parts;    /* parts uploaded */
-        char (*etags)[80]; /* theirs, in order */
+        char *spare; /* the other buffer, when no part is in flight (NULL: not made yet) */
+        size_t spare_cap;
+        unsigned parts;    /* parts numbered so far (sent, or in flight) */
+        char (*etags)[80]; /* theirs, in order (written by the part's upload) */
         size_t etags_cap;
+        bool inflight; /* job runs on thread */
+        pthread_t thread;
+        struct part_job job;
         uint64_t bytes;
 };
 
@@ -1069,14 +1085,67 @@ static int upload_create(struct backup_upload *u, struct cella_error *err)
         return 0;
 }
 
-/* UploadPart of what the buffer holds. */
-static int upload_part(struct backup_upload *u, struct cella_error *err)
+/* UploadPart of part n from buf (len bytes), its ETag into u->etags[n - 1] (made room for
+ * by the caller). Reads only what does not change while a part is in flight. */
+static int part_put(struct backup_upload *u, unsigned n, const char *buf, size_t len,
+                    struct cella_error *err)
 {
         char query[3400], etag[80];
         struct etag_out eo = {etag, sizeof(etag)};
         struct s3_body b = {.fd = -1, .max = 65536};
-        unsigned n = u->parts + 1;
         long status;
+
+        if (backup_s3_upload_query(n, u->upload_id, query, sizeof(query)) < 0)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "S3 upload id too long");
+        struct s3_call call = {.query = query,
+                               .upload_fd = -1,
+                               .mem = buf,
+                               .mem_len = len,
+                               .mem_type = "Content-Type: application/octet-stream",
+                               .etag = &eo};
+        status = s3_perform(u->st, "PUT", u->key, &call, &b, err);
+        if (status < 0 || status / 100 != 2) {
+                if (status >= 0)
+                        s3_fail(status, &b, "upload part", err);
+                free(b.buf);
+                return -1;
+        }
+        free(b.buf);
+        if (!etag[0])
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                       "S3 upload part %u: no ETag in the answer", n);
+        snprintf(u->etags[n - 1], sizeof(u->etags[0]), "%s", etag);
+        return 0;
+}
+
+static void *part_thread(void *ud)
+{
+        struct part_job *j = ud;
+
+        j->rc = part_put(j->u, j->n, j->buf, j->len, &j->err);
+        return NULL;
+}
+
+/* The part in flight waited for: its buffer back as the spare, its result. */
+static int upload_wait(struct backup_upload *u, struct cella_error *err)
+{
+        if (!u->inflight)
+                return 0;
+        pthread_join(u->thread, NULL);
+        u->inflight = false;
+        u->spare = u->job.buf;
+        u->spare_cap = u->job.cap;
+        if (u->job.rc < 0) {
+                *err = u->job.err;
+                return -1;
+        }
+        return 0;
+}
+
+/* The next part's number, with room for its ETag; the upload made at the first. */
+static int upload_next(struct backup_upload *u, unsigned *ret, struct cella_error *err)
+{
+        unsigned n = u->parts + 1;
 
         if (!u->upload_id[0] && upload_create(u, err) < 0)
                 return -1;
@@ -1092,35 +1161,47 @@ static int upload_part(struct backup_upload *u, struct cella_error *err)
                 u->etags = p;
                 u->etags_cap = cap;
         }
-        if (backup_s3_upload_query(n, u->upload_id, query, sizeof(query)) < 0)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "S3 upload id too long");
-        struct s3_call call = {.query = query,
-                               .upload_fd = -1,
-                               .mem = u->buf,
-                               .mem_len = u->len,
-                               .mem_type = "Content-Type: application/octet-stream",
-                               .etag = &eo};
-        status = s3_perform(u->st, "PUT", u->key, &call, &b, err);
-        if (status < 0 || status / 100 != 2) {
-                if (status >= 0)
-                        s3_fail(status, &b, "upload part", err);
-                free(b.buf);
+        *ret = n;
+        return 0;
+}
+
+/* The full buffer sent as the next part by a thread while the archive fills the other
+ * one (the archive and the network overlap; one part in flight at most). */
+static int upload_part(struct backup_upload *u, struct cella_error *err)
+{
+        unsigned n;
+
+        if (upload_wait(u, err) < 0 || upload_next(u, &n, err) < 0)
                 return -1;
-        }
-        free(b.buf);
-        if (!etag[0])
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
-                                       "S3 upload part %u: no ETag in the answer", n);
-        snprintf(u->etags[u->parts], sizeof(u->etags[0]), "%s", etag);
-        u->parts++;
-        u->len = 0;
-        if (part_size(u->parts + 1) > u->cap) {
-                char *p = realloc(u->buf, part_size(u->parts + 1));
+        if (u->spare_cap < part_size(n + 1)) {
+                char *p = realloc(u->spare, part_size(n + 1));
                 if (!p)
                         return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
-                u->buf = p;
-                u->cap = part_size(u->parts + 1);
+                u->spare = p;
+                u->spare_cap = part_size(n + 1);
         }
+        u->job = (struct part_job){.u = u, .n = n, .buf = u->buf, .len = u->len, .cap = u->cap};
+        u->parts = n;
+        if (pthread_create(&u->thread, NULL, part_thread, &u->job) != 0) {
+                /* no thread: sent from here */
+                part_thread(&u->job);
+                if (u->job.rc < 0) {
+                        *err = u->job.err;
+                        return -1;
+                }
+        } else {
+                u->inflight = true;
+        }
+        if (!u->inflight) {
+                /* the same buffer is filled again */
+                u->len = 0;
+                return 0;
+        }
+        u->buf = u->spare;
+        u->cap = u->spare_cap;
+        u->spare = NULL;
+        u->spare_cap = 0;
+        u->len = 0;
         return 0;
 }
 
@@ -1208,8 +1289,14 @@ int backup_store_upload_finish(struct backup_upload *u, const struct backup_reco
                         return -1;
                 }
                 free(b.buf);
-        } else if (upload_part(u, err) < 0 || upload_complete(u, err) < 0) {
-                return -1;
+        } else {
+                unsigned n;
+                if (upload_wait(u, err) < 0 || upload_next(u, &n, err) < 0 ||
+                    part_put(u, n, u->buf, u->len, err) < 0)
+                        return -1;
+                u->parts = n;
+                if (upload_complete(u, err) < 0)
+                        return -1;
         }
         /* the record last: a listing never shows a backup whose archive is not there */
         b = (struct s3_body){.fd = -1, .max = 65536};
@@ -1238,8 +1325,11 @@ unsigned backup_store_upload_parts(const struct backup_upload *u)
 
 void backup_store_upload_free(struct backup_upload *u)
 {
+        struct cella_error ignored = {0};
+
         if (!u)
                 return;
+        upload_wait(u, &ignored);
         if (u->upload_id[0]) {
                 /* AbortMultipartUpload: the parts stored so far are dropped */
                 char query[3400];
@@ -1257,5 +1347,6 @@ void backup_store_upload_free(struct backup_upload *u)
         }
         free(u->etags);
         free(u->buf);
+        free(u->spare);
         free(u);
 }
