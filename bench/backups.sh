@@ -138,12 +138,11 @@ row() { # LABEL MS...: p50 ms, MB/s at p50, runs
 cat "$tmp/figures"
 [ ${#s3backups[@]} -gt 0 ] || exit 0
 {
-        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') in the same run; the same 1 GiB to an S3" \
-                "store:$s3note"
+        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC'), the same 1 GiB to an S3 store:$s3note"
         echo
         echo "| | p50 (ms) | MB/s at p50 | runs (ms) |"
         echo "|---|---|---|---|"
-        row "\`tar -cf - \| zstd -3\` on the host (baseline, as above)" "${tars[@]}"
+        row "\`tar -cf - \| zstd -3\` on the host (baseline, this run)" "${tars[@]}"
         row "backup to S3, multipart (streamed in 8 MiB parts, to its 201)" "${s3backups[@]}"
         row "backup to S3, multipart false (spooled, one PUT, to its 201)" "${s3spooled[@]}"
         row "restore from S3 into a new dir (to its 200)" "${s3restores[@]}"

@@ -101,7 +101,8 @@ bool backup_store_is_s3(const struct backup_store *st);
 
 /* A new backup's archive streamed to the bucket without a local copy: written in parts of
  * CELLA_BACKUP_PART_BYTES (more after each thousand parts) held in memory, each uploaded
- * when full (CreateMultipartUpload at the first, UploadPart for each); finish uploads the
+ * when full (CreateMultipartUpload at the first, UploadPart for each) by a thread of its
+ * own while the next fills the other of two buffers (one part in flight); finish uploads the
  * last part, completes the upload (CompleteMultipartUpload) and puts the record; an archive
  * smaller than one part is one PUT. free aborts an upload not finished
  * (AbortMultipartUpload: nothing half-stored stays) and releases u. S3 stores only. */
