@@ -19,6 +19,13 @@
 #define CELLA_HTTP_HEADER_TIMEOUT_MS (20 * 1000)  /* a request's head, first byte to last */
 #define CELLA_HTTP_BODY_IDLE_MS (30 * 1000)       /* no body byte while it is read: 408 */
 #define CELLA_HTTP_JSON_BODY_TIMEOUT_MS (60 * 1000) /* a whole JSON body, after its head */
+/* Lingering close: after the answer of a connection that is closed with request bytes maybe
+ * still unread (an error answered before the body), what the client still sends is read
+ * and dropped for this long or this much before the socket is closed, so that the close
+ * is not a reset that destroys the answer in the client's receive queue (nginx's
+ * lingering_time; h2o does the same). */
+#define CELLA_HTTP_LINGER_MS 2000
+#define CELLA_HTTP_LINGER_BYTES (1024 * 1024)
 #define CELLA_HTTP_SEND_TIMEOUT_MS (60 * 1000)      /* answer bytes queued and none taken: close */
 #define CELLA_HTTP_SWEEP_MS 1000                    /* how often deadlines are checked */
 /* Daemon-wide bytes held for clients (buffered exec output, JSON bodies being read):

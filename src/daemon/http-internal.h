@@ -128,6 +128,9 @@ struct conn {
         bool fuzz;
         bool served;   /* a request was dispatched on it */
         bool over_cap; /* refused (per-client cap): closed at once, not counted */
+        bool lingering; /* answered and shut down: reading and dropping until EOF */
+        size_t linger_bytes;
+        uint64_t linger_ms; /* lingering began */
         int handles_open;
         uint64_t head_ms;  /* the current head began (the connection, for the first) */
         uint64_t body_ms;  /* the current request was dispatched */
