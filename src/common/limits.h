@@ -226,5 +226,13 @@
 #define CELLA_CLUSTER_URL_MAX 255            /* bytes of --advertise */
 #define CELLA_CLUSTER_KEY_MAX 256            /* bytes of a name's key in etcd */
 #define CELLA_CLUSTER_IMAGES_MAX 256         /* images a node's record lists */
+/* Forwarding between nodes (decision 0056) */
+#define CELLA_CLUSTER_AUTH_SKEW_MS 10000  /* a forwarded request's clock skew accepted, each way */
+#define CELLA_CLUSTER_AUTH_NONCES 65536   /* nonces remembered for replays (2 skews' worth) */
+#define CELLA_CLUSTER_AUTH_HEADER_MAX 512 /* bytes of an X-Cella-Cluster value */
+#define CELLA_CLUSTER_SECRET_MIN 16       /* bytes of --cluster-secret-file, at least */
+#define CELLA_CLUSTER_SECRET_MAX 4096     /* and at most */
+#define CELLA_FORWARD_CACHE_MS 1000       /* a name's owner and the nodes' records, cached */
+#define CELLA_FORWARD_CACHE_MAX 4096 /* owners cached (slots by hash: a newer name takes one) */
 
 #endif

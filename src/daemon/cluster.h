@@ -27,6 +27,8 @@
 #include "common/error.h"
 #include "daemon/sandbox-directory.h"
 
+struct etcd;
+
 /* The version a node publishes: GET /v1/health's (api-sandboxes.c says it too). */
 #ifndef CELLA_VERSION
 #define CELLA_VERSION "0.1.0"
@@ -70,6 +72,12 @@ int cluster_nodes(struct cluster *c, cluster_json_cb cb, void *userdata);
  * remote (what the name's record says: id, tenant, node, image, createdAt), each with
  * "node". cb gets a JSON array (new reference) or err. */
 int cluster_sandboxes(struct cluster *c, const char *tenant, cluster_json_cb cb, void *userdata);
+
+/* What forwarding (forward.h) reads of the node: its etcd client, its name, its lease (0:
+ * not registered). */
+struct etcd *cluster_etcd(struct cluster *c);
+const char *cluster_self(const struct cluster *c);
+int64_t cluster_lease(const struct cluster *c);
 
 /* /metrics: the etcd client's and the membership's series. */
 int cluster_metrics(struct cluster *c, struct buf *b);

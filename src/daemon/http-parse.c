@@ -298,6 +298,13 @@ static int on_headers_complete(http_parser *p)
         c->body_ms = c->read_ms = conn_now(c);
         http_request_ref(req);
         c->srv->cfg.on_request(req, c->srv->cfg.userdata);
+        /* A held body: nothing after the head is parsed until the handler asks for it
+         * (or answers). An upgrade has no body, and the parser stops after its head anyway
+         * (paused here, it would leave the head's last byte for the new protocol). */
+        if (req->body_mode == BODY_HELD && req->conn && !p->upgrade) {
+                req->body_paused = true;
+                http_parser_pause(p, 1);
+        }
         http_request_unref(req);
         return 0;
 }
@@ -383,6 +390,8 @@ static int on_body(http_parser *p, const char *at, size_t len)
                         return fail(c, CELLA_E_INTERNAL_ERROR);
                 return 0;
         }
+        case BODY_HELD: /* cannot be: the parser waits after the head of a held body */
+                return fail(c, CELLA_E_INTERNAL_ERROR);
         case BODY_STREAM:
                 http_request_ref(req);
                 took = req->ops->on_data(req, at, len, req->body_ud);

@@ -99,6 +99,24 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
  * running, borrowed); target is the path and query sent to the sandbox. */
 void preview_ws(struct preview_config *cfg, struct http_request *req, struct sandbox *sb, int port,
                 const char *target);
+/* A request relayed to another node of the cluster (decision 0056): what it is sent as. */
+typedef void (*preview_peer_head_fn)(void *ud, int status, const char *node);
+struct preview_peer {
+        const char *node;            /* the node's name */
+        const struct sockaddr *addr; /* its API's address (from its advertise URL) */
+        const char *target;          /* the request target sent */
+        const char *host_override;   /* as preview_request_head's, or NULL */
+        const char *extra;           /* header lines appended to the head ("...\r\n"), or NULL */
+        preview_peer_head_fn head;   /* called once: the node's status (its answer's head),
+                                        or -1 when it could not be reached */
+        void *ud;
+};
+/* Relay req to a node: the same request (head as preview_request_head makes it, plus
+ * peer->extra), its body streamed, the node's answer streamed back whatever it is, a 101
+ * turning into a byte relay; keep-alive connections to nodes are reused like those into
+ * sandboxes. A node that cannot be reached: 503 CLUSTER_UNAVAILABLE naming it. */
+void preview_proxy_peer(struct preview_config *cfg, struct http_request *req,
+                        const struct preview_peer *peer);
 /* The sandbox was destroyed: forget its ports (the registry rows go with the sandbox). */
 void preview_forget(struct preview_config *cfg, const char *sandbox);
 /* Close every proxied connection (daemon shutdown, before the sandbox table goes). */
