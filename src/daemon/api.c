@@ -275,15 +275,17 @@ struct preview_here {
         char addr[64];
 };
 
-static void preview_serve(struct http_request *req, void *ud)
+static void preview_serve(struct http_request *req, bool here, void *ud)
 {
         struct preview_here *h = ud;
 
-        preview_handle(&h->a->preview, req, &h->pt, h->fwd);
-        /* preview_handle answers a wrong token at once (a proxied answer comes later): 404
-         * now is INVALID_TOKEN */
-        if (http_request_status(req) == 404)
-                auth_failed(h->a, h->addr);
+        if (here) {
+                preview_handle(&h->a->preview, req, &h->pt, h->fwd);
+                /* preview_handle answers a wrong token at once (a proxied answer comes
+                 * later): 404 now is INVALID_TOKEN */
+                if (http_request_status(req) == 404)
+                        auth_failed(h->a, h->addr);
+        }
         free(h->fwd);
         free(h);
 }
@@ -333,7 +335,7 @@ static bool preview_request(struct api *a, struct http_request *req, bool previe
                         forward_resolve_preview(a->cfg.forward, &a->preview, req, pt.id, h->fwd,
                                                 preview_serve, h);
                 else
-                        preview_serve(req, h);
+                        preview_serve(req, true, h);
         } else if (r == -ENOMEM) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
         } else {
@@ -521,11 +523,12 @@ struct route_here {
         struct args_buf b;
 };
 
-static void route_serve(struct http_request *req, void *ud)
+static void route_serve(struct http_request *req, bool here, void *ud)
 {
         struct route_here *h = ud;
 
-        h->handler(h->a, req, &h->p);
+        if (here)
+                h->handler(h->a, req, &h->p);
         free(h);
 }
 

@@ -380,6 +380,8 @@ struct fq {
 
 static void fq_free(struct fq *q)
 {
+        if (q->local) /* relayed or answered: the caller's ud goes */
+                q->local(q->req, false, q->ud);
         if (q->req)
                 http_request_unref(q->req);
         free(q->host_override);
@@ -388,9 +390,10 @@ static void fq_free(struct fq *q)
 
 static void fq_local(struct fq *q)
 {
-        struct http_request *req = q->req;
+        forward_local_fn local = q->local;
 
-        q->local(req, q->ud);
+        q->local = NULL;
+        local(q->req, true, q->ud);
         fq_free(q);
 }
 
@@ -727,6 +730,7 @@ static struct fq *fq_new(struct forward *f, struct preview_config *preview,
 
         if (!q) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                local(req, false, ud);
                 return NULL;
         }
         q->f = f;

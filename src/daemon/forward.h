@@ -50,8 +50,9 @@ void forward_free(struct forward *f);
  * UNAUTHORIZED: a forged, stale, replayed or unexpected authenticator). */
 int forward_check(struct forward *f, struct http_request *req, struct cella_error *err);
 
-/* Served here after all: the request is the caller's again. */
-typedef void (*forward_local_fn)(struct http_request *req, void *ud);
+/* Called exactly once per resolution: here true, the request is the caller's again (serve
+ * it); here false, it was relayed or answered (an error): only ud is the caller's to free. */
+typedef void (*forward_local_fn)(struct http_request *req, bool here, void *ud);
 
 /* Resolve internal name (not in the local table) for req: relay req to the name's owner,
  * or place a new name (creates: the request may create it) on the node chosen, or call
