@@ -306,6 +306,14 @@ def http():
     exec_body = js({"command": "echo hi", "timeout": 5000, "env": {"A": "1"}})
     return {
         "health": req(b"GET", b"/v1/health"),
+        "hold-post": req(b"POST", b"/hold", js({"command": "true"})),
+        "hold-put-stream": req(b"PUT", b"/holdstream", b"0123456789" * 100),
+        "hold-get": req(b"GET", b"/hold") + req(b"GET", b"/v1/health"),
+        "hold-chunked": (b"POST /holdstream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+                         b"\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+        "hold-upgrade": (b"GET /hold HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                         b"Upgrade: websocket\r\n\r\n\x81\x85abcd"),
+        "hold-pipelined": req(b"POST", b"/hold", b"{}") + req(b"POST", b"/v1/x", b"{}"),
         "list": req(b"GET", b"/v1/sandboxes", headers=b"Authorization: Bearer s3cret\r\n"),
         "put-sandbox": req(b"PUT", b"/v1/sandboxes/my-box",
                            js({"image": "default", "instanceType": "standard",
