@@ -56,7 +56,8 @@ enum preview_body { PREVIEW_BODY_NONE, PREVIEW_BODY_LENGTH, PREVIEW_BODY_CHUNKED
 /* The request head sent to the sandbox: method and target as received, the client's
  * headers without hop-by-hop ones (Connection, Keep-Alive, Proxy-Connection, TE, Trailer,
  * Transfer-Encoding, Upgrade, Proxy-Authorization and every header Connection names) and
- * without Authorization (it may carry the API's bearer token), X-Forwarded-For (client
+ * without Authorization (it may carry the API's bearer token) nor X-Cella-Cluster (a
+ * node's authenticator: decision 0056), X-Forwarded-For (client
  * appended), X-Forwarded-Host (the client's Host) and X-Forwarded-Proto (http) set, each
  * once; Content-Length kept for a sized body, "Transfer-Encoding: chunked" for a chunked
  * one; with upgrade (the client's Upgrade value) "Connection: Upgrade" and "Upgrade: ..."
