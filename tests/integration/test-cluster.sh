@@ -109,6 +109,9 @@ start_etcd() { # member
                 --initial-cluster "$ETCD_INITIAL" --initial-cluster-state new \
                 --initial-cluster-token "cella-it-$IT_RUN" >>"$IT_TMP/etcd$m.log" 2>&1 &
         E[$m.pid]=$!
+        # lib.sh's cleanup leaves it to the hook, which stops the nodes first (with etcd
+        # there, they list and release their names at once)
+        IT_CELLADS="$IT_CELLADS ${E[$m.pid]}"
 }
 stop_etcd() { # member
         [ -n "${E[$1.pid]:-}" ] || return 0
@@ -176,8 +179,8 @@ it_cleanup_hook() {
         for n in b c d a; do
                 stop_extra $n
         done
-        # The etcd members are jobs of this shell: lib.sh's cleanup has killed them before
-        # this hook; their data dirs go with the run's temp dir.
+        # The etcd members, once the nodes are gone (their data dirs go with the run's temp
+        # dir).
         for m in 1 2 3; do stop_etcd $m; done
         for n in ${NETNS_MADE:-}; do
                 ip netns del "$n" 2>/dev/null || { echo "LEAK: netns $n" >&2; IT_FAILED_CLEANUP=1; }
@@ -292,6 +295,20 @@ for n in b c; do
                 jq -r .data | tr -d '\n')" "SSE stream through $n"
         assert_contains "$(cat "$IT_TMP/sse-$n")" '"type":"complete"' "SSE's end through $n"
 done
+# a client that goes away from a relayed SSE stream cancels the owner's command
+for n in a b c; do [ "$n" != "$XO" ] && NX=$n && break; done
+use_daemon "$NX"
+curl -sS -N -m 1 -X POST -H "Authorization: Bearer $CELLA_TOKEN" -H 'Accept: text/event-stream' \
+        -H 'Content-Type: application/json' --data-binary '{"command":"sleep 302"}' \
+        "$CELLA_URL/v1/sandboxes/$X/exec" >/dev/null 2>&1 || true
+use_daemon "$XO"
+left=
+for i in $(seq 1 50); do
+        left=$(run_in "$X" 'ps -eo args= | grep "^sleep 302" || true')
+        [ -z "$left" ] && break
+        sleep 0.2
+done
+assert_eq "" "$left" "a relayed command survived its client's disconnect (through $NX)"
 # a file of 4 MiB up through b, down through c and a
 head -c $((4 * 1024 * 1024)) /dev/urandom >"$IT_TMP/up.bin"
 SUM=$(sha256sum <"$IT_TMP/up.bin" | cut -d' ' -f1)
@@ -515,6 +532,12 @@ done
 assert_eq "c" "$(owner "$K")" "a name placed on c"
 kill -KILL "${D[c.pid]}"
 wait "${D[c.pid]}" 2>/dev/null || true
+# its lease lives on for a few seconds: its names' requests through another node are 503
+# naming it (nothing listens at its address any more)
+use_daemon a
+api GET "/v1/sandboxes/$K" >/dev/null
+expect_status 503 CLUSTER_UNAVAILABLE
+assert_contains "$(body .message)" "node 'c'" "the unreachable owner is named"
 wait_nodes a a,b
 use_daemon a
 api GET /v1/sandboxes >/dev/null
