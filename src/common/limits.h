@@ -244,5 +244,13 @@
 #define CELLA_CLUSTER_KEYS_POLL_MS 500       /* a node reads the keys' marker this often */
 #define CELLA_CLUSTER_KEYS_RELOAD_MS 30000   /* and every key at least this often */
 #define CELLA_CLUSTER_CLAIM_TRIES 16         /* a quota-held claim's txn tried at most */
+/* Forwarding between nodes (decision 0056) */
+#define CELLA_CLUSTER_AUTH_SKEW_MS 10000  /* a forwarded request's clock skew accepted, each way */
+#define CELLA_CLUSTER_AUTH_NONCES 65536   /* nonces remembered for replays (2 skews' worth) */
+#define CELLA_CLUSTER_AUTH_HEADER_MAX 512 /* bytes of an X-Cella-Cluster value */
+#define CELLA_CLUSTER_SECRET_MIN 16       /* bytes of --cluster-secret-file, at least */
+#define CELLA_CLUSTER_SECRET_MAX 4096     /* and at most */
+#define CELLA_FORWARD_CACHE_MS 1000       /* a name's owner and the nodes' records, cached */
+#define CELLA_FORWARD_CACHE_MAX 4096 /* owners cached (slots by hash: a newer name takes one) */
 
 #endif

@@ -199,10 +199,18 @@ static void publish_now(struct cluster *c)
         }
         load(c, &running, &count);
         time_format_iso(c->started_ms, started, sizeof(started));
-        rec = json_pack("{s:s, s:s, s:I, s:I, s:I, s:[], s:s, s:s}", "node", c->node, "advertise",
-                        c->advertise, "capacity", (json_int_t)c->capacity, "sandboxes",
+        rec = json_pack("{s:s, s:s, s:I, s:I, s:I, s:[], s:s, s:s, s:s}", "node", c->node,
+                        "advertise", c->advertise, "capacity", (json_int_t)c->capacity, "sandboxes",
                         (json_int_t)count, "running", (json_int_t)running, "images", "version",
-                        c->version, "startedAt", started);
+                        c->version, "startedAt", started, "lease", "");
+        /* the lease as etcd's gateway writes it (a decimal string): placement on another
+         * node puts a new name's record under it (forward.c) */
+        if (rec) {
+                char lease[24];
+
+                snprintf(lease, sizeof(lease), "%lld", (long long)c->lease);
+                json_object_set_new(rec, "lease", json_string(lease));
+        }
         if (!rec)
                 return;
         images_json(c, json_object_get(rec, "images"));
@@ -458,7 +466,7 @@ static void on_claimed(const struct etcd_answer *a, void *ud)
         c->claims_lost++;
         cella_error_set(&err, CELLA_E_SANDBOX_ON_OTHER_NODE,
                         "sandbox '%s' lives on node '%.63s': send its requests to that node "
-                        "(this node does not forward them yet)",
+                        "(a forwarded request is not forwarded again)",
                         n, owner ? owner : "?");
         claim_fail(q, &err);
 }
@@ -942,6 +950,21 @@ static const struct sandbox_directory_ops cluster_ops = {
 struct sandbox_directory *cluster_directory(struct cluster *c)
 {
         return &c->dir;
+}
+
+struct etcd *cluster_etcd(struct cluster *c)
+{
+        return c->etcd;
+}
+
+const char *cluster_self(const struct cluster *c)
+{
+        return c->node;
+}
+
+int64_t cluster_lease(const struct cluster *c)
+{
+        return c->lease;
 }
 
 /* ---- the cluster's views ---- */

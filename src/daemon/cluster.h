@@ -28,6 +28,8 @@
 #include "common/error.h"
 #include "daemon/sandbox-directory.h"
 
+struct etcd;
+
 /* The version a node publishes: GET /v1/health's (api-sandboxes.c says it too). */
 #ifndef CELLA_VERSION
 #define CELLA_VERSION "0.1.0"
@@ -98,6 +100,11 @@ void cluster_set_quota_source(struct cluster *c, cluster_quota_fn fn, void *user
 typedef void (*cluster_check_cb)(const struct cella_error *err, void *userdata);
 int cluster_quota_check_wake(struct cluster *c, const char *name, const struct cluster_quota *q,
                              cluster_check_cb cb, void *userdata);
+/* What forwarding (forward.h) reads of the node: its etcd client, its name, its lease (0:
+ * not registered). */
+struct etcd *cluster_etcd(struct cluster *c);
+const char *cluster_self(const struct cluster *c);
+int64_t cluster_lease(const struct cluster *c);
 
 /* /metrics: the etcd client's and the membership's series. */
 int cluster_metrics(struct cluster *c, struct buf *b);

@@ -40,7 +40,9 @@
 #include "daemon/budget.h"
 #include "daemon/http-header.h"
 
-enum body_mode { BODY_DISCARD, BODY_WHOLE, BODY_STREAM };
+/* BODY_HELD: the handler will say later (http_request_hold_body): the parser waits after
+ * the head. */
+enum body_mode { BODY_DISCARD, BODY_WHOLE, BODY_STREAM, BODY_HELD };
 
 struct http_request {
         unsigned refs;

@@ -125,15 +125,22 @@ int http_request_tag(const struct http_request *req);
 void http_request_on_abort(struct http_request *req, void (*cb)(struct http_request *req, void *ud),
                            void *ud);
 
+/* The handler decides later (after an asynchronous step) whether and how it reads the
+ * body: nothing after the head is parsed until http_request_read_body or
+ * http_request_stream_body, called then from any callback, or the response's end (the
+ * body is discarded). Call from on_request only. */
+int http_request_hold_body(struct http_request *req);
+
 /* Whole body, up to limit bytes (413 PAYLOAD_TOO_LARGE is answered by the server beyond
  * it, and the callback is not called). cb gets the body (NUL-terminated, borrowed for the
- * call). Call from on_request only. */
+ * call). Call from on_request only (or after http_request_hold_body). */
 typedef void (*http_body_cb)(struct http_request *req, const char *body, size_t len, void *ud);
 int http_request_read_body(struct http_request *req, size_t limit, http_body_cb cb, void *ud);
 
 /* Streamed body. on_data returns how many of the len bytes it took; taking fewer pauses
  * the body (the rest is kept and handed again after http_request_resume_body). on_end is
- * called once after the last byte. Call from on_request only. */
+ * called once after the last byte. Call from on_request only (or after
+ * http_request_hold_body). */
 struct http_body_ops {
         size_t (*on_data)(struct http_request *req, const char *data, size_t len, void *ud);
         void (*on_end)(struct http_request *req, void *ud);

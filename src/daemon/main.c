@@ -19,6 +19,7 @@
 #include "daemon/api.h"
 #include "daemon/backup.h"
 #include "daemon/cluster.h"
+#include "daemon/forward.h"
 #include "daemon/http.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox.h"
@@ -86,6 +87,8 @@ static void usage(FILE *f)
                 "                       there (docs/cluster.md); needs --node, --advertise\n"
                 "  --node NAME          this node's name in the cluster (a-z, 0-9, '-')\n"
                 "  --advertise URL      this node's API as the other nodes reach it\n"
+                "  --cluster-secret-file F  the secret node-to-node requests are signed\n"
+                "                       with (mode 0600; needed unless on loopback only)\n"
                 "  --check              print what the kernel offers, the network range and\n"
                 "                       host uids this data dir would use, and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
@@ -173,6 +176,7 @@ struct options {
         const char *listen, *data_dir, *images, *image, *builder, *token;
         const char *preview_domain, *preview_listen, *network_range, *backup_store;
         const char *cluster, *node, *advertise; /* --cluster etcd=..., --node, --advertise */
+        const char *cluster_secret_file;
         unsigned long max_sandboxes, pool_size, max_conns, max_per_client;
         enum disk_mode disk_mode;
         uint64_t disk_override, import_max, budget_bytes;
@@ -194,6 +198,7 @@ struct daemon {
         struct sandbox_table *table;
         struct backups *backups;
         struct cluster *cluster;
+        struct forward *forward;
         struct api *api;
         struct http_server *srv, *psrv;
         uv_signal_t sigint, sigterm;
@@ -341,6 +346,9 @@ static int on_option(int c, const char *arg, void *ud)
                         return bad_value("advertise", arg, "an http:// or https:// URL");
                 o->advertise = arg;
                 break;
+        case 'Z':
+                o->cluster_secret_file = arg;
+                break;
         case 'm':
                 if (!parse_ulong(arg, 1, 1000000, &o->max_sandboxes))
                         return bad_value("max-sandboxes", arg, NULL);
@@ -406,6 +414,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                 {"cluster", required_argument, NULL, 'G'},
                 {"node", required_argument, NULL, 'W'},
                 {"advertise", required_argument, NULL, 'A'},
+                {"cluster-secret-file", required_argument, NULL, 'Z'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -446,6 +455,16 @@ static int check_options(struct options *o)
         }
         if (strcmp(o->host, "localhost") == 0)
                 snprintf(o->host, sizeof(o->host), "127.0.0.1");
+        if (o->cluster_secret_file && !o->cluster) {
+                fprintf(stderr, "cellad: --cluster-secret-file goes with --cluster\n");
+                return 2;
+        }
+        /* Forwarded requests carry their caller's principal: beyond loopback, only a
+         * secret shared by the nodes makes them trustworthy (decision 0056). */
+        if (o->cluster && !o->cluster_secret_file && !is_loopback(o->host)) {
+                fprintf(stderr, "cellad: --cluster on %s needs --cluster-secret-file\n", o->host);
+                return 2;
+        }
         if ((!o->token || !o->token[0]) && !is_loopback(o->host)) {
                 fprintf(stderr, "cellad: refusing to listen on %s without CELLA_TOKEN set\n",
                         o->host);
@@ -578,15 +597,35 @@ static int start_table(struct daemon *d, struct options *o)
                 }
                 log_info("cluster: node '%s' (%s) on etcd %s", o->node, o->advertise, o->cluster);
         }
+        if (o->cluster_secret_file) {
+                unsigned char secret[CELLA_CLUSTER_SECRET_MAX];
+                struct forward_config fcfg = {
+                        .cluster = d->cluster, .secret = secret, .default_image = o->image};
+                int r = forward_secret_read(o->cluster_secret_file, secret, sizeof(secret),
+                                            &fcfg.secret_len, &err);
+
+                if (r >= 0)
+                        r = forward_new(&fcfg, &d->forward);
+                explicit_bzero(secret, sizeof(secret));
+                if (r < 0) {
+                        fprintf(stderr, "cellad: %s\n",
+                                err.msg[0] ? err.msg : "--cluster-secret-file: out of memory");
+                        return -1;
+                }
+                log_info("cluster: forwarding to the nodes owning names, placing new ones");
+        } else if (o->cluster) {
+                log_warn("cluster: no --cluster-secret-file: requests for names owned elsewhere "
+                         "are refused (409), new names placed here");
+        }
         return 0;
 }
 
 /* Step 4: the HTTP API over the table. */
 static int start_api(struct daemon *d, const struct options *o)
 {
-        struct api_config acfg = {d->loop,    d->table,          o->token,  o->images,
-                                  o->builder, o->preview_domain, 0,         (int64_t)o->import_max,
-                                  &d->budget, d->backups,        d->cluster};
+        struct api_config acfg = {d->loop,    d->table,          o->token,   o->images,
+                                  o->builder, o->preview_domain, 0,          (int64_t)o->import_max,
+                                  &d->budget, d->backups,        d->cluster, d->forward};
 
         if (!o->preview_domain[0] || strlen(o->preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
             strpbrk(o->preview_domain, ":/ ")) {
@@ -680,6 +719,7 @@ static void shut_down(struct daemon *d)
         if (d->api)
                 api_shutdown(d->api);
         cluster_free(d->cluster); /* before the table: pending claims answer with an error */
+        forward_free(d->forward); /* after: its etcd requests have answered */
         sandbox_table_free(d->table);
         uv_walk(d->loop, close_walk, NULL);
         uv_run(d->loop, UV_RUN_DEFAULT);

@@ -642,7 +642,7 @@ static void on_stop(uv_async_t *a)
 static void *loop_thread(void *arg)
 {
         struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false", NULL,
-                                  0,     0,    NULL,     NULL,   NULL};
+                                  0,     0,    NULL,     NULL,   NULL,         NULL};
         struct http_server_config cfg = {.host = "127.0.0.1", .on_request = api_handle};
         struct cella_error err = {0};
 
