@@ -85,6 +85,8 @@ static void usage(FILE *f)
                 "                       there (docs/cluster.md); needs --node, --advertise\n"
                 "  --node NAME          this node's name in the cluster (a-z, 0-9, '-')\n"
                 "  --advertise URL      this node's API as the other nodes reach it\n"
+                "  --drain              ask the cluster node at --listen to hand its sandboxes\n"
+                "                       over (backup, name released) and stop, and wait\n"
                 "  --check              print what the kernel offers, the network range and\n"
                 "                       host uids this data dir would use, and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
@@ -175,7 +177,7 @@ struct options {
         unsigned long max_sandboxes, pool_size, max_conns, max_per_client;
         enum disk_mode disk_mode;
         uint64_t disk_override, import_max, budget_bytes;
-        bool check, overcommit_refuse, has_uid_base;
+        bool check, overcommit_refuse, has_uid_base, drain;
         double overcommit;
         uint32_t uid_base;
         /* derived by check_options */
@@ -322,6 +324,9 @@ static int on_option(int c, const char *arg, void *ud)
                         return bad_value("backup-store", arg, "too long");
                 o->backup_store = arg;
                 break;
+        case 'Z':
+                o->drain = true;
+                break;
         case 'c':
                 o->check = true;
                 break;
@@ -405,6 +410,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                 {"cluster", required_argument, NULL, 'G'},
                 {"node", required_argument, NULL, 'W'},
                 {"advertise", required_argument, NULL, 'A'},
+                {"drain", no_argument, NULL, 'Z'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -569,7 +575,8 @@ static int start_table(struct daemon *d, struct options *o)
         if (o->cluster) {
                 struct cluster_config ccfg = {o->cluster,    o->node,
                                               o->advertise,  o->images,
-                                              CELLA_VERSION, (unsigned)o->max_sandboxes};
+                                              CELLA_VERSION, (unsigned)o->max_sandboxes,
+                                              d->backups};
 
                 if (cluster_new(d->loop, &ccfg, d->table, &d->cluster, &err) < 0) {
                         fprintf(stderr, "cellad: %s\n", err.msg);
@@ -696,6 +703,8 @@ int main(int argc, char **argv)
         metrics_init();
         if ((rc = parse_options(argc, argv, &o)) >= 0 || (rc = check_options(&o)) >= 0)
                 return rc;
+        if (o.drain)
+                return cluster_drain_client(o.host, o.port, o.token);
         set_up_process();
         d.budget.limit = (size_t)o.budget_bytes;
         if (o.check)

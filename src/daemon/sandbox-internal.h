@@ -87,6 +87,8 @@ struct sandbox {
                                   * waiting for it (sandbox-snapshot.c) */
         struct sandbox_waiter *waiters; /* gets waiting for that start, in arrival order */
         bool fresh; /* made by the start in progress: a failed start destroys it */
+        json_t *restored_from; /* {backupId, createdAt, dir}: a cluster's failover restored
+                                * its files from that backup (decision 0057); NULL: none */
 };
 
 struct sandbox_table {
