@@ -64,6 +64,15 @@ struct cluster {
         bool draining;           /* places no new names; its record says so */
         struct drain *drain;     /* the drain in progress, or NULL */
         uint64_t restores_ok, restores_fresh, restores_failed, stale_destroyed, drained;
+        /* backups on a schedule (--cluster-backup-every; 0: none) */
+        int64_t backup_every_ms;
+        uv_timer_t autobackup;
+        bool auto_running;
+        json_t *auto_names; /* the round's internal names */
+        size_t auto_next;
+        char auto_name[CELLA_NAME_MAX + 1];
+        char auto_old[BACKUP_ID_LEN + 1]; /* the scheduled backup the next one replaces */
+        uint64_t auto_backups, auto_failures;
 
         bool closing;
         unsigned handles; /* open timers */
@@ -598,18 +607,21 @@ static void reclaim(struct cluster *c)
 int cluster_backup_index_parse(const char *value, size_t len, struct cluster_backup_index *ret)
 {
         _cleanup_json_ json_t *j = NULL;
-        const char *id = NULL, *created = NULL, *dir = NULL, *node = NULL;
+        const char *id = NULL, *created = NULL, *dir = NULL, *node = NULL, *name = NULL;
         json_error_t je;
 
         memset(ret, 0, sizeof(*ret));
         j = json_loadb(value, len, JSON_REJECT_DUPLICATES, &je);
-        if (!j || json_unpack_ex(j, &je, 0, "{s:s, s?s, s?s, s?s}", "backupId", &id, "createdAt",
-                                 &created, "dir", &dir, "node", &node) < 0)
+        if (!j ||
+            json_unpack_ex(j, &je, 0, "{s:s, s?s, s?s, s?s, s?s}", "backupId", &id, "createdAt",
+                           &created, "dir", &dir, "node", &node, "name", &name) < 0)
                 return -EINVAL;
         if (!backup_id_is_valid(id) || (dir && backup_dir_check(dir, NULL) < 0) ||
             strlen(created ? created : "") >= sizeof(ret->created_at) ||
-            strlen(node ? node : "") >= sizeof(ret->node))
+            strlen(node ? node : "") >= sizeof(ret->node) ||
+            strlen(name ? name : "") >= sizeof(ret->name))
                 return -EINVAL;
+        snprintf(ret->name, sizeof(ret->name), "%s", name ? name : "");
         snprintf(ret->backup_id, sizeof(ret->backup_id), "%s", id);
         snprintf(ret->created_at, sizeof(ret->created_at), "%s", created ? created : "");
         snprintf(ret->dir, sizeof(ret->dir), "%s", dir ? dir : "");
@@ -654,6 +666,8 @@ static int backup_index_put(struct cluster *c, const json_t *bk, etcd_cb cb, voi
         rec = json_pack("{s:O, s:O, s:O, s:s}", "backupId", json_object_get(bk, "id"), "createdAt",
                         json_object_get(bk, "createdAt"), "dir", json_object_get(bk, "dir"), "node",
                         c->node);
+        if (rec && json_is_string(json_object_get(bk, "name")))
+                json_object_set(rec, "name", json_object_get(bk, "name"));
         value = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
         if (!value)
                 return -ENOMEM;
@@ -682,6 +696,17 @@ static void backup_made(const json_t *bk, void *ud)
 }
 
 /* The name was destroyed on purpose: a later create starts empty. */
+static void on_index_forgotten(const struct etcd_answer *a, void *ud)
+{
+        char *key = ud;
+
+        if (a->r < 0)
+                log_warn("cluster: removing %s: %s (a later create of the name would restore "
+                         "its backup)",
+                         key, a->err.msg);
+        free(key);
+}
+
 static void backup_index_forget(struct cluster *c, const char *name)
 {
         char key[CELLA_CLUSTER_KEY_MAX];
@@ -690,7 +715,7 @@ static void backup_index_forget(struct cluster *c, const char *name)
         if (c->closing || !c->backups || backup_index_key(name, key, sizeof(key)) < 0)
                 return;
         k = strdup(key);
-        if (k && etcd_delete(c->etcd, k, strlen(k), false, on_index_written, k) < 0)
+        if (k && etcd_delete(c->etcd, k, strlen(k), false, on_index_forgotten, k) < 0)
                 free(k);
 }
 
@@ -947,6 +972,125 @@ static void reclaim_answered(struct cluster *c, const char *name, const char *ke
         }
 }
 
+/* ---- backups on a schedule (--cluster-backup-every) ----
+ *
+ * Every backup_every_ms, one after the other: each running sandbox active since its last
+ * scheduled backup gets CELLA_CLUSTER_DRAIN_DIR backed up (name "auto"), recorded as its
+ * name's latest (backup_made); the scheduled backup it replaces as the latest is deleted
+ * from the store. A sleeping sandbox is not woken: its files are as they were when it ran. */
+
+static void auto_step(struct cluster *c);
+
+static void on_auto_deleted(json_t *result, const struct cella_error *err, void *ud)
+{
+        (void)ud;
+        if (!result && err && err->code != CELLA_E_BACKUP_NOT_FOUND)
+                log_warn("cluster: removing a replaced scheduled backup: %s", err->msg);
+}
+
+static void on_auto_backed_up(json_t *result, const struct cella_error *err, void *ud)
+{
+        struct cluster *c = ud;
+        struct sandbox *s = NULL;
+        struct cella_error e = {0};
+        const char *id = json_string_value(json_object_get(result, "id"));
+
+        if (!result) {
+                c->auto_failures++;
+                log_warn("cluster: scheduled backup of '%s': %s", c->auto_name, err->msg);
+        } else {
+                c->auto_backups++;
+                if (c->local->ops->get_now(c->local, c->auto_name, &s, &e) == 0)
+                        s->auto_backup_ms = time_now_ms();
+                /* the one it replaces as the latest, when it was a scheduled one too */
+                if (c->auto_old[0] && id && strcmp(c->auto_old, id) != 0 &&
+                    backups_delete(c->backups, c->auto_old, NULL, on_auto_deleted, c, &e) < 0)
+                        log_warn("cluster: removing scheduled backup '%s': %s", c->auto_old, e.msg);
+        }
+        auto_step(c);
+}
+
+static void on_auto_index(const struct etcd_answer *a, void *ud)
+{
+        struct cluster *c = ud;
+        struct cluster_backup_index idx;
+        struct sandbox *s = NULL;
+        struct cella_error err = {0};
+
+        c->auto_old[0] = '\0';
+        if (c->closing)
+                return;
+        if (a->r == 0 && a->n_kvs > 0 &&
+            cluster_backup_index_parse(a->kvs[0].value, a->kvs[0].value_len, &idx) == 0 &&
+            strcmp(idx.name, CELLA_CLUSTER_AUTO_BACKUP_NAME) == 0)
+                snprintf(c->auto_old, sizeof(c->auto_old), "%s", idx.backup_id);
+        if (c->local->ops->get_now(c->local, c->auto_name, &s, &err) < 0 ||
+            s->state != SANDBOX_RUNNING || c->draining) {
+                auto_step(c);
+                return;
+        }
+        if (backups_create(c->backups, s, CELLA_CLUSTER_DRAIN_DIR, CELLA_CLUSTER_AUTO_BACKUP_NAME,
+                           CELLA_BACKUP_TTL_DEFAULT, on_auto_backed_up, c, &err) < 0) {
+                c->auto_failures++;
+                log_warn("cluster: scheduled backup of '%s': %s", c->auto_name, err.msg);
+                auto_step(c);
+        }
+}
+
+static void auto_step(struct cluster *c)
+{
+        char key[CELLA_CLUSTER_KEY_MAX];
+
+        while (!c->closing && !c->draining && c->auto_next < json_array_size(c->auto_names)) {
+                struct sandbox *s = NULL;
+                struct cella_error err = {0};
+
+                snprintf(c->auto_name, sizeof(c->auto_name), "%s",
+                         json_string_value(json_array_get(c->auto_names, c->auto_next++)));
+                if (c->local->ops->get_now(c->local, c->auto_name, &s, &err) < 0 ||
+                    s->state != SANDBOX_RUNNING || s->last_active_ms <= s->auto_backup_ms ||
+                    backup_index_key(c->auto_name, key, sizeof(key)) < 0)
+                        continue;
+                if (etcd_range(c->etcd, key, strlen(key), false, on_auto_index, c) == 0)
+                        return;
+        }
+        json_decref(c->auto_names);
+        c->auto_names = NULL;
+        c->auto_running = false;
+}
+
+static void on_auto_timer(uv_timer_t *t)
+{
+        struct cluster *c = t->data;
+        json_t *list;
+        size_t i;
+        json_t *info;
+
+        if (c->auto_running || c->closing || c->draining || c->drain || !c->lease || !c->backups)
+                return;
+        list = sandbox_table_list(c->table);
+        c->auto_names = json_array();
+        if (!list || !c->auto_names) {
+                json_decref(list);
+                json_decref(c->auto_names);
+                c->auto_names = NULL;
+                return;
+        }
+        json_array_foreach(list, i, info)
+        {
+                const char *id = json_string_value(json_object_get(info, "id"));
+                const char *tn = json_string_value(json_object_get(info, "tenant"));
+                char name[CELLA_NAME_MAX + 1];
+
+                if (id && tenant_qualify(tn ? tn : "", id, name, NULL) == 0)
+                        json_array_append_new(c->auto_names, json_string(name));
+        }
+        json_decref(list);
+        c->auto_next = 0;
+        c->auto_running = true;
+        auto_step(c);
+}
+
 /* ---- drain: every sandbox backed up, its name released, then stopped here ---- */
 
 int cluster_decode_drain(const char *body, size_t len, bool *ret_stop, struct cella_error *err)
@@ -1085,10 +1229,17 @@ static void drain_step(struct drain *d)
         struct cluster *c = d->c;
         _cleanup_json_ json_t *j = NULL;
 
-        if (d->next < json_array_size(d->names) && !c->closing) {
+        while (d->next < json_array_size(d->names) && !c->closing) {
+                struct sandbox *s = NULL;
+                struct cella_error err = {0};
+
                 snprintf(d->name, sizeof(d->name), "%s",
                          json_string_value(json_array_get(d->names, d->next++)));
                 d->backup_id[0] = '\0';
+                /* destroyed meanwhile: nothing to hand over (a get with create would make
+                 * it anew, empty) */
+                if (c->local->ops->get_now(c->local, d->name, &s, &err) < 0)
+                        continue;
                 /* with create: a sleeping or stopped sandbox is woken for its backup */
                 c->local->ops->get(c->local, d->name, true, NULL, drain_got, d);
                 return;
@@ -1458,6 +1609,18 @@ static int failover_metrics(struct cluster *c, struct buf *b)
                                 "Sandboxes a drain backed up, released and removed here");
         if (r >= 0)
                 r = prom_sample_u64(b, "cella_cluster_drained_total", NULL, 0, c->drained);
+        if (r >= 0)
+                r = prom_family(b, "cella_cluster_scheduled_backups_total", "counter",
+                                "Backups made by --cluster-backup-every, by result");
+        if (r >= 0) {
+                struct prom_label okl = {"result", "ok"}, bad = {"result", "error"};
+
+                r = prom_sample_u64(b, "cella_cluster_scheduled_backups_total", &okl, 1,
+                                    c->auto_backups);
+                if (r >= 0)
+                        r = prom_sample_u64(b, "cella_cluster_scheduled_backups_total", &bad, 1,
+                                            c->auto_failures);
+        }
         return r;
 }
 
@@ -1530,8 +1693,10 @@ static void on_timer_closed(uv_handle_t *h)
 {
         struct cluster *c = h->data;
 
-        if (--c->handles == 0)
+        if (--c->handles == 0) {
+                json_decref(c->auto_names);
                 free(c);
+        }
 }
 
 int cluster_new(uv_loop_t *loop, const struct cluster_config *cfg, struct sandbox_table *table,
@@ -1575,8 +1740,14 @@ int cluster_new(uv_loop_t *loop, const struct cluster_config *cfg, struct sandbo
                 backups_on_created(c->backups, backup_made, c);
         uv_timer_init(loop, &c->tick);
         uv_timer_init(loop, &c->publish);
+        uv_timer_init(loop, &c->autobackup);
+        c->autobackup.data = c;
+        c->backup_every_ms = cfg->backup_every_ms;
+        if (c->backups && c->backup_every_ms > 0)
+                uv_timer_start(&c->autobackup, on_auto_timer, (uint64_t)c->backup_every_ms,
+                               (uint64_t)c->backup_every_ms);
         c->tick.data = c->publish.data = c;
-        c->handles = 2;
+        c->handles = 3;
         uv_timer_start(&c->tick, on_tick, CELLA_CLUSTER_KEEPALIVE_MS, CELLA_CLUSTER_KEEPALIVE_MS);
         grant(c);
         *ret = c;
@@ -1621,6 +1792,8 @@ void cluster_free(struct cluster *c)
         etcd_free(c->etcd); /* pending claims answer now, with an error */
         uv_timer_stop(&c->tick);
         uv_timer_stop(&c->publish);
+        uv_timer_stop(&c->autobackup);
+        uv_close((uv_handle_t *)&c->autobackup, on_timer_closed);
         uv_close((uv_handle_t *)&c->tick, on_timer_closed);
         uv_close((uv_handle_t *)&c->publish, on_timer_closed);
 }

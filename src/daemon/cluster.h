@@ -44,6 +44,9 @@ struct cluster_config {
          * after its owner went restores its latest backup from it; a drain backs up
          * there. NULL: neither (decision 0057). */
         struct backups *backups;
+        /* --cluster-backup-every: each running sandbox active since its last one gets
+         * CELLA_CLUSTER_DRAIN_DIR backed up this often (ms; 0: never). */
+        int64_t backup_every_ms;
 };
 
 struct cluster;
@@ -89,13 +92,16 @@ int cluster_sandboxes(struct cluster *c, const char *tenant, cluster_json_cb cb,
 
 /* The directory a drain backs up of each sandbox. */
 #define CELLA_CLUSTER_DRAIN_DIR "/workspace"
+/* The name of the backups --cluster-backup-every makes (a later one replaces it). */
+#define CELLA_CLUSTER_AUTO_BACKUP_NAME "auto"
 
 /* A /cella/backups/ record, as another node may have written it. */
 struct cluster_backup_index {
-        char backup_id[40];
+        char backup_id[36 + 1]; /* a UUID: BACKUP_ID_LEN (backup-store.h) */
         char created_at[40];
         char dir[CELLA_BACKUP_DIR_MAX + 1];
         char node[64];
+        char name[CELLA_BACKUP_NAME_MAX + 1]; /* the backup's name, "" without one */
 };
 /* 0 with *ret (a valid backup id, a dir backup_dir_check accepts or ""), or -EINVAL. */
 int cluster_backup_index_parse(const char *value, size_t len, struct cluster_backup_index *ret);

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/startup.h"
+#include "daemon/api-decode.h"
 #include "daemon/api.h"
 #include "daemon/backup.h"
 #include "daemon/cluster.h"
@@ -87,6 +88,8 @@ static void usage(FILE *f)
                 "  --advertise URL      this node's API as the other nodes reach it\n"
                 "  --drain              ask the cluster node at --listen to hand its sandboxes\n"
                 "                       over (backup, name released) and stop, and wait\n"
+                "  --cluster-backup-every DURATION  back up each active sandbox's /workspace\n"
+                "                       to the shared store this often (default: never)\n"
                 "  --check              print what the kernel offers, the network range and\n"
                 "                       host uids this data dir would use, and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
@@ -178,6 +181,7 @@ struct options {
         enum disk_mode disk_mode;
         uint64_t disk_override, import_max, budget_bytes;
         bool check, overcommit_refuse, has_uid_base, drain;
+        int64_t backup_every_ms; /* --cluster-backup-every; 0: none */
         double overcommit;
         uint32_t uid_base;
         /* derived by check_options */
@@ -327,6 +331,17 @@ static int on_option(int c, const char *arg, void *ud)
         case 'Z':
                 o->drain = true;
                 break;
+        case 'E': {
+                json_t *v = json_string(arg);
+                struct cella_error err = {0};
+                int r = v ? api_parse_duration(v, &o->backup_every_ms, &err) : -1;
+
+                json_decref(v);
+                if (r < 0)
+                        return bad_value("cluster-backup-every", arg,
+                                         "a duration like 30s, 10m, 2h, 1d (1 s to 30 days)");
+                break;
+        }
         case 'c':
                 o->check = true;
                 break;
@@ -411,6 +426,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                 {"node", required_argument, NULL, 'W'},
                 {"advertise", required_argument, NULL, 'A'},
                 {"drain", no_argument, NULL, 'Z'},
+                {"cluster-backup-every", required_argument, NULL, 'E'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -441,6 +457,10 @@ static int check_options(struct options *o)
         ssize_t n;
         char *slash;
 
+        if (o->backup_every_ms && !o->cluster) {
+                fprintf(stderr, "cellad: --cluster-backup-every needs --cluster\n");
+                return 2;
+        }
         if (!!o->cluster != !!o->node || !!o->cluster != !!o->advertise) {
                 fprintf(stderr, "cellad: --cluster, --node and --advertise go together\n");
                 return 2;
@@ -576,7 +596,7 @@ static int start_table(struct daemon *d, struct options *o)
                 struct cluster_config ccfg = {o->cluster,    o->node,
                                               o->advertise,  o->images,
                                               CELLA_VERSION, (unsigned)o->max_sandboxes,
-                                              d->backups};
+                                              d->backups,    o->backup_every_ms};
 
                 if (cluster_new(d->loop, &ccfg, d->table, &d->cluster, &err) < 0) {
                         fprintf(stderr, "cellad: %s\n", err.msg);

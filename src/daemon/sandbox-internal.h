@@ -89,6 +89,7 @@ struct sandbox {
         bool fresh; /* made by the start in progress: a failed start destroys it */
         json_t *restored_from; /* {backupId, createdAt, dir}: a cluster's failover restored
                                 * its files from that backup (decision 0057); NULL: none */
+        int64_t auto_backup_ms; /* when --cluster-backup-every last backed it up (0: never) */
 };
 
 struct sandbox_table {

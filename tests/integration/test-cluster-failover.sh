@@ -98,8 +98,9 @@ subrange() { # N: the Nth /20 of this run's /18
         IFS=. read -r a b c _ <<<"$base"
         echo "$a.$b.$((c + $1 * 16)).0/20"
 }
-start_node() { # NAME INDEX: a node on a fixed port (its advertise URL), its own data dir
+start_node() { # NAME INDEX [ARGS]: a node on a fixed port (its advertise URL), its own data dir
         local n=$1 i=$2
+        shift 2
         local port=${D[$n.port]:-$(free_port)}
         D[$n.port]=$port
         CELLAD_LOG=$IT_TMP/cellad-$n.log
@@ -107,7 +108,7 @@ start_node() { # NAME INDEX: a node on a fixed port (its advertise URL), its own
         CELLAD_PID=
         start_cellad --pool 0 --data-dir "$IT_TMP/data-$n" --listen "127.0.0.1:$port" \
                 --network-range "$(subrange "$i")" --cluster "etcd=$ETCD_ENDPOINTS" --node "$n" \
-                --advertise "http://127.0.0.1:$port" --backup-store "$STORE"
+                --advertise "http://127.0.0.1:$port" --backup-store "$STORE" "$@"
         save_daemon "$n"
 }
 stop_extra() { # NAME: what lib.sh does for A, for another daemon of the run
@@ -326,6 +327,54 @@ assert r["failed"] == 0, r
 assert fams["cella_cluster_draining"].samples[0].value == 0
 assert fams["cella_cluster_stale_copies_destroyed"].samples[0].value == 0
 EOF
+
+info "backups on a schedule: node c with --cluster-backup-every 1s"
+start_node c 2 --cluster-backup-every 1s
+wait_nodes a a,b,c
+use_daemon c
+S=$(sbx s)
+api PUT "/v1/sandboxes/$S" >/dev/null
+expect_status 201
+run_in "$S" 'echo "scheduled $RANDOM" >/workspace/s.txt' >/dev/null
+S_DATA=$(run_in "$S" 'cat /workspace/s.txt')
+auto_ok() { metric c 'cella_cluster_scheduled_backups_total{result="ok"}'; }
+# wait_auto N: until N scheduled backups were made (30 s at most)
+wait_auto() {
+        for i in $(seq 1 300); do
+                [ "$(auto_ok)" -ge "$1" ] && return 0
+                sleep 0.1
+        done
+        fail "not $1 scheduled backups of $S within 30 s: $(auto_ok)"
+}
+# one backup made after the write began; activity after it (an exec) makes the next
+# round back the sandbox up again, and that one began after the write
+wait_auto $(($(auto_ok) + 1))
+run_in "$S" 'true' >/dev/null
+wait_auto $(($(auto_ok) + 1))
+# the sandbox idle since: no more backups of it, and one kept (each replaced the one before)
+autos() { api GET /v1/backups | jq -r "[.backups[] | select(.sandbox == \"$S\" and .name == \"auto\")] | length"; }
+for i in $(seq 1 100); do
+        [ "$(autos)" = 1 ] && break
+        sleep 0.1
+done
+assert_eq "1" "$(autos)" "one scheduled backup of $S kept"
+S_BACKUP=$(api GET /v1/backups | jq -r "[.backups[] | select(.sandbox == \"$S\" and .name == \"auto\")][0].id")
+kill -KILL "${D[c.pid]}"
+T_KILL=$(now_ms)
+wait "${D[c.pid]}" 2>/dev/null || true
+served_by a "/v1/sandboxes/$S"
+info "a sandbox backed up on a schedule served by a $FO_MS ms after the kill"
+assert_eq "$S_BACKUP" "$(body .restoredFrom.backupId)" "restored from the scheduled backup"
+assert_eq "$S_DATA" "$(run_in "$S" 'cat /workspace/s.txt')" "its file restored"
+start_node c 2
+for i in $(seq 1 300); do
+        [ "$(metric c cella_cluster_stale_copies_destroyed_total)" = 1 ] && break
+        sleep 0.1
+done
+assert_eq "1" "$(metric c cella_cluster_stale_copies_destroyed_total)" "c's copy of $S destroyed"
+stop_extra c
+D[c.log]=
+use_daemon a
 
 # ---- more rounds: the failover time alone (bench/cluster-failover.sh) ----
 for round in $(seq 2 "$ROUNDS"); do
