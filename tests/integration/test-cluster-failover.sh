@@ -199,6 +199,24 @@ api_json POST "/v1/sandboxes/$T/backups?tenant=acme" '{"dir":"/workspace"}'
 expect_status 201
 T_BACKUP=$(body .id)
 assert_eq "c" "$(owner_of "$P")" "P on c"
+# G's backup deleted from the store, H's archive damaged in it
+G=$(sbx g) H=$(sbx h)
+for n in "$G" "$H"; do
+        api PUT "/v1/sandboxes/$n" >/dev/null
+        expect_status 201
+        run_in "$n" 'echo mine >/workspace/mine.txt' >/dev/null
+        api_json POST "/v1/sandboxes/$n/backups" '{"dir":"/workspace"}'
+        expect_status 201
+done
+H_BACKUP=$(body .id)
+api GET /v1/backups >/dev/null
+G_BACKUP=$(body ".backups[] | select(.sandbox == \"$G\") | .id")
+api DELETE "/v1/backups/$G_BACKUP" >/dev/null
+expect_status 200
+# s3rver keeps an object's bytes in <dir>/<bucket>/<key>._S3rver_object
+archive=$(find "$IT_TMP/s3" -type f -path "*$H_BACKUP/archive.tar.zst._S3rver_object")
+[ -n "$archive" ] || fail "H's archive not found in the S3 server's directory"
+printf 'damaged' | dd of="$archive" bs=1 seek=20 conv=notrunc status=none
 
 info "node c killed: its names are served by a and b once its lease lapses"
 kill -KILL "${D[c.pid]}"
@@ -229,15 +247,29 @@ api_json POST "/v1/sandboxes/$T/exec?tenant=acme" '{"command":"cat /workspace/t.
 expect_status 200
 assert_eq "acme-data" "$(body .stdout | tr -d '\n')" "the tenant's file restored"
 
-info "node c back on its data dir: its stale copies go, its free name stays"
+served_by a "/v1/sandboxes/$G"
+assert_eq "null" "$(body .restoredFrom)" "a backup gone from the store: no restoredFrom"
+use_daemon a
+assert_eq "no" "$(run_in "$G" 'test -e /workspace/mine.txt && echo yes || echo no')" "and empty"
+use_daemon a
+api PUT "/v1/sandboxes/$H" >/dev/null
+expect_status 500 BACKUP_RESTORE_FAILED
+assert_contains "$(body .message)" "$H_BACKUP" "the failed restore names the backup"
+api GET "/v1/sandboxes/$H" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+assert_eq "" "$(owner_of "$H")" "the name is given back"
+api PUT "/v1/sandboxes/$H" >/dev/null
+expect_status 500 BACKUP_RESTORE_FAILED # the backup still recorded: tried again
+
+info "node c back on its data dir: its stale copies go, its free names stay"
 start_node c 2
 wait_nodes a a,b,c
 use_daemon c
 for i in $(seq 1 300); do
-        [ "$(metric c cella_cluster_stale_copies_destroyed_total)" = 3 ] && break
+        [ "$(metric c cella_cluster_stale_copies_destroyed_total)" = 4 ] && break
         sleep 0.1
 done
-assert_eq "3" "$(metric c cella_cluster_stale_copies_destroyed_total)" "c destroyed P, Q and T here"
+assert_eq "4" "$(metric c cella_cluster_stale_copies_destroyed_total)" "c destroyed P, Q, T and G here"
 assert_contains "$(cat "${D[c.log]}")" "sandbox '$P' is owned by node 'a': the stale copy here is destroyed" "logged"
 api GET "/v1/sandboxes/$P" >/dev/null
 expect_status 404 SANDBOX_NOT_FOUND
@@ -248,6 +280,8 @@ for i in $(seq 1 100); do
         sleep 0.1
 done
 assert_eq "c" "$(owner_of "$R")" "c re-claimed the name still free"
+assert_eq "c" "$(owner_of "$H")" "and the one whose restore failed, with its files"
+assert_eq "mine" "$(run_in "$H" 'cat /workspace/mine.txt')" "H's own copy serves"
 use_daemon a
 assert_eq "$P_DATA" "$(run_in "$P" 'cat /workspace/app/data.txt')" "a's P untouched"
 
@@ -323,7 +357,8 @@ from prometheus_client.parser import text_string_to_metric_families
 fams = {f.name: f for f in text_string_to_metric_families(open(sys.argv[1]).read())}
 r = {s.labels["result"]: s.value for s in fams["cella_cluster_failover_restores"].samples}
 assert r["restored"] >= 3, r  # P, M, R (T went to b)
-assert r["failed"] == 0, r
+assert r["failed"] == 2, r  # H, twice
+assert r["fresh"] >= 1, r  # G
 assert fams["cella_cluster_draining"].samples[0].value == 0
 assert fams["cella_cluster_stale_copies_destroyed"].samples[0].value == 0
 EOF
@@ -344,7 +379,8 @@ wait_auto() {
                 [ "$(auto_ok)" -ge "$1" ] && return 0
                 sleep 0.1
         done
-        fail "not $1 scheduled backups of $S within 30 s: $(auto_ok)"
+        grep -E 'backup|cluster' "${D[c.log]}" | tail -n 20 >&2
+        fail "not $1 scheduled backups of $S within 30 s: $(auto_ok) ok, $(metric c 'cella_cluster_scheduled_backups_total{result="error"}') failed"
 }
 # one backup made after the write began; activity after it (an exec) makes the next
 # round back the sandbox up again, and that one began after the write
