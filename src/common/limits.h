@@ -226,6 +226,7 @@
 #define CELLA_CLUSTER_URL_MAX 255            /* bytes of --advertise */
 #define CELLA_CLUSTER_KEY_MAX 256            /* bytes of a name's key in etcd */
 #define CELLA_CLUSTER_IMAGES_MAX 256         /* images a node's record lists */
+
 #define CELLA_CLUSTER_DRAIN_STOP_WAIT_MS 30000 /* cellad --drain waits this long for the stop */
 #define CELLA_CLUSTER_DRAIN_STOP_DELAY_MS 200  /* a drained node stops this long after its answer */
 
