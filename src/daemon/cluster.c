@@ -72,6 +72,8 @@ struct cluster {
         size_t auto_next;
         char auto_name[CELLA_NAME_MAX + 1];
         char auto_old[BACKUP_ID_LEN + 1]; /* the scheduled backup the next one replaces */
+        uv_timer_t auto_stamp_timer;      /* marks the sandbox just backed up (on_auto_stamp) */
+        char auto_stamp[CELLA_NAME_MAX + 1];
         uint64_t auto_backups, auto_failures;
 
         bool closing;
@@ -988,10 +990,20 @@ static void on_auto_deleted(json_t *result, const struct cella_error *err, void 
                 log_warn("cluster: removing a replaced scheduled backup: %s", err->msg);
 }
 
+static void on_auto_stamp(uv_timer_t *t)
+{
+        struct cluster *c = t->data;
+        struct sandbox *s = NULL;
+        struct cella_error err = {0};
+
+        if (c->auto_stamp[0] && c->local->ops->get_now(c->local, c->auto_stamp, &s, &err) == 0)
+                s->auto_backup_ms = time_now_ms();
+        c->auto_stamp[0] = '\0';
+}
+
 static void on_auto_backed_up(json_t *result, const struct cella_error *err, void *ud)
 {
         struct cluster *c = ud;
-        struct sandbox *s = NULL;
         struct cella_error e = {0};
         const char *id = json_string_value(json_object_get(result, "id"));
 
@@ -1000,8 +1012,10 @@ static void on_auto_backed_up(json_t *result, const struct cella_error *err, voi
                 log_warn("cluster: scheduled backup of '%s': %s", c->auto_name, err->msg);
         } else {
                 c->auto_backups++;
-                if (c->local->ops->get_now(c->local, c->auto_name, &s, &e) == 0)
-                        s->auto_backup_ms = time_now_ms();
+                /* stamped once the backup's own last touch of the sandbox (after this
+                 * callback, in the same turn of the loop) is past: it is no activity */
+                snprintf(c->auto_stamp, sizeof(c->auto_stamp), "%s", c->auto_name);
+                uv_timer_start(&c->auto_stamp_timer, on_auto_stamp, 0, 0);
                 /* the one it replaces as the latest, when it was a scheduled one too */
                 if (c->auto_old[0] && id && strcmp(c->auto_old, id) != 0 &&
                     backups_delete(c->backups, c->auto_old, NULL, on_auto_deleted, c, &e) < 0)
@@ -1741,13 +1755,14 @@ int cluster_new(uv_loop_t *loop, const struct cluster_config *cfg, struct sandbo
         uv_timer_init(loop, &c->tick);
         uv_timer_init(loop, &c->publish);
         uv_timer_init(loop, &c->autobackup);
-        c->autobackup.data = c;
+        uv_timer_init(loop, &c->auto_stamp_timer);
+        c->autobackup.data = c->auto_stamp_timer.data = c;
         c->backup_every_ms = cfg->backup_every_ms;
         if (c->backups && c->backup_every_ms > 0)
                 uv_timer_start(&c->autobackup, on_auto_timer, (uint64_t)c->backup_every_ms,
                                (uint64_t)c->backup_every_ms);
         c->tick.data = c->publish.data = c;
-        c->handles = 3;
+        c->handles = 4;
         uv_timer_start(&c->tick, on_tick, CELLA_CLUSTER_KEEPALIVE_MS, CELLA_CLUSTER_KEEPALIVE_MS);
         grant(c);
         *ret = c;
@@ -1793,7 +1808,9 @@ void cluster_free(struct cluster *c)
         uv_timer_stop(&c->tick);
         uv_timer_stop(&c->publish);
         uv_timer_stop(&c->autobackup);
+        uv_timer_stop(&c->auto_stamp_timer);
         uv_close((uv_handle_t *)&c->autobackup, on_timer_closed);
+        uv_close((uv_handle_t *)&c->auto_stamp_timer, on_timer_closed);
         uv_close((uv_handle_t *)&c->tick, on_timer_closed);
         uv_close((uv_handle_t *)&c->publish, on_timer_closed);
 }
