@@ -30,6 +30,12 @@ enum {
 typedef struct cella_client cella_client;
 typedef struct cella_exec_result cella_exec_result;
 
+/* The process-wide setup of libcella's transport (libcurl and its TLS library): done once,
+ * thread-safe. cella_client_new calls it; a program that makes clients on several threads
+ * calls it first from its main thread, so that the TLS library's own state belongs to that
+ * thread (libcurl's curl_global_init advice). 0 or CELLA_ERR_TRANSPORT. */
+int cella_global_init(void);
+
 /* url NULL: $CELLA_URL, else http://127.0.0.1:7070. token NULL: $CELLA_TOKEN (may be unset). */
 int cella_client_new(const char *url, const char *token, cella_client **ret);
 void cella_client_free(cella_client *c);

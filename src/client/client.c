@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,21 @@
 #include "common/limits.h"
 #include "common/macros.h"
 
-static int once = 0; /* curl_global_init done */
+/* libcurl's global init (and with it OpenSSL's) once per process: pthread_once, since
+ * clients are made on several threads (the MCP engine's workers). */
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static int global_rc;
+
+static void global_init(void)
+{
+        global_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : CELLA_ERR_TRANSPORT;
+}
+
+int cella_global_init(void)
+{
+        pthread_once(&global_once, global_init);
+        return global_rc;
+}
 
 void cella_free(void *p)
 {
@@ -33,11 +48,8 @@ int cella_client_new(const char *url, const char *token, cella_client **ret)
         cella_client *c;
         size_t n;
 
-        if (!once) {
-                if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
-                        return CELLA_ERR_TRANSPORT;
-                once = 1;
-        }
+        if (cella_global_init() < 0)
+                return CELLA_ERR_TRANSPORT;
         if (!url)
                 url = getenv("CELLA_URL");
         if (!url || !*url)

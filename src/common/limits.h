@@ -214,7 +214,7 @@
 /* The cluster on etcd (src/daemon/etcd.c, cluster.c; docs/decisions/0055-cluster.md) */
 #define CELLA_ETCD_ENDPOINTS_MAX 16             /* endpoints in --cluster etcd=... */
 #define CELLA_ETCD_SPEC_MAX 4096                /* bytes of --cluster */
-#define CELLA_ETCD_ANSWER_MAX (4 * 1024 * 1024) /* bytes of one answer of the gateway */
+#define CELLA_ETCD_ANSWER_MAX (8 * 1024 * 1024) /* bytes of one answer of the gateway */
 #define CELLA_ETCD_RANGE_MAX 100000             /* keys one range answer may hold */
 #define CELLA_ETCD_CONNECT_TIMEOUT_MS 1000      /* connecting to one endpoint within */
 #define CELLA_ETCD_ATTEMPT_TIMEOUT_MS 2500      /* one attempt at one endpoint answered within */
@@ -226,6 +226,9 @@
 #define CELLA_CLUSTER_URL_MAX 255            /* bytes of --advertise */
 #define CELLA_CLUSTER_KEY_MAX 256            /* bytes of a name's key in etcd */
 #define CELLA_CLUSTER_IMAGES_MAX 256         /* images a node's record lists */
+#define CELLA_CLUSTER_KEYS_POLL_MS 500       /* a node reads the keys' marker this often */
+#define CELLA_CLUSTER_KEYS_RELOAD_MS 30000   /* and every key at least this often */
+#define CELLA_CLUSTER_CLAIM_TRIES 16         /* a quota-held claim's txn tried at most */
 
 #define CELLA_CLUSTER_DRAIN_STOP_WAIT_MS 30000 /* cellad --drain waits this long for the stop */
 #define CELLA_CLUSTER_DRAIN_STOP_DELAY_MS 200  /* a drained node stops this long after its answer */

@@ -13,6 +13,8 @@
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
 #include "daemon/backup-store.h"
+#include "daemon/cluster-keys.h"
+#include "daemon/cluster.h"
 #include "daemon/api-routes.h"
 #include "daemon/api-service.h"
 #include "daemon/api.h"
@@ -39,6 +41,8 @@ int api_new(const struct api_config *cfg, struct api **ret)
         a->preview.table = cfg->table;
         a->preview.domain = cfg->preview_domain ? cfg->preview_domain : "localhost";
         a->preview.url_port = cfg->preview_url_port;
+        if (cfg->cluster)
+                cluster_set_quota_source(cfg->cluster, api_quota_cluster, a);
         for (size_t i = 0; i < api_routes_count; i++)
                 if (metrics_route(i, api_routes[i].pattern, api_routes[i].methods) < 0)
                         log_warn("metrics: route %s beyond METRICS_ROUTES_MAX: counted as "
@@ -194,7 +198,13 @@ static int authenticate(struct api *a, struct http_request *req)
         if (!p)
                 return -1;
         struct key_check c = {.secret = secret, .p = p};
-        r = store_key_get(sandbox_table_store(a->cfg.table), id, key_found, &c);
+        /* a cluster node's keys are etcd's, read from its copy (cluster-keys.h) */
+        if (a->cfg.cluster)
+                r = cluster_keys(a->cfg.cluster)
+                            ? cluster_keys_get(cluster_keys(a->cfg.cluster), id, key_found, &c)
+                            : -ENOENT;
+        else
+                r = store_key_get(sandbox_table_store(a->cfg.table), id, key_found, &c);
         explicit_bzero(secret, sizeof(secret));
         if (r < 0) {
                 free(p);

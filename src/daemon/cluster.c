@@ -23,8 +23,10 @@
 #include "daemon/backup-archive.h"
 #include "daemon/backup-store.h"
 #include "daemon/backup.h"
+#include "daemon/cluster-keys.h"
 #include "daemon/cluster.h"
 #include "daemon/etcd.h"
+#include "daemon/instance-type.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox-internal.h"
 #include "daemon/sandbox-metrics.h"
@@ -78,6 +80,12 @@ struct cluster {
 
         bool closing;
         unsigned handles; /* open timers */
+
+        /* tenants: their keys (cluster-keys.c), and where claims find their quotas */
+        struct cluster_keys *keys;
+        cluster_quota_fn quota_fn;
+        void *quota_ud;
+        uint64_t quota_refusals, quota_retries;
 };
 
 static const struct sandbox_directory_ops cluster_ops;
@@ -342,6 +350,10 @@ struct claim {
         bool has_opts;
         struct sandbox_options o;
         char *image, *instance_type, *sleep_mode, *network, *snapshot;
+        /* a tenant's quotas (quota_claim): its record, the tries of its txn */
+        struct cluster_quota quota;
+        char *value;
+        unsigned tries;
 };
 
 static void claim_free(struct claim *q)
@@ -354,6 +366,7 @@ static void claim_free(struct claim *q)
         free(q->sleep_mode);
         free(q->network);
         free(q->snapshot);
+        free(q->value);
         free(q);
 }
 
@@ -488,6 +501,278 @@ static void on_claimed(const struct etcd_answer *a, void *ud)
         claim_fail(q, &err);
 }
 
+/* ---- claims held to a tenant's quotas ---- */
+
+/* The memory of an instance type (NULL: the default's), 0 for an unknown one. */
+static uint64_t type_memory(const char *type)
+{
+        const struct instance_type *it = instance_type_find(type ? type : INSTANCE_TYPE_DEFAULT);
+
+        return it ? it->memory_bytes : 0;
+}
+
+static void quota_claim(struct claim *q);
+
+/* The tenant's prefix of q's name: "/cella/names/<tenant or ->/". */
+static void quota_prefix(const struct claim *q, char *out, size_t outsz)
+{
+        const char *slash = strrchr(q->key, '/');
+
+        snprintf(out, outsz, "%.*s", (int)(slash - q->key + 1), q->key);
+}
+
+/* q's name is taken (its record: value): by this node, go on; by another, 409. */
+static void quota_claim_taken(struct claim *q, const char *value, size_t len)
+{
+        struct cella_error err = {0};
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+        _cleanup_json_ json_t *rec = json_loadb(value, len, 0, NULL);
+        const char *owner = json_string_value(json_object_get(rec, "node"));
+
+        if (owner && strcmp(owner, q->c->node) == 0) {
+                claim_go_local(q);
+                return;
+        }
+        tenant_split(q->name, n, t);
+        q->c->claims_lost++;
+        cella_error_set(&err, CELLA_E_SANDBOX_ON_OTHER_NODE,
+                        "sandbox '%s' lives on node '%.63s': send its requests to that node "
+                        "(this node does not forward them yet)",
+                        n, owner ? owner : "?");
+        claim_fail(q, &err);
+}
+
+/* A failed step of a claim: the node is stopping, or etcd failed. false when it went on. */
+static bool quota_claim_failed(struct claim *q, const struct etcd_answer *a)
+{
+        struct cella_error err = {0};
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+
+        if (q->c->closing) {
+                cella_error_set(&err, CELLA_E_SERVER_BUSY, "cellad is stopping");
+                claim_fail(q, &err);
+                return true;
+        }
+        if (a->r >= 0)
+                return false;
+        if (a->r == -ENOENT)
+                lease_lost(q->c, a->err.msg);
+        tenant_split(q->name, n, t);
+        cella_error_set(&err, CELLA_E_CLUSTER_UNAVAILABLE, "place sandbox '%s': %s", n, a->err.msg);
+        claim_fail(q, &err);
+        return true;
+}
+
+static void on_quota_claimed(const struct etcd_answer *a, void *ud)
+{
+        struct claim *q = ud;
+        struct cella_error err = {0};
+
+        if (quota_claim_failed(q, a))
+                return;
+        if (a->succeeded) {
+                q->c->claims_won++;
+                q->won = true;
+                claim_go_local(q);
+                return;
+        }
+        if (a->n_kvs > 0) {
+                quota_claim_taken(q, a->kvs[0].value, a->kvs[0].value_len);
+                return;
+        }
+        /* Another name of the tenant was claimed since it was counted: count again. */
+        q->c->quota_retries++;
+        if (q->tries < CELLA_CLUSTER_CLAIM_TRIES) {
+                quota_claim(q);
+                return;
+        }
+        cella_error_set(&err, CELLA_E_SERVER_BUSY,
+                        "place sandbox: the tenant's sandboxes changed %u times while this one "
+                        "was counted: retry",
+                        q->tries);
+        claim_fail(q, &err);
+}
+
+/* The tenant's names as etcd holds them now: count them against the quotas, then claim
+ * q's name in a txn that holds only while none of the tenant's names was put since. */
+static void on_quota_counted(const struct etcd_answer *a, void *ud)
+{
+        struct claim *q = ud;
+        struct cluster *c = q->c;
+        struct cella_error err = {0};
+        char prefix[CELLA_CLUSTER_KEY_MAX], t[CELLA_TENANT_MAX + 1], n[CELLA_NAME_MAX + 1];
+        uint64_t remote = 0;
+        int64_t count = 0;
+        json_t *cmp, *ok, *no;
+
+        if (quota_claim_failed(q, a))
+                return;
+        for (size_t i = 0; i < a->n_kvs; i++) {
+                _cleanup_json_ json_t *rec = NULL;
+                const char *node;
+                json_int_t mem;
+
+                if (strcmp(a->kvs[i].key, q->key) == 0) {
+                        quota_claim_taken(q, a->kvs[i].value, a->kvs[i].value_len);
+                        return;
+                }
+                count++;
+                rec = json_loadb(a->kvs[i].value, a->kvs[i].value_len, 0, NULL);
+                node = json_string_value(json_object_get(rec, "node"));
+                mem = json_integer_value(json_object_get(rec, "memory"));
+                /* this node's own are in local_memory, as they run now */
+                if (mem > 0 && (!node || strcmp(node, c->node) != 0))
+                        remote += (uint64_t)mem;
+        }
+        tenant_split(q->name, n, t);
+        if (q->quota.max_sandboxes > 0 && count + 1 > q->quota.max_sandboxes) {
+                c->quota_refusals++;
+                cella_error_set(&err, CELLA_E_QUOTA_EXCEEDED,
+                                "tenant '%s' has %lld sandboxes across the cluster, its key's "
+                                "maxSandboxes is %lld: destroy one first",
+                                t, (long long)count, (long long)q->quota.max_sandboxes);
+                claim_fail(q, &err);
+                return;
+        }
+        if (q->quota.max_memory > 0 &&
+            remote + q->quota.local_memory + q->quota.memory > (uint64_t)q->quota.max_memory) {
+                c->quota_refusals++;
+                cella_error_set(&err, CELLA_E_QUOTA_EXCEEDED,
+                                "tenant '%s' holds sandboxes of %llu bytes of memory across the "
+                                "cluster; %llu more would pass its key's maxMemory of %lld bytes",
+                                t, (unsigned long long)(remote + q->quota.local_memory),
+                                (unsigned long long)q->quota.memory,
+                                (long long)q->quota.max_memory);
+                claim_fail(q, &err);
+                return;
+        }
+        if (!c->lease) {
+                cella_error_set(&err, CELLA_E_CLUSTER_UNAVAILABLE,
+                                "place sandbox: node '%s' lost its lease", c->node);
+                claim_fail(q, &err);
+                return;
+        }
+        quota_prefix(q, prefix, sizeof(prefix));
+        cmp = json_pack("[o, o]", etcd_cmp_absent(q->key, strlen(q->key)),
+                        etcd_cmp_prefix_unchanged(prefix, strlen(prefix), a->revision));
+        ok = json_pack("[o]",
+                       etcd_req_put(q->key, strlen(q->key), q->value, strlen(q->value), c->lease));
+        no = json_pack("[o]", etcd_req_range(q->key, strlen(q->key)));
+        if (etcd_txn(c->etcd, cmp, ok, no, on_quota_claimed, q) < 0) {
+                cella_error_set(&err, CELLA_E_SERVER_BUSY,
+                                "place sandbox: too many requests to etcd at once");
+                claim_fail(q, &err);
+        }
+}
+
+/* Claim q's name within its tenant's quotas (q->quota, q->value: the record). */
+static void quota_claim(struct claim *q)
+{
+        struct cella_error err = {0};
+        char prefix[CELLA_CLUSTER_KEY_MAX];
+
+        q->tries++;
+        quota_prefix(q, prefix, sizeof(prefix));
+        if (etcd_range(q->c->etcd, prefix, strlen(prefix), true, on_quota_counted, q) < 0) {
+                cella_error_set(&err, CELLA_E_SERVER_BUSY,
+                                "place sandbox: too many requests to etcd at once");
+                claim_fail(q, &err);
+        }
+}
+
+struct wake_check {
+        struct cluster *c;
+        struct cluster_quota q;
+        char name[CELLA_NAME_MAX + 1];
+        char key[CELLA_CLUSTER_KEY_MAX];
+        cluster_check_cb cb;
+        void *userdata;
+};
+
+static void on_wake_counted(const struct etcd_answer *a, void *ud)
+{
+        struct wake_check *w = ud;
+        struct cluster *c = w->c;
+        struct cella_error err = {0};
+        char n[CELLA_NAME_MAX + 1], t[CELLA_TENANT_MAX + 1];
+        uint64_t remote = 0;
+
+        if (c->closing) {
+                cella_error_set(&err, CELLA_E_SERVER_BUSY, "cellad is stopping");
+                w->cb(&err, w->userdata);
+                free(w);
+                return;
+        }
+        for (size_t i = 0; a->r == 0 && i < a->n_kvs; i++) {
+                _cleanup_json_ json_t *rec = NULL;
+                const char *node;
+                json_int_t mem;
+
+                if (strcmp(a->kvs[i].key, w->key) == 0)
+                        continue;
+                rec = json_loadb(a->kvs[i].value, a->kvs[i].value_len, 0, NULL);
+                node = json_string_value(json_object_get(rec, "node"));
+                mem = json_integer_value(json_object_get(rec, "memory"));
+                if (mem > 0 && node && strcmp(node, c->node) != 0)
+                        remote += (uint64_t)mem;
+        }
+        if (remote + w->q.local_memory + w->q.memory <= (uint64_t)w->q.max_memory) {
+                w->cb(NULL, w->userdata);
+                free(w);
+                return;
+        }
+        tenant_split(w->name, n, t);
+        c->quota_refusals++;
+        cella_error_set(&err, CELLA_E_QUOTA_EXCEEDED,
+                        "tenant '%s' holds sandboxes of %llu bytes of memory across the cluster; "
+                        "waking '%s' (%llu more) would pass its key's maxMemory of %lld bytes",
+                        t, (unsigned long long)(remote + w->q.local_memory), n,
+                        (unsigned long long)w->q.memory, (long long)w->q.max_memory);
+        w->cb(&err, w->userdata);
+        free(w);
+}
+
+int cluster_quota_check_wake(struct cluster *c, const char *name, const struct cluster_quota *q,
+                             cluster_check_cb cb, void *userdata)
+{
+        struct wake_check *w;
+        char prefix[CELLA_CLUSTER_KEY_MAX];
+        const char *slash;
+        int r;
+
+        if (c->closing)
+                return -EBUSY;
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        if (cluster_name_key(name, w->key, sizeof(w->key)) < 0) {
+                free(w);
+                return -EINVAL;
+        }
+        w->c = c;
+        w->q = *q;
+        w->cb = cb;
+        w->userdata = userdata;
+        snprintf(w->name, sizeof(w->name), "%s", name);
+        slash = strrchr(w->key, '/');
+        snprintf(prefix, sizeof(prefix), "%.*s", (int)(slash - w->key + 1), w->key);
+        r = etcd_range(c->etcd, prefix, strlen(prefix), true, on_wake_counted, w);
+        if (r < 0)
+                free(w);
+        return r;
+}
+
+void cluster_set_quota_source(struct cluster *c, cluster_quota_fn fn, void *userdata)
+{
+        c->quota_fn = fn;
+        c->quota_ud = userdata;
+}
+
+struct cluster_keys *cluster_keys(struct cluster *c)
+{
+        return c->keys;
+}
+
 /* Claim name for this node, then create it here (get with create, or put). */
 static void claim(struct cluster *c, const char *name, bool is_put, bool create,
                   const struct sandbox_options *opts, sandbox_get_cb cb, void *userdata)
@@ -531,9 +816,15 @@ static void claim(struct cluster *c, const char *name, bool is_put, bool create,
                 return;
         }
         time_format_iso(time_now_ms(), since, sizeof(since));
-        rec = json_pack("{s:s, s:s, s:s}", "node", c->node, "since", since, "image",
-                        opts && opts->image ? opts->image : "");
+        rec = json_pack("{s:s, s:s, s:s, s:I}", "node", c->node, "since", since, "image",
+                        opts && opts->image ? opts->image : "", "memory",
+                        (json_int_t)type_memory(opts ? opts->instance_type : NULL));
         value = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
+        if (value && c->quota_fn && c->quota_fn(name, &q->quota, c->quota_ud)) {
+                q->value = TAKE_PTR(value);
+                quota_claim(q);
+                return;
+        }
         if (!value || etcd_create(c->etcd, q->key, strlen(q->key), value, strlen(value), c->lease,
                                   on_claimed, q) < 0) {
                 cella_error_set(&err, CELLA_E_SERVER_BUSY,
@@ -589,8 +880,10 @@ static void reclaim(struct cluster *c)
                 snprintf(r->key, sizeof(r->key), "%s", key);
                 restored_from_load(c, r->name);
                 time_format_iso(time_now_ms(), since, sizeof(since));
-                rec = json_pack("{s:s, s:s, s:s}", "node", c->node, "since", since, "image",
-                                json_string_value(json_object_get(info, "image")) ?: "");
+                rec = json_pack("{s:s, s:s, s:s, s:I}", "node", c->node, "since", since, "image",
+                                json_string_value(json_object_get(info, "image")) ?: "", "memory",
+                                (json_int_t)type_memory(
+                                        json_string_value(json_object_get(info, "instanceType"))));
                 value = rec ? json_dumps(rec, JSON_COMPACT) : NULL;
                 if (!value || etcd_create(c->etcd, key, strlen(key), value, strlen(value), c->lease,
                                           on_reclaimed, r) < 0)
@@ -1638,6 +1931,30 @@ static int failover_metrics(struct cluster *c, struct buf *b)
         return r;
 }
 
+/* The tenants' series of a cluster node: its copy of the keys, the quotas' claims. */
+static int cluster_tenant_metrics(struct cluster *c, struct buf *b)
+{
+        struct prom_label refused = {"result", "refused"}, recounted = {"result", "recounted"};
+        int r = prom_family(b, "cella_cluster_keys", "gauge",
+                            "Tenants' keys in this node's copy of etcd's");
+
+        if (r >= 0)
+                r = prom_sample_u64(b, "cella_cluster_keys", NULL, 0,
+                                    c->keys ? cluster_keys_count(c->keys) : 0);
+        if (r >= 0)
+                r = prom_family(b, "cella_cluster_quota_claims_total", "counter",
+                                "A tenant's new names and wakes checked against its quotas "
+                                "across the cluster, by outcome (refused: QUOTA_EXCEEDED; "
+                                "recounted: another of its names was claimed meanwhile)");
+        if (r >= 0)
+                r = prom_sample_u64(b, "cella_cluster_quota_claims_total", &refused, 1,
+                                    c->quota_refusals);
+        if (r >= 0)
+                r = prom_sample_u64(b, "cella_cluster_quota_claims_total", &recounted, 1,
+                                    c->quota_retries);
+        return r;
+}
+
 int cluster_metrics(struct cluster *c, struct buf *b)
 {
         static const char *const ops[ETCD_OP_MAX] = {
@@ -1696,6 +2013,8 @@ int cluster_metrics(struct cluster *c, struct buf *b)
                         r = prom_sample_u64(b, "cella_cluster_claims_total", &lost, 1,
                                             c->claims_lost);
         }
+        if (r >= 0)
+                r = cluster_tenant_metrics(c, b);
         if (r >= 0)
                 r = failover_metrics(c, b);
         return r < 0 ? r : 0;
@@ -1764,6 +2083,8 @@ int cluster_new(uv_loop_t *loop, const struct cluster_config *cfg, struct sandbo
         c->tick.data = c->publish.data = c;
         c->handles = 4;
         uv_timer_start(&c->tick, on_tick, CELLA_CLUSTER_KEEPALIVE_MS, CELLA_CLUSTER_KEEPALIVE_MS);
+        if (cluster_keys_new(loop, c->etcd, sandbox_table_store(table), &c->keys) < 0)
+                log_warn("cluster: no memory for the tenants' keys: no key authenticates");
         grant(c);
         *ret = c;
         return 0;
@@ -1804,7 +2125,8 @@ void cluster_free(struct cluster *c)
                 backups_on_created(c->backups, NULL, NULL);
         if (c->lease)
                 revoke_now(c);
-        etcd_free(c->etcd); /* pending claims answer now, with an error */
+        cluster_keys_free(c->keys); /* its pending requests answer with etcd_free's error */
+        etcd_free(c->etcd);         /* pending claims answer now, with an error */
         uv_timer_stop(&c->tick);
         uv_timer_stop(&c->publish);
         uv_timer_stop(&c->autobackup);

@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "common/buf.h"
@@ -122,6 +123,33 @@ bool cluster_draining(const struct cluster *c);
  * CELLA_TOKEN), its answer on stdout, then wait until it stops. main's exit status: 0
  * drained and stopped, 1 otherwise. */
 int cluster_drain_client(const char *host, int port, const char *token);
+
+/* Tenants' keys on this node (cluster-keys.h): etcd's, with this node's copy. */
+struct cluster_keys *cluster_keys(struct cluster *c);
+
+/* What a tenant's new sandbox must fit across the cluster (its key's quotas, decision
+ * 0053): a name of a tenant held to them is claimed only in a transaction that counts the
+ * tenant's names (/cella/names/<tenant>/, each record with its "memory") and fails when
+ * another name of the tenant was claimed meanwhile (then it counts again). */
+struct cluster_quota {
+        int64_t max_sandboxes; /* 0: none */
+        int64_t max_memory;    /* bytes; 0: none */
+        uint64_t memory;       /* the new sandbox's instance type's */
+        uint64_t local_memory; /* what the tenant's sandboxes and starts on this node hold */
+};
+/* The quotas a start of name (internal) is held to: true with *out, false when none. */
+typedef bool (*cluster_quota_fn)(const char *name, struct cluster_quota *out, void *userdata);
+/* Where claims find them (NULL: nowhere; every claim is a plain create-if-absent). */
+void cluster_set_quota_source(struct cluster *c, cluster_quota_fn fn, void *userdata);
+/* A wake of name (internal; q: its quotas, memory the sandbox's) checked across the
+ * cluster: the memory of the tenant's sandboxes on the other nodes (their records, running
+ * or not) + q->local_memory + q->memory must fit q->max_memory. cb gets QUOTA_EXCEEDED, or
+ * NULL: it fits, or etcd did not answer (a wake waits on nothing of etcd's; the node's own
+ * check has passed). Not a claim: two nodes waking at once may together pass the quota.
+ * 0 when on its way (cb is called, never before this returns), or -ENOMEM/-EBUSY. */
+typedef void (*cluster_check_cb)(const struct cella_error *err, void *userdata);
+int cluster_quota_check_wake(struct cluster *c, const char *name, const struct cluster_quota *q,
+                             cluster_check_cb cb, void *userdata);
 
 /* /metrics: the etcd client's and the membership's series. */
 int cluster_metrics(struct cluster *c, struct buf *b);

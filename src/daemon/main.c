@@ -1,6 +1,7 @@
 /* cellad: the daemon. Parses options, builds the sandbox table and the HTTP API, runs the
  * loop until SIGINT/SIGTERM. Sandboxes are not stopped on exit (they are not our
  * children's children to kill: the registry and the agent sockets outlive the daemon). */
+#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -726,6 +727,12 @@ int main(int argc, char **argv)
         if (o.drain)
                 return cluster_drain_client(o.host, o.port, o.token);
         set_up_process();
+        /* libcurl (etcd, S3, the MCP engine's clients) and its TLS library are set up here,
+         * on the main thread, before any thread exists (curl_global_init is the process's). */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                log_error("libcurl: global init failed");
+                return 1;
+        }
         d.budget.limit = (size_t)o.budget_bytes;
         if (o.check)
                 return run_check(&o);
