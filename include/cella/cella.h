@@ -326,6 +326,19 @@ int cella_backup_create(cella_client *c, const char *sandbox, const char *dir, c
  * INVALID_BACKUP_CONFIG (400), BACKUP_RESTORE_FAILED (500: the directory is unchanged). */
 int cella_backup_restore(cella_client *c, const char *sandbox, const char *id, const char *dir,
                          char **ret_json);
+/* A backup with every option of POST /backups (docs/api.md "Backups"); o NULL or zeroed:
+ * the defaults of cella_backup_create. */
+struct cella_backup_options {
+        const char *name;            /* NULL: none */
+        int64_t ttl_s;               /* 0: the default (259200 s) */
+        bool gitignore;              /* leave out what the tree's .gitignore files ignore */
+        const char *const *excludes; /* nexcludes gitignore-style patterns, relative to dir */
+        size_t nexcludes;
+        bool consistent;   /* the sandbox frozen while dir is read: one point in time */
+        bool no_multipart; /* to S3: spooled, then one PUT (multipart is the default) */
+};
+int cella_backup_create_with(cella_client *c, const char *sandbox, const char *dir,
+                             const struct cella_backup_options *o, char **ret_json);
 /* {backups: [...]}, newest first. */
 int cella_backup_list(cella_client *c, char **ret_json);
 /* One backup: BACKUP_NOT_FOUND (404). */

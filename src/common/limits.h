@@ -210,6 +210,14 @@
 #define CELLA_BACKUP_S3_LIST_MAX (1024 * 1024) /* one ListObjectsV2 answer */
 #define CELLA_BACKUP_ERROR_MAX 240             /* what the archiver says when it fails */
 #define CELLA_BACKUP_PIPE_BYTES (1024 * 1024)  /* the archive's pipe to and from cella-archive */
+#define CELLA_BACKUP_PATTERN_MAX 1024          /* bytes of one exclude or .gitignore pattern */
+#define CELLA_BACKUP_EXCLUDES_MAX 256          /* patterns in a backup's excludes */
+#define CELLA_BACKUP_EXCLUDES_BYTES 16384      /* bytes of a backup's excludes together */
+#define CELLA_BACKUP_GITIGNORE_BYTES 65536     /* bytes of one .gitignore a backup reads */
+#define CELLA_BACKUP_GITIGNORE_ACTIVE 4096     /* .gitignore patterns in effect for one path */
+#define CELLA_BACKUP_GITIGNORE_TOTAL 16384     /* .gitignore patterns one backup reads */
+#define CELLA_BACKUP_PART_BYTES (8 << 20)      /* an S3 multipart upload's part (S3: >= 5 MiB) */
+#define CELLA_BACKUP_PARTS_MAX 10000           /* parts of one S3 multipart upload (S3's) */
 
 /* The cluster on etcd (src/daemon/etcd.c, cluster.c; docs/decisions/0055-cluster.md) */
 #define CELLA_ETCD_ENDPOINTS_MAX 16             /* endpoints in --cluster etcd=... */
