@@ -13,7 +13,8 @@
 #   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS (600) per target;
 #                       what adds coverage joins tests/fuzz/corpus/ (FUZZ_GROW=0: not)
 #   make bench          the benchmarks (bench/run.sh, preview.sh, pty.sh, sdk.sh, sdk-python.sh,
-#                       images.sh, snapshots.sh, memsleep.sh, backups.sh, cluster.sh)
+#                       images.sh, snapshots.sh, memsleep.sh, backups.sh, cluster.sh,
+#                       cluster-failover.sh)
 #   make format         clang-format every C file
 #   make clean          remove the build directories
 SHELL := /bin/bash
@@ -106,6 +107,7 @@ bench: build image
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/memsleep.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/backups.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/cluster.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/cluster-failover.sh
 
 format:
 	git ls-files -z -- '*.c' '*.h' | xargs -0 -r clang-format -i

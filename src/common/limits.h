@@ -253,4 +253,7 @@
 #define CELLA_FORWARD_CACHE_MS 1000       /* a name's owner and the nodes' records, cached */
 #define CELLA_FORWARD_CACHE_MAX 4096 /* owners cached (slots by hash: a newer name takes one) */
 
+#define CELLA_CLUSTER_DRAIN_STOP_WAIT_MS 30000 /* cellad --drain waits this long for the stop */
+#define CELLA_CLUSTER_DRAIN_STOP_DELAY_MS 200  /* a drained node stops this long after its answer */
+
 #endif

@@ -33,6 +33,8 @@ struct backups {
          * sleep would stop it under the archiver). */
         struct job *holding;
         uv_timer_t hold_timer;
+        backup_created_hook created_hook; /* backups_on_created */
+        void *created_ud;
 };
 
 enum job_kind { JOB_CREATE, JOB_RESTORE, JOB_LIST, JOB_GET, JOB_DELETE, JOB_SWEEP };
@@ -572,6 +574,8 @@ static void on_done(uv_work_t *w, int status)
                 else if (j->kind == JOB_RESTORE && j->result)
                         log_info("backup '%s' restored into %s:%s in %.1f ms", j->rec.id,
                                  sandbox_name(j->s), j->dir, (j->done_us - j->t0_us) / 1e3);
+                if (j->kind == JOB_CREATE && j->result && j->b->created_hook)
+                        j->b->created_hook(j->result, j->b->created_ud);
                 j->cb(j->result, j->result ? NULL : &j->err, j->ud);
         }
         json_decref(j->result);
@@ -825,6 +829,12 @@ int backups_new(uv_loop_t *loop, const char *store_spec, const char *data_dir, c
         uv_unref((uv_handle_t *)&b->hold_timer);
         *ret = b;
         return 0;
+}
+
+void backups_on_created(struct backups *b, backup_created_hook fn, void *ud)
+{
+        b->created_hook = fn;
+        b->created_ud = ud;
 }
 
 void backups_free(struct backups *b)

@@ -25,6 +25,11 @@ typedef void (*backup_cb)(json_t *result, const struct cella_error *err, void *u
  * 0 or -1 with err set. */
 int backups_new(uv_loop_t *loop, const char *store_spec, const char *data_dir, const char *archiver,
                 struct backups **ret, struct cella_error *err);
+/* Called on the loop with every backup made (its JSON, the sandbox by its internal
+ * name; borrowed), before the operation's own callback: a cluster node records the
+ * name's latest backup (decision 0057). NULL fn: none. */
+typedef void (*backup_created_hook)(const json_t *backup, void *ud);
+void backups_on_created(struct backups *b, backup_created_hook fn, void *ud);
 /* After the loop ran its last work (no operation may be in progress). */
 void backups_free(struct backups *b);
 const char *backups_store_describe(const struct backups *b);

@@ -39,6 +39,7 @@ struct node_rec {
         bool addr_ok; /* advertise is http://<IP address>:<port> */
         int64_t capacity, sandboxes, lease;
         bool has_image;  /* the default image */
+        bool draining;   /* handing its sandboxes over (decision 0057): placed nothing */
         unsigned placed; /* names this node placed there since the records were read */
 };
 
@@ -338,6 +339,7 @@ static void nodes_set(struct forward *f, const struct etcd_answer *a)
                 n[k].capacity = int_field(rec, "capacity");
                 n[k].sandboxes = int_field(rec, "sandboxes");
                 n[k].lease = int_field(rec, "lease");
+                n[k].draining = json_is_true(json_object_get(rec, "draining"));
                 json_array_foreach(json_object_get(rec, "images"), j, img)
                 {
                         if (json_is_string(img) &&
@@ -559,7 +561,8 @@ static struct node_rec *place(struct forward *f, const char *name)
                 int64_t load = n->sandboxes + n->placed;
                 unsigned h = hash_str(n->node, hash_str(name, 2166136261u));
 
-                if (!n->has_image || n->lease == 0 || (n->capacity > 0 && load >= n->capacity))
+                if (!n->has_image || n->draining || n->lease == 0 ||
+                    (n->capacity > 0 && load >= n->capacity))
                         continue;
                 if (!best || load < best_load || (load == best_load && h < best_h)) {
                         best = n;

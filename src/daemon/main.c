@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/startup.h"
+#include "daemon/api-decode.h"
 #include "daemon/api.h"
 #include "daemon/backup.h"
 #include "daemon/cluster.h"
@@ -89,6 +90,10 @@ static void usage(FILE *f)
                 "  --advertise URL      this node's API as the other nodes reach it\n"
                 "  --cluster-secret-file F  the secret node-to-node requests are signed\n"
                 "                       with (mode 0600; needed unless on loopback only)\n"
+                "  --drain              ask the cluster node at --listen to hand its sandboxes\n"
+                "                       over (backup, name released) and stop, and wait\n"
+                "  --cluster-backup-every DURATION  back up each active sandbox's /workspace\n"
+                "                       to the shared store this often (default: never)\n"
                 "  --check              print what the kernel offers, the network range and\n"
                 "                       host uids this data dir would use, and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
@@ -180,7 +185,8 @@ struct options {
         unsigned long max_sandboxes, pool_size, max_conns, max_per_client;
         enum disk_mode disk_mode;
         uint64_t disk_override, import_max, budget_bytes;
-        bool check, overcommit_refuse, has_uid_base;
+        bool check, overcommit_refuse, has_uid_base, drain;
+        int64_t backup_every_ms; /* --cluster-backup-every; 0: none */
         double overcommit;
         uint32_t uid_base;
         /* derived by check_options */
@@ -328,6 +334,20 @@ static int on_option(int c, const char *arg, void *ud)
                         return bad_value("backup-store", arg, "too long");
                 o->backup_store = arg;
                 break;
+        case 'J':
+                o->drain = true;
+                break;
+        case 'E': {
+                json_t *v = json_string(arg);
+                struct cella_error err = {0};
+                int r = v ? api_parse_duration(v, &o->backup_every_ms, &err) : -1;
+
+                json_decref(v);
+                if (r < 0)
+                        return bad_value("cluster-backup-every", arg,
+                                         "a duration like 30s, 10m, 2h, 1d (1 s to 30 days)");
+                break;
+        }
         case 'c':
                 o->check = true;
                 break;
@@ -415,6 +435,8 @@ static int parse_options(int argc, char **argv, struct options *o)
                 {"node", required_argument, NULL, 'W'},
                 {"advertise", required_argument, NULL, 'A'},
                 {"cluster-secret-file", required_argument, NULL, 'Z'},
+                {"drain", no_argument, NULL, 'J'},
+                {"cluster-backup-every", required_argument, NULL, 'E'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -445,6 +467,10 @@ static int check_options(struct options *o)
         ssize_t n;
         char *slash;
 
+        if (o->backup_every_ms && !o->cluster) {
+                fprintf(stderr, "cellad: --cluster-backup-every needs --cluster\n");
+                return 2;
+        }
         if (!!o->cluster != !!o->node || !!o->cluster != !!o->advertise) {
                 fprintf(stderr, "cellad: --cluster, --node and --advertise go together\n");
                 return 2;
@@ -589,7 +615,8 @@ static int start_table(struct daemon *d, struct options *o)
         if (o->cluster) {
                 struct cluster_config ccfg = {o->cluster,    o->node,
                                               o->advertise,  o->images,
-                                              CELLA_VERSION, (unsigned)o->max_sandboxes};
+                                              CELLA_VERSION, (unsigned)o->max_sandboxes,
+                                              d->backups,    o->backup_every_ms};
 
                 if (cluster_new(d->loop, &ccfg, d->table, &d->cluster, &err) < 0) {
                         fprintf(stderr, "cellad: %s\n", err.msg);
@@ -737,6 +764,8 @@ int main(int argc, char **argv)
         metrics_init();
         if ((rc = parse_options(argc, argv, &o)) >= 0 || (rc = check_options(&o)) >= 0)
                 return rc;
+        if (o.drain)
+                return cluster_drain_client(o.host, o.port, o.token);
         set_up_process();
         /* libcurl (etcd, S3, the MCP engine's clients) and its TLS library are set up here,
          * on the main thread, before any thread exists (curl_global_init is the process's). */
