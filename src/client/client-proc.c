@@ -7,10 +7,12 @@
 
 #include "cella/cella.h"
 #include "client/client-internal.h"
+#include "client/raw.h"
 #include "common/base64.h"
 #include "common/buf.h"
 #include "common/json-cleanup.h"
 #include "common/limits.h"
+#include "common/utf8.h"
 
 static json_t *exec_body(const char *command, const struct cella_exec_options *o)
 {
@@ -118,10 +120,59 @@ struct exec_stream {
         bool error_has_exit_code; /* SESSION_TERMINATED carries the shell's code */
 };
 
+/* The common output event, {"type":"stdout"|"stderr","data":"<text without escapes>",
+ * "timestamp":"..."} as cellad writes it: its text in place (no parse, no copy), in
+ * *ret_text; 0 (stdout) or 1 (stderr), or -1 for anything else (parsed as JSON). */
+static int plain_output_event(const char *d, size_t len, const char **ret_text, size_t *ret_len)
+{
+        static const char *const heads[2] = {"{\"type\":\"stdout\",\"data\":\"",
+                                             "{\"type\":\"stderr\",\"data\":\""};
+        static const char tail[] = "\",\"timestamp\":\"";
+        const char *text, *q, *end = d + len;
+        int which;
+
+        if (len < 32 || memcmp(d, heads[0], 8) != 0)
+                return -1;
+        which = memcmp(d, heads[0], strlen(heads[0])) == 0   ? 0
+                : memcmp(d, heads[1], strlen(heads[1])) == 0 ? 1
+                                                             : -1;
+        if (which < 0)
+                return -1;
+        text = d + strlen(heads[which]);
+        q = memchr(text, '"', (size_t)(end - text));
+        /* an escape (or a raw control character) anywhere: the JSON parser decides */
+        if (!q || memchr(text, '\\', (size_t)(q - text)) || (size_t)(end - q) < sizeof(tail) + 2 ||
+            memcmp(q, tail, sizeof(tail) - 1) != 0 || end[-1] != '}' || end[-2] != '"' ||
+            memchr(q + sizeof(tail) - 1, '"', (size_t)(end - 2 - (q + sizeof(tail) - 1))) ||
+            !utf8_is_valid(text, (size_t)(q - text)))
+                return -1;
+        for (const char *c = text; c < q; c++)
+                if ((unsigned char)*c < 0x20)
+                        return -1;
+        *ret_text = text;
+        *ret_len = (size_t)(q - text);
+        return which;
+}
+
 static int on_exec_event(const char *event, const char *data, size_t len, void *ud)
 {
         struct exec_stream *x = ud;
-        _cleanup_json_ json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
+        const char *text;
+        size_t tlen;
+        int which = plain_output_event(data, len, &text, &tlen);
+        _cleanup_json_ json_t *j = NULL;
+
+        if (which >= 0) {
+                int (*fn)(const void *, size_t, void *) =
+                        x->cb ? (which ? x->cb->on_stderr : x->cb->on_stdout) : NULL;
+
+                if (fn && tlen && fn(text, tlen, x->cb->userdata) != 0) {
+                        client_errorf(x->c, "CANCELLED", "stopped by the caller");
+                        return CELLA_ERR_CALLBACK;
+                }
+                return 0;
+        }
+        j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
         const char *type = j ? json_string_value(json_object_get(j, "type")) : NULL;
         int r = 0;
 
@@ -199,6 +250,97 @@ int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
         }
         return event_stream(c, "POST", client_url(c, sandbox, "/exec", NULL, NULL, NULL), body, cb,
                             ret_exit_code);
+}
+
+/* ---- the raw form: stdout as the body, the end in trailers ---- */
+
+struct exec_raw {
+        cella_client *c;
+        const struct cella_exec_callbacks *cb;
+        bool started;
+        struct raw_end end;
+};
+
+static int raw_body(const char *p, size_t n, void *ud)
+{
+        struct exec_raw *x = ud;
+
+        if (x->cb && x->cb->on_stdout && n && x->cb->on_stdout(p, n, x->cb->userdata) != 0) {
+                client_errorf(x->c, "CANCELLED", "stopped by the caller");
+                return CELLA_ERR_CALLBACK;
+        }
+        return 0;
+}
+
+static void raw_header(const char *line, size_t n, void *ud)
+{
+        struct exec_raw *x = ud;
+
+        raw_end_line(&x->end, line, n);
+        if (x->end.has_pid && !x->started) {
+                x->started = true;
+                if (x->cb && x->cb->on_start)
+                        x->cb->on_start(x->end.pid, x->cb->userdata);
+        }
+}
+
+int cella_exec_raw(cella_client *c, const char *sandbox, const char *command,
+                   const struct cella_exec_options *o, const struct cella_exec_callbacks *cb,
+                   int *ret_exit_code)
+{
+        struct exec_raw x = {.c = c, .cb = cb, .end = {.err = BUF_INIT}};
+        struct sink s = {.body = BUF_INIT,
+                         .stream = raw_body,
+                         .header = raw_header,
+                         .read_size = CELLA_CLIENT_RAW_READ,
+                         .ud = &x};
+        json_t *body = exec_body(command, o);
+        char *url = client_url(c, sandbox, "/exec", NULL, NULL, NULL);
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        int r;
+
+        json_decref(body);
+        if (!body || !text || !url) {
+                free(text);
+                free(url);
+                if (!body) {
+                        client_errorf(c, "VALIDATION_FAILED",
+                                      "invalid exec options (env must be K=V)");
+                        return CELLA_ERR_INVALID;
+                }
+                return CELLA_ERR_NOMEM;
+        }
+        r = client_perform(c, "POST", url, text, NULL, "application/octet-stream", &s);
+        free(text);
+        free(url);
+        buf_free(&s.body);
+        if (r >= 0 && x.end.err.len && cb && cb->on_stderr) {
+                _cleanup_buf_ struct buf e = BUF_INIT;
+
+                if (base64_decode(&e, x.end.err.data, x.end.err.len) < 0) {
+                        client_errorf(c, "INVALID_RESPONSE", "malformed Cella-Stderr trailer");
+                        r = CELLA_ERR_INVALID;
+                } else if (e.len && cb->on_stderr(e.data, e.len, cb->userdata) != 0) {
+                        client_errorf(c, "CANCELLED", "stopped by the caller");
+                        r = CELLA_ERR_CALLBACK;
+                }
+        }
+        raw_end_free(&x.end);
+        if (r < 0)
+                return r;
+        if (x.end.has_error) {
+                client_errorf(c, x.end.code, "%s", x.end.message);
+                if (ret_exit_code && x.end.has_exit)
+                        *ret_exit_code = x.end.exit_code;
+                return CELLA_ERR_API;
+        }
+        if (!x.end.has_exit) {
+                client_errorf(c, "INCOMPLETE", "the answer ended before the command did");
+                return CELLA_ERR_TRANSPORT;
+        }
+        if (ret_exit_code)
+                *ret_exit_code = x.end.exit_code;
+        return CELLA_OK;
 }
 
 /* .../processes[/<id>][tail] */
