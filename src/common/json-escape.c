@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "common/buf.h"
@@ -78,8 +77,11 @@ int json_escape_append(struct buf *out, const char *s, size_t len)
                         case '\t':
                                 e[1] = 't';
                                 break;
-                        default:
-                                n = snprintf(e, sizeof(e), "\\u%04X", p[i]);
+                        default: /* \u00XX, as jansson writes it (no printf per byte) */
+                                memcpy(e, "\\u00", 4);
+                                e[4] = "0123456789ABCDEF"[p[i] >> 4];
+                                e[5] = "0123456789ABCDEF"[p[i] & 15];
+                                n = 6;
                                 break;
                         }
                         if (buf_append(out, e, (size_t)n) < 0)
