@@ -203,7 +203,7 @@ void api_sse_output(struct api_sse *w, int which, const uint8_t *data, size_t le
 
 /* ---- buffered output, answered as JSON written piece by piece ---- */
 
-#define OUT_PIECE (48 * 1024) /* raw bytes escaped per write (a multiple of 3: base64) */
+#define OUT_PIECE (255 * 1024) /* raw bytes escaped per write (a multiple of 3: base64) */
 
 bool api_outbuf_room(struct api_outbuf *ob, size_t n)
 {
@@ -351,14 +351,10 @@ static int writer_piece(struct out_writer *w, struct buf *piece)
                 if (base64_encode(piece, d, n) < 0)
                         return -ENOMEM;
         } else {
-                _cleanup_free_ char *s = NULL;
-                _cleanup_json_ json_t *str = NULL;
-
+                /* valid UTF-8 as a whole (b64 is not set): escaped straight into the piece */
                 if (w->off + n < b->len)
                         n = utf8_complete_prefix(d, n); /* a character is never split */
-                str = json_stringn(d, n);
-                s = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
-                if (!s || strlen(s) < 2 || buf_append(piece, s + 1, strlen(s) - 2) < 0)
+                if (json_escape_append(piece, d, n) < 0)
                         return -ENOMEM;
         }
         w->off += n;
