@@ -46,8 +46,10 @@
 
 /* A command's output read at once by cella-init's pump (exec, a session's command) and so
  * the largest STDOUT/STDERR frame; its pipe grows to CELLA_PUMP_PIPE_SIZE once a read
- * fills a chunk (a command writing in bulk, not every idle one) */
-#define CELLA_PUMP_READ (256 * 1024)
+ * fills a chunk (a command writing in bulk, not every idle one). Below cellad's mmap
+ * threshold (256 KiB, main.c) with a frame's or an SSE event's overhead, so that a frame's
+ * buffers come from the heap, not from an mmap and its page faults per frame. */
+#define CELLA_PUMP_READ (240 * 1024)
 #define CELLA_PUMP_PIPE_SIZE (1024 * 1024)
 
 /* Exec */
