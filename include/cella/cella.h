@@ -126,6 +126,14 @@ struct cella_exec_callbacks {
 int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
                       const struct cella_exec_options *o, const struct cella_exec_callbacks *cb,
                       int *ret_exit_code);
+/* The same through the raw form (Accept: application/octet-stream, docs/api.md): stdout
+ * reaches cb->on_stdout as it arrives, undecoded, in the sizes the socket gives; stderr,
+ * kept by the daemon up to 64 KiB (the rest is dropped), reaches cb->on_stderr once, after
+ * stdout. Errors and *ret_exit_code as cella_exec_stream's. The fastest way to take a
+ * command's output; cella_exec_stream when stderr must come as it is written. */
+int cella_exec_raw(cella_client *c, const char *sandbox, const char *command,
+                   const struct cella_exec_options *o, const struct cella_exec_callbacks *cb,
+                   int *ret_exit_code);
 /* Run and collect everything (byte-exact). */
 int cella_exec(cella_client *c, const char *sandbox, const char *command,
                const struct cella_exec_options *o, cella_exec_result **ret);

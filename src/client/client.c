@@ -194,6 +194,14 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
         return n;
 }
 
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+        struct sink *s = ud;
+
+        s->header(p, size * nmemb, s->ud);
+        return size * nmemb;
+}
+
 /* Turn an error body into code/message. */
 static int api_error(cella_client *c, const struct buf *body)
 {
@@ -256,6 +264,12 @@ int client_perform(cella_client *c, const char *method, const char *url, const c
         curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_xfer);
         curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
         curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+        if (s->header) {
+                curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
+                curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, s);
+        }
+        if (s->read_size)
+                curl_easy_setopt(c->curl, CURLOPT_BUFFERSIZE, (long)s->read_size);
         if (atomic_load(&c->interrupted)) {
                 client_errorf(c, "INTERRUPTED", "the call was interrupted");
                 return CELLA_ERR_CALLBACK;

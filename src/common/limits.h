@@ -44,17 +44,27 @@
 #define CELLA_FRAME_HEADER 12
 #define CELLA_FRAME_MAX (1024 * 1024)      /* payload bytes per frame */
 #define CELLA_FRAME_DATA_CHUNK (64 * 1024) /* preferred DATA/STDOUT chunk */
-#define CELLA_STREAM_WINDOW (1024 * 1024)  /* initial per-stream credit, each direction */
+#define CELLA_STREAM_WINDOW (4096 * 1024)  /* initial per-stream credit, each direction */
 #define CELLA_AGENT_MAX_STREAMS 1024       /* concurrent streams per connection */
 #define CELLA_WATCH_MAX_PATTERNS 32        /* include + exclude globs of one file watch */
 #define CELLA_WATCH_PATTERN_MAX 256        /* bytes of one glob */
 #define CELLA_WATCH_MAX_DIRS 4096          /* directories watched by one file watch */
 #define CELLA_WATCH_QUEUE_MAX 1024         /* events held for a slow client, then overflow */
 
+/* A command's output read at once by cella-init's pump (exec, a session's command) and so
+ * the largest STDOUT/STDERR frame; its pipe grows to CELLA_PUMP_PIPE_SIZE once a read
+ * fills a chunk (a command writing in bulk, not every idle one). Below cellad's mmap
+ * threshold (256 KiB, main.c) with a frame's or an SSE event's overhead, so that a frame's
+ * buffers come from the heap, not from an mmap and its page faults per frame. */
+#define CELLA_PUMP_READ (240 * 1024)
+#define CELLA_PUMP_PIPE_SIZE (1024 * 1024)
+
 /* Exec */
 #define CELLA_EXEC_MAX_BUFFERED (64 * 1024 * 1024) /* buffered (non-SSE) output per stream */
 /* Buffered output per stream held whatever the daemon's --buffer-budget (beyond: budget) */
 #define CELLA_EXEC_BUFFER_RESERVE (64 * 1024)
+/* The raw form's stderr, kept for its trailers (docs/api.md) */
+#define CELLA_EXEC_RAW_STDERR (64 * 1024)
 #define CELLA_EXEC_MAX_COMMAND (1024 * 1024)
 #define CELLA_EXEC_MAX_ENV 1024
 #define CELLA_EXEC_MAX_TIMEOUT_MS (7LL * 24 * 3600 * 1000) /* per-command timeout: 7 days */
@@ -170,6 +180,9 @@
 #define CELLA_IMAGE_PATH_DEPTH 256             /* components of an entry's path */
 #define CELLA_IMAGE_MAX_PACKAGES 64            /* extra packages of one build */
 #define CELLA_IMAGE_PACKAGE_MAX 100            /* a package name's length */
+
+/* libcella's receive buffer for the raw form */
+#define CELLA_CLIENT_RAW_READ (512 * 1024)
 
 /* libcella (src/client/): what it accepts from a server */
 #define CELLA_CLIENT_SSE_LINE_MAX (4 * 1024 * 1024)       /* an SSE line of exec/watch events */

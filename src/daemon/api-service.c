@@ -44,6 +44,13 @@ bool api_wants_sse(const struct http_request *req)
         return acc && strstr(acc, "text/event-stream");
 }
 
+bool api_wants_raw(const struct http_request *req)
+{
+        const char *acc = http_request_header(req, "Accept");
+
+        return acc && !strstr(acc, "text/event-stream") && strstr(acc, "application/octet-stream");
+}
+
 static bool is_websocket_upgrade(const struct http_request *req)
 {
         const char *u = http_request_header(req, "Upgrade");

@@ -105,5 +105,8 @@ void api_timestamp(char out[32]);
 /* Fill err from an agent ERROR frame payload. */
 void api_agent_error(const struct frame *f, struct cella_error *err);
 bool api_wants_sse(const struct http_request *req);
+/* The client asks for raw bytes (Accept: application/octet-stream, without
+ * text/event-stream): an exec's stdout as the body (api-exec.c). */
+bool api_wants_raw(const struct http_request *req);
 
 #endif

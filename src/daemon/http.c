@@ -59,6 +59,11 @@ bool http_request_is_head(const struct http_request *req)
         return req->head;
 }
 
+bool http_request_is_http10(const struct http_request *req)
+{
+        return req->http10;
+}
+
 const char *http_request_path(const struct http_request *req)
 {
         return req->path ? req->path : "/";

@@ -80,6 +80,8 @@ void http_request_unref(struct http_request *req);
 
 const char *http_request_method(const struct http_request *req); /* "GET" */
 bool http_request_is_head(const struct http_request *req);
+/* An HTTP/1.0 request (its streamed answers are close-delimited: no chunks, no trailers). */
+bool http_request_is_http10(const struct http_request *req);
 /* The percent-decoded path (NUL-free: %00 is refused with 400 before dispatch). */
 const char *http_request_path(const struct http_request *req);
 /* The request target exactly as the client sent it (path and query, not decoded). */
@@ -180,6 +182,12 @@ int http_response_write(struct http_request *req, const void *data, size_t len, 
 /* Bytes queued and not yet taken by the socket. */
 size_t http_response_queued(const struct http_request *req);
 int http_response_end(struct http_request *req);
+/* End a chunked response with trailers, a block of "Name: value\r\n" lines (a response
+ * that is not chunked, an HTTP/1.0 one, ends without them: its body is close-delimited
+ * or sized). */
+int http_response_end_trailers(struct http_request *req, const char *trailers);
+/* The response is chunked (trailers can follow its body). */
+bool http_response_is_chunked(const struct http_request *req);
 /* Close the connection at once (e.g. a streamed response cannot be completed: the client
  * sees a short body). on_abort is not called for this request. */
 void http_request_close(struct http_request *req);
