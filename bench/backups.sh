@@ -71,6 +71,7 @@ if command -v node >/dev/null && [ -d "$s3dir/node_modules/@20minutes/s3rver" ];
         kill -TERM "$cellad_pid"
         wait "$cellad_pid" 2>/dev/null || true
         mkdir -p "$tmp/s3"
+        : >"$tmp/s3.log" # there before the server opens it: read below at once
         node "$s3dir/server.js" "$tmp/s3" bench >"$tmp/s3.log" 2>&1 &
         s3pid=$!
         trap 'kill -TERM $s3pid 2>/dev/null || true; bench_cleanup' EXIT

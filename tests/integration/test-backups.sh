@@ -30,6 +30,7 @@ if [ -n "${IT_BACKUP_S3:-}" ]; then
         command -v node >/dev/null && [ -d "$S3DIR/node_modules/@20minutes/s3rver" ] ||
                 skip "no node or no s3rver (scripts/sdk-deps.sh installs it from tests/s3)"
         mkdir -p "$IT_TMP/s3"
+        : >"$IT_TMP/s3.log" # there before the server opens it: read below at once
         node "$S3DIR/server.js" "$IT_TMP/s3" cella-it >"$IT_TMP/s3.log" 2>&1 &
         S3PORT=
         for _ in $(seq 1 150); do

@@ -39,6 +39,7 @@ now_ms() {
 
 # ---- the shared backup store: a real S3 server ----
 mkdir -p "$IT_TMP/s3"
+: >"$IT_TMP/s3.log" # there before the server opens it: read below at once
 node "$S3DIR/server.js" "$IT_TMP/s3" cella-it >"$IT_TMP/s3.log" 2>&1 &
 S3PORT=
 for _ in $(seq 1 150); do
