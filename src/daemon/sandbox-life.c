@@ -148,18 +148,38 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
 }
 
 /* Put an idle sandbox to sleep: every process stops and its memory is freed; its files
- * (the upper layer, /workspace included) stay on disk. The next operation wakes it. */
+ * (the upper layer, /workspace included) stay on disk. The next operation wakes it. With
+ * sleepMode "memory" where the host can (0050), its processes are checkpointed first and
+ * the next operation restores them; a checkpoint that fails leaves a sleep with the files
+ * only, which memorySleepError explains. */
 static void sandbox_sleep(struct sandbox *s)
 {
         struct cella_error e = {0};
+        bool memory = s->sleep_memory && !s->table->memsleep_reason[0];
+        char how[64] = "";
 
+        if (memory) {
+                uint64_t t0 = time_mono_us();
+                if (sandbox_checkpoint(s, &e) == 0) {
+                        s->memsleep_note[0] = '\0';
+                        snprintf(how, sizeof(how), " with its memory (%.1f MiB, %.0f ms)",
+                                 (double)s->ckpt_bytes / (1 << 20),
+                                 (double)(time_mono_us() - t0) / 1000.0);
+                } else {
+                        snprintf(s->memsleep_note, sizeof(s->memsleep_note),
+                                 "its memory was not checkpointed (%s); it slept with its files",
+                                 e.msg);
+                        log_warn("sandbox '%s': %s", s->name, s->memsleep_note);
+                }
+                memset(&e, 0, sizeof(e));
+        }
         if (sandbox_teardown(s, SANDBOX_SLEEPING, &e) < 0)
                 log_warn("sandbox '%s': sleep: %s", s->name, e.msg);
         memset(&e, 0, sizeof(e));
         if (sandbox_persist(s, &e) < 0)
                 log_warn("sandbox '%s': %s", s->name, e.msg);
-        log_info("sandbox '%s' sleeping after %lld s idle", s->name,
-                 (long long)(s->sleep_after_ms / 1000));
+        log_info("sandbox '%s' sleeping after %lld s idle%s", s->name,
+                 (long long)(s->sleep_after_ms / 1000), how);
 }
 
 /* Idleness: no request for sleep_after_ms and no open stream (a running exec, a file
