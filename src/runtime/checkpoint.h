@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "common/limits.h"
 #include "runtime/container.h"
 
 /* Beside the images: what cellad named external at the dump (checkpoint_externals_parse). */
