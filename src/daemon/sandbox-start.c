@@ -316,10 +316,13 @@ static void restore_run(struct sandbox_table *t, struct start_job *j)
                 j->old_instance = images_instance(j->images);
                 j->r = runtime_checkpoint_restore(t->rt, &j->spec, j->images, &j->ct, &j->err);
                 if (j->r == 0) {
+                        /* removed off the wake's path (remove_restored) */
+                        char done[CELLA_PATH_MAX + 16];
                         j->restored = true;
-                        int r = rm_rf(j->images);
-                        if (r < 0)
-                                log_warn("remove %s: %s", j->images, strerror(-r));
+                        snprintf(done, sizeof(done), "%s.done", j->images);
+                        rm_rf(done);
+                        if (rename(j->images, done) < 0)
+                                rm_rf(j->images);
                         return;
                 }
                 snprintf(j->restore_err, sizeof(j->restore_err), "%s", j->err.msg);
@@ -346,6 +349,41 @@ static void start_run(struct sandbox_table *t, struct start_job *j)
                 j->r = runtime_container_start(t->rt, &j->spec, &j->ct, &j->err);
         j->t2 = time_mono_us();
         pthread_mutex_unlock(&t->rt_lock);
+}
+
+struct remove_work {
+        uv_work_t work;
+        char path[CELLA_PATH_MAX + 16];
+};
+
+static void on_remove_work(uv_work_t *w)
+{
+        struct remove_work *r = w->data;
+        int e = rm_rf(r->path);
+        if (e < 0)
+                log_warn("remove %s: %s", r->path, strerror(-e));
+}
+
+static void on_remove_done(uv_work_t *w, int status)
+{
+        (void)status;
+        free(w->data);
+}
+
+/* The images of a good restore (<dir>/checkpoint.done) removed on the thread pool. */
+static void remove_restored(struct sandbox *s)
+{
+        struct remove_work *r = calloc(1, sizeof(*r));
+
+        if (!r || sandbox_path(s, "checkpoint.done", r->path, sizeof(r->path)) < 0) {
+                free(r);
+                return;
+        }
+        r->work.data = r;
+        if (uv_queue_work(s->table->loop, &r->work, on_remove_work, on_remove_done) < 0) {
+                rm_rf(r->path);
+                free(r);
+        }
 }
 
 /* Is there a memory checkpoint to wake s from? Then j restores it first. */
@@ -412,6 +450,8 @@ int sandbox_checkpoint(struct sandbox *s, struct cella_error *err)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
         rm_rf(partial);
         rm_rf(done);
+        if (sandbox_path(s, "checkpoint.done", p, sizeof(p)) == 0)
+                rm_rf(p); /* a restore's, left by a stop of cellad before its removal */
         if (mkdir(partial, 0700) < 0)
                 return cella_error_errno(err, errno, "mkdir %s", partial);
         snprintf(p, sizeof(p), "%s/cella-instance", partial);
@@ -466,6 +506,7 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
         if (j->restore) {
                 s->ckpt_bytes = 0; /* restored and removed, or moved aside */
                 if (j->restored) {
+                        remove_restored(s);
                         s->memsleep_note[0] = '\0';
                         move_exposures(s, j->old_instance);
                         log_info("sandbox '%s' woke from its memory checkpoint (pid %d) in "
