@@ -93,6 +93,7 @@ struct sandbox {
                                   * waiting for it (sandbox-snapshot.c) */
         struct sandbox_waiter *waiters; /* gets waiting for that start, in arrival order */
         bool fresh; /* made by the start in progress: a failed start destroys it */
+        bool checkpointing; /* the job in progress is a memory sleep's checkpoint */
 };
 
 struct sandbox_table {
@@ -207,11 +208,13 @@ int sandbox_teardown(struct sandbox *s, enum sandbox_state next, struct cella_er
 void sandbox_unlink(struct sandbox *s);
 int watch_exit(struct sandbox *s);
 int connect_agent(struct sandbox *s, struct cella_error *err);
-/* Checkpoint running s whole into <dir>/checkpoint (runtime/checkpoint.h: through
- * checkpoint.partial, renamed when complete): its agent link closed first. 0: its
- * processes are gone (the caller tears it down as asleep); -1 with err: no checkpoint,
- * its agent link closed (the caller sleeps it with its files). */
-int sandbox_checkpoint(struct sandbox *s, struct cella_error *err);
+/* A memory sleep of running s: its agent told and its link closed, then a job on the
+ * loop's thread pool checkpoints it whole into <dir>/checkpoint (runtime/checkpoint.h:
+ * through checkpoint.partial, renamed when complete) and, back on the loop, puts it to
+ * sleep (with its files only when the dump failed). 0: queued (s STARTING, s->job set,
+ * requests wait for it as for a start); -1 with err: nothing done (the caller sleeps it
+ * with its files). */
+int sandbox_checkpoint_async(struct sandbox *s, struct cella_error *err);
 /* <dir>/<name> of s into out; -ENAMETOOLONG. */
 int sandbox_path(const struct sandbox *s, const char *name, char *out, size_t outsz);
 /* Bytes of the memory checkpoint of s (0: none), looked at when not known. */

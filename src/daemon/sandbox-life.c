@@ -155,22 +155,13 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
 static void sandbox_sleep(struct sandbox *s)
 {
         struct cella_error e = {0};
-        bool memory = s->sleep_memory && !s->table->memsleep_reason[0];
-        char how[64] = "";
 
-        if (memory) {
-                uint64_t t0 = time_mono_us();
-                if (sandbox_checkpoint(s, &e) == 0) {
-                        s->memsleep_note[0] = '\0';
-                        snprintf(how, sizeof(how), " with its memory (%.1f MiB, %.0f ms)",
-                                 (double)s->ckpt_bytes / (1 << 20),
-                                 (double)(time_mono_us() - t0) / 1000.0);
-                } else {
-                        snprintf(s->memsleep_note, sizeof(s->memsleep_note),
-                                 "its memory was not checkpointed (%s); it slept with its files",
-                                 e.msg);
-                        log_warn("sandbox '%s': %s", s->name, s->memsleep_note);
-                }
+        if (s->sleep_memory && !s->table->memsleep_reason[0]) {
+                if (sandbox_checkpoint_async(s, &e) == 0)
+                        return; /* asleep when the checkpoint is over */
+                snprintf(s->memsleep_note, sizeof(s->memsleep_note),
+                         "its memory was not checkpointed (%s); it slept with its files", e.msg);
+                log_warn("sandbox '%s': %s", s->name, s->memsleep_note);
                 memset(&e, 0, sizeof(e));
         }
         if (sandbox_teardown(s, SANDBOX_SLEEPING, &e) < 0)
@@ -178,8 +169,8 @@ static void sandbox_sleep(struct sandbox *s)
         memset(&e, 0, sizeof(e));
         if (sandbox_persist(s, &e) < 0)
                 log_warn("sandbox '%s': %s", s->name, e.msg);
-        log_info("sandbox '%s' sleeping after %lld s idle%s", s->name,
-                 (long long)(s->sleep_after_ms / 1000), how);
+        log_info("sandbox '%s' sleeping after %lld s idle", s->name,
+                 (long long)(s->sleep_after_ms / 1000));
 }
 
 /* Idleness: no request for sleep_after_ms and no open stream (a running exec, a file

@@ -237,6 +237,14 @@ struct start_job {
          * done (restored), or why not (restore_err: the wake is then from the files). */
         char images[CELLA_PATH_MAX];
         bool restore, restored;
+        /* Not a start: a memory sleep's checkpoint into images (checkpoint.partial) of
+         * the container ct, id, network, slot; sockets: the agent's before its link
+         * closed (runtime_checkpoint_dump). */
+        bool checkpoint;
+        char id[16];
+        bool network;
+        unsigned slot;
+        int sockets;
         char restore_err[CRIU_REASON_MAX];
         int64_t old_instance; /* the exposures' instance when it was checkpointed */
         enum sandbox_state prev;
@@ -338,6 +346,15 @@ static void restore_run(struct sandbox_table *t, struct start_job *j)
 /* The runtime's part; any thread. */
 static void start_run(struct sandbox_table *t, struct start_job *j)
 {
+        if (j->checkpoint) {
+                pthread_mutex_lock(&t->rt_lock);
+                j->t0 = time_mono_us();
+                j->r = runtime_checkpoint_dump(t->rt, j->id, &j->ct, j->network, j->slot,
+                                               j->sockets, j->images, &j->err);
+                j->t2 = time_mono_us();
+                pthread_mutex_unlock(&t->rt_lock);
+                return;
+        }
         pthread_mutex_lock(&t->rt_lock);
         /* Leftovers of an earlier run (a daemon that died, a crashed agent) go first. */
         j->t0 = time_mono_us();
@@ -439,48 +456,105 @@ static void move_exposures(struct sandbox *s, int64_t from)
         free(m);
 }
 
-int sandbox_checkpoint(struct sandbox *s, struct cella_error *err)
+static void on_start_work(uv_work_t *w);
+static void on_start_done(uv_work_t *w, int status);
+
+int sandbox_checkpoint_async(struct sandbox *s, struct cella_error *err)
 {
         struct sandbox_table *t = s->table;
-        char partial[CELLA_PATH_MAX], done[CELLA_PATH_MAX], p[CELLA_PATH_MAX + 32], num[32];
+        char done[CELLA_PATH_MAX], p[CELLA_PATH_MAX + 32], num[32];
         int r;
 
-        if (sandbox_path(s, "checkpoint.partial", partial, sizeof(partial)) < 0 ||
+        _cleanup_free_ struct start_job *j = malloc(sizeof(*j));
+        if (!j)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        job_init(j, s);
+        j->checkpoint = true;
+        snprintf(j->id, sizeof(j->id), "%s", s->id);
+        j->network = s->network;
+        j->slot = s->slot;
+        if (sandbox_path(s, "checkpoint.partial", j->images, sizeof(j->images)) < 0 ||
             sandbox_path(s, "checkpoint", done, sizeof(done)) < 0)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
-        rm_rf(partial);
+        rm_rf(j->images);
         rm_rf(done);
         if (sandbox_path(s, "checkpoint.done", p, sizeof(p)) == 0)
                 rm_rf(p); /* a restore's, left by a stop of cellad before its removal */
-        if (mkdir(partial, 0700) < 0)
-                return cella_error_errno(err, errno, "mkdir %s", partial);
-        snprintf(p, sizeof(p), "%s/cella-instance", partial);
+        if (mkdir(j->images, 0700) < 0)
+                return cella_error_errno(err, errno, "mkdir %s", j->images);
+        snprintf(p, sizeof(p), "%s/cella-instance", j->images);
         snprintf(num, sizeof(num), "%" PRId64 "\n", s->pid_start);
         {
                 _cleanup_close_ int fd =
                         open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (fd < 0 || write(fd, num, strlen(num)) != (ssize_t)strlen(num)) {
                         r = cella_error_errno(err, errno ? errno : EIO, "write %s", p);
-                        rm_rf(partial);
+                        rm_rf(j->images);
                         return r;
                 }
         }
-        int socks = checkpoint_sockets(s->ct.pid);
+        /* The agent told and its link closed here, on the loop; the dump waits for the
+         * agent to close its end. Requests meanwhile wait for the job as for a start. */
+        j->sockets = checkpoint_sockets(s->ct.pid);
         if (s->agent)
                 agent_conn_control(s->agent, FRAME_CHECKPOINT);
         close_agent(s);
         stop_exit_watch(s);
-        pthread_mutex_lock(&t->rt_lock);
-        r = runtime_checkpoint_dump(t->rt, s->id, &s->ct, s->network, s->slot, socks, partial, err);
-        pthread_mutex_unlock(&t->rt_lock);
-        if (r == 0 && rename(partial, done) < 0)
-                r = cella_error_errno(err, errno, "rename %s", partial);
-        if (r < 0) {
-                rm_rf(partial);
-                return -1;
+        j->ct = s->ct;
+        pthread_mutex_init(&j->lock, NULL);
+        pthread_cond_init(&j->cond, NULL);
+        j->work.data = j;
+        if (uv_queue_work(t->loop, &j->work, on_start_work, on_start_done) < 0) {
+                pthread_cond_destroy(&j->cond);
+                pthread_mutex_destroy(&j->lock);
+                rm_rf(j->images);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue the checkpoint");
         }
-        s->ckpt_bytes = (int64_t)dir_bytes(done);
+        sandbox_ref(s);
+        s->state = SANDBOX_STARTING;
+        s->checkpointing = true;
+        s->job = j;
+        j->next = t->jobs;
+        t->jobs = TAKE_PTR(j);
         return 0;
+}
+
+/* The loop's part of a memory sleep's checkpoint (j done): asleep with its memory, or
+ * with its files only when the dump failed (memorySleepError says why); then a start
+ * (a restore) for the requests that came meanwhile. */
+static void checkpoint_finish(struct sandbox *s, struct start_job *j)
+{
+        char done[CELLA_PATH_MAX], how[96] = "";
+        struct cella_error e = j->err, te = {0};
+        int r = j->r;
+
+        s->checkpointing = false;
+        if (r == 0 &&
+            (sandbox_path(s, "checkpoint", done, sizeof(done)) < 0 || rename(j->images, done) < 0))
+                r = cella_error_errno(&e, errno ? errno : ENAMETOOLONG, "rename %s", j->images);
+        if (r < 0) {
+                rm_rf(j->images);
+                snprintf(s->memsleep_note, sizeof(s->memsleep_note),
+                         "its memory was not checkpointed (%s); it slept with its files", e.msg);
+                log_warn("sandbox '%s': %s", s->name, s->memsleep_note);
+        } else {
+                s->ckpt_bytes = (int64_t)dir_bytes(done);
+                s->memsleep_note[0] = '\0';
+                snprintf(how, sizeof(how), " with its memory (%.1f MiB, %.0f ms)",
+                         (double)s->ckpt_bytes / (1 << 20), (double)(j->t2 - j->t0) / 1000.0);
+        }
+        if (sandbox_teardown(s, SANDBOX_SLEEPING, &te) < 0)
+                log_warn("sandbox '%s': sleep: %s", s->name, te.msg);
+        memset(&te, 0, sizeof(te));
+        if (sandbox_persist(s, &te) < 0)
+                log_warn("sandbox '%s': %s", s->name, te.msg);
+        log_info("sandbox '%s' sleeping after %lld s idle%s", s->name,
+                 (long long)(s->sleep_after_ms / 1000), how);
+        if (s->waiters) {
+                memset(&te, 0, sizeof(te));
+                if (sandbox_start_async(s, &te) < 0)
+                        sandbox_waiters_flush(s, &te);
+        }
 }
 
 /* The loop's part after start_run(): 0 with s RUNNING, or -1 with err and s back in the
@@ -584,6 +658,10 @@ static void start_finish(struct start_job *j)
                 }
         s->job = NULL;
         s->fresh = false;
+        if (j->checkpoint) {
+                checkpoint_finish(s, j);
+                return;
+        }
         r = start_complete(s, j, &err);
         if (s->pooled) {
                 pool_built(s, r < 0 ? &err : NULL);

@@ -263,7 +263,8 @@ static void sleep_mode_info(const struct sandbox *s, json_t *info)
 
 bool sandbox_memory_asleep(struct sandbox *s)
 {
-        return s->state == SANDBOX_SLEEPING && sandbox_checkpoint_bytes(s) > 0;
+        return s->checkpointing ||
+               (s->state == SANDBOX_SLEEPING && sandbox_checkpoint_bytes(s) > 0);
 }
 
 json_t *sandbox_info(const struct sandbox *s)
@@ -273,7 +274,8 @@ json_t *sandbox_info(const struct sandbox *s)
         json_t *info;
         time_format_iso(s->created_ms, created, sizeof(created));
         time_format_iso(s->last_active_ms, active, sizeof(active));
-        const char *state = sandbox_state_name(s->state);
+        /* a memory sleep's checkpoint in progress: asleep as far as anyone can tell */
+        const char *state = s->checkpointing ? "sleeping" : sandbox_state_name(s->state);
         info = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:I, s:b, s:b}", "id", s->name,
                          "state", state, "image", s->image, "instanceType", s->instance_type,
                          "createdAt", created, "lastActiveAt", active, "labels", s->labels, "env",

@@ -23,6 +23,18 @@
 # * fork with "memory": true is refused, 501 MEMORY_SNAPSHOT_UNAVAILABLE with the reason,
 #   and makes nothing (no sandbox, no snapshot); "memory": false is a files fork.
 . "$(dirname "$0")/lib.sh"
+# wait_memory_asleep NAME: asleep with its memory, the checkpoint over (SandboxInfo says
+# "sleeping" from the checkpoint's start; memorySnapshotBytes once it is written); 90 s
+wait_memory_asleep() {
+        local i
+        for i in $(seq 1 450); do
+                api GET "/v1/sandboxes/$1" >/dev/null
+                [ "$(body .state)" = sleeping ] && [ "$(body .memorySnapshotBytes)" != null ] &&
+                        return 0
+                sleep 0.2
+        done
+        fail "$1 is not asleep with its memory after 90 s: $(body)"
+}
 start_cellad
 
 info "the host check: cellad --check, cellad's log and /v1/health agree"
@@ -96,7 +108,7 @@ assert_eq null "$(body .sleepModeFallback)" "no fallback for files"
 
 info "memory asked: what is in effect here, and why not memory"
 M=$(sbx mem)
-api_json PUT "/v1/sandboxes/$M" '{"sleepMode":"memory","sleepAfter":"6s"}'
+api_json PUT "/v1/sandboxes/$M" '{"sleepMode":"memory","sleepAfter":"15s"}'
 expect_status 201
 assert_eq memory "$(body .sleepModeRequested)" "requested"
 assert_eq "$MODE" "$(body .sleepMode)" "in effect"
@@ -149,8 +161,8 @@ expect_status 200
 WEBPID=$(body .pid)
 if [ "$MEMORY" = 1 ]; then
         info "a memory sleep by cellad's idle sleep: the processes checkpointed, memory freed"
-        wait_sleeping "$M"
-        assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$M' sleeping after 6 s idle with its memory" \
+        wait_memory_asleep "$M"
+        assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$M' sleeping after 15 s idle with its memory" \
                 "slept with its memory"
         assert_eq "" "$(sandbox_pids "$M")" "no process left asleep (memory freed)"
         assert_eq "" "$(sandbox_cgroups "$M")" "no cgroup left asleep"
@@ -190,7 +202,7 @@ if [ "$MEMORY" = 1 ]; then
         run_in "$M" 'ip -4 -o addr show dev eth0' | grep -q inet || fail "no address after the wake"
 
         info "a cellad restart while it sleeps with its memory: restored by the next request"
-        wait_sleeping "$M"
+        wait_memory_asleep "$M"
         SLOT=$(sandbox_slot "$M")
         RESTART_ARGS=(--listen "${CELLA_URL#http://}")
         RESTARTS=0
@@ -205,7 +217,7 @@ if [ "$MEMORY" = 1 ]; then
         assert_eq 200 "$(pv /index.html)" "the preview URL after a restart"
 
         info "a corrupt image: a wake from the files, which are intact, and why"
-        wait_sleeping "$M"
+        wait_memory_asleep "$M"
         D=$IT_TMP/data/sandboxes/s$SLOT
         [ -d "$D/checkpoint" ] || fail "no images in $D"
         head -c 64 /dev/urandom >"$D/checkpoint/inventory.img"
@@ -319,7 +331,7 @@ if [ "$MEMORY" = 1 ]; then
         api_json POST "/v1/sandboxes/$M/processes" \
                 "{\"command\":\"cd /workspace && exec python3 -m http.server $P\",\"processId\":\"web2\"}"
         expect_status 200
-        wait_sleeping "$M"
+        wait_memory_asleep "$M"
         SLOT=$(sandbox_slot "$M")
         [ -d "$IT_TMP/data/sandboxes/s$SLOT/checkpoint" ] || fail "$M did not sleep with its memory"
 fi
