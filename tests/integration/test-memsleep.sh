@@ -175,6 +175,8 @@ if [ "$MEMORY" = 1 ]; then
         D=$IT_TMP/data/sandboxes/s$(sandbox_slot "$M")
         assert_eq "$MSB" "$(find "$D/checkpoint" -maxdepth 1 -type f -printf '%s\n' |
                 awk '{s += $1} END {print s}')" "the size of its images"
+        assert_contains "$("$CELLA_BUILD/cella" info "$M")" "state:         sleeping with its memory" \
+                "cella info says so"
         assert_eq 700 "$(stat -c %a "$D/checkpoint")" "the images dir is cellad's alone"
         assert_eq root "$(stat -c %U "$D/checkpoint")" "and root's"
         api GET /v1/health >/dev/null
@@ -227,6 +229,8 @@ if [ "$MEMORY" = 1 ]; then
         assert_contains "$(body .memorySleepError)" "its memory checkpoint was not restored (criu restore failed: " \
                 "the reason in SandboxInfo"
         assert_contains "$(body .memorySleepError)" "it woke with its files" "and what happened"
+        assert_contains "$("$CELLA_BUILD/cella" info "$M")" \
+                "memory sleep:  its memory checkpoint was not restored" "cella info says why"
         [ -d "$D/checkpoint.failed" ] || fail "the images were not moved aside"
         [ ! -e "$D/checkpoint" ] || fail "the failed images are still where a wake reads them"
         api GET "/v1/sandboxes/$M/processes/web" >/dev/null
