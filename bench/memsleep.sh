@@ -36,10 +36,15 @@ serve() { # the server of sandbox $1 started (again) and waited for
 }
 expose() { req POST "/v1/sandboxes/$1/ports" "{\"port\":$P,\"token\":\"membenchtoken123\"}"; }
 preview() { curl -sS -f -o /dev/null -H "Host: $P-$1-membenchtoken123.localhost:${url##*:}" "$url/index.html"; }
-asleep() { # until sandbox $1 sleeps (60 s at most)
+asleep() { # until sandbox $1 sleeps, its checkpoint over when it has one (60 s at most)
         for _ in $(seq 1 600); do
                 curl -sS -o "$tmp/info" "$url/v1/sandboxes/$1"
-                [ "$(jq -r .state "$tmp/info")" = sleeping ] && return 0
+                if [ "$(jq -r .state "$tmp/info")" = sleeping ] &&
+                        { [ "$(jq -r .sleepMode "$tmp/info")" != memory ] ||
+                                [ "$(jq -r '.memorySnapshotBytes // empty' "$tmp/info")" != "" ] ||
+                                [ "$(jq -r '.memorySleepError // empty' "$tmp/info")" != "" ]; }; then
+                        return 0
+                fi
                 sleep 0.1
         done
         echo "$1 did not sleep" >&2
@@ -84,11 +89,13 @@ measure() { # want: fills wakes_$want, firsts_$want, images_$want
         eval "firsts_$want=(\"\${f[@]}\")"
         eval "images_$want=(\"\${im[@]}\")"
 }
+load=$(cut -d' ' -f1 /proc/loadavg)
 measure memory
 measure files
 row() { echo "| $1 | $(printf '%s\n' "${@:2}" | pct 50) | $(printf '%s\n' "${@:2}" | pct 95) |"; }
 {
-        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs, kernel $(uname -r)," \
+        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs (load average $load" \
+                "at the start), kernel $(uname -r)," \
                 "$RUNS sleeps and wakes of each of two sandboxes running \`python3 -m" \
                 "http.server\`, one with sleepMode \"memory\", one with \"files\"; criu (the" \
                 "one cellad runs: $criu): $("$criu" --version 2>/dev/null |
