@@ -13,7 +13,8 @@
 #   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS (600) per target;
 #                       what adds coverage joins tests/fuzz/corpus/ (FUZZ_GROW=0: not)
 #   make bench          the benchmarks (bench/run.sh, preview.sh, pty.sh, sdk.sh, sdk-python.sh,
-#                       images.sh, snapshots.sh, memsleep.sh, backups.sh)
+#                       output.sh, images.sh, snapshots.sh, memsleep.sh, backups.sh,
+#                       cluster.sh, cluster-failover.sh)
 #   make format         clang-format every C file
 #   make clean          remove the build directories
 SHELL := /bin/bash
@@ -101,10 +102,13 @@ bench: build image
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/pty.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/sdk.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/sdk-python.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/output.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/images.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/snapshots.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/memsleep.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/backups.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/cluster.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/cluster-failover.sh
 
 format:
 	git ls-files -z -- '*.c' '*.h' | xargs -0 -r clang-format -i

@@ -4,7 +4,9 @@
 # the archive made inside the sandbox, streamed into the local store) and POST .../restore
 # into a new directory (to its 200: fetched, checked, extracted, renamed into place), beside
 # `tar -cf - | zstd -3` of the same amount of data on the host (into the data dir's
-# filesystem) and `zstd -d | tar -xf -` of that archive; MB/s of the tree's bytes.
+# filesystem) and `zstd -d | tar -xf -` of that archive; MB/s of the tree's bytes. Then,
+# when tests/s3's server is installed, the same to an S3 store: a multipart backup, a
+# spooled one (multipart false) and a restore.
 # Usage: bench/backups.sh (env: BUILD, IMAGES, RUNS). Needs root.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -60,6 +62,61 @@ for i in $(seq 1 "$RUNS"); do
         untars+=("$(ms "$t0" "$t1")")
         rm -rf "$tmp/host/out" "$tmp/host.tar.zst"
 done
+# The same sandbox against an S3 store (tests/s3's server on loopback, when node and its
+# packages are there): the backup streamed in a multipart upload (the default), the backup
+# spooled and sent in one PUT (multipart false), and the restore from the bucket.
+s3backups=() s3spooled=() s3restores=() s3note=
+s3dir=$src/tests/s3
+if command -v node >/dev/null && [ -d "$s3dir/node_modules/@20minutes/s3rver" ]; then
+        kill -TERM "$cellad_pid"
+        wait "$cellad_pid" 2>/dev/null || true
+        mkdir -p "$tmp/s3"
+        node "$s3dir/server.js" "$tmp/s3" bench >"$tmp/s3.log" 2>&1 &
+        s3pid=$!
+        trap 'kill -TERM $s3pid 2>/dev/null || true; bench_cleanup' EXIT
+        s3port=
+        for _ in $(seq 1 150); do
+                s3port=$(awk '/^listening/ {print $2}' "$tmp/s3.log")
+                [ -n "$s3port" ] && break
+                sleep 0.2
+        done
+        [ -n "$s3port" ] || { cat "$tmp/s3.log" >&2; exit 1; }
+        AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER "$BUILD/cellad" --listen 127.0.0.1:0 \
+                --data-dir "$tmp/data" --images "$IMAGES" --pool 0 --log-level warn \
+                --backup-store "s3://bench?endpoint=http://127.0.0.1:$s3port" >"$tmp/log" 2>&1 &
+        cellad_pid=$!
+        url=
+        for _ in $(seq 1 300); do
+                url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/log" | head -n 1) || true
+                [ -n "$url" ] && break
+                sleep 0.1
+        done
+        [ -n "$url" ] || { cat "$tmp/log" >&2; exit 1; }
+        for i in $(seq 1 "$RUNS"); do
+                sync
+                t0=$(date +%s%N)
+                req POST /v1/sandboxes/bkbench/backups '{"dir":"/workspace/big"}'
+                t1=$(date +%s%N)
+                s3backups+=("$(ms "$t0" "$t1")")
+                id=$(jq -r .id "$tmp/answer")
+
+                sync
+                t0=$(date +%s%N)
+                req POST "/v1/sandboxes/bkbench/backups/$id/restore" '{"dir":"/workspace/restored"}'
+                t1=$(date +%s%N)
+                s3restores+=("$(ms "$t0" "$t1")")
+                req POST /v1/sandboxes/bkbench/exec '{"command":"rm -rf /workspace/restored","timeout":600000}'
+                req DELETE "/v1/backups/$id"
+
+                sync
+                t0=$(date +%s%N)
+                req POST /v1/sandboxes/bkbench/backups '{"dir":"/workspace/big","multipart":false}'
+                t1=$(date +%s%N)
+                s3spooled+=("$(ms "$t0" "$t1")")
+                req DELETE "/v1/backups/$(jq -r .id "$tmp/answer")"
+        done
+        s3note=" s3rver 4.0.4 (node) on loopback, storing on the same disk."
+fi
 row() { # LABEL MS...: p50 ms, MB/s at p50, runs
         local p
         p=$(printf '%s\n' "${@:2}" | p50)
@@ -78,4 +135,16 @@ row() { # LABEL MS...: p50 ms, MB/s at p50, runs
         row "restore into a new dir (POST .../restore, to its 200)" "${restores[@]}"
         row "\`zstd -d \| tar -xf -\` on the host (baseline)" "${untars[@]}"
 } | tee "$tmp/figures" | bench_figures "BACKUP FIGURES"
+cat "$tmp/figures"
+[ ${#s3backups[@]} -gt 0 ] || exit 0
+{
+        echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC'), the same 1 GiB to an S3 store:$s3note"
+        echo
+        echo "| | p50 (ms) | MB/s at p50 | runs (ms) |"
+        echo "|---|---|---|---|"
+        row "\`tar -cf - \| zstd -3\` on the host (baseline, this run)" "${tars[@]}"
+        row "backup to S3, multipart (streamed in 8 MiB parts, to its 201)" "${s3backups[@]}"
+        row "backup to S3, multipart false (spooled, one PUT, to its 201)" "${s3spooled[@]}"
+        row "restore from S3 into a new dir (to its 200)" "${s3restores[@]}"
+} | tee "$tmp/figures" | bench_figures "BACKUP S3 FIGURES"
 cat "$tmp/figures"

@@ -6,6 +6,9 @@
  *                                           p50_us= p95_us=
  *        sdk-client URL SANDBOX stream BYTES  exec_stream of a command writing BYTES of text:
  *                                           bytes= seconds= mbps=
+ *        sdk-client URL SANDBOX run CMD     cella_exec_stream (SSE) of CMD, its stdout counted
+ *                                           and dropped: bytes= seconds= mbps=
+ *        sdk-client URL SANDBOX raw CMD     the same through cella_exec_raw (the raw form)
  */
 #include <cella/cella.h>
 #include <stdio.h>
@@ -62,7 +65,8 @@ int main(int argc, char **argv)
         cella_client *c = NULL;
 
         if (argc != 5) {
-                fprintf(stderr, "usage: sdk-client URL SANDBOX rt N | stream BYTES\n");
+                fprintf(stderr,
+                        "usage: sdk-client URL SANDBOX rt N | stream BYTES | run CMD | raw CMD\n");
                 return 2;
         }
         if (cella_client_new(argv[1], NULL, &c) < 0)
@@ -103,6 +107,22 @@ int main(int argc, char **argv)
                     got != want) {
                         fprintf(stderr, "stream: exit %d, %llu of %llu bytes: %s\n", code, got,
                                 want, cella_client_error_message(c));
+                        return 1;
+                }
+                s = (now_us() - t0) / 1e6;
+                printf("bytes=%llu seconds=%.2f mbps=%.0f\n", got, s, (double)got / 1e6 / s);
+        } else if (strcmp(argv[3], "run") == 0 || strcmp(argv[3], "raw") == 0) {
+                unsigned long long got = 0;
+                struct cella_exec_callbacks cb = {.on_stdout = on_out, .userdata = &got};
+                int code = -1;
+                double t0 = now_us(), s;
+                int rc = argv[3][1] == 'u'
+                                 ? cella_exec_stream(c, argv[2], argv[4], NULL, &cb, &code)
+                                 : cella_exec_raw(c, argv[2], argv[4], NULL, &cb, &code);
+
+                if (rc < 0 || code != 0) {
+                        fprintf(stderr, "run: exit %d after %llu bytes: %s\n", code, got,
+                                cella_client_error_message(c));
                         return 1;
                 }
                 s = (now_us() - t0) / 1e6;

@@ -38,6 +38,8 @@ packages=(
         # the cluster's store (decision 0055): test-daemon-etcd and integration/cluster start
         # their own etcd members on loopback ports (the package's own service is not used)
         etcd-server
+        # integration/cluster-tenants reads what the nodes wrote into etcd with etcdctl
+        etcd-client
         # the preview test's browser (headless) and the preview-proxy benchmark
         chromium wrk
 )

@@ -30,6 +30,12 @@ enum {
 typedef struct cella_client cella_client;
 typedef struct cella_exec_result cella_exec_result;
 
+/* The process-wide setup of libcella's transport (libcurl and its TLS library): done once,
+ * thread-safe. cella_client_new calls it; a program that makes clients on several threads
+ * calls it first from its main thread, so that the TLS library's own state belongs to that
+ * thread (libcurl's curl_global_init advice). 0 or CELLA_ERR_TRANSPORT. */
+int cella_global_init(void);
+
 /* url NULL: $CELLA_URL, else http://127.0.0.1:7070. token NULL: $CELLA_TOKEN (may be unset). */
 int cella_client_new(const char *url, const char *token, cella_client **ret);
 void cella_client_free(cella_client *c);
@@ -120,6 +126,14 @@ struct cella_exec_callbacks {
 int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
                       const struct cella_exec_options *o, const struct cella_exec_callbacks *cb,
                       int *ret_exit_code);
+/* The same through the raw form (Accept: application/octet-stream, docs/api.md): stdout
+ * reaches cb->on_stdout as it arrives, undecoded, in the sizes the socket gives; stderr,
+ * kept by the daemon up to 64 KiB (the rest is dropped), reaches cb->on_stderr once, after
+ * stdout. Errors and *ret_exit_code as cella_exec_stream's. The fastest way to take a
+ * command's output; cella_exec_stream when stderr must come as it is written. */
+int cella_exec_raw(cella_client *c, const char *sandbox, const char *command,
+                   const struct cella_exec_options *o, const struct cella_exec_callbacks *cb,
+                   int *ret_exit_code);
 /* Run and collect everything (byte-exact). */
 int cella_exec(cella_client *c, const char *sandbox, const char *command,
                const struct cella_exec_options *o, cella_exec_result **ret);
@@ -320,6 +334,19 @@ int cella_backup_create(cella_client *c, const char *sandbox, const char *dir, c
  * INVALID_BACKUP_CONFIG (400), BACKUP_RESTORE_FAILED (500: the directory is unchanged). */
 int cella_backup_restore(cella_client *c, const char *sandbox, const char *id, const char *dir,
                          char **ret_json);
+/* A backup with every option of POST /backups (docs/api.md "Backups"); o NULL or zeroed:
+ * the defaults of cella_backup_create. */
+struct cella_backup_options {
+        const char *name;            /* NULL: none */
+        int64_t ttl_s;               /* 0: the default (259200 s) */
+        bool gitignore;              /* leave out what the tree's .gitignore files ignore */
+        const char *const *excludes; /* nexcludes gitignore-style patterns, relative to dir */
+        size_t nexcludes;
+        bool consistent;   /* the sandbox frozen while dir is read: one point in time */
+        bool no_multipart; /* to S3: spooled, then one PUT (multipart is the default) */
+};
+int cella_backup_create_with(cella_client *c, const char *sandbox, const char *dir,
+                             const struct cella_backup_options *o, char **ret_json);
 /* {backups: [...]}, newest first. */
 int cella_backup_list(cella_client *c, char **ret_json);
 /* One backup: BACKUP_NOT_FOUND (404). */

@@ -150,7 +150,7 @@ static size_t out_allowance(struct pump *p)
 {
         struct exec *e = p->owner;
 
-        return may_read(e) ? pump_credit(&e->s) : 0;
+        return may_read(e) ? pump_credit_bulk(&e->s) : 0;
 }
 
 static void out_data(struct pump *p, const char *data, size_t n)

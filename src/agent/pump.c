@@ -1,5 +1,6 @@
 /* The output pump (see pump.h; docs/decisions/0040). */
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,7 +15,7 @@
 /* Every pump reads into this one buffer (one loop thread; on_data consumes or copies the
  * bytes before the next read). The first CARRY_MAX bytes take the carried bytes in front
  * of a read, so a held character is joined without a copy of the read. */
-static char pump_buf[CARRY_MAX + CELLA_FRAME_DATA_CHUNK];
+static char pump_buf[CARRY_MAX + CELLA_PUMP_READ];
 
 static void pump_update_poll(struct pump *p);
 
@@ -24,12 +25,8 @@ static size_t pump_allowance(struct pump *p)
 
         if (p->eof || p->closing)
                 return 0;
-        if (p->ops->allowance) {
-                size_t a = p->ops->allowance(p);
-
-                if (a < n)
-                        n = a;
-        }
+        if (p->ops->allowance)
+                n = MIN(p->ops->allowance(p), (size_t)CELLA_PUMP_READ);
         /* held bytes go out with the next read: they count against the allowance */
         return n > p->ncarry ? n - p->ncarry : 0;
 }
@@ -103,6 +100,12 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         }
         if (n == 0 || p->closing)
                 return;
+        if (!p->grown && (size_t)n >= CELLA_FRAME_DATA_CHUNK && p->fd >= 0) {
+                /* a full chunk: the command writes in bulk, a larger pipe takes more per
+                 * read (refused beyond the user's pipe quota: it stays as it is) */
+                p->grown = true;
+                (void)fcntl(p->fd, F_SETPIPE_SZ, CELLA_PUMP_PIPE_SIZE);
+        }
         deliver(p, (size_t)n);
         if (p->reading && pump_allowance(p) == 0)
                 pump_pause(p);
@@ -331,6 +334,13 @@ size_t pump_credit(const struct stream *s)
                 return 0;
         return s->send_credit < CELLA_FRAME_DATA_CHUNK ? (size_t)s->send_credit
                                                        : CELLA_FRAME_DATA_CHUNK;
+}
+
+size_t pump_credit_bulk(const struct stream *s)
+{
+        if (stream_congested(s))
+                return 0;
+        return s->send_credit < CELLA_PUMP_READ ? (size_t)s->send_credit : CELLA_PUMP_READ;
 }
 
 int pump_emit(struct stream *s, uint8_t type, const void *data, size_t n)

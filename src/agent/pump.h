@@ -6,10 +6,12 @@
  * pty master that is also written to, a uv_poll_t (pump_open_poll). Reading is driven by
  * the owner's ops:
  *   allowance   how many bytes the sink takes now (a stream's window credit, room in a
- *               bounded buffer); 0 pauses reading until pump_resume. NULL: always a chunk
- *               (a log or a ring that never pushes back).
- *   on_data     bytes read. They live in one buffer shared by every pump (one loop thread,
- *               CELLA_FRAME_DATA_CHUNK bytes: reads are that large): valid during the call.
+ *               bounded buffer; at most CELLA_PUMP_READ is read at once); 0 pauses reading
+ *               until pump_resume. NULL: always a chunk (CELLA_FRAME_DATA_CHUNK: a log or a
+ *               ring that never pushes back).
+ *   on_data     bytes read, at most the allowance. They live in one buffer shared by every
+ *               pump (one loop thread, CELLA_PUMP_READ bytes): valid during the call.
+ *               A pipe whose read filled a chunk is grown to CELLA_PUMP_PIPE_SIZE.
  *   on_eof      end of output (EOF, a read error, EIO from a pty master): reading has
  *               stopped for good; the handle stays open until pump_close.
  *   on_closed   the handle is closed (after pump_close): the owner may free the memory.
@@ -60,6 +62,7 @@ struct pump {
         bool reading; /* pipe: uv_read_start is active */
         int poll_events;
         bool utf8;
+        bool grown; /* pipe: F_SETPIPE_SZ was tried */
         uint8_t ncarry;
         char carry[4];
 };
@@ -106,6 +109,9 @@ bool pump_all_done(const struct pump *p, size_t n);
 /* Bytes stream s may take now: its window credit, at most a chunk, 0 while the
  * connection is congested. */
 size_t pump_credit(const struct stream *s);
+/* The same, at most CELLA_PUMP_READ: for a sink that sends what it is given as it is (its
+ * own buffers are not involved). */
+size_t pump_credit_bulk(const struct stream *s);
 /* Send n bytes as one frame of type (STDOUT, STDERR, DATA) on s and spend its credit (at
  * most what is left). 0, or stream_send's -errno (nothing spent). */
 int pump_emit(struct stream *s, uint8_t type, const void *data, size_t n);

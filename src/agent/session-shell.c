@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -399,12 +400,33 @@ void session_job_finish(struct job *j)
         session_job_maybe_free(j);
 }
 
+/* The grace is for writers that outlive the command (`server &` holds the FIFO open):
+ * what the command itself wrote before its status is still read whole, however long the
+ * client takes it (the pumps wait for credit meanwhile). */
 static void on_output_grace(uv_timer_t *t)
 {
         struct job *j = t->data;
 
-        if (!j->finished)
-                session_job_finish(j);
+        if (j->finished)
+                return;
+        if (j->owed[0] || j->owed[1]) {
+                uv_timer_start(&j->grace, on_output_grace, OUTPUT_GRACE_MS, 0);
+                return;
+        }
+        session_job_finish(j);
+}
+
+/* What each FIFO holds now: owed to the client before the job may end. */
+static void note_owed(struct job *j)
+{
+        for (int i = 0; i < 2; i++) {
+                int n = 0;
+
+                j->owed[i] = pump_is_live(&j->out[i]) && j->out[i].fd >= 0 &&
+                                             ioctl(j->out[i].fd, FIONREAD, &n) == 0 && n > 0
+                                     ? (size_t)n
+                                     : 0;
+        }
 }
 
 static void job_check_done(struct job *j)
@@ -420,8 +442,10 @@ static void job_check_done(struct job *j)
                 session_job_finish(j);
                 return;
         }
-        if (!uv_is_active((uv_handle_t *)&j->grace))
+        if (!uv_is_active((uv_handle_t *)&j->grace)) {
+                note_owed(j);
                 uv_timer_start(&j->grace, on_output_grace, OUTPUT_GRACE_MS, 0);
+        }
 }
 
 /* The pumps' sink: STDOUT/STDERR frames within the window; a detached job's output is
@@ -435,7 +459,8 @@ static size_t job_allowance(struct pump *p)
                 return 0;
         if (!j->s.conn)
                 return CELLA_FRAME_DATA_CHUNK;
-        n = pump_credit(&j->s);
+        /* the filter rewrites into fbuf: a chunk at most */
+        n = j->filtering && p->index == 1 ? pump_credit(&j->s) : pump_credit_bulk(&j->s);
         if (j->filtering && p->index == 1) {
                 /* what the filter holds goes out with the next read: credit for both */
                 size_t held = name_filter_held(&j->nf);
@@ -459,7 +484,10 @@ static void job_send(struct job *j, int i, const char *data, size_t n)
 
 static void job_out_data(struct pump *p, const char *data, size_t n)
 {
-        job_send(p->owner, p->index, data, n);
+        struct job *j = p->owner;
+
+        j->owed[p->index] -= MIN(n, j->owed[p->index]);
+        job_send(j, p->index, data, n);
 }
 
 static void job_out_eof(struct pump *p)
@@ -467,6 +495,7 @@ static void job_out_eof(struct pump *p)
         struct job *j = p->owner;
         int i = p->index;
 
+        j->owed[i] = 0;
         if (i == 1 && j->filtering && j->s.conn) {
                 size_t k = name_filter_flush(&j->nf, j->fbuf);
 

@@ -45,6 +45,7 @@ struct job {
         int hold[2];         /* the agent's own write ends of the FIFOs */
         uv_timer_t timer;    /* timeout, then the grace before the shell is killed */
         uv_timer_t grace;    /* output after the status */
+        size_t owed[2];      /* bytes in each FIFO when the status came, not yet read */
         unsigned open_handles;
         /* stderr through the filter that names the script "bash" (name-filter.h) */
         bool filtering;

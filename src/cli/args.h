@@ -64,6 +64,9 @@ struct cli_args {
         long depth;         /* --depth N (0: not given) */
         const char *dir;    /* --dir */
         const char *ttl;    /* backup create --ttl SECONDS */
+        bool gitignore;     /* backup create --gitignore */
+        bool consistent;    /* backup create --consistent */
+        bool no_multipart;  /* backup create --no-multipart */
         /* exposed ports */
         const char *port_name;  /* expose --name */
         const char *port_token; /* expose --token (after the command word "expose"; before

@@ -61,9 +61,17 @@ int cmd_backup(cella_client *c, struct cli_args *a)
                                 return 2;
                         }
                 }
+                struct cella_backup_options o = {
+                        .name = a->port_name,
+                        .ttl_s = (int64_t)ttl,
+                        .gitignore = a->gitignore,
+                        .excludes = a->exclude,
+                        .nexcludes = (size_t)a->nexclude,
+                        .consistent = a->consistent,
+                        .no_multipart = a->no_multipart,
+                };
                 return cli_answer(c, a,
-                                  cella_backup_create(c, a->pos[2], a->pos[3], a->port_name,
-                                                      (int64_t)ttl, &text),
+                                  cella_backup_create_with(c, a->pos[2], a->pos[3], &o, &text),
                                   &text, print_backup);
         }
         if (strcmp(a->pos[1], "restore") == 0) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/args.h"
 #include "cli/cli.h"
@@ -22,7 +23,13 @@ int cmd_exec(cella_client *c, struct cli_args *a)
                 o.env = a->env;
         if (cli_join((char **)a->pos + 2, a->npos - 2, &cmd) < 0)
                 return cli_api_fail(c, CELLA_ERR_NOMEM);
-        r = cella_exec_stream(c, a->pos[1], cmd.data, &o, &cb, &code);
+        /* Output to a file or a pipe: the raw form, stdout passed on as it arrives and
+         * stderr after it (its first 64 KiB); to a terminal, events, so that stderr comes
+         * in its place between the lines of stdout. */
+        if (isatty(STDOUT_FILENO))
+                r = cella_exec_stream(c, a->pos[1], cmd.data, &o, &cb, &code);
+        else
+                r = cella_exec_raw(c, a->pos[1], cmd.data, &o, &cb, &code);
         buf_free(&cmd);
         if (r < 0) {
                 /* `exit 3` ended the session's shell: that is the command's exit status, as

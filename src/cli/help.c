@@ -262,7 +262,8 @@ const struct cli_command cli_commands[] = {
          "  --json   the server's JSON (NEW's SandboxInfo)\n",
          "  cella fork box box-2\n", 1},
         {"backup", "archive a sandbox's directory, restore it, list and delete backups",
-         "cella backup create NAME DIR [--name LABEL] [--ttl SECONDS] [--json]\n"
+         "cella backup create NAME DIR [--name LABEL] [--ttl SECONDS] [--exclude PATTERN]...\n"
+         "                   [--gitignore] [--consistent] [--no-multipart] [--json]\n"
          "cella backup restore NAME BACKUP [--dir DIR] [--json]\n"
          "cella backup ls [--json]\n"
          "cella backup rm BACKUP",
@@ -273,9 +274,15 @@ const struct cli_command cli_commands[] = {
          "expires after its ttl (default 3 days) and cannot be restored then.\n",
          "  --name L     create: a label for the backup\n"
          "  --ttl S      create: seconds the backup is kept (default 259200)\n"
+         "  --exclude P  create: leave out what gitignore pattern P (relative to DIR) matches;\n"
+         "               repeatable, '!P' takes back what a .gitignore left out\n"
+         "  --gitignore  create: leave out what the .gitignore files under DIR ignore\n"
+         "  --consistent create: freeze the sandbox while DIR is read (one point in time)\n"
+         "  --no-multipart create: to S3, spool the archive and upload it in one PUT\n"
          "  --dir D      restore: the directory to replace (default: the backup's)\n"
          "  --json       the server's JSON\n",
          "  cella backup create box /workspace/app --ttl 86400\n"
+         "  cella backup create box /workspace/app --gitignore --exclude '*.log'\n"
          "  cella backup restore box-2 0b5e6f0e-2c64-4d0c-9d44-52c1f1b8a0e3\n",
          0},
         {"mcp", "serve the Model Context Protocol on stdin/stdout (for AI agents)", "cella mcp",

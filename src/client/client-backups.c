@@ -36,6 +36,35 @@ int cella_backup_create(cella_client *c, const char *sandbox, const char *dir, c
                                    ret_json);
 }
 
+int cella_backup_create_with(cella_client *c, const char *sandbox, const char *dir,
+                             const struct cella_backup_options *o, char **ret_json)
+{
+        json_t *b = json_pack("{s:s}", "dir", dir ? dir : "");
+        json_t *ex = NULL;
+        bool bad = !b;
+
+        if (o && !bad) {
+                bad = (o->name && json_object_set_new(b, "name", json_string(o->name)) < 0) ||
+                      (o->ttl_s > 0 && json_object_set_new(b, "ttl", json_integer(o->ttl_s)) < 0) ||
+                      (o->gitignore && json_object_set_new(b, "gitignore", json_true()) < 0) ||
+                      (o->consistent && json_object_set_new(b, "consistent", json_true()) < 0) ||
+                      (o->no_multipart && json_object_set_new(b, "multipart", json_false()) < 0);
+                if (!bad && o->nexcludes > 0) {
+                        ex = json_array();
+                        for (size_t i = 0; ex && i < o->nexcludes; i++)
+                                if (json_array_append_new(ex, json_string(o->excludes[i])) < 0)
+                                        bad = true;
+                        bad = bad || !ex || json_object_set_new(b, "excludes", ex) < 0;
+                }
+        }
+        if (bad) {
+                json_decref(b);
+                return CELLA_ERR_NOMEM;
+        }
+        return client_request_json(c, "POST", client_sandbox_url(c, sandbox, "/backups", NULL), b,
+                                   ret_json);
+}
+
 int cella_backup_restore(cella_client *c, const char *sandbox, const char *id, const char *dir,
                          char **ret_json)
 {

@@ -39,8 +39,11 @@ struct sink {
         struct buf body; /* JSON answers, and error bodies always */
         int (*stream)(const char *p, size_t n, void *ud); /* success bodies, if set */
         void *ud;
-        int stream_err; /* first error a stream callback returned */
-        bool checked;   /* status looked at */
+        /* each header line of the answer, trailers included (if set; CURLOPT_HEADERFUNCTION) */
+        void (*header)(const char *line, size_t n, void *ud);
+        size_t read_size; /* curl's receive buffer (0: its default) */
+        int stream_err;   /* first error a stream callback returned */
+        bool checked;     /* status looked at */
         bool is_error;
 };
 

@@ -7,6 +7,8 @@
 
 #include "cella/cella.h"
 #include "client/client-internal.h"
+#include "client/raw.h"
+#include "client/sse.h"
 #include "common/base64.h"
 #include "common/buf.h"
 #include "common/json-cleanup.h"
@@ -121,7 +123,22 @@ struct exec_stream {
 static int on_exec_event(const char *event, const char *data, size_t len, void *ud)
 {
         struct exec_stream *x = ud;
-        _cleanup_json_ json_t *j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
+        const char *text;
+        size_t tlen;
+        int which = sse_plain_output(data, len, &text, &tlen);
+        _cleanup_json_ json_t *j = NULL;
+
+        if (which >= 0) {
+                int (*fn)(const void *, size_t, void *) =
+                        x->cb ? (which ? x->cb->on_stderr : x->cb->on_stdout) : NULL;
+
+                if (fn && tlen && fn(text, tlen, x->cb->userdata) != 0) {
+                        client_errorf(x->c, "CANCELLED", "stopped by the caller");
+                        return CELLA_ERR_CALLBACK;
+                }
+                return 0;
+        }
+        j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
         const char *type = j ? json_string_value(json_object_get(j, "type")) : NULL;
         int r = 0;
 
@@ -199,6 +216,97 @@ int cella_exec_stream(cella_client *c, const char *sandbox, const char *command,
         }
         return event_stream(c, "POST", client_url(c, sandbox, "/exec", NULL, NULL, NULL), body, cb,
                             ret_exit_code);
+}
+
+/* ---- the raw form: stdout as the body, the end in trailers ---- */
+
+struct exec_raw {
+        cella_client *c;
+        const struct cella_exec_callbacks *cb;
+        bool started;
+        struct raw_end end;
+};
+
+static int raw_body(const char *p, size_t n, void *ud)
+{
+        struct exec_raw *x = ud;
+
+        if (x->cb && x->cb->on_stdout && n && x->cb->on_stdout(p, n, x->cb->userdata) != 0) {
+                client_errorf(x->c, "CANCELLED", "stopped by the caller");
+                return CELLA_ERR_CALLBACK;
+        }
+        return 0;
+}
+
+static void raw_header(const char *line, size_t n, void *ud)
+{
+        struct exec_raw *x = ud;
+
+        raw_end_line(&x->end, line, n);
+        if (x->end.has_pid && !x->started) {
+                x->started = true;
+                if (x->cb && x->cb->on_start)
+                        x->cb->on_start(x->end.pid, x->cb->userdata);
+        }
+}
+
+int cella_exec_raw(cella_client *c, const char *sandbox, const char *command,
+                   const struct cella_exec_options *o, const struct cella_exec_callbacks *cb,
+                   int *ret_exit_code)
+{
+        struct exec_raw x = {.c = c, .cb = cb, .end = {.err = BUF_INIT}};
+        struct sink s = {.body = BUF_INIT,
+                         .stream = raw_body,
+                         .header = raw_header,
+                         .read_size = CELLA_CLIENT_RAW_READ,
+                         .ud = &x};
+        json_t *body = exec_body(command, o);
+        char *url = client_url(c, sandbox, "/exec", NULL, NULL, NULL);
+        char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+        int r;
+
+        json_decref(body);
+        if (!body || !text || !url) {
+                free(text);
+                free(url);
+                if (!body) {
+                        client_errorf(c, "VALIDATION_FAILED",
+                                      "invalid exec options (env must be K=V)");
+                        return CELLA_ERR_INVALID;
+                }
+                return CELLA_ERR_NOMEM;
+        }
+        r = client_perform(c, "POST", url, text, NULL, "application/octet-stream", &s);
+        free(text);
+        free(url);
+        buf_free(&s.body);
+        if (r >= 0 && x.end.err.len && cb && cb->on_stderr) {
+                _cleanup_buf_ struct buf e = BUF_INIT;
+
+                if (base64_decode(&e, x.end.err.data, x.end.err.len) < 0) {
+                        client_errorf(c, "INVALID_RESPONSE", "malformed Cella-Stderr trailer");
+                        r = CELLA_ERR_INVALID;
+                } else if (e.len && cb->on_stderr(e.data, e.len, cb->userdata) != 0) {
+                        client_errorf(c, "CANCELLED", "stopped by the caller");
+                        r = CELLA_ERR_CALLBACK;
+                }
+        }
+        raw_end_free(&x.end);
+        if (r < 0)
+                return r;
+        if (x.end.has_error) {
+                client_errorf(c, x.end.code, "%s", x.end.message);
+                if (ret_exit_code && x.end.has_exit)
+                        *ret_exit_code = x.end.exit_code;
+                return CELLA_ERR_API;
+        }
+        if (!x.end.has_exit) {
+                client_errorf(c, "INCOMPLETE", "the answer ended before the command did");
+                return CELLA_ERR_TRANSPORT;
+        }
+        if (ret_exit_code)
+                *ret_exit_code = x.end.exit_code;
+        return CELLA_OK;
 }
 
 /* .../processes[/<id>][tail] */

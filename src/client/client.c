@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,21 @@
 #include "common/limits.h"
 #include "common/macros.h"
 
-static int once = 0; /* curl_global_init done */
+/* libcurl's global init (and with it OpenSSL's) once per process: pthread_once, since
+ * clients are made on several threads (the MCP engine's workers). */
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+static int global_rc;
+
+static void global_init(void)
+{
+        global_rc = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 0 : CELLA_ERR_TRANSPORT;
+}
+
+int cella_global_init(void)
+{
+        pthread_once(&global_once, global_init);
+        return global_rc;
+}
 
 void cella_free(void *p)
 {
@@ -33,11 +48,8 @@ int cella_client_new(const char *url, const char *token, cella_client **ret)
         cella_client *c;
         size_t n;
 
-        if (!once) {
-                if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
-                        return CELLA_ERR_TRANSPORT;
-                once = 1;
-        }
+        if (cella_global_init() < 0)
+                return CELLA_ERR_TRANSPORT;
         if (!url)
                 url = getenv("CELLA_URL");
         if (!url || !*url)
@@ -182,6 +194,14 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *ud)
         return n;
 }
 
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+        struct sink *s = ud;
+
+        s->header(p, size * nmemb, s->ud);
+        return size * nmemb;
+}
+
 /* Turn an error body into code/message. */
 static int api_error(cella_client *c, const struct buf *body)
 {
@@ -244,6 +264,12 @@ int client_perform(cella_client *c, const char *method, const char *url, const c
         curl_easy_setopt(c->curl, CURLOPT_XFERINFOFUNCTION, on_xfer);
         curl_easy_setopt(c->curl, CURLOPT_XFERINFODATA, c);
         curl_easy_setopt(c->curl, CURLOPT_NOPROGRESS, 0L);
+        if (s->header) {
+                curl_easy_setopt(c->curl, CURLOPT_HEADERFUNCTION, on_header);
+                curl_easy_setopt(c->curl, CURLOPT_HEADERDATA, s);
+        }
+        if (s->read_size)
+                curl_easy_setopt(c->curl, CURLOPT_BUFFERSIZE, (long)s->read_size);
         if (atomic_load(&c->interrupted)) {
                 client_errorf(c, "INTERRUPTED", "the call was interrupted");
                 return CELLA_ERR_CALLBACK;

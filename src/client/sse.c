@@ -3,6 +3,8 @@
 
 #include "client/sse.h"
 
+#include "common/utf8.h"
+
 void sse_parser_init(struct sse_parser *p, size_t max_line)
 {
         memset(p, 0, sizeof(*p));
@@ -94,4 +96,38 @@ int sse_parser_feed(struct sse_parser *p, const char *chunk, size_t len, sse_eve
                 i = j;
         }
         return 0;
+}
+
+/* The common output event, {"type":"stdout"|"stderr","data":"<text without escapes>",
+ * "timestamp":"..."} as cellad writes it: its text in place (no parse, no copy), in
+ * *ret_text; 0 (stdout) or 1 (stderr), or -1 for anything else (parsed as JSON). */
+int sse_plain_output(const char *d, size_t len, const char **ret_text, size_t *ret_len)
+{
+        static const char *const heads[2] = {"{\"type\":\"stdout\",\"data\":\"",
+                                             "{\"type\":\"stderr\",\"data\":\""};
+        static const char tail[] = "\",\"timestamp\":\"";
+        const char *text, *q, *end = d + len;
+        int which;
+
+        if (len < 32 || memcmp(d, heads[0], 8) != 0)
+                return -1;
+        which = memcmp(d, heads[0], strlen(heads[0])) == 0   ? 0
+                : memcmp(d, heads[1], strlen(heads[1])) == 0 ? 1
+                                                             : -1;
+        if (which < 0)
+                return -1;
+        text = d + strlen(heads[which]);
+        q = memchr(text, '"', (size_t)(end - text));
+        /* an escape (or a raw control character) anywhere: the JSON parser decides */
+        if (!q || memchr(text, '\\', (size_t)(q - text)) || (size_t)(end - q) < sizeof(tail) + 2 ||
+            memcmp(q, tail, sizeof(tail) - 1) != 0 || end[-1] != '}' || end[-2] != '"' ||
+            memchr(q + sizeof(tail) - 1, '"', (size_t)(end - 2 - (q + sizeof(tail) - 1))) ||
+            !utf8_is_valid(text, (size_t)(q - text)))
+                return -1;
+        for (const char *c = text; c < q; c++)
+                if ((unsigned char)*c < 0x20)
+                        return -1;
+        *ret_text = text;
+        *ret_len = (size_t)(q - text);
+        return which;
 }

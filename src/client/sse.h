@@ -30,4 +30,10 @@ int sse_parser_feed(struct sse_parser *p, const char *chunk, size_t len, sse_eve
                     void *userdata);
 void sse_parser_free(struct sse_parser *p);
 
+/* An exec output event's data (a dispatched event's) in the one shape cellad writes it:
+ * {"type":"stdout"|"stderr","data":"<UTF-8 text without a backslash or a control
+ * character>","timestamp":"<text without a quote>"}. 0 (stdout) or 1 (stderr) with the text
+ * in place in *ret_text, *ret_len; -1 for anything else (for a JSON parser to read). */
+int sse_plain_output(const char *d, size_t len, const char **ret_text, size_t *ret_len);
+
 #endif

@@ -19,6 +19,13 @@
 #define CELLA_HTTP_HEADER_TIMEOUT_MS (20 * 1000)  /* a request's head, first byte to last */
 #define CELLA_HTTP_BODY_IDLE_MS (30 * 1000)       /* no body byte while it is read: 408 */
 #define CELLA_HTTP_JSON_BODY_TIMEOUT_MS (60 * 1000) /* a whole JSON body, after its head */
+/* Lingering close: after the answer of a connection that is closed with request bytes maybe
+ * still unread (an error answered before the body), what the client still sends is read
+ * and dropped for this long or this much before the socket is closed, so that the close
+ * is not a reset that destroys the answer in the client's receive queue (nginx's
+ * lingering_time; h2o does the same). */
+#define CELLA_HTTP_LINGER_MS 2000
+#define CELLA_HTTP_LINGER_BYTES (1024 * 1024)
 #define CELLA_HTTP_SEND_TIMEOUT_MS (60 * 1000)      /* answer bytes queued and none taken: close */
 #define CELLA_HTTP_SWEEP_MS 1000                    /* how often deadlines are checked */
 /* Daemon-wide bytes held for clients (buffered exec output, JSON bodies being read):
@@ -37,17 +44,27 @@
 #define CELLA_FRAME_HEADER 12
 #define CELLA_FRAME_MAX (1024 * 1024)      /* payload bytes per frame */
 #define CELLA_FRAME_DATA_CHUNK (64 * 1024) /* preferred DATA/STDOUT chunk */
-#define CELLA_STREAM_WINDOW (1024 * 1024)  /* initial per-stream credit, each direction */
+#define CELLA_STREAM_WINDOW (4096 * 1024)  /* initial per-stream credit, each direction */
 #define CELLA_AGENT_MAX_STREAMS 1024       /* concurrent streams per connection */
 #define CELLA_WATCH_MAX_PATTERNS 32        /* include + exclude globs of one file watch */
 #define CELLA_WATCH_PATTERN_MAX 256        /* bytes of one glob */
 #define CELLA_WATCH_MAX_DIRS 4096          /* directories watched by one file watch */
 #define CELLA_WATCH_QUEUE_MAX 1024         /* events held for a slow client, then overflow */
 
+/* A command's output read at once by cella-init's pump (exec, a session's command) and so
+ * the largest STDOUT/STDERR frame; its pipe grows to CELLA_PUMP_PIPE_SIZE once a read
+ * fills a chunk (a command writing in bulk, not every idle one). Below cellad's mmap
+ * threshold (256 KiB, main.c) with a frame's or an SSE event's overhead, so that a frame's
+ * buffers come from the heap, not from an mmap and its page faults per frame. */
+#define CELLA_PUMP_READ (240 * 1024)
+#define CELLA_PUMP_PIPE_SIZE (1024 * 1024)
+
 /* Exec */
 #define CELLA_EXEC_MAX_BUFFERED (64 * 1024 * 1024) /* buffered (non-SSE) output per stream */
 /* Buffered output per stream held whatever the daemon's --buffer-budget (beyond: budget) */
 #define CELLA_EXEC_BUFFER_RESERVE (64 * 1024)
+/* The raw form's stderr, kept for its trailers (docs/api.md) */
+#define CELLA_EXEC_RAW_STDERR (64 * 1024)
 #define CELLA_EXEC_MAX_COMMAND (1024 * 1024)
 #define CELLA_EXEC_MAX_ENV 1024
 #define CELLA_EXEC_MAX_TIMEOUT_MS (7LL * 24 * 3600 * 1000) /* per-command timeout: 7 days */
@@ -164,6 +181,9 @@
 #define CELLA_IMAGE_MAX_PACKAGES 64            /* extra packages of one build */
 #define CELLA_IMAGE_PACKAGE_MAX 100            /* a package name's length */
 
+/* libcella's receive buffer for the raw form */
+#define CELLA_CLIENT_RAW_READ (512 * 1024)
+
 /* libcella (src/client/): what it accepts from a server */
 #define CELLA_CLIENT_SSE_LINE_MAX (4 * 1024 * 1024)       /* an SSE line of exec/watch events */
 #define CELLA_CLIENT_SSE_CODE_LINE_MAX (64 * 1024 * 1024) /* a code run's (a PNG is one line) */
@@ -215,11 +235,19 @@
 #define CELLA_BACKUP_S3_LIST_MAX (1024 * 1024) /* one ListObjectsV2 answer */
 #define CELLA_BACKUP_ERROR_MAX 240             /* what the archiver says when it fails */
 #define CELLA_BACKUP_PIPE_BYTES (1024 * 1024)  /* the archive's pipe to and from cella-archive */
+#define CELLA_BACKUP_PATTERN_MAX 1024          /* bytes of one exclude or .gitignore pattern */
+#define CELLA_BACKUP_EXCLUDES_MAX 256          /* patterns in a backup's excludes */
+#define CELLA_BACKUP_EXCLUDES_BYTES 16384      /* bytes of a backup's excludes together */
+#define CELLA_BACKUP_GITIGNORE_BYTES 65536     /* bytes of one .gitignore a backup reads */
+#define CELLA_BACKUP_GITIGNORE_ACTIVE 4096     /* .gitignore patterns in effect for one path */
+#define CELLA_BACKUP_GITIGNORE_TOTAL 16384     /* .gitignore patterns one backup reads */
+#define CELLA_BACKUP_PART_BYTES (8 << 20)      /* an S3 multipart upload's part (S3: >= 5 MiB) */
+#define CELLA_BACKUP_PARTS_MAX 10000           /* parts of one S3 multipart upload (S3's) */
 
 /* The cluster on etcd (src/daemon/etcd.c, cluster.c; docs/decisions/0055-cluster.md) */
 #define CELLA_ETCD_ENDPOINTS_MAX 16             /* endpoints in --cluster etcd=... */
 #define CELLA_ETCD_SPEC_MAX 4096                /* bytes of --cluster */
-#define CELLA_ETCD_ANSWER_MAX (4 * 1024 * 1024) /* bytes of one answer of the gateway */
+#define CELLA_ETCD_ANSWER_MAX (8 * 1024 * 1024) /* bytes of one answer of the gateway */
 #define CELLA_ETCD_RANGE_MAX 100000             /* keys one range answer may hold */
 #define CELLA_ETCD_CONNECT_TIMEOUT_MS 1000      /* connecting to one endpoint within */
 #define CELLA_ETCD_ATTEMPT_TIMEOUT_MS 2500      /* one attempt at one endpoint answered within */
@@ -231,5 +259,19 @@
 #define CELLA_CLUSTER_URL_MAX 255            /* bytes of --advertise */
 #define CELLA_CLUSTER_KEY_MAX 256            /* bytes of a name's key in etcd */
 #define CELLA_CLUSTER_IMAGES_MAX 256         /* images a node's record lists */
+#define CELLA_CLUSTER_KEYS_POLL_MS 500       /* a node reads the keys' marker this often */
+#define CELLA_CLUSTER_KEYS_RELOAD_MS 30000   /* and every key at least this often */
+#define CELLA_CLUSTER_CLAIM_TRIES 16         /* a quota-held claim's txn tried at most */
+/* Forwarding between nodes (decision 0056) */
+#define CELLA_CLUSTER_AUTH_SKEW_MS 10000  /* a forwarded request's clock skew accepted, each way */
+#define CELLA_CLUSTER_AUTH_NONCES 65536   /* nonces remembered for replays (2 skews' worth) */
+#define CELLA_CLUSTER_AUTH_HEADER_MAX 512 /* bytes of an X-Cella-Cluster value */
+#define CELLA_CLUSTER_SECRET_MIN 16       /* bytes of --cluster-secret-file, at least */
+#define CELLA_CLUSTER_SECRET_MAX 4096     /* and at most */
+#define CELLA_FORWARD_CACHE_MS 1000       /* a name's owner and the nodes' records, cached */
+#define CELLA_FORWARD_CACHE_MAX 4096 /* owners cached (slots by hash: a newer name takes one) */
+
+#define CELLA_CLUSTER_DRAIN_STOP_WAIT_MS 30000 /* cellad --drain waits this long for the stop */
+#define CELLA_CLUSTER_DRAIN_STOP_DELAY_MS 200  /* a drained node stops this long after its answer */
 
 #endif

@@ -1,9 +1,24 @@
 /* UTF-8 validation; see utf8.h. */
 #include "common/utf8.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "common/buf.h"
+
+/* Bytes from i on that are ASCII, eight at a time (the common case: text). */
+static size_t ascii_run(const unsigned char *p, size_t i, size_t len)
+{
+        while (i + 8 <= len) {
+                uint64_t w;
+
+                memcpy(&w, p + i, 8);
+                if (w & 0x8080808080808080ull)
+                        break;
+                i += 8;
+        }
+        return i;
+}
 
 int utf8_char_len(const unsigned char *s, size_t len)
 {
@@ -49,8 +64,12 @@ size_t utf8_valid_prefix(const char *s, size_t len)
         size_t i = 0;
 
         while (i < len) {
-                int n = p[i] < 0x80 ? 1 : utf8_char_len(p + i, len - i);
+                int n;
 
+                i = ascii_run(p, i, len);
+                if (i >= len)
+                        break;
+                n = p[i] < 0x80 ? 1 : utf8_char_len(p + i, len - i);
                 if (n <= 0)
                         break;
                 i += (size_t)n;
@@ -66,6 +85,9 @@ bool utf8_is_valid(const char *s, size_t len)
         while (i < len) {
                 int n;
 
+                i = ascii_run(p, i, len);
+                if (i >= len)
+                        break;
                 if (p[i] < 0x80) {
                         i++;
                         continue;

@@ -189,7 +189,7 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
 {
         struct agent_conn *c = h->data;
         char *p;
-        int room = frame_reader_space(&c->in, 64 * 1024, &p);
+        int room = frame_reader_space(&c->in, CELLA_FRAME_HEADER + CELLA_PUMP_READ, &p);
 
         (void)suggested;
         *ret = room < 0 ? uv_buf_init(NULL, 0) : uv_buf_init(p, (unsigned)room);

@@ -9,6 +9,7 @@
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
 #include "daemon/backup-archive.h"
+#include "daemon/backup-ignore.h"
 #include "daemon/backup-store.h"
 #include "daemon/backup.h"
 #include "daemon/sandbox-directory.h"
@@ -19,16 +20,71 @@ int api_decode_backup_create(const char *body, size_t len, struct api_backup_cre
                              struct cella_error *err)
 {
         const char *dir = NULL, *name = NULL;
-        json_t *ttl = NULL;
+        json_t *ttl = NULL, *excludes = NULL, *gitignore = NULL, *consistent = NULL,
+               *multipart = NULL;
         json_error_t je;
 
         memset(ret, 0, sizeof(*ret));
         ret->ttl_s = CELLA_BACKUP_TTL_DEFAULT;
+        ret->multipart = true;
         _cleanup_json_ json_t *j = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-        if (!j || json_unpack_ex(j, &je, JSON_STRICT, "{s:s, s?s, s?o}", "dir", &dir, "name", &name,
-                                 "ttl", &ttl) < 0)
+        if (!j ||
+            json_unpack_ex(j, &je, JSON_STRICT, "{s:s, s?s, s?o, s?o, s?o, s?o, s?o}", "dir", &dir,
+                           "name", &name, "ttl", &ttl, "excludes", &excludes, "gitignore",
+                           &gitignore, "consistent", &consistent, "multipart", &multipart) < 0)
                 return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
-                                       "body must be {dir, name?, ttl?}: %s", je.text);
+                                       "body must be {dir, name?, ttl?, gitignore?, excludes?, "
+                                       "consistent?, multipart?}: %s",
+                                       je.text);
+        struct {
+                const char *key;
+                json_t *v;
+                bool *out;
+        } flags[] = {{"gitignore", gitignore, &ret->gitignore},
+                     {"consistent", consistent, &ret->consistent},
+                     {"multipart", multipart, &ret->multipart}};
+        for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+                if (!flags[i].v || json_is_null(flags[i].v))
+                        continue;
+                if (!json_is_boolean(flags[i].v))
+                        return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                               "%s must be true or false", flags[i].key);
+                *flags[i].out = json_is_true(flags[i].v);
+        }
+        if (excludes && !json_is_null(excludes)) {
+                size_t i, used = 0;
+                json_t *e;
+
+                if (!json_is_array(excludes))
+                        return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                               "excludes must be an array of patterns");
+                if (json_array_size(excludes) > CELLA_BACKUP_EXCLUDES_MAX)
+                        return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                               "more than %d exclude patterns",
+                                               CELLA_BACKUP_EXCLUDES_MAX);
+                json_array_foreach(excludes, i, e)
+                {
+                        const char *pat = json_string_value(e);
+                        size_t pl = pat ? json_string_length(e) : 0;
+
+                        if (!pat)
+                                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                                       "excludes[%zu] is not a string", i);
+                        if (strlen(pat) != pl)
+                                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                                       "excludes[%zu] has a NUL", i);
+                        if (ignore_pattern_check(pat, pl, err) < 0)
+                                return -1;
+                        if (used + pl + 1 > sizeof(ret->excludes))
+                                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                                       "excludes are longer than %d bytes "
+                                                       "together",
+                                                       CELLA_BACKUP_EXCLUDES_BYTES);
+                        memcpy(ret->excludes + used, pat, pl + 1);
+                        used += pl + 1;
+                        ret->nexcludes++;
+                }
+        }
         if (backup_dir_check(dir, err) < 0)
                 return -1;
         snprintf(ret->dir, sizeof(ret->dir), "%s", dir);
@@ -153,9 +209,8 @@ static void got_sandbox(struct http_request *req, struct sandbox *sb, void *ud)
                                 r->a->cfg.backups, sb, r->id, r->dir[0] ? r->dir : NULL,
                                 r->owner_any ? NULL : r->owner, answered_200, req, &err);
                 else
-                        rc = backups_create(r->a->cfg.backups, sb, r->create.dir,
-                                            r->create.has_name ? r->create.name : NULL,
-                                            r->create.ttl_s, answered_201, req, &err);
+                        rc = backups_create_with(r->a->cfg.backups, sb, &r->create, answered_201,
+                                                 req, &err);
                 if (rc < 0) {
                         http_request_unref(req);
                         http_respond_error(req, &err, NULL);

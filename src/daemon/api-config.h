@@ -10,6 +10,7 @@ struct sandbox_table;
 struct mem_budget;
 struct backups;
 struct cluster;
+struct forward;
 
 struct api_config {
         uv_loop_t *loop;
@@ -23,6 +24,7 @@ struct api_config {
         struct mem_budget *budget;  /* buffered exec output is counted here (may be NULL) */
         struct backups *backups;    /* backups (backup.h); NULL: none */
         struct cluster *cluster;    /* the cluster this node is in (cluster.h); NULL: none */
+        struct forward *forward;    /* forwarding to other nodes (forward.h); NULL: none */
 };
 
 #endif

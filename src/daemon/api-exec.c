@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/json-cleanup.h"
 #include "common/limits.h"
 #include "common/timeutil.h"
@@ -21,6 +22,11 @@ struct exec_op {
         struct api_exec in;
         uint64_t start_us;
         int pid;
+        /* the raw form: stdout is the body, stderr is kept for a trailer */
+        bool raw_begun;
+        bool raw_ended;
+        struct buf raw_err;
+        bool raw_err_cut;
 };
 
 static int64_t duration_ms(const struct exec_op *op)
@@ -124,9 +130,178 @@ static void on_error_frame(struct exec_op *op, const struct frame *f)
         }
 }
 
+/* ---- the raw form: stdout as the body, stderr and the end in trailers ---- */
+
+#define RAW_TRAILERS                                                                       \
+        "Trailer: Cella-Exit-Code, Cella-Duration, Cella-Stderr, Cella-Stderr-Truncated, " \
+        "Cella-Error-Code, Cella-Error-Message\r\n"
+
+#define RAW_STDERR_LINE 3000 /* base64 characters per Cella-Stderr line (a multiple of 4) */
+
+static void raw_begin(struct exec_op *op)
+{
+        char extra[512];
+
+        if (op->raw_begun || op->base.finished || !op->base.http)
+                return;
+        op->raw_begun = true;
+        snprintf(extra, sizeof(extra),
+                 "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n" RAW_TRAILERS
+                 "Cella-Pid: %d\r\n",
+                 op->pid);
+        http_response_begin(op->base.http, 200, "application/octet-stream", -1, extra);
+}
+
+/* A header value from text: control characters (CR, LF among them) become spaces. */
+static void header_text(struct buf *b, const char *name, const char *text)
+{
+        size_t at;
+
+        if (buf_printf(b, "%s: ", name) < 0)
+                return;
+        at = b->len;
+        if (buf_append_str(b, text) < 0)
+                return;
+        for (size_t i = at; i < b->len; i++)
+                if ((unsigned char)b->data[i] < 0x20 || b->data[i] == 0x7f)
+                        b->data[i] = ' ';
+        buf_append_str(b, "\r\n");
+}
+
+/* End the body with the trailers: the exit code (code >= 0), the duration, stderr (base64,
+ * its first CELLA_EXEC_RAW_STDERR bytes) and the error, if any (e). Finishes. */
+static void raw_end(struct exec_op *op, json_int_t code, const struct cella_error *e)
+{
+        _cleanup_buf_ struct buf t = BUF_INIT;
+        _cleanup_buf_ struct buf b64 = BUF_INIT;
+        struct api_req *r = &op->base;
+
+        if (op->raw_ended || r->finished || !r->http) {
+                api_req_finish(r);
+                return;
+        }
+        op->raw_ended = true;
+        raw_begin(op);
+        if (code >= 0)
+                buf_printf(&t, "Cella-Exit-Code: %lld\r\n", (long long)code);
+        buf_printf(&t, "Cella-Duration: %lld\r\n", (long long)duration_ms(op));
+        /* base64 in lines of RAW_STDERR_LINE characters: a client's trailer line is short
+         * (curl takes 4 KiB); the lines join in order */
+        if (op->raw_err.len && base64_encode(&b64, op->raw_err.data, op->raw_err.len) == 0)
+                for (size_t at = 0; at < b64.len; at += RAW_STDERR_LINE)
+                        buf_printf(&t, "Cella-Stderr: %.*s\r\n",
+                                   (int)MIN((size_t)RAW_STDERR_LINE, b64.len - at), b64.data + at);
+        if (op->raw_err_cut)
+                buf_append_str(&t, "Cella-Stderr-Truncated: true\r\n");
+        if (e) {
+                buf_printf(&t, "Cella-Error-Code: %s\r\n", cella_code_name(e->code));
+                header_text(&t, "Cella-Error-Message", e->msg);
+        }
+        http_response_end_trailers(r->http, t.data ? t.data : "");
+        api_req_finish(r);
+}
+
+static void raw_stderr(struct exec_op *op, const uint8_t *data, size_t len)
+{
+        size_t n = MIN(len, (size_t)CELLA_EXEC_RAW_STDERR -
+                                    MIN(op->raw_err.len, (size_t)CELLA_EXEC_RAW_STDERR));
+
+        if (n && buf_append(&op->raw_err, data, n) < 0)
+                n = 0;
+        if (n < len)
+                op->raw_err_cut = true;
+}
+
+/* A frame of a raw exec. */
+static void raw_frame(struct exec_op *op, const struct frame *f)
+{
+        struct api_req *r = &op->base;
+
+        switch (f->type) {
+        case FRAME_STDOUT:
+                metrics_bytes(METRICS_BYTES_STDOUT, f->len);
+                raw_begin(op);
+                if (r->finished || op->raw_ended) {
+                        if (r->stream)
+                                agent_stream_ack(r->stream, f->len);
+                        return;
+                }
+                api_req_write(r, f->payload, f->len); /* credit back once the client took it */
+                return;
+        case FRAME_STDERR:
+                metrics_bytes(METRICS_BYTES_STDERR, f->len);
+                raw_stderr(op, f->payload, f->len);
+                if (r->stream)
+                        agent_stream_ack(r->stream, f->len);
+                return;
+        case FRAME_EXIT: {
+                struct api_exit x;
+
+                if (r->finished)
+                        return;
+                api_exit_parse(f, &x);
+                metrics_exec_done(http_request_start_us(r->http));
+                if (x.timed_out) {
+                        struct cella_error e = {0};
+
+                        metrics_error(CELLA_E_COMMAND_TIMEOUT);
+                        cella_error_set(
+                                &e, CELLA_E_COMMAND_TIMEOUT,
+                                "command timed out after %lld ms; its process tree was "
+                                "killed",
+                                (long long)(x.timeout_ms > 0 ? x.timeout_ms : op->in.timeout_ms));
+                        raw_end(op, -1, &e);
+                } else {
+                        raw_end(op, x.code, NULL);
+                }
+                return;
+        }
+        case FRAME_ERROR: {
+                struct cella_error e = {0};
+                json_int_t code = -1;
+
+                if (r->finished)
+                        return;
+                if (!op->raw_begun) {
+                        api_req_fail_frame(r, f); /* nothing sent yet: the JSON error */
+                        return;
+                }
+                api_error_parse(f, &e, &code);
+                metrics_error(e.code);
+                raw_end(op, code, &e);
+                return;
+        }
+        default:
+                return;
+        }
+}
+
+/* The agent stream closed before the end: a raw body already begun ends with the error. */
+static void on_closed(struct api_req *r, int err)
+{
+        struct exec_op *op = (struct exec_op *)r;
+        struct cella_error e = {0};
+
+        if (r->finished)
+                return;
+        if (r->mode != API_REQ_RAW || !op->raw_begun) {
+                api_req_lost(r, err);
+                return;
+        }
+        cella_error_set(&e, CELLA_E_SANDBOX_UNAVAILABLE, "the sandbox's agent went away (%s)",
+                        strerror(-err));
+        metrics_error(e.code);
+        raw_end(op, -1, &e);
+}
+
 static void on_frame(struct api_req *r, const struct frame *f)
 {
         struct exec_op *op = (struct exec_op *)r;
+
+        if (r->mode == API_REQ_RAW && f->type != FRAME_STARTED) {
+                raw_frame(op, f);
+                return;
+        }
 
         switch (f->type) {
         case FRAME_STARTED: {
@@ -136,6 +311,8 @@ static void on_frame(struct api_req *r, const struct frame *f)
                 if (j)
                         json_unpack(j, "{s?I}", "pid", &pid);
                 op->pid = (int)pid;
+                if (r->mode == API_REQ_RAW)
+                        raw_begin(op);
                 if (r->mode == API_REQ_SSE)
                         api_req_event(r,
                                       json_pack("{s:s, s:s, s:I}", "type", "start", "command",
@@ -171,6 +348,13 @@ static void exec_body(struct api_req *r, const char *body, size_t len)
                 api_req_fail(r, &err, NULL);
                 return;
         }
+        if (api_wants_raw(r->http) && !api_wants_sse(r->http) && http_request_is_http10(r->http)) {
+                cella_error_set(&err, CELLA_E_VALIDATION_FAILED,
+                                "Accept: application/octet-stream needs HTTP/1.1 (the exit code "
+                                "is a trailer of a chunked body)");
+                api_req_fail(r, &err, NULL);
+                return;
+        }
         if (!api_req_find_sandbox(r))
                 return;
         session = op->in.session_id                ? op->in.session_id
@@ -203,7 +387,9 @@ static void exec_body(struct api_req *r, const char *body, size_t len)
                                 })
                               : NULL;
         }
-        r->mode = api_wants_sse(r->http) ? API_REQ_SSE : API_REQ_JSON;
+        r->mode = api_wants_sse(r->http)   ? API_REQ_SSE
+                  : api_wants_raw(r->http) ? API_REQ_RAW
+                                           : API_REQ_JSON;
         op->start_us = time_mono_us();
         if (api_req_open(r, FRAME_EXEC, payload) == 0 && r->mode == API_REQ_SSE)
                 api_req_begin_sse(r);
@@ -212,9 +398,11 @@ static void exec_body(struct api_req *r, const char *body, size_t len)
 static void op_free(struct api_req *r)
 {
         api_exec_done(&((struct exec_op *)r)->in);
+        buf_free(&((struct exec_op *)r)->raw_err);
 }
 
-static const struct api_req_ops exec_ops = {.frame = on_frame, .free = op_free};
+static const struct api_req_ops exec_ops = {
+        .frame = on_frame, .closed = on_closed, .free = op_free};
 
 void api_exec(struct api *a, struct http_request *req, const struct api_args *p)
 {

@@ -23,6 +23,7 @@ API_HANDLER(api_sandbox_delete);
 /* api-metrics.c: GET /metrics (the Prometheus text format) */
 API_HANDLER(api_metrics);
 API_HANDLER(api_cluster_nodes);
+API_HANDLER(api_cluster_drain);
 
 /* api-snapshots.c: POST/GET /snapshots, POST /fork, /v1/snapshots[/{snap}] (0048) */
 API_HANDLER(api_snapshot_create);

@@ -1,13 +1,17 @@
 /* Tenants' API keys (docs/api.md "Tenants and keys", docs/tenants.md, decision 0053):
  * POST /v1/keys, GET /v1/keys, DELETE /v1/keys/{key}. The admin's routes (API_ROUTE_ADMIN):
- * a key's secret is answered once, at its creation, and only its SHA-256 is kept. */
+ * a key's secret is answered once, at its creation, and only its SHA-256 is kept: in the
+ * registry, or on a cluster node in etcd (cluster-keys.h), answered when etcd has it. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/apikey.h"
 #include "common/timeutil.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
+#include "daemon/cluster-keys.h"
+#include "daemon/cluster.h"
 #include "daemon/sandbox.h"
 #include "daemon/store.h"
 #include "daemon/tenant.h"
@@ -52,6 +56,103 @@ static bool limit_of(struct http_request *req, json_t *body, const char *field, 
         return true;
 }
 
+/* ---- on a cluster node: the keys are etcd's ---- */
+
+/* A key being put into etcd: its answer (with the secret) waits for etcd's. */
+struct key_put {
+        struct http_request *req;
+        json_t *answer;
+};
+
+static void key_put_done(int r, const struct cella_error *err, void *ud)
+{
+        struct key_put *kp = ud;
+        json_t *key = json_object_get(kp->answer, "key");
+
+        if (r < 0)
+                http_respond_error(kp->req, err, NULL);
+        else
+                http_respond_json(kp->req, 201, kp->answer);
+        if (json_is_string(key)) /* the secret goes with the answer's memory */
+                explicit_bzero((char *)json_string_value(key), json_string_length(key));
+        json_decref(kp->answer);
+        http_request_unref(kp->req);
+        free(kp);
+}
+
+/* Put k into etcd and answer out (taken) when it is there. */
+static void cluster_key_put(struct api *a, struct http_request *req, const struct store_key *k,
+                            json_t *out)
+{
+        struct cluster_keys *ck = cluster_keys(a->cfg.cluster);
+        struct key_put *kp;
+
+        if (!ck || cluster_keys_count(ck) >= CELLA_KEYS_MAX) {
+                json_decref(out);
+                http_respond_code(req, ck ? CELLA_E_VALIDATION_FAILED : CELLA_E_INTERNAL_ERROR,
+                                  ck ? "%d keys exist: remove one first" : "no key store",
+                                  CELLA_KEYS_MAX);
+                return;
+        }
+        kp = calloc(1, sizeof(*kp));
+        if (!kp) {
+                json_decref(out);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        kp->req = req;
+        kp->answer = out;
+        http_request_ref(req);
+        if (cluster_keys_create(ck, k, key_put_done, kp) < 0) {
+                struct cella_error err = {0};
+
+                cella_error_set(&err, CELLA_E_SERVER_BUSY, "too many requests to etcd at once");
+                key_put_done(-EBUSY, &err, kp);
+        }
+}
+
+static void keys_listed(const struct store_key *keys, size_t n, const struct cella_error *err,
+                        void *ud)
+{
+        struct http_request *req = ud;
+        json_t *arr = err ? NULL : json_array(), *j;
+
+        for (size_t i = 0; arr && i < n; i++)
+                json_array_append_new(arr, key_json(&keys[i]));
+        if (err) {
+                http_respond_error(req, err, NULL);
+        } else if (!arr || !(j = json_pack("{s:o}", "keys", arr))) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+        } else {
+                http_respond_json(req, 200, j);
+                json_decref(j);
+        }
+        http_request_unref(req);
+}
+
+struct key_rm {
+        struct http_request *req;
+        char id[CELLA_KEY_ID_LEN + 1];
+};
+
+static void key_removed(int r, const struct cella_error *err, void *ud)
+{
+        struct key_rm *rm = ud;
+        json_t *j;
+
+        if (r < 0) {
+                http_respond_error(rm->req, err, NULL);
+        } else if (r == 0) {
+                http_respond_code(rm->req, CELLA_E_KEY_NOT_FOUND, "no key '%s'", rm->id);
+        } else {
+                j = json_pack("{s:s, s:b}", "id", rm->id, "deleted", 1);
+                http_respond_json(rm->req, 200, j);
+                json_decref(j);
+        }
+        http_request_unref(rm->req);
+        free(rm);
+}
+
 static void create_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
         struct api *a = ud;
@@ -94,7 +195,7 @@ static void create_body(struct http_request *req, const char *body, size_t len, 
         if (!limit_of(req, j, "maxSandboxes", &k.max_sandboxes) ||
             !limit_of(req, j, "maxMemory", &k.max_memory_bytes))
                 goto out;
-        if (store_key_foreach(st, key_count, &n, &err) < 0) {
+        if (!a->cfg.cluster && store_key_foreach(st, key_count, &n, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 goto out;
         }
@@ -111,6 +212,16 @@ static void create_body(struct http_request *req, const char *body, size_t len, 
         k.tenant = tenant;
         k.secret_sha256 = hash;
         k.created_ms = time_now_ms();
+        if (a->cfg.cluster) {
+                out = key_json(&k);
+                if (out && json_object_set_new(out, "key", json_string(key)) == 0)
+                        cluster_key_put(a, req, &k, out); /* shown this once */
+                else {
+                        json_decref(out);
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                }
+                goto out;
+        }
         if (store_key_save(st, &k, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 goto out;
@@ -142,6 +253,16 @@ void api_keys_list(struct api *a, struct http_request *req, const struct api_arg
         json_t *arr = json_array(), *j;
 
         (void)p;
+        if (a->cfg.cluster && cluster_keys(a->cfg.cluster)) {
+                json_decref(arr);
+                http_request_ref(req);
+                if (cluster_keys_list(cluster_keys(a->cfg.cluster), keys_listed, req) < 0) {
+                        http_request_unref(req);
+                        http_respond_code(req, CELLA_E_SERVER_BUSY,
+                                          "too many requests to etcd at once");
+                }
+                return;
+        }
         if (!arr ||
             store_key_foreach(sandbox_table_store(a->cfg.table), key_append, arr, &err) < 0) {
                 json_decref(arr);
@@ -161,6 +282,25 @@ void api_keys_delete(struct api *a, struct http_request *req, const struct api_a
         bool existed = false;
         json_t *j;
 
+        if (a->cfg.cluster && cluster_keys(a->cfg.cluster)) {
+                struct key_rm *rm = calloc(1, sizeof(*rm));
+
+                if (!rm) {
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return;
+                }
+                rm->req = req;
+                snprintf(rm->id, sizeof(rm->id), "%s", p->param);
+                http_request_ref(req);
+                if (cluster_keys_delete(cluster_keys(a->cfg.cluster), p->param, key_removed, rm) <
+                    0) {
+                        http_request_unref(req);
+                        free(rm);
+                        http_respond_code(req, CELLA_E_SERVER_BUSY,
+                                          "too many requests to etcd at once");
+                }
+                return;
+        }
         if (store_key_delete(sandbox_table_store(a->cfg.table), p->param, &existed, &err) < 0) {
                 http_respond_error(req, &err, NULL);
                 return;

@@ -4,6 +4,7 @@
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
 #include "daemon/cluster.h"
+#include "daemon/forward.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox-metrics.h"
 
@@ -15,7 +16,8 @@ void api_metrics(struct api *a, struct http_request *req, const struct api_args 
         (void)p;
         sandbox_table_metrics(a->cfg.table, &g);
         if (metrics_render(&g, &b) < 0 ||
-            (a->cfg.cluster && cluster_metrics(a->cfg.cluster, &b) < 0)) {
+            (a->cfg.cluster && cluster_metrics(a->cfg.cluster, &b) < 0) ||
+            (a->cfg.forward && forward_metrics(a->cfg.forward, &b) < 0)) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
                 return;
         }

@@ -14,6 +14,7 @@ const struct api_route api_routes[] = {
         {"GET POST DELETE", "/mcp", api_mcp, 0},
         {"GET HEAD", "/metrics", api_metrics, API_ROUTE_ADMIN},
         {"GET HEAD", "/v1/cluster/nodes", api_cluster_nodes, API_ROUTE_ADMIN},
+        {"POST", "/v1/cluster/drain", api_cluster_drain, API_ROUTE_ADMIN},
 
         {"POST", "/v1/keys", api_keys_create, API_ROUTE_ADMIN},
         {"GET HEAD", "/v1/keys", api_keys_list, API_ROUTE_ADMIN},

@@ -44,6 +44,13 @@ bool api_wants_sse(const struct http_request *req)
         return acc && strstr(acc, "text/event-stream");
 }
 
+bool api_wants_raw(const struct http_request *req)
+{
+        const char *acc = http_request_header(req, "Accept");
+
+        return acc && !strstr(acc, "text/event-stream") && strstr(acc, "application/octet-stream");
+}
+
 static bool is_websocket_upgrade(const struct http_request *req)
 {
         const char *u = http_request_header(req, "Upgrade");
@@ -99,6 +106,10 @@ struct quota_hold {
         uint64_t memory;               /* what it will run with */
         bool seen;                     /* in the table (api_quota_check's pass) */
         bool seen_holds;               /* and the table's entry holds memory already */
+        /* a new name's, for the cluster's claim (api_quota_cluster) */
+        bool creating;
+        int64_t max_sandboxes, max_memory;
+        uint64_t local_memory; /* the tenant's on this node besides this start, when held */
 };
 
 /* The holds of tenant other than name's, each name once: what the table does not count
@@ -122,8 +133,21 @@ static void count_holds(struct api *a, const char *tenant, const char *name, int
         }
 }
 
+/* api_quota_check, and the memory the tenant's sandboxes and starts hold on this node
+ * besides name's (*ret_mem). */
+static int quota_check(struct api *a, const struct principal *p, const char *name, bool creating,
+                       const char *instance_type, uint64_t *ret_mem, struct cella_error *err);
+
 int api_quota_check(struct api *a, const struct principal *p, const char *name, bool creating,
                     const char *instance_type, struct cella_error *err)
+{
+        uint64_t mem;
+
+        return quota_check(a, p, name, creating, instance_type, &mem, err);
+}
+
+static int quota_check(struct api *a, const struct principal *p, const char *name, bool creating,
+                       const char *instance_type, uint64_t *ret_mem, struct cella_error *err)
 {
         uint64_t mem = 0, want = creating ? type_memory(instance_type) : 0;
         int64_t count = 0;
@@ -163,6 +187,7 @@ int api_quota_check(struct api *a, const struct principal *p, const char *name, 
         }
         json_decref(list);
         count_holds(a, p->tenant, name, &count, &mem);
+        *ret_mem = mem;
         if (creating && p->max_sandboxes > 0 && count + 1 > p->max_sandboxes)
                 return cella_error_set(err, CELLA_E_QUOTA_EXCEEDED,
                                        "tenant '%s' has %lld sandboxes, its key's maxSandboxes is "
@@ -184,9 +209,10 @@ int api_quota_reserve(struct api *a, const struct principal *p, const char *name
         struct sandbox *cur = NULL;
         struct cella_error ne = {0};
         struct quota_hold *h;
+        uint64_t mem = 0;
 
         *ret = NULL;
-        if (api_quota_check(a, p, name, creating, instance_type, err) < 0)
+        if (quota_check(a, p, name, creating, instance_type, &mem, err) < 0)
                 return -1;
         if (p->admin || (p->max_sandboxes <= 0 && p->max_memory_bytes <= 0))
                 return 0;
@@ -195,6 +221,10 @@ int api_quota_reserve(struct api *a, const struct principal *p, const char *name
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         snprintf(h->tenant, sizeof(h->tenant), "%s", p->tenant);
         snprintf(h->name, sizeof(h->name), "%s", name);
+        h->creating = creating;
+        h->max_sandboxes = p->max_sandboxes;
+        h->max_memory = p->max_memory_bytes;
+        h->local_memory = mem;
         if (creating) {
                 h->memory = type_memory(instance_type);
         } else if (d->ops->get_now(d, name, &cur, &ne) == 0) {
@@ -210,6 +240,21 @@ int api_quota_reserve(struct api *a, const struct principal *p, const char *name
         return 0;
 }
 
+bool api_quota_cluster(const char *name, struct cluster_quota *out, void *userdata)
+{
+        struct api *a = userdata;
+
+        for (struct quota_hold *h = a->quota_holds; h; h = h->next)
+                if (h->creating && strcmp(h->name, name) == 0) {
+                        *out = (struct cluster_quota){.max_sandboxes = h->max_sandboxes,
+                                                      .max_memory = h->max_memory,
+                                                      .memory = h->memory,
+                                                      .local_memory = h->local_memory};
+                        return true;
+                }
+        return false;
+}
+
 void api_quota_release(struct api *a, struct quota_hold *h)
 {
         if (!h)
@@ -220,6 +265,51 @@ void api_quota_release(struct api *a, struct quota_hold *h)
                         break;
                 }
         free(h);
+}
+
+/* A wake held to a tenant's maxMemory on a cluster node, while the cluster checks it. */
+struct wake_wait {
+        struct api_sandbox_wait *w;
+        char name[CELLA_NAME_MAX + 1];
+};
+
+static void wake_checked(const struct cella_error *err, void *ud)
+{
+        struct wake_wait *ww = ud;
+        struct api_sandbox_wait *w = ww->w;
+        struct sandbox_directory *d = api_directory(w->a);
+
+        if (err)
+                sandbox_got(NULL, false, err, w);
+        else
+                d->ops->get(d, ww->name, true, NULL, sandbox_got, w);
+        free(ww);
+}
+
+/* w's start is a wake held to a tenant's maxMemory on a cluster node: check it against the
+ * other nodes' sandboxes first (then the get). false when there is nothing to check. */
+static bool wake_check(struct api *a, const char *name, struct api_sandbox_wait *w)
+{
+        struct quota_hold *h = w->hold;
+        struct cluster_quota q;
+        struct wake_wait *ww;
+
+        if (!a->cfg.cluster || !h || h->creating || h->max_memory <= 0)
+                return false;
+        ww = calloc(1, sizeof(*ww));
+        if (!ww)
+                return false;
+        ww->w = w;
+        snprintf(ww->name, sizeof(ww->name), "%s", name);
+        q = (struct cluster_quota){.max_sandboxes = h->max_sandboxes,
+                                   .max_memory = h->max_memory,
+                                   .memory = h->memory,
+                                   .local_memory = h->local_memory};
+        if (cluster_quota_check_wake(a->cfg.cluster, name, &q, wake_checked, ww) < 0) {
+                free(ww);
+                return false;
+        }
+        return true;
 }
 
 void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
@@ -262,6 +352,8 @@ void api_sandbox_for(struct api *a, struct http_request *req, const char *name,
         w->cb = cb;
         w->ud = ud;
         http_request_ref(req);
+        if (wake_check(a, name, w))
+                return;
         d->ops->get(d, name, true, NULL, sandbox_got, w);
 }
 

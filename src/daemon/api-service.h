@@ -80,6 +80,10 @@ int api_quota_reserve(struct api *a, const struct principal *p, const char *name
                       const char *instance_type, struct quota_hold **ret, struct cella_error *err);
 /* The hold released (NULL: nothing). */
 void api_quota_release(struct api *a, struct quota_hold *h);
+/* A cluster's claim of a new name (cluster_quota_fn, userdata the api): the quotas its
+ * start holds, when a hold of a tenant's key with quotas is creating it. */
+struct cluster_quota;
+bool api_quota_cluster(const char *name, struct cluster_quota *out, void *userdata);
 
 /* The snapshot id_or_name as principal p may reach it: its own tenant's name first, then
  * an id; another tenant's is SNAPSHOT_NOT_FOUND like an absent one (the admin reaches
@@ -101,5 +105,8 @@ void api_timestamp(char out[32]);
 /* Fill err from an agent ERROR frame payload. */
 void api_agent_error(const struct frame *f, struct cella_error *err);
 bool api_wants_sse(const struct http_request *req);
+/* The client asks for raw bytes (Accept: application/octet-stream, without
+ * text/event-stream): an exec's stdout as the body (api-exec.c). */
+bool api_wants_raw(const struct http_request *req);
 
 #endif

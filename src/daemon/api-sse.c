@@ -8,6 +8,7 @@
 
 #include "common/base64.h"
 #include "common/json-cleanup.h"
+#include "common/json-escape.h"
 #include "common/utf8.h"
 #include "daemon/api-req.h"
 
@@ -122,42 +123,74 @@ int api_sse_write(struct api_sse *w, const void *data, size_t len, size_t ack)
         return 0;
 }
 
+/* An output event of n bytes of UTF-8 text, written without a json_t: the text is escaped
+ * once, straight into the event (decision 0058). */
+static void text_event(struct api_sse *w, const char *type, const char *d, size_t n, size_t ack)
+{
+        _cleanup_buf_ struct buf b = BUF_INIT;
+        char ts[32];
+
+        api_timestamp(ts);
+        if (buf_reserve(&b, n + n / 16 + 96) < 0 ||
+            buf_printf(&b, "data: {\"type\":\"%s\",\"%s\":\"", type, w->data_key) < 0 ||
+            json_escape_append(&b, d, n) < 0 ||
+            buf_printf(&b, "\",\"timestamp\":\"%s\"}\n\n", ts) < 0) {
+                ack_now(w, ack);
+                return;
+        }
+        api_sse_write(w, b.data, b.len, ack);
+}
+
 void api_sse_output(struct api_sse *w, int which, const uint8_t *data, size_t len, bool flush)
 {
         static const char *const types[] = {"stdout", "stderr"};
         struct buf *c = &w->carry[which];
         const char *key = w->data_key;
-        size_t n;
+        const char *d = (const char *)data;
+        size_t dlen = len, n;
 
-        if (buf_append(c, data, len) < 0) {
+        /* nothing held: the bytes are used where they are, only a cut tail is kept */
+        if (c->len > 0) {
+                if (buf_append(c, data, len) < 0) {
+                        ack_now(w, len);
+                        return;
+                }
+                d = c->data;
+                dlen = c->len;
+        }
+        if (dlen == 0)
+                return;
+        n = flush ? dlen : utf8_complete_prefix(d, dlen);
+        if (n > 0 && utf8_is_valid(d, n)) {
+                text_event(w, types[which], d, n, len);
+                if (d == c->data)
+                        buf_consume(c, n);
+                else if (n < dlen && buf_append(c, d + n, dlen - n) < 0)
+                        return;
+                return;
+        }
+        if (d != c->data && buf_append(c, data, len) < 0) {
                 ack_now(w, len);
                 return;
         }
-        if (c->len == 0)
-                return;
-        n = flush ? c->len : utf8_complete_prefix(c->data, c->len);
         if (n == 0) {
                 ack_now(w, len);
                 return;
         }
-        if (utf8_is_valid(c->data, n)) {
-                api_sse_event(w, json_pack("{s:s, s:s%}", "type", types[which], key, c->data, n),
-                              len);
-        } else {
+        {
                 /* the text up to the first invalid byte as text, the rest of this piece
                  * (with any held tail) as base64 */
                 _cleanup_buf_ struct buf e = BUF_INIT;
                 size_t v = utf8_valid_prefix(c->data, n);
 
                 if (v > 0) {
-                        api_sse_event(
-                                w, json_pack("{s:s, s:s%}", "type", types[which], key, c->data, v),
-                                0);
+                        text_event(w, types[which], c->data, v, 0);
                         buf_consume(c, v);
                 }
                 n = c->len;
                 if (base64_encode(&e, c->data, n) < 0) {
                         buf_consume(c, n);
+                        ack_now(w, len);
                         return;
                 }
                 api_sse_event(w,
@@ -170,7 +203,7 @@ void api_sse_output(struct api_sse *w, int which, const uint8_t *data, size_t le
 
 /* ---- buffered output, answered as JSON written piece by piece ---- */
 
-#define OUT_PIECE (48 * 1024) /* raw bytes escaped per write (a multiple of 3: base64) */
+#define OUT_PIECE (255 * 1024) /* raw bytes escaped per write (a multiple of 3: base64) */
 
 bool api_outbuf_room(struct api_outbuf *ob, size_t n)
 {
@@ -318,14 +351,10 @@ static int writer_piece(struct out_writer *w, struct buf *piece)
                 if (base64_encode(piece, d, n) < 0)
                         return -ENOMEM;
         } else {
-                _cleanup_free_ char *s = NULL;
-                _cleanup_json_ json_t *str = NULL;
-
+                /* valid UTF-8 as a whole (b64 is not set): escaped straight into the piece */
                 if (w->off + n < b->len)
                         n = utf8_complete_prefix(d, n); /* a character is never split */
-                str = json_stringn(d, n);
-                s = str ? json_dumps(str, JSON_ENCODE_ANY) : NULL;
-                if (!s || strlen(s) < 2 || buf_append(piece, s + 1, strlen(s) - 2) < 0)
+                if (json_escape_append(piece, d, n) < 0)
                         return -ENOMEM;
         }
         w->off += n;

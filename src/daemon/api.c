@@ -13,11 +13,16 @@
 #include "common/timeutil.h"
 #include "daemon/api-decode.h"
 #include "daemon/backup-store.h"
+#include "daemon/cluster-keys.h"
+#include "daemon/cluster.h"
+#include "daemon/cluster-auth.h"
+#include "daemon/forward.h"
 #include "daemon/api-routes.h"
 #include "daemon/api-service.h"
 #include "daemon/api.h"
 #include "daemon/metrics.h"
 #include "daemon/ratelimit.h"
+#include "daemon/sandbox-directory.h"
 #include "daemon/store.h"
 #include "daemon/tenant.h"
 #include "daemon/ws.h"
@@ -39,6 +44,8 @@ int api_new(const struct api_config *cfg, struct api **ret)
         a->preview.table = cfg->table;
         a->preview.domain = cfg->preview_domain ? cfg->preview_domain : "localhost";
         a->preview.url_port = cfg->preview_url_port;
+        if (cfg->cluster)
+                cluster_set_quota_source(cfg->cluster, api_quota_cluster, a);
         for (size_t i = 0; i < api_routes_count; i++)
                 if (metrics_route(i, api_routes[i].pattern, api_routes[i].methods) < 0)
                         log_warn("metrics: route %s beyond METRICS_ROUTES_MAX: counted as "
@@ -194,7 +201,13 @@ static int authenticate(struct api *a, struct http_request *req)
         if (!p)
                 return -1;
         struct key_check c = {.secret = secret, .p = p};
-        r = store_key_get(sandbox_table_store(a->cfg.table), id, key_found, &c);
+        /* a cluster node's keys are etcd's, read from its copy (cluster-keys.h) */
+        if (a->cfg.cluster)
+                r = cluster_keys(a->cfg.cluster)
+                            ? cluster_keys_get(cluster_keys(a->cfg.cluster), id, key_found, &c)
+                            : -ENOENT;
+        else
+                r = store_key_get(sandbox_table_store(a->cfg.table), id, key_found, &c);
         explicit_bzero(secret, sizeof(secret));
         if (r < 0) {
                 free(p);
@@ -264,9 +277,48 @@ static void auth_failed(struct api *a, const char *addr)
         auth_limiter_failed(a->auth_fails, addr, time_mono_us() / 1000);
 }
 
+/* A preview request served here (after forward_resolve_preview, or at once). */
+struct preview_here {
+        struct api *a;
+        struct preview_target pt;
+        char *fwd;
+        char addr[64];
+};
+
+static void preview_serve(struct http_request *req, bool here, void *ud)
+{
+        struct preview_here *h = ud;
+
+        if (here) {
+                preview_handle(&h->a->preview, req, &h->pt, h->fwd);
+                /* preview_handle answers a wrong token at once (a proxied answer comes
+                 * later): 404 now is INVALID_TOKEN */
+                if (http_request_status(req) == 404)
+                        auth_failed(h->a, h->addr);
+        }
+        free(h->fwd);
+        free(h);
+}
+
+/* Is the preview id's sandbox (a default tenant's name, or a tenant's "<name>--<tenant>")
+ * in the local table? */
+static bool preview_is_local(struct api *a, const char *id)
+{
+        struct sandbox_directory *d = sandbox_table_directory(a->cfg.table);
+        char internal[CELLA_NAME_MAX + 1];
+        struct cella_error e = {0};
+        struct sandbox *sb;
+
+        return d->ops->get_now(d, id, &sb, &e) == 0 ||
+               (tenant_preview_internal(id, internal) == 1 &&
+                d->ops->get_now(d, internal, &sb, &e) == 0);
+}
+
 /* Answer req as a preview request when it is one (true). A wrong token counts as a failed
- * authentication of the client's address. */
-static bool preview_request(struct api *a, struct http_request *req, bool preview_only)
+ * authentication of the client's address. A preview of a sandbox another node has is
+ * relayed there (unless req was forwarded already). */
+static bool preview_request(struct api *a, struct http_request *req, bool preview_only,
+                            bool forwarded)
 {
         _cleanup_free_ char *fwd = NULL;
         struct preview_target pt;
@@ -279,11 +331,21 @@ static bool preview_request(struct api *a, struct http_request *req, bool previe
         if (auth_throttled(a, req, addr))
                 return true;
         if (r > 0) {
-                preview_handle(&a->preview, req, &pt, fwd);
-                /* preview_handle answers a wrong token at once (a proxied answer comes
-                 * later): 404 now is INVALID_TOKEN */
-                if (http_request_status(req) == 404)
-                        auth_failed(a, addr);
+                struct preview_here *h = calloc(1, sizeof(*h));
+
+                if (!h) {
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return true;
+                }
+                h->a = a;
+                h->pt = pt;
+                h->fwd = TAKE_PTR(fwd);
+                memcpy(h->addr, addr, sizeof(h->addr));
+                if (a->cfg.forward && !forwarded && !preview_is_local(a, pt.id))
+                        forward_resolve_preview(a->cfg.forward, &a->preview, req, pt.id, h->fwd,
+                                                preview_serve, h);
+                else
+                        preview_serve(req, true, h);
         } else if (r == -ENOMEM) {
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
         } else {
@@ -293,9 +355,32 @@ static bool preview_request(struct api *a, struct http_request *req, bool previe
         return true;
 }
 
+/* A request's X-Cella-Cluster checked: 1 forwarded (its principal set), 0 not, -1 answered
+ * (refused). */
+static int cluster_check(struct api *a, struct http_request *req)
+{
+        struct cella_error e = {0};
+        char addr[64];
+        int r;
+
+        if (!http_request_header(req, CLUSTER_AUTH_HEADER))
+                return 0;
+        if (auth_throttled(a, req, addr))
+                return -1;
+        r = forward_check(a->cfg.forward, req, &e);
+        if (r < 0) {
+                auth_failed(a, addr);
+                http_respond_error(req, &e, NULL);
+        }
+        return r;
+}
+
 void api_handle_preview(struct http_request *req, void *userdata)
 {
-        preview_request(userdata, req, true);
+        int fw = cluster_check(userdata, req);
+
+        if (fw >= 0)
+                preview_request(userdata, req, true, fw == 1);
 }
 
 /* The dispatcher's buffers for what api_args points at. */
@@ -439,8 +524,91 @@ static bool check_params(struct http_request *req, const struct api_match *m, st
         return true;
 }
 
+/* A route's handler called once forwarding found the request is this node's to serve:
+ * the dispatcher's arguments, copied (their pointers into the copy's buffers). */
+struct route_here {
+        struct api *a;
+        api_handler handler;
+        struct api_args p;
+        struct args_buf b;
+};
+
+static void route_serve(struct http_request *req, bool here, void *ud)
+{
+        struct route_here *h = ud;
+
+        if (here)
+                h->handler(h->a, req, &h->p);
+        free(h);
+}
+
+static bool is_method(struct http_request *req, const char *m)
+{
+        return strcmp(http_request_method(req), m) == 0;
+}
+
+/* Does req name a sandbox that another node may have (a route under /v1/sandboxes/{id})?
+ * Its internal name into name (PUT checks its raw name here as it would without a
+ * normalizeId in its body; one that needs it is served here). */
+static bool sandbox_route_name(struct http_request *req, const struct api_match *m,
+                               const struct api_args *p, char name[CELLA_NAME_MAX + 1])
+{
+        static const char sbx[] = "/v1/sandboxes/{id}";
+        struct cella_error e = {0};
+
+        if (strncmp(m->route->pattern, sbx, sizeof(sbx) - 1) != 0)
+                return false;
+        if (p->name) {
+                snprintf(name, CELLA_NAME_MAX + 1, "%s", p->name);
+                return true;
+        }
+        (void)req;
+        return p->raw && sandbox_name_check(p->raw, p->raw_len, p->normalize, name, &e) == 0 &&
+               tenant_qualify(p->principal->tenant, name, name, &e) == 0;
+}
+
+/* The handler of req's route, here or (a sandbox another node has, a new name placed on
+ * another node) on that node through forwarding (forward.h). */
+static void route_call(struct api *a, struct http_request *req, const struct api_match *m,
+                       struct api_args *p, struct args_buf *b, bool forwarded)
+{
+        struct sandbox_directory *d = sandbox_table_directory(a->cfg.table);
+        char name[CELLA_NAME_MAX + 1];
+        struct cella_error e = {0};
+        struct route_here *h;
+        struct sandbox *sb;
+        bool creates;
+
+        if (!a->cfg.forward || forwarded || !sandbox_route_name(req, m, p, name) ||
+            d->ops->get_now(d, name, &sb, &e) == 0) {
+                m->route->handler(a, req, p);
+                return;
+        }
+        h = malloc(sizeof(*h));
+        if (!h) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        h->a = a;
+        h->handler = m->route->handler;
+        h->p = *p;
+        h->b = *b;
+        if (p->name == b->name)
+                h->p.name = h->b.name;
+        if (p->param == b->param)
+                h->p.param = h->b.param;
+        if (p->principal == &b->acting)
+                h->p.principal = &h->b.acting;
+        /* What creates a sandbox creates a name (api_sandbox_for): a write, or a WebSocket
+         * upgrade; a GET, a HEAD or a DELETE of a name nobody has is answered here. */
+        creates = !(is_method(req, "GET") || is_method(req, "HEAD") || is_method(req, "DELETE")) ||
+                  http_request_header(req, "Upgrade");
+        forward_resolve(a->cfg.forward, &a->preview, req, name, creates, route_serve, h);
+}
+
 /* The route of the request: its parameters checked, then the handler, 404 or 405. */
-static void route(struct api *a, struct http_request *req, const struct api_match *m)
+static void route(struct api *a, struct http_request *req, const struct api_match *m,
+                  bool forwarded)
 {
         struct api_args p = {0};
         struct args_buf b;
@@ -459,7 +627,7 @@ static void route(struct api *a, struct http_request *req, const struct api_matc
         else if (m->status == 405)
                 method_not_allowed(req);
         else
-                m->route->handler(a, req, &p);
+                route_call(a, req, m, &p, &b, forwarded);
 }
 
 /* The route and method req is counted under in GET /metrics (unmatched: left untagged). */
@@ -478,18 +646,27 @@ void api_handle(struct http_request *req, void *userdata)
 {
         struct api *a = userdata;
         struct api_match m;
+        /* A request another node forwarded: its authenticator checked, its principal the
+         * original caller's (that node made the cross-origin and bearer-token checks). */
+        int fw = cluster_check(a, req);
 
+        if (fw < 0)
+                return;
         /* Preview hosts first: the token in the host is the capability, and none of the
          * API's routes, auth or cross-origin checks apply to them (nor can a preview
          * page reach the API as its own origin). */
-        if (preview_request(a, req, false))
+        if (preview_request(a, req, false, fw == 1))
                 return;
 
         api_route_match(api_routes, api_routes_count, http_request_method(req),
                         http_request_path(req), &m);
         tag_route(req, &m);
         if (m.route && (m.route->flags & API_ROUTE_PUBLIC)) {
-                route(a, req, &m);
+                route(a, req, &m, fw == 1);
+                return;
+        }
+        if (fw == 1) {
+                route(a, req, &m, true);
                 return;
         }
         if (!request_from_allowed_origin(a, req)) {
@@ -511,5 +688,5 @@ void api_handle(struct http_request *req, void *userdata)
                         return;
                 }
         }
-        route(a, req, &m);
+        route(a, req, &m, false);
 }

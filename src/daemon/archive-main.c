@@ -1,7 +1,9 @@
 /* cella-archive: the archiver of backups (docs/decisions/0049-backups.md), run by cellad
  * for one backup or one restore and gone after it.
  *
- *   cella-archive create DIR                  the archive of DIR on stdout
+ *   cella-archive create DIR [--gitignore] [--exclude PATTERN]...
+ *                                             the archive of DIR on stdout, without what
+ *                                             the patterns leave out (backup-ignore.h)
  *   cella-archive restore DIR SHA256 SIZE     the archive on stdin replaces DIR
  *
  * fd 3 is a pidfd of the sandbox's PID 1. Before it reads or writes anything the program
@@ -61,7 +63,7 @@ static void enter(int code)
         umask(0);
 }
 
-static int do_create(const char *dir)
+static int do_create(const char *dir, struct backup_filter *filter)
 {
         struct cella_error err = {0};
         struct backup_archive_stats st;
@@ -79,10 +81,11 @@ static int do_create(const char *dir)
         if (fchdir(fd) < 0)
                 fail_errno(CELLA_E_BACKUP_CREATE_FAILED, errno, dir);
         close(fd);
-        if (backup_archive_write_cwd(STDOUT_FILENO, &st, &err) < 0)
+        if (backup_archive_write_cwd(STDOUT_FILENO, filter, &st, &err) < 0)
                 fail(&err);
-        fprintf(stderr, "OK %llu entries, %llu skipped\n", (unsigned long long)st.entries,
-                (unsigned long long)st.skipped);
+        fprintf(stderr, "OK %llu entries, %llu skipped, %llu excluded\n",
+                (unsigned long long)st.entries, (unsigned long long)st.skipped,
+                (unsigned long long)st.excluded);
         return 0;
 }
 
@@ -269,17 +272,35 @@ int main(int argc, char **argv)
         struct cella_error err = {0};
 
         backup_archive_warm_up();
-        if (argc == 3 && strcmp(argv[1], "create") == 0) {
+        if (argc >= 3 && strcmp(argv[1], "create") == 0) {
+                struct backup_filter *filter = NULL;
+                bool gitignore = false;
+                int i;
+
                 if (backup_dir_check(argv[2], &err) < 0)
                         fail(&err);
-                return do_create(argv[2]);
+                for (i = 3; i < argc; i++)
+                        if (strcmp(argv[i], "--gitignore") == 0)
+                                gitignore = true;
+                if ((argc > 3) && backup_filter_new(gitignore, &filter) < 0)
+                        fail_errno(CELLA_E_BACKUP_CREATE_FAILED, ENOMEM, "filter");
+                for (i = 3; i < argc; i++) {
+                        if (strcmp(argv[i], "--gitignore") == 0)
+                                continue;
+                        if (strcmp(argv[i], "--exclude") != 0 || i + 1 >= argc)
+                                fail_errno(CELLA_E_INTERNAL_ERROR, EINVAL, "arguments");
+                        if (backup_filter_exclude(filter, argv[++i], &err) < 0)
+                                fail(&err);
+                }
+                return do_create(argv[2], filter);
         }
         if (argc == 5 && strcmp(argv[1], "restore") == 0) {
                 if (backup_dir_check(argv[2], &err) < 0)
                         fail(&err);
                 return do_restore(argv[2], argv[3], argv[4]);
         }
-        fprintf(stderr, "usage: cella-archive create DIR | restore DIR SHA256 SIZE "
+        fprintf(stderr, "usage: cella-archive create DIR [--gitignore] [--exclude P]... | "
+                        "restore DIR SHA256 SIZE "
                         "(fd 3: the sandbox's pidfd)\n");
         return 2;
 }

@@ -16,6 +16,7 @@
 #include "common/limits.h"
 #include "common/macros.h"
 #include "daemon/backup-archive.h"
+#include "daemon/backup-ignore.h"
 
 #define BLOCK (256 * 1024)
 
@@ -63,6 +64,220 @@ int backup_dir_check(const char *dir, struct cella_error *err)
         return 0;
 }
 
+/* ---- what a backup leaves out ---- */
+
+struct backup_filter {
+        bool gitignore;
+        struct ignore_list excludes;
+        /* the .gitignore lists read so far, by their directory (libarchive's walk lists a
+         * directory's entries before it enters the ones it found, so a path's ancestors'
+         * lists are looked up, not kept on a stack): open addressing, at most half full */
+        struct ignore_list **table;
+        size_t cap, n;
+        size_t loaded; /* patterns in the table */
+};
+
+int backup_filter_new(bool gitignore, struct backup_filter **ret)
+{
+        struct backup_filter *f = calloc(1, sizeof(*f));
+
+        if (!f || ignore_list_init(&f->excludes, "", 0) < 0) {
+                free(f);
+                return -ENOMEM;
+        }
+        f->gitignore = gitignore;
+        *ret = f;
+        return 0;
+}
+
+void backup_filter_free(struct backup_filter *f)
+{
+        if (!f)
+                return;
+        ignore_list_free(&f->excludes);
+        for (size_t i = 0; i < f->cap; i++)
+                if (f->table[i]) {
+                        ignore_list_free(f->table[i]);
+                        free(f->table[i]);
+                }
+        free(f->table);
+        free(f);
+}
+
+int backup_filter_exclude(struct backup_filter *f, const char *pat, struct cella_error *err)
+{
+        if (f->excludes.n >= CELLA_BACKUP_EXCLUDES_MAX)
+                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                       "more than %d exclude patterns", CELLA_BACKUP_EXCLUDES_MAX);
+        int r = ignore_list_add(&f->excludes, pat, strlen(pat), err);
+        if (r == -ENOMEM)
+                return cella_error_set(err, CELLA_E_BACKUP_CREATE_FAILED, "out of memory");
+        return r < 0 ? -1 : 0;
+}
+
+static size_t hash(const char *s, size_t len)
+{
+        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+
+        for (size_t i = 0; i < len; i++)
+                h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+        return (size_t)h;
+}
+
+/* The list of directory dir (relative, "" for the root), or NULL. */
+static const struct ignore_list *filter_find(const struct backup_filter *f, const char *dir,
+                                             size_t len)
+{
+        if (!f->cap)
+                return NULL;
+        for (size_t i = hash(dir, len) & (f->cap - 1);; i = (i + 1) & (f->cap - 1)) {
+                const struct ignore_list *l = f->table[i];
+                if (!l)
+                        return NULL;
+                if (l->base_len == len && memcmp(l->base, dir, len) == 0)
+                        return l;
+        }
+}
+
+static int filter_insert(struct backup_filter *f, struct ignore_list *l)
+{
+        if ((f->n + 1) * 2 > f->cap) {
+                size_t cap = f->cap ? f->cap * 2 : 16;
+                struct ignore_list **t = calloc(cap, sizeof(*t));
+                if (!t)
+                        return -ENOMEM;
+                for (size_t i = 0; i < f->cap; i++) {
+                        struct ignore_list *o = f->table[i];
+                        if (!o)
+                                continue;
+                        size_t k = hash(o->base, o->base_len) & (cap - 1);
+                        while (t[k])
+                                k = (k + 1) & (cap - 1);
+                        t[k] = o;
+                }
+                free(f->table);
+                f->table = t;
+                f->cap = cap;
+        }
+        size_t k = hash(l->base, l->base_len) & (f->cap - 1);
+        while (f->table[k])
+                k = (k + 1) & (f->cap - 1);
+        f->table[k] = l;
+        f->n++;
+        f->loaded += l->n;
+        return 0;
+}
+
+/* Is path (relative to the root, not "") left out? The excludes first, then the
+ * .gitignore of its directory, of that directory's parent, and so up to the root's. */
+static bool filter_excludes(const struct backup_filter *f, const char *path, size_t len,
+                            bool is_dir)
+{
+        int m = ignore_list_match(&f->excludes, path, len, is_dir);
+        size_t dl = len;
+
+        while (m < 0 && f->n > 0) {
+                const char *slash = memrchr(path, '/', dl);
+                const struct ignore_list *l;
+
+                dl = slash ? (size_t)(slash - path) : 0;
+                if ((l = filter_find(f, path, dl)))
+                        m = ignore_list_match(l, path, len, is_dir);
+                if (dl == 0)
+                        break;
+        }
+        return m == 1;
+}
+
+/* The patterns in effect for what is below dir (relative): its ancestors' and its own. */
+static size_t filter_in_effect(const struct backup_filter *f, const char *dir, size_t len)
+{
+        size_t sum = 0, dl = len;
+
+        for (;;) {
+                const struct ignore_list *l = filter_find(f, dir, dl);
+                const char *slash = dl ? memrchr(dir, '/', dl) : NULL;
+
+                if (l)
+                        sum += l->n;
+                if (dl == 0)
+                        return sum;
+                dl = slash ? (size_t)(slash - dir) : 0;
+        }
+}
+
+/* The directory dir (relative, "" for the root) is entered: its .gitignore, if it has a
+ * regular one, read (bounded) and pushed. 0 or -1 with err set. */
+static int filter_enter(struct backup_filter *f, const char *dir, size_t len,
+                        struct cella_error *err)
+{
+        char path[CELLA_PATH_MAX + 16];
+        struct stat sb;
+        ssize_t n;
+        int r;
+
+        if (!f->gitignore)
+                return 0;
+        if (snprintf(path, sizeof(path), "%s%s.gitignore", dir, len ? "/" : "") >=
+            (int)sizeof(path))
+                return 0;
+        _cleanup_close_ int fd =
+                open(path[0] ? path : ".gitignore", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+                return 0; /* none, or a link, a fifo, a directory: not a .gitignore */
+        if (sb.st_size > CELLA_BACKUP_GITIGNORE_BYTES)
+                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                       "'%.200s' is larger than %d bytes, the most a backup "
+                                       "with gitignore reads",
+                                       path, CELLA_BACKUP_GITIGNORE_BYTES);
+        _cleanup_free_ char *text = malloc(CELLA_BACKUP_GITIGNORE_BYTES + 1);
+        if (!text)
+                return cella_error_set(err, CELLA_E_BACKUP_CREATE_FAILED, "out of memory");
+        size_t got = 0;
+        while ((n = read(fd, text + got, CELLA_BACKUP_GITIGNORE_BYTES + 1 - got)) > 0)
+                got += (size_t)n;
+        if (n < 0)
+                return cella_error_set(err, CELLA_E_BACKUP_CREATE_FAILED, "read '%.200s': %s", path,
+                                       strerror(errno));
+        if (got > CELLA_BACKUP_GITIGNORE_BYTES)
+                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                       "'%.200s' is larger than %d bytes, the most a backup "
+                                       "with gitignore reads",
+                                       path, CELLA_BACKUP_GITIGNORE_BYTES);
+        _cleanup_free_ struct ignore_list *l = calloc(1, sizeof(*l));
+        if (!l || ignore_list_init(l, dir, len) < 0)
+                return cella_error_set(err, CELLA_E_BACKUP_CREATE_FAILED, "out of memory");
+        r = ignore_list_parse(l, text, got);
+        if (r < 0 || l->n == 0 || f->loaded + l->n > CELLA_BACKUP_GITIGNORE_TOTAL ||
+            filter_in_effect(f, dir, len) + l->n > CELLA_BACKUP_GITIGNORE_ACTIVE) {
+                size_t had = l->n;
+                ignore_list_free(l);
+                if (r == -ENOMEM)
+                        return cella_error_set(err, CELLA_E_BACKUP_CREATE_FAILED, "out of memory");
+                if (r < 0)
+                        return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                               "'%.200s' has a line longer than %d bytes", path,
+                                               CELLA_BACKUP_PATTERN_MAX);
+                if (had == 0)
+                        return 0;
+                if (f->loaded + had > CELLA_BACKUP_GITIGNORE_TOTAL)
+                        return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                               "'%.200s': more than %d .gitignore patterns in "
+                                               "the tree",
+                                               path, CELLA_BACKUP_GITIGNORE_TOTAL);
+                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                       "'%.200s': more than %d .gitignore patterns in effect at "
+                                       "once",
+                                       path, CELLA_BACKUP_GITIGNORE_ACTIVE);
+        }
+        if (filter_insert(f, l) < 0) {
+                ignore_list_free(l);
+                return cella_error_set(err, CELLA_E_BACKUP_CREATE_FAILED, "out of memory");
+        }
+        l = NULL;
+        return 0;
+}
+
 /* ---- writing ---- */
 
 static void archive_fail(struct archive *a, struct cella_error *err, int code, const char *what)
@@ -72,7 +287,8 @@ static void archive_fail(struct archive *a, struct cella_error *err, int code, c
         cella_error_set(err, code, "%s: %s", what, m ? m : "failed");
 }
 
-int backup_archive_write_cwd(int out_fd, struct backup_archive_stats *st, struct cella_error *err)
+int backup_archive_write_cwd(int out_fd, struct backup_filter *filter,
+                             struct backup_archive_stats *st, struct cella_error *err)
 {
         struct archive *disk = archive_read_disk_new();
         struct archive *out = archive_write_new();
@@ -124,8 +340,24 @@ int backup_archive_write_cwd(int out_fd, struct backup_archive_stats *st, struct
                         archive_fail(disk, err, CELLA_E_BACKUP_CREATE_FAILED, "read directory");
                         goto done;
                 }
-                archive_read_disk_descend(disk);
                 mode_t type = archive_entry_filetype(e);
+                if (filter) {
+                        /* "." then "./a", "./a/b": the path relative to the root */
+                        const char *p = archive_entry_pathname(e);
+                        p = p && p[0] == '.' && p[1] == '/' ? p + 2 : p && p[0] == '.' ? p + 1 : "";
+                        size_t pl = strlen(p);
+                        bool is_dir = type == AE_IFDIR;
+
+                        if (pl > 0 && filter_excludes(filter, p, pl, is_dir)) {
+                                st->excluded++;
+                                archive_entry_free(e);
+                                e = NULL;
+                                continue; /* a directory: not entered */
+                        }
+                        if (is_dir && filter_enter(filter, p, pl, err) < 0)
+                                goto done;
+                }
+                archive_read_disk_descend(disk);
                 if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK && type != AE_IFIFO) {
                         st->skipped++;
                         archive_entry_free(e);

@@ -12,9 +12,10 @@
 #include "common/error.h"
 
 struct backup_archive_stats {
-        uint64_t entries; /* files, directories, links written or extracted */
-        uint64_t bytes;   /* bytes of the archive read or written */
-        uint64_t skipped; /* entries left out (sockets, devices) */
+        uint64_t entries;  /* files, directories, links written or extracted */
+        uint64_t bytes;    /* bytes of the archive read or written */
+        uint64_t skipped;  /* entries left out (sockets, devices) */
+        uint64_t excluded; /* entries left out by the filter (a directory counts once) */
 };
 
 /* Is dir a directory a backup may be of or restored into: absolute, normalised (no "",
@@ -23,10 +24,28 @@ struct backup_archive_stats {
  * set (INVALID_BACKUP_CONFIG) saying why. */
 int backup_dir_check(const char *dir, struct cella_error *err);
 
+/* What a backup leaves out (backup-ignore.h): the request's excludes and, with gitignore,
+ * the .gitignore files of the tree as the walk meets them. Applied to the tree of
+ * backup_archive_write_cwd: an excluded directory is not entered (nothing below it comes
+ * back, as with git); excludes come before the .gitignore files (a "!x" exclude takes back
+ * what a .gitignore left out), a deeper .gitignore before a higher one, and within one
+ * source the last pattern that matches decides. */
+struct backup_filter;
+/* 0 or -ENOMEM. */
+int backup_filter_new(bool gitignore, struct backup_filter **ret);
+void backup_filter_free(struct backup_filter *f);
+/* One exclude (ignore_pattern_check's rules). 0 or -1 with err set (INVALID_BACKUP_CONFIG). */
+int backup_filter_exclude(struct backup_filter *f, const char *pat, struct cella_error *err);
+
 /* Write the archive of the current working directory's tree ("." and below, symbolic
- * links as links, one filesystem) to out_fd. Owners are kept as numbers, set-id bits are
- * dropped, devices and sockets are left out (counted in skipped). 0 or -1 with err set. */
-int backup_archive_write_cwd(int out_fd, struct backup_archive_stats *st, struct cella_error *err);
+ * links as links, one filesystem) to out_fd, without what filter (NULL: nothing) leaves
+ * out (counted in excluded). Owners are kept as numbers, set-id bits are dropped, devices
+ * and sockets are left out (counted in skipped). A .gitignore the filter cannot take (over
+ * CELLA_BACKUP_GITIGNORE_BYTES, a line over CELLA_BACKUP_PATTERN_MAX, more than
+ * CELLA_BACKUP_GITIGNORE_ACTIVE patterns in effect) fails it: INVALID_BACKUP_CONFIG naming
+ * the file. 0 or -1 with err set. */
+int backup_archive_write_cwd(int out_fd, struct backup_filter *filter,
+                             struct backup_archive_stats *st, struct cella_error *err);
 
 /* Extract the archive read from in_fd into the current working directory (an empty
  * directory made for it), refusing absolute names, "..", names through a symbolic link,

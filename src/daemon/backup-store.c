@@ -1,11 +1,13 @@
 /* Where backups are kept: the local directory and the S3 bucket (backup-store.h). */
 #include <curl/curl.h>
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -437,15 +439,69 @@ static size_t s3_write(char *p, size_t size, size_t nmemb, void *ud)
         return n;
 }
 
-/* One request: method on key (NULL: the bucket, with query). upload_fd >= 0: its content
- * is the body (upload_len bytes, read as sent); body is what comes back. Returns the HTTP
- * status, or -1 with err set when no answer came. */
-static long s3_request(struct backup_store *st, const char *method, const char *key,
-                       const char *query, int upload_fd, int64_t upload_len, const char *text,
-                       struct s3_body *body, struct cella_error *err)
+/* A body sent from memory (a part, a small archive, CompleteMultipartUpload's XML). */
+struct mem_body {
+        const char *p;
+        size_t left;
+};
+
+static size_t mem_read(char *buf, size_t size, size_t nitems, void *ud)
+{
+        struct mem_body *m = ud;
+        size_t n = size * nitems < m->left ? size * nitems : m->left;
+
+        memcpy(buf, m->p, n);
+        m->p += n;
+        m->left -= n;
+        return n;
+}
+
+/* The ETag of an answer's head, quotes included (UploadPart's). */
+struct etag_out {
+        char *buf;
+        size_t size;
+};
+
+static size_t header_etag(char *p, size_t size, size_t nitems, void *ud)
+{
+        struct etag_out *e = ud;
+        size_t n = size * nitems;
+
+        if (n > 5 && strncasecmp(p, "etag:", 5) == 0) {
+                size_t a = 5, b = n;
+                while (a < b && (p[a] == ' ' || p[a] == '\t'))
+                        a++;
+                while (b > a && (p[b - 1] == '\r' || p[b - 1] == '\n' || p[b - 1] == ' '))
+                        b--;
+                if (b - a < e->size) {
+                        memcpy(e->buf, p + a, b - a);
+                        e->buf[b - a] = '\0';
+                }
+        }
+        return n;
+}
+
+/* One request's parts beyond its method and key. */
+struct s3_call {
+        const char *query; /* NULL: none; its parameters in SigV4's canonical order */
+        int upload_fd;     /* >= 0: the body is upload_len bytes read from it */
+        int64_t upload_len;
+        const char *text; /* a JSON body (PUT) */
+        const void *mem;  /* a body from memory, mem_len bytes (PUT, or POST with post) */
+        size_t mem_len;
+        bool post;             /* POST (mem, possibly empty) */
+        const char *mem_type;  /* its Content-Type */
+        struct etag_out *etag; /* the answer's ETag, when wanted */
+};
+
+/* One request: method on key (NULL: the bucket) with call's body and query; body is what
+ * comes back. Returns the HTTP status, or -1 with err set when no answer came. */
+static long s3_perform(struct backup_store *st, const char *method, const char *key,
+                       const struct s3_call *call, struct s3_body *body, struct cella_error *err)
 {
         char url[2600];
         struct curl_slist *h = NULL;
+        struct mem_body mb = {call->mem, call->mem_len};
         FILE *in = NULL;
         long status = -1;
         CURLcode rc;
@@ -456,7 +512,8 @@ static long s3_request(struct backup_store *st, const char *method, const char *
         /* path style; the bucket itself without a trailing '/' (the canonical URI that
          * servers compute for it) */
         snprintf(url, sizeof(url), "%s/%s%s%s%s%s", st->spec.endpoint, st->spec.bucket,
-                 key ? "/" : "", key ? key : "", query ? "?" : "", query ? query : "");
+                 key ? "/" : "", key ? key : "", call->query ? "?" : "",
+                 call->query ? call->query : "");
         curl_easy_setopt(c, CURLOPT_URL, url);
         curl_easy_setopt(c, CURLOPT_AWS_SIGV4, st->sigv4);
         curl_easy_setopt(c, CURLOPT_USERPWD, st->userpwd);
@@ -467,14 +524,19 @@ static long s3_request(struct backup_store *st, const char *method, const char *
         curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, s3_write);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+        if (call->etag) {
+                call->etag->buf[0] = '\0';
+                curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_etag);
+                curl_easy_setopt(c, CURLOPT_HEADERDATA, call->etag);
+        }
         /* The body is not part of the signature (libcurl hashes only a body given as
          * POSTFIELDS; an upload is streamed): S3 takes "UNSIGNED-PAYLOAD" for that, and
          * the header is signed with the others. */
         h = curl_slist_append(h, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
         if (st->token_header[0])
                 h = curl_slist_append(h, st->token_header);
-        if (upload_fd >= 0) {
-                int fd2 = fcntl(upload_fd, F_DUPFD_CLOEXEC, 3);
+        if (call->upload_fd >= 0) {
+                int fd2 = fcntl(call->upload_fd, F_DUPFD_CLOEXEC, 3);
                 in = fd2 >= 0 ? fdopen(fd2, "rb") : NULL;
                 if (!in) {
                         if (fd2 >= 0)
@@ -484,12 +546,25 @@ static long s3_request(struct backup_store *st, const char *method, const char *
                 }
                 curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
                 curl_easy_setopt(c, CURLOPT_READDATA, in);
-                curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)upload_len);
+                curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)call->upload_len);
                 /* (an "Expect:" line to skip the 100-continue round trip would be signed
                  * by libcurl 7.88 as an empty header it never sends) */
                 h = curl_slist_append(h, "Content-Type: application/zstd");
-        } else if (text) {
-                curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+        } else if (call->post) {
+                curl_easy_setopt(c, CURLOPT_POST, 1L);
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, call->mem ? (const char *)call->mem : "");
+                curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->mem_len);
+                if (call->mem_type)
+                        h = curl_slist_append(h, call->mem_type);
+        } else if (call->mem) {
+                curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+                curl_easy_setopt(c, CURLOPT_READFUNCTION, mem_read);
+                curl_easy_setopt(c, CURLOPT_READDATA, &mb);
+                curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)call->mem_len);
+                if (call->mem_type)
+                        h = curl_slist_append(h, call->mem_type);
+        } else if (call->text) {
+                curl_easy_setopt(c, CURLOPT_POSTFIELDS, call->text);
                 curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "PUT");
                 h = curl_slist_append(h, "Content-Type: application/json");
         } else if (strcmp(method, "GET") != 0) {
@@ -513,6 +588,19 @@ out:
         curl_slist_free_all(h);
         curl_easy_cleanup(c);
         return status;
+}
+
+/* One request: method on key (NULL: the bucket, with query). upload_fd >= 0: its content
+ * is the body (upload_len bytes, read as sent); text: a JSON body; body is what comes
+ * back. Returns the HTTP status, or -1 with err set when no answer came. */
+static long s3_request(struct backup_store *st, const char *method, const char *key,
+                       const char *query, int upload_fd, int64_t upload_len, const char *text,
+                       struct s3_body *body, struct cella_error *err)
+{
+        struct s3_call call = {
+                .query = query, .upload_fd = upload_fd, .upload_len = upload_len, .text = text};
+
+        return s3_perform(st, method, key, &call, body, err);
 }
 
 static void s3_key(const struct backup_store *st, const char *id, const char *file, char *out,
@@ -892,4 +980,373 @@ void backup_store_sweep_partials(struct backup_store *st)
                                  de->d_name);
         closedir(d);
         close(fd);
+}
+
+/* ---- a streamed upload to S3 (multipart) ---- */
+
+int backup_s3_upload_query(unsigned part, const char *upload_id, char *out, size_t outsz)
+{
+        char enc[3300];
+        int n;
+
+        if (strlen(upload_id) * 3 >= sizeof(enc))
+                return -ENAMETOOLONG;
+        pct_encode(upload_id, enc, sizeof(enc));
+        /* the parameters in SigV4's canonical (sorted) order, values encoded: libcurl 7.88
+         * signs the query as it is written */
+        n = part ? snprintf(out, outsz, "partNumber=%u&uploadId=%s", part, enc)
+                 : snprintf(out, outsz, "uploadId=%s", enc);
+        return n < 0 || (size_t)n >= outsz ? -ENAMETOOLONG : 0;
+}
+
+/* A part uploaded by a thread of its own while the next one fills. */
+struct part_job {
+        struct backup_upload *u;
+        unsigned n; /* its number, 1-based */
+        char *buf;
+        size_t len, cap;
+        int rc;
+        struct cella_error err;
+};
+
+struct backup_upload {
+        struct backup_store *st;
+        char id[BACKUP_ID_LEN + 1];
+        char key[600];
+        char upload_id[1100]; /* "" until the multipart upload is made */
+        char *buf;            /* the part being filled */
+        size_t len, cap;
+        char *spare; /* the other buffer, when no part is in flight (NULL: not made yet) */
+        size_t spare_cap;
+        unsigned parts;    /* parts numbered so far (sent, or in flight) */
+        char (*etags)[80]; /* theirs, in order (written by the part's upload) */
+        size_t etags_cap;
+        bool inflight; /* job runs on thread */
+        pthread_t thread;
+        struct part_job job;
+        uint64_t bytes;
+};
+
+bool backup_store_is_s3(const struct backup_store *st)
+{
+        return st->s3;
+}
+
+/* The size of part n (1-based): CELLA_BACKUP_PART_BYTES for the first thousand, one more
+ * time that for each thousand after (S3 allows 10,000 parts: 440 GiB at most). */
+static size_t part_size(unsigned n)
+{
+        return (size_t)CELLA_BACKUP_PART_BYTES * (1 + (n - 1) / 1000);
+}
+
+int backup_store_upload_begin(struct backup_store *st, const char *id, struct backup_upload **ret,
+                              struct cella_error *err)
+{
+        struct backup_upload *u = calloc(1, sizeof(*u));
+
+        if (!u || !(u->buf = malloc(part_size(1)))) {
+                free(u);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        u->cap = part_size(1);
+        u->st = st;
+        snprintf(u->id, sizeof(u->id), "%s", id);
+        s3_key(st, id, ARCHIVE_NAME, u->key, sizeof(u->key));
+        *ret = u;
+        return 0;
+}
+
+/* CreateMultipartUpload: the upload's id from <UploadId>. */
+static int upload_create(struct backup_upload *u, struct cella_error *err)
+{
+        struct s3_body b = {.fd = -1, .max = 65536};
+        struct s3_call call = {.query = "uploads=",
+                               .upload_fd = -1,
+                               .post = true,
+                               .mem_type = "Content-Type: application/zstd"};
+        size_t pos = 0;
+        bool bad = false;
+        long status = s3_perform(u->st, "POST", u->key, &call, &b, err);
+
+        if (status < 0 || status / 100 != 2) {
+                if (status >= 0)
+                        s3_fail(status, &b, "create multipart upload", err);
+                free(b.buf);
+                return -1;
+        }
+        if (!b.buf ||
+            !xml_next(b.buf, b.len, &pos, "UploadId", u->upload_id, sizeof(u->upload_id), &bad) ||
+            !u->upload_id[0]) {
+                free(b.buf);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                       "S3 create multipart upload: no UploadId in the answer");
+        }
+        free(b.buf);
+        return 0;
+}
+
+/* UploadPart of part n from buf (len bytes), its ETag into u->etags[n - 1] (made room for
+ * by the caller). Reads only what does not change while a part is in flight. */
+static int part_put(struct backup_upload *u, unsigned n, const char *buf, size_t len,
+                    struct cella_error *err)
+{
+        char query[3400], etag[80];
+        struct etag_out eo = {etag, sizeof(etag)};
+        struct s3_body b = {.fd = -1, .max = 65536};
+        long status;
+
+        if (backup_s3_upload_query(n, u->upload_id, query, sizeof(query)) < 0)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "S3 upload id too long");
+        struct s3_call call = {.query = query,
+                               .upload_fd = -1,
+                               .mem = buf,
+                               .mem_len = len,
+                               .mem_type = "Content-Type: application/octet-stream",
+                               .etag = &eo};
+        status = s3_perform(u->st, "PUT", u->key, &call, &b, err);
+        if (status < 0 || status / 100 != 2) {
+                if (status >= 0)
+                        s3_fail(status, &b, "upload part", err);
+                free(b.buf);
+                return -1;
+        }
+        free(b.buf);
+        if (!etag[0])
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                       "S3 upload part %u: no ETag in the answer", n);
+        snprintf(u->etags[n - 1], sizeof(u->etags[0]), "%s", etag);
+        return 0;
+}
+
+static void *part_thread(void *ud)
+{
+        struct part_job *j = ud;
+
+        j->rc = part_put(j->u, j->n, j->buf, j->len, &j->err);
+        return NULL;
+}
+
+/* The part in flight waited for: its buffer back as the spare, its result. */
+static int upload_wait(struct backup_upload *u, struct cella_error *err)
+{
+        if (!u->inflight)
+                return 0;
+        pthread_join(u->thread, NULL);
+        u->inflight = false;
+        u->spare = u->job.buf;
+        u->spare_cap = u->job.cap;
+        if (u->job.rc < 0) {
+                *err = u->job.err;
+                return -1;
+        }
+        return 0;
+}
+
+/* The next part's number, with room for its ETag; the upload made at the first. */
+static int upload_next(struct backup_upload *u, unsigned *ret, struct cella_error *err)
+{
+        unsigned n = u->parts + 1;
+
+        if (!u->upload_id[0] && upload_create(u, err) < 0)
+                return -1;
+        if (n > CELLA_BACKUP_PARTS_MAX)
+                return cella_error_set(err, CELLA_E_BACKUP_CREATE_FAILED,
+                                       "the archive needs more than %d parts",
+                                       CELLA_BACKUP_PARTS_MAX);
+        if (u->parts == u->etags_cap) {
+                size_t cap = u->etags_cap ? u->etags_cap * 2 : 64;
+                void *p = realloc(u->etags, cap * sizeof(*u->etags));
+                if (!p)
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                u->etags = p;
+                u->etags_cap = cap;
+        }
+        *ret = n;
+        return 0;
+}
+
+/* The full buffer sent as the next part by a thread while the archive fills the other
+ * one (the archive and the network overlap; one part in flight at most). */
+static int upload_part(struct backup_upload *u, struct cella_error *err)
+{
+        unsigned n;
+
+        if (upload_wait(u, err) < 0 || upload_next(u, &n, err) < 0)
+                return -1;
+        if (u->spare_cap < part_size(n + 1)) {
+                char *p = realloc(u->spare, part_size(n + 1));
+                if (!p)
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                u->spare = p;
+                u->spare_cap = part_size(n + 1);
+        }
+        u->job = (struct part_job){.u = u, .n = n, .buf = u->buf, .len = u->len, .cap = u->cap};
+        u->parts = n;
+        if (pthread_create(&u->thread, NULL, part_thread, &u->job) != 0) {
+                /* no thread: sent from here */
+                part_thread(&u->job);
+                if (u->job.rc < 0) {
+                        *err = u->job.err;
+                        return -1;
+                }
+        } else {
+                u->inflight = true;
+        }
+        if (!u->inflight) {
+                /* the same buffer is filled again */
+                u->len = 0;
+                return 0;
+        }
+        u->buf = u->spare;
+        u->cap = u->spare_cap;
+        u->spare = NULL;
+        u->spare_cap = 0;
+        u->len = 0;
+        return 0;
+}
+
+int backup_store_upload_write(struct backup_upload *u, const void *p, size_t n,
+                              struct cella_error *err)
+{
+        const char *c = p;
+
+        u->bytes += n;
+        while (n > 0) {
+                size_t room = part_size(u->parts + 1) - u->len;
+                size_t k = n < room ? n : room;
+
+                memcpy(u->buf + u->len, c, k);
+                u->len += k;
+                c += k;
+                n -= k;
+                /* a full part goes when more follows (the last part may be any size) */
+                if (u->len == part_size(u->parts + 1) && n > 0 && upload_part(u, err) < 0)
+                        return -1;
+        }
+        return 0;
+}
+
+/* CompleteMultipartUpload with every part's ETag. */
+static int upload_complete(struct backup_upload *u, struct cella_error *err)
+{
+        size_t cap = 128 + (size_t)u->parts * 128, o = 0;
+        _cleanup_free_ char *xml = malloc(cap);
+        char query[3400];
+        struct s3_body b = {.fd = -1, .max = 65536};
+        long status;
+
+        if (!xml)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        o += (size_t)snprintf(xml + o, cap - o, "<CompleteMultipartUpload>");
+        for (unsigned i = 0; i < u->parts; i++)
+                o += (size_t)snprintf(xml + o, cap - o,
+                                      "<Part><PartNumber>%u</PartNumber><ETag>%s</ETag></Part>",
+                                      i + 1, u->etags[i]);
+        o += (size_t)snprintf(xml + o, cap - o, "</CompleteMultipartUpload>");
+        if (backup_s3_upload_query(0, u->upload_id, query, sizeof(query)) < 0)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "S3 upload id too long");
+        struct s3_call call = {.query = query,
+                               .upload_fd = -1,
+                               .mem = xml,
+                               .mem_len = o,
+                               .post = true,
+                               .mem_type = "Content-Type: application/xml"};
+        status = s3_perform(u->st, "POST", u->key, &call, &b, err);
+        /* S3 may answer 200 with an <Error> in the body */
+        if (status < 0 || status / 100 != 2 || (b.buf && memmem(b.buf, b.len, "<Error>", 7))) {
+                if (status >= 0)
+                        s3_fail(status, &b, "complete multipart upload", err);
+                free(b.buf);
+                return -1;
+        }
+        free(b.buf);
+        return 0;
+}
+
+int backup_store_upload_finish(struct backup_upload *u, const struct backup_record *rec,
+                               struct cella_error *err)
+{
+        _cleanup_free_ char *text = backup_record_format(rec);
+        struct s3_body b = {.fd = -1, .max = 65536};
+        char key[600];
+        long status;
+
+        if (!text)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (u->parts == 0) {
+                /* smaller than a part: one PUT from memory */
+                struct s3_call call = {.upload_fd = -1,
+                                       .mem = u->buf,
+                                       .mem_len = u->len,
+                                       .mem_type = "Content-Type: application/zstd"};
+                if (u->len == 0)
+                        call.mem = "";
+                status = s3_perform(u->st, "PUT", u->key, &call, &b, err);
+                if (status < 0 || status / 100 != 2) {
+                        if (status >= 0)
+                                s3_fail(status, &b, "upload archive", err);
+                        free(b.buf);
+                        return -1;
+                }
+                free(b.buf);
+        } else {
+                unsigned n;
+                if (upload_wait(u, err) < 0 || upload_next(u, &n, err) < 0 ||
+                    part_put(u, n, u->buf, u->len, err) < 0)
+                        return -1;
+                u->parts = n;
+                if (upload_complete(u, err) < 0)
+                        return -1;
+        }
+        /* the record last: a listing never shows a backup whose archive is not there */
+        b = (struct s3_body){.fd = -1, .max = 65536};
+        s3_key(u->st, rec->id, RECORD_NAME, key, sizeof(key));
+        status = s3_request(u->st, "PUT", key, NULL, -1, 0, text, &b, err);
+        if (status < 0 || status / 100 != 2) {
+                if (status >= 0)
+                        s3_fail(status, &b, "upload record", err);
+                free(b.buf);
+                /* the archive without its record is no backup: removed */
+                struct s3_body d = {.fd = -1, .max = 65536};
+                struct cella_error derr = {0};
+                s3_request(u->st, "DELETE", u->key, NULL, -1, 0, NULL, &d, &derr);
+                free(d.buf);
+                return -1;
+        }
+        free(b.buf);
+        u->upload_id[0] = '\0'; /* done: nothing to abort */
+        return 0;
+}
+
+unsigned backup_store_upload_parts(const struct backup_upload *u)
+{
+        return u->parts;
+}
+
+void backup_store_upload_free(struct backup_upload *u)
+{
+        struct cella_error ignored = {0};
+
+        if (!u)
+                return;
+        upload_wait(u, &ignored);
+        if (u->upload_id[0]) {
+                /* AbortMultipartUpload: the parts stored so far are dropped */
+                char query[3400];
+                struct s3_body b = {.fd = -1, .max = 65536};
+                struct cella_error err = {0};
+                struct s3_call call = {.query = query, .upload_fd = -1};
+                long status;
+
+                backup_s3_upload_query(0, u->upload_id, query, sizeof(query));
+                status = s3_perform(u->st, "DELETE", u->key, &call, &b, &err);
+                if (status < 0 || (status / 100 != 2 && status != 404))
+                        log_warn("backup '%s': abort multipart upload %s: %s", u->id, u->upload_id,
+                                 status < 0 ? err.msg : "refused");
+                free(b.buf);
+        }
+        free(u->etags);
+        free(u->buf);
+        free(u->spare);
+        free(u);
 }

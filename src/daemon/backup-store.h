@@ -62,6 +62,11 @@ int backup_s3_spec_parse(const char *spec, struct backup_s3_spec *out, struct ce
 int backup_s3_list_parse(const char *xml, size_t len, int (*cb)(const char *key, void *ud),
                          void *ud, char *ret_next, size_t next_sz, struct cella_error *err);
 
+/* The query of a multipart upload's request, canonical as SigV4 wants it (libcurl signs
+ * the query as written): "partNumber=N&uploadId=ID" (part > 0: UploadPart) or "uploadId=ID"
+ * (part 0: Complete, Abort), ID percent-encoded. 0 or -ENAMETOOLONG. */
+int backup_s3_upload_query(unsigned part, const char *upload_id, char *out, size_t outsz);
+
 struct backup_store;
 
 /* spec NULL: the local store under data_dir; else an s3:// URL. Credentials come from
@@ -91,6 +96,27 @@ int backup_store_list(struct backup_store *st, int (*cb)(const struct backup_rec
                       void *ud, struct cella_error *err);
 /* Remove the archive and the record; BACKUP_NOT_FOUND when there is neither. */
 int backup_store_delete(struct backup_store *st, const char *id, struct cella_error *err);
+/* Is the store a bucket (where a backup may be uploaded as it is made)? */
+bool backup_store_is_s3(const struct backup_store *st);
+
+/* A new backup's archive streamed to the bucket without a local copy: written in parts of
+ * CELLA_BACKUP_PART_BYTES (more after each thousand parts) held in memory, each uploaded
+ * when full (CreateMultipartUpload at the first, UploadPart for each) by a thread of its
+ * own while the next fills the other of two buffers (one part in flight); finish uploads the
+ * last part, completes the upload (CompleteMultipartUpload) and puts the record; an archive
+ * smaller than one part is one PUT. free aborts an upload not finished
+ * (AbortMultipartUpload: nothing half-stored stays) and releases u. S3 stores only. */
+struct backup_upload;
+int backup_store_upload_begin(struct backup_store *st, const char *id, struct backup_upload **ret,
+                              struct cella_error *err);
+int backup_store_upload_write(struct backup_upload *u, const void *p, size_t n,
+                              struct cella_error *err);
+int backup_store_upload_finish(struct backup_upload *u, const struct backup_record *rec,
+                               struct cella_error *err);
+void backup_store_upload_free(struct backup_upload *u);
+/* The parts uploaded so far (0: none yet, or a single PUT). */
+unsigned backup_store_upload_parts(const struct backup_upload *u);
+
 /* What a stopped daemon left in <data-dir>/backups/.partial-*: removed. */
 void backup_store_sweep_partials(struct backup_store *st);
 

@@ -33,6 +33,8 @@ struct backups {
          * sleep would stop it under the archiver). */
         struct job *holding;
         uv_timer_t hold_timer;
+        backup_created_hook created_hook; /* backups_on_created */
+        void *created_ud;
 };
 
 enum job_kind { JOB_CREATE, JOB_RESTORE, JOB_LIST, JOB_GET, JOB_DELETE, JOB_SWEEP };
@@ -47,6 +49,11 @@ struct job {
         struct backup_record rec;
         char dir[CELLA_BACKUP_DIR_MAX + 1];
         int64_t ttl_s;
+        struct api_backup_create *opts; /* create: the request's options (owned) */
+        const char *how;                /* create: how it was stored, for the log */
+        unsigned parts;                 /* create: the parts of its multipart upload */
+        bool captured; /* create with consistent: its place in s's capture queue is held */
+        bool frozen;   /* its sandbox is frozen (by work_create, until the archive is read) */
         uint64_t t0_us, archived_us, synced_us, done_us; /* time_mono_us() of its steps */
         json_t *result;
         struct cella_error err;
@@ -166,11 +173,24 @@ static int archiver_end(pid_t pid, int err_fd, int fallback, struct cella_error 
                                line[0] ? line : "no message");
 }
 
+/* The sandbox of a consistent backup thawed, if work_create froze it. */
+static void thaw(struct job *j)
+{
+        struct cella_error e = {0};
+
+        if (!j->frozen)
+                return;
+        j->frozen = false;
+        if (runtime_container_freeze(j->s->table->rt, j->s->id, false, &e) < 0)
+                log_error("backup '%s': thaw sandbox '%s': %s", j->rec.id, j->s->name, e.msg);
+}
+
 static void work_create(struct job *j)
 {
         struct backups *b = j->b;
         char path[CELLA_PATH_MAX + 64];
-        char *argv[] = {"cella-archive", "create", j->dir, NULL};
+        char *argv[4 + 2 * CELLA_BACKUP_EXCLUDES_MAX + 1] = {"cella-archive", "create", j->dir};
+        int argc = 3;
         int outp[2] = {-1, -1}, errp[2] = {-1, -1};
         EVP_MD_CTX *md = NULL;
         char *buf = NULL;
@@ -179,23 +199,51 @@ static void work_create(struct job *j)
         uint64_t bytes = 0;
         bool begun = false;
         int werr = 0;
+        /* to a bucket with multipart: streamed there, no local copy */
+        bool streamed = j->opts->multipart && backup_store_is_s3(b->store);
+        struct backup_upload *up = NULL;
+        struct cella_error uerr = {0};
         ssize_t n;
         unsigned char digest[32];
         unsigned int dl = 0;
 
-        if (backup_store_begin(b->store, j->rec.id, path, sizeof(path), &j->err) < 0)
-                goto out;
-        begun = true;
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (j->opts->gitignore)
+                argv[argc++] = "--gitignore";
+        for (unsigned i = 0, off = 0; i < j->opts->nexcludes; i++) {
+                argv[argc++] = "--exclude";
+                argv[argc++] = j->opts->excludes + off;
+                off += (unsigned)strlen(j->opts->excludes + off) + 1;
+        }
+        argv[argc] = NULL;
+        if (streamed) {
+                if (backup_store_upload_begin(b->store, j->rec.id, &up, &j->err) < 0)
+                        goto out;
+        } else {
+                if (backup_store_begin(b->store, j->rec.id, path, sizeof(path), &j->err) < 0)
+                        goto out;
+                begun = true;
+                fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        }
         md = EVP_MD_CTX_new();
         buf = malloc(256 * 1024);
-        if (fd < 0 || !md || !buf || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-                cella_error_errno(&j->err, fd < 0 ? errno : ENOMEM, "backup archive");
+        if ((!streamed && fd < 0) || !md || !buf ||
+            EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+                cella_error_errno(&j->err, !streamed && fd < 0 ? errno : ENOMEM, "backup archive");
                 goto out;
         }
         if (big_pipe(outp) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
                 cella_error_errno(&j->err, errno, "pipe");
                 goto out;
+        }
+        /* consistent: the sandbox frozen from before the archiver reads the first file to
+         * after it read the last (its tasks stopped: the tree does not change meanwhile) */
+        if (j->opts->consistent) {
+                if (runtime_container_freeze(j->s->table->rt, j->s->id, true, &j->err) < 0) {
+                        cella_error_prefix(&j->err, "consistent backup");
+                        j->err.code = CELLA_E_BACKUP_CREATE_FAILED;
+                        goto out;
+                }
+                j->frozen = true;
         }
         r = spawn_archiver(j, argv, -1, outp[1], errp[1], &pid);
         close(outp[1]);
@@ -205,12 +253,19 @@ static void work_create(struct job *j)
                 cella_error_errno(&j->err, -r, "start %s", b->archiver);
                 goto out;
         }
-        /* Streamed: each block read is hashed and written to the archive's file. */
+        /* Streamed: each block read is hashed and written to the archive's file, or to
+         * the bucket's upload. An upload that fails stops the archiver (its pipe closed:
+         * SIGPIPE), and says why. */
         while ((n = read(outp[0], buf, 256 * 1024)) > 0 || (n < 0 && errno == EINTR)) {
                 if (n <= 0 || werr)
                         continue;
                 EVP_DigestUpdate(md, buf, (size_t)n);
                 bytes += (uint64_t)n;
+                if (streamed) {
+                        if (backup_store_upload_write(up, buf, (size_t)n, &uerr) < 0)
+                                break;
+                        continue;
+                }
                 for (ssize_t off = 0; off < n;) {
                         ssize_t w = write(fd, buf + off, (size_t)(n - off));
                         if (w < 0 && errno == EINTR)
@@ -222,10 +277,18 @@ static void work_create(struct job *j)
                         off += w;
                 }
         }
+        thaw(j);
+        if (cella_error_is_set(&uerr)) {
+                close(outp[0]);
+                outp[0] = -1;
+                archiver_end(pid, errp[0], CELLA_E_BACKUP_CREATE_FAILED, &j->err);
+                cella_error_set(&j->err, CELLA_E_BACKUP_CREATE_FAILED, "store: %s", uerr.msg);
+                goto out;
+        }
         if (archiver_end(pid, errp[0], CELLA_E_BACKUP_CREATE_FAILED, &j->err) < 0)
                 goto out;
         j->archived_us = time_mono_us();
-        if (werr || fsync(fd) < 0) {
+        if (!streamed && (werr || fsync(fd) < 0)) {
                 cella_error_errno(&j->err, werr ? werr : errno, "write backup archive");
                 if (j->err.code != CELLA_E_NO_SPACE)
                         j->err.code = CELLA_E_BACKUP_CREATE_FAILED;
@@ -237,10 +300,13 @@ static void work_create(struct job *j)
         j->rec.size_bytes = (int64_t)bytes;
         j->rec.created_ms = time_now_ms();
         j->rec.expires_ms = j->rec.created_ms + j->ttl_s * 1000;
-        close(fd);
+        if (fd >= 0)
+                close(fd);
         fd = -1;
         j->synced_us = time_mono_us();
-        if (backup_store_commit(b->store, &j->rec, &j->err) < 0) {
+        j->how = streamed ? "streamed" : backup_store_is_s3(b->store) ? "spooled" : "local";
+        if (streamed ? backup_store_upload_finish(up, &j->rec, &j->err) < 0
+                     : backup_store_commit(b->store, &j->rec, &j->err) < 0) {
                 cella_error_prefix(&j->err, "store");
                 j->err.code = CELLA_E_BACKUP_CREATE_FAILED;
                 goto out;
@@ -250,10 +316,14 @@ static void work_create(struct job *j)
         if (!j->result)
                 cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "out of memory");
 out:
+        thaw(j);
         if (fd >= 0)
                 close(fd);
         if (begun)
                 backup_store_abort(b->store, j->rec.id);
+        if (up)
+                j->parts = backup_store_upload_parts(up);
+        backup_store_upload_free(up); /* aborted unless finished */
         for (int i = 0; i < 2; i++) {
                 if (outp[i] >= 0)
                         close(outp[i]);
@@ -494,20 +564,26 @@ static void on_done(uv_work_t *w, int status)
                         cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "no result");
                 if (j->kind == JOB_CREATE && j->result)
                         log_info("backup '%s' of %s:%s: %lld bytes in %.1f ms (archived in "
-                                 "%.1f, synced in %.1f, stored in %.1f)",
+                                 "%.1f, synced in %.1f, stored in %.1f; %s, %u parts)",
                                  j->rec.id, j->rec.sandbox, j->rec.dir,
                                  (long long)j->rec.size_bytes, (j->done_us - j->t0_us) / 1e3,
                                  (j->archived_us - j->t0_us) / 1e3,
                                  (j->synced_us - j->archived_us) / 1e3,
-                                 (j->done_us - j->synced_us) / 1e3);
+                                 (j->done_us - j->synced_us) / 1e3, j->how ? j->how : "",
+                                 j->parts);
                 else if (j->kind == JOB_RESTORE && j->result)
                         log_info("backup '%s' restored into %s:%s in %.1f ms", j->rec.id,
                                  sandbox_name(j->s), j->dir, (j->done_us - j->t0_us) / 1e3);
+                if (j->kind == JOB_CREATE && j->result && j->b->created_hook)
+                        j->b->created_hook(j->result, j->b->created_ud);
                 j->cb(j->result, j->result ? NULL : &j->err, j->ud);
         }
         json_decref(j->result);
+        free(j->opts);
         if (j->pidfd >= 0)
                 close(j->pidfd);
+        if (j->captured)
+                sandbox_capture_done(j->s); /* thawed by now: the next capture may run */
         if (j->s) {
                 hold_remove(j);
                 sandbox_touch(j->s);
@@ -545,6 +621,7 @@ static int job_queue(struct job *j, struct cella_error *err)
                         close(j->pidfd);
                 if (j->s)
                         sandbox_unref(j->s);
+                free(j->opts);
                 free(j);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue: %s", uv_strerror(r));
         }
@@ -553,6 +630,22 @@ static int job_queue(struct job *j, struct cella_error *err)
                 j->b->holding = j;
         }
         return 0;
+}
+
+/* A consistent backup's turn in its sandbox's capture queue (on the loop): queued on the
+ * thread pool; one that cannot be is answered and gives its turn up. */
+static void capture_turn(void *ud)
+{
+        struct job *j = ud;
+        struct sandbox *s = j->s;
+        backup_cb cb = j->cb;
+        void *cb_ud = j->ud;
+        struct cella_error err = {0};
+
+        if (job_queue(j, &err) < 0) {
+                cb(NULL, &err, cb_ud);
+                sandbox_capture_done(s); /* s is the queue's reference until then */
+        }
 }
 
 /* The job takes s (referenced) and a duplicate of its PID 1's pidfd. */
@@ -572,6 +665,28 @@ static int job_sandbox(struct job *j, struct sandbox *s, struct cella_error *err
 int backups_create(struct backups *b, struct sandbox *s, const char *dir, const char *name,
                    int64_t ttl, backup_cb cb, void *ud, struct cella_error *err)
 {
+        _cleanup_free_ struct api_backup_create *o = calloc(1, sizeof(*o));
+
+        if (!o)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        if (!dir || strlen(dir) > CELLA_BACKUP_DIR_MAX)
+                return backup_dir_check(dir, err);
+        snprintf(o->dir, sizeof(o->dir), "%s", dir);
+        if (name && strlen(name) > CELLA_BACKUP_NAME_MAX)
+                return cella_error_set(err, CELLA_E_INVALID_BACKUP_CONFIG,
+                                       "name is longer than %d bytes", CELLA_BACKUP_NAME_MAX);
+        o->has_name = name != NULL;
+        snprintf(o->name, sizeof(o->name), "%s", name ? name : "");
+        o->ttl_s = ttl;
+        o->multipart = true;
+        return backups_create_with(b, s, o, cb, ud, err);
+}
+
+int backups_create_with(struct backups *b, struct sandbox *s, const struct api_backup_create *o,
+                        backup_cb cb, void *ud, struct cella_error *err)
+{
+        const char *dir = o->dir, *name = o->has_name ? o->name : NULL;
+        int64_t ttl = o->ttl_s;
         struct job *j;
 
         if (backup_dir_check(dir, err) < 0)
@@ -584,11 +699,19 @@ int backups_create(struct backups *b, struct sandbox *s, const char *dir, const 
                                        "ttl must be 1 to %lld seconds", CELLA_BACKUP_TTL_MAX);
         if (!(j = job_new(b, JOB_CREATE, NULL, cb, ud, err)))
                 return -1;
+        j->opts = malloc(sizeof(*j->opts));
+        if (!j->opts) {
+                free(j);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        memcpy(j->opts, o, sizeof(*o));
         if (backup_id_new(j->rec.id) < 0) {
+                free(j->opts);
                 free(j);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "random id");
         }
         if (job_sandbox(j, s, err) < 0) {
+                free(j->opts);
                 free(j);
                 return -1;
         }
@@ -597,7 +720,19 @@ int backups_create(struct backups *b, struct sandbox *s, const char *dir, const 
         snprintf(j->rec.dir, sizeof(j->rec.dir), "%s", dir);
         snprintf(j->dir, sizeof(j->dir), "%s", dir);
         j->ttl_s = ttl;
-        return job_queue(j, err);
+        if (!o->consistent)
+                return job_queue(j, err);
+        /* its turn among the sandbox's captures: no snapshot thaws it under the archiver,
+         * and it thaws none */
+        if (sandbox_capture_queue(s, capture_turn, j) < 0) {
+                close(j->pidfd);
+                sandbox_unref(j->s);
+                free(j->opts);
+                free(j);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        }
+        j->captured = true;
+        return 0;
 }
 
 int backups_restore(struct backups *b, struct sandbox *s, const char *id, const char *dir,
@@ -694,6 +829,12 @@ int backups_new(uv_loop_t *loop, const char *store_spec, const char *data_dir, c
         uv_unref((uv_handle_t *)&b->hold_timer);
         *ret = b;
         return 0;
+}
+
+void backups_on_created(struct backups *b, backup_created_hook fn, void *ud)
+{
+        b->created_hook = fn;
+        b->created_ud = ud;
 }
 
 void backups_free(struct backups *b)

@@ -609,6 +609,55 @@ int etcd_delete_leased(struct etcd *e, const char *key, size_t key_len, int64_t 
         return txn(e, cmp, del, get, cb, userdata);
 }
 
+int etcd_txn(struct etcd *e, json_t *compare, json_t *success, json_t *failure, etcd_cb cb,
+             void *userdata)
+{
+        return submit(e, ETCD_OP_TXN,
+                      obj(3, (const char *const[]){"compare", "success", "failure"},
+                          (json_t *[]){compare, success, failure}),
+                      cb, userdata);
+}
+
+json_t *etcd_cmp_absent(const char *key, size_t key_len)
+{
+        return obj(4, (const char *const[]){"key", "target", "create_revision", "result"},
+                   (json_t *[]){b64(key, key_len), json_string("CREATE"), json_string("0"),
+                                json_string("EQUAL")});
+}
+
+json_t *etcd_cmp_present(const char *key, size_t key_len)
+{
+        return obj(4, (const char *const[]){"key", "target", "version", "result"},
+                   (json_t *[]){b64(key, key_len), json_string("VERSION"), json_string("0"),
+                                json_string("GREATER")});
+}
+
+json_t *etcd_cmp_prefix_unchanged(const char *prefix, size_t prefix_len, int64_t revision)
+{
+        return obj(5, (const char *const[]){"key", "range_end", "target", "mod_revision", "result"},
+                   (json_t *[]){b64(prefix, prefix_len), prefix_end(prefix, prefix_len),
+                                json_string("MOD"), int_string(revision + 1), json_string("LESS")});
+}
+
+json_t *etcd_req_put(const char *key, size_t key_len, const char *value, size_t value_len,
+                     int64_t lease)
+{
+        return obj(1, (const char *const[]){"request_put"},
+                   (json_t *[]){put_body(key, key_len, value, value_len, lease)});
+}
+
+json_t *etcd_req_delete(const char *key, size_t key_len)
+{
+        return obj(1, (const char *const[]){"request_delete_range"},
+                   (json_t *[]){range_body(key, key_len, false)});
+}
+
+json_t *etcd_req_range(const char *key, size_t key_len)
+{
+        return obj(1, (const char *const[]){"request_range"},
+                   (json_t *[]){range_body(key, key_len, false)});
+}
+
 int etcd_lease_grant(struct etcd *e, int64_t ttl, etcd_cb cb, void *userdata)
 {
         return submit(e, ETCD_OP_LEASE_GRANT,

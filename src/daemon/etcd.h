@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include <uv.h>
 
 #include "common/buf.h"
@@ -125,6 +126,23 @@ int etcd_create(struct etcd *e, const char *key, size_t key_len, const char *val
  * exists). Releases what this lease holds, never another's. */
 int etcd_delete_leased(struct etcd *e, const char *key, size_t key_len, int64_t lease, etcd_cb cb,
                        void *userdata);
+/* A txn of the caller's: compare, success and failure are JSON arrays (taken) of the pieces
+ * below. The failure branch's first request must be a range (etcd_req_range): a failed
+ * txn answers its kvs. The pieces are NULL when memory runs out (etcd_txn then fails with
+ * -ENOMEM). */
+int etcd_txn(struct etcd *e, json_t *compare, json_t *success, json_t *failure, etcd_cb cb,
+             void *userdata);
+/* Compares: key does not exist (create_revision 0); key exists (version > 0); no key
+ * starting with prefix was put after revision (an empty range holds; a deletion is not
+ * seen). */
+json_t *etcd_cmp_absent(const char *key, size_t key_len);
+json_t *etcd_cmp_present(const char *key, size_t key_len);
+json_t *etcd_cmp_prefix_unchanged(const char *prefix, size_t prefix_len, int64_t revision);
+/* Requests: put (lease 0: none), delete of one key, range of one key. */
+json_t *etcd_req_put(const char *key, size_t key_len, const char *value, size_t value_len,
+                     int64_t lease);
+json_t *etcd_req_delete(const char *key, size_t key_len);
+json_t *etcd_req_range(const char *key, size_t key_len);
 int etcd_lease_grant(struct etcd *e, int64_t ttl, etcd_cb cb, void *userdata);
 /* One keepalive; the answer's ttl is 0 when the lease is gone (then r is -ENOENT). */
 int etcd_lease_keepalive(struct etcd *e, int64_t id, etcd_cb cb, void *userdata);

@@ -40,7 +40,9 @@
 #include "daemon/budget.h"
 #include "daemon/http-header.h"
 
-enum body_mode { BODY_DISCARD, BODY_WHOLE, BODY_STREAM };
+/* BODY_HELD: the handler will say later (http_request_hold_body): the parser waits after
+ * the head. */
+enum body_mode { BODY_DISCARD, BODY_WHOLE, BODY_STREAM, BODY_HELD };
 
 struct http_request {
         unsigned refs;
@@ -128,6 +130,9 @@ struct conn {
         bool fuzz;
         bool served;   /* a request was dispatched on it */
         bool over_cap; /* refused (per-client cap): closed at once, not counted */
+        bool lingering; /* answered and shut down: reading and dropping until EOF */
+        size_t linger_bytes;
+        uint64_t linger_ms; /* lingering began */
         int handles_open;
         uint64_t head_ms;  /* the current head began (the connection, for the first) */
         uint64_t body_ms;  /* the current request was dispatched */

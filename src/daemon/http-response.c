@@ -215,9 +215,9 @@ size_t http_response_queued(const struct http_request *req)
         return req->queued;
 }
 
-int http_response_end(struct http_request *req)
+int http_response_end_trailers(struct http_request *req, const char *trailers)
 {
-        struct iovec iov;
+        struct iovec iov[3];
         int r;
 
         if (!req->conn)
@@ -227,12 +227,25 @@ int http_response_end(struct http_request *req)
         if (!req->begun)
                 return -EINVAL;
         if (req->chunked && !req->head) {
-                iov = (struct iovec){"0\r\n\r\n", 5};
-                r = http_conn_write(req->conn, req, &iov, 1, 0, NULL, NULL);
+                iov[0] = (struct iovec){"0\r\n", 3};
+                iov[1] = (struct iovec){(void *)(trailers ? trailers : ""),
+                                        trailers ? strlen(trailers) : 0};
+                iov[2] = (struct iovec){"\r\n", 2};
+                r = http_conn_write(req->conn, req, iov, 3, 0, NULL, NULL);
                 if (r < 0)
                         return r;
         }
         return http_req_end(req);
+}
+
+int http_response_end(struct http_request *req)
+{
+        return http_response_end_trailers(req, NULL);
+}
+
+bool http_response_is_chunked(const struct http_request *req)
+{
+        return req->chunked;
 }
 
 void http_request_close(struct http_request *req)

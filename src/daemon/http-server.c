@@ -125,10 +125,41 @@ void http_conn_close(struct conn *c)
         uv_close((uv_handle_t *)&c->kick, handle_closed);
 }
 
+/* Lingering: the client's bytes after the answer are dropped into one scratch buffer (the
+ * loop is single-threaded). */
+static char linger_scratch[16 * 1024];
+
+static void linger_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *b)
+{
+        (void)h;
+        (void)suggested;
+        *b = uv_buf_init(linger_scratch, sizeof(linger_scratch));
+}
+
+static void linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
+{
+        struct conn *c = s->data;
+
+        (void)b;
+        if (nread < 0 || (c->linger_bytes += (size_t)nread) > CELLA_HTTP_LINGER_BYTES)
+                http_conn_close(c);
+}
+
 static void shutdown_cb(uv_shutdown_t *sh, int status)
 {
-        (void)status;
-        http_conn_close(sh->data);
+        struct conn *c = sh->data;
+
+        /* The answer is flushed and the FIN sent. A client whose EOF has not come may still
+         * have request bytes in flight or unread here: closing now would reset the
+         * connection and could destroy the answer on its side; read on until its EOF
+         * (or CELLA_HTTP_LINGER_MS / _BYTES, conn_sweep). */
+        if (status == 0 && !c->eof && !c->closing && !c->srv->closing &&
+            uv_read_start((uv_stream_t *)&c->tcp, linger_alloc, linger_read) == 0) {
+                c->lingering = true;
+                c->linger_ms = conn_now(c);
+                return;
+        }
+        http_conn_close(c);
 }
 
 /* Close after the queued writes are flushed (a plain close would cancel them). */
@@ -177,6 +208,11 @@ static void conn_sweep(struct conn *c, uint64_t now)
 
         if (c->closing)
                 return;
+        if (c->lingering) {
+                if (now - c->linger_ms >= CELLA_HTTP_LINGER_MS)
+                        http_conn_close(c);
+                return;
+        }
         if (queued && now - c->write_ms >= CELLA_HTTP_SEND_TIMEOUT_MS) {
                 log_debug("http: client took no answer bytes for %d s: closed",
                           CELLA_HTTP_SEND_TIMEOUT_MS / 1000);

@@ -59,6 +59,11 @@ bool http_request_is_head(const struct http_request *req)
         return req->head;
 }
 
+bool http_request_is_http10(const struct http_request *req)
+{
+        return req->http10;
+}
+
 const char *http_request_path(const struct http_request *req)
 {
         return req->path ? req->path : "/";
@@ -220,10 +225,31 @@ static void send_continue(struct http_request *req)
         }
 }
 
-int http_request_read_body(struct http_request *req, size_t limit, http_body_cb cb, void *ud)
+int http_request_hold_body(struct http_request *req)
 {
         if (!req->conn || req->body_mode != BODY_DISCARD || req->ended)
                 return -EINVAL;
+        req->body_mode = BODY_HELD;
+        return 0;
+}
+
+/* A held body is asked for: the parser goes on (what it parses goes to the new mode). */
+static void unhold(struct http_request *req)
+{
+        if (req->body_paused) {
+                req->body_paused = false;
+                http_conn_kick(req->conn);
+        }
+}
+
+int http_request_read_body(struct http_request *req, size_t limit, http_body_cb cb, void *ud)
+{
+        bool held = req->body_mode == BODY_HELD;
+
+        if (!req->conn || (req->body_mode != BODY_DISCARD && !held) || req->ended)
+                return -EINVAL;
+        if (held)
+                unhold(req);
         req->body_mode = BODY_WHOLE;
         req->budget = req->conn->srv ? req->conn->srv->cfg.budget : NULL;
         req->body_limit = limit;
@@ -235,8 +261,12 @@ int http_request_read_body(struct http_request *req, size_t limit, http_body_cb 
 
 int http_request_stream_body(struct http_request *req, const struct http_body_ops *ops, void *ud)
 {
-        if (!req->conn || req->body_mode != BODY_DISCARD || req->ended)
+        bool held = req->body_mode == BODY_HELD;
+
+        if (!req->conn || (req->body_mode != BODY_DISCARD && !held) || req->ended)
                 return -EINVAL;
+        if (held)
+                unhold(req);
         req->body_mode = BODY_STREAM;
         req->ops = ops;
         req->body_ud = ud;

@@ -80,6 +80,8 @@ void http_request_unref(struct http_request *req);
 
 const char *http_request_method(const struct http_request *req); /* "GET" */
 bool http_request_is_head(const struct http_request *req);
+/* An HTTP/1.0 request (its streamed answers are close-delimited: no chunks, no trailers). */
+bool http_request_is_http10(const struct http_request *req);
 /* The percent-decoded path (NUL-free: %00 is refused with 400 before dispatch). */
 const char *http_request_path(const struct http_request *req);
 /* The request target exactly as the client sent it (path and query, not decoded). */
@@ -125,15 +127,22 @@ int http_request_tag(const struct http_request *req);
 void http_request_on_abort(struct http_request *req, void (*cb)(struct http_request *req, void *ud),
                            void *ud);
 
+/* The handler decides later (after an asynchronous step) whether and how it reads the
+ * body: nothing after the head is parsed until http_request_read_body or
+ * http_request_stream_body, called then from any callback, or the response's end (the
+ * body is discarded). Call from on_request only. */
+int http_request_hold_body(struct http_request *req);
+
 /* Whole body, up to limit bytes (413 PAYLOAD_TOO_LARGE is answered by the server beyond
  * it, and the callback is not called). cb gets the body (NUL-terminated, borrowed for the
- * call). Call from on_request only. */
+ * call). Call from on_request only (or after http_request_hold_body). */
 typedef void (*http_body_cb)(struct http_request *req, const char *body, size_t len, void *ud);
 int http_request_read_body(struct http_request *req, size_t limit, http_body_cb cb, void *ud);
 
 /* Streamed body. on_data returns how many of the len bytes it took; taking fewer pauses
  * the body (the rest is kept and handed again after http_request_resume_body). on_end is
- * called once after the last byte. Call from on_request only. */
+ * called once after the last byte. Call from on_request only (or after
+ * http_request_hold_body). */
 struct http_body_ops {
         size_t (*on_data)(struct http_request *req, const char *data, size_t len, void *ud);
         void (*on_end)(struct http_request *req, void *ud);
@@ -173,6 +182,12 @@ int http_response_write(struct http_request *req, const void *data, size_t len, 
 /* Bytes queued and not yet taken by the socket. */
 size_t http_response_queued(const struct http_request *req);
 int http_response_end(struct http_request *req);
+/* End a chunked response with trailers, a block of "Name: value\r\n" lines (a response
+ * that is not chunked, an HTTP/1.0 one, ends without them: its body is close-delimited
+ * or sized). */
+int http_response_end_trailers(struct http_request *req, const char *trailers);
+/* The response is chunked (trailers can follow its body). */
+bool http_response_is_chunked(const struct http_request *req);
 /* Close the connection at once (e.g. a streamed response cannot be completed: the client
  * sees a short body). on_abort is not called for this request. */
 void http_request_close(struct http_request *req);

@@ -1,6 +1,7 @@
 /* cellad: the daemon. Parses options, builds the sandbox table and the HTTP API, runs the
  * loop until SIGINT/SIGTERM. Sandboxes are not stopped on exit (they are not our
  * children's children to kill: the registry and the agent sockets outlive the daemon). */
+#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -15,9 +16,11 @@
 #include "common/log.h"
 #include "common/macros.h"
 #include "common/startup.h"
+#include "daemon/api-decode.h"
 #include "daemon/api.h"
 #include "daemon/backup.h"
 #include "daemon/cluster.h"
+#include "daemon/forward.h"
 #include "daemon/http.h"
 #include "daemon/metrics.h"
 #include "daemon/sandbox.h"
@@ -85,6 +88,12 @@ static void usage(FILE *f)
                 "                       there (docs/cluster.md); needs --node, --advertise\n"
                 "  --node NAME          this node's name in the cluster (a-z, 0-9, '-')\n"
                 "  --advertise URL      this node's API as the other nodes reach it\n"
+                "  --cluster-secret-file F  the secret node-to-node requests are signed\n"
+                "                       with (mode 0600; needed unless on loopback only)\n"
+                "  --drain              ask the cluster node at --listen to hand its sandboxes\n"
+                "                       over (backup, name released) and stop, and wait\n"
+                "  --cluster-backup-every DURATION  back up each active sandbox's /workspace\n"
+                "                       to the shared store this often (default: never)\n"
                 "  --check              print what the kernel offers, the network range and\n"
                 "                       host uids this data dir would use, and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
@@ -171,10 +180,12 @@ struct options {
         const char *listen, *data_dir, *images, *image, *builder, *token;
         const char *preview_domain, *preview_listen, *network_range, *backup_store;
         const char *cluster, *node, *advertise; /* --cluster etcd=..., --node, --advertise */
+        const char *cluster_secret_file;
         unsigned long max_sandboxes, pool_size, max_conns, max_per_client;
         enum disk_mode disk_mode;
         uint64_t disk_override, import_max, budget_bytes;
-        bool check, overcommit_refuse, has_uid_base;
+        bool check, overcommit_refuse, has_uid_base, drain;
+        int64_t backup_every_ms; /* --cluster-backup-every; 0: none */
         double overcommit;
         uint32_t uid_base;
         /* derived by check_options */
@@ -192,6 +203,7 @@ struct daemon {
         struct sandbox_table *table;
         struct backups *backups;
         struct cluster *cluster;
+        struct forward *forward;
         struct api *api;
         struct http_server *srv, *psrv;
         uv_signal_t sigint, sigterm;
@@ -321,6 +333,20 @@ static int on_option(int c, const char *arg, void *ud)
                         return bad_value("backup-store", arg, "too long");
                 o->backup_store = arg;
                 break;
+        case 'J':
+                o->drain = true;
+                break;
+        case 'E': {
+                json_t *v = json_string(arg);
+                struct cella_error err = {0};
+                int r = v ? api_parse_duration(v, &o->backup_every_ms, &err) : -1;
+
+                json_decref(v);
+                if (r < 0)
+                        return bad_value("cluster-backup-every", arg,
+                                         "a duration like 30s, 10m, 2h, 1d (1 s to 30 days)");
+                break;
+        }
         case 'c':
                 o->check = true;
                 break;
@@ -338,6 +364,9 @@ static int on_option(int c, const char *arg, void *ud)
                     (strncmp(arg, "http://", 7) != 0 && strncmp(arg, "https://", 8) != 0))
                         return bad_value("advertise", arg, "an http:// or https:// URL");
                 o->advertise = arg;
+                break;
+        case 'Z':
+                o->cluster_secret_file = arg;
                 break;
         case 'm':
                 if (!parse_ulong(arg, 1, 1000000, &o->max_sandboxes))
@@ -404,6 +433,9 @@ static int parse_options(int argc, char **argv, struct options *o)
                 {"cluster", required_argument, NULL, 'G'},
                 {"node", required_argument, NULL, 'W'},
                 {"advertise", required_argument, NULL, 'A'},
+                {"cluster-secret-file", required_argument, NULL, 'Z'},
+                {"drain", no_argument, NULL, 'J'},
+                {"cluster-backup-every", required_argument, NULL, 'E'},
                 {"check", no_argument, NULL, 'c'},
                 {"help", no_argument, NULL, 'h'},
                 {},
@@ -434,6 +466,10 @@ static int check_options(struct options *o)
         ssize_t n;
         char *slash;
 
+        if (o->backup_every_ms && !o->cluster) {
+                fprintf(stderr, "cellad: --cluster-backup-every needs --cluster\n");
+                return 2;
+        }
         if (!!o->cluster != !!o->node || !!o->cluster != !!o->advertise) {
                 fprintf(stderr, "cellad: --cluster, --node and --advertise go together\n");
                 return 2;
@@ -444,6 +480,16 @@ static int check_options(struct options *o)
         }
         if (strcmp(o->host, "localhost") == 0)
                 snprintf(o->host, sizeof(o->host), "127.0.0.1");
+        if (o->cluster_secret_file && !o->cluster) {
+                fprintf(stderr, "cellad: --cluster-secret-file goes with --cluster\n");
+                return 2;
+        }
+        /* Forwarded requests carry their caller's principal: beyond loopback, only a
+         * secret shared by the nodes makes them trustworthy (decision 0056). */
+        if (o->cluster && !o->cluster_secret_file && !is_loopback(o->host)) {
+                fprintf(stderr, "cellad: --cluster on %s needs --cluster-secret-file\n", o->host);
+                return 2;
+        }
         if ((!o->token || !o->token[0]) && !is_loopback(o->host)) {
                 fprintf(stderr, "cellad: refusing to listen on %s without CELLA_TOKEN set\n",
                         o->host);
@@ -581,7 +627,8 @@ static int start_table(struct daemon *d, struct options *o)
         if (o->cluster) {
                 struct cluster_config ccfg = {o->cluster,    o->node,
                                               o->advertise,  o->images,
-                                              CELLA_VERSION, (unsigned)o->max_sandboxes};
+                                              CELLA_VERSION, (unsigned)o->max_sandboxes,
+                                              d->backups,    o->backup_every_ms};
 
                 if (cluster_new(d->loop, &ccfg, d->table, &d->cluster, &err) < 0) {
                         fprintf(stderr, "cellad: %s\n", err.msg);
@@ -589,15 +636,35 @@ static int start_table(struct daemon *d, struct options *o)
                 }
                 log_info("cluster: node '%s' (%s) on etcd %s", o->node, o->advertise, o->cluster);
         }
+        if (o->cluster_secret_file) {
+                unsigned char secret[CELLA_CLUSTER_SECRET_MAX];
+                struct forward_config fcfg = {
+                        .cluster = d->cluster, .secret = secret, .default_image = o->image};
+                int r = forward_secret_read(o->cluster_secret_file, secret, sizeof(secret),
+                                            &fcfg.secret_len, &err);
+
+                if (r >= 0)
+                        r = forward_new(&fcfg, &d->forward);
+                explicit_bzero(secret, sizeof(secret));
+                if (r < 0) {
+                        fprintf(stderr, "cellad: %s\n",
+                                err.msg[0] ? err.msg : "--cluster-secret-file: out of memory");
+                        return -1;
+                }
+                log_info("cluster: forwarding to the nodes owning names, placing new ones");
+        } else if (o->cluster) {
+                log_warn("cluster: no --cluster-secret-file: requests for names owned elsewhere "
+                         "are refused (409), new names placed here");
+        }
         return 0;
 }
 
 /* Step 4: the HTTP API over the table. */
 static int start_api(struct daemon *d, const struct options *o)
 {
-        struct api_config acfg = {d->loop,    d->table,          o->token,  o->images,
-                                  o->builder, o->preview_domain, 0,         (int64_t)o->import_max,
-                                  &d->budget, d->backups,        d->cluster};
+        struct api_config acfg = {d->loop,    d->table,          o->token,   o->images,
+                                  o->builder, o->preview_domain, 0,          (int64_t)o->import_max,
+                                  &d->budget, d->backups,        d->cluster, d->forward};
 
         if (!o->preview_domain[0] || strlen(o->preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
             strpbrk(o->preview_domain, ":/ ")) {
@@ -691,6 +758,7 @@ static void shut_down(struct daemon *d)
         if (d->api)
                 api_shutdown(d->api);
         cluster_free(d->cluster); /* before the table: pending claims answer with an error */
+        forward_free(d->forward); /* after: its etcd requests have answered */
         sandbox_table_free(d->table);
         uv_walk(d->loop, close_walk, NULL);
         uv_run(d->loop, UV_RUN_DEFAULT);
@@ -708,7 +776,15 @@ int main(int argc, char **argv)
         metrics_init();
         if ((rc = parse_options(argc, argv, &o)) >= 0 || (rc = check_options(&o)) >= 0)
                 return rc;
+        if (o.drain)
+                return cluster_drain_client(o.host, o.port, o.token);
         set_up_process();
+        /* libcurl (etcd, S3, the MCP engine's clients) and its TLS library are set up here,
+         * on the main thread, before any thread exists (curl_global_init is the process's). */
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                log_error("libcurl: global init failed");
+                return 1;
+        }
         d.budget.limit = (size_t)o.budget_bytes;
         if (o.check)
                 return run_check(&o);

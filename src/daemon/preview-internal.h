@@ -19,6 +19,7 @@
 #endif
 
 #include <http_parser.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
@@ -43,7 +44,9 @@ struct upconn {
         bool reading; /* up_read is installed: it stays while the connection is reused */
 };
 
-/* One proxied request, and after a 101 the relay of the two sockets. */
+/* One proxied request, and after a 101 the relay of the two sockets. Its upstream is a
+ * port in a sandbox (sb), or another node of the cluster (peer: the request relayed to
+ * its owner, preview_proxy_peer). */
 struct pxy {
         int refs; /* the logic, the open handles, client writes in flight */
         struct preview_config *cfg;
@@ -51,6 +54,11 @@ struct pxy {
         struct http_request *req;
         struct sandbox *sb;
         int port;
+        bool peer;                         /* upstream is a node: */
+        struct sockaddr_storage peer_addr; /* its address */
+        char peer_node[64];                /* its name (messages, the idle list's key) */
+        preview_peer_head_fn peer_head;    /* called once: the owner's status, or -1 */
+        void *peer_ud;
         bool finished;
         char *upgrade; /* the client's Upgrade value, or NULL */
 

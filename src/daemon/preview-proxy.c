@@ -100,12 +100,24 @@ static struct upconn *upconn_take(struct preview_config *cfg, const char *sandbo
         return NULL;
 }
 
+/* A relayed request's head callback, once: the node's status, or -1. */
+static void peer_head_once(struct pxy *p, int status)
+{
+        preview_peer_head_fn fn = p->peer_head;
+
+        p->peer_head = NULL;
+        if (fn)
+                fn(p->peer_ud, status, p->peer_node);
+}
+
 /* Done with the request: close the sockets; memory goes with the last reference. */
 void pxy_finish(struct pxy *p)
 {
         if (p->finished)
                 return;
         p->finished = true;
+        if (p->peer_head)
+                peer_head_once(p, 0); /* the client left before the node answered */
         if (p->upgrade)
                 p->cfg->nupgrades--;
         if (p->prev)
@@ -139,8 +151,20 @@ void pxy_finish(struct pxy *p)
         pxy_unref(p);
 }
 
+/* What the upstream is called in messages. */
+static const char *up_what(const struct pxy *p, char *out, size_t size)
+{
+        if (p->peer)
+                snprintf(out, size, "node '%s'", p->peer_node);
+        else
+                snprintf(out, size, "the sandbox");
+        return out;
+}
+
 void pxy_fail(struct pxy *p, int code, const char *msg)
 {
+        if (p->peer && !p->resp_begun)
+                peer_head_once(p, -1);
         if (p->req) {
                 if (!p->resp_begun)
                         http_respond_code(p->req, code, "%s", msg);
@@ -356,12 +380,16 @@ static int up_on_headers_complete(http_parser *hp)
 
         if (commit_hdr(p) < 0)
                 return -1;
-        if (hp->status_code == 101)
+        if (hp->status_code == 101) {
+                if (p->upgrade)
+                        peer_head_once(p, 101);
                 return p->upgrade ? 0 : -1; /* pxy_relay_begin after the parser stops */
+        }
         if (hp->status_code >= 100 && hp->status_code < 200)
                 return 0; /* 100 Continue and the like: the final answer follows */
         if (!p->req)
                 return -1;
+        peer_head_once(p, hp->status_code);
         if (pxy_response_headers(p, &extra, false) < 0)
                 return -1;
         if (hp->status_code == 204 || hp->status_code == 304)
@@ -495,8 +523,11 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
                                 pxy_finish(p);
                         return;
                 }
-                pxy_fail(p, CELLA_E_BAD_GATEWAY,
-                         "the sandbox closed the connection before answering");
+                char w[96], msg[160];
+
+                snprintf(msg, sizeof(msg), "%s closed the connection before answering",
+                         up_what(p, w, sizeof(w)));
+                pxy_fail(p, p->peer ? CELLA_E_CLUSTER_UNAVAILABLE : CELLA_E_BAD_GATEWAY, msg);
                 return;
         }
         p->got_bytes = true;
@@ -516,14 +547,16 @@ static void up_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
         }
         if (HTTP_PARSER_ERRNO(&p->parser) != HPE_OK) {
                 bool over = p->head_over || HTTP_PARSER_ERRNO(&p->parser) == HPE_HEADER_OVERFLOW;
-                char msg[128];
+                char msg[160], w[96];
 
+                up_what(p, w, sizeof(w));
                 if (over)
                         snprintf(msg, sizeof(msg),
-                                 "the sandbox's response head is over %d KiB or %d header lines",
+                                 "the response head of %s is over %d KiB or %d header lines", w,
                                  CELLA_PREVIEW_HEAD_MAX / 1024, CELLA_PREVIEW_MAX_HEADERS);
-                pxy_fail(p, CELLA_E_BAD_GATEWAY,
-                         over ? msg : "malformed HTTP answer from the sandbox");
+                else
+                        snprintf(msg, sizeof(msg), "malformed HTTP answer from %s", w);
+                pxy_fail(p, CELLA_E_BAD_GATEWAY, msg);
                 return;
         }
         if (p->req && http_response_queued(p->req) > CELLA_HTTP_WRITE_HIGH_WATER) {
@@ -539,6 +572,14 @@ static void on_connected(uv_connect_t *c, int status)
 
         if (p->finished)
                 return;
+        if (status < 0 && p->peer) {
+                char msg[200];
+
+                snprintf(msg, sizeof(msg), "node '%s' owns this name but cannot be reached: %s",
+                         p->peer_node, uv_strerror(status));
+                pxy_fail(p, CELLA_E_CLUSTER_UNAVAILABLE, msg);
+                return;
+        }
         if (status < 0) {
                 char msg[160];
 
@@ -549,7 +590,8 @@ static void on_connected(uv_connect_t *c, int status)
         }
         p->up_connected = true;
         if (up_write(p, p->head.data, p->head.len, NULL, 0, NULL, 0) < 0) {
-                pxy_fail(p, CELLA_E_BAD_GATEWAY, "write to the sandbox failed");
+                pxy_fail(p, p->peer ? CELLA_E_CLUSTER_UNAVAILABLE : CELLA_E_BAD_GATEWAY,
+                         "write to the upstream failed");
                 return;
         }
         if (p->body_waiting && p->req) {
@@ -563,9 +605,53 @@ static void on_connected(uv_connect_t *c, int status)
         if (p->finished || p->uc->reading)
                 return;
         if (uv_read_start((uv_stream_t *)&p->uc->tcp, on_up_alloc, up_read) < 0)
-                pxy_fail(p, CELLA_E_BAD_GATEWAY, "read from the sandbox failed");
+                pxy_fail(p, CELLA_E_BAD_GATEWAY, "read from the upstream failed");
         else
                 p->uc->reading = true;
+}
+
+/* In the idle list a node's connection is its name with port -1 (a sandbox's port is
+ * 1..CELLA_PORT_MAX). */
+#define PEER_PORT (-1)
+
+/* Reach a node: an idle connection to it when there is one, else a new one. */
+static void peer_connect(struct pxy *p)
+{
+        struct upconn *uc;
+
+        if (!p->reused) {
+                uc = upconn_take(p->cfg, p->peer_node, PEER_PORT, 0);
+                if (uc) {
+                        uc->owner = p;
+                        p->uc = uc;
+                        p->refs++;
+                        p->up_open = true;
+                        p->reused = true;
+                        p->connect.data = p;
+                        on_connected(&p->connect, 0);
+                        return;
+                }
+        }
+        p->reused = false;
+        uc = calloc(1, sizeof(*uc));
+        if (!uc) {
+                pxy_fail(p, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        uc->cfg = p->cfg;
+        uc->owner = p;
+        uc->port = PEER_PORT;
+        snprintf(uc->sandbox, sizeof(uc->sandbox), "%s", p->peer_node);
+        uv_tcp_init(p->loop, &uc->tcp);
+        uc->tcp.data = uc;
+        p->uc = uc;
+        p->refs++;
+        p->up_open = true;
+        uv_tcp_nodelay(&uc->tcp, 1);
+        p->connect.data = p;
+        if (uv_tcp_connect(&p->connect, &uc->tcp, (struct sockaddr *)&p->peer_addr, on_connected) <
+            0)
+                on_connected(&p->connect, UV_ECONNREFUSED);
 }
 
 /* Reach the port: an idle connection to it when there is one, else a new socket made in
@@ -576,6 +662,10 @@ static void up_connect(struct pxy *p)
         struct upconn *uc;
         int fd, r;
 
+        if (p->peer) {
+                peer_connect(p);
+                return;
+        }
         if (!p->reused) {
                 uc = upconn_take(p->cfg, sandbox_name(p->sb), p->port, p->instance);
                 if (uc) {
@@ -626,11 +716,10 @@ static void up_connect(struct pxy *p)
                 pxy_fail(p, CELLA_E_BAD_GATEWAY, "cannot connect in the sandbox");
 }
 
-/* Forward req to port in sb (running) with target as the request target (and
- * host_override as its Host: see preview_request_head). */
-void preview_proxy_start(struct preview_config *cfg, struct http_request *req, struct sandbox *sb,
-                         int port, const char *target, const char *host_override,
-                         bool require_upgrade)
+/* A proxied request for req (target, host_override and extra as preview_request_head and
+ * preview_peer), in cfg's live list, or NULL after answering req. */
+static struct pxy *pxy_new(struct preview_config *cfg, struct http_request *req, const char *target,
+                           const char *host_override, const char *extra, bool require_upgrade)
 {
         const char *upgrade = http_request_header(req, "Upgrade");
         const char *conn = http_request_header(req, "Connection");
@@ -646,7 +735,7 @@ void preview_proxy_start(struct preview_config *cfg, struct http_request *req, s
         if (require_upgrade && (!upgrade || strcasecmp(upgrade, "websocket") != 0)) {
                 http_respond_code(req, CELLA_E_BAD_REQUEST,
                                   "this route takes a WebSocket upgrade (Upgrade: websocket)");
-                return;
+                return NULL;
         }
         /* A relay leaves the HTTP server's connection caps (the server forgets the socket it
          * hands over): this is what bounds the descriptors relays hold. */
@@ -654,7 +743,7 @@ void preview_proxy_start(struct preview_config *cfg, struct http_request *req, s
                 http_respond_code(req, CELLA_E_SANDBOX_UNAVAILABLE,
                                   "too many upgraded connections through the proxy (%d)",
                                   CELLA_PREVIEW_MAX_UPGRADES);
-                return;
+                return NULL;
         }
         p = calloc(1, sizeof(*p));
         names = calloc(n + 1, sizeof(*names));
@@ -664,7 +753,7 @@ void preview_proxy_start(struct preview_config *cfg, struct http_request *req, s
                 free(values);
                 free(p);
                 http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
-                return;
+                return NULL;
         }
         for (size_t i = 0; i < n; i++)
                 http_request_header_at(req, i, &names[i], &values[i]);
@@ -674,12 +763,19 @@ void preview_proxy_start(struct preview_config *cfg, struct http_request *req, s
                                  p->upgrade, host_override, &p->body);
         free(names);
         free(values);
+        /* extra lines go before the head's empty line */
+        if (r >= 0 && extra && extra[0]) {
+                p->head.len -= 2;
+                r = buf_append_str(&p->head, extra);
+                if (r >= 0)
+                        r = buf_append_str(&p->head, "\r\n");
+        }
         if (r < 0) {
                 buf_free(&p->head);
                 free(p->upgrade);
                 free(p);
                 http_respond_code(req, CELLA_E_BAD_REQUEST, "cannot forward this request");
-                return;
+                return NULL;
         }
         p->refs = 1;
         p->cfg = cfg;
@@ -691,13 +787,17 @@ void preview_proxy_start(struct preview_config *cfg, struct http_request *req, s
                 cfg->nupgrades++;
         p->req = req;
         http_request_ref(req);
-        p->sb = sb;
-        sandbox_ref(sb);
-        p->port = port;
-        p->instance = sandbox_instance(sb);
         p->loop = http_request_loop(req);
         http_parser_init(&p->parser, HTTP_RESPONSE);
         p->parser.data = p;
+        return p;
+}
+
+/* Stream req's body (if any) and connect. */
+static void pxy_go(struct pxy *p)
+{
+        struct http_request *req = p->req;
+
         http_request_set_userdata(req, p);
         http_request_on_abort(req, on_client_abort, p);
         if (p->body != PREVIEW_BODY_NONE) {
@@ -710,4 +810,42 @@ void preview_proxy_start(struct preview_config *cfg, struct http_request *req, s
         }
         pxy_touch(p);
         up_connect(p);
+}
+
+/* Forward req to port in sb (running) with target as the request target (and
+ * host_override as its Host: see preview_request_head). */
+void preview_proxy_start(struct preview_config *cfg, struct http_request *req, struct sandbox *sb,
+                         int port, const char *target, const char *host_override,
+                         bool require_upgrade)
+{
+        struct pxy *p = pxy_new(cfg, req, target, host_override, NULL, require_upgrade);
+
+        if (!p)
+                return;
+        p->sb = sb;
+        sandbox_ref(sb);
+        p->port = port;
+        p->instance = sandbox_instance(sb);
+        pxy_go(p);
+}
+
+void preview_proxy_peer(struct preview_config *cfg, struct http_request *req,
+                        const struct preview_peer *peer)
+{
+        struct pxy *p;
+        size_t alen = peer->addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                        : sizeof(struct sockaddr_in);
+
+        p = pxy_new(cfg, req, peer->target, peer->host_override, peer->extra, false);
+        if (!p) {
+                if (peer->head)
+                        peer->head(peer->ud, -1, peer->node);
+                return;
+        }
+        p->peer = true;
+        memcpy(&p->peer_addr, peer->addr, alen);
+        snprintf(p->peer_node, sizeof(p->peer_node), "%s", peer->node);
+        p->peer_head = peer->head;
+        p->peer_ud = peer->ud;
+        pxy_go(p);
 }

@@ -142,12 +142,15 @@ int preview_forwarded_host_parse(const char *value, const char *domain, struct p
         return r;
 }
 
+/* X-Cella-Cluster, a node's authenticator (cluster-auth.h), never reaches a sandbox's app,
+ * which could replay it to another node; a client's is never relayed to a node. */
 static bool hop_by_hop(const char *name)
 {
         static const char *const names[] = {
-                "Connection", "Keep-Alive",         "Proxy-Connection", "TE",
-                "Trailer",    "Transfer-Encoding",  "Upgrade",          "Proxy-Authorization",
-                "Trailers",   "Proxy-Authenticate", "X-Forwarded-Host", "X-Forwarded-Proto",
+                "Connection",      "Keep-Alive",         "Proxy-Connection", "TE",
+                "Trailer",         "Transfer-Encoding",  "Upgrade",          "Proxy-Authorization",
+                "Trailers",        "Proxy-Authenticate", "X-Forwarded-Host", "X-Forwarded-Proto",
+                "X-Cella-Cluster",
         };
 
         for (size_t i = 0; i < ARRAY_SIZE(names); i++)

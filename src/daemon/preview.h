@@ -56,7 +56,8 @@ enum preview_body { PREVIEW_BODY_NONE, PREVIEW_BODY_LENGTH, PREVIEW_BODY_CHUNKED
 /* The request head sent to the sandbox: method and target as received, the client's
  * headers without hop-by-hop ones (Connection, Keep-Alive, Proxy-Connection, TE, Trailer,
  * Transfer-Encoding, Upgrade, Proxy-Authorization and every header Connection names) and
- * without Authorization (it may carry the API's bearer token), X-Forwarded-For (client
+ * without Authorization (it may carry the API's bearer token) nor X-Cella-Cluster (a
+ * node's authenticator: decision 0056), X-Forwarded-For (client
  * appended), X-Forwarded-Host (the client's Host) and X-Forwarded-Proto (http) set, each
  * once; Content-Length kept for a sized body, "Transfer-Encoding: chunked" for a chunked
  * one; with upgrade (the client's Upgrade value) "Connection: Upgrade" and "Upgrade: ..."
@@ -99,6 +100,24 @@ void preview_handle(struct preview_config *cfg, struct http_request *req,
  * running, borrowed); target is the path and query sent to the sandbox. */
 void preview_ws(struct preview_config *cfg, struct http_request *req, struct sandbox *sb, int port,
                 const char *target);
+/* A request relayed to another node of the cluster (decision 0056): what it is sent as. */
+typedef void (*preview_peer_head_fn)(void *ud, int status, const char *node);
+struct preview_peer {
+        const char *node;            /* the node's name */
+        const struct sockaddr *addr; /* its API's address (from its advertise URL) */
+        const char *target;          /* the request target sent */
+        const char *host_override;   /* as preview_request_head's, or NULL */
+        const char *extra;           /* header lines appended to the head ("...\r\n"), or NULL */
+        preview_peer_head_fn head;   /* called once: the node's status (its answer's head),
+                                        or -1 when it could not be reached */
+        void *ud;
+};
+/* Relay req to a node: the same request (head as preview_request_head makes it, plus
+ * peer->extra), its body streamed, the node's answer streamed back whatever it is, a 101
+ * turning into a byte relay; keep-alive connections to nodes are reused like those into
+ * sandboxes. A node that cannot be reached: 503 CLUSTER_UNAVAILABLE naming it. */
+void preview_proxy_peer(struct preview_config *cfg, struct http_request *req,
+                        const struct preview_peer *peer);
 /* The sandbox was destroyed: forget its ports (the registry rows go with the sandbox). */
 void preview_forget(struct preview_config *cfg, const char *sandbox);
 /* Close every proxied connection (daemon shutdown, before the sandbox table goes). */

@@ -94,6 +94,12 @@ struct sandbox {
         struct sandbox_waiter *waiters; /* gets waiting for that start, in arrival order */
         bool fresh; /* made by the start in progress: a failed start destroys it */
         bool checkpointing; /* the job in progress is a memory sleep's checkpoint */
+
+        /* {backupId, createdAt, dir}: a cluster's failover restored its files from that
+         * backup (decision 0057); NULL: none */
+        json_t *restored_from;
+        /* when --cluster-backup-every last backed it up (0: never) */
+        int64_t auto_backup_ms;
 };
 
 struct sandbox_table {

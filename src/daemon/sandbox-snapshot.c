@@ -182,6 +182,10 @@ struct snap_job {
         sandbox_snapshot_cb cb;
         void *ud;
         struct snap_job *next; /* the capture of the same sandbox that waits for this one */
+        /* another capture (a consistent backup): started by run(run_ud) on the loop when its
+         * turn comes, ended by sandbox_capture_done */
+        void (*run)(void *ud);
+        void *run_ud;
 };
 
 /* name in dir_fd: text, 0600, synced (the record of the files beside them). */
@@ -271,6 +275,10 @@ static void on_snap_done(uv_work_t *w, int status)
 /* Run j (the first of its sandbox's captures) on the loop's thread pool. */
 static void snap_run(struct snap_job *j)
 {
+        if (j->run) {
+                j->run(j->run_ud);
+                return;
+        }
         int r = uv_queue_work(j->t->loop, &j->work, on_snap_work, on_snap_done);
         if (r < 0) {
                 cella_error_set(&j->err, CELLA_E_INTERNAL_ERROR, "queue snapshot: %s",
@@ -373,6 +381,49 @@ int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
         s->snaps = j;
         snap_run(j);
         return 0;
+}
+
+/* Append j to s's captures; run it when it is the first. */
+static void capture_enqueue(struct sandbox *s, struct snap_job *j)
+{
+        if (s->snaps) {
+                struct snap_job *last = s->snaps;
+                while (last->next)
+                        last = last->next;
+                last->next = j;
+                return;
+        }
+        s->snaps = j;
+        snap_run(j);
+}
+
+int sandbox_capture_queue(struct sandbox *s, void (*run)(void *ud), void *ud)
+{
+        struct snap_job *j = calloc(1, sizeof(*j));
+
+        if (!j)
+                return -ENOMEM;
+        j->s = s;
+        j->run = run;
+        j->run_ud = ud;
+        sandbox_ref(s);
+        capture_enqueue(s, j);
+        return 0;
+}
+
+void sandbox_capture_done(struct sandbox *s)
+{
+        struct snap_job *j = s->snaps;
+        struct snap_job *next;
+
+        if (!j || !j->run)
+                return; /* not a capture of sandbox_capture_queue: nothing of ours */
+        next = j->next;
+        s->snaps = next;
+        free(j);
+        if (next)
+                snap_run(next);
+        sandbox_unref(s);
 }
 
 int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_name,

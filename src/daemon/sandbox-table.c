@@ -87,6 +87,7 @@ void sandbox_free(struct sandbox *s)
         json_decref(s->env);
         json_decref(s->labels);
         json_decref(s->network_allow);
+        json_decref(s->restored_from);
         free(s->identity);
         free(s);
 }
@@ -286,6 +287,8 @@ json_t *sandbox_info(const struct sandbox *s)
                 json_object_set(info, "networkAllow", s->network_allow);
                 if (s->snapshot)
                         json_object_set_new(info, "snapshot", json_string(s->snapshot));
+                if (s->restored_from)
+                        json_object_set(info, "restoredFrom", s->restored_from);
                 sleep_mode_info(s, info);
         }
         if (info && s->network) {

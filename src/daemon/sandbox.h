@@ -118,6 +118,13 @@ json_t *sandbox_table_snapshots(struct sandbox_table *t, const char *sandbox,
 /* The snapshot of that id or name (SNAPSHOT_NOT_FOUND); its image into image if not NULL. */
 json_t *sandbox_table_snapshot_get(struct sandbox_table *t, const char *id, char *image,
                                    size_t image_sz, struct cella_error *err);
+/* Another capture of s that freezes its cgroup (a consistent backup, backup.c): it takes
+ * its place in s's queue of captures, after the snapshots and captures before it, so that
+ * none thaws the sandbox under another. run(ud) is called on the loop when its turn comes
+ * (at once when the queue is empty); the capture, thawed, calls sandbox_capture_done(s)
+ * on the loop, which starts the next. s is referenced meanwhile. 0 or -ENOMEM. */
+int sandbox_capture_queue(struct sandbox *s, void (*run)(void *ud), void *ud);
+void sandbox_capture_done(struct sandbox *s);
 /* Delete: SNAPSHOT_IN_USE while a sandbox was made from it, SNAPSHOT_NOT_FOUND. */
 int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id_or_name,
                                   struct cella_error *err);

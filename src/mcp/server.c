@@ -65,8 +65,13 @@ void mcp_server_notify(struct mcp_server *s, const char *method, json_t *take_pa
 int mcp_server_new(const struct mcp_server_options *o, const struct mcp_transport *t,
                    struct mcp_server **ret)
 {
-        struct mcp_server *s = calloc(1, sizeof(*s));
+        struct mcp_server *s;
 
+        /* The tool calls' clients are made on worker threads: the transport's global
+         * setup happens here, on the caller's. */
+        if (cella_global_init() < 0)
+                return -EIO;
+        s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         if ((o->url && !(s->url = strdup(o->url))) ||

@@ -170,6 +170,13 @@ struct layer_copy_stats;
  * is left at dst_parent_fd/name. disk_lock (or NULL) is held while the disk is attached
  * and mounted: what a start of the same sandbox holds for its own, so that both find one
  * loop device (two devices on one image would be two filesystems on it). */
+/* Freeze (frozen true: every task of its cgroup stopped, waited for as a snapshot's freeze
+ * is) or thaw the running container id: what a consistent backup holds while it reads the
+ * sandbox's files (docs/decisions/0049). 0, or -1 with err set (a freeze that failed is
+ * undone). */
+int runtime_container_freeze(struct runtime *rt, const char *id, bool frozen,
+                             struct cella_error *err);
+
 int runtime_container_snapshot(struct runtime *rt, const char *id, const char *dir, uid_t uid_base,
                                uint32_t uid_count, int dst_parent_fd, const char *name,
                                pthread_mutex_t *disk_lock, struct layer_copy_stats *stats,

@@ -242,3 +242,26 @@ int runtime_container_snapshot(struct runtime *rt, const char *id, const char *d
         }
         return 0;
 }
+
+int runtime_container_freeze(struct runtime *rt, const char *id, bool frozen,
+                             struct cella_error *err)
+{
+        char path[CELLA_PATH_MAX];
+        int r = cgroup_v2_dir(&rt->cg, rt->cgroup_name, id, path, sizeof(path));
+
+        if (r < 0)
+                return cella_error_errno(err, -r, "cgroup");
+        _cleanup_close_ int cg = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cg < 0)
+                return cella_error_errno(err, errno, "open cgroup");
+        if (!frozen) {
+                r = write_at(cg, "cgroup.freeze", "0");
+                return r < 0 ? cella_error_errno(err, -r, "thaw") : 0;
+        }
+        r = freeze(cg);
+        if (r < 0) {
+                write_at(cg, "cgroup.freeze", "0");
+                return cella_error_errno(err, -r, "freeze");
+        }
+        return 0;
+}

@@ -7,8 +7,8 @@
  * is not preview-shaped is 0, a malformed one -EINVAL, nothing else. An X-Forwarded-Host
  * value gives what its first host, trimmed, gives, and that host. A request head never
  * holds a bare CR or LF except as line ends, so a header cannot be smuggled into it; it
- * never holds Authorization; with the Host from X-Forwarded-Host it holds exactly one Host
- * and one X-Forwarded-Host, both that host. */
+ * never holds Authorization nor X-Cella-Cluster; with the Host from X-Forwarded-Host it
+ * holds exactly one Host and one X-Forwarded-Host, both that host. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -144,6 +144,7 @@ static void check_head(const char *s, size_t len)
                 if (!tokens)
                         continue;
                 FUZZ_CHECK(count_header(&b, "Authorization", NULL) == 0);
+                FUZZ_CHECK(count_header(&b, "X-Cella-Cluster", NULL) == 0);
                 FUZZ_CHECK(count_header(&b, "X-Forwarded-Host", over) <= 1);
                 if (over) {
                         FUZZ_CHECK(count_header(&b, "Host", over) == 1);

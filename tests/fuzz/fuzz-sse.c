@@ -4,8 +4,11 @@
  * sizes taken from the input itself, so splits land inside CRLFs, field names and UTF-8).
  * Invariants: the parser is chunking-agnostic (the same events in the same order and the
  * same result), results are 0 or -E2BIG, every event's data is NUL-terminated at its length
- * and bounded by the limits the header promises. */
+ * and bounded by the limits the header promises. Each event's data, and the whole input,
+ * read by sse_plain_output: when it takes one, jansson reads the same object with the same
+ * type and the same text. */
 #include <errno.h>
+#include <jansson.h>
 #include <string.h>
 
 #include "client/sse.h"
@@ -13,6 +16,27 @@
 #include "fuzz.h"
 
 #define MAX_LINE 256
+
+static void check_plain(const char *data, size_t len)
+{
+        const char *text = NULL;
+        size_t tlen = 0;
+        int which = sse_plain_output(data, len, &text, &tlen);
+        json_t *j, *d;
+
+        if (which < 0)
+                return;
+        FUZZ_CHECK(which <= 1 && text >= data && text + tlen <= data + len);
+        j = json_loadb(data, len, JSON_ALLOW_NUL, NULL);
+        FUZZ_CHECK(json_is_object(j));
+        FUZZ_CHECK(strcmp(json_string_value(json_object_get(j, "type")),
+                          which ? "stderr" : "stdout") == 0);
+        d = json_object_get(j, "data");
+        FUZZ_CHECK(json_is_string(d) && json_string_length(d) == tlen);
+        FUZZ_CHECK(tlen == 0 || memcmp(json_string_value(d), text, tlen) == 0);
+        FUZZ_CHECK(json_object_get(j, "encoding") == NULL);
+        json_decref(j);
+}
 
 static int collect(const char *event, const char *data, size_t len, void *userdata)
 {
@@ -23,6 +47,7 @@ static int collect(const char *event, const char *data, size_t len, void *userda
         FUZZ_CHECK(event == NULL || strlen(event) < 64);
         FUZZ_CHECK(buf_printf(out, "[%s]%zu:", event ? event : "", len) == 0);
         FUZZ_CHECK(buf_append(out, data, len) == 0);
+        check_plain(data, len);
         return 0;
 }
 
@@ -34,6 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t off = 0, i = 0;
         int r1, r2 = 0;
 
+        check_plain(in, size);
         sse_parser_init(&p, MAX_LINE);
         r1 = sse_parser_feed(&p, in, size, collect, &whole);
         sse_parser_free(&p);

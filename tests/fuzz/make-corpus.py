@@ -306,6 +306,14 @@ def http():
     exec_body = js({"command": "echo hi", "timeout": 5000, "env": {"A": "1"}})
     return {
         "health": req(b"GET", b"/v1/health"),
+        "hold-post": req(b"POST", b"/hold", js({"command": "true"})),
+        "hold-put-stream": req(b"PUT", b"/holdstream", b"0123456789" * 100),
+        "hold-get": req(b"GET", b"/hold") + req(b"GET", b"/v1/health"),
+        "hold-chunked": (b"POST /holdstream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked"
+                         b"\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+        "hold-upgrade": (b"GET /hold HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                         b"Upgrade: websocket\r\n\r\n\x81\x85abcd"),
+        "hold-pipelined": req(b"POST", b"/hold", b"{}") + req(b"POST", b"/v1/x", b"{}"),
         "list": req(b"GET", b"/v1/sandboxes", headers=b"Authorization: Bearer s3cret\r\n"),
         "put-sandbox": req(b"PUT", b"/v1/sandboxes/my-box",
                            js({"image": "default", "instanceType": "standard",
@@ -1283,7 +1291,40 @@ def etcd():
     }
 
 
-TARGETS = {"apikey": apikey, "pct": pct, "proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
+def cluster_auth():
+    """fuzz-cluster-auth: X-Cella-Cluster values (src/daemon/cluster-auth.h), well and badly
+    formed."""
+    nonce = "0123456789abcdef0123456789abcdef"
+    mac = "ab" * 32
+    ok = ("v1; node=a; ts=1764240000000; nonce=%s; admin=1; tenant=; key=; maxsb=0; "
+          "maxmem=0; mac=%s" % (nonce, mac))
+    tenant = ("v1; node=node-b; ts=1764240000123; nonce=%s; admin=0; tenant=acme; "
+              "key=0123456789ab; maxsb=10; maxmem=1073741824; mac=%s" % (nonce, mac))
+    return {
+        "admin": ok.encode(),
+        "tenant": tenant.encode(),
+        "reordered": ("v1;mac=%s;maxmem=0;maxsb=0;key=;tenant=;admin=0;nonce=%s;ts=5;node=z"
+                      % (mac, nonce)).encode(),
+        "no-version": ok[4:].encode(),
+        "version-late": (ok[4:] + "; v1").encode(),
+        "repeated": (ok + "; node=b").encode(),
+        "unknown-field": (ok + "; extra=1").encode(),
+        "short-nonce": ok.replace(nonce, nonce[:31]).encode(),
+        "upper-mac": ok.replace(mac, mac.upper()).encode(),
+        "bad-admin": ok.replace("admin=1", "admin=2").encode(),
+        "tenant-dash": tenant.replace("acme", "ac-me").encode(),
+        "tenant-long": tenant.replace("acme", "a" * 17).encode(),
+        "key-short": tenant.replace("0123456789ab", "0123").encode(),
+        "negative-ts": ok.replace("ts=1764240000000", "ts=-1").encode(),
+        "huge-ts": ok.replace("ts=1764240000000", "ts=99999999999999999999").encode(),
+        "node-upper": ok.replace("node=a", "node=A").encode(),
+        "empty": b"",
+        "semicolons": b";;;;",
+        "garbage": b"garbage",
+    }
+
+
+TARGETS = {"cluster-auth": cluster_auth, "apikey": apikey, "pct": pct, "proto": proto, "frame": frame_reader, "wire": wire, "name": name, "path": path, "base64": base64, "http": http,
            "json": jsonseeds, "git-url": gitseeds, "agent": agent, "sse": sse, "size": size,
            "preview": preview, "netallow": netallow, "duration": duration, "claim": claim,
            "netlink": netlink, "identity": identity, "name-filter": name_filter,

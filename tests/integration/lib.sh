@@ -407,7 +407,9 @@ run_links() {
 # ---- daemon ----
 # start_cellad [extra cellad args]: starts cellad, waits for its ready line (30 s at most),
 # exports CELLA_URL. The environment (e.g. CELLA_TOKEN) is passed on. With IT_AUTO_NETRANGE
-# set, no --network-range is given: the daemon chooses. Sets IT_CGPARENT, IT_IFPREFIX,
+# set, no --network-range is given: the daemon chooses. With IT_CELLAD_WRAP set (a command
+# and its arguments, e.g. "nsenter --net=/run/netns/N"), cellad runs under it (it must exec
+# cellad: CELLAD_PID is cellad's). Sets IT_CGPARENT, IT_IFPREFIX,
 # IT_RANGE (the range it uses) and IT_UID_FIRST, IT_UID_LAST (its block of host uids).
 start_cellad() {
         mkdir -p "$IT_TMP/data"
@@ -416,13 +418,13 @@ start_cellad() {
         local netarg=(--network-range "$IT_NETRANGE")
         case " $* " in *" --network-range "*) netarg=() ;; esac
         [ -n "${IT_AUTO_NETRANGE:-}" ] && netarg=()
-        "$CELLA_BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$IT_TMP/data" \
+        ${IT_CELLAD_WRAP:-} "$CELLA_BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$IT_TMP/data" \
                 --images "$CELLA_IMAGES" "${netarg[@]}" "$@" >>"$CELLAD_LOG" 2>&1 &
         CELLAD_PID=$!
         IT_CELLADS="$IT_CELLADS $CELLAD_PID"
         local i url=
         for i in $(seq 1 300); do
-                url=$(grep -o 'cellad listening on http://127\.0\.0\.1:[0-9]*' "$CELLAD_LOG" |
+                url=$(grep -o 'cellad listening on http://[0-9.]*:[0-9]*' "$CELLAD_LOG" |
                         head -n 1 | sed 's/^cellad listening on //') || true
                 [ -n "$url" ] && break
                 if ! kill -0 "$CELLAD_PID" 2>/dev/null; then

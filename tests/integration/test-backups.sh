@@ -13,6 +13,14 @@
 # server on loopback (@20minutes/s3rver, pinned by tests/s3's lock file), which checks
 # SigV4 signatures: a wrongly signed request is refused, and so is every request of a
 # cellad given the wrong secret; the backup of 40 MiB of random data is one object.
+# Excludes and .gitignore files (nested, negated, directory-only, anchored, "**") leave out
+# what they match, through the CLI and the API; bad patterns and a hostile .gitignore are
+# 400 INVALID_BACKUP_CONFIG. To S3, an archive of several parts is a multipart upload
+# streamed from the archiver (no local copy), a small one or multipart:false one PUT, and a
+# backup that fails midway (its archiver killed) aborts its upload: no object, no upload
+# left in progress. A consistent backup of a directory a writer keeps changing restores as
+# one point in time (every recorded checksum holds, no file beyond), and a snapshot asked
+# for meanwhile waits its turn and succeeds.
 . "$(dirname "$0")/lib.sh"
 
 STORE_ARGS=()
@@ -335,6 +343,91 @@ assert_eq hello "$(run_in "$B" 'cat /tmp/cli-src/main.c')" "the restored file"
 assert_contains "$(cat "$IT_TMP/cli.err")" BACKUP_NOT_FOUND "the CLI's error"
 assert_eq "deleted backup '$CLIB'" "$("$CLI" backup rm "$CLIB")" "backup rm"
 
+info "excludes and .gitignore files leave out what they match"
+run_in "$A" 'set -e; rm -rf /workspace/gi; mkdir -p /workspace/gi && cd /workspace/gi
+        mkdir -p node_modules/m src/gen build docs/a/b vendor/keep
+        printf "build/\n*.tmp\n/top.txt\ndocs/**/*.html\n!important.tmp\n" >.gitignore
+        printf "gen/\n!x.tmp\n" >src/.gitignore
+        printf "*\n" >build/.gitignore
+        touch node_modules/m/i.js src/a.c src/gen/g.c src/x.tmp src/y.tmp build/o.o top.txt \
+                src/top.txt docs/a/b/p.html docs/i.html docs/readme.md debug.log main.c \
+                important.tmp vendor/keep/v.log
+        echo ok' >/dev/null
+out=$("$CELLA_BUILD/cella" backup create "$A" /workspace/gi --gitignore --exclude node_modules \
+        --exclude '*.log' --exclude '!vendor/keep/*.log' --json)
+GI=$(echo "$out" | jq -r .id)
+api_json POST "/v1/sandboxes/$B/backups/$GI/restore" '{"dir":"/workspace/gi-copy"}'
+expect_status 200
+assert_eq "$(printf '%s\n' . ./.gitignore ./docs ./docs/a ./docs/a/b ./docs/readme.md \
+        ./important.tmp ./main.c ./src ./src/.gitignore ./src/a.c ./src/top.txt ./src/x.tmp \
+        ./vendor ./vendor/keep ./vendor/keep/v.log)" \
+        "$(run_in "$B" 'cd /workspace/gi-copy && find . | LC_ALL=C sort')" "the tree without what was left out"
+# the same through the API, without gitignore: only the excludes
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/gi","excludes":["/build/","**/*.tmp"]}'
+expect_status 201
+GI2=$(body .id)
+api_json POST "/v1/sandboxes/$B/backups/$GI2/restore" '{"dir":"/workspace/gi-copy2"}'
+expect_status 200
+assert_eq "$(printf '%s\n' ./.gitignore ./debug.log ./docs/a/b/p.html ./docs/i.html ./docs/readme.md \
+        ./main.c ./node_modules/m/i.js ./src/.gitignore ./src/a.c ./src/gen/g.c ./src/top.txt \
+        ./top.txt ./vendor/keep/v.log)" \
+        "$(run_in "$B" 'cd /workspace/gi-copy2 && find . -type f | LC_ALL=C sort')" "excludes alone"
+for bad in '{"dir":"/workspace/gi","excludes":["a[b"]}' '{"dir":"/workspace/gi","excludes":[""]}' \
+        '{"dir":"/workspace/gi","excludes":"*.log"}' '{"dir":"/workspace/gi","excludes":[1]}' \
+        '{"dir":"/workspace/gi","excludes":["a//b"]}' '{"dir":"/workspace/gi","gitignore":"yes"}' \
+        '{"dir":"/workspace/gi","consistent":1}' '{"dir":"/workspace/gi","multipart":"no"}'; do
+        api_json POST "/v1/sandboxes/$A/backups" "$bad"
+        expect_status 400 INVALID_BACKUP_CONFIG
+done
+many=$(jq -cn '{dir:"/workspace/gi", excludes:[range(0;257) | "p\(.)"]}')
+api_json POST "/v1/sandboxes/$A/backups" "$many"
+expect_status 400 INVALID_BACKUP_CONFIG
+# a hostile .gitignore: over the size limit, the backup is refused naming it
+run_in "$A" 'head -c 70000 /dev/zero | tr "\0" "a" >/workspace/gi/src/.gitignore && echo ok' >/dev/null
+api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/gi","gitignore":true}'
+expect_status 400 INVALID_BACKUP_CONFIG
+assert_contains "$(body .message)" "src/.gitignore" "the message names the file"
+api DELETE "/v1/backups/$GI" >/dev/null
+expect_status 200
+api DELETE "/v1/backups/$GI2" >/dev/null
+expect_status 200
+
+if [ -z "$S3" ]; then
+        info "consistent: a backup while a writer writes is one point in time, a snapshot waits its turn"
+        W=$(sbx bkw)
+        start_writer "$W"
+        # a large file first: the archive takes a while, the writer writes meanwhile
+        run_in "$W" 'head -c 134217728 /dev/urandom >/workspace/w/0-big && echo ok' >/dev/null
+        curl -sS -o "$IT_TMP/cons.body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+                --data-binary '{"dir":"/workspace/w","consistent":true}' \
+                "$CELLA_URL/v1/sandboxes/$W/backups" >"$IT_TMP/cons.status" &
+        cpid=$!
+        sleep 0.2
+        curl -sS -o "$IT_TMP/snap.body" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+                --data-binary '{}' "$CELLA_URL/v1/sandboxes/$W/snapshots" >"$IT_TMP/snap.status"
+        wait "$cpid" || fail "the consistent backup's request"
+        assert_eq 201 "$(cat "$IT_TMP/cons.status")" "the consistent backup: $(cat "$IT_TMP/cons.body")"
+        assert_eq 201 "$(cat "$IT_TMP/snap.status")" "the snapshot beside it: $(cat "$IT_TMP/snap.body")"
+        CONS=$(jq -r .id <"$IT_TMP/cons.body")
+        n=$(run_in "$W" 'wc -l </workspace/w/sums')
+        writer_goes_on "$W" "$n"
+        api_json POST "/v1/sandboxes/$B/backups/$CONS/restore" '{"dir":"/workspace/wcopy"}'
+        expect_status 200
+        # every file the writer recorded is there with its checksum, and no file beyond the
+        # one it had renamed but not yet recorded
+        run_in "$B" 'cd /workspace/wcopy && sha256sum -c --quiet sums && m=$(wc -l <sums) &&
+                n=$(ls | grep -cE "^[0-9]+$") && [ "$m" -ge 20 ] &&
+                { [ "$n" -eq "$m" ] || [ "$n" -eq $((m + 1)) ]; } && echo consistent $m $n' \
+                >"$IT_TMP/cons.check" || true
+        assert_contains "$(cat "$IT_TMP/cons.check")" consistent "the restored tree is one point in time ($(cat "$IT_TMP/cons.check"))"
+        api DELETE "/v1/snapshots/$(jq -r .snapshotId <"$IT_TMP/snap.body")" >/dev/null
+        expect_status 200
+        api DELETE "/v1/backups/$CONS" >/dev/null
+        expect_status 200
+        api DELETE "/v1/sandboxes/$W" >/dev/null
+        expect_status 200
+fi
+
 info "delete"
 api DELETE "/v1/backups/$ESC" >/dev/null
 expect_status 200
@@ -363,5 +456,87 @@ expect_status 404 BACKUP_NOT_FOUND
 gone_from_store "$EXP"
 api GET "/v1/backups/$ID" >/dev/null
 expect_status 200
+
+if [ -n "$S3" ]; then
+        info "multipart: an archive of several parts is streamed to the bucket, no local copy"
+        s3bucket() { # QUERY: a signed GET of the bucket itself (no '/' after its name); 200
+                assert_eq 200 "$(curl -s -o "$IT_TMP/s3body" -w '%{http_code}' --aws-sigv4 aws:amz:us-east-1:s3 \
+                        --user S3RVER:S3RVER -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+                        "$S3/cella-it?$1")" "GET bucket?$1" >/dev/null
+        }
+        s3keys() { # KEYS: the bucket's keys under it/backups/
+                s3bucket "list-type=2&prefix=it%2Fbackups%2F"
+                KEYS=$(grep -o '<Key>[^<]*</Key>' "$IT_TMP/s3body" | sed 's/<[^>]*>//g' | sort)
+        }
+        s3uploads() { # UPLOADS: the multipart uploads in progress (ListMultipartUploads)
+                s3bucket "uploads="
+                grep -q '<ListMultipartUploadsResult' "$IT_TMP/s3body" || fail "ListMultipartUploads: $(cat "$IT_TMP/s3body")"
+                UPLOADS=$(grep -o '<UploadId>[^<]*</UploadId>' "$IT_TMP/s3body" || true)
+        }
+        now=$(run_in "$A" "$sums_cmd")
+        api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj"}'
+        expect_status 201
+        MP=$(body .id)
+        mpsize=$(body .sizeBytes)
+        grep "backup '$MP'" "$CELLAD_LOG" | grep -q "streamed, [5-9] parts" ||
+                fail "the 40 MiB archive in 5 to 9 parts: $(grep "backup '$MP'" "$CELLAD_LOG")"
+        get_archive "$MP" "$IT_TMP/mp.tar.zst"
+        assert_eq "$mpsize" "$(stat -c %s "$IT_TMP/mp.tar.zst")" "the completed object's size"
+        assert_eq "$(get_record "$MP" "$IT_TMP/mp.json"; jq -r .sha256 "$IT_TMP/mp.json")" \
+                "$(sha256sum <"$IT_TMP/mp.tar.zst" | cut -d' ' -f1)" "its SHA-256"
+        s3uploads
+        assert_eq "" "$UPLOADS" "uploads left in progress"
+        api_json POST "/v1/sandboxes/$B/backups/$MP/restore" '{"dir":"/workspace/mp"}'
+        expect_status 200
+        assert_eq "$now" "$(run_in "$B" "${sums_cmd//\/workspace\/proj//workspace/mp}")" "restored from the parts"
+        # small: one PUT; multipart false: spooled, one PUT
+        api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj/src"}'
+        expect_status 201
+        SM=$(body .id)
+        grep "backup '$SM'" "$CELLAD_LOG" | grep -q "streamed, 0 parts" || fail "a small archive: $(grep "backup '$SM'" "$CELLAD_LOG")"
+        api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/proj","multipart":false}'
+        expect_status 201
+        SP=$(body .id)
+        grep "backup '$SP'" "$CELLAD_LOG" | grep -q "spooled, 0 parts" || fail "multipart false: $(grep "backup '$SP'" "$CELLAD_LOG")"
+        api_json POST "/v1/sandboxes/$B/backups/$SP/restore" '{"dir":"/workspace/sp"}'
+        expect_status 200
+        assert_eq "$now" "$(run_in "$B" "${sums_cmd//\/workspace\/proj//workspace/sp}")" "restored from one PUT"
+        for id in "$MP" "$SM" "$SP"; do
+                api DELETE "/v1/backups/$id" >/dev/null
+                expect_status 200
+        done
+
+        info "multipart: a backup that fails midway aborts its upload, nothing stays"
+        run_in "$A" 'mkdir -p /workspace/big && head -c 402653184 /dev/urandom >/workspace/big/r && echo ok' >/dev/null
+        s3keys
+        keys_before=$KEYS
+        (
+                api_json POST "/v1/sandboxes/$A/backups" '{"dir":"/workspace/big"}'
+                echo "$API_STATUS $(jq -r .code <"$IT_TMP/body")" >"$IT_TMP/abort.status"
+        ) &
+        bgpid=$!
+        # an upload in progress with a part stored, then the archiver killed
+        for _ in $(seq 1 600); do
+                s3uploads
+                [ -n "$UPLOADS" ] && [ -n "$(find "$IT_TMP/s3" -path '*uploads*' -name 1 2>/dev/null)" ] && break
+                sleep 0.1
+        done
+        [ -n "$UPLOADS" ] || fail "no multipart upload was seen"
+        arch=$(pgrep -P "$CELLAD_PID" -x cella-archive || true)
+        [ -n "$arch" ] || fail "no cella-archive under cellad $CELLAD_PID"
+        kill -KILL $arch
+        wait "$bgpid" || true
+        assert_eq "500 BACKUP_CREATE_FAILED" "$(cat "$IT_TMP/abort.status")" "the failed backup's answer"
+        for _ in $(seq 1 100); do
+                s3uploads
+                [ -z "$UPLOADS" ] && break
+                sleep 0.1
+        done
+        assert_eq "" "$UPLOADS" "uploads left after the failure"
+        s3keys
+        assert_eq "$keys_before" "$KEYS" "the bucket's objects after the failure"
+        assert_eq "" "$(ls -A "$IT_TMP/data/backups")" "a local copy"
+        run_in "$A" 'rm -rf /workspace/big && echo ok' >/dev/null
+fi
 
 info "ok"

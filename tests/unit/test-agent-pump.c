@@ -45,7 +45,7 @@ static void sink_data(struct pump *p, const char *d, size_t n)
 
         assert_false(k->eof);
         assert_true(n > 0);
-        assert_true(n <= CELLA_FRAME_DATA_CHUNK + 3);
+        assert_true(n <= CELLA_PUMP_READ + 3);
         if (k->credit != SIZE_MAX) {
                 assert_true(n <= k->credit);
                 k->credit -= n;
@@ -233,7 +233,7 @@ static void test_credit(void **state)
 static void test_cap(void **state)
 {
         struct sink *k = sink_new(false, false);
-        static char data[300 * 1024];
+        static char data[600 * 1024];
         size_t total = 0;
 
         (void)state;
@@ -245,15 +245,41 @@ static void test_cap(void **state)
         SPIN_UNTIL(k, k->len == 100000);
         spin(k);
         assert_int_equal(k->len, 100000);
-        /* reads are as large as a chunk, never larger */
-        assert_int_equal(k->largest, CELLA_FRAME_DATA_CHUNK);
+        /* a read is as large as the allowance... */
+        assert_int_equal(k->largest, 100000);
         k->credit = SIZE_MAX;
         pump_resume(&k->p);
         SPIN_UNTIL(k, k->len == sizeof(data));
-        assert_int_equal(k->largest, CELLA_FRAME_DATA_CHUNK);
+        /* ...and never larger than CELLA_PUMP_READ */
+        assert_int_equal(k->largest, CELLA_PUMP_READ);
         total = k->len;
         assert_int_equal(total, sizeof(data));
         sink_free(k);
+}
+
+/* A pipe whose read fills a chunk grows to CELLA_PUMP_PIPE_SIZE; one that never does keeps
+ * its size. */
+static void test_pipe_grows(void **state)
+{
+        struct sink *k = sink_new(false, false);
+        struct sink *q = sink_new(false, false);
+        static char data[CELLA_FRAME_DATA_CHUNK];
+        int before = fcntl(q->wfd, F_GETPIPE_SZ);
+
+        (void)state;
+        memset(data, 'y', sizeof(data));
+        put(k, data, sizeof(data));
+        k->credit = SIZE_MAX;
+        pump_resume(&k->p);
+        SPIN_UNTIL(k, k->len == sizeof(data));
+        assert_int_equal(fcntl(k->wfd, F_GETPIPE_SZ), CELLA_PUMP_PIPE_SIZE);
+        put(q, "small", 5);
+        q->credit = SIZE_MAX;
+        pump_resume(&q->p);
+        SPIN_UNTIL(q, q->len == 5);
+        assert_int_equal(fcntl(q->wfd, F_GETPIPE_SZ), before);
+        sink_free(k);
+        sink_free(q);
 }
 
 static void test_poll_mode(void **state)
@@ -337,10 +363,10 @@ static void test_drain_close(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_utf8_split),  cmocka_unit_test(test_eof_flush),
-                cmocka_unit_test(test_credit),      cmocka_unit_test(test_cap),
-                cmocka_unit_test(test_poll_mode),   cmocka_unit_test(test_poll_writable),
-                cmocka_unit_test(test_drain_close),
+                cmocka_unit_test(test_utf8_split),    cmocka_unit_test(test_eof_flush),
+                cmocka_unit_test(test_credit),        cmocka_unit_test(test_cap),
+                cmocka_unit_test(test_pipe_grows),    cmocka_unit_test(test_poll_mode),
+                cmocka_unit_test(test_poll_writable), cmocka_unit_test(test_drain_close),
         };
 
         signal(SIGPIPE, SIG_IGN);

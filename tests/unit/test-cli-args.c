@@ -321,6 +321,29 @@ static void watch_options(void **state)
         assert_int_equal(PARSE(&a, "watch", "box", "/w", "--exclude"), -1);
 }
 
+static void backup_options(void **state)
+{
+        struct cli_args a;
+        (void)state;
+        assert_int_equal(PARSE(&a, "backup", "create", "box", "/workspace/app", "--ttl", "600",
+                               "--exclude", "node_modules", "--exclude=!keep.log", "--gitignore",
+                               "--consistent", "--no-multipart"),
+                         0);
+        assert_int_equal(a.npos, 4);
+        assert_string_equal(a.ttl, "600");
+        assert_int_equal(a.nexclude, 2);
+        assert_string_equal(a.exclude[0], "node_modules");
+        assert_string_equal(a.exclude[1], "!keep.log");
+        assert_true(a.gitignore);
+        assert_true(a.consistent);
+        assert_true(a.no_multipart);
+        assert_int_equal(PARSE(&a, "backup", "create", "box", "/w"), 0);
+        assert_int_equal(a.nexclude, 0);
+        assert_false(a.gitignore);
+        assert_false(a.consistent);
+        assert_false(a.no_multipart);
+}
+
 static void code_options(void **state)
 {
         struct cli_args a;
@@ -625,6 +648,7 @@ int main(void)
                 cmocka_unit_test(sandbox_names),
                 cmocka_unit_test(global_flags),
                 cmocka_unit_test(command_table),
+                cmocka_unit_test(backup_options),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "common/limits.h"
 #include "daemon/backup-archive.h"
 #include "daemon/backup-store.h"
 
@@ -208,7 +209,7 @@ static void test_round_trip(void **state)
         snprintf(archive, sizeof(archive), "%s/a.tar.zst", root);
         fd = open(archive, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         assert_true(fd >= 0);
-        assert_int_equal(backup_archive_write_cwd(fd, &st, &err), 0);
+        assert_int_equal(backup_archive_write_cwd(fd, NULL, &st, &err), 0);
         close(fd);
         assert_int_equal(chdir("/"), 0);
         assert_int_equal(st.entries, 8); /* . empty sub sub/f suid shadow rel fifo */
@@ -335,6 +336,111 @@ static void test_crafted(void **state)
         assert_int_equal(err.code, CELLA_E_BACKUP_RESTORE_FAILED);
 }
 
+static bool exists(const char *rel)
+{
+        char path[512];
+        struct stat sb;
+
+        snprintf(path, sizeof(path), "%s/%s", root, rel);
+        return lstat(path, &sb) == 0;
+}
+
+/* The filter on a tree: excludes, nested .gitignore files (negation, directory-only,
+ * anchored, "**"), a .gitignore inside an excluded directory never read, the excludes
+ * before the .gitignore files, sibling directories' files kept apart, and a .gitignore over
+ * the size limit refused. */
+static void test_filter(void **state)
+{
+        struct backup_archive_stats st;
+        struct cella_error err = {0};
+        struct backup_filter *f;
+        char path[512], archive[512], sha[65];
+        int64_t size;
+        int fd;
+
+        (void)state;
+        snprintf(path, sizeof(path), "%s/src", root);
+        assert_int_equal(mkdir(path, 0755), 0);
+        assert_int_equal(chdir(path), 0);
+        write_file(".gitignore", "*.log\n!keep.log\nbuild/\n/top.txt\ndocs/**/*.tmp\n", 0644);
+        write_file("a.log", "x", 0644);
+        write_file("keep.log", "x", 0644);
+        write_file("top.txt", "x", 0644);
+        write_file("main.c", "x", 0644);
+        assert_int_equal(mkdir("build", 0755), 0);
+        write_file("build/out.o", "x", 0644);
+        write_file("build/.gitignore", "!*\n", 0644); /* inside an excluded dir: unread */
+        write_file("build.txt", "x", 0644);           /* "build/" is for directories */
+        assert_int_equal(mkdir("docs", 0755), 0);
+        assert_int_equal(mkdir("docs/x", 0755), 0);
+        write_file("docs/x/y.tmp", "x", 0644);
+        write_file("docs/z.tmp", "x", 0644);
+        assert_int_equal(mkdir("sub", 0755), 0);
+        write_file("sub/.gitignore", "secret\n!a.log\n/top.txt\n", 0644);
+        write_file("sub/top.txt", "x", 0644);
+        write_file("sub/a.log", "x", 0644);
+        assert_int_equal(mkdir("sub/deep", 0755), 0);
+        write_file("sub/deep/secret", "x", 0644);
+        write_file("sub/deep/top.txt", "x", 0644);
+        assert_int_equal(mkdir("sub2", 0755), 0); /* a sibling: sub's patterns are not its */
+        write_file("sub2/secret", "x", 0644);
+        write_file("sub2/a.log", "x", 0644);
+        assert_int_equal(mkdir("node_modules", 0755), 0);
+        write_file("node_modules/m.js", "x", 0644);
+
+        assert_int_equal(backup_filter_new(true, &f), 0);
+        assert_int_equal(backup_filter_exclude(f, "node_modules", &err), 0);
+        assert_int_equal(backup_filter_exclude(f, "!a.log", &err), 0); /* over the .gitignore */
+        assert_int_equal(backup_filter_exclude(f, "sub2/a.log", &err), 0);
+        snprintf(archive, sizeof(archive), "%s/f.tar.zst", root);
+        fd = open(archive, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(backup_archive_write_cwd(fd, f, &st, &err), 0);
+        close(fd);
+        backup_filter_free(f);
+        assert_int_equal(chdir("/"), 0);
+        sha256_file(archive, sha, &size);
+        assert_int_equal(extract(archive, "out", sha, size, &err), 0);
+
+        assert_true(exists("out/.gitignore"));
+        assert_true(exists("out/a.log")); /* "!a.log" of the excludes */
+        assert_true(exists("out/keep.log"));
+        assert_false(exists("out/top.txt"));
+        assert_true(exists("out/main.c"));
+        assert_false(exists("out/build"));
+        assert_true(exists("out/build.txt"));
+        assert_false(exists("out/docs/x/y.tmp"));
+        assert_false(exists("out/docs/z.tmp"));
+        assert_true(exists("out/docs/x"));
+        assert_false(exists("out/sub/top.txt"));
+        assert_true(exists("out/sub/a.log"));
+        assert_false(exists("out/sub/deep/secret"));
+        assert_true(exists("out/sub/deep/top.txt")); /* "/top.txt" of sub: sub's own only */
+        assert_true(exists("out/sub2/secret"));
+        assert_false(exists("out/sub2/a.log"));
+        assert_false(exists("out/node_modules"));
+        assert_int_equal(st.excluded, 8);
+
+        /* a .gitignore over the limit: refused, naming it */
+        snprintf(path, sizeof(path), "%s/src/sub2/.gitignore", root);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, CELLA_BACKUP_GITIGNORE_BYTES + 1), 0);
+        close(fd);
+        snprintf(path, sizeof(path), "%s/src", root);
+        assert_int_equal(chdir(path), 0);
+        assert_int_equal(backup_filter_new(true, &f), 0);
+        fd = open(archive, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        assert_true(fd >= 0);
+        memset(&err, 0, sizeof(err));
+        assert_int_equal(backup_archive_write_cwd(fd, f, &st, &err), -1);
+        close(fd);
+        backup_filter_free(f);
+        assert_int_equal(chdir("/"), 0);
+        assert_int_equal(err.code, CELLA_E_INVALID_BACKUP_CONFIG);
+        assert_non_null(strstr(err.msg, "sub2/.gitignore"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -343,6 +449,7 @@ int main(void)
                 cmocka_unit_test(test_record),
                 cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_crafted, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_filter, setup, teardown),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

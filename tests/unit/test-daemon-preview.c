@@ -139,11 +139,12 @@ static void test_request_head(void **state)
         struct buf b = BUF_INIT;
         enum preview_body body;
         struct preview_headers h = {
-                10,
+                11,
                 H("Host", "Connection", "X-Drop", "Keep-Alive", "X-Forwarded-For", "Content-Length",
-                  "Cookie", "Proxy-Authorization", "Authorization", "X-Forwarded-Host"),
+                  "Cookie", "Proxy-Authorization", "Authorization", "X-Forwarded-Host",
+                  "X-Cella-Cluster"),
                 H("8080-box-t.localhost:7070", "keep-alive, X-Drop", "1", "timeout=5", "10.0.0.1",
-                  "5", "a=1", "Basic x", "Bearer api-token", "evil.example"),
+                  "5", "a=1", "Basic x", "Bearer api-token", "evil.example", "v1; node=a"),
         };
 
         (void)state;

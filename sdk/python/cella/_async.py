@@ -9,7 +9,7 @@ import asyncio
 import inspect
 import ssl
 from typing import (IO, Any, AsyncIterator, Callable, Dict, Generic, Iterable, List,
-                    Literal, Mapping, Optional, TypeVar, Union, overload)
+                    Literal, Mapping, Optional, Sequence, TypeVar, Union, overload)
 
 from . import _core as core
 from . import errors
@@ -403,10 +403,18 @@ class AsyncSandbox(core.SandboxBase[AsyncClient]):
 
     # ---- backups ----
     async def create_backup(self, dir: str, *, name: Optional[str] = None,
-                      ttl: Optional[int] = None) -> DirectoryBackup:
+                            ttl: Optional[int] = None, gitignore: Optional[bool] = None,
+                            excludes: Optional[Sequence[str]] = None,
+                            consistent: Optional[bool] = None,
+                            multipart: Optional[bool] = None) -> DirectoryBackup:
         """Archive ``dir`` (absolute, under /workspace, /home, /tmp, /var/tmp or /app) into
-        cellad's backup store, kept ``ttl`` seconds (default 259200)."""
-        return await self._run(core.create_backup(self._ref, dir, name, ttl))
+        cellad's backup store, kept ``ttl`` seconds (default 259200). ``excludes`` are
+        gitignore-style patterns relative to ``dir`` left out of the archive; ``gitignore``
+        honours the .gitignore files under ``dir``; ``consistent`` freezes the sandbox while
+        ``dir`` is read (one point in time); ``multipart`` (default true) streams an upload
+        to an S3 store in parts."""
+        return await self._run(core.create_backup(self._ref, dir, name, ttl, gitignore,
+                                                  excludes, consistent, multipart))
 
     async def restore_backup(self, backup: Union[str, DirectoryBackup], *,
                        dir: Optional[str] = None) -> RestoreBackupResult:

@@ -19,7 +19,7 @@ import ssl
 import threading
 from dataclasses import dataclass, field
 from typing import (IO, Any, Callable, Deque, Dict, Generator, Generic, Iterable, List,
-                    Mapping, Optional, Tuple, TypeVar, Union)
+                    Mapping, Optional, Sequence, Tuple, TypeVar, Union)
 from urllib.parse import quote, urlencode
 
 from . import errors
@@ -657,10 +657,15 @@ def git_checkout(ref: SandboxRef, repo_url: str, branch: Optional[str],
 # ---- backups (docs/api.md "Backups") ----
 
 def create_backup(ref: SandboxRef, dir: str, name: Optional[str],
-                  ttl: Optional[int]) -> Op[DirectoryBackup]:
+                  ttl: Optional[int], gitignore: Optional[bool] = None,
+                  excludes: Optional[Sequence[str]] = None,
+                  consistent: Optional[bool] = None,
+                  multipart: Optional[bool] = None) -> Op[DirectoryBackup]:
     """POST /backups."""
     doc = yield from call_json(ref, Request("POST", ref.base + "/backups", json=_drop_none(
-        {"dir": dir, "name": name, "ttl": ttl}), timeout=LONG_MARGIN * 60))
+        {"dir": dir, "name": name, "ttl": ttl, "gitignore": gitignore,
+         "excludes": list(excludes) if excludes is not None else None,
+         "consistent": consistent, "multipart": multipart}), timeout=LONG_MARGIN * 60))
     return DirectoryBackup.from_json(doc)
 
 

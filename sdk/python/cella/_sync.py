@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ssl
 from typing import (IO, Any, Callable, Dict, Generic, Iterable, Iterator, List, Literal,
-                    Mapping, Optional, TypeVar, Union, overload)
+                    Mapping, Optional, Sequence, TypeVar, Union, overload)
 
 from . import _core as core
 from . import errors
@@ -416,10 +416,18 @@ class Sandbox(core.SandboxBase[Client]):
 
     # ---- backups ----
     def create_backup(self, dir: str, *, name: Optional[str] = None,
-                      ttl: Optional[int] = None) -> DirectoryBackup:
+                      ttl: Optional[int] = None, gitignore: Optional[bool] = None,
+                      excludes: Optional[Sequence[str]] = None,
+                      consistent: Optional[bool] = None,
+                      multipart: Optional[bool] = None) -> DirectoryBackup:
         """Archive ``dir`` (absolute, under /workspace, /home, /tmp, /var/tmp or /app) into
-        cellad's backup store, kept ``ttl`` seconds (default 259200)."""
-        return self._run(core.create_backup(self._ref, dir, name, ttl))
+        cellad's backup store, kept ``ttl`` seconds (default 259200). ``excludes`` are
+        gitignore-style patterns relative to ``dir`` left out of the archive; ``gitignore``
+        honours the .gitignore files under ``dir``; ``consistent`` freezes the sandbox while
+        ``dir`` is read (one point in time); ``multipart`` (default true) streams an upload
+        to an S3 store in parts."""
+        return self._run(core.create_backup(self._ref, dir, name, ttl, gitignore, excludes,
+                                            consistent, multipart))
 
     def restore_backup(self, backup: Union[str, DirectoryBackup], *,
                        dir: Optional[str] = None) -> RestoreBackupResult:

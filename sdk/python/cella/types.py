@@ -16,7 +16,7 @@ __all__ = [
     "ProcessInfo", "ProcessLogs", "LogEvent", "ExposedPort", "WatchEvent", "CodeContext",
     "Result", "ExecutionError", "Logs", "Execution", "GitCheckoutResult", "WaitForLogResult",
     "SnapshotInfo",
-    "DirectoryBackup", "RestoreBackupResult",
+    "DirectoryBackup", "RestoreBackupResult", "RestoredFrom",
 ]
 
 
@@ -156,6 +156,26 @@ class ExecEvent:
 
 
 @dataclass
+class RestoredFrom:
+    """The backup a cluster's failover restored a sandbox's files from (docs/api.md,
+    "Cluster")."""
+
+    backup_id: str
+    """The backup's id."""
+    created_at: str = ""
+    """When the backup was made."""
+    dir: str = ""
+    """The directory it held."""
+
+    @classmethod
+    def from_json(cls, d: Any) -> Optional["RestoredFrom"]:
+        """Decode SandboxInfo's ``restoredFrom``; None when absent."""
+        if not isinstance(d, dict) or not isinstance(d.get("backupId"), str):
+            return None
+        return cls(backup_id=d["backupId"], created_at=_str(d, "createdAt"), dir=_str(d, "dir"))
+
+
+@dataclass
 class SandboxInfo:
     """A sandbox as ``GET /v1/sandboxes/{id}`` describes it."""
 
@@ -181,6 +201,9 @@ class SandboxInfo:
     """``none`` or ``outbound``."""
     snapshot: Optional[str] = None
     """The id of the snapshot it was made from (``from_snapshot``, ``fork``), if any."""
+    restored_from: Optional[RestoredFrom] = None
+    """On a cluster node: the backup its files were restored from when it was placed anew
+    after its node went, if any."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
     """The answer as cellad sent it."""
 
@@ -194,7 +217,8 @@ class SandboxInfo:
                    labels=dict(labels) if isinstance(labels, dict) else {},
                    env=dict(env) if isinstance(env, dict) else {},
                    sleep_after=_int(d, "sleepAfter"), keep_alive=_bool(d, "keepAlive"),
-                   network=_str(d, "network"), snapshot=_opt_str(d, "snapshot"), raw=dict(d))
+                   network=_str(d, "network"), snapshot=_opt_str(d, "snapshot"),
+                   restored_from=RestoredFrom.from_json(d.get("restoredFrom")), raw=dict(d))
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Backups (docs/api.md "Backups") through the sync and asyncio clients against a real
 cellad: create_backup, restore_backup into the same and another sandbox (the directory
-replaced whole), list_backups, delete_backup, and the error classes of each failure."""
+replaced whole), list_backups, delete_backup, excludes, gitignore and consistent, and the
+error classes of each failure."""
 
 from __future__ import annotations
 
@@ -63,6 +64,23 @@ class BackupsTest(unittest.TestCase):
         with self.assertRaises(cella.BackupNotFoundError) as cm:
             self.b.restore_backup(bk)
         self.assertEqual((cm.exception.code, cm.exception.http_status), ("BACKUP_NOT_FOUND", 404))
+
+    def test_excludes_gitignore_consistent(self) -> None:
+        self.a.exec("mkdir -p /workspace/gi/node_modules/m /workspace/gi/src /workspace/gi/build && "
+                    "cd /workspace/gi && printf 'build/\\n*.tmp\\n' > .gitignore && "
+                    "printf '!keep.tmp\\n' > src/.gitignore && touch node_modules/m/i.js src/a.c "
+                    "src/x.tmp src/keep.tmp build/o.o debug.log main.c")
+        bk = self.a.create_backup("/workspace/gi", gitignore=True,
+                                  excludes=["node_modules", "*.log"], consistent=True)
+        self.b.restore_backup(bk.id, dir="/workspace/gi-copy")
+        self.assertEqual(self.b.exec("cd /workspace/gi-copy && find . | LC_ALL=C sort").stdout,
+                         ".\n./.gitignore\n./main.c\n./src\n./src/.gitignore\n./src/a.c\n"
+                         "./src/keep.tmp\n")
+        self.a.delete_backup(bk)
+        for bad in (["a[b"], [""], ["x\ty"]):
+            with self.assertRaises(cella.InvalidBackupConfigError) as cm:
+                self.a.create_backup("/workspace/gi", excludes=bad)
+            self.assertEqual(cm.exception.http_status, 400)
 
     def test_errors(self) -> None:
         for d in ("workspace/py", "/workspace/../etc", "/etc"):

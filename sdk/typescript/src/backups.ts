@@ -7,20 +7,28 @@ import type { SandboxCore } from './core.js';
 import { InvalidBackupConfigError, clientError } from './errors.js';
 import { compact } from './util.js';
 
-/** The hosted SDK's options. cella archives with zstd whatever `compression` says and
- * uploads in one stream (`multipart`, `localBucket` are accepted and unused); `gitignore`
- * and `excludes` are not supported (InvalidBackupConfigError). */
+/** The hosted SDK's options. cella archives with zstd whatever `compression` says
+ * (`localBucket` is accepted and unused); `excludes` are gitignore-style patterns relative
+ * to `dir`, `gitignore` honours the .gitignore files under `dir`, `multipart` (default
+ * true) streams an upload to an S3 store in parts, and cella's own `consistent` freezes
+ * the sandbox while `dir` is read (one point in time). */
 export interface BackupOptions {
   /** Absolute, no `..`; `/workspace`, `/home`, `/tmp`, `/var/tmp`, `/app` or below. */
   dir: string;
   name?: string;
   /** Seconds the backup is kept (default 259200, three days). */
   ttl?: number;
+  /** Leave out what the .gitignore files under `dir` ignore (as git does). */
   gitignore?: boolean;
+  /** gitignore-style patterns relative to `dir` (`node_modules`, `*.log`, `/build/`,
+   * `!keep.log` to take back what a .gitignore left out). */
   excludes?: string[];
   compression?: { format?: 'lz4' | 'gzip' | 'zstd'; threads?: number };
   multipart?: boolean;
   localBucket?: boolean;
+  /** cella's: freeze the sandbox while `dir` is read, so the backup is one point in time
+   * (its processes pause for that long). Default false. */
+  consistent?: boolean;
 }
 
 /** The handle `restoreBackup` takes: the hosted SDK's `{id, dir}` plus what cellad says. */
@@ -51,12 +59,19 @@ function invalid(reason: string, context: Record<string, unknown> = {}): Invalid
 export async function createBackup(core: SandboxCore, options: BackupOptions): Promise<DirectoryBackup> {
   if (typeof options !== 'object' || options === null || typeof options.dir !== 'string')
     throw invalid('dir is required');
-  if (options.gitignore) throw invalid('gitignore is not supported by cella', { dir: options.dir });
-  if (options.excludes && options.excludes.length > 0)
-    throw invalid('excludes are not supported by cella', { dir: options.dir });
+  if (options.excludes !== undefined && (!Array.isArray(options.excludes) || options.excludes.some((p) => typeof p !== 'string')))
+    throw invalid('excludes must be an array of strings', { dir: options.dir });
   await core.ready();
   return core.t.json<DirectoryBackup>('POST', core.path('backups'), {
-    json: compact({ dir: options.dir, name: options.name, ttl: options.ttl }),
+    json: compact({
+      dir: options.dir,
+      name: options.name,
+      ttl: options.ttl,
+      gitignore: options.gitignore,
+      excludes: options.excludes,
+      multipart: options.multipart,
+      consistent: options.consistent,
+    }),
     operation: 'backup.create',
   });
 }

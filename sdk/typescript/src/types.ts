@@ -65,6 +65,16 @@ export interface SandboxInfo {
   disk?: { limitBytes: number; usedBytes: number };
   /** The id of the snapshot it was made from (`fromSnapshot`, `fork`), if any. */
   snapshot?: string;
+  /** On a cluster node: the backup its files were restored from when it was placed anew
+   * after its node went (docs/api.md, "Cluster"), if any. */
+  restoredFrom?: RestoredFrom;
+}
+
+/** The backup a cluster's failover restored a sandbox's files from. */
+export interface RestoredFrom {
+  backupId: string;
+  createdAt: string;
+  dir: string;
 }
 
 /** The hosted `Container.getState()` shape. */

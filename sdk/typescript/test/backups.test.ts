@@ -2,7 +2,8 @@
 // ...}, restoreBackup(backup) → {success, dir, id} into the same and another sandbox (the
 // directory replaced whole), listBackups / deleteBackup, and the error classes of the
 // hosted SDK for each failure: InvalidBackupConfigError (relative dir, "..", bad ttl,
-// excludes), BackupNotFoundError, BackupExpiredError, all SandboxErrors with their codes.
+// a malformed exclude), BackupNotFoundError, BackupExpiredError, all SandboxErrors with
+// their codes; excludes and gitignore leave out what they match; consistent gives a backup.
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
@@ -49,13 +50,27 @@ describe('createBackup / restoreBackup', { skip }, () => {
     assert.equal((await b.readFile('/home/copy/sub/data.txt')).content, 'v1\n');
   });
 
+  test('excludes and gitignore: what they match is left out', async () => {
+    await a.exec(
+      'mkdir -p /workspace/gi/node_modules/m /workspace/gi/src /workspace/gi/build && cd /workspace/gi && ' +
+        'printf "build/\\n*.tmp\\n" > .gitignore && printf "!keep.tmp\\n" > src/.gitignore && ' +
+        'touch node_modules/m/i.js src/a.c src/x.tmp src/keep.tmp build/o.o debug.log main.c',
+    );
+    const bk = await a.createBackup({ dir: '/workspace/gi', gitignore: true, excludes: ['node_modules', '*.log'], consistent: true });
+    await b.restoreBackup({ id: bk.id, dir: '/workspace/gi-copy' });
+    const ls = await b.exec('cd /workspace/gi-copy && find . | LC_ALL=C sort');
+    assert.equal(ls.stdout, ['.', './.gitignore', './main.c', './src', './src/.gitignore', './src/a.c', './src/keep.tmp', ''].join('\n'));
+    await a.deleteBackup(bk.id);
+  });
+
   test('bad input: InvalidBackupConfigError, BackupNotFoundError', async () => {
     for (const dir of ['workspace/app', '/workspace/../etc', '/etc']) {
       const e = await rejectsWith(a.createBackup({ dir }), InvalidBackupConfigError, 'INVALID_BACKUP_CONFIG');
       assertErrorShape(e, 'INVALID_BACKUP_CONFIG', 400);
     }
     await rejectsWith(a.createBackup({ dir: '/workspace/app', ttl: 0 }), InvalidBackupConfigError);
-    await rejectsWith(a.createBackup({ dir: '/workspace/app', excludes: ['*.log'] }), InvalidBackupConfigError);
+    await rejectsWith(a.createBackup({ dir: '/workspace/app', excludes: ['a[b'] }), InvalidBackupConfigError);
+    await rejectsWith(a.createBackup({ dir: '/workspace/app', excludes: [''] }), InvalidBackupConfigError);
     const missing = { id: '00000000-0000-4000-8000-000000000000', dir: '/workspace/app' };
     const e = await rejectsWith(a.restoreBackup(missing), BackupNotFoundError, 'BACKUP_NOT_FOUND');
     assertErrorShape(e, 'BACKUP_NOT_FOUND', 404);
