@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -36,6 +37,21 @@
 static void on_ping(struct conn *c, const struct frame *f)
 {
         conn_send(c, FRAME_PONG, 0, f->payload, f->len);
+}
+
+/* A checkpoint follows (docs/decisions/0050): the agent is made dumpable, which is what
+ * lets the host's CRIU read a restored agent (its memory's user namespace is then the
+ * host's, where only a dumpable task's namespaces can be opened from the sandbox's); it is
+ * not dumpable again once cellad connects (on_connection). */
+static void on_checkpoint(struct conn *c, const struct frame *f)
+{
+        (void)c;
+        (void)f;
+        if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0)
+                log_warn("a checkpoint follows, but the agent stays undumpable: %s",
+                         strerror(errno));
+        else
+                log_info("a checkpoint follows: dumpable until cellad connects again");
 }
 
 static void on_pong(struct conn *c, const struct frame *f)
@@ -119,6 +135,7 @@ static void route_resize(struct conn *c, struct stream *s, const struct agent_re
 static const struct frame_route frame_table[_FRAME_TYPE_MAX] = {
         [FRAME_PING] = {.control = on_ping},
         [FRAME_PONG] = {.control = on_pong},
+        [FRAME_CHECKPOINT] = {.control = on_checkpoint},
         [FRAME_EXEC] = {.open = open_exec},
         [FRAME_FILE_READ] = {.open = file_read_start},
         [FRAME_FILE_WRITE] = {.open = file_write_start},
@@ -307,6 +324,8 @@ static void on_connection(uv_stream_t *server, int status)
         if (a->conn)
                 conn_fail(a->conn, "replaced by a new connection");
         a->conn = c;
+        /* not dumpable (main) whatever a checkpoint before made it */
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         log_info("cellad connected");
         hello = json_pack("{s:i, s:i}", "version", 1, "pid", (int)getpid());
         conn_send_json(c, FRAME_HELLO, 0, hello);

@@ -374,6 +374,7 @@ int agent_request_decode(const struct frame *f, struct agent_request *ret, struc
         switch (f->type) {
         case FRAME_PING:
         case FRAME_PONG:
+        case FRAME_CHECKPOINT:
                 if (f->stream != 0)
                         goto proto;
                 ret->data = f->payload;

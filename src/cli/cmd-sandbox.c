@@ -74,7 +74,15 @@ static void print_state(json_t *j)
         char sl[32], left[32];
         int64_t t;
 
-        if (strcmp(state, "sleeping") == 0)
+        if (strcmp(state, "sleeping") == 0 &&
+            json_is_integer(json_object_get(j, "memorySnapshotBytes")))
+                printf("state:         sleeping with its memory (idle for its sleep-after "
+                       "time: its processes,\n"
+                       "               sessions and code contexts kept on disk, %.1f MiB; the "
+                       "next command restores them)\n",
+                       (double)json_integer_value(json_object_get(j, "memorySnapshotBytes")) /
+                               (1 << 20));
+        else if (strcmp(state, "sleeping") == 0)
                 printf("state:         sleeping (idle for its sleep-after time: its processes, "
                        "sessions and code\n"
                        "               contexts were stopped, its files kept; the next command "
@@ -112,6 +120,8 @@ static void print_state(json_t *j)
                        cli_str(j, "sleepModeFallback"));
         else if (json_is_string(json_object_get(j, "sleepMode")))
                 printf("sleep mode:    %s\n", cli_str(j, "sleepMode"));
+        if (json_is_string(json_object_get(j, "memorySleepError")))
+                printf("memory sleep:  %s\n", cli_str(j, "memorySleepError"));
 }
 
 static void print_info(cella_client *c, json_t *j, const struct cli_args *a)

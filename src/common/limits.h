@@ -216,8 +216,13 @@
 #define CELLA_LAYER_XATTR_LIST_MAX 65536  /* xattr names of one entry of a captured layer */
 #define CELLA_LAYER_XATTR_VALUE_MAX 65536 /* one xattr value (the kernel's XATTR_SIZE_MAX) */
 
-#define CELLA_CRIU_CHECK_TIMEOUT_MS 20000 /* `criu check` (memory sleep's host check) within */
-#define CELLA_CRIU_OUTPUT_MAX 65536       /* of its output, read for the reason */
+#define CELLA_CRIU_CHECK_TIMEOUT_MS 20000    /* `criu check` (memory sleep's host check) within */
+#define CELLA_CRIU_OUTPUT_MAX 65536          /* of its output, read for the reason */
+#define CELLA_CRIU_DUMP_TIMEOUT_MS 120000    /* a memory sleep's `criu dump` within */
+#define CELLA_CRIU_RESTORE_TIMEOUT_MS 120000 /* a memory wake's `criu restore` within */
+#define CELLA_CRIU_PEER_CLOSE_MS 5000        /* the agent closes its end of cellad's link within */
+#define CELLA_CRIU_EXTERNALS_MAX 64          /* mounts named external in one checkpoint */
+#define CELLA_CRIU_CGROUPS_MAX 256           /* cgroups under a checkpointed sandbox's own */
 /* Backups (src/daemon/backup*.c, docs/decisions/0049-backups.md) */
 #define CELLA_BACKUP_TTL_DEFAULT 259200        /* seconds a backup is kept (the hosted SDK's) */
 #define CELLA_BACKUP_TTL_MAX (366LL * 86400)   /* the longest ttl accepted, in seconds */

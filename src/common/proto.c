@@ -30,6 +30,7 @@ static const char *const names[_FRAME_TYPE_MAX] = {
         [FRAME_WATCH] = "WATCH",
         [FRAME_CODE] = "CODE",
         [FRAME_PTY] = "PTY",
+        [FRAME_CHECKPOINT] = "CHECKPOINT",
 };
 
 const char *frame_type_name(uint8_t type)

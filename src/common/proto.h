@@ -54,6 +54,9 @@ enum frame_type {
                          * to the session's terminal -> STDOUT (replay, then live), STARTED
                          * (ready), EXIT when the shell ends; DATA is typed input; a further
                          * PTY on the open stream {"cols":n,"rows":n} resizes */
+        /* d->a, stream 0, no payload: a checkpoint of the sandbox follows (docs/decisions/
+         * 0050): the agent lets the host's CRIU read it until cellad connects again */
+        FRAME_CHECKPOINT = 24,
         _FRAME_TYPE_MAX
 };
 

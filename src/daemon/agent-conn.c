@@ -287,6 +287,11 @@ int agent_conn_new(uv_loop_t *loop, const char *path,
         return 0;
 }
 
+int agent_conn_control(struct agent_conn *c, uint8_t type)
+{
+        return c ? conn_send(c, type, 0, NULL, 0) : -ENOTCONN;
+}
+
 void agent_conn_close(struct agent_conn *c)
 {
         if (!c)

@@ -45,6 +45,9 @@ int agent_conn_new(uv_loop_t *loop, const char *path,
 /* Close: all streams get on_close(-ECONNRESET), then the memory is freed after the loop
  * has released the handle. Safe to call from inside a callback. */
 void agent_conn_close(struct agent_conn *c);
+/* Send a control frame without payload on stream 0 (FRAME_CHECKPOINT); written at once
+ * when nothing is queued before it. 0 or -errno. */
+int agent_conn_control(struct agent_conn *c, uint8_t type);
 unsigned agent_conn_stream_count(const struct agent_conn *c); /* streams not yet ended */
 
 /* Open a stream with a first frame of type (EXEC, FILE_READ, FILE_WRITE, FILE_OP, SESSION,

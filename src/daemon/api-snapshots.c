@@ -257,8 +257,11 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
         /* With its processes: where this host cannot checkpoint them, nothing is made, and
          * the answer says why (a fork of the files alone is memory: false). */
         if (memory) {
+                const char *why = sandbox_table_memory_sleep_fallback(t);
                 http_respond_code(req, CELLA_E_MEMORY_SNAPSHOT_UNAVAILABLE, "fork with memory: %s",
-                                  sandbox_table_memory_sleep_fallback(t));
+                                  why[0] ? why
+                                         : "this cellad restores a memory checkpoint only into "
+                                           "the sandbox it was taken of (docs/decisions/0050)");
                 goto out;
         }
         /* The child's name must be free before anything is captured. */

@@ -126,18 +126,17 @@ static void print_disk_check(const char *data_dir, double overcommit, bool refus
 }
 
 /* Why sleepMode "memory" falls back to files here (decision 0050): what the host check
- * found, or, where CRIU passes its check, that nothing in this cellad checkpoints a
- * sandbox yet. Never "": there is always a reason today. */
-static void memory_sleep_reason(char *out, size_t outsz)
+ * found; "" where CRIU passes its check (cellad then checkpoints sleeping sandboxes). A
+ * CRIU that passes but is older than the kernel needs (4.1; 4.2 on Linux 6.16 and later,
+ * whose TCP sockets it cannot dump before) is a reason too. */
+static void memory_sleep_reason(char *out, size_t outsz, char *version, size_t versz)
 {
         struct criu_probe p;
 
         criu_probe_host(&p);
+        snprintf(version, versz, "%s", p.version);
         if (p.check_passed)
-                snprintf(out, outsz,
-                         "criu %s passes its check here, but this cellad does not checkpoint "
-                         "sandboxes (docs/decisions/0050)",
-                         p.version);
+                criu_version_reason(p.version, out, outsz);
         else
                 snprintf(out, outsz, "%s", p.reason);
 }
@@ -565,12 +564,19 @@ static int run_check(const struct options *o)
         printf("%s\n%s\n", runtime_describe(rt), host_claim_describe(claim));
         print_disk_check(o->data_dir, o->overcommit, o->overcommit_refuse);
         {
-                char why[CRIU_REASON_MAX];
+                char why[CRIU_REASON_MAX], ver[32];
 
-                memory_sleep_reason(why, sizeof(why));
-                printf("memory sleep (sleepMode \"memory\", fork with memory): unavailable, "
-                       "sandboxes sleep with their files only: %s\n",
-                       why);
+                memory_sleep_reason(why, sizeof(why), ver, sizeof(ver));
+                if (why[0])
+                        printf("memory sleep (sleepMode \"memory\", fork with memory): "
+                               "unavailable, "
+                               "sandboxes sleep with their files only: %s\n",
+                               why);
+                else
+                        printf("memory sleep (sleepMode \"memory\"): available, criu %s "
+                               "checkpoints "
+                               "sleeping sandboxes (fork with memory: not built)\n",
+                               ver);
         }
         runtime_free(rt);
         host_claim_free(claim);
@@ -582,10 +588,16 @@ static int run_check(const struct options *o)
 static int start_table(struct daemon *d, struct options *o)
 {
         struct cella_error err = {0};
-        char memsleep[CRIU_REASON_MAX];
+        char memsleep[CRIU_REASON_MAX], criu_ver[32];
 
-        memory_sleep_reason(memsleep, sizeof(memsleep));
-        log_info("memory sleep unavailable (sleepMode \"memory\" sleeps with files): %s", memsleep);
+        memory_sleep_reason(memsleep, sizeof(memsleep), criu_ver, sizeof(criu_ver));
+        if (memsleep[0])
+                log_info("memory sleep unavailable (sleepMode \"memory\" sleeps with files): %s",
+                         memsleep);
+        else
+                log_info("memory sleep available: criu %s checkpoints sandboxes with sleepMode "
+                         "\"memory\"",
+                         criu_ver);
         struct sandbox_table_config cfg = {
                 .data_dir = o->data_dir,
                 .images_dir = o->images,

@@ -408,25 +408,96 @@ static bool preview_find(struct preview_config *cfg, const char *id, const struc
         return true;
 }
 
+/* rec's instance re-read from the registry: a wake from a memory checkpoint carries the
+ * exposures over to the restored PID 1 there (0050). */
+static void port_refresh(struct preview_config *cfg, const char *id, int port,
+                         struct port_rec **rec)
+{
+        struct sandbox_directory *d = sandbox_table_directory(cfg->table);
+        char name[CELLA_PREVIEW_PORT_NAME_MAX + 1], token[CELLA_PREVIEW_TOKEN_MAX + 1];
+        int64_t instance = 0;
+
+        if (store_port_get(d->ops->store(d), id, port, name, sizeof(name), token, sizeof(token),
+                           &instance) == 0 &&
+            instance != (*rec)->instance) {
+                preview_port_remember(cfg, id, port, token, instance);
+                *rec = cache_get(cfg, id, port);
+        }
+}
+
+/* A preview request waiting for its sandbox's wake from a memory checkpoint. */
+struct preview_wake {
+        struct preview_config *cfg;
+        struct http_request *req;
+        struct preview_target t;
+        char *fwd_host;
+};
+
+static void preview_route(struct preview_config *cfg, struct http_request *req,
+                          const struct preview_target *t, const char *fwd_host, bool woken);
+
+static void on_preview_woken(struct sandbox *s, bool created, const struct cella_error *err,
+                             void *userdata)
+{
+        struct preview_wake *w = userdata;
+
+        (void)s;
+        (void)created;
+        if (err)
+                http_respond_code(w->req, err->code, "the sandbox did not wake: %s", err->msg);
+        else
+                preview_route(w->cfg, w->req, &w->t, w->fwd_host, true);
+        http_request_unref(w->req);
+        free(w->fwd_host);
+        free(w);
+}
+
 void preview_handle(struct preview_config *cfg, struct http_request *req,
                     const struct preview_target *t, const char *fwd_host)
+{
+        preview_route(cfg, req, t, fwd_host, false);
+}
+
+static void preview_route(struct preview_config *cfg, struct http_request *req,
+                          const struct preview_target *t, const char *fwd_host, bool woken)
 {
         struct sandbox *sb = NULL;
         struct port_rec *rec = NULL;
         char internal[CELLA_NAME_MAX + 1];
+        const char *id = t->id;
 
         /* One answer for a missing sandbox, an unexposed port and a wrong token: the URL
          * reveals nothing about what exists. The id is a default tenant's name, or a
          * tenant's "<name>--<tenant>" (decision 0053): the token decides which. */
-        if (!preview_find(cfg, t->id, t, &sb, &rec) &&
-            !(tenant_preview_internal(t->id, internal) == 1 &&
-              preview_find(cfg, internal, t, &sb, &rec))) {
-                http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
+        if (!preview_find(cfg, t->id, t, &sb, &rec)) {
+                if (!(tenant_preview_internal(t->id, internal) == 1 &&
+                      preview_find(cfg, internal, t, &sb, &rec))) {
+                        http_respond_code(req, CELLA_E_INVALID_TOKEN, "no such preview URL");
+                        return;
+                }
+                id = internal;
+        }
+        /* A sandbox asleep with its memory is woken: the same processes answer once they
+         * are restored (0050). Otherwise the proxy never wakes a sandbox; an URL of an
+         * earlier run stays stale until exposed again. */
+        if (!woken && sandbox_memory_asleep(sb)) {
+                struct sandbox_directory *d = sandbox_table_directory(cfg->table);
+                struct preview_wake *w = calloc(1, sizeof(*w));
+                if (!w || (fwd_host && !(w->fwd_host = strdup(fwd_host)))) {
+                        free(w);
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                        return;
+                }
+                w->cfg = cfg;
+                w->req = req;
+                w->t = *t;
+                http_request_ref(req);
+                d->ops->get(d, id, true, NULL, on_preview_woken, w);
                 return;
         }
-        /* Never wakes the sandbox; an URL of an earlier run stays stale until exposed
-         * again. */
-        if (!sandbox_running(sb) || sandbox_instance(sb) != rec->instance) {
+        if (sandbox_running(sb) && sandbox_instance(sb) != rec->instance)
+                port_refresh(cfg, id, t->port, &rec);
+        if (!rec || !sandbox_running(sb) || sandbox_instance(sb) != rec->instance) {
                 http_respond_code(req, CELLA_E_STALE_PREVIEW_URL,
                                   "the sandbox is not running, or restarted since port %d was "
                                   "exposed: expose it again",

@@ -69,6 +69,12 @@ struct sandbox {
         int64_t sleep_after_ms;
         bool sleep_memory; /* sleepMode "memory" asked for (0050); in effect only where the
                             * table's memsleep_reason is empty */
+        /* Bytes of its memory checkpoint (<dir>/checkpoint) while it sleeps with its
+         * memory; 0: none; -1: not looked at since the daemon started or it slept. */
+        int64_t ckpt_bytes;
+        /* Why its last memory sleep or wake kept only its files (SandboxInfo's
+         * memorySleepError); "": it did not, or nothing went wrong. */
+        char memsleep_note[CRIU_REASON_MAX + 256];
         bool keep_alive;
         bool default_session;
         bool network;          /* "outbound" (else "none": loopback only) */
@@ -87,6 +93,7 @@ struct sandbox {
                                   * waiting for it (sandbox-snapshot.c) */
         struct sandbox_waiter *waiters; /* gets waiting for that start, in arrival order */
         bool fresh; /* made by the start in progress: a failed start destroys it */
+        bool checkpointing; /* the job in progress is a memory sleep's checkpoint */
 
         /* {backupId, createdAt, dir}: a cluster's failover restored its files from that
          * backup (decision 0057); NULL: none */
@@ -207,6 +214,17 @@ int sandbox_teardown(struct sandbox *s, enum sandbox_state next, struct cella_er
 void sandbox_unlink(struct sandbox *s);
 int watch_exit(struct sandbox *s);
 int connect_agent(struct sandbox *s, struct cella_error *err);
+/* A memory sleep of running s: its agent told and its link closed, then a job on the
+ * loop's thread pool checkpoints it whole into <dir>/checkpoint (runtime/checkpoint.h:
+ * through checkpoint.partial, renamed when complete) and, back on the loop, puts it to
+ * sleep (with its files only when the dump failed). 0: queued (s STARTING, s->job set,
+ * requests wait for it as for a start); -1 with err: nothing done (the caller sleeps it
+ * with its files). */
+int sandbox_checkpoint_async(struct sandbox *s, struct cella_error *err);
+/* <dir>/<name> of s into out; -ENAMETOOLONG. */
+int sandbox_path(const struct sandbox *s, const char *name, char *out, size_t outsz);
+/* Bytes of the memory checkpoint of s (0: none), looked at when not known. */
+uint64_t sandbox_checkpoint_bytes(struct sandbox *s);
 
 /* sandbox-life.c */
 void image_env_under(const struct sandbox_table *t, const char *image, json_t *env);

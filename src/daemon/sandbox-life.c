@@ -148,11 +148,22 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
 }
 
 /* Put an idle sandbox to sleep: every process stops and its memory is freed; its files
- * (the upper layer, /workspace included) stay on disk. The next operation wakes it. */
+ * (the upper layer, /workspace included) stay on disk. The next operation wakes it. With
+ * sleepMode "memory" where the host can (0050), its processes are checkpointed first and
+ * the next operation restores them; a checkpoint that fails leaves a sleep with the files
+ * only, which memorySleepError explains. */
 static void sandbox_sleep(struct sandbox *s)
 {
         struct cella_error e = {0};
 
+        if (s->sleep_memory && !s->table->memsleep_reason[0]) {
+                if (sandbox_checkpoint_async(s, &e) == 0)
+                        return; /* asleep when the checkpoint is over */
+                snprintf(s->memsleep_note, sizeof(s->memsleep_note),
+                         "its memory was not checkpointed (%s); it slept with its files", e.msg);
+                log_warn("sandbox '%s': %s", s->name, s->memsleep_note);
+                memset(&e, 0, sizeof(e));
+        }
         if (sandbox_teardown(s, SANDBOX_SLEEPING, &e) < 0)
                 log_warn("sandbox '%s': sleep: %s", s->name, e.msg);
         memset(&e, 0, sizeof(e));

@@ -138,8 +138,15 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
                 t->reattached++;
                 return 0;
         }
-        /* Whatever is left of it is stopped; it restarts cleanly on next use. */
+        /* Whatever is left of it is stopped; it restarts cleanly on next use. One that
+         * sleeps with its memory (a checkpoint in its dir, 0050) still does: its next use
+         * restores it. */
         sandbox_teardown(s, SANDBOX_STOPPED, &e);
+        if (sandbox_checkpoint_bytes(s) > 0) {
+                s->state = SANDBOX_SLEEPING;
+                log_info("sandbox '%s' sleeping with its memory (slot %u)", s->name, s->slot);
+                return 0;
+        }
         log_info("sandbox '%s' stopped (slot %u)", s->name, s->slot);
         return 0;
 }
@@ -346,13 +353,9 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         t->disk_overcommit =
                 cfg->disk_overcommit > 0 ? cfg->disk_overcommit : CELLA_DISK_OVERCOMMIT_DEFAULT;
         t->disk_overcommit_refuse = cfg->disk_overcommit_refuse;
-        /* Nothing in this cellad checkpoints a sandbox yet: without a reason from the
-         * host check, that is the reason, so the reason is never "" and no sandbox is
-         * ever said to sleep with its memory (docs/decisions/0050). */
+        /* "" where the host check passed: sleepMode "memory" checkpoints (0050). */
         snprintf(t->memsleep_reason, sizeof(t->memsleep_reason), "%s",
-                 cfg->memory_sleep_unavailable && cfg->memory_sleep_unavailable[0]
-                         ? cfg->memory_sleep_unavailable
-                         : "this cellad does not checkpoint sandboxes (docs/decisions/0050)");
+                 cfg->memory_sleep_unavailable ? cfg->memory_sleep_unavailable : "");
         if (t->max_sandboxes > CELLA_UID_SLOTS)
                 t->max_sandboxes = CELLA_UID_SLOTS;
         if (!t->data_dir || !t->images_dir || !t->default_image) {

@@ -36,7 +36,8 @@ void release_slot(struct sandbox_table *t, unsigned slot)
  *
  * Disk images are sparse: each promises its full size and takes only what is written.
  * The promise of the daemon is the sum of the images' sizes (sleeping sandboxes and the
- * warm pool included), set against the size of the filesystem of the data dir. */
+ * warm pool included) and of the memory checkpoints of sandboxes asleep with their memory
+ * (0050), set against the size of the filesystem of the data dir. */
 
 uint64_t sandbox_disk_promise(struct sandbox *s)
 {
@@ -58,7 +59,7 @@ static uint64_t disk_promised(struct sandbox_table *t)
 
         for (unsigned i = 0; i < TABLE_BUCKETS; i++)
                 for (struct sandbox *s = t->buckets[i]; s; s = s->next)
-                        sum += sandbox_disk_promise(s);
+                        sum += sandbox_disk_promise(s) + sandbox_checkpoint_bytes(s);
         for (struct sandbox *s = t->pool; s; s = s->pool_next)
                 sum += sandbox_disk_promise(s);
         /* snapshots' files, each once however many sandboxes share it (0048) */

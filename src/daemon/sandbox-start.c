@@ -1,7 +1,10 @@
 /* Starting, waiting for a start and stopping a sandbox (sandbox-internal.h): the start as
  * a job that runs on the loop or on its thread pool, the callers that wait for it, the
  * watch of PID 1, the agent link, and the one teardown every stop goes through. */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 #include "daemon/metrics.h"
 #include "daemon/rebuild.h"
 #include "daemon/sandbox-internal.h"
+#include "runtime/checkpoint.h"
 
 static void stop_exit_watch(struct sandbox *s)
 {
@@ -229,6 +233,20 @@ struct start_job {
         struct container_spec spec;
         struct container ct;
         struct cella_error err;
+        /* A wake from a memory checkpoint (<dir>/checkpoint, 0050): tried (restore),
+         * done (restored), or why not (restore_err: the wake is then from the files). */
+        char images[CELLA_PATH_MAX];
+        bool restore, restored;
+        /* Not a start: a memory sleep's checkpoint into images (checkpoint.partial) of
+         * the container ct, id, network, slot; sockets: the agent's before its link
+         * closed (runtime_checkpoint_dump). */
+        bool checkpoint;
+        char id[16];
+        bool network;
+        unsigned slot;
+        int sockets;
+        char restore_err[CRIU_REASON_MAX];
+        int64_t old_instance; /* the exposures' instance when it was checkpointed */
         enum sandbox_state prev;
         int r;
         uint64_t t0, t1, t2;
@@ -247,17 +265,296 @@ static void job_init(struct start_job *j, struct sandbox *s)
         j->prev = s->state;
 }
 
+int sandbox_path(const struct sandbox *s, const char *name, char *out, size_t outsz)
+{
+        int n = snprintf(out, outsz, "%s/sandboxes/%s/%s", s->table->data_dir, s->id, name);
+        return (n < 0 || (size_t)n >= outsz) ? -ENAMETOOLONG : 0;
+}
+
+/* The bytes of the files in dir (a checkpoint's images: one level). */
+static uint64_t dir_bytes(const char *dir)
+{
+        uint64_t sum = 0;
+        struct stat st;
+        DIR *d = opendir(dir);
+
+        if (!d)
+                return 0;
+        for (struct dirent *de; (de = readdir(d));)
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISREG(st.st_mode))
+                        sum += (uint64_t)st.st_size;
+        closedir(d);
+        return sum;
+}
+
+uint64_t sandbox_checkpoint_bytes(struct sandbox *s)
+{
+        char p[CELLA_PATH_MAX];
+
+        if (s->ckpt_bytes < 0)
+                s->ckpt_bytes = s->state != SANDBOX_DESTROYED &&
+                                                sandbox_path(s, "checkpoint", p, sizeof(p)) == 0
+                                        ? (int64_t)dir_bytes(p)
+                                        : 0;
+        return (uint64_t)s->ckpt_bytes;
+}
+
+/* The instance the exposures had when images were taken (0 when unknown). */
+static int64_t images_instance(const char *images)
+{
+        char p[CELLA_PATH_MAX + 32], buf[32] = {0};
+        snprintf(p, sizeof(p), "%s/cella-instance", images);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || read(fd, buf, sizeof(buf) - 1) <= 0)
+                return 0;
+        return strtoll(buf, NULL, 10);
+}
+
+/* A wake from the memory checkpoint at j->images, under rt_lock: restored (the images
+ * removed), or the reason in j->restore_err with the images moved aside to
+ * checkpoint.failed (never deleted before a good wake) and what the attempt left swept. */
+static void restore_run(struct sandbox_table *t, struct start_job *j)
+{
+        char aside[CELLA_PATH_MAX + 16];
+
+        if (t->memsleep_reason[0]) {
+                snprintf(j->restore_err, sizeof(j->restore_err), "%s", t->memsleep_reason);
+        } else {
+                j->old_instance = images_instance(j->images);
+                j->r = runtime_checkpoint_restore(t->rt, &j->spec, j->images, &j->ct, &j->err);
+                if (j->r == 0) {
+                        /* removed off the wake's path (remove_restored) */
+                        char done[CELLA_PATH_MAX + 16];
+                        j->restored = true;
+                        snprintf(done, sizeof(done), "%s.done", j->images);
+                        rm_rf(done);
+                        if (rename(j->images, done) < 0)
+                                rm_rf(j->images);
+                        return;
+                }
+                snprintf(j->restore_err, sizeof(j->restore_err), "%s", j->err.msg);
+                memset(&j->err, 0, sizeof(j->err));
+                runtime_container_destroy(t->rt, j->spec.id, NULL, NULL);
+        }
+        snprintf(aside, sizeof(aside), "%s.failed", j->images);
+        rm_rf(aside);
+        if (rename(j->images, aside) < 0)
+                rm_rf(j->images);
+}
+
 /* The runtime's part; any thread. */
 static void start_run(struct sandbox_table *t, struct start_job *j)
 {
+        if (j->checkpoint) {
+                pthread_mutex_lock(&t->rt_lock);
+                j->t0 = time_mono_us();
+                j->r = runtime_checkpoint_dump(t->rt, j->id, &j->ct, j->network, j->slot,
+                                               j->sockets, j->images, &j->err);
+                j->t2 = time_mono_us();
+                pthread_mutex_unlock(&t->rt_lock);
+                return;
+        }
         pthread_mutex_lock(&t->rt_lock);
         /* Leftovers of an earlier run (a daemon that died, a crashed agent) go first. */
         j->t0 = time_mono_us();
         runtime_container_destroy(t->rt, j->spec.id, NULL, NULL);
         j->t1 = time_mono_us();
-        j->r = runtime_container_start(t->rt, &j->spec, &j->ct, &j->err);
+        if (j->restore)
+                restore_run(t, j);
+        if (!j->restored)
+                j->r = runtime_container_start(t->rt, &j->spec, &j->ct, &j->err);
         j->t2 = time_mono_us();
         pthread_mutex_unlock(&t->rt_lock);
+}
+
+struct remove_work {
+        uv_work_t work;
+        char path[CELLA_PATH_MAX + 16];
+};
+
+static void on_remove_work(uv_work_t *w)
+{
+        struct remove_work *r = w->data;
+        int e = rm_rf(r->path);
+        if (e < 0)
+                log_warn("remove %s: %s", r->path, strerror(-e));
+}
+
+static void on_remove_done(uv_work_t *w, int status)
+{
+        (void)status;
+        free(w->data);
+}
+
+/* The images of a good restore (<dir>/checkpoint.done) removed on the thread pool. */
+static void remove_restored(struct sandbox *s)
+{
+        struct remove_work *r = calloc(1, sizeof(*r));
+
+        if (!r || sandbox_path(s, "checkpoint.done", r->path, sizeof(r->path)) < 0) {
+                free(r);
+                return;
+        }
+        r->work.data = r;
+        if (uv_queue_work(s->table->loop, &r->work, on_remove_work, on_remove_done) < 0) {
+                rm_rf(r->path);
+                free(r);
+        }
+}
+
+/* Is there a memory checkpoint to wake s from? Then j restores it first. */
+static void plan_restore(struct sandbox *s, struct start_job *j)
+{
+        struct stat st;
+
+        j->restore = sandbox_path(s, "checkpoint", j->images, sizeof(j->images)) == 0 &&
+                     lstat(j->images, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+struct port_move {
+        struct store_port p[64];
+        char names[64][CELLA_PREVIEW_PORT_NAME_MAX + 1];
+        char tokens[64][CELLA_PREVIEW_TOKEN_MAX + 1];
+        size_t n;
+        int64_t from;
+};
+
+static int collect_port(const struct store_port *p, void *userdata)
+{
+        struct port_move *m = userdata;
+
+        if (p->instance != m->from || m->n >= ARRAY_SIZE(m->p))
+                return 0;
+        snprintf(m->names[m->n], sizeof(m->names[0]), "%s", p->name ? p->name : "");
+        snprintf(m->tokens[m->n], sizeof(m->tokens[0]), "%s", p->token);
+        m->p[m->n] = (struct store_port){p->port, m->names[m->n], m->tokens[m->n], 0};
+        m->n++;
+        return 0;
+}
+
+/* The exposures of s's checkpointed run carried over to its restored PID 1 (its preview
+ * URLs stay valid: the same processes answer behind them). */
+static void move_exposures(struct sandbox *s, int64_t from)
+{
+        struct store *st = s->table->store;
+        struct port_move *m = calloc(1, sizeof(*m));
+
+        if (!m || from == 0) {
+                free(m);
+                return;
+        }
+        m->from = from;
+        store_port_foreach(st, s->name, collect_port, m, NULL);
+        for (size_t i = 0; i < m->n; i++) {
+                struct cella_error e = {0};
+                m->p[i].instance = s->pid_start;
+                if (store_port_save(st, s->name, &m->p[i], &e) < 0)
+                        log_warn("sandbox '%s': port %" PRId64 " after the restore: %s", s->name,
+                                 m->p[i].port, e.msg);
+        }
+        free(m);
+}
+
+static void on_start_work(uv_work_t *w);
+static void on_start_done(uv_work_t *w, int status);
+
+int sandbox_checkpoint_async(struct sandbox *s, struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+        char done[CELLA_PATH_MAX], p[CELLA_PATH_MAX + 32], num[32];
+        int r;
+
+        _cleanup_free_ struct start_job *j = malloc(sizeof(*j));
+        if (!j)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        job_init(j, s);
+        j->checkpoint = true;
+        snprintf(j->id, sizeof(j->id), "%s", s->id);
+        j->network = s->network;
+        j->slot = s->slot;
+        if (sandbox_path(s, "checkpoint.partial", j->images, sizeof(j->images)) < 0 ||
+            sandbox_path(s, "checkpoint", done, sizeof(done)) < 0)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "path too long");
+        rm_rf(j->images);
+        rm_rf(done);
+        if (sandbox_path(s, "checkpoint.done", p, sizeof(p)) == 0)
+                rm_rf(p); /* a restore's, left by a stop of cellad before its removal */
+        if (mkdir(j->images, 0700) < 0)
+                return cella_error_errno(err, errno, "mkdir %s", j->images);
+        snprintf(p, sizeof(p), "%s/cella-instance", j->images);
+        snprintf(num, sizeof(num), "%" PRId64 "\n", s->pid_start);
+        {
+                _cleanup_close_ int fd =
+                        open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd < 0 || write(fd, num, strlen(num)) != (ssize_t)strlen(num)) {
+                        r = cella_error_errno(err, errno ? errno : EIO, "write %s", p);
+                        rm_rf(j->images);
+                        return r;
+                }
+        }
+        /* The agent told and its link closed here, on the loop; the dump waits for the
+         * agent to close its end. Requests meanwhile wait for the job as for a start. */
+        j->sockets = checkpoint_sockets(s->ct.pid);
+        if (s->agent)
+                agent_conn_control(s->agent, FRAME_CHECKPOINT);
+        close_agent(s);
+        stop_exit_watch(s);
+        j->ct = s->ct;
+        pthread_mutex_init(&j->lock, NULL);
+        pthread_cond_init(&j->cond, NULL);
+        j->work.data = j;
+        if (uv_queue_work(t->loop, &j->work, on_start_work, on_start_done) < 0) {
+                pthread_cond_destroy(&j->cond);
+                pthread_mutex_destroy(&j->lock);
+                rm_rf(j->images);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue the checkpoint");
+        }
+        sandbox_ref(s);
+        s->state = SANDBOX_STARTING;
+        s->checkpointing = true;
+        s->job = j;
+        j->next = t->jobs;
+        t->jobs = TAKE_PTR(j);
+        return 0;
+}
+
+/* The loop's part of a memory sleep's checkpoint (j done): asleep with its memory, or
+ * with its files only when the dump failed (memorySleepError says why); then a start
+ * (a restore) for the requests that came meanwhile. */
+static void checkpoint_finish(struct sandbox *s, struct start_job *j)
+{
+        char done[CELLA_PATH_MAX], how[96] = "";
+        struct cella_error e = j->err, te = {0};
+        int r = j->r;
+
+        s->checkpointing = false;
+        if (r == 0 &&
+            (sandbox_path(s, "checkpoint", done, sizeof(done)) < 0 || rename(j->images, done) < 0))
+                r = cella_error_errno(&e, errno ? errno : ENAMETOOLONG, "rename %s", j->images);
+        if (r < 0) {
+                rm_rf(j->images);
+                snprintf(s->memsleep_note, sizeof(s->memsleep_note),
+                         "its memory was not checkpointed (%s); it slept with its files", e.msg);
+                log_warn("sandbox '%s': %s", s->name, s->memsleep_note);
+        } else {
+                s->ckpt_bytes = (int64_t)dir_bytes(done);
+                s->memsleep_note[0] = '\0';
+                snprintf(how, sizeof(how), " with its memory (%.1f MiB, %.0f ms)",
+                         (double)s->ckpt_bytes / (1 << 20), (double)(j->t2 - j->t0) / 1000.0);
+        }
+        if (sandbox_teardown(s, SANDBOX_SLEEPING, &te) < 0)
+                log_warn("sandbox '%s': sleep: %s", s->name, te.msg);
+        memset(&te, 0, sizeof(te));
+        if (sandbox_persist(s, &te) < 0)
+                log_warn("sandbox '%s': %s", s->name, te.msg);
+        log_info("sandbox '%s' sleeping after %lld s idle%s", s->name,
+                 (long long)(s->sleep_after_ms / 1000), how);
+        if (s->waiters) {
+                memset(&te, 0, sizeof(te));
+                if (sandbox_start_async(s, &te) < 0)
+                        sandbox_waiters_flush(s, &te);
+        }
 }
 
 /* The loop's part after start_run(): 0 with s RUNNING, or -1 with err and s back in the
@@ -280,6 +577,24 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
         if (connect_agent(s, err) < 0)
                 goto undo_container;
         s->state = SANDBOX_RUNNING;
+        if (j->restore) {
+                s->ckpt_bytes = 0; /* restored and removed, or moved aside */
+                if (j->restored) {
+                        remove_restored(s);
+                        s->memsleep_note[0] = '\0';
+                        move_exposures(s, j->old_instance);
+                        log_info("sandbox '%s' woke from its memory checkpoint (pid %d) in "
+                                 "%.2f ms",
+                                 s->name, (int)s->ct.pid,
+                                 (double)(time_mono_us() - j->t0) / 1000.0);
+                } else {
+                        snprintf(s->memsleep_note, sizeof(s->memsleep_note),
+                                 "its memory checkpoint was not restored (%s); it woke with its "
+                                 "files (the checkpoint is kept aside as checkpoint.failed)",
+                                 j->restore_err);
+                        log_warn("sandbox '%s': %s", s->name, s->memsleep_note);
+                }
+        }
         log_info("sandbox '%s' started (slot %u, pid %d, image %s, %s, network %s) in %.2f ms "
                  "(sweep %.2f ms, container %.2f ms)",
                  s->name, s->slot, (int)s->ct.pid, s->image, s->instance_type,
@@ -308,6 +623,7 @@ int sandbox_start(struct sandbox *s, struct cella_error *err)
         if (start_spec(s, j.dir, j.rootfs, j.layers, j.layer_ptrs, j.layer_info, j.allow, &j.spec,
                        err) < 0)
                 return -1;
+        plan_restore(s, &j);
         s->state = SANDBOX_STARTING;
         start_run(s->table, &j);
         return start_complete(s, &j, err);
@@ -342,6 +658,10 @@ static void start_finish(struct start_job *j)
                 }
         s->job = NULL;
         s->fresh = false;
+        if (j->checkpoint) {
+                checkpoint_finish(s, j);
+                return;
+        }
         r = start_complete(s, j, &err);
         if (s->pooled) {
                 pool_built(s, r < 0 ? &err : NULL);
@@ -386,6 +706,7 @@ int sandbox_start_async(struct sandbox *s, struct cella_error *err)
                 free(j);
                 return -1;
         }
+        plan_restore(s, j);
         pthread_mutex_init(&j->lock, NULL);
         pthread_cond_init(&j->cond, NULL);
         j->work.data = j;

@@ -187,6 +187,7 @@ struct sandbox *sandbox_alloc(struct sandbox_table *t, const char *name, unsigne
         s->ct.pidfd = -EBADF;
         s->default_session = true;
         s->disk_promise = -1;
+        s->ckpt_bytes = -1;
         return s;
 }
 
@@ -249,6 +250,22 @@ static void sleep_mode_info(const struct sandbox *s, json_t *info)
         json_object_set_new(info, "sleepMode", json_string(memory ? "memory" : "files"));
         if (s->sleep_memory && !memory)
                 json_object_set_new(info, "sleepModeFallback", json_string(reason));
+        /* asleep with its memory: the checkpoint's size (a cache of the dir's; const
+         * otherwise) */
+        if (s->state == SANDBOX_SLEEPING) {
+                uint64_t b = sandbox_checkpoint_bytes((struct sandbox *)s);
+                if (b)
+                        json_object_set_new(info, "memorySnapshotBytes",
+                                            json_integer((json_int_t)b));
+        }
+        if (s->memsleep_note[0])
+                json_object_set_new(info, "memorySleepError", json_string(s->memsleep_note));
+}
+
+bool sandbox_memory_asleep(struct sandbox *s)
+{
+        return s->checkpointing ||
+               (s->state == SANDBOX_SLEEPING && sandbox_checkpoint_bytes(s) > 0);
 }
 
 json_t *sandbox_info(const struct sandbox *s)
@@ -258,7 +275,8 @@ json_t *sandbox_info(const struct sandbox *s)
         json_t *info;
         time_format_iso(s->created_ms, created, sizeof(created));
         time_format_iso(s->last_active_ms, active, sizeof(active));
-        const char *state = sandbox_state_name(s->state);
+        /* a memory sleep's checkpoint in progress: asleep as far as anyone can tell */
+        const char *state = s->checkpointing ? "sleeping" : sandbox_state_name(s->state);
         info = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:O, s:O, s:I, s:b, s:b}", "id", s->name,
                          "state", state, "image", s->image, "instanceType", s->instance_type,
                          "createdAt", created, "lastActiveAt", active, "labels", s->labels, "env",

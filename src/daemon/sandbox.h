@@ -168,6 +168,8 @@ bool sandbox_default_session(const struct sandbox *s);
 void sandbox_touch(struct sandbox *s);
 /* The sandbox's agent connection (NULL if it is not running). */
 struct agent_conn *sandbox_agent(struct sandbox *s);
+/* Is it asleep with its memory (a checkpoint the next wake restores, 0050)? */
+bool sandbox_memory_asleep(struct sandbox *s);
 /* Is its container running (not sleeping, stopped or destroyed)? */
 bool sandbox_running(const struct sandbox *s);
 /* What tells this run of the sandbox from earlier ones (its PID 1's start time); 0 when

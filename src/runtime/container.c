@@ -159,15 +159,10 @@ static int send_fd(int sock, int fd)
         return n < 0 ? -errno : 0;
 }
 
-/* The idmapped, read-only, detached copy of the image (or of a snapshot's layer) for the
- * child's user namespace. */
-static int make_lower(const char *rootfs, pid_t pid)
+/* The idmapped, read-only, detached copy of rootfs (the image, or a snapshot's layer) seen
+ * through the user namespace userns. */
+int container_lower(const char *rootfs, int userns)
 {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-        _cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
-        if (userns < 0)
-                return -errno;
         _cleanup_close_ int tree =
                 open_tree(AT_FDCWD, rootfs, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree < 0)
@@ -182,13 +177,24 @@ static int make_lower(const char *rootfs, pid_t pid)
         return TAKE_FD(tree);
 }
 
+/* The same for the child's user namespace. */
+static int make_lower(const char *rootfs, pid_t pid)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+        _cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
+        if (userns < 0)
+                return -errno;
+        return container_lower(rootfs, userns);
+}
+
 /* A user namespace whose ids [from, from + count) are the host's [to, to + count), and
  * nothing else: an idmapped mount made with it shows a file that a sandbox of host range
  * `from` owns as owned by the same id of the sandbox of range `to` (ids outside `from`'s
  * range: the overflow id). Made by a child that only waits for its pipe to close (it
  * runs nothing but read and _exit: safe after a clone from a threaded process). Returns
  * an fd of the namespace or -errno. */
-static int mapped_userns(uint32_t from, uint32_t to, uint32_t count)
+int container_mapped_userns(uint32_t from, uint32_t to, uint32_t count)
 {
         char map[64], path[64];
         int pfd[2], r = 0;
@@ -233,10 +239,9 @@ static int mapped_userns(uint32_t from, uint32_t to, uint32_t count)
 /* The idmapped, read-only, detached copy of a layer stored in a snapshot's disk clone
  * (dir/disk.img): its filesystem mounted read-only (shared by every sandbox made from it),
  * "upper" of it cloned, its owners (id_base + n) mapped onto the sandbox's range. */
-static int make_lower_disk(const char *dir, uid_t id_base, const struct container_spec *spec,
-                           pid_t pid)
+int container_lower_disk(const char *dir, uid_t id_base, const struct container_spec *spec,
+                         int own_userns)
 {
-        char path[64];
         int m, r;
 
         r = disk_open_ro(dir, &m);
@@ -249,11 +254,10 @@ static int make_lower_disk(const char *dir, uid_t id_base, const struct containe
                 return -errno;
         _cleanup_close_ int userns = -EBADF;
         if (id_base) {
-                userns =
-                        mapped_userns((uint32_t)id_base, (uint32_t)spec->uid_base, spec->uid_count);
+                userns = container_mapped_userns((uint32_t)id_base, (uint32_t)spec->uid_base,
+                                                 spec->uid_count);
         } else {
-                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-                userns = open(path, O_RDONLY | O_CLOEXEC);
+                userns = fcntl(own_userns, F_DUPFD_CLOEXEC, 3);
                 if (userns < 0)
                         userns = -errno;
         }
@@ -267,6 +271,18 @@ static int make_lower_disk(const char *dir, uid_t id_base, const struct containe
         if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0)
                 return -errno;
         return TAKE_FD(tree);
+}
+
+/* container_lower_disk() for the child's user namespace. */
+static int lower_disk_of(const char *dir, uid_t id_base, const struct container_spec *spec,
+                         pid_t pid)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+        _cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
+        if (userns < 0)
+                return -errno;
+        return container_lower_disk(dir, id_base, spec, userns);
 }
 
 static pid_t do_clone3(int cgroup_fd, int *ret_pidfd)
@@ -349,7 +365,7 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                         spec->layer_info ? &spec->layer_info[made] : NULL;
                 what = "idmapped mount of a snapshot";
                 if (li && li->disk)
-                        snap[made] = make_lower_disk(spec->layers[made], li->id_base, spec, pid);
+                        snap[made] = lower_disk_of(spec->layers[made], li->id_base, spec, pid);
                 else
                         snap[made] = make_lower(spec->layers[made], pid);
                 r = snap[made] < 0 ? snap[made] : 0;
@@ -433,8 +449,8 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
  * image and gets none: disk limits not enforced here, no limit in the spec, or a sandbox
  * made before they were, whose upper layer is still in its directory). A sandbox that has
  * an image always uses it, enforcement or not. Returns 0 or -errno with *err set. */
-static int open_disk(struct runtime *rt, const struct container_spec *spec, int dir_fd, int *ret,
-                     struct cella_error *err)
+int container_open_disk(struct runtime *rt, const struct container_spec *spec, int dir_fd, int *ret,
+                        struct cella_error *err)
 {
         const char *what = "disk";
         bool has_image = disk_exists(spec->dir), created = false;
@@ -468,7 +484,7 @@ static int open_disk(struct runtime *rt, const struct container_spec *spec, int 
  * /proc/self/fd, where O_NOFOLLOW refuses the magic link. Owned by the sandbox's root,
  * whose restored agent does that reopen (docs/decisions/0050); it stays reachable only
  * through the descriptor. Returns the fd or -errno. */
-static int open_agent_log(int dir_fd, uid_t owner)
+int container_open_agent_log(int dir_fd, uid_t owner)
 {
         struct open_how how = {
                 .flags = O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
@@ -491,7 +507,7 @@ static int open_agent_log(int dir_fd, uid_t owner)
 
 /* A detached bind mount of the agent's executable, read-only, no setuid, no devices, for
  * one start (a detached mount is attached once). Returns the fd or -errno. */
-static int agent_bind(const struct runtime *rt)
+int container_agent_bind(const struct runtime *rt)
 {
         _cleanup_close_ int fd =
                 open_tree(rt->agent_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
@@ -527,7 +543,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
 
         /* 0. The disk: upper and work live in the sandbox's image when it has one. */
         _cleanup_close_ int disk_fd = -EBADF;
-        r = open_disk(rt, spec, dir_fd, &disk_fd, err);
+        r = container_open_disk(rt, spec, dir_fd, &disk_fd, err);
         if (r < 0)
                 return r;
         int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
@@ -580,10 +596,10 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
         if (unlinkat(dir_fd, "agent.sock", 0) < 0 && errno != ENOENT)
                 return cella_error_errno(err, errno, "unlink %s/agent.sock", spec->dir);
 
-        _cleanup_close_ int log_fd = open_agent_log(dir_fd, owner);
+        _cleanup_close_ int log_fd = container_open_agent_log(dir_fd, owner);
         if (log_fd < 0)
                 return cella_error_errno(err, -log_fd, "open %s/agent.log", spec->dir);
-        _cleanup_close_ int agent_mnt = agent_bind(rt);
+        _cleanup_close_ int agent_mnt = container_agent_bind(rt);
         if (agent_mnt < 0)
                 return cella_error_errno(err, -agent_mnt, "bind the agent's executable");
         _cleanup_close_ int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -247,4 +248,39 @@ void criu_probe_host(struct criu_probe *p)
                          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
         snprintf(p->reason, sizeof(p->reason), "criu %s check fails on this kernel: %s", p->version,
                  why);
+}
+
+/* a.b.c of v (missing parts 0): negative, 0 or positive as strcmp. */
+static int version_cmp(const char *v, unsigned a, unsigned b)
+{
+        unsigned x = 0, y = 0;
+
+        sscanf(v, "%u.%u", &x, &y);
+        if (x != a)
+                return x < a ? -1 : 1;
+        return y == b ? 0 : (y < b ? -1 : 1);
+}
+
+size_t criu_version_reason_for(const char *version, const char *kernel, char *out, size_t sz)
+{
+        bool new_kernel = version_cmp(kernel, 6, 16) >= 0;
+        const char *min = new_kernel ? "4.2" : "4.1";
+
+        out[0] = '\0';
+        if (version_cmp(version, 4, new_kernel ? 2 : 1) >= 0)
+                return 0;
+        int n = snprintf(out, sz,
+                         "criu %s passes its check here, but a sandbox on Linux %.32s needs CRIU "
+                         "%s or later (docs/decisions/0050; scripts/criu.sh builds one)",
+                         version[0] ? version : "(unknown version)", kernel, min);
+        return n < 0 ? 0 : MIN((size_t)n, sz - 1);
+}
+
+void criu_version_reason(const char *version, char *out, size_t sz)
+{
+        struct utsname u;
+
+        if (uname(&u) < 0)
+                snprintf(u.release, sizeof(u.release), "0");
+        criu_version_reason_for(version, u.release, out, sz);
 }

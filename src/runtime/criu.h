@@ -46,4 +46,11 @@ size_t criu_check_reason(const char *out, size_t len, bool vvar_vclock, char *re
  * and fill p. Never fails: a missing binary, a crash or a timeout is a reason. */
 void criu_probe_host(struct criu_probe *p);
 
+/* Where `criu check` passed: "" when version is recent enough for a sandbox on kernel
+ * (a uname release): 4.1, or 4.2 on Linux 6.16 and later (decision 0050); else why not,
+ * one line into out (sz >= 1). Returns the length written. */
+size_t criu_version_reason_for(const char *version, const char *kernel, char *out, size_t sz);
+/* The same for this host's kernel. */
+void criu_version_reason(const char *version, char *out, size_t sz);
+
 #endif

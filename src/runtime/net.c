@@ -939,6 +939,20 @@ bool net_sandbox_plugged(const struct net *n, unsigned slot)
         return if_nametoindex(p.host_ifname) != 0;
 }
 
+int net_sandbox_unplug(struct net *n, unsigned slot)
+{
+        char buf[256];
+        struct net_plan p;
+
+        if (!net_available(n) || net_plan_make(&n->range, n->ifprefix, slot, &p) < 0)
+                return 0;
+        if (if_nametoindex(p.host_ifname) == 0)
+                return 0;
+        int len = net_msg_dellink(buf, sizeof(buf), p.host_ifname, ++n->seq);
+        int r = len < 0 ? len : nl_talk(n->nl, buf, (size_t)len);
+        return r == -ENODEV ? 0 : r;
+}
+
 int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow, size_t n_allow,
                       struct cella_error *err)
 {

@@ -153,6 +153,10 @@ int net_sandbox_setup(struct net *n, unsigned slot, pid_t pid, const struct net_
 /* Does slot's veth exist (its host end)? A restored checkpoint's network namespace has
  * none until net_sandbox_setup() gives it one again (docs/decisions/0050). */
 bool net_sandbox_plugged(const struct net *n, unsigned slot);
+/* Remove slot's veth (its host end, and with it the sandbox's eth0), before a checkpoint:
+ * the address stays the slot's, the allow chain stays. 0 (also when there is none) or
+ * -errno. */
+int net_sandbox_unplug(struct net *n, unsigned slot);
 /* Rewrite the allow chain of slot (none: chain and map element removed). 0 or -errno with
  * *err set. */
 int net_sandbox_allow(struct net *n, unsigned slot, const struct net_allow *allow, size_t n_allow,

@@ -38,4 +38,14 @@ struct runtime {
         char description[CELLA_PATH_MAX + 768];
 };
 
+/* container.c's parts a checkpoint's restore (checkpoint.c) shares with a start. */
+int container_lower(const char *rootfs, int userns);
+int container_lower_disk(const char *dir, uid_t id_base, const struct container_spec *spec,
+                         int own_userns);
+int container_mapped_userns(uint32_t from, uint32_t to, uint32_t count);
+int container_open_disk(struct runtime *rt, const struct container_spec *spec, int dir_fd, int *ret,
+                        struct cella_error *err);
+int container_open_agent_log(int dir_fd, uid_t owner);
+int container_agent_bind(const struct runtime *rt);
+
 #endif

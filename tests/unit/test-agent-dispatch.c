@@ -33,7 +33,8 @@ static int decode_minimal(uint8_t type)
         struct frame f = {.type = type, .stream = 1};
         int r;
 
-        if (type == FRAME_PING || type == FRAME_PONG || type == FRAME_HELLO)
+        if (type == FRAME_PING || type == FRAME_PONG || type == FRAME_HELLO ||
+            type == FRAME_CHECKPOINT)
                 f.stream = 0;
         if (type == FRAME_WINDOW) {
                 f.payload = credit;
@@ -62,7 +63,8 @@ static void test_routes_match_decoder(void **state)
                         continue;
                 /* exactly one kind of route, except PTY: it opens a stream or resizes one */
                 assert_int_equal(route->open != NULL, agent_request_opens_stream((uint8_t)t));
-                assert_int_equal(route->control != NULL, t == FRAME_PING || t == FRAME_PONG);
+                assert_int_equal(route->control != NULL,
+                                 t == FRAME_PING || t == FRAME_PONG || t == FRAME_CHECKPOINT);
                 assert_int_equal(route->on_stream != NULL,
                                  t == FRAME_WINDOW || t == FRAME_CANCEL || t == FRAME_DATA ||
                                          t == FRAME_END || t == FRAME_PTY);

@@ -254,6 +254,12 @@ bool sandbox_running(const struct sandbox *s)
         return false;
 }
 
+bool sandbox_memory_asleep(struct sandbox *s)
+{
+        (void)s;
+        return false;
+}
+
 int64_t sandbox_instance(const struct sandbox *s)
 {
         (void)s;

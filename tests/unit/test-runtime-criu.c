@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "runtime/checkpoint.h"
 #include "runtime/criu.h"
 
 /* `criu check` of Debian 12's criu 3.17.1 on Linux 6.18, as it printed it. */
@@ -156,13 +157,97 @@ static void test_binary(void **state)
         assert_string_equal(criu_binary("", false), "criu");
 }
 
+/* A CRIU that passes its check is used only when it is recent enough for the kernel. */
+static void test_version_reason(void **state)
+{
+        char out[CRIU_REASON_MAX];
+        (void)state;
+
+        assert_int_equal(criu_version_reason_for("4.2.1", "6.18.0-1-amd64", out, sizeof(out)), 0);
+        assert_string_equal(out, "");
+        assert_int_equal(criu_version_reason_for("4.1.1", "6.12.9", out, sizeof(out)), 0);
+        assert_true(criu_version_reason_for("4.1.1", "6.18.0", out, sizeof(out)) > 0);
+        assert_string_equal(out, "criu 4.1.1 passes its check here, but a sandbox on Linux 6.18.0 "
+                                 "needs CRIU 4.2 or later (docs/decisions/0050; scripts/criu.sh "
+                                 "builds one)");
+        assert_true(criu_version_reason_for("3.17.1", "6.1.0", out, sizeof(out)) > 0);
+        assert_non_null(strstr(out, "needs CRIU 4.1 or later"));
+        assert_true(criu_version_reason_for("", "6.1.0", out, sizeof(out)) > 0);
+        assert_non_null(strstr(out, "(unknown version)"));
+        assert_int_equal(criu_version_reason_for("5.0", "7.0", out, sizeof(out)), 0);
+}
+
+/* What cellad wrote beside a checkpoint's images, read back before a restore. */
+static void test_externals(void **state)
+{
+        struct checkpoint_externals *x = malloc(sizeof(*x));
+        static const char good[] = "mnt /dev/null\nmnt /proc/keys\nmnt /sys/fs/cgroup\n"
+                                   "mnt /run/.cella/cella-init\ncg sess-1\ncg sess-1/a.b\n"
+                                   "log 1b:a2f3\n";
+        static const char *const bad[] = {
+                "mnt /dev/null\n",            /* no log */
+                "log 1b:a2f3\nlog 1:2\n",     /* two logs */
+                "mnt /etc/passwd\nlog 1:2\n", /* not a mount cellad binds */
+                "mnt /dev/../etc\nlog 1:2\n", /* .. */
+                "mnt dev/null\nlog 1:2\n",    /* relative */
+                "mnt /dev/a b\nlog 1:2\n",    /* a space */
+                "cg ../up\nlog 1:2\n",        /* out of the sandbox's cgroup */
+                "cg /abs\nlog 1:2\n",         /* absolute */
+                "cg a//b\nlog 1:2\n",         /* empty component */
+                "cg .\nlog 1:2\n",            /* itself */
+                "log 1B:2\n",                 /* upper case hex */
+                "log :2\n",                   /* no mount id */
+                "log 1:2:3\n",                /* two colons */
+                "log 1:2\nfile x\n",          /* an unknown line */
+        };
+        (void)state;
+
+        assert_non_null(x);
+        assert_int_equal(checkpoint_externals_parse(good, strlen(good), x), 0);
+        assert_int_equal(x->n, 4);
+        assert_string_equal(x->mounts[0], "/dev/null");
+        assert_string_equal(x->mounts[3], "/run/.cella/cella-init");
+        assert_int_equal(x->n_cgroups, 2);
+        assert_string_equal(x->cgroups[1], "sess-1/a.b");
+        assert_string_equal(x->log, "1b:a2f3");
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                if (checkpoint_externals_parse(bad[i], strlen(bad[i]), x) != -EINVAL)
+                        fail_msg("accepted: %s", bad[i]);
+        free(x);
+}
+
+/* The reason of a failed dump or restore: CRIU's first error that is not one every run
+ * prints. */
+static void test_log_reason(void **state)
+{
+        static const char log[] =
+                "(00.000010) Error (criu/util.c:1534): rlimit: Can't setup RLIMIT_NOFILE for "
+                "self: Operation not permitted\n"
+                "(00.1) Error (criu/net.c:1): iptables-restore returned -1\n"
+                "(00.2) Error (criu/cgroup.c:1854): cg: Cgroup dir x/sess-1 doesn't exist\n"
+                "(00.3) Error (criu/cr-restore.c:2331): Restoring FAILED.\n";
+        char out[CRIU_REASON_MAX], small[8];
+        (void)state;
+
+        assert_int_equal(checkpoint_log_reason(log, strlen(log), out, sizeof(out)),
+                         strlen("cg: Cgroup dir x/sess-1 doesn't exist"));
+        assert_string_equal(out, "cg: Cgroup dir x/sess-1 doesn't exist");
+        assert_int_equal(checkpoint_log_reason("", 0, out, sizeof(out)), 0);
+        assert_string_equal(out, "");
+        assert_int_equal(checkpoint_log_reason("no error here\n", 14, out, sizeof(out)), 0);
+        assert_int_equal(checkpoint_log_reason(log, strlen(log), small, sizeof(small)), 7);
+        assert_string_equal(small, "cg: Cgr");
+        assert_int_equal(checkpoint_log_reason("Error (a.c:1): x\x01y", 18, out, sizeof(out)), 3);
+        assert_string_equal(out, "x?y");
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_binary),
-                cmocka_unit_test(test_version),
-                cmocka_unit_test(test_reason),
-                cmocka_unit_test(test_probe),
+                cmocka_unit_test(test_binary),         cmocka_unit_test(test_version),
+                cmocka_unit_test(test_reason),         cmocka_unit_test(test_probe),
+                cmocka_unit_test(test_version_reason), cmocka_unit_test(test_externals),
+                cmocka_unit_test(test_log_reason),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

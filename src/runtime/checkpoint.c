@@ -1,0 +1,843 @@
+/* A sandbox's memory sleep with CRIU: see checkpoint.h and docs/decisions/0050. */
+#include "runtime/checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/limits.h"
+#include "common/log.h"
+#include "common/macros.h"
+#include "common/timeutil.h"
+#include "runtime/criu.h"
+#include "runtime/runtime-internal.h"
+
+extern char **environ;
+
+/* The CHECKPOINT_EXTERNALS file at most. */
+#define CHECKPOINT_TEXT_MAX 65536
+
+/* ---- the pure parts ---- */
+
+static bool mount_point_ok(const char *mp, size_t n)
+{
+        if (n == 0 || n >= sizeof(((struct checkpoint_externals *)0)->mounts[0]) || mp[0] != '/')
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = mp[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '.' || c == '/' || c == '-'))
+                        return false;
+                if (c == '.' && i + 1 < n && mp[i + 1] == '.')
+                        return false;
+        }
+        return (n == strlen("/" MOUNTS_AGENT_EXE) && memcmp(mp, "/" MOUNTS_AGENT_EXE, n) == 0) ||
+               (n == 14 && memcmp(mp, "/sys/fs/cgroup", 14) == 0) ||
+               (n > 5 && memcmp(mp, "/dev/", 5) == 0) || (n > 6 && memcmp(mp, "/proc/", 6) == 0);
+}
+
+static bool cgroup_rel_ok(const char *p, size_t n)
+{
+        if (n == 0 || n >= sizeof(((struct checkpoint_externals *)0)->cgroups[0]) || p[0] == '/' ||
+            p[n - 1] == '/')
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = p[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '.' || c == '/' || c == '-'))
+                        return false;
+                if (c == '.' && (i == 0 || p[i - 1] == '/') &&
+                    (i + 1 == n || p[i + 1] == '/' || p[i + 1] == '.'))
+                        return false;
+                if (c == '/' && i + 1 < n && p[i + 1] == '/')
+                        return false;
+        }
+        return true;
+}
+
+int checkpoint_externals_parse(const char *text, size_t len, struct checkpoint_externals *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        for (size_t b = 0; b < len;) {
+                size_t e = b;
+                while (e < len && text[e] != '\n')
+                        e++;
+                const char *l = text + b;
+                size_t n = e - b;
+                if (n > 4 && memcmp(l, "mnt ", 4) == 0) {
+                        if (ret->n >= CELLA_CRIU_EXTERNALS_MAX || !mount_point_ok(l + 4, n - 4))
+                                return -EINVAL;
+                        memcpy(ret->mounts[ret->n], l + 4, n - 4);
+                        ret->mounts[ret->n++][n - 4] = '\0';
+                } else if (n > 3 && memcmp(l, "cg ", 3) == 0) {
+                        if (ret->n_cgroups >= CELLA_CRIU_CGROUPS_MAX ||
+                            !cgroup_rel_ok(l + 3, n - 3))
+                                return -EINVAL;
+                        memcpy(ret->cgroups[ret->n_cgroups], l + 3, n - 3);
+                        ret->cgroups[ret->n_cgroups++][n - 3] = '\0';
+                } else if (n > 4 && memcmp(l, "log ", 4) == 0 && !ret->log[0]) {
+                        size_t colons = 0;
+                        if (n - 4 >= sizeof(ret->log))
+                                return -EINVAL;
+                        for (size_t i = 4; i < n; i++) {
+                                char c = l[i];
+                                if (c == ':')
+                                        colons++;
+                                else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+                                        return -EINVAL;
+                        }
+                        if (colons != 1 || l[4] == ':' || l[n - 1] == ':')
+                                return -EINVAL;
+                        memcpy(ret->log, l + 4, n - 4);
+                        ret->log[n - 4] = '\0';
+                } else if (n > 0) {
+                        return -EINVAL;
+                }
+                b = e + 1;
+        }
+        return ret->log[0] ? 0 : -EINVAL;
+}
+
+static bool contains(const char *s, size_t n, const char *what)
+{
+        size_t w = strlen(what);
+        for (size_t i = 0; i + w <= n; i++)
+                if (memcmp(s + i, what, w) == 0)
+                        return true;
+        return false;
+}
+
+size_t checkpoint_log_reason(const char *text, size_t len, char *out, size_t sz)
+{
+        static const char *const harmless[] = {"RLIMIT_NOFILE", "iptables", "already assigned",
+                                               "exited, status="};
+        static const char key[] = "Error (";
+
+        out[0] = '\0';
+        for (size_t b = 0; b < len;) {
+                size_t e = b;
+                while (e < len && text[e] != '\n')
+                        e++;
+                bool skip = false;
+                for (size_t i = 0; i < ARRAY_SIZE(harmless); i++)
+                        skip = skip || contains(text + b, e - b, harmless[i]);
+                for (size_t i = b; !skip && i + sizeof(key) - 1 <= e; i++) {
+                        if (memcmp(text + i, key, sizeof(key) - 1) != 0)
+                                continue;
+                        size_t m = i + sizeof(key) - 1;
+                        while (m + 1 < e && !(text[m] == ')' && text[m + 1] == ':'))
+                                m++;
+                        m = m + 1 < e ? m + 2 : e;
+                        while (m < e && text[m] == ' ')
+                                m++;
+                        size_t n = 0;
+                        for (; m < e && n + 1 < sz; m++)
+                                out[n++] = (unsigned char)text[m] < 0x20 || text[m] == 0x7f
+                                                   ? '?'
+                                                   : text[m];
+                        while (n > 0 && (out[n - 1] == ' ' || out[n - 1] == '?'))
+                                n--;
+                        out[n] = '\0';
+                        if (n > 0)
+                                return n;
+                        break;
+                }
+                b = e + 1;
+        }
+        return 0;
+}
+
+/* ---- helpers ---- */
+
+int checkpoint_sockets(pid_t pid)
+{
+        char path[64], link[64];
+        int n = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+        DIR *d = opendir(path);
+        if (!d)
+                return -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                if (de->d_name[0] == '.')
+                        continue;
+                ssize_t k = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+                if (k > 7 && memcmp(link, "socket:", 7) == 0)
+                        n++;
+        }
+        closedir(d);
+        return n;
+}
+
+/* The reason in the CRIU log path (or what is known without it). */
+static void log_reason(const char *path, char *out, size_t sz)
+{
+        _cleanup_free_ char *buf = malloc(CELLA_CRIU_OUTPUT_MAX);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        ssize_t n = 0, k;
+
+        out[0] = '\0';
+        if (!buf || fd < 0)
+                return;
+        while (n < CELLA_CRIU_OUTPUT_MAX &&
+               (k = read(fd, buf + n, (size_t)(CELLA_CRIU_OUTPUT_MAX - n))) > 0)
+                n += k;
+        checkpoint_log_reason(buf, (size_t)n, out, sz);
+}
+
+/* Wait for the child pid (pidfd pfd) within ms, killing it past that: its wait status,
+ * or -ETIMEDOUT / -errno. */
+static int wait_child(pid_t pid, int pfd, int ms)
+{
+        int64_t deadline = (int64_t)(time_mono_us() / 1000) + ms;
+        int status = 0, r = 0;
+
+        for (;;) {
+                int64_t left = deadline - (int64_t)(time_mono_us() / 1000);
+                struct pollfd p = {.fd = pfd, .events = POLLIN};
+                if (left <= 0) {
+                        kill(pid, SIGKILL);
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                int pr = poll(&p, 1, (int)left);
+                if (pr < 0 && errno != EINTR) {
+                        kill(pid, SIGKILL);
+                        r = -errno;
+                        break;
+                }
+                if (pr > 0)
+                        break;
+        }
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return -errno;
+        return r < 0 ? r : status;
+}
+
+/* "m" and the mount point with '/' as '_': the key CRIU files an external mount under. */
+static void mount_key(const char *mp, char *out, size_t sz)
+{
+        size_t n = 0;
+        out[n++] = 'm';
+        for (; *mp && n + 1 < sz; mp++)
+                out[n++] = *mp == '/' ? '_' : *mp;
+        out[n] = '\0';
+}
+
+/* The mounts of pid's mount namespace that cellad binds from the host (devtmpfs: the
+ * devices and the /dev/null over /proc files; cgroup2; the agent's executable), and the
+ * agent's log as CRIU names a file: into x and as text for CHECKPOINT_EXTERNALS. */
+static int find_externals(pid_t pid, struct checkpoint_externals *x, char *text, size_t textsz)
+{
+        char path[64], line[1024];
+        struct stat st;
+        size_t off = 0;
+        int r = 0;
+
+        memset(x, 0, sizeof(*x));
+        snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                char *fld[12] = {0}, *save = NULL, *p = line;
+                size_t nf = 0, dash = 0;
+                for (char *t; nf < ARRAY_SIZE(fld) && (t = strtok_r(p, " \n", &save)); p = NULL) {
+                        fld[nf] = t;
+                        if (!dash && strcmp(t, "-") == 0)
+                                dash = nf;
+                        nf++;
+                }
+                if (nf < 7 || !dash || dash + 1 >= nf)
+                        continue;
+                const char *mp = fld[4], *fstype = fld[dash + 1];
+                if (strcmp(fstype, "devtmpfs") != 0 && strcmp(fstype, "cgroup2") != 0 &&
+                    strcmp(mp, "/" MOUNTS_AGENT_EXE) != 0)
+                        continue;
+                if (x->n >= CELLA_CRIU_EXTERNALS_MAX || !mount_point_ok(mp, strlen(mp))) {
+                        r = -E2BIG;
+                        break;
+                }
+                snprintf(x->mounts[x->n++], sizeof(x->mounts[0]), "%s", mp);
+                off += (size_t)snprintf(text + off, textsz - off, "mnt %s\n", mp);
+                if (off >= textsz) {
+                        r = -E2BIG;
+                        break;
+                }
+        }
+        fclose(f);
+        if (r < 0)
+                return r;
+        /* fd 1 of the agent: its log */
+        unsigned long mnt_id = 0;
+        snprintf(path, sizeof(path), "/proc/%d/fdinfo/1", (int)pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "mnt_id: %lu", &mnt_id) == 1)
+                        break;
+        fclose(f);
+        snprintf(path, sizeof(path), "/proc/%d/fd/1", (int)pid);
+        if (mnt_id == 0 || stat(path, &st) < 0)
+                return -ENOENT;
+        snprintf(x->log, sizeof(x->log), "%lx:%lx", mnt_id, (unsigned long)st.st_ino);
+        off += (size_t)snprintf(text + off, textsz - off, "log %s\n", x->log);
+        return off >= textsz ? -E2BIG : 0;
+}
+
+/* The directories under v2 (relative, parents first) into x and text at *off. */
+static int find_cgroups(const char *v2, const char *rel, struct checkpoint_externals *x, char *text,
+                        size_t textsz, size_t *off)
+{
+        char path[CELLA_PATH_MAX + 128];
+        snprintf(path, sizeof(path), "%s%s%s", v2, rel[0] ? "/" : "", rel);
+        DIR *d = opendir(path);
+        int r = 0;
+
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+                char sub[128];
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                int n = snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+                if (n < 0 || !cgroup_rel_ok(sub, (size_t)n) ||
+                    x->n_cgroups >= CELLA_CRIU_CGROUPS_MAX) {
+                        r = -E2BIG;
+                        break;
+                }
+                memcpy(x->cgroups[x->n_cgroups++], sub, (size_t)n + 1); /* n < 64: checked */
+                *off += (size_t)snprintf(text + *off, textsz - *off, "cg %s\n", sub);
+                if (*off >= textsz)
+                        r = -E2BIG;
+                else
+                        r = find_cgroups(v2, sub, x, text, textsz, off);
+        }
+        closedir(d);
+        return r;
+}
+
+/* ---- dump ---- */
+
+int runtime_checkpoint_dump(struct runtime *rt, const char *id, const struct container *c,
+                            bool network, unsigned slot, int sockets_before, const char *images,
+                            struct cella_error *err)
+{
+        _cleanup_free_ struct checkpoint_externals *xp = calloc(1, sizeof(*xp));
+        _cleanup_free_ char *text = malloc(CHECKPOINT_TEXT_MAX);
+        char path[CELLA_PATH_MAX + 32], v2[CELLA_PATH_MAX];
+        char pidbuf[16], reason[CRIU_REASON_MAX];
+        char ext[CELLA_CRIU_EXTERNALS_MAX + 1][200];
+        char *argv[16 + 2 * (CELLA_CRIU_EXTERNALS_MAX + 1)];
+        const char *bin = criu_binary(getenv("CELLA_CRIU"), access(CRIU_BUILT_PATH, X_OK) == 0);
+        size_t a = 0;
+        int r;
+
+        if (!c || c->pid <= 0)
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "not running");
+        /* cellad's link gone from the agent's side too: its end would be a socket of
+         * cellad's network namespace, which CRIU cannot take */
+        for (int64_t end = (int64_t)(time_mono_us() / 1000) + CELLA_CRIU_PEER_CLOSE_MS;;) {
+                int n = checkpoint_sockets(c->pid);
+                if (n < 0)
+                        return cella_error_errno(err, -n, "the agent's descriptors");
+                if (n < sockets_before)
+                        break;
+                if ((int64_t)(time_mono_us() / 1000) > end)
+                        return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                               "the agent kept cellad's connection open");
+                usleep(5000);
+        }
+        if (!xp || !text)
+                return cella_error_errno(err, ENOMEM, "checkpoint");
+        struct checkpoint_externals *x = xp;
+        r = find_externals(c->pid, x, text, CHECKPOINT_TEXT_MAX);
+        if (r < 0)
+                return cella_error_errno(err, -r, "the sandbox's mounts");
+        size_t off = strlen(text);
+        r = cgroup_v2_dir(&rt->cg, rt->cgroup_name, id, v2, sizeof(v2));
+        if (r >= 0)
+                r = find_cgroups(v2, "", x, text, CHECKPOINT_TEXT_MAX, &off);
+        if (r < 0)
+                return cella_error_errno(err, -r, "the sandbox's cgroups");
+        _cleanup_close_ int dfd = open(images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return cella_error_errno(err, errno, "open %s", images);
+        {
+                _cleanup_close_ int fd = openat(dfd, CHECKPOINT_EXTERNALS,
+                                                O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+                if (fd < 0 || write(fd, text, strlen(text)) != (ssize_t)strlen(text))
+                        return cella_error_errno(err, errno ? errno : EIO, "write %s",
+                                                 CHECKPOINT_EXTERNALS);
+        }
+        /* the veth: a restored tree cannot rejoin it (0050, experiments 9 and 12) */
+        if (network && (r = net_sandbox_unplug(rt->net, slot)) < 0)
+                return cella_error_errno(err, -r, "remove the sandbox's veth");
+
+        snprintf(pidbuf, sizeof(pidbuf), "%d", (int)c->pid);
+        argv[a++] = (char *)bin;
+        argv[a++] = "dump";
+        argv[a++] = "-t";
+        argv[a++] = pidbuf;
+        argv[a++] = "-D";
+        argv[a++] = (char *)images;
+        argv[a++] = "-o";
+        argv[a++] = "dump.log";
+        argv[a++] = "--network-lock";
+        argv[a++] = "nftables";
+        for (size_t i = 0; i < x->n; i++) {
+                char key[140];
+                mount_key(x->mounts[i], key, sizeof(key));
+                snprintf(ext[i], sizeof(ext[i]), "mnt[%s]:%s", x->mounts[i], key);
+                argv[a++] = "--external";
+                argv[a++] = ext[i];
+        }
+        snprintf(ext[x->n], sizeof(ext[x->n]), "file[%s]", x->log);
+        argv[a++] = "--external";
+        argv[a++] = ext[x->n];
+        argv[a] = NULL;
+
+        posix_spawn_file_actions_t fa;
+        pid_t pid;
+        if (posix_spawn_file_actions_init(&fa) != 0)
+                return cella_error_errno(err, ENOMEM, "criu dump");
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        r = strchr(bin, '/') ? posix_spawn(&pid, bin, &fa, NULL, argv, environ)
+                             : posix_spawnp(&pid, bin, &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (r != 0)
+                return cella_error_errno(err, r, "run %s", bin);
+        _cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pfd < 0) {
+                r = -errno;
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                return cella_error_errno(err, -r, "criu dump");
+        }
+        r = wait_child(pid, pfd, CELLA_CRIU_DUMP_TIMEOUT_MS);
+        if (r == 0)
+                return 0;
+        snprintf(path, sizeof(path), "%s/dump.log", images);
+        log_reason(path, reason, sizeof(reason));
+        if (r == -ETIMEDOUT)
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "criu dump took more than %d ms",
+                                       CELLA_CRIU_DUMP_TIMEOUT_MS);
+        return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "criu dump failed: %s",
+                               reason[0] ? reason : "no reason in its log");
+}
+
+/* ---- restore ---- */
+
+/* Everything the restore's child uses, computed before the fork (it may run on a worker
+ * thread of cellad: the child makes system calls only, on this memory). */
+struct restore_args {
+        const char *dir;
+        int disk_fd;
+        int lower[CELLA_SNAPSHOT_MAX_LAYERS + 1]; /* the image's last */
+        size_t n_lower;
+        char lower_path[CELLA_SNAPSHOT_MAX_LAYERS + 1][64];
+        int agent_mnt;
+        int log_fd;
+        int out_fd; /* CRIU's stdout and stderr: <images>/restore.out */
+        int go;     /* read end: the parent has placed us in the cgroups */
+        const char *bin;
+        char *const *argv;
+};
+
+#define RESTORE_LOG_FD 7
+
+_Noreturn static void restore_child(const struct restore_args *a)
+{
+        char b;
+        if (read(a->go, &b, 1) != 1)
+                _exit(120);
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                _exit(121);
+        if (mount("tmpfs", CHECKPOINT_RESTORE_BASE, "tmpfs", MS_NOSUID | MS_NODEV,
+                  "mode=0755,size=1m") < 0)
+                _exit(122);
+        if (mkdir(CHECKPOINT_RESTORE_BASE "/root", 0755) < 0)
+                _exit(123);
+        int f = open(CHECKPOINT_RESTORE_BASE "/cella-init", O_WRONLY | O_CREAT | O_CLOEXEC, 0555);
+        if (f < 0)
+                _exit(123);
+        close(f);
+        if (move_mount(a->agent_mnt, "", AT_FDCWD, CHECKPOINT_RESTORE_BASE "/cella-init",
+                       MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                _exit(124);
+        /* the disk beside the root, not over the sandbox dir: the images are there */
+        if (a->disk_fd >= 0 &&
+            (mkdir(CHECKPOINT_RESTORE_BASE "/disk", 0700) < 0 ||
+             move_mount(a->disk_fd, "", AT_FDCWD, CHECKPOINT_RESTORE_BASE "/disk",
+                        MOVE_MOUNT_F_EMPTY_PATH) < 0))
+                _exit(125);
+        int dir_fd = open(a->disk_fd >= 0 ? CHECKPOINT_RESTORE_BASE "/disk" : a->dir,
+                          O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir_fd < 0)
+                _exit(126);
+        int upper = openat(dir_fd, "upper", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int work = openat(dir_fd, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (upper < 0 || work < 0)
+                _exit(126);
+        int ofs = fsopen("overlay", FSOPEN_CLOEXEC);
+        if (ofs < 0)
+                _exit(127);
+        for (size_t i = 0; i < a->n_lower; i++) {
+                if (mkdir(a->lower_path[i], 0755) < 0 ||
+                    move_mount(a->lower[i], "", AT_FDCWD, a->lower_path[i],
+                               MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                        _exit(128);
+                int l = open(a->lower_path[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (l < 0 || fsconfig(ofs, FSCONFIG_SET_FD, "lowerdir+", NULL, l) < 0)
+                        _exit(128);
+        }
+        if (fsconfig(ofs, FSCONFIG_SET_FD, "upperdir", NULL, upper) < 0 ||
+            fsconfig(ofs, FSCONFIG_SET_FD, "workdir", NULL, work) < 0 ||
+            fsconfig(ofs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0 ||
+            fsconfig(ofs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                _exit(129);
+        int root = fsmount(ofs, FSMOUNT_CLOEXEC, 0);
+        if (root < 0 || move_mount(root, "", AT_FDCWD, CHECKPOINT_RESTORE_BASE "/root",
+                                   MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                _exit(130);
+        int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (nul < 0 || dup2(nul, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->out_fd, 2) < 0 ||
+            dup2(a->log_fd, RESTORE_LOG_FD) < 0)
+                _exit(131);
+        close_range(3, RESTORE_LOG_FD - 1, CLOSE_RANGE_CLOEXEC);
+        close_range(RESTORE_LOG_FD + 1, ~0U, CLOSE_RANGE_CLOEXEC);
+        execve(a->bin, a->argv, environ);
+        _exit(132);
+}
+
+static const char *const restore_steps[] = {
+        "wait for cellad",
+        "private mount namespace",
+        "tmpfs for the root and the agent",
+        "its directories",
+        "bind the agent",
+        "attach the disk",
+        "open the sandbox dir",
+        "overlay",
+        "attach a lower layer",
+        "mount overlay",
+        "attach the root",
+        "descriptors",
+        "exec criu",
+};
+
+/* A cgroup directory and its files given to owner, as if it had made it. */
+static int chown_cgroup(const char *path, uid_t owner)
+{
+        DIR *d = opendir(path);
+        int r = 0;
+
+        if (!d)
+                return -errno;
+        if (fchown(dirfd(d), owner, owner) < 0)
+                r = -errno;
+        for (struct dirent *de; r >= 0 && (de = readdir(d));)
+                if (de->d_type == DT_REG &&
+                    fchownat(dirfd(d), de->d_name, owner, owner, AT_SYMLINK_NOFOLLOW) < 0)
+                        r = -errno;
+        closedir(d);
+        return r;
+}
+
+/* The restore once its layers are made: cgroups, the child, CRIU, the PID 1 and its
+ * network. */
+static int restore_exec(struct runtime *rt, const struct container_spec *spec, const char *images,
+                        const struct checkpoint_externals *xp, struct restore_args *rap,
+                        struct container *ret, struct cella_error *err)
+{
+        const struct checkpoint_externals *x = xp;
+        struct restore_args ra = *rap;
+        char path[CELLA_PATH_MAX + 64], v2cg[CELLA_PATH_MAX], reason[CRIU_REASON_MAX];
+        char ext[CELLA_CRIU_EXTERNALS_MAX][CELLA_PATH_MAX + 160], inherit[80];
+        char pidfile[CELLA_PATH_MAX + 32];
+        char *argv[24 + 2 * CELLA_CRIU_EXTERNALS_MAX];
+        const char *bin = ra.bin;
+        size_t a = 0;
+        int r;
+
+        /* cgroups as a start makes them */
+        _cleanup_free_ struct cgroup_plan *plan = calloc(1, sizeof(*plan));
+        if (!plan) {
+                r = cella_error_errno(err, ENOMEM, "cgroup plan");
+                return r;
+        }
+        struct cgroup_limits lim = {.memory_bytes = spec->limits.memory_bytes,
+                                    .cpu_millis = spec->limits.cpu_millis,
+                                    .pids_max = spec->limits.pids_max};
+        size_t failed = 0;
+        r = cgroup_plan_make(&rt->cg, rt->cgroup_name, spec->id, &lim, spec->uid_base, plan);
+        if (r < 0 || (r = cgroup_plan_apply(plan, &failed)) < 0) {
+                cella_error_errno(err, -r, "cgroups");
+                return r;
+        }
+        snprintf(v2cg, sizeof(v2cg), "%s", plan->v2_dir);
+        /* the agent's cgroups below, as it made them (its own: the sandbox root's) */
+        for (size_t i = 0; i < x->n_cgroups; i++) {
+                snprintf(path, sizeof(path), "%s/%s", v2cg, x->cgroups[i]);
+                if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                        return cella_error_errno(err, errno, "cgroup %s", x->cgroups[i]);
+                r = chown_cgroup(path, spec->uid_base);
+                if (r < 0)
+                        return cella_error_errno(err, -r, "cgroup %s", x->cgroups[i]);
+        }
+
+        /* criu restore's command */
+        snprintf(pidfile, sizeof(pidfile), "%s/restore.pid", images);
+        unlink(pidfile);
+        argv[a++] = (char *)bin;
+        argv[a++] = "restore";
+        argv[a++] = "-D";
+        argv[a++] = (char *)images;
+        argv[a++] = "-o";
+        argv[a++] = "restore.log";
+        argv[a++] = "--restore-detached";
+        argv[a++] = "--root";
+        argv[a++] = CHECKPOINT_RESTORE_BASE "/root";
+        argv[a++] = "--manage-cgroups=none";
+        argv[a++] = "--pidfile";
+        argv[a++] = pidfile;
+        for (size_t i = 0; i < x->n; i++) {
+                char key[140];
+                const char *to = x->mounts[i];
+                mount_key(x->mounts[i], key, sizeof(key));
+                if (strcmp(to, "/" MOUNTS_AGENT_EXE) == 0)
+                        to = CHECKPOINT_RESTORE_BASE "/cella-init";
+                else if (strcmp(to, "/sys/fs/cgroup") == 0)
+                        to = v2cg;
+                else if (strncmp(to, "/proc/", 6) == 0)
+                        to = "/dev/null";
+                snprintf(ext[i], sizeof(ext[i]), "mnt[%s]:%s", key, to);
+                argv[a++] = "--external";
+                argv[a++] = ext[i];
+        }
+        snprintf(inherit, sizeof(inherit), "fd[%d]:file[%s]", RESTORE_LOG_FD, x->log);
+        argv[a++] = "--inherit-fd";
+        argv[a++] = inherit;
+        argv[a] = NULL;
+        ra.bin = bin;
+        ra.argv = argv;
+
+        snprintf(path, sizeof(path), "%s/restore.out", images);
+        _cleanup_close_ int out_fd =
+                open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (out_fd < 0)
+                return cella_error_errno(err, errno, "open %s", path);
+        ra.out_fd = out_fd;
+        int go[2];
+        if (pipe2(go, O_CLOEXEC) < 0) {
+                r = cella_error_errno(err, errno, "pipe");
+                return r;
+        }
+        ra.go = go[0];
+        pid_t pid = fork();
+        if (pid == 0)
+                restore_child(&ra);
+        close(go[0]);
+        if (pid < 0) {
+                close(go[1]);
+                r = cella_error_errno(err, errno, "fork");
+                return r;
+        }
+        int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        /* the child (and so CRIU and the tree it restores) in the sandbox's cgroups */
+        char pidtxt[16];
+        snprintf(path, sizeof(path), "%s/cgroup.procs", v2cg);
+        snprintf(pidtxt, sizeof(pidtxt), "%d", (int)pid);
+        int cg = open(path, O_WRONLY | O_CLOEXEC);
+        r = cg >= 0 && write(cg, pidtxt, strlen(pidtxt)) > 0 ? 0 : -errno;
+        if (cg >= 0)
+                close(cg);
+        if (r >= 0)
+                r = cgroup_plan_attach_v1(plan, pid);
+        if (r >= 0 && pfd < 0)
+                r = -errno;
+        if (r >= 0 && write(go[1], "g", 1) != 1)
+                r = -errno;
+        close(go[1]);
+        if (r < 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                if (pfd >= 0)
+                        close(pfd);
+                cella_error_errno(err, -r, "place criu restore in the sandbox's cgroups");
+                return r;
+        }
+        int status = wait_child(pid, pfd, CELLA_CRIU_RESTORE_TIMEOUT_MS);
+        close(pfd);
+        if (status != 0) {
+                snprintf(path, sizeof(path), "%s/restore.log", images);
+                log_reason(path, reason, sizeof(reason));
+                if (!reason[0]) {
+                        snprintf(path, sizeof(path), "%s/restore.out", images);
+                        log_reason(path, reason, sizeof(reason));
+                }
+                if (status == -ETIMEDOUT)
+                        r = cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                            "criu restore took more than %d ms",
+                                            CELLA_CRIU_RESTORE_TIMEOUT_MS);
+                else if (WIFEXITED(status) && WEXITSTATUS(status) >= 120 &&
+                         WEXITSTATUS(status) <= 132)
+                        r = cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "restore: %s failed",
+                                            restore_steps[WEXITSTATUS(status) - 120]);
+                else
+                        r = cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                            "criu restore failed: %s",
+                                            reason[0] ? reason : "no reason in its log");
+                return r;
+        }
+        /* its PID 1, as CRIU wrote it (cellad's dir), checked to be in the sandbox's
+         * cgroup */
+        {
+                char buf[32] = {0};
+                _cleanup_close_ int fd = open(pidfile, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+                long v = n > 0 ? strtol(buf, NULL, 10) : 0;
+                if (v <= 1) {
+                        r = cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                            "criu restore wrote no pid");
+                        return r;
+                }
+                ret->pid = (pid_t)v;
+        }
+        ret->pidfd = (int)syscall(SYS_pidfd_open, ret->pid, 0);
+        if (ret->pidfd < 0) {
+                r = cella_error_errno(err, errno, "the restored PID 1");
+                return r;
+        }
+        fcntl(ret->pidfd, F_SETFD, FD_CLOEXEC);
+        {
+                char procs[64 + CELLA_PATH_MAX], buf[4096];
+                snprintf(procs, sizeof(procs), "/proc/%d/cgroup", (int)ret->pid);
+                _cleanup_close_ int fd = open(procs, O_RDONLY | O_CLOEXEC);
+                ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+                snprintf(procs, sizeof(procs), "/%s/%s\n", rt->cgroup_name, spec->id);
+                buf[n > 0 ? n : 0] = '\0';
+                if (n <= 0 || !strstr(buf, procs)) {
+                        r = cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                            "the restored PID 1 is not in the sandbox's cgroup");
+                        goto out_pid;
+                }
+        }
+        if (spec->network && (r = net_sandbox_setup(rt->net, spec->slot, ret->pid, spec->net_allow,
+                                                    spec->net_allow_n, err)) < 0)
+                goto out_pid;
+        return 0;
+out_pid:
+        syscall(SYS_pidfd_send_signal, ret->pidfd, SIGKILL, NULL, 0);
+        close(ret->pidfd);
+        ret->pidfd = -EBADF;
+        ret->pid = -1;
+        return -1;
+}
+
+int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *spec,
+                               const char *images, struct container *ret, struct cella_error *err)
+{
+        _cleanup_free_ struct checkpoint_externals *x = calloc(1, sizeof(*x));
+        char path[CELLA_PATH_MAX + 64];
+        struct restore_args ra = {.dir = spec->dir, .disk_fd = -EBADF};
+        const char *bin = criu_binary(getenv("CELLA_CRIU"), access(CRIU_BUILT_PATH, X_OK) == 0);
+        int r;
+
+        ra.bin = bin;
+        ret->pid = -1;
+        ret->pidfd = -EBADF;
+        if (!strchr(bin, '/'))
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "criu restore: %s is not a path", bin);
+        /* what the dump named external: written by cellad, checked all the same */
+        {
+                _cleanup_free_ char *text = malloc(CHECKPOINT_TEXT_MAX);
+                snprintf(path, sizeof(path), "%s/%s", images, CHECKPOINT_EXTERNALS);
+                _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ssize_t n = 0, k;
+                if (fd < 0 || !text || !x)
+                        return cella_error_errno(err, fd < 0 ? errno : ENOMEM, "read %s", path);
+                while (n < CHECKPOINT_TEXT_MAX &&
+                       (k = read(fd, text + n, (size_t)(CHECKPOINT_TEXT_MAX - n))) > 0)
+                        n += k;
+                if (checkpoint_externals_parse(text, (size_t)n, x) < 0)
+                        return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                               "%s is not what cellad writes", path);
+        }
+        /* CRIU reads the images from inside the sandbox's user namespace as well: the
+         * dir searchable (0711: no listing, the files CRIU's 0644), under the sandbox dir,
+         * which stays cellad's 0700, so no path reaches it from outside cellad */
+        if (chmod(images, 0711) < 0)
+                return cella_error_errno(err, errno, "chmod %s", images);
+        r = mkdir(CHECKPOINT_RESTORE_BASE, 0755);
+        if (r < 0 && errno != EEXIST)
+                return cella_error_errno(err, errno, "mkdir %s", CHECKPOINT_RESTORE_BASE);
+
+        _cleanup_close_ int dir_fd = open(spec->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return cella_error_errno(err, errno, "open %s", spec->dir);
+        _cleanup_close_ int disk_fd = -EBADF;
+        r = container_open_disk(rt, spec, dir_fd, &disk_fd, err);
+        if (r < 0)
+                return r;
+        ra.disk_fd = disk_fd;
+        _cleanup_close_ int log_fd = container_open_agent_log(dir_fd, spec->uid_base);
+        if (log_fd < 0)
+                return cella_error_errno(err, -log_fd, "open %s/agent.log", spec->dir);
+        ra.log_fd = log_fd;
+        _cleanup_close_ int agent_mnt = container_agent_bind(rt);
+        if (agent_mnt < 0)
+                return cella_error_errno(err, -agent_mnt, "bind the agent's executable");
+        ra.agent_mnt = agent_mnt;
+
+        /* the image and the snapshots' layers seen with the sandbox's map (its own user
+         * namespace is one CRIU makes from the images) */
+        _cleanup_close_ int userns =
+                container_mapped_userns(0, (uint32_t)spec->uid_base, spec->uid_count);
+        if (userns < 0)
+                return cella_error_errno(err, -userns, "a user namespace of the sandbox's map");
+        for (size_t i = 0; i < ARRAY_SIZE(ra.lower); i++)
+                ra.lower[i] = -EBADF;
+        r = 0;
+        for (size_t i = 0; r >= 0 && i < spec->n_layers; i++) {
+                const struct container_layer *li = spec->layer_info ? &spec->layer_info[i] : NULL;
+                ra.lower[i] = li && li->disk ? container_lower_disk(spec->layers[i], li->id_base,
+                                                                    spec, userns)
+                                             : container_lower(spec->layers[i], userns);
+                r = ra.lower[i];
+        }
+        if (r >= 0) {
+                ra.lower[spec->n_layers] = container_lower(spec->rootfs, userns);
+                r = ra.lower[spec->n_layers];
+        }
+        ra.n_lower = spec->n_layers + 1;
+        for (size_t i = 0; i < ra.n_lower; i++)
+                snprintf(ra.lower_path[i], sizeof(ra.lower_path[i]), "%s/l%zu",
+                         CHECKPOINT_RESTORE_BASE, i);
+        if (r < 0)
+                cella_error_errno(err, -r, "idmapped mount of the image");
+        else
+                r = restore_exec(rt, spec, images, x, &ra, ret, err);
+        for (size_t i = 0; i < ARRAY_SIZE(ra.lower); i++)
+                if (ra.lower[i] >= 0)
+                        close(ra.lower[i]);
+        return r < 0 ? (r == -1 ? -EIO : r) : 0;
+}

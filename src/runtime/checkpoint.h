@@ -1,0 +1,74 @@
+/* A sandbox's memory sleep (docs/decisions/0050-memory-sleep.md): its whole process tree
+ * checkpointed by CRIU into images in cellad's sandbox dir, and restored from them.
+ *
+ * runtime_checkpoint_dump() runs `criu dump` from the host on the PID 1 of a container
+ * whose agent link cellad has closed: the veth goes first (a restored tree cannot rejoin
+ * it; the slot's address stays), the mounts cellad binds into the sandbox (the host's
+ * devices, /proc/keys and /proc/timer_list, the cgroup, the agent's executable) and the
+ * agent's log are named external, and what they were is written beside the images
+ * (CHECKPOINT_EXTERNALS). After a good dump CRIU has killed the tree.
+ *
+ * runtime_checkpoint_restore() rebuilds what a start builds for the sandbox's root in a
+ * private mount namespace of a child of cellad (the disk, the image and any snapshot
+ * layers idmapped with the sandbox's map, the overlay; a clone of cellad's copy of the
+ * agent under a directory the sandbox's root may traverse), places that child in the
+ * cgroups of a start's plan and execs `criu restore --restore-detached`; the PID 1 it
+ * restores gets its veth again as a start gives it one. */
+#ifndef CELLA_RUNTIME_CHECKPOINT_H
+#define CELLA_RUNTIME_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "common/limits.h"
+#include "runtime/container.h"
+
+/* Beside the images: what cellad named external at the dump (checkpoint_externals_parse). */
+#define CHECKPOINT_EXTERNALS "cella-externals"
+/* Where a restore's private mount namespace attaches the root and the agent (an empty
+ * directory on the host, only ever a mount point inside such namespaces). */
+#define CHECKPOINT_RESTORE_BASE "/run/cella-restore"
+
+struct checkpoint_externals {
+        char mounts[CELLA_CRIU_EXTERNALS_MAX][128]; /* mount points inside the sandbox */
+        size_t n;
+        char log[40]; /* "<mnt id>:<inode>" in hex: the agent's log as CRIU names it */
+        /* the cgroups the agent made under the sandbox's v2 cgroup (sessions, terminals),
+         * parents first, relative: CRIU puts the restored tasks back into them */
+        char cgroups[CELLA_CRIU_CGROUPS_MAX][64];
+        size_t n_cgroups;
+};
+
+/* Read text[0..len) (the CHECKPOINT_EXTERNALS file): lines "mnt <mount point>", "cg
+ * <relative cgroup path>" (of [A-Za-z0-9_.-/], not starting with '/', without "..") and
+ * one "log <hex>:<hex>". A mount point is /run/.cella/cella-init, /sys/fs/cgroup, or under
+ * /dev/ or /proc/, of [A-Za-z0-9_./-] without "..". Returns 0 or -EINVAL. */
+int checkpoint_externals_parse(const char *text, size_t len, struct checkpoint_externals *ret);
+
+/* The reason in a CRIU log text[0..len): the message of its first "Error (file:line):"
+ * line that is not one of the harmless ones every run prints (its own RLIMIT_NOFILE,
+ * iptables, lo's addresses, a probe's exit status), else "". Control bytes become '?'.
+ * Returns the length written into out (sz >= 1). */
+size_t checkpoint_log_reason(const char *text, size_t len, char *out, size_t sz);
+
+/* How many sockets the process pid holds open (-errno). */
+int checkpoint_sockets(pid_t pid);
+
+/* Dump the container c (cgroup directory id, of network slot `slot` when network) whole into images (an empty
+ * directory of cellad's). sockets_before: what checkpoint_sockets() said before cellad
+ * closed its link to the agent; the dump waits (CELLA_CRIU_PEER_CLOSE_MS) for the agent
+ * to have closed its end. 0: the tree is gone. -errno with *err (CRIU's first error): the
+ * processes run on (without their veth when it was removed). */
+int runtime_checkpoint_dump(struct runtime *rt, const char *id, const struct container *c,
+                            bool network, unsigned slot, int sockets_before, const char *images,
+                            struct cella_error *err);
+
+/* Restore the container of spec from images (written by runtime_checkpoint_dump) as a
+ * start would start it: *ret gets the restored PID 1 and its pidfd. -errno with *err; the
+ * caller removes whatever is left in its cgroups. */
+int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *spec,
+                               const char *images, struct container *ret, struct cella_error *err);
+
+#endif
