@@ -146,6 +146,7 @@ void session_release(struct session *sess)
         agent_env_free(sess->env, sess->n_env);
         sess->env = NULL;
         sess->n_env = 0;
+        buf_free(&sess->env_lines);
         session_rm_dir(sess->dir);
         if (!sess->ctl_open) {
                 buf_free(&sess->ctl_buf);
@@ -660,8 +661,11 @@ static void job_start(struct job *j)
         j->timer.data = j->grace.data = j;
         j->open_handles = 2;
 
-        if (sess->pid < 0 && session_shell_spawn(sess, &err) < 0)
-                goto fail;
+        if (sess->pid < 0) {
+                if (session_shell_spawn(sess, &err) < 0)
+                        goto fail;
+                buf_reset(&sess->env_lines); /* the new shell started with them */
+        }
         if (j->streamed && job_open_fifos(j, &err) < 0)
                 goto fail;
         if (j->streamed) {
@@ -704,7 +708,11 @@ static void job_start(struct job *j)
                 cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 goto fail;
         }
-        r = write_all(sess->in_fd, line.data, line.len);
+        r = sess->env_lines.len ? write_all(sess->in_fd, sess->env_lines.data, sess->env_lines.len)
+                                : 0;
+        buf_reset(&sess->env_lines);
+        if (r >= 0)
+                r = write_all(sess->in_fd, line.data, line.len);
         if (r < 0) {
                 /* The shell is gone or wedged: it is replaced and this command fails. */
                 kill_command(sess, j, true);
