@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "daemon/instance-type.h"
+#include "daemon/rebuild.h"
 #include "daemon/sandbox-internal.h"
 
 /* ---- the warm pool ----
@@ -110,11 +111,18 @@ static int pool_build(struct sandbox_table *t, struct cella_error *err)
                 pool_discard(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
+        /* The image's env, read now: a claim puts it under the env it is given. */
+        image_env_under(t, s->image, s->env);
         /* Off the loop: requests are served while it builds; pool_built() takes it on. */
         if (sandbox_start_async(s, err) < 0) {
                 pool_discard(s);
                 return -1;
         }
+        /* Its claim's identity file is then a rename, not a new inode (its directory is
+         * made by now); without it the claim makes the file itself. */
+        char dir[CELLA_PATH_MAX];
+        if (sandbox_dir(s, dir, sizeof(dir)) == 0 && identity_prepare(dir) < 0)
+                log_debug("pool: %s: identity file not prepared", dir);
         t->pool_building++;
         return 0;
 }
@@ -348,7 +356,20 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
                 pool_discard(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
-        image_env_under(t, s->image, env);
+        {
+                const char *k;
+                json_t *v;
+
+                json_object_foreach(s->env, k, v)
+                {
+                        if (!json_object_get(env, k) &&
+                            json_object_set(env, k, v) < 0) { /* what it is given wins */
+                                pool_discard(s);
+                                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                                       "out of memory");
+                        }
+                }
+        }
         json_decref(s->env);
         json_decref(s->labels);
         s->env = TAKE_PTR(env);
