@@ -11,6 +11,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/probe.h"
 #include "common/timeutil.h"
 #include "daemon/instance-type.h"
 #include "daemon/metrics.h"
@@ -270,6 +271,7 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
                 s->state = j->prev;
                 return -1;
         }
+        PROBE_BEGIN();
         s->ct = j->ct;
         s->disk_promise = -1; /* its disk image may be new */
         if (watch_exit(s) < 0) {
@@ -277,8 +279,10 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
                 goto undo_container;
         }
         s->pid_start = proc_start_time(s->ct.pid);
+        PROBE("exit watch, pid start time");
         if (connect_agent(s, err) < 0)
                 goto undo_container;
+        PROBE("agent connect");
         s->state = SANDBOX_RUNNING;
         log_info("sandbox '%s' started (slot %u, pid %d, image %s, %s, network %s) in %.2f ms "
                  "(sweep %.2f ms, container %.2f ms)",
@@ -290,6 +294,8 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
          * sandbox has no record: a restarted daemon removes it). */
         if (!s->pooled && sandbox_persist(s, err) < 0)
                 goto undo_container;
+        PROBE("registry record");
+        PROBE_END("start on the loop");
         metrics_start_done(time_mono_us() - j->t0);
         return 0;
 

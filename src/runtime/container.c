@@ -42,6 +42,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/macros.h"
+#include "common/probe.h"
 #include "runtime/runtime-internal.h"
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -318,10 +319,12 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 what = "gid_map";
                 r = write_proc(pid, "gid_map", buf);
         }
+        PROBE("id maps");
         if (r >= 0) {
                 what = "v1 cgroups";
                 r = cgroup_plan_attach_v1(plan, pid);
         }
+        PROBE("v1 cgroup attach");
         if (r < 0)
                 return cella_error_errno(err, -r, "%s", what);
         /* The network, before the agent runs: the sandbox starts with it up. */
@@ -330,6 +333,7 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                                       err);
                 if (r < 0)
                         return r;
+                PROBE("network");
         }
         if (r >= 0 && rt->oom_protect) {
                 /* The agent must not be the OOM victim; it resets this for what it runs. */
@@ -342,6 +346,7 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 lower = make_lower(spec->rootfs, pid);
                 r = lower < 0 ? lower : 0;
         }
+        PROBE("oom_score_adj, idmapped image");
         int snap[CELLA_SNAPSHOT_MAX_LAYERS];
         size_t made = 0;
         for (; r >= 0 && made < spec->n_layers; made++) {
@@ -367,6 +372,7 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                         close(snap[i]);
         if (r < 0)
                 return cella_error_errno(err, -r, "%s", what);
+        PROBE("fds sent");
 
         /* EOF: the child exec'd (the sync socket is close-on-exec). A child stuck in the
          * kernel (e.g. a hung filesystem) must not hang the daemon forever. */
@@ -382,8 +388,10 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
         do
                 got = recv(psync, &rep, sizeof(rep), 0);
         while (got < 0 && errno == EINTR);
-        if (got == 0)
+        if (got == 0) {
+                PROBE("child: mounts, pivot, caps, seccomp, exec");
                 return 0;
+        }
         if (got != (ssize_t)sizeof(rep) || rep.step < 0 || rep.step >= _STEP_MAX)
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "child failed");
         if (rep.step == STEP_MOUNTS && rep.index >= 0 && (size_t)rep.index < rt->mounts.n)
@@ -409,12 +417,14 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
         args->psync_fd = psync;
 
         int pidfd = -EBADF;
+        PROBE("cgroup open, socketpair");
         pid_t pid = do_clone3(cgroup_fd, &pidfd);
         if (pid < 0)
                 return cella_error_errno(err, errno, "clone3");
         if (pid == 0)
                 container_child_main(args);
         close(TAKE_FD(csync));
+        PROBE("clone3");
 
         r = parent_setup(rt, spec, plan, pid, psync, err);
         if (r < 0) {
@@ -527,9 +537,11 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
 
         /* 0. The disk: upper and work live in the sandbox's image when it has one. */
         _cleanup_close_ int disk_fd = -EBADF;
+        PROBE_BEGIN();
         r = open_disk(rt, spec, dir_fd, &disk_fd, err);
         if (r < 0)
                 return r;
+        PROBE("disk");
         int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
 
         /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace. */
@@ -574,6 +586,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                 }
         }
 
+        PROBE("upper, work, /etc files");
         /* 2. The agent's listening socket is bound by the child inside the sandbox
          * (child_main); a socket left at the path older builds used goes, so that only
          * the sandbox's own is ever reached (runtime_container_agent_socket). */
@@ -590,6 +603,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
         if (null_fd < 0)
                 return cella_error_errno(err, errno, "/dev/null");
 
+        PROBE("agent log, agent bind");
         /* 3. cgroups. */
         _cleanup_free_ struct cgroup_plan *plan = calloc(1, sizeof(*plan));
         if (!plan)
@@ -602,6 +616,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                 return cella_error_errno(err, -r, "cgroup plan");
         size_t failed = 0;
         r = cgroup_plan_apply(plan, &failed);
+        PROBE("cgroup mkdir and limits");
         if (r < 0)
                 cella_error_errno(err, -r, "cgroup %s", plan->steps[failed].path);
         else {
@@ -617,6 +632,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                 };
                 r = spawn(rt, spec, plan, &args, ret, err);
         }
+        PROBE_END("container start");
         if (r < 0) {
                 cgroup_destroy(&rt->cg, rt->cgroup_name, spec->id);
                 return r;
