@@ -1,11 +1,12 @@
 /* Container start and teardown (see container.h and docs/runtime.md).
  *
  * Parent (cellad):  plan -> dirs, agent log, agent bind, cgroups -> clone3 -> uid/gid
- *                   maps, v1 cgroups, oom_score_adj, idmapped lower mount -> "go" + fd ->
- *                   wait for exec (EOF on the sync socket) or a {step, errno} report.
- * Child:            ids, cgroupns, hostname, overlay, mounts, agent bind, pivot_root,
- *                   agent socket, lo, caps, no_new_privs, setsid, seccomp, fds,
- *                   execve(/run/.cella/cella-init).
+ *                   maps, oom_score_adj, idmapped lower mount -> fds -> v1 cgroups,
+ *                   network -> "go" -> wait for exec (EOF on the sync socket) or a
+ *                   {step, errno} report.
+ * Child:            fds -> disk, ids, overlay -> wait for "go" -> cgroupns, hostname,
+ *                   mounts, agent bind, pivot_root, agent socket, lo, caps, no_new_privs,
+ *                   setsid, seccomp, fds, execve(/run/.cella/cella-init).
  *
  * The child between clone3 and exec only uses data computed before the clone (its copy
  * of our memory), raw syscalls and stack buffers: cellad may have threads, so no malloc
@@ -302,8 +303,12 @@ static void kill_and_reap(int pidfd)
         }
 }
 
-/* Parent side after clone3: maps, v1 cgroups, oom_score_adj, lower mount, go; then wait
- * for exec. Returns 0 or -errno with *err set (no "create sandbox" context: the caller's). */
+/* Parent side after clone3: maps, oom_score_adj, lower mount, the descriptors to the
+ * child (which then builds its root); meanwhile v1 cgroups and the network, then the go
+ * that lets the child enter its cgroup namespace; then wait for exec. The v1 attach waits
+ * for an RCU grace period in the kernel (decision 0059): the child's mounts run during
+ * it instead of after it. Returns 0 or -errno with *err set (no "create sandbox"
+ * context: the caller's). */
 static int parent_setup(const struct runtime *rt, const struct container_spec *spec,
                         const struct cgroup_plan *plan, pid_t pid, int psync,
                         struct cella_error *err)
@@ -319,23 +324,10 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 what = "gid_map";
                 r = write_proc(pid, "gid_map", buf);
         }
-        PROBE("id maps");
-        if (r >= 0) {
-                what = "v1 cgroups";
-                r = cgroup_plan_attach_v1(plan, pid);
-        }
-        PROBE("v1 cgroup attach");
         if (r < 0)
                 return cella_error_errno(err, -r, "%s", what);
-        /* The network, before the agent runs: the sandbox starts with it up. */
-        if (spec->network) {
-                r = net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow, spec->net_allow_n,
-                                      err);
-                if (r < 0)
-                        return r;
-                PROBE("network");
-        }
-        if (r >= 0 && rt->oom_protect) {
+        PROBE("id maps");
+        if (rt->oom_protect) {
                 /* The agent must not be the OOM victim; it resets this for what it runs. */
                 what = "oom_score_adj";
                 r = write_proc(pid, "oom_score_adj", "-1000");
@@ -374,6 +366,29 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 return cella_error_errno(err, -r, "%s", what);
         PROBE("fds sent");
 
+        /* While the child builds its root: its v1 cgroups (before it makes its cgroup
+         * namespace, whose root they become, and before anything of the tenant runs),
+         * and its network (up before the agent runs). */
+        what = "v1 cgroups";
+        r = cgroup_plan_attach_v1(plan, pid);
+        if (r < 0)
+                return cella_error_errno(err, -r, "%s", what);
+        PROBE("v1 cgroup attach");
+        if (spec->network) {
+                r = net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow, spec->net_allow_n,
+                                      err);
+                if (r < 0)
+                        return r;
+                PROBE("network");
+        }
+        /* Go. A child that failed meanwhile has closed its end: its report is read below. */
+        ssize_t sent;
+        do
+                sent = send(psync, "g", 1, MSG_NOSIGNAL);
+        while (sent < 0 && errno == EINTR);
+        if (sent < 0 && errno != EPIPE && errno != ECONNRESET)
+                return cella_error_errno(err, errno, "start child");
+
         /* EOF: the child exec'd (the sync socket is close-on-exec). A child stuck in the
          * kernel (e.g. a hung filesystem) must not hang the daemon forever. */
         struct pollfd pfd = {.fd = psync, .events = POLLIN};
@@ -389,7 +404,7 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 got = recv(psync, &rep, sizeof(rep), 0);
         while (got < 0 && errno == EINTR);
         if (got == 0) {
-                PROBE("child: mounts, pivot, caps, seccomp, exec");
+                PROBE("child: the rest of its mounts, pivot, caps, seccomp, exec");
                 return 0;
         }
         if (got != (ssize_t)sizeof(rep) || rep.step < 0 || rep.step >= _STEP_MAX)
