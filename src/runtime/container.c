@@ -1,8 +1,8 @@
 /* Container start and teardown (see container.h and docs/runtime.md).
  *
  * Parent (cellad):  plan -> dirs, agent log, agent bind, cgroups -> clone3 -> uid/gid
- *                   maps, oom_score_adj, idmapped lower mount -> fds -> v1 cgroups,
- *                   network -> "go" -> wait for exec (EOF on the sync socket) or a
+ *                   maps, oom_score_adj, idmapped lower mount -> fds -> v1 cgroups ->
+ *                   "go" -> network -> wait for exec (EOF on the sync socket) or a
  *                   {step, errno} report.
  * Child:            fds -> disk, ids, overlay -> wait for "go" -> cgroupns, hostname,
  *                   mounts, agent bind, pivot_root, agent socket, lo, caps, no_new_privs,
@@ -304,8 +304,8 @@ static void kill_and_reap(int pidfd)
 }
 
 /* Parent side after clone3: maps, oom_score_adj, lower mount, the descriptors to the
- * child (which then builds its root); meanwhile v1 cgroups and the network, then the go
- * that lets the child enter its cgroup namespace; then wait for exec. The v1 attach waits
+ * child (which then builds its root); meanwhile v1 cgroups, then the go that lets the
+ * child enter its cgroup namespace; the network while it finishes; then wait for exec. The v1 attach waits
  * for an RCU grace period in the kernel (decision 0059): the child's mounts run during
  * it instead of after it. Returns 0 or -errno with *err set (no "create sandbox"
  * context: the caller's). */
@@ -367,20 +367,12 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
         PROBE("fds sent");
 
         /* While the child builds its root: its v1 cgroups (before it makes its cgroup
-         * namespace, whose root they become, and before anything of the tenant runs),
-         * and its network (up before the agent runs). */
+         * namespace, whose root they become, and before anything of the tenant runs). */
         what = "v1 cgroups";
         r = cgroup_plan_attach_v1(plan, pid);
         if (r < 0)
                 return cella_error_errno(err, -r, "%s", what);
         PROBE("v1 cgroup attach");
-        if (spec->network) {
-                r = net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow, spec->net_allow_n,
-                                      err);
-                if (r < 0)
-                        return r;
-                PROBE("network");
-        }
         /* Go. A child that failed meanwhile has closed its end: its report is read below. */
         ssize_t sent;
         do
@@ -388,6 +380,15 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
         while (sent < 0 && errno == EINTR);
         if (sent < 0 && errno != EPIPE && errno != ECONNRESET)
                 return cella_error_errno(err, errno, "start child");
+        /* The network, while the child makes the rest of its mounts and execs: up before
+         * the start returns, so before the agent is given anything to run. */
+        if (spec->network) {
+                r = net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow, spec->net_allow_n,
+                                      err);
+                if (r < 0)
+                        return r;
+                PROBE("network");
+        }
 
         /* EOF: the child exec'd (the sync socket is close-on-exec). A child stuck in the
          * kernel (e.g. a hung filesystem) must not hang the daemon forever. */
