@@ -241,8 +241,11 @@ static void on_ctl_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
                 buf_reset(&sess->ctl_buf); /* no status line is this long */
 }
 
-/* Start the session's shell (agent_spawn, in the session's own cgroup). 0, or -1 with
- * err set. */
+static int prep_fifos(struct session *sess, struct cella_error *err);
+
+/* Start the session's shell (agent_spawn, in the session's own cgroup), and make its first
+ * command's FIFOs (a warm pool's default session is started ahead: its first command, the
+ * claimer's, then finds them made). 0, or -1 with err set. */
 int session_shell_spawn(struct session *sess, struct cella_error *err)
 {
         struct agent *a = sess->a;
@@ -286,6 +289,11 @@ int session_shell_spawn(struct session *sess, struct cella_error *err)
         if (write_all(sess->in_fd, SHELL_INIT, sizeof(SHELL_INIT) - 1) < 0)
                 log_warn("session %s: cannot set up the shell", sess->id);
         log_debug("session %s: shell %d started", sess->id, (int)sess->pid);
+        {
+                struct cella_error ignored = {0};
+
+                (void)prep_fifos(sess, &ignored); /* else made by the first command */
+        }
         return 0;
 }
 
