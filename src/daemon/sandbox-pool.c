@@ -375,8 +375,9 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
         s->env = TAKE_PTR(env);
         s->labels = TAKE_PTR(labels);
         snprintf(s->name, sizeof(s->name), "%s", name);
-        /* The sandbox, as its user sees it, is made now. */
-        s->created_ms = s->last_active_ms = time_now_ms();
+        /* The sandbox, as its user sees it, is made now; its queued record carries this
+         * activity (no touch of a record not written yet). */
+        s->created_ms = s->last_active_ms = s->persisted_active_ms = time_now_ms();
         s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
                                                              : CELLA_DEFAULT_SLEEP_AFTER_MS;
         s->sleep_memory = opts && opts->sleep_mode && strcmp(opts->sleep_mode, "memory") == 0;
