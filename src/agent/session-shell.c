@@ -147,6 +147,7 @@ void session_release(struct session *sess)
         agent_env_free(sess->env, sess->n_env);
         sess->env = NULL;
         sess->n_env = 0;
+        buf_free(&sess->env_lines);
         session_rm_dir(sess->dir);
         if (!sess->ctl_open) {
                 buf_free(&sess->ctl_buf);
@@ -241,8 +242,11 @@ static void on_ctl_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
                 buf_reset(&sess->ctl_buf); /* no status line is this long */
 }
 
-/* Start the session's shell (agent_spawn, in the session's own cgroup). 0, or -1 with
- * err set. */
+static int prep_fifos(struct session *sess, struct cella_error *err);
+
+/* Start the session's shell (agent_spawn, in the session's own cgroup), and make its first
+ * command's FIFOs (a warm pool's default session is started ahead: its first command, the
+ * claimer's, then finds them made). 0, or -1 with err set. */
 int session_shell_spawn(struct session *sess, struct cella_error *err)
 {
         struct agent *a = sess->a;
@@ -286,6 +290,11 @@ int session_shell_spawn(struct session *sess, struct cella_error *err)
         if (write_all(sess->in_fd, SHELL_INIT, sizeof(SHELL_INIT) - 1) < 0)
                 log_warn("session %s: cannot set up the shell", sess->id);
         log_debug("session %s: shell %d started", sess->id, (int)sess->pid);
+        {
+                struct cella_error ignored = {0};
+
+                (void)prep_fifos(sess, &ignored); /* else made by the first command */
+        }
         return 0;
 }
 
@@ -689,8 +698,11 @@ static void job_start(struct job *j)
         j->timer.data = j->grace.data = j;
         j->open_handles = 2;
 
-        if (sess->pid < 0 && session_shell_spawn(sess, &err) < 0)
-                goto fail;
+        if (sess->pid < 0) {
+                if (session_shell_spawn(sess, &err) < 0)
+                        goto fail;
+                buf_reset(&sess->env_lines); /* the new shell started with them */
+        }
         if (j->streamed && job_open_fifos(j, &err) < 0)
                 goto fail;
         if (j->streamed) {
@@ -733,7 +745,11 @@ static void job_start(struct job *j)
                 cella_error_set(&err, CELLA_E_INTERNAL_ERROR, "out of memory");
                 goto fail;
         }
-        r = write_all(sess->in_fd, line.data, line.len);
+        r = sess->env_lines.len ? write_all(sess->in_fd, sess->env_lines.data, sess->env_lines.len)
+                                : 0;
+        buf_reset(&sess->env_lines);
+        if (r >= 0)
+                r = write_all(sess->in_fd, line.data, line.len);
         if (r < 0) {
                 /* The shell is gone or wedged: it is replaced and this command fails. */
                 kill_command(sess, j, true);

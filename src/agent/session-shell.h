@@ -88,6 +88,10 @@ struct session {
                 int hold[2];
         } prep;
         unsigned fifo_seq;
+        /* The export and unset lines of setenv requests that the live shell has not run
+         * yet: written to it just ahead of its next command's line (same order as a job of
+         * their own, without its round trip); a shell started anew has them in its env. */
+        struct buf env_lines;
         /* commands */
         struct job *queue, *queue_tail;
         struct job *running;

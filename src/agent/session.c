@@ -311,11 +311,12 @@ void session_exec(struct agent *a, struct conn *c, struct agent_request *req)
 }
 
 /* setenv: the sessions' stored env changes (a new shell gets it) and a live shell runs
- * the matching export/unset lines in order with its commands. */
+ * the matching export/unset lines in order with its commands: they go to it ahead of its
+ * next command's line (sess->env_lines), so a setenv costs its next command no round trip
+ * of its own (the env a pool sandbox gets at its claim, decision 0059). */
 static int session_setenv(struct session *sess, const struct session_request *r)
 {
         _cleanup_buf_ struct buf script = BUF_INIT;
-        struct job *j;
 
         for (size_t i = 0; i < r->n_set; i++) {
                 const char *eq = strchr(r->set[i], '=');
@@ -333,11 +334,7 @@ static int session_setenv(struct session *sess, const struct session_request *r)
                         return -ENOMEM;
         if (sess->pid < 0 || !script.data)
                 return 0;
-        j = session_job_new(NULL, script.data);
-        if (!j)
-                return -ENOMEM;
-        session_enqueue(sess, j);
-        return 0;
+        return buf_append(&sess->env_lines, script.data, script.len);
 }
 
 void session_request(struct agent *a, struct conn *c, struct agent_request *req)

@@ -28,6 +28,7 @@
 #include "daemon/api-decode.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-req.h"
+#include "daemon/sandbox.h"
 #include "daemon/ws.h"
 
 struct pty_op {
@@ -131,6 +132,9 @@ static bool upgrade(struct pty_op *op)
         int rc;
 
         api_req_ref(r); /* the WebSocket's */
+        /* The 101 is an answer, and does not go through the HTTP server's writes: a claim
+         * it tells of is committed first (decision 0059). */
+        sandbox_table_commit(r->api->cfg.table);
         rc = ws_upgrade(r->http, &pty_ws_ops, op, &op->ws);
         if (rc < 0) {
                 api_req_unref(r);

@@ -90,6 +90,8 @@ int http_conn_write(struct conn *c, struct http_request *req, const struct iovec
                 len += parts[i].iov_len;
         if (c->fuzz)
                 return 0;
+        if (c->srv && c->srv->cfg.before_write)
+                c->srv->cfg.before_write(c->srv->cfg.before_write_userdata);
         wr = malloc(sizeof(*wr) + len);
         if (!wr)
                 return -ENOMEM;

@@ -64,6 +64,10 @@ struct http_server_config {
         /* JSON bodies being read are counted here (borrowed; NULL: not counted): a body
          * that does not fit is answered 503 SERVER_BUSY. */
         struct mem_budget *budget;
+        /* Optional: called before the bytes of any answer are queued, with its userdata:
+         * what an answer may tell of is committed first (the registry's claims). */
+        void (*before_write)(void *userdata);
+        void *before_write_userdata;
 };
 
 int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struct http_server **ret,

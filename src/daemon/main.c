@@ -678,6 +678,13 @@ static int start_api(struct daemon *d, const struct options *o)
         return 0;
 }
 
+/* The http servers' before_write: the claims made since the last commit are written
+ * before any answer leaves (decision 0059). */
+static void commit_claims(void *userdata)
+{
+        sandbox_table_commit(userdata);
+}
+
 /* Step 5: the API's listener, and the preview listener when asked. */
 static int listen_http(struct daemon *d, const struct options *o)
 {
@@ -689,7 +696,9 @@ static int listen_http(struct daemon *d, const struct options *o)
                                           api_log_request,
                                           (unsigned)o->max_conns,
                                           (unsigned)o->max_per_client,
-                                          &d->budget};
+                                          &d->budget,
+                                          commit_claims,
+                                          d->table};
         char phost[256];
 
         if (http_server_new(d->loop, &hcfg, &d->srv, &err) < 0) {

@@ -161,6 +161,20 @@ int identity_write(const char *dir, const char *text, struct cella_error *err)
         return 0;
 }
 
+int identity_prepare(const char *dir)
+{
+        char tmp[CELLA_PATH_MAX + 32];
+        int fd;
+
+        if (snprintf(tmp, sizeof(tmp), "%s/." IDENTITY_FILE ".tmp", dir) >= (int)sizeof(tmp))
+                return -ENAMETOOLONG;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        close(fd);
+        return 0;
+}
+
 int64_t proc_start_time(pid_t pid)
 {
         char path[64], buf[1024];

@@ -46,6 +46,9 @@ int identity_parse(const char *text, size_t len, struct identity *ret);
 bool identity_is(const char *dir, const char *text);
 /* Write text to <dir>/sandbox.json (a temporary file renamed over it, mode 0600). */
 int identity_write(const char *dir, const char *text, struct cella_error *err);
+/* Make identity_write's temporary file ahead, empty (a pool sandbox's, at its build): the
+ * claim's write then allocates no inode on the request path. Returns 0 or -errno. */
+int identity_prepare(const char *dir);
 
 /* A snapshot's record, kept beside its files as <data-dir>/snapshots/<id>/snapshot.json
  * (decision 0048), so that a rebuilt registry gets its snapshots back. */

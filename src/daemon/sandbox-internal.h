@@ -56,9 +56,11 @@ struct sandbox {
         unsigned slot;
         char id[16]; /* "s<slot>": cgroup and data directory name, fixed for life */
         enum sandbox_state state;
-        bool pooled;  /* a warm-pool sandbox: not in the table, no registry record */
-        bool claimed; /* taken from the pool by this daemon */
+        bool pooled;        /* a warm-pool sandbox: not in the table, no registry record */
+        bool claimed;       /* taken from the pool by this daemon */
+        bool commit_queued; /* claimed, its record in the table's commit queue */
         struct sandbox *pool_next;
+        struct sandbox *commit_next; /* the commit queue (sandbox-pool.c) */
         char *image;
         char *instance_type;
         json_t *env;
@@ -139,6 +141,12 @@ struct sandbox_table {
         uint64_t pool_retry_ms; /* back-off after failed builds; 0 after a success */
         unsigned reattached;    /* sandboxes of an earlier daemon taken over at start-up */
         unsigned pool_building; /* pool sandboxes whose start is in progress (0 or 1) */
+        /* Claims whose registry record is not written yet, oldest first, each holding a
+         * reference: written in one transaction at the end of the loop turn that made
+         * them (commit_check) or before any HTTP answer is queued, whichever comes first
+         * (sandbox_table_commit). */
+        struct sandbox *commit_queue, **commit_tail;
+        uv_check_t *commit_check; /* heap: closed asynchronously */
         /* Held by every runtime call that changes the host (start, destroy, rename,
          * network rules), on the loop or on a worker thread: struct runtime is not
          * thread-safe. */
@@ -185,6 +193,8 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
                struct cella_error *err);
 /* The start of pool sandbox s is over (err NULL: it runs): into the pool, or discarded. */
 void pool_built(struct sandbox *s, const struct cella_error *err);
+/* Take claimed s out of the commit queue (destroyed before its record was written). */
+void pool_commit_cancel(struct sandbox *s);
 
 /* sandbox-start.c */
 /* Build and start the container of s, on the loop: NEW/STOPPED/SLEEPING -> STARTING ->

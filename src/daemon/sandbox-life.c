@@ -422,6 +422,7 @@ int sandbox_table_destroy(struct sandbox_table *t, const char *name, bool *ret_e
                 net_sandbox_forget(runtime_net(t->rt), s->slot);
                 pthread_mutex_unlock(&t->rt_lock);
         }
+        pool_commit_cancel(s);
         store_sandbox_delete(t->store, s->name, NULL);
         table_remove(t, s);
         release_slot(t, s->slot);

@@ -9,16 +9,19 @@
 #include "common/log.h"
 #include "common/timeutil.h"
 #include "daemon/instance-type.h"
+#include "daemon/rebuild.h"
 #include "daemon/sandbox-internal.h"
 
 /* ---- the warm pool ----
  *
  * A pool sandbox is a struct sandbox with pooled set, named "pool-<slot>" (a reserved
  * name), running, its agent connected, outside the table and without a registry record.
- * A claim gives it its name and options, its hostname and /etc files, and then writes
- * its record: that write is the commit point. A daemon that dies before it leaves a pool
- * sandbox that the next daemon removes (see sweep_leftovers); after it, a sandbox like any
- * other, reattached by its record. */
+ * A claim gives it its name and options, its hostname and /etc files, and queues its
+ * record; the record's write is the commit point. Records queued in one loop turn are
+ * written in one transaction at its end, and before any HTTP answer is queued (decision
+ * 0059), so no answer leaves before the commit of the claim it may tell of. A daemon that
+ * dies before it leaves a pool sandbox that the next daemon removes (see sweep_leftovers);
+ * after it, a sandbox like any other, reattached by its record. */
 
 /* How many pool sandboxes to keep: the pool size, but never more than the user sandboxes
  * still allowed, so that user and pool sandboxes together stay within --max-sandboxes. */
@@ -108,11 +111,18 @@ static int pool_build(struct sandbox_table *t, struct cella_error *err)
                 pool_discard(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
+        /* The image's env, read now: a claim puts it under the env it is given. */
+        image_env_under(t, s->image, s->env);
         /* Off the loop: requests are served while it builds; pool_built() takes it on. */
         if (sandbox_start_async(s, err) < 0) {
                 pool_discard(s);
                 return -1;
         }
+        /* Its claim's identity file is then a rename, not a new inode (its directory is
+         * made by now); without it the claim makes the file itself. */
+        char dir[CELLA_PATH_MAX];
+        if (sandbox_dir(s, dir, sizeof(dir)) == 0 && identity_prepare(dir) < 0)
+                log_debug("pool: %s: identity file not prepared", dir);
         t->pool_building++;
         return 0;
 }
@@ -220,6 +230,116 @@ struct sandbox *pool_take(struct sandbox_table *t)
         return NULL;
 }
 
+/* ---- the commit queue ---- */
+
+static void on_commit_check(uv_check_t *h)
+{
+        sandbox_table_commit(h->data);
+}
+
+/* Queue the record of claimed s (in the table) for the next commit. */
+static int commit_queue_add(struct sandbox *s, struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+
+        if (!t->commit_check) {
+                t->commit_check = malloc(sizeof(*t->commit_check));
+                if (!t->commit_check || uv_check_init(t->loop, t->commit_check) < 0) {
+                        free(t->commit_check);
+                        t->commit_check = NULL;
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "commit check");
+                }
+                t->commit_check->data = t;
+                uv_unref((uv_handle_t *)t->commit_check);
+        }
+        if (!t->commit_queue) {
+                t->commit_tail = &t->commit_queue;
+                uv_check_start(t->commit_check, on_commit_check);
+        }
+        sandbox_ref(s);
+        s->commit_queued = true;
+        s->commit_next = NULL;
+        *t->commit_tail = s;
+        t->commit_tail = &s->commit_next;
+        return 0;
+}
+
+/* Take s out of the commit queue (it is destroyed before its record was written: there
+ * is nothing to write). */
+void pool_commit_cancel(struct sandbox *s)
+{
+        struct sandbox_table *t = s->table;
+
+        if (!s->commit_queued)
+                return;
+        for (struct sandbox **pp = &t->commit_queue; *pp; pp = &(*pp)->commit_next)
+                if (*pp == s) {
+                        *pp = s->commit_next;
+                        if (t->commit_tail == &s->commit_next)
+                                t->commit_tail = pp;
+                        break;
+                }
+        s->commit_queued = false;
+        s->commit_next = NULL;
+        if (!t->commit_queue && t->commit_check)
+                uv_check_stop(t->commit_check);
+        sandbox_unref(s);
+}
+
+/* A claim whose record could not be written must not run: it is removed, and the
+ * requests that use it fail with the agent's connection. */
+static void commit_failed(struct sandbox *s, const struct cella_error *e)
+{
+        log_error("sandbox '%s': claim undone, its record was not written: %s", s->name, e->msg);
+        if (s->state == SANDBOX_DESTROYED)
+                return;
+        table_remove(s->table, s);
+        pool_discard(s);
+}
+
+void sandbox_table_commit(struct sandbox_table *t)
+{
+        struct sandbox *batch = t->commit_queue;
+        struct cella_error e = {0};
+        unsigned n = 0;
+        uint64_t t0;
+        bool ok;
+
+        if (!batch)
+                return;
+        t0 = time_mono_us();
+        t->commit_queue = NULL;
+        t->commit_tail = &t->commit_queue;
+        if (t->commit_check)
+                uv_check_stop(t->commit_check);
+        for (struct sandbox *s = batch; s; s = s->commit_next)
+                s->commit_queued = false;
+        /* One transaction for the batch; if any write of it fails, none is kept and each
+         * record is tried on its own, so that only the claims that cannot be written are
+         * undone. */
+        ok = store_begin(t->store, &e) == 0;
+        for (struct sandbox *s = batch; ok && s; s = s->commit_next, n++)
+                ok = sandbox_persist(s, &e) == 0;
+        if (ok)
+                ok = store_commit(t->store, &e) == 0;
+        if (!ok) {
+                store_rollback(t->store);
+                log_warn("registry: a batch of claims: %s; their records one by one", e.msg);
+        }
+        while (batch) {
+                struct sandbox *s = batch;
+
+                batch = s->commit_next;
+                s->commit_next = NULL;
+                memset(&e, 0, sizeof(e));
+                if (!ok && sandbox_persist(s, &e) < 0)
+                        commit_failed(s, &e);
+                sandbox_unref(s); /* the queue's */
+        }
+        log_debug("registry: %u claims committed in %.2f ms", n,
+                  (double)(time_mono_us() - t0) / 1000.0);
+}
+
 /* Give pool sandbox s (taken out of the pool) the name and options of a new sandbox;
  * opts are validated. On failure s is discarded. */
 int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options *opts,
@@ -236,14 +356,28 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
                 pool_discard(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
-        image_env_under(t, s->image, env);
+        {
+                const char *k;
+                json_t *v;
+
+                json_object_foreach(s->env, k, v)
+                {
+                        if (!json_object_get(env, k) &&
+                            json_object_set(env, k, v) < 0) { /* what it is given wins */
+                                pool_discard(s);
+                                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                                       "out of memory");
+                        }
+                }
+        }
         json_decref(s->env);
         json_decref(s->labels);
         s->env = TAKE_PTR(env);
         s->labels = TAKE_PTR(labels);
         snprintf(s->name, sizeof(s->name), "%s", name);
-        /* The sandbox, as its user sees it, is made now. */
-        s->created_ms = s->last_active_ms = time_now_ms();
+        /* The sandbox, as its user sees it, is made now; its queued record carries this
+         * activity (no touch of a record not written yet). */
+        s->created_ms = s->last_active_ms = s->persisted_active_ms = time_now_ms();
         s->sleep_after_ms = opts && opts->sleep_after_ms > 0 ? opts->sleep_after_ms
                                                              : CELLA_DEFAULT_SLEEP_AFTER_MS;
         s->sleep_memory = opts && opts->sleep_mode && strcmp(opts->sleep_mode, "memory") == 0;
@@ -258,8 +392,9 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
         s->pooled = false;
         s->claimed = true;
         table_insert(t, s);
-        /* The commit point: from here on a restarted daemon reattaches it by this record. */
-        if (sandbox_persist(s, err) < 0) {
+        /* The commit point, at the end of this loop turn or before any answer is queued:
+         * from there on a restarted daemon reattaches it by its record. */
+        if (commit_queue_add(s, err) < 0) {
                 table_remove(t, s);
                 pool_discard(s);
                 return -1;
@@ -279,7 +414,7 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
         t->pool_claims++;
         t->pool_last_claim_ms = s->created_ms;
         log_info("sandbox '%s' claimed from the pool (slot %u, pid %d) in %.2f ms (name %.2f "
-                 "ms, registry %.2f ms)",
+                 "ms, the rest %.2f ms; its record at the end of the loop turn)",
                  s->name, s->slot, (int)s->ct.pid, (double)(time_mono_us() - t0) / 1000.0,
                  (double)(t1 - t0) / 1000.0, (double)(time_mono_us() - t1) / 1000.0);
         pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS);

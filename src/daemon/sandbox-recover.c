@@ -482,6 +482,13 @@ void sandbox_table_free(struct sandbox_table *t)
                 return;
         /* Starts in progress end first (a pool build's sandbox then joins the pool). */
         sandbox_join_all(t);
+        /* Claims not yet committed are written before the daemon lets go of them. */
+        sandbox_table_commit(t);
+        if (t->commit_check) {
+                uv_check_stop(t->commit_check);
+                uv_close((uv_handle_t *)t->commit_check, on_handle_closed);
+                t->commit_check = NULL;
+        }
         if (t->idle_timer) {
                 uv_timer_stop(t->idle_timer);
                 uv_close((uv_handle_t *)t->idle_timer, on_handle_closed);

@@ -14,6 +14,7 @@
 
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "common/probe.h"
 #include "common/timeutil.h"
 #include "daemon/instance-type.h"
 #include "daemon/metrics.h"
@@ -567,6 +568,7 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
                 s->state = j->prev;
                 return -1;
         }
+        PROBE_BEGIN();
         s->ct = j->ct;
         s->disk_promise = -1; /* its disk image may be new */
         if (watch_exit(s) < 0) {
@@ -574,8 +576,10 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
                 goto undo_container;
         }
         s->pid_start = proc_start_time(s->ct.pid);
+        PROBE("exit watch, pid start time");
         if (connect_agent(s, err) < 0)
                 goto undo_container;
+        PROBE("agent connect");
         s->state = SANDBOX_RUNNING;
         if (j->restore) {
                 s->ckpt_bytes = 0; /* restored and removed, or moved aside */
@@ -605,6 +609,8 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
          * sandbox has no record: a restarted daemon removes it). */
         if (!s->pooled && sandbox_persist(s, err) < 0)
                 goto undo_container;
+        PROBE("registry record");
+        PROBE_END("start on the loop");
         metrics_start_done(time_mono_us() - j->t0);
         return 0;
 

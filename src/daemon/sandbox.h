@@ -151,6 +151,11 @@ unsigned sandbox_table_count(const struct sandbox_table *t);
 json_t *sandbox_table_disk_info(struct sandbox_table *t);
 /* The warm pool for /v1/health: {size, ready, claims, builds}; new reference. */
 json_t *sandbox_table_pool_info(const struct sandbox_table *t);
+/* Write the registry records of the claims made since the last call, in one transaction
+ * (decision 0059): the commit point of a claim, which every HTTP answer waits for (cellad
+ * calls it before it queues any answer's bytes) and the end of each loop turn does anyway.
+ * A claim whose record cannot be written is undone: its sandbox is removed. */
+void sandbox_table_commit(struct sandbox_table *t);
 
 /* SandboxInfo: {id, state, image, instanceType, createdAt, lastActiveAt, labels, env,
  * sleepAfter, keepAlive, network, networkAllow, networkAddress (outbound only),

@@ -389,6 +389,36 @@ int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct c
         return step_done(s, s->save, "save sandbox", err);
 }
 
+static int exec_sql(struct store *s, const char *sql, const char *what, struct cella_error *err)
+{
+        int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+
+        if ((rc & 0xff) == SQLITE_FULL)
+                return cella_error_set(err, CELLA_E_INSUFFICIENT_STORAGE,
+                                       "the data directory is full: registry: %s: %s", what,
+                                       sqlite3_errstr(rc));
+        if (rc != SQLITE_OK)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "registry: %s: %s", what,
+                                       sqlite3_errmsg(s->db));
+        return 0;
+}
+
+int store_begin(struct store *s, struct cella_error *err)
+{
+        return exec_sql(s, "BEGIN", "begin", err);
+}
+
+int store_commit(struct store *s, struct cella_error *err)
+{
+        return exec_sql(s, "COMMIT", "commit", err);
+}
+
+void store_rollback(struct store *s)
+{
+        if (!sqlite3_get_autocommit(s->db))
+                sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
 int store_sandbox_delete(struct store *s, const char *name, struct cella_error *err)
 {
         sqlite3_bind_text(s->del, 1, name, -1, SQLITE_STATIC);

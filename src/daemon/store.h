@@ -47,6 +47,12 @@ void store_close(struct store *s);
 int store_sandbox_save(struct store *s, const struct store_sandbox *sb, struct cella_error *err);
 int store_sandbox_delete(struct store *s, const char *name, struct cella_error *err);
 int store_sandbox_touch(struct store *s, const char *name, int64_t last_active_ms);
+/* One transaction around several writes (the registry's batch of records made in one loop
+ * turn): store_begin, the writes, then store_commit, or store_rollback after a failed
+ * write (nothing of the batch is kept). Not nested. */
+int store_begin(struct store *s, struct cella_error *err);
+int store_commit(struct store *s, struct cella_error *err);
+void store_rollback(struct store *s);
 /* Call fn for every record (fields borrowed for the call). fn returning < 0 stops. */
 /* meta table: key/value text. get: 0, or -ENOENT when absent, -EIO. */
 int store_meta_get(struct store *s, const char *key, char *buf, size_t size);

@@ -187,9 +187,6 @@ _Noreturn void container_child_main(const struct child_args *a)
         CHECK(STEP_SETGID, setresgid(0, 0, 0));
         CHECK(STEP_SETUID, setresuid(0, 0, 0));
         CHECK(STEP_SETGROUPS, setgroups(0, NULL));
-        /* After clone3 put us into our cgroup: that cgroup becomes our cgroupns root. */
-        CHECK(STEP_CGROUPNS, unshare(CLONE_NEWCGROUP));
-        CHECK(STEP_HOSTNAME, sethostname(a->hostname, strlen(a->hostname)));
 
         /* The idmapped image goes over the sandbox dir (in our namespace only), the
          * overlay on top of it; lower/upper/work are given by descriptor, so no host
@@ -233,6 +230,22 @@ _Noreturn void container_child_main(const struct child_args *a)
         }
         close(layers);
         close(ofs);
+
+        /* The parent's go: our v1 cgroups are joined (it attached us while we mounted the
+         * above). Our cgroups (v2 since clone3) then become our cgroup namespace's root,
+         * before anything mounts a cgroup filesystem or runs the tenant's code. */
+        {
+                char go;
+                ssize_t n;
+
+                do
+                        n = recv(a->sync_fd, &go, 1, 0);
+                while (n < 0 && errno == EINTR);
+                if (n != 1)
+                        child_fail(a->sync_fd, STEP_SYNC, n < 0 ? errno : ECONNRESET, 0);
+        }
+        CHECK(STEP_CGROUPNS, unshare(CLONE_NEWCGROUP));
+        CHECK(STEP_HOSTNAME, sethostname(a->hostname, strlen(a->hostname)));
 
         r = mounts_apply(&rt->mounts, &idx);
         if (r < 0)

@@ -1,11 +1,12 @@
 /* Container start and teardown (see container.h and docs/runtime.md).
  *
  * Parent (cellad):  plan -> dirs, agent log, agent bind, cgroups -> clone3 -> uid/gid
- *                   maps, v1 cgroups, oom_score_adj, idmapped lower mount -> "go" + fd ->
- *                   wait for exec (EOF on the sync socket) or a {step, errno} report.
- * Child:            ids, cgroupns, hostname, overlay, mounts, agent bind, pivot_root,
- *                   agent socket, lo, caps, no_new_privs, setsid, seccomp, fds,
- *                   execve(/run/.cella/cella-init).
+ *                   maps, oom_score_adj, idmapped lower mount -> fds -> v1 cgroups ->
+ *                   "go" -> network -> wait for exec (EOF on the sync socket) or a
+ *                   {step, errno} report.
+ * Child:            fds -> disk, ids, overlay -> wait for "go" -> cgroupns, hostname,
+ *                   mounts, agent bind, pivot_root, agent socket, lo, caps, no_new_privs,
+ *                   setsid, seccomp, fds, execve(/run/.cella/cella-init).
  *
  * The child between clone3 and exec only uses data computed before the clone (its copy
  * of our memory), raw syscalls and stack buffers: cellad may have threads, so no malloc
@@ -42,6 +43,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/macros.h"
+#include "common/probe.h"
 #include "runtime/runtime-internal.h"
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -317,8 +319,12 @@ static void kill_and_reap(int pidfd)
         }
 }
 
-/* Parent side after clone3: maps, v1 cgroups, oom_score_adj, lower mount, go; then wait
- * for exec. Returns 0 or -errno with *err set (no "create sandbox" context: the caller's). */
+/* Parent side after clone3: maps, oom_score_adj, lower mount, the descriptors to the
+ * child (which then builds its root); meanwhile v1 cgroups, then the go that lets the
+ * child enter its cgroup namespace; the network while it finishes; then wait for exec. The v1 attach waits
+ * for an RCU grace period in the kernel (decision 0059): the child's mounts run during
+ * it instead of after it. Returns 0 or -errno with *err set (no "create sandbox"
+ * context: the caller's). */
 static int parent_setup(const struct runtime *rt, const struct container_spec *spec,
                         const struct cgroup_plan *plan, pid_t pid, int psync,
                         struct cella_error *err)
@@ -334,20 +340,10 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 what = "gid_map";
                 r = write_proc(pid, "gid_map", buf);
         }
-        if (r >= 0) {
-                what = "v1 cgroups";
-                r = cgroup_plan_attach_v1(plan, pid);
-        }
         if (r < 0)
                 return cella_error_errno(err, -r, "%s", what);
-        /* The network, before the agent runs: the sandbox starts with it up. */
-        if (spec->network) {
-                r = net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow, spec->net_allow_n,
-                                      err);
-                if (r < 0)
-                        return r;
-        }
-        if (r >= 0 && rt->oom_protect) {
+        PROBE("id maps");
+        if (rt->oom_protect) {
                 /* The agent must not be the OOM victim; it resets this for what it runs. */
                 what = "oom_score_adj";
                 r = write_proc(pid, "oom_score_adj", "-1000");
@@ -358,6 +354,7 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 lower = make_lower(spec->rootfs, pid);
                 r = lower < 0 ? lower : 0;
         }
+        PROBE("oom_score_adj, idmapped image");
         int snap[CELLA_SNAPSHOT_MAX_LAYERS];
         size_t made = 0;
         for (; r >= 0 && made < spec->n_layers; made++) {
@@ -383,6 +380,31 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                         close(snap[i]);
         if (r < 0)
                 return cella_error_errno(err, -r, "%s", what);
+        PROBE("fds sent");
+
+        /* While the child builds its root: its v1 cgroups (before it makes its cgroup
+         * namespace, whose root they become, and before anything of the tenant runs). */
+        what = "v1 cgroups";
+        r = cgroup_plan_attach_v1(plan, pid);
+        if (r < 0)
+                return cella_error_errno(err, -r, "%s", what);
+        PROBE("v1 cgroup attach");
+        /* Go. A child that failed meanwhile has closed its end: its report is read below. */
+        ssize_t sent;
+        do
+                sent = send(psync, "g", 1, MSG_NOSIGNAL);
+        while (sent < 0 && errno == EINTR);
+        if (sent < 0 && errno != EPIPE && errno != ECONNRESET)
+                return cella_error_errno(err, errno, "start child");
+        /* The network, while the child makes the rest of its mounts and execs: up before
+         * the start returns, so before the agent is given anything to run. */
+        if (spec->network) {
+                r = net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow, spec->net_allow_n,
+                                      err);
+                if (r < 0)
+                        return r;
+                PROBE("network");
+        }
 
         /* EOF: the child exec'd (the sync socket is close-on-exec). A child stuck in the
          * kernel (e.g. a hung filesystem) must not hang the daemon forever. */
@@ -398,8 +420,10 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
         do
                 got = recv(psync, &rep, sizeof(rep), 0);
         while (got < 0 && errno == EINTR);
-        if (got == 0)
+        if (got == 0) {
+                PROBE("child: the rest of its mounts, pivot, caps, seccomp, exec");
                 return 0;
+        }
         if (got != (ssize_t)sizeof(rep) || rep.step < 0 || rep.step >= _STEP_MAX)
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "child failed");
         if (rep.step == STEP_MOUNTS && rep.index >= 0 && (size_t)rep.index < rt->mounts.n)
@@ -425,12 +449,14 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
         args->psync_fd = psync;
 
         int pidfd = -EBADF;
+        PROBE("cgroup open, socketpair");
         pid_t pid = do_clone3(cgroup_fd, &pidfd);
         if (pid < 0)
                 return cella_error_errno(err, errno, "clone3");
         if (pid == 0)
                 container_child_main(args);
         close(TAKE_FD(csync));
+        PROBE("clone3");
 
         r = parent_setup(rt, spec, plan, pid, psync, err);
         if (r < 0) {
@@ -543,9 +569,11 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
 
         /* 0. The disk: upper and work live in the sandbox's image when it has one. */
         _cleanup_close_ int disk_fd = -EBADF;
+        PROBE_BEGIN();
         r = container_open_disk(rt, spec, dir_fd, &disk_fd, err);
         if (r < 0)
                 return r;
+        PROBE("disk");
         int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
 
         /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace. */
@@ -590,6 +618,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                 }
         }
 
+        PROBE("upper, work, /etc files");
         /* 2. The agent's listening socket is bound by the child inside the sandbox
          * (child_main); a socket left at the path older builds used goes, so that only
          * the sandbox's own is ever reached (runtime_container_agent_socket). */
@@ -606,6 +635,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
         if (null_fd < 0)
                 return cella_error_errno(err, errno, "/dev/null");
 
+        PROBE("agent log, agent bind");
         /* 3. cgroups. */
         _cleanup_free_ struct cgroup_plan *plan = calloc(1, sizeof(*plan));
         if (!plan)
@@ -618,6 +648,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                 return cella_error_errno(err, -r, "cgroup plan");
         size_t failed = 0;
         r = cgroup_plan_apply(plan, &failed);
+        PROBE("cgroup mkdir and limits");
         if (r < 0)
                 cella_error_errno(err, -r, "cgroup %s", plan->steps[failed].path);
         else {
@@ -633,6 +664,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                 };
                 r = spawn(rt, spec, plan, &args, ret, err);
         }
+        PROBE_END("container start");
         if (r < 0) {
                 cgroup_destroy(&rt->cg, rt->cgroup_name, spec->id);
                 return r;

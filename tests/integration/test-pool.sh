@@ -137,6 +137,24 @@ assert_eq 1 "$(health .pool.claims)" "the restarted daemon claims"
 # Nothing on disk but the user sandboxes and the pool.
 assert_eq 5 "$(ls "$IT_TMP/data/sandboxes" | wc -l)" "directories: A, L, C and a pool of 2"
 
+# ---- a claim that was answered is committed: SIGKILL right after its answer ----
+# The claim's record is written with the other claims of its loop turn, and always before
+# any answer is queued (decision 0059): the daemon that answered 201 may die at once.
+wait_pool_ready 2
+K=$(sbx k)
+api_json PUT "/v1/sandboxes/$K" '{"labels":{"when":"killed"}}'
+expect_status 201
+kill -KILL "$CELLAD_PID"
+wait "$CELLAD_PID" 2>/dev/null || true
+CELLAD_PID=
+start_cellad --pool 2
+assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$K' reattached" "claim answered just before SIGKILL"
+assert_eq "$K" "$(run_in "$K" 'hostname')" "its hostname after the restart"
+api GET "/v1/sandboxes/$K" >/dev/null
+assert_eq killed "$(body .labels.when)" "its labels after the restart"
+api DELETE "/v1/sandboxes/$K" >/dev/null
+expect_status 200
+
 # ---- --max-sandboxes: pool and user sandboxes stay within it ----
 stop_cellad
 start_cellad --pool 2 --max-sandboxes 2

@@ -163,6 +163,48 @@ static void test_store_roundtrip(void **state)
         assert_string_equal(seen.names[0], "beta");
 }
 
+/* A batch of records in one transaction (the claims of a loop turn, decision 0059): all
+ * of it after a commit, none of it after a rollback, and a failed write in a batch
+ * leaves the registry as it was before the batch. */
+static void test_store_batch(void **state)
+{
+        struct reg *r = *state;
+        struct cella_error err = {0};
+        struct seen seen = {0};
+        struct store_sandbox a = alpha, b = alpha, c = alpha;
+
+        b.name = "beta";
+        b.slot = 1;
+        c.name = "gamma";
+        c.slot = 2;
+        assert_int_equal(store_begin(r->st, &err), 0);
+        assert_int_equal(store_sandbox_save(r->st, &a, &err), 0);
+        assert_int_equal(store_sandbox_save(r->st, &b, &err), 0);
+        assert_int_equal(store_commit(r->st, &err), 0);
+
+        assert_int_equal(store_begin(r->st, &err), 0);
+        assert_int_equal(store_sandbox_save(r->st, &c, &err), 0);
+        store_rollback(r->st);
+
+        /* gamma first, then a name on beta's slot: the batch fails and is rolled back. */
+        assert_int_equal(store_begin(r->st, &err), 0);
+        assert_int_equal(store_sandbox_save(r->st, &c, &err), 0);
+        c.name = "delta";
+        c.slot = 1;
+        assert_true(store_sandbox_save(r->st, &c, &err) < 0);
+        store_rollback(r->st);
+        store_rollback(r->st); /* none open: nothing happens */
+
+        reg_reopen(r);
+        assert_int_equal(store_sandbox_foreach(r->st, collect, &seen, &err), 0);
+        assert_int_equal(seen.n, 2);
+        assert_string_equal(seen.names[0], "alpha");
+        assert_string_equal(seen.names[1], "beta");
+        /* A commit with no transaction open is an error, not a silent success. */
+        assert_true(store_commit(r->st, &err) < 0);
+        assert_int_equal(err.code, CELLA_E_INTERNAL_ERROR);
+}
+
 static int collect_snap(const struct store_snapshot *sn, void *userdata)
 {
         char *out = userdata;
@@ -377,6 +419,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_store_roundtrip, reg_setup, reg_teardown),
                 cmocka_unit_test_setup_teardown(test_store_snapshots, reg_setup, reg_teardown),
+                cmocka_unit_test_setup_teardown(test_store_batch, reg_setup, reg_teardown),
                 cmocka_unit_test_setup_teardown(test_store_damaged, reg_setup, reg_teardown),
                 cmocka_unit_test(test_store_open_failure),
                 cmocka_unit_test(test_identity),
