@@ -184,7 +184,8 @@ static int decode_all(struct cluster_keys *k, const struct etcd_answer *a, struc
                         k->warned = true;
                 }
         }
-        qsort(v, n, sizeof(*v), by_id);
+        if (n > 1)
+                qsort(v, n, sizeof(*v), by_id); /* v is NULL when there is none */
         *ret = v;
         *ret_n = n;
         return 0;
@@ -564,9 +565,10 @@ static void on_listed(const struct etcd_answer *a, void *ud)
                 free(op);
                 return;
         }
-        if (n)
+        if (n) {
                 memcpy(copy, v, n * sizeof(*v));
-        qsort(copy, n, sizeof(*copy), by_age);
+                qsort(copy, n, sizeof(*copy), by_age);
+        }
         for (size_t i = 0; i < n; i++)
                 views[i] = view(&copy[i]);
         replace(k, v, n, a->revision); /* the freshest read there is */
