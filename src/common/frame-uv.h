@@ -27,9 +27,9 @@ struct frame_write {
 /* Queue a frame on s. The header and the payload are offered to the socket together
  * (uv_try_write, a writev) when nothing is queued before them; only what it did not take
  * is copied behind a write request (decision 0058). done receives &w->req of a struct
- * frame_write, which it frees; it is called for every frame, also one the socket took
- * whole (w->len is 0 then). Returns the bytes queued (what the socket did not take),
- * -EINVAL if len > CELLA_FRAME_MAX, -ENOMEM, or libuv's error (nothing is sent then). */
+ * frame_write, which it frees; it is called for a frame of which something was queued.
+ * Returns the bytes queued (what the socket did not take; 0: it took the frame whole, no
+ * request was made and done is not called), -EINVAL if len > CELLA_FRAME_MAX, -ENOMEM, or libuv's error (nothing is sent then). */
 static inline int frame_uv_write(uv_stream_t *s, void *conn, uint8_t type, uint32_t stream,
                                  const void *payload, size_t len, uv_write_cb done)
 {
@@ -50,6 +50,8 @@ static inline int frame_uv_write(uv_stream_t *s, void *conn, uint8_t type, uint3
                         taken = (size_t)r;
         }
         rest = sizeof(head) + len - taken;
+        if (rest == 0)
+                return 0; /* taken whole: no write request, done is not called */
         w = malloc(offsetof(struct frame_write, data) + rest + 1);
         if (!w)
                 return -ENOMEM; /* a frame cut after its first bytes: the link fails */

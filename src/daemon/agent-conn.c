@@ -97,7 +97,8 @@ static int conn_send(struct agent_conn *c, uint8_t type, uint32_t stream, const 
         n = frame_uv_write((uv_stream_t *)&c->pipe, c, type, stream, payload, len, on_write_done);
         if (n < 0)
                 return n;
-        c->pending_writes++;
+        if (n > 0)
+                c->pending_writes++; /* else the socket took it whole: no completion */
         return 0;
 }
 
