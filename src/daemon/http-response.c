@@ -85,6 +85,7 @@ static int conn_write(struct conn *c, struct http_request *req, const struct iov
         size_t len = 0, copied = 0, taken = 0, skip;
         uv_buf_t bufs[WRITE_PARTS];
         unsigned nbufs = 0;
+        bool last_copied = false; /* bufs[nbufs - 1] is in wr->data */
         struct wreq *wr;
         int r;
 
@@ -129,17 +130,18 @@ static int conn_write(struct conn *c, struct http_request *req, const struct iov
                 skip -= k;
                 if (i == held) {
                         bufs[nbufs++] = uv_buf_init(parts[i].iov_base, (unsigned)n);
+                        last_copied = false;
                         continue;
                 }
                 if (n > k) {
                         memcpy(wr->data + copied, (const char *)parts[i].iov_base + k, n - k);
                         /* copied parts next to each other are one buffer */
-                        if (nbufs > 0 &&
-                            bufs[nbufs - 1].base + bufs[nbufs - 1].len == wr->data + copied)
+                        if (nbufs > 0 && last_copied)
                                 bufs[nbufs - 1].len += (unsigned)(n - k);
                         else
                                 bufs[nbufs++] = uv_buf_init(wr->data + copied, (unsigned)(n - k));
                         copied += n - k;
+                        last_copied = true;
                 }
         }
         if (nbufs == 0)
