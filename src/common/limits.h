@@ -45,6 +45,7 @@
 #define CELLA_FRAME_MAX (1024 * 1024)      /* payload bytes per frame */
 #define CELLA_FRAME_DATA_CHUNK (64 * 1024) /* preferred DATA/STDOUT chunk */
 #define CELLA_STREAM_WINDOW (4096 * 1024)  /* initial per-stream credit, each direction */
+#define CELLA_STREAM_ACK_BATCH (CELLA_STREAM_WINDOW / 4) /* credit cellad returns at once */
 #define CELLA_AGENT_MAX_STREAMS 1024       /* concurrent streams per connection */
 #define CELLA_WATCH_MAX_PATTERNS 32        /* include + exclude globs of one file watch */
 #define CELLA_WATCH_PATTERN_MAX 256        /* bytes of one glob */

@@ -27,6 +27,7 @@ struct agent_stream {
         void *userdata;
         uint64_t send_credit;  /* DATA bytes we may still send */
         uint64_t recv_unacked; /* data bytes received and not yet acknowledged */
+        uint64_t ack_held;     /* of those, taken by the user, in the next WINDOW */
         bool end_sent;
 };
 
@@ -96,7 +97,8 @@ static int conn_send(struct agent_conn *c, uint8_t type, uint32_t stream, const 
         n = frame_uv_write((uv_stream_t *)&c->pipe, c, type, stream, payload, len, on_write_done);
         if (n < 0)
                 return n;
-        c->pending_writes++;
+        if (n > 0)
+                c->pending_writes++; /* else the socket took it whole: no completion */
         return 0;
 }
 
@@ -402,16 +404,30 @@ int agent_stream_send_end(struct agent_stream *s)
         return r;
 }
 
-void agent_stream_ack(struct agent_stream *s, size_t bytes)
+/* Credit goes back in WINDOW frames of CELLA_STREAM_ACK_BATCH at least (a quarter of the
+ * window, so an agent that waits for credit always gets it), or at once when forced: one
+ * WINDOW per frame was a write in cellad and a wakeup in the agent per frame. */
+static void stream_ack(struct agent_stream *s, size_t bytes, bool force)
 {
         uint8_t w[4];
-        if (bytes == 0 || s->conn->closing)
+        uint64_t n;
+
+        if (s->conn->closing)
                 return;
-        if (bytes > s->recv_unacked)
-                bytes = (size_t)s->recv_unacked;
-        s->recv_unacked -= bytes;
-        frame_window_pack(w, (uint32_t)bytes);
+        s->ack_held = MIN(s->ack_held + bytes, s->recv_unacked);
+        if (s->ack_held == 0 || (!force && s->ack_held < CELLA_STREAM_ACK_BATCH))
+                return;
+        n = s->ack_held;
+        s->recv_unacked -= n;
+        s->ack_held = 0;
+        frame_window_pack(w, (uint32_t)n);
         conn_send(s->conn, FRAME_WINDOW, s->id, w, sizeof(w));
+}
+
+void agent_stream_ack(struct agent_stream *s, size_t bytes)
+{
+        if (bytes)
+                stream_ack(s, bytes, false);
 }
 
 int agent_stream_send_json(struct agent_stream *s, uint8_t type, json_t *payload)
@@ -439,5 +455,5 @@ void agent_stream_cancel(struct agent_stream *s)
         }
         s->state = STREAM_CANCELLED;
         if (s->recv_unacked)
-                agent_stream_ack(s, (size_t)s->recv_unacked);
+                stream_ack(s, (size_t)s->recv_unacked, true);
 }

@@ -11,6 +11,8 @@
  * stream before it needs credit. The user returns credit with agent_stream_ack(stream, n)
  * once it has passed n data bytes on (e.g. when an HTTP write of them completed): this is
  * how a slow HTTP client slows the command or file read down instead of filling memory.
+ * The credit goes back in WINDOW frames of CELLA_STREAM_ACK_BATCH or more (a cancel
+ * returns all of it at once).
  * Data the user sends (agent_stream_send_data) is limited the same way: it returns -EAGAIN
  * when the agent's credit is used up, and ops->on_writable is called when credit returns. */
 #ifndef CELLA_DAEMON_AGENT_CONN_H

@@ -70,6 +70,8 @@ struct api_outbuf {
         size_t total; /* the whole-piece limit; 0: cap applies */
         size_t used;  /* bytes admitted under total */
         bool dropped; /* a piece did not fit under total */
+        size_t utf8_to[2]; /* out[i] is known to be UTF-8 up to here (checked as it came) */
+        bool not_utf8[2];  /* out[i] is known not to be */
 };
 void api_outbuf_add(struct api_outbuf *ob, int which, const void *data, size_t len);
 /* Whole-piece mode: admit n more bytes? (dropped is set when not) */

@@ -215,6 +215,31 @@ bool api_outbuf_room(struct api_outbuf *ob, size_t n)
         return true;
 }
 
+/* Check the bytes of out[which] added since the last check, while they are in the cache:
+ * its UTF-8 validity is then known at the end without a walk over all of it. */
+static void outbuf_check(struct api_outbuf *ob, int which)
+{
+        const struct buf *b = &ob->out[which];
+        size_t from = ob->utf8_to[which], n;
+
+        if (ob->not_utf8[which] || from >= b->len)
+                return;
+        n = utf8_complete_prefix(b->data + from, b->len - from);
+        if (n && !utf8_is_valid(b->data + from, n))
+                ob->not_utf8[which] = true;
+        else
+                ob->utf8_to[which] = from + n;
+}
+
+/* out[which] is UTF-8 as a whole (its last bytes checked now). */
+static bool outbuf_utf8(const struct api_outbuf *ob, int which)
+{
+        const struct buf *b = &ob->out[which];
+        size_t from = MIN(ob->utf8_to[which], b->len);
+
+        return !ob->not_utf8[which] && utf8_is_valid(b->data ? b->data + from : "", b->len - from);
+}
+
 void api_outbuf_add(struct api_outbuf *ob, int which, const void *data, size_t len)
 {
         struct buf *b = &ob->out[which];
@@ -222,8 +247,8 @@ void api_outbuf_add(struct api_outbuf *ob, int which, const void *data, size_t l
 
         if (ob->total) {
                 /* whole pieces under a limit shared with what else the answer holds */
-                if (api_outbuf_room(ob, len))
-                        buf_append(b, data, len);
+                if (api_outbuf_room(ob, len) && buf_append(b, data, len) == 0)
+                        outbuf_check(ob, which);
                 return;
         }
         if (ob->truncated[which] || len == 0 || cap == 0)
@@ -239,6 +264,7 @@ void api_outbuf_add(struct api_outbuf *ob, int which, const void *data, size_t l
                 n = 0;
         } else {
                 ob->counted[which] += n;
+                outbuf_check(ob, which);
         }
         /* keep the first bytes only: once a piece is dropped, the rest of the stream is */
         if (n < len)
@@ -250,6 +276,8 @@ static void outbuf_release(struct api_outbuf *ob, int which)
         buf_free(&ob->out[which]);
         mem_budget_give(ob->budget, ob->counted[which]);
         ob->counted[which] = 0;
+        ob->utf8_to[which] = 0;
+        ob->not_utf8[which] = false;
 }
 
 void api_outbuf_done(struct api_outbuf *ob)
@@ -280,9 +308,7 @@ static const char *marker_text(int which)
 
 json_t *api_outbuf_marker(const struct api_outbuf *ob, int which, bool *ret_b64)
 {
-        const struct buf *b = &ob->out[which];
-
-        *ret_b64 = !utf8_is_valid(b->data ? b->data : "", b->len);
+        *ret_b64 = !outbuf_utf8(ob, which);
         return json_string(marker_text(which));
 }
 
@@ -312,14 +338,16 @@ struct out_writer {
         size_t mark_at[2];  /* where each marker's content starts in text (SIZE_MAX: none) */
         size_t mark_len[2]; /* its length there (as dumped) */
         bool b64[2];
-        int cur;    /* the stream being written, -1: text */
-        size_t off; /* in out[cur] */
+        int cur;          /* the stream being written, -1: text */
+        size_t off;       /* in out[cur] */
+        struct buf piece; /* the escaped piece in flight, reused from piece to piece */
         struct api_outbuf ob;
 };
 
 static void writer_free(struct out_writer *w)
 {
         api_outbuf_done(&w->ob);
+        buf_free(&w->piece);
         free(w->text);
         http_request_unref(w->req);
         free(w);
@@ -361,23 +389,28 @@ static int writer_piece(struct out_writer *w, struct buf *piece)
         return 0;
 }
 
-/* Write the next piece of the answer; the write's completion calls it again. */
+/* Write the next piece of the answer; the write's completion calls it again. Both the
+ * escaped piece (in w->piece, reused) and a stretch of the document are written from
+ * where they are, held until the write completes: no copy into the write. */
 static void writer_step(struct out_writer *w)
 {
-        _cleanup_buf_ struct buf piece = BUF_INIT;
-        size_t stop;
+        const char *data;
+        size_t stop, len;
         int next = -1;
 
         for (;;) {
                 if (w->cur >= 0) {
                         if (w->off < w->ob.out[w->cur].len) {
-                                if (writer_piece(w, &piece) < 0) {
+                                buf_reset(&w->piece);
+                                if (writer_piece(w, &w->piece) < 0) {
                                         http_request_close(w->req);
                                         writer_free(w);
                                         return;
                                 }
-                                if (piece.len == 0)
+                                if (w->piece.len == 0)
                                         continue; /* an empty piece (cannot happen) */
+                                data = w->piece.data;
+                                len = w->piece.len;
                                 break;
                         }
                         outbuf_release(&w->ob, w->cur);
@@ -393,11 +426,8 @@ static void writer_step(struct out_writer *w)
                                 next = i;
                         }
                 if (stop > w->pos) {
-                        if (buf_append(&piece, w->text + w->pos, stop - w->pos) < 0) {
-                                http_request_close(w->req);
-                                writer_free(w);
-                                return;
-                        }
+                        data = w->text + w->pos;
+                        len = stop - w->pos;
                         w->pos = stop;
                         break;
                 }
@@ -411,7 +441,7 @@ static void writer_step(struct out_writer *w)
                 writer_free(w);
                 return;
         }
-        if (http_response_write(w->req, piece.data, piece.len, writer_written, w) < 0)
+        if (http_response_write_held(w->req, data, len, writer_written, w) < 0)
                 writer_free(w);
 }
 
@@ -435,7 +465,7 @@ int api_outbuf_respond(struct http_request *req, int status, json_t *doc, struct
 
                 w->mark_at[i] = at ? (size_t)(at - w->text) + 1 : SIZE_MAX;
                 w->mark_len[i] = dumped ? strlen(dumped) - 2 : 0;
-                w->b64[i] = !utf8_is_valid(ob->out[i].data ? ob->out[i].data : "", ob->out[i].len);
+                w->b64[i] = !outbuf_utf8(ob, i);
         }
         w->ob = *ob;
         *ob = (struct api_outbuf){.budget = ob->budget, .cap = ob->cap, .total = ob->total};

@@ -74,43 +74,84 @@ static void write_cb(uv_write_t *w, int status)
         free(wr);
 }
 
+#define WRITE_PARTS 8 /* parts of one write at most */
+
 /* Queue the concatenation of parts on the socket. counted bytes are reported to cb and
- * counted in req->queued. */
-int http_conn_write(struct conn *c, struct http_request *req, const struct iovec *parts,
-                    size_t nparts, size_t counted, http_write_cb cb, void *ud)
+ * counted in req->queued. held < nparts: that part is not copied but written from where
+ * it is, which the caller keeps until cb (the others are copied behind the request). */
+static int conn_write(struct conn *c, struct http_request *req, const struct iovec *parts,
+                      size_t nparts, size_t held, size_t counted, http_write_cb cb, void *ud)
 {
-        size_t len = 0;
+        size_t len = 0, copied = 0, taken = 0, skip;
+        uv_buf_t bufs[WRITE_PARTS];
+        unsigned nbufs = 0;
+        bool last_copied = false; /* bufs[nbufs - 1] is in wr->data */
         struct wreq *wr;
-        uv_buf_t b;
         int r;
 
         if (c->closing)
                 return -EPIPE;
-        for (size_t i = 0; i < nparts; i++)
+        if (nparts > WRITE_PARTS)
+                return -EINVAL;
+        for (size_t i = 0; i < nparts; i++) {
                 len += parts[i].iov_len;
+                bufs[i] = uv_buf_init(parts[i].iov_base, (unsigned)parts[i].iov_len);
+        }
         if (c->fuzz)
                 return 0;
+        /* what must be durable before an answer leaves (a claim's record, decision 0059) */
         if (c->srv && c->srv->cfg.before_write)
                 c->srv->cfg.before_write(c->srv->cfg.before_write_userdata);
-        wr = malloc(sizeof(*wr) + len);
-        if (!wr)
+        /* offered to the socket from where the bytes are when nothing is queued before them
+         * (one writev); only what it did not take is copied behind the write request, which
+         * is queued in any case, so that cb comes from the loop as for any write */
+        if (len && held >= nparts && uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0) {
+                r = uv_try_write((uv_stream_t *)&c->tcp, bufs, (unsigned)nparts);
+                if (r > 0 && (size_t)r <= len)
+                        taken = (size_t)r;
+        }
+        for (size_t i = 0; i < nparts; i++)
+                if (i != held)
+                        copied += parts[i].iov_len;
+        wr = malloc(sizeof(*wr) + copied - MIN(taken, copied));
+        if (!wr) {
+                if (taken)
+                        http_conn_close(c); /* an answer cut inside: nothing can follow */
                 return -ENOMEM;
+        }
         wr->conn = c;
         wr->req = req;
         wr->cb = cb;
         wr->ud = ud;
         wr->counted = counted;
         wr->len = len;
-        len = 0;
+        copied = 0;
+        skip = taken;
         for (size_t i = 0; i < nparts; i++) {
-                if (parts[i].iov_len)
-                        memcpy(wr->data + len, parts[i].iov_base, parts[i].iov_len);
-                len += parts[i].iov_len;
+                size_t n = parts[i].iov_len, k = MIN(skip, n);
+
+                skip -= k;
+                if (i == held) {
+                        bufs[nbufs++] = uv_buf_init(parts[i].iov_base, (unsigned)n);
+                        last_copied = false;
+                        continue;
+                }
+                if (n > k) {
+                        memcpy(wr->data + copied, (const char *)parts[i].iov_base + k, n - k);
+                        /* copied parts next to each other are one buffer */
+                        if (nbufs > 0 && last_copied)
+                                bufs[nbufs - 1].len += (unsigned)(n - k);
+                        else
+                                bufs[nbufs++] = uv_buf_init(wr->data + copied, (unsigned)(n - k));
+                        copied += n - k;
+                        last_copied = true;
+                }
         }
-        b = uv_buf_init(wr->data, (unsigned)len);
+        if (nbufs == 0)
+                bufs[nbufs++] = uv_buf_init(wr->data, 0); /* taken whole: cb from the loop */
         if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
                 c->write_ms = conn_now(c); /* the send deadline counts from here */
-        r = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
+        r = uv_write(&wr->w, (uv_stream_t *)&c->tcp, bufs, nbufs, write_cb);
         if (r < 0) {
                 free(wr);
                 http_conn_close(c);
@@ -121,6 +162,12 @@ int http_conn_write(struct conn *c, struct http_request *req, const struct iovec
                 req->queued += counted;
         }
         return 0;
+}
+
+int http_conn_write(struct conn *c, struct http_request *req, const struct iovec *parts,
+                    size_t nparts, size_t counted, http_write_cb cb, void *ud)
+{
+        return conn_write(c, req, parts, nparts, SIZE_MAX, counted, cb, ud);
 }
 
 static const char *status_text(int status)
@@ -188,8 +235,8 @@ int http_response_begin(struct http_request *req, int status, const char *conten
         return send_head(req, status, content_type, content_length, extra_headers);
 }
 
-int http_response_write(struct http_request *req, const void *data, size_t len, http_write_cb done,
-                        void *ud)
+static int response_write(struct http_request *req, const void *data, size_t len, bool held,
+                          http_write_cb done, void *ud)
 {
         char size_line[32];
         struct iovec iov[3];
@@ -203,13 +250,25 @@ int http_response_write(struct http_request *req, const void *data, size_t len, 
                 return 0;
         if (!req->chunked) {
                 iov[0] = (struct iovec){(void *)data, len};
-                return http_conn_write(req->conn, req, iov, 1, len, done, ud);
+                return conn_write(req->conn, req, iov, 1, held ? 0 : SIZE_MAX, len, done, ud);
         }
         n = snprintf(size_line, sizeof(size_line), "%zx\r\n", len);
         iov[0] = (struct iovec){size_line, (size_t)n};
         iov[1] = (struct iovec){(void *)data, len};
         iov[2] = (struct iovec){"\r\n", 2};
-        return http_conn_write(req->conn, req, iov, 3, len, done, ud);
+        return conn_write(req->conn, req, iov, 3, held ? 1 : SIZE_MAX, len, done, ud);
+}
+
+int http_response_write(struct http_request *req, const void *data, size_t len, http_write_cb done,
+                        void *ud)
+{
+        return response_write(req, data, len, false, done, ud);
+}
+
+int http_response_write_held(struct http_request *req, const void *data, size_t len,
+                             http_write_cb done, void *ud)
+{
+        return response_write(req, data, len, true, done, ud);
 }
 
 size_t http_response_queued(const struct http_request *req)

@@ -176,13 +176,18 @@ int http_respond_bytes(struct http_request *req, int status, const char *content
  * extra_headers, if not NULL, is a block of "Name: value\r\n" lines. */
 int http_response_begin(struct http_request *req, int status, const char *content_type,
                         int64_t content_length, const char *extra_headers);
-/* Queue bytes (copied). done, if not NULL, is called once the socket took them (status 0)
+/* Queue bytes (offered to the socket at once; what it does not take is copied). done, if
+ * not NULL, is called once the socket took them (status 0)
  * or the connection failed (status < 0); it is how a handler returns agent credit only
  * when the client took the bytes. For a HEAD request the bytes are discarded and done is
  * not called. */
 typedef void (*http_write_cb)(struct http_request *req, int status, size_t len, void *ud);
 int http_response_write(struct http_request *req, const void *data, size_t len, http_write_cb done,
                         void *ud);
+/* The same without a copy: data is written from where it is and must stay unchanged
+ * until done is called (done is required; it comes also when the connection failed). */
+int http_response_write_held(struct http_request *req, const void *data, size_t len,
+                             http_write_cb done, void *ud);
 /* Bytes queued and not yet taken by the socket. */
 size_t http_response_queued(const struct http_request *req);
 int http_response_end(struct http_request *req);

@@ -50,18 +50,21 @@ static int recv_frame(int fd, struct frame *f)
         return frame_decode(in, CELLA_FRAME_HEADER + len, f) > 0 ? 0 : -1;
 }
 
-/* The fake agent: HELLO; for EXEC send 3 MiB of STDOUT in window-sized steps, waiting
- * for WINDOW credit, then EXIT; for FILE_WRITE receive DATA (granting credit) until END,
+/* The fake agent: HELLO; for EXEC send 9 MiB of STDOUT (more than two windows), waiting
+ * for WINDOW credit, then EXIT with the number of WINDOW frames and the smallest increment
+ * it got (cellad returns credit in steps of CELLA_STREAM_ACK_BATCH or more); for FILE_WRITE receive DATA (granting credit) until END,
  * then RESULT with the byte count; then overrun the window of a third stream. */
+#define EXEC_BYTES (9 * 1024 * 1024)
+
 static void fake_agent(int lfd)
 {
         int fd = accept(lfd, NULL, NULL);
         struct frame f;
         static char chunk[64 * 1024];
         uint64_t credit = CELLA_STREAM_WINDOW;
-        char msg[64];
+        char msg[128];
         uint32_t exec_stream = 0, write_stream = 0, third = 0;
-        uint64_t sent = 0, received = 0;
+        uint64_t sent = 0, received = 0, windows = 0, min_window = UINT64_MAX;
 
         memset(chunk, 'x', sizeof(chunk));
         send_frame(fd, FRAME_HELLO, 0, "{\"version\":1,\"pid\":1}", 21);
@@ -73,6 +76,9 @@ static void fake_agent(int lfd)
                         uint32_t c;
                         frame_window_unpack(&f, &c);
                         credit += c;
+                        windows++;
+                        if (c < min_window)
+                                min_window = c;
                 } else if (f.type == FRAME_FILE_WRITE) {
                         write_stream = f.stream;
                 } else if (f.type == FRAME_DATA && f.stream == write_stream) {
@@ -90,13 +96,18 @@ static void fake_agent(int lfd)
                         for (uint64_t s = 0; s <= CELLA_STREAM_WINDOW; s += sizeof(chunk))
                                 send_frame(fd, FRAME_DATA, third, chunk, sizeof(chunk));
                 }
-                while (exec_stream && sent < 3 * 1024 * 1024 && credit >= sizeof(chunk)) {
+                while (exec_stream && sent < EXEC_BYTES && credit >= sizeof(chunk)) {
                         send_frame(fd, FRAME_STDOUT, exec_stream, chunk, sizeof(chunk));
                         credit -= sizeof(chunk);
                         sent += sizeof(chunk);
-                        if (sent == 3 * 1024 * 1024)
-                                send_frame(fd, FRAME_EXIT, exec_stream,
-                                           "{\"exitCode\":0,\"timedOut\":false}", 31);
+                        if (sent == EXEC_BYTES) {
+                                int n = snprintf(msg, sizeof(msg),
+                                                 "{\"exitCode\":0,\"windows\":%llu,"
+                                                 "\"minWindow\":%llu}",
+                                                 (unsigned long long)windows,
+                                                 (unsigned long long)min_window);
+                                send_frame(fd, FRAME_EXIT, exec_stream, msg, (uint32_t)n);
+                        }
                 }
         }
         _exit(0);
@@ -109,6 +120,7 @@ struct ctx {
         int exec_closed, upload_closed, third_closed;
         int exec_close_err, third_close_err;
         int exit_code;
+        json_int_t windows, min_window;
         char upload_result[64];
         uint64_t upload_sent;
         int lost;
@@ -136,6 +148,8 @@ static void on_frame(struct agent_stream *s, const struct frame *f, void *ud)
         } else if (s == c->exec && f->type == FRAME_EXIT) {
                 json_t *j = json_loadb((const char *)f->payload, f->len, 0, NULL);
                 c->exit_code = (int)json_integer_value(json_object_get(j, "exitCode"));
+                c->windows = json_integer_value(json_object_get(j, "windows"));
+                c->min_window = json_integer_value(json_object_get(j, "minWindow"));
                 json_decref(j);
         } else if (s == c->upload && f->type == FRAME_RESULT) {
                 snprintf(c->upload_result, sizeof(c->upload_result), "%.*s", (int)f->len,
@@ -237,8 +251,11 @@ static void test_agent_conn(void **state)
         /* More than one window was queued only if credit came back. */
         uv_run(&loop, UV_RUN_DEFAULT);
 
-        assert_int_equal(c.stdout_bytes, 3 * 1024 * 1024);
+        assert_int_equal(c.stdout_bytes, EXEC_BYTES);
         assert_int_equal(c.exit_code, 0);
+        /* credit came back (two windows at least) and in batches, not a WINDOW per frame */
+        assert_true(c.windows >= 2);
+        assert_true(c.min_window >= CELLA_STREAM_ACK_BATCH);
         assert_int_equal(c.exec_closed, 1);
         assert_int_equal(c.exec_close_err, 0);
         assert_int_equal(c.upload_closed, 1);
