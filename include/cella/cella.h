@@ -307,6 +307,12 @@ int cella_key_list(cella_client *c, char **ret_json);
 /* Remove key id: it is refused from the next request on. KEY_NOT_FOUND (404). */
 int cella_key_delete(cella_client *c, const char *id, char **ret_json);
 
+/* ---- the cluster (docs/cluster.md; the admin's) ---- */
+/* The cluster's live nodes: {nodes: [{node, advertise, capacity, sandboxes, running,
+ * images, version, startedAt, lease, draining?, self}]}. NOT_FOUND (404) from a cellad
+ * without --cluster, CLUSTER_UNAVAILABLE (503) when etcd does not answer. */
+int cella_cluster_nodes(cella_client *c, char **ret_json);
+
 /* ---- metrics (GET /metrics, docs/metrics.md) ---- */
 /* The node's counters: *ret_text, the Prometheus text exposition (version 0.0.4); free
  * with cella_free. Needs the API token like every route but health. */

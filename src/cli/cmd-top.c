@@ -1,6 +1,8 @@
 /* cella top: the node at a glance, refreshed (docs/cli.md): its counters from GET /metrics
  * (totals, and the rates over the last interval once there are two scrapes) and its
- * sandboxes from GET /v1/sandboxes. --once prints one frame, totals only, for scripts. */
+ * sandboxes from GET /v1/sandboxes; on a cluster node also the live nodes from GET
+ * /v1/cluster/nodes, the forwarding counters, and each sandbox's node. --once prints one
+ * frame, totals only, for scripts. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -17,15 +19,22 @@
 
 /* One refresh: both answers and when they came. */
 struct frame_data {
-        char *metrics; /* the text exposition */
-        json_t *list;  /* {sandboxes: [...]} */
+        char *metrics;       /* the text exposition */
+        json_t *list;        /* {sandboxes: [...]} */
+        json_t *nodes;       /* {nodes: [...]} on a cluster node, else NULL */
+        char nodes_err[160]; /* why the nodes are not shown ("" when they are, or no cluster) */
         uint64_t mono_us;
 };
+
+/* Whether the daemon answered GET /v1/cluster/nodes with 404: not a cluster node, not
+ * asked again. */
+static bool no_cluster;
 
 static void frame_data_done(struct frame_data *f)
 {
         cella_free(f->metrics);
         json_decref(f->list);
+        json_decref(f->nodes);
         memset(f, 0, sizeof(*f));
 }
 
@@ -41,8 +50,22 @@ static int fetch(cella_client *c, struct frame_data *f)
                 return r;
         f->list = json_loads(text, 0, NULL);
         cella_free(text);
+        text = NULL;
+        if (!f->list)
+                return CELLA_ERR_INVALID;
+        if (!no_cluster) {
+                r = cella_cluster_nodes(c, &text);
+                if (r >= 0)
+                        f->nodes = json_loads(text, 0, NULL);
+                else if (cella_client_http_status(c) == 404)
+                        no_cluster = true;
+                else /* etcd away, or a tenant's key (the nodes are the admin's) */
+                        snprintf(f->nodes_err, sizeof(f->nodes_err), "%s: %s",
+                                 cella_client_error_code(c), cella_client_error_message(c));
+                cella_free(text);
+        }
         f->mono_us = time_mono_us();
-        return f->list ? 0 : CELLA_ERR_INVALID;
+        return 0;
 }
 
 /* The sum of a series' samples with up to two labels ("k=v"; NULL: none); 0 if absent. */
@@ -99,6 +122,43 @@ static const char *fmt_bytes(double b, char out[32])
         return out;
 }
 
+/* A cluster node's part: the live nodes and what this node relayed. */
+static void print_cluster(const struct frame_data *cur, const struct frame_data *prev)
+{
+        const char *m = cur->metrics;
+        char fwd[48], recv[48];
+        json_t *n;
+        size_t i;
+
+        if (cur->nodes_err[0]) {
+                printf("nodes: not shown (%s)\n", cur->nodes_err);
+                return;
+        }
+        if (!cur->nodes)
+                return;
+        counter(fwd, sizeof(fwd), cur, prev, "cella_forward_requests_total", NULL, NULL);
+        counter(recv, sizeof(recv), cur, prev, "cella_forward_received_total", "result=accepted",
+                NULL);
+        printf("forwarded %s  unreachable %.0f  received from nodes %s\n", fwd,
+               val(m, "cella_forward_requests_total", "result=unreachable", NULL), recv);
+        printf("\n%-20s %-28s %-12s %-8s %s\n", "NODE", "ADVERTISE", "SANDBOXES", "RUNNING",
+               "STATE");
+        json_array_foreach(json_object_get(cur->nodes, "nodes"), i, n)
+        {
+                char count[32];
+                json_int_t cap = json_integer_value(json_object_get(n, "capacity"));
+
+                snprintf(count, sizeof(count), cap > 0 ? "%lld/%lld" : "%lld",
+                         (long long)json_integer_value(json_object_get(n, "sandboxes")),
+                         (long long)cap);
+                printf("%-20s %-28s %-12s %-8lld %s%s\n", cli_str(n, "node"),
+                       cli_str(n, "advertise"), count,
+                       (long long)json_integer_value(json_object_get(n, "running")),
+                       json_is_true(json_object_get(n, "draining")) ? "draining" : "live",
+                       json_is_true(json_object_get(n, "self")) ? " (this node)" : "");
+        }
+}
+
 static void print_frame(cella_client *c, const struct frame_data *cur,
                         const struct frame_data *prev)
 {
@@ -138,18 +198,20 @@ static void print_frame(cella_client *c, const struct frame_data *cur,
                fmt_bytes(val(m, "cella_stream_bytes_total", "stream=stderr", NULL), b[1]),
                fmt_bytes(val(m, "cella_stream_bytes_total", "stream=upload", NULL), b[2]),
                fmt_bytes(val(m, "cella_stream_bytes_total", "stream=download", NULL), b[3]));
-        printf("\n%-32s %-9s %-12s %-9s %-12s %s\n", "NAME", "STATE", "IMAGE", "NETWORK",
-               "DISK USED", "LAST ACTIVE");
+        print_cluster(cur, prev);
+        printf("\n%-32s %-9s %-12s %-9s %-12s %s%s\n", "NAME", "STATE", "IMAGE", "NETWORK",
+               "DISK USED", "LAST ACTIVE", cur->nodes ? "               NODE" : "");
         json_array_foreach(json_object_get(cur->list, "sandboxes"), i, s)
         {
                 json_t *used = json_object_get(json_object_get(s, "disk"), "usedBytes");
                 char disk[32];
 
-                printf("%-32s %-9s %-12s %-9s %-12s %s\n", cli_str(s, "id"), cli_str(s, "state"),
-                       cli_str(s, "image"), cli_str(s, "network"),
+                printf("%-32s %-9s %-12s %-9s %-12s %-24s%s%s\n", cli_str(s, "id"),
+                       cli_str(s, "state"), cli_str(s, "image"), cli_str(s, "network"),
                        json_is_integer(used) ? fmt_bytes((double)json_integer_value(used), disk)
                                              : "-",
-                       cli_str(s, "lastActiveAt"));
+                       cli_str(s, "lastActiveAt"), cur->nodes ? " " : "",
+                       cur->nodes ? cli_str(s, "node") : "");
         }
 }
 

@@ -1,4 +1,5 @@
-/* libcella: tenants' API keys (docs/api.md "Tenants and keys"; the admin's routes). */
+/* libcella: tenants' API keys (docs/api.md "Tenants and keys") and the cluster's nodes
+ * ("Cluster"): the admin's routes. */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -41,4 +42,9 @@ int cella_key_list(cella_client *c, char **ret_json)
 int cella_key_delete(cella_client *c, const char *id, char **ret_json)
 {
         return client_request_url(c, "DELETE", key_url(c, id), NULL, ret_json);
+}
+
+int cella_cluster_nodes(cella_client *c, char **ret_json)
+{
+        return cella_request(c, "GET", "/v1/cluster/nodes", NULL, ret_json);
 }

@@ -627,6 +627,17 @@ placed = {s.labels["on"]: s.value for s in fams["cella_forward_placements"].samp
 assert placed["self"] + placed["other"] >= 50, placed
 PYEOF
 
+info "cella top on a cluster node shows the live nodes and each sandbox's node"
+use_daemon a
+top_out=$(in_cl env CELLA_URL="${D[a.url]}" CELLA_TOKEN="$CELLA_TOKEN" "$CELLA_BUILD/cella" top --once) ||
+        fail "cella top --once failed: $top_out"
+for n in a b c; do
+        grep -Eq "^$n +http://" <<<"$top_out" || fail "cella top lacks node $n: $top_out"
+done
+grep -Eq '^a +http://.* live \(this node\)$' <<<"$top_out" || fail "cella top: node a is not marked: $top_out"
+grep -q '^forwarded [0-9]' <<<"$top_out" || fail "cella top lacks the forwarding line: $top_out"
+grep -Eq "^$V +.* [abc]\$" <<<"$top_out" || fail "cella top: sandbox $V without its node: $top_out"
+
 info "a node without --cluster has no cluster"
 CELLAD_LOG=$IT_TMP/cellad-d.log
 CELLAD_PID=
@@ -635,6 +646,8 @@ start_cellad --pool 0 --data-dir "$IT_TMP/data-d" --network-range "$(subrange 3)
 save_daemon d
 api GET /v1/cluster/nodes >/dev/null
 expect_status 404 NOT_FOUND
+top_out=$("$CELLA_BUILD/cella" top --once) || fail "cella top --once failed: $top_out"
+assert_not_contains "$top_out" "NODE" "cella top without a cluster shows no nodes"
 api GET /metrics >"$IT_TMP/metrics-d"
 assert_not_contains "$(cat "$IT_TMP/metrics-d")" "cella_etcd_" "no etcd series"
 assert_not_contains "$(cat "$IT_TMP/metrics-d")" "cella_forward_" "no forwarding series"
