@@ -26,8 +26,8 @@
  * lingering_time; h2o does the same). */
 #define CELLA_HTTP_LINGER_MS 2000
 #define CELLA_HTTP_LINGER_BYTES (1024 * 1024)
-#define CELLA_HTTP_SEND_TIMEOUT_MS (60 * 1000)      /* answer bytes queued and none taken: close */
-#define CELLA_HTTP_SWEEP_MS 1000                    /* how often deadlines are checked */
+#define CELLA_HTTP_SEND_TIMEOUT_MS (60 * 1000) /* answer bytes queued and none taken: close */
+#define CELLA_HTTP_SWEEP_MS 1000               /* how often deadlines are checked */
 /* Daemon-wide bytes held for clients (buffered exec output, JSON bodies being read):
  * default --buffer-budget */
 #define CELLA_HTTP_BUFFER_BUDGET (256ull * 1024 * 1024)
@@ -46,11 +46,11 @@
 #define CELLA_FRAME_DATA_CHUNK (64 * 1024) /* preferred DATA/STDOUT chunk */
 #define CELLA_STREAM_WINDOW (4096 * 1024)  /* initial per-stream credit, each direction */
 #define CELLA_STREAM_ACK_BATCH (CELLA_STREAM_WINDOW / 4) /* credit cellad returns at once */
-#define CELLA_AGENT_MAX_STREAMS 1024       /* concurrent streams per connection */
-#define CELLA_WATCH_MAX_PATTERNS 32        /* include + exclude globs of one file watch */
-#define CELLA_WATCH_PATTERN_MAX 256        /* bytes of one glob */
-#define CELLA_WATCH_MAX_DIRS 4096          /* directories watched by one file watch */
-#define CELLA_WATCH_QUEUE_MAX 1024         /* events held for a slow client, then overflow */
+#define CELLA_AGENT_MAX_STREAMS 1024                     /* concurrent streams per connection */
+#define CELLA_WATCH_MAX_PATTERNS 32 /* include + exclude globs of one file watch */
+#define CELLA_WATCH_PATTERN_MAX 256 /* bytes of one glob */
+#define CELLA_WATCH_MAX_DIRS 4096   /* directories watched by one file watch */
+#define CELLA_WATCH_QUEUE_MAX 1024  /* events held for a slow client, then overflow */
 
 /* A command's output read at once by cella-init's pump (exec, a session's command) and so
  * the largest STDOUT/STDERR frame; its pipe grows to CELLA_PUMP_PIPE_SIZE once a read

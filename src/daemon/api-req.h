@@ -67,9 +67,9 @@ struct api_outbuf {
         size_t counted[2];         /* bytes of out[i] counted in budget */
         struct mem_budget *budget; /* borrowed; NULL: not counted */
         size_t cap;
-        size_t total; /* the whole-piece limit; 0: cap applies */
-        size_t used;  /* bytes admitted under total */
-        bool dropped; /* a piece did not fit under total */
+        size_t total;      /* the whole-piece limit; 0: cap applies */
+        size_t used;       /* bytes admitted under total */
+        bool dropped;      /* a piece did not fit under total */
         size_t utf8_to[2]; /* out[i] is known to be UTF-8 up to here (checked as it came) */
         bool not_utf8[2];  /* out[i] is known not to be */
 };

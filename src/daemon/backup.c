@@ -569,8 +569,7 @@ static void on_done(uv_work_t *w, int status)
                                  (long long)j->rec.size_bytes, (j->done_us - j->t0_us) / 1e3,
                                  (j->archived_us - j->t0_us) / 1e3,
                                  (j->synced_us - j->archived_us) / 1e3,
-                                 (j->done_us - j->synced_us) / 1e3, j->how ? j->how : "",
-                                 j->parts);
+                                 (j->done_us - j->synced_us) / 1e3, j->how ? j->how : "", j->parts);
                 else if (j->kind == JOB_RESTORE && j->result)
                         log_info("backup '%s' restored into %s:%s in %.1f ms", j->rec.id,
                                  sandbox_name(j->s), j->dir, (j->done_us - j->t0_us) / 1e3);

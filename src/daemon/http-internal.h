@@ -128,8 +128,8 @@ struct conn {
         bool eof;
         bool reading;
         bool fuzz;
-        bool served;   /* a request was dispatched on it */
-        bool over_cap; /* refused (per-client cap): closed at once, not counted */
+        bool served;    /* a request was dispatched on it */
+        bool over_cap;  /* refused (per-client cap): closed at once, not counted */
         bool lingering; /* answered and shut down: reading and dropping until EOF */
         size_t linger_bytes;
         uint64_t linger_ms; /* lingering began */

@@ -94,7 +94,7 @@ struct sandbox {
         struct snap_job *snaps; /* its snapshot captures: the running one first, then those
                                   * waiting for it (sandbox-snapshot.c) */
         struct sandbox_waiter *waiters; /* gets waiting for that start, in arrival order */
-        bool fresh; /* made by the start in progress: a failed start destroys it */
+        bool fresh;         /* made by the start in progress: a failed start destroys it */
         bool checkpointing; /* the job in progress is a memory sleep's checkpoint */
 
         /* {backupId, createdAt, dir}: a cluster's failover restored its files from that
