@@ -432,18 +432,27 @@ static int put_txn(struct cluster_keys *k, const struct store_key *key, etcd_cb 
         return etcd_txn(k->etcd, cmp, ok, no, cb, ud);
 }
 
+/* An answer come while the node stops: the op is answered so (and freed); true then. */
+static bool op_stopped(struct key_op *op)
+{
+        struct cella_error err = {0};
+
+        if (answered(op->k))
+                return false;
+        cella_error_set(&err, CELLA_E_SERVER_BUSY, "cellad is stopping");
+        op->cb(-ECANCELED, &err, op->userdata);
+        free(op);
+        return true;
+}
+
 static void on_created(const struct etcd_answer *a, void *ud)
 {
         struct key_op *op = ud;
         struct cluster_keys *k = op->k;
         struct cella_error err = {0};
 
-        if (!answered(k)) {
-                cella_error_set(&err, CELLA_E_SERVER_BUSY, "cellad is stopping");
-                op->cb(-ECANCELED, &err, op->userdata);
-                free(op);
+        if (op_stopped(op))
                 return;
-        }
         if (a->r < 0) {
                 op->cb(a->r, &a->err, op->userdata);
         } else if (!a->succeeded) {
@@ -484,14 +493,9 @@ static void on_deleted(const struct etcd_answer *a, void *ud)
 {
         struct key_op *op = ud;
         struct cluster_keys *k = op->k;
-        struct cella_error err = {0};
 
-        if (!answered(k)) {
-                cella_error_set(&err, CELLA_E_SERVER_BUSY, "cellad is stopping");
-                op->cb(-ECANCELED, &err, op->userdata);
-                free(op);
+        if (op_stopped(op))
                 return;
-        }
         if (a->r < 0) {
                 op->cb(a->r, &a->err, op->userdata);
         } else {
