@@ -363,3 +363,25 @@ const char *prom_parsed_label(const struct prom_parsed *s, const char *name)
                         return s->labels[i].value;
         return NULL;
 }
+
+int prom_family_u64(struct buf *b, const char *name, const char *type, const char *help, uint64_t v)
+{
+        int r = prom_family(b, name, type, help);
+
+        return r < 0 ? r : prom_sample_u64(b, name, NULL, 0, v);
+}
+
+int prom_family_by_label(struct buf *b, const char *name, const char *type, const char *help,
+                         const char *label, const char *const *values, const uint64_t *v, size_t n,
+                         bool zeros)
+{
+        int r = prom_family(b, name, type, help);
+
+        for (size_t i = 0; r == 0 && i < n; i++) {
+                struct prom_label l = {label, values[i]};
+
+                if (zeros || v[i])
+                        r = prom_sample_u64(b, name, &l, 1, v[i]);
+        }
+        return r;
+}

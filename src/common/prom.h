@@ -40,6 +40,14 @@ int prom_sample_double(struct buf *b, const char *name, const struct prom_label 
 /* A duration of us microseconds as seconds, exactly ("0.000647", "12.5"). */
 int prom_sample_seconds(struct buf *b, const char *name, const struct prom_label *l, size_t n,
                         uint64_t us);
+/* A family with its one unlabelled sample. */
+int prom_family_u64(struct buf *b, const char *name, const char *type, const char *help,
+                    uint64_t v);
+/* A family with a sample for each value of one label (values[i]: v[i]); zero samples are
+ * left out unless zeros. */
+int prom_family_by_label(struct buf *b, const char *name, const char *type, const char *help,
+                         const char *label, const char *const *values, const uint64_t *v, size_t n,
+                         bool zeros);
 /* v escaped as a label value (without the quotes). */
 int prom_label_escape(struct buf *b, const char *v);
 

@@ -1912,74 +1912,52 @@ int cluster_sandboxes(struct cluster *c, const char *tenant, cluster_json_cb cb,
 /* The failover's, stale copies' and drain's series (decision 0057, metrics.md). */
 static int failover_metrics(struct cluster *c, struct buf *b)
 {
-        struct prom_label ok = {"result", "restored"}, fresh = {"result", "fresh"},
-                          failed = {"result", "failed"};
-        int r = prom_family(b, "cella_cluster_failover_restores_total", "counter",
-                            "Names this node placed anew after they were free, by what their "
-                            "latest backup gave (restored; fresh: none or gone; failed: the "
-                            "name given back)");
+        static const char *const restores[] = {"restored", "fresh", "failed"};
+        static const char *const results[] = {"ok", "error"};
+        const uint64_t rv[] = {c->restores_ok, c->restores_fresh, c->restores_failed};
+        const uint64_t av[] = {c->auto_backups, c->auto_failures};
+        int r = prom_family_by_label(
+                b, "cella_cluster_failover_restores_total", "counter",
+                "Names this node placed anew after they were free, by what their latest backup "
+                "gave (restored; fresh: none or gone; failed: the name given back)",
+                "result", restores, rv, ARRAY_SIZE(rv), true);
 
         if (r >= 0)
-                r = prom_sample_u64(b, "cella_cluster_failover_restores_total", &ok, 1,
-                                    c->restores_ok);
-        if (r >= 0)
-                r = prom_sample_u64(b, "cella_cluster_failover_restores_total", &fresh, 1,
-                                    c->restores_fresh);
-        if (r >= 0)
-                r = prom_sample_u64(b, "cella_cluster_failover_restores_total", &failed, 1,
-                                    c->restores_failed);
-        if (r >= 0)
-                r = prom_family(b, "cella_cluster_stale_copies_destroyed_total", "counter",
-                                "Local sandboxes destroyed because another node owns their name");
-        if (r >= 0)
-                r = prom_sample_u64(b, "cella_cluster_stale_copies_destroyed_total", NULL, 0,
+                r = prom_family_u64(b, "cella_cluster_stale_copies_destroyed_total", "counter",
+                                    "Local sandboxes destroyed because another node owns their "
+                                    "name",
                                     c->stale_destroyed);
         if (r >= 0)
-                r = prom_family(b, "cella_cluster_draining", "gauge",
-                                "1 while this node drains (it places no new names)");
+                r = prom_family_u64(b, "cella_cluster_draining", "gauge",
+                                    "1 while this node drains (it places no new names)",
+                                    c->draining ? 1 : 0);
         if (r >= 0)
-                r = prom_sample_u64(b, "cella_cluster_draining", NULL, 0, c->draining ? 1 : 0);
+                r = prom_family_u64(b, "cella_cluster_drained_total", "counter",
+                                    "Sandboxes a drain backed up, released and removed here",
+                                    c->drained);
         if (r >= 0)
-                r = prom_family(b, "cella_cluster_drained_total", "counter",
-                                "Sandboxes a drain backed up, released and removed here");
-        if (r >= 0)
-                r = prom_sample_u64(b, "cella_cluster_drained_total", NULL, 0, c->drained);
-        if (r >= 0)
-                r = prom_family(b, "cella_cluster_scheduled_backups_total", "counter",
-                                "Backups made by --cluster-backup-every, by result");
-        if (r >= 0) {
-                struct prom_label okl = {"result", "ok"}, bad = {"result", "error"};
-
-                r = prom_sample_u64(b, "cella_cluster_scheduled_backups_total", &okl, 1,
-                                    c->auto_backups);
-                if (r >= 0)
-                        r = prom_sample_u64(b, "cella_cluster_scheduled_backups_total", &bad, 1,
-                                            c->auto_failures);
-        }
+                r = prom_family_by_label(b, "cella_cluster_scheduled_backups_total", "counter",
+                                         "Backups made by --cluster-backup-every, by result",
+                                         "result", results, av, ARRAY_SIZE(av), true);
         return r;
 }
 
 /* The tenants' series of a cluster node: its copy of the keys, the quotas' claims. */
 static int cluster_tenant_metrics(struct cluster *c, struct buf *b)
 {
-        struct prom_label refused = {"result", "refused"}, recounted = {"result", "recounted"};
-        int r = prom_family(b, "cella_cluster_keys", "gauge",
-                            "Tenants' keys in this node's copy of etcd's");
+        static const char *const results[] = {"refused", "recounted"};
+        const uint64_t v[] = {c->quota_refusals, c->quota_retries};
+        int r = prom_family_u64(b, "cella_cluster_keys", "gauge",
+                                "Tenants' keys in this node's copy of etcd's",
+                                c->keys ? cluster_keys_count(c->keys) : 0);
 
         if (r >= 0)
-                r = prom_sample_u64(b, "cella_cluster_keys", NULL, 0,
-                                    c->keys ? cluster_keys_count(c->keys) : 0);
-        if (r >= 0)
-                r = prom_family(b, "cella_cluster_quota_claims_total", "counter",
-                                "A tenant's new names and wakes checked against its quotas "
-                                "across the cluster, by outcome (refused: QUOTA_EXCEEDED; "
-                                "recounted: another of its names was claimed meanwhile)");
-        if (r >= 0)
-                r = prom_sample_u64(b, "cella_cluster_quota_claims_total", &refused, 1,
-                                    c->quota_refusals);
-        if (r >= 0)
-                r = prom_sample_u64(b, "cella_cluster_quota_claims_total", &recounted, 1,
-                                    c->quota_retries);
+                r = prom_family_by_label(
+                        b, "cella_cluster_quota_claims_total", "counter",
+                        "A tenant's new names and wakes checked against its quotas across the "
+                        "cluster, by outcome (refused: QUOTA_EXCEEDED; recounted: another of its "
+                        "names was claimed meanwhile)",
+                        "result", results, v, ARRAY_SIZE(v), true);
         return r;
 }
 

@@ -115,39 +115,12 @@ static uint64_t hist_count(const uint64_t *counts, size_t nbounds)
         return n;
 }
 
-/* A family with its one unlabelled sample. */
-static int family_u64(struct buf *b, const char *name, const char *type, const char *help,
-                      uint64_t v)
-{
-        int r = prom_family(b, name, type, help);
-
-        return r < 0 ? r : prom_sample_u64(b, name, NULL, 0, v);
-}
-
-/* A histogram family without labels. */
 static int family_histogram(struct buf *b, const char *name, const char *help,
                             const struct prom_histogram *h)
 {
         int r = prom_family(b, name, "histogram", help);
 
         return r < 0 ? r : prom_histogram_write(b, name, NULL, 0, h);
-}
-
-/* A family with a sample for each value of one label (values[i]: v[i]); zero samples are
- * left out unless zeros. */
-static int family_by_label(struct buf *b, const char *name, const char *type, const char *help,
-                           const char *label, const char *const *values, const uint64_t *v,
-                           size_t n, bool zeros)
-{
-        int r = prom_family(b, name, type, help);
-
-        for (size_t i = 0; r == 0 && i < n; i++) {
-                struct prom_label l = {label, values[i]};
-
-                if (zeros || v[i])
-                        r = prom_sample_u64(b, name, &l, 1, v[i]);
-        }
-        return r;
 }
 
 static int render_http(struct buf *b)
@@ -185,11 +158,11 @@ static int render_http(struct buf *b)
                         r = prom_sample_u64(b, name, l, 3, metrics.http_unmatched[c]);
         }
         if (r == 0)
-                r = family_by_label(b, "cella_preview_requests_total", "counter",
-                                    "Requests to preview URLs (proxied to a sandbox's port or "
-                                    "refused), by status class",
-                                    "status", status_class, metrics.preview, METRICS_STATUS_CLASSES,
-                                    false);
+                r = prom_family_by_label(b, "cella_preview_requests_total", "counter",
+                                         "Requests to preview URLs (proxied to a sandbox's port or "
+                                         "refused), by status class",
+                                         "status", status_class, metrics.preview,
+                                         METRICS_STATUS_CLASSES, false);
         return r;
 }
 
@@ -209,17 +182,18 @@ static int render_sandboxes(const struct metrics_gauges *g, struct buf *b)
                 r = prom_sample_u64(b, "cella_sandboxes", &l, 1, g->sandboxes[i]);
         }
         if (r == 0)
-                r = family_u64(b, "cella_pool_size", "gauge",
-                               "Warm pool sandboxes to keep ready (--pool; fewer while "
-                               "--max-sandboxes leaves no room)",
-                               g->pool_target);
+                r = prom_family_u64(b, "cella_pool_size", "gauge",
+                                    "Warm pool sandboxes to keep ready (--pool; fewer while "
+                                    "--max-sandboxes leaves no room)",
+                                    g->pool_target);
         if (r == 0)
-                r = family_u64(b, "cella_pool_ready", "gauge",
-                               "Warm pool sandboxes running and ready to be claimed",
-                               g->pool_ready);
+                r = prom_family_u64(b, "cella_pool_ready", "gauge",
+                                    "Warm pool sandboxes running and ready to be claimed",
+                                    g->pool_ready);
         if (r == 0)
-                r = family_u64(b, "cella_pool_claims_total", "counter",
-                               "Sandboxes created by claiming a warm pool sandbox", g->pool_claims);
+                r = prom_family_u64(b, "cella_pool_claims_total", "counter",
+                                    "Sandboxes created by claiming a warm pool sandbox",
+                                    g->pool_claims);
         if (r == 0)
                 r = prom_family(b, "cella_sandbox_starts_total", "counter",
                                 "Sandbox container starts (create, wake, restart, warm pool "
@@ -243,10 +217,10 @@ static int render_exec(struct buf *b)
                                                                "download"};
         struct prom_histogram h = {metrics_exec_bounds_us, METRICS_EXEC_BUCKETS,
                                    metrics.exec_counts, metrics.exec_sum_us};
-        int r = family_u64(b, "cella_execs_total", "counter",
-                           "Commands run through POST /v1/sandboxes/{id}/exec that ended "
-                           "(exit or timeout)",
-                           hist_count(metrics.exec_counts, METRICS_EXEC_BUCKETS));
+        int r = prom_family_u64(b, "cella_execs_total", "counter",
+                                "Commands run through POST /v1/sandboxes/{id}/exec that ended "
+                                "(exit or timeout)",
+                                hist_count(metrics.exec_counts, METRICS_EXEC_BUCKETS));
 
         if (r == 0)
                 r = family_histogram(b, "cella_exec_duration_seconds",
@@ -254,10 +228,10 @@ static int render_exec(struct buf *b)
                                      "sandbox start or wake included",
                                      &h);
         if (r == 0)
-                r = family_by_label(b, "cella_stream_bytes_total", "counter",
-                                    "Bytes streamed between clients and sandboxes: commands' "
-                                    "stdout and stderr, raw file uploads and downloads",
-                                    "stream", kinds, metrics.bytes, METRICS_BYTES_KINDS, true);
+                r = prom_family_by_label(b, "cella_stream_bytes_total", "counter",
+                                         "Bytes streamed between clients and sandboxes: commands' "
+                                         "stdout and stderr, raw file uploads and downloads",
+                                         "stream", kinds, metrics.bytes, METRICS_BYTES_KINDS, true);
         return r;
 }
 
@@ -267,9 +241,10 @@ static int render_errors(struct buf *b)
 
         for (int c = 1; c < _CELLA_E_MAX; c++)
                 codes[c - 1] = cella_code_name(c);
-        return family_by_label(b, "cella_errors_total", "counter",
-                               "Errors answered in the API's error shape, by code (docs/api.md)",
-                               "code", codes, metrics.errors + 1, _CELLA_E_MAX - 1, true);
+        return prom_family_by_label(
+                b, "cella_errors_total", "counter",
+                "Errors answered in the API's error shape, by code (docs/api.md)", "code", codes,
+                metrics.errors + 1, _CELLA_E_MAX - 1, true);
 }
 
 static int render_process(struct buf *b)
@@ -286,13 +261,13 @@ static int render_process(struct buf *b)
         if (r == 0)
                 r = prom_sample_seconds(b, "cella_uptime_seconds", NULL, 0, up);
         if (r == 0)
-                r = family_u64(b, "cella_http_connections_open", "gauge",
-                               "HTTP connections open (API and preview listeners)",
-                               metrics.connections_open);
+                r = prom_family_u64(b, "cella_http_connections_open", "gauge",
+                                    "HTTP connections open (API and preview listeners)",
+                                    metrics.connections_open);
         if (r == 0)
-                r = family_u64(b, "cella_http_connections_accepted_total", "counter",
-                               "HTTP connections accepted (API and preview listeners)",
-                               metrics.connections_accepted);
+                r = prom_family_u64(b, "cella_http_connections_accepted_total", "counter",
+                                    "HTTP connections accepted (API and preview listeners)",
+                                    metrics.connections_accepted);
         return r;
 }
 
