@@ -622,6 +622,19 @@ static int s3_fail(long status, const struct s3_body *b, const char *what, struc
                                msg[0] ? ": " : "", msg);
 }
 
+/* status as the answer of a request whose body is b: 0 for 2xx; else -1 with err set (by
+ * the transport already when status < 0) and b's buffer freed. */
+static int s3_check(long status, struct s3_body *b, const char *what, struct cella_error *err)
+{
+        if (status >= 0 && status / 100 == 2)
+                return 0;
+        if (status >= 0)
+                s3_fail(status, b, what, err);
+        free(b->buf);
+        b->buf = NULL;
+        return -1;
+}
+
 /* ---- the store's operations ---- */
 
 int backup_store_begin(struct backup_store *st, const char *id, char *out, size_t outsz,
@@ -695,22 +708,14 @@ int backup_store_commit(struct backup_store *st, const struct backup_record *rec
                 return cella_error_errno(err, errno, "%s", path);
         s3_key(st, rec->id, ARCHIVE_NAME, key, sizeof(key));
         status = s3_request(st, "PUT", key, NULL, fd, rec->size_bytes, NULL, &b, err);
-        if (status < 0 || status / 100 != 2) {
-                if (status >= 0)
-                        s3_fail(status, &b, "upload archive", err);
-                free(b.buf);
+        if (s3_check(status, &b, "upload archive", err) < 0)
                 return -1;
-        }
         free(b.buf);
         b = (struct s3_body){.fd = -1, .max = 65536};
         s3_key(st, rec->id, RECORD_NAME, key, sizeof(key));
         status = s3_request(st, "PUT", key, NULL, -1, 0, text, &b, err);
-        if (status < 0 || status / 100 != 2) {
-                if (status >= 0)
-                        s3_fail(status, &b, "upload record", err);
-                free(b.buf);
+        if (s3_check(status, &b, "upload record", err) < 0)
                 return -1;
-        }
         free(b.buf);
         backup_store_abort(st, rec->id); /* the local copy */
         return 0;
@@ -913,12 +918,8 @@ int backup_store_list(struct backup_store *st, int (*cb)(const struct backup_rec
                         snprintf(query, sizeof(query), "list-type=2&prefix=%s", enc_prefix);
                 }
                 status = s3_request(st, "GET", NULL, query, -1, 0, NULL, &b, err);
-                if (status < 0 || status / 100 != 2) {
-                        if (status >= 0)
-                                s3_fail(status, &b, "list", err);
-                        free(b.buf);
+                if (s3_check(status, &b, "list", err) < 0)
                         return -1;
-                }
                 r = backup_s3_list_parse(b.buf ? b.buf : "", b.len, list_key, &l, next,
                                          sizeof(next), err);
                 free(b.buf);
@@ -1068,12 +1069,8 @@ static int upload_create(struct backup_upload *u, struct cella_error *err)
         bool bad = false;
         long status = s3_perform(u->st, "POST", u->key, &call, &b, err);
 
-        if (status < 0 || status / 100 != 2) {
-                if (status >= 0)
-                        s3_fail(status, &b, "create multipart upload", err);
-                free(b.buf);
+        if (s3_check(status, &b, "create multipart upload", err) < 0)
                 return -1;
-        }
         if (!b.buf ||
             !xml_next(b.buf, b.len, &pos, "UploadId", u->upload_id, sizeof(u->upload_id), &bad) ||
             !u->upload_id[0]) {
@@ -1104,12 +1101,8 @@ static int part_put(struct backup_upload *u, unsigned n, const char *buf, size_t
                                .mem_type = "Content-Type: application/octet-stream",
                                .etag = &eo};
         status = s3_perform(u->st, "PUT", u->key, &call, &b, err);
-        if (status < 0 || status / 100 != 2) {
-                if (status >= 0)
-                        s3_fail(status, &b, "upload part", err);
-                free(b.buf);
+        if (s3_check(status, &b, "upload part", err) < 0)
                 return -1;
-        }
         free(b.buf);
         if (!etag[0])
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
@@ -1282,12 +1275,8 @@ int backup_store_upload_finish(struct backup_upload *u, const struct backup_reco
                 if (u->len == 0)
                         call.mem = "";
                 status = s3_perform(u->st, "PUT", u->key, &call, &b, err);
-                if (status < 0 || status / 100 != 2) {
-                        if (status >= 0)
-                                s3_fail(status, &b, "upload archive", err);
-                        free(b.buf);
+                if (s3_check(status, &b, "upload archive", err) < 0)
                         return -1;
-                }
                 free(b.buf);
         } else {
                 unsigned n;
