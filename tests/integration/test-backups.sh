@@ -26,22 +26,9 @@
 STORE_ARGS=()
 S3=
 if [ -n "${IT_BACKUP_S3:-}" ]; then
-        S3DIR="$(cd "$(dirname "$0")/../s3" && pwd)"
-        command -v node >/dev/null && [ -d "$S3DIR/node_modules/@20minutes/s3rver" ] ||
-                skip "no node or no s3rver (scripts/sdk-deps.sh installs it from tests/s3)"
-        mkdir -p "$IT_TMP/s3"
-        : >"$IT_TMP/s3.log" # there before the server opens it: read below at once
-        node "$S3DIR/server.js" "$IT_TMP/s3" cella-it >"$IT_TMP/s3.log" 2>&1 &
-        S3PORT=
-        for _ in $(seq 1 150); do
-                S3PORT=$(awk '/^listening/ {print $2}' "$IT_TMP/s3.log")
-                [ -n "$S3PORT" ] && break
-                sleep 0.2
-        done
-        [ -n "$S3PORT" ] || fail "the S3 server did not start: $(cat "$IT_TMP/s3.log")"
+        . "$(dirname "$0")/lib-daemons.sh"
+        start_s3
         S3=http://127.0.0.1:$S3PORT
-        export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
-        unset AWS_SESSION_TOKEN
         s3() { # METHOD KEY [curl args]: a signed request to the bucket; prints the status
                 local m=$1 k=$2
                 shift 2

@@ -14,9 +14,6 @@
 . "$(dirname "$0")/lib.sh"
 command -v etcd >/dev/null || skip "needs etcd (Debian's etcd-server)"
 command -v python3 >/dev/null || skip "needs python3"
-S3DIR="$(cd "$(dirname "$0")/../s3" && pwd)"
-command -v node >/dev/null && [ -d "$S3DIR/node_modules/@20minutes/s3rver" ] ||
-        skip "no node or no s3rver (scripts/sdk-deps.sh installs it from tests/s3)"
 PY=
 for p in python3 /usr/bin/python3; do
         if "$p" -c 'import prometheus_client' 2>/dev/null; then
@@ -25,31 +22,18 @@ for p in python3 /usr/bin/python3; do
         fi
 done
 [ -n "$PY" ] || skip "needs python3-prometheus-client (scripts/deps.sh)"
+. "$(dirname "$0")/lib-daemons.sh"
 
 CELLA_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export CELLA_TOKEN
 ROUNDS=${IT_FAILOVER_ROUNDS:-1}
 
-free_port() {
-        python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 now_ms() {
         echo $(($(date +%s%N) / 1000000))
 }
 
 # ---- the shared backup store: a real S3 server ----
-mkdir -p "$IT_TMP/s3"
-: >"$IT_TMP/s3.log" # there before the server opens it: read below at once
-node "$S3DIR/server.js" "$IT_TMP/s3" cella-it >"$IT_TMP/s3.log" 2>&1 &
-S3PORT=
-for _ in $(seq 1 150); do
-        S3PORT=$(awk '/^listening/ {print $2}' "$IT_TMP/s3.log")
-        [ -n "$S3PORT" ] && break
-        sleep 0.2
-done
-[ -n "$S3PORT" ] || fail "the S3 server did not start: $(cat "$IT_TMP/s3.log")"
-export AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER
-unset AWS_SESSION_TOKEN
+start_s3
 STORE="s3://cella-it/failover?endpoint=http://127.0.0.1:$S3PORT&region=us-east-1"
 
 # ---- etcd: three members ----
@@ -81,24 +65,6 @@ done
 etcd_ok 1 || fail "etcd not up after 30 s: $(tail -n 5 "$IT_TMP/etcd1.log")"
 
 # ---- cellad nodes (as test-cluster.sh starts them, with the shared store) ----
-declare -A D
-save_daemon() {
-        D[$1.pid]=$CELLAD_PID D[$1.url]=$CELLA_URL D[$1.log]=$CELLAD_LOG
-        D[$1.cg]=$IT_CGPARENT D[$1.if]=$IT_IFPREFIX D[$1.range]=$IT_RANGE
-        D[$1.uid0]=$IT_UID_FIRST D[$1.uid1]=$IT_UID_LAST
-}
-use_daemon() {
-        CELLAD_PID=${D[$1.pid]} CELLA_URL=${D[$1.url]} CELLAD_LOG=${D[$1.log]}
-        IT_CGPARENT=${D[$1.cg]} IT_IFPREFIX=${D[$1.if]} IT_RANGE=${D[$1.range]}
-        IT_UID_FIRST=${D[$1.uid0]} IT_UID_LAST=${D[$1.uid1]}
-        export CELLA_URL
-}
-subrange() { # N: the Nth /20 of this run's /18
-        local base=${IT_NETRANGE%/18}
-        local a b c _
-        IFS=. read -r a b c _ <<<"$base"
-        echo "$a.$b.$((c + $1 * 16)).0/20"
-}
 start_node() { # NAME INDEX [ARGS]: a node on a fixed port (its advertise URL), its own data dir
         local n=$1 i=$2
         shift 2
@@ -112,38 +78,14 @@ start_node() { # NAME INDEX [ARGS]: a node on a fixed port (its advertise URL), 
                 --advertise "http://127.0.0.1:$port" --backup-store "$STORE" "$@"
         save_daemon "$n"
 }
-stop_extra() { # NAME: what lib.sh does for A, for another daemon of the run
-        [ -n "${D[$1.log]:-}" ] || return 0
-        use_daemon "$1"
-        local cellad=$CELLAD_PID left
-        stop_cellad
-        CELLAD_PID=$cellad
-        left=$(wait_empty run_pids) || { echo "LEAK: processes of daemon $1: $left" >&2; IT_FAILED_CLEANUP=1; }
-        CELLAD_PID=
-        left=$(wait_empty run_cgroups) || { echo "LEAK: cgroups of daemon $1: $left" >&2; IT_FAILED_CLEANUP=1; }
-        left=$(wait_empty run_links) || { echo "LEAK: veths of daemon $1: $left" >&2; IT_FAILED_CLEANUP=1; }
-        rm -f "/run/cella/instances/$IT_CGPARENT"
-}
 it_cleanup_hook() {
-        for n in b c; do stop_extra $n; done
+        for n in b c; do stop_daemon $n; done
         use_daemon a
         for m in 1 2 3; do
                 kill -KILL "${E[$m.pid]}" 2>/dev/null
                 wait "${E[$m.pid]}" 2>/dev/null
         done
         return 0
-}
-nodes_of() { # NODE: the live nodes' names seen from NODE, sorted, one line
-        CELLA_URL=${D[$1.url]} api GET /v1/cluster/nodes | jq -r '[.nodes[].node] | sort | join(",")'
-}
-wait_nodes() { # NODE expected
-        local i got=
-        for i in $(seq 1 300); do
-                got=$(nodes_of "$1" 2>/dev/null) || got=
-                [ "$got" = "$2" ] && return 0
-                sleep 0.1
-        done
-        fail "nodes seen from $1: expected [$2], got [$got]"
 }
 owner_of() { # NAME [QUERY]: the node owning NAME in the cluster's list seen from a
         CELLA_URL=${D[a.url]} api GET "/v1/sandboxes${2:-}" | jq -r ".sandboxes[] | select(.id == \"$1\") | .node"
@@ -417,7 +359,7 @@ for i in $(seq 1 300); do
         sleep 0.1
 done
 assert_eq "1" "$(metric c cella_cluster_stale_copies_destroyed_total)" "c's copy of $S destroyed"
-stop_extra c
+stop_daemon c
 D[c.log]=
 use_daemon a
 
@@ -446,7 +388,7 @@ for round in $(seq 2 "$ROUNDS"); do
                 sleep 0.1
         done
         assert_eq "1" "$(metric c cella_cluster_stale_copies_destroyed_total)" "round $round: c's stale copy destroyed"
-        stop_extra c
+        stop_daemon c
         D[c.log]=
         use_daemon a
         api DELETE "/v1/sandboxes/$X" >/dev/null

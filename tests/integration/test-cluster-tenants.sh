@@ -21,9 +21,7 @@ CLI=$CELLA_BUILD/cella
 CELLA_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export CELLA_TOKEN
 
-free_port() {
-        python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
+. "$(dirname "$0")/lib-daemons.sh"
 
 # ---- etcd: one member ----
 ETCD_CLIENT=$(free_port)
@@ -50,24 +48,6 @@ etcd_ok() {
 }
 
 # ---- cellad nodes ----
-declare -A D
-save_daemon() {
-        D[$1.pid]=$CELLAD_PID D[$1.url]=$CELLA_URL D[$1.log]=$CELLAD_LOG
-        D[$1.cg]=$IT_CGPARENT D[$1.if]=$IT_IFPREFIX D[$1.range]=$IT_RANGE
-        D[$1.uid0]=$IT_UID_FIRST D[$1.uid1]=$IT_UID_LAST
-}
-use_daemon() {
-        CELLAD_PID=${D[$1.pid]} CELLA_URL=${D[$1.url]} CELLAD_LOG=${D[$1.log]}
-        IT_CGPARENT=${D[$1.cg]} IT_IFPREFIX=${D[$1.if]} IT_RANGE=${D[$1.range]}
-        IT_UID_FIRST=${D[$1.uid0]} IT_UID_LAST=${D[$1.uid1]}
-        export CELLA_URL
-}
-subrange() { # the Nth /20 of this run's /18
-        local base=${IT_NETRANGE%/18}
-        local a b c _
-        IFS=. read -r a b c _ <<<"$base"
-        echo "$a.$b.$((c + $1 * 16)).0/20"
-}
 start_node() { # NAME INDEX: a node on a fixed port (its advertise URL)
         local n=$1 i=$2
         local port=${D[$n.port]:-$(free_port)}
@@ -79,38 +59,14 @@ start_node() { # NAME INDEX: a node on a fixed port (its advertise URL)
                 --advertise "http://127.0.0.1:$port"
         save_daemon "$n"
 }
-stop_extra() { # NAME: what lib.sh does for a, for another node of the run
-        [ -n "${D[$1.log]:-}" ] || return 0
-        use_daemon "$1"
-        local cellad=$CELLAD_PID left
-        stop_cellad
-        CELLAD_PID=$cellad
-        left=$(wait_empty run_pids) || { echo "LEAK: processes of node $1: $left" >&2; IT_FAILED_CLEANUP=1; }
-        CELLAD_PID=
-        left=$(wait_empty run_cgroups) || { echo "LEAK: cgroups of node $1: $left" >&2; IT_FAILED_CLEANUP=1; }
-        left=$(wait_empty run_links) || { echo "LEAK: veths of node $1: $left" >&2; IT_FAILED_CLEANUP=1; }
-        rm -f "/run/cella/instances/$IT_CGPARENT"
-}
 it_cleanup_hook() {
         for n in b c; do
-                stop_extra $n
+                stop_daemon $n
         done
         # node a is lib.sh's (when it was started)
         if [ -n "${D[a.log]:-}" ]; then use_daemon a; else CELLAD_PID=; fi
         stop_etcd
         return 0
-}
-nodes_of() { # NODE: the live nodes it sees, sorted, one line
-        CELLA_URL=${D[$1.url]} api GET /v1/cluster/nodes | jq -r '[.nodes[].node] | sort | join(",")'
-}
-wait_nodes() { # NODE expected
-        local i got=
-        for i in $(seq 1 150); do
-                got=$(nodes_of "$1" 2>/dev/null) || got=
-                [ "$got" = "$2" ] && return 0
-                sleep 0.1
-        done
-        fail "nodes seen from $1: expected [$2], got [$got]"
 }
 on() { # on NODE KEY FUNCTION ARGS...: the function against NODE with KEY as the token
         local n=$1 k=$2

@@ -36,14 +36,9 @@ export CELLA_TOKEN
 PC=$CELLA_BUILD/tests/pty-client
 
 # ---- the network: a namespace per node, a bridge in the client's ----
+. "$(dirname "$0")/lib-daemons.sh"
 it_net_range
-# subrange N: the Nth /20 of this run's /18 (nodes a, b, c: 0, 1, 2; the plain daemon: 3).
-subrange() {
-        local base=${IT_NETRANGE%/18}
-        local a b c _
-        IFS=. read -r a b c _ <<<"$base"
-        echo "$a.$b.$((c + $1 * 16)).0/20"
-}
+# subrange N (lib-daemons.sh): nodes a, b, c: 0, 1, 2; the plain daemon: 3.
 # The nodes' own /24: the last of the fourth /20 (the plain daemon's sandboxes start at its
 # first, and run on the host, where this one does not exist).
 NET=$(subrange 3)
@@ -125,18 +120,6 @@ etcd_ok() {
 }
 
 # ---- cellad nodes ----
-declare -A D
-save_daemon() {
-        D[$1.pid]=$CELLAD_PID D[$1.url]=$CELLA_URL D[$1.log]=$CELLAD_LOG
-        D[$1.cg]=$IT_CGPARENT D[$1.if]=$IT_IFPREFIX D[$1.range]=$IT_RANGE
-        D[$1.uid0]=$IT_UID_FIRST D[$1.uid1]=$IT_UID_LAST D[$1.ns]=$IT_CURL_NS
-}
-use_daemon() {
-        CELLAD_PID=${D[$1.pid]} CELLA_URL=${D[$1.url]} CELLAD_LOG=${D[$1.log]}
-        IT_CGPARENT=${D[$1.cg]} IT_IFPREFIX=${D[$1.if]} IT_RANGE=${D[$1.range]}
-        IT_UID_FIRST=${D[$1.uid0]} IT_UID_LAST=${D[$1.uid1]} IT_CURL_NS=${D[$1.ns]}
-        export CELLA_URL
-}
 # start_node NAME INDEX [extra args]: a cluster node in its namespace, on its address.
 start_node() {
         local n=$1 i=$2
@@ -151,33 +134,10 @@ start_node() {
         save_daemon "$n"
 }
 
-# stop_extra NAME: what lib.sh does for its daemon, for a daemon of the run (a node: in its
-# namespace too, where its veths and nft table live).
-stop_extra() {
-        [ -n "${D[$1.log]:-}" ] || return 0
-        use_daemon "$1"
-        local cellad=$CELLAD_PID left ns=${NS[$1]:-}
-        stop_cellad
-        CELLAD_PID=$cellad
-        left=$(wait_empty run_pids) || { echo "LEAK: processes of daemon $1: $left" >&2; IT_FAILED_CLEANUP=1; }
-        CELLAD_PID=
-        left=$(wait_empty run_cgroups) || { echo "LEAK: cgroups of daemon $1: $left" >&2; IT_FAILED_CLEANUP=1; }
-        left=$(wait_empty run_links) || { echo "LEAK: veths of daemon $1: $left" >&2; IT_FAILED_CLEANUP=1; }
-        if [ -n "$ns" ] && [ -n "$IT_IFPREFIX" ]; then
-                left=$(ip -n "$ns" -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^$IT_IFPREFIX" || true)
-                [ -z "$left" ] || { echo "LEAK: veths of node $1 in its namespace: $left" >&2; IT_FAILED_CLEANUP=1; }
-                if nsenter --net="/run/netns/$ns" nft list table inet "$IT_CGPARENT" >/dev/null 2>&1; then
-                        echo "LEAK: nft table of node $1 in its namespace" >&2
-                        IT_FAILED_CLEANUP=1
-                fi
-        fi
-        rm -f "/run/cella/instances/$IT_CGPARENT"
-        D[$1.log]=
-}
 it_cleanup_hook() {
         local n
         for n in b c d a; do
-                stop_extra $n
+                stop_daemon $n "${NS[$n]:-}"
         done
         # The etcd members, once the nodes are gone (their data dirs go with the run's temp
         # dir).
@@ -207,18 +167,6 @@ start_node b 1
 start_node a 0
 
 # nodes_of NODE: the names of the live nodes seen from NODE, sorted, one line.
-nodes_of() {
-        CELLA_URL=${D[$1.url]} api GET /v1/cluster/nodes | jq -r '[.nodes[].node] | sort | join(",")'
-}
-wait_nodes() { # daemon expected
-        local i got=
-        for i in $(seq 1 150); do
-                got=$(nodes_of "$1" 2>/dev/null) || got=
-                [ "$got" = "$2" ] && return 0
-                sleep 0.1
-        done
-        fail "nodes seen from $1: expected [$2], got [$got]"
-}
 # owner NAME [TENANT]: the node that has NAME, as node a's list says.
 owner() {
         CELLA_URL=${D[a.url]} IT_CURL_NS=$NS_CL api GET "/v1/sandboxes${2:+?tenant=$2}" |

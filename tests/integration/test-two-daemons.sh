@@ -10,20 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 command -v ip >/dev/null || skip "needs ip (iproute2)"
 command -v python3 >/dev/null || skip "needs python3"
-
-# use_daemon A|B: point lib.sh's globals (api, sbx helpers, leak checks) at one daemon.
-declare -A D
-save_daemon() {
-        D[$1.pid]=$CELLAD_PID D[$1.url]=$CELLA_URL D[$1.log]=$CELLAD_LOG
-        D[$1.cg]=$IT_CGPARENT D[$1.if]=$IT_IFPREFIX D[$1.range]=$IT_RANGE
-        D[$1.uid0]=$IT_UID_FIRST D[$1.uid1]=$IT_UID_LAST
-}
-use_daemon() {
-        CELLAD_PID=${D[$1.pid]} CELLA_URL=${D[$1.url]} CELLAD_LOG=${D[$1.log]}
-        IT_CGPARENT=${D[$1.cg]} IT_IFPREFIX=${D[$1.if]} IT_RANGE=${D[$1.range]}
-        IT_UID_FIRST=${D[$1.uid0]} IT_UID_LAST=${D[$1.uid1]}
-        export CELLA_URL
-}
+. "$(dirname "$0")/lib-daemons.sh"
 
 NS=it-$IT_RUN-inet
 HOSTIF=it${IT_RUN}h
@@ -34,21 +21,8 @@ it_cleanup_hook() {
         ip netns del "$NS" 2>/dev/null
         ip link del "$HOSTIF" 2>/dev/null
         [ -n "${D[B.log]:-}" ] || return 0
-        # Daemon B as lib.sh does it for A: stopped, nothing of it left. (D[A.*] is A's
-        # whichever daemon the globals point at now.)
-        use_daemon B
-        local cellad=$CELLAD_PID left
-        stop_cellad
-        CELLAD_PID=$cellad
-        left=$(wait_empty run_pids) || { echo "LEAK: processes of daemon B: $left" >&2; IT_FAILED_CLEANUP=1; }
-        CELLAD_PID=
-        left=$(wait_empty run_cgroups) || { echo "LEAK: cgroups of daemon B: $left" >&2; IT_FAILED_CLEANUP=1; }
-        left=$(wait_empty run_links) || { echo "LEAK: veths of daemon B: $left" >&2; IT_FAILED_CLEANUP=1; }
-        if command -v nft >/dev/null && nft list table inet "$IT_CGPARENT" >/dev/null 2>&1; then
-                echo "LEAK: nft table inet $IT_CGPARENT of daemon B" >&2
-                IT_FAILED_CLEANUP=1
-        fi
-        rm -f "/run/cella/instances/$IT_CGPARENT"
+        # Daemon B as lib.sh does it for A: stopped, nothing of it left.
+        stop_daemon B
         use_daemon A
         return 0
 }
