@@ -30,36 +30,37 @@ bytes=$(jq -r .stdout "$tmp/answer" | cut -f1)
 mkdir -p "$tmp/host/big"
 for i in $(seq 1 64); do head -c 16777216 /dev/urandom >"$tmp/host/big/f$i"; done
 
-backups=() restores=() tars=() untars=() archive=0
-for i in $(seq 1 "$RUNS"); do
+# timed ARRAY COMMAND...: the page cache written out, then COMMAND; its ms appended to ARRAY.
+timed() {
+        local -n out=$1
+        local t0 t1
+        shift
         sync
         t0=$(date +%s%N)
-        req POST /v1/sandboxes/bkbench/backups '{"dir":"/workspace/big"}'
+        "$@"
         t1=$(date +%s%N)
-        backups+=("$(ms "$t0" "$t1")")
+        out+=("$(ms "$t0" "$t1")")
+}
+# round BACKUPS RESTORES: a backup of /workspace/big and its restore into another dir, each
+# timed into its array; the restored copy and the backup removed after.
+round() {
+        timed "$1" req POST /v1/sandboxes/bkbench/backups '{"dir":"/workspace/big"}'
+        local id
         id=$(jq -r .id "$tmp/answer")
         archive=$(jq -r .sizeBytes "$tmp/answer")
-
-        sync
-        t0=$(date +%s%N)
-        req POST "/v1/sandboxes/bkbench/backups/$id/restore" '{"dir":"/workspace/restored"}'
-        t1=$(date +%s%N)
-        restores+=("$(ms "$t0" "$t1")")
+        timed "$2" req POST "/v1/sandboxes/bkbench/backups/$id/restore" '{"dir":"/workspace/restored"}'
         req POST /v1/sandboxes/bkbench/exec '{"command":"rm -rf /workspace/restored","timeout":600000}'
         req DELETE "/v1/backups/$id"
+}
+host_pack() { tar -C "$tmp/host/big" -cf - . | zstd -q -3 -o "$tmp/host.tar.zst"; }
+host_unpack() { zstd -q -d -c "$tmp/host.tar.zst" | tar -C "$tmp/host/out" -xf -; }
 
-        sync
-        t0=$(date +%s%N)
-        tar -C "$tmp/host/big" -cf - . | zstd -q -3 -o "$tmp/host.tar.zst"
-        t1=$(date +%s%N)
-        tars+=("$(ms "$t0" "$t1")")
-
-        sync
+backups=() restores=() tars=() untars=() archive=0
+for i in $(seq 1 "$RUNS"); do
+        round backups restores
+        timed tars host_pack
         mkdir "$tmp/host/out"
-        t0=$(date +%s%N)
-        zstd -q -d -c "$tmp/host.tar.zst" | tar -C "$tmp/host/out" -xf -
-        t1=$(date +%s%N)
-        untars+=("$(ms "$t0" "$t1")")
+        timed untars host_unpack
         rm -rf "$tmp/host/out" "$tmp/host.tar.zst"
 done
 # The same sandbox against an S3 store (tests/s3's server on loopback, when node and its
@@ -94,26 +95,8 @@ if command -v node >/dev/null && [ -d "$s3dir/node_modules/@20minutes/s3rver" ];
         done
         [ -n "$url" ] || { cat "$tmp/log" >&2; exit 1; }
         for i in $(seq 1 "$RUNS"); do
-                sync
-                t0=$(date +%s%N)
-                req POST /v1/sandboxes/bkbench/backups '{"dir":"/workspace/big"}'
-                t1=$(date +%s%N)
-                s3backups+=("$(ms "$t0" "$t1")")
-                id=$(jq -r .id "$tmp/answer")
-
-                sync
-                t0=$(date +%s%N)
-                req POST "/v1/sandboxes/bkbench/backups/$id/restore" '{"dir":"/workspace/restored"}'
-                t1=$(date +%s%N)
-                s3restores+=("$(ms "$t0" "$t1")")
-                req POST /v1/sandboxes/bkbench/exec '{"command":"rm -rf /workspace/restored","timeout":600000}'
-                req DELETE "/v1/backups/$id"
-
-                sync
-                t0=$(date +%s%N)
-                req POST /v1/sandboxes/bkbench/backups '{"dir":"/workspace/big","multipart":false}'
-                t1=$(date +%s%N)
-                s3spooled+=("$(ms "$t0" "$t1")")
+                round s3backups s3restores
+                timed s3spooled req POST /v1/sandboxes/bkbench/backups '{"dir":"/workspace/big","multipart":false}'
                 req DELETE "/v1/backups/$(jq -r .id "$tmp/answer")"
         done
         s3note=" s3rver 4.0.4 (node) on loopback, storing on the same disk."
