@@ -155,12 +155,15 @@ static void file_read_free(struct file_read *r)
         free(r);
 }
 
+/* DATA frames from the file, each sent from the page cache by sendfile when the connection
+ * has nothing queued (stream_send_file); while something is queued (the socket was full),
+ * the pump waits for the queue to empty rather than copy the file behind it. */
 static void file_read_pump(struct file_read *r)
 {
         while (r->s.conn) {
                 uint64_t left = r->size - r->sent;
-                size_t n = sizeof(io_buf);
-                ssize_t got;
+                size_t n = CELLA_FRAME_DATA_CHUNK;
+                int rc;
 
                 if (left == 0) {
                         stream_end_json(&r->s, FRAME_RESULT,
@@ -170,26 +173,29 @@ static void file_read_pump(struct file_read *r)
                 }
                 if (r->s.send_credit == 0 || stream_congested(&r->s))
                         return;
+                if (stream_queued(&r->s)) {
+                        r->s.wait_drain = true;
+                        return;
+                }
                 if (n > left)
                         n = (size_t)left;
                 if (n > r->s.send_credit)
                         n = (size_t)r->s.send_credit;
-                got = pread(r->fd, io_buf, n, (off_t)r->sent);
-                if (got < 0 && errno == EINTR)
-                        continue;
-                if (got <= 0) {
-                        if (got < 0)
-                                stream_end_error(&r->s, cella_code_from_errno(errno), "read: %s",
-                                                 strerror(errno));
-                        else
+                rc = stream_send_file(&r->s, FRAME_DATA, r->fd, r->sent, n);
+                if (rc == -ECONNABORTED)
+                        return; /* the connection failed: r was cancelled and freed */
+                if (rc < 0) {
+                        if (rc == -ENODATA)
                                 stream_end_error(&r->s, CELLA_E_INTERNAL_ERROR,
                                                  "file shrank while being read");
+                        else
+                                stream_end_error(&r->s, cella_code_from_errno(-rc), "read: %s",
+                                                 strerror(-rc));
                         file_read_free(r);
                         return;
                 }
-                stream_send(&r->s, FRAME_DATA, io_buf, (size_t)got);
-                r->sent += (uint64_t)got;
-                r->s.send_credit -= (uint64_t)got;
+                r->sent += (uint64_t)n;
+                r->s.send_credit -= (uint64_t)n;
         }
 }
 
