@@ -5,7 +5,8 @@
  * size announced in FILE_INFO is sent (cellad uses it as Content-Length): a file that
  * shrinks meanwhile ends the stream with ERROR, bytes appended meanwhile are not sent.
  * FILE_WRITE: DATA goes to a temporary file in the target's directory, renamed over the
- * target on END; credit is returned as the bytes are written. CANCEL or the connection
+ * target on END; credit is returned as the bytes are written, CELLA_STREAM_ACK_BATCH at a
+ * time. CANCEL or the connection
  * going away removes the temporary file.
  * FILE_OP: stat, exists, delete, mkdir, move, list: synchronous; never follow a symlink in
  * the last component of delete, move or list entries. */
@@ -49,6 +50,7 @@ struct file_write {
         uid_t uid;
         gid_t gid;
         uint64_t size;
+        uint32_t unacked; /* bytes written, not yet credited back to cellad */
 };
 
 static char io_buf[CELLA_FRAME_DATA_CHUNK]; /* one loop thread: shared by every stream */
@@ -310,10 +312,16 @@ static int file_write_data(struct file_write *w, const uint8_t *data, size_t len
                 done += (size_t)n;
         }
         w->size += len;
-        w->s.recv_credit += (int64_t)len;
-        frame_window_pack(credit, (uint32_t)len);
-        if (len)
+        /* credit goes back in batches (a WINDOW per 64 KiB frame was a write here and a
+         * wakeup in cellad each); the window is four batches, so cellad never waits for
+         * bytes already written */
+        w->unacked += (uint32_t)len;
+        if (w->unacked >= CELLA_STREAM_ACK_BATCH) {
+                w->s.recv_credit += (int64_t)w->unacked;
+                frame_window_pack(credit, w->unacked);
+                w->unacked = 0;
                 stream_send(&w->s, FRAME_WINDOW, credit, sizeof(credit));
+        }
         return 0;
 }
 
