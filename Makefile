@@ -13,7 +13,7 @@
 #   make fuzz           libFuzzer (clang) in build-fuzz/, FUZZ_SECONDS (600) per target;
 #                       what adds coverage joins tests/fuzz/corpus/ (FUZZ_GROW=0: not)
 #   make bench          the benchmarks (bench/run.sh, preview.sh, pty.sh, sdk.sh, sdk-python.sh,
-#                       output.sh, images.sh, snapshots.sh, memsleep.sh, backups.sh,
+#                       output.sh, files.sh, images.sh, snapshots.sh, memsleep.sh, backups.sh,
 #                       cluster.sh, cluster-failover.sh)
 #   make format         clang-format every C file
 #   make clean          remove the build directories
@@ -103,6 +103,7 @@ bench: build image
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/sdk.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/sdk-python.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/output.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/files.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/images.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/snapshots.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/memsleep.sh

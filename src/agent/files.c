@@ -5,7 +5,8 @@
  * size announced in FILE_INFO is sent (cellad uses it as Content-Length): a file that
  * shrinks meanwhile ends the stream with ERROR, bytes appended meanwhile are not sent.
  * FILE_WRITE: DATA goes to a temporary file in the target's directory, renamed over the
- * target on END; credit is returned as the bytes are written. CANCEL or the connection
+ * target on END; credit is returned as the bytes are written, CELLA_STREAM_ACK_BATCH at a
+ * time. CANCEL or the connection
  * going away removes the temporary file.
  * FILE_OP: stat, exists, delete, mkdir, move, list: synchronous; never follow a symlink in
  * the last component of delete, move or list entries. */
@@ -49,6 +50,7 @@ struct file_write {
         uid_t uid;
         gid_t gid;
         uint64_t size;
+        uint32_t unacked; /* bytes written, not yet credited back to cellad */
 };
 
 static char io_buf[CELLA_FRAME_DATA_CHUNK]; /* one loop thread: shared by every stream */
@@ -155,12 +157,15 @@ static void file_read_free(struct file_read *r)
         free(r);
 }
 
+/* DATA frames from the file, each sent from the page cache by sendfile when the connection
+ * has nothing queued (stream_send_file); while something is queued (the socket was full),
+ * the pump waits for the queue to empty rather than copy the file behind it. */
 static void file_read_pump(struct file_read *r)
 {
         while (r->s.conn) {
                 uint64_t left = r->size - r->sent;
-                size_t n = sizeof(io_buf);
-                ssize_t got;
+                size_t n = CELLA_FRAME_DATA_CHUNK;
+                int rc;
 
                 if (left == 0) {
                         stream_end_json(&r->s, FRAME_RESULT,
@@ -170,26 +175,29 @@ static void file_read_pump(struct file_read *r)
                 }
                 if (r->s.send_credit == 0 || stream_congested(&r->s))
                         return;
+                if (stream_queued(&r->s)) {
+                        r->s.wait_drain = true;
+                        return;
+                }
                 if (n > left)
                         n = (size_t)left;
                 if (n > r->s.send_credit)
                         n = (size_t)r->s.send_credit;
-                got = pread(r->fd, io_buf, n, (off_t)r->sent);
-                if (got < 0 && errno == EINTR)
-                        continue;
-                if (got <= 0) {
-                        if (got < 0)
-                                stream_end_error(&r->s, cella_code_from_errno(errno), "read: %s",
-                                                 strerror(errno));
-                        else
+                rc = stream_send_file(&r->s, FRAME_DATA, r->fd, r->sent, n);
+                if (rc == -ECONNABORTED)
+                        return; /* the connection failed: r was cancelled and freed */
+                if (rc < 0) {
+                        if (rc == -ENODATA)
                                 stream_end_error(&r->s, CELLA_E_INTERNAL_ERROR,
                                                  "file shrank while being read");
+                        else
+                                stream_end_error(&r->s, cella_code_from_errno(-rc), "read: %s",
+                                                 strerror(-rc));
                         file_read_free(r);
                         return;
                 }
-                stream_send(&r->s, FRAME_DATA, io_buf, (size_t)got);
-                r->sent += (uint64_t)got;
-                r->s.send_credit -= (uint64_t)got;
+                r->sent += (uint64_t)n;
+                r->s.send_credit -= (uint64_t)n;
         }
 }
 
@@ -304,10 +312,16 @@ static int file_write_data(struct file_write *w, const uint8_t *data, size_t len
                 done += (size_t)n;
         }
         w->size += len;
-        w->s.recv_credit += (int64_t)len;
-        frame_window_pack(credit, (uint32_t)len);
-        if (len)
+        /* credit goes back in batches (a WINDOW per 64 KiB frame was a write here and a
+         * wakeup in cellad each); the window is four batches, so cellad never waits for
+         * bytes already written */
+        w->unacked += (uint32_t)len;
+        if (w->unacked >= CELLA_STREAM_ACK_BATCH) {
+                w->s.recv_credit += (int64_t)w->unacked;
+                frame_window_pack(credit, w->unacked);
+                w->unacked = 0;
                 stream_send(&w->s, FRAME_WINDOW, credit, sizeof(credit));
+        }
         return 0;
 }
 

@@ -6,6 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "agent/conn.h"
 #include "agent/service.h"
@@ -31,6 +35,21 @@ static void resume_streams(struct conn *c)
         }
 }
 
+/* The streams that wait for an empty write queue (stream_queued, wait_drain). */
+static void resume_drain_waiters(struct conn *c)
+{
+        struct stream *s, *next;
+
+        for (s = c->streams; s && !c->closing && c->queued == 0; s = next) {
+                next = s->next;
+                if (s->wait_drain) {
+                        s->wait_drain = false;
+                        if (s->ops->on_window)
+                                s->ops->on_window(s);
+                }
+        }
+}
+
 static void on_write_done(uv_write_t *req, int status)
 {
         struct frame_write *w = (struct frame_write *)req;
@@ -48,6 +67,8 @@ static void on_write_done(uv_write_t *req, int status)
         if (c->congested && c->queued < WRITE_LOW_WATER) {
                 c->congested = false;
                 resume_streams(c);
+        } else if (c->queued == 0) {
+                resume_drain_waiters(c);
         }
 }
 
@@ -110,6 +131,106 @@ int stream_send(struct stream *s, uint8_t type, const void *payload, size_t len)
         if (!s->conn)
                 return -EPIPE;
         return conn_send(s->conn, type, s->id, payload, len);
+}
+
+/* Read len bytes of fd at off into buf; -ENODATA at an early end of file. */
+static int pread_all(int fd, char *buf, size_t len, uint64_t off)
+{
+        size_t done = 0;
+
+        while (done < len) {
+                ssize_t n = pread(fd, buf + done, len - done, (off_t)(off + done));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return -ENODATA;
+                done += (size_t)n;
+        }
+        return 0;
+}
+
+int stream_send_file(struct stream *s, uint8_t type, int fd, uint64_t off, size_t len)
+{
+        struct conn *c = s->conn;
+        uint8_t head[CELLA_FRAME_HEADER];
+        struct frame_write *w;
+        size_t taken = 0, rest, hrest;
+        uv_os_fd_t sock;
+        struct stat st;
+        uv_buf_t b;
+        int r;
+
+        if (!c || c->closing)
+                return -EPIPE;
+        if (len > CELLA_FRAME_MAX)
+                return -EINVAL;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if ((uint64_t)st.st_size < off + len)
+                return -ENODATA;
+        frame_header_pack(head, type, s->id, (uint32_t)len);
+        if (c->queued == 0 && uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) == 0 &&
+            uv_fileno((uv_handle_t *)&c->pipe, &sock) == 0) {
+                ssize_t n;
+
+                do
+                        n = send(sock, head, sizeof(head), MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
+                while (n < 0 && errno == EINTR);
+                if (n > 0)
+                        taken = (size_t)n;
+                while (taken >= sizeof(head) && taken < sizeof(head) + len) {
+                        off_t o = (off_t)(off + (taken - sizeof(head)));
+
+                        n = sendfile(sock, fd, &o, sizeof(head) + len - taken);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n <= 0)
+                                break; /* full (or the file was cut): the rest is read */
+                        taken += (size_t)n;
+                }
+        }
+        rest = sizeof(head) + len - taken;
+        if (rest == 0)
+                return 0;
+        hrest = taken < sizeof(head) ? sizeof(head) - taken : 0;
+        w = malloc(offsetof(struct frame_write, data) + rest + 1);
+        if (!w) {
+                r = -ENOMEM;
+                goto cut;
+        }
+        if (hrest)
+                memcpy(w->data, head + taken, hrest);
+        r = pread_all(fd, w->data + hrest, rest - hrest, off + (len - (rest - hrest)));
+        if (r < 0) {
+                free(w);
+                goto cut;
+        }
+        w->conn = c;
+        w->len = rest;
+        b = uv_buf_init(w->data, (unsigned)rest);
+        r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write_done);
+        if (r < 0) {
+                free(w);
+                goto cut;
+        }
+        c->queued += rest;
+        if (c->queued > WRITE_HIGH_WATER)
+                c->congested = true;
+        return 0;
+cut:
+        if (taken == 0)
+                return r;
+        /* part of the frame is out: the link cannot go on */
+        conn_fail(c, "a file frame could not be completed");
+        return -ECONNABORTED;
+}
+
+bool stream_queued(const struct stream *s)
+{
+        return s->conn && s->conn->queued > 0;
 }
 
 int stream_send_json(struct stream *s, uint8_t type, json_t *j)

@@ -61,6 +61,7 @@ struct stream {
         const struct stream_ops *ops;
         uint64_t send_credit; /* data bytes we may still send (STDOUT/STDERR/DATA) */
         int64_t recv_credit;  /* data bytes the daemon may still send us (uploads) */
+        bool wait_drain;      /* on_window once the connection's write queue is empty */
 };
 
 /* The agent's state. One per process; the dispatcher creates it (agent_new, agent.h) and
@@ -112,6 +113,20 @@ void stream_end_error(struct stream *s, int code, const char *fmt, ...) _printf_
 /* True while the connection's write queue is above its high-water mark: producers pause
  * and are resumed (their on_window) once it drains. */
 bool stream_congested(const struct stream *s);
+/* Send a frame whose payload is len bytes of the regular file fd at off. When nothing is
+ * queued on the connection, the header goes to the socket and the payload follows it by
+ * sendfile (no copy through the agent); what the socket does not take is read into a
+ * queued write. 0 (the frame is sent or queued), -ENODATA if the file no longer holds
+ * off + len bytes (nothing sent), -EPIPE, -EINVAL beyond CELLA_FRAME_MAX, -ENOMEM or a
+ * read error. A file cut between the check and the copy fails the connection: a frame whose
+ * header is out must carry all its bytes, and padding would hand cellad bytes the file
+ * never held; -ECONNABORTED says so, and every stream of the connection, s included, has
+ * been cancelled (detached) by then. */
+int stream_send_file(struct stream *s, uint8_t type, int fd, uint64_t off, size_t len);
+/* True while something is queued on the stream's connection (the socket did not take all
+ * it was offered). With s->wait_drain set, s's on_window is called once the queue is
+ * empty again. */
+bool stream_queued(const struct stream *s);
 /* Send an ERROR on a stream id that has no object (request rejected up front). */
 void conn_send_error(struct conn *c, uint32_t id, const struct cella_error *err);
 /* The same with a code and a formatted message. */

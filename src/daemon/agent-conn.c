@@ -250,6 +250,8 @@ static void conn_fail(struct agent_conn *c, int err)
 static void on_connect(uv_connect_t *req, int status)
 {
         struct agent_conn *c = req->data;
+        int size = CELLA_STREAM_WINDOW;
+        uv_os_fd_t fd;
         int r;
         if (c->closing)
                 return;
@@ -258,6 +260,11 @@ static void on_connect(uv_connect_t *req, int status)
                 conn_fail(c, status);
                 return;
         }
+        /* a send buffer of a stream's window: an upload's frames wait in the socket, not
+         * copied behind a write request each time the 208 KiB default fills (0061) */
+        if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &size, sizeof(size)) < 0)
+                (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
         r = uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
         if (r < 0)
                 conn_fail(c, r);

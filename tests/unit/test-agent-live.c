@@ -730,6 +730,65 @@ static uint8_t *download(uint32_t stream, const char *path, size_t *ret_len, jso
         }
 }
 
+/* A file cut while it is read: the stream ends with ERROR after the bytes the file still
+ * held were sent in whole frames, never with a RESULT or with bytes it never held. */
+static void test_file_read_shrinks(void **state)
+{
+        const size_t size = 3 * CELLA_STREAM_WINDOW, cut = CELLA_STREAM_WINDOW + 12345;
+        uint8_t *data, *got;
+        size_t len = 0;
+        char path[256];
+        bool window_sent = false, ended = false;
+        struct rframe f;
+        FILE *fp;
+
+        (void)state;
+        data = malloc(size);
+        got = malloc(size);
+        assert_non_null(data);
+        assert_non_null(got);
+        for (size_t i = 0; i < size; i++)
+                data[i] = (uint8_t)((i * 2654435761u) >> 11);
+        snprintf(path, sizeof(path), "%s/shrinks.bin", tmpdir);
+        fp = fopen(path, "wb");
+        assert_non_null(fp);
+        assert_int_equal(fwrite(data, 1, size, fp), size);
+        assert_int_equal(fclose(fp), 0);
+
+        send_json(conn, FRAME_FILE_READ, 30, "{\"path\":\"%s\"}", path);
+        while (!ended) {
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, 30);
+                switch (f.type) {
+                case FRAME_FILE_INFO:
+                        break;
+                case FRAME_DATA:
+                        assert_true(len + f.len <= size);
+                        memcpy(got + len, f.payload, f.len);
+                        len += f.len;
+                        /* the first window is used up: cut the file, then give credit */
+                        if (len == CELLA_STREAM_WINDOW && !window_sent) {
+                                assert_int_equal(truncate(path, (off_t)cut), 0);
+                                send_window(conn, 30, CELLA_STREAM_WINDOW);
+                                window_sent = true;
+                        }
+                        break;
+                case FRAME_ERROR:
+                        ended = true;
+                        break;
+                default:
+                        fail_msg("unexpected frame %d", f.type);
+                }
+                free(f.payload);
+        }
+        assert_true(window_sent);
+        assert_true(len >= CELLA_STREAM_WINDOW && len <= cut);
+        assert_memory_equal(got, data, len);
+        unlink(path);
+        free(data);
+        free(got);
+}
+
 static void test_file_write_read(void **state)
 {
         const size_t size = 5 * 1024 * 1024;
@@ -1874,6 +1933,7 @@ int main(void)
                 cmocka_unit_test(test_exec_window),
                 cmocka_unit_test(test_many_concurrent),
                 cmocka_unit_test(test_file_write_read),
+                cmocka_unit_test(test_file_read_shrinks),
                 cmocka_unit_test(test_file_ops),
                 cmocka_unit_test(test_sessions),
                 cmocka_unit_test(test_proc_in_session),
