@@ -83,15 +83,20 @@ static void etc_hosts_text(const char *hostname, char *buf, size_t size)
 }
 
 /* Replace the content of an existing regular file in place (same inode: an overlay that
- * has it as its upper file sees the new content), never following a symlink. */
+ * has it as its upper file sees the new content), never following a symlink. Written over
+ * and then cut to its length, not opened with O_TRUNC: ext4 flushes on close a file that
+ * was truncated to nothing (its auto_da_alloc), a synchronous write-out on a claim's path
+ * (decision 0059). */
 static int rewrite_at(int dirfd, const char *name, const char *content)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         size_t len = strlen(content);
-        if (write(fd, content, len) != (ssize_t)len)
+        if (pwrite(fd, content, len, 0) != (ssize_t)len)
                 return -EIO;
+        if (ftruncate(fd, (off_t)len) < 0)
+                return -errno;
         return 0;
 }
 
