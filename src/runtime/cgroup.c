@@ -384,6 +384,33 @@ int cgroup_plan_attach_v1(const struct cgroup_plan *plan, pid_t pid)
         return 0;
 }
 
+int cgroup_plan_open_v1_tasks(const struct cgroup_plan *plan, int fds[_CGROUP_V1_MAX],
+                              size_t *ret_n)
+{
+        char path[CELLA_PATH_MAX + 32];
+        size_t n = 0;
+
+        for (int c = 0; c < _CGROUP_V1_MAX; c++)
+                fds[c] = -EBADF;
+        for (int c = 0; c < _CGROUP_V1_MAX; c++) {
+                if (!plan->v1_dir[c][0])
+                        continue;
+                snprintf(path, sizeof(path), "%s/tasks", plan->v1_dir[c]);
+                int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0) {
+                        int e = -errno;
+                        for (size_t i = 0; i < n; i++) {
+                                close(fds[i]);
+                                fds[i] = -EBADF;
+                        }
+                        return e;
+                }
+                fds[n++] = fd;
+        }
+        *ret_n = n;
+        return 0;
+}
+
 /* SIGKILL every process listed in dir/cgroup.procs and below. Returns how many were
  * listed. depth bounds the recursion (the sandbox cannot nest deeper, see max.depth). */
 static int kill_tree(const char *dir, int depth)

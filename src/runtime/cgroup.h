@@ -76,6 +76,14 @@ int cgroup_plan_make(const struct cgroup_layout *layout, const char *name, const
 int cgroup_plan_apply(const struct cgroup_plan *plan, size_t *ret_step);
 /* Move pid into every v1 directory of the plan (v2 placement is done by clone3). */
 int cgroup_plan_attach_v1(const struct cgroup_plan *plan, pid_t pid);
+/* Open the "tasks" file of every v1 directory of the plan for writing, close-on-exec, into
+ * fds (unused entries -EBADF); *ret_n gets how many. A single-threaded process that writes
+ * "0" to them joins those cgroups itself: the kernel then moves one thread, the caller,
+ * without its global threadgroup lock, whose write side waits for an RCU grace period
+ * (decision 0059). The files' opener (root) is whose permission the kernel checks. Returns
+ * 0 or -errno (nothing left open). */
+int cgroup_plan_open_v1_tasks(const struct cgroup_plan *plan, int fds[_CGROUP_V1_MAX],
+                              size_t *ret_n);
 
 /* Kill every process below the container's cgroups, then remove the directories
  * depth-first. Waits (bounded) for the processes to disappear. Returns 0, or -EBUSY when

@@ -49,6 +49,7 @@ const char *const container_child_step_names[_STEP_MAX] = {
         [STEP_SETGID] = "setresgid",
         [STEP_SETUID] = "setresuid",
         [STEP_CGROUPNS] = "unshare cgroup namespace",
+        [STEP_CGROUPS] = "join v1 cgroups",
         [STEP_HOSTNAME] = "sethostname",
         [STEP_PRIVATE] = "make / private",
         [STEP_DISK] = "attach disk",
@@ -149,6 +150,21 @@ _Noreturn void container_child_main(const struct child_args *a)
         size_t idx = 0;
 
         close(a->psync_fd);
+        /* Our v1 cgroups, joined by ourselves before anything else (so everything below is
+         * charged to the sandbox): "0" in a v1 "tasks" file moves the writing thread, our
+         * only one, and the kernel does that without the global threadgroup lock whose
+         * write side waits for an RCU grace period, as the parent's write of our pid to
+         * cgroup.procs did (decision 0059). The files were opened by the parent, as host
+         * root: the kernel checks the opener's credentials. */
+        for (size_t i = 0; i < a->n_v1_tasks; i++) {
+                ssize_t w;
+                do
+                        w = write(a->v1_tasks[i], "0", 1);
+                while (w < 0 && errno == EINTR);
+                if (w != 1)
+                        child_fail(a->sync_fd, STEP_CGROUPS, w < 0 ? errno : EIO, 0);
+                close(a->v1_tasks[i]);
+        }
         lower = recv_fd(a->sync_fd);
         if (lower < 0)
                 child_fail(a->sync_fd, STEP_SYNC, errno, 0);
@@ -231,19 +247,8 @@ _Noreturn void container_child_main(const struct child_args *a)
         close(layers);
         close(ofs);
 
-        /* The parent's go: our v1 cgroups are joined (it attached us while we mounted the
-         * above). Our cgroups (v2 since clone3) then become our cgroup namespace's root,
-         * before anything mounts a cgroup filesystem or runs the tenant's code. */
-        {
-                char go;
-                ssize_t n;
-
-                do
-                        n = recv(a->sync_fd, &go, 1, 0);
-                while (n < 0 && errno == EINTR);
-                if (n != 1)
-                        child_fail(a->sync_fd, STEP_SYNC, n < 0 ? errno : ECONNRESET, 0);
-        }
+        /* Our cgroups (v2 since clone3, v1 joined above) become our cgroup namespace's
+         * root, before anything mounts a cgroup filesystem or runs the tenant's code. */
         CHECK(STEP_CGROUPNS, unshare(CLONE_NEWCGROUP));
         CHECK(STEP_HOSTNAME, sethostname(a->hostname, strlen(a->hostname)));
 

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/cgroup.h"
+
 struct runtime;
 
 enum child_step {
@@ -15,6 +17,7 @@ enum child_step {
         STEP_SETGID,
         STEP_SETUID,
         STEP_CGROUPNS,
+        STEP_CGROUPS,
         STEP_HOSTNAME,
         STEP_PRIVATE,
         STEP_DISK,
@@ -58,6 +61,10 @@ struct child_args {
         /* a detached read-only bind mount of cellad's copy of cella-init (cloned in the
          * parent, whose descriptors reach it), attached by the child at MOUNTS_AGENT_EXE */
         int agent_mnt;
+        /* the "tasks" files of its v1 cgroups, opened by the parent (cgroup_plan_open_v1_tasks):
+         * the child joins them itself, first thing */
+        int v1_tasks[_CGROUP_V1_MAX];
+        size_t n_v1_tasks;
         int log_fd;  /* -> fd 1, 2 */
         int null_fd; /* -> fd 0 */
 };

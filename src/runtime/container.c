@@ -1,12 +1,13 @@
 /* Container start and teardown (see container.h and docs/runtime.md).
  *
- * Parent (cellad):  plan -> dirs, agent log, agent bind, cgroups -> clone3 -> uid/gid
- *                   maps, oom_score_adj, idmapped lower mount -> fds -> v1 cgroups ->
- *                   "go" -> network -> wait for exec (EOF on the sync socket) or a
- *                   {step, errno} report.
- * Child:            fds -> disk, ids, overlay -> wait for "go" -> cgroupns, hostname,
- *                   mounts, agent bind, pivot_root, agent socket, lo, caps, no_new_privs,
- *                   setsid, seccomp, fds, execve(/run/.cella/cella-init).
+ * Parent (cellad):  plan -> dirs, agent log, agent bind, cgroups, v1 "tasks" files opened
+ *                   -> clone3 (into the v2 cgroup) -> uid/gid maps, oom_score_adj,
+ *                   idmapped lower mount -> fds -> network -> wait for exec (EOF on the
+ *                   sync socket) or a {step, errno} report.
+ * Child:            joins its v1 cgroups ("0" to each "tasks") -> fds -> disk, ids,
+ *                   overlay -> cgroupns, hostname, mounts, agent bind, pivot_root, agent
+ *                   socket, lo, caps, no_new_privs, setsid, seccomp, fds,
+ *                   execve(/run/.cella/cella-init).
  *
  * The child between clone3 and exec only uses data computed before the clone (its copy
  * of our memory), raw syscalls and stack buffers: cellad may have threads, so no malloc
@@ -82,15 +83,20 @@ static void etc_hosts_text(const char *hostname, char *buf, size_t size)
 }
 
 /* Replace the content of an existing regular file in place (same inode: an overlay that
- * has it as its upper file sees the new content), never following a symlink. */
+ * has it as its upper file sees the new content), never following a symlink. Written over
+ * and then cut to its length, not opened with O_TRUNC: ext4 flushes on close a file that
+ * was truncated to nothing (its auto_da_alloc), a synchronous write-out on a claim's path
+ * (decision 0059). */
 static int rewrite_at(int dirfd, const char *name, const char *content)
 {
-        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return -errno;
         size_t len = strlen(content);
-        if (write(fd, content, len) != (ssize_t)len)
+        if (pwrite(fd, content, len, 0) != (ssize_t)len)
                 return -EIO;
+        if (ftruncate(fd, (off_t)len) < 0)
+                return -errno;
         return 0;
 }
 
@@ -320,14 +326,11 @@ static void kill_and_reap(int pidfd)
 }
 
 /* Parent side after clone3: maps, oom_score_adj, lower mount, the descriptors to the
- * child (which then builds its root); meanwhile v1 cgroups, then the go that lets the
- * child enter its cgroup namespace; the network while it finishes; then wait for exec. The v1 attach waits
- * for an RCU grace period in the kernel (decision 0059): the child's mounts run during
- * it instead of after it. Returns 0 or -errno with *err set (no "create sandbox"
- * context: the caller's). */
-static int parent_setup(const struct runtime *rt, const struct container_spec *spec,
-                        const struct cgroup_plan *plan, pid_t pid, int psync,
-                        struct cella_error *err)
+ * child (which then builds its root; it joined its v1 cgroups itself, decision 0059); the
+ * network while it does; then wait for exec. Returns 0 or -errno with *err set (no
+ * "create sandbox" context: the caller's). */
+static int parent_setup(const struct runtime *rt, const struct container_spec *spec, pid_t pid,
+                        int psync, struct cella_error *err)
 {
         const char *what = "uid_map";
         char buf[64];
@@ -382,22 +385,8 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 return cella_error_errno(err, -r, "%s", what);
         PROBE("fds sent");
 
-        /* While the child builds its root: its v1 cgroups (before it makes its cgroup
-         * namespace, whose root they become, and before anything of the tenant runs). */
-        what = "v1 cgroups";
-        r = cgroup_plan_attach_v1(plan, pid);
-        if (r < 0)
-                return cella_error_errno(err, -r, "%s", what);
-        PROBE("v1 cgroup attach");
-        /* Go. A child that failed meanwhile has closed its end: its report is read below. */
-        ssize_t sent;
-        do
-                sent = send(psync, "g", 1, MSG_NOSIGNAL);
-        while (sent < 0 && errno == EINTR);
-        if (sent < 0 && errno != EPIPE && errno != ECONNRESET)
-                return cella_error_errno(err, errno, "start child");
-        /* The network, while the child makes the rest of its mounts and execs: up before
-         * the start returns, so before the agent is given anything to run. */
+        /* The network, while the child builds its root and execs: up before the start
+         * returns, so before the agent is given anything to run. */
         if (spec->network) {
                 r = net_sandbox_setup(rt->net, spec->slot, pid, spec->net_allow, spec->net_allow_n,
                                       err);
@@ -448,17 +437,24 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
         args->sync_fd = csync;
         args->psync_fd = psync;
 
+        r = cgroup_plan_open_v1_tasks(plan, args->v1_tasks, &args->n_v1_tasks);
+        if (r < 0)
+                return cella_error_errno(err, -r, "open v1 cgroups");
+
         int pidfd = -EBADF;
         PROBE("cgroup open, socketpair");
         pid_t pid = do_clone3(cgroup_fd, &pidfd);
+        int clone_errno = errno;
+        for (size_t i = 0; pid != 0 && i < args->n_v1_tasks; i++)
+                close(args->v1_tasks[i]);
         if (pid < 0)
-                return cella_error_errno(err, errno, "clone3");
+                return cella_error_errno(err, clone_errno, "clone3");
         if (pid == 0)
                 container_child_main(args);
         close(TAKE_FD(csync));
         PROBE("clone3");
 
-        r = parent_setup(rt, spec, plan, pid, psync, err);
+        r = parent_setup(rt, spec, pid, psync, err);
         if (r < 0) {
                 kill_and_reap(pidfd);
                 close(pidfd);

@@ -15,6 +15,28 @@ expect_status 201
 assert_eq lite "$(body .instanceType)" "instance type"
 assert_eq hi "$(run_in "$OTHER" 'echo hi')" "other sandbox"
 
+info "the sandbox's PID 1 is in each of its cgroups (v1 ones joined by the start's child)"
+ncg=0
+pid1=""
+for cg in $(sandbox_cgroups "$OTHER"); do
+        ncg=$((ncg + 1))
+        procs=$(cat "$cg/cgroup.procs")
+        [ -n "$procs" ] || fail "no process in $cg"
+        # Its PID 1 (the agent): the process whose last NSpid is 1.
+        if [ -z "$pid1" ]; then
+                for p in $procs; do
+                        awk '$1 == "NSpid:" && $NF == 1 {f = 1} END {exit !f}' \
+                                "/proc/$p/status" 2>/dev/null && pid1=$p
+                done
+                [ -n "$pid1" ] || fail "no PID 1 among the processes of $cg"
+        fi
+        echo "$procs" | grep -qx "$pid1" || fail "PID 1 ($pid1) not in $cg"
+done
+[ "$ncg" -ge 1 ] || fail "no cgroup found for $OTHER"
+if [ -d /sys/fs/cgroup/memory ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then
+        [ "$ncg" -ge 4 ] || fail "hybrid host: $ncg cgroup dirs for $OTHER (v2 + memory, pids, cpu expected)"
+fi
+
 info "memory bomb (lite: 256 MiB) is killed"
 # Allocate and touch 64 MiB at a time, up to 2 GiB: far beyond the limit.
 sx "$BOMB" 'python3 -c "

@@ -155,6 +155,20 @@ assert_eq killed "$(body .labels.when)" "its labels after the restart"
 api DELETE "/v1/sandboxes/$K" >/dev/null
 expect_status 200
 
+# ---- a name shorter than the pool's: its /etc files hold it alone ----
+# They are rewritten in place and cut to their length (no O_TRUNC, decision 0059): nothing
+# of the longer "pool-N" text is left behind the short one.
+wait_pool_ready 2
+api_json PUT "/v1/sandboxes/x" '{}'
+expect_status 201
+assert_eq 1 "$(health .pool.claims)" "a short name is a claim"
+assert_eq x "$(run_in x 'cat /etc/hostname')" "/etc/hostname of a short name"
+assert_eq "$(printf '127.0.0.1 localhost x\n::1 localhost')" "$(run_in x 'cat /etc/hosts')" \
+        "/etc/hosts of a short name"
+assert_eq x "$(run_in x 'hostname')" "hostname of a short name"
+api DELETE "/v1/sandboxes/x" >/dev/null
+expect_status 200
+
 # ---- --max-sandboxes: pool and user sandboxes stay within it ----
 stop_cellad
 start_cellad --pool 2 --max-sandboxes 2

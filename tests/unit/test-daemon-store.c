@@ -414,6 +414,40 @@ static void test_identity(void **state)
                 assert_int_equal(identity_parse(bad[i], strlen(bad[i]), &id), -EINVAL);
 }
 
+/* identity_write over a prepared (empty) temporary file, over a longer stale one, and
+ * without one: the file holds exactly the text each time, and no temporary is left. */
+static void test_identity_write(void **state)
+{
+        char dir[] = "/tmp/cella-test-identity.XXXXXX", path[128], tmp[128], buf[256];
+        struct cella_error err = {0};
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/" IDENTITY_FILE, dir);
+        snprintf(tmp, sizeof(tmp), "%s/." IDENTITY_FILE ".tmp", dir);
+        const char *texts[] = {"{\"a\":1}", "{\"a\":1,\"b\":2}", "{}"};
+        for (int round = 0; round < 3; round++) {
+                if (round == 0) {
+                        assert_int_equal(identity_prepare(dir), 0);
+                } else if (round == 1) {
+                        FILE *f = fopen(tmp, "w"); /* a longer stale temporary */
+                        assert_non_null(f);
+                        fputs("{\"stale\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}", f);
+                        fclose(f);
+                }
+                assert_int_equal(identity_write(dir, texts[round], &err), 0);
+                FILE *f = fopen(path, "r");
+                assert_non_null(f);
+                size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+                fclose(f);
+                buf[n] = '\0';
+                assert_string_equal(buf, texts[round]);
+                assert_true(identity_is(dir, texts[round]));
+                assert_int_equal(access(tmp, F_OK), -1);
+        }
+        unlink(path);
+        rmdir(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -423,6 +457,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_store_damaged, reg_setup, reg_teardown),
                 cmocka_unit_test(test_store_open_failure),
                 cmocka_unit_test(test_identity),
+                cmocka_unit_test(test_identity_write),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,10 @@
 #include <stdio.h>
 #include <sys/mount.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -160,6 +164,62 @@ static void test_plan_hybrid(void **state)
         assert_int_equal(cgroup_plan_make(&l, "cella", "b", &none, 4242, &p), 0);
         assert_null(find_step(&p, CGROUP_OP_WRITE,
                               "/sys/fs/cgroup/memory/cella/b/memory.limit_in_bytes"));
+}
+
+/* The v1 "tasks" files a child joins its cgroups by: each opened write-only and
+ * close-on-exec, none left open when one is missing, none for a plan without v1 dirs. */
+static void test_open_v1_tasks(void **state)
+{
+        static struct cgroup_plan p;
+        char root[] = "/tmp/cella-test-tasks.XXXXXX";
+        int fds[_CGROUP_V1_MAX];
+        size_t n = 99;
+
+        assert_non_null(mkdtemp(root));
+        memset(&p, 0, sizeof(p));
+        for (int c = 0; c < _CGROUP_V1_MAX; c++) {
+                char f[CELLA_PATH_MAX + 32];
+                snprintf(p.v1_dir[c], sizeof(p.v1_dir[c]), "%s/%d", root, c);
+                assert_int_equal(mkdir(p.v1_dir[c], 0755), 0);
+                snprintf(f, sizeof(f), "%s/tasks", p.v1_dir[c]);
+                int fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                assert_true(fd >= 0);
+                close(fd);
+        }
+        assert_int_equal(cgroup_plan_open_v1_tasks(&p, fds, &n), 0);
+        assert_int_equal(n, _CGROUP_V1_MAX);
+        for (size_t i = 0; i < n; i++) {
+                int fl = fcntl(fds[i], F_GETFL);
+                assert_int_equal(fl & O_ACCMODE, O_WRONLY);
+                assert_true(fcntl(fds[i], F_GETFD) & FD_CLOEXEC);
+                assert_int_equal(write(fds[i], "0", 1), 1);
+                close(fds[i]);
+        }
+        /* One missing: an error, and the ones opened before it are closed again. */
+        char f[CELLA_PATH_MAX + 32];
+        snprintf(f, sizeof(f), "%s/tasks", p.v1_dir[CGROUP_V1_CPU]);
+        assert_int_equal(unlink(f), 0);
+        int probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        assert_true(probe >= 0);
+        close(probe);
+        assert_int_equal(cgroup_plan_open_v1_tasks(&p, fds, &n), -ENOENT);
+        for (int c = 0; c < _CGROUP_V1_MAX; c++)
+                assert_int_equal(fds[c], -EBADF);
+        int next = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        assert_int_equal(next, probe); /* nothing leaked */
+        close(next);
+        /* Pure v2: no v1 dir, nothing to open. */
+        static struct cgroup_plan v2;
+        memset(&v2, 0, sizeof(v2));
+        assert_int_equal(cgroup_plan_open_v1_tasks(&v2, fds, &n), 0);
+        assert_int_equal(n, 0);
+        for (int c = 0; c < _CGROUP_V1_MAX; c++) {
+                char d[CELLA_PATH_MAX + 32];
+                snprintf(d, sizeof(d), "%s/tasks", p.v1_dir[c]);
+                unlink(d);
+                rmdir(p.v1_dir[c]);
+        }
+        rmdir(root);
 }
 
 static void test_plan_too_long(void **state)
@@ -472,6 +532,7 @@ int main(void)
                 cmocka_unit_test(test_detect_none_and_escapes),
                 cmocka_unit_test(test_plan_v2),
                 cmocka_unit_test(test_plan_hybrid),
+                cmocka_unit_test(test_open_v1_tasks),
                 cmocka_unit_test(test_plan_too_long),
                 cmocka_unit_test(test_mount_plan),
                 cmocka_unit_test(test_filter_rules),
