@@ -181,6 +181,14 @@ try {
     { timeout: T },
   );
   await shoot('terminal');
+  log('terminal: a new connection replays what the shell showed');
+  await page.click('#term-reconnect');
+  await page.waitForFunction(() => document.querySelector('#term-status')?.textContent === 'connected', null, { timeout: T });
+  await page.waitForFunction(
+    () => Array.from(document.querySelectorAll('#terminal .xterm-rows > div')).some((r) => r.textContent.trim() === 'hi'),
+    null,
+    { timeout: T },
+  );
 
   // ---- process, port, preview ----
   log('start python3 -m http.server 8000');
