@@ -17,6 +17,7 @@ const TOKEN = process.env.CELLA_TOKEN;
 const NAME = process.env.SANDBOX;
 const SHOTS = process.env.SHOTS;
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const IMPORT_TAR = process.env.IMPORT_TAR; // a docker save tarball for the images page
 if (!URL_ || !TOKEN || !NAME || !SHOTS) throw new Error('CELLA_URL, CELLA_TOKEN, SANDBOX and SHOTS are needed');
 mkdirSync(SHOTS, { recursive: true });
 
@@ -263,6 +264,24 @@ try {
   log('images');
   await page.click('a[data-nav=images]');
   await page.waitForSelector('#images tr[data-image="default"]', { timeout: T });
+  log('images: a build with its live log and progress');
+  await page.fill('#build-name', 'consolebuild');
+  await page.fill('#build-packages', 'busybox-static');
+  await page.click('form[aria-label="Build an image"] button');
+  await page.waitForSelector('#images tr[data-image="consolebuild"]', { timeout: T });
+  const blog = await page.textContent('#build-log');
+  check(blog.includes('fake build of consolebuild: busybox-static') && blog.includes('I: extracting archives'), `build log: ${blog}`);
+  check(await page.evaluate(() => { const p = document.querySelector('#build-progress'); return p.value === p.max; }), 'the build progress is not full');
+  if (IMPORT_TAR) {
+    log('images: import a tarball with upload progress, then delete it');
+    await page.fill('#import-name', 'consoleimport');
+    await page.setInputFiles('#import-file', IMPORT_TAR);
+    await page.click('form[aria-label="Import an image"] button');
+    await page.waitForSelector('#images tr[data-image="consoleimport"]', { timeout: T });
+    check(await page.evaluate(() => document.querySelector('#import-progress').value === 100), 'the upload progress is not full');
+    await page.click('#images tr[data-image="consoleimport"] button.danger');
+    await page.waitForFunction(() => !document.querySelector('#images tr[data-image="consoleimport"]'), null, { timeout: T });
+  }
   await shoot('images');
 
   // ---- the same pages on a phone ----

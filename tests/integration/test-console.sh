@@ -15,9 +15,36 @@ command -v node >/dev/null || skip "no node"
 [ -f "$console/dist/index.html" ] && [ -d "$console/node_modules/playwright-core" ] ||
         skip "the console is not built (make console)"
 
+# The images page builds with a fake builder (mmdebstrap's phase lines, then a tiny image)
+# and imports a docker save tarball of the host's static busybox (images/mktar.py) into an
+# images dir of this run whose `default` is a symlink to the shared default image.
+[ -x /bin/busybox ] || skip "needs busybox-static (/bin/busybox) for the import"
+SHARED_IMAGES=$CELLA_IMAGES
+CELLA_IMAGES=$IT_TMP/images
+mkdir -p "$CELLA_IMAGES"
+ln -s "$SHARED_IMAGES/default" "$CELLA_IMAGES/default"
+python3 "$(dirname "$0")/images/mktar.py" docker "$IT_TMP/import.tar"
+BUILDER=$IT_TMP/fake-builder.sh
+cat >"$BUILDER" <<'EOF'
+#!/bin/sh
+images=$1 name=$2
+shift 3
+echo "fake build of $name: $*"
+for phase in "chroot architecture amd64" "downloading packages with apt..." \
+        "extracting archives..." "installing essential packages..." "cleaning up..." \
+        "success in 0.1 seconds"; do
+        echo "I: $phase" >&2
+        sleep 0.2
+done
+mkdir -p "$images/$name/rootfs" &&
+        printf '{"source":"build","packages":[]}\n' >"$images/$name/image.json" &&
+        date >"$images/$name/.complete"
+EOF
+chmod +x "$BUILDER"
+
 CELLA_TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export CELLA_TOKEN
-start_cellad --console "$console/dist"
+start_cellad --console "$console/dist" --image-builder "$BUILDER"
 
 # ---- serving ----
 info "/ and /console redirect to /console/"
@@ -65,7 +92,7 @@ rm -rf "$shots"
 name=$(sbx console)
 info "browser flow (sandbox $name, screenshots in $shots)"
 CELLA_URL=$CELLA_URL CELLA_TOKEN=$CELLA_TOKEN SANDBOX=$name SHOTS=$shots CHROMIUM=$chromium \
-        node "$console/test/flow.mjs" || fail "the browser flow failed (see above; $shots/failure.png)"
+        IMPORT_TAR=$IT_TMP/import.tar node "$console/test/flow.mjs" || fail "the browser flow failed (see above; $shots/failure.png)"
 [ -s "$shots/login-1280x800.png" ] || fail "no screenshot of the login form"
 for page in sandboxes files terminal processes ports notebook settings snapshots images; do
         for size in 1280x800 375x667; do
@@ -74,4 +101,7 @@ for page in sandboxes files terminal processes ports notebook settings snapshots
 done
 api GET "/v1/sandboxes/$name" >/dev/null
 expect_status 404 SANDBOX_NOT_FOUND
+info "the image built from the page is there, the one imported and deleted is not"
+api GET /v1/images >/dev/null
+assert_eq "consolebuild default " "$(body '.images[].name' | sort | tr '\n' ' ')" "images"
 info "PASS"
