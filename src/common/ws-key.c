@@ -127,8 +127,10 @@ int ws_protocol_bearer(const char *value, char *out, size_t outsz)
                         if (c <= 0x20 || c == 0x7f)
                                 return -EINVAL;
                 }
-                if (raw.len >= outsz)
+                if (raw.len >= outsz) {
+                        explicit_bzero(raw.data, raw.len);
                         return -ENAMETOOLONG;
+                }
                 memcpy(out, raw.data, raw.len);
                 out[raw.len] = '\0';
                 explicit_bzero(raw.data, raw.len);

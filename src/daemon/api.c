@@ -701,8 +701,10 @@ void api_handle(struct http_request *req, void *userdata)
         if ((a->cfg.token && a->cfg.token[0]) || shows_key(req, &m, &wb)) {
                 char addr[64];
 
-                if (auth_throttled(a, req, addr))
+                if (auth_throttled(a, req, addr)) {
+                        explicit_bzero(&wb, sizeof(wb));
                         return;
+                }
                 r = authenticate(a, req, &m, &wb);
                 explicit_bzero(&wb, sizeof(wb));
                 if (r < 0) {
@@ -713,5 +715,6 @@ void api_handle(struct http_request *req, void *userdata)
                         return;
                 }
         }
+        explicit_bzero(&wb, sizeof(wb)); /* a subprotocol's token shows_key decoded */
         route(a, req, &m, false);
 }
