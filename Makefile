@@ -2,7 +2,10 @@
 # (scripts/deps.sh: a no-op when all is there). Build directories are configured once;
 # afterwards cmake re-runs by itself when a CMakeLists.txt changes.
 #
-#   make / make build   build into build/
+#   make / make build   build into build/, and the web console into console/dist
+#                       (scripts/console-deps.sh: npm ci when the lock file changed, vite
+#                       build when a source did; cellad serves it at /console/)
+#   make console        the web console alone
 #   make image          the default sandbox image into $(IMAGES) (mmdebstrap, once)
 #   make run            build, image, then run cellad on $(LISTEN)
 #   make sdk            the TypeScript SDK: npm ci (when the lock file changed), tsc into
@@ -38,7 +41,7 @@ export ASAN_OPTIONS ?= detect_leaks=1:abort_on_error=0:strict_string_checks=1:de
 export UBSAN_OPTIONS ?= print_stacktrace=1:halt_on_error=1
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: all build deps image sdk run test test-unit test-asan build-asan fuzz bench format clean
+.PHONY: all build deps image sdk console run test test-unit test-asan build-asan fuzz bench format clean
 
 all: build
 
@@ -54,8 +57,11 @@ $(ASAN_BUILD)/CMakeCache.txt: | deps
 $(FUZZ_BUILD)/CMakeCache.txt: | deps
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCELLA_FUZZ=ON
 
-build: deps $(BUILD)/CMakeCache.txt
+build: deps $(BUILD)/CMakeCache.txt console
 	cmake --build $(BUILD) -j $(JOBS)
+
+console: deps
+	@scripts/console-deps.sh
 
 image: deps
 	scripts/build-image.sh $(IMAGES) default

@@ -149,6 +149,11 @@
 #define CELLA_DEFAULT_SLEEP_AFTER_MS (10 * 60 * 1000) /* idle time before a sandbox sleeps */
 #define CELLA_IDLE_CHECK_MS 1000                      /* how often idleness is checked */
 
+/* The web console (daemon/console.c, decision 0062): one of its files, read whole on the
+ * loop; a bearer token a browser's WebSocket carries in Sec-WebSocket-Protocol (api.c) */
+#define CELLA_CONSOLE_FILE_MAX (16 * 1024 * 1024)
+#define CELLA_WS_BEARER_MAX 1024
+
 /* Exposed ports and the preview proxy (docs/decisions/0018-preview-urls.md) */
 #define CELLA_PORT_MIN 1024
 #define CELLA_PORT_MAX 65535

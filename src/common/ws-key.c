@@ -74,3 +74,67 @@ bool ws_header_has_token(const char *value, const char *token)
         }
         return false;
 }
+
+int ws_protocol_bearer(const char *value, char *out, size_t outsz)
+{
+        static const char pre[] = WS_BEARER_PREFIX;
+        _cleanup_buf_ struct buf std = BUF_INIT;
+        _cleanup_buf_ struct buf raw = BUF_INIT;
+        const char *p = value;
+        int r;
+
+        while (p && *p) {
+                const char *end = strchr(p, ',');
+                size_t n = end ? (size_t)(end - p) : strlen(p);
+
+                while (n > 0 && (*p == ' ' || *p == '\t'))
+                        p++, n--;
+                while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+                        n--;
+                if (n < sizeof(pre) - 1 || strncmp(p, pre, sizeof(pre) - 1) != 0) {
+                        p = end ? end + 1 : NULL;
+                        continue;
+                }
+                p += sizeof(pre) - 1;
+                n -= sizeof(pre) - 1;
+                if (n == 0 || n % 4 == 1)
+                        return -EINVAL;
+                /* base64url to the standard alphabet, padded */
+                for (size_t i = 0; i < n; i++) {
+                        char c = p[i] == '-' ? '+' : p[i] == '_' ? '/' : p[i];
+
+                        if (c == '+' && p[i] == '+')
+                                return -EINVAL; /* '+' and '/' are not base64url's */
+                        if (c == '/' && p[i] == '/')
+                                return -EINVAL;
+                        if (p[i] == '=' && i + 2 < n)
+                                return -EINVAL;
+                        r = buf_append(&std, &c, 1);
+                        if (r < 0)
+                                return r;
+                }
+                while (std.len % 4)
+                        if ((r = buf_append(&std, "=", 1)) < 0)
+                                return r;
+                r = base64_decode(&raw, std.data, std.len);
+                if (r < 0)
+                        return r;
+                if (raw.len == 0)
+                        return -EINVAL;
+                for (size_t i = 0; i < raw.len; i++) {
+                        unsigned char c = ((unsigned char *)raw.data)[i];
+
+                        if (c <= 0x20 || c == 0x7f)
+                                return -EINVAL;
+                }
+                if (raw.len >= outsz) {
+                        explicit_bzero(raw.data, raw.len);
+                        return -ENAMETOOLONG;
+                }
+                memcpy(out, raw.data, raw.len);
+                out[raw.len] = '\0';
+                explicit_bzero(raw.data, raw.len);
+                return 1;
+        }
+        return 0;
+}

@@ -16,4 +16,18 @@ int ws_new_key(char out[25]);
 /* A comma-separated header value (Connection, Upgrade) contains token (case-insensitive). */
 bool ws_header_has_token(const char *value, const char *token);
 
+/* Browsers cannot set Authorization on a WebSocket; they offer subprotocols instead
+ * (docs/api.md "Auth"). WS_PROTOCOL is the one cellad answers with when it is offered;
+ * WS_BEARER_PREFIX + the token in base64url (RFC 4648 section 5, padding optional) is the
+ * offered element that carries a bearer token. */
+#define WS_PROTOCOL "cella"
+#define WS_BEARER_PREFIX "cella.bearer."
+
+/* The bearer token of a Sec-WebSocket-Protocol value (comma-separated elements, spaces and
+ * tabs around each) into out (outsz bytes, NUL-terminated): the first element that starts
+ * with WS_BEARER_PREFIX, decoded. 1 with a token, 0 without such an element, -EINVAL for
+ * one that is not base64url, decodes to nothing or holds a byte below 0x21 or 0x7f,
+ * -ENAMETOOLONG when it does not fit in out, -ENOMEM. */
+int ws_protocol_bearer(const char *value, char *out, size_t outsz);
+
 #endif

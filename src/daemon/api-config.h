@@ -25,6 +25,7 @@ struct api_config {
         struct backups *backups;    /* backups (backup.h); NULL: none */
         struct cluster *cluster;    /* the cluster this node is in (cluster.h); NULL: none */
         struct forward *forward;    /* forwarding to other nodes (forward.h); NULL: none */
+        const char *console_dir;    /* the web console's files (--console); NULL: none */
 };
 
 #endif

@@ -20,6 +20,10 @@ API_HANDLER(api_sandbox_put); /* p->raw: checked with the body's normalizeId */
 API_HANDLER(api_sandbox_get);
 API_HANDLER(api_sandbox_delete);
 
+/* console.c: the web console's files (GET /, /console/{file*}: docs/console.md) */
+API_HANDLER(api_console_root);
+API_HANDLER(api_console);
+
 /* api-metrics.c: GET /metrics (the Prometheus text format) */
 API_HANDLER(api_metrics);
 API_HANDLER(api_cluster_nodes);

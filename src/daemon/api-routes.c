@@ -10,6 +10,10 @@
  * matters only there: a 405 names the first route of its path. */
 const struct api_route api_routes[] = {
         {"GET HEAD", "/v1/health", api_health, API_ROUTE_PUBLIC},
+        /* the web console: static files, no token needed to load its login form */
+        {"GET HEAD", "/", api_console_root, API_ROUTE_PUBLIC},
+        {"GET HEAD", "/console", api_console, API_ROUTE_PUBLIC},
+        {"GET HEAD", "/console/{file*}", api_console, API_ROUTE_PUBLIC},
 
         {"GET POST DELETE", "/mcp", api_mcp, 0},
         {"GET HEAD", "/metrics", api_metrics, API_ROUTE_ADMIN},
@@ -68,7 +72,7 @@ const struct api_route api_routes[] = {
         {"DELETE", SBX "/contexts/{cid*}", api_context_delete, 0},
         {"POST", SBX "/code", api_code, 0},
 
-        {"GET", SBX "/pty", api_pty, 0},
+        {"GET", SBX "/pty", api_pty, API_ROUTE_WS_BEARER},
         {"POST", SBX "/git/checkout", api_git_checkout, 0},
 
         {"POST", SBX "/ports", api_ports_expose, 0},

@@ -21,6 +21,10 @@
 /* Only the admin (the --token, loopback-only mode) may call it; a tenant's key gets 403
  * PERMISSION_DENIED (decision 0053). */
 #define API_ROUTE_ADMIN 4u
+/* A browser's WebSocket may carry its bearer token in Sec-WebSocket-Protocol
+ * ("cella.bearer.<base64url>", common/ws-key.h) when it sends no Authorization (GET
+ * .../pty; never a route whose request reaches a sandbox's own server). */
+#define API_ROUTE_WS_BEARER 8u
 
 struct api_route {
         const char *methods; /* space-separated: "GET HEAD" */

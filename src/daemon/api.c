@@ -26,6 +26,7 @@
 #include "daemon/store.h"
 #include "daemon/tenant.h"
 #include "daemon/ws.h"
+#include "common/ws-key.h"
 
 int api_new(const struct api_config *cfg, struct api **ret)
 {
@@ -159,11 +160,30 @@ static int key_found(const struct store_key *k, void *ud)
         return 0;
 }
 
-/* The bearer token of req, or NULL without one. */
-static const char *bearer(struct http_request *req)
+/* A bearer token a browser's WebSocket carried in Sec-WebSocket-Protocol (it cannot set
+ * Authorization), decoded: the dispatcher's, for one request at a time. */
+struct ws_bearer {
+        char token[CELLA_WS_BEARER_MAX + 1];
+};
+
+/* The bearer token of req, or NULL without one: its Authorization, or on a route that
+ * allows it (API_ROUTE_WS_BEARER) a WebSocket upgrade's "cella.bearer." subprotocol
+ * decoded into wb (one that does not decode is "" and fails as a wrong token would). */
+static const char *bearer(struct http_request *req, const struct api_match *m, struct ws_bearer *wb)
 {
         const char *h = http_request_header(req, "Authorization");
 
+        if (!h && m && m->route && (m->route->flags & API_ROUTE_WS_BEARER) &&
+            http_request_header(req, "Upgrade")) {
+                int r = ws_protocol_bearer(http_request_header(req, "Sec-WebSocket-Protocol"),
+                                           wb->token, sizeof(wb->token));
+
+                if (r == 0)
+                        return NULL;
+                if (r < 0)
+                        wb->token[0] = '\0';
+                return wb->token;
+        }
         if (!h || strncasecmp(h, "Bearer ", 7) != 0)
                 return NULL;
         h += 7;
@@ -173,9 +193,9 @@ static const char *bearer(struct http_request *req)
 }
 
 /* Does req show a tenant's key (loopback-only mode checks only those)? */
-static bool shows_key(struct http_request *req)
+static bool shows_key(struct http_request *req, const struct api_match *m, struct ws_bearer *wb)
 {
-        const char *h = bearer(req);
+        const char *h = bearer(req, m, wb);
 
         return h && strncmp(h, CELLA_KEY_PREFIX, sizeof(CELLA_KEY_PREFIX) - 1) == 0;
 }
@@ -183,10 +203,11 @@ static bool shows_key(struct http_request *req)
 /* Who req comes from: 1 the admin (the --token; anyone in loopback-only mode who shows no
  * key), 0 a tenant's key (set as the request's principal: it is read from the registry
  * at every request, so a removed key stops at once), -1 neither. */
-static int authenticate(struct api *a, struct http_request *req)
+static int authenticate(struct api *a, struct http_request *req, const struct api_match *m,
+                        struct ws_bearer *wb)
 {
         bool open = !a->cfg.token || !a->cfg.token[0];
-        const char *h = bearer(req);
+        const char *h = bearer(req, m, wb);
         char id[CELLA_KEY_ID_LEN + 1], secret[CELLA_KEY_SECRET_LEN + 1];
         struct principal *p;
         int r;
@@ -645,7 +666,9 @@ static void tag_route(struct http_request *req, const struct api_match *m)
 void api_handle(struct http_request *req, void *userdata)
 {
         struct api *a = userdata;
+        struct ws_bearer wb;
         struct api_match m;
+        int r;
         /* A request another node forwarded: its authenticator checked, its principal the
          * original caller's (that node made the cross-origin and bearer-token checks). */
         int fw = cluster_check(a, req);
@@ -675,12 +698,16 @@ void api_handle(struct http_request *req, void *userdata)
                                   "API's)");
                 return;
         }
-        if ((a->cfg.token && a->cfg.token[0]) || shows_key(req)) {
+        if ((a->cfg.token && a->cfg.token[0]) || shows_key(req, &m, &wb)) {
                 char addr[64];
 
-                if (auth_throttled(a, req, addr))
+                if (auth_throttled(a, req, addr)) {
+                        explicit_bzero(&wb, sizeof(wb));
                         return;
-                if (authenticate(a, req) < 0) {
+                }
+                r = authenticate(a, req, &m, &wb);
+                explicit_bzero(&wb, sizeof(wb));
+                if (r < 0) {
                         auth_failed(a, addr);
                         http_respond_code(req, CELLA_E_UNAUTHORIZED,
                                           "missing or invalid bearer token (Authorization: "
@@ -688,5 +715,6 @@ void api_handle(struct http_request *req, void *userdata)
                         return;
                 }
         }
+        explicit_bzero(&wb, sizeof(wb)); /* a subprotocol's token shows_key decoded */
         route(a, req, &m, false);
 }

@@ -33,7 +33,8 @@ static void usage(FILE *f)
         fprintf(f,
                 "usage: cellad [--listen HOST:PORT] [--data-dir DIR] [--images DIR] [--image "
                 "NAME]\n"
-                "              [--max-sandboxes N] [--pool N] [--image-builder PATH]\n"
+                "              [--max-sandboxes N] [--pool N] [--image-builder PATH] [--console "
+                "DIR]\n"
                 "              [--log-level L] [--image-import-max SIZE]\n"
                 "              [--disk-quota required|auto|off] [--disk-limit-override SIZE]\n"
                 "              [--preview-domain DOMAIN] [--preview-listen HOST:PORT]\n"
@@ -52,6 +53,8 @@ static void usage(FILE *f)
                 "                       0: none)\n"
                 "  --image-builder PATH build-image.sh (default "
                 "DIR-OF-CELLAD/../scripts/build-image.sh)\n"
+                "  --console DIR        the web console's files, served at /console/ (default\n"
+                "                       DIR-OF-CELLAD/../console/dist; \"\": none)\n"
                 "  --log-level L        debug, info, warn, error (default info)\n"
                 "  --image-import-max SIZE  an image import's tarball at most (default 4G)\n"
                 "  --disk-quota MODE    disk limits by the kernel: required, auto (where the\n"
@@ -181,6 +184,7 @@ struct options {
         const char *preview_domain, *preview_listen, *network_range, *backup_store;
         const char *cluster, *node, *advertise; /* --cluster etcd=..., --node, --advertise */
         const char *cluster_secret_file;
+        const char *console; /* --console; NULL: the default below */
         unsigned long max_sandboxes, pool_size, max_conns, max_per_client;
         enum disk_mode disk_mode;
         uint64_t disk_override, import_max, budget_bytes;
@@ -193,6 +197,7 @@ struct options {
         int port;
         char exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
         char agent_path[PATH_MAX];
+        char console_buf[PATH_MAX];
         char archiver_path[PATH_MAX];
 };
 
@@ -325,6 +330,9 @@ static int on_option(int c, const char *arg, void *ud)
         case 'b':
                 o->builder = arg;
                 break;
+        case 'w':
+                o->console = arg;
+                break;
         case 'N':
                 o->network_range = arg;
                 break;
@@ -416,6 +424,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                 {"max-sandboxes", required_argument, NULL, 'm'},
                 {"pool", required_argument, NULL, 'p'},
                 {"image-builder", required_argument, NULL, 'b'},
+                {"console", required_argument, NULL, 'w'},
                 {"log-level", required_argument, NULL, 'L'},
                 {"disk-quota", required_argument, NULL, 'Q'},
                 {"disk-limit-override", required_argument, NULL, 'O'},
@@ -513,6 +522,10 @@ static int check_options(struct options *o)
                 snprintf(o->builder_buf, sizeof(o->builder_buf), "%s/../scripts/build-image.sh",
                          o->exe_dir);
                 o->builder = o->builder_buf;
+        }
+        if (!o->console) {
+                snprintf(o->console_buf, sizeof(o->console_buf), "%s/../console/dist", o->exe_dir);
+                o->console = o->console_buf;
         }
         return -1;
 }
@@ -664,7 +677,8 @@ static int start_api(struct daemon *d, const struct options *o)
 {
         struct api_config acfg = {d->loop,    d->table,          o->token,   o->images,
                                   o->builder, o->preview_domain, 0,          (int64_t)o->import_max,
-                                  &d->budget, d->backups,        d->cluster, d->forward};
+                                  &d->budget, d->backups,        d->cluster, d->forward,
+                                  o->console};
 
         if (!o->preview_domain[0] || strlen(o->preview_domain) > CELLA_PREVIEW_DOMAIN_MAX ||
             strpbrk(o->preview_domain, ":/ ")) {

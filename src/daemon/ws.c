@@ -363,10 +363,17 @@ int ws_upgrade(struct http_request *req, const struct ws_ops *ops, void *ud, str
         r = ws_accept_key(http_request_header(req, "Sec-WebSocket-Key"), accept);
         if (r < 0)
                 return r;
+        /* A browser that offered subprotocols (the "cella.bearer." one carries its token,
+         * docs/api.md "Auth") fails the connection unless one is answered: WS_PROTOCOL,
+         * when offered, never the one with the token. */
         if (buf_printf(&head,
                        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                       "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
-                       accept) < 0)
+                       "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n",
+                       accept,
+                       ws_header_has_token(http_request_header(req, "Sec-WebSocket-Protocol"),
+                                           WS_PROTOCOL)
+                               ? "Sec-WebSocket-Protocol: " WS_PROTOCOL "\r\n"
+                               : "") < 0)
                 return -ENOMEM;
         ws = calloc(1, sizeof(*ws));
         if (!ws)

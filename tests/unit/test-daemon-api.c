@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -639,6 +640,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pid_t agent_pid;
 static char tmpdir[] = "/tmp/cella-api-XXXXXX";
+static char console_dir[128]; /* tmpdir/console: the web console's files (test_console) */
 
 static void on_stop(uv_async_t *a)
 {
@@ -654,8 +656,8 @@ static void on_stop(uv_async_t *a)
 
 static void *loop_thread(void *arg)
 {
-        struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false", NULL,
-                                  0,     0,    NULL,     NULL,   NULL,         NULL};
+        struct api_config acfg = {&loop, NULL, "s3cret", tmpdir, "/bin/false", NULL,       0,
+                                  0,     NULL, NULL,     NULL,   NULL,         console_dir};
         struct http_server_config cfg = {.host = "127.0.0.1", .on_request = api_handle};
         struct cella_error err = {0};
 
@@ -686,6 +688,54 @@ static void *loop_thread(void *arg)
         return NULL;
 }
 
+static int write_file(const char *path, const char *text)
+{
+        FILE *f = fopen(path, "w");
+
+        if (!f)
+                return -1;
+        fputs(text, f);
+        return fclose(f);
+}
+
+/* The console's files: index.html, a hashed asset, a directory, a hidden file and a
+ * symlink out of the directory. */
+static int console_files(void)
+{
+        char p[256];
+
+        snprintf(console_dir, sizeof(console_dir), "%s/console", tmpdir);
+        if (mkdir(console_dir, 0755) < 0)
+                return -1;
+        snprintf(p, sizeof(p), "%s/assets", console_dir);
+        if (mkdir(p, 0755) < 0)
+                return -1;
+        snprintf(p, sizeof(p), "%s/index.html", console_dir);
+        if (write_file(p, "<!doctype html><title>cella</title>\n") < 0)
+                return -1;
+        snprintf(p, sizeof(p), "%s/assets/index-AbC12_-.js", console_dir);
+        if (write_file(p, "console.log(1)\n") < 0)
+                return -1;
+        snprintf(p, sizeof(p), "%s/.secret", console_dir);
+        if (write_file(p, "hidden\n") < 0)
+                return -1;
+        snprintf(p, sizeof(p), "%s/passwd.txt", console_dir);
+        return symlink("/etc/passwd", p);
+}
+
+static void console_files_remove(void)
+{
+        static const char *const names[] = {
+                "index.html", "assets/index-AbC12_-.js", ".secret", "passwd.txt", "assets", ""};
+        char p[256];
+
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+                snprintf(p, sizeof(p), "%s/%s", console_dir, names[i]);
+                if (unlink(p) < 0)
+                        rmdir(p);
+        }
+}
+
 static int setup(void **state)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -696,6 +746,8 @@ static int setup(void **state)
         if (!mkdtemp(tmpdir))
                 return -1;
         snprintf(sock_path, sizeof(sock_path), "%s/agent.sock", tmpdir);
+        if (console_files() < 0)
+                return -1;
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
         lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 4) < 0)
@@ -725,6 +777,7 @@ static int teardown(void **state)
         json_decref(the_sandbox.env);
         snprintf(p, sizeof(p), "%s/agent.sock", tmpdir);
         unlink(p);
+        console_files_remove();
         rmdir(tmpdir);
         return 0;
 }
@@ -1419,6 +1472,121 @@ static void test_origin_and_host(void **state)
         }
 }
 
+/* GET / and /console redirect to /console/; /console/ is index.html with the console's
+ * headers; a hashed asset is cached for good; no token is needed; HEAD has the headers
+ * and no body; names that leave the directory, hidden files, directories, symlinks and
+ * other methods are refused. */
+static void test_console(void **state)
+{
+        static const char *const refused[] = {
+                "/console/../index.html",  "/console/%2e%2e/%2e%2e/etc/passwd",
+                "/console/assets/../../x", "/console/.secret",
+                "/console/assets",         "/console/passwd.txt",
+                "/console//etc/passwd",    "/console/nosuch.js",
+                "/console/a%00b",          "/console/a b"};
+        char head[512], *r;
+
+        (void)state;
+        r = exchange_bytes("GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 302"));
+        assert_non_null(strstr(r, "\r\nLocation: /console/\r\n"));
+        free(r);
+        r = exchange_bytes("GET /console HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", NULL,
+                           0);
+        assert_non_null(strstr(r, "HTTP/1.1 302"));
+        free(r);
+        r = exchange_bytes("GET /console/ HTTP/1.1\r\nHost: t:7070\r\nConnection: close\r\n\r\n",
+                           NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        assert_non_null(strstr(r, "Content-Type: text/html; charset=utf-8\r\n"));
+        assert_non_null(
+                strstr(r, "Content-Security-Policy: default-src 'self'; script-src 'self';"));
+        assert_non_null(strstr(r, "connect-src 'self' ws://t:7070 wss://t:7070;"));
+        assert_non_null(strstr(r, "frame-ancestors 'none'"));
+        assert_non_null(strstr(r, "X-Content-Type-Options: nosniff\r\n"));
+        assert_non_null(strstr(r, "Referrer-Policy: no-referrer\r\n"));
+        assert_non_null(strstr(r, "Cache-Control: no-cache\r\n"));
+        assert_non_null(strstr(r, "<title>cella</title>"));
+        free(r);
+        r = exchange_bytes("HEAD /console/assets/index-AbC12_-.js HTTP/1.1\r\nHost: t\r\n"
+                           "Connection: close\r\n\r\n",
+                           NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 200"));
+        assert_non_null(strstr(r, "Content-Type: text/javascript; charset=utf-8\r\n"));
+        assert_non_null(strstr(r, "Content-Length: 15\r\n"));
+        assert_non_null(strstr(r, "Cache-Control: public, max-age=31536000, immutable\r\n"));
+        assert_null(strstr(r, "console.log"));
+        free(r);
+        for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+                snprintf(head, sizeof(head),
+                         "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", refused[i]);
+                r = exchange_bytes(head, NULL, 0);
+                if (!strstr(r, "HTTP/1.1 404") && !strstr(r, "HTTP/1.1 400"))
+                        fail_msg("%s served: %.200s", refused[i], r);
+                assert_null(strstr(r, "root:"));
+                assert_null(strstr(r, "hidden"));
+                free(r);
+        }
+        r = call("POST", "/console/index.html", NULL, "{}");
+        assert_non_null(strstr(r, "HTTP/1.1 405"));
+        free(r);
+}
+
+/* A pty upgrade may carry its bearer token in Sec-WebSocket-Protocol (what a browser can
+ * send); a wrong one is 401 like a wrong Authorization; other routes do not take it. */
+static void test_ws_bearer(void **state)
+{
+        static const char up[] = "Connection: Upgrade\r\nUpgrade: websocket\r\n"
+                                 "Sec-WebSocket-Version: 13\r\n"
+                                 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
+        char head[1024], *r;
+
+        (void)state;
+        /* base64url("wrong") and base64url("s3cret"), unpadded */
+        snprintf(head, sizeof(head),
+                 "GET /v1/sandboxes/box/pty HTTP/1.1\r\nHost: t\r\n%s"
+                 "Sec-WebSocket-Protocol: cella, cella.bearer.d3Jvbmc\r\n"
+                 "Connection: close\r\n\r\n",
+                 up);
+        r = exchange_bytes(head, NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 401"));
+        free(r);
+        snprintf(head, sizeof(head),
+                 "GET /v1/sandboxes/box/pty HTTP/1.1\r\nHost: t\r\n%s"
+                 "Sec-WebSocket-Protocol: cella, cella.bearer.***\r\n"
+                 "Connection: close\r\n\r\n",
+                 up);
+        r = exchange_bytes(head, NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 401"));
+        free(r);
+        snprintf(head, sizeof(head),
+                 "GET /v1/sandboxes/Bad..Name/pty HTTP/1.1\r\nHost: t\r\nOrigin: http://t\r\n%s"
+                 "Sec-WebSocket-Protocol: cella, cella.bearer.czNjcmV0\r\n"
+                 "Connection: close\r\n\r\n",
+                 up);
+        r = exchange_bytes(head, NULL, 0); /* authenticated: the name is what is refused */
+        if (!strstr(r, "HTTP/1.1 400") || !strstr(r, "INVALID_SANDBOX_NAME"))
+                fail_msg("a right token in the subprotocol refused: %.300s", r);
+        free(r);
+        /* another origin is refused whatever it carries */
+        snprintf(head, sizeof(head),
+                 "GET /v1/sandboxes/box/pty HTTP/1.1\r\nHost: t\r\n"
+                 "Origin: http://evil.example\r\n%s"
+                 "Sec-WebSocket-Protocol: cella, cella.bearer.czNjcmV0\r\n"
+                 "Connection: close\r\n\r\n",
+                 up);
+        r = exchange_bytes(head, NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 403"));
+        free(r);
+        /* only the pty takes it: a plain GET with it is unauthenticated */
+        r = exchange_bytes("GET /v1/sandboxes HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\n"
+                           "Sec-WebSocket-Protocol: cella, cella.bearer.czNjcmV0\r\n"
+                           "Connection: close\r\n\r\n",
+                           NULL, 0);
+        assert_non_null(strstr(r, "HTTP/1.1 401"));
+        free(r);
+}
+
 static void test_token_compare(void **state)
 {
         (void)state;
@@ -1441,6 +1609,8 @@ int main(void)
                 cmocka_unit_test(test_files_json),
                 cmocka_unit_test(test_disconnect_cancels),
                 cmocka_unit_test(test_origin_and_host),
+                cmocka_unit_test(test_console),
+                cmocka_unit_test(test_ws_bearer),
                 cmocka_unit_test(test_req_disconnect_frees),
                 cmocka_unit_test(test_req_waits_for_start),
                 cmocka_unit_test(test_req_agent_lost),

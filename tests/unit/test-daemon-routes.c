@@ -59,6 +59,14 @@ static void test_routes(void **state)
         (void)state;
         expect("GET", "/v1/health", 200, api_health, "");
         expect("HEAD", "/v1/health", 200, api_health, "");
+        expect("GET", "/", 200, api_console_root, "");
+        expect("HEAD", "/", 200, api_console_root, "");
+        expect("GET", "/console", 200, api_console, "");
+        expect("GET", "/console/", 200, api_console, "file=");
+        expect("GET", "/console/assets/a.js", 200, api_console, "file=assets/a.js");
+        expect("HEAD", "/console/index.html", 200, api_console, "file=index.html");
+        expect("POST", "/console/index.html", 405, NULL, "file=index.html");
+        expect("PUT", "/", 405, NULL, "");
         expect("GET", "/v1/sandboxes", 200, api_sandboxes_list, "");
         expect("PUT", "/v1/sandboxes/box", 200, api_sandbox_put, "id=box");
         expect("GET", "/v1/sandboxes/box", 200, api_sandbox_get, "id=box");
@@ -123,7 +131,10 @@ static void test_flags(void **state)
         for (size_t i = 0; i < api_routes_count; i++) {
                 const struct api_route *r = &api_routes[i];
 
-                assert_int_equal(!!(r->flags & API_ROUTE_PUBLIC), r->handler == api_health);
+                assert_int_equal(!!(r->flags & API_ROUTE_PUBLIC),
+                                 r->handler == api_health || r->handler == api_console_root ||
+                                         r->handler == api_console);
+                assert_int_equal(!!(r->flags & API_ROUTE_WS_BEARER), r->handler == api_pty);
                 assert_int_equal(!!(r->flags & API_ROUTE_RAW_ID), r->handler == api_sandbox_put);
         }
 }
@@ -151,7 +162,8 @@ static void test_reachable(void **state)
 static void test_unknown(void **state)
 {
         (void)state;
-        expect("GET", "/", 404, NULL, "");
+        expect("GET", "/x", 404, NULL, "");
+        expect("GET", "/consolex", 404, NULL, "");
         expect("GET", "", 404, NULL, "");
         expect("GET", "*", 404, NULL, "");
         expect("GET", "v1/health", 404, NULL, "");
@@ -272,7 +284,8 @@ static void test_documented(void **state)
 
                 if (sscanf(line, "| %15[A-Z] | %1023[^ |] |", method, pat) != 2 ||
                     (strncmp(pat, "/v1/", 4) != 0 && strcmp(pat, "/mcp") != 0 &&
-                     strcmp(pat, "/metrics") != 0))
+                     strcmp(pat, "/metrics") != 0 && strcmp(pat, "/") != 0 &&
+                     strncmp(pat, "/console", 8) != 0))
                         continue;
                 /* the path without the query and optional parts; {x} become samples */
                 pat[strcspn(pat, "?[")] = '\0';
