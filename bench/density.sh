@@ -16,7 +16,7 @@
 # element of its table. Everything made is removed at exit, on failure too.
 # Usage: bench/density.sh (env: BUILD, IMAGES, N (10000), P (parallel requests, 4),
 # NETWORK ("none", the default sandbox's, or "outbound": a veth each), RANGE (a range with
-# N /30s: 10.214.0.0/16 holds 16384), WRITE (1: the figures into docs/performance.md;
+# N /30s: 10.214.0.0/16 holds 16384), KEEP (a dir for the raw samples), WRITE (1: the figures into docs/performance.md;
 # default 1 when N=10000)). Needs root.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,6 +81,10 @@ cgparent=$(grep -o "sandbox cgroups under '[^']*'" "$tmp/log" | tail -n 1 | cut 
 ifprefix=$(grep -o 'interfaces cn[0-9a-f]*\*' "$tmp/log" | tail -n 1 | sed 's/interfaces //; s/\*//') || true
 rss0=$(awk '/^VmRSS:/ {print $2}' "/proc/$cellad_pid/status")
 
+# KEEP=DIR: the raw samples are copied there as each phase ends (a long run that fails
+# late still leaves them)
+keep() { [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP" && cp "$@" "$KEEP/"; }; }
+
 # one request per line of stdin ("index"), P at a time: "index ms code" lines on stdout
 timed() { # METHOD BODY
         xargs -P "$P" -I{} sh -c 'i={}; n=$(printf "dn%05d" "$i");
@@ -92,6 +96,7 @@ timed() { # METHOD BODY
 
 echo "creating $N sandboxes ($P at a time, network $NETWORK)" >&2
 seq 1 "$N" | timed PUT "{\"keepAlive\":true,\"network\":\"$NETWORK\"}" >"$tmp/create"
+keep "$tmp/create"
 bad=$(awk '$3 != 201' "$tmp/create" | wc -l)
 [ "$bad" = 0 ] || { echo "$bad creates failed:" >&2; awk '$3 != 201' "$tmp/create" | head >&2; exit 1; }
 
@@ -110,6 +115,7 @@ if [ "$good" != "$N" ]; then
         exit 1
 fi
 awk '{printf "%.2f\n", $NF * 1000}' "$tmp/echo" >"$tmp/echo.ms"
+keep "$tmp/echo.ms"
 sleep 5
 avail1=$(meminfo MemAvailable) slab1=$(meminfo Slab) sunrec1=$(meminfo SUnreclaim)
 cgmem=$(cat "/sys/fs/cgroup/memory/$cgparent/memory.usage_in_bytes" 2>/dev/null || echo 0)
@@ -120,9 +126,13 @@ echo "health round trips" >&2
 for _ in $(seq 1 500); do
         curl -sS -o /dev/null -w '%{time_total}\n' "$url/v1/health"
 done | awk '{printf "%.3f\n", $1 * 1000}' >"$tmp/health"
+echo "avail $avail0 $avail1 slab $slab0 $slab1 sunreclaim $sunrec0 $sunrec1 cgmem $cgmem" \
+        "rss $rss0 $rss1 fds $fds1 cgroups $cgroups1" >"$tmp/host"
+keep "$tmp/health" "$tmp/host"
 
 echo "destroying $N sandboxes" >&2
 seq 1 "$N" | timed DELETE "" >"$tmp/destroy"
+keep "$tmp/destroy"
 bad=$(awk '$3 != 204 && $3 != 200' "$tmp/destroy" | wc -l)
 [ "$bad" = 0 ] || { echo "$bad destroys failed" >&2; exit 1; }
 
