@@ -50,23 +50,26 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-meminfo() { awk -v k="$1:" '$1 == k {print $2 * 1024}' /proc/meminfo; }
+meminfo() { awk -v k="$1:" '$1 == k {printf "%.0f\n", $2 * 1024}' /proc/meminfo; }
 # pct P: the P-th percentile of the numbers on stdin
 pct() { sort -n | awk -v p="$1" '{a[NR]=$1} END {i=int(NR*p/100+0.999); if (i<1) i=1; print a[i]}'; }
 # by_position FILE: "| from-to | p50 | p95 |" per tenth of FILE's "index ms" lines
 by_position() {
-        local step=$(((N + 9) / 10)) from to
+        local step=$(((N + 9) / 10)) from to slice=$1.slice
         for ((from = 1; from <= N; from += step)); do
                 to=$((from + step - 1))
                 [ "$to" -gt "$N" ] && to=$N
-                awk -v a="$from" -v b="$to" '$1 >= a && $1 <= b {print $2}' "$1" >"$tmp/slice"
-                echo "| $from–$to | $(pct 50 <"$tmp/slice") | $(pct 95 <"$tmp/slice") |"
+                awk -v a="$from" -v b="$to" '$1 >= a && $1 <= b {print $2}' "$1" >"$slice"
+                echo "| $from–$to | $(pct 50 <"$slice") | $(pct 95 <"$slice") |"
         done
 }
 name() { printf 'dn%05d' "$1"; }
 
 load=$(cut -d' ' -f1 /proc/loadavg)
 avail0=$(meminfo MemAvailable) slab0=$(meminfo Slab) sunrec0=$(meminfo SUnreclaim)
+stack0=$(meminfo KernelStack) pt0=$(meminfo PageTables)
+slabs() { awk 'NR > 2 {print $1, $3 * $4}' /proc/slabinfo | sort; }
+slabs >"$tmp/slab0"
 "$BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$tmp/data" --images "$IMAGES" --pool 0 \
         --max-sandboxes "$N" --network-range "$RANGE" --log-level info >"$tmp/log" 2>&1 &
 cellad_pid=$!
@@ -118,6 +121,11 @@ awk '{printf "%.2f\n", $NF * 1000}' "$tmp/echo" >"$tmp/echo.ms"
 keep "$tmp/echo.ms"
 sleep 5
 avail1=$(meminfo MemAvailable) slab1=$(meminfo Slab) sunrec1=$(meminfo SUnreclaim)
+stack1=$(meminfo KernelStack) pt1=$(meminfo PageTables)
+slabs >"$tmp/slab1"
+# the slab caches that grew most, KiB per sandbox
+top_slabs=$(join "$tmp/slab0" "$tmp/slab1" | awk -v n="$N" '{printf "%s %.0f\n", $1, ($3 - $2) / n / 1024}' |
+        sort -k2 -rn | head -n 6 | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}')
 cgmem=$(cat "/sys/fs/cgroup/memory/$cgparent/memory.usage_in_bytes" 2>/dev/null || echo 0)
 rss1=$(awk '/^VmRSS:/ {print $2}' "/proc/$cellad_pid/status")
 fds1=$(find "/proc/$cellad_pid/fd" -mindepth 1 -maxdepth 1 | wc -l)
@@ -170,6 +178,8 @@ per() { awk -v b="$1" -v n="$N" 'BEGIN {printf "%.2f", b / n / 1048576}'; }
         echo "| host memory per sandbox (MemAvailable before − after, / N) | $(per $((avail0 - avail1))) MiB |"
         echo "| the sandboxes' cgroup memory per sandbox (memory.usage_in_bytes / N) | $(per "$cgmem") MiB |"
         echo "| kernel slab growth per sandbox (Slab; SUnreclaim) | $(per $((slab1 - slab0))) MiB; $(per $((sunrec1 - sunrec0))) MiB |"
+        echo "| kernel stacks; page tables per sandbox | $(per $((stack1 - stack0))) MiB; $(per $((pt1 - pt0))) MiB |"
+        echo "| slab caches that grew most (KiB per sandbox) | $top_slabs |"
         echo "| cellad RSS (alone; with N) | $(mib $((rss0 * 1024))) MiB; $(mib $((rss1 * 1024))) MiB |"
         echo "| cellad descriptors with N | $fds1 |"
         echo "| sandbox cgroups (memory controller) | $cgroups1 |"
