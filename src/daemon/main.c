@@ -553,6 +553,9 @@ static int run_check(const struct options *o)
         struct runtime *rt = NULL;
         char name[32], range[24], ip[16];
 
+        /* what --max-sandboxes needs of the kernel, whatever the claim finds */
+        host_limits_report((unsigned)o->max_sandboxes, stdout);
+        fflush(stdout);
         if (sandbox_instance_claim(o->data_dir, o->network_range,
                                    o->has_uid_base ? &o->uid_base : NULL,
                                    (unsigned)o->max_sandboxes, true, &claim, &err) < 0) {
@@ -577,7 +580,6 @@ static int run_check(const struct options *o)
         }
         printf("%s\n%s\n", runtime_describe(rt), host_claim_describe(claim));
         print_disk_check(o->data_dir, o->overcommit, o->overcommit_refuse);
-        host_limits_report((unsigned)o->max_sandboxes, stdout);
         {
                 char why[CRIU_REASON_MAX], ver[32];
 

@@ -3,9 +3,9 @@
 # on one daemon, made four at a time: every one created, every one answers `echo` with its
 # own name, cellad holds two descriptors per sandbox and no more, and after they are all
 # destroyed nothing of them is left (cgroups, loop devices, descriptors; lib.sh's exit
-# checks the rest). The daemon runs with --max-sandboxes beyond one block of uid slots,
-# so it holds two blocks of host uids; --max-sandboxes beyond the most is refused; cellad
-# --check names the kernel limits a count needs.
+# checks the rest). --max-sandboxes beyond the most is refused; cellad --check names the
+# kernel limits a count needs and chooses several blocks of host uids for it (unit
+# runtime-host-claim has the choice of blocks itself).
 . "$(dirname "$0")/lib.sh"
 N=${DENSITY_N:-300}
 P=4
@@ -17,25 +17,30 @@ assert_contains "$out" "max-sandboxes" "the refusal names the option"
 assert_contains "$out" "1 to 16384" "and what it takes"
 [ ! -e "$IT_TMP/refused" ] || fail "a refused --max-sandboxes made a data dir"
 
-# --check: the kernel limits 10,000 sandboxes need, each named with its value
-out=$("$CELLA_BUILD/cellad" --data-dir "$IT_TMP/check" --max-sandboxes 10000 --check 2>&1) ||
-        fail "cellad --check failed: $out"
+# --check: the kernel limits 10,000 sandboxes need, each named with its value, and three
+# blocks of 4096 uid slots' host uids in a row; on a host where other daemons hold blocks
+# here and there there may be no three free in a row: then it says so
+rc=0
+out=$("$CELLA_BUILD/cellad" --data-dir "$IT_TMP/check" --max-sandboxes 10000 --check 2>&1) || rc=$?
 assert_contains "$out" "kernel limits for --max-sandboxes 10000:"
 for k in kernel.pid_max user.max_user_namespaces user.max_net_namespaces \
         net.ipv4.neigh.default.gc_thresh3 "descriptors (RLIMIT_NOFILE)"; do
         assert_contains "$out" "  $k" "--check names $k"
 done
 assert_contains "$out" "kernel.pid_max = $(sysctl -n kernel.pid_max)" "with its value"
-# three blocks of 4096 uid slots for 10,000
-uids=$(echo "$out" | grep -o 'sandbox host uids 0x[0-9a-f]*-0x[0-9a-f]*' | tail -n 1)
-first=$(($(echo "$uids" | sed 's/.*uids \(0x[0-9a-f]*\)-.*/\1/')))
-last=$(($(echo "$uids" | sed 's/.*-\(0x[0-9a-f]*\)$/\1/')))
-assert_eq $((3 * 4096 * 65536)) $((last - first + 1)) "host uids of 10,000 sandboxes: 3 blocks"
+if [ "$rc" = 0 ]; then
+        uids=$(echo "$out" | grep -o 'sandbox host uids 0x[0-9a-f]*-0x[0-9a-f]*' | tail -n 1)
+        first=$(($(echo "$uids" | sed 's/.*uids \(0x[0-9a-f]*\)-.*/\1/')))
+        last=$(($(echo "$uids" | sed 's/.*-\(0x[0-9a-f]*\)$/\1/')))
+        assert_eq $((3 * 4096 * 65536)) $((last - first + 1)) "host uids of 10,000: 3 blocks"
+else
+        assert_contains "$out" "no free block of host uids" "a refused claim says why"
+        assert_contains "$out" "give --uid-base"
+        info "no three free blocks of host uids in a row on this host now"
+fi
 rm -rf "$IT_TMP/check"
 
-start_cellad --pool 0 --max-sandboxes 5000
-assert_eq $((2 * 4096 * 65536)) $((IT_UID_LAST - IT_UID_FIRST + 1)) \
-        "a daemon for 5,000 sandboxes holds two blocks of host uids"
+start_cellad --pool 0
 fds() { find "/proc/$CELLAD_PID/fd" -mindepth 1 -maxdepth 1 | wc -l; }
 fds0=$(fds)
 names=()
@@ -82,8 +87,9 @@ wait_empty below >/dev/null || fail "cgroups left: $(below | head -n 5)"
 # (but the disk spare made ahead, decision 0014, while the daemon runs)
 disks() { run_loops | grep -v "$IT_TMP/data/disk-templates/" || true; }
 wait_empty disks >/dev/null || fail "loop devices left: $(disks | head -n 5)"
-left=$(find "$IT_TMP/data/sandboxes" -mindepth 1 -maxdepth 1 | head -n 5)
-[ -z "$left" ] || fail "sandbox directories left: $left"
+# (each removed on the thread pool after its DELETE, renamed aside first)
+dirs() { find "$IT_TMP/data/sandboxes" -mindepth 1 -maxdepth 1 | head -n 5; }
+wait_empty dirs >/dev/null || fail "sandbox directories left: $(dirs)"
 fds2=$(fds)
 [ "$fds2" -le $((fds0 + 8)) ] || fail "cellad holds $fds2 descriptors after the destroys ($fds0 before)"
 info "density: ok ($N sandboxes; cellad descriptors $fds0, $fds1 with them, $fds2 after)"
