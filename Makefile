@@ -17,7 +17,7 @@
 #                       what adds coverage joins tests/fuzz/corpus/ (FUZZ_GROW=0: not)
 #   make bench          the benchmarks (bench/run.sh, preview.sh, pty.sh, sdk.sh, sdk-python.sh,
 #                       output.sh, files.sh, images.sh, snapshots.sh, memsleep.sh, backups.sh,
-#                       cluster.sh, cluster-failover.sh)
+#                       cluster.sh, cluster-failover.sh, density.sh)
 #   make format         clang-format every C file
 #   make clean          remove the build directories
 SHELL := /bin/bash
@@ -116,6 +116,7 @@ bench: build image
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/backups.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/cluster.sh
 	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/cluster-failover.sh
+	env BUILD=$(abspath $(BUILD)) IMAGES=$(IMAGES) bench/density.sh
 
 format:
 	git ls-files -z -- '*.c' '*.h' | xargs -0 -r clang-format -i

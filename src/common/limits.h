@@ -132,6 +132,9 @@
 #define CELLA_UID_BASE 0x10000000u /* first host uid handed to sandboxes */
 #define CELLA_UID_RANGE 65536u     /* uids per sandbox */
 #define CELLA_UID_SLOTS 4096u      /* slots: CELLA_UID_BASE + slot * CELLA_UID_RANGE */
+/* --max-sandboxes at most; a daemon with more than CELLA_UID_SLOTS claims as many blocks of
+ * CELLA_UID_SLOTS slots as it needs (decision 0060) */
+#define CELLA_UID_SLOTS_MAX 16384u
 #define CELLA_DEFAULT_PIDS_MAX 1024
 #define CELLA_TMP_SIZE_MB 512
 #define CELLA_NETWORK_ALLOW_MAX 64 /* networkAllow entries per sandbox */

@@ -27,6 +27,7 @@
 #include "runtime/container.h"
 #include "runtime/criu.h"
 #include "runtime/host-claim.h"
+#include "runtime/host-limits.h"
 
 static void usage(FILE *f)
 {
@@ -47,7 +48,8 @@ static void usage(FILE *f)
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
                 "  --images DIR         images (default DATA-DIR/images)\n"
                 "  --image NAME         default image (default \"default\")\n"
-                "  --max-sandboxes N    sandboxes at most (default %d)\n"
+                "  --max-sandboxes N    sandboxes at most (default %d, max %u; beyond %u\n"
+                "                       the daemon claims a larger block of host uids)\n"
                 "  --pool N             warm pool: sandboxes of the default image built\n"
                 "                       ahead, so a new name is a claim (default %d, max %d;\n"
                 "                       0: none)\n"
@@ -101,8 +103,9 @@ static void usage(FILE *f)
                 "                       host uids this data dir would use, and exit\n"
                 "The API token is CELLA_TOKEN from the environment; without one cellad\n"
                 "listens on loopback addresses only.\n",
-                CELLA_DEFAULT_MAX_SANDBOXES, CELLA_DEFAULT_POOL_SIZE, CELLA_POOL_MAX,
-                CELLA_HTTP_MAX_CONNECTIONS, CELLA_HTTP_MAX_PER_CLIENT);
+                CELLA_DEFAULT_MAX_SANDBOXES, CELLA_UID_SLOTS_MAX, CELLA_UID_SLOTS,
+                CELLA_DEFAULT_POOL_SIZE, CELLA_POOL_MAX, CELLA_HTTP_MAX_CONNECTIONS,
+                CELLA_HTTP_MAX_PER_CLIENT);
 }
 
 /* cellad --check: the data dir's filesystem and the disk overcommit policy. The data dir
@@ -377,8 +380,8 @@ static int on_option(int c, const char *arg, void *ud)
                 o->cluster_secret_file = arg;
                 break;
         case 'm':
-                if (!parse_ulong(arg, 1, 1000000, &o->max_sandboxes))
-                        return bad_value("max-sandboxes", arg, NULL);
+                if (!parse_ulong(arg, 1, CELLA_UID_SLOTS_MAX, &o->max_sandboxes))
+                        return bad_value("max-sandboxes", arg, "1 to %u", CELLA_UID_SLOTS_MAX);
                 break;
         case 'p':
                 if (!parse_ulong(arg, 0, CELLA_POOL_MAX, &o->pool_size))
@@ -531,12 +534,22 @@ static int check_options(struct options *o)
 }
 
 /* The process itself: signals, descriptors, memory, orphans. */
-static void set_up_process(void)
+static void set_up_process(const struct options *o)
 {
         static const int ignored[] = {SIGPIPE};
+        uint64_t want, have;
 
         startup_ignore_signals(ignored, ARRAY_SIZE(ignored));
         startup_raise_fd_limit();
+        /* --max-sandboxes may need more than the hard limit (decision 0060): with
+         * CAP_SYS_RESOURCE it is raised, up to fs.nr_open. */
+        want = host_limits_fds((unsigned)o->max_sandboxes);
+        have = host_limits_raise_nofile(want);
+        if (have < want)
+                log_warn("descriptor limit %llu: %lu sandboxes need %llu, about %llu fit (raise "
+                         "the hard limit; cellad --check says what else is too low)",
+                         (unsigned long long)have, o->max_sandboxes, (unsigned long long)want,
+                         (unsigned long long)host_limits_fit(have));
         /* A fixed mmap threshold: large buffers (exec output, bodies) are mapped and go back
          * to the kernel when freed, instead of raising the threshold and staying in the
          * heap (glibc's dynamic threshold). */
@@ -553,8 +566,12 @@ static int run_check(const struct options *o)
         struct runtime *rt = NULL;
         char name[32], range[24], ip[16];
 
+        /* what --max-sandboxes needs of the kernel, whatever the claim finds */
+        host_limits_report((unsigned)o->max_sandboxes, stdout);
+        fflush(stdout);
         if (sandbox_instance_claim(o->data_dir, o->network_range,
-                                   o->has_uid_base ? &o->uid_base : NULL, true, &claim, &err) < 0) {
+                                   o->has_uid_base ? &o->uid_base : NULL,
+                                   (unsigned)o->max_sandboxes, true, &claim, &err) < 0) {
                 fprintf(stderr, "cellad: %s\n", err.msg);
                 return 1;
         }
@@ -801,7 +818,7 @@ int main(int argc, char **argv)
                 return rc;
         if (o.drain)
                 return cluster_drain_client(o.host, o.port, o.token);
-        set_up_process();
+        set_up_process(&o);
         /* libcurl (etcd, S3, the MCP engine's clients) and its TLS library are set up here,
          * on the main thread, before any thread exists (curl_global_init is the process's). */
         if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {

@@ -250,7 +250,7 @@ static int cgroup_slot(const char *line, const char *cgname)
                 end = strchr(id, '/');
                 if (!end)
                         end = id + strlen(id);
-                if (slot_id_parse(id, (size_t)(end - id), CELLA_UID_SLOTS, &slot) == 0)
+                if (slot_id_parse(id, (size_t)(end - id), CELLA_UID_SLOTS_MAX, &slot) == 0)
                         return (int)slot;
         }
         return -1;
@@ -331,8 +331,8 @@ int rebuild_registry(struct store *st, const char *data_dir, const char *cgroup_
 
         if (store_meta_set(st, "layout", "slot", err) < 0)
                 return -1;
-        pids = calloc(CELLA_UID_SLOTS, sizeof(*pids));
-        names = calloc(CELLA_UID_SLOTS, CELLA_NAME_MAX + 1);
+        pids = calloc(CELLA_UID_SLOTS_MAX, sizeof(*pids));
+        names = calloc(CELLA_UID_SLOTS_MAX, CELLA_NAME_MAX + 1);
         id = malloc(sizeof(*id));
         if (!pids || !names || !id)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
@@ -349,7 +349,7 @@ int rebuild_registry(struct store *st, const char *data_dir, const char *cgroup_
                 ssize_t n;
                 bool dup = false;
 
-                if (slot_id_parse(de->d_name, strlen(de->d_name), CELLA_UID_SLOTS, &slot) < 0)
+                if (slot_id_parse(de->d_name, strlen(de->d_name), CELLA_UID_SLOTS_MAX, &slot) < 0)
                         continue;
                 snprintf(file, sizeof(file), "%s/%s/" IDENTITY_FILE, path, de->d_name);
                 n = read_small(file, text, sizeof(text));
@@ -360,7 +360,7 @@ int rebuild_registry(struct store *st, const char *data_dir, const char *cgroup_
                         res.skipped++;
                         continue;
                 }
-                for (unsigned i = 0; i < CELLA_UID_SLOTS && !dup; i++)
+                for (unsigned i = 0; i < CELLA_UID_SLOTS_MAX && !dup; i++)
                         dup = strcmp(names + (size_t)i * (CELLA_NAME_MAX + 1), id->name) == 0;
                 if (dup) {
                         log_error("registry: %s/%s names sandbox '%s' again: skipped", path,

@@ -127,7 +127,8 @@ struct sandbox_table {
         uv_timer_t *idle_timer; /* heap: closed asynchronously */
         struct sandbox *buckets[TABLE_BUCKETS];
         unsigned next_slot; /* slots are handed out round robin from here */
-        uint8_t slot_used[CELLA_UID_SLOTS];
+        unsigned uid_slots; /* slots of the claim's uid block (host_claim_uid_slots) */
+        uint8_t slot_used[CELLA_UID_SLOTS_MAX];
         /* The warm pool: running sandboxes of the default image and instance type, built
          * ahead by pool_timer (one per callback), taken by sandbox_create. At most
          * pool_target() of them; pool_len counts the list. */

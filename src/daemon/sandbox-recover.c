@@ -81,7 +81,7 @@ static int load_record(const struct store_sandbox *rec, void *userdata)
         char name[CELLA_NAME_MAX + 1];
         struct sandbox *s;
 
-        if (rec->slot < 0 || rec->slot >= CELLA_UID_SLOTS || t->slot_used[rec->slot] ||
+        if (rec->slot < 0 || (unsigned)rec->slot >= t->uid_slots || t->slot_used[rec->slot] ||
             tenant_internal_name_check(rec->name, name) < 0 || /* a tenant's too (0053) */
             table_find(t, rec->name)) {
                 log_warn("registry: skipping invalid record '%s'", rec->name);
@@ -172,7 +172,7 @@ static int migrate_record(const struct store_sandbox *rec, void *userdata)
         struct cella_error e = {0};
         struct stat st;
 
-        if (rec->slot < 0 || rec->slot >= CELLA_UID_SLOTS ||
+        if (rec->slot < 0 || (unsigned)rec->slot >= t->uid_slots ||
             sandbox_name_check(rec->name, strlen(rec->name), false, name, NULL) < 0)
                 return 0; /* load_record skips it */
         if (m->pass == 1) {
@@ -216,7 +216,7 @@ static int migrate_layout(struct sandbox_table *t, struct cella_error *err)
 static bool is_owned_slot_id(const struct sandbox_table *t, const char *id)
 {
         unsigned slot;
-        return slot_id_parse(id, strlen(id), CELLA_UID_SLOTS, &slot) == 0 && t->slot_used[slot];
+        return slot_id_parse(id, strlen(id), CELLA_UID_SLOTS_MAX, &slot) == 0 && t->slot_used[slot];
 }
 
 static int sweep_cgroup(const char *id, void *userdata)
@@ -290,8 +290,8 @@ static bool has_sandbox_dirs(const char *data_dir)
 }
 
 int sandbox_instance_claim(const char *data_dir, const char *network_range,
-                           const uint32_t *uid_base, bool probe_only, struct host_claim **ret,
-                           struct cella_error *err)
+                           const uint32_t *uid_base, unsigned max_sandboxes, bool probe_only,
+                           struct host_claim **ret, struct cella_error *err)
 {
         char name[32], ifprefix[16];
 
@@ -303,6 +303,7 @@ int sandbox_instance_claim(const char *data_dir, const char *network_range,
                 .data_dir = data_dir,
                 .network_range = network_range,
                 .uid_base = uid_base,
+                .uid_slots = host_claim_slots(max_sandboxes),
                 .legacy_uids = has_sandbox_dirs(data_dir),
                 .probe_only = probe_only,
         };
@@ -356,8 +357,8 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         /* "" where the host check passed: sleepMode "memory" checkpoints (0050). */
         snprintf(t->memsleep_reason, sizeof(t->memsleep_reason), "%s",
                  cfg->memory_sleep_unavailable ? cfg->memory_sleep_unavailable : "");
-        if (t->max_sandboxes > CELLA_UID_SLOTS)
-                t->max_sandboxes = CELLA_UID_SLOTS;
+        if (t->max_sandboxes > CELLA_UID_SLOTS_MAX)
+                t->max_sandboxes = CELLA_UID_SLOTS_MAX;
         if (!t->data_dir || !t->images_dir || !t->default_image) {
                 sandbox_table_free(t);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
@@ -393,13 +394,14 @@ int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
         sandbox_instance_name(t->data_dir, cgname, sizeof(cgname));
         rcfg.cgroup_name = cgname;
         /* Its sandboxes' addresses and host uids, no other instance's on this host. */
-        if (sandbox_instance_claim(t->data_dir, cfg->network_range, cfg->uid_base, false, &t->claim,
-                                   err) < 0) {
+        if (sandbox_instance_claim(t->data_dir, cfg->network_range, cfg->uid_base, t->max_sandboxes,
+                                   false, &t->claim, err) < 0) {
                 sandbox_table_free(t);
                 return -1;
         }
         log_info("%s", host_claim_describe(t->claim));
         t->uid_base = host_claim_uid_base(t->claim);
+        t->uid_slots = host_claim_uid_slots(t->claim);
         net_addr_format(host_claim_range(t->claim)->addr, ip, sizeof(ip));
         snprintf(range, sizeof(range), "%s/%u", ip, host_claim_range(t->claim)->prefix);
         rcfg.network_range = range;

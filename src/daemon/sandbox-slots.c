@@ -15,11 +15,13 @@
  * removed) is the last to be handed out again. */
 int alloc_slot(struct sandbox_table *t, unsigned *ret)
 {
-        for (unsigned n = 0; n < CELLA_UID_SLOTS; n++) {
-                unsigned i = (t->next_slot + n) % CELLA_UID_SLOTS;
+        unsigned slots = t->uid_slots ? t->uid_slots : CELLA_UID_SLOTS;
+
+        for (unsigned n = 0; n < slots; n++) {
+                unsigned i = (t->next_slot + n) % slots;
                 if (!t->slot_used[i]) {
                         t->slot_used[i] = 1;
-                        t->next_slot = (i + 1) % CELLA_UID_SLOTS;
+                        t->next_slot = (i + 1) % slots;
                         *ret = i;
                         return 0;
                 }

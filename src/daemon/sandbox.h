@@ -69,11 +69,11 @@ struct host_claim;
  * table ("cella" for /var/lib/cella, "cella-<hash>" for any other). out: 32 bytes. */
 void sandbox_instance_name(const char *data_dir, char *out, size_t outsz);
 /* Claim the network range and host uid block of the daemon of data_dir
- * (runtime/host-claim.h); probe_only (cellad --check): only choose them. 0 or -1 with
- * *err set. */
+ * (runtime/host-claim.h), its uid slots enough for max_sandboxes; probe_only (cellad
+ * --check): only choose them. 0 or -1 with *err set. */
 int sandbox_instance_claim(const char *data_dir, const char *network_range,
-                           const uint32_t *uid_base, bool probe_only, struct host_claim **ret,
-                           struct cella_error *err);
+                           const uint32_t *uid_base, unsigned max_sandboxes, bool probe_only,
+                           struct host_claim **ret, struct cella_error *err);
 
 int sandbox_table_new(uv_loop_t *loop, const struct sandbox_table_config *cfg,
                       struct sandbox_table **ret, struct cella_error *err);

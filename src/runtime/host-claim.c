@@ -57,8 +57,24 @@ bool host_claim_uid_base_ok(uint64_t base)
                base % CELLA_UID_RANGE == 0;
 }
 
-enum { K_NAME, K_RANGE, K_UID, K_PID, K_DIR, K_DIR_ID, _K_MAX };
-static const char *const keys[_K_MAX] = {"name", "network-range", "uid-base",
+uint32_t host_claim_slots(unsigned max)
+{
+        uint32_t blocks = (max + CELLA_UID_SLOTS - 1) / CELLA_UID_SLOTS;
+
+        if (blocks < 1)
+                blocks = 1;
+        if (blocks > CELLA_UID_SLOTS_MAX / CELLA_UID_SLOTS)
+                blocks = CELLA_UID_SLOTS_MAX / CELLA_UID_SLOTS;
+        return blocks * CELLA_UID_SLOTS;
+}
+
+uint64_t host_claim_uid_span(uint32_t slots)
+{
+        return (uint64_t)host_claim_slots(slots ? slots : CELLA_UID_SLOTS) * CELLA_UID_RANGE;
+}
+
+enum { K_NAME, K_RANGE, K_UID, K_SLOTS, K_PID, K_DIR, K_DIR_ID, _K_MAX };
+static const char *const keys[_K_MAX] = {"name", "network-range", "uid-base",   "uid-slots",
                                          "pid",  "data-dir",      "data-dir-id"};
 
 static int parse_value(int k, const char *v, size_t vlen, struct host_claim_text *c)
@@ -82,6 +98,11 @@ static int parse_value(int k, const char *v, size_t vlen, struct host_claim_text
                         return -EINVAL;
                 c->uid_base = (uint32_t)n;
                 c->has_uid_base = true;
+                return 0;
+        case K_SLOTS:
+                if (parse_u64(v, vlen, CELLA_UID_SLOTS_MAX, &n) < 0 || n == 0)
+                        return -EINVAL;
+                c->uid_slots = (uint32_t)n;
                 return 0;
         case K_PID:
                 if (parse_u64(v, vlen, INT_MAX, &n) < 0 || n == 0)
@@ -164,6 +185,8 @@ int host_claim_format(const struct host_claim_text *c, char *buf, size_t size)
         }
         if (c->has_uid_base)
                 PUT("uid-base %u\n", c->uid_base);
+        if (c->uid_slots && c->uid_slots != CELLA_UID_SLOTS)
+                PUT("uid-slots %u\n", c->uid_slots);
         if (c->pid > 0)
                 PUT("pid %d\n", (int)c->pid);
         if (c->data_dir[0])
@@ -254,9 +277,10 @@ int host_claim_pick_range(const struct net_cidr *want, const struct host_claim_u
         return -ENOSPC;
 }
 
-static const struct host_claim_use *uid_user(uint32_t base, const struct host_claim_uses *u)
+static const struct host_claim_use *uid_user(uint32_t base, uint64_t span,
+                                             const struct host_claim_uses *u)
 {
-        uint32_t last = base + (HOST_CLAIM_UID_BLOCK - 1);
+        uint32_t last = (uint32_t)(base + (span - 1));
 
         for (size_t i = 0; i < u->n; i++)
                 if (u->v[i].has_uids && u->v[i].uid_first <= last && base <= u->v[i].uid_last)
@@ -267,12 +291,19 @@ static const struct host_claim_use *uid_user(uint32_t base, const struct host_cl
 int host_claim_pick_uids(const uint32_t *want, const struct host_claim_uses *u, uint32_t *ret,
                          const struct host_claim_use **ret_conflict)
 {
+        return host_claim_pick_uid_slots(want, CELLA_UID_SLOTS, u, ret, ret_conflict);
+}
+
+int host_claim_pick_uid_slots(const uint32_t *want, uint32_t slots, const struct host_claim_uses *u,
+                              uint32_t *ret, const struct host_claim_use **ret_conflict)
+{
         const struct host_claim_use *first = NULL, *by;
+        uint64_t span = host_claim_uid_span(slots);
 
         if (want) {
-                if (!host_claim_uid_base_ok(*want))
+                if (!host_claim_uid_base_ok(*want) || *want + span > UINT32_MAX)
                         return -EINVAL;
-                by = uid_user(*want, u);
+                by = uid_user(*want, span, u);
                 if (by) {
                         *ret_conflict = by;
                         return -EADDRINUSE;
@@ -280,8 +311,8 @@ int host_claim_pick_uids(const uint32_t *want, const struct host_claim_uses *u, 
                 *ret = *want;
                 return 0;
         }
-        for (uint64_t b = CELLA_UID_BASE; b <= HOST_CLAIM_UID_BASE_MAX; b += HOST_CLAIM_UID_BLOCK) {
-                by = uid_user((uint32_t)b, u);
+        for (uint64_t b = CELLA_UID_BASE; b + span <= UINT32_MAX; b += HOST_CLAIM_UID_BLOCK) {
+                by = uid_user((uint32_t)b, span, u);
                 if (!by) {
                         *ret = (uint32_t)b;
                         return 0;
@@ -298,7 +329,7 @@ int host_claim_pick_uids(const uint32_t *want, const struct host_claim_uses *u, 
 struct host_claim {
         int fd; /* our claim file, locked; -EBADF: none (probe) */
         struct net_cidr range;
-        uint32_t uid_base;
+        uint32_t uid_base, uid_slots;
         char description[CELLA_PATH_MAX + 512];
 };
 
@@ -362,7 +393,9 @@ static int gather_claims(const struct host_claim_config *cfg, const char *dir,
                 use.has_range = use.has_uids = true;
                 use.range = c.range;
                 use.uid_first = c.uid_base;
-                use.uid_last = c.uid_base + (HOST_CLAIM_UID_BLOCK - 1);
+                use.uid_last =
+                        (uint32_t)MIN((uint64_t)c.uid_base + host_claim_uid_span(c.uid_slots) - 1,
+                                      (uint64_t)UINT32_MAX);
                 if (running)
                         snprintf(use.desc, sizeof(use.desc),
                                  "cella instance '%s' (pid %d, data dir %s)", de->d_name,
@@ -654,20 +687,35 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
                 want_uids = NULL;
                 uid_how = "chosen";
         }
-        r = host_claim_pick_uids(want_uids, &uses, &uid_base, &by);
+        uint32_t slots = host_claim_slots(cfg->uid_slots ? cfg->uid_slots : CELLA_UID_SLOTS);
+        /* A data dir's block never shrinks: its sandboxes may be in any slot of it. */
+        if (has_rec && !cfg->uid_base && rec.uid_slots > slots)
+                slots = host_claim_slots(rec.uid_slots);
+        uint64_t span = host_claim_uid_span(slots);
+        r = host_claim_pick_uid_slots(want_uids, slots, &uses, &uid_base, &by);
+        if (r == -EINVAL) {
+                /* a base that holds one block but not slots slots */
+                r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                    "host uids from %#x (%s): %u uid slots (--max-sandboxes) "
+                                    "would pass %#x: give a lower --uid-base or fewer "
+                                    "--max-sandboxes",
+                                    *want_uids, uid_how, slots, UINT32_MAX);
+                host_claim_uses_done(&uses);
+                return r;
+        }
         if (r < 0) {
                 uint32_t b = want_uids ? *want_uids : 0;
                 if (cfg->uid_base)
                         r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                             "--uid-base %u: host uids %#x-%#x overlap %s: give "
                                             "another --uid-base",
-                                            b, b, b + (HOST_CLAIM_UID_BLOCK - 1), by->desc);
+                                            b, b, (uint32_t)(b + (span - 1)), by->desc);
                 else if (want_uids)
                         r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                             "host uids %#x-%#x (%s) overlap %s; the sandboxes of "
                                             "this data directory own files as those uids, so "
                                             "they cannot change: stop that one first",
-                                            b, b + (HOST_CLAIM_UID_BLOCK - 1), uid_how, by->desc);
+                                            b, (uint32_t)(b + (span - 1)), uid_how, by->desc);
                 else
                         r = cella_error_set(err, CELLA_E_VALIDATION_FAILED,
                                             "no free block of host uids (the first overlaps %s): "
@@ -684,6 +732,7 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
         mine.range = range;
         mine.has_range = mine.has_uid_base = true;
         mine.uid_base = uid_base;
+        mine.uid_slots = slots;
         if (!cfg->probe_only) {
                 struct stat st;
                 const char *dd = realpath(cfg->data_dir, real) ? real : cfg->data_dir;
@@ -717,9 +766,10 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
         c->fd = TAKE_FD(fd);
         c->range = range;
         c->uid_base = uid_base;
+        c->uid_slots = slots;
         range_text(&range, rtext, sizeof(rtext));
         snprintf(first, sizeof(first), "%#x", uid_base);
-        snprintf(last, sizeof(last), "%#x", uid_base + (HOST_CLAIM_UID_BLOCK - 1));
+        snprintf(last, sizeof(last), "%#x", (uint32_t)(uid_base + (span - 1)));
         snprintf(c->description, sizeof(c->description),
                  "instance '%s': sandbox network range %s (%s%s), sandbox host uids %s-%s (%s)",
                  cfg->name, rtext, range_how, why, first, last, uid_how);
@@ -746,6 +796,11 @@ const struct net_cidr *host_claim_range(const struct host_claim *c)
 uint32_t host_claim_uid_base(const struct host_claim *c)
 {
         return c->uid_base;
+}
+
+uint32_t host_claim_uid_slots(const struct host_claim *c)
+{
+        return c->uid_slots;
 }
 
 const char *host_claim_describe(const struct host_claim *c)

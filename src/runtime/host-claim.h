@@ -38,7 +38,8 @@
 
 #define HOST_CLAIM_DIR "/run/cella/instances"
 #define HOST_CLAIM_RECORD "instance" /* in the data dir */
-/* Host uids of one instance: every uid slot's range. */
+/* Host uids of one block: CELLA_UID_SLOTS slots' ranges. An instance holds one block, or
+ * as many as its --max-sandboxes needs (host_claim_blocks). */
 #define HOST_CLAIM_UID_BLOCK ((uint32_t)CELLA_UID_SLOTS * CELLA_UID_RANGE)
 /* The highest base a block may start at (its last uid below (uid_t)-1). */
 #define HOST_CLAIM_UID_BASE_MAX (0xffffffffu - HOST_CLAIM_UID_BLOCK)
@@ -50,13 +51,14 @@ struct host_claim_text {
         struct net_cidr range;
         uint32_t uid_base;
         bool has_range, has_uid_base;
-        pid_t pid; /* 0: none (a record) */
+        uint32_t uid_slots; /* 0: CELLA_UID_SLOTS (one block) */
+        pid_t pid;          /* 0: none (a record) */
         char data_dir[CELLA_PATH_MAX];
         uint64_t data_dev, data_ino; /* identity of data_dir; 0, 0: none */
 };
 
-/* "key value" lines: name, network-range, uid-base, pid, data-dir, data-dir-id
- * ("DEV:INO"); unknown keys are skipped, a known key twice or a bad value is -EINVAL.
+/* "key value" lines: name, network-range, uid-base, uid-slots (1 to CELLA_UID_SLOTS_MAX;
+ * written only beyond CELLA_UID_SLOTS), pid, data-dir, data-dir-id ("DEV:INO"); unknown keys are skipped, a known key twice or a bad value is -EINVAL.
  * len bytes of text, no NUL needed. 0 or -EINVAL. */
 int host_claim_parse(const char *text, size_t len, struct host_claim_text *ret);
 /* The text of c (the fields it has). Returns the length, -ENOSPC, or -EINVAL for a name or
@@ -66,6 +68,11 @@ int host_claim_format(const struct host_claim_text *c, char *buf, size_t size);
 /* A uid base a daemon may be given: a multiple of CELLA_UID_RANGE from CELLA_UID_BASE to
  * HOST_CLAIM_UID_BASE_MAX. */
 bool host_claim_uid_base_ok(uint64_t base);
+/* The uid slots of an instance that holds max sandboxes: CELLA_UID_SLOTS, or the multiple of
+ * it that holds max (at most CELLA_UID_SLOTS_MAX). */
+uint32_t host_claim_slots(unsigned max);
+/* The host uids of slots slots (a multiple of HOST_CLAIM_UID_BLOCK). */
+uint64_t host_claim_uid_span(uint32_t slots);
 
 /* Something on the host a choice must not overlap. */
 struct host_claim_use {
@@ -96,6 +103,10 @@ int host_claim_pick_range(const struct net_cidr *want, const struct host_claim_u
 /* The same for a uid block (want: its base, or NULL). */
 int host_claim_pick_uids(const uint32_t *want, const struct host_claim_uses *u, uint32_t *ret,
                          const struct host_claim_use **ret_conflict);
+/* The same for the uids of slots slots (host_claim_slots): want's block must end below
+ * (uid_t)-1 (else -EINVAL). */
+int host_claim_pick_uid_slots(const uint32_t *want, uint32_t slots, const struct host_claim_uses *u,
+                              uint32_t *ret, const struct host_claim_use **ret_conflict);
 
 /* ---- applying it ---- */
 
@@ -107,6 +118,7 @@ struct host_claim_config {
         const char *data_dir;
         const char *network_range; /* --network-range, or NULL */
         const uint32_t *uid_base;  /* --uid-base, or NULL */
+        uint32_t uid_slots;        /* host_claim_slots(--max-sandboxes); 0: CELLA_UID_SLOTS */
         /* The data dir has sandboxes from before records were kept: they run as
          * CELLA_UID_BASE + slot * CELLA_UID_RANGE, so that block it is. */
         bool legacy_uids;
@@ -122,6 +134,8 @@ int host_claim_take(const struct host_claim_config *cfg, struct host_claim **ret
 void host_claim_free(struct host_claim *c);
 const struct net_cidr *host_claim_range(const struct host_claim *c);
 uint32_t host_claim_uid_base(const struct host_claim *c);
+/* Its uid slots (host_claim_slots of --max-sandboxes, or the data dir's, if more). */
+uint32_t host_claim_uid_slots(const struct host_claim *c);
 /* One line for the log and cellad --check: what was chosen and why. */
 const char *host_claim_describe(const struct host_claim *c);
 

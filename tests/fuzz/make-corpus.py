@@ -951,6 +951,10 @@ def claim():
         "dir-id-over": b"data-dir-id 18446744073709551616:1\n",
         "crlf": b"name cella\r\n",
         "long-dir": b"data-dir /" + b"a" * 5000 + b"\n",
+        "uid-slots": b"name cella\nuid-base 268435456\nuid-slots 12288\n",
+        "uid-slots-max": b"uid-slots 16384\n",
+        "uid-slots-over": b"uid-slots 16385\n",
+        "uid-slots-zero": b"uid-slots 0\n",
     }
 
 

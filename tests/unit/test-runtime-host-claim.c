@@ -207,6 +207,62 @@ static void test_pick_uids(void **state)
         host_claim_uses_done(&u);
 }
 
+/* A daemon with more than CELLA_UID_SLOTS sandboxes holds several blocks in a row. */
+static void test_uid_slots(void **state)
+{
+        struct host_claim_uses u = {0};
+        const struct host_claim_use *by = NULL;
+        struct host_claim_text c, d;
+        char buf[512];
+        uint32_t b, want;
+
+        assert_int_equal(host_claim_slots(0), CELLA_UID_SLOTS);
+        assert_int_equal(host_claim_slots(1), CELLA_UID_SLOTS);
+        assert_int_equal(host_claim_slots(4096), 4096);
+        assert_int_equal(host_claim_slots(4097), 8192);
+        assert_int_equal(host_claim_slots(10000), 12288);
+        assert_int_equal(host_claim_slots(CELLA_UID_SLOTS_MAX), CELLA_UID_SLOTS_MAX);
+        assert_int_equal(host_claim_slots(CELLA_UID_SLOTS_MAX + 1), CELLA_UID_SLOTS_MAX);
+        assert_true(host_claim_uid_span(0) == HOST_CLAIM_UID_BLOCK);
+        assert_true(host_claim_uid_span(12288) == 3ull * HOST_CLAIM_UID_BLOCK);
+
+        /* three blocks: the first free run of three */
+        add(&u, NULL, 0x20000000, 0x2fffffff, "instance A");
+        assert_int_equal(host_claim_pick_uid_slots(NULL, 12288, &u, &b, &by), 0);
+        assert_int_equal(b, 0x30000000u);
+        assert_int_equal(host_claim_pick_uid_slots(NULL, 4096, &u, &b, &by), 0);
+        assert_int_equal(b, 0x10000000u);
+        want = 0x10000000; /* its second block is A's */
+        assert_int_equal(host_claim_pick_uid_slots(&want, 8192, &u, &b, &by), -EADDRINUSE);
+        assert_string_equal(by->desc, "instance A");
+        want = 0xe0000000; /* one block fits below (uid_t)-1, two do not */
+        assert_int_equal(host_claim_pick_uid_slots(&want, 4096, &u, &b, &by), 0);
+        assert_int_equal(host_claim_pick_uid_slots(&want, 8192, &u, &b, &by), -EINVAL);
+        add(&u, NULL, 0x60000000, 0x6fffffff, "instance B");
+        add(&u, NULL, 0xa0000000, 0xafffffff, "instance C");
+        add(&u, NULL, 0xd0000000, 0xdfffffff, "instance D");
+        /* free runs: 0x30-0x5f, 0x70-0x9f, 0xb0-0xcf, 0xe0-0xef: four blocks fit nowhere */
+        assert_int_equal(host_claim_pick_uid_slots(NULL, 16384, &u, &b, &by), -ENOSPC);
+        assert_string_equal(by->desc, "instance A");
+        host_claim_uses_done(&u);
+
+        /* the text: uid-slots only beyond one block, read back */
+        memset(&c, 0, sizeof(c));
+        c.has_uid_base = true;
+        c.uid_base = 0x10000000;
+        c.uid_slots = CELLA_UID_SLOTS;
+        assert_true(host_claim_format(&c, buf, sizeof(buf)) > 0);
+        assert_null(strstr(buf, "uid-slots"));
+        c.uid_slots = 12288;
+        assert_true(host_claim_format(&c, buf, sizeof(buf)) > 0);
+        assert_non_null(strstr(buf, "uid-slots 12288\n"));
+        assert_int_equal(host_claim_parse(S(buf), &d), 0);
+        assert_int_equal(d.uid_slots, 12288);
+        assert_int_equal(host_claim_parse(S("uid-slots 0\n"), &d), -EINVAL);
+        assert_int_equal(host_claim_parse(S("uid-slots 16385\n"), &d), -EINVAL);
+        assert_int_equal(host_claim_parse(S("uid-slots 16384\n"), &d), 0);
+}
+
 /* ---- netlink messages of a dump ---- */
 
 static struct nlmsghdr *msg(char *buf, uint16_t type)
@@ -484,6 +540,7 @@ int main(void)
                 cmocka_unit_test(test_uid_base_ok),
                 cmocka_unit_test(test_pick_range),
                 cmocka_unit_test(test_pick_uids),
+                cmocka_unit_test(test_uid_slots),
                 cmocka_unit_test(test_prefix_parse),
                 cmocka_unit_test_setup_teardown(test_take, setup_dirs, teardown_dirs),
                 cmocka_unit_test_setup_teardown(test_legacy_and_bad_record, setup_dirs,
