@@ -8,6 +8,7 @@
  * exists, mkdir, move, delete. */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -797,14 +798,21 @@ static char *exchange_port(int p, const char *head, const void *body, size_t ble
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
         assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
         assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+        /* A socket with SO_RCVTIMEO is never restarted after a signal (signal(7)): the
+         * SIGCHLD of a builder the server runs may interrupt this thread's calls. */
         for (size_t off = 0; off < blen;) {
                 n = send(fd, (const char *)body + off, blen - off, MSG_NOSIGNAL);
+                if (n < 0 && errno == EINTR)
+                        continue;
                 assert_true(n > 0);
                 off += (size_t)n;
         }
-        while ((n = recv(fd, tmp, sizeof(tmp), 0)) > 0)
+        while ((n = recv(fd, tmp, sizeof(tmp), 0)) != 0) {
+                if (n < 0 && errno == EINTR)
+                        continue;
+                assert_true(n > 0);
                 buf_append(&b, tmp, (size_t)n);
-        assert_true(n == 0);
+        }
         close(fd);
         buf_append(&b, "", 0);
         return buf_steal(&b);
@@ -1259,6 +1267,8 @@ static void send_and_leave(const char *head, size_t want)
         while (got < want) {
                 ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
 
+                if (n < 0 && errno == EINTR)
+                        continue; /* see exchange_port */
                 assert_true(n > 0);
                 got += (size_t)n;
         }
