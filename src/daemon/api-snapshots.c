@@ -258,8 +258,7 @@ static void fork_snapshot_taken(json_t *snap, const struct cella_error *err, voi
 
 /* A memory fork's dump and snapshot are taken: the child over both, made here (the
  * images are this node's). */
-static void memfork_taken(json_t *snap, const char *images, const struct cella_error *err,
-                          void *ud)
+static void memfork_taken(json_t *snap, const char *images, const struct cella_error *err, void *ud)
 {
         struct fork_job *f = ud;
         struct http_request *req = f->req;

@@ -41,8 +41,7 @@ static void fail(struct memfork *m, const struct cella_error *err)
         int r = rm_rf(m->images);
 
         if (r < 0 && r != -ENOENT)
-                log_warn("memory fork of '%s': remove %s: %s", m->parent, m->images,
-                         strerror(-r));
+                log_warn("memory fork of '%s': remove %s: %s", m->parent, m->images, strerror(-r));
         m->cb(NULL, NULL, err, m->ud);
         free(m);
 }

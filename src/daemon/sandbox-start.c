@@ -358,8 +358,8 @@ static void restore_run(struct sandbox_table *t, struct start_job *j)
         if (j->fork_child) {
                 /* a child without the processes asked for is not made (the caller
                  * destroys it, its dir and these images with it) */
-                j->r = cella_error_set(&j->err, CELLA_E_MEMORY_FORK_FAILED,
-                                       "fork with memory: %s", j->restore_err);
+                j->r = cella_error_set(&j->err, CELLA_E_MEMORY_FORK_FAILED, "fork with memory: %s",
+                                       j->restore_err);
                 return;
         }
         snprintf(aside, sizeof(aside), "%s.failed", j->images);
@@ -375,13 +375,13 @@ static void start_run(struct sandbox_table *t, struct start_job *j)
                 pthread_mutex_lock(&t->rt_lock);
                 j->t0 = time_mono_us();
                 j->r = runtime_checkpoint_dump_running(t->rt, j->id, &j->ct, j->network, j->slot,
-                                                       j->allow, j->n_allow, j->sockets,
-                                                       j->images, &j->err);
+                                                       j->allow, j->n_allow, j->sockets, j->images,
+                                                       &j->err);
                 if (j->r < 0 && j->err.code != CELLA_E_MEMORY_FORK_FAILED) {
                         char why[sizeof(j->err.msg)];
                         snprintf(why, sizeof(why), "%s", j->err.msg);
-                        cella_error_set(&j->err, CELLA_E_MEMORY_FORK_FAILED,
-                                        "fork with memory: %s", why);
+                        cella_error_set(&j->err, CELLA_E_MEMORY_FORK_FAILED, "fork with memory: %s",
+                                        why);
                 }
                 j->t2 = time_mono_us();
                 pthread_mutex_unlock(&t->rt_lock);
@@ -607,10 +607,9 @@ int sandbox_memfork_dump_async(struct sandbox *s, const char *images,
         struct sandbox_table *t = s->table;
 
         if (s->state != SANDBOX_RUNNING || s->job || s->snaps)
-                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
-                                       "sandbox '%s' is %s; try again", s->name,
-                                       s->state != SANDBOX_RUNNING ? "not running"
-                                                                   : "being captured");
+                return cella_error_set(
+                        err, CELLA_E_SANDBOX_UNAVAILABLE, "sandbox '%s' is %s; try again", s->name,
+                        s->state != SANDBOX_RUNNING ? "not running" : "being captured");
         _cleanup_free_ struct start_job *j = malloc(sizeof(*j));
         if (!j)
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");

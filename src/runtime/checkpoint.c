@@ -215,8 +215,7 @@ static int parse_extent(const uint8_t *p, size_t len, struct userns_extent *ret)
         for (size_t off = 0; off < len;) {
                 uint32_t key, v;
                 if (varint32(p, len, &off, &key) < 0 || (key & 7) != 0 || key >> 3 < 1 ||
-                    key >> 3 > 3 || (seen & (1u << (key >> 3))) ||
-                    varint32(p, len, &off, &v) < 0)
+                    key >> 3 > 3 || (seen & (1u << (key >> 3))) || varint32(p, len, &off, &v) < 0)
                         return -EINVAL;
                 seen |= 1u << (key >> 3);
                 *f[(key >> 3) - 1] = v;
@@ -514,8 +513,7 @@ static int remap_userns_images(const char *images, uint32_t to, uint32_t count,
                     strcmp(de->d_name + nl - 4, ".img") != 0)
                         continue;
                 struct stat st;
-                _cleanup_close_ int fd =
-                        openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_close_ int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 ssize_t n = -1;
                 if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
                     st.st_size <= CELLA_CRIU_USERNS_MAX)
@@ -523,9 +521,8 @@ static int remap_userns_images(const char *images, uint32_t to, uint32_t count,
                 uint32_t from = 0;
                 size_t len = 0;
                 if (n < 0 || checkpoint_userns_base(in, (size_t)n, &from) < 0 ||
-                    (from != to &&
-                     checkpoint_userns_remap(in, (size_t)n, from, to, count, out, sizeof(out),
-                                             &len) < 0)) {
+                    (from != to && checkpoint_userns_remap(in, (size_t)n, from, to, count, out,
+                                                           sizeof(out), &len) < 0)) {
                         r = cella_error_set(err, CELLA_E_MEMORY_FORK_FAILED,
                                             "%s/%s is not a user namespace image cellad can "
                                             "map to the sandbox's uids",
@@ -535,9 +532,9 @@ static int remap_userns_images(const char *images, uint32_t to, uint32_t count,
                 if (from == to)
                         continue;
                 /* written whole beside it, then renamed over it */
-                _cleanup_close_ int w = openat(dfd, ".userns.tmp",
-                                               O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                                               st.st_mode & 0644);
+                _cleanup_close_ int w = openat(
+                        dfd, ".userns.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                        st.st_mode & 0644);
                 if (w < 0 || write(w, out, len) != (ssize_t)len || fsync(w) < 0 ||
                     renameat(dfd, ".userns.tmp", dfd, de->d_name) < 0) {
                         r = cella_error_errno(err, errno ? errno : EIO, "rewrite %s/%s", images,
@@ -894,8 +891,8 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
                 for (size_t i = 0; i < ARRAY_SIZE(ctl); i++) {
                         if (i > 0 && !plan->v1_dir[i - 1][0])
                                 continue;
-                        snprintf(cgroot[i], sizeof(cgroot[i]), "%s:/%s/%s", ctl[i],
-                                 rt->cgroup_name, spec->id);
+                        snprintf(cgroot[i], sizeof(cgroot[i]), "%s:/%s/%s", ctl[i], rt->cgroup_name,
+                                 spec->id);
                         argv[a++] = "--cgroup-root";
                         argv[a++] = cgroot[i];
                 }
