@@ -15,6 +15,7 @@
 #   and its code context;
 # * a failed restore (a stand-in CRIU whose restore fails) is 500 MEMORY_FORK_FAILED with
 #   CRIU's reason, leaves no child and no snapshot, and the parent running and answering;
+# * `cella fork --memory` makes such a child too;
 # * the parent destroyed, the child works on.
 source "$(dirname "$0")/lib.sh"
 
@@ -180,6 +181,19 @@ assert_eq 41 "$(body '.results[0].text')" "the parent's context answers"
 assert_eq page "$(run_in "$A" "python3 -c 'import urllib.request as u; print(u.urlopen(\"http://127.0.0.1:$P/index.html\").read().decode().strip())'")" \
         "the parent's server answers"
 restart_daemon "the host's criu again" || fail "$RESTART_ERR"
+
+info "the CLI: cella fork --memory"
+K=$(sbx cli)
+out=$("$CELLA_BUILD/cella" fork "$A" "$K" --memory) || fail "cella fork --memory: $out"
+assert_contains "$out" "forked '$A' into '$K'" "its line"
+api GET "/v1/sandboxes/$K/processes/web" >/dev/null
+expect_status 200
+assert_eq running "$(body .status)" "the CLI's child has the server"
+api_json POST "/v1/sandboxes/$K/code" "{\"code\":\"x\",\"contextId\":\"$CTX\"}"
+expect_status 200
+assert_eq 41 "$(body '.results[0].text')" "and the parent's variable of now"
+api DELETE "/v1/sandboxes/$K" >/dev/null
+expect_status 200
 
 info "the parent destroyed: the child works on"
 api DELETE "/v1/sandboxes/$A" >/dev/null
