@@ -8,13 +8,17 @@
 # answers it. Asleep with its files, the server is gone after the wake, and (2) is what a
 # client has to do then: start it again, wait for its port, expose it again, ask. Where the
 # host cannot checkpoint (the reason is printed), the "memory" sandbox sleeps with its
-# files too. The checkpoint's size on disk per slept sandbox is reported. Usage:
-# bench/memsleep.sh (env: BUILD, IMAGES, RUNS). Needs root.
+# files too. The checkpoint's size on disk per slept sandbox is reported. Then, where
+# memory sleep is in effect, FORKS forks of the running "memory" sandbox (its server
+# running), each timed to its 201: with its memory (`"memory": true`: the child has the
+# running server too) and, in the same run, of its files alone. Usage:
+# bench/memsleep.sh (env: BUILD, IMAGES, RUNS, FORKS). Needs root.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$src/build}
 IMAGES=${IMAGES:-/var/lib/cella/images}
 RUNS=${RUNS:-20}
+FORKS=${FORKS:-10}
 cmake --build "$BUILD" --target cellad cella-init >/dev/null
 
 . "$src/bench/lib.sh"
@@ -92,6 +96,24 @@ measure() { # want: fills wakes_$want, firsts_$want, images_$want
 load=$(cut -d' ' -f1 /proc/loadavg)
 measure memory
 measure files
+# forks of the running "memory" sandbox: with its memory, then of its files alone
+forks_memory=()
+forks_files=()
+if [ "${mode[memory]}" = memory ]; then
+        req PUT /v1/sandboxes/mb-memory '{"keepAlive":true}'
+        req POST /v1/sandboxes/mb-memory/exec '{"command":"true"}'
+        for i in $(seq 1 "$FORKS"); do
+                for how in memory files; do
+                        body="{\"name\":\"mb-$how-fork-$i\"}"
+                        [ "$how" = memory ] && body="{\"name\":\"mb-$how-fork-$i\",\"memory\":true}"
+                        t0=$(date +%s%N)
+                        req POST /v1/sandboxes/mb-memory/fork "$body"
+                        t1=$(date +%s%N)
+                        eval "forks_$how+=(\"$(ms "$t0" "$t1")\")"
+                        req DELETE "/v1/sandboxes/mb-$how-fork-$i"
+                done
+        done
+fi
 row() { echo "| $1 | $(printf '%s\n' "${@:2}" | pct 50) | $(printf '%s\n' "${@:2}" | pct 95) |"; }
 {
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs (load average $load" \
@@ -115,6 +137,13 @@ row() { echo "| $1 | $(printf '%s\n' "${@:2}" | pct 50) | $(printf '%s\n' "${@:2
         fi
         row "files sleep: wake alone (first exec answered)" "${wakes_files[@]}"
         row "files sleep: to the server's first answer through its preview URL (started again, port waited for, exposed again)" "${firsts_files[@]}"
+        if [ "${mode[memory]}" = memory ]; then
+                echo
+                echo "| fork of the running sandbox ($FORKS each, to the 201) | p50 (ms) | p95 (ms) |"
+                echo "|---|---|---|"
+                row "with its memory (the child has the running server)" "${forks_memory[@]}"
+                row "of its files alone" "${forks_files[@]}"
+        fi
         echo
         if [ "${mode[memory]}" = memory ]; then
                 echo "Memory on disk per slept sandbox (its checkpoint, memorySnapshotBytes):" \

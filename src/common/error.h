@@ -55,6 +55,7 @@
         X(SNAPSHOT_NOT_FOUND, 404)          \
         X(SNAPSHOT_IN_USE, 409)             \
         X(MEMORY_SNAPSHOT_UNAVAILABLE, 501) \
+        X(MEMORY_FORK_FAILED, 500)          \
         X(KEY_NOT_FOUND, 404)               \
         X(QUOTA_EXCEEDED, 403)              \
         X(BACKUP_NOT_FOUND, 404)            \

@@ -232,6 +232,8 @@
 #define CELLA_CRIU_PEER_CLOSE_MS 5000        /* the agent closes its end of cellad's link within */
 #define CELLA_CRIU_EXTERNALS_MAX 64          /* mounts named external in one checkpoint */
 #define CELLA_CRIU_CGROUPS_MAX 256           /* cgroups under a checkpointed sandbox's own */
+#define CELLA_CRIU_USERNS_MAX 4096           /* bytes of a checkpoint's userns image */
+#define CELLA_CRIU_USERNS_EXTENTS 5          /* extents of one uid or gid map (the kernel's base) */
 /* Backups (src/daemon/backup*.c, docs/decisions/0049-backups.md) */
 #define CELLA_BACKUP_TTL_DEFAULT 259200        /* seconds a backup is kept (the hosted SDK's) */
 #define CELLA_BACKUP_TTL_MAX (366LL * 86400)   /* the longest ttl accepted, in seconds */

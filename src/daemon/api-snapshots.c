@@ -1,10 +1,12 @@
 /* Filesystem snapshots and fork (docs/api.md "Snapshots", docs/decisions/0048):
  * POST /v1/sandboxes/{id}/snapshots, GET /v1/sandboxes/{id}/snapshots, POST
  * /v1/sandboxes/{id}/fork, GET /v1/snapshots, GET and DELETE /v1/snapshots/{snap}. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "common/name.h"
 #include "daemon/api-handlers.h"
 #include "daemon/api-service.h"
@@ -185,6 +187,11 @@ struct fork_job {
         struct http_request *req;
         char name[CELLA_NAME_MAX + 1];
         struct quota_hold *hold; /* the child's on its tenant's quotas, until its answer */
+        /* with memory (0050): the parent's images until the child's PUT moved them, and
+         * the fork's snapshot, removed when no child is made */
+        bool memory;
+        char images[CELLA_PATH_MAX];
+        char snapshot[64];
 };
 
 /* The fork's child: answered as PUT answers (SandboxInfo, 201) plus its snapshot. */
@@ -192,8 +199,19 @@ static void fork_answer(struct sandbox *sb, bool created, const struct cella_err
 {
         struct fork_job *f = ud;
         struct http_request *req = f->req;
+        bool memory = f->memory;
 
         api_quota_release(f->a, f->hold);
+        if (memory) {
+                /* moved into the child's dir when it was made; else removed */
+                struct cella_error e = {0};
+                int r = sandbox_memfork_images_remove(f->images);
+                if (r < 0 && r != -ENOENT)
+                        log_warn("fork with memory: remove %s: %s", f->images, strerror(-r));
+                if ((err || !created) &&
+                    sandbox_table_snapshot_delete(f->a->cfg.table, f->snapshot, &e) < 0)
+                        log_warn("fork with memory: snapshot '%s': %s", f->snapshot, e.msg);
+        }
         free(f);
 
         if (err) {
@@ -208,6 +226,8 @@ static void fork_answer(struct sandbox *sb, bool created, const struct cella_err
                 json_t *info = sandbox_info(sb);
 
                 sandbox_touch(sb);
+                if (info && memory)
+                        json_object_set_new(info, "forkedWithMemory", json_true());
                 http_respond_json(req, 201, info);
                 json_decref(info);
         }
@@ -236,6 +256,33 @@ static void fork_snapshot_taken(json_t *snap, const struct cella_error *err, voi
         }
 }
 
+/* A memory fork's dump and snapshot are taken: the child over both, made here (the
+ * images are this node's). */
+static void memfork_taken(json_t *snap, const char *images, const struct cella_error *err, void *ud)
+{
+        struct fork_job *f = ud;
+        struct http_request *req = f->req;
+
+        if (!snap) {
+                http_respond_error(req, err, NULL);
+                http_request_unref(req);
+                api_quota_release(f->a, f->hold);
+                free(f);
+                return;
+        }
+        snprintf(f->images, sizeof(f->images), "%s", images);
+        snprintf(f->snapshot, sizeof(f->snapshot), "%s",
+                 json_string_value(json_object_get(snap, "snapshotId")));
+        struct sandbox_options o = {
+                .image = json_string_value(json_object_get(snap, "image")),
+                .snapshot = f->snapshot,
+                .memory_images = f->images,
+        };
+        struct sandbox_directory *d = sandbox_table_directory(f->a->cfg.table);
+
+        d->ops->put(d, f->name, &o, fork_answer, f); /* takes f and our reference */
+}
+
 static void fork_body(struct http_request *req, const char *body, size_t len, void *ud)
 {
         struct snap_ctx *ctx = ud;
@@ -256,12 +303,9 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
         }
         /* With its processes: where this host cannot checkpoint them, nothing is made, and
          * the answer says why (a fork of the files alone is memory: false). */
-        if (memory) {
-                const char *why = sandbox_table_memory_sleep_fallback(t);
+        if (memory && sandbox_table_memory_sleep_fallback(t)[0]) {
                 http_respond_code(req, CELLA_E_MEMORY_SNAPSHOT_UNAVAILABLE, "fork with memory: %s",
-                                  why[0] ? why
-                                         : "this cellad restores a memory checkpoint only into "
-                                           "the sandbox it was taken of (docs/decisions/0050)");
+                                  sandbox_table_memory_sleep_fallback(t));
                 goto out;
         }
         /* The child's name must be free before anything is captured. */
@@ -298,10 +342,12 @@ static void fork_body(struct http_request *req, const char *body, size_t len, vo
         f->req = req;
         f->hold = hold;
         snprintf(f->name, sizeof(f->name), "%s", name);
+        f->memory = memory;
         http_request_ref(req);
         /* named by its id: a fork's snapshot never takes a name a user may want */
-        if (sandbox_table_snapshot_create(t, ctx->sandbox, NULL, fork_snapshot_taken, f, &err) <
-            0) {
+        if ((memory ? sandbox_table_memory_fork(t, ctx->sandbox, memfork_taken, f, &err)
+                    : sandbox_table_snapshot_create(t, ctx->sandbox, NULL, fork_snapshot_taken, f,
+                                                    &err)) < 0) {
                 http_request_unref(req);
                 api_quota_release(ctx->a, hold);
                 free(f);

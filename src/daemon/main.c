@@ -603,9 +603,9 @@ static int run_check(const struct options *o)
                                "sandboxes sleep with their files only: %s\n",
                                why);
                 else
-                        printf("memory sleep (sleepMode \"memory\"): available, criu %s "
-                               "checkpoints "
-                               "sleeping sandboxes (fork with memory: not built)\n",
+                        printf("memory sleep (sleepMode \"memory\", fork with memory): "
+                               "available, criu %s checkpoints sleeping sandboxes and forks "
+                               "running ones with their processes\n",
                                ver);
         }
         runtime_free(rt);

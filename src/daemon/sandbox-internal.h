@@ -96,6 +96,10 @@ struct sandbox {
         struct sandbox_waiter *waiters; /* gets waiting for that start, in arrival order */
         bool fresh;         /* made by the start in progress: a failed start destroys it */
         bool checkpointing; /* the job in progress is a memory sleep's checkpoint */
+        /* a memory fork's child whose first start restores the parent's processes from
+         * <dir>/checkpoint: a restore that fails is the start's failure (0050) */
+        bool memory_fork;
+        bool forking; /* the job in progress is a memory fork's dump of it */
 
         /* {backupId, createdAt, dir}: a cluster's failover restored its files from that
          * backup (decision 0057); NULL: none */
@@ -232,6 +236,17 @@ int connect_agent(struct sandbox *s, struct cella_error *err);
  * requests wait for it as for a start); -1 with err: nothing done (the caller sleeps it
  * with its files). */
 int sandbox_checkpoint_async(struct sandbox *s, struct cella_error *err);
+/* A memory fork's dump of running s (0050, "memory fork") into images (an empty 0700
+ * directory of cellad's): its agent told and its link closed, the dump on the loop's
+ * thread pool with the tree left running and its cgroup frozen, then, on the loop, the
+ * agent connected again and cb(s, NULL, ud) with the cgroup still FROZEN (the caller
+ * takes the files snapshot, which thaws it; or thaws it) or cb(s, err, ud) with it
+ * thawed. 0: queued (s STARTING while it runs, requests wait for it as for a start);
+ * -1 with err: nothing done. */
+int sandbox_memfork_dump_async(struct sandbox *s, const char *images,
+                               void (*cb)(struct sandbox *s, const struct cella_error *err,
+                                          void *ud),
+                               void *ud, struct cella_error *err);
 /* <dir>/<name> of s into out; -ENAMETOOLONG. */
 int sandbox_path(const struct sandbox *s, const char *name, char *out, size_t outsz);
 /* Bytes of the memory checkpoint of s (0: none), looked at when not known. */

@@ -133,6 +133,29 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
                 sandbox_free(s);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
         }
+        /* a memory fork's child: the parent's images become its checkpoint, which its
+         * first start restores (or fails: 0050) */
+        if (opts && opts->memory_images) {
+                char dir[CELLA_PATH_MAX], ck[CELLA_PATH_MAX];
+                int r = sandbox_dir(s, dir, sizeof(dir));
+                if (r >= 0)
+                        r = fs_mkdir_p(dir, 0700);
+                if (r >= 0)
+                        r = sandbox_path(s, "checkpoint", ck, sizeof(ck));
+                if (r >= 0 && rename(opts->memory_images, ck) < 0)
+                        r = -errno;
+                if (r < 0) {
+                        if (sandbox_dir(s, dir, sizeof(dir)) >= 0)
+                                rm_rf(dir);
+                        release_slot(t, slot);
+                        sandbox_free(s);
+                        cella_error_errno(err, -r, "fork with memory: the images");
+                        if (err)
+                                err->code = CELLA_E_MEMORY_FORK_FAILED;
+                        return -1;
+                }
+                s->memory_fork = true;
+        }
         table_insert(t, s);
         s->fresh = async;
         if ((async ? sandbox_start_async(s, err) : sandbox_start(s, err)) < 0) {

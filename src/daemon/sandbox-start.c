@@ -248,6 +248,13 @@ struct start_job {
         int sockets;
         char restore_err[CRIU_REASON_MAX];
         int64_t old_instance; /* the exposures' instance when it was checkpointed */
+        /* A memory fork: the parent's dump (fork_dump: checkpoint's fields, the tree left
+         * running, its veth given back with allow; fork_cb on the loop), or the child's
+         * first start (fork_child: a restore that fails fails the start). */
+        bool fork_dump, fork_child;
+        size_t n_allow;
+        void (*fork_cb)(struct sandbox *s, const struct cella_error *err, void *ud);
+        void *fork_ud;
         enum sandbox_state prev;
         int r;
         uint64_t t0, t1, t2;
@@ -324,6 +331,16 @@ static void restore_run(struct sandbox_table *t, struct start_job *j)
         } else {
                 j->old_instance = images_instance(j->images);
                 j->r = runtime_checkpoint_restore(t->rt, &j->spec, j->images, &j->ct, &j->err);
+                if (j->r == 0 && j->fork_child &&
+                    runtime_container_rename(t->rt, &j->ct, j->spec.dir, j->spec.hostname,
+                                             &j->err) < 0) {
+                        /* the parent's hostname is not the child's */
+                        snprintf(j->restore_err, sizeof(j->restore_err), "%s", j->err.msg);
+                        runtime_container_destroy(t->rt, j->spec.id, NULL, NULL);
+                        j->r = cella_error_set(&j->err, CELLA_E_MEMORY_FORK_FAILED,
+                                               "fork with memory: %s", j->restore_err);
+                        return;
+                }
                 if (j->r == 0) {
                         /* removed off the wake's path (remove_restored) */
                         char done[CELLA_PATH_MAX + 16];
@@ -338,6 +355,13 @@ static void restore_run(struct sandbox_table *t, struct start_job *j)
                 memset(&j->err, 0, sizeof(j->err));
                 runtime_container_destroy(t->rt, j->spec.id, NULL, NULL);
         }
+        if (j->fork_child) {
+                /* a child without the processes asked for is not made (the caller
+                 * destroys it, its dir and these images with it) */
+                j->r = cella_error_set(&j->err, CELLA_E_MEMORY_FORK_FAILED, "fork with memory: %s",
+                                       j->restore_err);
+                return;
+        }
         snprintf(aside, sizeof(aside), "%s.failed", j->images);
         rm_rf(aside);
         if (rename(j->images, aside) < 0)
@@ -347,6 +371,22 @@ static void restore_run(struct sandbox_table *t, struct start_job *j)
 /* The runtime's part; any thread. */
 static void start_run(struct sandbox_table *t, struct start_job *j)
 {
+        if (j->fork_dump) {
+                pthread_mutex_lock(&t->rt_lock);
+                j->t0 = time_mono_us();
+                j->r = runtime_checkpoint_dump_running(t->rt, j->id, &j->ct, j->network, j->slot,
+                                                       j->allow, j->n_allow, j->sockets, j->images,
+                                                       &j->err);
+                if (j->r < 0 && j->err.code != CELLA_E_MEMORY_FORK_FAILED) {
+                        char why[sizeof(j->err.msg)];
+                        snprintf(why, sizeof(why), "%s", j->err.msg);
+                        cella_error_set(&j->err, CELLA_E_MEMORY_FORK_FAILED, "fork with memory: %s",
+                                        why);
+                }
+                j->t2 = time_mono_us();
+                pthread_mutex_unlock(&t->rt_lock);
+                return;
+        }
         if (j->checkpoint) {
                 pthread_mutex_lock(&t->rt_lock);
                 j->t0 = time_mono_us();
@@ -363,7 +403,7 @@ static void start_run(struct sandbox_table *t, struct start_job *j)
         j->t1 = time_mono_us();
         if (j->restore)
                 restore_run(t, j);
-        if (!j->restored)
+        if (!j->restored && !(j->fork_child && j->r < 0))
                 j->r = runtime_container_start(t->rt, &j->spec, &j->ct, &j->err);
         j->t2 = time_mono_us();
         pthread_mutex_unlock(&t->rt_lock);
@@ -411,6 +451,7 @@ static void plan_restore(struct sandbox *s, struct start_job *j)
 
         j->restore = sandbox_path(s, "checkpoint", j->images, sizeof(j->images)) == 0 &&
                      lstat(j->images, &st) == 0 && S_ISDIR(st.st_mode);
+        j->fork_child = j->restore && s->memory_fork;
 }
 
 struct port_move {
@@ -558,6 +599,88 @@ static void checkpoint_finish(struct sandbox *s, struct start_job *j)
         }
 }
 
+int sandbox_memfork_dump_async(struct sandbox *s, const char *images,
+                               void (*cb)(struct sandbox *s, const struct cella_error *err,
+                                          void *ud),
+                               void *ud, struct cella_error *err)
+{
+        struct sandbox_table *t = s->table;
+
+        if (s->state != SANDBOX_RUNNING || s->job || s->snaps)
+                return cella_error_set(
+                        err, CELLA_E_SANDBOX_UNAVAILABLE, "sandbox '%s' is %s; try again", s->name,
+                        s->state != SANDBOX_RUNNING ? "not running" : "being captured");
+        _cleanup_free_ struct start_job *j = malloc(sizeof(*j));
+        if (!j)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        job_init(j, s);
+        j->fork_dump = true;
+        j->fork_cb = cb;
+        j->fork_ud = ud;
+        snprintf(j->id, sizeof(j->id), "%s", s->id);
+        snprintf(j->images, sizeof(j->images), "%s", images);
+        j->network = s->network;
+        j->slot = s->slot;
+        j->n_allow = network_allow_list(s, j->allow);
+        /* as a memory sleep: the agent told (dumpable) and its link closed here; the dump
+         * waits for the agent to close its end. The exit watch stays: the tree runs on. */
+        j->sockets = checkpoint_sockets(s->ct.pid);
+        if (s->agent)
+                agent_conn_control(s->agent, FRAME_CHECKPOINT);
+        close_agent(s);
+        j->ct = s->ct;
+        pthread_mutex_init(&j->lock, NULL);
+        pthread_cond_init(&j->cond, NULL);
+        j->work.data = j;
+        if (uv_queue_work(t->loop, &j->work, on_start_work, on_start_done) < 0) {
+                pthread_cond_destroy(&j->cond);
+                pthread_mutex_destroy(&j->lock);
+                struct cella_error e = {0};
+                if (connect_agent(s, &e) < 0)
+                        log_warn("sandbox '%s': %s", s->name, e.msg);
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue the memory fork");
+        }
+        sandbox_ref(s);
+        s->state = SANDBOX_STARTING;
+        s->forking = true;
+        s->job = j;
+        j->next = t->jobs;
+        t->jobs = TAKE_PTR(j);
+        return 0;
+}
+
+/* The loop's part of a memory fork's dump (j done): the parent running again with its
+ * agent connected (the connection makes it undumpable again), then the caller told. */
+static void memfork_dump_finish(struct sandbox *s, struct start_job *j)
+{
+        struct cella_error e = {0};
+
+        s->forking = false;
+        s->state = SANDBOX_RUNNING;
+        if (connect_agent(s, &e) < 0) {
+                /* its agent unreachable: stopped, as a lost agent is (its files stay) */
+                log_warn("sandbox '%s': after a memory fork's dump: %s", s->name, e.msg);
+                if (j->r == 0) {
+                        struct cella_error te = {0};
+                        runtime_container_freeze(s->table->rt, s->id, false, &te);
+                }
+                sandbox_teardown(s, SANDBOX_STOPPED, NULL);
+                if (j->r == 0)
+                        j->r = cella_error_set(&j->err, CELLA_E_MEMORY_FORK_FAILED,
+                                               "fork with memory: the parent's agent after the "
+                                               "dump: %s",
+                                               e.msg);
+        }
+        if (j->r == 0)
+                log_info("sandbox '%s': memory fork's dump (%.1f MiB) in %.0f ms", s->name,
+                         (double)dir_bytes(j->images) / (1 << 20),
+                         (double)(j->t2 - j->t0) / 1000.0);
+        else
+                log_warn("sandbox '%s': %s", s->name, j->err.msg);
+        j->fork_cb(s, j->r == 0 ? NULL : &j->err, j->fork_ud);
+        sandbox_waiters_flush(s, s->state == SANDBOX_RUNNING ? NULL : &j->err);
+}
+
 /* The loop's part after start_run(): 0 with s RUNNING, or -1 with err and s back in the
  * state it was in, everything of the attempt undone. */
 static int start_complete(struct sandbox *s, struct start_job *j, struct cella_error *err)
@@ -581,6 +704,7 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
                 goto undo_container;
         PROBE("agent connect");
         s->state = SANDBOX_RUNNING;
+        s->memory_fork = false; /* restored: later wakes are a memory sleep's */
         if (j->restore) {
                 s->ckpt_bytes = 0; /* restored and removed, or moved aside */
                 if (j->restored) {
@@ -666,6 +790,10 @@ static void start_finish(struct start_job *j)
         s->fresh = false;
         if (j->checkpoint) {
                 checkpoint_finish(s, j);
+                return;
+        }
+        if (j->fork_dump) {
+                memfork_dump_finish(s, j);
                 return;
         }
         r = start_complete(s, j, &err);

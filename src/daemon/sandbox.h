@@ -42,6 +42,9 @@ struct sandbox_options {
         /* id of a snapshot its files start from (0048), checked by the caller, whose image
          * is then image; NULL: none */
         const char *snapshot;
+        /* a memory fork's images (sandbox_table_memory_fork), moved into the new sandbox's
+         * dir: its first start restores the parent's processes, or fails; NULL: none */
+        const char *memory_images;
 };
 
 struct sandbox_table_config {
@@ -112,6 +115,20 @@ typedef void (*sandbox_snapshot_cb)(json_t *snapshot, const struct cella_error *
 int sandbox_table_snapshot_create(struct sandbox_table *t, const char *name_of,
                                   const char *snap_name, sandbox_snapshot_cb cb, void *userdata,
                                   struct cella_error *err);
+/* A memory fork of the running sandbox name_of (docs/decisions/0050, "memory fork"): its
+ * processes dumped by CRIU with the tree left running, into an images directory of
+ * cellad's (0700, in its sandbox dir), and a files snapshot of the same instant (the
+ * cgroup frozen from before the dump to the end of the capture). cb gets the snapshot
+ * (borrowed) and the images' path, which the child's PUT moves into its own dir
+ * (sandbox_options.memory_images; the caller removes them if it makes no child), or the
+ * error (MEMORY_FORK_FAILED with CRIU's first error; nothing left), on the loop; the
+ * parent runs on either way. A -1 return (err set) means no call. */
+typedef void (*sandbox_memfork_cb)(json_t *snapshot, const char *images,
+                                   const struct cella_error *err, void *userdata);
+int sandbox_table_memory_fork(struct sandbox_table *t, const char *name_of, sandbox_memfork_cb cb,
+                              void *userdata, struct cella_error *err);
+/* A memory fork's images that no child took, removed (0, or -errno; absent: -ENOENT). */
+int sandbox_memfork_images_remove(const char *images);
 /* All snapshots (sandbox NULL) or those of one sandbox: a JSON array. */
 json_t *sandbox_table_snapshots(struct sandbox_table *t, const char *sandbox,
                                 struct cella_error *err);

@@ -159,6 +159,164 @@ size_t checkpoint_log_reason(const char *text, size_t len, char *out, size_t sz)
         return 0;
 }
 
+/* ---- a userns image (memory fork) ---- */
+
+#define USERNS_IMG_COMMON_MAGIC 0x54564319u /* CRIU's IMG_COMMON_MAGIC */
+#define USERNS_IMG_MAGIC 0x55474906u        /* CRIU's USERNS_MAGIC */
+
+struct userns_extent {
+        uint32_t first, lower, count;
+};
+
+struct userns_maps {
+        struct userns_extent e[2][CELLA_CRIU_USERNS_EXTENTS]; /* uid_map, gid_map */
+        size_t n[2];
+};
+
+static uint32_t get_le32(const uint8_t *p)
+{
+        return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+        p[0] = (uint8_t)v;
+        p[1] = (uint8_t)(v >> 8);
+        p[2] = (uint8_t)(v >> 16);
+        p[3] = (uint8_t)(v >> 24);
+}
+
+/* A varint of at most 32 bits at *off of p[0..len): 0 or -EINVAL. */
+static int varint32(const uint8_t *p, size_t len, size_t *off, uint32_t *ret)
+{
+        uint64_t v = 0;
+
+        for (unsigned shift = 0; shift < 35; shift += 7) {
+                if (*off >= len)
+                        return -EINVAL;
+                uint8_t b = p[(*off)++];
+                v |= (uint64_t)(b & 0x7f) << shift;
+                if (!(b & 0x80)) {
+                        if (v > UINT32_MAX)
+                                return -EINVAL;
+                        *ret = (uint32_t)v;
+                        return 0;
+                }
+        }
+        return -EINVAL;
+}
+
+/* One uid_gid_extent message p[0..len): its three required fields, once each. */
+static int parse_extent(const uint8_t *p, size_t len, struct userns_extent *ret)
+{
+        unsigned seen = 0;
+        uint32_t *f[3] = {&ret->first, &ret->lower, &ret->count};
+
+        for (size_t off = 0; off < len;) {
+                uint32_t key, v;
+                if (varint32(p, len, &off, &key) < 0 || (key & 7) != 0 || key >> 3 < 1 ||
+                    key >> 3 > 3 || (seen & (1u << (key >> 3))) || varint32(p, len, &off, &v) < 0)
+                        return -EINVAL;
+                seen |= 1u << (key >> 3);
+                *f[(key >> 3) - 1] = v;
+        }
+        return seen == 0xe ? 0 : -EINVAL;
+}
+
+/* The image in[0..len) into m: 0 or -EINVAL. */
+static int userns_parse(const uint8_t *in, size_t len, struct userns_maps *m)
+{
+        memset(m, 0, sizeof(*m));
+        if (len < 12 || len > CELLA_CRIU_USERNS_MAX || get_le32(in) != USERNS_IMG_COMMON_MAGIC ||
+            get_le32(in + 4) != USERNS_IMG_MAGIC)
+                return -EINVAL;
+        uint32_t size = get_le32(in + 8);
+        if (size != len - 12)
+                return -EINVAL;
+        const uint8_t *p = in + 12;
+        for (size_t off = 0; off < size;) {
+                uint32_t key, n;
+                if (varint32(p, size, &off, &key) < 0 || (key & 7) != 2 ||
+                    (key >> 3 != 1 && key >> 3 != 2) || varint32(p, size, &off, &n) < 0 ||
+                    n > size - off)
+                        return -EINVAL;
+                size_t which = (key >> 3) - 1;
+                if (m->n[which] >= CELLA_CRIU_USERNS_EXTENTS ||
+                    parse_extent(p + off, n, &m->e[which][m->n[which]]) < 0)
+                        return -EINVAL;
+                m->n[which]++;
+                off += n;
+        }
+        return 0;
+}
+
+static size_t put_varint(uint8_t *p, uint32_t v)
+{
+        size_t n = 0;
+        while (v >= 0x80) {
+                p[n++] = (uint8_t)(v | 0x80);
+                v >>= 7;
+        }
+        p[n++] = (uint8_t)v;
+        return n;
+}
+
+int checkpoint_userns_base(const uint8_t *in, size_t len, uint32_t *ret_base)
+{
+        struct userns_maps m;
+
+        if (userns_parse(in, len, &m) < 0)
+                return -EINVAL;
+        for (size_t i = 0; i < m.n[0]; i++)
+                if (m.e[0][i].first == 0) {
+                        *ret_base = m.e[0][i].lower;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+int checkpoint_userns_remap(const uint8_t *in, size_t len, uint32_t from, uint32_t to,
+                            uint32_t count, uint8_t *out, size_t outsz, size_t *ret_len)
+{
+        struct userns_maps m;
+        uint8_t body[2 * CELLA_CRIU_USERNS_EXTENTS * 24];
+        size_t n = 0;
+
+        *ret_len = 0;
+        if (userns_parse(in, len, &m) < 0 || (uint64_t)from + count > (uint64_t)UINT32_MAX + 1 ||
+            (uint64_t)to + count > (uint64_t)UINT32_MAX + 1)
+                return -EINVAL;
+        for (size_t w = 0; w < 2; w++)
+                for (size_t i = 0; i < m.n[w]; i++) {
+                        struct userns_extent *e = &m.e[w][i];
+                        uint8_t ext[18];
+                        size_t k = 0;
+                        /* wholly inside the parent's range, moved to the child's */
+                        if (e->lower < from || e->count > count ||
+                            (uint64_t)e->lower + e->count > (uint64_t)from + count)
+                                return -EINVAL;
+                        e->lower = e->lower - from + to;
+                        ext[k++] = 0x08;
+                        k += put_varint(ext + k, e->first);
+                        ext[k++] = 0x10;
+                        k += put_varint(ext + k, e->lower);
+                        ext[k++] = 0x18;
+                        k += put_varint(ext + k, e->count);
+                        body[n++] = w == 0 ? 0x0a : 0x12;
+                        body[n++] = (uint8_t)k; /* k <= 18: one byte */
+                        memcpy(body + n, ext, k);
+                        n += k;
+                }
+        if (outsz < 12 + n)
+                return -ENOSPC;
+        put_le32(out, USERNS_IMG_COMMON_MAGIC);
+        put_le32(out + 4, USERNS_IMG_MAGIC);
+        put_le32(out + 8, (uint32_t)n);
+        memcpy(out + 12, body, n);
+        *ret_len = 12 + n;
+        return 0;
+}
+
 /* ---- helpers ---- */
 
 int checkpoint_sockets(pid_t pid)
@@ -331,18 +489,115 @@ static int find_cgroups(const char *v2, const char *rel, struct checkpoint_exter
         return r;
 }
 
+/* The userns images of images moved to the host range [to, to + count) (a memory fork's
+ * child; a wake's own images already are there: left as they are). */
+static int remap_userns_images(const char *images, uint32_t to, uint32_t count,
+                               struct cella_error *err)
+{
+        _cleanup_close_ int dfd = open(images, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        uint8_t in[CELLA_CRIU_USERNS_MAX], out[CELLA_CRIU_USERNS_MAX];
+        int r = 0;
+
+        if (dfd < 0)
+                return cella_error_errno(err, errno, "open %s", images);
+        int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        DIR *d = dup_fd >= 0 ? fdopendir(dup_fd) : NULL;
+        if (!d) {
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                return cella_error_errno(err, errno, "open %s", images);
+        }
+        for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+                size_t nl = strlen(de->d_name);
+                if (nl < 11 || strncmp(de->d_name, "userns-", 7) != 0 ||
+                    strcmp(de->d_name + nl - 4, ".img") != 0)
+                        continue;
+                struct stat st;
+                _cleanup_close_ int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ssize_t n = -1;
+                if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                    st.st_size <= CELLA_CRIU_USERNS_MAX)
+                        n = read(fd, in, sizeof(in));
+                uint32_t from = 0;
+                size_t len = 0;
+                if (n < 0 || checkpoint_userns_base(in, (size_t)n, &from) < 0 ||
+                    (from != to && checkpoint_userns_remap(in, (size_t)n, from, to, count, out,
+                                                           sizeof(out), &len) < 0)) {
+                        r = cella_error_set(err, CELLA_E_MEMORY_FORK_FAILED,
+                                            "%s/%s is not a user namespace image cellad can "
+                                            "map to the sandbox's uids",
+                                            images, de->d_name);
+                        break;
+                }
+                if (from == to)
+                        continue;
+                /* written whole beside it, then renamed over it */
+                _cleanup_close_ int w = openat(
+                        dfd, ".userns.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                        st.st_mode & 0644);
+                if (w < 0 || write(w, out, len) != (ssize_t)len || fsync(w) < 0 ||
+                    renameat(dfd, ".userns.tmp", dfd, de->d_name) < 0) {
+                        r = cella_error_errno(err, errno ? errno : EIO, "rewrite %s/%s", images,
+                                              de->d_name);
+                        unlinkat(dfd, ".userns.tmp", 0);
+                }
+        }
+        closedir(d);
+        return r < 0 ? -1 : 0;
+}
+
 /* ---- dump ---- */
+
+/* A memory fork's dump: the tree runs on, its veth given back with this allowlist. */
+struct dump_running {
+        const struct net_allow *allow;
+        size_t n_allow;
+};
+
+static int dump_tree(struct runtime *rt, const char *id, const struct container *c, bool network,
+                     unsigned slot, int sockets_before, const char *images,
+                     const struct dump_running *running, struct cella_error *err);
 
 int runtime_checkpoint_dump(struct runtime *rt, const char *id, const struct container *c,
                             bool network, unsigned slot, int sockets_before, const char *images,
                             struct cella_error *err)
+{
+        return dump_tree(rt, id, c, network, slot, sockets_before, images, NULL, err);
+}
+
+int runtime_checkpoint_dump_running(struct runtime *rt, const char *id, const struct container *c,
+                                    bool network, unsigned slot, const struct net_allow *allow,
+                                    size_t n_allow, int sockets_before, const char *images,
+                                    struct cella_error *err)
+{
+        const struct dump_running running = {.allow = allow, .n_allow = n_allow};
+        struct cella_error e = {0};
+        int r = dump_tree(rt, id, c, network, slot, sockets_before, images, &running, err);
+
+        /* the parent's veth back whatever the dump did (its address is the slot's) */
+        if (network && !net_sandbox_plugged(rt->net, slot) &&
+            net_sandbox_setup(rt->net, slot, c->pid, allow, n_allow, &e) < 0) {
+                if (r == 0) {
+                        *err = e;
+                        r = -1;
+                }
+                log_error("sandbox %s: its veth after a memory fork's dump: %s", id, e.msg);
+        }
+        if (r < 0 && runtime_container_freeze(rt, id, false, &e) < 0)
+                log_error("sandbox %s: thaw after a failed memory fork's dump: %s", id, e.msg);
+        return r;
+}
+
+static int dump_tree(struct runtime *rt, const char *id, const struct container *c, bool network,
+                     unsigned slot, int sockets_before, const char *images,
+                     const struct dump_running *running, struct cella_error *err)
 {
         _cleanup_free_ struct checkpoint_externals *xp = calloc(1, sizeof(*xp));
         _cleanup_free_ char *text = malloc(CHECKPOINT_TEXT_MAX);
         char path[CELLA_PATH_MAX + 32], v2[CELLA_PATH_MAX];
         char pidbuf[16], reason[CRIU_REASON_MAX];
         char ext[CELLA_CRIU_EXTERNALS_MAX + 1][200];
-        char *argv[16 + 2 * (CELLA_CRIU_EXTERNALS_MAX + 1)];
+        char *argv[24 + 2 * (CELLA_CRIU_EXTERNALS_MAX + 1)];
         const char *bin = criu_binary(getenv("CELLA_CRIU"), access(CRIU_BUILT_PATH, X_OK) == 0);
         size_t a = 0;
         int r;
@@ -399,6 +654,16 @@ int runtime_checkpoint_dump(struct runtime *rt, const char *id, const struct con
         argv[a++] = "dump.log";
         argv[a++] = "--network-lock";
         argv[a++] = "nftables";
+        if (running) {
+                /* the cgroup frozen first (the caller's files snapshot is of this instant);
+                 * CRIU seizes the tree in it and leaves it frozen, as it found it */
+                if (runtime_container_freeze(rt, id, true, err) < 0)
+                        return -1;
+                argv[a++] = "--leave-running";
+                argv[a++] = "--freeze-cgroup";
+                argv[a++] = v2;
+                argv[a++] = "--tcp-established";
+        }
         for (size_t i = 0; i < x->n; i++) {
                 char key[140];
                 mount_key(x->mounts[i], key, sizeof(key));
@@ -571,8 +836,8 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
         struct restore_args ra = *rap;
         char path[CELLA_PATH_MAX + 64], v2cg[CELLA_PATH_MAX], reason[CRIU_REASON_MAX];
         char ext[CELLA_CRIU_EXTERNALS_MAX][CELLA_PATH_MAX + 160], inherit[80];
-        char pidfile[CELLA_PATH_MAX + 32];
-        char *argv[24 + 2 * CELLA_CRIU_EXTERNALS_MAX];
+        char pidfile[CELLA_PATH_MAX + 32], cgroot[4][160];
+        char *argv[34 + 2 * CELLA_CRIU_EXTERNALS_MAX];
         const char *bin = ra.bin;
         size_t a = 0;
         int r;
@@ -616,6 +881,22 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
         argv[a++] = "--root";
         argv[a++] = CHECKPOINT_RESTORE_BASE "/root";
         argv[a++] = "--manage-cgroups=none";
+        argv[a++] = "--tcp-close"; /* a memory fork's: the parent's connections stay its own */
+        /* the images name the cgroups of the sandbox dumped (a memory fork's: the
+         * parent's): rebased on this sandbox's, in every hierarchy */
+        {
+                /* v2 (CRIU's controller ""), then the v1 controllers cellad uses; the
+                 * others stay where the tree was (the hierarchies' roots) */
+                static const char *const ctl[] = {"", "memory", "pids", "cpu"};
+                for (size_t i = 0; i < ARRAY_SIZE(ctl); i++) {
+                        if (i > 0 && !plan->v1_dir[i - 1][0])
+                                continue;
+                        snprintf(cgroot[i], sizeof(cgroot[i]), "%s:/%s/%s", ctl[i], rt->cgroup_name,
+                                 spec->id);
+                        argv[a++] = "--cgroup-root";
+                        argv[a++] = cgroot[i];
+                }
+        }
         argv[a++] = "--pidfile";
         argv[a++] = pidfile;
         for (size_t i = 0; i < x->n; i++) {
@@ -782,6 +1063,9 @@ int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *
                         return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
                                                "%s is not what cellad writes", path);
         }
+        /* the sandbox's own uids: a memory fork's child has the parent's in its images */
+        if (remap_userns_images(images, (uint32_t)spec->uid_base, spec->uid_count, err) < 0)
+                return -1;
         /* CRIU reads the images from inside the sandbox's user namespace as well: the
          * dir searchable (0711: no listing, the files CRIU's 0644), under the sandbox dir,
          * which stays cellad's 0700, so no path reaches it from outside cellad */
@@ -798,6 +1082,15 @@ int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *
         r = container_open_disk(rt, spec, dir_fd, &disk_fd, err);
         if (r < 0)
                 return r;
+        /* a memory fork's child: its own writable layer is new (the parent's files are
+         * its snapshot's layer), made as a start makes it, with its own name */
+        {
+                struct stat st;
+                int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
+                if (fstatat(root_fd, "upper", &st, AT_SYMLINK_NOFOLLOW) < 0 &&
+                    (r = container_prepare_upper(rt, spec, root_fd, err)) < 0)
+                        return r;
+        }
         ra.disk_fd = disk_fd;
         _cleanup_close_ int log_fd = container_open_agent_log(dir_fd, spec->uid_base);
         if (log_fd < 0)

@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -53,6 +54,20 @@ int checkpoint_externals_parse(const char *text, size_t len, struct checkpoint_e
  * Returns the length written into out (sz >= 1). */
 size_t checkpoint_log_reason(const char *text, size_t len, char *out, size_t sz);
 
+/* A memory fork's child (0050, "memory fork"): CRIU restores the user namespace with the
+ * map in the images' userns-<id>.img, which is the parent's. checkpoint_userns_remap reads
+ * such an image in[0..len) (the two magics, one entry: its u32 size and a userns_entry
+ * message of uid_map and gid_map extents {first, lower_first, count}, nothing else) and
+ * writes into out (outsz) the same image with every extent moved from the host range
+ * [from, from + count) to [to, to + count): an extent outside that range, a field or wire
+ * type the message does not have, more than CELLA_CRIU_USERNS_EXTENTS extents a map,
+ * trailing bytes: -EINVAL. *ret_len: the bytes written. 0, -EINVAL or -ENOSPC. */
+int checkpoint_userns_remap(const uint8_t *in, size_t len, uint32_t from, uint32_t to,
+                            uint32_t count, uint8_t *out, size_t outsz, size_t *ret_len);
+
+/* The host base of the uid map in a userns image (its extent of first 0): 0 or -EINVAL. */
+int checkpoint_userns_base(const uint8_t *in, size_t len, uint32_t *ret_base);
+
 /* How many sockets the process pid holds open (-errno). */
 int checkpoint_sockets(pid_t pid);
 
@@ -64,6 +79,18 @@ int checkpoint_sockets(pid_t pid);
 int runtime_checkpoint_dump(struct runtime *rt, const char *id, const struct container *c,
                             bool network, unsigned slot, int sockets_before, const char *images,
                             struct cella_error *err);
+
+/* A memory fork's dump (0050, "memory fork"): as runtime_checkpoint_dump, but the tree
+ * runs on. The veth goes for the dump (the images must not hold it) and comes back
+ * (net_sandbox_setup with allow, n_allow) whatever the dump did; the cgroup is frozen
+ * before CRIU seizes the tree (`--freeze-cgroup`, which CRIU leaves frozen as it found
+ * it) and is left FROZEN on success, so that the caller's files snapshot captures the
+ * files of the same instant and thaws it; thawed on failure. Established TCP connections
+ * are dumped (`--tcp-established`) so that the child's restore closes them. */
+int runtime_checkpoint_dump_running(struct runtime *rt, const char *id, const struct container *c,
+                                    bool network, unsigned slot, const struct net_allow *allow,
+                                    size_t n_allow, int sockets_before, const char *images,
+                                    struct cella_error *err);
 
 /* Restore the container of spec from images (written by runtime_checkpoint_dump) as a
  * start would start it: *ret gets the restored PID 1 and its pidfd. -errno with *err; the

@@ -542,37 +542,17 @@ int container_agent_bind(const struct runtime *rt)
         return TAKE_FD(fd);
 }
 
-/* The start, every failure undone; the messages say what failed, the caller adds whose. */
-static int container_start(struct runtime *rt, const struct container_spec *spec,
-                           struct container *ret, struct cella_error *err)
+/* The sandbox's upper and work dirs in root_fd (its disk, or its dir), and the runtime's
+ * files in the upper layer: /etc/hostname, /etc/hosts, /etc/resolv.conf, /workspace when
+ * the image has none. 0, or -errno with *err set. */
+int container_prepare_upper(struct runtime *rt, const struct container_spec *spec, int root_fd,
+                            struct cella_error *err)
 {
         const char *name = spec->hostname;
         char buf[512];
         uid_t owner = spec->uid_base;
         int r;
 
-        if (spec->uid_count == 0 || (uint64_t)spec->uid_base + spec->uid_count > UINT32_MAX)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "bad uid range");
-        if (strlen(spec->hostname) > 64)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "hostname too long");
-        if (spec->n_layers > CELLA_SNAPSHOT_MAX_LAYERS)
-                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "more than %d snapshot layers",
-                                       CELLA_SNAPSHOT_MAX_LAYERS);
-
-        _cleanup_close_ int dir_fd = open(spec->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dir_fd < 0)
-                return cella_error_errno(err, errno, "open %s", spec->dir);
-
-        /* 0. The disk: upper and work live in the sandbox's image when it has one. */
-        _cleanup_close_ int disk_fd = -EBADF;
-        PROBE_BEGIN();
-        r = container_open_disk(rt, spec, dir_fd, &disk_fd, err);
-        if (r < 0)
-                return r;
-        PROBE("disk");
-        int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
-
-        /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace. */
         _cleanup_close_ int upper_fd = ensure_dir(root_fd, "upper", owner, O_RDONLY);
         if (upper_fd < 0)
                 return cella_error_errno(err, -upper_fd, "upper dir");
@@ -613,6 +593,42 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                                 return cella_error_errno(err, -ws, "/workspace");
                 }
         }
+
+        return 0;
+}
+
+/* The start, every failure undone; the messages say what failed, the caller adds whose. */
+static int container_start(struct runtime *rt, const struct container_spec *spec,
+                           struct container *ret, struct cella_error *err)
+{
+        uid_t owner = spec->uid_base;
+        int r;
+
+        if (spec->uid_count == 0 || (uint64_t)spec->uid_base + spec->uid_count > UINT32_MAX)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "bad uid range");
+        if (strlen(spec->hostname) > 64)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "hostname too long");
+        if (spec->n_layers > CELLA_SNAPSHOT_MAX_LAYERS)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "more than %d snapshot layers",
+                                       CELLA_SNAPSHOT_MAX_LAYERS);
+
+        _cleanup_close_ int dir_fd = open(spec->dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir_fd < 0)
+                return cella_error_errno(err, errno, "open %s", spec->dir);
+
+        /* 0. The disk: upper and work live in the sandbox's image when it has one. */
+        _cleanup_close_ int disk_fd = -EBADF;
+        PROBE_BEGIN();
+        r = container_open_disk(rt, spec, dir_fd, &disk_fd, err);
+        if (r < 0)
+                return r;
+        PROBE("disk");
+        int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
+
+        /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace. */
+        r = container_prepare_upper(rt, spec, root_fd, err);
+        if (r < 0)
+                return r;
 
         PROBE("upper, work, /etc files");
         /* 2. The agent's listening socket is bound by the child inside the sandbox

@@ -46,6 +46,10 @@ int container_mapped_userns(uint32_t from, uint32_t to, uint32_t count);
 int container_open_disk(struct runtime *rt, const struct container_spec *spec, int dir_fd, int *ret,
                         struct cella_error *err);
 int container_open_agent_log(int dir_fd, uid_t owner);
+/* upper, work and the runtime's files in the upper layer (container.c's start, step 1; a
+ * memory fork's child before its restore): 0, or -errno with *err set. */
+int container_prepare_upper(struct runtime *rt, const struct container_spec *spec, int root_fd,
+                            struct cella_error *err);
 int container_agent_bind(const struct runtime *rt);
 
 #endif

@@ -1,19 +1,23 @@
 /* Fuzz the readers of a memory checkpoint's files (src/runtime/checkpoint.h, decision
  * 0050): the input is a CHECKPOINT_EXTERNALS file (what cellad named external at the dump,
- * read back before a restore) or a CRIU log (the reason of a failed dump or restore).
+ * read back before a restore), a CRIU log (the reason of a failed dump or restore) or a
+ * userns image (a memory fork's child gets its own uids written into it).
  *
  * Invariants: checkpoint_externals_parse returns 0 or -EINVAL, and what it accepts has a
  * log key of hex digits and one ':', mount points of the allowed kinds (the agent's
  * executable, the cgroup, under /dev/ or /proc/) and relative cgroup paths, none holding
  * ".." or a character outside [A-Za-z0-9_./-]; checkpoint_log_reason ends its text within
  * the buffer, returns its length, writes no control byte and gives the same text for the
- * same input whatever the buffer held. */
+ * same input whatever the buffer held; checkpoint_userns_remap returns 0, -EINVAL or
+ * -ENOSPC, and what it writes is an image it reads again, whose base is the new one, and
+ * which maps back to the same bytes. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fuzz.h"
 #include "runtime/checkpoint.h"
+#include "common/limits.h"
 #include "runtime/criu.h"
 
 static void check_chars(const char *p)
@@ -70,5 +74,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK((unsigned char)a[i] >= 0x20 && a[i] != 0x7f);
         size_t ns = checkpoint_log_reason(s, size, small, sizeof(small));
         FUZZ_CHECK(ns < sizeof(small) && small[ns] == '\0');
+
+        uint8_t out[CELLA_CRIU_USERNS_MAX], back[CELLA_CRIU_USERNS_MAX],
+                again[CELLA_CRIU_USERNS_MAX];
+        uint32_t from = 0, base = 0;
+        size_t len = 0, blen = 0, alen = 0;
+        if (checkpoint_userns_base(data, size, &from) == 0) {
+                const uint32_t to = 0x30010000u, count = 65536;
+                r = checkpoint_userns_remap(data, size, from, to, count, out, sizeof(out), &len);
+                FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ENOSPC);
+                if (r == 0) {
+                        FUZZ_CHECK(len >= 12 && len <= sizeof(out));
+                        FUZZ_CHECK(checkpoint_userns_base(out, len, &base) == 0 && base == to);
+                        FUZZ_CHECK(checkpoint_userns_remap(out, len, to, from, count, back,
+                                                           sizeof(back), &blen) == 0);
+                        FUZZ_CHECK(checkpoint_userns_remap(back, blen, from, to, count, again,
+                                                           sizeof(again), &alen) == 0);
+                        FUZZ_CHECK(alen == len && memcmp(again, out, len) == 0);
+                }
+        }
+        /* any bytes: never more than outsz written, a clear answer */
+        r = checkpoint_userns_remap(data, size, 0x10000000u, 0x20000000u, 65536, out, 16, &len);
+        FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ENOSPC);
+        FUZZ_CHECK(r == 0 ? len <= 16 : len == 0);
         return 0;
 }

@@ -162,6 +162,21 @@ json_t *sandbox_table_snapshot_get(struct sandbox_table *t, const char *id, char
         return cella_error_set(err, CELLA_E_SNAPSHOT_NOT_FOUND, "no snapshot '%s'", id), NULL;
 }
 
+int sandbox_table_memory_fork(struct sandbox_table *t, const char *name_of, sandbox_memfork_cb cb,
+                              void *ud, struct cella_error *err)
+{
+        (void)t;
+        (void)cb;
+        (void)ud;
+        return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND, "no sandbox '%s'", name_of);
+}
+
+int sandbox_memfork_images_remove(const char *images)
+{
+        (void)images;
+        return -ENOENT;
+}
+
 int sandbox_table_snapshot_delete(struct sandbox_table *t, const char *id, struct cella_error *err)
 {
         (void)t;

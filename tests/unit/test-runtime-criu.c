@@ -241,13 +241,66 @@ static void test_log_reason(void **state)
         assert_string_equal(out, "x?y");
 }
 
+/* A userns image as CRIU 4.2.1 wrote it here (uid and gid maps 0 -> 0xe0000000, 65536):
+ * a memory fork's child gets its own base; anything else is refused. */
+static void test_userns_remap(void **state)
+{
+        (void)state;
+        static const uint8_t img[] = {0x19, 0x43, 0x56, 0x54, 0x06, 0x49, 0x47, 0x55, 0x1c, 0x00,
+                                      0x00, 0x00, 0x0a, 0x0c, 0x08, 0x00, 0x10, 0x80, 0x80, 0x80,
+                                      0x80, 0x0e, 0x18, 0x80, 0x80, 0x04, 0x12, 0x0c, 0x08, 0x00,
+                                      0x10, 0x80, 0x80, 0x80, 0x80, 0x0e, 0x18, 0x80, 0x80, 0x04};
+        uint8_t out[256], back[256];
+        uint32_t base = 0;
+        size_t len = 0, blen = 0;
+
+        assert_int_equal(checkpoint_userns_base(img, sizeof(img), &base), 0);
+        assert_int_equal(base, 0xe0000000u);
+        assert_int_equal(checkpoint_userns_remap(img, sizeof(img), 0xe0000000u, 0x30010000u, 65536,
+                                                 out, sizeof(out), &len),
+                         0);
+        assert_int_equal(checkpoint_userns_base(out, len, &base), 0);
+        assert_int_equal(base, 0x30010000u);
+        assert_int_equal(checkpoint_userns_remap(out, len, 0x30010000u, 0xe0000000u, 65536, back,
+                                                 sizeof(back), &blen),
+                         0);
+        assert_int_equal(blen, sizeof(img));
+        assert_memory_equal(back, img, sizeof(img));
+        /* not the parent's range: refused */
+        assert_int_equal(checkpoint_userns_remap(img, sizeof(img), 0x10000000u, 0x30010000u, 65536,
+                                                 out, sizeof(out), &len),
+                         -EINVAL);
+        assert_int_equal(len, 0);
+        /* a smaller range than the extent */
+        assert_int_equal(checkpoint_userns_remap(img, sizeof(img), 0xe0000000u, 0x30010000u, 1000,
+                                                 out, sizeof(out), &len),
+                         -EINVAL);
+        /* too small an output */
+        assert_int_equal(checkpoint_userns_remap(img, sizeof(img), 0xe0000000u, 0x30010000u, 65536,
+                                                 out, 20, &len),
+                         -ENOSPC);
+        /* a wrong magic, a truncated entry, a trailing byte */
+        uint8_t bad[sizeof(img) + 1];
+        memcpy(bad, img, sizeof(img));
+        bad[4] ^= 1;
+        assert_int_equal(checkpoint_userns_base(bad, sizeof(img), &base), -EINVAL);
+        assert_int_equal(checkpoint_userns_base(img, sizeof(img) - 1, &base), -EINVAL);
+        memcpy(bad, img, sizeof(img));
+        bad[sizeof(img)] = 0;
+        assert_int_equal(checkpoint_userns_base(bad, sizeof(bad), &base), -EINVAL);
+        /* a field the message does not have (uid_gid_extent's field 4) */
+        memcpy(bad, img, sizeof(img));
+        bad[22] = 0x20;
+        assert_int_equal(checkpoint_userns_base(bad, sizeof(img), &base), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_binary),         cmocka_unit_test(test_version),
                 cmocka_unit_test(test_reason),         cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_version_reason), cmocka_unit_test(test_externals),
-                cmocka_unit_test(test_log_reason),
+                cmocka_unit_test(test_log_reason),     cmocka_unit_test(test_userns_remap),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -209,19 +209,23 @@ class AsyncSandbox(core.SandboxBase[AsyncClient]):
     async def fork(self, name: str, *, destroy_on_exit: bool = False,
              sleep_after: Union[str, int, None] = None, keep_alive: Optional[bool] = None,
              labels: Optional[Mapping[str, str]] = None, env: Optional[Mapping[str, str]] = None,
-             network_allow: Optional[List[str]] = None) -> "AsyncSandbox":
+             network_allow: Optional[List[str]] = None,
+             memory: bool = False) -> "AsyncSandbox":
         """A new sandbox ``name`` with this sandbox's files as they are now (a snapshot,
         shared, not copied; ``get_info().snapshot`` names it), answered as its handle, as
         ``client.sandbox(name, from_snapshot=...)`` would make it. The other options are
         sent in one PUT once it exists; settings fixed at creation (image, network,
         instance type) are the defaults: for others, :meth:`create_snapshot` and
         ``client.sandbox(name, from_snapshot=..., ...)``. The snapshot stays after the child
-        is destroyed, until deleted. A taken name: :class:`cella.ValidationFailedError`."""
+        is destroyed, until deleted. A taken name: :class:`cella.ValidationFailedError`.
+        ``memory=True``: the child has this sandbox's processes too (its background
+        servers, sessions and code contexts go on in it; this one runs on); a dump or
+        restore that failed is a ``MEMORY_FORK_FAILED`` error (HTTP 500), nothing made."""
         child = core.child_ref(self._ref, name, {
             "sleep_after": sleep_after, "keep_alive": keep_alive,
             "labels": dict(labels) if labels is not None else None,
             "env": dict(env) if env is not None else None, "network_allow": network_allow})
-        await self._run(core.fork(self._ref, child))
+        await self._run(core.fork(self._ref, child, memory))
         return AsyncSandbox(self.client, child, destroy_on_exit)
 
     # ---- commands ----

@@ -334,13 +334,17 @@ def child_ref(ref: SandboxRef, name: str, options: Mapping[str, Any]) -> Sandbox
     return SandboxRef(ref.state, name, {k: v for k, v in options.items() if k in FORK_OPTIONS})
 
 
-def fork(ref: SandboxRef, child: SandboxRef) -> Op[SandboxInfo]:
-    """POST /fork {name}: a snapshot now and the sandbox ``child`` over it. The child's
-    handle then has ``fromSnapshot`` (so it makes the child again from the same snapshot
-    after a destroy, as a ``from_snapshot`` handle does); its other options, if any, are
-    sent in one PUT."""
+def fork(ref: SandboxRef, child: SandboxRef, memory: bool = False) -> Op[SandboxInfo]:
+    """POST /fork {name, memory?}: a snapshot now and the sandbox ``child`` over it (with
+    ``memory``, the parent's processes too). The child's handle then has ``fromSnapshot``
+    (so it makes the child again from the same snapshot after a destroy, as a
+    ``from_snapshot`` handle does: its files, not its processes); its other options, if
+    any, are sent in one PUT."""
     yield from ensure(ref)
-    resp = yield Request("POST", ref.base + "/fork", json={"name": child.id}, timeout=None)
+    body: Dict[str, Any] = {"name": child.id}
+    if memory:
+        body["memory"] = True
+    resp = yield Request("POST", ref.base + "/fork", json=body, timeout=None)
     info = SandboxInfo.from_json(resp.json())
     child.state.forget(child.id)
     if info.snapshot:

@@ -95,7 +95,7 @@ export async function fork(
 ): Promise<{ info: SandboxInfo; options: SandboxOptions }> {
   await core.ready();
   const info = await core.t.json<SandboxInfo>('POST', core.path('fork'), {
-    json: { name },
+    json: options.memory === true ? { name, memory: true } : { name },
     operation: 'sandbox.fork',
     signal: options.signal,
   });

@@ -65,6 +65,8 @@ export interface SandboxInfo {
   disk?: { limitBytes: number; usedBytes: number };
   /** The id of the snapshot it was made from (`fromSnapshot`, `fork`), if any. */
   snapshot?: string;
+  /** In a fork's answer: true when it was forked with its parent's processes. */
+  forkedWithMemory?: boolean;
   /** On a cluster node: the backup its files were restored from when it was placed anew
    * after its node went (docs/api.md, "Cluster"), if any. */
   restoredFrom?: RestoredFrom;
@@ -174,6 +176,12 @@ export interface ForkOptions {
   env?: Record<string, string>;
   networkAllow?: string[];
   containerTimeouts?: SandboxOptions['containerTimeouts'];
+  /** cella: with the parent's processes too (its background servers, sessions and code
+   * contexts go on in the child; the parent runs on): `POST /fork {"memory": true}`.
+   * An error with code `MEMORY_FORK_FAILED` (500) when CRIU could not dump or restore it,
+   * `MEMORY_SNAPSHOT_UNAVAILABLE` (501) where the host cannot; nothing made either way.
+   * Default false. */
+  memory?: boolean;
   /** Aborting cancels the request (a fork under way still completes in cellad). */
   signal?: AbortSignal;
 }
