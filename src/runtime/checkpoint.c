@@ -719,11 +719,19 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
                 r = -errno;
         close(go[1]);
         if (r < 0) {
+                int st = 0;
                 kill(pid, SIGKILL);
-                waitpid(pid, NULL, 0);
+                waitpid(pid, &st, 0);
                 if (pfd >= 0)
                         close(pfd);
-                cella_error_errno(err, -r, "place criu restore in the sandbox's cgroups");
+                /* the child builds the root while it is placed: one that failed at a step
+                 * of its own is gone before the placement ends, and that step is the why */
+                if (WIFEXITED(st) && WEXITSTATUS(st) >= 121 &&
+                    WEXITSTATUS(st) < 120 + (int)ARRAY_SIZE(restore_steps))
+                        cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "restore: %s failed",
+                                        restore_steps[WEXITSTATUS(st) - 120]);
+                else
+                        cella_error_errno(err, -r, "place criu restore in the sandbox's cgroups");
                 return r;
         }
         PROBE("fork, cgroup attach");
