@@ -20,6 +20,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/macros.h"
+#include "common/probe.h"
 #include "common/timeutil.h"
 #include "runtime/criu.h"
 #include "runtime/runtime-internal.h"
@@ -719,6 +720,7 @@ struct restore_args {
         size_t n_lower;
         char lower_path[CELLA_SNAPSHOT_MAX_LAYERS + 1][64];
         int agent_mnt;
+        int run_mnt; /* CRIU's /run (criu_run_clone) */
         int log_fd;
         int out_fd; /* CRIU's stdout and stderr: <images>/restore.out */
         int go;     /* read end: the parent has placed us in the cgroups */
@@ -731,10 +733,16 @@ struct restore_args {
 _Noreturn static void restore_child(const struct restore_args *a)
 {
         char b;
-        if (read(a->go, &b, 1) != 1)
-                _exit(120);
+        /* the root is built while the parent places this process in the sandbox's
+         * cgroups (the v1 attach waits for an RCU grace period, 0059); CRIU, which forks
+         * the tree, is exec'd only once it is placed */
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 _exit(121);
+        /* CRIU's /run: where it finds the kernel's features it probed at an earlier restore
+         * (criu_run_clone); the mount point of the root and the agent goes inside it */
+        if (move_mount(a->run_mnt, "", AT_FDCWD, "/run", MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+            (mkdir(CHECKPOINT_RESTORE_BASE, 0755) < 0 && errno != EEXIST))
+                _exit(133);
         if (mount("tmpfs", CHECKPOINT_RESTORE_BASE, "tmpfs", MS_NOSUID | MS_NODEV,
                   "mode=0755,size=1m") < 0)
                 _exit(122);
@@ -782,6 +790,8 @@ _Noreturn static void restore_child(const struct restore_args *a)
         if (root < 0 || move_mount(root, "", AT_FDCWD, CHECKPOINT_RESTORE_BASE "/root",
                                    MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 _exit(130);
+        if (read(a->go, &b, 1) != 1) /* before the dup2s: it may be any fd */
+                _exit(120);
         int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nul < 0 || dup2(nul, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->out_fd, 2) < 0 ||
             dup2(a->log_fd, RESTORE_LOG_FD) < 0)
@@ -806,6 +816,7 @@ static const char *const restore_steps[] = {
         "attach the root",
         "descriptors",
         "exec criu",
+        "CRIU's /run",
 };
 
 /* A cgroup directory and its files given to owner, as if it had made it. */
@@ -824,6 +835,36 @@ static int chown_cgroup(const char *path, uid_t owner)
                         r = -errno;
         closedir(d);
         return r;
+}
+
+/* CRIU's /run in a restore's mount namespace: a clone of a detached tmpfs of cellad's
+ * (made at the first restore, kept while cellad runs, reachable by no path of the host or of
+ * a sandbox). CRIU probes the kernel's features at each start (namespaces made, mounts,
+ * sockets, the vDSO parsed: a third of a sandbox's restore) unless it finds the result of an
+ * earlier run in /run/criu.kdat, and it keeps that file only on a tmpfs, which this host's
+ * /run is not. With this one, the first restore of a cellad probes and saves the file, and
+ * each later one reads it: the cache CRIU keeps on a host whose /run is a tmpfs, with CRIU's
+ * own checks of it (its magics and size), for the life of one cellad (a kernel does not
+ * change under it). */
+static int criu_run_clone(struct runtime *rt)
+{
+        if (rt->criu_run_mnt < 0) {
+                _cleanup_close_ int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+                if (fs < 0)
+                        return -errno;
+                if (fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0 ||
+                    fsconfig(fs, FSCONFIG_SET_STRING, "size", "1m", 0) < 0 ||
+                    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+                        return -errno;
+                int m = fsmount(fs, FSMOUNT_CLOEXEC,
+                                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+                if (m < 0)
+                        return -errno;
+                rt->criu_run_mnt = m;
+        }
+        int fd = open_tree(rt->criu_run_mnt, "",
+                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+        return fd < 0 ? -errno : fd;
 }
 
 /* The restore once its layers are made: cgroups, the child, CRIU, the PID 1 and its
@@ -858,6 +899,7 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
                 return r;
         }
         snprintf(v2cg, sizeof(v2cg), "%s", plan->v2_dir);
+        PROBE("cgroup mkdir and limits");
         /* the agent's cgroups below, as it made them (its own: the sandbox root's) */
         for (size_t i = 0; i < x->n_cgroups; i++) {
                 snprintf(path, sizeof(path), "%s/%s", v2cg, x->cgroups[i]);
@@ -958,15 +1000,25 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
                 r = -errno;
         close(go[1]);
         if (r < 0) {
+                int st = 0;
                 kill(pid, SIGKILL);
-                waitpid(pid, NULL, 0);
+                waitpid(pid, &st, 0);
                 if (pfd >= 0)
                         close(pfd);
-                cella_error_errno(err, -r, "place criu restore in the sandbox's cgroups");
+                /* the child builds the root while it is placed: one that failed at a step
+                 * of its own is gone before the placement ends, and that step is the why */
+                if (WIFEXITED(st) && WEXITSTATUS(st) >= 121 &&
+                    WEXITSTATUS(st) < 120 + (int)ARRAY_SIZE(restore_steps))
+                        cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "restore: %s failed",
+                                        restore_steps[WEXITSTATUS(st) - 120]);
+                else
+                        cella_error_errno(err, -r, "place criu restore in the sandbox's cgroups");
                 return r;
         }
+        PROBE("fork, cgroup attach");
         int status = wait_child(pid, pfd, CELLA_CRIU_RESTORE_TIMEOUT_MS);
         close(pfd);
+        PROBE("mounts and criu restore");
         if (status != 0) {
                 snprintf(path, sizeof(path), "%s/restore.log", images);
                 log_reason(path, reason, sizeof(reason));
@@ -979,7 +1031,7 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
                                             "criu restore took more than %d ms",
                                             CELLA_CRIU_RESTORE_TIMEOUT_MS);
                 else if (WIFEXITED(status) && WEXITSTATUS(status) >= 120 &&
-                         WEXITSTATUS(status) <= 132)
+                         WEXITSTATUS(status) < 120 + (int)ARRAY_SIZE(restore_steps))
                         r = cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "restore: %s failed",
                                             restore_steps[WEXITSTATUS(status) - 120]);
                 else
@@ -1021,9 +1073,11 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
                         goto out_pid;
                 }
         }
+        PROBE("pid, pidfd, cgroup check");
         if (spec->network && (r = net_sandbox_setup(rt->net, spec->slot, ret->pid, spec->net_allow,
                                                     spec->net_allow_n, err)) < 0)
                 goto out_pid;
+        PROBE("veth");
         return 0;
 out_pid:
         syscall(SYS_pidfd_send_signal, ret->pidfd, SIGKILL, NULL, 0);
@@ -1042,6 +1096,7 @@ int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *
         const char *bin = criu_binary(getenv("CELLA_CRIU"), access(CRIU_BUILT_PATH, X_OK) == 0);
         int r;
 
+        PROBE_BEGIN();
         ra.bin = bin;
         ret->pid = -1;
         ret->pidfd = -EBADF;
@@ -1063,6 +1118,7 @@ int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *
                         return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
                                                "%s is not what cellad writes", path);
         }
+        PROBE("externals");
         /* the sandbox's own uids: a memory fork's child has the parent's in its images */
         if (remap_userns_images(images, (uint32_t)spec->uid_base, spec->uid_count, err) < 0)
                 return -1;
@@ -1100,6 +1156,11 @@ int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *
         if (agent_mnt < 0)
                 return cella_error_errno(err, -agent_mnt, "bind the agent's executable");
         ra.agent_mnt = agent_mnt;
+        _cleanup_close_ int run_mnt = criu_run_clone(rt);
+        if (run_mnt < 0)
+                return cella_error_errno(err, -run_mnt, "a tmpfs for CRIU's /run");
+        ra.run_mnt = run_mnt;
+        PROBE("disk, agent log and bind, CRIU's /run");
 
         /* the image and the snapshots' layers seen with the sandbox's map (its own user
          * namespace is one CRIU makes from the images) */
@@ -1107,6 +1168,7 @@ int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *
                 container_mapped_userns(0, (uint32_t)spec->uid_base, spec->uid_count);
         if (userns < 0)
                 return cella_error_errno(err, -userns, "a user namespace of the sandbox's map");
+        PROBE("user namespace of the map");
         for (size_t i = 0; i < ARRAY_SIZE(ra.lower); i++)
                 ra.lower[i] = -EBADF;
         r = 0;
@@ -1125,6 +1187,7 @@ int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *
         for (size_t i = 0; i < ra.n_lower; i++)
                 snprintf(ra.lower_path[i], sizeof(ra.lower_path[i]), "%s/l%zu",
                          CHECKPOINT_RESTORE_BASE, i);
+        PROBE("idmapped layers");
         if (r < 0)
                 cella_error_errno(err, -r, "idmapped mount of the image");
         else
@@ -1132,5 +1195,6 @@ int runtime_checkpoint_restore(struct runtime *rt, const struct container_spec *
         for (size_t i = 0; i < ARRAY_SIZE(ra.lower); i++)
                 if (ra.lower[i] >= 0)
                         close(ra.lower[i]);
+        PROBE_END("memory wake (runtime)");
         return r < 0 ? (r == -1 ? -EIO : r) : 0;
 }

@@ -22,6 +22,7 @@ struct runtime {
         struct mount_plan mounts;
         int agent_fd;                           /* O_PATH on cella-init in agent_mnt */
         int agent_mnt;                          /* cellad's detached read-only tmpfs */
+        int criu_run_mnt;                       /* CRIU's /run in restores (checkpoint.c) */
         int uts_fd;                             /* our own UTS namespace (after a rename) */
         int net_fd;                             /* our own network namespace */
         bool oom_protect;                       /* we may lower oom_score_adj (CAP_SYS_RESOURCE) */

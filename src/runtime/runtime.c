@@ -175,6 +175,7 @@ int runtime_new(const struct runtime_config *cfg, struct runtime **ret, struct c
                 return cella_error_errno(err, ENOMEM, "runtime");
         rt->agent_fd = -EBADF;
         rt->agent_mnt = -EBADF;
+        rt->criu_run_mnt = -EBADF;
         rt->uts_fd = -EBADF;
         rt->net_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
         if (rt->net_fd < 0) {
@@ -262,6 +263,8 @@ void runtime_free(struct runtime *rt)
                 close(rt->agent_fd);
         if (rt->agent_mnt >= 0)
                 close(rt->agent_mnt);
+        if (rt->criu_run_mnt >= 0)
+                close(rt->criu_run_mnt);
         if (rt->uts_fd >= 0)
                 close(rt->uts_fd);
         if (rt->net_fd >= 0)

@@ -9,9 +9,11 @@
 #   SandboxInfo and /v1/health's promised disk) and restored by the next request: the
 #   preview URL exposed before the sleep wakes it and answers with the same server, an
 #   exec reaches it, the context's variable is read back (x + 1 = 42, executionCount going
-#   on); a restart of cellad while it sleeps keeps the checkpoint and a later request
-#   restores it; a corrupt image gives a wake from the files, which are intact, with the
-#   reason in memorySleepError and the images moved aside;
+#   on); a second sleep and wake by the same cellad (its CRIU reads the kernel features
+#   the first restore probed) keeps the same server; a restart of cellad while it sleeps
+#   keeps the checkpoint and a later request restores it; a corrupt image gives a wake
+#   from the files, which are intact, with the reason in memorySleepError and the images
+#   moved aside;
 # * elsewhere (and with CELLA_CRIU pointing at a missing file or at a stand-in whose check
 #   fails, simulated on any host), the sandbox sleeps with its files only, as sleepMode
 #   "files" does, and SandboxInfo says why (sleepModeRequested "memory", sleepMode "files",
@@ -202,6 +204,17 @@ if [ "$MEMORY" = 1 ]; then
         assert_eq 2 "$(body .executionCount)" "the same interpreter"
         assert_eq kept "$(run_in "$M" 'cat /workspace/kept.txt')" "the files"
         run_in "$M" 'ip -4 -o addr show dev eth0' | grep -q inet || fail "no address after the wake"
+
+        # the same cellad's second restore: CRIU reads the kernel features its first one
+        # probed (criu.kdat in cellad's tmpfs for CRIU's /run, decision 0050)
+        info "a second memory sleep and wake by the same cellad"
+        wait_memory_asleep "$M"
+        assert_eq 200 "$(pv /index.html)" "the preview URL after a second sleep"
+        assert_eq page "$(cat "$IT_TMP/pv")" "its page, again"
+        assert_eq 2 "$(grep -c "sandbox '$M' woke from its memory checkpoint" "$CELLAD_LOG")" \
+                "two memory wakes"
+        api GET "/v1/sandboxes/$M/processes/web" >/dev/null
+        assert_eq "$WEBPID" "$(body .pid)" "the same server after a second wake"
 
         info "a cellad restart while it sleeps with its memory: restored by the next request"
         wait_memory_asleep "$M"
