@@ -112,6 +112,10 @@ void stream_end_error(struct stream *s, int code, const char *fmt, ...) _printf_
 /* True while the connection's write queue is above its high-water mark: producers pause
  * and are resumed (their on_window) once it drains. */
 bool stream_congested(const struct stream *s);
+/* Whether the socket refused part of what was written last (some of it waits in the
+ * queue): a bulk reader reads again once the queue drained, when the streams' on_window
+ * runs (see pump_credit_bulk). */
+bool stream_busy(const struct stream *s);
 /* Send an ERROR on a stream id that has no object (request rejected up front). */
 void conn_send_error(struct conn *c, uint32_t id, const struct cella_error *err);
 /* The same with a code and a formatted message. */
