@@ -21,6 +21,7 @@ struct conn {
         bool closing;
         size_t queued; /* bytes handed to uv_write and not yet written */
         bool congested;
+        bool held; /* a bulk reader waits for the queue to drain (stream_busy) */
         struct stream *streams;
         unsigned nstreams;
 };

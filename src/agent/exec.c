@@ -142,7 +142,8 @@ static void check_finished(struct exec *e)
 
 static bool may_read(struct exec *e)
 {
-        return !e->finished && e->s.send_credit > 0 && !stream_congested(&e->s);
+        return !e->finished && e->s.send_credit > 0 && !stream_congested(&e->s) &&
+               !stream_busy(&e->s);
 }
 
 /* The pumps' sink: STDOUT/STDERR frames within the stream's window. */

@@ -338,7 +338,11 @@ size_t pump_credit(const struct stream *s)
 
 size_t pump_credit_bulk(const struct stream *s)
 {
-        if (stream_congested(s))
+        /* While the socket holds back part of the last frame, what the command writes
+         * waits in its pipe (grown to CELLA_PUMP_PIPE_SIZE) rather than in small frames
+         * copied behind it: once the queue drained, one read takes it whole. It would go
+         * out no sooner either way, so interactive output waits for nothing. */
+        if (stream_congested(s) || stream_busy(s))
                 return 0;
         return s->send_credit < CELLA_PUMP_READ ? (size_t)s->send_credit : CELLA_PUMP_READ;
 }

@@ -110,7 +110,8 @@ bool pump_all_done(const struct pump *p, size_t n);
  * connection is congested. */
 size_t pump_credit(const struct stream *s);
 /* The same, at most CELLA_PUMP_READ: for a sink that sends what it is given as it is (its
- * own buffers are not involved). */
+ * own buffers are not involved); 0 also while the socket holds back part of the last
+ * frame (stream_busy: the output waits in the pipe and goes out in one larger frame). */
 size_t pump_credit_bulk(const struct stream *s);
 /* Send n bytes as one frame of type (STDOUT, STDERR, DATA) on s and spend its credit (at
  * most what is left). 0, or stream_send's -errno (nothing spent). */

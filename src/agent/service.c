@@ -66,6 +66,10 @@ static void on_write_done(uv_write_t *req, int status)
         }
         if (c->congested && c->queued < WRITE_LOW_WATER) {
                 c->congested = false;
+                c->held = false;
+                resume_streams(c);
+        } else if (c->held && c->queued == 0) {
+                c->held = false;
                 resume_streams(c);
         } else if (c->queued == 0) {
                 resume_drain_waiters(c);
@@ -246,6 +250,14 @@ int stream_send_json(struct stream *s, uint8_t type, json_t *j)
 bool stream_congested(const struct stream *s)
 {
         return s->conn && s->conn->congested;
+}
+
+bool stream_busy(const struct stream *s)
+{
+        if (!s->conn || s->conn->queued == 0)
+                return false;
+        s->conn->held = true;
+        return true;
 }
 
 static void stream_unlink(struct stream *s)

@@ -127,6 +127,10 @@ int stream_send_file(struct stream *s, uint8_t type, int fd, uint64_t off, size_
  * it was offered). With s->wait_drain set, s's on_window is called once the queue is
  * empty again. */
 bool stream_queued(const struct stream *s);
+/* Whether the socket refused part of what was written last (some of it waits in the
+ * queue): a bulk reader reads again once the queue drained, when the streams' on_window
+ * runs (see pump_credit_bulk). */
+bool stream_busy(const struct stream *s);
 /* Send an ERROR on a stream id that has no object (request rejected up front). */
 void conn_send_error(struct conn *c, uint32_t id, const struct cella_error *err);
 /* The same with a code and a formatted message. */

@@ -15,8 +15,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "agent/conn.h"
 #include "agent/pump.h"
+#include "agent/service.h"
 #include "common/limits.h"
+#include "common/proto.h"
 
 struct sink {
         uv_loop_t loop;
@@ -360,13 +363,85 @@ static void test_drain_close(void **state)
         sink_free(k);
 }
 
+/* A bulk reader's credit on a real connection to a peer that does not read: once the
+ * socket holds back part of a frame, pump_credit_bulk answers 0 (the output waits in its
+ * pipe); when the peer has read it all, the queue drains, on_window runs and reading goes
+ * on with a whole read's worth. */
+struct busy_stream {
+        struct stream s;
+        unsigned windows;
+};
+
+static void busy_window(struct stream *s)
+{
+        ((struct busy_stream *)s)->windows++;
+}
+
+static const struct stream_ops busy_ops = {.on_window = busy_window};
+
+static void busy_closed(uv_handle_t *h)
+{
+        *(bool *)h->data = true;
+}
+
+static void test_busy_socket_holds_bulk_reads(void **state)
+{
+        static char payload[CELLA_PUMP_READ];
+        static char sink[1 << 16];
+        struct busy_stream b = {0};
+        struct conn c = {0};
+        uv_loop_t loop;
+        bool closed = false;
+        int sv[2], i;
+
+        (void)state;
+        assert_int_equal(uv_loop_init(&loop), 0);
+        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+        assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+        assert_int_equal(uv_pipe_init(&loop, &c.pipe, 0), 0);
+        assert_int_equal(uv_pipe_open(&c.pipe, sv[0]), 0);
+        b.s.conn = &c;
+        b.s.ops = &busy_ops;
+        b.s.send_credit = UINT64_MAX / 2;
+        c.streams = &b.s;
+        assert_int_equal(pump_credit_bulk(&b.s), CELLA_PUMP_READ);
+        for (i = 0; i < 64 && c.queued == 0; i++)
+                assert_int_equal(conn_send(&c, FRAME_STDOUT, 1, payload, sizeof(payload)), 0);
+        assert_true(c.queued > 0);
+        assert_false(stream_congested(&b.s));
+        assert_int_equal(pump_credit_bulk(&b.s), 0);
+        assert_true(c.held);
+        uv_run(&loop, UV_RUN_NOWAIT);
+        assert_int_equal(b.windows, 0);
+        for (i = 0; i < 100000 && (c.queued > 0 || b.windows == 0); i++) {
+                while (read(sv[1], sink, sizeof(sink)) > 0)
+                        ;
+                uv_run(&loop, UV_RUN_NOWAIT);
+        }
+        assert_int_equal(c.queued, 0);
+        assert_int_equal(b.windows, 1);
+        assert_false(c.held);
+        assert_int_equal(pump_credit_bulk(&b.s), CELLA_PUMP_READ);
+        c.pipe.data = &closed;
+        uv_close((uv_handle_t *)&c.pipe, busy_closed);
+        while (!closed)
+                uv_run(&loop, UV_RUN_ONCE);
+        assert_int_equal(uv_loop_close(&loop), 0);
+        close(sv[1]);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_utf8_split),    cmocka_unit_test(test_eof_flush),
-                cmocka_unit_test(test_credit),        cmocka_unit_test(test_cap),
-                cmocka_unit_test(test_pipe_grows),    cmocka_unit_test(test_poll_mode),
-                cmocka_unit_test(test_poll_writable), cmocka_unit_test(test_drain_close),
+                cmocka_unit_test(test_utf8_split),
+                cmocka_unit_test(test_eof_flush),
+                cmocka_unit_test(test_credit),
+                cmocka_unit_test(test_cap),
+                cmocka_unit_test(test_pipe_grows),
+                cmocka_unit_test(test_poll_mode),
+                cmocka_unit_test(test_poll_writable),
+                cmocka_unit_test(test_drain_close),
+                cmocka_unit_test(test_busy_socket_holds_bulk_reads),
         };
 
         signal(SIGPIPE, SIG_IGN);

@@ -10,17 +10,17 @@ asyncio one with the same methods as coroutines. Every error is a :class:`Sandbo
 """
 
 from . import errors, types
-from ._async import (AsyncClient, AsyncEventStream, AsyncProcess, AsyncSandbox, AsyncSession,
-                     AsyncTerminal, AsyncWebSocket, connect_async)
+from ._async import (AsyncClient, AsyncEventStream, AsyncProcess, AsyncRawExecStream,
+                     AsyncSandbox, AsyncSession, AsyncTerminal, AsyncWebSocket, connect_async)
 from ._ws import Terminal, WebSocket
-from ._sync import Client, EventStream, Process, Sandbox, Session, connect
+from ._sync import Client, EventStream, Process, RawExecStream, Sandbox, Session, connect
 from .errors import *  # noqa: F401,F403 (one class per API error code)
 from .types import *  # noqa: F401,F403
 
 __version__ = "0.1.0"
 """The package's version."""
 
-__all__ = ["connect", "Client", "Sandbox", "Session", "Process", "EventStream",
+__all__ = ["connect", "Client", "Sandbox", "Session", "Process", "EventStream", "RawExecStream",
            "connect_async", "AsyncClient", "AsyncSandbox", "AsyncSession", "AsyncProcess",
-           "AsyncEventStream", "Terminal", "AsyncTerminal", "WebSocket", "AsyncWebSocket", "errors",
+           "AsyncEventStream", "AsyncRawExecStream", "Terminal", "AsyncTerminal", "WebSocket", "AsyncWebSocket", "errors",
            "types", "__version__"] + errors.__all__ + types.__all__

@@ -10,7 +10,7 @@ from typing import IO, Any, AsyncIterable, Dict, Iterable, List, Optional, Tuple
 from . import errors
 from ._core import Request, Response
 from ._http import chunk_size
-from ._wire import BodyBase, PoolBase, framing, is_final, parse_head
+from ._wire import BodyBase, PoolBase, Trailers, framing, is_final, parse_head
 
 CHUNK = 1 << 20
 HEAD_MAX = 64 * 1024
@@ -51,6 +51,8 @@ class AsyncBody(BodyBase["_Conn"]):
         self._eof = length == 0
         self._will_close = will_close
         self._timeout = timeout
+        self.trailers: Optional[Trailers] = None
+        """The trailer fields of a chunked answer, once its end was read."""
 
     async def read1(self, n: int = 65536) -> bytes:
         """Up to ``n`` bytes as soon as some arrive; b"" at the answer's end."""
@@ -75,8 +77,15 @@ class AsyncBody(BodyBase["_Conn"]):
                 line = await r.readuntil(b"\r\n")
                 size = chunk_size(line)
                 if size == 0:
-                    while (await r.readuntil(b"\r\n")) != b"\r\n":
-                        pass
+                    trailers = Trailers()
+                    while True:
+                        try:
+                            t = await r.readuntil(b"\n")
+                        except asyncio.LimitOverrunError as e:
+                            raise ValueError("trailer line too long") from e
+                        if trailers.line(t):
+                            break
+                    self.trailers = trailers
                     self._done()
                     return b""
                 self._chunk_left = size

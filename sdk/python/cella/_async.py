@@ -18,7 +18,8 @@ from ._core import CodeCallbacks, Op, SandboxRef
 from ._ws import Terminal, WebSocket, open_terminal, open_websocket
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
-                    ProcessLogs, Result, SandboxInfo, SessionInfo, SnapshotInfo, WaitForLogResult,
+                    ProcessLogs, RawExecResult, Result, SandboxInfo, SessionInfo, SnapshotInfo,
+                    WaitForLogResult,
                     WatchEvent, WriteResult, DirectoryBackup,
                     RestoreBackupResult)
 
@@ -26,7 +27,7 @@ T = TypeVar("T")
 E = TypeVar("E")
 
 __all__ = ["connect_async", "AsyncClient", "AsyncSandbox", "AsyncSession", "AsyncProcess",
-           "AsyncEventStream", "AsyncTerminal", "AsyncWebSocket"]
+           "AsyncEventStream", "AsyncRawExecStream", "AsyncTerminal", "AsyncWebSocket"]
 
 
 class AsyncEventStream(Generic[E]):
@@ -78,6 +79,72 @@ class AsyncEventStream(Generic[E]):
     async def aclose(self) -> None:
         """Stop reading and close the connection."""
         self._done = True
+        self._body.close()
+
+
+class AsyncRawExecStream:
+    """The stdout of :meth:`AsyncSandbox.exec_raw` as an async iterator of ``bytes``
+    chunks (``async for chunk in stream``); then ``await result()`` says how the command
+    ended. ``aclose()`` (or leaving an ``async with`` block) before the end closes the
+    connection, which stops the command."""
+
+    def __init__(self, body: AsyncBody, command: str, session_id: Optional[str],
+                 headers: Mapping[str, str]) -> None:
+        self._body = body
+        self._command = command
+        self._session_id = session_id
+        self._headers = dict(headers)
+        self._result: Optional[RawExecResult] = None
+        self._error: Optional[errors.SandboxError] = None
+        self._ended = False
+        self.pid: int = core._trailer_int(self._headers.get("cella-pid"), -1)
+        """The command's pid in the sandbox (the ``Cella-Pid`` header)."""
+
+    def __aiter__(self) -> "AsyncRawExecStream":
+        return self
+
+    async def __aenter__(self) -> "AsyncRawExecStream":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def __anext__(self) -> bytes:
+        chunk = await self.read1(CHUNK)
+        if not chunk:
+            raise StopAsyncIteration
+        return chunk
+
+    async def read1(self, n: int = CHUNK) -> bytes:
+        """Up to ``n`` bytes of stdout as soon as some arrive; b"" at its end."""
+        if self._ended:
+            return b""
+        chunk = await self._body.read1(n)
+        if not chunk:
+            self._ended = True
+            try:
+                self._result = core.raw_exec_result(self._command, self._session_id,
+                                                    self._headers, self._body.trailers)
+            except errors.SandboxError as e:
+                self._error = e
+        return chunk
+
+    async def result(self) -> RawExecResult:
+        """How the command ended (see :meth:`cella.RawExecStream.result`); reads (and
+        drops) what stdout is still unread."""
+        while not self._ended:
+            await self.read1(CHUNK)
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    async def aclose(self) -> None:
+        """Stop reading and close the connection (the command is stopped if it runs)."""
+        if not self._ended:
+            self._ended = True
+            self._error = errors.StreamClosedError("the stream was closed before its end",
+                                                   http_status=0)
         self._body.close()
 
 
@@ -243,6 +310,14 @@ class AsyncSandbox(core.SandboxBase[AsyncClient]):
         ``stderr``, then ``complete`` or ``error``. Closing the stream kills the command."""
         resp = await self._run(core.exec_stream(self._ref, command, timeout, env, cwd))
         return AsyncEventStream(resp.stream, ExecEvent.from_json, core.EXEC_END)
+
+    async def exec_raw(self, command: str, *, timeout: Optional[int] = None,
+                       env: Optional[Mapping[str, str]] = None,
+                       cwd: Optional[str] = None) -> AsyncRawExecStream:
+        """Run ``command`` and answer its stdout as bytes as it comes (the raw form; see
+        :meth:`cella.Sandbox.exec_raw`)."""
+        resp = await self._run(core.exec_raw(self._ref, command, timeout, env, cwd))
+        return AsyncRawExecStream(resp.stream, command, self._ref.session_id, resp.headers)
 
     async def set_env(self, env: Mapping[str, Optional[str]]) -> None:
         """Set (``None``: unset) environment variables of the sandbox (of the session, for a

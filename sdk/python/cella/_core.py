@@ -12,6 +12,7 @@ decoding exist once.
 from __future__ import annotations
 
 import base64
+import binascii
 import collections
 import json
 import re
@@ -24,7 +25,8 @@ from urllib.parse import quote, urlencode
 
 from . import errors
 from ._sse import SSEParser
-from .types import (CodeContext, ExecResult, ExecEvent, Execution, ExecutionError,
+from ._wire import Trailers
+from .types import (CodeContext, ExecResult, RawExecResult, ExecEvent, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, ProcessInfo, ProcessLogs, Result,
                     SandboxInfo, SessionInfo, SnapshotInfo, WaitForLogResult, WriteResult, Logs,
                     DirectoryBackup, RestoreBackupResult)
@@ -387,6 +389,64 @@ def exec_request(ref: SandboxRef, command: str, timeout: Optional[int],
     h = {"Accept": "text/event-stream"} if stream else {}
     return Request("POST", ref.base + "/exec", json=body, headers=h, stream=stream,
                    timeout=None if stream else ms_timeout(timeout))
+
+
+def exec_raw(ref: SandboxRef, command: str, timeout: Optional[int] = None,
+             env: Optional[Mapping[str, str]] = None,
+             cwd: Optional[str] = None) -> Op[Response]:
+    """POST /exec in the raw form (``Accept: application/octet-stream``): the open response,
+    whose body is the command's stdout and whose trailers say how it ended."""
+    req = exec_request(ref, command, timeout, env, cwd, True)
+    req.headers = {"Accept": "application/octet-stream"}
+    return (yield from call(ref, req))
+
+
+def raw_exec_result(command: str, session_id: Optional[str], headers: Mapping[str, str],
+                    trailers: Optional[Trailers]) -> RawExecResult:
+    """How a raw exec ended, from its answer's headers and trailers (docs/api.md, "Raw
+    exec"); raises the error the trailers name (a timeout, a session that ended, the agent
+    gone) and :class:`cella.StreamClosedError` for a body that ended without trailers."""
+    if trailers is None:
+        raise errors.StreamClosedError(
+            f"the output of {command!r} ended without its trailers (the connection dropped)",
+            http_status=0)
+    fields: Dict[str, str] = {}
+    for k, v in trailers.fields:
+        fields[k] = fields[k] + "," + v if k in fields else v
+    parts = trailers.get_all("cella-stderr")
+    try:
+        stderr = base64.b64decode("".join(parts), validate=True)
+    except (binascii.Error, ValueError) as e:
+        raise errors.InternalError(f"the stderr trailer of {command!r} is not base64: {e}",
+                                   http_status=200) from e
+    truncated = (trailers.get("cella-stderr-truncated") or "").lower() == "true"
+    pid = _trailer_int(headers.get("cella-pid"), -1)
+    duration = _trailer_int(trailers.get("cella-duration"), 0)
+    exit_raw = trailers.get("cella-exit-code")
+    exit_code = _trailer_int(exit_raw, -1)
+    code = trailers.get("cella-error-code")
+    if code:
+        message = trailers.get("cella-error-message") or f"command {command!r} failed"
+        context: Dict[str, Any] = {"command": command, "stderr": stderr.decode("utf-8", "replace")}
+        if exit_raw is not None:
+            context["exitCode"] = exit_code
+        if code.startswith("SESSION_"):
+            context["sessionId"] = session_id or "default"
+        status = 408 if code == "COMMAND_TIMEOUT" else 410 if code.startswith("SESSION_") else 500
+        cls = errors.ERROR_CLASSES.get(code, errors.SandboxError)
+        raise cls(message, code=code, http_status=status, context=context)
+    if exit_raw is None or exit_code < 0:
+        raise errors.InternalError(
+            f"the trailers of {command!r} carry neither an exit code nor an error",
+            http_status=200, context={"trailers": fields})
+    return RawExecResult(exit_code=exit_code, stderr=stderr, stderr_truncated=truncated,
+                         duration=duration, pid=pid, command=command, trailers=fields)
+
+
+def _trailer_int(v: Optional[str], default: int) -> int:
+    if v is None or not re.fullmatch(r"-?[0-9]{1,18}", v.strip()):
+        return default
+    return int(v.strip())
 
 
 def exec_(ref: SandboxRef, command: str, timeout: Optional[int] = None,

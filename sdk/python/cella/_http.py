@@ -22,7 +22,7 @@ from typing import IO, Any, Dict, Iterable, List, Optional, Tuple, Union, cast
 
 from . import errors
 from ._core import Body, Request, Response
-from ._wire import BodyBase, PoolBase, framing, is_final, parse_head
+from ._wire import TRAILER_LINE_MAX, BodyBase, PoolBase, Trailers, framing, is_final, parse_head
 
 IDLE_MAX = 60.0
 """Seconds a pooled connection may stay idle before it is dropped (cellad closes idle
@@ -114,6 +114,8 @@ class SyncBody(BodyBase["_Conn"]):
         self._chunk_left = 0
         self._will_close = will_close
         self._eof = length == 0 and not chunked
+        self.trailers: Optional[Trailers] = None
+        """The trailer fields of a chunked answer, once its end was read."""
         if self._eof:
             self._done()
 
@@ -147,12 +149,14 @@ class SyncBody(BodyBase["_Conn"]):
                     raise ConnectionError("connection closed inside a chunked answer")
                 size = chunk_size(line)
                 if size == 0:
+                    trailers = Trailers()
                     while True:
-                        t = r.readline(1024)
-                        if not t.endswith(b"\n"):
+                        t = r.readline(TRAILER_LINE_MAX + 3)
+                        if not t.endswith(b"\n") and len(t) <= TRAILER_LINE_MAX + 2:
                             raise ConnectionError("connection closed in the trailer")
-                        if t in (b"\r\n", b"\n"):
+                        if trailers.line(t):
                             break
+                    self.trailers = trailers
                     self._done()
                     return b""
                 self._chunk_left = size

@@ -14,14 +14,15 @@ from ._http import CHUNK, Pool, SyncBody
 from ._ws import Terminal, WebSocket, open_terminal, open_websocket
 from .types import (CodeContext, ExecEvent, ExecResult, Execution, ExecutionError,
                     ExposedPort, FileInfo, GitCheckoutResult, LogEvent, ProcessInfo,
-                    ProcessLogs, Result, SandboxInfo, SessionInfo, SnapshotInfo, WaitForLogResult,
+                    ProcessLogs, RawExecResult, Result, SandboxInfo, SessionInfo, SnapshotInfo,
+                    WaitForLogResult,
                     WatchEvent, WriteResult, DirectoryBackup,
                     RestoreBackupResult)
 
 T = TypeVar("T")
 E = TypeVar("E")
 
-__all__ = ["connect", "Client", "Sandbox", "Session", "Process", "EventStream"]
+__all__ = ["connect", "Client", "Sandbox", "Session", "Process", "EventStream", "RawExecStream"]
 
 
 class EventStream(Generic[E]):
@@ -74,6 +75,93 @@ class EventStream(Generic[E]):
     def close(self) -> None:
         """Stop reading and close the connection."""
         self._done = True
+        self._body.close()
+
+    def __del__(self) -> None:
+        try:
+            self._body.close()
+        except Exception:
+            pass
+
+
+class RawExecStream:
+    """The stdout of :meth:`Sandbox.exec_raw` as an iterator of ``bytes`` chunks, as they
+    come (nothing decoded); then :meth:`result` says how the command ended. Closing it
+    before the end (``close()``, leaving a ``with`` block, or dropping it) closes the
+    connection, which stops the command. A connection cut before the end raises
+    :class:`cella.StreamClosedError`."""
+
+    def __init__(self, body: SyncBody, command: str, session_id: Optional[str],
+                 headers: Mapping[str, str]) -> None:
+        self._body = body
+        self._command = command
+        self._session_id = session_id
+        self._headers = dict(headers)
+        self._result: Optional[RawExecResult] = None
+        self._error: Optional[errors.SandboxError] = None
+        self._ended = False
+        self.pid: int = core._trailer_int(self._headers.get("cella-pid"), -1)
+        """The command's pid in the sandbox (the ``Cella-Pid`` header)."""
+
+    def __iter__(self) -> "RawExecStream":
+        return self
+
+    def __enter__(self) -> "RawExecStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __next__(self) -> bytes:
+        chunk = self.read1(CHUNK)
+        if not chunk:
+            raise StopIteration
+        return chunk
+
+    def read1(self, n: int = CHUNK) -> bytes:
+        """Up to ``n`` bytes of stdout as soon as some arrive; b"" at its end."""
+        if self._ended:
+            return b""
+        chunk = self._body.read1(n)
+        if not chunk:
+            self._end()
+        return chunk
+
+    def readinto(self, buf: memoryview) -> int:
+        """Fill ``buf`` with stdout as far as it goes (at least one byte); 0 at its end."""
+        if self._ended:
+            return 0
+        n = self._body.readinto(buf)
+        if not n:
+            self._end()
+        return n
+
+    def _end(self) -> None:
+        self._ended = True
+        try:
+            self._result = core.raw_exec_result(self._command, self._session_id,
+                                                self._headers, self._body.trailers)
+        except errors.SandboxError as e:
+            self._error = e
+
+    def result(self) -> RawExecResult:
+        """How the command ended: its exit code, the first 64 KiB of its stderr, its
+        duration. Reads (and drops) what stdout is still unread. Raises the error the
+        command ended with (:class:`cella.CommandTimeoutError`,
+        :class:`cella.SessionTerminatedError`, :class:`cella.SandboxUnavailableError`)."""
+        while not self._ended:
+            self.read1(CHUNK)
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def close(self) -> None:
+        """Stop reading and close the connection (the command is stopped if it runs)."""
+        if not self._ended:
+            self._ended = True
+            self._error = errors.StreamClosedError("the stream was closed before its end",
+                                                   http_status=0)
         self._body.close()
 
     def __del__(self) -> None:
@@ -246,6 +334,17 @@ class Sandbox(core.SandboxBase[Client]):
         ``stderr``, then ``complete`` or ``error``. Closing the stream kills the command."""
         resp = self._run(core.exec_stream(self._ref, command, timeout, env, cwd))
         return EventStream(resp.stream, ExecEvent.from_json, core.EXEC_END)
+
+    def exec_raw(self, command: str, *, timeout: Optional[int] = None,
+                 env: Optional[Mapping[str, str]] = None,
+                 cwd: Optional[str] = None) -> RawExecStream:
+        """Run ``command`` and answer its stdout as it comes, as bytes (the raw form:
+        nothing escaped or decoded, the fastest way to take bulk output); iterate it, then
+        ``result()`` gives the exit code and the first 64 KiB of stderr. Errors before the
+        command starts are raised here; how it ended (a timeout ...) by ``result()``.
+        Closing the stream early kills the command."""
+        resp = self._run(core.exec_raw(self._ref, command, timeout, env, cwd))
+        return RawExecStream(resp.stream, command, self._ref.session_id, resp.headers)
 
     def set_env(self, env: Mapping[str, Optional[str]]) -> None:
         """Set (``None``: unset) environment variables of the sandbox (of the session, for a

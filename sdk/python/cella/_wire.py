@@ -106,3 +106,56 @@ class BodyBase(Generic[C]):
         self._eof = True
         if conn is not None:
             conn.close()
+
+
+TRAILER_LINE_MAX = 8192
+"""The longest trailer line accepted (cellad's longest, a ``Cella-Stderr`` line, is about
+3,000 characters)."""
+TRAILERS_MAX = 256 * 1024
+"""The most trailer bytes accepted in one answer (cellad's raw exec sends at most about
+90 KiB: 64 KiB of stderr as base64, and a few fields)."""
+TRAILER_FIELDS_MAX = 1024
+"""The most trailer fields accepted in one answer."""
+
+
+class Trailers:
+    """The trailer fields of a chunked answer, fed line by line after its last chunk
+    (sans-IO). Names are lower-case; a repeated field keeps each value, in order. Raises
+    ValueError for a line that is not a field, too long a line, too many fields or bytes."""
+
+    def __init__(self) -> None:
+        self.fields: List[Tuple[str, str]] = []
+        self._size = 0
+
+    def line(self, raw: bytes) -> bool:
+        """Take one line (with its CRLF or LF); answers whether it was the empty line that
+        ends the trailers."""
+        if len(raw) > TRAILER_LINE_MAX + 2:
+            raise ValueError(f"trailer line of {len(raw)} bytes (at most {TRAILER_LINE_MAX})")
+        if not raw.endswith(b"\n"):
+            raise ValueError("trailer line without its end")
+        text = raw.rstrip(b"\r\n")
+        if not text:
+            return True
+        self._size += len(raw)
+        if self._size > TRAILERS_MAX:
+            raise ValueError(f"trailers longer than {TRAILERS_MAX} bytes")
+        if len(self.fields) >= TRAILER_FIELDS_MAX:
+            raise ValueError(f"more than {TRAILER_FIELDS_MAX} trailer fields")
+        k, sep, v = text.partition(b":")
+        name = k.strip()
+        if not sep or not name or name != k or b" " in name or b"\t" in name:
+            raise ValueError(f"bad trailer line {text[:60]!r}")
+        self.fields.append((name.lower().decode("latin-1"), v.strip().decode("latin-1")))
+        return False
+
+    def get(self, name: str) -> Optional[str]:
+        """The first value of field ``name`` (lower-case), or None."""
+        for k, v in self.fields:
+            if k == name:
+                return v
+        return None
+
+    def get_all(self, name: str) -> List[str]:
+        """Every value of field ``name`` (lower-case), in order."""
+        return [v for k, v in self.fields if k == name]

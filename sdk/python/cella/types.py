@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional
 
 __all__ = [
-    "ExecResult", "ExecEvent", "SandboxInfo", "SessionInfo", "FileInfo", "WriteResult",
+    "ExecResult", "RawExecResult", "ExecEvent", "SandboxInfo", "SessionInfo", "FileInfo", "WriteResult",
     "ProcessInfo", "ProcessLogs", "LogEvent", "ExposedPort", "WatchEvent", "CodeContext",
     "Result", "ExecutionError", "Logs", "Execution", "GitCheckoutResult", "WaitForLogResult",
     "SnapshotInfo",
@@ -77,6 +77,33 @@ def output_text(d: Mapping[str, Any], key: str) -> str:
     if enc == "base64":
         return _b64(_str(d, key)).decode("utf-8", "replace")
     return _str(d, key)
+
+
+@dataclass
+class RawExecResult:
+    """How a command run by :meth:`Sandbox.exec_raw` ended (its stdout was the stream).
+    A non-zero exit is a result, not an error."""
+
+    exit_code: int
+    """The command's exit status (128+N when killed by signal N)."""
+    stderr: bytes
+    """The first 64 KiB of its standard error, as bytes."""
+    stderr_truncated: bool
+    """Whether it wrote more standard error than ``stderr`` holds."""
+    duration: int
+    """How long it ran, in ms."""
+    pid: int
+    """Its pid in the sandbox."""
+    command: str = ""
+    """The command as sent."""
+    trailers: Dict[str, str] = field(default_factory=dict, repr=False)
+    """The answer's trailer fields as cellad sent them (lower-case names, repeated fields
+    joined with ``,``)."""
+
+    @property
+    def success(self) -> bool:
+        """``exit_code == 0``."""
+        return self.exit_code == 0
 
 
 @dataclass

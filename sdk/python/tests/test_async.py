@@ -40,6 +40,19 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
         await self.sb.set_env({"AV": "x"})
         self.assertEqual((await self.sb.exec("echo $AV")).stdout, "x\n")
 
+    async def test_exec_raw(self) -> None:
+        s = await self.sb.exec_raw("head -c 1000000 /dev/zero; echo err >&2; (exit 6)")
+        got = b"".join([c async for c in s])
+        r = await s.result()
+        self.assertEqual((len(got), got.count(0), r.exit_code, r.stderr), (1000000, 1000000, 6,
+                                                                             b"err\n"))
+        s = await self.sb.exec_raw("echo x; sleep 30", timeout=300)
+        with self.assertRaises(cella.CommandTimeoutError):
+            await s.result()
+        async with await self.sb.exec_raw("yes") as s:
+            self.assertTrue(await s.read1())
+        self.assertEqual((await self.sb.exec("echo after")).stdout, "after\n")
+
     async def test_files(self) -> None:
         await self.sb.write_file("a/t.txt", "text")
         self.assertEqual(await self.sb.read_file("a/t.txt"), "text")

@@ -83,6 +83,62 @@ class CoreTest(unittest.TestCase):
                     break
         self.assertEqual(self.sb.exec("echo after").stdout, "after\n")
 
+    def test_exec_raw(self) -> None:
+        # stdout as bytes, exactly (binary, NULs, invalid UTF-8); stderr and the exit code
+        # from the trailers.
+        with self.sb.exec_raw("head -c 3000000 /dev/urandom > /tmp/raw.bin; cat /tmp/raw.bin;"
+                              " printf 'e\\377rr' >&2; (exit 5)") as s:
+            self.assertGreater(s.pid, 0)
+            got = b"".join(s)
+            r = s.result()
+        want = self.sb.read_file("/tmp/raw.bin", encoding="bytes")
+        self.assertEqual(len(got), 3000000)
+        self.assertEqual(got, want)
+        self.assertEqual((r.exit_code, r.success, r.stderr, r.stderr_truncated),
+                         (5, False, b"e\xffrr", False))
+        self.assertGreaterEqual(r.duration, 0)
+        # More stderr than the trailer holds: its first 64 KiB, marked truncated.
+        s = self.sb.exec_raw("echo out; head -c 100000 /dev/zero | tr '\\0' e >&2")
+        self.assertEqual(s.read1(), b"out\n")
+        r = s.result()
+        self.assertEqual((r.exit_code, r.stderr, r.stderr_truncated), (0, b"e" * 65536, True))
+        # result() reads what is left; env and cwd as exec's.
+        s = self.sb.exec_raw("pwd; echo $A", env={"A": "x y"}, cwd="/tmp")
+        self.assertEqual(s.result().exit_code, 0)
+        self.assertEqual(b"".join(self.sb.exec_raw("pwd; echo $A", env={"A": "x y"},
+                                                   cwd="/tmp")), b"/tmp\nx y\n")
+
+    def test_exec_raw_errors(self) -> None:
+        # A timeout comes in the trailers: result() raises it, after the output so far.
+        s = self.sb.exec_raw("echo before; sleep 30", timeout=500)
+        self.assertEqual(b"".join(s), b"before\n")
+        with self.assertRaises(cella.CommandTimeoutError):
+            s.result()
+        # Errors before the command starts are raised by exec_raw itself.
+        with self.assertRaises(cella.ValidationFailedError):
+            self.sb.exec_raw("")
+        # A session's shell that exits: SESSION_TERMINATED in the trailers, with its code.
+        sess = self.sb.create_session()
+        try:
+            s = sess.exec_raw("echo bye; exit 7")
+            self.assertEqual(b"".join(s), b"bye\n")
+            with self.assertRaises(cella.SessionTerminatedError) as c:
+                s.result()
+            self.assertEqual((c.exception.context["exitCode"], c.exception.context["sessionId"]),
+                             (7, sess.session_id))
+        finally:
+            try:
+                sess.delete()
+            except cella.SandboxError:
+                pass
+        # Closing early kills the command; the client stays usable.
+        with self.sb.exec_raw("yes") as s:
+            self.assertTrue(s.read1())
+        with self.assertRaises(cella.StreamClosedError):
+            s.result()
+        self.assertEqual(self.sb.exec("echo after").stdout, "after\n")
+        self.assertEqual(self.sb.exec("pgrep -x yes || echo none").stdout, "none\n")
+
     def test_env(self) -> None:
         self.sb.set_env({"SDK_VAR": "v1"})
         self.assertEqual(self.sb.exec("echo $SDK_VAR").stdout, "v1\n")

@@ -365,3 +365,131 @@ class HTTPParserTest(unittest.TestCase):
                 self.body(blob, None, True)
             except cella.SandboxError:
                 pass
+
+
+class RawExecTest(unittest.TestCase):
+    """The raw exec form's end: trailers read after the last chunk (sync and asyncio
+    transports), and the result or error they give, on good, cut and hostile input."""
+
+    def sync_body(self, data: bytes) -> "tuple[bytes, object]":
+        from cella import _http
+        pool = HTTPParserTest.FakePool()
+        b = _http.SyncBody(pool, HTTPParserTest.FakeConn(data), None, True,  # type: ignore[arg-type]
+                           False)
+        out = b""
+        while True:
+            d = b.read1(5)
+            if not d:
+                return out, b.trailers
+            out += d
+
+    def async_body(self, data: bytes) -> "tuple[bytes, object]":
+        import asyncio
+        from cella import _aio
+
+        async def run() -> "tuple[bytes, object]":
+            reader = asyncio.StreamReader(limit=_aio.HEAD_MAX)
+            reader.feed_data(data)
+            reader.feed_eof()
+            conn = _aio._Conn(reader, None)  # type: ignore[arg-type]
+            b = _aio.AsyncBody(HTTPParserTest.FakePool(), conn, None, True,  # type: ignore[arg-type]
+                               False, None)
+            out = b""
+            while True:
+                d = await b.read1(5)
+                if not d:
+                    return out, b.trailers
+                out += d
+        return asyncio.run(run())
+
+    def answer(self, body: bytes, trailers: "list[bytes]") -> bytes:
+        out = b""
+        for i in range(0, len(body), 7):
+            piece = body[i:i + 7]
+            out += b"%x\r\n" % len(piece) + piece + b"\r\n"
+        return out + b"0\r\n" + b"".join(t + b"\r\n" for t in trailers) + b"\r\n"
+
+    def result(self, data: bytes, read: "object") -> "tuple[bytes, cella.RawExecResult]":
+        out, trailers = read(data)  # type: ignore[operator]
+        return out, core.raw_exec_result("cmd", None, {"cella-pid": "42"}, trailers)
+
+    def test_trailers_both_transports(self) -> None:
+        import base64
+        err = bytes(range(256)) * 300  # 76,800 bytes: split over many lines
+        b64 = base64.b64encode(err)
+        lines = [b"Cella-Stderr: " + b64[i:i + 3000] for i in range(0, len(b64), 3000)]
+        body = b"\x00binary\xff\r\n0\r\n" * 50
+        data = self.answer(body, [b"Cella-Exit-Code: 3", b"Cella-Duration: 17"] + lines +
+                           [b"Cella-Stderr-Truncated: true"])
+        for read in (self.sync_body, self.async_body):
+            out, r = self.result(data, read)
+            self.assertEqual(out, body)
+            self.assertEqual((r.exit_code, r.duration, r.pid, r.success, r.stderr_truncated),
+                             (3, 17, 42, False, True))
+            self.assertEqual(r.stderr, err)
+
+    def test_errors_from_trailers(self) -> None:
+        data = self.answer(b"partial", [b"Cella-Duration: 5", b"Cella-Stderr: ZXJy",
+                                        b"Cella-Error-Code: COMMAND_TIMEOUT",
+                                        b"Cella-Error-Message: timed out after 5 ms"])
+        with self.assertRaises(cella.CommandTimeoutError) as c:
+            self.result(data, self.sync_body)
+        self.assertEqual(c.exception.context["stderr"], "err")
+        self.assertEqual(c.exception.http_status, 408)
+        data = self.answer(b"", [b"Cella-Exit-Code: 1", b"Cella-Error-Code: SESSION_TERMINATED",
+                                 b"Cella-Error-Message: the shell exited"])
+        with self.assertRaises(cella.SessionTerminatedError) as c2:
+            self.result(data, self.async_body)
+        self.assertEqual((c2.exception.context["exitCode"], c2.exception.context["sessionId"]),
+                         (1, "default"))
+        # No trailers at all: the body ended without saying how the command did.
+        with self.assertRaises(cella.StreamClosedError):
+            core.raw_exec_result("cmd", None, {}, None)
+        # Trailers without an exit code or an error, or stderr that is not base64.
+        for t in ([b"Cella-Duration: 1"], [b"Cella-Exit-Code: x1"],
+                  [b"Cella-Exit-Code: 0", b"Cella-Stderr: !!!"]):
+            with self.assertRaises(cella.InternalError, msg=repr(t)):
+                self.result(self.answer(b"a", t), self.sync_body)
+
+    def test_hostile_trailers(self) -> None:
+        from cella import _wire
+        huge_line = b"Cella-Stderr: " + b"A" * (_wire.TRAILER_LINE_MAX + 10)
+        many = [b"Cella-Stderr: " + b"A" * 3000] * 100  # ~300 KiB in all
+        fields = [b"X-%d: 1" % i for i in range(_wire.TRAILER_FIELDS_MAX + 1)]
+        cases = [
+            b"3\r\nabc\r\n0\r\n" + huge_line + b"\r\n\r\n",
+            self.answer(b"abc", many),
+            self.answer(b"abc", fields),
+            self.answer(b"abc", [b"no colon here"]),
+            self.answer(b"abc", [b" Cella-Exit-Code: 0"]),
+            self.answer(b"abc", [b"Cella Exit: 0"]),
+            b"3\r\nabc\r\n0\r\nCella-Exit-Code: 0\r\n",  # cut before the empty line
+            b"3\r\nabc\r\n0\r\nCella-Exit-Co",  # cut inside a trailer line
+            b"3\r\nabc\r\n0\r\n",  # cut after the last chunk
+            b"3\r\nab",  # cut inside a chunk
+            b"fffffffffffffffff\r\nabc\r\n0\r\n\r\n",  # a size of 17 digits
+        ]
+        for data in cases:
+            for read in (self.sync_body, self.async_body):
+                with self.assertRaises(cella.StreamClosedError, msg=f"{read.__name__} {data[:40]!r}"):
+                    read(data)
+        rnd = random.Random(17)
+        alphabet = b"0123456789abcdef\r\n:; -Cella-Exit-Code"
+        for _ in range(2000):
+            blob = b"3\r\nabc\r\n0\r\n" + bytes(rnd.choice(alphabet) for _ in range(rnd.randint(0, 80)))
+            for read in (self.sync_body, self.async_body):
+                try:
+                    self.result(blob, read)
+                except cella.SandboxError:
+                    pass
+
+    def test_trailers_unit(self) -> None:
+        from cella._wire import Trailers
+        t = Trailers()
+        self.assertFalse(t.line(b"Cella-Stderr: YQ==\r\n"))
+        self.assertFalse(t.line(b"cella-stderr:Yg==\n"))
+        self.assertFalse(t.line(b"Cella-Exit-Code:   0  \r\n"))
+        self.assertTrue(t.line(b"\r\n"))
+        self.assertEqual(t.get_all("cella-stderr"), ["YQ==", "Yg=="])
+        self.assertEqual(t.get("cella-exit-code"), "0")
+        self.assertIsNone(t.get("cella-duration"))

@@ -93,3 +93,60 @@ function flat(h: Record<string, string | string[] | undefined>): Record<string, 
   for (const [k, v] of Object.entries(h)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(', ') : v;
   return out;
 }
+
+/** An answer whose body is read as it comes: node:http's IncomingMessage, whose
+ * `rawTrailers` hold the trailer lines once it ended (fetch does not expose trailers). */
+export interface NodeStreamedAnswer {
+  statusCode?: number;
+  headers: Record<string, string | string[] | undefined>;
+  rawTrailers: string[];
+  complete: boolean;
+  pause(): void;
+  resume(): void;
+  destroy(e?: Error): void;
+  on(ev: 'data', cb: (chunk: Uint8Array) => void): void;
+  on(ev: 'end' | 'aborted' | 'close', cb: () => void): void;
+  on(ev: 'error', cb: (e: Error) => void): void;
+}
+/** Sends one request with a text body and answers its open answer (or the request's error). */
+export type StreamedEngine = (
+  method: string,
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  signal: AbortSignal | undefined,
+) => Promise<{ res: NodeStreamedAnswer; destroy: (e?: Error) => void }>;
+
+/** The most header and trailer bytes accepted in one streamed answer. */
+const STREAMED_HEADER_MAX = 256 * 1024;
+
+/** node:http(s) for answers read as they come, with their own keep-alive agents. */
+export async function loadNodeStreamed(): Promise<StreamedEngine> {
+  const httpName = 'node:http';
+  const httpsName = 'node:https';
+  const http = (await import(/* @vite-ignore */ httpName)) as NodeHttpModule;
+  const https = (await import(/* @vite-ignore */ httpsName)) as NodeHttpModule;
+  const agents = {
+    'http:': new http.Agent({ keepAlive: true, keepAliveMsecs: 1000 }),
+    'https:': new https.Agent({ keepAlive: true, keepAliveMsecs: 1000 }),
+  };
+  return (method, url, headers, body, signal) =>
+    new Promise((resolve, reject) => {
+      const u = new URL(url);
+      const mod = u.protocol === 'https:' ? https : http;
+      const options: Record<string, unknown> = {
+        method,
+        headers: { ...headers, 'content-length': Buffer.byteLength(body) },
+        agent: agents[u.protocol as 'http:' | 'https:'],
+        // Node's parser counts trailers against the header limit (16 KiB by default);
+        // the raw exec form's stderr trailer lines may add up to about 90 KiB.
+        maxHeaderSize: STREAMED_HEADER_MAX,
+      };
+      if (signal) options.signal = signal;
+      const req = mod.request(url, options, (res) => {
+        resolve({ res: res as unknown as NodeStreamedAnswer, destroy: (e) => req.destroy(e) });
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+}

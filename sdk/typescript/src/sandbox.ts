@@ -56,6 +56,7 @@ import type {
   SessionOptions,
   StartAndWaitForPortsOptions,
   StreamOptions,
+  RawExec,
   WatchOptions,
   WriteFileResult,
   DeleteFileResult,
@@ -174,6 +175,15 @@ export class Sandbox {
   /** Runs a command and answers its events as an SSE byte stream (`parseSSEStream`). */
   execStream(command: string, options?: StreamOptions): Promise<ReadableStream<Uint8Array>> {
     return commands.execStream(this.core, command, options);
+  }
+
+  /**
+   * cella: runs a command and answers its stdout as bytes as they come (the raw form:
+   * nothing escaped or decoded, the fastest way to take bulk output) and a promise of how
+   * it ended (exit code, first 64 KiB of stderr) that settles after stdout's end. Node only.
+   */
+  execRaw(command: string, options?: StreamOptions): Promise<RawExec> {
+    return commands.execRaw(this.core, command, options);
   }
 
   // ------------------------------------------------------------------ processes
@@ -716,6 +726,9 @@ export class ExecutionSession {
   }
   execStream(command: string, options?: StreamOptions): Promise<ReadableStream<Uint8Array>> {
     return this.#inSession(() => this.#sandbox.execStream(command, { ...options, sessionId: this.id }));
+  }
+  execRaw(command: string, options?: StreamOptions): Promise<RawExec> {
+    return this.#inSession(() => this.#sandbox.execRaw(command, { ...options, sessionId: this.id }));
   }
   startProcess(command: string, options?: ProcessOptions): Promise<Process> {
     return this.#inSession(() => this.#sandbox.startProcess(command, { ...options, sessionId: this.id }));

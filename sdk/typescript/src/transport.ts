@@ -11,6 +11,7 @@ import {
   errorResponseFrom,
   type SandboxError,
 } from './errors.js';
+import type { StreamedEngine } from './http-node.js';
 
 /** How to reach cellad. */
 export interface ConnectOptions {
@@ -64,6 +65,7 @@ export class Transport {
   private readonly extraHeaders: Record<string, string>;
   private readonly customFetch: boolean;
   private enginePromise: Promise<BufferedEngine | null> | null = null;
+  private streamedPromise: Promise<StreamedEngine | null> | null = null;
   /** Sandbox options already applied on this connection (SandboxCore.ready). */
   readonly configured = new Map<string, Promise<void>>();
 
@@ -157,6 +159,18 @@ export class Transport {
           : import('./http-node.js').then((m) => m.loadNodeEngine()).catch(() => null);
     }
     return this.enginePromise;
+  }
+
+  /** node:http for answers whose trailers matter (the raw exec form), on Node only (also
+   * with connect({fetch}): fetch does not expose trailers); null elsewhere. Loaded once. */
+  streamedEngine(): Promise<StreamedEngine | null> {
+    if (!this.streamedPromise) {
+      const proc = (globalThis as { process?: { versions?: { node?: string } } }).process;
+      this.streamedPromise = !proc?.versions?.node
+        ? Promise.resolve(null)
+        : import('./http-node.js').then((m) => m.loadNodeStreamed()).catch(() => null);
+    }
+    return this.streamedPromise;
   }
 
   /**

@@ -235,6 +235,35 @@ export interface StreamOptions extends BaseExecOptions {
   signal?: AbortSignal;
 }
 
+/** How a command run by `execRaw` ended (its stdout was the stream). cella only. */
+export interface RawExecResult {
+  success: boolean;
+  exitCode: number;
+  /** The first 64 KiB of its stderr, as bytes. */
+  stderr: Uint8Array;
+  /** Set when it wrote more stderr than `stderr` holds. */
+  stderrTruncated: boolean;
+  command: string;
+  /** Milliseconds. */
+  duration: number;
+  /** Its pid in the sandbox. */
+  pid: number;
+  sessionId?: string;
+}
+
+/** What `execRaw` answers once the command started. cella only. */
+export interface RawExec {
+  /** The command's stdout, byte for byte as it comes (nothing decoded). Cancelling it
+   * stops the command. */
+  stdout: ReadableStream<Uint8Array>;
+  /** Its pid in the sandbox. */
+  pid: number;
+  /** Settles after stdout's end: how the command ended, or the error it ended with
+   * (`CommandTimeoutError`, `SessionTerminatedError`, a transport error when the stream
+   * broke or was cancelled). Read `stdout` to its end first: the trailers come after it. */
+  result: Promise<RawExecResult>;
+}
+
 export interface ExecEvent {
   type: 'start' | 'stdout' | 'stderr' | 'complete' | 'error';
   timestamp: string;

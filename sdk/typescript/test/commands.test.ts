@@ -1,10 +1,11 @@
-// Commands: exec (buffered and streamed), execStream, their results, errors and cancelling,
+// Commands: exec (buffered and streamed), execStream, execRaw, their results, errors and cancelling,
 // against the harness's daemon (hosted SDK §2).
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   CommandError,
   CommandTimeoutError,
+  RPCTransportError,
   SandboxError,
   SessionTerminatedError,
   ValidationFailedError,
@@ -15,6 +16,7 @@ import {
   type ExecEvent,
   type ExecResult,
 } from '../src/index.js';
+import { rawResult } from '../src/commands.js';
 import {
   allEvents,
   assertErrorShape,
@@ -415,5 +417,126 @@ describe('execStream + parseSSEStream', { skip }, () => {
     const events = await allEvents<ExecEvent>(await session.execStream('echo "$STREAMED $(pwd)"'));
     const out = events.filter((e) => e.type === 'stdout').map((e) => e.data).join('');
     assert.equal(out, 'yes /tmp\n');
+  });
+});
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<Buffer> {
+  const parts: Uint8Array[] = [];
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(parts);
+    parts.push(value);
+  }
+}
+
+describe('execRaw (cella: stdout as bytes, the end in trailers)', { skip }, () => {
+  const s = sb('cmd-raw');
+
+  test('stdout byte for byte; exit code, stderr and duration from the trailers', async () => {
+    const raw = await s.execRaw(
+      "head -c 3000000 /dev/urandom > /tmp/raw.bin; cat /tmp/raw.bin; printf 'e\\377rr' >&2; (exit 5)",
+    );
+    assert.ok(raw.pid > 0, `pid ${raw.pid}`);
+    const got = await readAll(raw.stdout);
+    const r = await raw.result;
+    const want = Buffer.from((await s.exec('base64 -w0 /tmp/raw.bin')).stdout, 'base64');
+    assert.equal(got.length, 3_000_000);
+    assert.ok(got.equals(want), 'stdout differs from the file');
+    assert.equal(r.exitCode, 5);
+    assert.equal(r.success, false);
+    assert.deepEqual([...r.stderr], [0x65, 0xff, 0x72, 0x72]);
+    assert.equal(r.stderrTruncated, false);
+    assert.equal(r.pid, raw.pid);
+    assert.ok(r.duration >= 0);
+  });
+
+  test('more stderr than the trailer holds: its first 64 KiB, marked truncated', async () => {
+    const raw = await s.execRaw("echo out; head -c 100000 /dev/zero | tr '\\0' e >&2");
+    assert.equal((await readAll(raw.stdout)).toString(), 'out\n');
+    const r = await raw.result;
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stderr.length, 65536);
+    assert.ok(r.stderr.every((b) => b === 0x65));
+    assert.equal(r.stderrTruncated, true);
+  });
+
+  test('a timeout rejects result with CommandTimeoutError after the output so far', async () => {
+    const raw = await s.execRaw('echo before; sleep 309', { timeout: 500 });
+    assert.equal((await readAll(raw.stdout)).toString(), 'before\n');
+    await rejectsWith(raw.result, CommandTimeoutError, 'COMMAND_TIMEOUT');
+    await waitFor(async () => !(await running(s, 'sleep 309')), 10_000, 'sleep 309 killed');
+  });
+
+  test('errors before the command starts reject execRaw itself', async () => {
+    await rejectsWith(s.execRaw(''), ValidationFailedError, 'VALIDATION_FAILED');
+    await rejectsWith(s.execRaw('true', { sessionId: 'no-such-raw-session' }), SandboxError, 'SESSION_NOT_FOUND');
+  });
+
+  test('cancelling stdout kills the command and rejects result', async () => {
+    const raw = await s.execRaw('echo go; sleep 310');
+    const reader = raw.stdout.getReader();
+    const first = await reader.read();
+    assert.equal(Buffer.from(first.value!).toString(), 'go\n');
+    await reader.cancel();
+    await rejectsWith(raw.result, RPCTransportError);
+    await waitFor(async () => !(await running(s, 'sleep 310')), 15_000, 'sleep 310 killed after cancel');
+    assert.equal((await s.exec('echo next')).stdout, 'next\n');
+  });
+
+  test('a session: its state, and SESSION_TERMINATED with the shell exit code', async () => {
+    const session = await s.createSession({ id: 'raw-sess' });
+    await session.exec('export RAWV=yes; cd /tmp');
+    const raw = await session.execRaw('echo "$RAWV $(pwd)"');
+    assert.equal((await readAll(raw.stdout)).toString(), 'yes /tmp\n');
+    assert.equal((await raw.result).sessionId, 'raw-sess');
+    const bye = await session.execRaw('echo bye; exit 7');
+    assert.equal((await readAll(bye.stdout)).toString(), 'bye\n');
+    const e = await rejectsWith(bye.result, SessionTerminatedError, 'SESSION_TERMINATED');
+    assert.equal((e.context as { exitCode?: number }).exitCode, 7);
+  });
+});
+
+describe('rawResult: the trailers of a raw exec, good and hostile (no daemon)', () => {
+  const b64 = (s: string) => Buffer.from(s, 'latin1').toString('base64');
+
+  test('exit code, stderr joined from its lines in order, truncation, duration', () => {
+    const err = Buffer.from(Array.from({ length: 9000 }, (_, i) => i % 256));
+    const e64 = err.toString('base64');
+    const raw = ['Cella-Exit-Code', '3', 'Cella-Duration', '17'];
+    for (let i = 0; i < e64.length; i += 3000) raw.push('Cella-Stderr', e64.slice(i, i + 3000));
+    raw.push('cella-stderr-truncated', 'true');
+    const r = rawResult('c', undefined, 42, raw);
+    assert.deepEqual(
+      [r.exitCode, r.success, r.duration, r.pid, r.stderrTruncated, Buffer.from(r.stderr).equals(err)],
+      [3, false, 17, 42, true, true],
+    );
+  });
+
+  test('the error the trailers name, as its class', () => {
+    const t = ['Cella-Duration', '5', 'Cella-Stderr', b64('err'), 'Cella-Error-Code', 'COMMAND_TIMEOUT', 'Cella-Error-Message', 'timed out'];
+    assert.throws(() => rawResult('c', undefined, 1, t), (e: unknown) => e instanceof CommandTimeoutError && e.message === 'timed out');
+    const s = ['Cella-Exit-Code', '1', 'Cella-Error-Code', 'SESSION_TERMINATED'];
+    assert.throws(
+      () => rawResult('c', undefined, 1, s),
+      (e: unknown) => e instanceof SessionTerminatedError && (e.context as { sessionId?: string }).sessionId === 'default',
+    );
+  });
+
+  test('no trailers, no exit code, bad numbers or bad base64: transport errors, never a result', () => {
+    const bad: (string[] | null)[] = [
+      null,
+      [],
+      ['Cella-Duration', '1'],
+      ['Cella-Exit-Code', 'x1'],
+      ['Cella-Exit-Code', '1e3'],
+      ['Cella-Exit-Code', '99999999999999999999'],
+      ['Cella-Exit-Code', '0', 'Cella-Stderr', '!!!'],
+      ['Cella-Exit-Code', '0', 'Cella-Stderr', 'YQ'],
+      ['Cella-Exit-Code', '0', 'Cella-Stderr', 'YQ==', 'Cella-Stderr', 'YQ=='],
+      ['Cella-Exit-Code'],
+    ];
+    for (const t of bad)
+      assert.throws(() => rawResult('c', undefined, 1, t), (e: unknown) => e instanceof RPCTransportError, JSON.stringify(t));
   });
 });
