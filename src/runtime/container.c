@@ -369,6 +369,7 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 if (r < 0)
                         break;
         }
+        PROBE("snapshot layers");
         if (r >= 0) {
                 what = "start child";
                 r = send_fd(psync, lower);
