@@ -19,6 +19,7 @@
 #include <linux/sched.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -319,6 +320,21 @@ static void kill_and_reap(int pidfd)
         }
 }
 
+/* The v1 attach of a start with snapshot layers, run beside the layers' mounts (below). */
+struct v1_attach {
+        const struct cgroup_plan *plan;
+        pid_t pid;
+        int r;
+};
+
+static void *v1_attach_run(void *ud)
+{
+        struct v1_attach *a = ud;
+
+        a->r = cgroup_plan_attach_v1(a->plan, a->pid);
+        return NULL;
+}
+
 /* Parent side after clone3: maps, oom_score_adj, lower mount, the descriptors to the
  * child (which then builds its root); meanwhile v1 cgroups, then the go that lets the
  * child enter its cgroup namespace; the network while it finishes; then wait for exec. The v1 attach waits
@@ -348,6 +364,16 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
                 what = "oom_score_adj";
                 r = write_proc(pid, "oom_score_adj", "-1000");
         }
+        /* With snapshot layers, the v1 attach's wait (an RCU grace period, 0059) starts now,
+         * on a thread of its own, and the layers' mounts (a snapshot's disk clone: its loop
+         * device, its read-only ext4, the user namespace of its owners) are made during it
+         * (decision 0051, "The fork's path"): still before the go, so the child's order is
+         * unchanged. A plain start has one idmapped mount to make and attaches below. */
+        struct v1_attach att = {.plan = plan, .pid = pid, .r = 0};
+        pthread_t att_thread;
+        bool att_started = false;
+        if (r >= 0 && spec->n_layers > 0)
+                att_started = pthread_create(&att_thread, NULL, v1_attach_run, &att) == 0;
         _cleanup_close_ int lower = -EBADF;
         if (r >= 0) {
                 what = "idmapped mount of the image";
@@ -379,16 +405,25 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
         for (size_t i = 0; i < made && i < spec->n_layers; i++)
                 if (snap[i] >= 0)
                         close(snap[i]);
+        if (att_started) {
+                pthread_join(att_thread, NULL);
+                if (r >= 0 && att.r < 0) {
+                        r = att.r;
+                        what = "v1 cgroups";
+                }
+        }
         if (r < 0)
                 return cella_error_errno(err, -r, "%s", what);
         PROBE("fds sent");
 
         /* While the child builds its root: its v1 cgroups (before it makes its cgroup
          * namespace, whose root they become, and before anything of the tenant runs). */
-        what = "v1 cgroups";
-        r = cgroup_plan_attach_v1(plan, pid);
-        if (r < 0)
-                return cella_error_errno(err, -r, "%s", what);
+        if (!att_started) {
+                what = "v1 cgroups";
+                r = cgroup_plan_attach_v1(plan, pid);
+                if (r < 0)
+                        return cella_error_errno(err, -r, "%s", what);
+        }
         PROBE("v1 cgroup attach");
         /* Go. A child that failed meanwhile has closed its end: its report is read below. */
         ssize_t sent;
