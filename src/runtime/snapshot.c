@@ -14,6 +14,7 @@
 #include "common/limits.h"
 #include "common/log.h"
 #include "common/macros.h"
+#include "common/probe.h"
 #include "runtime/cgroup.h"
 #include "runtime/container.h"
 #include "runtime/disk.h"
@@ -135,16 +136,20 @@ static int capture_clone(int cg, int fs_root, const char *dir, int dst_parent_fd
                 return r;
         }
         (void)syncfs(fs_root); /* the bulk, while the sandbox runs */
+        PROBE("syncfs");
         pthread_mutex_lock(&clone_lock);
         *what = "freeze";
         r = cg >= 0 ? freeze(cg) : 0;
+        PROBE("freeze");
         if (r >= 0) {
                 *what = "write its filesystem to its image";
                 r = settle(fs_root, &frozen);
+                PROBE("syncfs, journal checkpoint");
         }
         if (r >= 0) {
                 *what = "clone its disk image";
                 r = disk_clone(img, dst, &st->bytes);
+                PROBE("FICLONE, fsync");
         }
         if (frozen && ioctl(fs_root, FITHAW, 0) < 0) {
                 t = -errno;
@@ -156,6 +161,7 @@ static int capture_clone(int cg, int fs_root, const char *dir, int dst_parent_fd
                         log_error("thaw: %s", strerror(-t));
         }
         pthread_mutex_unlock(&clone_lock);
+        PROBE("thaw");
         if (r < 0) {
                 unlinkat(dst_parent_fd, name, AT_REMOVEDIR);
                 return r;
@@ -174,6 +180,7 @@ int runtime_container_snapshot(struct runtime *rt, const char *id, const char *d
 
         /* The sandbox's filesystem: its disk mounted once more, or its dir. */
         _cleanup_close_ int disk = -EBADF;
+        PROBE_BEGIN();
         if (disk_exists(dir)) {
                 struct disk_plan plan;
                 const char *what = "disk";
@@ -189,6 +196,7 @@ int runtime_container_snapshot(struct runtime *rt, const char *id, const char *d
                 if (r < 0)
                         return cella_error_errno(err, -r, "%s", what);
         }
+        PROBE("its disk mounted again");
         _cleanup_close_ int root =
                 disk >= 0 ? openat(disk, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
                           : open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -215,6 +223,7 @@ int runtime_container_snapshot(struct runtime *rt, const char *id, const char *d
                         stats = &local;
                 memset(stats, 0, sizeof(*stats));
                 r = capture_clone(cg, root, dir, dst_parent_fd, name, stats, &what);
+                PROBE_END("snapshot capture");
                 if (r >= 0 || !is_no_reflink(r))
                         return r < 0 ? cella_error_errno(err, -r, "%s", what) : 0;
                 log_warn("sandbox %s: %s: %s; copying its writable layer instead", id, what,
