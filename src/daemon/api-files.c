@@ -257,8 +257,7 @@ static void host_sent(struct http_request *req, int status, size_t len, void *ud
 static void host_pump(struct file_op *op)
 {
         struct api_req *r = &op->base;
-        size_t n;
-        int rc;
+        int64_t rc;
 
         if (r->finished || !r->http || op->fd < 0) {
                 host_close(op);
@@ -275,16 +274,18 @@ static void host_pump(struct file_op *op)
                 return;
         }
         sandbox_touch(r->sb); /* a download in progress keeps it awake, as its frames did */
-        n = (size_t)MIN(op->size - op->sent, (uint64_t)CELLA_FILES_SENDFILE_CHUNK);
-        api_req_ref(r); /* the write's */
-        rc = http_response_sendfile(r->http, op->fd, op->sent, n, host_sent, op);
-        if (rc < 0) {
+        api_req_ref(r);       /* the write's */
+        rc = http_response_sendfile(
+                r->http, op->fd, op->sent,
+                (size_t)MIN(op->size - op->sent, (uint64_t)CELLA_FILES_SENDFILE_CHUNK), host_sent,
+                op);
+        if (rc <= 0) {
                 host_cut(op); /* the file shrank (as the agent's ERROR), or the client left */
                 api_req_unref(r);
                 return;
         }
-        op->sent += n;
-        metrics_bytes(METRICS_BYTES_DOWNLOAD, n);
+        op->sent += (uint64_t)rc;
+        metrics_bytes(METRICS_BYTES_DOWNLOAD, (size_t)rc);
 }
 
 static void host_exit(uv_poll_t *h, int status, int events)

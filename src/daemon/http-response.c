@@ -272,11 +272,11 @@ int http_response_write_held(struct http_request *req, const void *data, size_t 
         return response_write(req, data, len, true, done, ud);
 }
 
-int http_response_sendfile(struct http_request *req, int fd, uint64_t offset, size_t len,
-                           http_write_cb done, void *ud)
+int64_t http_response_sendfile(struct http_request *req, int fd, uint64_t offset, size_t len,
+                               http_write_cb done, void *ud)
 {
         struct conn *c = req->conn;
-        size_t taken = 0;
+        size_t taken = 0, rest;
         struct wreq *wr;
         uv_buf_t buf;
         int sock;
@@ -308,7 +308,11 @@ int http_response_sendfile(struct http_request *req, int fd, uint64_t offset, si
         }
         if (taken)
                 c->write_ms = conn_now(c); /* progress */
-        wr = malloc(sizeof(*wr) + (len - taken));
+        /* the socket is full (or something is queued): a little more is copied, whose
+         * write completes once the socket has room again for sendfile */
+        rest = MIN(len - taken, (size_t)CELLA_HTTP_SENDFILE_COPY);
+        len = taken + rest;
+        wr = malloc(sizeof(*wr) + rest);
         if (!wr) {
                 if (taken)
                         http_conn_close(c); /* an answer cut inside: nothing can follow */
@@ -336,7 +340,7 @@ int http_response_sendfile(struct http_request *req, int fd, uint64_t offset, si
         wr->ud = ud;
         wr->counted = len;
         wr->len = len;
-        buf = uv_buf_init(wr->data, (unsigned)(len - taken)); /* empty when taken whole */
+        buf = uv_buf_init(wr->data, (unsigned)rest); /* empty when taken whole */
         if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
                 c->write_ms = conn_now(c); /* the send deadline counts from here */
         if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &buf, 1, write_cb) < 0) {
@@ -346,7 +350,7 @@ int http_response_sendfile(struct http_request *req, int fd, uint64_t offset, si
         }
         http_request_ref(req);
         req->queued += len;
-        return 0;
+        return (int64_t)len;
 }
 
 size_t http_response_queued(const struct http_request *req)
