@@ -1,7 +1,7 @@
 #!/bin/bash
 # Files: raw binary round trip (5 MiB by sha256), downloads from the host (md5, symlinks
-# out of the sandbox and swapped under the downloads, special files, an unmapped owner, a
-# sleeping sandbox), JSON read/write utf-8 and base64,
+# out of the sandbox and swapped under the downloads, special files, rights, a
+# PID 1 killed under a download, a sleeping sandbox), JSON read/write utf-8 and base64,
 # list/mkdir/mv/rm/exists and their errors; names that are not UTF-8 (pathEncoding=base64)
 # and paths that cannot be one.
 . "$(dirname "$0")/lib.sh"
@@ -317,6 +317,29 @@ run_in "$S" 'touch /workspace/stop' >/dev/null
 wait "$swapper" || fail "the swapping command"
 [ "$own" -gt 0 ] || fail "no download found the sandbox's own file"
 info "swapped: $own of 200 downloads were the sandbox's file, none the host's"
+
+info "the sandbox's PID 1 exits under a download from the host: the download is cut"
+head -c $((32 * 1024 * 1024)) /dev/urandom >"$IT_TMP/slow"
+api PUT "$F?path=/workspace/slow.bin" --data-binary @"$IT_TMP/slow" >/dev/null
+expect_status 200
+curl -sS --limit-rate 1M -o "$IT_TMP/slow.back" "$CELLA_URL$F?path=/workspace/slow.bin" \
+        2>/dev/null &
+slow=$!
+for _ in $(seq 1 100); do
+        [ -s "$IT_TMP/slow.back" ] && break
+        sleep 0.1
+done
+[ -s "$IT_TMP/slow.back" ] || fail "the slow download did not begin"
+kill -KILL "$P1"
+rc=0
+wait "$slow" || rc=$?
+assert_eq 18 "$rc" "curl: a partial file (the connection closed before Content-Length)"
+[ "$(stat -c %s "$IT_TMP/slow.back")" -lt $((32 * 1024 * 1024)) ] || fail "not cut"
+cmp -s -n "$(stat -c %s "$IT_TMP/slow.back")" "$IT_TMP/slow" "$IT_TMP/slow.back" ||
+        fail "the bytes before the cut are not the file's"
+assert_eq "$(md5 "$IT_TMP/slow")" "$(api GET "$F?path=/workspace/slow.bin" | md5sum | cut -d' ' -f1)" \
+        "whole again once the sandbox runs again"
+P1=$(pid1 "$S")
 
 info "a sleeping sandbox wakes for a download"
 Z=$(sbx files-sleep)
