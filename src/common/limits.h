@@ -11,6 +11,8 @@
 /* The JSON file routes: POST /files/write's body (its content is the file, base64 from
  * the SDK) and POST /files/read's content (FILE_TOO_LARGE beyond) */
 #define CELLA_FILES_JSON_MAX (16 * 1024 * 1024)
+#define CELLA_FILES_SENDFILE_CHUNK (4096 * 1024)  /* a host-side download's step (0061) */
+#define CELLA_HTTP_SENDFILE_COPY (64 * 1024)      /* read where sendfile stops (0061) */
 #define CELLA_HTTP_MAX_CONNECTIONS 8192           /* default --max-connections */
 #define CELLA_HTTP_MAX_PER_CLIENT 1024            /* default --max-connections-per-client */
 #define CELLA_HTTP_FD_RESERVE 1024                /* descriptors kept for everything but clients */
@@ -135,6 +137,7 @@
 /* --max-sandboxes at most; a daemon with more than CELLA_UID_SLOTS claims as many blocks of
  * CELLA_UID_SLOTS slots as it needs (decision 0060) */
 #define CELLA_UID_SLOTS_MAX 16384u
+#define CELLA_FS_GROUPS_MAX 256u   /* cellad's groups kept across a host-side open */
 #define CELLA_DEFAULT_PIDS_MAX 1024
 #define CELLA_TMP_SIZE_MB 512
 #define CELLA_NETWORK_ALLOW_MAX 64 /* networkAllow entries per sandbox */

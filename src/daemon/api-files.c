@@ -5,8 +5,11 @@
  * gathers; a raw GET writes its body through the request's writer (agent credit returned
  * when the client took the bytes). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/base64.h"
 #include "common/json-cleanup.h"
@@ -37,6 +40,10 @@ struct file_op {
         uint64_t size;
         json_t *files;
         size_t info_bytes;
+        /* raw GET from the host (0061): the file, and a watch of the PID 1 that closes it */
+        int fd;
+        uv_poll_t *exit_watch;
+        int64_t instance; /* the sandbox's run it was opened in */
 };
 
 static const struct {
@@ -191,6 +198,135 @@ static void get_frame(struct file_op *op, const struct frame *f)
         default:
                 return;
         }
+}
+
+/* ---- raw GET from the host (decision 0061) ----
+ *
+ * For a running sandbox, cellad opens the file itself (sandbox_open_file: resolved in the
+ * sandbox's root, no mount crossed, as its root could) and sends it by sendfile; anything
+ * else (missing, not a regular file, a mount on the way, no right) takes the agent's path,
+ * whose answer is the reference. The file is closed as soon as the PID 1 exits, so that
+ * the sandbox's filesystem is never held past its run. */
+
+static void exit_watch_closed(uv_handle_t *h)
+{
+        free(h);
+}
+
+static void host_close(struct file_op *op)
+{
+        if (op->exit_watch) {
+                int pidfd = -1;
+
+                uv_fileno((uv_handle_t *)op->exit_watch, &pidfd);
+                uv_close((uv_handle_t *)op->exit_watch, exit_watch_closed);
+                op->exit_watch = NULL;
+                if (pidfd >= 0)
+                        close(pidfd);
+        }
+        if (op->fd >= 0) {
+                close(op->fd);
+                op->fd = -1;
+        }
+}
+
+/* The download stops short: the client must not take a short file for a whole one. */
+static void host_cut(struct file_op *op)
+{
+        if (op->base.http)
+                http_request_close(op->base.http);
+        api_req_finish(&op->base);
+        host_close(op);
+}
+
+static void host_pump(struct file_op *op);
+
+static void host_sent(struct http_request *req, int status, size_t len, void *ud)
+{
+        struct file_op *op = ud;
+
+        (void)req;
+        (void)len;
+        if (status < 0)
+                host_cut(op);
+        else
+                host_pump(op);
+        api_req_unref(&op->base); /* the write's */
+}
+
+static void host_pump(struct file_op *op)
+{
+        struct api_req *r = &op->base;
+        int64_t rc;
+
+        if (r->finished || !r->http || op->fd < 0) {
+                host_close(op);
+                return;
+        }
+        if (op->sent == op->size) {
+                http_response_end(r->http);
+                api_req_finish(r);
+                host_close(op);
+                return;
+        }
+        if (sandbox_instance(r->sb) != op->instance) {
+                host_cut(op); /* it stopped or slept: its files are not read past its run */
+                return;
+        }
+        sandbox_touch(r->sb); /* a download in progress keeps it awake, as its frames did */
+        api_req_ref(r);       /* the write's */
+        rc = http_response_sendfile(
+                r->http, op->fd, op->sent,
+                (size_t)MIN(op->size - op->sent, (uint64_t)CELLA_FILES_SENDFILE_CHUNK), host_sent,
+                op);
+        if (rc <= 0) {
+                host_cut(op); /* the file shrank (as the agent's ERROR), or the client left */
+                api_req_unref(r);
+                return;
+        }
+        op->sent += (uint64_t)rc;
+        metrics_bytes(METRICS_BYTES_DOWNLOAD, (size_t)rc);
+}
+
+static void host_exit(uv_poll_t *h, int status, int events)
+{
+        (void)status;
+        (void)events;
+        host_cut(h->data);
+}
+
+/* The raw GET from the host: true when it took the request (answered or streaming). */
+static bool host_get(struct file_op *op)
+{
+        struct api_req *r = &op->base;
+        struct stat st;
+        int pidfd = -1;
+
+        op->fd = sandbox_open_file(r->sb, op->path, &st, &pidfd);
+        if (op->fd < 0)
+                return false;
+        op->instance = sandbox_instance(r->sb);
+        op->exit_watch = malloc(sizeof(*op->exit_watch));
+        if (!op->exit_watch ||
+            uv_poll_init(http_request_loop(r->http), op->exit_watch, pidfd) < 0) {
+                free(op->exit_watch);
+                op->exit_watch = NULL;
+                close(pidfd);
+                host_close(op);
+                return false;
+        }
+        op->exit_watch->data = op;
+        uv_poll_start(op->exit_watch, UV_READABLE, host_exit);
+        op->size = (uint64_t)st.st_size;
+        if (http_response_begin(r->http, 200, mime_type(op->path), (int64_t)op->size, NULL) < 0) {
+                api_req_finish(r);
+                host_close(op);
+                return true;
+        }
+        if (http_request_is_head(r->http))
+                op->sent = op->size; /* nothing is sent: the head says it all */
+        host_pump(op);
+        return true;
 }
 
 /* ---- frames ---- */
@@ -523,6 +659,7 @@ static void file_free(struct api_req *r)
 {
         struct file_op *op = (struct file_op *)r;
 
+        host_close(op);
         buf_free(&op->data);
         json_decref(op->files);
 }
@@ -571,6 +708,11 @@ static void files_step(struct api_req *r)
         case F_GET:
                 if (query_path(req, op, false) < 0)
                         break;
+                /* running (a sleeping one wakes: this runs again then) */
+                if (!api_req_find_sandbox(r))
+                        break;
+                if (host_get(op))
+                        break;
                 start(op, FRAME_FILE_READ,
                       wire_file_encode(FRAME_FILE_READ, &(struct wire_file){.path = op->path}));
                 break;
@@ -617,6 +759,7 @@ static void files(struct api *a, struct http_request *req, const char *name, con
         if (!op)
                 return;
         op->mode = -1;
+        op->fd = -1;
 
         if (*sub) {
                 static const struct {

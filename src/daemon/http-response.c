@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <unistd.h>
 
 #include "common/buf.h"
@@ -269,6 +270,87 @@ int http_response_write_held(struct http_request *req, const void *data, size_t 
                              http_write_cb done, void *ud)
 {
         return response_write(req, data, len, true, done, ud);
+}
+
+int64_t http_response_sendfile(struct http_request *req, int fd, uint64_t offset, size_t len,
+                               http_write_cb done, void *ud)
+{
+        struct conn *c = req->conn;
+        size_t taken = 0, rest;
+        struct wreq *wr;
+        uv_buf_t buf;
+        int sock;
+
+        if (!c || req->ended || c->closing)
+                return -EPIPE;
+        if (!req->begun || req->chunked || !done)
+                return -EINVAL;
+        if (req->head || len == 0)
+                return 0;
+        if (c->fuzz || uv_fileno((uv_handle_t *)&c->tcp, &sock) < 0)
+                return -EPIPE;
+        if (c->srv && c->srv->cfg.before_write)
+                c->srv->cfg.before_write(c->srv->cfg.before_write_userdata);
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0) {
+                while (taken < len) {
+                        off_t off = (off_t)(offset + taken);
+                        ssize_t n = sendfile(sock, fd, &off, len - taken);
+
+                        if (n > 0) {
+                                taken += (size_t)n;
+                                continue;
+                        }
+                        if (n == 0 || errno == EAGAIN || errno == EINTR)
+                                break; /* the file's end (it shrank), or the socket is full */
+                        http_conn_close(c);
+                        return -EPIPE;
+                }
+        }
+        if (taken)
+                c->write_ms = conn_now(c); /* progress */
+        /* the socket is full (or something is queued): a little more is copied, whose
+         * write completes once the socket has room again for sendfile */
+        rest = MIN(len - taken, (size_t)CELLA_HTTP_SENDFILE_COPY);
+        len = taken + rest;
+        wr = malloc(sizeof(*wr) + rest);
+        if (!wr) {
+                if (taken)
+                        http_conn_close(c); /* an answer cut inside: nothing can follow */
+                return -ENOMEM;
+        }
+        for (size_t got = 0; taken + got < len;) {
+                ssize_t n =
+                        pread(fd, wr->data + got, len - taken - got, (off_t)(offset + taken + got));
+
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        int e = n < 0 ? -errno : -ENODATA;
+
+                        free(wr);
+                        if (taken || got)
+                                http_conn_close(c);
+                        return e;
+                }
+                got += (size_t)n;
+        }
+        wr->conn = c;
+        wr->req = req;
+        wr->cb = done;
+        wr->ud = ud;
+        wr->counted = len;
+        wr->len = len;
+        buf = uv_buf_init(wr->data, (unsigned)rest); /* empty when taken whole */
+        if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) == 0)
+                c->write_ms = conn_now(c); /* the send deadline counts from here */
+        if (uv_write(&wr->w, (uv_stream_t *)&c->tcp, &buf, 1, write_cb) < 0) {
+                free(wr);
+                http_conn_close(c);
+                return -EPIPE;
+        }
+        http_request_ref(req);
+        req->queued += len;
+        return (int64_t)len;
 }
 
 size_t http_response_queued(const struct http_request *req)

@@ -188,6 +188,17 @@ int http_response_write(struct http_request *req, const void *data, size_t len, 
  * until done is called (done is required; it comes also when the connection failed). */
 int http_response_write_held(struct http_request *req, const void *data, size_t len,
                              http_write_cb done, void *ud);
+/* Up to len bytes of file fd from offset as body bytes of a sized (Content-Length)
+ * response: offered to the socket by sendfile (from the page cache, no copy) while nothing
+ * is queued before them and it takes them; where it stops taking, at most
+ * CELLA_HTTP_SENDFILE_COPY more bytes are read (pread) into one queued write. done is
+ * called once the socket took them all or the connection failed, from the loop as for any
+ * write (required). Returns the bytes sent or queued (> 0 when len > 0), -ENODATA when
+ * the file holds fewer bytes (some may have been sent: the caller closes the connection),
+ * -EINVAL (a chunked response), -EPIPE, -errno; done is not called on an error. For a HEAD
+ * request nothing is sent, 0 is returned and done is not called. */
+int64_t http_response_sendfile(struct http_request *req, int fd, uint64_t offset, size_t len,
+                               http_write_cb done, void *ud);
 /* Bytes queued and not yet taken by the socket. */
 size_t http_response_queued(const struct http_request *req);
 int http_response_end(struct http_request *req);

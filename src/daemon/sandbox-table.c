@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "common/fsutil.h"
@@ -394,6 +396,28 @@ int sandbox_socket(struct sandbox *s)
         if (!sandbox_running(s))
                 return -ESRCH;
         return runtime_container_socket(s->table->rt, &s->ct);
+}
+
+int sandbox_open_file(struct sandbox *s, const char *path, struct stat *ret_st, int *ret_pidfd)
+{
+        uid_t id;
+        int fd, pidfd;
+
+        if (!sandbox_running(s) || !s->agent)
+                return -ESRCH;
+        id = s->table->uid_base + s->slot * CELLA_UID_RANGE; /* its root's, as it started */
+        fd = runtime_container_open_file(&s->ct, id, id, path, ret_st);
+        if (fd < 0)
+                return fd;
+        pidfd = fcntl(s->ct.pidfd, F_DUPFD_CLOEXEC, 3);
+        if (pidfd < 0) {
+                int e = -errno;
+
+                close(fd);
+                return e;
+        }
+        *ret_pidfd = pidfd;
+        return fd;
 }
 
 struct store *sandbox_table_store(struct sandbox_table *t)

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <uv.h>
 
 #include "common/error.h"
@@ -200,6 +201,11 @@ int64_t sandbox_instance(const struct sandbox *s);
 /* A TCP socket created in the sandbox's network namespace (runtime_container_socket);
  * fd or -errno (-ESRCH when it is not running). */
 int sandbox_socket(struct sandbox *s);
+/* A regular file of the running sandbox opened for reading from the host, as its root
+ * could (runtime_container_open_file, under the ids of its root on the host), with
+ * *ret_st; *ret_pidfd gets a duplicate of its PID 1's pidfd (readable once it exits: the
+ * caller closes the file then). fd or -errno (-ESRCH when it is not running). */
+int sandbox_open_file(struct sandbox *s, const char *path, struct stat *ret_st, int *ret_pidfd);
 /* The registry (for the exposed ports kept beside the sandboxes). */
 struct store *sandbox_table_store(struct sandbox_table *t);
 void sandbox_ref(struct sandbox *s);

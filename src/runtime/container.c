@@ -845,6 +845,93 @@ int runtime_container_agent_socket(const struct container *c)
         return TAKE_FD(fd);
 }
 
+/* This thread's file-system ids become uid/gid with no supplementary group (a non-zero
+ * fsuid clears the effective file capabilities: CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+ * CAP_FOWNER); the raw system calls change this thread only, not the process (glibc's
+ * setgroups would change every thread). */
+static int fs_ids_enter(uid_t uid, gid_t gid)
+{
+        if (syscall(SYS_setgroups, 0, NULL) < 0)
+                return -errno;
+        syscall(SYS_setfsgid, gid);
+        syscall(SYS_setfsuid, uid);
+        /* setfsuid answers the previous id, never an error: ask again to be sure */
+        if ((uid_t)syscall(SYS_setfsuid, (uid_t)-1) != uid ||
+            (gid_t)syscall(SYS_setfsgid, (gid_t)-1) != gid)
+                return -EPERM;
+        return 0;
+}
+
+static void fs_ids_leave(const gid_t *saved, int n)
+{
+        syscall(SYS_setfsuid, geteuid());
+        syscall(SYS_setfsgid, getegid());
+        if (syscall(SYS_setgroups, (size_t)n, saved) < 0 ||
+            (uid_t)syscall(SYS_setfsuid, (uid_t)-1) != geteuid()) {
+                /* the loop thread would go on with a sandbox's ids: nothing sane can continue */
+                log_error("restore the file-system ids: %s", strerror(errno));
+                abort();
+        }
+}
+
+static int open_file_as(int root_fd, const char *path, struct stat *st)
+{
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+        };
+        char self[64];
+        struct stat again;
+
+        /* a symlink, the last component too, resolves inside the root as the agent's open
+         * follows it */
+        _cleanup_close_ int pfd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+        if (pfd < 0)
+                return -errno;
+        if (fstat(pfd, st) < 0)
+                return -errno;
+        if (!S_ISREG(st->st_mode))
+                return -EINVAL; /* a directory, FIFO, device, socket: the agent answers */
+        snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+        _cleanup_close_ int fd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &again) < 0)
+                return -errno;
+        if (again.st_dev != st->st_dev || again.st_ino != st->st_ino || !S_ISREG(again.st_mode))
+                return -ESTALE;
+        *st = again;
+        return TAKE_FD(fd);
+}
+
+int runtime_container_open_file(const struct container *c, uid_t uid, gid_t gid, const char *path,
+                                struct stat *ret_st)
+{
+        gid_t saved[CELLA_FS_GROUPS_MAX];
+        char root_path[64];
+        int n, r;
+
+        if (!c || c->pidfd < 0)
+                return -ESRCH;
+        if (uid == 0 || gid == 0)
+                return -EPERM; /* host root's ids would keep its rights */
+        snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)c->pid);
+        _cleanup_close_ int root_fd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        /* The pid was the sandbox's when its root was opened if the pidfd still lives. */
+        if (!runtime_container_is_alive(c))
+                return -ESRCH;
+        n = getgroups(CELLA_FS_GROUPS_MAX, saved);
+        if (n < 0)
+                return -errno;
+        r = fs_ids_enter(uid, gid);
+        if (r == 0)
+                r = open_file_as(root_fd, path, ret_st);
+        fs_ids_leave(saved, n);
+        return r;
+}
+
 int runtime_container_socket(struct runtime *rt, const struct container *c)
 {
         int fd, e;

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -120,6 +121,19 @@ int runtime_container_start(struct runtime *rt, const struct container_spec *spe
  * sandbox. Connect to it as "/proc/self/fd/<fd>" and close it. Returns the fd, -ESRCH when
  * the container is not running, -ENOTSOCK when the path is not a socket, or -errno. */
 int runtime_container_agent_socket(const struct container *c);
+
+/* A regular file of a running container opened for reading as the sandbox's root could:
+ * path is resolved from the PID 1's root (pinned by the pidfd) with RESOLVE_IN_ROOT |
+ * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV (a symlink resolves inside the sandbox, nothing
+ * leads out of it, no mount is crossed: /proc, /dev, /tmp are never reached) as an O_PATH
+ * descriptor (no open side effect), and only a regular file is reopened for reading
+ * through /proc/self/fd (the same inode). The walk and the open run on this thread under
+ * fsuid uid, fsgid gid and no supplementary group, so without capabilities: never more than
+ * the sandbox's root may read. *ret_st gets the file's stat. Returns the fd, -ESRCH when
+ * the container is not running, -EXDEV (a mount on the way), -EINVAL (not a regular
+ * file), -errno. */
+int runtime_container_open_file(const struct container *c, uid_t uid, gid_t gid, const char *path,
+                                struct stat *ret_st);
 
 /* Kill every process of the container (cgroup.kill where the kernel has it, else SIGKILL
  * to every pid of its cgroups), wait for PID 1 to be gone, close the pidfd, remove its

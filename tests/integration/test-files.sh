@@ -1,5 +1,7 @@
 #!/bin/bash
-# Files: raw binary round trip (5 MiB by sha256), JSON read/write utf-8 and base64,
+# Files: raw binary round trip (5 MiB by sha256), downloads from the host (md5, symlinks
+# out of the sandbox and swapped under the downloads, special files, rights, a
+# PID 1 killed under a download, a sleeping sandbox), JSON read/write utf-8 and base64,
 # list/mkdir/mv/rm/exists and their errors; names that are not UTF-8 (pathEncoding=base64)
 # and paths that cannot be one.
 . "$(dirname "$0")/lib.sh"
@@ -184,4 +186,172 @@ api GET "$F?path=no*t-base64&pathEncoding=base64" >/dev/null
 expect_status 400 VALIDATION_FAILED
 api GET "$F?path=a&pathEncoding=latin1" >/dev/null
 expect_status 400 VALIDATION_FAILED
+
+info "downloads from the host (decision 0061): the sandbox's own files, never the host's"
+pid1() { # the host pid of sandbox $1's PID 1 (cella-init)
+        local p
+        for p in $(sandbox_pids "$1"); do
+                if grep -qs '^NSpid:.*[[:space:]]1$' "/proc/$p/status"; then
+                        echo "$p"
+                        return
+                fi
+        done
+}
+md5() { md5sum <"$1" | cut -d' ' -f1; }
+get() { # PATH OUT [curl options]: the raw GET of PATH into OUT; prints the status
+        local q=$1 out=$2
+        shift 2
+        local st
+        st=$(curl -sS -o "$out" -w '%{http_code}' "$@" "$CELLA_URL$F?path=$q" 2>/dev/null) || true
+        echo "${st:-000}"
+}
+P1=$(pid1 "$S")
+[ -n "$P1" ] || fail "no PID 1 of $S"
+head -c $((3 * 1024 * 1024 + 17)) /dev/urandom >"$IT_TMP/fast"
+api PUT "$F?path=/workspace/fast.bin" --data-binary @"$IT_TMP/fast" >/dev/null
+expect_status 200
+# With the agent stopped only cellad itself can answer: the file comes from the host.
+kill -STOP "$P1"
+st=$(get /workspace/fast.bin "$IT_TMP/fast.back" -D "$IT_TMP/fast.head" --max-time 30)
+kill -CONT "$P1"
+assert_eq 200 "$st" "host-side download with the agent stopped"
+assert_eq "$(md5 "$IT_TMP/fast")" "$(md5 "$IT_TMP/fast.back")" "host-side download md5"
+assert_contains "$(tr -d '\r' <"$IT_TMP/fast.head")" "Content-Length: $((3 * 1024 * 1024 + 17))"
+assert_contains "$(tr -d '\r' <"$IT_TMP/fast.head")" "Content-Type: application/octet-stream"
+assert_eq 200 "$(get /workspace/t.txt "$IT_TMP/t.back" -D "$IT_TMP/t.head")" "a text file"
+assert_contains "$(tr -d '\r' <"$IT_TMP/t.head")" "Content-Type: text/plain; charset=utf-8"
+assert_eq "$(run_in "$S" 'md5sum </workspace/t.txt | cut -d" " -f1')" "$(md5 "$IT_TMP/t.back")" \
+        "text file md5"
+st=$(curl -sS -o /dev/null -I -w '%{http_code} %header{content-length}' \
+        "$CELLA_URL$F?path=/workspace/fast.bin") || fail "HEAD"
+assert_eq "200 $((3 * 1024 * 1024 + 17))" "$st" "HEAD: the length, no body"
+api PUT "$F?path=/workspace/empty" --data-binary '' >/dev/null
+st=$(curl -sS -o "$IT_TMP/e.back" -w '%{http_code} %{size_download}' \
+        "$CELLA_URL$F?path=/workspace/empty") || fail "GET an empty file"
+assert_eq "200 0" "$st" "an empty file"
+
+# The host path has the rights of the sandbox's root without its capabilities, never
+# more: a file of mode 0000 (and one of another owner, 0600) only the agent reads (with
+# the agent stopped, no answer comes), and the agent's answer is the file.
+run_in "$S" 'echo root-only >/workspace/m000 && chmod 000 /workspace/m000 &&
+        echo other-owner >/workspace/o600 && chown 1000:1000 /workspace/o600 &&
+        chmod 600 /workspace/o600' >/dev/null
+for q in m000 o600; do
+        kill -STOP "$P1"
+        st=$(get "/workspace/$q" "$IT_TMP/q.back" --max-time 3)
+        kill -CONT "$P1"
+        assert_eq 000 "$st" "$q is not read from the host"
+        api GET "$F?path=/workspace/$q" >/dev/null
+        expect_status 200
+done
+assert_eq other-owner "$(body)" "the agent reads it"
+
+# A marker on the host, at a path that does not exist inside the sandbox.
+MARK="host-marker-$RANDOM$RANDOM"
+mkdir -p "$IT_TMP/hostdir"
+echo "$MARK" >"$IT_TMP/hostdir/marker"
+chmod 0644 "$IT_TMP/hostdir/marker"
+chmod 0755 "$IT_TMP" "$IT_TMP/hostdir"
+run_in "$S" "mkdir -p /workspace/d && echo sandbox-own >/workspace/d/marker &&
+        ln -sfn /etc/shadow /workspace/l-shadow &&
+        ln -sfn ../../../../../../etc/hostname /workspace/l-up &&
+        ln -sfn /proc/1/root/etc/passwd /workspace/l-proc &&
+        ln -sfn /proc/self/root/etc/passwd /workspace/l-self &&
+        ln -sfn '$IT_TMP/hostdir/marker' /workspace/l-host &&
+        ln -sfn ../../../../..'$IT_TMP/hostdir' /workspace/l-hostdir &&
+        mkfifo /workspace/fifo && ln -sfn /dev/null /workspace/l-null" >/dev/null
+for l in l-shadow:/etc/shadow l-up:/etc/hostname l-proc:/etc/passwd l-self:/etc/passwd; do
+        st=$(get "/workspace/${l%%:*}" "$IT_TMP/l.back")
+        assert_eq 200 "$st" "${l%%:*}"
+        assert_eq "$(run_in "$S" "md5sum <${l#*:} | cut -d' ' -f1")" "$(md5 "$IT_TMP/l.back")" \
+                "${l%%:*} is the sandbox's ${l#*:}"
+done
+assert_ne "$(md5 /etc/shadow)" "$(md5 "$IT_TMP/l.back")" "not the host's file"
+api GET "$F?path=/workspace/l-host" >/dev/null
+expect_status 404 FILE_NOT_FOUND
+api GET "$F?path=/workspace/l-hostdir/marker" >/dev/null
+expect_status 404 FILE_NOT_FOUND
+api GET "$F?path=/proc/$P1/root$IT_TMP/hostdir/marker" >/dev/null
+expect_status 404 FILE_NOT_FOUND
+# not regular files: the agent's answers, as before
+api GET "$F?path=/workspace/d" >/dev/null
+expect_status 400 IS_DIRECTORY
+api GET "$F?path=/workspace/fifo" >/dev/null
+expect_status 400 VALIDATION_FAILED
+api GET "$F?path=/workspace/l-null" >/dev/null
+expect_status 400 VALIDATION_FAILED
+api GET "$F?path=/dev/null" >/dev/null
+expect_status 400 VALIDATION_FAILED
+api GET "$F?path=/workspace/nope" >/dev/null
+expect_status 404 FILE_NOT_FOUND
+# /tmp is a mount of its own (tmpfs): the agent reads it
+run_in "$S" 'echo in-tmp >/tmp/x' >/dev/null
+assert_eq in-tmp "$(api GET "$F?path=/tmp/x")" "a file on another mount"
+
+info "symlinks swapped in a loop while 200 downloads run: never a host byte"
+run_in "$S" "ln -sfn /workspace/d /workspace/sw && ln -sfn /workspace/d/marker /workspace/swf" \
+        >/dev/null
+jq -cn --arg h "$IT_TMP/hostdir" '{command: ("end=$(($(date +%s) + 120)); while [ $(date +%s) -lt $end ] && [ ! -e /workspace/stop ]; do ln -sfn " + $h + " /workspace/sw; ln -sfn ../../../../..\($h)/marker /workspace/swf; ln -sfn /workspace/d /workspace/sw; ln -sfn /workspace/d/marker /workspace/swf; ln -sfn /proc/1/root\($h) /workspace/sw; done"), timeout: 150000}' \
+        >"$IT_TMP/swap.json"
+curl -sS -o "$IT_TMP/swap.out" -H 'Content-Type: application/json' \
+        --data-binary @"$IT_TMP/swap.json" "$CELLA_URL/v1/sandboxes/$S/exec" &
+swapper=$!
+sleep 1
+own=0
+for i in $(seq 1 100); do
+        for q in /workspace/sw/marker /workspace/swf; do
+                st=$(get "$q" "$IT_TMP/sw.back")
+                if grep -q "$MARK" "$IT_TMP/sw.back"; then
+                        touch "/proc/$P1/root/workspace/stop"
+                        fail "a download of $q gave the host's marker"
+                fi
+                case $st in
+                200) assert_eq sandbox-own "$(cat "$IT_TMP/sw.back")" "$q"
+                        own=$((own + 1)) ;;
+                404 | 400) ;;
+                *) fail "$q: HTTP $st: $(head -c 300 "$IT_TMP/sw.back")" ;;
+                esac
+        done
+done
+run_in "$S" 'touch /workspace/stop' >/dev/null
+wait "$swapper" || fail "the swapping command"
+[ "$own" -gt 0 ] || fail "no download found the sandbox's own file"
+info "swapped: $own of 200 downloads were the sandbox's file, none the host's"
+
+info "the sandbox's PID 1 exits under a download from the host: the download is cut"
+head -c $((32 * 1024 * 1024)) /dev/urandom >"$IT_TMP/slow"
+api PUT "$F?path=/workspace/slow.bin" --data-binary @"$IT_TMP/slow" >/dev/null
+expect_status 200
+curl -sS --limit-rate 1M -o "$IT_TMP/slow.back" "$CELLA_URL$F?path=/workspace/slow.bin" \
+        2>/dev/null &
+slow=$!
+for _ in $(seq 1 100); do
+        [ -s "$IT_TMP/slow.back" ] && break
+        sleep 0.1
+done
+[ -s "$IT_TMP/slow.back" ] || fail "the slow download did not begin"
+kill -KILL "$P1"
+rc=0
+wait "$slow" || rc=$?
+assert_eq 18 "$rc" "curl: a partial file (the connection closed before Content-Length)"
+[ "$(stat -c %s "$IT_TMP/slow.back")" -lt $((32 * 1024 * 1024)) ] || fail "not cut"
+cmp -s -n "$(stat -c %s "$IT_TMP/slow.back")" "$IT_TMP/slow" "$IT_TMP/slow.back" ||
+        fail "the bytes before the cut are not the file's"
+assert_eq "$(md5 "$IT_TMP/slow")" "$(api GET "$F?path=/workspace/slow.bin" | md5sum | cut -d' ' -f1)" \
+        "whole again once the sandbox runs again"
+P1=$(pid1 "$S")
+
+info "a sleeping sandbox wakes for a download"
+Z=$(sbx files-sleep)
+api_json PUT "/v1/sandboxes/$Z" '{"sleepAfter":"2s"}'
+api PUT "/v1/sandboxes/$Z/files?path=/workspace/z.bin" --data-binary @"$IT_TMP/fast" >/dev/null
+expect_status 200
+wait_sleeping "$Z"
+st=$(curl -sS -o "$IT_TMP/z.back" -w '%{http_code}' \
+        "$CELLA_URL/v1/sandboxes/$Z/files?path=/workspace/z.bin") || st=000
+assert_eq 200 "$st" "download from a sleeping sandbox"
+assert_eq "$(md5 "$IT_TMP/fast")" "$(md5 "$IT_TMP/z.back")" "after its wake"
+api GET "/v1/sandboxes/$Z" >/dev/null
+assert_eq running "$(body .state)" "woken"
+api DELETE "/v1/sandboxes/$Z" >/dev/null
 info "files: ok"
