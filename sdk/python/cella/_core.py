@@ -371,6 +371,14 @@ def ws_path(ref: SandboxRef, port: int, path: str) -> str:
     return f"{ref.base}/ws/{port}/{path.lstrip('/')}"
 
 
+def sleep(ref: SandboxRef) -> Op[SandboxInfo]:
+    """POST /sleep after :func:`ensure`: asleep now (never creates it: a sandbox that does
+    not exist is :class:`cella.SandboxNotFoundError`)."""
+    yield from ensure(ref)
+    resp = yield Request("POST", ref.base + "/sleep")
+    return SandboxInfo.from_json(resp.json())
+
+
 def destroy(ref: SandboxRef) -> Op[bool]:
     """DELETE the sandbox; answers whether it existed."""
     resp = yield Request("DELETE", ref.base, idempotent=True)
