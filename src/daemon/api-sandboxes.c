@@ -297,20 +297,12 @@ static void sleep_body(struct http_request *req, const char *body, size_t len, v
         struct api *a = ud;
         struct cella_error err = {0};
         const char *name = http_request_get_userdata(req);
-        json_error_t je;
 
         http_request_set_userdata(req, NULL);
-        if (len > 0) { /* no body, or {} */
-                json_t *j = json_loadb(body, len, 0, &je);
-                int r = j ? json_unpack_ex(j, &je, JSON_STRICT, "{}") : -1;
-
-                json_decref(j);
-                if (r < 0) {
-                        http_respond_code(req, CELLA_E_VALIDATION_FAILED,
-                                          "body must be empty or {}: %s", je.text);
-                        free((char *)name);
-                        return;
-                }
+        if (api_decode_sleep(body, len, &err) < 0) { /* refused before anything sleeps */
+                http_respond_error(req, &err, NULL);
+                free((char *)name);
+                return;
         }
         http_request_ref(req);
         if (sandbox_table_sleep(a->cfg.table, name, slept, req, &err) < 0) {
