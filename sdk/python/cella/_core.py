@@ -372,8 +372,9 @@ def ws_path(ref: SandboxRef, port: int, path: str) -> str:
 
 
 def sleep(ref: SandboxRef) -> Op[SandboxInfo]:
-    """POST /sleep after :func:`ensure`: asleep now (never creates it: a sandbox that does
-    not exist is :class:`cella.SandboxNotFoundError`)."""
+    """POST /sleep after :func:`ensure` (which sends the handle's options once, as every
+    call does): asleep now. POST /sleep itself creates nothing: a name that does not exist
+    (a handle without options) is :class:`cella.SandboxNotFoundError`."""
     yield from ensure(ref)
     resp = yield Request("POST", ref.base + "/sleep")
     return SandboxInfo.from_json(resp.json())

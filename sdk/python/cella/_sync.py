@@ -276,8 +276,9 @@ class Sandbox(core.SandboxBase[Client]):
         ``raw["memorySnapshotBytes"]``), else its files. ``keep_alive`` does not prevent it; its
         open commands, streams and terminals end. A sleeping sandbox is answered as it is;
         a stopped one raises a :class:`cella.SandboxError` with code ``SANDBOX_STOPPED``
-        (HTTP 409); one that does not exist :class:`cella.SandboxNotFoundError`. Any later
-        operation wakes it."""
+        (HTTP 409). The handle's options not yet sent are sent first, as by every call
+        (which creates the sandbox); without options, a sandbox that does not exist is
+        :class:`cella.SandboxNotFoundError`. Any later operation wakes it."""
         return self._run(core.sleep(self._ref))
 
     def destroy(self) -> bool:
