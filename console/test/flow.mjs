@@ -300,9 +300,28 @@ try {
     await shoot(key);
   }
 
+  // ---- sleep and wake (POST /sleep, decision 0063) ----
+  log('sleep and wake from the sandboxes page, by the keyboard');
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await page.click('a[data-nav=sandboxes]');
+  const row = `#sandboxes tr[data-sandbox="${NAME}"]`;
+  await page.waitForSelector(`${row} button[data-action=sleep]`, { timeout: T });
+  await page.focus(`${row} button[data-action=sleep]`);
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(([n, st]) => document.querySelector(`#sandboxes tr[data-sandbox="${n}"] .state`)?.textContent === st, [NAME, 'sleeping'], { timeout: T });
+  const slept = await apiGet(`/v1/sandboxes/${NAME}`);
+  check(slept.status === 200 && JSON.parse(slept.text).state === 'sleeping', `after Sleep: ${slept.status} ${slept.text}`);
+  await page.waitForSelector(`${row} button[data-action=wake]`, { timeout: T });
+  await page.click(`${row} button[data-action=wake]`);
+  await page.waitForFunction(([n, st]) => document.querySelector(`#sandboxes tr[data-sandbox="${n}"] .state`)?.textContent === st, [NAME, 'running'], { timeout: T });
+  log('sleep from the sandbox page');
+  await page.goto(`${URL_}/console/#/sandbox/${NAME}/settings`);
+  await page.waitForSelector('#sleep', { timeout: T });
+  await page.click('#sleep');
+  await page.waitForFunction(() => document.querySelector('.summary .state')?.textContent === 'sleeping', null, { timeout: T });
+
   // ---- destroy ----
   log('destroy the sandbox');
-  await page.setViewportSize({ width: 1280, height: 800 });
   await page.click('#destroy');
   await page.waitForSelector('table#sandboxes', { timeout: T });
   await page.waitForFunction((n) => !document.querySelector(`#sandboxes tr[data-sandbox="${n}"]`), NAME, { timeout: T });

@@ -75,6 +75,11 @@ int cella_sandbox_create(cella_client *c, const char *name, const struct cella_s
 int cella_sandbox_info(cella_client *c, const char *name, char **ret_json);
 int cella_sandbox_list(cella_client *c, char **ret_json);
 int cella_sandbox_destroy(cella_client *c, const char *name, bool *ret_existed);
+/* Put the sandbox to sleep now, as an idle sleep does (its sleepMode; keepAlive and open
+ * streams notwithstanding: they end), and return once it sleeps (a memory sleep: after its
+ * checkpoint). *ret_json: its SandboxInfo (state "sleeping"); free with cella_free. A
+ * sleeping sandbox is answered as it is; a stopped one is code SANDBOX_STOPPED (409). */
+int cella_sandbox_sleep(cella_client *c, const char *name, char **ret_json);
 /* setEnvVars: "K=V" sets, a bare "K" unsets; NULL-terminated. */
 int cella_sandbox_set_env(cella_client *c, const char *name, const char *const *vars);
 

@@ -49,6 +49,7 @@ int cmd_create(cella_client *c, struct cli_args *a);
 int cmd_list(cella_client *c, struct cli_args *a);
 int cmd_info(cella_client *c, struct cli_args *a);
 int cmd_destroy(cella_client *c, struct cli_args *a);
+int cmd_sleep(cella_client *c, struct cli_args *a);
 int cmd_env(cella_client *c, struct cli_args *a);
 int cmd_health(cella_client *c, struct cli_args *a);
 /* cmd-mcp.c */

@@ -1,4 +1,4 @@
-/* Sandboxes themselves: create, list, info, env set, destroy, health. */
+/* Sandboxes themselves: create, list, info, env set, destroy, sleep, health. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +208,32 @@ int cmd_destroy(cella_client *c, struct cli_args *a)
         else
                 cli_confirm(a, "sandbox '%s' did not exist", a->pos[1]);
         return 0;
+}
+
+/* "sandbox 'NAME' is sleeping" and what the sleep kept (0050, 0063). */
+static void print_slept(cella_client *c, json_t *j, const struct cli_args *a)
+{
+        json_t *bytes = json_object_get(j, "memorySnapshotBytes");
+        const char *why = json_string_value(json_object_get(j, "memorySleepError"));
+
+        (void)c;
+        if (json_is_integer(bytes))
+                cli_confirm(a, "sandbox '%s' is sleeping with its memory (%.1f MiB)", a->pos[1],
+                            (double)json_integer_value(bytes) / (1 << 20));
+        else if (why)
+                cli_confirm(a, "sandbox '%s' is sleeping with its files (%s)", a->pos[1], why);
+        else
+                cli_confirm(a, "sandbox '%s' is sleeping", a->pos[1]);
+}
+
+/* sleep NAME: asleep now (POST /sleep) */
+int cmd_sleep(cella_client *c, struct cli_args *a)
+{
+        char *text = NULL;
+
+        if (!cli_has_args(a, 2))
+                return cli_bad_args(a);
+        return cli_answer(c, a, cella_sandbox_sleep(c, a->pos[1], &text), &text, print_slept);
 }
 
 /* env set NAME K=V|K... [--session S] */

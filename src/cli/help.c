@@ -83,6 +83,14 @@ const struct cli_command cli_commands[] = {
          "Removes the sandbox and prints `destroyed sandbox 'NAME'` (or that it did not\n"
          "exist: destroying is idempotent).\n",
          NULL, "  cella destroy box\n", 1},
+        {"sleep", "put a sandbox to sleep now", "cella sleep NAME [--json]",
+         "Puts the sandbox to sleep at once, as an idle sleep does (its sleep mode: its\n"
+         "memory checkpointed where the host can, else its files kept), whatever its\n"
+         "keep-alive, ending its open commands and terminals. Prints `sandbox 'NAME' is\n"
+         "sleeping` (and with its memory, the checkpoint's size); a sleeping sandbox is\n"
+         "left as it is; a stopped one fails with SANDBOX_STOPPED. Any later command\n"
+         "wakes it.\n",
+         "  --json   the SandboxInfo JSON\n", "  cella sleep box\n", 1},
         {"env", "set or unset environment variables of a sandbox or a session",
          "cella env set NAME K=V|K... [--session S]",
          "K=V sets, K alone unsets. Without --session: the sandbox's variables (kept\n"

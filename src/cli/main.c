@@ -101,7 +101,7 @@ static const struct {
         {"expose", cmd_ports},    {"ports", cmd_ports},     {"unexpose", cmd_ports},
         {"health", cmd_health},   {"mcp", cmd_mcp},         {"snapshot", cmd_snapshot},
         {"fork", cmd_fork},       {"top", cmd_top},         {"backup", cmd_backup},
-        {"key", cmd_key},
+        {"key", cmd_key},         {"sleep", cmd_sleep},
 };
 
 static int dispatch(cella_client *c, struct cli_args *a)

@@ -637,6 +637,12 @@ int cella_sandbox_destroy(cella_client *c, const char *name, bool *ret_existed)
         return r;
 }
 
+int cella_sandbox_sleep(cella_client *c, const char *name, char **ret_json)
+{
+        return client_request_url(c, "POST", client_url(c, name, "/sleep", NULL, NULL, NULL), NULL,
+                                  ret_json);
+}
+
 /* {"K": "V" | null} from "K=V" / "K" strings; NULL (error set) if one is malformed. */
 static json_t *env_vars_object(cella_client *c, const char *const *vars)
 {

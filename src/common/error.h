@@ -47,6 +47,7 @@
         X(INVALID_SANDBOX_NAME, 400)        \
         X(SANDBOX_NOT_FOUND, 404)           \
         X(SANDBOX_LIMIT_REACHED, 429)       \
+        X(SANDBOX_STOPPED, 409)             \
         X(IMAGE_NOT_FOUND, 404)             \
         X(IMAGE_IN_USE, 409)                \
         X(IMAGE_EXISTS, 409)                \

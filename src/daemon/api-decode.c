@@ -474,6 +474,20 @@ int api_decode_env(const char *body, size_t len, struct api_env *ret, struct cel
         return r;
 }
 
+int api_decode_sleep(const char *body, size_t len, struct cella_error *err)
+{
+        if (len == 0)
+                return 0;
+        _cleanup_json_ json_t *j = field_load_object(body, len, err);
+        if (!j)
+                return -EINVAL;
+        if (json_object_size(j) > 0)
+                return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                       "'%.64s': POST /sleep takes no field (no body, or {})",
+                                       json_object_iter_key(json_object_iter(j)));
+        return 0;
+}
+
 void api_session_done(struct api_session *p)
 {
         free(p->id);

@@ -65,6 +65,11 @@ void api_session_done(struct api_session *p);
 int api_decode_env(const char *body, size_t len, struct api_env *ret, struct cella_error *err);
 void api_env_done(struct api_env *p);
 
+/* POST .../sleep: no body, or {} (no field yet: one given is 400, so that a field added
+ * later cannot change what an old client's mistake meant; decision 0063). 0, or -EINVAL
+ * with err set. */
+int api_decode_sleep(const char *body, size_t len, struct cella_error *err);
+
 /* POST .../exec: {command, timeout?, env?, cwd?, sessionId?} */
 struct api_exec {
         char *command;

@@ -19,6 +19,7 @@ API_HANDLER(api_sandboxes_list);
 API_HANDLER(api_sandbox_put); /* p->raw: checked with the body's normalizeId */
 API_HANDLER(api_sandbox_get);
 API_HANDLER(api_sandbox_delete);
+API_HANDLER(api_sandbox_sleep); /* POST /sleep: asleep now (0063) */
 
 /* console.c: the web console's files (GET /, /console/{file*}: docs/console.md) */
 API_HANDLER(api_console_root);

@@ -28,6 +28,7 @@ const struct api_route api_routes[] = {
         {"PUT", SBX, api_sandbox_put, API_ROUTE_RAW_ID},
         {"GET HEAD", SBX, api_sandbox_get, 0},
         {"DELETE", SBX, api_sandbox_delete, 0},
+        {"POST", SBX "/sleep", api_sandbox_sleep, 0},
 
         {"POST", SBX "/snapshots", api_snapshot_create, 0},
         {"GET HEAD", SBX "/snapshots", api_sandbox_snapshots, 0},

@@ -1,5 +1,5 @@
 /* The sandboxes themselves (docs/api.md "Sandboxes"): health, list, create or update (PUT),
- * info, destroy. */
+ * info, destroy, sleep now (0063). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -271,4 +271,67 @@ void api_sandbox_delete(struct api *a, struct http_request *req, const struct ap
         }
         http_respond_json(req, 200, j);
         json_decref(j);
+}
+
+/* The sleep is over: SandboxInfo of the sandbox asleep (a client that left: a no-op). */
+static void slept(struct sandbox *sb, const struct cella_error *err, void *ud)
+{
+        struct http_request *req = ud;
+
+        if (err) {
+                http_respond_error(req, err, NULL);
+        } else {
+                json_t *info = sandbox_info(sb);
+
+                if (info)
+                        http_respond_json(req, 200, info);
+                else
+                        http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                json_decref(info);
+        }
+        http_request_unref(req);
+}
+
+static void sleep_body(struct http_request *req, const char *body, size_t len, void *ud)
+{
+        struct api *a = ud;
+        struct cella_error err = {0};
+        const char *name = http_request_get_userdata(req);
+
+        http_request_set_userdata(req, NULL);
+        if (api_decode_sleep(body, len, &err) < 0) { /* refused before anything sleeps */
+                http_respond_error(req, &err, NULL);
+                free((char *)name);
+                return;
+        }
+        http_request_ref(req);
+        if (sandbox_table_sleep(a->cfg.table, name, slept, req, &err) < 0) {
+                http_request_unref(req);
+                http_respond_error(req, &err, NULL);
+        }
+        free((char *)name);
+}
+
+static void sleep_abort(struct http_request *req, void *ud)
+{
+        (void)ud;
+        free(http_request_get_userdata(req));
+        http_request_set_userdata(req, NULL);
+}
+
+void api_sandbox_sleep(struct api *a, struct http_request *req, const struct api_args *p)
+{
+        char *name = strdup(p->name);
+
+        if (!name) {
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "out of memory");
+                return;
+        }
+        http_request_set_userdata(req, name);
+        http_request_on_abort(req, sleep_abort, NULL);
+        if (http_request_read_body(req, CELLA_HTTP_MAX_JSON_BODY, sleep_body, a) < 0) {
+                http_request_set_userdata(req, NULL);
+                free(name);
+                http_respond_code(req, CELLA_E_INTERNAL_ERROR, "cannot read body");
+        }
 }

@@ -621,8 +621,9 @@ static void route_call(struct api *a, struct http_request *req, const struct api
         if (p->principal == &b->acting)
                 h->p.principal = &h->b.acting;
         /* What creates a sandbox creates a name (api_sandbox_for): a write, or a WebSocket
-         * upgrade; a GET, a HEAD or a DELETE of a name nobody has is answered here. */
-        creates = !(is_method(req, "GET") || is_method(req, "HEAD") || is_method(req, "DELETE")) ||
+         * upgrade; a GET, a HEAD, a DELETE or a sleep of a name nobody has is answered here. */
+        creates = !(is_method(req, "GET") || is_method(req, "HEAD") || is_method(req, "DELETE") ||
+                    strcmp(m->route->pattern, "/v1/sandboxes/{id}/sleep") == 0) ||
                   http_request_header(req, "Upgrade");
         forward_resolve(a->cfg.forward, &a->preview, req, name, creates, route_serve, h);
 }

@@ -33,7 +33,7 @@
  *                                           STARTING while its job runs: s->job)
  *   STARTING -> the state before            a start that failed (its teardown done; a new
  *                                           sandbox is then destroyed)
- *   RUNNING -> SLEEPING                     idle (sandbox_sleep)
+ *   RUNNING -> SLEEPING                     idle, or POST /sleep (sandbox_sleep)
  *   RUNNING -> STOPPED                      PID 1 exited (on_container_exit)
  *   SLEEPING, STOPPED -> STARTING           the next operation (sandbox_ensure_running)
  *   any -> DESTROYED                        removed from the table or the pool; the memory
@@ -100,6 +100,10 @@ struct sandbox {
          * <dir>/checkpoint: a restore that fails is the start's failure (0050) */
         bool memory_fork;
         bool forking; /* the job in progress is a memory fork's dump of it */
+
+        /* POST /sleep calls waiting for the memory sleep's checkpoint in progress
+         * (checkpoint_finish calls them back once it sleeps) */
+        struct sleep_waiter *sleepers;
 
         /* {backupId, createdAt, dir}: a cluster's failover restored its files from that
          * backup (decision 0057); NULL: none */
@@ -253,6 +257,13 @@ int sandbox_path(const struct sandbox *s, const char *name, char *out, size_t ou
 uint64_t sandbox_checkpoint_bytes(struct sandbox *s);
 
 /* sandbox-life.c */
+struct sleep_waiter {
+        struct sleep_waiter *next;
+        sandbox_sleep_cb cb;
+        void *ud;
+};
+/* Call back every POST /sleep waiting for s (asleep, or err). */
+void sandbox_sleepers_flush(struct sandbox *s, const struct cella_error *err);
 void image_env_under(const struct sandbox_table *t, const char *image, json_t *env);
 void on_idle_check(uv_timer_t *timer);
 extern const struct sandbox_directory_ops sandbox_local_ops;

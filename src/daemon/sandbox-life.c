@@ -170,18 +170,19 @@ static int sandbox_create(struct sandbox_table *t, const char *name,
         return 0;
 }
 
-/* Put an idle sandbox to sleep: every process stops and its memory is freed; its files
- * (the upper layer, /workspace included) stay on disk. The next operation wakes it. With
- * sleepMode "memory" where the host can (0050), its processes are checkpointed first and
- * the next operation restores them; a checkpoint that fails leaves a sleep with the files
- * only, which memorySleepError explains. */
-static void sandbox_sleep(struct sandbox *s)
+/* Put a running sandbox to sleep (idle, or asked by POST /sleep: why): every process
+ * stops and its memory is freed; its files (the upper layer, /workspace included) stay on
+ * disk. The next operation wakes it. With sleepMode "memory" where the host can (0050),
+ * its processes are checkpointed first and the next operation restores them; a checkpoint
+ * that fails leaves a sleep with the files only, which memorySleepError explains. 1: the
+ * checkpoint is queued (asleep when it is over: checkpoint_finish); 0: asleep now. */
+static int sandbox_sleep(struct sandbox *s, const char *why)
 {
         struct cella_error e = {0};
 
         if (s->sleep_memory && !s->table->memsleep_reason[0]) {
                 if (sandbox_checkpoint_async(s, &e) == 0)
-                        return; /* asleep when the checkpoint is over */
+                        return 1; /* asleep when the checkpoint is over */
                 snprintf(s->memsleep_note, sizeof(s->memsleep_note),
                          "its memory was not checkpointed (%s); it slept with its files", e.msg);
                 log_warn("sandbox '%s': %s", s->name, s->memsleep_note);
@@ -192,8 +193,119 @@ static void sandbox_sleep(struct sandbox *s)
         memset(&e, 0, sizeof(e));
         if (sandbox_persist(s, &e) < 0)
                 log_warn("sandbox '%s': %s", s->name, e.msg);
-        log_info("sandbox '%s' sleeping after %lld s idle", s->name,
-                 (long long)(s->sleep_after_ms / 1000));
+        if (why)
+                log_info("sandbox '%s' sleeping %s", s->name, why);
+        else
+                log_info("sandbox '%s' sleeping after %lld s idle", s->name,
+                         (long long)(s->sleep_after_ms / 1000));
+        return 0;
+}
+
+void sandbox_sleepers_flush(struct sandbox *s, const struct cella_error *err)
+{
+        struct sleep_waiter *w = s->sleepers;
+
+        s->sleepers = NULL;
+        sandbox_ref(s);
+        while (w) {
+                struct sleep_waiter *next = w->next;
+                w->cb(err ? NULL : s, err, w->ud);
+                free(w);
+                w = next;
+        }
+        sandbox_unref(s);
+}
+
+/* cb waits for the checkpoint in progress of s (s->checkpointing). */
+static int sleeper_add(struct sandbox *s, sandbox_sleep_cb cb, void *ud, struct cella_error *err)
+{
+        struct sleep_waiter *w = calloc(1, sizeof(*w)), **tail = &s->sleepers;
+
+        if (!w)
+                return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+        w->cb = cb;
+        w->ud = ud;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = w;
+        return 0;
+}
+
+/* The sleep of s now that nothing starts it (POST /sleep, plan-then-apply: every refusal
+ * before anything is done). */
+static int sleep_settled(struct sandbox *s, sandbox_sleep_cb cb, void *ud, struct cella_error *err)
+{
+        switch (s->state) {
+        case SANDBOX_SLEEPING:
+                cb(s, NULL, ud);
+                return 0;
+        case SANDBOX_RUNNING:
+                break;
+        case SANDBOX_STARTING: /* a checkpoint: its sleep is this one */
+                if (s->checkpointing)
+                        return sleeper_add(s, cb, ud, err);
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "sandbox '%s' is starting; try again", s->name);
+        default:
+                return cella_error_set(err, CELLA_E_SANDBOX_STOPPED,
+                                       "sandbox '%s' is stopped (its PID 1 exited): it is not "
+                                       "running, so it cannot sleep; any other request starts it",
+                                       s->name);
+        }
+        if (s->snaps)
+                return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
+                                       "sandbox '%s' is being captured (a snapshot or a fork); "
+                                       "try again",
+                                       s->name);
+        if (sandbox_sleep(s, "on request (POST /sleep)") == 1)
+                return sleeper_add(s, cb, ud, err); /* the checkpoint is queued: it will call */
+        cb(s, NULL, ud);
+        return 0;
+}
+
+struct sleep_after_start {
+        sandbox_sleep_cb cb;
+        void *ud;
+};
+
+/* The start (a wake, a memory fork's dump) that a POST /sleep waited for is over. */
+static void sleep_after_start(struct sandbox *s, bool created, const struct cella_error *err,
+                              void *userdata)
+{
+        struct sleep_after_start *w = userdata;
+        struct cella_error e = {0};
+
+        (void)created;
+        if (!err && sleep_settled(s, w->cb, w->ud, &e) < 0)
+                err = &e;
+        if (err)
+                w->cb(NULL, err, w->ud);
+        free(w);
+}
+
+int sandbox_table_sleep(struct sandbox_table *t, const char *name, sandbox_sleep_cb cb, void *ud,
+                        struct cella_error *err)
+{
+        struct sandbox *s = table_find(t, name);
+
+        if (!s)
+                return cella_error_set(err, CELLA_E_SANDBOX_NOT_FOUND,
+                                       "sandbox '%s' does not exist", name);
+        if (s->job && !s->checkpointing) {
+                /* a wake or a dump in progress: the sleep comes after it */
+                struct sleep_after_start *w = calloc(1, sizeof(*w));
+
+                if (!w)
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "out of memory");
+                w->cb = cb;
+                w->ud = ud;
+                if (sandbox_wait(s, false, sleep_after_start, w, err) < 0) {
+                        free(w);
+                        return -1;
+                }
+                return 0;
+        }
+        return sleep_settled(s, cb, ud, err);
 }
 
 /* Idleness: no request for sleep_after_ms and no open stream (a running exec, a file
@@ -211,7 +323,7 @@ void on_idle_check(uv_timer_t *timer)
                                 if (agent_conn_stream_count(s->agent) > 0)
                                         s->last_active_ms = now;
                                 else if (now - s->last_active_ms >= s->sleep_after_ms)
-                                        sandbox_sleep(s);
+                                        sandbox_sleep(s, NULL);
                         }
                         s = next;
                 }

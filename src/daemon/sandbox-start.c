@@ -590,8 +590,12 @@ static void checkpoint_finish(struct sandbox *s, struct start_job *j)
         memset(&te, 0, sizeof(te));
         if (sandbox_persist(s, &te) < 0)
                 log_warn("sandbox '%s': %s", s->name, te.msg);
-        log_info("sandbox '%s' sleeping after %lld s idle%s", s->name,
-                 (long long)(s->sleep_after_ms / 1000), how);
+        if (s->sleepers) /* POST /sleep: asleep now */
+                log_info("sandbox '%s' sleeping on request (POST /sleep)%s", s->name, how);
+        else
+                log_info("sandbox '%s' sleeping after %lld s idle%s", s->name,
+                         (long long)(s->sleep_after_ms / 1000), how);
+        sandbox_sleepers_flush(s, NULL);
         if (s->waiters) {
                 memset(&te, 0, sizeof(te));
                 if (sandbox_start_async(s, &te) < 0)

@@ -128,6 +128,16 @@ typedef void (*sandbox_memfork_cb)(json_t *snapshot, const char *images,
                                    const struct cella_error *err, void *userdata);
 int sandbox_table_memory_fork(struct sandbox_table *t, const char *name_of, sandbox_memfork_cb cb,
                               void *userdata, struct cella_error *err);
+/* Put the sandbox named name to sleep now, as an idle sleep does (its sleepMode: a memory
+ * checkpoint where the host can, else its files; 0050's fallbacks), whatever its keepAlive
+ * and open streams (they end as a sleep ends them): docs/decisions/0063. cb gets it asleep
+ * (borrowed) or the error, on the loop, once the sleep is over (a memory sleep: after its
+ * checkpoint); a sleeping one is called back before this returns; a start in progress is
+ * waited for, then the sandbox sleeps. A -1 return (err set: SANDBOX_NOT_FOUND,
+ * SANDBOX_STOPPED, SANDBOX_UNAVAILABLE while a snapshot captures it) means no call. */
+typedef void (*sandbox_sleep_cb)(struct sandbox *s, const struct cella_error *err, void *ud);
+int sandbox_table_sleep(struct sandbox_table *t, const char *name, sandbox_sleep_cb cb, void *ud,
+                        struct cella_error *err);
 /* A memory fork's images that no child took, removed (0, or -errno; absent: -ENOENT). */
 int sandbox_memfork_images_remove(const char *images);
 /* All snapshots (sandbox NULL) or those of one sandbox: a JSON array. */

@@ -31,8 +31,8 @@ long tool_num(json_t *args, const char *key)
         return (long)json_integer_value(json_object_get(args, key));
 }
 
-/* The sandbox the arguments name (sandbox, or name for sandbox_create and
- * sandbox_destroy) checked as cellad checks it, so a bad name is a clear tool error and
+/* The sandbox the arguments name (sandbox, or name for sandbox_create, sandbox_destroy
+ * and sandbox_sleep) checked as cellad checks it, so a bad name is a clear tool error and
  * never reaches a URL; NULL when it is good or the tool names none (sandbox_list). */
 json_t *tool_bad_name(const char *name)
 {

@@ -15,8 +15,8 @@
 const char *tool_str(json_t *args, const char *key);
 bool tool_flag(json_t *args, const char *key);
 long tool_num(json_t *args, const char *key);
-/* The sandbox the arguments name (sandbox, or name for sandbox_create and
- * sandbox_destroy) checked as cellad checks it, so a bad name is a clear tool error and
+/* The sandbox the arguments name (sandbox, or name for sandbox_create, sandbox_destroy
+ * and sandbox_sleep) checked as cellad checks it, so a bad name is a clear tool error and
  * never reaches a URL; NULL when it is good or the tool names none (sandbox_list). */
 json_t *tool_bad_name(const char *name);
 json_t *tool_bad_sandbox(json_t *args);
@@ -55,6 +55,7 @@ json_t *mcp_tool_process_start(struct mcp_call *call, json_t *args);
 json_t *mcp_tool_run_code(struct mcp_call *call, json_t *args);
 json_t *mcp_tool_sandbox_create(struct mcp_call *call, json_t *args);
 json_t *mcp_tool_sandbox_destroy(struct mcp_call *call, json_t *args);
+json_t *mcp_tool_sandbox_sleep(struct mcp_call *call, json_t *args);
 json_t *mcp_tool_sandbox_fork(struct mcp_call *call, json_t *args);
 json_t *mcp_tool_sandbox_list(struct mcp_call *call, json_t *args);
 json_t *mcp_tool_snapshot_create(struct mcp_call *call, json_t *args);

@@ -74,6 +74,15 @@ json_t *mcp_tool_sandbox_destroy(struct mcp_call *call, json_t *args)
                 json_pack("{sssb}", "name", tool_str(args, "name"), "destroyed", existed));
 }
 
+/* POST /sleep (decision 0063): SandboxInfo once it sleeps */
+json_t *mcp_tool_sandbox_sleep(struct mcp_call *call, json_t *args)
+{
+        char *info = NULL;
+
+        return tool_answer(call, cella_sandbox_sleep(call->client, tool_str(args, "name"), &info),
+                           &info);
+}
+
 /* ---- snapshots and fork ---- */
 
 /* A snapshot named by id or name must stand as one path segment: "." and ".." would be

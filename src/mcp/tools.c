@@ -90,6 +90,15 @@ const struct mcp_tool mcp_tools[] = {
          "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"destroyed\":{"
          "\"type\":\"boolean\"}},\"required\":[\"name\",\"destroyed\"]}",
          false, true, true, false, mcp_tool_sandbox_destroy},
+        {"sandbox_sleep", "Put a sandbox to sleep",
+         "Put a sandbox to sleep now, as it would after sleepAfter idle: its files stay, its "
+         "processes stop (with sleepMode memory, where the host can, they are saved and come "
+         "back), its running commands end. Any later tool call on it wakes it. Answers its "
+         "info once it sleeps; a stopped sandbox is refused (SANDBOX_STOPPED).",
+         OBJ("\"name\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":63}", "\"name\""),
+         "{\"type\":\"object\",\"properties\":{\"id\":{\"type\":\"string\"},\"state\":{"
+         "\"type\":\"string\"}},\"required\":[\"id\",\"state\"]}",
+         false, true, true, false, mcp_tool_sandbox_sleep},
         {"snapshot_create", "Snapshot a sandbox",
          "Save the files of a sandbox as they are now (everything it changed over its image: "
          "installed packages, /workspace, ...) as a snapshot. Its processes pause for the copy "

@@ -1,6 +1,7 @@
 /* Fuzz the API's JSON request decoders (src/daemon/api-decode.h). The first input byte
  * picks the decoder (modulo 23: 0-5 put_sandbox, exec, file_read, file_write, mkdir, move;
- * 6 and 7 the shared helpers api_parse_bool and api_check_string_object (and setEnvVars);
+ * 6 and 7 the shared helpers api_parse_bool (and POST /sleep's body, api_decode_sleep) and
+ * api_check_string_object (and setEnvVars);
  * 8-12 the process calls of api_decode_process (start, kill, waitLog, waitPort, waitExit);
  * 13-15 kill with the body as the ?signal= query value; 16 sessions; 17 git checkout; 18 file
  * watch; 19 code context create; 20 code run; 21 a terminal's WebSocket control message;
@@ -346,6 +347,20 @@ static void fuzz_decoder(unsigned which, const char *body, size_t len)
                 if (r == 0 && strlen(s) == len)
                         FUZZ_CHECK(b == (strcmp(s, "true") == 0 || strcmp(s, "1") == 0));
                 free(s);
+                /* POST /sleep's body, on the same bytes: 0 exactly for nothing or {} */
+                {
+                        struct cella_error se = {0};
+                        json_t *o =
+                                len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+                        bool empty = len == 0 || (json_is_object(o) && json_object_size(o) == 0);
+
+                        r = api_decode_sleep(body, len, &se);
+                        json_decref(o);
+                        FUZZ_CHECK(r == 0 || r == -EINVAL || r == -ENOMEM);
+                        FUZZ_CHECK((r == 0) == !cella_error_is_set(&se) || r == -ENOMEM);
+                        if (r != -ENOMEM)
+                                FUZZ_CHECK((r == 0) == empty);
+                }
                 break;
         }
         case 8:

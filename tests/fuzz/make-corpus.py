@@ -482,6 +482,11 @@ def jsonseeds():
         for label, body in seeds.items():
             out["process-" + label] = bytes([sel]) + js(body)
     out["process-kill-no-body"] = bytes([9])
+    # byte 6: a query boolean and POST /sleep's body on the same bytes
+    out["sleep-empty-object"] = bytes([6]) + b"{}"
+    out["sleep-nothing"] = bytes([6])
+    out["sleep-field"] = bytes([6]) + b'{"force":true}'
+    out["sleep-not-object"] = bytes([6]) + b"[]"
     out["process-query-signal"] = bytes([13]) + b"TERM"
     out["process-query-signal-bad"] = bytes([13]) + b"99"
     out["env-session"] = bytes([7]) + js({"vars": {"A": "1"}, "sessionId": "s-1"})

@@ -232,6 +232,20 @@ done
 use_daemon b
 api_json POST "/v1/sandboxes/$X/exec" '{"command":""}'
 expect_status 400 VALIDATION_FAILED
+# POST /sleep through a node that does not have it: forwarded to its owner (0063); a
+# name nobody has is 404 and placed nowhere (a sleep creates nothing)
+for n in a b c; do [ "$n" != "$XO" ] && NS_SLEEP=$n && break; done
+use_daemon "$NS_SLEEP"
+api POST "/v1/sandboxes/$X/sleep" >/dev/null
+expect_status 200
+assert_eq sleeping "$(body .state)" "POST /sleep through $NS_SLEEP"
+use_daemon "$XO"
+api GET "/v1/sandboxes/$X" >/dev/null
+assert_eq sleeping "$(body .state)" "asleep on its owner $XO"
+use_daemon "$NS_SLEEP"
+api POST "/v1/sandboxes/$(sbx nosleep)/sleep" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+assert_eq "" "$(owner "$(sbx nosleep)")" "a sleep of a new name placed it nowhere"
 # the exec's SSE stream
 for n in b c; do
         use_daemon $n

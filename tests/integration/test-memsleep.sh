@@ -10,7 +10,9 @@
 #   preview URL exposed before the sleep wakes it and answers with the same server, an
 #   exec reaches it, the context's variable is read back (x + 1 = 42, executionCount going
 #   on); a second sleep and wake by the same cellad (its CRIU reads the kernel features
-#   the first restore probed) keeps the same server; a restart of cellad while it sleeps
+#   the first restore probed) keeps the same server; a sleep asked by POST /sleep is
+#   answered once its checkpoint is written and its wake keeps the same server and the
+#   context's variable (decision 0063); a restart of cellad while it sleeps
 #   keeps the checkpoint and a later request restores it; a corrupt image gives a wake
 #   from the files, which are intact, with the reason in memorySleepError and the images
 #   moved aside;
@@ -216,6 +218,27 @@ if [ "$MEMORY" = 1 ]; then
         api GET "/v1/sandboxes/$M/processes/web" >/dev/null
         assert_eq "$WEBPID" "$(body .pid)" "the same server after a second wake"
 
+        info "POST /sleep: a memory sleep now, answered once the checkpoint is written"
+        api POST "/v1/sandboxes/$M/sleep" >/dev/null
+        expect_status 200
+        assert_eq sleeping "$(body .state)" "the answer of POST /sleep"
+        assert_eq memory "$(body .sleepMode)" "its mode"
+        [ "$(body .memorySnapshotBytes)" -gt 1048576 ] ||
+                fail "POST /sleep answered before its checkpoint: $(body)"
+        assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$M' sleeping on request (POST /sleep) with its memory" \
+                "the log says who asked"
+        assert_eq "" "$(sandbox_pids "$M")" "no process after POST /sleep"
+        api POST "/v1/sandboxes/$M/sleep" >/dev/null
+        expect_status 200
+        assert_eq sleeping "$(body .state)" "a second POST /sleep: as it is"
+        assert_eq 200 "$(pv /index.html)" "the preview URL after POST /sleep"
+        assert_eq page "$(cat "$IT_TMP/pv")" "its page, after POST /sleep"
+        api GET "/v1/sandboxes/$M/processes/web" >/dev/null
+        assert_eq "$WEBPID" "$(body .pid)" "the same server after POST /sleep"
+        api_json POST "/v1/sandboxes/$M/code" "{\"code\":\"x\",\"contextId\":\"$CTX\"}"
+        expect_status 200
+        assert_eq 41 "$(body '.results[0].text')" "the context's variable after POST /sleep"
+
         info "a cellad restart while it sleeps with its memory: restored by the next request"
         wait_memory_asleep "$M"
         SLOT=$(sandbox_slot "$M")
@@ -228,7 +251,7 @@ if [ "$MEMORY" = 1 ]; then
         api_json POST "/v1/sandboxes/$M/code" "{\"code\":\"x + 2\",\"contextId\":\"$CTX\"}"
         expect_status 200
         assert_eq 43 "$(body '.results[0].text')" "the context's variable after a restart"
-        assert_eq 3 "$(body .executionCount)" "the same interpreter after a restart"
+        assert_eq 4 "$(body .executionCount)" "the same interpreter after a restart"
         assert_eq 200 "$(pv /index.html)" "the preview URL after a restart"
 
         info "a corrupt image: a wake from the files, which are intact, and why"
@@ -257,6 +280,14 @@ else
         api GET "/v1/sandboxes/$M" >/dev/null
         assert_eq files "$(body .sleepMode)" "slept with files"
         assert_eq 410 "$(pv /index.html)" "asleep: the preview URL is stale, as with files"
+        info "POST /sleep here: a files sleep, as the idle one"
+        run_in "$M" true >/dev/null
+        api POST "/v1/sandboxes/$M/sleep" >/dev/null
+        expect_status 200
+        assert_eq sleeping "$(body .state)" "the answer of POST /sleep"
+        assert_eq files "$(body .sleepMode)" "slept with files on request"
+        assert_eq null "$(body .memorySnapshotBytes)" "no images"
+        assert_eq "" "$(sandbox_pids "$M")" "no process after POST /sleep"
         assert_eq STALE_PREVIEW_URL "$(jq -r .code "$IT_TMP/pv")" "stale code"
         api GET "/v1/sandboxes/$M" >/dev/null
         assert_eq sleeping "$(body .state)" "the preview URL did not wake it"

@@ -4,7 +4,8 @@
 # activity; keepAlive disables sleep; GET does not wake. A wait (cella wait, the
 # waitForLog/waitForPort/waitForExit routes, a process's /stream) is activity for as long as
 # it is open: it outlasts 2x sleepAfter with the sandbox awake, and the sandbox sleeps once
-# it is idle again.
+# it is idle again. POST /sleep puts one to sleep now (decision 0063): keepAlive and an
+# open stream do not stop it, a sleeping one is answered as it is, a stopped one is 409.
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
@@ -102,4 +103,65 @@ wait_sleeping "$W"
 assert_eq "" "$(sandbox_pids "$W")" "no process of the sleeping sandbox"
 api GET "/v1/sandboxes/$W/processes/keeper" >/dev/null
 expect_status 404 PROCESS_NOT_FOUND
+info "POST /sleep: asleep now, keepAlive and an open stream notwithstanding"
+N=$(sbx now)
+api_json PUT "/v1/sandboxes/$N" '{"keepAlive":true}'
+expect_status 201
+run_in "$N" 'echo slept-with-it >/workspace/n.txt; (sleep 1000 &)' >/dev/null
+[ -n "$(sandbox_pids "$N")" ] || fail "$N has no process before its sleep"
+curl -sSN --max-time 120 -H 'Accept: text/event-stream' -H 'Content-Type: application/json' \
+        -d '{"command":"echo streaming; sleep 1000"}' \
+        "$CELLA_URL/v1/sandboxes/$N/exec" >"$IT_TMP/stream" 2>&1 &
+STREAM=$!
+for i in $(seq 1 100); do grep -q streaming "$IT_TMP/stream" && break; sleep 0.1; done
+grep -q streaming "$IT_TMP/stream" || fail "the exec stream did not start: $(cat "$IT_TMP/stream")"
+api POST "/v1/sandboxes/$N/sleep" >/dev/null
+expect_status 200
+assert_eq sleeping "$(body .state)" "state in the answer of POST /sleep"
+assert_eq "$N" "$(body .id)" "id in the answer of POST /sleep"
+assert_eq true "$(body .keepAlive)" "keepAlive kept"
+assert_eq "" "$(sandbox_pids "$N")" "no process of a sandbox put to sleep"
+assert_eq "" "$(sandbox_cgroups "$N")" "no cgroup of a sandbox put to sleep"
+# the stream ends (bounded: curl's own --max-time is the deadline)
+wait "$STREAM" || true
+assert_not_contains "$(cat "$IT_TMP/stream")" '"exitCode":0' "the stream of a command the sleep ended"
+grep -q "sandbox '$N' sleeping on request" "$CELLAD_LOG" || fail "no log line of the sleep"
+api GET "/v1/sandboxes/$N" >/dev/null
+assert_eq sleeping "$(body .state)" "GET after POST /sleep"
+
+info "POST /sleep of a sleeping sandbox: 200 as it is; {} is a body it takes"
+api_json POST "/v1/sandboxes/$N/sleep" '{}'
+expect_status 200
+assert_eq sleeping "$(body .state)" "state after a second POST /sleep"
+api_json POST "/v1/sandboxes/$N/sleep" '{"force":true}'
+expect_status 400 VALIDATION_FAILED
+api POST "/v1/sandboxes/$(sbx ghost)/sleep" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+api GET "/v1/sandboxes/$(sbx ghost)" >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
+
+info "the next exec wakes it with its files"
+assert_eq slept-with-it "$(run_in "$N" 'cat /workspace/n.txt')" "file after POST /sleep"
+api GET "/v1/sandboxes/$N" >/dev/null
+assert_eq running "$(body .state)" "state after the wake"
+
+info "POST /sleep of a stopped sandbox: 409 SANDBOX_STOPPED"
+for p in $(sandbox_pids "$N"); do kill -KILL "$p" 2>/dev/null || true; done
+wait_state "$N" stopped
+api POST "/v1/sandboxes/$N/sleep" >/dev/null
+expect_status 409 SANDBOX_STOPPED
+api GET "/v1/sandboxes/$N" >/dev/null
+assert_eq stopped "$(body .state)" "a refused sleep leaves it stopped"
+assert_eq slept-with-it "$(run_in "$N" 'cat /workspace/n.txt')" "files of the stopped sandbox"
+api POST "/v1/sandboxes/$N/sleep" >/dev/null
+expect_status 200
+assert_eq sleeping "$(body .state)" "the restarted sandbox sleeps"
+
+info "cella sleep"
+run_in "$N" true >/dev/null
+assert_eq "sandbox '$N' is sleeping" "$("$CLI" sleep "$N")" "cella sleep's line"
+assert_eq "" "$(sandbox_pids "$N")" "no process after cella sleep"
+assert_eq sleeping "$("$CLI" sleep "$N" --json | jq -r .state)" "cella sleep --json"
+out=$("$CLI" sleep "$(sbx ghost)" 2>&1) && fail "cella sleep of an unknown sandbox succeeded"
+assert_contains "$out" SANDBOX_NOT_FOUND "cella sleep of an unknown sandbox"
 info "sleep: ok"

@@ -101,8 +101,18 @@ expect_status 404 SANDBOX_NOT_FOUND
 as "$KA" api DELETE /v1/sandboxes/bonly >/dev/null
 expect_status 200
 assert_eq false "$(body .destroyed)" "A's delete of B's name destroys nothing"
+as "$KA" api POST /v1/sandboxes/bonly/sleep >/dev/null
+expect_status 404 SANDBOX_NOT_FOUND
 as "$KB" api GET /v1/sandboxes/bonly >/dev/null
 expect_status 200
+assert_eq running "$(body .state)" "A's sleep of B's name sleeps nothing"
+as "$KA" api POST /v1/sandboxes/web/sleep >/dev/null
+expect_status 200
+assert_eq sleeping "$(body .state)" "A's sleep of its own web"
+assert_eq "$TA" "$(body .tenant)" "answered as A sees it"
+as "$KB" api GET /v1/sandboxes/web >/dev/null
+assert_eq running "$(body .state)" "B's web runs on"
+assert_eq a "$(as "$KA" run_in web 'cat /workspace/who')" "A's web wakes with its file"
 as "$KA" api GET "/v1/sandboxes/web?tenant=$TB" >/dev/null
 expect_status 403 PERMISSION_DENIED
 

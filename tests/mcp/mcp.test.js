@@ -88,7 +88,7 @@ function structured(result) {
 const TOOLS = ['sandbox_create', 'sandbox_list', 'sandbox_destroy', 'exec', 'file_read',
   'file_write', 'file_list', 'file_delete', 'process_start', 'process_list', 'process_kill',
   'process_logs', 'wait_for_port', 'expose_port', 'run_code', 'git_checkout',
-  'snapshot_create', 'snapshot_list', 'snapshot_delete', 'sandbox_fork'];
+  'snapshot_create', 'snapshot_list', 'snapshot_delete', 'sandbox_fork', 'sandbox_sleep'];
 
 for (const kind of TRANSPORTS) {
   describe(`MCP over ${kind}`, () => {
@@ -252,6 +252,21 @@ for (const kind of TRANSPORTS) {
       assert.deepEqual(structured(await call('snapshot_delete', { snapshot: snapName })), { snapshotId: snap.snapshotId, deleted: true });
       structured(await call('snapshot_delete', { snapshot: forked.snapshot }));
       assert.deepEqual(structured(await call('snapshot_list', { sandbox: box })).snapshots, []);
+    });
+
+    it('puts a sandbox to sleep; the next call wakes it; an unknown one is refused', async () => {
+      const call = (name, args) => client.callTool({ name, arguments: args }, undefined, LONG);
+      structured(await call('file_write', { sandbox: box, path: 'sleep.txt', content: 'kept' }));
+      const slept = structured(await call('sandbox_sleep', { name: box }));
+      assert.equal(slept.id, box);
+      assert.equal(slept.state, 'sleeping');
+      assert.equal(structured(await call('sandbox_sleep', { name: box })).state, 'sleeping');
+      assert.equal(structured(await call('file_read', { sandbox: box, path: 'sleep.txt' })).content, 'kept');
+      const none = await call('sandbox_sleep', { name: `${box}-none` });
+      assert.equal(none.isError, true);
+      assert.equal(none._meta['cella/error'].code, 'SANDBOX_NOT_FOUND');
+      const bad = await call('sandbox_sleep', { name: 'Not_A_Name' });
+      assert.equal(bad._meta['cella/error'].code, 'INVALID_SANDBOX_NAME');
     });
 
     it('writes, reads, lists and deletes files (text and base64)', async () => {

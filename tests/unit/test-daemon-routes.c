@@ -72,6 +72,8 @@ static void test_routes(void **state)
         expect("GET", "/v1/sandboxes/box", 200, api_sandbox_get, "id=box");
         expect("HEAD", "/v1/sandboxes/box", 200, api_sandbox_get, "id=box");
         expect("DELETE", "/v1/sandboxes/box", 200, api_sandbox_delete, "id=box");
+        expect("POST", "/v1/sandboxes/box/sleep", 200, api_sandbox_sleep, "id=box");
+        expect("GET", "/v1/sandboxes/box/sleep", 405, NULL, "id=box");
         expect("POST", "/v1/sandboxes/box/exec", 200, api_exec, "id=box");
         expect("POST", "/v1/sandboxes/box/env", 200, api_env, "id=box");
         expect("POST", "/v1/sandboxes/box/sessions", 200, api_sessions_create, "id=box");

@@ -394,8 +394,8 @@ static void test_tool_sandbox_checked(void **state)
                         "INVALID_SANDBOX_NAME");
                 json_decref(r);
                 json_decref(args);
-                /* sandbox_create and sandbox_destroy name theirs "name", as sandbox_fork
-                 * names the sandbox it makes */
+                /* sandbox_create, sandbox_destroy and sandbox_sleep name theirs "name", as
+                 * sandbox_fork names the sandbox it makes */
                 args = json_pack("{ss}", "name", "Not_A_Name");
                 r = mcp_tool_run(&mcp_tools[i], &call, args);
                 if (strncmp(mcp_tools[i].name, "sandbox_", 8) == 0) {
@@ -406,7 +406,7 @@ static void test_tool_sandbox_checked(void **state)
                 json_decref(r);
                 json_decref(args);
         }
-        assert_int_equal(checked, 3);
+        assert_int_equal(checked, 4);
 }
 
 /* The tool error (cella/error code) of running the tool name on args (JSON text) with no

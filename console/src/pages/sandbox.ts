@@ -60,8 +60,31 @@ export function sandboxPage(main: HTMLElement, args: string[]): Cleanup {
     },
     'Destroy',
   );
+  // asleep now (POST /sleep, decision 0063); a tab that reads the sandbox wakes it again
+  const sleep = h(
+    'button',
+    {
+      type: 'button',
+      id: 'sleep',
+      title: 'Put the sandbox to sleep now (its open terminals and commands end)',
+      onclick: async () => {
+        sleep.disabled = true;
+        sleep.textContent = 'Sleeping…';
+        try {
+          await api('POST', sbxPath(id, '/sleep'));
+        } catch (e) {
+          showError(err, e);
+        } finally {
+          sleep.disabled = false;
+          sleep.textContent = 'Sleep';
+        }
+        await loadInfo();
+      },
+    },
+    'Sleep',
+  );
   main.append(
-    h('div', { class: 'title' }, h('h1', {}, h('a', { href: '#/sandboxes', class: 'muted' }, 'Sandboxes'), ' / ', id), destroy),
+    h('div', { class: 'title' }, h('h1', {}, h('a', { href: '#/sandboxes', class: 'muted' }, 'Sandboxes'), ' / ', id), h('div', { class: 'title-actions' }, sleep, destroy)),
     summary,
     err,
     h(

@@ -1,5 +1,5 @@
 // Sandboxes: the list (state, image, instance type, age, last activity, disk, network),
-// live by polling every 3 s, filtered as typed; create with options; wake, destroy.
+// live by polling every 3 s, filtered as typed; create with options; sleep, wake, destroy.
 import { api, sbxPath, type ImageInfo, type SandboxInfo } from '../api';
 import { ago, bytes, clear, h, showError } from '../dom';
 import type { Cleanup } from '../main';
@@ -106,9 +106,23 @@ export function sandboxesPage(main: HTMLElement, _args?: string[]): Cleanup {
           h(
             'td',
             { class: 'actions' },
-            s.state !== 'running'
-              ? h('button', { type: 'button', onclick: () => void act(() => api('POST', sbxPath(s.id, '/exec'), { body: { command: 'true' } })) }, 'Wake')
-              : null,
+            s.state === 'running'
+              ? h(
+                  'button',
+                  {
+                    type: 'button',
+                    'data-action': 'sleep',
+                    title: `Put ${s.id} to sleep now (its open terminals and commands end)`,
+                    onclick: (ev: Event) => {
+                      const b = ev.currentTarget as HTMLButtonElement;
+                      b.disabled = true;
+                      b.textContent = 'Sleeping…';
+                      void act(() => api('POST', sbxPath(s.id, '/sleep')));
+                    },
+                  },
+                  'Sleep',
+                )
+              : h('button', { type: 'button', 'data-action': 'wake', onclick: () => void act(() => api('POST', sbxPath(s.id, '/exec'), { body: { command: 'true' } })) }, 'Wake'),
             h(
               'button',
               {

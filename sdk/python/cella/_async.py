@@ -243,6 +243,20 @@ class AsyncSandbox(core.SandboxBase[AsyncClient]):
         """The sandbox's state; :class:`cella.SandboxNotFoundError` if it does not exist."""
         return await self._run(core.get_info(self._ref))
 
+    async def sleep(self) -> SandboxInfo:
+        """Put the sandbox to sleep now, as an idle sleep does, and answer its
+        state once it sleeps (``state == "sleeping"``).
+
+        Its ``sleep_mode`` decides what is kept: with ``"memory"`` where the host can, its
+        processes are checkpointed (the answer comes after the checkpoint, with
+        ``raw["memorySnapshotBytes"]``), else its files. ``keep_alive`` does not prevent it; its
+        open commands, streams and terminals end. A sleeping sandbox is answered as it is;
+        a stopped one raises a :class:`cella.SandboxError` with code ``SANDBOX_STOPPED``
+        (HTTP 409). The handle's options not yet sent are sent first, as by every call
+        (which creates the sandbox); without options, a sandbox that does not exist is
+        :class:`cella.SandboxNotFoundError`. Any later operation wakes it."""
+        return await self._run(core.sleep(self._ref))
+
     async def destroy(self) -> bool:
         """Delete the sandbox and everything in it; answers whether it existed."""
         return await self._run(core.destroy(self._ref))

@@ -371,6 +371,15 @@ def ws_path(ref: SandboxRef, port: int, path: str) -> str:
     return f"{ref.base}/ws/{port}/{path.lstrip('/')}"
 
 
+def sleep(ref: SandboxRef) -> Op[SandboxInfo]:
+    """POST /sleep after :func:`ensure` (which sends the handle's options once, as every
+    call does): asleep now. POST /sleep itself creates nothing: a name that does not exist
+    (a handle without options) is :class:`cella.SandboxNotFoundError`."""
+    yield from ensure(ref)
+    resp = yield Request("POST", ref.base + "/sleep")
+    return SandboxInfo.from_json(resp.json())
+
+
 def destroy(ref: SandboxRef) -> Op[bool]:
     """DELETE the sandbox; answers whether it existed."""
     resp = yield Request("DELETE", ref.base, idempotent=True)

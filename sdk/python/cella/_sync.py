@@ -267,6 +267,20 @@ class Sandbox(core.SandboxBase[Client]):
         """The sandbox's state; :class:`cella.SandboxNotFoundError` if it does not exist."""
         return self._run(core.get_info(self._ref))
 
+    def sleep(self) -> SandboxInfo:
+        """Put the sandbox to sleep now, as an idle sleep does, and answer its
+        state once it sleeps (``state == "sleeping"``).
+
+        Its ``sleep_mode`` decides what is kept: with ``"memory"`` where the host can, its
+        processes are checkpointed (the answer comes after the checkpoint, with
+        ``raw["memorySnapshotBytes"]``), else its files. ``keep_alive`` does not prevent it; its
+        open commands, streams and terminals end. A sleeping sandbox is answered as it is;
+        a stopped one raises a :class:`cella.SandboxError` with code ``SANDBOX_STOPPED``
+        (HTTP 409). The handle's options not yet sent are sent first, as by every call
+        (which creates the sandbox); without options, a sandbox that does not exist is
+        :class:`cella.SandboxNotFoundError`. Any later operation wakes it."""
+        return self._run(core.sleep(self._ref))
+
     def destroy(self) -> bool:
         """Delete the sandbox and everything in it; answers whether it existed."""
         return self._run(core.destroy(self._ref))

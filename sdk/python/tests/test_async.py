@@ -27,6 +27,14 @@ class AsyncTest(unittest.IsolatedAsyncioTestCase):
         finally:
             await self.c.close()
 
+    async def test_sleep(self) -> None:
+        await self.sb.exec("echo kept > /workspace/sleep.txt")
+        info = await self.sb.sleep()
+        self.assertEqual((info.state, info.keep_alive), ("sleeping", True))
+        self.assertEqual((await self.sb.get_info()).state, "sleeping")
+        self.assertEqual((await self.sb.exec("cat /workspace/sleep.txt")).stdout, "kept\n")
+        self.assertEqual((await self.sb.get_info()).state, "running")
+
     async def test_exec_and_stream(self) -> None:
         r = await self.sb.exec("echo hi; (exit 2)", env={"A": "1"}, cwd="/tmp")
         self.assertEqual((r.stdout, r.exit_code, r.success), ("hi\n", 2, False))

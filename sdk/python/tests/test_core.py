@@ -312,6 +312,25 @@ class LifecycleTest(unittest.TestCase):
         self.assertFalse(c.sandbox(name).destroy())
         self.assertTrue(any(s.id for s in c.list_sandboxes()) or True)
 
+    def test_sleep(self) -> None:
+        c = client()
+        name = sandbox_name("sleep")
+        sb = c.sandbox(name, keep_alive=True)
+        try:
+            with self.assertRaises(cella.SandboxNotFoundError):
+                c.sandbox(sandbox_name("sleep-none")).sleep()
+            sb.exec("echo kept > /workspace/sleep.txt")
+            info = sb.sleep()  # keep_alive does not prevent it
+            self.assertIsInstance(info, cella.SandboxInfo)
+            self.assertEqual((info.id, info.state, info.keep_alive), (name, "sleeping", True))
+            self.assertEqual(sb.get_info().state, "sleeping")
+            self.assertEqual(sb.sleep().state, "sleeping")  # as it is
+            self.assertEqual(sb.exec("cat /workspace/sleep.txt").stdout, "kept\n")
+            self.assertEqual(sb.get_info().state, "running")
+        finally:
+            destroy_quietly(sb)
+            c.close()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -483,6 +483,19 @@ export class Sandbox {
       throw e;
     }
   }
+  /**
+   * cella: puts the sandbox to sleep now (`POST /v1/sandboxes/{id}/sleep`), as an idle sleep
+   * does: its `sleepMode` decides what is kept (its processes too, checkpointed, where the
+   * host can; else its files), whatever its `keepAlive`; its open commands, streams and
+   * terminals end. Answers its `SandboxInfo` (`state: "sleeping"`) once it sleeps: after
+   * the checkpoint for a memory sleep, with `memorySnapshotBytes`. A sleeping sandbox is
+   * answered as it is; a stopped one is an error with code `SANDBOX_STOPPED` (409); the
+   * handle's options not yet applied are applied first. Any later operation wakes it.
+   */
+  async sleep(): Promise<SandboxInfo> {
+    await this.core.ready();
+    return this.core.t.json<SandboxInfo>('POST', this.core.path('sleep'), { operation: 'sandbox.sleep' });
+  }
   /** The hosted `getState()`: `running` or `stopped` (sleeping, stopped or not created). */
   async getState(): Promise<SandboxState> {
     try {

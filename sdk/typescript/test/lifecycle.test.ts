@@ -1,5 +1,5 @@
 // Lifecycle (hosted SDK §1, §11): getSandbox options reaching cellad, the setters, getState,
-// start, destroy, renewActivityTimeout and sleep, startAndWaitForPorts, containerFetch, the
+// start, destroy, renewActivityTimeout and sleep, sleep() now, startAndWaitForPorts, containerFetch, the
 // methods cella does not have (NotSupportedError; backups: backups.test.ts), and gitCheckout against a repository
 // served inside the sandbox itself (no network beyond its loopback).
 import { test, describe, after } from 'node:test';
@@ -264,6 +264,19 @@ describe('activity and sleep', { skip }, () => {
     const none = sb('life-renew-none');
     await none.renewActivityTimeout();
     await rejectsWith(none.getInfo(), SandboxNotFoundError);
+  });
+
+  test('sleep() puts it to sleep now, keepAlive notwithstanding; the next exec wakes it', async () => {
+    const s = sb('life-sleep', { keepAlive: true });
+    await s.exec('echo kept > /workspace/sleep.txt');
+    const info = await s.sleep();
+    assert.equal(info.id, s.id);
+    assert.equal(info.state, 'sleeping');
+    assert.equal(info.keepAlive, true);
+    assert.equal((await s.getInfo()).state, 'sleeping');
+    assert.equal((await s.sleep()).state, 'sleeping'); // a sleeping one: as it is
+    assert.equal((await s.exec('cat /workspace/sleep.txt')).stdout, 'kept\n');
+    assert.equal((await s.getInfo()).state, 'running');
   });
 
   test('isPortExposed: a port whose sandbox restarted (stale) is not exposed', async () => {
