@@ -152,8 +152,13 @@ void pool_built(struct sandbox *s, const struct cella_error *err)
          * in a running shell, not a shell start. */
         session_oneway(s,
                        json_pack("{s:s, s:s, s:{}}", "op", "create", "id", "default", "baseEnv"));
-        s->pool_next = t->pool;
-        t->pool = s;
+        /* Appended: a claim takes the head, the oldest, whose shell has long started (the
+         * newest, taken at once, made its claim's first command wait for that start). */
+        struct sandbox **tail = &t->pool;
+        while (*tail)
+                tail = &(*tail)->pool_next;
+        s->pool_next = NULL;
+        *tail = s;
         t->pool_len++;
         t->pool_builds++;
         t->pool_retry_ms = 0;
