@@ -137,7 +137,7 @@
 /* --max-sandboxes at most; a daemon with more than CELLA_UID_SLOTS claims as many blocks of
  * CELLA_UID_SLOTS slots as it needs (decision 0060) */
 #define CELLA_UID_SLOTS_MAX 16384u
-#define CELLA_FS_GROUPS_MAX 256u   /* cellad's groups kept across a host-side open */
+#define CELLA_FS_GROUPS_MAX 256u /* cellad's groups kept across a host-side open */
 #define CELLA_DEFAULT_PIDS_MAX 1024
 #define CELLA_TMP_SIZE_MB 512
 #define CELLA_NETWORK_ALLOW_MAX 64 /* networkAllow entries per sandbox */
