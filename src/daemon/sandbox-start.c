@@ -498,12 +498,34 @@ static void move_exposures(struct sandbox *s, int64_t from)
         free(m);
 }
 
+/* Queue start job j of s on the loop's thread pool; s is then STARTING with j as its job
+ * (the caller sets what kind of job it is). -1 if it could not be queued: j's sync objects
+ * are destroyed, j and s left as they were for the caller to undo. */
 static void on_start_work(uv_work_t *w);
 static void on_start_done(uv_work_t *w, int status);
 
-int sandbox_checkpoint_async(struct sandbox *s, struct cella_error *err)
+static int job_queue(struct sandbox *s, struct start_job *j)
 {
         struct sandbox_table *t = s->table;
+
+        pthread_mutex_init(&j->lock, NULL);
+        pthread_cond_init(&j->cond, NULL);
+        j->work.data = j;
+        if (uv_queue_work(t->loop, &j->work, on_start_work, on_start_done) < 0) {
+                pthread_cond_destroy(&j->cond);
+                pthread_mutex_destroy(&j->lock);
+                return -1;
+        }
+        sandbox_ref(s);
+        s->state = SANDBOX_STARTING;
+        s->job = j;
+        j->next = t->jobs;
+        t->jobs = j;
+        return 0;
+}
+
+int sandbox_checkpoint_async(struct sandbox *s, struct cella_error *err)
+{
         char done[CELLA_PATH_MAX], p[CELLA_PATH_MAX + 32], num[32];
         int r;
 
@@ -543,21 +565,12 @@ int sandbox_checkpoint_async(struct sandbox *s, struct cella_error *err)
         close_agent(s);
         stop_exit_watch(s);
         j->ct = s->ct;
-        pthread_mutex_init(&j->lock, NULL);
-        pthread_cond_init(&j->cond, NULL);
-        j->work.data = j;
-        if (uv_queue_work(t->loop, &j->work, on_start_work, on_start_done) < 0) {
-                pthread_cond_destroy(&j->cond);
-                pthread_mutex_destroy(&j->lock);
+        if (job_queue(s, j) < 0) {
                 rm_rf(j->images);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue the checkpoint");
         }
-        sandbox_ref(s);
-        s->state = SANDBOX_STARTING;
         s->checkpointing = true;
-        s->job = j;
-        j->next = t->jobs;
-        t->jobs = TAKE_PTR(j);
+        TAKE_PTR(j);
         return 0;
 }
 
@@ -608,7 +621,6 @@ int sandbox_memfork_dump_async(struct sandbox *s, const char *images,
                                           void *ud),
                                void *ud, struct cella_error *err)
 {
-        struct sandbox_table *t = s->table;
 
         if (s->state != SANDBOX_RUNNING || s->job || s->snaps)
                 return cella_error_set(
@@ -633,23 +645,14 @@ int sandbox_memfork_dump_async(struct sandbox *s, const char *images,
                 agent_conn_control(s->agent, FRAME_CHECKPOINT);
         close_agent(s);
         j->ct = s->ct;
-        pthread_mutex_init(&j->lock, NULL);
-        pthread_cond_init(&j->cond, NULL);
-        j->work.data = j;
-        if (uv_queue_work(t->loop, &j->work, on_start_work, on_start_done) < 0) {
-                pthread_cond_destroy(&j->cond);
-                pthread_mutex_destroy(&j->lock);
+        if (job_queue(s, j) < 0) {
                 struct cella_error e = {0};
                 if (connect_agent(s, &e) < 0)
                         log_warn("sandbox '%s': %s", s->name, e.msg);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue the memory fork");
         }
-        sandbox_ref(s);
-        s->state = SANDBOX_STARTING;
         s->forking = true;
-        s->job = j;
-        j->next = t->jobs;
-        t->jobs = TAKE_PTR(j);
+        TAKE_PTR(j);
         return 0;
 }
 
@@ -833,7 +836,6 @@ static void on_start_done(uv_work_t *w, int status)
 
 int sandbox_start_async(struct sandbox *s, struct cella_error *err)
 {
-        struct sandbox_table *t = s->table;
         struct start_job *j = malloc(sizeof(*j));
 
         if (!j)
@@ -845,20 +847,10 @@ int sandbox_start_async(struct sandbox *s, struct cella_error *err)
                 return -1;
         }
         plan_restore(s, j);
-        pthread_mutex_init(&j->lock, NULL);
-        pthread_cond_init(&j->cond, NULL);
-        j->work.data = j;
-        if (uv_queue_work(t->loop, &j->work, on_start_work, on_start_done) < 0) {
-                pthread_cond_destroy(&j->cond);
-                pthread_mutex_destroy(&j->lock);
+        if (job_queue(s, j) < 0) {
                 free(j);
                 return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "queue the start");
         }
-        sandbox_ref(s);
-        s->state = SANDBOX_STARTING;
-        s->job = j;
-        j->next = t->jobs;
-        t->jobs = j;
         return 0;
 }
 
