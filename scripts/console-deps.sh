@@ -15,15 +15,9 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
         echo "console-deps.sh: node/npm missing (scripts/deps.sh installs them); no console" >&2
         exit 0
 fi
+. "$(dirname "$0")/lib-npm.sh"
+npm_ci_stale "$dir" console-deps.sh
 cd "$dir"
-
-stamp=node_modules/.cella-npm-ci.stamp
-if [ ! -d node_modules ] || [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] ||
-        [ package.json -nt "$stamp" ]; then
-        echo "console-deps.sh: npm ci in $dir"
-        npm ci --no-audit --no-fund --prefer-offline
-        touch "$stamp"
-fi
 
 built=dist/.cella-build.stamp
 if [ ! -f "$built" ] || [ -n "$(find src index.html vite.config.ts tsconfig.json package-lock.json \

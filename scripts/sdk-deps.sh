@@ -17,15 +17,9 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
         echo "sdk-deps.sh: node/npm missing (scripts/deps.sh installs them); SDK tests will skip" >&2
         exit 0
 fi
+. "$(dirname "$0")/lib-npm.sh"
+npm_ci_stale "$sdk" sdk-deps.sh
 cd "$sdk"
-
-stamp=node_modules/.cella-npm-ci.stamp
-if [ ! -d node_modules ] || [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] ||
-        [ package.json -nt "$stamp" ]; then
-        echo "sdk-deps.sh: npm ci in $sdk"
-        npm ci --no-audit --no-fund --prefer-offline
-        touch "$stamp"
-fi
 
 echo "sdk-deps.sh: npm run build && npm run build:test"
 npm run --silent build
@@ -36,12 +30,5 @@ npm run --silent build:test
 # backup store's tests run (tests/s3: @20minutes/s3rver, pinned by its lock file;
 # tests/integration/test-backups-s3.sh): npm ci the same way.
 for dir in "$mcp" "$s3"; do
-        cd "$dir"
-        stamp=node_modules/.cella-npm-ci.stamp
-        if [ ! -d node_modules ] || [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] ||
-                [ package.json -nt "$stamp" ]; then
-                echo "sdk-deps.sh: npm ci in $dir"
-                npm ci --no-audit --no-fund --prefer-offline
-                touch "$stamp"
-        fi
+        npm_ci_stale "$dir" sdk-deps.sh
 done

@@ -164,22 +164,9 @@ export function q(params: Record<string, string | number | boolean | undefined>)
 }
 
 // ---- shapes of docs/api.md ----
-export interface SandboxInfo {
-  id: string;
-  state: 'running' | 'sleeping' | 'stopped' | string;
-  image: string;
-  instanceType: string;
-  createdAt: string;
-  lastActiveAt: string;
-  labels: Record<string, string>;
-  env: Record<string, string>;
-  sleepAfter: number;
-  keepAlive: boolean;
-  network: string;
-  networkAddress?: string;
-  tenant?: string;
-  disk?: { limitBytes?: number; usedBytes?: number };
-}
+/** The sandbox as GET /v1/sandboxes/{id} answers it: the TypeScript SDK's own type (a wire
+ * shape, no conversions), so the two clients cannot drift apart. */
+export type { SandboxInfo } from '../../sdk/typescript/src/types.js';
 export interface FileInfo {
   name: string;
   absolutePath: string;

@@ -226,6 +226,34 @@ class SandboxInfo:
     """Whether sleep is disabled."""
     network: str = ""
     """``none`` or ``outbound``."""
+    instance_type: str = ""
+    """Its instance type (``lite``, ``standard-1``, ...)."""
+    enable_default_session: bool = True
+    """Whether commands without a session run in its default session."""
+    network_allow: List[str] = field(default_factory=list)
+    """Destinations opened before the private-range refusals (``a.b.c.d[/n][:port]``)."""
+    network_address: Optional[str] = None
+    """Its address on the host's sandbox network, when it has one."""
+    disk_limit_bytes: Optional[int] = None
+    """Its disk's size limit in bytes (``disk.limitBytes``)."""
+    disk_used_bytes: Optional[int] = None
+    """What its disk holds in bytes (``disk.usedBytes``)."""
+    sleep_mode_requested: str = "files"
+    """The sleep mode asked for: ``files`` or ``memory``."""
+    sleep_mode: str = "files"
+    """What a sleep does on this host: ``files`` or ``memory``."""
+    sleep_mode_fallback: Optional[str] = None
+    """When the two differ: why, in one line."""
+    memory_snapshot_bytes: Optional[int] = None
+    """While it sleeps with its memory: the size of its checkpoint on disk."""
+    memory_sleep_error: Optional[str] = None
+    """Why its last memory sleep or wake fell back to its files, if it did."""
+    tenant: Optional[str] = None
+    """The tenant it belongs to (absent for the admin's sandboxes)."""
+    node: Optional[str] = None
+    """On a cluster: the node it runs on."""
+    forked_with_memory: bool = False
+    """In a fork's answer: True when it was forked with its parent's processes."""
     snapshot: Optional[str] = None
     """The id of the snapshot it was made from (``from_snapshot``, ``fork``), if any."""
     restored_from: Optional[RestoredFrom] = None
@@ -239,12 +267,29 @@ class SandboxInfo:
         """Decode a SandboxInfo answer."""
         labels = d.get("labels")
         env = d.get("env")
+        allow = d.get("networkAllow")
+        raw_disk = d.get("disk")
+        disk: Mapping[str, Any] = raw_disk if isinstance(raw_disk, dict) else {}
         return cls(id=_str(d, "id"), state=_str(d, "state"), image=_str(d, "image"),
                    created_at=_str(d, "createdAt"), last_active_at=_str(d, "lastActiveAt"),
                    labels=dict(labels) if isinstance(labels, dict) else {},
                    env=dict(env) if isinstance(env, dict) else {},
                    sleep_after=_int(d, "sleepAfter"), keep_alive=_bool(d, "keepAlive"),
-                   network=_str(d, "network"), snapshot=_opt_str(d, "snapshot"),
+                   network=_str(d, "network"), instance_type=_str(d, "instanceType"),
+                   enable_default_session=_bool(d, "enableDefaultSession", True),
+                   network_allow=[a for a in allow if isinstance(a, str)]
+                   if isinstance(allow, list) else [],
+                   network_address=_opt_str(d, "networkAddress"),
+                   disk_limit_bytes=_opt_int(disk, "limitBytes"),
+                   disk_used_bytes=_opt_int(disk, "usedBytes"),
+                   sleep_mode_requested=_str(d, "sleepModeRequested", "files"),
+                   sleep_mode=_str(d, "sleepMode", "files"),
+                   sleep_mode_fallback=_opt_str(d, "sleepModeFallback"),
+                   memory_snapshot_bytes=_opt_int(d, "memorySnapshotBytes"),
+                   memory_sleep_error=_opt_str(d, "memorySleepError"),
+                   tenant=_opt_str(d, "tenant"), node=_opt_str(d, "node"),
+                   forked_with_memory=_bool(d, "forkedWithMemory"),
+                   snapshot=_opt_str(d, "snapshot"),
                    restored_from=RestoredFrom.from_json(d.get("restoredFrom")), raw=dict(d))
 
 

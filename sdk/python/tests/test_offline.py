@@ -151,6 +151,39 @@ if __name__ == "__main__":
     unittest.main()
 
 
+class SandboxInfoTest(unittest.TestCase):
+    def test_every_field(self) -> None:
+        info = cella.SandboxInfo.from_json({
+            "id": "dev", "state": "sleeping", "image": "default", "instanceType": "standard-1",
+            "createdAt": "2026-11-27T00:00:00Z", "lastActiveAt": "2026-11-27T00:01:00Z",
+            "labels": {"a": "b"}, "env": {"K": "v"}, "sleepAfter": 600, "keepAlive": False,
+            "enableDefaultSession": False, "network": "outbound",
+            "networkAllow": ["1.2.3.4/32:443", 7], "networkAddress": "10.88.0.2",
+            "sleepModeRequested": "memory", "sleepMode": "files",
+            "sleepModeFallback": "no CRIU", "memorySnapshotBytes": 10485760,
+            "memorySleepError": "restore failed", "disk": {"limitBytes": 8, "usedBytes": 4},
+            "tenant": "acme", "node": "n1", "forkedWithMemory": True,
+            "snapshot": "snap-0123456789abcdef"})
+        self.assertEqual((info.instance_type, info.enable_default_session, info.network_allow,
+                          info.network_address, info.disk_limit_bytes, info.disk_used_bytes),
+                         ("standard-1", False, ["1.2.3.4/32:443"], "10.88.0.2", 8, 4))
+        self.assertEqual((info.sleep_mode_requested, info.sleep_mode, info.sleep_mode_fallback,
+                          info.memory_snapshot_bytes, info.memory_sleep_error),
+                         ("memory", "files", "no CRIU", 10485760, "restore failed"))
+        self.assertEqual((info.tenant, info.node, info.forked_with_memory, info.snapshot),
+                         ("acme", "n1", True, "snap-0123456789abcdef"))
+
+    def test_defaults_and_garbage(self) -> None:
+        info = cella.SandboxInfo.from_json({"id": "x", "state": "running", "disk": "no",
+                                            "networkAllow": "no", "memorySnapshotBytes": "1"})
+        self.assertEqual((info.sleep_mode, info.sleep_mode_requested, info.network_allow),
+                         ("files", "files", []))
+        self.assertIsNone(info.disk_limit_bytes)
+        self.assertIsNone(info.memory_snapshot_bytes)
+        self.assertTrue(info.enable_default_session)
+        self.assertFalse(info.forked_with_memory)
+
+
 class WebSocketTest(unittest.TestCase):
     def server_frame(self, opcode: int, payload: bytes, fin: bool = True) -> bytes:
         from cella import _ws

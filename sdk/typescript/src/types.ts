@@ -63,6 +63,20 @@ export interface SandboxInfo {
   networkAllow: string[];
   networkAddress?: string;
   disk?: { limitBytes: number; usedBytes: number };
+  /** cella: the sleep mode asked for (`PUT {sleepMode}`). */
+  sleepModeRequested?: 'files' | 'memory';
+  /** cella: what a sleep does on this host. */
+  sleepMode?: 'files' | 'memory';
+  /** cella: when `sleepMode` differs from `sleepModeRequested`, why (one line). */
+  sleepModeFallback?: string;
+  /** cella: while it sleeps with its memory, its checkpoint's size on disk in bytes. */
+  memorySnapshotBytes?: number;
+  /** cella: why its last memory sleep or wake fell back to its files, if it did. */
+  memorySleepError?: string;
+  /** cella: the tenant it belongs to (absent for the admin's sandboxes). */
+  tenant?: string;
+  /** cella: on a cluster, the node it runs on. */
+  node?: string;
   /** The id of the snapshot it was made from (`fromSnapshot`, `fork`), if any. */
   snapshot?: string;
   /** In a fork's answer: true when it was forked with its parent's processes. */
