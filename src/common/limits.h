@@ -193,7 +193,8 @@
 #define CELLA_IMAGE_MAX_PACKAGES 64            /* extra packages of one build */
 #define CELLA_IMAGE_PACKAGE_MAX 100            /* a package name's length */
 
-/* libcella's receive buffer for the raw form */
+/* libcella's receive buffer for the raw form and for event streams (an exec's SSE
+ * events are up to 255 KiB each: one read, one parse of a whole event) */
 #define CELLA_CLIENT_RAW_READ (512 * 1024)
 
 /* libcella (src/client/): what it accepts from a server */
