@@ -61,6 +61,9 @@
  * buffers come from the heap, not from an mmap and its page faults per frame. */
 #define CELLA_PUMP_READ (240 * 1024)
 #define CELLA_PUMP_PIPE_SIZE (1024 * 1024)
+/* cellad's heap keeps up to this much free at its top (M_TRIM_THRESHOLD, main.c), so that
+ * a frame's buffers freed there are reused, not given back and faulted in again */
+#define CELLA_MALLOC_TRIM (8 * 1024 * 1024)
 
 /* Exec */
 #define CELLA_EXEC_MAX_BUFFERED (64 * 1024 * 1024) /* buffered (non-SSE) output per stream */
