@@ -130,7 +130,8 @@ int sse_plain_output(const char *d, size_t len, const char **ret_text, size_t *r
         static const char *const heads[2] = {"{\"type\":\"stdout\",\"data\":\"",
                                              "{\"type\":\"stderr\",\"data\":\""};
         static const char tail[] = "\",\"timestamp\":\"";
-        const char *text, *q, *end = d + len;
+        const char *text, *q, *ts, *end = d + len;
+        size_t tslen;
         int which;
 
         if (len < 32 || memcmp(d, heads[0], 8) != 0)
@@ -146,8 +147,13 @@ int sse_plain_output(const char *d, size_t len, const char **ret_text, size_t *r
         q = text + json_escape_safe_span(text, (size_t)(end - text));
         if (q >= end || *q != '"' || (size_t)(end - q) < sizeof(tail) + 2 ||
             memcmp(q, tail, sizeof(tail) - 1) != 0 || end[-1] != '}' || end[-2] != '"' ||
-            memchr(q + sizeof(tail) - 1, '"', (size_t)(end - 2 - (q + sizeof(tail) - 1))) ||
             !utf8_is_valid(text, (size_t)(q - text)))
+                return -1;
+        /* the timestamp: a JSON string without escapes too (no quote, backslash or control
+         * character, valid UTF-8), or the event is not what cellad writes */
+        ts = q + sizeof(tail) - 1;
+        tslen = (size_t)(end - 2 - ts);
+        if (json_escape_safe_span(ts, tslen) != tslen || !utf8_is_valid(ts, tslen))
                 return -1;
         *ret_text = text;
         *ret_len = (size_t)(q - text);

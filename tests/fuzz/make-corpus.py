@@ -804,6 +804,11 @@ def sse():
         "plain-escape-after-32": plain(b"a" * 40 + b"\\n" + b"b" * 10),
         "plain-cr-lines": (plain(b"abc").replace(b"\n", b"\r")
                            + plain(b"d" * 33).replace(b"\n\n", b"\r\n\r\n")),
+        # a timestamp that is not a plain JSON string: the event goes to the JSON parser
+        "plain-timestamp-not-utf8": (b'{"type":"stdout","data":"hello \xc3\xa9",'
+                                     b'"timestamp":"202\xca\xd011-27T13:10:39.819Z"}'),
+        "plain-timestamp-backslash": b'data: {"type":"stdout","data":"ok","timestamp":"a\\q"}\n\n',
+        "plain-timestamp-control": b'data: {"type":"stdout","data":"ok","timestamp":"a\x01b"}\n\n',
     }
 
 

@@ -124,6 +124,17 @@ static void test_plain_output(void **state)
                 ev[n + pos] = '\xff'; /* not UTF-8 */
                 assert_int_equal(sse_plain_output(ev, strlen(ev), &text, &tlen), -1);
         }
+        /* the timestamp is a plain JSON string too, or jansson decides */
+        for (size_t k = 0; k < 3; k++) {
+                static const char bad[] = {'\x01', '\\', '\xff'};
+                size_t at = n + 40 + strlen("\",\"timestamp\":\"") + 3;
+
+                memcpy(ev, head, n);
+                memset(ev + n, 'a', 40);
+                memcpy(ev + n + 40, tail, sizeof(tail));
+                ev[at] = bad[k];
+                assert_int_equal(sse_plain_output(ev, strlen(ev), &text, &tlen), -1);
+        }
 }
 
 int main(void)
