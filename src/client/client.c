@@ -473,7 +473,10 @@ int client_event_stream(cella_client *c, const char *method, char *url, json_t *
                         size_t max_line, sse_event_fn on_event, void *ud)
 {
         struct event_stream x = {.c = c, .on_event = on_event, .ud = ud};
-        struct sink s = {.body = BUF_INIT, .stream = event_chunk, .ud = &x};
+        struct sink s = {.body = BUF_INIT,
+                         .stream = event_chunk,
+                         .ud = &x,
+                         .read_size = CELLA_CLIENT_RAW_READ};
         char *text = NULL;
         int r = CELLA_ERR_NOMEM;
 

@@ -3,6 +3,7 @@
 
 #include "client/sse.h"
 
+#include "common/json-escape.h"
 #include "common/utf8.h"
 
 void sse_parser_init(struct sse_parser *p, size_t max_line)
@@ -31,10 +32,12 @@ static int dispatch(struct sse_parser *p, sse_event_fn fn, void *userdata)
         return r < 0 ? r : 0;
 }
 
-static int process_line(struct sse_parser *p, sse_event_fn fn, void *userdata)
+/* One line, without its end: l[0..n) (in the parser's line buffer, or in the chunk fed
+ * when the whole line lies there). */
+static int process_line(struct sse_parser *p, const char *l, size_t n, sse_event_fn fn,
+                        void *userdata)
 {
-        const char *l = p->line.data ? p->line.data : "";
-        size_t n = p->line.len, flen;
+        size_t flen;
         const char *colon, *value;
         size_t vlen;
 
@@ -67,30 +70,51 @@ static int process_line(struct sse_parser *p, sse_event_fn fn, void *userdata)
         return 0;
 }
 
+/* The first line end ('\n' or '\r') in s[i..len), or len: two memchr, not a loop per byte. */
+static size_t line_end(const char *s, size_t i, size_t len)
+{
+        const char *nl = memchr(s + i, '\n', len - i);
+        size_t j = nl ? (size_t)(nl - s) : len;
+        const char *cr = memchr(s + i, '\r', j - i);
+
+        return cr ? (size_t)(cr - s) : j;
+}
+
 int sse_parser_feed(struct sse_parser *p, const char *chunk, size_t len, sse_event_fn fn,
                     void *userdata)
 {
         for (size_t i = 0; i < len;) {
                 char c = chunk[i];
+                size_t j;
+                int r;
+
                 if (c == '\n' || c == '\r') {
                         bool skip = c == '\n' && p->after_cr;
                         p->after_cr = c == '\r';
                         i++;
                         if (skip)
                                 continue;
-                        int r = process_line(p, fn, userdata);
+                        r = process_line(p, p->line.data ? p->line.data : "", p->line.len, fn,
+                                         userdata);
                         buf_reset(&p->line);
                         if (r < 0)
                                 return r;
                         continue;
                 }
                 p->after_cr = false;
-                /* Take the run up to the next line end in one append. */
-                size_t j = i;
-                while (j < len && chunk[j] != '\n' && chunk[j] != '\r')
-                        j++;
+                j = line_end(chunk, i, len);
                 if (p->line.len + (j - i) > p->max_line)
                         return -E2BIG;
+                if (j < len && p->line.len == 0) {
+                        /* the whole line is in this chunk: read where it lies, not copied */
+                        p->after_cr = chunk[j] == '\r';
+                        r = process_line(p, chunk + i, j - i, fn, userdata);
+                        if (r < 0)
+                                return r;
+                        i = j + 1;
+                        continue;
+                }
+                /* Take the run up to the next line end in one append. */
                 if (buf_append(&p->line, chunk + i, j - i) < 0)
                         return -ENOMEM;
                 i = j;
@@ -106,7 +130,8 @@ int sse_plain_output(const char *d, size_t len, const char **ret_text, size_t *r
         static const char *const heads[2] = {"{\"type\":\"stdout\",\"data\":\"",
                                              "{\"type\":\"stderr\",\"data\":\""};
         static const char tail[] = "\",\"timestamp\":\"";
-        const char *text, *q, *end = d + len;
+        const char *text, *q, *ts, *end = d + len;
+        size_t tslen;
         int which;
 
         if (len < 32 || memcmp(d, heads[0], 8) != 0)
@@ -117,16 +142,19 @@ int sse_plain_output(const char *d, size_t len, const char **ret_text, size_t *r
         if (which < 0)
                 return -1;
         text = d + strlen(heads[which]);
-        q = memchr(text, '"', (size_t)(end - text));
-        /* an escape (or a raw control character) anywhere: the JSON parser decides */
-        if (!q || memchr(text, '\\', (size_t)(q - text)) || (size_t)(end - q) < sizeof(tail) + 2 ||
+        /* the first byte that would need an escape must be the closing quote: an escape
+         * (or a raw control character) anywhere, and the JSON parser decides */
+        q = text + json_escape_safe_span(text, (size_t)(end - text));
+        if (q >= end || *q != '"' || (size_t)(end - q) < sizeof(tail) + 2 ||
             memcmp(q, tail, sizeof(tail) - 1) != 0 || end[-1] != '}' || end[-2] != '"' ||
-            memchr(q + sizeof(tail) - 1, '"', (size_t)(end - 2 - (q + sizeof(tail) - 1))) ||
             !utf8_is_valid(text, (size_t)(q - text)))
                 return -1;
-        for (const char *c = text; c < q; c++)
-                if ((unsigned char)*c < 0x20)
-                        return -1;
+        /* the timestamp: a JSON string without escapes too (no quote, backslash or control
+         * character, valid UTF-8), or the event is not what cellad writes */
+        ts = q + sizeof(tail) - 1;
+        tslen = (size_t)(end - 2 - ts);
+        if (json_escape_safe_span(ts, tslen) != tslen || !utf8_is_valid(ts, tslen))
+                return -1;
         *ret_text = text;
         *ret_len = (size_t)(q - text);
         return which;

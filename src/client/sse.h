@@ -32,7 +32,7 @@ void sse_parser_free(struct sse_parser *p);
 
 /* An exec output event's data (a dispatched event's) in the one shape cellad writes it:
  * {"type":"stdout"|"stderr","data":"<UTF-8 text without a backslash or a control
- * character>","timestamp":"<text without a quote>"}. 0 (stdout) or 1 (stderr) with the text
+ * character>","timestamp":"<UTF-8 text without a quote, backslash or control character>"}. 0 (stdout) or 1 (stderr) with the text
  * in place in *ret_text, *ret_len; -1 for anything else (for a JSON parser to read). */
 int sse_plain_output(const char *d, size_t len, const char **ret_text, size_t *ret_len);
 

@@ -4,6 +4,9 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "common/buf.h"
 
@@ -14,40 +17,88 @@ static const uint8_t needs_escape[256] = {
         ['\\'] = 1,
 };
 
-/* Does the 8-byte word w hold a byte that needs an escape? (a byte < 0x20, '"' or '\\':
- * the classic "has a zero byte" test on w itself, on w ^ '"'... and w ^ '\\'...) */
-static inline int word_needs_escape(uint64_t w)
+#ifdef __SSE2__
+/* The bytes of v that need an escape, as a 16-bit mask: a byte <= 0x1f (unsigned: the
+ * minimum of it and 0x1f is itself), '"' or '\\'. */
+static inline unsigned block_escapes(__m128i v)
 {
-        const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-        uint64_t quote = w ^ (ones * '"'), bslash = w ^ (ones * '\\');
-        uint64_t lt20 = (w - ones * 0x20) & ~w; /* a byte < 0x20 (or >= 0x80 borrowing) */
-        uint64_t zq = (quote - ones) & ~quote, zb = (bslash - ones) & ~bslash;
+        __m128i ctl = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+        __m128i q = _mm_cmpeq_epi8(v, _mm_set1_epi8('"'));
+        __m128i b = _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'));
 
-        return ((lt20 | zq | zb) & highs) != 0;
+        return (unsigned)_mm_movemask_epi8(_mm_or_si128(ctl, _mm_or_si128(q, b)));
+}
+#endif
+
+size_t json_escape_safe_span(const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s;
+        size_t i = 0;
+
+#ifdef __SSE2__
+        for (; i + 16 <= len; i += 16) {
+                unsigned m = block_escapes(_mm_loadu_si128((const __m128i *)(p + i)));
+
+                if (m)
+                        return i + (size_t)__builtin_ctz(m);
+        }
+#endif
+        while (i < len && !needs_escape[p[i]])
+                i++;
+        return i;
+}
+
+/* Copy the run of s[i..len) that needs no escape to dst (room for len - i bytes), in the
+ * same pass that finds its end (one read of the text, not a scan and then a memcpy);
+ * returns where the run ends. */
+static size_t copy_safe_run(char *dst, const unsigned char *p, size_t i, size_t len)
+{
+#ifdef __SSE2__
+        char *d = dst - i;
+
+        for (; i + 16 <= len; i += 16) {
+                __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+                unsigned m = block_escapes(v);
+
+                if (m) {
+                        size_t k = (size_t)__builtin_ctz(m);
+
+                        memcpy(d + i, p + i, k);
+                        return i + k;
+                }
+                _mm_storeu_si128((__m128i *)(d + i), v);
+        }
+        {
+                size_t n = json_escape_safe_span((const char *)p + i, len - i);
+
+                memcpy(d + i, p + i, n);
+                return i + n;
+        }
+#else
+        size_t n = json_escape_safe_span((const char *)p + i, len - i);
+
+        memcpy(dst, p + i, n);
+        return i + n;
+#endif
 }
 
 int json_escape_append(struct buf *out, const char *s, size_t len)
 {
         const unsigned char *p = (const unsigned char *)s;
-        size_t i = 0, run = 0;
+        size_t i = 0;
 
-        /* the common case is one run: room for it at once */
         if (buf_reserve(out, len) < 0)
                 return -ENOMEM;
         while (i < len) {
-                /* skip safe bytes, eight at a time while there are eight */
-                while (i + 8 <= len) {
-                        uint64_t w;
+                size_t end;
 
-                        memcpy(&w, p + i, 8);
-                        if (word_needs_escape(w))
-                                break;
-                        i += 8;
-                }
-                while (i < len && !needs_escape[p[i]])
-                        i++;
-                if (i > run && buf_append(out, s + run, i - run) < 0)
+                /* room for the rest as it is (the common case: one run, one reserve); an
+                 * escape below reserves its own few bytes more */
+                if (buf_reserve(out, len - i) < 0)
                         return -ENOMEM;
+                end = copy_safe_run(out->data + out->len, p, i, len);
+                out->len += end - i;
+                i = end;
                 if (i >= len)
                         break;
                 {
@@ -88,7 +139,8 @@ int json_escape_append(struct buf *out, const char *s, size_t len)
                                 return -ENOMEM;
                 }
                 i++;
-                run = i;
         }
+        if (out->data)
+                out->data[out->len] = '\0'; /* as buf_append leaves it */
         return 0;
 }

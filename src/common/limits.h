@@ -61,6 +61,9 @@
  * buffers come from the heap, not from an mmap and its page faults per frame. */
 #define CELLA_PUMP_READ (240 * 1024)
 #define CELLA_PUMP_PIPE_SIZE (1024 * 1024)
+/* cellad's heap keeps up to this much free at its top (M_TRIM_THRESHOLD, main.c), so that
+ * a frame's buffers freed there are reused, not given back and faulted in again */
+#define CELLA_MALLOC_TRIM (8 * 1024 * 1024)
 
 /* Exec */
 #define CELLA_EXEC_MAX_BUFFERED (64 * 1024 * 1024) /* buffered (non-SSE) output per stream */
@@ -193,7 +196,8 @@
 #define CELLA_IMAGE_MAX_PACKAGES 64            /* extra packages of one build */
 #define CELLA_IMAGE_PACKAGE_MAX 100            /* a package name's length */
 
-/* libcella's receive buffer for the raw form */
+/* libcella's receive buffer for the raw form and for event streams (an exec's SSE
+ * events are up to 255 KiB each: one read, one parse of a whole event) */
 #define CELLA_CLIENT_RAW_READ (512 * 1024)
 
 /* libcella (src/client/): what it accepts from a server */

@@ -3,12 +3,24 @@
 
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "common/buf.h"
 
-/* Bytes from i on that are ASCII, eight at a time (the common case: text). */
+/* Bytes from i on that are ASCII, 32 or eight at a time (the common case: text). */
 static size_t ascii_run(const unsigned char *p, size_t i, size_t len)
 {
+#ifdef __SSE2__
+        for (; i + 32 <= len; i += 32) {
+                __m128i a = _mm_loadu_si128((const __m128i *)(p + i));
+                __m128i b = _mm_loadu_si128((const __m128i *)(p + i + 16));
+
+                if (_mm_movemask_epi8(_mm_or_si128(a, b)))
+                        break; /* a high bit in one of them: found below */
+        }
+#endif
         while (i + 8 <= len) {
                 uint64_t w;
 

@@ -554,6 +554,11 @@ static void set_up_process(const struct options *o)
          * to the kernel when freed, instead of raising the threshold and staying in the
          * heap (glibc's dynamic threshold). */
         mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+        /* Setting it also fixes the trim threshold at glibc's 128 KiB: a buffer of a few
+         * hundred KiB freed at the heap's top (an SSE output event of a 240 KiB frame)
+         * gave its pages back and the next one faulted them in again, cleared (decision
+         * 0058). The heap keeps this much free at its top instead. */
+        mallopt(M_TRIM_THRESHOLD, CELLA_MALLOC_TRIM);
         startup_child_subreaper();
 }
 

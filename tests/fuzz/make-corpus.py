@@ -796,7 +796,25 @@ def sse():
         "long-line": b"data: " + b"z" * 100000 + b"\n\n",
         "nul-bytes": b"data: a\x00b\n\n",
         "many-events": b"data: e\n\n" * 500,
+        # output events read in place (sse_plain_output's 16-byte scan, whole lines fed
+        # where they lie): a long plain text, a control character or an escape past the
+        # first blocks, CR and CRLF line ends
+        "plain-long-text": plain(b"a" * 70),
+        "plain-control-after-16": plain(b"a" * 20 + b"\x01" + b"b" * 10),
+        "plain-escape-after-32": plain(b"a" * 40 + b"\\n" + b"b" * 10),
+        "plain-cr-lines": (plain(b"abc").replace(b"\n", b"\r")
+                           + plain(b"d" * 33).replace(b"\n\n", b"\r\n\r\n")),
+        # a timestamp that is not a plain JSON string: the event goes to the JSON parser
+        "plain-timestamp-not-utf8": (b'{"type":"stdout","data":"hello \xc3\xa9",'
+                                     b'"timestamp":"202\xca\xd011-27T13:10:39.819Z"}'),
+        "plain-timestamp-backslash": b'data: {"type":"stdout","data":"ok","timestamp":"a\\q"}\n\n',
+        "plain-timestamp-control": b'data: {"type":"stdout","data":"ok","timestamp":"a\x01b"}\n\n',
     }
+
+
+def plain(text):
+    return (b'data: {"type":"stdout","data":"' + text
+            + b'","timestamp":"2026-11-27T19:00:00.000Z"}\n\n')
 
 
 def size():

@@ -72,11 +72,78 @@ static void test_limits(void **state)
         sse_parser_free(&p);
 }
 
+/* A line that lies whole in a chunk is read in place: up to max_line it is taken, one
+ * byte more is -E2BIG, as for a line fed in pieces. */
+static void test_line_in_place(void **state)
+{
+        struct sse_parser p;
+        struct log l = {BUF_INIT, 0};
+        char in[1100];
+
+        (void)state;
+        memcpy(in, "data: ", 6);
+        memset(in + 6, 'y', 1018); /* a line of 1024 bytes */
+        memcpy(in + 1024, "\n\n", 2);
+        sse_parser_init(&p, 1024);
+        assert_int_equal(sse_parser_feed(&p, in, 1026, record, &l), 0);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.b.len, strlen("[message:]") + 1018);
+        sse_parser_free(&p);
+        memcpy(in + 1024, "y\n\n", 3);
+        sse_parser_init(&p, 1024);
+        assert_int_equal(sse_parser_feed(&p, in, 1027, record, &l), -E2BIG);
+        sse_parser_free(&p);
+        buf_free(&l.b);
+}
+
+/* The plain output event is taken in place only when its text needs no escape, wherever
+ * the first byte that would lies (in or after the scan's 16-byte blocks). */
+static void test_plain_output(void **state)
+{
+        static const char head[] = "{\"type\":\"stdout\",\"data\":\"";
+        static const char tail[] = "\",\"timestamp\":\"2026-11-27T19:00:00.000Z\"}";
+        char ev[200];
+        const char *text;
+        size_t tlen, n = strlen(head);
+
+        (void)state;
+        for (size_t pos = 0; pos <= 40; pos++) {
+                memcpy(ev, head, n);
+                memset(ev + n, 'a', 40);
+                memcpy(ev + n + 40, tail, sizeof(tail));
+                if (pos == 40) {
+                        assert_int_equal(sse_plain_output(ev, strlen(ev), &text, &tlen), 0);
+                        assert_ptr_equal(text, ev + n);
+                        assert_int_equal(tlen, 40);
+                        continue;
+                }
+                ev[n + pos] = '\x01';
+                assert_int_equal(sse_plain_output(ev, strlen(ev), &text, &tlen), -1);
+                ev[n + pos] = '\\';
+                assert_int_equal(sse_plain_output(ev, strlen(ev), &text, &tlen), -1);
+                ev[n + pos] = '\xff'; /* not UTF-8 */
+                assert_int_equal(sse_plain_output(ev, strlen(ev), &text, &tlen), -1);
+        }
+        /* the timestamp is a plain JSON string too, or jansson decides */
+        for (size_t k = 0; k < 3; k++) {
+                static const char bad[] = {'\x01', '\\', '\xff'};
+                size_t at = n + 40 + strlen("\",\"timestamp\":\"") + 3;
+
+                memcpy(ev, head, n);
+                memset(ev + n, 'a', 40);
+                memcpy(ev + n + 40, tail, sizeof(tail));
+                ev[at] = bad[k];
+                assert_int_equal(sse_plain_output(ev, strlen(ev), &text, &tlen), -1);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_basic),
                 cmocka_unit_test(test_limits),
+                cmocka_unit_test(test_line_in_place),
+                cmocka_unit_test(test_plain_output),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

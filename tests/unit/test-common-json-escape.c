@@ -79,12 +79,39 @@ static void test_random_utf8(void **state)
         }
 }
 
+/* json_escape_safe_span stops at the first byte that needs an escape wherever it lies
+ * in or after the 16-byte blocks, and the escaper around it writes what jansson writes. */
+static void test_span_every_position(void **state)
+{
+        static const unsigned char special[] = {0x00, 0x01, '\n', 0x1f, '"', '\\'};
+        static const unsigned char plain[] = {0x20, '!', '#', '[', ']', 0x7f, 0x80, 0xff};
+        char s[50];
+
+        (void)state;
+        for (size_t pos = 0; pos < sizeof(s); pos++) {
+                for (size_t k = 0; k < sizeof(special); k++) {
+                        memset(s, 'a', sizeof(s));
+                        s[pos] = (char)special[k];
+                        assert_int_equal(json_escape_safe_span(s, sizeof(s)), pos);
+                        assert_int_equal(json_escape_safe_span(s, pos), pos);
+                        check_same(s, sizeof(s));
+                }
+                for (size_t k = 0; k < sizeof(plain); k++) {
+                        memset(s, 'a', sizeof(s));
+                        s[pos] = (char)plain[k];
+                        assert_int_equal(json_escape_safe_span(s, sizeof(s)), sizeof(s));
+                }
+        }
+        assert_int_equal(json_escape_safe_span("", 0), 0);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_ascii_byte),
                 cmocka_unit_test(test_plain_and_empty),
                 cmocka_unit_test(test_random_utf8),
+                cmocka_unit_test(test_span_every_position),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
