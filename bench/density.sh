@@ -102,23 +102,25 @@ rss0=$(awk '/^VmRSS:/ {print $2}' "/proc/$cellad_pid/status")
 keep() { [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP" && cp "$@" "$KEEP/"; }; }
 
 # one request per line of stdin ("index"), P at a time: "index ms code" lines on stdout;
-# none once the file $tmp/stop exists (the memory guard)
-timed() { # METHOD BODY
-        xargs -P "$P" -I{} sh -c 'i={}; n=$(printf "dn%05d" "$i"); [ -e "$5" ] && exit 0;
+# with STOP (a file), none once it exists (the memory guard stops the creates only)
+timed() { # METHOD BODY [STOP]
+        xargs -P "$P" -I{} sh -c 'i={}; n=$(printf "dn%05d" "$i"); [ -n "$5" ] && [ -e "$5" ] && exit 0;
                 curl -sS -o /dev/null -w "$i %{time_total} %{http_code}\n" -X "$1" \
                         -H "Content-Type: application/json" ${2:+--data-binary "$2"} \
-                        "$3/v1/sandboxes/$n$4"' _ "$1" "$2" "$url" "${3:-}" "$tmp/stop" |
+                        "$3/v1/sandboxes/$n$4"' _ "$1" "$2" "$url" "" "${3:-}" |
                 awk '{printf "%d %.2f %s\n", $1, $2 * 1000, $3}'
 }
 
 # The memory guard: on a host shared with other work the creates stop when MemAvailable
-# falls below MIN_AVAIL_MIB (2048), and the rest of the bench runs on the sandboxes made
-# (the figures then say how many of N).
+# falls below MIN_AVAIL_MIB (3072) plus 0.6 MiB per sandbox made (the shell the echo phase
+# starts in each), and the rest of the bench runs on the sandboxes made (the figures then
+# say how many of N). The destroys are never stopped.
 N_ASKED=$N
 (
         while kill -0 "$cellad_pid" 2>/dev/null && [ ! -e "$tmp/creates-done" ]; do
-                if [ "$(meminfo MemAvailable)" -lt $((${MIN_AVAIL_MIB:-2048} * 1048576)) ]; then
-                        echo "MemAvailable below ${MIN_AVAIL_MIB:-2048} MiB: no more creates" >&2
+                made=$(find "$tmp/data/sandboxes" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l)
+                if [ "$(meminfo MemAvailable)" -lt $(((${MIN_AVAIL_MIB:-3072} + made * 6 / 10) * 1048576)) ]; then
+                        echo "MemAvailable below ${MIN_AVAIL_MIB:-3072} MiB and the shells' 0.6 MiB each: no more creates" >&2
                         touch "$tmp/stop"
                         break
                 fi
@@ -126,7 +128,7 @@ N_ASKED=$N
         done
 ) &
 echo "creating $N sandboxes ($P at a time, network $NETWORK)" >&2
-seq 1 "$N" | timed PUT "{\"keepAlive\":true,\"network\":\"$NETWORK\"}" >"$tmp/create"
+seq 1 "$N" | timed PUT "{\"keepAlive\":true,\"network\":\"$NETWORK\"}" "$tmp/stop" >"$tmp/create"
 touch "$tmp/creates-done"
 keep "$tmp/create"
 bad=$(awk '$3 != 201' "$tmp/create" | wc -l)
@@ -205,7 +207,7 @@ mib() { awk -v b="$1" 'BEGIN {printf "%.2f", b / 1048576}'; }
 per() { awk -v b="$1" -v n="$N" 'BEGIN {printf "%.2f", b / n / 1048576}'; }
 {
         [ "$N" = "$N_ASKED" ] || echo "The run was for $N_ASKED; the memory guard stopped the creates at $N" \
-                "(MemAvailable below ${MIN_AVAIL_MIB:-2048} MiB) and the rest ran on those $N."
+                "(MemAvailable below ${MIN_AVAIL_MIB:-3072} MiB and 0.6 MiB per sandbox made) and the rest ran on those $N."
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs (load average $load" \
                 "at the start), kernel $(uname -r), $(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo) GiB:" \
                 "$N sandboxes (network \"$NETWORK\", keepAlive, their default session), $P requests at a time."
