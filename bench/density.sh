@@ -17,7 +17,7 @@
 # Usage: bench/density.sh (env: BUILD, IMAGES, N (10000), P (parallel requests, 4),
 # NETWORK ("none", the default sandbox's, or "outbound": a veth each), RANGE (a range with
 # N /30s: 10.214.0.0/16 holds 16384), KEEP (a dir for the raw samples), WRITE (1: the figures into docs/performance.md;
-# default 1 when N=10000)). Needs root. Raises kernel.pid_max to 4 N + 16384 for the run
+# default 1 when N=10000)). Needs root. Raises kernel.pid_max to 5 N + 8192 for the run
 # when it is lower, and puts it back at exit.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,8 +55,9 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # kernel.pid_max for the run only (put back at exit): N idle sandboxes with their default
-# session take 2 pids each, a command a third, beside the host's own
-pid_need=$((4 * N + 16384))
+# session take 4 tasks each (cella-init, its shell, its disk's jbd2 thread and loop worker),
+# a command a fifth, beside the host's own
+pid_need=$((5 * N + 8192))
 if [ "$(cat /proc/sys/kernel/pid_max)" -lt "$pid_need" ]; then
         pid_max0=$(cat /proc/sys/kernel/pid_max)
         echo "$pid_need" >/proc/sys/kernel/pid_max
