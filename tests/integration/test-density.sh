@@ -112,4 +112,23 @@ dirs() { find "$IT_TMP/data/sandboxes" -mindepth 1 -maxdepth 1 | head -n 5; }
 wait_empty dirs >/dev/null || fail "sandbox directories left: $(dirs)"
 fds2=$(fds)
 [ "$fds2" -le $((fds0 + 8)) ] || fail "cellad holds $fds2 descriptors after the destroys ($fds0 before)"
+
+# A memory wake's PID 1 is CRIU's restore of it, with its listening socket made again in
+# it: its link's other end is PID 1's too, so no pidfd is held after the wake (where this
+# host can checkpoint; decision 0060).
+api GET /v1/health >/dev/null
+if [ "$(body .memorySleep.available)" = true ]; then
+        info "after a memory wake the link watches the restored PID 1: no pidfd held"
+        W=$(sbx wake)
+        api_json PUT "/v1/sandboxes/$W" '{"sleepMode":"memory"}' >/dev/null
+        run_in "$W" 'echo up' >/dev/null
+        api POST "/v1/sandboxes/$W/sleep" >/dev/null
+        expect_status 200
+        assert_eq woke "$(run_in "$W" 'echo woke')" "the woken sandbox answers"
+        grep -q "sandbox '$W' woke from its memory checkpoint" "$CELLAD_LOG" ||
+                fail "$W did not wake from its memory checkpoint"
+        pidfds=$(find "/proc/$CELLAD_PID/fd" -mindepth 1 -maxdepth 1 -lname 'anon_inode:*pidfd*' | wc -l)
+        assert_eq 0 "$pidfds" "pidfds held by cellad after a memory wake"
+        api DELETE "/v1/sandboxes/$W" >/dev/null
+fi
 info "density: ok ($N sandboxes; cellad descriptors $fds0, $fds1 with them, $fds2 after)"
