@@ -17,7 +17,8 @@
 # Usage: bench/density.sh (env: BUILD, IMAGES, N (10000), P (parallel requests, 4),
 # NETWORK ("none", the default sandbox's, or "outbound": a veth each), RANGE (a range with
 # N /30s: 10.214.0.0/16 holds 16384), KEEP (a dir for the raw samples), WRITE (1: the figures into docs/performance.md;
-# default 1 when N=10000)). Needs root.
+# default 1 when N=10000)). Needs root. Raises kernel.pid_max to 5 N + 8192 for the run
+# when it is lower, and puts it back at exit.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$src/build}
@@ -34,6 +35,7 @@ cellad_pid=
 url=
 cgparent=
 ifprefix=
+pid_max0=
 cleanup() {
         local rc=$?
         if [ -n "$cellad_pid" ] && kill -0 "$cellad_pid" 2>/dev/null; then
@@ -45,10 +47,22 @@ cleanup() {
                 wait "$cellad_pid" 2>/dev/null || true
         fi
         rm -rf "$tmp"
+        # kernel.pid_max as it was before the run
+        if [ -n "$pid_max0" ]; then echo "$pid_max0" >/proc/sys/kernel/pid_max || true; fi
         exit $rc
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# kernel.pid_max for the run only (put back at exit): N idle sandboxes with their default
+# session take 4 tasks each (cella-init, its shell, its disk's jbd2 thread and loop worker),
+# a command a fifth, beside the host's own
+pid_need=$((5 * N + 8192))
+if [ "$(cat /proc/sys/kernel/pid_max)" -lt "$pid_need" ]; then
+        pid_max0=$(cat /proc/sys/kernel/pid_max)
+        echo "$pid_need" >/proc/sys/kernel/pid_max
+        echo "kernel.pid_max $pid_max0 -> $pid_need for this run" >&2
+fi
 
 meminfo() { awk -v k="$1:" '$1 == k {printf "%.0f\n", $2 * 1024}' /proc/meminfo; }
 # pct P: the P-th percentile of the numbers on stdin
@@ -88,28 +102,52 @@ rss0=$(awk '/^VmRSS:/ {print $2}' "/proc/$cellad_pid/status")
 # late still leaves them)
 keep() { [ -z "${KEEP:-}" ] || { mkdir -p "$KEEP" && cp "$@" "$KEEP/"; }; }
 
-# one request per line of stdin ("index"), P at a time: "index ms code" lines on stdout
-timed() { # METHOD BODY
-        xargs -P "$P" -I{} sh -c 'i={}; n=$(printf "dn%05d" "$i");
+# one request per line of stdin ("index"), P at a time: "index ms code" lines on stdout;
+# with STOP (a file), none once it exists (the memory guard stops the creates only)
+timed() { # METHOD BODY [STOP]
+        xargs -P "$P" -I{} sh -c 'i={}; n=$(printf "dn%05d" "$i"); [ -n "$5" ] && [ -e "$5" ] && exit 0;
                 curl -sS -o /dev/null -w "$i %{time_total} %{http_code}\n" -X "$1" \
                         -H "Content-Type: application/json" ${2:+--data-binary "$2"} \
-                        "$3/v1/sandboxes/$n$4"' _ "$1" "$2" "$url" "${3:-}" |
+                        "$3/v1/sandboxes/$n$4"' _ "$1" "$2" "$url" "" "${3:-}" |
                 awk '{printf "%d %.2f %s\n", $1, $2 * 1000, $3}'
 }
 
+# The memory guard: on a host shared with other work the creates stop when MemAvailable
+# falls below MIN_AVAIL_MIB (3072) plus 0.6 MiB per sandbox made (the shell the echo phase
+# starts in each), and the rest of the bench runs on the sandboxes made (the figures then
+# say how many of N). The destroys are never stopped.
+N_ASKED=$N
+(
+        while kill -0 "$cellad_pid" 2>/dev/null && [ ! -e "$tmp/creates-done" ]; do
+                made=$(find "$tmp/data/sandboxes" -mindepth 1 -maxdepth 1 ! -name '.*' | wc -l)
+                if [ "$(meminfo MemAvailable)" -lt $(((${MIN_AVAIL_MIB:-3072} + made * 6 / 10) * 1048576)) ]; then
+                        echo "MemAvailable below ${MIN_AVAIL_MIB:-3072} MiB and the shells' 0.6 MiB each: no more creates" >&2
+                        touch "$tmp/stop"
+                        break
+                fi
+                sleep 1
+        done
+) &
 echo "creating $N sandboxes ($P at a time, network $NETWORK)" >&2
-seq 1 "$N" | timed PUT "{\"keepAlive\":true,\"network\":\"$NETWORK\"}" >"$tmp/create"
+seq 1 "$N" | timed PUT "{\"keepAlive\":true,\"network\":\"$NETWORK\"}" "$tmp/stop" >"$tmp/create"
+touch "$tmp/creates-done"
 keep "$tmp/create"
 bad=$(awk '$3 != 201' "$tmp/create" | wc -l)
 [ "$bad" = 0 ] || { echo "$bad creates failed:" >&2; awk '$3 != 201' "$tmp/create" | head >&2; exit 1; }
+# the sandboxes made (all N, or those made before the guard stopped the creates)
+awk '{print $1}' "$tmp/create" | sort -n >"$tmp/made"
+if [ -e "$tmp/stop" ]; then
+        N=$(wc -l <"$tmp/made")
+        echo "stopped by the memory guard at $N of $N_ASKED" >&2
+fi
 
 # the default sessions have started (an exec in each below); let the memory settle
 echo "echo in every sandbox" >&2
 # (one write per answer: lines of parallel requests never interleave)
-seq 1 "$N" | xargs -P "$P" -I{} sh -c 'n=$(printf "dn%05d" {});
+xargs -P "$P" -I{} sh -c 'n=$(printf "dn%05d" {});
         r=$(curl -sS -w " {} %{http_code} %{time_total}" -X POST -H "Content-Type: application/json" \
                 --data-binary "{\"command\":\"echo ok-$n\"}" "$1/v1/sandboxes/$n/exec" | tr -d "\n");
-        printf "%s\n" "$r"' _ "$url" >"$tmp/echo"
+        printf "%s\n" "$r"' _ "$url" <"$tmp/made" >"$tmp/echo"
 good=$(grep -c '"stdout":"ok-dn[0-9]*\\n"' "$tmp/echo" || true)
 if [ "$good" != "$N" ]; then
         echo "only $good of $N sandboxes answered echo" >&2
@@ -139,7 +177,7 @@ echo "avail $avail0 $avail1 slab $slab0 $slab1 sunreclaim $sunrec0 $sunrec1 cgme
 keep "$tmp/health" "$tmp/host"
 
 echo "destroying $N sandboxes" >&2
-seq 1 "$N" | timed DELETE "" >"$tmp/destroy"
+timed DELETE "" <"$tmp/made" >"$tmp/destroy"
 keep "$tmp/destroy"
 bad=$(awk '$3 != 204 && $3 != 200' "$tmp/destroy" | wc -l)
 [ "$bad" = 0 ] || { echo "$bad destroys failed" >&2; exit 1; }
@@ -169,6 +207,8 @@ echo "nothing left" >&2
 mib() { awk -v b="$1" 'BEGIN {printf "%.2f", b / 1048576}'; }
 per() { awk -v b="$1" -v n="$N" 'BEGIN {printf "%.2f", b / n / 1048576}'; }
 {
+        [ "$N" = "$N_ASKED" ] || echo "The run was for $N_ASKED; the memory guard stopped the creates at $N" \
+                "(MemAvailable below ${MIN_AVAIL_MIB:-3072} MiB and 0.6 MiB per sandbox made) and the rest ran on those $N."
         echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs (load average $load" \
                 "at the start), kernel $(uname -r), $(awk '/^MemTotal:/ {printf "%.0f", $2 / 1048576}' /proc/meminfo) GiB:" \
                 "$N sandboxes (network \"$NETWORK\", keepAlive, their default session), $P requests at a time."

@@ -5,6 +5,7 @@
  * for an old stream could still arrive. A cancelled stream keeps its slot (with no user
  * callbacks) until the agent ends it, so its id cannot be handed out again meanwhile. */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -307,6 +308,33 @@ void agent_conn_close(struct agent_conn *c)
                 return;
         c->on_lost = NULL; /* the owner is closing it: no on_lost */
         conn_fail(c, -ECONNRESET);
+}
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+int agent_conn_peer_pidfd(const struct agent_conn *c)
+{
+        socklen_t len = sizeof(int);
+        uv_os_fd_t fd;
+        int pidfd = -1;
+
+        if (!c || uv_fileno((const uv_handle_t *)&c->pipe, &fd) < 0)
+                return -ENOTCONN;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+                return -errno;
+        return pidfd;
+}
+
+bool agent_conn_peer_gone(const struct agent_conn *c)
+{
+        uv_os_fd_t fd;
+
+        if (!c || c->closing || uv_fileno((const uv_handle_t *)&c->pipe, &fd) < 0)
+                return true;
+        struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL));
 }
 
 unsigned agent_conn_stream_count(const struct agent_conn *c)

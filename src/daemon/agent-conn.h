@@ -19,6 +19,7 @@
 #define CELLA_DAEMON_AGENT_CONN_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -51,6 +52,13 @@ void agent_conn_close(struct agent_conn *c);
  * when nothing is queued before it. 0 or -errno. */
 int agent_conn_control(struct agent_conn *c, uint8_t type);
 unsigned agent_conn_stream_count(const struct agent_conn *c); /* streams not yet ended */
+/* A pidfd (close-on-exec) of the process that listens at the connection's other end, as
+ * the kernel recorded it at the agent's listen() (SO_PEERPIDFD, Linux 6.5+: no pid race,
+ * and still given once that process has exited). -errno: not connected, or a kernel
+ * without it. */
+int agent_conn_peer_pidfd(const struct agent_conn *c);
+/* Has the other end hung up (every descriptor of the agent's end closed)? */
+bool agent_conn_peer_gone(const struct agent_conn *c);
 
 /* Open a stream with a first frame of type (EXEC, FILE_READ, FILE_WRITE, FILE_OP, SESSION,
  * PROC) and a JSON payload (borrowed, serialised here). Frames sent before HELLO are

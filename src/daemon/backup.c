@@ -650,12 +650,12 @@ static void capture_turn(void *ud)
 /* The job takes s (referenced) and a duplicate of its PID 1's pidfd. */
 static int job_sandbox(struct job *j, struct sandbox *s, struct cella_error *err)
 {
-        if (s->state != SANDBOX_RUNNING || s->ct.pidfd < 0)
+        j->pidfd = s->state == SANDBOX_RUNNING ? sandbox_pidfd_dup(s) : -ESRCH;
+        if (j->pidfd == -ESRCH)
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
                                        "sandbox '%s' is not running; try again", s->name);
-        j->pidfd = fcntl(s->ct.pidfd, F_DUPFD_CLOEXEC, 3);
         if (j->pidfd < 0)
-                return cella_error_errno(err, errno, "pidfd");
+                return cella_error_errno(err, -j->pidfd, "pidfd");
         j->s = s;
         sandbox_ref(s);
         return 0;

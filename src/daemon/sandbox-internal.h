@@ -86,6 +86,9 @@ struct sandbox {
         int64_t pid_start;     /* start time of ct.pid (/proc/PID/stat), to recognise it later */
         uv_poll_t *exit_watch; /* readable when PID 1 exits; heap: closed asynchronously */
         struct agent_conn *agent;
+        /* The agent link's other end is its PID 1's (checked at connect): the link's end
+         * watches the exit and ct.pidfd is held only while something needs it (0060). */
+        bool pid_by_link;
         /* Bytes of disk promised to it: its disk image's size (0: it has none); -1: not
          * looked at since its last start (sandbox_disk_promise() reads it then). */
         int64_t disk_promise;
@@ -232,7 +235,16 @@ int sandbox_teardown(struct sandbox *s, enum sandbox_state next, struct cella_er
 /* Only the daemon's links to s go (agent, exit watch, pidfd); its processes keep running. */
 void sandbox_unlink(struct sandbox *s);
 int watch_exit(struct sandbox *s);
+/* Connect to the agent; once the link's other end is known to be PID 1's, PID 1's pidfd
+ * and its exit watch are let go (the link's end watches the exit, 0060). */
 int connect_agent(struct sandbox *s, struct cella_error *err);
+/* s->ct.pidfd made valid for a use of the container (a signal, setns, its root): taken
+ * from the agent link (SO_PEERPIDFD) when not held. 0 or -errno (no process). */
+int sandbox_pidfd_hold(struct sandbox *s);
+/* After such a use: the pidfd closed again when the link watches the exit. */
+void sandbox_pidfd_release(struct sandbox *s);
+/* Does PID 1 of running s live (its pidfd not readable)? */
+bool sandbox_alive(struct sandbox *s);
 /* A memory sleep of running s: its agent told and its link closed, then a job on the
  * loop's thread pool checkpoints it whole into <dir>/checkpoint (runtime/checkpoint.h:
  * through checkpoint.partial, renamed when complete) and, back on the loop, puts it to

@@ -226,7 +226,7 @@ struct sandbox *pool_take(struct sandbox_table *t)
 {
         while (t->pool) {
                 struct sandbox *s = t->pool;
-                if (s->state == SANDBOX_RUNNING && s->agent && runtime_container_is_alive(&s->ct)) {
+                if (s->state == SANDBOX_RUNNING && s->agent && sandbox_alive(s)) {
                         pool_unlink(s);
                         return s;
                 }
@@ -388,8 +388,12 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
         s->sleep_memory = opts && opts->sleep_mode && strcmp(opts->sleep_mode, "memory") == 0;
         s->keep_alive = opts && opts->has_keep_alive && opts->keep_alive;
         s->default_session = !(opts && opts->has_default_session && !opts->default_session);
-        if (sandbox_dir(s, dir, sizeof(dir)) < 0 ||
-            runtime_container_rename(t->rt, &s->ct, dir, name, err) < 0) {
+        sandbox_pidfd_hold(s);
+        int rr = sandbox_dir(s, dir, sizeof(dir)) < 0
+                         ? -1
+                         : runtime_container_rename(t->rt, &s->ct, dir, name, err);
+        sandbox_pidfd_release(s);
+        if (rr < 0) {
                 pool_discard(s);
                 return -1;
         }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/fsutil.h"
@@ -31,10 +32,117 @@ static void stop_exit_watch(struct sandbox *s)
         s->exit_watch = NULL;
 }
 
+/* ---- PID 1's pidfd and the agent link (decision 0060) ----
+ *
+ * The agent link's other end is PID 1's: the agent listens on a socket PID 1 made and
+ * listened on itself (runtime/container-child.c), accepted connections are close-on-exec
+ * (libuv's accept4) and no process outside the sandbox's pid namespace gets the agent's
+ * descriptors, so the link's end hangs up when PID 1 exits (the kernel kills the pid
+ * namespace with it). While the link is up it watches the exit (on_agent_lost), and
+ * cellad holds no pidfd: one descriptor per running sandbox. A use that needs the pidfd
+ * takes it from the link (SO_PEERPIDFD: the pid the kernel recorded at PID 1's listen(),
+ * no pid race) and lets it go after; when the link goes (lost, or closed for a checkpoint
+ * or a memory fork's dump) the pidfd and its watch take over as before. A link whose
+ * other end is not PID 1's (a kernel without SO_PEERPIDFD, an agent started by an
+ * earlier build on the host) keeps the pidfd and its watch throughout. */
+
+/* The pid behind pidfd fd (/proc/self/fdinfo: in our pid namespace), -1 if gone. */
+static pid_t pidfd_pid(int fd)
+{
+        char p[64], line[128];
+        pid_t pid = -1;
+        int v;
+
+        snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+        FILE *f = fopen(p, "re");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof(line), f))
+                if (sscanf(line, "Pid:\t%d", &v) == 1) {
+                        pid = (pid_t)v;
+                        break;
+                }
+        fclose(f);
+        return pid;
+}
+
+/* The link is connected: if its other end is PID 1's, the link watches the exit and the
+ * pidfd with its watch is let go. */
+static void pidfd_to_link(struct sandbox *s)
+{
+        int fd = agent_conn_peer_pidfd(s->agent);
+        bool pid1 = fd >= 0 && s->ct.pid > 0 && pidfd_pid(fd) == s->ct.pid;
+
+        if (fd >= 0)
+                close(fd);
+        s->pid_by_link = pid1;
+        if (!pid1)
+                return;
+        stop_exit_watch(s);
+        if (s->ct.pidfd >= 0)
+                close(s->ct.pidfd);
+        s->ct.pidfd = -EBADF;
+}
+
+int sandbox_pidfd_hold(struct sandbox *s)
+{
+        if (s->ct.pidfd >= 0)
+                return 0;
+        if (!s->pid_by_link || !s->agent)
+                return -ESRCH;
+        int fd = agent_conn_peer_pidfd(s->agent);
+        if (fd < 0)
+                return fd;
+        s->ct.pidfd = fd;
+        return 0;
+}
+
+void sandbox_pidfd_release(struct sandbox *s)
+{
+        if (s->pid_by_link && s->agent && !s->exit_watch && s->ct.pidfd >= 0) {
+                close(s->ct.pidfd);
+                s->ct.pidfd = -EBADF;
+        }
+}
+
+bool sandbox_alive(struct sandbox *s)
+{
+        /* the link up: PID 1 lives; hung up: its pidfd says (kept: the link's loss takes
+         * it over) */
+        if (s->ct.pidfd < 0 && s->pid_by_link && s->agent && !agent_conn_peer_gone(s->agent))
+                return true;
+        sandbox_pidfd_hold(s);
+        return runtime_container_is_alive(&s->ct);
+}
+
+static void container_exited(struct sandbox *s, int wstatus);
+
+/* The link goes (s->agent still set): PID 1's pidfd and its watch take over. */
+static void link_to_pidfd(struct sandbox *s)
+{
+        if (!s->pid_by_link)
+                return;
+        if (sandbox_pidfd_hold(s) < 0 && s->ct.pid > 0 && s->pid_start > 0 &&
+            proc_start_time(s->ct.pid) == s->pid_start) {
+                /* a kernel that gives no pidfd of an exited peer: by its pid, checked by
+                 * its start time before and after */
+                int fd = (int)syscall(SYS_pidfd_open, s->ct.pid, 0);
+                if (fd >= 0 && proc_start_time(s->ct.pid) != s->pid_start) {
+                        close(fd);
+                        fd = -EBADF;
+                }
+                s->ct.pidfd = fd >= 0 ? fd : -EBADF;
+        }
+        s->pid_by_link = false;
+        if (s->ct.pidfd >= 0 && !s->exit_watch && watch_exit(s) < 0)
+                log_warn("sandbox '%s': cannot watch its PID 1", s->name);
+}
+
 static void close_agent(struct sandbox *s)
 {
         struct agent_conn *c = s->agent;
 
+        link_to_pidfd(s);
         s->agent = NULL;
         if (c)
                 agent_conn_close(c);
@@ -63,10 +171,20 @@ int sandbox_teardown(struct sandbox *s, enum sandbox_state next, struct cella_er
 static void on_agent_lost(struct agent_conn *c, int err, void *userdata)
 {
         struct sandbox *s = userdata;
-        if (s->agent == c)
+        bool exited = false;
+
+        if (s->agent == c) {
+                /* the link watched the exit: the pidfd does from here (readable at once
+                 * when PID 1 has exited) */
+                exited = s->pid_by_link;
+                link_to_pidfd(s);
+                exited = exited && s->ct.pidfd < 0;
                 s->agent = NULL;
+        }
         log_info("sandbox '%s': agent connection closed (%s)", s->name,
                  err ? strerror(-err) : "ok");
+        if (exited) /* no pidfd of it to be had: gone */
+                container_exited(s, 0);
 }
 
 /* PID 1 of the sandbox exited (the agent crashed or was killed): reap it, mark the sandbox
@@ -86,6 +204,11 @@ static void on_container_exit(uv_poll_t *w, int status, int events)
                         close(s->ct.pidfd);
                 s->ct.pidfd = -EBADF;
         }
+        container_exited(s, wstatus);
+}
+
+static void container_exited(struct sandbox *s, int wstatus)
+{
         log_warn("sandbox '%s': PID 1 exited (status 0x%x)", s->name, (unsigned)wstatus);
         if (s->pooled) {
                 pool_discard(s);
@@ -133,6 +256,8 @@ int connect_agent(struct sandbox *s, struct cella_error *err)
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE,
                                        "the sandbox's agent socket: %s", strerror(-fd));
         r = agent_conn_new(s->table->loop, sock, on_agent_lost, s, &s->agent, err);
+        if (r == 0)
+                pidfd_to_link(s);
         return r;
 }
 
@@ -701,15 +826,17 @@ static int start_complete(struct sandbox *s, struct start_job *j, struct cella_e
         PROBE_BEGIN();
         s->ct = j->ct;
         s->disk_promise = -1; /* its disk image may be new */
-        if (watch_exit(s) < 0) {
-                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "watch sandbox process");
-                goto undo_container;
-        }
         s->pid_start = proc_start_time(s->ct.pid);
-        PROBE("exit watch, pid start time");
+        PROBE("pid start time");
         if (connect_agent(s, err) < 0)
                 goto undo_container;
         PROBE("agent connect");
+        /* the pidfd watches the exit where the link cannot (pidfd_to_link) */
+        if (s->ct.pidfd >= 0 && !s->exit_watch && watch_exit(s) < 0) {
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "watch sandbox process");
+                goto undo_container;
+        }
+        PROBE("exit watch");
         s->state = SANDBOX_RUNNING;
         s->memory_fork = false; /* restored: later wakes are a memory sleep's */
         if (j->restore) {
@@ -925,7 +1052,7 @@ void sandbox_waiters_flush(struct sandbox *s, const struct cella_error *err)
  * (s->job set) instead of run here. s has no start in progress. */
 int sandbox_ensure_running(struct sandbox *s, bool async, struct cella_error *err)
 {
-        if (s->state == SANDBOX_RUNNING && runtime_container_is_alive(&s->ct)) {
+        if (s->state == SANDBOX_RUNNING && sandbox_alive(s)) {
                 if (!s->agent)
                         return connect_agent(s, err);
                 return 0;

