@@ -59,6 +59,7 @@ struct sandbox {
         bool pooled;        /* a warm-pool sandbox: not in the table, no registry record */
         bool claimed;       /* taken from the pool by this daemon */
         bool commit_queued; /* claimed, its record in the table's commit queue */
+        bool pool_ready;    /* pooled, its default session has run its first command */
         struct sandbox *pool_next;
         struct sandbox *commit_next; /* the commit queue (sandbox-pool.c) */
         char *image;
@@ -142,9 +143,11 @@ struct sandbox_table {
         uint8_t slot_used[CELLA_UID_SLOTS_MAX];
         /* The warm pool: running sandboxes of the default image and instance type, built
          * ahead by pool_timer (one per callback), taken by sandbox_create. At most
-         * pool_target() of them; pool_len counts the list. */
+         * pool_target() of them; pool_len counts the list, pool_ready those of it whose
+         * default session has run its first command (what a claim takes first). */
         unsigned pool_size;
         unsigned pool_len;
+        unsigned pool_ready;
         struct sandbox *pool;
         uv_timer_t *pool_timer; /* heap: closed asynchronously */
         uint64_t pool_claims;

@@ -25,6 +25,6 @@ void sandbox_table_metrics(const struct sandbox_table *t, struct metrics_gauges 
                         }
                 }
         g->pool_target = t->pool_size;
-        g->pool_ready = t->pool_len;
+        g->pool_ready = t->pool_ready;
         g->pool_claims = t->pool_claims;
 }

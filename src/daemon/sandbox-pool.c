@@ -8,6 +8,7 @@
 #include "common/json-cleanup.h"
 #include "common/log.h"
 #include "common/timeutil.h"
+#include "common/wire.h"
 #include "daemon/instance-type.h"
 #include "daemon/rebuild.h"
 #include "daemon/sandbox-internal.h"
@@ -45,6 +46,9 @@ static void pool_unlink(struct sandbox *s)
                         *pp = s->pool_next;
                         s->pool_next = NULL;
                         t->pool_len--;
+                        if (s->pool_ready)
+                                t->pool_ready--;
+                        s->pool_ready = false;
                         return;
                 }
 }
@@ -81,6 +85,63 @@ static void session_oneway(struct sandbox *s, json_t *payload)
             agent_conn_open(s->agent, FRAME_SESSION, payload, &oneway_ops, NULL, NULL, &e) < 0)
                 log_debug("sandbox '%s': session request: %s", s->name, e.msg);
         json_decref(payload);
+}
+
+/* A pool sandbox is ready once its default session's shell has run a first command: the
+ * shell has started and read its first script, and the agent and the shell have been
+ * through a command's whole path once (their first command pays for the pages and
+ * allocations that path touches). A claim takes a ready one first (pool_take). */
+static void pool_mark_ready(struct sandbox *s)
+{
+        struct sandbox_table *t = s->table;
+
+        if (!s->pooled || s->pool_ready || s->state != SANDBOX_RUNNING)
+                return; /* claimed (or discarded) meanwhile */
+        for (const struct sandbox *p = t->pool; p; p = p->pool_next)
+                if (p == s) {
+                        s->pool_ready = true;
+                        t->pool_ready++;
+                        log_debug("pool: %s ready (%u of %u)", s->name, t->pool_ready, t->pool_len);
+                        return;
+                }
+}
+
+static void on_warmup_close(struct agent_stream *st, int err, void *userdata)
+{
+        struct sandbox *s = userdata;
+
+        (void)st;
+        if (err)
+                log_debug("sandbox '%s': the default session's first command: %s", s->name,
+                          strerror(-err));
+        /* ready either way: a failure only costs the claim the head start */
+        pool_mark_ready(s);
+        sandbox_unref(s);
+}
+
+static const struct agent_stream_ops warmup_ops = {NULL, NULL, on_warmup_close};
+
+/* Start pool sandbox s's default session and run `true` in it (the claim's first command
+ * then finds a shell that has run one already); s becomes ready when it is over. */
+static void pool_warm_up(struct sandbox *s)
+{
+        struct cella_error e = {0};
+
+        session_oneway(s, json_pack("{s:s, s:s, s:O}", "op", "create", "id", "default", "baseEnv",
+                                    s->env));
+        _cleanup_json_ json_t *payload = wire_exec_encode(&(struct wire_exec){
+                .command = "true",
+                .base_env = s->env,
+                .session = "default",
+        });
+        sandbox_ref(s);
+        if (!payload || !s->agent ||
+            agent_conn_open(s->agent, FRAME_EXEC, payload, &warmup_ops, s, NULL, &e) < 0) {
+                log_debug("sandbox '%s': the default session's first command: %s", s->name,
+                          payload ? e.msg : "out of memory");
+                pool_mark_ready(s);
+                sandbox_unref(s);
+        }
 }
 
 /* Build one pool sandbox and add it to the pool. */
@@ -148,18 +209,19 @@ void pool_built(struct sandbox *s, const struct cella_error *err)
                 pool_retry(t, err->msg);
                 return;
         }
-        /* Its default session's shell starts now, so a claim's first command is a builtin
-         * in a running shell, not a shell start. */
-        session_oneway(s,
-                       json_pack("{s:s, s:s, s:{}}", "op", "create", "id", "default", "baseEnv"));
-        /* Appended: a claim takes the head, the oldest, whose shell has long started (the
+        /* Appended: a claim takes the oldest ready one, whose shell has long started (the
          * newest, taken at once, made its claim's first command wait for that start). */
         struct sandbox **tail = &t->pool;
         while (*tail)
                 tail = &(*tail)->pool_next;
         s->pool_next = NULL;
+        s->pool_ready = false;
         *tail = s;
         t->pool_len++;
+        /* Its default session's shell starts now and runs a first command, so a claim's
+         * first command is a builtin in a running shell, not a shell start; it is ready
+         * when that command is over. */
+        pool_warm_up(s);
         t->pool_builds++;
         t->pool_retry_ms = 0;
         if (t->pool_len < pool_target(t))
@@ -167,7 +229,7 @@ void pool_built(struct sandbox *s, const struct cella_error *err)
         else if (t->pool_len > pool_target(t))
                 pool_schedule(t, CELLA_POOL_REFILL_DELAY_MS); /* sandboxes made meanwhile */
         else
-                log_debug("pool: %u ready", t->pool_len);
+                log_debug("pool: %u built", t->pool_len);
 }
 
 /* Is a request that claimed a sandbox still being served? (a sandbox claimed in the last
@@ -221,11 +283,19 @@ void on_pool_timer(uv_timer_t *timer)
 }
 
 /* Take a live pool sandbox with its agent connected out of the pool, or NULL when there is
- * none; the dead ones found on the way are discarded. */
+ * none; the dead ones found on the way are discarded. The oldest ready one (pool_mark_ready)
+ * first, else the oldest. */
 struct sandbox *pool_take(struct sandbox_table *t)
 {
         while (t->pool) {
                 struct sandbox *s = t->pool;
+
+                if (t->pool_ready)
+                        for (struct sandbox *p = t->pool; p; p = p->pool_next)
+                                if (p->pool_ready) {
+                                        s = p;
+                                        break;
+                                }
                 if (s->state == SANDBOX_RUNNING && s->agent && sandbox_alive(s)) {
                         pool_unlink(s);
                         return s;
@@ -375,6 +445,20 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
                         }
                 }
         }
+        /* What its default session's shell lacks: the variables whose value differs from
+         * the image's env it started with (pool_warm_up), and its name. */
+        _cleanup_json_ json_t *vars = json_object();
+        {
+                const char *k;
+                json_t *v;
+
+                json_object_foreach(env, k, v)
+                {
+                        if (!json_equal(v, json_object_get(s->env, k)) &&
+                            json_object_set(vars, k, v) < 0)
+                                break;
+                }
+        }
         json_decref(s->env);
         json_decref(s->labels);
         s->env = TAKE_PTR(env);
@@ -412,11 +496,9 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
         if (!s->default_session) {
                 session_oneway(s, json_pack("{s:s, s:s}", "op", "delete", "id", "default"));
         } else {
-                json_t *vars = json_deep_copy(s->env);
-
                 if (vars)
                         json_object_set_new(vars, "HOSTNAME", json_string(s->name));
-                session_oneway(s, vars ? json_pack("{s:s, s:s, s:o}", "op", "setenv", "id",
+                session_oneway(s, vars ? json_pack("{s:s, s:s, s:O}", "op", "setenv", "id",
                                                    "default", "env", vars)
                                        : NULL);
         }
@@ -433,6 +515,6 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
 json_t *sandbox_table_pool_info(const struct sandbox_table *t)
 {
         return json_pack("{s:I, s:I, s:I, s:I}", "size", (json_int_t)t->pool_size, "ready",
-                         (json_int_t)t->pool_len, "claims", (json_int_t)t->pool_claims, "builds",
+                         (json_int_t)t->pool_ready, "claims", (json_int_t)t->pool_claims, "builds",
                          (json_int_t)t->pool_builds);
 }

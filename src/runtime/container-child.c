@@ -199,10 +199,13 @@ _Noreturn void container_child_main(const struct child_args *a)
         int work_fd = openat(layers, "work", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         CHECK(STEP_DIRS, work_fd);
 
-        /* The parent wrote our uid/gid maps: become the namespace's root. */
-        CHECK(STEP_SETGID, setresgid(0, 0, 0));
-        CHECK(STEP_SETUID, setresuid(0, 0, 0));
-        CHECK(STEP_SETGROUPS, setgroups(0, NULL));
+        /* The parent wrote our uid/gid maps: become the namespace's root. Raw system
+         * calls: glibc's wrappers in a copy of a threaded process (nptl's setxid) wait for
+         * the parent's threads, and one that was starting or exiting at the clone never
+         * answers here. */
+        CHECK(STEP_SETGID, (int)syscall(SYS_setresgid, 0, 0, 0));
+        CHECK(STEP_SETUID, (int)syscall(SYS_setresuid, 0, 0, 0));
+        CHECK(STEP_SETGROUPS, (int)syscall(SYS_setgroups, 0, NULL));
 
         /* The idmapped image goes over the sandbox dir (in our namespace only), the
          * overlay on top of it; lower/upper/work are given by descriptor, so no host

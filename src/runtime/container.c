@@ -20,6 +20,7 @@
 #include <linux/sched.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -421,9 +422,51 @@ static int parent_setup(const struct runtime *rt, const struct container_spec *s
         return cella_error_errno(err, rep.err, "%s", container_child_step_names[rep.step]);
 }
 
+/* The upper layer's skeleton (container_prepare_upper: its inodes on the sandbox's disk)
+ * made on a thread of its own while the start makes the cgroups and clones the child
+ * (decision 0059): the child needs it only once it has its descriptors, so it is joined
+ * before they are sent. Without a thread it is made inline, as before. */
+struct upper_job {
+        struct runtime *rt;
+        const struct container_spec *spec;
+        int root_fd;
+        pthread_t thread;
+        bool threaded;
+        bool joined;
+        int r;
+        struct cella_error err;
+};
+
+static void *upper_run(void *arg)
+{
+        struct upper_job *u = arg;
+
+        u->r = container_prepare_upper(u->rt, u->spec, u->root_fd, &u->err);
+        return NULL;
+}
+
+static void upper_begin(struct upper_job *u)
+{
+        u->threaded = pthread_create(&u->thread, NULL, upper_run, u) == 0;
+        if (!u->threaded)
+                upper_run(u);
+}
+
+/* Wait for the skeleton: 0, or its -errno with *err set to its error. Once per job has
+ * effect; later calls answer the same. */
+static int upper_join(struct upper_job *u, struct cella_error *err)
+{
+        if (u->threaded && !u->joined)
+                pthread_join(u->thread, NULL);
+        u->joined = true;
+        if (u->r < 0 && err)
+                *err = u->err;
+        return u->r < 0 ? u->r : 0;
+}
+
 static int spawn(const struct runtime *rt, const struct container_spec *spec,
-                 const struct cgroup_plan *plan, struct child_args *args, struct container *ret,
-                 struct cella_error *err)
+                 const struct cgroup_plan *plan, struct child_args *args, struct upper_job *upper,
+                 struct container *ret, struct cella_error *err)
 {
         int sv[2], r;
 
@@ -453,6 +496,14 @@ static int spawn(const struct runtime *rt, const struct container_spec *spec,
                 container_child_main(args);
         close(TAKE_FD(csync));
         PROBE("clone3");
+        /* The child is told nothing before the upper layer is there. */
+        r = upper_join(upper, err);
+        PROBE("upper, work, /etc files (their thread joined)");
+        if (r < 0) {
+                kill_and_reap(pidfd);
+                close(pidfd);
+                return r;
+        }
 
         r = parent_setup(rt, spec, pid, psync, err);
         if (r < 0) {
@@ -597,11 +648,14 @@ int container_prepare_upper(struct runtime *rt, const struct container_spec *spe
         return 0;
 }
 
+static int container_start_rest(struct runtime *rt, const struct container_spec *spec, int dir_fd,
+                                int disk_fd, struct upper_job *upper, struct container *ret,
+                                struct cella_error *err);
+
 /* The start, every failure undone; the messages say what failed, the caller adds whose. */
 static int container_start(struct runtime *rt, const struct container_spec *spec,
                            struct container *ret, struct cella_error *err)
 {
-        uid_t owner = spec->uid_base;
         int r;
 
         if (spec->uid_count == 0 || (uint64_t)spec->uid_base + spec->uid_count > UINT32_MAX)
@@ -625,12 +679,26 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
         PROBE("disk");
         int root_fd = disk_fd >= 0 ? disk_fd : dir_fd;
 
-        /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace. */
-        r = container_prepare_upper(rt, spec, root_fd, err);
+        /* 1. upper, work, /etc/hostname, /etc/hosts, /workspace: on their own thread while
+         * the rest goes on, joined before the child gets its descriptors (spawn). */
+        struct upper_job upper = {.rt = rt, .spec = spec, .root_fd = root_fd};
+        upper_begin(&upper);
+        PROBE("upper, work, /etc files (their thread started)");
+        r = container_start_rest(rt, spec, dir_fd, disk_fd, &upper, ret, err);
         if (r < 0)
-                return r;
+                upper_join(&upper, NULL); /* the error is the first one's */
+        return r;
+}
 
-        PROBE("upper, work, /etc files");
+/* container_start's part after the disk and the upper layer's thread: the agent's files,
+ * the cgroups, the child. Every failure undone but the upper layer's (its caller joins). */
+static int container_start_rest(struct runtime *rt, const struct container_spec *spec, int dir_fd,
+                                int disk_fd, struct upper_job *upper, struct container *ret,
+                                struct cella_error *err)
+{
+        uid_t owner = spec->uid_base;
+        int r;
+
         /* 2. The agent's listening socket is bound by the child inside the sandbox
          * (child_main); a socket left at the path older builds used goes, so that only
          * the sandbox's own is ever reached (runtime_container_agent_socket). */
@@ -674,7 +742,7 @@ static int container_start(struct runtime *rt, const struct container_spec *spec
                         .log_fd = log_fd,
                         .null_fd = null_fd,
                 };
-                r = spawn(rt, spec, plan, &args, ret, err);
+                r = spawn(rt, spec, plan, &args, upper, ret, err);
         }
         PROBE_END("container start");
         if (r < 0) {

@@ -246,7 +246,8 @@ sandbox_pids() {
         done
 }
 
-# wait_pool_ready N: poll /v1/health (10 s at most) until the warm pool holds N sandboxes.
+# wait_pool_ready N: poll /v1/health (10 s at most) until the warm pool holds N sandboxes
+# ready (their default session has run a first command).
 wait_pool_ready() {
         local i ready=
         for i in $(seq 1 100); do

@@ -62,12 +62,26 @@ wait_pool_ready 2
 assert_eq 3 "$(health .pool.builds)" "one build after the claim"
 
 # ---- env and labels given with the name are applied at claim ----
+# A pool sandbox's default session starts with the image's env; a claim sets the variables
+# it is given over it (one of the image's own too, when it has any) and keeps the others.
+img_var=$(jq -r '(.env // [])[0] // "" | split("=")[0]' "$CELLA_IMAGES/default/image.json")
+img_val=$(jq -r '(.env // [])[0] // "" | split("=")[1:] | join("=")' \
+        "$CELLA_IMAGES/default/image.json")
 B=$(sbx b)
-api_json PUT "/v1/sandboxes/$B" '{"env":{"STAGE":"claimed"},"labels":{"team":"pool"}}'
+if [ -n "$img_var" ]; then
+        assert_eq "$img_val" "$(run_in "$A" "printf %s \"\$$img_var\"")" "the image's env at claim"
+        api_json PUT "/v1/sandboxes/$B" \
+                "{\"env\":{\"STAGE\":\"claimed\",\"$img_var\":\"given-$img_val\"},\"labels\":{\"team\":\"pool\"}}"
+else
+        api_json PUT "/v1/sandboxes/$B" '{"env":{"STAGE":"claimed"},"labels":{"team":"pool"}}'
+fi
 expect_status 201
 assert_eq pool "$(body .labels.team)" "labels"
 assert_eq 2 "$(health .pool.claims)" "PUT with env and labels is a claim"
 assert_eq claimed "$(run_in "$B" 'printf %s "$STAGE"')" "env"
+[ -z "$img_var" ] ||
+        assert_eq "given-$img_val" "$(run_in "$B" "printf %s \"\$$img_var\"")" \
+                "a variable of the image's env given at claim"
 assert_eq "$B" "$(run_in "$B" 'hostname')" "hostname of the second claim"
 
 # ---- another instance type is a build ----

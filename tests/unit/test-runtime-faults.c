@@ -1,7 +1,8 @@
 /* The runtime's failure paths: runtime_container_start with one step made to fail by
  * wrapping the call it makes (-Wl,--wrap, see tests/CMakeLists.txt): the socketpair, clone3,
  * a cgroup directory, a cgroup limit, the uid map, the idmapped mount of the image, the
- * disk's mkfs and its mount (loop device attached); then the teardown's cgroup removal and
+ * disk's mkfs and its mount (loop device attached), the upper layer's files (made while
+ * the child is cloned); then the teardown's cgroup removal and
  * the rename's sethostname. Each test checks the error (its code, its message with the
  * "create sandbox" context, the errno returned) and that everything done before the step
  * was undone: no descriptor, mount, cgroup, child process or loop device left behind; then
@@ -43,7 +44,7 @@
 
 static const char *const test_ids[] = {"f-sock",    "f-clone",  "f-cgdir", "f-cglim",
                                        "f-uidmap",  "f-idmap",  "f-mount", "f-disk",
-                                       "f-destroy", "f-rename", "f-mkfs"};
+                                       "f-destroy", "f-rename", "f-mkfs",  "f-upper"};
 static struct runtime_fixture fx = {.what = "runtime fault tests",
                                     .cgroup_name = CG_NAME,
                                     .ids = test_ids,
@@ -505,6 +506,20 @@ static void test_disk_then_clone3(void **state)
                        "create sandbox 'f-disk': clone3: No space left on device");
 }
 
+/* The upper layer's files are made on a thread of their own while the child is cloned
+ * (decision 0059): their failure comes after the clone, and the child is killed and
+ * reaped before anything is sent to it. */
+static void test_upper_after_clone3(void **state)
+{
+        (void)state;
+        REQUIRE_RUNTIME();
+        fail_write = ENOSPC; /* a short write: EIO */
+        match_a = "/f-upper/";
+        match_b = "etc/hostname";
+        expect_failure("f-upper", 11, false, -EIO, CELLA_E_INTERNAL_ERROR,
+                       "create sandbox 'f-upper': /etc/hosts: Input/output error");
+}
+
 /* Teardown: the cgroup cannot be removed. The sandbox's processes are gone all the same
  * (PID 1 killed and reaped, its pidfd closed), the error says what is left, and a later
  * destroy (as after a restart: no pidfd) removes it. */
@@ -606,6 +621,7 @@ int main(void)
                 cmocka_unit_test(test_idmapped_mount),
                 cmocka_unit_test(test_disk_mount),
                 cmocka_unit_test(test_disk_then_clone3),
+                cmocka_unit_test(test_upper_after_clone3),
                 cmocka_unit_test(test_disk_mkfs),
                 cmocka_unit_test(test_destroy_cgroup_left),
                 cmocka_unit_test(test_rename_sethostname),
