@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -723,7 +724,10 @@ struct restore_args {
         int run_mnt; /* CRIU's /run (criu_run_clone) */
         int log_fd;
         int out_fd; /* CRIU's stdout and stderr: <images>/restore.out */
-        int go;     /* read end: the parent has placed us in the cgroups */
+        /* the "tasks" files of the sandbox's v1 cgroups (cgroup_plan_open_v1_tasks): the
+         * child joins them itself (it is born in the v2 one: CLONE_INTO_CGROUP) */
+        int v1_tasks[_CGROUP_V1_MAX];
+        size_t n_v1_tasks;
         const char *bin;
         char *const *argv;
 };
@@ -732,10 +736,15 @@ struct restore_args {
 
 _Noreturn static void restore_child(const struct restore_args *a)
 {
-        char b;
-        /* the root is built while the parent places this process in the sandbox's
-         * cgroups (the v1 attach waits for an RCU grace period, 0059); CRIU, which forks
-         * the tree, is exec'd only once it is placed */
+        /* in every cgroup of the sandbox before anything else (0059's start child does
+         * the same): born in the v2 one, and one thread moving itself into the v1 ones
+         * takes no global lock, so no RCU grace period; what it and CRIU allocate from
+         * here is the sandbox's */
+        for (size_t i = 0; i < a->n_v1_tasks; i++)
+                if (write(a->v1_tasks[i], "0", 1) != 1)
+                        _exit(120);
+        for (size_t i = 0; i < a->n_v1_tasks; i++)
+                close(a->v1_tasks[i]);
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 _exit(121);
         /* CRIU's /run: where it finds the kernel's features it probed at an earlier restore
@@ -790,8 +799,6 @@ _Noreturn static void restore_child(const struct restore_args *a)
         if (root < 0 || move_mount(root, "", AT_FDCWD, CHECKPOINT_RESTORE_BASE "/root",
                                    MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 _exit(130);
-        if (read(a->go, &b, 1) != 1) /* before the dup2s: it may be any fd */
-                _exit(120);
         int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nul < 0 || dup2(nul, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->out_fd, 2) < 0 ||
             dup2(a->log_fd, RESTORE_LOG_FD) < 0)
@@ -803,7 +810,7 @@ _Noreturn static void restore_child(const struct restore_args *a)
 }
 
 static const char *const restore_steps[] = {
-        "wait for cellad",
+        "join the sandbox's v1 cgroups",
         "private mount namespace",
         "tmpfs for the root and the agent",
         "its directories",
@@ -968,54 +975,30 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
         if (out_fd < 0)
                 return cella_error_errno(err, errno, "open %s", path);
         ra.out_fd = out_fd;
-        int go[2];
-        if (pipe2(go, O_CLOEXEC) < 0) {
-                r = cella_error_errno(err, errno, "pipe");
-                return r;
-        }
-        ra.go = go[0];
-        pid_t pid = fork();
+        _cleanup_close_ int cg = open(v2cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cg < 0)
+                return cella_error_errno(err, errno, "open %s", v2cg);
+        r = cgroup_plan_open_v1_tasks(plan, ra.v1_tasks, &ra.n_v1_tasks);
+        if (r < 0)
+                return cella_error_errno(err, -r, "open the sandbox's v1 cgroups");
+        /* the child (and so CRIU and the tree it restores) born in the sandbox's v2
+         * cgroup, joining the v1 ones itself */
+        int pfd = -EBADF;
+        struct clone_args ca;
+        memset(&ca, 0, sizeof(ca));
+        ca.flags = CLONE_PIDFD | CLONE_INTO_CGROUP;
+        ca.pidfd = (uint64_t)(uintptr_t)&pfd;
+        ca.exit_signal = SIGCHLD;
+        ca.cgroup = (uint64_t)cg;
+        pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
         if (pid == 0)
                 restore_child(&ra);
-        close(go[0]);
-        if (pid < 0) {
-                close(go[1]);
-                r = cella_error_errno(err, errno, "fork");
-                return r;
-        }
-        int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        /* the child (and so CRIU and the tree it restores) in the sandbox's cgroups */
-        char pidtxt[16];
-        snprintf(path, sizeof(path), "%s/cgroup.procs", v2cg);
-        snprintf(pidtxt, sizeof(pidtxt), "%d", (int)pid);
-        int cg = open(path, O_WRONLY | O_CLOEXEC);
-        r = cg >= 0 && write(cg, pidtxt, strlen(pidtxt)) > 0 ? 0 : -errno;
-        if (cg >= 0)
-                close(cg);
-        if (r >= 0)
-                r = cgroup_plan_attach_v1(plan, pid);
-        if (r >= 0 && pfd < 0)
-                r = -errno;
-        if (r >= 0 && write(go[1], "g", 1) != 1)
-                r = -errno;
-        close(go[1]);
-        if (r < 0) {
-                int st = 0;
-                kill(pid, SIGKILL);
-                waitpid(pid, &st, 0);
-                if (pfd >= 0)
-                        close(pfd);
-                /* the child builds the root while it is placed: one that failed at a step
-                 * of its own is gone before the placement ends, and that step is the why */
-                if (WIFEXITED(st) && WEXITSTATUS(st) >= 121 &&
-                    WEXITSTATUS(st) < 120 + (int)ARRAY_SIZE(restore_steps))
-                        cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "restore: %s failed",
-                                        restore_steps[WEXITSTATUS(st) - 120]);
-                else
-                        cella_error_errno(err, -r, "place criu restore in the sandbox's cgroups");
-                return r;
-        }
-        PROBE("fork, cgroup attach");
+        int clone_errno = errno;
+        for (size_t i = 0; i < ra.n_v1_tasks; i++)
+                close(ra.v1_tasks[i]);
+        if (pid < 0)
+                return cella_error_errno(err, clone_errno, "clone3 into the sandbox's cgroup");
+        PROBE("clone3 into the cgroups");
         int status = wait_child(pid, pfd, CELLA_CRIU_RESTORE_TIMEOUT_MS);
         close(pfd);
         PROBE("mounts and criu restore");
