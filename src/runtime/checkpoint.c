@@ -321,6 +321,32 @@ int checkpoint_userns_remap(const uint8_t *in, size_t len, uint32_t from, uint32
 
 /* ---- helpers ---- */
 
+/* iproute2's magic at the head of `ip route save` (ipv4 and ipv6 alike), in host order */
+#define IP_ROUTE_DUMP_MAGIC 0x45311224u
+
+static bool image_number_name(const char *name, const char *prefix)
+{
+        size_t n = strlen(prefix), digits = 0;
+
+        if (strncmp(name, prefix, n) != 0)
+                return false;
+        for (name += n; *name >= '0' && *name <= '9'; name++)
+                digits++;
+        return digits > 0 && digits <= 10 && strcmp(name, ".img") == 0;
+}
+
+bool checkpoint_ip_image_empty(const char *name, const uint8_t *data, size_t len)
+{
+        uint32_t magic;
+
+        if (!image_number_name(name, "route-") && !image_number_name(name, "route6-"))
+                return false;
+        if (len != sizeof(magic))
+                return false;
+        memcpy(&magic, data, sizeof(magic));
+        return magic == IP_ROUTE_DUMP_MAGIC;
+}
+
 int checkpoint_sockets(pid_t pid)
 {
         char path[64], link[64];
@@ -590,6 +616,31 @@ int runtime_checkpoint_dump_running(struct runtime *rt, const char *id, const st
         return r;
 }
 
+/* The images of a good dump that restore nothing (checkpoint_ip_image_empty) removed
+ * from the images dir dfd: each would cost the restore an exec of `ip` (0050, "the
+ * memory wake's time"). Best effort: an image left is restored as before. */
+static void drop_empty_ip_images(int dfd)
+{
+        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        for (struct dirent *de; (de = readdir(d));) {
+                uint8_t buf[8];
+                if (de->d_type != DT_REG || strncmp(de->d_name, "route", 5) != 0)
+                        continue;
+                _cleanup_close_ int f = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ssize_t n = f >= 0 ? read(f, buf, sizeof(buf)) : -1;
+                if (n >= 0 && checkpoint_ip_image_empty(de->d_name, buf, (size_t)n))
+                        unlinkat(dfd, de->d_name, 0);
+        }
+        closedir(d);
+}
+
 static int dump_tree(struct runtime *rt, const char *id, const struct container *c, bool network,
                      unsigned slot, int sockets_before, const char *images,
                      const struct dump_running *running, struct cella_error *err)
@@ -698,8 +749,10 @@ static int dump_tree(struct runtime *rt, const char *id, const struct container 
                 return cella_error_errno(err, -r, "criu dump");
         }
         r = wait_child(pid, pfd, CELLA_CRIU_DUMP_TIMEOUT_MS);
-        if (r == 0)
+        if (r == 0) {
+                drop_empty_ip_images(dfd);
                 return 0;
+        }
         snprintf(path, sizeof(path), "%s/dump.log", images);
         log_reason(path, reason, sizeof(reason));
         if (r == -ETIMEDOUT)

@@ -68,6 +68,14 @@ int checkpoint_userns_remap(const uint8_t *in, size_t len, uint32_t from, uint32
 /* The host base of the uid map in a userns image (its extent of first 0): 0 or -EINVAL. */
 int checkpoint_userns_base(const uint8_t *in, size_t len, uint32_t *ret_base);
 
+/* Is the image file name[data, len) one whose restore restores nothing: a route-<n>.img or
+ * route6-<n>.img that is exactly the 4-byte magic `ip route save` writes before its
+ * messages, no route after it (the table of a namespace whose tenant added none)? The
+ * dump removes those, so that the restore runs no `ip route restore` of nothing (CRIU
+ * restores a missing ip image as an empty one). Anything else (another name, a route, a
+ * short or longer file): false, the image is kept. */
+bool checkpoint_ip_image_empty(const char *name, const uint8_t *data, size_t len);
+
 /* How many sockets the process pid holds open (-errno). */
 int checkpoint_sockets(pid_t pid);
 

@@ -10,8 +10,10 @@
  * the buffer, returns its length, writes no control byte and gives the same text for the
  * same input whatever the buffer held; checkpoint_userns_remap returns 0, -EINVAL or
  * -ENOSPC, and what it writes is an image it reads again, whose base is the new one, and
- * which maps back to the same bytes. */
+ * which maps back to the same bytes; checkpoint_ip_image_empty is true only for a
+ * route-<n>.img or route6-<n>.img holding `ip route save`'s 4-byte magic alone. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +93,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         FUZZ_CHECK(checkpoint_userns_remap(back, blen, from, to, count, again,
                                                            sizeof(again), &alen) == 0);
                         FUZZ_CHECK(alen == len && memcmp(again, out, len) == 0);
+                }
+        }
+        /* an ip image is dropped only when it is the route dump's magic alone */
+        {
+                static const uint8_t magic[] = {0x24, 0x12, 0x31, 0x45};
+                bool same = size == sizeof(magic) && memcmp(data, magic, sizeof(magic)) == 0;
+                FUZZ_CHECK(checkpoint_ip_image_empty("route-10.img", data, size) == same);
+                FUZZ_CHECK(checkpoint_ip_image_empty("route6-1.img", data, size) == same);
+                FUZZ_CHECK(!checkpoint_ip_image_empty("rule-10.img", data, size));
+                /* the input as a file name: only route-<digits>.img or route6-... */
+                char name[64];
+                size_t k = size < sizeof(name) - 1 ? size : sizeof(name) - 1;
+                memcpy(name, data, k);
+                name[k] = '\0';
+                if (checkpoint_ip_image_empty(name, magic, sizeof(magic))) {
+                        size_t n = strlen(name);
+                        FUZZ_CHECK(strncmp(name, "route", 5) == 0 && n > 10 &&
+                                   strcmp(name + n - 4, ".img") == 0 && !strchr(name, '/'));
                 }
         }
         /* any bytes: never more than outsz written, a clear answer */

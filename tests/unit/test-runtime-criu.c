@@ -294,6 +294,31 @@ static void test_userns_remap(void **state)
         assert_int_equal(checkpoint_userns_base(bad, sizeof(img), &base), -EINVAL);
 }
 
+/* The ip images a dump drops: only a route table image that is `ip route save`'s magic
+ * and nothing else; a route after it, another name, a short file or another magic stays. */
+static void test_ip_image_empty(void **state)
+{
+        (void)state;
+        const uint8_t magic[] = {0x24, 0x12, 0x31, 0x45};
+        const uint8_t route[] = {0x24, 0x12, 0x31, 0x45, 0x34, 0x00, 0x00, 0x00};
+        const uint8_t rule_magic[] = {0x86, 0x69, 0x70, 0x71};
+
+        assert_true(checkpoint_ip_image_empty("route-10.img", magic, sizeof(magic)));
+        assert_true(checkpoint_ip_image_empty("route6-10.img", magic, sizeof(magic)));
+        assert_true(checkpoint_ip_image_empty("route-4026531840.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-10.img", route, sizeof(route)));
+        assert_false(checkpoint_ip_image_empty("route-10.img", magic, 3));
+        assert_false(checkpoint_ip_image_empty("route-10.img", magic, 0));
+        assert_false(checkpoint_ip_image_empty("route-10.img", rule_magic, sizeof(rule_magic)));
+        assert_false(checkpoint_ip_image_empty("rule-10.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("ifaddr-10.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-10.img.x", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-1x.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-12345678901.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("xroute-10.img", magic, sizeof(magic)));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -301,6 +326,7 @@ int main(void)
                 cmocka_unit_test(test_reason),         cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_version_reason), cmocka_unit_test(test_externals),
                 cmocka_unit_test(test_log_reason),     cmocka_unit_test(test_userns_remap),
+                cmocka_unit_test(test_ip_image_empty),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
