@@ -6,12 +6,14 @@
 #include <fcntl.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -347,6 +349,61 @@ bool checkpoint_ip_image_empty(const char *name, const uint8_t *data, size_t len
         return magic == IP_ROUTE_DUMP_MAGIC;
 }
 
+static uint16_t get_le16(const uint8_t *p)
+{
+        return (uint16_t)(p[0] | p[1] << 8);
+}
+
+#define NLMSG_HDR 16
+#define IFADDRMSG_LEN 8
+#define RTM_NEWADDR_TYPE 20
+#define IFA_CACHEINFO_TYPE 6
+
+/* The attributes of two messages' payloads p and q (n bytes each), from off: the same but
+ * for IFA_CACHEINFO's contents. */
+static bool attrs_same(const uint8_t *p, const uint8_t *q, size_t off, size_t n)
+{
+        while (off < n) {
+                if (n - off < 4)
+                        return false;
+                uint16_t len = get_le16(p + off), type = get_le16(p + off + 2);
+                if (len < 4 || len > n - off || memcmp(p + off, q + off, 4) != 0)
+                        return false;
+                if ((type & 0x3fff) != IFA_CACHEINFO_TYPE &&
+                    memcmp(p + off + 4, q + off + 4, len - 4u) != 0)
+                        return false;
+                off += ((size_t)len + 3) & ~(size_t)3;
+        }
+        return off == n;
+}
+
+bool checkpoint_ip_images_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+        size_t off = 4, n = 0;
+
+        if (alen != blen || alen < 4 || memcmp(a, b, 4) != 0)
+                return false;
+        while (off < alen) {
+                if (alen - off < NLMSG_HDR || ++n > CHECKPOINT_IP_MESSAGES_MAX)
+                        return false;
+                uint32_t len = get_le32(a + off);
+                /* length, type and flags; not the sequence number and port id */
+                if (len < NLMSG_HDR || len > alen - off || memcmp(a + off, b + off, 8) != 0)
+                        return false;
+                const uint8_t *p = a + off + NLMSG_HDR, *q = b + off + NLMSG_HDR;
+                size_t plen = len - NLMSG_HDR;
+                if (get_le16(a + off + 4) == RTM_NEWADDR_TYPE) {
+                        if (plen < IFADDRMSG_LEN || memcmp(p, q, IFADDRMSG_LEN) != 0 ||
+                            !attrs_same(p, q, IFADDRMSG_LEN, plen))
+                                return false;
+                } else if (memcmp(p, q, plen) != 0) {
+                        return false;
+                }
+                off += ((size_t)len + 3) & ~(size_t)3;
+        }
+        return off == alen;
+}
+
 int checkpoint_sockets(pid_t pid)
 {
         char path[64], link[64];
@@ -616,28 +673,151 @@ int runtime_checkpoint_dump_running(struct runtime *rt, const char *id, const st
         return r;
 }
 
-/* The images of a good dump that restore nothing (checkpoint_ip_image_empty) removed
- * from the images dir dfd: each would cost the restore an exec of `ip` (0050, "the
- * memory wake's time"). Best effort: an image left is restored as before. */
+/* What `ip addr save` and `ip rule save` say in a new network namespace with lo up: what
+ * a sandbox's namespace says when its tenant changed nothing there (its lo is brought up
+ * by the agent). Made once per cellad, at its first good dump, by a child in a new network
+ * namespace running the `ip` CRIU runs (the first of PATH); ok false when that failed
+ * (then no ifaddr or rule image is dropped). Under fresh_lock. */
+#define IP_FRESH_MAX 4096
+static struct {
+        bool tried, ok;
+        uint8_t addr[IP_FRESH_MAX], rule[IP_FRESH_MAX];
+        size_t addr_len, rule_len;
+} ip_fresh;
+static pthread_mutex_t fresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+_Noreturn static void ip_fresh_child(const char *ip, int nul, int addr_fd, int rule_fd)
+{
+        char *const up[] = {"ip", "link", "set", "lo", "up", NULL};
+        char *const addr[] = {"ip", "addr", "save", NULL};
+        char *const rule[] = {"ip", "rule", "save", NULL};
+        char *const *argv[] = {up, addr, rule};
+        const int out[] = {nul, addr_fd, rule_fd};
+
+        if (unshare(CLONE_NEWNET) < 0)
+                _exit(1);
+        for (size_t i = 0; i < ARRAY_SIZE(argv); i++) {
+                int st = 0;
+                pid_t p = fork();
+                if (p == 0) {
+                        if (dup2(nul, 0) < 0 || dup2(out[i], 1) < 0 || dup2(nul, 2) < 0)
+                                _exit(126);
+                        execve(ip, argv[i], environ);
+                        _exit(127);
+                }
+                if (p < 0)
+                        _exit(1);
+                while (waitpid(p, &st, 0) < 0)
+                        if (errno != EINTR)
+                                _exit(1);
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                        _exit(1);
+        }
+        _exit(0);
+}
+
+/* The first executable "ip" of PATH into out (CRIU's execvp finds the same). */
+static bool find_ip(char *out, size_t sz)
+{
+        const char *path = getenv("PATH");
+        if (!path || !*path)
+                path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        while (*path) {
+                size_t n = strcspn(path, ":");
+                if (n > 0 && snprintf(out, sz, "%.*s/ip", (int)n, path) < (int)sz &&
+                    access(out, X_OK) == 0)
+                        return true;
+                path += n + (path[n] == ':');
+        }
+        return false;
+}
+
+static size_t read_all(int fd, uint8_t *buf, size_t sz)
+{
+        size_t n = 0;
+        ssize_t k;
+
+        while (n < sz && (k = pread(fd, buf + n, sz - n, (off_t)n)) > 0)
+                n += (size_t)k;
+        return n;
+}
+
+static void ip_fresh_make(void)
+{
+        char ip[CELLA_PATH_MAX];
+
+        ip_fresh.tried = true;
+        if (!find_ip(ip, sizeof(ip)))
+                return;
+        _cleanup_close_ int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        _cleanup_close_ int a = memfd_create("cella-ip-addr", MFD_CLOEXEC);
+        _cleanup_close_ int r = memfd_create("cella-ip-rule", MFD_CLOEXEC);
+        if (nul < 0 || a < 0 || r < 0)
+                return;
+        pid_t pid = fork();
+        if (pid == 0)
+                ip_fresh_child(ip, nul, a, r);
+        if (pid < 0)
+                return;
+        _cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pfd < 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                return;
+        }
+        if (wait_child(pid, pfd, CELLA_CRIU_DUMP_TIMEOUT_MS) != 0)
+                return;
+        ip_fresh.addr_len = read_all(a, ip_fresh.addr, sizeof(ip_fresh.addr));
+        ip_fresh.rule_len = read_all(r, ip_fresh.rule, sizeof(ip_fresh.rule));
+        ip_fresh.ok = ip_fresh.addr_len >= 4 && ip_fresh.addr_len < sizeof(ip_fresh.addr) &&
+                      ip_fresh.rule_len >= 4 && ip_fresh.rule_len < sizeof(ip_fresh.rule);
+}
+
+/* The ip images of a good dump that restore nothing (0050, "the memory wake's time")
+ * removed from the images dir dfd, each an exec of `ip` (or three) the restore no longer
+ * runs: a route image of `ip route save`'s magic alone (checkpoint_ip_image_empty), an
+ * ifaddr or rule image that says what a new namespace with lo up says
+ * (checkpoint_ip_images_same with ip_fresh). Best effort: an image left is restored as
+ * before. */
 static void drop_empty_ip_images(int dfd)
 {
         int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        _cleanup_free_ uint8_t *buf = malloc(IP_FRESH_MAX);
 
-        if (!d) {
-                if (fd >= 0)
+        if (!d || !buf) {
+                if (d)
+                        closedir(d);
+                else if (fd >= 0)
                         close(fd);
                 return;
         }
+        pthread_mutex_lock(&fresh_lock);
+        if (!ip_fresh.tried)
+                ip_fresh_make();
         for (struct dirent *de; (de = readdir(d));) {
-                uint8_t buf[8];
-                if (de->d_type != DT_REG || strncmp(de->d_name, "route", 5) != 0)
+                bool drop = false;
+                if (de->d_type != DT_REG)
+                        continue;
+                bool route = strncmp(de->d_name, "route", 5) == 0;
+                bool addr = image_number_name(de->d_name, "ifaddr-");
+                bool rule = image_number_name(de->d_name, "rule-");
+                if (!route && !(ip_fresh.ok && (addr || rule)))
                         continue;
                 _cleanup_close_ int f = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                ssize_t n = f >= 0 ? read(f, buf, sizeof(buf)) : -1;
-                if (n >= 0 && checkpoint_ip_image_empty(de->d_name, buf, (size_t)n))
+                size_t n = f >= 0 ? read_all(f, buf, IP_FRESH_MAX) : 0;
+                if (f < 0 || n >= IP_FRESH_MAX)
+                        continue;
+                if (route)
+                        drop = checkpoint_ip_image_empty(de->d_name, buf, n);
+                else if (addr)
+                        drop = checkpoint_ip_images_same(buf, n, ip_fresh.addr, ip_fresh.addr_len);
+                else
+                        drop = checkpoint_ip_images_same(buf, n, ip_fresh.rule, ip_fresh.rule_len);
+                if (drop)
                         unlinkat(dfd, de->d_name, 0);
         }
+        pthread_mutex_unlock(&fresh_lock);
         closedir(d);
 }
 

@@ -76,6 +76,19 @@ int checkpoint_userns_base(const uint8_t *in, size_t len, uint32_t *ret_base);
  * short or longer file): false, the image is kept. */
 bool checkpoint_ip_image_empty(const char *name, const uint8_t *data, size_t len);
 
+/* Do the two `ip addr save` or `ip rule save` outputs a[0..alen) and b[0..blen) say the
+ * same: the same 4-byte magic, then the same netlink messages in the same order, equal
+ * byte for byte but for what says when and by which run they were dumped (each header's
+ * sequence number and port id; an address's IFA_CACHEINFO, its timestamps, of the same
+ * length)? A message or attribute whose length runs past its end, trailing bytes, more
+ * than CHECKPOINT_IP_MESSAGES_MAX messages: false. The dump drops the ifaddr and rule
+ * images that say what a new network namespace with lo up says (the sandbox's tenant
+ * changed nothing there): CRIU restores lo up, whose addresses the kernel then gives it,
+ * and a namespace's default rules, without its four execs of `ip` (addr restore, rule
+ * flush, rule delete, rule restore). */
+#define CHECKPOINT_IP_MESSAGES_MAX 256
+bool checkpoint_ip_images_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
 /* How many sockets the process pid holds open (-errno). */
 int checkpoint_sockets(pid_t pid);
 

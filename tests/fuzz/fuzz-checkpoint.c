@@ -11,7 +11,9 @@
  * same input whatever the buffer held; checkpoint_userns_remap returns 0, -EINVAL or
  * -ENOSPC, and what it writes is an image it reads again, whose base is the new one, and
  * which maps back to the same bytes; checkpoint_ip_image_empty is true only for a
- * route-<n>.img or route6-<n>.img holding `ip route save`'s 4-byte magic alone. */
+ * route-<n>.img or route6-<n>.img holding `ip route save`'s 4-byte magic alone;
+ * checkpoint_ip_images_same is symmetric and blind to the headers' sequence numbers and
+ * port ids. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -111,6 +113,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         size_t n = strlen(name);
                         FUZZ_CHECK(strncmp(name, "route", 5) == 0 && n > 10 &&
                                    strcmp(name + n - 4, ".img") == 0 && !strchr(name, '/'));
+                }
+        }
+        /* two ip images (the input's halves): the answer is symmetric, only for images of
+         * one length, and an image said the same as another is the same as itself and
+         * stays so whatever its first header's sequence number and port id */
+        {
+                size_t h = size / 2;
+                bool same = checkpoint_ip_images_same(data, h, data + h, size - h);
+                FUZZ_CHECK(same == checkpoint_ip_images_same(data + h, size - h, data, h));
+                if (same) {
+                        uint8_t *c = malloc(h);
+                        FUZZ_CHECK(h == size - h);
+                        FUZZ_CHECK(checkpoint_ip_images_same(data, h, data, h));
+                        if (c && h >= 20) {
+                                memcpy(c, data, h);
+                                memset(c + 12, 0xa5, 8);
+                                FUZZ_CHECK(checkpoint_ip_images_same(c, h, data + h, h));
+                        }
+                        free(c);
                 }
         }
         /* any bytes: never more than outsz written, a clear answer */

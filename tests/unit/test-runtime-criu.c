@@ -319,6 +319,79 @@ static void test_ip_image_empty(void **state)
         assert_false(checkpoint_ip_image_empty("xroute-10.img", magic, sizeof(magic)));
 }
 
+/* One netlink message of an `ip ... save` image at p: its header (len, type, flags 2,
+ * seq, pid), then body[0..n). Returns its aligned length. */
+static size_t nlmsg(uint8_t *p, uint16_t type, uint32_t seq, uint32_t pid, const uint8_t *body,
+                    size_t n)
+{
+        uint32_t len = (uint32_t)(16 + n);
+        uint16_t flags = 2;
+        memcpy(p, &len, 4);
+        memcpy(p + 4, &type, 2);
+        memcpy(p + 6, &flags, 2);
+        memcpy(p + 8, &seq, 4);
+        memcpy(p + 12, &pid, 4);
+        memcpy(p + 16, body, n);
+        return (len + 3) & ~3u;
+}
+
+/* Two ip images that differ only in when and by whom they were dumped are the same; any
+ * other byte, a message more, a length past the end is not. */
+static void test_ip_images_same(void **state)
+{
+        (void)state;
+        /* RTM_NEWADDR 127.0.0.1/8 on lo: ifaddrmsg, IFA_ADDRESS, IFA_CACHEINFO */
+        uint8_t addr[8 + 8 + 20] = {2, 8, 0x80, 0xfe, 1, 0, 0, 0, 8, 0, 1, 0, 127, 0,
+                                    0, 1, 20,   0,    6, 0, 1, 2, 3, 4, 5, 6, 7,   8};
+        /* RTM_NEWRULE: fib_rule_hdr, FRA_TABLE 255 */
+        const uint8_t rule[12 + 8] = {2, 0, 0, 0, 255, 0, 0, 1, 0, 0, 0, 0, 8, 0, 15, 0, 255};
+        uint8_t a[256], b[256];
+        size_t na = 4, nb = 4;
+
+        memcpy(a, "\x22\x12\x36\x47", 4);
+        memcpy(b, a, 4);
+        na += nlmsg(a + na, 20, 1000, 77, addr, sizeof(addr));
+        na += nlmsg(a + na, 32, 1000, 77, rule, sizeof(rule));
+        addr[20] = 9; /* the cache info's timestamps */
+        nb += nlmsg(b + nb, 20, 2000, 99, addr, sizeof(addr));
+        nb += nlmsg(b + nb, 32, 2000, 99, rule, sizeof(rule));
+        assert_int_equal(na, nb);
+        assert_true(checkpoint_ip_images_same(a, na, a, na));
+        assert_true(checkpoint_ip_images_same(a, na, b, nb));
+        assert_true(checkpoint_ip_images_same(b, nb, a, na));
+
+        uint8_t c[256];
+        memcpy(c, b, nb);
+        c[4 + 16 + 8 + 7] = 2; /* 127.0.0.2 */
+        assert_false(checkpoint_ip_images_same(a, na, c, nb));
+        memcpy(c, b, nb);
+        c[nb - 4] = 100; /* another table */
+        assert_false(checkpoint_ip_images_same(a, na, c, nb));
+        memcpy(c, b, nb);
+        c[0] = 0x23; /* another magic */
+        assert_false(checkpoint_ip_images_same(a, na, c, nb));
+        memcpy(c, b, nb);
+        c[4 + 6] = 0; /* other flags */
+        assert_false(checkpoint_ip_images_same(a, na, c, nb));
+        /* a message more, one less, a byte past the last */
+        memcpy(c, b, nb);
+        size_t nc = nb + nlmsg(c + nb, 32, 1, 1, rule, sizeof(rule));
+        assert_false(checkpoint_ip_images_same(a, na, c, nc));
+        assert_false(checkpoint_ip_images_same(a, na, b, nb - 36));
+        assert_false(checkpoint_ip_images_same(a, na + 1, a, na + 1));
+        /* a length past the end, shorter than a header, an attribute past its message */
+        memcpy(c, a, na);
+        c[4] = 200;
+        assert_false(checkpoint_ip_images_same(c, na, c, na));
+        c[4] = 8;
+        assert_false(checkpoint_ip_images_same(c, na, c, na));
+        memcpy(c, a, na);
+        c[4 + 16 + 8] = 60;
+        assert_false(checkpoint_ip_images_same(c, na, c, na));
+        assert_false(checkpoint_ip_images_same(a, 3, a, 3));
+        assert_true(checkpoint_ip_images_same(a, 4, b, 4));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -326,7 +399,7 @@ int main(void)
                 cmocka_unit_test(test_reason),         cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_version_reason), cmocka_unit_test(test_externals),
                 cmocka_unit_test(test_log_reason),     cmocka_unit_test(test_userns_remap),
-                cmocka_unit_test(test_ip_image_empty),
+                cmocka_unit_test(test_ip_image_empty), cmocka_unit_test(test_ip_images_same),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
