@@ -404,6 +404,134 @@ bool checkpoint_ip_images_same(const uint8_t *a, size_t alen, const uint8_t *b, 
         return off == alen;
 }
 
+/* The next line of text[*off..len) into line (NUL-terminated, at most sz - 1 bytes; a
+ * longer one is cut): false at the end. */
+static bool next_line(const char *text, size_t len, size_t *off, char *line, size_t sz)
+{
+        if (*off >= len)
+                return false;
+        const char *p = text + *off, *nl = memchr(p, '\n', len - *off);
+        size_t n = nl ? (size_t)(nl - p) : len - *off;
+        *off += n + (nl != NULL);
+        if (n >= sz)
+                n = sz - 1;
+        memcpy(line, p, n);
+        line[n] = '\0';
+        return true;
+}
+
+/* Is every comma-separated word of want one of the comma-separated words of have? */
+static bool words_in(const char *want, const char *have)
+{
+        for (const char *w = want; *w;) {
+                size_t n = strcspn(w, ","), hn;
+                bool found = false;
+                for (const char *h = have; *h && !found; h += hn + (h[hn] == ',')) {
+                        hn = strcspn(h, ",");
+                        found = hn == n && memcmp(h, w, n) == 0;
+                }
+                if (!found)
+                        return false;
+                w += n + (w[n] == ',');
+        }
+        return true;
+}
+
+/* Does mountinfo have the root of a hierarchy at mp: fstype, and (v1) ctl's words among its
+ * super options? */
+static bool yard_mounted(const char *mountinfo, size_t mlen, const char *mp, bool v2,
+                         const char *ctl)
+{
+        char line[1024];
+        size_t off = 0;
+
+        while (next_line(mountinfo, mlen, &off, line, sizeof(line))) {
+                char *f[6], *save = NULL, *sep = strstr(line, " - ");
+                size_t k = 0;
+                if (!sep)
+                        continue;
+                *sep = '\0';
+                for (char *t = strtok_r(line, " ", &save); t && k < ARRAY_SIZE(f);
+                     t = strtok_r(NULL, " ", &save))
+                        f[k++] = t;
+                /* id parent dev root mountpoint options */
+                if (k < 5 || strcmp(f[3], "/") != 0 || strcmp(f[4], mp) != 0)
+                        continue;
+                char *g[3];
+                k = 0;
+                save = NULL;
+                for (char *t = strtok_r(sep + 3, " ", &save); t && k < ARRAY_SIZE(g);
+                     t = strtok_r(NULL, " ", &save))
+                        g[k++] = t;
+                /* fstype source superopts */
+                if (k < 3)
+                        continue;
+                if (v2 ? strcmp(g[0], "cgroup2") == 0
+                       : strcmp(g[0], "cgroup") == 0 && words_in(ctl, g[2]))
+                        return true;
+        }
+        return false;
+}
+
+int checkpoint_yard_plan(const char *cgroup, size_t clen, const char *mountinfo, size_t mlen,
+                         const char *root, struct checkpoint_yard *ret)
+{
+        char line[512], mp[CELLA_PATH_MAX + CHECKPOINT_YARD_NAME_MAX];
+        size_t off = 0, seen = 0;
+
+        memset(ret, 0, sizeof(*ret));
+        while (next_line(cgroup, clen, &off, line, sizeof(line))) {
+                char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+                char name[CHECKPOINT_YARD_NAME_MAX];
+                size_t n = 0;
+                if (!line[0])
+                        continue;
+                if (!c2 || c1 == line)
+                        return -EINVAL;
+                *c2 = '\0';
+                const char *ctl = c1 + 1;
+                if (++seen > CHECKPOINT_YARD_MAX)
+                        return -EINVAL;
+                if (!*ctl) {
+                        snprintf(name, sizeof(name), "unified");
+                } else {
+                        for (const char *w = ctl; *w;) {
+                                size_t wn = strcspn(w, ",");
+                                const char *v = w;
+                                if (wn > 5 && strncmp(w, "name=", 5) == 0) {
+                                        v += 5;
+                                        wn -= 5;
+                                }
+                                if (wn == 0 || n + wn + 1 >= sizeof(name))
+                                        return -EINVAL;
+                                if (n)
+                                        name[n++] = ',';
+                                for (size_t i = 0; i < wn; i++) {
+                                        char ch = v[i];
+                                        if (!((ch >= 'a' && ch <= 'z') ||
+                                              (ch >= 'A' && ch <= 'Z') ||
+                                              (ch >= '0' && ch <= '9') || strchr("_.=-", ch)))
+                                                return -EINVAL;
+                                        name[n++] = ch;
+                                }
+                                w = v + wn;
+                                if (*w == ',') {
+                                        w++;
+                                        if (!*w)
+                                                return -EINVAL;
+                                }
+                        }
+                        name[n] = '\0';
+                        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                                return -EINVAL;
+                }
+                snprintf(mp, sizeof(mp), "%s/%s", root, name);
+                if (yard_mounted(mountinfo, mlen, mp, !*ctl, ctl))
+                        snprintf(ret->names[ret->n++], sizeof(ret->names[0]), "%s", name);
+        }
+        return 0;
+}
+
 int checkpoint_sockets(pid_t pid)
 {
         char path[64], link[64];
@@ -961,11 +1089,17 @@ struct restore_args {
          * child joins them itself (it is born in the v2 one: CLONE_INTO_CGROUP) */
         int v1_tasks[_CGROUP_V1_MAX];
         size_t n_v1_tasks;
+        /* the host's hierarchies bound into CRIU's cgroup yard (checkpoint_yard_plan) */
+        size_t n_yard;
+        char yard_src[CHECKPOINT_YARD_MAX][96];
+        char yard_dst[CHECKPOINT_YARD_MAX][96];
         const char *bin;
         char *const *argv;
 };
 
 #define RESTORE_LOG_FD 7
+/* CRIU's cgroup yard, in the restore's own tmpfs */
+#define CHECKPOINT_YARD CHECKPOINT_RESTORE_BASE "/cg"
 
 _Noreturn static void restore_child(const struct restore_args *a)
 {
@@ -990,6 +1124,14 @@ _Noreturn static void restore_child(const struct restore_args *a)
                 _exit(122);
         if (mkdir(CHECKPOINT_RESTORE_BASE "/root", 0755) < 0)
                 _exit(123);
+        /* CRIU's cgroup yard: the host's hierarchies bound, not mounted anew (CRIU mounts
+         * any left out there itself) */
+        if (mkdir(CHECKPOINT_YARD, 0700) < 0)
+                _exit(123);
+        for (size_t i = 0; i < a->n_yard; i++)
+                if (mkdir(a->yard_dst[i], 0700) < 0 ||
+                    mount(a->yard_src[i], a->yard_dst[i], NULL, MS_BIND, NULL) < 0)
+                        _exit(134);
         int f = open(CHECKPOINT_RESTORE_BASE "/cella-init", O_WRONLY | O_CREAT | O_CLOEXEC, 0555);
         if (f < 0)
                 _exit(123);
@@ -1057,6 +1199,7 @@ static const char *const restore_steps[] = {
         "descriptors",
         "exec criu",
         "CRIU's /run",
+        "bind a cgroup hierarchy into CRIU's yard",
 };
 
 /* A cgroup directory and its files given to owner, as if it had made it. */
@@ -1105,6 +1248,42 @@ static int criu_run_clone(struct runtime *rt)
         int fd = open_tree(rt->criu_run_mnt, "",
                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
         return fd < 0 ? -errno : fd;
+}
+
+/* The hierarchies a restore's yard binds (checkpoint_yard_plan on cellad's own
+ * /proc/self/cgroup and mountinfo), found once per cellad: the host's cgroup mounts do not
+ * change under it. None when they cannot be read (CRIU then mounts them all). */
+static struct checkpoint_yard yard;
+static bool yard_tried;
+static pthread_mutex_t yard_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t read_file(const char *path, char *buf, size_t sz)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        size_t n = 0;
+        ssize_t k;
+
+        while (fd >= 0 && n < sz && (k = read(fd, buf + n, sz - n)) > 0)
+                n += (size_t)k;
+        return n;
+}
+
+static void yard_find(struct checkpoint_yard *ret)
+{
+        pthread_mutex_lock(&yard_lock);
+        if (!yard_tried) {
+                _cleanup_free_ char *cg = malloc(4096), *mi = malloc(CHECKPOINT_TEXT_MAX);
+                yard_tried = true;
+                if (cg && mi) {
+                        size_t cn = read_file("/proc/self/cgroup", cg, 4096);
+                        size_t mn = read_file("/proc/self/mountinfo", mi, CHECKPOINT_TEXT_MAX);
+                        if (cn < 4096 && mn < CHECKPOINT_TEXT_MAX &&
+                            checkpoint_yard_plan(cg, cn, mi, mn, "/sys/fs/cgroup", &yard) < 0)
+                                memset(&yard, 0, sizeof(yard));
+                }
+        }
+        *ret = yard;
+        pthread_mutex_unlock(&yard_lock);
 }
 
 /* The restore once its layers are made: cgroups, the child, CRIU, the PID 1 and its
@@ -1163,6 +1342,8 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
         argv[a++] = "--root";
         argv[a++] = CHECKPOINT_RESTORE_BASE "/root";
         argv[a++] = "--manage-cgroups=none";
+        argv[a++] = "--cgroup-yard";
+        argv[a++] = CHECKPOINT_YARD;
         argv[a++] = "--tcp-close"; /* a memory fork's: the parent's connections stay its own */
         /* the images name the cgroups of the sandbox dumped (a memory fork's: the
          * parent's): rebased on this sandbox's, in every hierarchy */
@@ -1208,6 +1389,17 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
         if (out_fd < 0)
                 return cella_error_errno(err, errno, "open %s", path);
         ra.out_fd = out_fd;
+        {
+                struct checkpoint_yard y;
+                yard_find(&y);
+                for (size_t i = 0; i < y.n; i++) {
+                        snprintf(ra.yard_src[i], sizeof(ra.yard_src[i]), "/sys/fs/cgroup/%s",
+                                 y.names[i]);
+                        snprintf(ra.yard_dst[i], sizeof(ra.yard_dst[i]), "%s/%s", CHECKPOINT_YARD,
+                                 y.names[i]);
+                }
+                ra.n_yard = y.n;
+        }
         _cleanup_close_ int cg = open(v2cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (cg < 0)
                 return cella_error_errno(err, errno, "open %s", v2cg);

@@ -89,6 +89,29 @@ bool checkpoint_ip_image_empty(const char *name, const uint8_t *data, size_t len
 #define CHECKPOINT_IP_MESSAGES_MAX 256
 bool checkpoint_ip_images_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
 
+/* A restore's cgroup yard (0050, "the memory wake's time"): CRIU moves the restored tasks
+ * through a directory with every cgroup hierarchy mounted under the name it gives it (the
+ * controllers as /proc/self/cgroup lists them, "name=X" as X, the v2 one "unified"), and
+ * mounts each one missing there itself: a new cgroup2 mount costs a restore 7 to 15 ms on
+ * this host. The restore's child binds instead the host's own mounts of the hierarchies
+ * found by checkpoint_yard_plan into the yard it gives CRIU (--cgroup-yard). */
+#define CHECKPOINT_YARD_MAX 16
+#define CHECKPOINT_YARD_NAME_MAX 64
+struct checkpoint_yard {
+        size_t n;
+        char names[CHECKPOINT_YARD_MAX][CHECKPOINT_YARD_NAME_MAX];
+};
+
+/* From cgroup[0..clen) (/proc/self/cgroup: "id:controllers:path" lines) the yard name of
+ * each hierarchy, kept in ret when mountinfo[0..mlen) (/proc/self/mountinfo) has a mount of
+ * that hierarchy's root at <root>/<name>: cgroup2 for the v2 one; cgroup with each of the
+ * line's controllers (and "name=X") among its super options for a v1 one. A hierarchy not
+ * mounted so is left out (CRIU mounts it, as without a yard). 0, or -EINVAL for a cgroup
+ * line that does not parse, a name of a character outside [A-Za-z0-9_.,=-] or too long,
+ * more than CHECKPOINT_YARD_MAX hierarchies. */
+int checkpoint_yard_plan(const char *cgroup, size_t clen, const char *mountinfo, size_t mlen,
+                         const char *root, struct checkpoint_yard *ret);
+
 /* How many sockets the process pid holds open (-errno). */
 int checkpoint_sockets(pid_t pid);
 

@@ -13,7 +13,8 @@
  * which maps back to the same bytes; checkpoint_ip_image_empty is true only for a
  * route-<n>.img or route6-<n>.img holding `ip route save`'s 4-byte magic alone;
  * checkpoint_ip_images_same is symmetric and blind to the headers' sequence numbers and
- * port ids. */
+ * port ids; checkpoint_yard_plan answers 0 or -EINVAL with at most CHECKPOINT_YARD_MAX
+ * names of [A-Za-z0-9_.,=-], none "." or "..". */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -29,6 +30,13 @@ static void check_chars(const char *p)
         for (; *p; p++)
                 FUZZ_CHECK((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
                            (*p >= '0' && *p <= '9') || strchr("_./-", *p));
+}
+
+static void check_chars_yard(const char *p)
+{
+        for (; *p; p++)
+                FUZZ_CHECK((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                           (*p >= '0' && *p <= '9') || strchr("_.,=-", *p));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -132,6 +140,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                 FUZZ_CHECK(checkpoint_ip_images_same(c, h, data + h, h));
                         }
                         free(c);
+                }
+        }
+        /* the input as /proc/self/cgroup and as mountinfo: a clear answer, at most
+         * CHECKPOINT_YARD_MAX names, each a name CRIU's yard may hold (no '/', not "..") */
+        {
+                struct checkpoint_yard *y = malloc(sizeof(*y));
+                if (y) {
+                        r = checkpoint_yard_plan(s, size, s, size, "/sys/fs/cgroup", y);
+                        FUZZ_CHECK(r == 0 || r == -EINVAL);
+                        if (r == 0) {
+                                FUZZ_CHECK(y->n <= CHECKPOINT_YARD_MAX);
+                                for (size_t i = 0; i < y->n; i++) {
+                                        check_chars_yard(y->names[i]);
+                                        FUZZ_CHECK(y->names[i][0] != '\0' &&
+                                                   strcmp(y->names[i], "..") != 0 &&
+                                                   strcmp(y->names[i], ".") != 0);
+                                }
+                        }
+                        free(y);
                 }
         }
         /* any bytes: never more than outsz written, a clear answer */

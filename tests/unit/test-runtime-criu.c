@@ -392,6 +392,61 @@ static void test_ip_images_same(void **state)
         assert_true(checkpoint_ip_images_same(a, 4, b, 4));
 }
 
+/* The yard binds the hierarchies mounted at their CRIU names under the root, of the right
+ * kind and controllers; leaves out the others; refuses lines it cannot name. */
+static void test_yard_plan(void **state)
+{
+        (void)state;
+        const char *cg = "9:name=systemd:/\n8:pids:/\n4:memory:/a/b\n2:cpu,cpuacct:/\n"
+                         "3:cpuset:/\n5:devices:/\n0::/\n";
+        const char *mi =
+                "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+                "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup "
+                "rw,cpu,cpuacct\n"
+                "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+                "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+                "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup "
+                "rw,xattr,name=systemd\n"
+                "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+                /* a bind of a sub-directory, not the hierarchy's root */
+                "42 31 0:39 /x /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n"
+                /* another hierarchy under the name */
+                "43 31 0:40 / /sys/fs/cgroup/devices rw - cgroup cgroup rw,freezer\n";
+        struct checkpoint_yard y;
+
+        assert_int_equal(checkpoint_yard_plan(cg, strlen(cg), mi, strlen(mi), "/sys/fs/cgroup", &y),
+                         0);
+        assert_int_equal(y.n, 5);
+        assert_string_equal(y.names[0], "systemd");
+        assert_string_equal(y.names[1], "pids");
+        assert_string_equal(y.names[2], "memory");
+        assert_string_equal(y.names[3], "cpu,cpuacct");
+        assert_string_equal(y.names[4], "unified");
+        /* elsewhere: nothing bound */
+        assert_int_equal(checkpoint_yard_plan(cg, strlen(cg), mi, strlen(mi), "/cgroup", &y), 0);
+        assert_int_equal(y.n, 0);
+        /* v2 mounted as v1, v1 as v2: left out */
+        const char *swapped = "1 0 0:1 / /c/unified rw - cgroup cgroup rw,cpu\n"
+                              "2 0 0:2 / /c/cpu rw - cgroup2 cgroup2 rw\n";
+        const char *cg2 = "0::/\n1:cpu:/\n";
+        assert_int_equal(checkpoint_yard_plan(cg2, strlen(cg2), swapped, strlen(swapped), "/c", &y),
+                         0);
+        assert_int_equal(y.n, 0);
+        /* lines it cannot name */
+        const char *bad[] = {"garbage\n", "1:cpu\n",    ":cpu:/\n", "1:cpu/x:/\n",
+                             "1:..:/\n",  "1:cpu,:/\n", "1:a b:/\n"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(checkpoint_yard_plan(bad[i], strlen(bad[i]), mi, strlen(mi),
+                                                      "/sys/fs/cgroup", &y),
+                                 -EINVAL);
+        char many[1024] = "";
+        for (int i = 0; i <= CHECKPOINT_YARD_MAX; i++)
+                snprintf(many + strlen(many), sizeof(many) - strlen(many), "%d:c%d:/\n", i + 1, i);
+        assert_int_equal(
+                checkpoint_yard_plan(many, strlen(many), mi, strlen(mi), "/sys/fs/cgroup", &y),
+                -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -400,6 +455,7 @@ int main(void)
                 cmocka_unit_test(test_version_reason), cmocka_unit_test(test_externals),
                 cmocka_unit_test(test_log_reason),     cmocka_unit_test(test_userns_remap),
                 cmocka_unit_test(test_ip_image_empty), cmocka_unit_test(test_ip_images_same),
+                cmocka_unit_test(test_yard_plan),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
