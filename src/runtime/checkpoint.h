@@ -11,9 +11,12 @@
  * runtime_checkpoint_restore() rebuilds what a start builds for the sandbox's root in a
  * private mount namespace of a child of cellad (the disk, the image and any snapshot
  * layers idmapped with the sandbox's map, the overlay; a clone of cellad's copy of the
- * agent under a directory the sandbox's root may traverse), places that child in the
- * cgroups of a start's plan and execs `criu restore --restore-detached`; the PID 1 it
- * restores gets its veth again as a start gives it one. */
+ * agent under a directory the sandbox's root may traverse; the host's cgroup hierarchies
+ * bound into CRIU's cgroup yard), that child born in the cgroups of a start's plan (it
+ * joins the v1 ones itself, as a start's child does), and execs `criu restore
+ * --restore-detached`; the PID 1 it restores gets its veth again as a start gives it one.
+ * A good dump leaves out the ip images that restore nothing (a namespace as a new one has
+ * it), so that the restore runs no `ip`. */
 #ifndef CELLA_RUNTIME_CHECKPOINT_H
 #define CELLA_RUNTIME_CHECKPOINT_H
 
