@@ -4,13 +4,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -320,6 +323,215 @@ int checkpoint_userns_remap(const uint8_t *in, size_t len, uint32_t from, uint32
 
 /* ---- helpers ---- */
 
+/* iproute2's magic at the head of `ip route save` (ipv4 and ipv6 alike), in host order */
+#define IP_ROUTE_DUMP_MAGIC 0x45311224u
+
+static bool image_number_name(const char *name, const char *prefix)
+{
+        size_t n = strlen(prefix), digits = 0;
+
+        if (strncmp(name, prefix, n) != 0)
+                return false;
+        for (name += n; *name >= '0' && *name <= '9'; name++)
+                digits++;
+        return digits > 0 && digits <= 10 && strcmp(name, ".img") == 0;
+}
+
+bool checkpoint_ip_image_empty(const char *name, const uint8_t *data, size_t len)
+{
+        uint32_t magic;
+
+        if (!image_number_name(name, "route-") && !image_number_name(name, "route6-"))
+                return false;
+        if (len != sizeof(magic))
+                return false;
+        memcpy(&magic, data, sizeof(magic));
+        return magic == IP_ROUTE_DUMP_MAGIC;
+}
+
+static uint16_t get_le16(const uint8_t *p)
+{
+        return (uint16_t)(p[0] | p[1] << 8);
+}
+
+#define NLMSG_HDR 16
+#define IFADDRMSG_LEN 8
+#define RTM_NEWADDR_TYPE 20
+#define IFA_CACHEINFO_TYPE 6
+
+/* The attributes of two messages' payloads p and q (n bytes each), from off: the same but
+ * for IFA_CACHEINFO's contents. */
+static bool attrs_same(const uint8_t *p, const uint8_t *q, size_t off, size_t n)
+{
+        while (off < n) {
+                if (n - off < 4)
+                        return false;
+                uint16_t len = get_le16(p + off), type = get_le16(p + off + 2);
+                if (len < 4 || len > n - off || memcmp(p + off, q + off, 4) != 0)
+                        return false;
+                if ((type & 0x3fff) != IFA_CACHEINFO_TYPE &&
+                    memcmp(p + off + 4, q + off + 4, len - 4u) != 0)
+                        return false;
+                off += ((size_t)len + 3) & ~(size_t)3;
+        }
+        return off == n;
+}
+
+bool checkpoint_ip_images_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+        size_t off = 4, n = 0;
+
+        if (alen != blen || alen < 4 || memcmp(a, b, 4) != 0)
+                return false;
+        while (off < alen) {
+                if (alen - off < NLMSG_HDR || ++n > CHECKPOINT_IP_MESSAGES_MAX)
+                        return false;
+                uint32_t len = get_le32(a + off);
+                /* length, type and flags; not the sequence number and port id */
+                if (len < NLMSG_HDR || len > alen - off || memcmp(a + off, b + off, 8) != 0)
+                        return false;
+                const uint8_t *p = a + off + NLMSG_HDR, *q = b + off + NLMSG_HDR;
+                size_t plen = len - NLMSG_HDR;
+                if (get_le16(a + off + 4) == RTM_NEWADDR_TYPE) {
+                        if (plen < IFADDRMSG_LEN || memcmp(p, q, IFADDRMSG_LEN) != 0 ||
+                            !attrs_same(p, q, IFADDRMSG_LEN, plen))
+                                return false;
+                } else if (memcmp(p, q, plen) != 0) {
+                        return false;
+                }
+                off += ((size_t)len + 3) & ~(size_t)3;
+        }
+        return off == alen;
+}
+
+/* The next line of text[*off..len) into line (NUL-terminated, at most sz - 1 bytes; a
+ * longer one is cut): false at the end. */
+static bool next_line(const char *text, size_t len, size_t *off, char *line, size_t sz)
+{
+        if (*off >= len)
+                return false;
+        const char *p = text + *off, *nl = memchr(p, '\n', len - *off);
+        size_t n = nl ? (size_t)(nl - p) : len - *off;
+        *off += n + (nl != NULL);
+        if (n >= sz)
+                n = sz - 1;
+        memcpy(line, p, n);
+        line[n] = '\0';
+        return true;
+}
+
+/* Is every comma-separated word of want one of the comma-separated words of have? */
+static bool words_in(const char *want, const char *have)
+{
+        for (const char *w = want; *w;) {
+                size_t n = strcspn(w, ","), hn;
+                bool found = false;
+                for (const char *h = have; *h && !found; h += hn + (h[hn] == ',')) {
+                        hn = strcspn(h, ",");
+                        found = hn == n && memcmp(h, w, n) == 0;
+                }
+                if (!found)
+                        return false;
+                w += n + (w[n] == ',');
+        }
+        return true;
+}
+
+/* Does mountinfo have the root of a hierarchy at mp: fstype, and (v1) ctl's words among its
+ * super options? */
+static bool yard_mounted(const char *mountinfo, size_t mlen, const char *mp, bool v2,
+                         const char *ctl)
+{
+        char line[1024];
+        size_t off = 0;
+
+        while (next_line(mountinfo, mlen, &off, line, sizeof(line))) {
+                char *f[6], *save = NULL, *sep = strstr(line, " - ");
+                size_t k = 0;
+                if (!sep)
+                        continue;
+                *sep = '\0';
+                for (char *t = strtok_r(line, " ", &save); t && k < ARRAY_SIZE(f);
+                     t = strtok_r(NULL, " ", &save))
+                        f[k++] = t;
+                /* id parent dev root mountpoint options */
+                if (k < 5 || strcmp(f[3], "/") != 0 || strcmp(f[4], mp) != 0)
+                        continue;
+                char *g[3];
+                k = 0;
+                save = NULL;
+                for (char *t = strtok_r(sep + 3, " ", &save); t && k < ARRAY_SIZE(g);
+                     t = strtok_r(NULL, " ", &save))
+                        g[k++] = t;
+                /* fstype source superopts */
+                if (k < 3)
+                        continue;
+                if (v2 ? strcmp(g[0], "cgroup2") == 0
+                       : strcmp(g[0], "cgroup") == 0 && words_in(ctl, g[2]))
+                        return true;
+        }
+        return false;
+}
+
+int checkpoint_yard_plan(const char *cgroup, size_t clen, const char *mountinfo, size_t mlen,
+                         const char *root, struct checkpoint_yard *ret)
+{
+        char line[512], mp[CELLA_PATH_MAX + CHECKPOINT_YARD_NAME_MAX];
+        size_t off = 0, seen = 0;
+
+        memset(ret, 0, sizeof(*ret));
+        while (next_line(cgroup, clen, &off, line, sizeof(line))) {
+                char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+                char name[CHECKPOINT_YARD_NAME_MAX];
+                size_t n = 0;
+                if (!line[0])
+                        continue;
+                if (!c2 || c1 == line)
+                        return -EINVAL;
+                *c2 = '\0';
+                const char *ctl = c1 + 1;
+                if (++seen > CHECKPOINT_YARD_MAX)
+                        return -EINVAL;
+                if (!*ctl) {
+                        snprintf(name, sizeof(name), "unified");
+                } else {
+                        for (const char *w = ctl; *w;) {
+                                size_t wn = strcspn(w, ",");
+                                const char *v = w;
+                                if (wn > 5 && strncmp(w, "name=", 5) == 0) {
+                                        v += 5;
+                                        wn -= 5;
+                                }
+                                if (wn == 0 || n + wn + 1 >= sizeof(name))
+                                        return -EINVAL;
+                                if (n)
+                                        name[n++] = ',';
+                                for (size_t i = 0; i < wn; i++) {
+                                        char ch = v[i];
+                                        if (!((ch >= 'a' && ch <= 'z') ||
+                                              (ch >= 'A' && ch <= 'Z') ||
+                                              (ch >= '0' && ch <= '9') || strchr("_.=-", ch)))
+                                                return -EINVAL;
+                                        name[n++] = ch;
+                                }
+                                w = v + wn;
+                                if (*w == ',') {
+                                        w++;
+                                        if (!*w)
+                                                return -EINVAL;
+                                }
+                        }
+                        name[n] = '\0';
+                        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                                return -EINVAL;
+                }
+                snprintf(mp, sizeof(mp), "%s/%s", root, name);
+                if (yard_mounted(mountinfo, mlen, mp, !*ctl, ctl))
+                        snprintf(ret->names[ret->n++], sizeof(ret->names[0]), "%s", name);
+        }
+        return 0;
+}
+
 int checkpoint_sockets(pid_t pid)
 {
         char path[64], link[64];
@@ -589,6 +801,154 @@ int runtime_checkpoint_dump_running(struct runtime *rt, const char *id, const st
         return r;
 }
 
+/* What `ip addr save` and `ip rule save` say in a new network namespace with lo up: what
+ * a sandbox's namespace says when its tenant changed nothing there (its lo is brought up
+ * by the agent). Made once per cellad, at its first good dump, by a child in a new network
+ * namespace running the `ip` CRIU runs (the first of PATH); ok false when that failed
+ * (then no ifaddr or rule image is dropped). Under fresh_lock. */
+#define IP_FRESH_MAX 4096
+static struct {
+        bool tried, ok;
+        uint8_t addr[IP_FRESH_MAX], rule[IP_FRESH_MAX];
+        size_t addr_len, rule_len;
+} ip_fresh;
+static pthread_mutex_t fresh_lock = PTHREAD_MUTEX_INITIALIZER;
+
+_Noreturn static void ip_fresh_child(const char *ip, int nul, int addr_fd, int rule_fd)
+{
+        char *const up[] = {"ip", "link", "set", "lo", "up", NULL};
+        char *const addr[] = {"ip", "addr", "save", NULL};
+        char *const rule[] = {"ip", "rule", "save", NULL};
+        char *const *argv[] = {up, addr, rule};
+        const int out[] = {nul, addr_fd, rule_fd};
+
+        if (unshare(CLONE_NEWNET) < 0)
+                _exit(1);
+        for (size_t i = 0; i < ARRAY_SIZE(argv); i++) {
+                int st = 0;
+                pid_t p = fork();
+                if (p == 0) {
+                        if (dup2(nul, 0) < 0 || dup2(out[i], 1) < 0 || dup2(nul, 2) < 0)
+                                _exit(126);
+                        execve(ip, argv[i], environ);
+                        _exit(127);
+                }
+                if (p < 0)
+                        _exit(1);
+                while (waitpid(p, &st, 0) < 0)
+                        if (errno != EINTR)
+                                _exit(1);
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+                        _exit(1);
+        }
+        _exit(0);
+}
+
+/* The first executable "ip" of PATH into out (CRIU's execvp finds the same). */
+static bool find_ip(char *out, size_t sz)
+{
+        const char *path = getenv("PATH");
+        if (!path || !*path)
+                path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+        while (*path) {
+                size_t n = strcspn(path, ":");
+                if (n > 0 && snprintf(out, sz, "%.*s/ip", (int)n, path) < (int)sz &&
+                    access(out, X_OK) == 0)
+                        return true;
+                path += n + (path[n] == ':');
+        }
+        return false;
+}
+
+static size_t read_all(int fd, uint8_t *buf, size_t sz)
+{
+        size_t n = 0;
+        ssize_t k;
+
+        while (n < sz && (k = pread(fd, buf + n, sz - n, (off_t)n)) > 0)
+                n += (size_t)k;
+        return n;
+}
+
+static void ip_fresh_make(void)
+{
+        char ip[CELLA_PATH_MAX];
+
+        ip_fresh.tried = true;
+        if (!find_ip(ip, sizeof(ip)))
+                return;
+        _cleanup_close_ int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        _cleanup_close_ int a = memfd_create("cella-ip-addr", MFD_CLOEXEC);
+        _cleanup_close_ int r = memfd_create("cella-ip-rule", MFD_CLOEXEC);
+        if (nul < 0 || a < 0 || r < 0)
+                return;
+        pid_t pid = fork();
+        if (pid == 0)
+                ip_fresh_child(ip, nul, a, r);
+        if (pid < 0)
+                return;
+        _cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+        if (pfd < 0) {
+                kill(pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+                return;
+        }
+        if (wait_child(pid, pfd, CELLA_CRIU_DUMP_TIMEOUT_MS) != 0)
+                return;
+        ip_fresh.addr_len = read_all(a, ip_fresh.addr, sizeof(ip_fresh.addr));
+        ip_fresh.rule_len = read_all(r, ip_fresh.rule, sizeof(ip_fresh.rule));
+        ip_fresh.ok = ip_fresh.addr_len >= 4 && ip_fresh.addr_len < sizeof(ip_fresh.addr) &&
+                      ip_fresh.rule_len >= 4 && ip_fresh.rule_len < sizeof(ip_fresh.rule);
+}
+
+/* The ip images of a good dump that restore nothing (0050, "the memory wake's time")
+ * removed from the images dir dfd, each an exec of `ip` (or three) the restore no longer
+ * runs: a route image of `ip route save`'s magic alone (checkpoint_ip_image_empty), an
+ * ifaddr or rule image that says what a new namespace with lo up says
+ * (checkpoint_ip_images_same with ip_fresh). Best effort: an image left is restored as
+ * before. */
+static void drop_empty_ip_images(int dfd)
+{
+        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        _cleanup_free_ uint8_t *buf = malloc(IP_FRESH_MAX);
+
+        if (!d || !buf) {
+                if (d)
+                        closedir(d);
+                else if (fd >= 0)
+                        close(fd);
+                return;
+        }
+        pthread_mutex_lock(&fresh_lock);
+        if (!ip_fresh.tried)
+                ip_fresh_make();
+        for (struct dirent *de; (de = readdir(d));) {
+                bool drop = false;
+                if (de->d_type != DT_REG)
+                        continue;
+                bool route = strncmp(de->d_name, "route", 5) == 0;
+                bool addr = image_number_name(de->d_name, "ifaddr-");
+                bool rule = image_number_name(de->d_name, "rule-");
+                if (!route && !(ip_fresh.ok && (addr || rule)))
+                        continue;
+                _cleanup_close_ int f = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                size_t n = f >= 0 ? read_all(f, buf, IP_FRESH_MAX) : 0;
+                if (f < 0 || n >= IP_FRESH_MAX)
+                        continue;
+                if (route)
+                        drop = checkpoint_ip_image_empty(de->d_name, buf, n);
+                else if (addr)
+                        drop = checkpoint_ip_images_same(buf, n, ip_fresh.addr, ip_fresh.addr_len);
+                else
+                        drop = checkpoint_ip_images_same(buf, n, ip_fresh.rule, ip_fresh.rule_len);
+                if (drop)
+                        unlinkat(dfd, de->d_name, 0);
+        }
+        pthread_mutex_unlock(&fresh_lock);
+        closedir(d);
+}
+
 static int dump_tree(struct runtime *rt, const char *id, const struct container *c, bool network,
                      unsigned slot, int sockets_before, const char *images,
                      const struct dump_running *running, struct cella_error *err)
@@ -697,8 +1057,10 @@ static int dump_tree(struct runtime *rt, const char *id, const struct container 
                 return cella_error_errno(err, -r, "criu dump");
         }
         r = wait_child(pid, pfd, CELLA_CRIU_DUMP_TIMEOUT_MS);
-        if (r == 0)
+        if (r == 0) {
+                drop_empty_ip_images(dfd);
                 return 0;
+        }
         snprintf(path, sizeof(path), "%s/dump.log", images);
         log_reason(path, reason, sizeof(reason));
         if (r == -ETIMEDOUT)
@@ -723,19 +1085,33 @@ struct restore_args {
         int run_mnt; /* CRIU's /run (criu_run_clone) */
         int log_fd;
         int out_fd; /* CRIU's stdout and stderr: <images>/restore.out */
-        int go;     /* read end: the parent has placed us in the cgroups */
+        /* the "tasks" files of the sandbox's v1 cgroups (cgroup_plan_open_v1_tasks): the
+         * child joins them itself (it is born in the v2 one: CLONE_INTO_CGROUP) */
+        int v1_tasks[_CGROUP_V1_MAX];
+        size_t n_v1_tasks;
+        /* the host's hierarchies bound into CRIU's cgroup yard (checkpoint_yard_plan) */
+        size_t n_yard;
+        char yard_src[CHECKPOINT_YARD_MAX][96];
+        char yard_dst[CHECKPOINT_YARD_MAX][96];
         const char *bin;
         char *const *argv;
 };
 
 #define RESTORE_LOG_FD 7
+/* CRIU's cgroup yard, in the restore's own tmpfs */
+#define CHECKPOINT_YARD CHECKPOINT_RESTORE_BASE "/cg"
 
 _Noreturn static void restore_child(const struct restore_args *a)
 {
-        char b;
-        /* the root is built while the parent places this process in the sandbox's
-         * cgroups (the v1 attach waits for an RCU grace period, 0059); CRIU, which forks
-         * the tree, is exec'd only once it is placed */
+        /* in every cgroup of the sandbox before anything else (0059's start child does
+         * the same): born in the v2 one, and one thread moving itself into the v1 ones
+         * takes no global lock, so no RCU grace period; what it and CRIU allocate from
+         * here is the sandbox's */
+        for (size_t i = 0; i < a->n_v1_tasks; i++)
+                if (write(a->v1_tasks[i], "0", 1) != 1)
+                        _exit(120);
+        for (size_t i = 0; i < a->n_v1_tasks; i++)
+                close(a->v1_tasks[i]);
         if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
                 _exit(121);
         /* CRIU's /run: where it finds the kernel's features it probed at an earlier restore
@@ -748,6 +1124,14 @@ _Noreturn static void restore_child(const struct restore_args *a)
                 _exit(122);
         if (mkdir(CHECKPOINT_RESTORE_BASE "/root", 0755) < 0)
                 _exit(123);
+        /* CRIU's cgroup yard: the host's hierarchies bound, not mounted anew (CRIU mounts
+         * any left out there itself) */
+        if (mkdir(CHECKPOINT_YARD, 0700) < 0)
+                _exit(123);
+        for (size_t i = 0; i < a->n_yard; i++)
+                if (mkdir(a->yard_dst[i], 0700) < 0 ||
+                    mount(a->yard_src[i], a->yard_dst[i], NULL, MS_BIND, NULL) < 0)
+                        _exit(134);
         int f = open(CHECKPOINT_RESTORE_BASE "/cella-init", O_WRONLY | O_CREAT | O_CLOEXEC, 0555);
         if (f < 0)
                 _exit(123);
@@ -790,8 +1174,6 @@ _Noreturn static void restore_child(const struct restore_args *a)
         if (root < 0 || move_mount(root, "", AT_FDCWD, CHECKPOINT_RESTORE_BASE "/root",
                                    MOVE_MOUNT_F_EMPTY_PATH) < 0)
                 _exit(130);
-        if (read(a->go, &b, 1) != 1) /* before the dup2s: it may be any fd */
-                _exit(120);
         int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (nul < 0 || dup2(nul, 0) < 0 || dup2(a->out_fd, 1) < 0 || dup2(a->out_fd, 2) < 0 ||
             dup2(a->log_fd, RESTORE_LOG_FD) < 0)
@@ -803,7 +1185,7 @@ _Noreturn static void restore_child(const struct restore_args *a)
 }
 
 static const char *const restore_steps[] = {
-        "wait for cellad",
+        "join the sandbox's v1 cgroups",
         "private mount namespace",
         "tmpfs for the root and the agent",
         "its directories",
@@ -817,6 +1199,7 @@ static const char *const restore_steps[] = {
         "descriptors",
         "exec criu",
         "CRIU's /run",
+        "bind a cgroup hierarchy into CRIU's yard",
 };
 
 /* A cgroup directory and its files given to owner, as if it had made it. */
@@ -865,6 +1248,42 @@ static int criu_run_clone(struct runtime *rt)
         int fd = open_tree(rt->criu_run_mnt, "",
                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
         return fd < 0 ? -errno : fd;
+}
+
+/* The hierarchies a restore's yard binds (checkpoint_yard_plan on cellad's own
+ * /proc/self/cgroup and mountinfo), found once per cellad: the host's cgroup mounts do not
+ * change under it. None when they cannot be read (CRIU then mounts them all). */
+static struct checkpoint_yard yard;
+static bool yard_tried;
+static pthread_mutex_t yard_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t read_file(const char *path, char *buf, size_t sz)
+{
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        size_t n = 0;
+        ssize_t k;
+
+        while (fd >= 0 && n < sz && (k = read(fd, buf + n, sz - n)) > 0)
+                n += (size_t)k;
+        return n;
+}
+
+static void yard_find(struct checkpoint_yard *ret)
+{
+        pthread_mutex_lock(&yard_lock);
+        if (!yard_tried) {
+                _cleanup_free_ char *cg = malloc(4096), *mi = malloc(CHECKPOINT_TEXT_MAX);
+                yard_tried = true;
+                if (cg && mi) {
+                        size_t cn = read_file("/proc/self/cgroup", cg, 4096);
+                        size_t mn = read_file("/proc/self/mountinfo", mi, CHECKPOINT_TEXT_MAX);
+                        if (cn < 4096 && mn < CHECKPOINT_TEXT_MAX &&
+                            checkpoint_yard_plan(cg, cn, mi, mn, "/sys/fs/cgroup", &yard) < 0)
+                                memset(&yard, 0, sizeof(yard));
+                }
+        }
+        *ret = yard;
+        pthread_mutex_unlock(&yard_lock);
 }
 
 /* The restore once its layers are made: cgroups, the child, CRIU, the PID 1 and its
@@ -923,6 +1342,8 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
         argv[a++] = "--root";
         argv[a++] = CHECKPOINT_RESTORE_BASE "/root";
         argv[a++] = "--manage-cgroups=none";
+        argv[a++] = "--cgroup-yard";
+        argv[a++] = CHECKPOINT_YARD;
         argv[a++] = "--tcp-close"; /* a memory fork's: the parent's connections stay its own */
         /* the images name the cgroups of the sandbox dumped (a memory fork's: the
          * parent's): rebased on this sandbox's, in every hierarchy */
@@ -968,54 +1389,41 @@ static int restore_exec(struct runtime *rt, const struct container_spec *spec, c
         if (out_fd < 0)
                 return cella_error_errno(err, errno, "open %s", path);
         ra.out_fd = out_fd;
-        int go[2];
-        if (pipe2(go, O_CLOEXEC) < 0) {
-                r = cella_error_errno(err, errno, "pipe");
-                return r;
+        {
+                struct checkpoint_yard y;
+                yard_find(&y);
+                for (size_t i = 0; i < y.n; i++) {
+                        snprintf(ra.yard_src[i], sizeof(ra.yard_src[i]), "/sys/fs/cgroup/%s",
+                                 y.names[i]);
+                        snprintf(ra.yard_dst[i], sizeof(ra.yard_dst[i]), "%s/%s", CHECKPOINT_YARD,
+                                 y.names[i]);
+                }
+                ra.n_yard = y.n;
         }
-        ra.go = go[0];
-        pid_t pid = fork();
+        _cleanup_close_ int cg = open(v2cg, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (cg < 0)
+                return cella_error_errno(err, errno, "open %s", v2cg);
+        r = cgroup_plan_open_v1_tasks(plan, ra.v1_tasks, &ra.n_v1_tasks);
+        if (r < 0)
+                return cella_error_errno(err, -r, "open the sandbox's v1 cgroups");
+        /* the child (and so CRIU and the tree it restores) born in the sandbox's v2
+         * cgroup, joining the v1 ones itself */
+        int pfd = -EBADF;
+        struct clone_args ca;
+        memset(&ca, 0, sizeof(ca));
+        ca.flags = CLONE_PIDFD | CLONE_INTO_CGROUP;
+        ca.pidfd = (uint64_t)(uintptr_t)&pfd;
+        ca.exit_signal = SIGCHLD;
+        ca.cgroup = (uint64_t)cg;
+        pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
         if (pid == 0)
                 restore_child(&ra);
-        close(go[0]);
-        if (pid < 0) {
-                close(go[1]);
-                r = cella_error_errno(err, errno, "fork");
-                return r;
-        }
-        int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-        /* the child (and so CRIU and the tree it restores) in the sandbox's cgroups */
-        char pidtxt[16];
-        snprintf(path, sizeof(path), "%s/cgroup.procs", v2cg);
-        snprintf(pidtxt, sizeof(pidtxt), "%d", (int)pid);
-        int cg = open(path, O_WRONLY | O_CLOEXEC);
-        r = cg >= 0 && write(cg, pidtxt, strlen(pidtxt)) > 0 ? 0 : -errno;
-        if (cg >= 0)
-                close(cg);
-        if (r >= 0)
-                r = cgroup_plan_attach_v1(plan, pid);
-        if (r >= 0 && pfd < 0)
-                r = -errno;
-        if (r >= 0 && write(go[1], "g", 1) != 1)
-                r = -errno;
-        close(go[1]);
-        if (r < 0) {
-                int st = 0;
-                kill(pid, SIGKILL);
-                waitpid(pid, &st, 0);
-                if (pfd >= 0)
-                        close(pfd);
-                /* the child builds the root while it is placed: one that failed at a step
-                 * of its own is gone before the placement ends, and that step is the why */
-                if (WIFEXITED(st) && WEXITSTATUS(st) >= 121 &&
-                    WEXITSTATUS(st) < 120 + (int)ARRAY_SIZE(restore_steps))
-                        cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "restore: %s failed",
-                                        restore_steps[WEXITSTATUS(st) - 120]);
-                else
-                        cella_error_errno(err, -r, "place criu restore in the sandbox's cgroups");
-                return r;
-        }
-        PROBE("fork, cgroup attach");
+        int clone_errno = errno;
+        for (size_t i = 0; i < ra.n_v1_tasks; i++)
+                close(ra.v1_tasks[i]);
+        if (pid < 0)
+                return cella_error_errno(err, clone_errno, "clone3 into the sandbox's cgroup");
+        PROBE("clone3 into the cgroups");
         int status = wait_child(pid, pfd, CELLA_CRIU_RESTORE_TIMEOUT_MS);
         close(pfd);
         PROBE("mounts and criu restore");

@@ -11,9 +11,12 @@
  * runtime_checkpoint_restore() rebuilds what a start builds for the sandbox's root in a
  * private mount namespace of a child of cellad (the disk, the image and any snapshot
  * layers idmapped with the sandbox's map, the overlay; a clone of cellad's copy of the
- * agent under a directory the sandbox's root may traverse), places that child in the
- * cgroups of a start's plan and execs `criu restore --restore-detached`; the PID 1 it
- * restores gets its veth again as a start gives it one. */
+ * agent under a directory the sandbox's root may traverse; the host's cgroup hierarchies
+ * bound into CRIU's cgroup yard), that child born in the cgroups of a start's plan (it
+ * joins the v1 ones itself, as a start's child does), and execs `criu restore
+ * --restore-detached`; the PID 1 it restores gets its veth again as a start gives it one.
+ * A good dump leaves out the ip images that restore nothing (a namespace as a new one has
+ * it), so that the restore runs no `ip`. */
 #ifndef CELLA_RUNTIME_CHECKPOINT_H
 #define CELLA_RUNTIME_CHECKPOINT_H
 
@@ -67,6 +70,50 @@ int checkpoint_userns_remap(const uint8_t *in, size_t len, uint32_t from, uint32
 
 /* The host base of the uid map in a userns image (its extent of first 0): 0 or -EINVAL. */
 int checkpoint_userns_base(const uint8_t *in, size_t len, uint32_t *ret_base);
+
+/* Is the image file name[data, len) one whose restore restores nothing: a route-<n>.img or
+ * route6-<n>.img that is exactly the 4-byte magic `ip route save` writes before its
+ * messages, no route after it (the table of a namespace whose tenant added none)? The
+ * dump removes those, so that the restore runs no `ip route restore` of nothing (CRIU
+ * restores a missing ip image as an empty one). Anything else (another name, a route, a
+ * short or longer file): false, the image is kept. */
+bool checkpoint_ip_image_empty(const char *name, const uint8_t *data, size_t len);
+
+/* Do the two `ip addr save` or `ip rule save` outputs a[0..alen) and b[0..blen) say the
+ * same: the same 4-byte magic, then the same netlink messages in the same order, equal
+ * byte for byte but for what says when and by which run they were dumped (each header's
+ * sequence number and port id; an address's IFA_CACHEINFO, its timestamps, of the same
+ * length)? A message or attribute whose length runs past its end, trailing bytes, more
+ * than CHECKPOINT_IP_MESSAGES_MAX messages: false. The dump drops the ifaddr and rule
+ * images that say what a new network namespace with lo up says (the sandbox's tenant
+ * changed nothing there): CRIU restores lo up, whose addresses the kernel then gives it,
+ * and a namespace's default rules, without its four execs of `ip` (addr restore, rule
+ * flush, rule delete, rule restore). */
+#define CHECKPOINT_IP_MESSAGES_MAX 256
+bool checkpoint_ip_images_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
+/* A restore's cgroup yard (0050, "the memory wake's time"): CRIU moves the restored tasks
+ * through a directory with every cgroup hierarchy mounted under the name it gives it (the
+ * controllers as /proc/self/cgroup lists them, "name=X" as X, the v2 one "unified"), and
+ * mounts each one missing there itself: a new cgroup2 mount costs a restore 7 to 15 ms on
+ * this host. The restore's child binds instead the host's own mounts of the hierarchies
+ * found by checkpoint_yard_plan into the yard it gives CRIU (--cgroup-yard). */
+#define CHECKPOINT_YARD_MAX 16
+#define CHECKPOINT_YARD_NAME_MAX 64
+struct checkpoint_yard {
+        size_t n;
+        char names[CHECKPOINT_YARD_MAX][CHECKPOINT_YARD_NAME_MAX];
+};
+
+/* From cgroup[0..clen) (/proc/self/cgroup: "id:controllers:path" lines) the yard name of
+ * each hierarchy, kept in ret when mountinfo[0..mlen) (/proc/self/mountinfo) has a mount of
+ * that hierarchy's root at <root>/<name>: cgroup2 for the v2 one; cgroup with each of the
+ * line's controllers (and "name=X") among its super options for a v1 one. A hierarchy not
+ * mounted so is left out (CRIU mounts it, as without a yard). 0, or -EINVAL for a cgroup
+ * line that does not parse, a name of a character outside [A-Za-z0-9_.,=-] or too long,
+ * more than CHECKPOINT_YARD_MAX hierarchies. */
+int checkpoint_yard_plan(const char *cgroup, size_t clen, const char *mountinfo, size_t mlen,
+                         const char *root, struct checkpoint_yard *ret);
 
 /* How many sockets the process pid holds open (-errno). */
 int checkpoint_sockets(pid_t pid);

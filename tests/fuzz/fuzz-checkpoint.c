@@ -10,8 +10,13 @@
  * the buffer, returns its length, writes no control byte and gives the same text for the
  * same input whatever the buffer held; checkpoint_userns_remap returns 0, -EINVAL or
  * -ENOSPC, and what it writes is an image it reads again, whose base is the new one, and
- * which maps back to the same bytes. */
+ * which maps back to the same bytes; checkpoint_ip_image_empty is true only for a
+ * route-<n>.img or route6-<n>.img holding `ip route save`'s 4-byte magic alone;
+ * checkpoint_ip_images_same is symmetric and blind to the headers' sequence numbers and
+ * port ids; checkpoint_yard_plan answers 0 or -EINVAL with at most CHECKPOINT_YARD_MAX
+ * names of [A-Za-z0-9_.,=-], none "." or "..". */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +30,13 @@ static void check_chars(const char *p)
         for (; *p; p++)
                 FUZZ_CHECK((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
                            (*p >= '0' && *p <= '9') || strchr("_./-", *p));
+}
+
+static void check_chars_yard(const char *p)
+{
+        for (; *p; p++)
+                FUZZ_CHECK((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                           (*p >= '0' && *p <= '9') || strchr("_.,=-", *p));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -91,6 +103,62 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                         FUZZ_CHECK(checkpoint_userns_remap(back, blen, from, to, count, again,
                                                            sizeof(again), &alen) == 0);
                         FUZZ_CHECK(alen == len && memcmp(again, out, len) == 0);
+                }
+        }
+        /* an ip image is dropped only when it is the route dump's magic alone */
+        {
+                static const uint8_t magic[] = {0x24, 0x12, 0x31, 0x45};
+                bool same = size == sizeof(magic) && memcmp(data, magic, sizeof(magic)) == 0;
+                FUZZ_CHECK(checkpoint_ip_image_empty("route-10.img", data, size) == same);
+                FUZZ_CHECK(checkpoint_ip_image_empty("route6-1.img", data, size) == same);
+                FUZZ_CHECK(!checkpoint_ip_image_empty("rule-10.img", data, size));
+                /* the input as a file name: only route-<digits>.img or route6-... */
+                char name[64];
+                size_t k = size < sizeof(name) - 1 ? size : sizeof(name) - 1;
+                memcpy(name, data, k);
+                name[k] = '\0';
+                if (checkpoint_ip_image_empty(name, magic, sizeof(magic))) {
+                        size_t n = strlen(name);
+                        FUZZ_CHECK(strncmp(name, "route", 5) == 0 && n > 10 &&
+                                   strcmp(name + n - 4, ".img") == 0 && !strchr(name, '/'));
+                }
+        }
+        /* two ip images (the input's halves): the answer is symmetric, only for images of
+         * one length, and an image said the same as another is the same as itself and
+         * stays so whatever its first header's sequence number and port id */
+        {
+                size_t h = size / 2;
+                bool same = checkpoint_ip_images_same(data, h, data + h, size - h);
+                FUZZ_CHECK(same == checkpoint_ip_images_same(data + h, size - h, data, h));
+                if (same) {
+                        uint8_t *c = malloc(h);
+                        FUZZ_CHECK(h == size - h);
+                        FUZZ_CHECK(checkpoint_ip_images_same(data, h, data, h));
+                        if (c && h >= 20) {
+                                memcpy(c, data, h);
+                                memset(c + 12, 0xa5, 8);
+                                FUZZ_CHECK(checkpoint_ip_images_same(c, h, data + h, h));
+                        }
+                        free(c);
+                }
+        }
+        /* the input as /proc/self/cgroup and as mountinfo: a clear answer, at most
+         * CHECKPOINT_YARD_MAX names, each a name CRIU's yard may hold (no '/', not "..") */
+        {
+                struct checkpoint_yard *y = malloc(sizeof(*y));
+                if (y) {
+                        r = checkpoint_yard_plan(s, size, s, size, "/sys/fs/cgroup", y);
+                        FUZZ_CHECK(r == 0 || r == -EINVAL);
+                        if (r == 0) {
+                                FUZZ_CHECK(y->n <= CHECKPOINT_YARD_MAX);
+                                for (size_t i = 0; i < y->n; i++) {
+                                        check_chars_yard(y->names[i]);
+                                        FUZZ_CHECK(y->names[i][0] != '\0' &&
+                                                   strcmp(y->names[i], "..") != 0 &&
+                                                   strcmp(y->names[i], ".") != 0);
+                                }
+                        }
+                        free(y);
                 }
         }
         /* any bytes: never more than outsz written, a clear answer */

@@ -10,7 +10,10 @@
 #   preview URL exposed before the sleep wakes it and answers with the same server, an
 #   exec reaches it, the context's variable is read back (x + 1 = 42, executionCount going
 #   on); a second sleep and wake by the same cellad (its CRIU reads the kernel features
-#   the first restore probed) keeps the same server; a sleep asked by POST /sleep is
+#   the first restore probed) keeps the same server; the sandbox's network namespace (lo's
+#   addresses, rules, routes) is the same after each wake, the ip images of a namespace
+#   as a new one has it left out of the checkpoint, an address, rule and routes added
+#   from the host kept in it and restored; a sleep asked by POST /sleep is
 #   answered once its checkpoint is written and its wake keeps the same server and the
 #   context's variable (decision 0063); a restart of cellad while it sleeps
 #   keeps the checkpoint and a later request restores it; a corrupt image gives a wake
@@ -163,7 +166,10 @@ assert_eq page "$(cat "$IT_TMP/pv")" "its page"
 api GET "/v1/sandboxes/$M/processes/web" >/dev/null
 expect_status 200
 WEBPID=$(body .pid)
+# its network namespace as the tenant sees it (lo's addresses, the rules, the routes)
+netstate() { run_in "$1" 'ip -o addr show dev lo; ip rule; ip -6 rule; ip route; ip -6 route show table main'; }
 if [ "$MEMORY" = 1 ]; then
+        NET_BEFORE=$(netstate "$M")
         info "a memory sleep by cellad's idle sleep: the processes checkpointed, memory freed"
         wait_memory_asleep "$M"
         assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$M' sleeping after 15 s idle with its memory" \
@@ -183,6 +189,10 @@ if [ "$MEMORY" = 1 ]; then
                 "cella info says so"
         assert_eq 700 "$(stat -c %a "$D/checkpoint")" "the images dir is cellad's alone"
         assert_eq root "$(stat -c %U "$D/checkpoint")" "and root's"
+        # what a new namespace with lo up has anyway is not in the images: the restore runs
+        # no `ip` for it (0050, "the memory wake's time")
+        assert_eq "" "$(cd "$D/checkpoint" && ls ifaddr-*.img rule-*.img route-*.img route6-*.img 2>/dev/null)" \
+                "no ip image of an unchanged namespace"
         api GET /v1/health >/dev/null
         [ "$(body .disk.promisedBytes)" -ge "$MSB" ] || fail "health's promised disk leaves out the images"
 
@@ -206,17 +216,30 @@ if [ "$MEMORY" = 1 ]; then
         assert_eq 2 "$(body .executionCount)" "the same interpreter"
         assert_eq kept "$(run_in "$M" 'cat /workspace/kept.txt')" "the files"
         run_in "$M" 'ip -4 -o addr show dev eth0' | grep -q inet || fail "no address after the wake"
+        assert_eq "$NET_BEFORE" "$(netstate "$M")" "its network namespace as it was"
+
+        # a namespace not as a new one has it: its images are kept and restored (the
+        # sandbox's root has no CAP_NET_ADMIN, so the change is made from the host)
+        NSPID=$(sandbox_pids "$M" | head -n 1)
+        nsenter -t "$NSPID" -n sh -c 'ip addr add 10.123.0.1/32 dev lo && ip rule add from 10.123.0.1 lookup 100 pref 1000 && ip route add 10.124.0.0/24 dev lo && ip -6 route add fd00:124::/64 dev lo' ||
+                fail "change the sandbox's network namespace"
+        NET_BEFORE=$(netstate "$M")
+        assert_contains "$NET_BEFORE" "10.123.0.1" "the added address"
 
         # the same cellad's second restore: CRIU reads the kernel features its first one
         # probed (criu.kdat in cellad's tmpfs for CRIU's /run, decision 0050)
         info "a second memory sleep and wake by the same cellad"
         wait_memory_asleep "$M"
+        for img in ifaddr rule route route6; do
+                ls "$D/checkpoint/$img"-*.img >/dev/null 2>&1 || fail "no $img image of a changed namespace"
+        done
         assert_eq 200 "$(pv /index.html)" "the preview URL after a second sleep"
         assert_eq page "$(cat "$IT_TMP/pv")" "its page, again"
         assert_eq 2 "$(grep -c "sandbox '$M' woke from its memory checkpoint" "$CELLAD_LOG")" \
                 "two memory wakes"
         api GET "/v1/sandboxes/$M/processes/web" >/dev/null
         assert_eq "$WEBPID" "$(body .pid)" "the same server after a second wake"
+        assert_eq "$NET_BEFORE" "$(netstate "$M")" "the added address, rule and routes after the wake"
 
         info "POST /sleep: a memory sleep now, answered once the checkpoint is written"
         api POST "/v1/sandboxes/$M/sleep" >/dev/null

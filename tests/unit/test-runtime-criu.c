@@ -294,6 +294,159 @@ static void test_userns_remap(void **state)
         assert_int_equal(checkpoint_userns_base(bad, sizeof(img), &base), -EINVAL);
 }
 
+/* The ip images a dump drops: only a route table image that is `ip route save`'s magic
+ * and nothing else; a route after it, another name, a short file or another magic stays. */
+static void test_ip_image_empty(void **state)
+{
+        (void)state;
+        const uint8_t magic[] = {0x24, 0x12, 0x31, 0x45};
+        const uint8_t route[] = {0x24, 0x12, 0x31, 0x45, 0x34, 0x00, 0x00, 0x00};
+        const uint8_t rule_magic[] = {0x86, 0x69, 0x70, 0x71};
+
+        assert_true(checkpoint_ip_image_empty("route-10.img", magic, sizeof(magic)));
+        assert_true(checkpoint_ip_image_empty("route6-10.img", magic, sizeof(magic)));
+        assert_true(checkpoint_ip_image_empty("route-4026531840.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-10.img", route, sizeof(route)));
+        assert_false(checkpoint_ip_image_empty("route-10.img", magic, 3));
+        assert_false(checkpoint_ip_image_empty("route-10.img", magic, 0));
+        assert_false(checkpoint_ip_image_empty("route-10.img", rule_magic, sizeof(rule_magic)));
+        assert_false(checkpoint_ip_image_empty("rule-10.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("ifaddr-10.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-10.img.x", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-1x.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("route-12345678901.img", magic, sizeof(magic)));
+        assert_false(checkpoint_ip_image_empty("xroute-10.img", magic, sizeof(magic)));
+}
+
+/* One netlink message of an `ip ... save` image at p: its header (len, type, flags 2,
+ * seq, pid), then body[0..n). Returns its aligned length. */
+static size_t nlmsg(uint8_t *p, uint16_t type, uint32_t seq, uint32_t pid, const uint8_t *body,
+                    size_t n)
+{
+        uint32_t len = (uint32_t)(16 + n);
+        uint16_t flags = 2;
+        memcpy(p, &len, 4);
+        memcpy(p + 4, &type, 2);
+        memcpy(p + 6, &flags, 2);
+        memcpy(p + 8, &seq, 4);
+        memcpy(p + 12, &pid, 4);
+        memcpy(p + 16, body, n);
+        return (len + 3) & ~3u;
+}
+
+/* Two ip images that differ only in when and by whom they were dumped are the same; any
+ * other byte, a message more, a length past the end is not. */
+static void test_ip_images_same(void **state)
+{
+        (void)state;
+        /* RTM_NEWADDR 127.0.0.1/8 on lo: ifaddrmsg, IFA_ADDRESS, IFA_CACHEINFO */
+        uint8_t addr[8 + 8 + 20] = {2, 8, 0x80, 0xfe, 1, 0, 0, 0, 8, 0, 1, 0, 127, 0,
+                                    0, 1, 20,   0,    6, 0, 1, 2, 3, 4, 5, 6, 7,   8};
+        /* RTM_NEWRULE: fib_rule_hdr, FRA_TABLE 255 */
+        const uint8_t rule[12 + 8] = {2, 0, 0, 0, 255, 0, 0, 1, 0, 0, 0, 0, 8, 0, 15, 0, 255};
+        uint8_t a[256], b[256];
+        size_t na = 4, nb = 4;
+
+        memcpy(a, "\x22\x12\x36\x47", 4);
+        memcpy(b, a, 4);
+        na += nlmsg(a + na, 20, 1000, 77, addr, sizeof(addr));
+        na += nlmsg(a + na, 32, 1000, 77, rule, sizeof(rule));
+        addr[20] = 9; /* the cache info's timestamps */
+        nb += nlmsg(b + nb, 20, 2000, 99, addr, sizeof(addr));
+        nb += nlmsg(b + nb, 32, 2000, 99, rule, sizeof(rule));
+        assert_int_equal(na, nb);
+        assert_true(checkpoint_ip_images_same(a, na, a, na));
+        assert_true(checkpoint_ip_images_same(a, na, b, nb));
+        assert_true(checkpoint_ip_images_same(b, nb, a, na));
+
+        uint8_t c[256];
+        memcpy(c, b, nb);
+        c[4 + 16 + 8 + 7] = 2; /* 127.0.0.2 */
+        assert_false(checkpoint_ip_images_same(a, na, c, nb));
+        memcpy(c, b, nb);
+        c[nb - 4] = 100; /* another table */
+        assert_false(checkpoint_ip_images_same(a, na, c, nb));
+        memcpy(c, b, nb);
+        c[0] = 0x23; /* another magic */
+        assert_false(checkpoint_ip_images_same(a, na, c, nb));
+        memcpy(c, b, nb);
+        c[4 + 6] = 0; /* other flags */
+        assert_false(checkpoint_ip_images_same(a, na, c, nb));
+        /* a message more, one less, a byte past the last */
+        memcpy(c, b, nb);
+        size_t nc = nb + nlmsg(c + nb, 32, 1, 1, rule, sizeof(rule));
+        assert_false(checkpoint_ip_images_same(a, na, c, nc));
+        assert_false(checkpoint_ip_images_same(a, na, b, nb - 36));
+        assert_false(checkpoint_ip_images_same(a, na + 1, a, na + 1));
+        /* a length past the end, shorter than a header, an attribute past its message */
+        memcpy(c, a, na);
+        c[4] = 200;
+        assert_false(checkpoint_ip_images_same(c, na, c, na));
+        c[4] = 8;
+        assert_false(checkpoint_ip_images_same(c, na, c, na));
+        memcpy(c, a, na);
+        c[4 + 16 + 8] = 60;
+        assert_false(checkpoint_ip_images_same(c, na, c, na));
+        assert_false(checkpoint_ip_images_same(a, 3, a, 3));
+        assert_true(checkpoint_ip_images_same(a, 4, b, 4));
+}
+
+/* The yard binds the hierarchies mounted at their CRIU names under the root, of the right
+ * kind and controllers; leaves out the others; refuses lines it cannot name. */
+static void test_yard_plan(void **state)
+{
+        (void)state;
+        const char *cg = "9:name=systemd:/\n8:pids:/\n4:memory:/a/b\n2:cpu,cpuacct:/\n"
+                         "3:cpuset:/\n5:devices:/\n0::/\n";
+        const char *mi =
+                "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+                "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw,relatime - cgroup cgroup "
+                "rw,cpu,cpuacct\n"
+                "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+                "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+                "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup "
+                "rw,xattr,name=systemd\n"
+                "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n"
+                /* a bind of a sub-directory, not the hierarchy's root */
+                "42 31 0:39 /x /sys/fs/cgroup/cpuset rw - cgroup cgroup rw,cpuset\n"
+                /* another hierarchy under the name */
+                "43 31 0:40 / /sys/fs/cgroup/devices rw - cgroup cgroup rw,freezer\n";
+        struct checkpoint_yard y;
+
+        assert_int_equal(checkpoint_yard_plan(cg, strlen(cg), mi, strlen(mi), "/sys/fs/cgroup", &y),
+                         0);
+        assert_int_equal(y.n, 5);
+        assert_string_equal(y.names[0], "systemd");
+        assert_string_equal(y.names[1], "pids");
+        assert_string_equal(y.names[2], "memory");
+        assert_string_equal(y.names[3], "cpu,cpuacct");
+        assert_string_equal(y.names[4], "unified");
+        /* elsewhere: nothing bound */
+        assert_int_equal(checkpoint_yard_plan(cg, strlen(cg), mi, strlen(mi), "/cgroup", &y), 0);
+        assert_int_equal(y.n, 0);
+        /* v2 mounted as v1, v1 as v2: left out */
+        const char *swapped = "1 0 0:1 / /c/unified rw - cgroup cgroup rw,cpu\n"
+                              "2 0 0:2 / /c/cpu rw - cgroup2 cgroup2 rw\n";
+        const char *cg2 = "0::/\n1:cpu:/\n";
+        assert_int_equal(checkpoint_yard_plan(cg2, strlen(cg2), swapped, strlen(swapped), "/c", &y),
+                         0);
+        assert_int_equal(y.n, 0);
+        /* lines it cannot name */
+        const char *bad[] = {"garbage\n", "1:cpu\n",    ":cpu:/\n", "1:cpu/x:/\n",
+                             "1:..:/\n",  "1:cpu,:/\n", "1:a b:/\n"};
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                assert_int_equal(checkpoint_yard_plan(bad[i], strlen(bad[i]), mi, strlen(mi),
+                                                      "/sys/fs/cgroup", &y),
+                                 -EINVAL);
+        char many[1024] = "";
+        for (int i = 0; i <= CHECKPOINT_YARD_MAX; i++)
+                snprintf(many + strlen(many), sizeof(many) - strlen(many), "%d:c%d:/\n", i + 1, i);
+        assert_int_equal(
+                checkpoint_yard_plan(many, strlen(many), mi, strlen(mi), "/sys/fs/cgroup", &y),
+                -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -301,6 +454,8 @@ int main(void)
                 cmocka_unit_test(test_reason),         cmocka_unit_test(test_probe),
                 cmocka_unit_test(test_version_reason), cmocka_unit_test(test_externals),
                 cmocka_unit_test(test_log_reason),     cmocka_unit_test(test_userns_remap),
+                cmocka_unit_test(test_ip_image_empty), cmocka_unit_test(test_ip_images_same),
+                cmocka_unit_test(test_yard_plan),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
