@@ -369,21 +369,6 @@ int cgroup_plan_apply(const struct cgroup_plan *plan, size_t *ret_step)
         return 0;
 }
 
-int cgroup_plan_attach_v1(const struct cgroup_plan *plan, pid_t pid)
-{
-        char path[CELLA_PATH_MAX + 32], v[32];
-        snprintf(v, sizeof(v), "%d", (int)pid);
-        for (int c = 0; c < _CGROUP_V1_MAX; c++) {
-                if (!plan->v1_dir[c][0])
-                        continue;
-                snprintf(path, sizeof(path), "%s/cgroup.procs", plan->v1_dir[c]);
-                int r = write_str(path, v);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 int cgroup_plan_open_v1_tasks(const struct cgroup_plan *plan, int fds[_CGROUP_V1_MAX],
                               size_t *ret_n)
 {

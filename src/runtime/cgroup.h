@@ -74,8 +74,6 @@ int cgroup_plan_make(const struct cgroup_layout *layout, const char *name, const
                      const struct cgroup_limits *limits, uid_t owner, struct cgroup_plan *ret);
 /* Apply a plan. On failure *ret_step gets the index of the failing step. */
 int cgroup_plan_apply(const struct cgroup_plan *plan, size_t *ret_step);
-/* Move pid into every v1 directory of the plan (v2 placement is done by clone3). */
-int cgroup_plan_attach_v1(const struct cgroup_plan *plan, pid_t pid);
 /* Open the "tasks" file of every v1 directory of the plan for writing, close-on-exec, into
  * fds (unused entries -EBADF); *ret_n gets how many. A single-threaded process that writes
  * "0" to them joins those cgroups itself: the kernel then moves one thread, the caller,
