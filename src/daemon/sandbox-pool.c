@@ -95,15 +95,12 @@ static void pool_mark_ready(struct sandbox *s)
 {
         struct sandbox_table *t = s->table;
 
+        /* pooled and running: in the pool (a claim clears pooled, a discard the state) */
         if (!s->pooled || s->pool_ready || s->state != SANDBOX_RUNNING)
                 return; /* claimed (or discarded) meanwhile */
-        for (const struct sandbox *p = t->pool; p; p = p->pool_next)
-                if (p == s) {
-                        s->pool_ready = true;
-                        t->pool_ready++;
-                        log_debug("pool: %s ready (%u of %u)", s->name, t->pool_ready, t->pool_len);
-                        return;
-                }
+        s->pool_ready = true;
+        t->pool_ready++;
+        log_debug("pool: %s ready (%u of %u)", s->name, t->pool_ready, t->pool_len);
 }
 
 static void on_warmup_close(struct agent_stream *st, int err, void *userdata)
@@ -454,9 +451,12 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
 
                 json_object_foreach(env, k, v)
                 {
-                        if (!json_equal(v, json_object_get(s->env, k)) &&
-                            json_object_set(vars, k, v) < 0)
-                                break;
+                        if (!vars || (!json_equal(v, json_object_get(s->env, k)) &&
+                                      json_object_set(vars, k, v) < 0)) {
+                                pool_discard(s);
+                                return cella_error_set(err, CELLA_E_INTERNAL_ERROR,
+                                                       "out of memory");
+                        }
                 }
         }
         json_decref(s->env);
@@ -496,11 +496,9 @@ int pool_claim(struct sandbox *s, const char *name, const struct sandbox_options
         if (!s->default_session) {
                 session_oneway(s, json_pack("{s:s, s:s}", "op", "delete", "id", "default"));
         } else {
-                if (vars)
-                        json_object_set_new(vars, "HOSTNAME", json_string(s->name));
-                session_oneway(s, vars ? json_pack("{s:s, s:s, s:O}", "op", "setenv", "id",
-                                                   "default", "env", vars)
-                                       : NULL);
+                json_object_set_new(vars, "HOSTNAME", json_string(s->name));
+                session_oneway(s, json_pack("{s:s, s:s, s:O}", "op", "setenv", "id", "default",
+                                            "env", vars));
         }
         t->pool_claims++;
         t->pool_last_claim_ms = s->created_ms;

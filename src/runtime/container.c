@@ -812,6 +812,24 @@ int runtime_container_destroy(struct runtime *rt, const char *id, struct contain
         return 0;
 }
 
+/* An O_PATH descriptor of the PID 1's root (the sandbox's view of its files), or -ESRCH
+ * when it is gone. */
+static int open_root(const struct container *c)
+{
+        char root_path[64];
+
+        if (!c || c->pidfd < 0)
+                return -ESRCH;
+        snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)c->pid);
+        _cleanup_close_ int root_fd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root_fd < 0)
+                return errno == ENOENT ? -ESRCH : -errno;
+        /* The pid was the sandbox's when its root was opened if the pidfd still lives. */
+        if (!runtime_container_is_alive(c))
+                return -ESRCH;
+        return TAKE_FD(root_fd);
+}
+
 static int container_rename(struct runtime *rt, const struct container *c, const char *hostname,
                             struct cella_error *err)
 {
@@ -828,14 +846,11 @@ static int container_rename(struct runtime *rt, const struct container *c, const
          * image, mounted nowhere but in the sandbox), resolved in that root with no
          * symlink followed; the files exist (the start wrote them), so their owner stays
          * the sandbox's root. */
-        char root_path[64];
-        snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)c->pid);
-        _cleanup_close_ int root_fd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (root_fd < 0)
-                return cella_error_errno(err, errno, "open its root");
-        /* The pid was the sandbox's when the root was opened if the pidfd still lives. */
-        if (!runtime_container_is_alive(c))
+        _cleanup_close_ int root_fd = open_root(c);
+        if (root_fd == -ESRCH)
                 return cella_error_set(err, CELLA_E_SANDBOX_UNAVAILABLE, "not running");
+        if (root_fd < 0)
+                return cella_error_errno(err, -root_fd, "open its root");
         struct open_how how = {
                 .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
                 .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
@@ -883,17 +898,9 @@ int runtime_container_rename(struct runtime *rt, const struct container *c, cons
 
 int runtime_container_agent_socket(const struct container *c)
 {
-        char root_path[64];
-
-        if (!c || c->pidfd < 0)
-                return -ESRCH;
-        snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)c->pid);
-        _cleanup_close_ int root_fd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int root_fd = open_root(c);
         if (root_fd < 0)
-                return errno == ENOENT ? -ESRCH : -errno;
-        /* The pid was the sandbox's when its root was opened if the pidfd still lives. */
-        if (!runtime_container_is_alive(c))
-                return -ESRCH;
+                return root_fd;
         /* The socket's path is the tenant's to change (the sandbox's root owns /run): any
          * symlink on it resolves inside the sandbox's root, never to a host path, and no
          * magic link (/proc/<pid>/fd, /proc/<pid>/root) leads out of it. */
@@ -976,20 +983,13 @@ int runtime_container_open_file(const struct container *c, uid_t uid, gid_t gid,
                                 struct stat *ret_st)
 {
         gid_t saved[CELLA_FS_GROUPS_MAX];
-        char root_path[64];
         int n, r;
 
-        if (!c || c->pidfd < 0)
-                return -ESRCH;
         if (uid == 0 || gid == 0)
                 return -EPERM; /* host root's ids would keep its rights */
-        snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int)c->pid);
-        _cleanup_close_ int root_fd = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int root_fd = open_root(c);
         if (root_fd < 0)
-                return errno == ENOENT ? -ESRCH : -errno;
-        /* The pid was the sandbox's when its root was opened if the pidfd still lives. */
-        if (!runtime_container_is_alive(c))
-                return -ESRCH;
+                return root_fd;
         n = getgroups(CELLA_FS_GROUPS_MAX, saved);
         if (n < 0)
                 return -errno;
