@@ -53,9 +53,9 @@ size_t json_escape_safe_span(const char *s, size_t len)
  * returns where the run ends. */
 static size_t copy_safe_run(char *dst, const unsigned char *p, size_t i, size_t len)
 {
-#ifdef __SSE2__
-        char *d = dst - i;
+        const size_t from = i; /* p[i] goes to dst[i - from] */
 
+#ifdef __SSE2__
         for (; i + 16 <= len; i += 16) {
                 __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
                 unsigned m = block_escapes(v);
@@ -63,23 +63,16 @@ static size_t copy_safe_run(char *dst, const unsigned char *p, size_t i, size_t 
                 if (m) {
                         size_t k = (size_t)__builtin_ctz(m);
 
-                        memcpy(d + i, p + i, k);
+                        memcpy(dst + (i - from), p + i, k);
                         return i + k;
                 }
-                _mm_storeu_si128((__m128i *)(d + i), v);
+                _mm_storeu_si128((__m128i *)(dst + (i - from)), v);
         }
-        {
-                size_t n = json_escape_safe_span((const char *)p + i, len - i);
-
-                memcpy(d + i, p + i, n);
-                return i + n;
-        }
-#else
+#endif
         size_t n = json_escape_safe_span((const char *)p + i, len - i);
 
-        memcpy(dst, p + i, n);
+        memcpy(dst + (i - from), p + i, n);
         return i + n;
-#endif
 }
 
 int json_escape_append(struct buf *out, const char *s, size_t len)
