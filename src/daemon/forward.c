@@ -596,6 +596,8 @@ static void on_placed(const struct etcd_answer *a, void *ud)
                         return;
                 }
                 snprintf(q->owner, sizeof(q->owner), "%s", owner);
+        } else if (strcmp(q->owner, cluster_self(f->cluster)) == 0) {
+                f->placed_self++;
         } else {
                 f->placed_other++;
         }
@@ -629,10 +631,10 @@ static void place_new(struct fq *q)
          * made for another node would skip that count. */
         if (pr && (pr->max_sandboxes > 0 || pr->max_memory_bytes > 0))
                 n = NULL;
-        /* Nowhere, or here: the local claim decides (and says why it cannot). */
-        if (!n || strcmp(n->node, cluster_self(f->cluster)) == 0) {
-                if (n)
-                        n->placed++;
+        /* Nowhere: the local claim decides (and says why it cannot). Here or elsewhere, the
+         * name is claimed for its node in etcd first, so that a node that loses the race
+         * for it relays the request to the winner (on_placed) instead of refusing it. */
+        if (!n) {
                 f->placed_self++;
                 fq_local(q);
                 return;
