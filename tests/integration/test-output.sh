@@ -4,7 +4,9 @@
 # session's end, a timeout), errors before the body as JSON; the CLI and libcella on it; a
 # client that leaves early stops the command and leaves nothing; a client that does not
 # read holds the command back (cellad's memory stays bounded); the SSE stream keeps a
-# UTF-8 character split across the pipe's writes whole.
+# UTF-8 character split across the pipe's writes whole; stdout spliced into the agent
+# socket (with and without a default session) keeps every byte with stderr between, for a
+# client that pauses and a command that exits with output unread.
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
@@ -144,5 +146,69 @@ got=$(sed -n 's/^data: //p' "$IT_TMP/sse" | jq -j 'select(.type == "stdout") | .
 assert_eq "☃ ok" "$got" "the snowman arrives whole"
 assert_eq "" "$(sed -n 's/^data: //p' "$IT_TMP/sse" | jq -r 'select(.encoding) | .encoding')" \
         "no base64 for a split character"
+
+info "stdout spliced into the agent socket: both paths, interleaved stderr, pauses, exits"
+# The command's stdout goes into the agent socket by splice (decision 0058, fourth
+# profile): in the default session (its FIFO) and in a sandbox without one (the command's
+# pipe). Every form must still carry every byte in order, with stderr between.
+NS=$(sbx nosession)
+api_json PUT "/v1/sandboxes/$NS" '{"enableDefaultSession":false}'
+expect_status 201
+for box in "$S" "$NS"; do
+        run_in "$box" 'head -c 50000000 /dev/urandom > /tmp/m.bin' >/dev/null
+        sum=$(run_in "$box" 'head -c 41943040 /tmp/m.bin | md5sum | cut -d" " -f1')
+        # 40 MiB of binary in 1 MiB writes, a line of stderr after each
+        mixed='for i in $(seq 0 39); do dd if=/tmp/m.bin bs=1M skip=$i count=1 status=none; echo "e$i" >&2; done'
+        API_STATUS=$(curl -sS -N -o "$IT_TMP/raw" -D "$IT_TMP/hdr" -w '%{http_code}' \
+                -H 'Accept: application/octet-stream' \
+                --data-binary "$(jq -cn --arg c "$mixed" '{command:$c}')" \
+                "$CELLA_URL/v1/sandboxes/$box/exec")
+        assert_eq 200 "$API_STATUS" "$box: raw status"
+        assert_eq "$sum" "$(md5sum <"$IT_TMP/raw" | cut -d' ' -f1)" "$box: raw binary with stderr"
+        assert_eq "$(seq 0 39 | sed 's/^/e/')" "$(hdr Cella-Stderr | tr -d "\n" | base64 -d)" \
+                "$box: the stderr lines, in order"
+        assert_eq 0 "$(hdr Cella-Exit-Code)" "$box: exit"
+        # SSE, text: 64 MiB of `tr` output with stderr between
+        text='for i in $(seq 1 16); do head -c 4194304 /dev/zero | tr "\0" x; echo "t$i" >&2; done'
+        API_STATUS=$(curl -sS -N -o "$IT_TMP/sse" -w '%{http_code}' -H 'Accept: text/event-stream' \
+                --data-binary "$(jq -cn --arg c "$text" '{command:$c}')" \
+                "$CELLA_URL/v1/sandboxes/$box/exec")
+        assert_eq 200 "$API_STATUS" "$box: sse status"
+        sed -n 's/^data: //p' "$IT_TMP/sse" >"$IT_TMP/events"
+        assert_eq "$(head -c 67108864 /dev/zero | tr '\0' x | md5sum)" \
+                "$(jq -j 'select(.type == "stdout") | .data' "$IT_TMP/events" | md5sum)" \
+                "$box: SSE text"
+        assert_eq "$(seq 1 16 | sed 's/^/t/')" \
+                "$(jq -j 'select(.type == "stderr") | .data' "$IT_TMP/events")" "$box: SSE stderr"
+        assert_eq 0 "$(jq -r 'select(.type == "complete") | .exitCode' "$IT_TMP/events")" "$box: SSE exit"
+        # buffered: 8 MB of text and stderr in one answer
+        api_json POST "/v1/sandboxes/$box/exec" \
+                '{"command":"head -c 8000000 /dev/zero | tr \"\\0\" y; echo end >&2"}'
+        expect_status 200
+        assert_eq "$(head -c 8000000 /dev/zero | tr '\0' y | md5sum)" \
+                "$(body .stdout | tr -d '\n' | md5sum)" "$box: buffered stdout"
+        assert_eq end "$(body .stderr)" "$box: buffered stderr"
+        # a client that stops reading after 1 MiB for 3 s, then reads on (the command waits
+        # for credit meanwhile, its output in the pipe); the command exits while the last
+        # frames are still unread, with stderr and a code of its own
+        exec {paused}< <(curl -sS -N -H 'Accept: application/octet-stream' \
+                --data-binary "$(jq -cn '{command:"cat /tmp/m.bin; echo bye >&2; exit 4"}')" \
+                "$CELLA_URL/v1/sandboxes/$box/exec")
+        dd bs=1M count=1 iflag=fullblock status=none <&$paused >"$IT_TMP/paused"
+        sleep 3
+        cat <&$paused >>"$IT_TMP/paused"
+        exec {paused}<&-
+        assert_eq "$(run_in "$box" 'md5sum < /tmp/m.bin | cut -d" " -f1')" \
+                "$(md5sum <"$IT_TMP/paused" | cut -d' ' -f1)" "$box: a paused client's bytes"
+        # the CLI on the same path, slow, to the end: stderr and the exit status after it
+        "$CLI" exec "$box" 'cat /tmp/m.bin; echo bye >&2; exit 4' >"$IT_TMP/cli.out" \
+                2>"$IT_TMP/cli.err" && rc=0 || rc=$?
+        assert_eq 4 "$rc" "$box: cella exec's status"
+        assert_eq bye "$(cat "$IT_TMP/cli.err")" "$box: cella exec's stderr"
+        assert_eq "$(md5sum <"$IT_TMP/paused" | cut -d' ' -f1)" \
+                "$(md5sum <"$IT_TMP/cli.out" | cut -d' ' -f1)" "$box: cella exec's stdout"
+done
+api DELETE "/v1/sandboxes/$NS"
+expect_status 200
 
 info "output: ok"
