@@ -161,15 +161,6 @@ static void out_data(struct pump *p, const char *data, size_t n)
         pump_emit(&e->s, p->index == 0 ? FRAME_STDOUT : FRAME_STDERR, data, n);
 }
 
-/* stdout: its pipe's pages go into the agent socket by splice, within the same window
- * (decision 0058, fourth profile); stderr is read (out_ops). */
-static int out_splice(struct pump *p, int fd, size_t n)
-{
-        struct exec *e = p->owner;
-
-        return pump_emit_splice(&e->s, FRAME_STDOUT, fd, n);
-}
-
 static void out_eof(struct pump *p)
 {
         struct exec *e = p->owner;
@@ -188,14 +179,6 @@ static const struct pump_ops out_ops = {
         .on_data = out_data,
         .on_eof = out_eof,
         .on_closed = out_closed,
-};
-
-static const struct pump_ops stdout_ops = {
-        .allowance = out_allowance,
-        .on_data = out_data,
-        .on_eof = out_eof,
-        .on_closed = out_closed,
-        .on_splice = out_splice,
 };
 
 static void on_grace(uv_timer_t *t)
@@ -341,8 +324,7 @@ void exec_start(struct agent *a, struct conn *c, struct agent_request *req)
         fds[1] = res.err;
         for (int i = 0; i < 2; i++) {
                 e->open_handles++;
-                if (pump_open_pipe(&e->out[i], a->loop, fds[i], i == 0 ? &stdout_ops : &out_ops, e,
-                                   i) < 0)
+                if (pump_open_pipe(&e->out[i], a->loop, fds[i], &out_ops, e, i) < 0)
                         pump_close(&e->out[i]);
         }
         if (req->timeout_ms > 0)

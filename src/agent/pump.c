@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "agent/pump.h"
@@ -75,16 +74,6 @@ static void reach_eof(struct pump *p)
 
 /* ---- pipe mode ---- */
 
-/* A pipe whose read (or splice) takes a full chunk: the command writes in bulk, a larger
- * pipe takes more per read (refused beyond the user's pipe quota: it stays as it is). */
-static void maybe_grow(struct pump *p, size_t n)
-{
-        if (p->grown || n < CELLA_FRAME_DATA_CHUNK || p->fd < 0)
-                return;
-        p->grown = true;
-        (void)fcntl(p->fd, F_SETPIPE_SZ, CELLA_PUMP_PIPE_SIZE);
-}
-
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *ret)
 {
         struct pump *p = h->data;
@@ -111,7 +100,12 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
         }
         if (n == 0 || p->closing)
                 return;
-        maybe_grow(p, (size_t)n);
+        if (!p->grown && (size_t)n >= CELLA_FRAME_DATA_CHUNK && p->fd >= 0) {
+                /* a full chunk: the command writes in bulk, a larger pipe takes more per
+                 * read (refused beyond the user's pipe quota: it stays as it is) */
+                p->grown = true;
+                (void)fcntl(p->fd, F_SETPIPE_SZ, CELLA_PUMP_PIPE_SIZE);
+        }
         deliver(p, (size_t)n);
         if (p->reading && pump_allowance(p) == 0)
                 pump_pause(p);
@@ -119,38 +113,12 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 
 /* ---- poll mode ---- */
 
-/* on_splice: hand what the pipe holds (up to allow) to the owner without reading it.
- * 1: sent, and the pipe holds more than was sent: go on; 0: sent all it held (the poll,
- * level-triggered, says when there is more: no second FIONREAD); -1: read instead (the
- * owner refused, or the pipe is empty and a read must tell EOF from nothing yet). */
-static int poll_splice(struct pump *p, size_t allow)
-{
-        int avail = 0;
-        size_t n;
-
-        if (ioctl(p->fd, FIONREAD, &avail) < 0 || avail <= 0)
-                return -1;
-        n = MIN((size_t)avail, allow);
-        maybe_grow(p, n);
-        if (p->ops->on_splice(p, p->fd, n) < 0)
-                return -1;
-        return n < (size_t)avail ? 1 : 0;
-}
-
 static void poll_read(struct pump *p)
 {
         size_t allow;
         ssize_t n;
-        int r;
 
         while ((allow = pump_allowance(p)) > 0) {
-                if (p->ops->on_splice && p->ncarry == 0) {
-                        r = poll_splice(p, allow);
-                        if (p->closing || r == 0)
-                                return;
-                        if (r > 0)
-                                continue;
-                }
                 n = read(p->fd, pump_buf + CARRY_MAX, allow);
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -161,8 +129,6 @@ static void poll_read(struct pump *p)
                         reach_eof(p);
                         return;
                 }
-                if (p->ops->on_splice)
-                        maybe_grow(p, (size_t)n);
                 deliver(p, (size_t)n);
         }
 }
@@ -217,19 +183,6 @@ int pump_open_pipe(struct pump *p, uv_loop_t *loop, int fd, const struct pump_op
         int r;
 
         pump_init(p, fd, ops, owner, index);
-        if (ops->on_splice) {
-                /* watched, not read by libuv: poll_read splices what the pipe holds (if
-                 * the descriptor cannot be polled, libuv reads it and on_data takes it) */
-                int fl = fcntl(fd, F_GETFL);
-
-                if (fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0 &&
-                    uv_poll_init(loop, &p->h.poll, fd) == 0) {
-                        p->is_poll = true;
-                        p->h.handle.data = p; /* uv_poll_init cleared it */
-                        p->inited = true;
-                        return 0;
-                }
-        }
         uv_pipe_init(loop, &p->h.pipe, 0);
         p->h.handle.data = p;
         p->inited = true;
@@ -392,16 +345,6 @@ size_t pump_credit_bulk(const struct stream *s)
         if (stream_congested(s) || stream_busy(s))
                 return 0;
         return s->send_credit < CELLA_PUMP_READ ? (size_t)s->send_credit : CELLA_PUMP_READ;
-}
-
-int pump_emit_splice(struct stream *s, uint8_t type, int fd, size_t n)
-{
-        int r = stream_send_splice(s, type, fd, n);
-
-        if (r < 0)
-                return r;
-        s->send_credit -= n < s->send_credit ? (uint64_t)n : s->send_credit;
-        return 0;
 }
 
 int pump_emit(struct stream *s, uint8_t type, const void *data, size_t n)

@@ -15,12 +15,6 @@
  *   on_eof      end of output (EOF, a read error, EIO from a pty master): reading has
  *               stopped for good; the handle stays open until pump_close.
  *   on_closed   the handle is closed (after pump_close): the owner may free the memory.
- *   on_splice   (optional, pipes) n bytes, at most the allowance, are in the pipe fd:
- *               send them on without reading them (pump_emit_splice) and return 0, or
- *               return -errno having taken none of them: the pump reads them and hands
- *               them to on_data as usual. A pump with on_splice is watched with a
- *               uv_poll_t (libuv does not read it); the size comes from FIONREAD, and an
- *               empty pipe is read to tell its end. Not with utf8.
  *   wants_write, on_writable  (poll mode) the owner writes to the same descriptor (terminal
  *               input): whether it has something to write, and the descriptor is writable.
  * With utf8 set, a character split across two reads is held back (up to 3 bytes) and
@@ -47,7 +41,6 @@ struct pump_ops {
         void (*on_data)(struct pump *p, const char *data, size_t n);
         void (*on_eof)(struct pump *p);
         void (*on_closed)(struct pump *p);
-        int (*on_splice)(struct pump *p, int fd, size_t n);
         bool (*wants_write)(struct pump *p);
         void (*on_writable)(struct pump *p);
 };
@@ -74,8 +67,7 @@ struct pump {
         char carry[4];
 };
 
-/* Watch fd (a pipe or FIFO; owned from here on, also on failure) with a uv_pipe_t (a
- * uv_poll_t if ops has on_splice, the descriptor made non-blocking). 0, or
+/* Watch fd (a pipe or FIFO; owned from here on, also on failure) with a uv_pipe_t. 0, or
  * -errno: the descriptor is closed and the pump at EOF, and pump_close still has to run.
  * Reading starts with pump_resume. */
 int pump_open_pipe(struct pump *p, uv_loop_t *loop, int fd, const struct pump_ops *ops, void *owner,
@@ -124,8 +116,5 @@ size_t pump_credit_bulk(const struct stream *s);
 /* Send n bytes as one frame of type (STDOUT, STDERR, DATA) on s and spend its credit (at
  * most what is left). 0, or stream_send's -errno (nothing spent). */
 int pump_emit(struct stream *s, uint8_t type, const void *data, size_t n);
-/* The same for n bytes that wait in the pipe fd (on_splice): stream_send_splice, the
- * credit spent only when it sent them. */
-int pump_emit_splice(struct stream *s, uint8_t type, int fd, size_t n);
 
 #endif

@@ -2,7 +2,6 @@
  * with its high-water mark, answering on streams, stream registration, lookup and windows,
  * and the children registry the reaper consults. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,106 +229,6 @@ cut:
                 return r;
         /* part of the frame is out: the link cannot go on */
         conn_fail(c, "a file frame could not be completed");
-        return -ECONNABORTED;
-}
-
-/* Read exactly len bytes of the pipe fd (they are there: its only reader is this
- * process); -EPIPE if it held fewer. */
-static int read_pipe_all(int fd, char *buf, size_t len)
-{
-        size_t done = 0;
-
-        while (done < len) {
-                ssize_t n = read(fd, buf + done, len - done);
-
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        return -EPIPE;
-                done += (size_t)n;
-        }
-        return 0;
-}
-
-/* splice(2) from a pipe into a unix stream socket refused by this kernel: every frame is
- * read as before. */
-static bool splice_refused;
-
-int stream_send_splice(struct stream *s, uint8_t type, int fd, size_t len)
-{
-        struct conn *c = s->conn;
-        uint8_t head[CELLA_FRAME_HEADER];
-        struct frame_write *w;
-        size_t taken, rest, hrest;
-        uv_os_fd_t sock;
-        uv_buf_t b;
-        ssize_t n;
-        int r;
-
-        if (!c || c->closing)
-                return -EPIPE;
-        if (len == 0 || len > CELLA_FRAME_MAX)
-                return -EINVAL;
-        /* Only into an empty queue, or the frame would pass what waits there. */
-        if (splice_refused || c->queued != 0 ||
-            uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe) != 0 ||
-            uv_fileno((uv_handle_t *)&c->pipe, &sock) != 0)
-                return -EAGAIN;
-        frame_header_pack(head, type, s->id, (uint32_t)len);
-        do
-                n = send(sock, head, sizeof(head), MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
-        while (n < 0 && errno == EINTR);
-        if (n <= 0)
-                return -EAGAIN; /* nothing sent, nothing taken from the pipe */
-        taken = (size_t)n;
-        while (taken >= sizeof(head) && taken < sizeof(head) + len) {
-                n = splice(fd, NULL, sock, NULL, sizeof(head) + len - taken,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && (errno == EINVAL || errno == ENOSYS) && taken == sizeof(head)) {
-                        log_info("splice into the agent socket: %s; output is read and copied",
-                                 strerror(errno));
-                        splice_refused = true;
-                }
-                if (n <= 0)
-                        break; /* the socket is full: the rest is read and queued */
-                taken += (size_t)n;
-        }
-        rest = sizeof(head) + len - taken;
-        if (rest == 0)
-                return 0;
-        /* The header is out, so the frame's bytes must follow before anything else: what
-         * the socket did not take is read from the pipe now and queued first. */
-        hrest = taken < sizeof(head) ? sizeof(head) - taken : 0;
-        w = malloc(offsetof(struct frame_write, data) + rest + 1);
-        if (!w) {
-                r = -ENOMEM;
-                goto cut;
-        }
-        if (hrest)
-                memcpy(w->data, head + taken, hrest);
-        r = read_pipe_all(fd, w->data + hrest, rest - hrest);
-        if (r < 0) {
-                free(w);
-                goto cut;
-        }
-        w->conn = c;
-        w->len = rest;
-        b = uv_buf_init(w->data, (unsigned)rest);
-        r = uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_write_done);
-        if (r < 0) {
-                free(w);
-                goto cut;
-        }
-        c->queued += rest;
-        if (c->queued > WRITE_HIGH_WATER)
-                c->congested = true;
-        return 0;
-cut:
-        conn_fail(c, "an output frame could not be completed");
         return -ECONNABORTED;
 }
 

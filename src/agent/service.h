@@ -123,18 +123,6 @@ bool stream_congested(const struct stream *s);
  * never held; -ECONNABORTED says so, and every stream of the connection, s included, has
  * been cancelled (detached) by then. */
 int stream_send_file(struct stream *s, uint8_t type, int fd, uint64_t off, size_t len);
-/* Send a frame whose payload is the next len bytes of the pipe fd, which holds at least
- * that many and has no other reader. When nothing is queued on the connection, the header
- * goes to the socket and the payload follows it by splice (the pipe's pages move into the
- * socket: no copy through the agent); what the socket does not take at once is read from
- * the pipe and queued before anything else (decision 0058, fourth profile). 0 (the len
- * bytes are sent or queued), -EAGAIN (nothing sent and nothing taken from the pipe:
- * something is queued, the socket is full or the kernel refuses the splice; the caller
- * reads the bytes instead), -EPIPE, -EINVAL (0 or beyond CELLA_FRAME_MAX), or
- * -ECONNABORTED: part of the frame is out and the rest could not follow (out of memory,
- * fewer bytes in the pipe), so the connection was failed and every stream of it, s
- * included, cancelled (detached). */
-int stream_send_splice(struct stream *s, uint8_t type, int fd, size_t len);
 /* True while something is queued on the stream's connection (the socket did not take all
  * it was offered). With s->wait_drain set, s's on_window is called once the queue is
  * empty again. */

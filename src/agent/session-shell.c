@@ -521,34 +521,11 @@ static void job_out_closed(struct pump *p)
         job_handle_gone(p->owner);
 }
 
-/* stdout's FIFO: its pages go into the agent socket by splice (decision 0058, fourth
- * profile); a detached job's output is read and discarded. */
-static int job_out_splice(struct pump *p, int fd, size_t n)
-{
-        struct job *j = p->owner;
-        int r;
-
-        if (!j->s.conn)
-                return -EPIPE;
-        r = pump_emit_splice(&j->s, FRAME_STDOUT, fd, n);
-        if (r == 0)
-                j->owed[0] -= MIN(n, j->owed[0]);
-        return r;
-}
-
 static const struct pump_ops job_out_ops = {
         .allowance = job_allowance,
         .on_data = job_out_data,
         .on_eof = job_out_eof,
         .on_closed = job_out_closed,
-};
-
-static const struct pump_ops job_stdout_ops = {
-        .allowance = job_allowance,
-        .on_data = job_out_data,
-        .on_eof = job_out_eof,
-        .on_closed = job_out_closed,
-        .on_splice = job_out_splice,
 };
 
 static void on_job_timer(uv_timer_t *t)
@@ -693,8 +670,7 @@ static int job_open_fifos(struct job *j, struct cella_error *err)
 
                 sess->prep.rd[i] = -EBADF; /* the pump's from here on, also on failure */
                 j->open_handles++;
-                if (pump_open_pipe(&j->out[i], sess->a->loop, fd,
-                                   i == 0 ? &job_stdout_ops : &job_out_ops, j, i) < 0) {
+                if (pump_open_pipe(&j->out[i], sess->a->loop, fd, &job_out_ops, j, i) < 0) {
                         pump_close(&j->out[i]);
                         prep_close(sess);
                         return cella_error_set(err, CELLA_E_INTERNAL_ERROR,

@@ -4,9 +4,9 @@
 # session's end, a timeout), errors before the body as JSON; the CLI and libcella on it; a
 # client that leaves early stops the command and leaves nothing; a client that does not
 # read holds the command back (cellad's memory stays bounded); the SSE stream keeps a
-# UTF-8 character split across the pipe's writes whole; stdout spliced into the agent
-# socket (with and without a default session) keeps every byte with stderr between, for a
-# client that pauses and a command that exits with output unread.
+# UTF-8 character split across the pipe's writes whole; large output (with and without a
+# default session) keeps every byte with stderr between, for a client that pauses and a
+# command that exits with output unread.
 . "$(dirname "$0")/lib.sh"
 start_cellad
 
@@ -147,10 +147,10 @@ assert_eq "☃ ok" "$got" "the snowman arrives whole"
 assert_eq "" "$(sed -n 's/^data: //p' "$IT_TMP/sse" | jq -r 'select(.encoding) | .encoding')" \
         "no base64 for a split character"
 
-info "stdout spliced into the agent socket: both paths, interleaved stderr, pauses, exits"
-# The command's stdout goes into the agent socket by splice (decision 0058, fourth
-# profile): in the default session (its FIFO) and in a sandbox without one (the command's
-# pipe). Every form must still carry every byte in order, with stderr between.
+info "large output on both paths: interleaved stderr, a paused client, an exit with output unread"
+# In the default session (the command's stdout is a FIFO) and in a sandbox without one
+# (its pipe): every form carries every byte in order, with stderr between (decision 0058,
+# fourth profile).
 NS=$(sbx nosession)
 api_json PUT "/v1/sandboxes/$NS" '{"enableDefaultSession":false}'
 expect_status 201

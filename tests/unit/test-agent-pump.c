@@ -1,7 +1,6 @@
 /* The agent's output pump (src/agent/pump.h) on real pipes and a real libuv loop: a UTF-8
  * character split across reads, pausing and resuming by credit, what is held flushed at
- * EOF, a sink's cap, reads as large as a chunk, poll mode, drain and close, stdout spliced
- * into a socket. */
+ * EOF, a sink's cap, reads as large as a chunk, poll mode, drain and close. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -9,7 +8,6 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -432,218 +430,6 @@ static void test_busy_socket_holds_bulk_reads(void **state)
         close(sv[1]);
 }
 
-/* stdout by splice (on_splice, pump_emit_splice, stream_send_splice) on a real pipe and a
- * real socket pair, as an exec's stdout goes: bulk credit within a window that the peer
- * gives back as it reads, STDERR frames sent between, a peer that reads in small pieces
- * and stalls (so the socket refuses parts of frames and their rest is read and queued),
- * and the writer closing while the last frames are still unread. The peer decodes the
- * frames: every stdout byte in order, each stderr frame whole and in its place, no frame
- * above a read's size, the window never overrun. */
-#define SPLICE_TOTAL (24u * 1024 * 1024)
-#define SPLICE_WINDOW (4u * 1024 * 1024)
-
-struct splice_sink {
-        struct stream s;
-        struct pump p;
-        uint64_t sent;    /* stdout bytes framed */
-        unsigned splices; /* frames sent by splice */
-        unsigned partial; /* of them, the socket took part and the rest was queued */
-        unsigned reads;   /* frames read and copied (on_data) */
-        bool eof, closed;
-};
-
-static size_t splice_allowance(struct pump *p)
-{
-        struct splice_sink *k = p->owner;
-
-        return pump_credit_bulk(&k->s);
-}
-
-static void splice_data(struct pump *p, const char *d, size_t n)
-{
-        struct splice_sink *k = p->owner;
-
-        assert_true(n <= k->s.send_credit);
-        assert_int_equal(pump_emit(&k->s, FRAME_STDOUT, d, n), 0);
-        k->sent += n;
-        k->reads++;
-}
-
-static int splice_out(struct pump *p, int fd, size_t n)
-{
-        struct splice_sink *k = p->owner;
-        int avail = 0;
-        int r;
-
-        assert_true(n > 0 && n <= CELLA_PUMP_READ);
-        assert_true(n <= k->s.send_credit);
-        assert_int_equal(ioctl(fd, FIONREAD, &avail), 0);
-        assert_true((size_t)avail >= n);
-        r = pump_emit_splice(&k->s, FRAME_STDOUT, fd, n);
-        if (r == 0) {
-                k->sent += n;
-                k->splices++;
-                if (k->s.conn->queued > 0)
-                        k->partial++;
-        } else {
-                assert_int_equal(r, -EAGAIN);
-        }
-        return r;
-}
-
-static void splice_eof(struct pump *p)
-{
-        ((struct splice_sink *)p->owner)->eof = true;
-}
-
-static void splice_closed(struct pump *p)
-{
-        ((struct splice_sink *)p->owner)->closed = true;
-}
-
-static const struct pump_ops splice_ops = {
-        .allowance = splice_allowance,
-        .on_data = splice_data,
-        .on_eof = splice_eof,
-        .on_closed = splice_closed,
-        .on_splice = splice_out,
-};
-
-static void splice_window(struct stream *s)
-{
-        pump_resume(&((struct splice_sink *)s)->p);
-}
-
-static const struct stream_ops splice_stream_ops = {.on_window = splice_window};
-
-static uint8_t pattern_byte(uint64_t i)
-{
-        uint64_t x = i * 0x9e3779b97f4a7c15ull;
-
-        return (uint8_t)(x >> 56);
-}
-
-static void test_splice_stdout(void **state)
-{
-        static uint8_t in[CELLA_FRAME_MAX + CELLA_FRAME_HEADER];
-        static uint8_t chunk[96 * 1024];
-        struct splice_sink k = {0};
-        struct conn c = {0};
-        uv_loop_t loop;
-        bool closed = false;
-        size_t have = 0;
-        uint64_t written = 0, got = 0, unacked = 0, err_frames = 0, err_sent = 0;
-        int sv[2], pfd[2], wfd, iter;
-
-        (void)state;
-        assert_int_equal(uv_loop_init(&loop), 0);
-        assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-        assert_int_equal(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
-        assert_int_equal(uv_pipe_init(&loop, &c.pipe, 0), 0);
-        assert_int_equal(uv_pipe_open(&c.pipe, sv[0]), 0);
-        assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
-        wfd = pfd[1];
-        assert_int_equal(fcntl(wfd, F_SETFL, O_NONBLOCK), 0);
-        k.s.conn = &c;
-        k.s.id = 7;
-        k.s.ops = &splice_stream_ops;
-        k.s.send_credit = SPLICE_WINDOW;
-        c.streams = &k.s;
-        c.nstreams = 1;
-        assert_int_equal(pump_open_pipe(&k.p, &loop, pfd[0], &splice_ops, &k, 0), 0);
-        assert_true(k.p.is_poll);
-        pump_resume(&k.p);
-
-        for (iter = 0; iter < 2000000 && !(k.eof && got == written); iter++) {
-                /* the command: writes what the pipe takes; a line of stderr now and then */
-                if (wfd >= 0 && written < SPLICE_TOTAL) {
-                        size_t n = MIN(sizeof(chunk), SPLICE_TOTAL - written);
-                        ssize_t w;
-
-                        for (size_t i = 0; i < n; i++)
-                                chunk[i] = pattern_byte(written + i);
-                        w = write(wfd, chunk, n);
-                        if (w > 0)
-                                written += (uint64_t)w;
-                        if (w > 0 && iter % 7 == 0) {
-                                char line[32];
-                                int len = snprintf(line, sizeof(line), "err %llu\n",
-                                                   (unsigned long long)err_sent);
-
-                                assert_int_equal(conn_send(&c, FRAME_STDERR, 7, line, (size_t)len),
-                                                 0);
-                                err_sent++;
-                        }
-                }
-                if (wfd >= 0 && written == SPLICE_TOTAL) {
-                        /* it exits while its last output is still in the pipe and the
-                         * socket is full */
-                        close(wfd);
-                        wfd = -1;
-                }
-                /* the peer: stalls on some rounds, reads 16 KiB on others */
-                if (iter % 5 != 0) {
-                        ssize_t r = read(sv[1], in + have, MIN(sizeof(in) - have, 16384));
-                        struct frame f;
-                        int used;
-
-                        if (r > 0)
-                                have += (size_t)r;
-                        while ((used = frame_decode(in, have, &f)) > 0) {
-                                assert_int_equal(f.stream, 7);
-                                if (f.type == FRAME_STDERR) {
-                                        char want[32];
-                                        int len = snprintf(want, sizeof(want), "err %llu\n",
-                                                           (unsigned long long)err_frames);
-
-                                        assert_int_equal(f.len, (uint32_t)len);
-                                        assert_memory_equal(f.payload, want, (size_t)len);
-                                        err_frames++;
-                                } else {
-                                        assert_int_equal(f.type, FRAME_STDOUT);
-                                        assert_true(f.len > 0 && f.len <= CELLA_PUMP_READ);
-                                        for (uint32_t i = 0; i < f.len; i++)
-                                                if (f.payload[i] != pattern_byte(got + i))
-                                                        fail_msg("stdout byte %llu differs",
-                                                                 (unsigned long long)(got + i));
-                                        got += f.len;
-                                        unacked += f.len;
-                                }
-                                memmove(in, in + used, have - (size_t)used);
-                                have -= (size_t)used;
-                        }
-                        assert_true(used >= 0);
-                        if (unacked >= SPLICE_WINDOW / 4) {
-                                /* WINDOW: credit back, as cellad sends it */
-                                stream_add_send_credit(&k.s, (uint32_t)unacked);
-                                unacked = 0;
-                                if (k.s.ops->on_window)
-                                        k.s.ops->on_window(&k.s);
-                        }
-                }
-                uv_run(&loop, UV_RUN_NOWAIT);
-        }
-        assert_true(k.eof);
-        assert_int_equal(written, SPLICE_TOTAL);
-        assert_int_equal(k.sent, SPLICE_TOTAL);
-        assert_int_equal(got, SPLICE_TOTAL);
-        assert_int_equal(err_frames, err_sent);
-        assert_int_equal(have, 0);
-        assert_int_equal(c.queued, 0);
-        /* the splice path ran, whole and cut short by a full socket */
-        assert_true(k.splices > 0);
-        assert_true(k.partial > 0);
-        pump_close(&k.p);
-        while (!k.closed)
-                uv_run(&loop, UV_RUN_ONCE);
-        c.pipe.data = &closed;
-        uv_close((uv_handle_t *)&c.pipe, busy_closed);
-        while (!closed)
-                uv_run(&loop, UV_RUN_ONCE);
-        assert_int_equal(uv_loop_close(&loop), 0);
-        close(sv[1]);
-}
-
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -656,7 +442,6 @@ int main(void)
                 cmocka_unit_test(test_poll_writable),
                 cmocka_unit_test(test_drain_close),
                 cmocka_unit_test(test_busy_socket_holds_bulk_reads),
-                cmocka_unit_test(test_splice_stdout),
         };
 
         signal(SIGPIPE, SIG_IGN);
