@@ -39,7 +39,7 @@ static const char *const ro_paths[] = {"proc/sys", "proc/sysrq-trigger", "proc/i
 
 /* The /dev tmpfs holds /dev/shm as a plain directory (one superblock, no mount of its
  * own): its size is the 64 MiB /dev and the 64 MiB /dev/shm each had alone
- * (docs/decisions/0050, "fewer superblocks"). */
+ * (docs/decisions/0050, "Fewer superblocks"). */
 #define DEV_TMPFS_DATA "mode=755,size=131072k"
 /* The mask's source: a directory of the /dev tmpfs, gone once bound. */
 #define EMPTY_DIR_SOURCE "dev/.cella-empty"
