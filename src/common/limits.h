@@ -142,7 +142,6 @@
 #define CELLA_UID_SLOTS_MAX 16384u
 #define CELLA_FS_GROUPS_MAX 256u /* cellad's groups kept across a host-side open */
 #define CELLA_DEFAULT_PIDS_MAX 1024
-#define CELLA_TMP_SIZE_MB 512
 #define CELLA_NETWORK_ALLOW_MAX 64 /* networkAllow entries per sandbox */
 
 /* Disk (per-sandbox ext4 image, src/runtime/disk.h; the limit is the instance type's) */

@@ -37,16 +37,22 @@ static const char *const masked_files[] = {"proc/kcore", "proc/keys", "proc/time
                                            "proc/sched_debug"};
 static const char *const ro_paths[] = {"proc/sys", "proc/sysrq-trigger", "proc/irq", "proc/bus"};
 
-int mounts_plan(unsigned tmp_size_mb, struct mount_plan *p)
+/* The /dev tmpfs holds /dev/shm as a plain directory (one superblock, no mount of its
+ * own): its size is the 64 MiB /dev and the 64 MiB /dev/shm each had alone
+ * (docs/decisions/0050, "Fewer superblocks"). */
+#define DEV_TMPFS_DATA "mode=755,size=131072k"
+/* The mask's source: a directory of the /dev tmpfs, gone once bound. */
+#define EMPTY_DIR_SOURCE "dev/.cella-empty"
+
+int mounts_plan(struct mount_plan *p)
 {
         memset(p, 0, sizeof(*p));
-        snprintf(p->tmp_data, sizeof(p->tmp_data), "size=%um,mode=1777", tmp_size_mb);
 
         /* proc first: the kernel allows a fresh proc only while a fully visible one is in
          * the namespace, i.e. before the old root is detached. */
         PUSH(.kind = MOUNT_FS, .source = "proc", .target = "proc", .fstype = "proc", .flags = NSN);
         PUSH(.kind = MOUNT_FS, .source = "tmpfs", .target = "dev", .fstype = "tmpfs",
-             .flags = MS_NOSUID | MS_NOEXEC, .data = "mode=755,size=65536k");
+             .flags = MS_NOSUID | MS_NOEXEC, .data = DEV_TMPFS_DATA);
         for (size_t i = 0; i < ARRAY_SIZE(dev_nodes); i++) {
                 PUSH(.kind = MOUNT_FILE, .target = dev_nodes[i][1], .mode = 0666);
                 PUSH(.kind = MOUNT_BIND, .source = dev_nodes[i][0], .target = dev_nodes[i][1],
@@ -61,10 +67,10 @@ int mounts_plan(unsigned tmp_size_mb, struct mount_plan *p)
         PUSH(.kind = MOUNT_SYMLINK, .source = "/proc/self/fd/1", .target = "dev/stdout");
         PUSH(.kind = MOUNT_SYMLINK, .source = "/proc/self/fd/2", .target = "dev/stderr");
         PUSH(.kind = MOUNT_MKDIR, .target = "dev/shm", .mode = 01777);
-        PUSH(.kind = MOUNT_FS, .source = "shm", .target = "dev/shm", .fstype = "tmpfs",
-             .flags = MS_NOSUID | MS_NODEV, .data = "mode=1777,size=65536k");
-        PUSH(.kind = MOUNT_FS, .source = "tmpfs", .target = "tmp", .fstype = "tmpfs",
-             .flags = MS_NOSUID | MS_NODEV, .data = p->tmp_data);
+        /* /tmp is a directory of the sandbox's own files (its writable layer, on its disk),
+         * as in a container of Docker's: no tmpfs of its own. One the upper layer turned
+         * into a symlink or a file is a directory again. */
+        PUSH(.kind = MOUNT_DIR, .target = "tmp", .mode = 01777);
         /* /run as on any Linux system: empty at each start. The agent keeps its session
          * scripts there (/run/cella), so a tenant that replaced /run cannot stop the next
          * start's sessions (decision 0032). */
@@ -76,9 +82,12 @@ int mounts_plan(unsigned tmp_size_mb, struct mount_plan *p)
              .flags = NSN, .optional = true);
         /* Virtual block devices are the host's: a loop device's backing_file names a
          * sandbox's disk image in the daemon's data directory (every sandbox's, not only
-         * this one's). An empty read-only tmpfs hides them. */
-        PUSH(.kind = MOUNT_FS, .source = "tmpfs", .target = "sys/devices/virtual/block",
-             .fstype = "tmpfs", .flags = NSN | MS_RDONLY, .data = "size=4k,mode=555",
+         * this one's). An empty directory hides them: made in the /dev tmpfs, bound
+         * read-only here and removed, so that no path reaches it and nothing can be
+         * created in it (a removed directory takes no entries, and the bind is
+         * read-only); no tmpfs of its own. */
+        PUSH(.kind = MOUNT_EMPTY_RO, .source = EMPTY_DIR_SOURCE,
+             .target = "sys/devices/virtual/block", .flags = NSN | MS_RDONLY, .mode = 0555,
              .optional = true);
         for (size_t i = 0; i < ARRAY_SIZE(masked_files); i++)
                 PUSH(.kind = MOUNT_BIND, .source = "dev/null", .target = masked_files[i],
@@ -92,6 +101,32 @@ int mounts_plan(unsigned tmp_size_mb, struct mount_plan *p)
          * (docs/decisions/0050). */
         PUSH(.kind = MOUNT_MKDIR, .target = MOUNTS_AGENT_DIR, .mode = 0700);
         PUSH(.kind = MOUNT_FILE, .target = MOUNTS_AGENT_EXE, .mode = 0555);
+        return 0;
+}
+
+/* MOUNT_EMPTY_RO: -ENOENT when the target is absent (the only failure an optional step
+ * skips); on any other failure nothing of the step is left (no bind, no source). */
+static int apply_empty_ro(const struct mount_step *s)
+{
+        struct stat st;
+        if (lstat(s->target, &st) < 0)
+                return errno == ENOENT ? -ENOENT : -errno;
+        if (mkdir(s->source, s->mode) < 0)
+                return -errno;
+        int r = 0;
+        if (chmod(s->source, s->mode) < 0 || mount(s->source, s->target, NULL, MS_BIND, NULL) < 0) {
+                r = -errno;
+                rmdir(s->source);
+                return r == -ENOENT ? -EIO : r;
+        }
+        /* The remount keeps the flags the kernel locked on the original. */
+        if (mount(NULL, s->target, NULL, MS_BIND | MS_REMOUNT | s->flags, NULL) < 0 ||
+            rmdir(s->source) < 0) {
+                r = -errno;
+                umount2(s->target, MNT_DETACH);
+                rmdir(s->source);
+                return r == -ENOENT ? -EIO : r;
+        }
         return 0;
 }
 
@@ -145,6 +180,23 @@ static int apply_one(const struct mount_step *s)
                 if (symlink(s->source, s->target) < 0 && errno != EEXIST)
                         return -errno;
                 return 0;
+        case MOUNT_DIR: {
+                /* As for a mount point above: what is not a directory (a symlink planted by
+                 * an earlier run, a file) is replaced; a directory stays as the tenant
+                 * left it (its mode, its files). */
+                struct stat st;
+                if (lstat(s->target, &st) == 0 && S_ISDIR(st.st_mode))
+                        return 0;
+                if (unlink(s->target) < 0 && errno != ENOENT)
+                        return -errno;
+                if (mkdir(s->target, s->mode) < 0)
+                        return -errno;
+                if (chmod(s->target, s->mode) < 0)
+                        return -errno;
+                return 0;
+        }
+        case MOUNT_EMPTY_RO:
+                return apply_empty_ro(s);
         }
         return -EINVAL;
 }
@@ -157,7 +209,7 @@ int mounts_apply(const struct mount_plan *plan, size_t *ret_step)
                 if (skip_children_of_sys && strncmp(s->target, "sys/", 4) == 0)
                         continue;
                 int r = apply_one(s);
-                if (r < 0 && s->optional) {
+                if (r < 0 && s->optional && (s->kind != MOUNT_EMPTY_RO || r == -ENOENT)) {
                         if (strcmp(s->target, "sys") == 0)
                                 skip_children_of_sys = true;
                         continue;

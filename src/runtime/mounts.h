@@ -10,12 +10,17 @@
 #include <stddef.h>
 
 enum mount_kind {
-        MOUNT_FS,      /* fresh filesystem: fstype at target with flags and data */
-        MOUNT_BIND,    /* source (absolute host path or relative) bound on target */
-        MOUNT_RO_BIND, /* target bound on itself, then remounted read-only */
-        MOUNT_MKDIR,   /* directory target with mode */
-        MOUNT_FILE,    /* empty file target (bind mount point) */
-        MOUNT_SYMLINK, /* target -> source */
+        MOUNT_FS,       /* fresh filesystem: fstype at target with flags and data */
+        MOUNT_BIND,     /* source (absolute host path or relative) bound on target */
+        MOUNT_RO_BIND,  /* target bound on itself, then remounted read-only */
+        MOUNT_MKDIR,    /* directory target with mode */
+        MOUNT_FILE,     /* empty file target (bind mount point) */
+        MOUNT_SYMLINK,  /* target -> source */
+        MOUNT_DIR,      /* directory target of the sandbox's own files: made with mode when
+                        * absent, replaced when not a directory, else left as it is */
+        MOUNT_EMPTY_RO, /* an empty, unreachable directory bound read-only on target: source
+                         * (a fresh directory of a tmpfs of the plan) is made, bound with
+                         * flags and removed, so nothing can ever be created in it */
 };
 
 struct mount_step {
@@ -26,7 +31,8 @@ struct mount_step {
         unsigned long flags;
         const char *data;
         unsigned mode;
-        bool optional; /* failure (e.g. missing target, refused by the kernel) is skipped */
+        bool optional; /* failure (e.g. missing target, refused by the kernel) is skipped;
+                        * for MOUNT_EMPTY_RO only a missing target */
 };
 
 #define MOUNTS_MAX 48
@@ -41,11 +47,10 @@ struct mount_step {
 struct mount_plan {
         size_t n;
         struct mount_step steps[MOUNTS_MAX];
-        char tmp_data[64]; /* storage for the /tmp options */
 };
 
-/* tmp_size_mb: size of /tmp. Returns 0 or -E2BIG. */
-int mounts_plan(unsigned tmp_size_mb, struct mount_plan *ret);
+/* Returns 0 or -E2BIG. */
+int mounts_plan(struct mount_plan *ret);
 /* Apply in the child. On failure *ret_step is the failing index. Returns 0 or -errno. */
 int mounts_apply(const struct mount_plan *plan, size_t *ret_step);
 

@@ -108,7 +108,7 @@ static int runtime_probe(struct runtime *rt, const struct runtime_config *cfg, s
         r = caps_init(&rt->caps);
         if (r < 0)
                 return cella_error_errno(err, -r, "capabilities");
-        r = mounts_plan(CELLA_TMP_SIZE_MB, &rt->mounts);
+        r = mounts_plan(&rt->mounts);
         if (r < 0)
                 return cella_error_errno(err, -r, "mount plan");
         r = load_agent(cfg->agent_path, &rt->agent_mnt);

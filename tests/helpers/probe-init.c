@@ -9,6 +9,7 @@
  *   read <path>      try to open and read a file; report errno and owner
  *   exit <code>      exit PID 1
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -187,6 +188,38 @@ static json_t *facts(void)
         json_object_set_new(o, "tmp_writable", json_boolean(fd >= 0));
         if (fd >= 0)
                 close(fd);
+
+        /* /dev/shm: a directory of the /dev tmpfs (the same filesystem) */
+        fd = open("/dev/shm/probe", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        json_object_set_new(o, "shm_writable", json_boolean(fd >= 0));
+        if (fd >= 0)
+                close(fd);
+        struct stat dev_st, shm_st;
+        json_object_set_new(o, "shm_on_dev",
+                            json_boolean(stat("/dev", &dev_st) == 0 &&
+                                         stat("/dev/shm", &shm_st) == 0 &&
+                                         dev_st.st_dev == shm_st.st_dev));
+        /* the block devices' mask: empty, nothing can be made in it */
+        {
+                int entries = -1;
+                DIR *d = opendir("/sys/devices/virtual/block");
+                if (d) {
+                        entries = 0;
+                        struct dirent *e;
+                        while ((e = readdir(d)))
+                                if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                                        entries++;
+                        closedir(d);
+                }
+                json_object_set_new(o, "block_mask_entries", json_integer(entries));
+                int mk = mkdir("/sys/devices/virtual/block/probe", 0755);
+                json_object_set_new(o, "block_mask_mkdir_errno", json_integer(mk < 0 ? errno : 0));
+                int cf = open("/sys/devices/virtual/block/probe", O_WRONLY | O_CREAT | O_CLOEXEC,
+                              0600);
+                json_object_set_new(o, "block_mask_create_errno", json_integer(cf < 0 ? errno : 0));
+                if (cf >= 0)
+                        close(cf);
+        }
 
         char cwd[256] = "";
         json_object_set_new(o, "cwd", json_string(getcwd(cwd, sizeof(cwd)) ? cwd : ""));

@@ -277,9 +277,11 @@ for c in "/workspace/l-host 404 FILE_NOT_FOUND" "/workspace/l-hostdir/marker 404
         api GET "$F?path=$path" >/dev/null
         expect_status "$st" "$code"
 done
-# /tmp is a mount of its own (tmpfs): the agent reads it
-run_in "$S" 'echo in-tmp >/tmp/x' >/dev/null
-assert_eq in-tmp "$(api GET "$F?path=/tmp/x")" "a file on another mount"
+# /dev/shm is on a mount of its own (the /dev tmpfs): the agent reads it; /tmp is a
+# directory of the writable layer
+run_in "$S" 'echo in-shm >/dev/shm/x; echo in-tmp >/tmp/x' >/dev/null
+assert_eq in-shm "$(api GET "$F?path=/dev/shm/x")" "a file on another mount"
+assert_eq in-tmp "$(api GET "$F?path=/tmp/x")" "a file of /tmp"
 
 info "symlinks swapped in a loop while 200 downloads run: never a host byte"
 run_in "$S" "ln -sfn /workspace/d /workspace/sw && ln -sfn /workspace/d/marker /workspace/swf" \

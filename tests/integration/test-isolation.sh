@@ -106,9 +106,26 @@ for r in $roots; do
         case "$r" in
         / | /null | /zero | /full | /random | /urandom | /tty | /sys | /irq | /bus | /sysrq-trigger) ;;
         /cella-init) ;; # the agent's executable, bound from cellad's private tmpfs
+        # the block devices' mask: a removed directory of the sandbox's own /dev tmpfs
+        "/.cella-empty//deleted") ;;
         *) fail "a mount's root reveals [$r]: $roots" ;;
         esac
 done
+info "the block devices' mask: empty, read-only, its directory reachable by no path"
+assert_eq "" "$(run_in "$A" 'ls -A /sys/devices/virtual/block')" "the mask is empty"
+for try in 'mkdir /sys/devices/virtual/block/x' 'touch /sys/devices/virtual/block/y' \
+        'mount -o remount,rw /sys/devices/virtual/block' 'umount /sys/devices/virtual/block' \
+        'umount -l /sys/devices/virtual/block' 'ls -d /dev/.cella-empty'; do
+        sx "$A" "$try"
+        expect_status 200
+        assert_ne 0 "$(exit_code)" "$try"
+done
+assert_eq "" "$(run_in "$A" 'ls -A /sys/devices/virtual/block')" "the mask is still empty"
+# /dev/shm is a directory of /dev's tmpfs, /tmp one of the sandbox's own files
+assert_eq "1777 $(run_in "$A" 'stat -c %d /dev')" "$(run_in "$A" 'stat -c "%a %d" /dev/shm')" \
+        "/dev/shm: 1777, on /dev's filesystem"
+assert_eq "1777 $(run_in "$A" 'stat -c %d /')" "$(run_in "$A" 'stat -c "%a %d" /tmp')" \
+        "/tmp: 1777, on the writable layer"
 # The same for a sandbox without a disk image (its layers in the data dir itself) is in
 # test-disk.sh.
 

@@ -50,6 +50,9 @@ api_json POST "/v1/sandboxes/$A/sessions" '{"id":"s1"}'
 expect_status 201
 api_json POST "/v1/sandboxes/$A/exec" '{"command":"cd /tmp","sessionId":"s1"}'
 expect_status 200
+# a file of /tmp (the writable layer: the child's snapshot) and one of /dev/shm (the /dev
+# tmpfs: the parent's dump)
+run_in "$A" 'echo p-tmp >/tmp/from-parent; echo p-shm >/dev/shm/from-parent' >/dev/null
 APIDS_BEFORE=$(sandbox_pids "$A" | sort | tr '\n' ' ')
 AADDR=$(run_in "$A" 'ip -4 -o addr show dev eth0' | awk '{print $4}')
 [ -n "$AADDR" ] || fail "the parent has no address"
@@ -83,6 +86,8 @@ expect_status 200
 assert_eq 42 "$(body '.results[0].text')" "the context's variable in the child"
 assert_eq 2 "$(body .executionCount)" "the same interpreter's count goes on"
 assert_eq "$C" "$(run_in "$C" 'hostname')" "the child's hostname"
+assert_eq "p-tmp p-shm" "$(run_in "$C" 'echo $(cat /tmp/from-parent /dev/shm/from-parent)')" \
+        "the parent's files of /tmp and /dev/shm in the child"
 CADDR=$(run_in "$C" 'ip -4 -o addr show dev eth0' | awk '{print $4}')
 [ -n "$CADDR" ] || fail "the child has no address"
 assert_ne "$AADDR" "$CADDR" "the child's address is its own"

@@ -143,6 +143,11 @@ assert_eq files "$(body .sleepModeRequested)" "a PUT without sleepMode keeps it"
 info "a python http.server and a code context in a sandbox asking for memory"
 P=8765
 run_in "$M" 'echo kept >/workspace/kept.txt; echo page >/workspace/index.html' >/dev/null
+# /tmp (the writable layer) and /dev/shm (a directory of the /dev tmpfs, whose contents the
+# checkpoint holds): both come back from a memory sleep
+run_in "$M" 'echo in-tmp >/tmp/kept-tmp; echo in-shm >/dev/shm/kept-shm' >/dev/null
+MASK_BEFORE=$(run_in "$M" 'grep " /sys/devices/virtual/block " /proc/self/mountinfo | cut -d" " -f4-6')
+assert_contains "$MASK_BEFORE" " ro," "the block devices' mask is read-only"
 api_json POST "/v1/sandboxes/$M/processes" \
         "{\"command\":\"cd /workspace && exec python3 -m http.server $P\",\"processId\":\"web\"}"
 expect_status 200
@@ -215,6 +220,14 @@ if [ "$MEMORY" = 1 ]; then
         assert_eq 42 "$(body '.results[0].text')" "the context's variable after the wake"
         assert_eq 2 "$(body .executionCount)" "the same interpreter"
         assert_eq kept "$(run_in "$M" 'cat /workspace/kept.txt')" "the files"
+        assert_eq in-tmp "$(run_in "$M" 'cat /tmp/kept-tmp')" "a file of /tmp after the wake"
+        assert_eq in-shm "$(run_in "$M" 'cat /dev/shm/kept-shm')" "a file of /dev/shm after the wake"
+        # the mask is restored as it was: read-only, empty, nothing can be made in it
+        assert_eq "$MASK_BEFORE" "$(run_in "$M" 'grep " /sys/devices/virtual/block " /proc/self/mountinfo | cut -d" " -f4-6')" \
+                "the block devices' mask after the wake"
+        assert_eq "" "$(run_in "$M" 'ls -A /sys/devices/virtual/block')" "the mask is empty after the wake"
+        sx "$M" 'mkdir /sys/devices/virtual/block/x || touch /sys/devices/virtual/block/y'
+        assert_ne 0 "$(exit_code)" "something was made in the mask after the wake"
         run_in "$M" 'ip -4 -o addr show dev eth0' | grep -q inet || fail "no address after the wake"
         assert_eq "$NET_BEFORE" "$(netstate "$M")" "its network namespace as it was"
 

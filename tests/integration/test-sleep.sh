@@ -1,6 +1,7 @@
 #!/bin/bash
 # Idle sleep: after sleepAfter without activity a sandbox's processes stop and its memory
-# is freed, its files stay; the next operation wakes it with them. A running command is
+# is freed, its files stay (/tmp among them; /dev/shm, in memory, does not); the next
+# operation wakes it with them. A running command is
 # activity; keepAlive disables sleep; GET does not wake. A wait (cella wait, the
 # waitForLog/waitForPort/waitForExit routes, a process's /stream) is activity for as long as
 # it is open: it outlasts 2x sleepAfter with the sandbox awake, and the sandbox sleeps once
@@ -22,7 +23,7 @@ api_json PUT "/v1/sandboxes/$S" '{"sleepAfter":"2x"}'
 expect_status 400 VALIDATION_FAILED
 
 info "a command longer than sleepAfter is activity"
-assert_eq done "$(run_in "$S" 'echo kept >/workspace/k.txt; sleep 3.5; echo done')" \
+assert_eq done "$(run_in "$S" 'echo kept >/workspace/k.txt; echo kept-tmp >/tmp/k.txt; echo gone >/dev/shm/k.txt; sleep 3.5; echo done')" \
         "long command finished"
 api GET "/v1/sandboxes/$S" >/dev/null
 assert_eq running "$(body .state)" "running right after a long command"
@@ -37,6 +38,10 @@ assert_eq sleeping "$(body .state)" "GET does not wake"
 
 info "wakes with its files"
 assert_eq kept "$(run_in "$S" 'cat /workspace/k.txt')" "file after wake"
+# /tmp is of the sandbox's files (the writable layer, decision 0050), /dev/shm of its
+# memory (the /dev tmpfs, new at each start)
+assert_eq kept-tmp "$(run_in "$S" 'cat /tmp/k.txt')" "a file of /tmp after a files wake"
+assert_eq "" "$(run_in "$S" 'ls -A /dev/shm')" "/dev/shm empty after a files wake"
 api GET "/v1/sandboxes/$S" >/dev/null
 assert_eq running "$(body .state)" "state after wake"
 

@@ -36,13 +36,17 @@ case_ etc-dangling 'rm -rf /etc && ln -s /nonexistent /etc'
 case_ hosts-dir 'rm -f /etc/hosts /etc/hostname && mkdir /etc/hosts /etc/hostname'
 case_ run-cella 'rm -rf /run/cella && ln -s /nonexistent /run/cella'
 
-# /tmp, /run, /proc, /dev are mounts the sandbox cannot take away (their upper-layer
-# directories are never seen from inside): a symlink or file planted under them in the
-# upper layer is covered by unit/test-runtime-live.
+# /run, /proc, /dev are mounts the sandbox cannot take away (their upper-layer
+# directories are never seen from inside); /tmp is a directory of its own files, made
+# again at a start when it is not one: a symlink or file planted under them in the upper
+# layer is covered by unit/test-runtime-live.
 s=$(sbx mounts)
-sx "$s" 'umount -l /tmp || umount -l /run'
+sx "$s" 'umount -l /run || umount -l /dev'
 expect_status 200
-assert_ne 0 "$(exit_code)" "a sandbox unmounted its /tmp or /run"
+assert_ne 0 "$(exit_code)" "a sandbox unmounted its /run or /dev"
+case_ tmp-symlink 'rm -rf /tmp && ln -s /nonexistent /tmp'
+assert_eq "1777 ok" "$(run_in "$(sbx tmp-symlink)" 'echo ok >/tmp/t && echo "$(stat -c %a /tmp) $(cat /tmp/t)"')" \
+        "/tmp a directory again after a start"
 
 info "a process with the default cwd says where it runs; a given cwd still fails"
 s=$(sbx ws-dangling)

@@ -236,7 +236,7 @@ static void test_plan_too_long(void **state)
 static void test_mount_plan(void **state)
 {
         static struct mount_plan p;
-        assert_int_equal(mounts_plan(512, &p), 0);
+        assert_int_equal(mounts_plan(&p), 0);
         assert_true(p.n > 10);
         /* proc first, while the host's proc is still visible. */
         assert_int_equal(p.steps[0].kind, MOUNT_FS);
@@ -244,7 +244,8 @@ static void test_mount_plan(void **state)
         assert_true(p.steps[0].flags & MS_NOSUID);
         assert_true(p.steps[0].flags & MS_NOEXEC);
         bool tmp = false, run = false, devpts = false, cg = false, kcore = false, sys_ro = false;
-        bool sysfs_seen = false, agent_dir = false, agent_exe = false;
+        bool sysfs_seen = false, agent_dir = false, agent_exe = false, shm = false, mask = false;
+        int n_tmpfs = 0;
         for (size_t i = 0; i < p.n; i++) {
                 const struct mount_step *s = &p.steps[i];
                 /* All targets are relative to the new root, never host paths. */
@@ -255,10 +256,27 @@ static void test_mount_plan(void **state)
                         assert_string_equal(s->fstype, "tmpfs");
                         assert_true(s->flags & MS_NOSUID);
                 }
-                if (s->kind == MOUNT_FS && strcmp(s->target, "tmp") == 0) {
+                /* /tmp is a directory of the sandbox's own files, /dev/shm one of the /dev
+                 * tmpfs: no filesystem of their own (fewer superblocks, decision 0060) */
+                if (strcmp(s->target, "tmp") == 0) {
                         tmp = true;
-                        assert_non_null(strstr(s->data, "size=512m"));
-                        assert_non_null(strstr(s->data, "mode=1777"));
+                        assert_int_equal(s->kind, MOUNT_DIR);
+                        assert_int_equal(s->mode, 01777);
+                }
+                if (strcmp(s->target, "dev/shm") == 0) {
+                        shm = true;
+                        assert_int_equal(s->kind, MOUNT_MKDIR);
+                        assert_int_equal(s->mode, 01777);
+                }
+                if (s->kind == MOUNT_FS && strcmp(s->fstype, "tmpfs") == 0)
+                        n_tmpfs++;
+                /* the block devices' mask: an empty dir of the /dev tmpfs, read-only */
+                if (strcmp(s->target, "sys/devices/virtual/block") == 0) {
+                        mask = true;
+                        assert_true(sysfs_seen);
+                        assert_int_equal(s->kind, MOUNT_EMPTY_RO);
+                        assert_true(s->flags & MS_RDONLY);
+                        assert_true(strncmp(s->source, "dev/", 4) == 0);
                 }
                 if (s->kind == MOUNT_FS && strcmp(s->fstype, "devpts") == 0) {
                         devpts = true;
@@ -296,6 +314,8 @@ static void test_mount_plan(void **state)
                 }
         }
         assert_true(tmp && run && devpts && cg && kcore && sys_ro && agent_dir && agent_exe);
+        assert_true(shm && mask);
+        assert_int_equal(n_tmpfs, 2); /* /dev and /run */
 }
 
 static bool has_rule(const char *name, int err, enum filter_match m)
