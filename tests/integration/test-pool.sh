@@ -190,13 +190,13 @@ expect_status 200
 wait_pool_ready 2
 claims=$(health .pool.claims)
 F=$(sbx first-command-of-a-longer-name)
-assert_eq "$F|$F|$F|$F" "$(run_in "$F" \
-        'printf "%s|%s|%s|%s" "$HOSTNAME" "$(hostname)" "$(cat /etc/hostname)" "$(sed -n "1s/.* //p" /etc/hosts)"')" \
+names='printf "%s|%s|%s" "$HOSTNAME" "$(hostname)" "$(cat /etc/hostname)"'
+assert_eq "$F|$F|$F|$F" "$(run_in "$F" "$names; sed -n '1s/.* /|/p' /etc/hosts | tr -d '\n'")" \
         "the name in the first command of a claim"
 assert_eq $((claims + 1)) "$(health .pool.claims)" "an exec on a new name is a claim"
 # A name longer than the pool's is written over it, with no cut: nothing else in the files.
-assert_eq "$(printf '127.0.0.1 localhost %s\n::1 localhost' "$F")" "$(run_in "$F" 'cat /etc/hosts')" \
-        "/etc/hosts of a longer name"
+assert_eq "$(printf '127.0.0.1 localhost %s\n::1 localhost' "$F")" \
+        "$(run_in "$F" 'cat /etc/hosts')" "/etc/hosts of a longer name"
 assert_eq "$F" "$(run_in "$F" 'cat /etc/hostname')" "/etc/hostname of a longer name"
 if [ -n "$img_var" ]; then
         assert_eq "$img_val" "$(run_in "$F" "printf %s \"\$$img_var\"")" "the image's env"
@@ -219,8 +219,7 @@ for p in $(pgrep -P "$CELLAD_PID" -x cella-init); do
         esac
 done
 N=$(sbx name-step-fails)
-assert_eq "$N|$N|$N" "$(run_in "$N" 'printf "%s|%s|%s" "$HOSTNAME" "$(hostname)" "$(cat /etc/hostname)"')" \
-        "the name of a sandbox built after a failed claim"
+assert_eq "$N|$N|$N" "$(run_in "$N" "$names")" "the name of a sandbox built after a failed claim"
 assert_eq "$claims" "$(health .pool.claims)" "a failed claim is not counted"
 assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$N': claim failed" "the failed claim is logged"
 assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$N' started" "the name is built"
