@@ -42,6 +42,19 @@ static int write_all(int fd, const char *p, size_t n)
         return 0;
 }
 
+void session_shell_send_env(struct session *sess)
+{
+        while (sess->pid > 0 && sess->in_fd >= 0 && sess->env_lines.len > 0) {
+                ssize_t w = write(sess->in_fd, sess->env_lines.data, sess->env_lines.len);
+
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w <= 0)
+                        return; /* full (EAGAIN) or going (EPIPE): the next command's turn */
+                buf_consume(&sess->env_lines, (size_t)w);
+        }
+}
+
 /* ---- files ---- */
 
 void session_rm_dir(const char *path)

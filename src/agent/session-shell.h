@@ -88,9 +88,10 @@ struct session {
                 int hold[2];
         } prep;
         unsigned fifo_seq;
-        /* The export and unset lines of setenv requests that the live shell has not run
-         * yet: written to it just ahead of its next command's line (same order as a job of
-         * their own, without its round trip); a shell started anew has them in its env. */
+        /* The export and unset lines of setenv requests that the live shell's stdin has
+         * not taken yet (session_shell_send_env): written to it just ahead of its next
+         * command's line (same order as a job of their own, without its round trip); a
+         * shell started anew has them in its env. */
         struct buf env_lines;
         /* commands */
         struct job *queue, *queue_tail;
@@ -102,6 +103,9 @@ struct session {
 /* Start the session's shell (agent_spawn, in the session's own cgroup). 0, or -1 with
  * err set. */
 int session_shell_spawn(struct session *sess, struct cella_error *err);
+/* Offer sess->env_lines to the live shell's stdin now, without blocking: what it takes
+ * is dropped from them, the rest goes ahead of the next command's line. */
+void session_shell_send_env(struct session *sess);
 /* The shell was reaped (an agent_watch_child callback; ud is the session). */
 void session_on_shell_exit(void *ud, pid_t pid, int status);
 /* Everything of the session: the shell, its cgroup, its process group (delete). */

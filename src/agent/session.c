@@ -311,9 +311,12 @@ void session_exec(struct agent *a, struct conn *c, struct agent_request *req)
 }
 
 /* setenv: the sessions' stored env changes (a new shell gets it) and a live shell runs
- * the matching export/unset lines in order with its commands: they go to it ahead of its
- * next command's line (sess->env_lines), so a setenv costs its next command no round trip
- * of its own (the env a pool sandbox gets at its claim, decision 0059). */
+ * the matching export/unset lines in order with its commands: they are written to its
+ * stdin now, behind the line it runs (if any) and ahead of its next command's line, so a
+ * setenv costs its next command no round trip of its own, and the shell's wakeup to run
+ * them is not on that command's path (the env a pool sandbox gets at its claim, decision
+ * 0059). What the pipe does not take at once waits in sess->env_lines, written just
+ * ahead of the next command's line. */
 static int session_setenv(struct session *sess, const struct session_request *r)
 {
         _cleanup_buf_ struct buf script = BUF_INIT;
@@ -334,7 +337,10 @@ static int session_setenv(struct session *sess, const struct session_request *r)
                         return -ENOMEM;
         if (sess->pid < 0 || !script.data)
                 return 0;
-        return buf_append(&sess->env_lines, script.data, script.len);
+        if (buf_append(&sess->env_lines, script.data, script.len) < 0)
+                return -ENOMEM;
+        session_shell_send_env(sess);
+        return 0;
 }
 
 void session_request(struct agent *a, struct conn *c, struct agent_request *req)

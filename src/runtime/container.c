@@ -87,16 +87,22 @@ static void etc_hosts_text(const char *hostname, char *buf, size_t size)
  * has it as its upper file sees the new content), never following a symlink. Written over
  * and then cut to its length, not opened with O_TRUNC: ext4 flushes on close a file that
  * was truncated to nothing (its auto_da_alloc), a synchronous write-out on a claim's path
- * (decision 0059). */
+ * (decision 0059). The cut is made only when the file was longer than the text (an
+ * ftruncate is a journalled inode change on the sandbox's disk even to the same size; a
+ * claim's name is mostly longer than its pool name). */
 static int rewrite_at(int dirfd, const char *name, const char *content)
 {
+        struct stat st;
+
         _cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
                 return -errno;
         size_t len = strlen(content);
         if (pwrite(fd, content, len, 0) != (ssize_t)len)
                 return -EIO;
-        if (ftruncate(fd, (off_t)len) < 0)
+        if (st.st_size > (off_t)len && ftruncate(fd, (off_t)len) < 0)
                 return -errno;
         return 0;
 }

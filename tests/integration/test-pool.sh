@@ -183,6 +183,49 @@ assert_eq x "$(run_in x 'hostname')" "hostname of a short name"
 api DELETE "/v1/sandboxes/x" >/dev/null
 expect_status 200
 
+# ---- the first command of an exec on a new name has the name and the env ----
+# The claim sends the default session its SETENV before it writes the name, and the command
+# after it (decision 0059): the command sees HOSTNAME, the kernel hostname and the /etc
+# files of the new name, and the image's env its shell started with.
+wait_pool_ready 2
+claims=$(health .pool.claims)
+F=$(sbx first-command-of-a-longer-name)
+names='printf "%s|%s|%s" "$HOSTNAME" "$(hostname)" "$(cat /etc/hostname)"'
+assert_eq "$F|$F|$F|$F" "$(run_in "$F" "$names; sed -n '1s/.* /|/p' /etc/hosts | tr -d '\n'")" \
+        "the name in the first command of a claim"
+assert_eq $((claims + 1)) "$(health .pool.claims)" "an exec on a new name is a claim"
+# A name longer than the pool's is written over it, with no cut: nothing else in the files.
+assert_eq "$(printf '127.0.0.1 localhost %s\n::1 localhost' "$F")" \
+        "$(run_in "$F" 'cat /etc/hosts')" "/etc/hosts of a longer name"
+assert_eq "$F" "$(run_in "$F" 'cat /etc/hostname')" "/etc/hostname of a longer name"
+if [ -n "$img_var" ]; then
+        assert_eq "$img_val" "$(run_in "$F" "printf %s \"\$$img_var\"")" "the image's env"
+fi
+api DELETE "/v1/sandboxes/$F" >/dev/null
+expect_status 200
+
+# ---- a claim whose name step fails: the pool sandbox goes, the name is built ----
+# Each pool sandbox's /etc/hostname is removed from the host, so that a claim cannot write
+# it (the claim rewrites the file the start made, it creates none): the claim fails after
+# its SETENV was sent, the pool sandbox is removed with it, and the request is served by a
+# sandbox built for it.
+wait_pool_ready 2
+claims=$(health .pool.claims)
+for p in $(pgrep -P "$CELLAD_PID" -x cella-init); do
+        case "$(cat "/proc/$p/root/etc/hostname" 2>/dev/null)" in
+        pool-*)
+                rm -f "/proc/$p/root/etc/hostname"
+                ;;
+        esac
+done
+N=$(sbx name-step-fails)
+assert_eq "$N|$N|$N" "$(run_in "$N" "$names")" "the name of a sandbox built after a failed claim"
+assert_eq "$claims" "$(health .pool.claims)" "a failed claim is not counted"
+assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$N': claim failed" "the failed claim is logged"
+assert_contains "$(cat "$CELLAD_LOG")" "sandbox '$N' started" "the name is built"
+api DELETE "/v1/sandboxes/$N" >/dev/null
+expect_status 200
+
 # ---- --max-sandboxes: pool and user sandboxes stay within it ----
 stop_cellad
 start_cellad --pool 2 --max-sandboxes 2

@@ -1111,6 +1111,38 @@ static void test_sessions(void **state)
         assert_string_equal(r.out, "9 unset\n");
         exec_result_free(&r);
 
+        /* setenv while a command runs: answered at once; the lines reach the shell behind
+         * the running command's line, so that command keeps the env it started with and the
+         * next one has the new one (decision 0059) */
+        {
+                struct rframe f;
+
+                memset(&r, 0, sizeof(r));
+                send_frame(conn, FRAME_EXEC, 55,
+                           "{\"session\":\"s1\",\"command\":\"sleep 0.3; echo $A\"}",
+                           strlen("{\"session\":\"s1\",\"command\":\"sleep 0.3; echo $A\"}"));
+                assert_true(recv_frame(conn, &f));
+                assert_int_equal(f.stream, 55);
+                assert_int_equal(f.type, FRAME_STARTED);
+                free(f.payload);
+                r.started = true;
+                j = session_call(56, &type,
+                                 "{\"op\":\"setenv\",\"id\":\"s1\",\"env\":{\"A\":\"10\"}}");
+                assert_int_equal(type, FRAME_RESULT);
+                json_decref(j);
+                collect(conn, 55, &r);
+                assert_int_equal(exit_code(&r), 0);
+                assert_string_equal(r.out, "9\n");
+                exec_result_free(&r);
+                run_in_session(57, &r, "s1", "\"command\":\"echo $A\"");
+                assert_string_equal(r.out, "10\n");
+                exec_result_free(&r);
+                j = session_call(58, &type,
+                                 "{\"op\":\"setenv\",\"id\":\"s1\",\"env\":{\"A\":\"9\"}}");
+                assert_int_equal(type, FRAME_RESULT);
+                json_decref(j);
+        }
+
         /* exit ends the shell: SESSION_TERMINATED, then a fresh shell with the session's env */
         run_in_session(50, &r, "s1", "\"command\":\"echo bye; exit 3\"");
         assert_int_equal(r.end_type, FRAME_ERROR);
