@@ -52,7 +52,10 @@ static int write_fd_chunk(const char *p, size_t n, void *ud)
 
 int cella_file_read_fd(cella_client *c, const char *sandbox, const char *path, int fd)
 {
-        struct sink s = {.body = BUF_INIT, .stream = write_fd_chunk, .ud = &fd};
+        struct sink s = {.body = BUF_INIT,
+                         .stream = write_fd_chunk,
+                         .ud = &fd,
+                         .read_size = CELLA_CLIENT_RAW_READ};
         char *url = client_url(c, sandbox, "/files", "path", path, NULL);
         int r;
         if (!url)

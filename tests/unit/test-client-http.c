@@ -464,6 +464,21 @@ static void transport_error(void **state)
         close(lfd);
 }
 
+/* CELLA_URL unix:/PATH and unix:///PATH: HTTP over the socket at /PATH (a path where no
+ * one listens: a transport error naming it); a relative path is refused. */
+static void unix_url(void **state)
+{
+        cella_client *c = NULL;
+        (void)state;
+
+        assert_int_equal(cella_client_new("unix:relative.sock", NULL, &c), CELLA_ERR_INVALID);
+        assert_int_equal(cella_client_new("unix:///nonexistent/cellad.sock", NULL, &c), CELLA_OK);
+        assert_string_equal(cella_client_url(c), "http://localhost");
+        assert_int_equal(cella_health(c, NULL), CELLA_ERR_TRANSPORT);
+        assert_non_null(strstr(cella_client_error_message(c), "unix:/nonexistent/cellad.sock"));
+        cella_client_free(c);
+}
+
 /* ---- cella_client_interrupt: a stream that never sends ends at once ---- */
 
 struct silent {
@@ -577,6 +592,7 @@ int main(void)
                 cmocka_unit_test(exec_buffered_bytes),
                 cmocka_unit_test(files_streamed),
                 cmocka_unit_test(transport_error),
+                cmocka_unit_test(unix_url),
                 cmocka_unit_test(interrupt_ends_a_silent_stream),
         };
         signal(SIGPIPE, SIG_IGN);
