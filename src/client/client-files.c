@@ -6,13 +6,13 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cella/cella.h"
 #include "client/client-internal.h"
+#include "client/head.h"
 #include "common/limits.h"
 
 static int file_put(cella_client *c, const char *sandbox, const char *path, struct upload *up)
@@ -133,18 +133,19 @@ static int sock_send_all(curl_socket_t fd, const char *p, size_t n)
         return 0;
 }
 
-/* The answer's head into sp->head (sp->end set); what follows it stays after it. */
-static int read_head(struct spliced *sp)
+/* The answer's head into sp->head and *h; what follows it stays after it (sp->len). */
+static int read_head(struct spliced *sp, struct client_head *h)
 {
         for (;;) {
-                char *e;
+                int r = client_head_parse(sp->head, sp->len, h);
                 ssize_t n;
 
-                sp->head[sp->len] = '\0';
-                if ((e = memmem(sp->head, sp->len, "\r\n\r\n", 4))) {
-                        sp->end = (size_t)(e - sp->head) + 4;
+                if (r > 0) {
+                        sp->end = h->end;
                         return 0;
                 }
+                if (r < 0)
+                        return spliced_transport(sp, "not an HTTP answer");
                 if (sp->len == CELLA_CLIENT_HEAD_MAX)
                         return spliced_transport(sp, "the answer's head is too long");
                 n = sock_recv(sp->sock, sp->head + sp->len, CELLA_CLIENT_HEAD_MAX - sp->len);
@@ -154,31 +155,16 @@ static int read_head(struct spliced *sp)
         }
 }
 
-/* A header's value in the head (its name with the colon, case-insensitive), or NULL. */
-static const char *head_field(const struct spliced *sp, const char *name)
-{
-        size_t nl = strlen(name);
-
-        for (const char *l = strstr(sp->head, "\r\n"); l && (size_t)(l - sp->head) < sp->end;
-             l = strstr(l + 2, "\r\n"))
-                if (strncasecmp(l + 2, name, nl) == 0) {
-                        l += 2 + nl;
-                        while (*l == ' ' || *l == '\t')
-                                l++;
-                        return l;
-                }
-        return NULL;
-}
-
 /* A non-200 answer: its body read whole (to its Content-Length or the connection's end),
  * reported as the API's error. */
-static int spliced_error(struct spliced *sp, long status, const char *clen)
+static int spliced_error(struct spliced *sp, const struct client_head *h)
 {
         _cleanup_buf_ struct buf b = BUF_INIT;
-        size_t want = clen ? (size_t)strtoull(clen, NULL, 10) : CELLA_CLIENT_JSON_ANSWER_MAX;
+        size_t want = h->has_length && !h->encoded
+                              ? (size_t)MIN(h->length, (uint64_t)CELLA_CLIENT_JSON_ANSWER_MAX)
+                              : CELLA_CLIENT_JSON_ANSWER_MAX;
         char chunk[4096];
 
-        want = MIN(want, (size_t)CELLA_CLIENT_JSON_ANSWER_MAX);
         if (buf_append(&b, sp->head + sp->end, MIN(sp->len - sp->end, want)) < 0)
                 return CELLA_ERR_NOMEM;
         while (b.len < want) {
@@ -189,7 +175,7 @@ static int spliced_error(struct spliced *sp, long status, const char *clen)
                 if (buf_append(&b, chunk, (size_t)n) < 0)
                         return CELLA_ERR_NOMEM;
         }
-        return client_api_error(sp->c, status, &b);
+        return client_api_error(sp->c, h->status, &b);
 }
 
 /* Move n bytes from the socket into fd through the pipe. */
@@ -236,9 +222,9 @@ static int read_spliced(cella_client *c, const char *url, int fd, int *ret)
 {
         struct spliced *sp;
         _cleanup_buf_ struct buf req = BUF_INIT;
-        const char *authority = url + 7, *target, *clen, *te;
+        const char *authority = url + 7, *target;
+        struct client_head h;
         struct stat st;
-        long status;
         int fl, r = 0;
 
         if (strncmp(url, "http://", 7) != 0 || !(target = strchr(authority, '/')) ||
@@ -289,26 +275,19 @@ static int read_spliced(cella_client *c, const char *url, int fd, int *ret)
                 *ret = spliced_transport(sp, strerror(errno));
                 goto out;
         }
-        if ((*ret = read_head(sp)) < 0)
+        if ((*ret = read_head(sp, &h)) < 0)
                 goto out;
-        if (strncmp(sp->head, "HTTP/1.", 7) != 0 || sp->len < 12) {
-                *ret = spliced_transport(sp, "not an HTTP answer");
-                goto out;
-        }
-        status = strtol(sp->head + 9, NULL, 10);
-        clen = head_field(sp, "Content-Length:");
-        te = head_field(sp, "Transfer-Encoding:");
-        if (status != 200) {
-                *ret = spliced_error(sp, status, te ? NULL : clen);
+        if (h.status != 200) {
+                *ret = spliced_error(sp, &h);
                 goto out;
         }
-        if (!clen || te) {
+        if (!h.has_length || h.encoded) {
                 r = 0; /* libcurl's path decodes it */
                 goto out;
         }
         c->status = 200;
         {
-                uint64_t n = strtoull(clen, NULL, 10);
+                uint64_t n = h.length;
                 size_t early = (size_t)MIN((uint64_t)(sp->len - sp->end), n);
 
                 if (early && write_fd_chunk(sp->head + sp->end, early, &fd) < 0) {

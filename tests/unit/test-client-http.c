@@ -2,6 +2,7 @@
  * process, one connection at a time): chunked SSE split at odd places, base64 and NUL bytes,
  * error JSON, streamed uploads (Content-Length and chunked), streamed downloads, keep-alive,
  * transport errors, and cella_client_interrupt ending a silent stream from another thread. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "cella/cella.h"
+#include "client/head.h"
 #include "common/buf.h"
 
 static pid_t server_pid = -1;
@@ -548,6 +550,36 @@ static void transport_error(void **state)
         close(lfd);
 }
 
+/* The spliced download's head reader (client/head.h). */
+static void head_parse(void **state)
+{
+        static const char ok[] = "HTTP/1.1 200 OK\r\ncontent-length:\t 7 \r\nX: y\r\n\r\nbody";
+        struct client_head h;
+        (void)state;
+
+        assert_int_equal(client_head_parse(ok, sizeof(ok) - 1, &h), 1);
+        assert_int_equal(h.status, 200);
+        assert_true(h.has_length && !h.encoded);
+        assert_int_equal(h.length, 7);
+        assert_int_equal(h.end, sizeof(ok) - 1 - 4);
+        assert_int_equal(client_head_parse(ok, h.end - 1, &h), 0);
+#define HEAD(s, want) assert_int_equal(client_head_parse(s, sizeof(s) - 1, &h), want)
+        HEAD("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", 1);
+        assert_int_equal(h.status, 404);
+        HEAD("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 1);
+        assert_true(h.encoded && !h.has_length);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 1);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775808\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nno colon\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/2 200 OK\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 099 X\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 10", 0);
+#undef HEAD
+}
+
 /* CELLA_URL unix:/PATH and unix:///PATH: HTTP over the socket at /PATH (a path where no
  * one listens: a transport error naming it); a relative path is refused. */
 static void unix_url(void **state)
@@ -677,6 +709,7 @@ int main(void)
                 cmocka_unit_test(files_streamed),
                 cmocka_unit_test(transport_error),
                 cmocka_unit_test(unix_url),
+                cmocka_unit_test(head_parse),
                 cmocka_unit_test(interrupt_ends_a_silent_stream),
         };
         signal(SIGPIPE, SIG_IGN);
