@@ -239,6 +239,10 @@ int cella_process_wait_exit(cella_client *c, const char *sandbox, const char *id
 int cella_file_write(cella_client *c, const char *sandbox, const char *path, const void *data,
                      size_t len);
 int cella_file_write_fd(cella_client *c, const char *sandbox, const char *path, int fd);
+/* The file's bytes written to fd from its current offset. Into a regular file (not
+ * O_APPEND) or a pipe over http:// or unix:, the body is spliced from the socket (no copy
+ * in this process); a connection that ends early leaves what came and is
+ * CELLA_ERR_TRANSPORT; an API error writes nothing. */
 int cella_file_read_fd(cella_client *c, const char *sandbox, const char *path, int fd);
 int cella_file_list(cella_client *c, const char *sandbox, const char *path, bool recursive,
                     bool include_hidden, char **ret_json);
