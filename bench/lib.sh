@@ -20,12 +20,15 @@ bench_cleanup() {
 }
 trap bench_cleanup EXIT
 
+# bench_cellad IMAGES NAME...: cellad on IMAGES (and the array bench_cellad_args, if set),
+# its URL in $url; the sandboxes NAME... are destroyed at exit.
 bench_cellad() {
         local images=$1
         shift
         bench_sandboxes=("$@")
         "$BUILD/cellad" --listen 127.0.0.1:0 --data-dir "$tmp/data" --images "$images" \
-                --pool 0 --log-level warn >"$tmp/log" 2>&1 &
+                --pool 0 --log-level warn ${bench_cellad_args[@]+"${bench_cellad_args[@]}"} \
+                >"$tmp/log" 2>&1 &
         cellad_pid=$!
         for _ in $(seq 1 300); do
                 url=$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$tmp/log" | head -n 1) || true

@@ -36,7 +36,9 @@ typedef struct cella_exec_result cella_exec_result;
  * thread (libcurl's curl_global_init advice). 0 or CELLA_ERR_TRANSPORT. */
 int cella_global_init(void);
 
-/* url NULL: $CELLA_URL, else http://127.0.0.1:7070. token NULL: $CELLA_TOKEN (may be unset). */
+/* url NULL: $CELLA_URL, else http://127.0.0.1:7070; "unix:/PATH" (or "unix:///PATH"):
+ * cellad's unix socket at /PATH (cellad --listen unix:PATH), CELLA_ERR_INVALID for a
+ * relative one. token NULL: $CELLA_TOKEN (may be unset). */
 int cella_client_new(const char *url, const char *token, cella_client **ret);
 void cella_client_free(cella_client *c);
 /* From any thread: end the call in progress on c at once (its connection is shut down, so
@@ -237,6 +239,10 @@ int cella_process_wait_exit(cella_client *c, const char *sandbox, const char *id
 int cella_file_write(cella_client *c, const char *sandbox, const char *path, const void *data,
                      size_t len);
 int cella_file_write_fd(cella_client *c, const char *sandbox, const char *path, int fd);
+/* The file's bytes written to fd from its current offset. Into a regular file (not
+ * O_APPEND) or a pipe over http:// or unix:, the body is spliced from the socket (no copy
+ * in this process); a connection that ends early leaves what came and is
+ * CELLA_ERR_TRANSPORT; an API error writes nothing. */
 int cella_file_read_fd(cella_client *c, const char *sandbox, const char *path, int fd);
 int cella_file_list(cella_client *c, const char *sandbox, const char *path, bool recursive,
                     bool include_hidden, char **ret_json);

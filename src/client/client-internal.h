@@ -16,9 +16,10 @@
 
 struct cella_client {
         CURL *curl;
-        char *base;    /* without trailing slash */
-        char *auth;    /* "Authorization: Bearer ..." or NULL */
-        char code[64]; /* last API error code */
+        char *base;      /* without trailing slash */
+        char *unix_path; /* CELLA_URL unix:PATH: the socket (base is then http://localhost) */
+        char *auth;      /* "Authorization: Bearer ..." or NULL */
+        char code[64];   /* last API error code */
         char message[512];
         long status;
         /* cella_client_interrupt's (any thread): the flag, and the socket of the transfer

@@ -61,6 +61,21 @@ int cella_client_new(const char *url, const char *token, cella_client **ret)
                 return CELLA_ERR_NOMEM;
         pthread_mutex_init(&c->sock_lock, NULL);
         c->sock = CURL_SOCKET_BAD;
+        if (strncmp(url, "unix:", 5) == 0) {
+                /* unix:/path or unix:///path (Docker's form): HTTP over that socket */
+                const char *path = strncmp(url, "unix://", 7) == 0 ? url + 7 : url + 5;
+
+                if (path[0] != '/') {
+                        cella_client_free(c);
+                        return CELLA_ERR_INVALID;
+                }
+                c->unix_path = strdup(path);
+                url = "http://localhost";
+                if (!c->unix_path) {
+                        cella_client_free(c);
+                        return CELLA_ERR_NOMEM;
+                }
+        }
         c->base = strdup(url);
         c->curl = curl_easy_init();
         if (!c->base || !c->curl) {
@@ -90,6 +105,7 @@ void cella_client_free(cella_client *c)
                 curl_easy_cleanup(c->curl);
         pthread_mutex_destroy(&c->sock_lock);
         free(c->base);
+        free(c->unix_path);
         free(c->auth);
         free(c);
 }
@@ -252,6 +268,8 @@ int client_perform(cella_client *c, const char *method, const char *url, const c
         s->c = c;
         curl_easy_reset(c->curl);
         curl_easy_setopt(c->curl, CURLOPT_URL, url);
+        if (c->unix_path)
+                curl_easy_setopt(c->curl, CURLOPT_UNIX_SOCKET_PATH, c->unix_path);
         curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
         curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, s);
@@ -316,7 +334,8 @@ int client_perform(cella_client *c, const char *method, const char *url, const c
                 errno = up->err;
                 r = CELLA_ERR_IO;
         } else if (rc != CURLE_OK && !(s->is_error && rc == CURLE_WRITE_ERROR)) {
-                client_errorf(c, "TRANSPORT_ERROR", "%s: %s", c->base, curl_easy_strerror(rc));
+                client_errorf(c, "TRANSPORT_ERROR", "%s%s: %s", c->unix_path ? "unix:" : "",
+                              c->unix_path ? c->unix_path : c->base, curl_easy_strerror(rc));
                 r = CELLA_ERR_TRANSPORT;
         } else if (c->status >= 400) {
                 r = api_error(c, &s->body);

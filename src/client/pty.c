@@ -250,6 +250,8 @@ static int handshake(cella_pty *p, const char *url)
         curl_url_get(u, CURLUPART_PORT, &port, 0);
         curl_url_get(u, CURLUPART_QUERY, &query, 0);
         curl_easy_setopt(p->curl, CURLOPT_URL, url);
+        if (c->unix_path)
+                curl_easy_setopt(p->curl, CURLOPT_UNIX_SOCKET_PATH, c->unix_path);
         curl_easy_setopt(p->curl, CURLOPT_CONNECT_ONLY, 1L);
         curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS, CELLA_CLIENT_CONNECT_TIMEOUT_MS);

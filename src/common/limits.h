@@ -210,6 +210,10 @@
 #define CELLA_CLIENT_CONNECT_TIMEOUT_MS 10000L            /* a TCP connect to the server */
 #define CELLA_CLIENT_WS_HANDSHAKE_TIMEOUT_MS 60000        /* may be creating the sandbox */
 #define CELLA_CLIENT_PTY_SIZE_MAX 1000                    /* a terminal's columns or rows */
+/* cella_file_read_fd's spliced download (decision 0061): the answer's head at most, and the
+ * pipe the body passes through (its pages moved, not copied) */
+#define CELLA_CLIENT_HEAD_MAX (16 * 1024)
+#define CELLA_CLIENT_SPLICE_PIPE (1024 * 1024)
 
 /* Image import (src/daemon/image-manifest.c) */
 #define CELLA_IMAGE_BLOB_PATH_MAX 512 /* a blob path named by a manifest */

@@ -120,11 +120,19 @@ static bool host_is_loopback(const char *h, size_t n)
         return false;
 }
 
+/* Loopback-only mode's rules apply to req: cellad has no --token, or req came over its
+ * unix socket, whose file's mode and owner decided who may connect (decision 0061). A
+ * request without a tenant's key is then the admin's. */
+static bool open_mode(struct api *a, struct http_request *req)
+{
+        return !a->cfg.token || !a->cfg.token[0] || http_request_is_local(req);
+}
+
 /* Browsers let any web page send "simple" cross-origin POSTs (no preflight) and DNS
  * rebinding lets a page reach a loopback port under its own name. So: a request that says
  * it comes from a web origin must come from the API's own origin, and without a token
- * (loopback-only mode) the Host must be a loopback name. Non-browser clients send no
- * Origin and a loopback Host, and are not affected. */
+ * (loopback-only mode, or the unix socket) the Host must be a loopback name. Non-browser
+ * clients send no Origin and a loopback Host, and are not affected. */
 static bool request_from_allowed_origin(struct api *a, struct http_request *req)
 {
         const char *host = http_request_header(req, "Host");
@@ -136,7 +144,7 @@ static bool request_from_allowed_origin(struct api *a, struct http_request *req)
                 if (!host || !auth || strcasecmp(auth + 3, host) != 0)
                         return false;
         }
-        if ((!a->cfg.token || !a->cfg.token[0]) && host && !host_is_loopback(host, strlen(host)))
+        if (open_mode(a, req) && host && !host_is_loopback(host, strlen(host)))
                 return false;
         return true;
 }
@@ -206,7 +214,7 @@ static bool shows_key(struct http_request *req, const struct api_match *m, struc
 static int authenticate(struct api *a, struct http_request *req, const struct api_match *m,
                         struct ws_bearer *wb)
 {
-        bool open = !a->cfg.token || !a->cfg.token[0];
+        bool open = open_mode(a, req);
         const char *h = bearer(req, m, wb);
         char id[CELLA_KEY_ID_LEN + 1], secret[CELLA_KEY_SECRET_LEN + 1];
         struct principal *p;
@@ -699,7 +707,7 @@ void api_handle(struct http_request *req, void *userdata)
                                   "API's)");
                 return;
         }
-        if ((a->cfg.token && a->cfg.token[0]) || shows_key(req, &m, &wb)) {
+        if (!open_mode(a, req) || shows_key(req, &m, &wb)) {
                 char addr[64];
 
                 if (auth_throttled(a, req, addr)) {

@@ -108,7 +108,14 @@ enum head_scan_state {
 };
 
 struct conn {
-        uv_tcp_t tcp;
+        /* the client's stream: a TCP connection, or a unix one (the server's unix_path); the
+         * handle is cast to uv_stream_t, the same either way */
+        union {
+                uv_tcp_t tcp;
+                uv_pipe_t pipe;
+        };
+        bool local; /* a unix connection: peer_uid is the client's (SO_PEERCRED) */
+        uid_t peer_uid;
         uv_idle_t kick;
         uv_shutdown_t shut;
         struct http_server *srv;
@@ -152,7 +159,10 @@ struct conn {
 
 struct http_server {
         uv_loop_t *loop;
-        uv_tcp_t listener;
+        union {
+                uv_tcp_t listener;
+                uv_pipe_t unix_listener; /* cfg.unix_path set */
+        };
         uv_timer_t sweep;
         struct http_server_config cfg;
         struct conn *conns, *tail; /* newest first; tail is the oldest */

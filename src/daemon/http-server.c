@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/buf.h"
 #include "common/limits.h"
@@ -45,6 +48,25 @@ static void peer_key(const struct sockaddr_storage *ss, uint8_t key[16])
                 key[10] = key[11] = 0xff;
                 memcpy(key + 12, &((const struct sockaddr_in *)ss)->sin_addr, 4);
         }
+}
+
+/* A unix connection's key: its client's uid (SO_PEERCRED), in a range no IPv6 address of a
+ * TCP client takes (ff00::/8 with the uid in the last four bytes is multicast). */
+static int local_peer_key(struct conn *c, uint8_t key[16])
+{
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        uv_os_fd_t fd;
+
+        if (uv_fileno((uv_handle_t *)&c->pipe, &fd) < 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+                return -errno;
+        c->peer_uid = cred.uid;
+        memset(key, 0, 16);
+        key[0] = 0xff;
+        key[1] = 0x7f;
+        memcpy(key + 12, &cred.uid, 4);
+        return 0;
 }
 
 static unsigned peer_hash(const uint8_t key[16])
@@ -281,25 +303,35 @@ static void on_connection(uv_stream_t *ls, int status)
         if (!c)
                 return; /* libuv's EMFILE path closes what it cannot accept */
         c->srv = srv;
-        uv_tcp_init(srv->loop, &c->tcp);
+        c->local = srv->cfg.unix_path != NULL;
+        if (c->local)
+                uv_pipe_init(srv->loop, &c->pipe, 0);
+        else
+                uv_tcp_init(srv->loop, &c->tcp);
         c->tcp.data = c;
         c->handles_open = 1;
         if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0 || srv->closing ||
-            uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen) < 0) {
+            (c->local ? local_peer_key(c, key)
+                      : uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &sslen)) < 0) {
                 uv_close((uv_handle_t *)&c->tcp, handle_closed);
                 return;
         }
-        peer_key(&ss, key);
+        if (!c->local)
+                peer_key(&ss, key);
         p = peer_find(srv, key);
         if ((p && p->count >= srv->max_per_client) ||
             (srv->nconns >= srv->max_conns && !server_evict(srv)) || !(p = peer_get(srv, key))) {
                 /* over the address's cap, or every connection busy: closed at once (a
                  * reset, so that nothing lingers in TIME_WAIT here) */
-                uv_tcp_close_reset(&c->tcp, handle_closed);
+                if (c->local)
+                        uv_close((uv_handle_t *)&c->pipe, handle_closed);
+                else
+                        uv_tcp_close_reset(&c->tcp, handle_closed);
                 return;
         }
         c->peer = p;
-        uv_tcp_nodelay(&c->tcp, 1);
+        if (!c->local)
+                uv_tcp_nodelay(&c->tcp, 1);
         uv_idle_init(srv->loop, &c->kick);
         c->kick.data = c;
         c->shut.data = c;
@@ -349,6 +381,39 @@ static unsigned fd_connection_limit(unsigned want)
         return want;
 }
 
+/* The unix listener at cfg->unix_path: a stale socket file there is removed (any other
+ * file is left and refused); the socket takes its mode and group before it listens, so
+ * that no client connects through a wider mode. */
+static int unix_listen(struct http_server *s, struct cella_error *err)
+{
+        const struct http_server_config *cfg = &s->cfg;
+        struct stat st;
+        int r;
+
+        if (lstat(cfg->unix_path, &st) == 0) {
+                if (!S_ISSOCK(st.st_mode))
+                        return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
+                                               "listen on %s: a file that is not a socket is there",
+                                               cfg->unix_path),
+                               -EEXIST;
+                if (unlink(cfg->unix_path) < 0 && errno != ENOENT)
+                        return cella_error_set(err, CELLA_E_INTERNAL_ERROR, "remove %s: %s",
+                                               cfg->unix_path, strerror(errno)),
+                               -errno;
+        }
+        r = uv_pipe_bind(&s->unix_listener, cfg->unix_path);
+        if (r == 0 &&
+            (chmod(cfg->unix_path, cfg->unix_mode) < 0 ||
+             (cfg->unix_gid != (gid_t)-1 && chown(cfg->unix_path, (uid_t)-1, cfg->unix_gid) < 0)))
+                r = -errno;
+        if (r == 0)
+                r = uv_listen((uv_stream_t *)&s->unix_listener, SOMAXCONN, on_connection);
+        if (r < 0)
+                cella_error_set(err, CELLA_E_INTERNAL_ERROR, "listen on %s: %s", cfg->unix_path,
+                                uv_strerror(r));
+        return r;
+}
+
 int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struct http_server **ret,
                     struct cella_error *err)
 {
@@ -358,6 +423,33 @@ int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struc
         int namelen = sizeof(bound);
         int r;
 
+        if (cfg->unix_path) {
+                s = calloc(1, sizeof(*s));
+                if (!s)
+                        return -ENOMEM;
+                s->loop = loop;
+                s->cfg = *cfg;
+                s->max_conns = fd_connection_limit(
+                        cfg->max_connections ? cfg->max_connections : CELLA_HTTP_MAX_CONNECTIONS);
+                s->max_per_client =
+                        cfg->max_per_client ? cfg->max_per_client : CELLA_HTTP_MAX_PER_CLIENT;
+                uv_pipe_init(loop, &s->unix_listener, 0);
+                s->unix_listener.data = s;
+                uv_timer_init(loop, &s->sweep);
+                s->sweep.data = s;
+                s->handles_open = 2;
+                r = unix_listen(s, err);
+                if (r < 0) {
+                        s->cfg.unix_path = NULL; /* not ours to remove */
+                        uv_close((uv_handle_t *)&s->unix_listener, server_closed);
+                        uv_close((uv_handle_t *)&s->sweep, server_closed);
+                        return r;
+                }
+                uv_timer_start(&s->sweep, sweep_cb, CELLA_HTTP_SWEEP_MS, CELLA_HTTP_SWEEP_MS);
+                uv_unref((uv_handle_t *)&s->sweep);
+                *ret = s;
+                return 0;
+        }
         if (uv_ip4_addr(cfg->host, cfg->port, (struct sockaddr_in *)&ss) != 0 &&
             uv_ip6_addr(cfg->host, cfg->port, (struct sockaddr_in6 *)&ss) != 0)
                 return cella_error_set(err, CELLA_E_VALIDATION_FAILED,
@@ -410,6 +502,8 @@ void http_server_free(struct http_server *s)
         s->closing = true;
         while (s->conns)
                 http_conn_close(s->conns);
+        if (s->cfg.unix_path)
+                unlink(s->cfg.unix_path);
         uv_close((uv_handle_t *)&s->listener, server_closed);
         uv_close((uv_handle_t *)&s->sweep, server_closed);
 }

@@ -3,6 +3,7 @@
  * streamed, with backpressure), and a connection's input: reading the socket and running
  * the parser over what was read (http_conn_process). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -59,6 +60,11 @@ bool http_request_is_head(const struct http_request *req)
         return req->head;
 }
 
+bool http_request_is_local(const struct http_request *req)
+{
+        return req->conn && req->conn->local;
+}
+
 bool http_request_is_http10(const struct http_request *req)
 {
         return req->http10;
@@ -79,6 +85,10 @@ int http_request_peer(const struct http_request *req, char *out, size_t size)
         struct sockaddr_storage ss;
         int len = sizeof(ss);
 
+        if (req->conn && req->conn->local)
+                return snprintf(out, size, "uid:%u", (unsigned)req->conn->peer_uid) < (int)size
+                               ? 0
+                               : -EINVAL;
         if (!req->conn || req->conn->fuzz ||
             uv_tcp_getpeername(&req->conn->tcp, (struct sockaddr *)&ss, &len) < 0)
                 return -ENOTCONN;

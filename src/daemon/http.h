@@ -68,6 +68,12 @@ struct http_server_config {
          * what an answer may tell of is committed first (the registry's claims). */
         void (*before_write)(void *userdata);
         void *before_write_userdata;
+        /* Instead of host and port: a unix socket made at this path (a stale socket there
+         * is replaced; any other file is an error), given unix_mode and, when unix_gid is
+         * not (gid_t)-1, that group; removed by http_server_free. */
+        const char *unix_path;
+        unsigned unix_mode;
+        gid_t unix_gid;
 };
 
 int http_server_new(uv_loop_t *loop, const struct http_server_config *cfg, struct http_server **ret,
@@ -84,6 +90,9 @@ void http_request_unref(struct http_request *req);
 
 const char *http_request_method(const struct http_request *req); /* "GET" */
 bool http_request_is_head(const struct http_request *req);
+/* The request came over a unix socket (http_server_config.unix_path): its file's mode and
+ * owner decided who may connect. */
+bool http_request_is_local(const struct http_request *req);
 /* An HTTP/1.0 request (its streamed answers are close-delimited: no chunks, no trailers). */
 bool http_request_is_http10(const struct http_request *req);
 /* The percent-decoded path (NUL-free: %00 is refused with 400 before dispatch). */
@@ -92,7 +101,8 @@ const char *http_request_path(const struct http_request *req);
 const char *http_request_target(const struct http_request *req);
 /* The server's loop (NULL when the connection is gone). */
 uv_loop_t *http_request_loop(const struct http_request *req);
-/* The client's address (IP literal); -ENOTCONN when the connection is gone. */
+/* The client's address (IP literal, or "uid:N" on a unix connection: the client's user);
+ * -ENOTCONN when the connection is gone. */
 int http_request_peer(const struct http_request *req, char *out, size_t size);
 /* The headers in the order received (name and value borrowed from the request). */
 size_t http_request_header_count(const struct http_request *req);

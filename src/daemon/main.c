@@ -4,6 +4,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 
 #include "common/limits.h"
 #include "common/log.h"
@@ -32,8 +34,8 @@
 static void usage(FILE *f)
 {
         fprintf(f,
-                "usage: cellad [--listen HOST:PORT] [--data-dir DIR] [--images DIR] [--image "
-                "NAME]\n"
+                "usage: cellad [--listen HOST:PORT|unix:PATH]... [--data-dir DIR] [--images DIR]\n"
+                "              [--image NAME] [--unix-mode MODE] [--unix-group GROUP]\n"
                 "              [--max-sandboxes N] [--pool N] [--image-builder PATH] [--console "
                 "DIR]\n"
                 "              [--log-level L] [--image-import-max SIZE]\n"
@@ -45,6 +47,11 @@ static void usage(FILE *f)
                 "              [--backup-store s3://BUCKET?endpoint=URL] [--check] [--help]\n"
                 "              [--cluster etcd=URL[,URL...] --node NAME --advertise URL]\n"
                 "  --listen HOST:PORT   HTTP API address (default 127.0.0.1:7070; port 0: any)\n"
+                "  --listen unix:PATH   the API on a unix socket at PATH (beside a HOST:PORT\n"
+                "                       also given, else instead of TCP); its clients need no\n"
+                "                       token: the socket's mode and group say who may connect\n"
+                "  --unix-mode MODE     the unix socket's mode (octal, default 0660)\n"
+                "  --unix-group GROUP   the unix socket's group (name or gid; default root's)\n"
                 "  --data-dir DIR       registry and sandboxes (default /var/lib/cella)\n"
                 "  --images DIR         images (default DATA-DIR/images)\n"
                 "  --image NAME         default image (default \"default\")\n"
@@ -183,7 +190,7 @@ static bool is_loopback(const char *host)
 
 /* What the command line says, then what cellad derives from it (paths, host, port). */
 struct options {
-        const char *listen, *data_dir, *images, *image, *builder, *token;
+        const char *listen, *unix_path, *unix_group, *data_dir, *images, *image, *builder, *token;
         const char *preview_domain, *preview_listen, *network_range, *backup_store;
         const char *cluster, *node, *advertise; /* --cluster etcd=..., --node, --advertise */
         const char *cluster_secret_file;
@@ -192,12 +199,16 @@ struct options {
         enum disk_mode disk_mode;
         uint64_t disk_override, import_max, budget_bytes;
         bool check, overcommit_refuse, has_uid_base, drain;
+        bool tcp_given; /* a --listen HOST:PORT was given */
+        unsigned long unix_mode;
         int64_t backup_every_ms; /* --cluster-backup-every; 0: none */
         double overcommit;
         uint32_t uid_base;
         /* derived by check_options */
         char host[256];
         int port;
+        bool no_tcp; /* only --listen unix:PATH: no TCP listener */
+        gid_t unix_gid;
         char exe_dir[PATH_MAX - 64], images_buf[PATH_MAX], builder_buf[PATH_MAX];
         char agent_path[PATH_MAX];
         char console_buf[PATH_MAX];
@@ -213,7 +224,7 @@ struct daemon {
         struct cluster *cluster;
         struct forward *forward;
         struct api *api;
-        struct http_server *srv, *psrv;
+        struct http_server *srv, *psrv, *usrv;
         uv_signal_t sigint, sigterm;
 };
 
@@ -319,7 +330,29 @@ static int on_option(int c, const char *arg, void *ud)
                 o->preview_listen = arg;
                 break;
         case 'l':
-                o->listen = arg;
+                if (strncmp(arg, "unix:", 5) == 0) {
+                        if (arg[5] != '/' ||
+                            strlen(arg + 5) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+                                return bad_value("listen", arg,
+                                                 "unix:PATH: an absolute path, %zu bytes at most",
+                                                 sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+                        o->unix_path = arg + 5;
+                } else {
+                        o->listen = arg;
+                        o->tcp_given = true;
+                }
+                break;
+        case 'u': {
+                char *end;
+
+                errno = 0;
+                o->unix_mode = strtoul(arg, &end, 8);
+                if (errno || end == arg || *end || o->unix_mode > 0777)
+                        return bad_value("unix-mode", arg, "octal, 0 to 0777");
+                break;
+        }
+        case 'g':
+                o->unix_group = arg;
                 break;
         case 'd':
                 o->data_dir = arg;
@@ -421,6 +454,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 {
         static const struct option opts[] = {
                 {"listen", required_argument, NULL, 'l'},
+                {"unix-mode", required_argument, NULL, 'u'},
+                {"unix-group", required_argument, NULL, 'g'},
                 {"data-dir", required_argument, NULL, 'd'},
                 {"images", required_argument, NULL, 'i'},
                 {"image", required_argument, NULL, 'I'},
@@ -456,6 +491,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 
         *o = (struct options){
                 .listen = "127.0.0.1:7070",
+                .unix_mode = 0660,
                 .data_dir = "/var/lib/cella",
                 .image = "default",
                 .token = getenv("CELLA_TOKEN"),
@@ -492,6 +528,32 @@ static int check_options(struct options *o)
         }
         if (strcmp(o->host, "localhost") == 0)
                 snprintf(o->host, sizeof(o->host), "127.0.0.1");
+        o->no_tcp = o->unix_path && !o->tcp_given;
+        if ((o->unix_group || o->unix_mode != 0660) && !o->unix_path) {
+                fprintf(stderr,
+                        "cellad: --unix-mode and --unix-group go with --listen unix:PATH\n");
+                return 2;
+        }
+        o->unix_gid = (gid_t)-1;
+        if (o->unix_group) {
+                struct group *g = getgrnam(o->unix_group);
+                char *end;
+                unsigned long gid;
+
+                errno = 0;
+                gid = strtoul(o->unix_group, &end, 10);
+                if (g)
+                        o->unix_gid = g->gr_gid;
+                else if (!errno && end != o->unix_group && !*end && gid < (gid_t)-1)
+                        o->unix_gid = (gid_t)gid;
+                else
+                        return bad_value("unix-group", o->unix_group, "a group name or gid");
+        }
+        if (o->no_tcp && (o->cluster || o->drain || o->preview_listen)) {
+                fprintf(stderr, "cellad: --cluster, --drain and --preview-listen need a "
+                                "--listen HOST:PORT\n");
+                return 2;
+        }
         if (o->cluster_secret_file && !o->cluster) {
                 fprintf(stderr, "cellad: --cluster-secret-file goes with --cluster\n");
                 return 2;
@@ -502,7 +564,7 @@ static int check_options(struct options *o)
                 fprintf(stderr, "cellad: --cluster on %s needs --cluster-secret-file\n", o->host);
                 return 2;
         }
-        if ((!o->token || !o->token[0]) && !is_loopback(o->host)) {
+        if ((!o->token || !o->token[0]) && !o->no_tcp && !is_loopback(o->host)) {
                 fprintf(stderr, "cellad: refusing to listen on %s without CELLA_TOKEN set\n",
                         o->host);
                 return 2;
@@ -734,9 +796,24 @@ static int listen_http(struct daemon *d, const struct options *o)
                                           (unsigned)o->max_per_client,
                                           &d->budget,
                                           commit_claims,
-                                          d->table};
+                                          d->table,
+                                          NULL,
+                                          0,
+                                          (gid_t)-1};
         char phost[256];
 
+        if (o->unix_path) {
+                hcfg.unix_path = o->unix_path;
+                hcfg.unix_mode = (unsigned)o->unix_mode;
+                hcfg.unix_gid = o->unix_gid;
+                if (http_server_new(d->loop, &hcfg, &d->usrv, &err) < 0) {
+                        fprintf(stderr, "cellad: %s\n", err.msg);
+                        return -1;
+                }
+                hcfg.unix_path = NULL;
+        }
+        if (o->no_tcp)
+                return 0;
         if (http_server_new(d->loop, &hcfg, &d->srv, &err) < 0) {
                 fprintf(stderr, "cellad: %s\n", err.msg);
                 return -1;
@@ -774,9 +851,12 @@ static void run(struct daemon *d, const struct options *o)
         uv_signal_start(&d->sigint, on_signal, SIGINT);
         uv_signal_start(&d->sigterm, on_signal, SIGTERM);
 
-        printf(strchr(o->host, ':') ? "cellad listening on http://[%s]:%d\n"
-                                    : "cellad listening on http://%s:%d\n",
-               o->host, http_server_port(d->srv));
+        if (d->usrv)
+                printf("cellad listening on unix:%s\n", o->unix_path);
+        if (d->srv)
+                printf(strchr(o->host, ':') ? "cellad listening on http://[%s]:%d\n"
+                                            : "cellad listening on http://%s:%d\n",
+                       o->host, http_server_port(d->srv));
         if (d->psrv)
                 printf("cellad preview URLs on port %d (*.%s)\n", http_server_port(d->psrv),
                        o->preview_domain);
@@ -800,6 +880,7 @@ static void shut_down(struct daemon *d)
 {
         http_server_free(d->srv);
         http_server_free(d->psrv);
+        http_server_free(d->usrv);
         if (d->api)
                 api_shutdown(d->api);
         cluster_free(d->cluster); /* before the table: pending claims answer with an error */

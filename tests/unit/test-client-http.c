@@ -2,6 +2,7 @@
  * process, one connection at a time): chunked SSE split at odd places, base64 and NUL bytes,
  * error JSON, streamed uploads (Content-Length and chunked), streamed downloads, keep-alive,
  * transport errors, and cella_client_interrupt ending a silent stream from another thread. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "cella/cella.h"
+#include "client/head.h"
 #include "common/buf.h"
 
 static pid_t server_pid = -1;
@@ -204,6 +206,32 @@ static int serve_one(struct conn *c, int nconns)
         } else if (strcmp(method, "GET") == 0 &&
                    strcmp(target, "/v1/sandboxes/box/files?path=%2Fbin.dat") == 0) {
                 respond(c->fd, 200, "application/octet-stream", "a\0b\xff\r\n", 6);
+        } else if (strcmp(method, "GET") == 0 &&
+                   strcmp(target, "/v1/sandboxes/box/files?path=%2Fbig.dat") == 0) {
+                /* 3 MiB of the pattern, in pieces (the head apart from the body) */
+                size_t n = 3 << 20;
+                char *d = malloc(n);
+                char head[128];
+                int hl = snprintf(head, sizeof(head),
+                                  "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", n);
+
+                for (size_t i = 0; d && i < n; i++)
+                        d[i] = (char)pattern(i);
+                put_all(c->fd, head, (size_t)hl);
+                if (d)
+                        put_all(c->fd, d, n);
+                free(d);
+        } else if (strcmp(method, "GET") == 0 &&
+                   strcmp(target, "/v1/sandboxes/box/files?path=%2Fchunked.dat") == 0) {
+                static const char a[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                        "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+                put_all(c->fd, a, sizeof(a) - 1);
+        } else if (strcmp(method, "GET") == 0 &&
+                   strcmp(target, "/v1/sandboxes/box/files?path=%2Fshort.dat") == 0) {
+                static const char a[] = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nonly ten..";
+                put_all(c->fd, a, sizeof(a) - 1);
+                buf_free(&body);
+                return -1; /* the connection closes 990 bytes short */
         } else if (strcmp(method, "PUT") == 0 &&
                    strncmp(target, "/v1/sandboxes/box/files?path=", 29) == 0) {
                 char j[96];
@@ -233,17 +261,25 @@ static int serve_one(struct conn *c, int nconns)
         return 0;
 }
 
+/* One process per connection: a client's kept-alive connection does not hold up its next
+ * one (libcella's spliced download opens its own). */
 static void serve(int lfd)
 {
         static struct conn c;
         int nconns = 0;
+
+        signal(SIGCHLD, SIG_IGN);
         for (;;) {
                 c.fd = accept(lfd, NULL, NULL);
                 if (c.fd < 0)
                         _exit(1);
                 c.len = 0;
                 nconns++;
-                while (serve_one(&c, nconns) == 0) {
+                if (fork() == 0) {
+                        close(lfd);
+                        while (serve_one(&c, nconns) == 0) {
+                        }
+                        _exit(0);
                 }
                 close(c.fd);
         }
@@ -433,6 +469,56 @@ static void files_streamed(void **state)
         assert_int_equal(pread(mfd, got, sizeof(got), 0), 6);
         assert_memory_equal(got, "a\0b\xff\r\n", 6);
 
+        /* 3 MiB spliced into a regular file and into a pipe, byte-exact. */
+        {
+                size_t n = 3 << 20;
+                char *back = malloc(n + 1);
+                int p[2];
+
+                assert_non_null(back);
+                assert_int_equal(ftruncate(mfd, 0), 0);
+                assert_int_equal(lseek(mfd, 0, SEEK_SET), 0);
+                assert_int_equal(cella_file_read_fd(c, "box", "/big.dat", mfd), CELLA_OK);
+                assert_int_equal(pread(mfd, back, n + 1, 0), (ssize_t)n);
+                for (size_t i = 0; i < n; i++)
+                        assert_int_equal((unsigned char)back[i], pattern(i));
+                /* into a pipe a child reads: exit status 0 if it got the pattern whole */
+                assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+                pid_t reader = fork();
+                int st = -1;
+
+                assert_true(reader >= 0);
+                if (reader == 0) {
+                        size_t have = 0;
+                        ssize_t r;
+
+                        close(p[1]);
+                        while ((r = read(p[0], back + have, n + 1 - have)) > 0)
+                                have += (size_t)r;
+                        for (size_t i = 0; have == n && i < n; i++)
+                                if ((unsigned char)back[i] != pattern(i))
+                                        _exit(2);
+                        _exit(have == n ? 0 : 1);
+                }
+                close(p[0]);
+                assert_int_equal(cella_file_read_fd(c, "box", "/big.dat", p[1]), CELLA_OK);
+                close(p[1]);
+                assert_int_equal(waitpid(reader, &st, 0), reader);
+                assert_true(WIFEXITED(st));
+                assert_int_equal(WEXITSTATUS(st), 0);
+                free(back);
+        }
+        /* A chunked 200 goes the libcurl way; a body cut short is a transport error. */
+        assert_int_equal(ftruncate(mfd, 0), 0);
+        assert_int_equal(lseek(mfd, 0, SEEK_SET), 0);
+        assert_int_equal(cella_file_read_fd(c, "box", "/chunked.dat", mfd), CELLA_OK);
+        assert_int_equal(pread(mfd, got, sizeof(got), 0), 5);
+        assert_memory_equal(got, "abcde", 5);
+        assert_int_equal(cella_file_read_fd(c, "box", "/short.dat", mfd), CELLA_ERR_TRANSPORT);
+        assert_string_equal(cella_client_error_code(c), "TRANSPORT_ERROR");
+        assert_int_equal(ftruncate(mfd, 0), 0);
+        assert_int_equal(lseek(mfd, 0, SEEK_SET), 0);
+
         /* A missing file writes nothing and reports the API error. */
         assert_int_equal(ftruncate(mfd, 0), 0);
         assert_int_equal(cella_file_read_fd(c, "box", "/missing", mfd), CELLA_ERR_API);
@@ -462,6 +548,51 @@ static void transport_error(void **state)
         assert_true(strlen(cella_client_error_message(c)) > 0);
         cella_client_free(c);
         close(lfd);
+}
+
+/* The spliced download's head reader (client/head.h). */
+static void head_parse(void **state)
+{
+        static const char ok[] = "HTTP/1.1 200 OK\r\ncontent-length:\t 7 \r\nX: y\r\n\r\nbody";
+        struct client_head h;
+        (void)state;
+
+        assert_int_equal(client_head_parse(ok, sizeof(ok) - 1, &h), 1);
+        assert_int_equal(h.status, 200);
+        assert_true(h.has_length && !h.encoded);
+        assert_int_equal(h.length, 7);
+        assert_int_equal(h.end, sizeof(ok) - 1 - 4);
+        assert_int_equal(client_head_parse(ok, h.end - 1, &h), 0);
+#define HEAD(s, want) assert_int_equal(client_head_parse(s, sizeof(s) - 1, &h), want)
+        HEAD("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", 1);
+        assert_int_equal(h.status, 404);
+        HEAD("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", 1);
+        assert_true(h.encoded && !h.has_length);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 1);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775808\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nno colon\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/2 200 OK\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 099 X\r\n\r\n", -EBADMSG);
+        HEAD("HTTP/1.1 200 OK\r\nContent-Length: 10", 0);
+#undef HEAD
+}
+
+/* CELLA_URL unix:/PATH and unix:///PATH: HTTP over the socket at /PATH (a path where no
+ * one listens: a transport error naming it); a relative path is refused. */
+static void unix_url(void **state)
+{
+        cella_client *c = NULL;
+        (void)state;
+
+        assert_int_equal(cella_client_new("unix:relative.sock", NULL, &c), CELLA_ERR_INVALID);
+        assert_int_equal(cella_client_new("unix:///nonexistent/cellad.sock", NULL, &c), CELLA_OK);
+        assert_string_equal(cella_client_url(c), "http://localhost");
+        assert_int_equal(cella_health(c, NULL), CELLA_ERR_TRANSPORT);
+        assert_non_null(strstr(cella_client_error_message(c), "unix:/nonexistent/cellad.sock"));
+        cella_client_free(c);
 }
 
 /* ---- cella_client_interrupt: a stream that never sends ends at once ---- */
@@ -577,6 +708,8 @@ int main(void)
                 cmocka_unit_test(exec_buffered_bytes),
                 cmocka_unit_test(files_streamed),
                 cmocka_unit_test(transport_error),
+                cmocka_unit_test(unix_url),
+                cmocka_unit_test(head_parse),
                 cmocka_unit_test(interrupt_ends_a_silent_stream),
         };
         signal(SIGPIPE, SIG_IGN);
