@@ -28,9 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 FUZZ_CHECK(h.status >= 100 && h.status <= 999);
                 FUZZ_CHECK(client_head_parse(buf, h.end - 1, &g) == 0);
                 FUZZ_CHECK(client_head_parse(buf, h.end, &g) == 1);
-                FUZZ_CHECK(g.end == h.end && g.status == h.status &&
-                           g.has_length == h.has_length && g.length == h.length &&
-                           g.encoded == h.encoded);
+                FUZZ_CHECK(g.end == h.end && g.status == h.status && g.has_length == h.has_length &&
+                           g.length == h.length && g.encoded == h.encoded);
                 FUZZ_CHECK(!h.has_length || h.length <= (uint64_t)INT64_MAX);
         }
         free(buf);
