@@ -15,10 +15,11 @@ struct client_head {
         bool encoded; /* a Transfer-Encoding was given: the body is not length bytes */
 };
 
-/* buf[0..len) as the start of an answer: 1 with *h when it holds the whole head (the
- * first CRLF CRLF ends it), 0 when more is needed, -EBADMSG when it is not an answer's
- * head (a status line other than "HTTP/1.x NNN ...", a header line without a colon, a
- * Content-Length that is not one decimal number below 2^63, two that differ). */
+/* buf[0..len) as the start of an answer, read by http-parser: 1 with *h when it holds
+ * the whole head (its blank line ends it), 0 when more is needed, -EBADMSG when it is not
+ * an answer's head as http-parser reads one (a bad status line or header line, a
+ * Content-Length that is not a number or two that differ, a Content-Length beside a
+ * Transfer-Encoding). */
 int client_head_parse(const char *buf, size_t len, struct client_head *h);
 
 #endif

@@ -1,8 +1,9 @@
-/* Fuzz libcella's reading of an answer's head (src/client/head.h), used by the spliced
- * download. Invariants: a whole head ends at the input's first CRLF CRLF, inside the input;
- * its status is 100 to 999; a prefix that stops before that CRLF CRLF asks for more (0);
- * the head alone parses as the head with bytes after it; a parse never reads past len (the
- * input is copied to a buffer of exactly its size for ASan). */
+/* Fuzz libcella's reading of an answer's head (src/client/head.h, on http-parser), used by
+ * the spliced download. Invariants: a whole head ends inside the input, on a LF; its status
+ * is 100 to 999; every prefix that stops before its end asks for more (0) or is refused
+ * as a prefix of a bad head is (never 1); the head alone parses as the head with bytes
+ * after it; a parse never reads past len (the input is copied to a buffer of exactly its
+ * size for ASan). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,15 +23,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         r = client_head_parse(buf, size, &h);
         FUZZ_CHECK(r == 1 || r == 0 || r == -EBADMSG);
         if (r == 1) {
-                FUZZ_CHECK(h.end >= 16 && h.end <= size);
-                FUZZ_CHECK(memcmp(buf + h.end - 4, "\r\n\r\n", 4) == 0);
-                FUZZ_CHECK(!memmem(buf, h.end - 1, "\r\n\r\n", 4));
+                FUZZ_CHECK(h.end >= 1 && h.end <= size);
+                FUZZ_CHECK(buf[h.end - 1] == '\n');
                 FUZZ_CHECK(h.status >= 100 && h.status <= 999);
                 FUZZ_CHECK(client_head_parse(buf, h.end - 1, &g) == 0);
                 FUZZ_CHECK(client_head_parse(buf, h.end, &g) == 1);
                 FUZZ_CHECK(g.end == h.end && g.status == h.status && g.has_length == h.has_length &&
                            g.length == h.length && g.encoded == h.encoded);
-                FUZZ_CHECK(!h.has_length || h.length <= (uint64_t)INT64_MAX);
         }
         free(buf);
         return 0;
